@@ -1,0 +1,104 @@
+# gpuprof build: BPF objects -> skeletons -> userspace -> build/gpuprof.
+# `make` builds the tool, `make test` builds and runs the unit tests,
+# `make check` runs unit and integration tests (root + BPF needed).
+# V=1 prints every command.
+
+BUILD      := build
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+CXX        ?= g++
+ARCH       := x86
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+
+APP_SRCS   := $(filter-out userspace/main.cpp,$(wildcard userspace/*.cpp userspace/cli/*.cpp))
+APP_OBJS   := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(APP_SRCS))
+MAIN_OBJ   := $(BUILD)/obj/userspace/main.o
+TEST_SRCS  := $(wildcard tests/unit/*.cpp)
+TEST_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS))
+TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
+TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(TEST_HELPER_SRCS))
+
+CXXFLAGS   ?= -O2 -g
+CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror=return-type -MMD -MP \
+              -Iuserspace -Ibpf -I$(BUILD)
+# Debian ships static archives of these; link them in so build/gpuprof can be
+# copied to a machine that lacks them (the GPU machines have no apt).
+STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lcapstone -lz -lzstd -Wl,-Bdynamic
+LDFLAGS    += -static-libstdc++ -static-libgcc
+LDLIBS     += $(STATIC_LIBS) -lpthread
+
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUILD)
+
+.PHONY: all test check integration bench clean
+.DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJS)
+
+all: $(BUILD)/gpuprof $(TEST_HELPERS)
+
+$(BUILD):
+	$(Q)mkdir -p $@
+
+# vmlinux.h comes from the running kernel's BTF (every kernel this tool
+# supports has /sys/kernel/btf/vmlinux); it is never checked in.
+$(BUILD)/vmlinux.h: | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/events.h $(BUILD)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(BUILD)/obj/%.o: %.cpp $(SKELS)
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/libgpuprof.a: $(APP_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/gpuprof: $(MAIN_OBJ) $(BUILD)/libgpuprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/gpuprof_unit_tests: $(TEST_OBJS) $(BUILD)/libgpuprof.a
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) $^ -lgmock -lgtest_main -lgtest $(LDLIBS) -o $@
+
+# Small native programs the tests probe (built without optimisation tricks
+# that would change their instruction layout).
+$(BUILD)/tests/%: tests/helpers/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
+
+test: $(BUILD)/gpuprof_unit_tests
+	$(BUILD)/gpuprof_unit_tests --gtest_brief=0
+
+integration: all
+	/usr/bin/python3 -m pytest -v tests/integration
+
+check: test integration
+
+bench: all
+	/usr/bin/python3 bench/overhead.py
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d)

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * library_watch.bpf.c: stop a launched command the moment it maps libtorch.
+ *
+ * `gpuprof record -- CMD` must have its probes in place before CMD's first
+ * operator, but which libtorch_cpu CMD will load (Debian's, a venv's, a
+ * conda env's) is only known when it maps one. This program sees every
+ * executable file mapping of the launched process (security_mmap_file is
+ * called before the mapping exists), and when the file is a libtorch_cpu it
+ * sends SIGSTOP to the process once. The signal is delivered on the return
+ * from mmap(), before any code of the library runs; gpuprof, the parent,
+ * sees the stop with waitpid(WUNTRACED), attaches the op probes to the now
+ * mapped file and sends SIGCONT.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PROT_EXEC_BIT 0x4
+#define SIGSTOP_NUM 19
+
+/* The launched process (thread group id). Set before load. */
+const volatile __u32 watch_tgid = 0;
+
+/* 1 while a stop is wanted; cleared here when the stop is sent. */
+__u32 armed = 0;
+
+/* Set when the stop was sent, so userspace can tell our stop from others. */
+__u32 stop_sent = 0;
+
+static __always_inline int is_libtorch_cpu(const unsigned char *name)
+{
+	static const char want[] = "libtorch_cpu";
+	char buf[sizeof(want)];
+
+	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 0)
+		return 0;
+	for (int i = 0; i < (int)sizeof(want) - 1; i++)
+		if (buf[i] != want[i])
+			return 0;
+	return 1;
+}
+
+SEC("fentry/security_mmap_file")
+int BPF_PROG(on_mmap_file, struct file *file, unsigned long prot, unsigned long flags)
+{
+	if (!armed || !file || !(prot & PROT_EXEC_BIT))
+		return 0;
+	if ((bpf_get_current_pid_tgid() >> 32) != watch_tgid)
+		return 0;
+	if (!is_libtorch_cpu(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
+		return 0;
+	armed = 0;
+	stop_sent = 1;
+	bpf_send_signal(SIGSTOP_NUM);
+	return 0;
+}

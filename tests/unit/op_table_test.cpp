@@ -1,0 +1,221 @@
+// op_table_test.cpp: the op table against torch's own output.
+//
+// Each tests/golden/table_<case>.in holds rows, a sort key and a row limit;
+// table_<case>.txt holds what torch 1.13's table() returned for them
+// (tests/golden/make_table_goldens.py). The formatter must match byte for byte.
+#include "op_table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace gpuprof {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path golden_dir() {
+#ifdef GPUPROF_SOURCE_DIR
+  return fs::path(GPUPROF_SOURCE_DIR) / "tests" / "golden";
+#else
+  return fs::current_path() / "tests" / "golden";  // tests run from the repo root
+#endif
+}
+
+std::vector<std::string> golden_case_names() {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(golden_dir(), error)) {
+    std::string file = entry.path().filename().string();
+    if (file.starts_with("table_") && file.ends_with(".in")) {
+      names.push_back(file.substr(6, file.size() - 6 - 3));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool read_file(const fs::path& path, std::string* contents) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  *contents = buffer.str();
+  return true;
+}
+
+struct GoldenCase {
+  Profile profile;
+  TableOptions options;
+};
+
+// Parses the .in format: '#' comments, "sort_by\tKEY", "row_limit\tN", and
+// rows "calls\tcpu_total_ns\tself_cpu_ns\tname". Returns an error or "".
+std::string parse_case(const std::string& text, GoldenCase* golden) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::istringstream split(line);
+    for (std::string field; std::getline(split, field, '\t');) fields.push_back(field);
+    if (fields.size() == 2 && fields[0] == "sort_by") {
+      std::string error;
+      auto key = parse_sort_key(fields[1], &error);
+      if (!key) return error;
+      golden->options.sort_by = *key;
+    } else if (fields.size() == 2 && fields[0] == "row_limit") {
+      golden->options.row_limit = std::stoi(fields[1]);
+    } else if (fields.size() == 4) {
+      OpRow row;
+      row.calls = std::stoull(fields[0]);
+      row.cpu_total_ns = std::stoull(fields[1]);
+      row.self_cpu_ns = std::stoull(fields[2]);
+      row.name = fields[3];
+      golden->profile.self_cpu_total_ns += row.self_cpu_ns;
+      golden->profile.rows.push_back(row);
+    } else {
+      return "bad line: " + line;
+    }
+  }
+  return "";
+}
+
+class OpTableGolden : public testing::TestWithParam<std::string> {};
+
+TEST_P(OpTableGolden, MatchesTorch) {
+  const fs::path base = golden_dir() / ("table_" + GetParam());
+  std::string input, expected;
+  ASSERT_TRUE(read_file(base.string() + ".in", &input)) << base << ".in";
+  ASSERT_TRUE(read_file(base.string() + ".txt", &expected)) << base << ".txt";
+  GoldenCase golden;
+  ASSERT_EQ(parse_case(input, &golden), "");
+
+  EXPECT_EQ(format_op_table(golden.profile, golden.options), expected);
+
+  // Row order in the profile must not matter.
+  std::reverse(golden.profile.rows.begin(), golden.profile.rows.end());
+  EXPECT_EQ(format_op_table(golden.profile, golden.options), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Goldens, OpTableGolden, testing::ValuesIn(golden_case_names()),
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST(OpTableTest, GoldenFilesAreThere) {
+  // A missing tests/golden would otherwise instantiate no cases at all.
+  EXPECT_GE(golden_case_names().size(), 20u) << "looked in " << golden_dir();
+}
+
+TEST(OpTableTest, EmptyProfileIsEmptyString) {
+  EXPECT_EQ(format_op_table(Profile{}, TableOptions{}), "");
+}
+
+TEST(OpTableTest, DefaultOptionsAreTorchs) {
+  TableOptions options;
+  EXPECT_EQ(options.sort_by, SortKey::cpu_time_total);
+  EXPECT_EQ(options.row_limit, 100);
+}
+
+TEST(OpTableTest, FormatTimeSwitchesUnits) {
+  EXPECT_EQ(format_time_us(0.0), "0.000us");
+  EXPECT_EQ(format_time_us(999.999), "999.999us");
+  EXPECT_EQ(format_time_us(1000.0), "1.000ms");
+  EXPECT_EQ(format_time_us(999999.999), "1000.000ms");  // torch's, too
+  EXPECT_EQ(format_time_us(1e6), "1.000s");
+  EXPECT_EQ(format_time_us(0.0625), "0.062us");  // ties to even
+}
+
+TEST(SortKeyTest, ParsesTorchKeys) {
+  for (std::string_view name : valid_sort_key_names()) {
+    std::string error;
+    auto key = parse_sort_key(name, &error);
+    ASSERT_TRUE(key.has_value()) << name;
+    EXPECT_EQ(sort_key_name(*key), name);
+    EXPECT_EQ(error, "");
+  }
+  EXPECT_EQ(parse_sort_key("cpu_time", nullptr), SortKey::cpu_time);
+  EXPECT_EQ(parse_sort_key("count", nullptr), SortKey::count);
+}
+
+TEST(SortKeyTest, DefaultIsListedFirst) {
+  ASSERT_FALSE(valid_sort_key_names().empty());
+  EXPECT_EQ(valid_sort_key_names().front(), "cpu_time_total");
+}
+
+TEST(SortKeyTest, CudaKeysSayTheDataIsMissing) {
+  for (std::string_view name : {"cuda_time_total", "self_cuda_time_total", "cuda_time"}) {
+    std::string error;
+    EXPECT_FALSE(parse_sort_key(name, &error).has_value());
+    EXPECT_THAT(error, testing::StartsWith("sort key '" + std::string(name) +
+                                           "' needs CUDA data, which gpuprof does not record yet"));
+    EXPECT_THAT(error, testing::HasSubstr("valid keys: cpu_time_total, self_cpu_time_total"));
+  }
+}
+
+TEST(SortKeyTest, MemoryKeysSayTheDataIsMissing) {
+  std::string error;
+  EXPECT_FALSE(parse_sort_key("self_cpu_memory_usage", &error).has_value());
+  EXPECT_THAT(error, testing::StartsWith("sort key 'self_cpu_memory_usage' needs memory data"));
+  EXPECT_FALSE(parse_sort_key("cuda_memory_usage", &error).has_value());
+  EXPECT_THAT(error, testing::StartsWith("sort key 'cuda_memory_usage' needs CUDA memory data"));
+}
+
+TEST(SortKeyTest, UnknownKeyListsValidOnes) {
+  std::string error;
+  EXPECT_FALSE(parse_sort_key("CPU_TIME_TOTAL", &error).has_value());
+  EXPECT_EQ(error,
+            "unknown sort key 'CPU_TIME_TOTAL'; valid keys: cpu_time_total, "
+            "self_cpu_time_total, cpu_time, count");
+  EXPECT_FALSE(parse_sort_key("", nullptr).has_value());  // no error wanted: no crash
+}
+
+TEST(ProfileNotesTest, NothingToSay) {
+  Profile profile;
+  profile.threads = 4;  // not a counter
+  EXPECT_EQ(format_profile_notes(profile), "");
+}
+
+TEST(ProfileNotesTest, EveryCounterInOrder) {
+  Profile profile;
+  profile.calls_unwound = 12;
+  profile.exits_without_entry = 3;
+  profile.calls_open_at_end = 2;
+  profile.events_lost = 1532;
+  EXPECT_EQ(format_profile_notes(profile),
+            "gpuprof: 12 calls ended by exception unwinding (counted; their end time is the "
+            "catch)\n"
+            "gpuprof: 3 ops were already running when recording began (their exits were "
+            "ignored)\n"
+            "gpuprof: 2 calls still running when recording stopped (not counted)\n"
+            "gpuprof: 1532 events lost (ring buffer full); counts are low; try a larger "
+            "--ring-buffer\n");
+}
+
+TEST(ProfileNotesTest, SingularAndOnlyNonZero) {
+  Profile profile;
+  profile.exits_without_entry = 1;
+  profile.events_lost = 1;
+  EXPECT_EQ(format_profile_notes(profile),
+            "gpuprof: 1 op was already running when recording began (their exits were "
+            "ignored)\n"
+            "gpuprof: 1 event lost (ring buffer full); counts are low; try a larger "
+            "--ring-buffer\n");
+  profile = Profile{};
+  profile.calls_unwound = 1;
+  profile.calls_open_at_end = 1;
+  EXPECT_EQ(format_profile_notes(profile),
+            "gpuprof: 1 call ended by exception unwinding (counted; their end time is the "
+            "catch)\n"
+            "gpuprof: 1 call still running when recording stopped (not counted)\n");
+}
+
+}  // namespace
+}  // namespace gpuprof

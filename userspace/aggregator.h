@@ -1,0 +1,23 @@
+// aggregator.h: Recording -> Profile, the numbers of torch.profiler's
+// key_averages() table.
+//
+// Calls come from build_timeline() (op_timeline.h), which rebuilds each
+// thread's op nesting from the stack pointers of the probe events. Rows are
+// keyed by OpInfo::name, not by op id: the overloads of one op (add.Tensor,
+// add.Scalar) are separate ::call functions with their own ids, and torch
+// prints them as one row "aten::add".
+#pragma once
+
+#include "profile.h"
+#include "recording.h"
+
+namespace gpuprof {
+
+// One row per op name with at least one counted call (unwound calls count;
+// calls still open at the end do not), rows sorted by name. An op id outside
+// the recording's op table (a damaged file) gets its own row named
+// "<unknown op N>" rather than being dropped. Counters under the table come
+// from the timeline, events_lost from recording.stats.
+Profile aggregate(const Recording& recording);
+
+}  // namespace gpuprof

@@ -1,0 +1,106 @@
+#include "cli/record.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "op_tracer.h"
+#include "record_session.h"
+
+namespace gpuprof::cli {
+namespace {
+
+constexpr const char* kDefaultOutput = "gpuprof.data";
+
+// perf's convention: the previous default-named recording is kept once.
+void keep_previous_default_output() {
+  struct stat st;
+  if (stat(kDefaultOutput, &st) == 0) rename(kDefaultOutput, "gpuprof.data.old");
+}
+
+}  // namespace
+
+void add_record_command(CLI::App& app, RecordOptions& options) {
+  CLI::App* record = app.add_subcommand("record", "Trace a PyTorch process and print its operator table");
+  auto* pid = record->add_option("-p,--pid", options.pid, "attach to this running process");
+  auto* command = record->add_option("command", options.command,
+                                     "command to launch and trace (after --); probes are in place "
+                                     "before its first operator");
+  pid->excludes(command);
+  record->add_option("-o,--output", options.output_path,
+                     "record file (default: gpuprof.data, the previous one kept as gpuprof.data.old)");
+  record->add_option("-d,--duration", options.duration_s, "stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+  record->add_option("--ring-buffer", options.ring_buffer_mb,
+                     "BPF ring buffer size in MiB (power of two); raise it if events are lost")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
+  record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
+  add_table_options(*record, options.table);
+  record->footer(
+      "Stops on Ctrl-C, SIGTERM, -d SECONDS, or the target's exit; then writes the record file\n"
+      "and prints the table (same columns as torch.profiler's key_averages().table()).\n\n"
+      "Examples:\n"
+      "  sudo gpuprof record -p 4242                      # attach; Ctrl-C stops\n"
+      "  sudo gpuprof record -p 4242 -d 10 --sort-by self_cpu_time_total --row-limit 10\n"
+      "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n");
+}
+
+int run_record(RecordOptions options) {
+  if ((options.pid > 0) == !options.command.empty()) {
+    std::fprintf(stderr, "gpuprof: error: give either -p PID or -- COMMAND (see gpuprof record --help)\n");
+    return 2;
+  }
+  std::string error;
+  if (!parse_sort_key(options.table.sort_by, &error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  uint32_t ring_bytes = options.ring_buffer_mb << 20;
+  if ((ring_bytes & (ring_bytes - 1)) != 0) {
+    std::fprintf(stderr, "gpuprof: error: --ring-buffer must be a power of two (MiB)\n");
+    return 2;
+  }
+  if (options.output_path.empty()) {
+    keep_previous_default_output();
+    options.output_path = kDefaultOutput;
+  }
+  set_libbpf_verbose(options.verbose);
+
+  RecordConfig config;
+  config.pid = options.pid;
+  config.command = options.command;
+  config.output_path = options.output_path;
+  config.duration_s = options.duration_s;
+  config.ring_buffer_bytes = ring_bytes;
+  config.verbose = options.verbose;
+  RecordOutcome outcome = run_record_session(config);
+
+  int status = 0;
+  if (!outcome.ok) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
+    status = 1;
+  }
+  // A recording that was written is reported even after a late error.
+  if (!options.quiet && (outcome.ok || outcome.error.find("write") == std::string::npos)) {
+    struct stat st;
+    if (stat(options.output_path.c_str(), &st) == 0 && outcome.stop_reason.size()) {
+      options.table.input_path = options.output_path;
+      if (outcome.ok) status = run_report(options.table);
+    }
+  }
+  if (outcome.target_running && outcome.stop_reason != "terminated") {
+    // Launch mode, stopped by -d or Ctrl-C: like `time` or `perf record`,
+    // stay until the command ends so the shell gets it back in order.
+    std::fprintf(stderr, "gpuprof: waiting for %d to exit (Ctrl-C again leaves it running)\n",
+                 outcome.launched_pid);
+    waitpid(outcome.launched_pid, nullptr, 0);
+  }
+  return status;
+}
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,30 @@
+// cli/record.h: `gpuprof record`: trace a process, write a record file,
+// print the operator table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/report.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gpuprof::cli {
+
+struct RecordOptions {
+  int pid = 0;
+  std::vector<std::string> command;
+  std::string output_path;  // "" -> gpuprof.data (the previous one kept as gpuprof.data.old)
+  double duration_s = 0;
+  uint32_t ring_buffer_mb = 32;
+  bool quiet = false;  // no table on stdout
+  bool verbose = false;
+  ReportOptions table;
+};
+
+void add_record_command(CLI::App& app, RecordOptions& options);
+int run_record(RecordOptions options);
+
+}  // namespace gpuprof::cli

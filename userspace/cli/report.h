@@ -1,0 +1,27 @@
+// cli/report.h: `gpuprof report FILE`: print a recording's operator table.
+#pragma once
+
+#include <string>
+
+#include "op_table.h"
+
+namespace CLI {
+class App;
+}
+
+namespace gpuprof::cli {
+
+struct ReportOptions {
+  std::string input_path = "gpuprof.data";
+  std::string sort_by = "cpu_time_total";
+  int row_limit = 100;
+};
+
+// Adds the table options (--sort-by, --row-limit) that record shares.
+void add_table_options(CLI::App& command, ReportOptions& options);
+void add_report_command(CLI::App& app, ReportOptions& options);
+
+// Reads, aggregates and prints. Returns the process exit code.
+int run_report(const ReportOptions& options);
+
+}  // namespace gpuprof::cli

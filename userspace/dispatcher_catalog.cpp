@@ -1,0 +1,70 @@
+#include "dispatcher_catalog.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "elf_image.h"
+#include "events.h"
+#include "op_names.h"
+#include "ret_finder.h"
+
+namespace gpuprof {
+
+std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, std::string* error) {
+  auto elf = ElfImage::open(path, error);
+  if (!elf) return std::nullopt;
+
+  OpNameResolver resolver;
+  elf->for_each_string(".rodata", 4, [&](std::string_view text) {
+    if (auto op = parse_schema(text)) resolver.add_schema(*op);
+  });
+
+  struct Entry {
+    ElfSymbol symbol;
+    std::string_view struct_name;
+  };
+  std::vector<Entry> entries;
+  elf->for_each_function([&](const ElfSymbol& sym) {
+    if (auto s = dispatcher_call_struct(sym.name)) entries.push_back({sym, *s});
+  });
+  // .dynsym and .symtab may both list a symbol; keep one per address, in
+  // address order so op ids are stable for a given file.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.symbol.address < b.symbol.address; });
+  entries.erase(std::unique(entries.begin(), entries.end(),
+                            [](const Entry& a, const Entry& b) {
+                              return a.symbol.address == b.symbol.address;
+                            }),
+                entries.end());
+  if (entries.empty()) {
+    *error = path + " exports no at::_ops::*::call entry points (is it libtorch_cpu?)";
+    return std::nullopt;
+  }
+
+  DispatcherCatalog catalog;
+  catalog.schemas_found = resolver.schema_count();
+  catalog.build_id = elf->build_id();
+  for (const Entry& entry : entries) {
+    auto entry_offset = elf->file_offset(entry.symbol.address);
+    auto body = elf->bytes_at(entry.symbol.address, entry.symbol.size);
+    if (!entry_offset || body.empty()) continue;
+    const auto op_id = static_cast<uint32_t>(catalog.ops.size());
+    OpName name = resolver.resolve(entry.struct_name);
+    catalog.ops.push_back(OpInfo{name.torch_name(), name.overload, std::string(entry.symbol.name)});
+    catalog.sites.add(*entry_offset, GP_COOKIE(GP_EV_OP_ENTRY, op_id));
+    catalog.entry_sites++;
+
+    BodyExits exits = find_body_exits(body, entry.symbol.address);
+    if (!exits.first_is_push) catalog.entries_single_stepped++;
+    if (exits.ret_addresses.empty()) catalog.ops_without_exit++;
+    for (uint64_t ret : exits.ret_addresses) {
+      if (auto offset = elf->file_offset(ret)) {
+        catalog.sites.add(*offset, GP_COOKIE(GP_EV_OP_EXIT, op_id));
+        catalog.exit_sites++;
+      }
+    }
+  }
+  return catalog;
+}
+
+}  // namespace gpuprof

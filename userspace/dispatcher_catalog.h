@@ -1,0 +1,44 @@
+// dispatcher_catalog.h: every probe site of one libtorch_cpu file.
+//
+// Scans the library once: each exported at::_ops::<op>::call becomes an op
+// (its torch.profiler name from op_names.h), with an entry site on its
+// first instruction and exit sites on its `ret` instructions. Sites are
+// FILE offsets with a cookie (GP_COOKIE in events.h) ready for one
+// uprobe_multi link.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recording.h"
+
+namespace gpuprof {
+
+struct ProbeSites {
+  std::vector<uint64_t> offsets;  // file offsets
+  std::vector<uint64_t> cookies;  // same length
+  void add(uint64_t offset, uint64_t cookie) {
+    offsets.push_back(offset);
+    cookies.push_back(cookie);
+  }
+  size_t size() const { return offsets.size(); }
+};
+
+struct DispatcherCatalog {
+  std::vector<OpInfo> ops;  // index == op id
+  ProbeSites sites;         // entries and exits together
+  uint32_t entry_sites = 0;
+  uint32_t exit_sites = 0;
+  uint32_t ops_without_exit = 0;      // no `ret` found: such calls end by sp reconciliation
+  uint32_t entries_single_stepped = 0;  // first instruction not a push: slower probe
+  size_t schemas_found = 0;
+  std::string build_id;
+};
+
+// nullopt with *error when the file cannot be read or exports no
+// dispatcher entry points (it is not a libtorch_cpu).
+std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, std::string* error);
+
+}  // namespace gpuprof

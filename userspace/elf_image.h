@@ -1,0 +1,64 @@
+// elf_image.h: read-only view of an ELF shared library through libelf.
+//
+// What the loader needs from libtorch and libstdc++: function symbols with
+// their sizes, the bytes of a function body, virtual-address to file-offset
+// translation (uprobes take FILE offsets), the NUL-terminated strings of
+// .rodata (libtorch's operator schemas), and the GNU build-id.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuprof {
+
+struct ElfSymbol {
+  std::string_view name;  // points into the mapped file; valid while the ElfImage lives
+  uint64_t address = 0;   // st_value (virtual address)
+  uint64_t size = 0;      // st_size
+};
+
+class ElfImage {
+ public:
+  // Maps the file read-only. nullopt (and *error set) if it cannot be opened
+  // or is not a 64-bit ELF file.
+  static std::optional<ElfImage> open(const std::string& path, std::string* error);
+
+  ElfImage(ElfImage&&) noexcept;
+  ElfImage& operator=(ElfImage&&) noexcept;
+  ~ElfImage();
+
+  const std::string& path() const { return path_; }
+
+  // Calls fn for every defined function symbol of .dynsym and .symtab (a
+  // symbol present in both is reported twice; callers dedupe by address).
+  void for_each_function(const std::function<void(const ElfSymbol&)>& fn) const;
+
+  // File offset of a virtual address inside an allocated section, or nullopt.
+  std::optional<uint64_t> file_offset(uint64_t address) const;
+
+  // The file bytes of [address, address + size), or an empty span when the
+  // range is not wholly inside one PROGBITS section.
+  std::span<const uint8_t> bytes_at(uint64_t address, uint64_t size) const;
+
+  // Calls fn for every NUL-terminated printable string of at least min_len
+  // characters in the named section (e.g. ".rodata").
+  void for_each_string(const char* section, size_t min_len,
+                       const std::function<void(std::string_view)>& fn) const;
+
+  // Hex GNU build-id, "" when the file has none.
+  std::string build_id() const;
+
+ private:
+  struct State;
+  explicit ElfImage(std::unique_ptr<State> state, std::string path);
+  std::unique_ptr<State> state_;
+  std::string path_;
+};
+
+}  // namespace gpuprof

@@ -1,0 +1,42 @@
+#include "library_watch.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "library_watch.skel.h"
+
+namespace gpuprof {
+
+std::unique_ptr<LibraryWatch> LibraryWatch::load(int tgid, std::string* error) {
+  std::unique_ptr<LibraryWatch> watch(new LibraryWatch());
+  watch->skel_ = library_watch_bpf__open();
+  if (!watch->skel_) {
+    *error = std::string("cannot open the library watcher: ") + std::strerror(errno);
+    return nullptr;
+  }
+  watch->skel_->rodata->watch_tgid = static_cast<__u32>(tgid);
+  if (int err = library_watch_bpf__load(watch->skel_); err != 0) {
+    *error = std::string("cannot load the library watcher (fentry on security_mmap_file): ") +
+             std::strerror(-err);
+    return nullptr;
+  }
+  if (int err = library_watch_bpf__attach(watch->skel_); err != 0) {
+    *error = std::string("cannot attach the library watcher: ") + std::strerror(-err);
+    return nullptr;
+  }
+  return watch;
+}
+
+LibraryWatch::~LibraryWatch() {
+  if (skel_) library_watch_bpf__destroy(skel_);
+}
+
+void LibraryWatch::arm() { __atomic_store_n(&skel_->bss->armed, 1, __ATOMIC_SEQ_CST); }
+
+bool LibraryWatch::take_stop_sent() {
+  return __atomic_exchange_n(&skel_->bss->stop_sent, 0, __ATOMIC_SEQ_CST) != 0;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,24 @@
+// gpuprof: operator-level profiles of PyTorch processes, from outside.
+#include <CLI/CLI.hpp>
+
+#include "cli/record.h"
+#include "cli/report.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpuprof: torch.profiler's operator tables for a running PyTorch process, "
+               "without changing or restarting it"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpuprof 0.1.0");
+  gpuprof::cli::RecordOptions record;
+  gpuprof::cli::ReportOptions report;
+  gpuprof::cli::add_record_command(app, record);
+  gpuprof::cli::add_report_command(app, report);
+  app.footer(
+      "Examples:\n"
+      "  sudo gpuprof record -p 4242                       # attach; Ctrl-C (or -d 10) stops\n"
+      "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
+      "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n");
+  CLI11_PARSE(app, argc, argv);
+  if (app.got_subcommand("record")) return gpuprof::cli::run_record(record);
+  return gpuprof::cli::run_report(report);
+}

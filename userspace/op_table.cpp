@@ -1,0 +1,260 @@
+// op_table.cpp: torch.profiler's operator table (see op_table.h).
+//
+// Mirrors torch 1.13 _build_table with use_cuda, profile_memory, with_flops,
+// input shapes, stacks and node ids all off.
+#include "op_table.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+
+namespace gpuprof {
+
+namespace {
+
+struct SortKeyEntry {
+  std::string_view name;
+  SortKey key;
+};
+
+// Default first: valid_sort_key_names() and error messages use this order.
+constexpr std::array<SortKeyEntry, 4> kSortKeys = {{
+    {"cpu_time_total", SortKey::cpu_time_total},
+    {"self_cpu_time_total", SortKey::self_cpu_time_total},
+    {"cpu_time", SortKey::cpu_time},
+    {"count", SortKey::count},
+}};
+
+struct UnrecordedKey {
+  std::string_view name;
+  std::string_view needs;  // what the key sorts on
+};
+
+// torch keys whose data gpuprof does not record yet.
+constexpr std::array<UnrecordedKey, 7> kUnrecordedKeys = {{
+    {"cuda_time_total", "CUDA data"},
+    {"self_cuda_time_total", "CUDA data"},
+    {"cuda_time", "CUDA data"},
+    {"cpu_memory_usage", "memory data"},
+    {"self_cpu_memory_usage", "memory data"},
+    {"cuda_memory_usage", "CUDA memory data"},
+    {"self_cuda_memory_usage", "CUDA memory data"},
+}};
+
+// torch's layout constants: max_name_column_width, DEFAULT_COLUMN_WIDTH,
+// SPACING_SIZE.
+constexpr size_t kMaxNameColumnWidth = 55;
+constexpr size_t kColumnWidth = 12;
+constexpr std::string_view kColumnSpacing = "  ";
+
+std::string joined_valid_keys() {
+  std::string out;
+  for (const auto& entry : kSortKeys) {
+    if (!out.empty()) out += ", ";
+    out += entry.name;
+  }
+  return out;
+}
+
+// Python's '{:.Nf}'.format(x) and to_chars both round the exact binary value
+// correctly (ties to even), so they agree digit for digit; printf would too,
+// but it follows the C locale's decimal point.
+std::string fixed(double value, int precision) {
+  std::array<char, 400> buffer;  // enough for any finite double in fixed form
+  auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                              std::chars_format::fixed, precision);
+  return std::string(buffer.data(), result.ptr);
+}
+
+// torch's _format_time_share. torch asserts when the total is zero but the
+// share is not (it cannot happen with its own data); print NaN either way.
+std::string format_time_share(double time_us, double total_us) {
+  if (total_us == 0) return "NaN";
+  return fixed(time_us * 100.0 / total_us, 2) + "%";
+}
+
+// Python's len() of a str: UTF-8 continuation bytes are not characters.
+size_t code_points(std::string_view text) {
+  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+// Python's text[:count] in code points.
+std::string_view first_code_points(std::string_view text, size_t count) {
+  size_t seen = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      if (seen == count) return text.substr(0, i);
+      ++seen;
+    }
+  }
+  return text;
+}
+
+// One '{: >WIDTH}' field plus the spacing torch appends after every column,
+// the last one included (so every table line ends in two spaces).
+void append_cell(std::string& line, std::string_view text, size_t width) {
+  size_t length = code_points(text);
+  if (length < width) line.append(width - length, ' ');
+  line += text;
+  line += kColumnSpacing;
+}
+
+// A row with the doubles torch would hold for it.
+struct RowTimes {
+  const OpRow* row;
+  double self_us;
+  double total_us;
+  double average_us;  // FunctionEventAvg.cpu_time: 1.0 * total / count
+};
+
+// Is `a` strictly before `b` for the key (larger first)?
+bool sorts_before(const RowTimes& a, const RowTimes& b, SortKey key) {
+  switch (key) {
+    case SortKey::cpu_time_total: return a.total_us > b.total_us;
+    case SortKey::self_cpu_time_total: return a.self_us > b.self_us;
+    case SortKey::cpu_time: return a.average_us > b.average_us;
+    case SortKey::count: return a.row->calls > b.row->calls;
+  }
+  return false;
+}
+
+// "1 call ended" / "2 calls ended".
+std::string counted(uint64_t n, std::string_view singular, std::string_view plural) {
+  return std::to_string(n) + " " + std::string(n == 1 ? singular : plural);
+}
+
+}  // namespace
+
+std::optional<SortKey> parse_sort_key(std::string_view name, std::string* error) {
+  for (const auto& entry : kSortKeys) {
+    if (entry.name == name) return entry.key;
+  }
+  if (error != nullptr) {
+    std::string reason;
+    for (const auto& unrecorded : kUnrecordedKeys) {
+      if (unrecorded.name == name) {
+        reason = "sort key '" + std::string(name) + "' needs " + std::string(unrecorded.needs) +
+                 ", which gpuprof does not record yet";
+      }
+    }
+    if (reason.empty()) reason = "unknown sort key '" + std::string(name) + "'";
+    *error = reason + "; valid keys: " + joined_valid_keys();
+  }
+  return std::nullopt;
+}
+
+std::string_view sort_key_name(SortKey key) {
+  for (const auto& entry : kSortKeys) {
+    if (entry.key == key) return entry.name;
+  }
+  return "?";
+}
+
+std::vector<std::string_view> valid_sort_key_names() {
+  std::vector<std::string_view> names;
+  for (const auto& entry : kSortKeys) names.push_back(entry.name);
+  return names;
+}
+
+std::string format_time_us(double time_us) {
+  // The unit is chosen on the microsecond double, so 999999.9996 us is
+  // "1000.000ms", never "1.000s", exactly as in torch.
+  constexpr double kUsInSecond = 1000.0 * 1000.0;
+  constexpr double kUsInMs = 1000.0;
+  if (time_us >= kUsInSecond) return fixed(time_us / kUsInSecond, 3) + "s";
+  if (time_us >= kUsInMs) return fixed(time_us / kUsInMs, 3) + "ms";
+  return fixed(time_us, 3) + "us";
+}
+
+std::string format_op_table(const Profile& profile, const TableOptions& options) {
+  if (profile.rows.empty()) return "";
+
+  std::vector<RowTimes> rows;
+  rows.reserve(profile.rows.size());
+  for (const OpRow& row : profile.rows) {
+    double total_us = static_cast<double>(row.cpu_total_ns) / 1000.0;
+    double average_us = row.calls == 0 ? 0.0 : total_us / static_cast<double>(row.calls);
+    rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average_us});
+  }
+  // Name order stands in for torch's first-seen order; the stable sort by
+  // key then keeps it among equal keys, as Python's sorted(reverse=True).
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const RowTimes& a, const RowTimes& b) { return a.row->name < b.row->name; });
+  std::stable_sort(rows.begin(), rows.end(), [&](const RowTimes& a, const RowTimes& b) {
+    return sorts_before(a, b, options.sort_by);
+  });
+
+  // Widths and the total cover every row, shown or not. Python's sum():
+  // left to right in sorted order, which fixes the last bits of the total.
+  size_t longest_name = 0;
+  double self_total_us = 0;
+  for (const RowTimes& row : rows) {
+    longest_name = std::max(longest_name, code_points(row.row->name));
+    self_total_us += row.self_us;
+  }
+  const size_t name_width = std::min(longest_name + 4, kMaxNameColumnWidth);
+  constexpr std::array<std::string_view, 6> kHeaders = {
+      "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"};
+
+  std::string separator;
+  separator.append(name_width, '-') += kColumnSpacing;
+  for (size_t i = 0; i < kHeaders.size(); ++i) separator.append(kColumnWidth, '-') += kColumnSpacing;
+  separator += '\n';
+
+  std::string out = separator;
+  append_cell(out, "Name", name_width);
+  for (std::string_view header : kHeaders) append_cell(out, header, kColumnWidth);
+  out += '\n';
+  out += separator;
+
+  size_t shown = rows.size();
+  if (options.row_limit >= 0) shown = std::min(shown, static_cast<size_t>(options.row_limit));
+  for (size_t i = 0; i < shown; ++i) {
+    const RowTimes& row = rows[i];
+    // torch cuts at max - 3 code points, and also appends "..." to a name of
+    // exactly that length, which then fills the 55 columns without cutting.
+    std::string name = row.row->name;
+    if (code_points(name) >= kMaxNameColumnWidth - 3) {
+      name = std::string(first_code_points(name, kMaxNameColumnWidth - 3)) + "...";
+    }
+    append_cell(out, name, name_width);
+    append_cell(out, format_time_share(row.self_us, self_total_us), kColumnWidth);
+    append_cell(out, format_time_us(row.self_us), kColumnWidth);
+    // torch divides "CPU total %" by the sum of self times as well.
+    append_cell(out, format_time_share(row.total_us, self_total_us), kColumnWidth);
+    append_cell(out, format_time_us(row.total_us), kColumnWidth);
+    append_cell(out, format_time_us(row.average_us), kColumnWidth);
+    append_cell(out, std::to_string(row.row->calls), kColumnWidth);
+    out += '\n';
+  }
+  out += separator;
+  out += "Self CPU time total: " + format_time_us(self_total_us) + "\n";
+  return out;
+}
+
+std::string format_profile_notes(const Profile& profile) {
+  std::string out;
+  if (profile.calls_unwound != 0) {
+    out += "gpuprof: " + counted(profile.calls_unwound, "call", "calls") +
+           " ended by exception unwinding (counted; their end time is the catch)\n";
+  }
+  if (profile.exits_without_entry != 0) {
+    out += "gpuprof: " +
+           counted(profile.exits_without_entry, "op was", "ops were") +
+           " already running when recording began (their exits were ignored)\n";
+  }
+  if (profile.calls_open_at_end != 0) {
+    out += "gpuprof: " + counted(profile.calls_open_at_end, "call", "calls") +
+           " still running when recording stopped (not counted)\n";
+  }
+  if (profile.events_lost != 0) {
+    out += "gpuprof: " + counted(profile.events_lost, "event", "events") +
+           " lost (ring buffer full); counts are low; try a larger --ring-buffer\n";
+  }
+  return out;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,146 @@
+// op_timeline.cpp: the stack-pointer rules of op_timeline.h, one thread
+// stack at a time.
+#include "op_timeline.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace gpuprof {
+namespace {
+
+struct OpenFrame {
+  uint32_t op_id;
+  uint64_t entry_ns;
+  uint64_t entry_sp;
+  uint64_t child_ns;  // summed durations of direct children closed so far
+  uint32_t depth;
+};
+
+struct ThreadState {
+  uint32_t tid = 0;
+  std::vector<OpenFrame> stack;  // entry_sp strictly decreasing towards back()
+  uint64_t last_event_ns = 0;    // timestamp of this thread's previous event
+  bool ran_ops = false;          // saw an ENTRY or EXIT
+};
+
+class TimelineBuilder {
+ public:
+  void add(const gp_event& event) {
+    ThreadState& thread = thread_of(event.tid);
+    switch (event.kind) {
+      case GP_EV_OP_ENTRY:
+        on_entry(thread, event);
+        break;
+      case GP_EV_OP_EXIT:
+        on_exit(thread, event);
+        break;
+      case GP_EV_CATCH:
+        on_catch(thread, event);
+        break;
+      default:
+        ++timeline_.events_unknown_kind;
+        return;  // not an event of this thread's history: last_event_ns stays
+    }
+    thread.last_event_ns = event.ts_ns;
+  }
+
+  Timeline finish() && {
+    for (const auto& [tid, thread] : threads_) {
+      timeline_.calls_open_at_end += thread.stack.size();
+      if (thread.ran_ops) ++timeline_.threads;
+    }
+    return std::move(timeline_);
+  }
+
+ private:
+  ThreadState& thread_of(uint32_t tid) {
+    // Events come in runs of one thread; skip the hash lookup for a run.
+    // (unordered_map never moves its elements, so the pointer stays valid.)
+    if (cached_thread_ == nullptr || cached_tid_ != tid) {
+      cached_thread_ = &threads_[tid];
+      cached_thread_->tid = tid;
+      cached_tid_ = tid;
+    }
+    return *cached_thread_;
+  }
+
+  void on_entry(ThreadState& thread, const gp_event& event) {
+    thread.ran_ops = true;
+    // Frames at or below this sp are gone: the new call took their slot.
+    close_unwound_while(thread, thread.last_event_ns, [&](const OpenFrame& top) {
+      return top.entry_sp <= event.sp;
+    });
+    thread.stack.push_back(OpenFrame{
+        .op_id = event.op_id,
+        .entry_ns = event.ts_ns,
+        .entry_sp = event.sp,
+        .child_ns = 0,
+        .depth = static_cast<uint32_t>(thread.stack.size()),
+    });
+  }
+
+  void on_exit(ThreadState& thread, const gp_event& event) {
+    thread.ran_ops = true;
+    // Frames strictly below this sp were nested in the returning call.
+    close_unwound_while(thread, thread.last_event_ns, [&](const OpenFrame& top) {
+      return top.entry_sp < event.sp;
+    });
+    if (!thread.stack.empty() && thread.stack.back().entry_sp == event.sp &&
+        thread.stack.back().op_id == event.op_id) {
+      close_top(thread, event.ts_ns, /*unwound=*/false);
+    } else {
+      // Its ENTRY came before we attached (or was lost). Whatever is open
+      // stays open: an EXIT below the top frame is a call nested in it.
+      ++timeline_.exits_without_entry;
+    }
+  }
+
+  void on_catch(ThreadState& thread, const gp_event& event) {
+    // The catcher's frame holds event.sp; calls it made that the exception
+    // left had their return address at that slot or below.
+    close_unwound_while(thread, event.ts_ns, [&](const OpenFrame& top) {
+      return top.entry_sp <= event.sp;
+    });
+  }
+
+  template <typename IsGone>
+  void close_unwound_while(ThreadState& thread, uint64_t end_ns, IsGone is_gone) {
+    while (!thread.stack.empty() && is_gone(thread.stack.back())) {
+      close_top(thread, end_ns, /*unwound=*/true);
+    }
+  }
+
+  void close_top(ThreadState& thread, uint64_t end_ns, bool unwound) {
+    const OpenFrame frame = thread.stack.back();
+    thread.stack.pop_back();
+    end_ns = std::max(end_ns, frame.entry_ns);
+    const uint64_t duration = end_ns - frame.entry_ns;
+    if (frame.child_ns > duration) ++timeline_.self_time_clamped;
+    timeline_.calls.push_back(OpCall{
+        .tid = thread.tid,
+        .op_id = frame.op_id,
+        .start_ns = frame.entry_ns,
+        .end_ns = end_ns,
+        .self_ns = duration - std::min(frame.child_ns, duration),
+        .depth = frame.depth,
+        .unwound = unwound,
+    });
+    if (unwound) ++timeline_.calls_unwound;
+    if (!thread.stack.empty()) thread.stack.back().child_ns += duration;
+  }
+
+  std::unordered_map<uint32_t, ThreadState> threads_;
+  ThreadState* cached_thread_ = nullptr;
+  uint32_t cached_tid_ = 0;
+  Timeline timeline_;
+};
+
+}  // namespace
+
+Timeline build_timeline(std::span<const gp_event> events) {
+  TimelineBuilder builder;
+  for (const gp_event& event : events) builder.add(event);
+  return std::move(builder).finish();
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,91 @@
+// op_timeline.h: per-thread operator nesting rebuilt from raw probe events.
+//
+// The BPF side sees only three things: an op's entry, a `ret` of an op's
+// ::call body, and the start of a C++ catch handler (events.h). There are no
+// return probes (uretprobes rewrite the return address, and C++ unwinding
+// through a rewritten address aborts the process), so an op left by an
+// exception never produces its EXIT. build_timeline() recovers the call
+// tree, and the ends of such calls, from the user stack pointer:
+//
+//  * At an op's first instruction and at its `ret`, sp points at the return
+//    address, so ENTRY.sp == EXIT.sp for one call.
+//  * The stack grows down: a call nested in another has a strictly smaller
+//    sp. The open frames of a thread therefore have strictly decreasing sp
+//    from the outermost to the innermost, and every rule below closes a run
+//    of frames from the top of the stack.
+//  * ENTRY at sp E: any open frame with sp <= E is gone, its slot freed or
+//    reused by this call (a sibling called by the same caller has the same
+//    sp). It was left without a `ret`: close it as unwound.
+//  * EXIT at sp E of op X: frames with sp < E were nested in the returning
+//    call and are gone: close them as unwound. Then the top frame, if it has
+//    sp == E and op X, ends normally. Any other EXIT belongs to a call whose
+//    ENTRY we never saw (it was running when recording began, or its entry
+//    was lost): it is counted and changes nothing. In particular an EXIT
+//    with sp below the top frame is a call nested in that frame that started
+//    before we attached, and must not pop the frame.
+//  * CATCH at sp C (entry of __cxa_begin_catch): the catching function's
+//    frame holds C, and a call it made that the exception left had its
+//    return address at C or below, so every open frame with sp <= C was
+//    unwound; it ends at the catch's timestamp.
+//  * A frame closed as unwound by a later ENTRY or EXIT (no catch seen) ends
+//    at the timestamp of the thread's last event before the revealing one:
+//    the exception left it somewhere between the two, so this is a lower
+//    bound. It is never earlier than the frame's own entry.
+//  * Frames still open when the events end were running at stop: they are
+//    not calls (calls_open_at_end); calls completed inside them still are.
+//
+// "Unwound" strictly means "ended without a `ret` we saw": besides exception
+// unwinding it also covers a ::call path that leaves through a tail jump
+// (RecordStats::ops_without_exit counts bodies with no `ret` at all) and an
+// EXIT lost in the ring buffer (RecordStats::events_lost).
+//
+// Each thread (tid) has its own stack. Events of one thread must be in the
+// order they happened (the recorder keeps that); events of different threads
+// may interleave in any way, and the pid field is not looked at.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "events.h"
+
+namespace gpuprof {
+
+// One completed op call on one thread.
+struct OpCall {
+  uint32_t tid = 0;
+  uint32_t op_id = 0;
+  uint64_t start_ns = 0;  // ENTRY timestamp
+  uint64_t end_ns = 0;    // EXIT timestamp, or the unwinding end (see above)
+  uint64_t self_ns = 0;   // duration minus the durations of direct children
+  uint32_t depth = 0;     // open frames below it at entry (0: outermost seen)
+  bool unwound = false;   // ended without an EXIT
+
+  uint64_t duration_ns() const { return end_ns - start_ns; }
+  bool operator==(const OpCall&) const = default;
+};
+
+struct Timeline {
+  // In completion order: the order of the events that closed them, across
+  // threads as the input interleaves them. A call always comes after all of
+  // its children; frames closed by one event come innermost first. Sort by
+  // (tid, start_ns, depth) for a per-thread, parent-first order.
+  std::vector<OpCall> calls;
+
+  uint64_t calls_unwound = 0;        // calls in `calls` with unwound set
+  uint64_t exits_without_entry = 0;  // EXITs matching no open frame
+  uint64_t calls_open_at_end = 0;    // frames still open after the last event
+  uint64_t events_unknown_kind = 0;  // events with a kind events.h lacks; ignored
+  // Calls whose children's durations exceeded their own, so self time was
+  // clamped at 0. Only possible when a thread's events are out of time
+  // order; tests expect 0.
+  uint64_t self_time_clamped = 0;
+  uint32_t threads = 0;  // threads with at least one ENTRY or EXIT
+};
+
+// One pass over the events, O(n) amortized: every frame is pushed and popped
+// at most once. Never fails; odd input shows up in the counters.
+Timeline build_timeline(std::span<const gp_event> events);
+
+}  // namespace gpuprof

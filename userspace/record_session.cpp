@@ -1,0 +1,351 @@
+#include "record_session.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "dispatcher_catalog.h"
+#include "launcher.h"
+#include "library_watch.h"
+#include "op_tracer.h"
+#include "record_file.h"
+#include "target_process.h"
+
+namespace gpuprof {
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
+constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
+
+uint64_t clock_ns(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+double ms_since(uint64_t start_ns) { return (clock_ns(CLOCK_MONOTONIC) - start_ns) / 1e6; }
+
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd = -1) : fd_(fd) {}
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  ~ScopedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  void reset(int fd) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+// Blocks the signals the session reads through a signalfd, and restores the
+// previous mask when the session ends (so a second Ctrl-C while waiting for a
+// launched command kills gpuprof, not the command).
+class SignalGuard {
+ public:
+  SignalGuard() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, &old_);
+    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  }
+  ~SignalGuard() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  int fd() const { return fd_.get(); }
+
+ private:
+  sigset_t old_;
+  ScopedFd fd_;
+};
+
+class Session {
+ public:
+  explicit Session(const RecordConfig& config) : config_(config) {}
+  RecordOutcome run();
+
+ private:
+  bool attach_library(int pid, const MappedLibrary& library);
+  void try_attach_catch();
+  void handle_signals();
+  void handle_child_state();
+  void stop(const char* reason) {
+    if (!stopped_) outcome_.stop_reason = reason;
+    stopped_ = true;
+  }
+  bool fail(std::string message) {
+    outcome_.ok = false;
+    outcome_.error = std::move(message);
+    return false;
+  }
+  bool finish();
+
+  const RecordConfig& config_;
+  RecordOutcome outcome_;
+  int target_pid_ = 0;
+  std::optional<LaunchedCommand> launched_;
+  bool child_exited_ = false;
+  std::unique_ptr<LibraryWatch> watch_;
+  std::unique_ptr<OpTracer> tracer_;
+  std::optional<RecordWriter> writer_;
+  RecordStats stats_;
+  std::string write_error_;
+  bool attached_ = false;
+  bool stopped_ = false;
+  uint64_t last_catch_try_ns_ = 0;
+  int signal_fd_ = -1;
+};
+
+bool Session::attach_library(int pid, const MappedLibrary& library) {
+  std::string error;
+  auto catalog = load_dispatcher_catalog(library.path_for_us, &error);
+  if (!catalog) return fail(error);
+
+  ProcessInfo process = describe_process(pid);
+  process.libtorch_path = library.path_in_target;
+  process.libtorch_build_id = catalog->build_id;
+  ClockInfo clock;
+  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+  clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+
+  writer_ = RecordWriter::create(config_.output_path, &error);
+  if (!writer_ || !writer_->begin(process, clock, catalog->ops, &error)) return fail(error);
+
+  uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
+  if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
+  double attach_ms = ms_since(attach_start);
+  attached_ = true;
+  stats_.entry_probes = catalog->entry_sites;
+  stats_.exit_probes = catalog->exit_sites;
+  stats_.ops_without_exit = catalog->ops_without_exit;
+  try_attach_catch();
+
+  std::fprintf(stderr,
+               "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
+               "(attach %.1f ms)%s\n",
+               pid, process.comm.c_str(), catalog->ops.size(), catalog->entry_sites,
+               catalog->exit_sites, library.path_in_target.c_str(), attach_ms,
+               config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+  if (config_.verbose)
+    std::fprintf(stderr,
+                 "gpuprof: %zu schemas read; %u ops without a ret; %u entries single-stepped; "
+                 "catch probe %s\n",
+                 catalog->schemas_found, catalog->ops_without_exit,
+                 catalog->entries_single_stepped, tracer_->catch_attached() ? "on" : "pending");
+  return true;
+}
+
+// The catch probe only sharpens the end time of frames an exception
+// unwound, so it is attached whenever libstdc++ shows up in the target.
+void Session::try_attach_catch() {
+  if (!attached_ || tracer_->catch_attached()) return;
+  last_catch_try_ns_ = clock_ns(CLOCK_MONOTONIC);
+  auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
+  if (!libstdcxx) return;
+  std::string error;
+  if (!tracer_->attach_catch(libstdcxx->path_for_us, target_pid_, &error) && config_.verbose)
+    std::fprintf(stderr, "gpuprof: no catch probe: %s\n", error.c_str());
+}
+
+void Session::handle_child_state() {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(target_pid_, &status, WNOHANG | WUNTRACED)) > 0) {
+    if (WIFSTOPPED(status)) {
+      if (!watch_->take_stop_sent()) continue;  // someone else's stop (Ctrl-Z): not ours to undo
+      // Our SIGSTOP: the child has just mapped libtorch_cpu. Attach, then
+      // always let it go, whatever happened.
+      if (auto library = find_mapped_library(target_pid_, "libtorch_cpu"))
+        attach_library(target_pid_, *library);
+      else
+        fail("the launched command mapped a libtorch_cpu that /proc does not show");
+      kill(target_pid_, SIGCONT);
+      if (!outcome_.error.empty()) stop("error");
+    } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      child_exited_ = true;
+      if (WIFEXITED(status))
+        std::fprintf(stderr, "gpuprof: %d exited with status %d\n", target_pid_, WEXITSTATUS(status));
+      else
+        std::fprintf(stderr, "gpuprof: %d was killed by signal %d (%s)\n", target_pid_,
+                     WTERMSIG(status), strsignal(WTERMSIG(status)));
+      stop("target exited");
+    }
+  }
+}
+
+void Session::handle_signals() {
+  signalfd_siginfo info;
+  while (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+    switch (info.ssi_signo) {
+      case SIGINT: stop("interrupted"); break;
+      case SIGTERM: stop("terminated"); break;
+      case SIGHUP: stop("hangup"); break;
+      case SIGCHLD: if (launched_) handle_child_state(); break;
+    }
+  }
+}
+
+bool Session::finish() {
+  uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
+  tracer_->detach();
+  double detach_ms = ms_since(detach_start);
+  tracer_->consume();  // what was in flight when the probes went away
+  if (!writer_) return false;
+  stats_.events_lost = tracer_->events_lost();
+  stats_.stop_reason = outcome_.stop_reason;
+  std::string error;
+  if (!write_error_.empty()) return fail(write_error_);
+  if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
+  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost; wrote %s\n",
+               outcome_.stop_reason.c_str(), detach_ms,
+               static_cast<unsigned long long>(stats_.events_recorded),
+               static_cast<unsigned long long>(stats_.events_lost), config_.output_path.c_str());
+  return true;
+}
+
+RecordOutcome Session::run() {
+  std::string error;
+  if (geteuid() != 0) {
+    fail("gpuprof record needs root (CAP_BPF and CAP_PERFMON): run it with sudo");
+    return outcome_;
+  }
+  std::optional<MappedLibrary> library;
+  if (config_.pid > 0) {
+    target_pid_ = config_.pid;
+    if (!process_alive(target_pid_)) {
+      fail("no such process: " + std::to_string(target_pid_));
+      return outcome_;
+    }
+    library = find_mapped_library(target_pid_, "libtorch_cpu");
+    if (!library) {
+      fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
+           ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet?");
+      return outcome_;
+    }
+  }
+
+  SignalGuard signals;
+  signal_fd_ = signals.fd();
+  if (!config_.command.empty()) {
+    auto launched = LaunchedCommand::spawn(config_.command, &error);
+    if (!launched) {
+      fail(error);
+      return outcome_;
+    }
+    launched_.emplace(std::move(*launched));
+    target_pid_ = launched_->pid();
+    outcome_.launched_pid = target_pid_;
+    watch_ = LibraryWatch::load(target_pid_, &error);
+  }
+  auto sink = [this](const gp_event& event) {
+    std::string err;
+    if (writer_ && write_error_.empty()) {
+      if (writer_->append_events(&event, 1, &err))
+        stats_.events_recorded++;
+      else
+        write_error_ = err;
+    }
+  };
+  if (error.empty()) tracer_ = OpTracer::load(config_.ring_buffer_bytes, sink, &error);
+  if (!tracer_) {
+    if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
+    fail(error);
+    return outcome_;
+  }
+
+  ScopedFd pidfd;
+  if (launched_) {
+    watch_->arm();
+    if (!launched_->start(&error)) {
+      fail(error);
+      return outcome_;
+    }
+    std::fprintf(stderr, "gpuprof: started %s as %d; probes go in when it loads libtorch_cpu\n",
+                 config_.command[0].c_str(), target_pid_);
+  } else {
+    pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, target_pid_, 0)));
+    if (!attach_library(target_pid_, *library)) return outcome_;
+  }
+
+  ScopedFd timer;
+  if (config_.duration_s > 0) {
+    timer.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    itimerspec spec = {};
+    double whole;
+    spec.it_value.tv_nsec = static_cast<long>(std::modf(config_.duration_s, &whole) * 1e9);
+    spec.it_value.tv_sec = static_cast<time_t>(whole);
+    timerfd_settime(timer.get(), 0, &spec, nullptr);
+  }
+
+  ScopedFd epoll(epoll_create1(EPOLL_CLOEXEC));
+  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get()}) {
+    if (fd < 0) continue;
+    epoll_event ev = {};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  uint64_t last_flush = clock_ns(CLOCK_MONOTONIC);
+  if (launched_) handle_child_state();  // it may already be stopped or gone
+  while (!stopped_) {
+    epoll_event events[4];
+    int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
+    for (int i = 0; i < n; i++) {
+      int fd = events[i].data.fd;
+      if (fd == signal_fd_) handle_signals();
+      else if (fd == timer.get()) stop("duration");
+      else if (fd == pidfd.get()) stop("target exited");
+    }
+    tracer_->consume();
+    uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (writer_ && now - last_flush >= kFlushIntervalNs) {
+      std::string err;
+      if (write_error_.empty() && !writer_->flush(&err)) write_error_ = err;
+      last_flush = now;
+    }
+    if (!write_error_.empty()) stop("write error");
+    if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
+      try_attach_catch();
+  }
+
+  if (!attached_) {
+    tracer_->detach();
+    if (outcome_.error.empty()) {
+      if (child_exited_)
+        fail(config_.command[0] + " exited without loading libtorch_cpu: nothing was profiled");
+      else
+        fail("stopped (" + outcome_.stop_reason + ") before " + config_.command[0] +
+             " loaded libtorch_cpu: nothing was profiled");
+    }
+    outcome_.target_running = launched_ && !child_exited_;
+    return outcome_;
+  }
+  outcome_.ok = outcome_.error.empty();
+  if (!finish()) outcome_.ok = false;
+  outcome_.target_running = launched_ && !child_exited_;
+  return outcome_;
+}
+
+}  // namespace
+
+RecordOutcome run_record_session(const RecordConfig& config) { return Session(config).run(); }
+
+}  // namespace gpuprof

@@ -1,0 +1,36 @@
+// record_session.h: one `gpuprof record`, from attach to a finished file.
+//
+// Owns the moving parts: the target (attached by pid or launched), the op
+// tracer, the library watch (launch mode), and the record writer. The event
+// loop waits on the ring buffer, a signalfd (SIGINT, SIGTERM, SIGCHLD), a
+// timer for -d and a pidfd for the target's exit, and flushes a chunk to the
+// record file every flush interval so a killed gpuprof loses little.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuprof {
+
+struct RecordConfig {
+  int pid = 0;                       // -p: attach to this process
+  std::vector<std::string> command;  // -- CMD...: launch this
+  std::string output_path;
+  double duration_s = 0;  // 0: until stopped
+  uint32_t ring_buffer_bytes = 32u << 20;
+  bool verbose = false;
+};
+
+struct RecordOutcome {
+  bool ok = false;
+  std::string error;        // one line, when !ok
+  std::string stop_reason;  // "duration", "interrupted", "terminated", "target exited"
+  bool target_running = false;  // launch mode: the child is still running after the stop
+  int launched_pid = -1;
+};
+
+// Runs the session to its end. Progress lines go to stderr.
+RecordOutcome run_record_session(const RecordConfig& config);
+
+}  // namespace gpuprof

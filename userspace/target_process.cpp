@@ -1,0 +1,66 @@
+#include "target_process.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace gpuprof {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string proc_path(int pid, const char* leaf) {
+  return "/proc/" + std::to_string(pid) + "/" + leaf;
+}
+
+}  // namespace
+
+bool process_alive(int pid) {
+  if (pid <= 0) return false;
+  std::string stat = read_file(proc_path(pid, "stat"));
+  if (stat.empty()) return false;
+  // Field 3, after "pid (comm) ": comm may hold spaces and parens, so look
+  // past the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  char state = stat[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+ProcessInfo describe_process(int pid) {
+  ProcessInfo info;
+  info.pid = pid;
+  info.comm = read_file(proc_path(pid, "comm"));
+  while (!info.comm.empty() && info.comm.back() == '\n') info.comm.pop_back();
+  info.cmdline = read_file(proc_path(pid, "cmdline"));
+  while (!info.cmdline.empty() && info.cmdline.back() == '\0') info.cmdline.pop_back();
+  for (char& c : info.cmdline)
+    if (c == '\0') c = ' ';
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) info.hostname = host;
+  return info;
+}
+
+std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_prefix) {
+  std::ifstream maps(proc_path(pid, "maps"));
+  std::string line;
+  while (std::getline(maps, line)) {
+    // address perms offset dev inode pathname
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    if (path.ends_with(" (deleted)")) continue;
+    std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
+    if (!base.starts_with(name_prefix)) continue;
+    return MappedLibrary{path, proc_path(pid, "root") + path};
+  }
+  return std::nullopt;
+}
+
+}  // namespace gpuprof

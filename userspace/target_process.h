@@ -1,0 +1,28 @@
+// target_process.h: what /proc says about the process being profiled.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "recording.h"
+
+namespace gpuprof {
+
+// True if a process with this pid exists (a zombie counts as gone).
+bool process_alive(int pid);
+
+// pid, comm, cmdline and hostname; the libtorch fields are left empty.
+ProcessInfo describe_process(int pid);
+
+struct MappedLibrary {
+  std::string path_in_target;  // as the target's /proc/PID/maps shows it
+  std::string path_for_us;     // through /proc/PID/root, valid from our mount namespace
+};
+
+// The first executable-or-not file mapping whose file name starts with
+// name_prefix ("libtorch_cpu", "libstdc++"). nullopt when none is mapped or
+// the maps file cannot be read.
+std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_prefix);
+
+}  // namespace gpuprof
