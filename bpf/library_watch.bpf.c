@@ -5,10 +5,11 @@
  * `gpuprof record -- CMD` must have its probes in place before CMD's first
  * operator, but which libtorch_cpu CMD will load (Debian's, a venv's, a
  * conda env's) is only known when it maps one. This program sees every
- * executable file mapping of the launched process (security_mmap_file is
- * called before the mapping exists), and when the file is a libtorch_cpu it
- * sends SIGSTOP to the process once. The signal is delivered on the return
- * from mmap(), before any code of the library runs; gpuprof, the parent,
+ * executable file mapping the launched process asks for (the mmap syscall
+ * tracepoint: this kernel has no ftrace, so fentry and BPF LSM programs
+ * cannot attach), and when the file is a libtorch_cpu it sends SIGSTOP to
+ * the process once. The signal is acted on at the return from mmap(),
+ * before any code of the library runs; gpuprof, the parent,
  * sees the stop with waitpid(WUNTRACED), attaches the op probes to the now
  * mapped file and sends SIGCONT.
  */
@@ -44,15 +45,39 @@ static __always_inline int is_libtorch_cpu(const unsigned char *name)
 	return 1;
 }
 
-SEC("fentry/security_mmap_file")
-int BPF_PROG(on_mmap_file, struct file *file, unsigned long prot, unsigned long flags)
+static __always_inline struct file *fd_to_file(unsigned long fd)
 {
-	if (!armed || !file || !(prot & PROT_EXEC_BIT))
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds;
+	struct file *file = NULL;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
+	return file;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	unsigned long prot = ctx->args[2];
+	long fd = (long)ctx->args[4];
+	struct file *file;
+
+	if (!armed || fd < 0 || !(prot & PROT_EXEC_BIT))
 		return 0;
 	if ((bpf_get_current_pid_tgid() >> 32) != watch_tgid)
 		return 0;
-	if (!is_libtorch_cpu(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
+	file = fd_to_file(fd);
+	if (!file || !is_libtorch_cpu(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
 		return 0;
+	/*
+	 * SIGSTOP does not interrupt the mmap: it is acted on at the return
+	 * to user space, after the mapping exists and before any of its code
+	 * can run.
+	 */
 	armed = 0;
 	stop_sent = 1;
 	bpf_send_signal(SIGSTOP_NUM);

@@ -18,7 +18,7 @@ std::unique_ptr<LibraryWatch> LibraryWatch::load(int tgid, std::string* error) {
   }
   watch->skel_->rodata->watch_tgid = static_cast<__u32>(tgid);
   if (int err = library_watch_bpf__load(watch->skel_); err != 0) {
-    *error = std::string("cannot load the library watcher (fentry on security_mmap_file): ") +
+    *error = std::string("cannot load the library watcher (mmap syscall tracepoint): ") +
              std::strerror(-err);
     return nullptr;
   }

@@ -44,6 +44,10 @@ class TimelineBuilder {
     thread.last_event_ns = event.ts_ns;
   }
 
+  // Calls are at most the ENTRY events; reserving them up front saves the
+  // vector's regrowth copies on recordings of millions of events.
+  void reserve_calls(size_t entries) { timeline_.calls.reserve(entries); }
+
   Timeline finish() && {
     for (const auto& [tid, thread] : threads_) {
       timeline_.calls_open_at_end += thread.stack.size();
@@ -139,6 +143,9 @@ class TimelineBuilder {
 
 Timeline build_timeline(std::span<const gp_event> events) {
   TimelineBuilder builder;
+  builder.reserve_calls(static_cast<size_t>(
+      std::count_if(events.begin(), events.end(),
+                    [](const gp_event& e) { return e.kind == GP_EV_OP_ENTRY; })));
   for (const gp_event& event : events) builder.add(event);
   return std::move(builder).finish();
 }

@@ -37,7 +37,10 @@
 // "Unwound" strictly means "ended without a `ret` we saw": besides exception
 // unwinding it also covers a ::call path that leaves through a tail jump
 // (RecordStats::ops_without_exit counts bodies with no `ret` at all) and an
-// EXIT lost in the ring buffer (RecordStats::events_lost).
+// EXIT lost in the ring buffer (RecordStats::events_lost). When an op's
+// code tail-jumps straight into another op's ::call, both have the same
+// entry sp: the first is then closed as unwound (ending at the thread's
+// previous event) and the second shows up as its sibling, not its child.
 //
 // Each thread (tid) has its own stack. Events of one thread must be in the
 // order they happened (the recorder keeps that); events of different threads

@@ -21,16 +21,6 @@ static_assert(sizeof(gp_event) == 32);
 namespace {
 
 template <typename T>
-void put(std::vector<uint8_t>& b, T v) {
-  uint8_t t[sizeof v];
-  std::memcpy(t, &v, sizeof v);
-  b.insert(b.end(), t, t + sizeof v);
-}
-void put_str(std::vector<uint8_t>& b, const std::string& s) {
-  put(b, static_cast<uint32_t>(s.size()));
-  b.insert(b.end(), s.begin(), s.end());
-}
-template <typename T>
 T get(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
@@ -39,7 +29,9 @@ T get(const uint8_t* p) {
 
 uint32_t chunk_crc(const uint8_t* header12, const uint8_t* payload, size_t len) {
   uLong crc = crc32(0L, header12, 12);
-  return static_cast<uint32_t>(crc32(crc, payload, static_cast<uInt>(len)));
+  if (len > 0)  // crc32(crc, NULL, 0) would return 0, not crc
+    crc = crc32(crc, payload, static_cast<uInt>(len));
+  return static_cast<uint32_t>(crc);
 }
 
 // `chunk` holds kRecordChunkHeaderSize bytes of room followed by the payload;
@@ -59,26 +51,75 @@ const char* type_name(uint32_t type) {
   return type >= 1 && type <= 6 ? names[type] : "unknown type";
 }
 
+// Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
+struct Encoder {
+  std::vector<uint8_t> b = chunk_buffer();
+  template <typename T>
+  void put(T v) {
+    uint8_t t[sizeof v];
+    std::memcpy(t, &v, sizeof v);
+    b.insert(b.end(), t, t + sizeof v);
+  }
+  void i32(int32_t v) { put(v); }
+  void u32(uint32_t v) { put(v); }
+  void u64(uint64_t v) { put(v); }
+  void str(const std::string& s) {
+    put(static_cast<uint32_t>(s.size()));
+    b.insert(b.end(), s.begin(), s.end());
+  }
+};
+
 // Bounds-checked payload decoder: a short read sets ok = false and yields 0/"".
 struct Decoder {
   std::span<const uint8_t> p;
   size_t pos = 0;
   bool ok = true;
 
-  bool take(size_t n) {
-    if (!ok || p.size() - pos < n) return ok = false;
-    pos += n;
-    return true;
+  template <typename T>
+  void get(T& v) {
+    ok = ok && p.size() - pos >= sizeof v;
+    v = ok ? gpuprof::get<T>(p.data() + pos) : T{};
+    pos += ok ? sizeof v : 0;
   }
-  uint32_t u32() { return take(4) ? get<uint32_t>(p.data() + pos - 4) : 0; }
-  uint64_t u64() { return take(8) ? get<uint64_t>(p.data() + pos - 8) : 0; }
-  std::string str() {
-    uint32_t n = u32();  // bounded by the payload, itself bounded by the cap
-    if (!take(n)) return {};
-    return std::string(reinterpret_cast<const char*>(p.data() + pos - n), n);
+  void i32(int32_t& v) { get(v); }
+  void u32(uint32_t& v) { get(v); }
+  void u64(uint64_t& v) { get(v); }
+  void str(std::string& s) {
+    uint32_t n;
+    get(n);  // checked against the payload, itself bounded by the cap
+    ok = ok && p.size() - pos >= n;
+    s.assign(ok ? reinterpret_cast<const char*>(p.data() + pos) : "", ok ? n : 0);
+    pos += ok ? n : 0;
   }
   size_t left() const { return p.size() - pos; }
 };
+
+// The field lists of the PROCESS, CLOCK, OP_TABLE entry and STATS payloads,
+// run by both Encoder and Decoder so writer and reader cannot disagree.
+template <typename IO, typename P>
+void process_fields(IO& io, P& p) {
+  io.i32(p.pid);
+  for (auto* s : {&p.comm, &p.cmdline, &p.libtorch_path, &p.libtorch_build_id, &p.hostname})
+    io.str(*s);
+}
+template <typename IO, typename C>
+void clock_fields(IO& io, C& c) {
+  io.u64(c.start_monotonic_ns);
+  io.u64(c.start_realtime_ns);
+}
+template <typename IO, typename O>
+void op_fields(IO& io, O& op) {
+  for (auto* s : {&op.name, &op.overload, &op.symbol}) io.str(*s);
+}
+template <typename IO, typename S>
+void stats_fields(IO& io, S& s) {
+  io.u64(s.events_recorded);
+  io.u64(s.events_lost);
+  io.u32(s.entry_probes);
+  io.u32(s.exit_probes);
+  io.u32(s.ops_without_exit);
+  io.str(s.stop_reason);
+}
 
 // The event rules of record_file.h, shared by writer and reader.
 bool event_ok(const gp_event& e, size_t nops) {
@@ -97,24 +138,20 @@ std::string event_problem(const gp_event& e, size_t nops) {
 class Source {
  public:
   Source(std::span<const uint8_t> bytes) : size_(bytes.size()), mem_(bytes) {}
-  Source(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
-  ~Source() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Source(const Source&) = delete;
-  Source& operator=(const Source&) = delete;
+  Source(UniqueFd fd, uint64_t size, std::string path)
+      : fd_(std::move(fd)), size_(size), path_(std::move(path)) {}
   uint64_t size() const { return size_; }
 
   // Sets *out to the n bytes at off (off + n <= size()), valid until the next
   // call. Returns false with *error on an I/O error.
   bool read(uint64_t off, size_t n, std::span<const uint8_t>* out, std::string* error) {
-    if (fd_ < 0) {
+    if (fd_.get() < 0) {
       *out = mem_.subspan(off, n);
       return true;
     }
     buf_.resize(n);
     for (size_t got = 0; got < n;) {
-      ssize_t r = ::pread(fd_, buf_.data() + got, n - got, static_cast<off_t>(off + got));
+      ssize_t r = ::pread(fd_.get(), buf_.data() + got, n - got, static_cast<off_t>(off + got));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) {
         *error = "cannot read " + path_ + ": " +
@@ -128,7 +165,7 @@ class Source {
   }
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_;
   std::string path_;
   std::span<const uint8_t> mem_;
@@ -145,36 +182,27 @@ struct Seen {
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
   const ChunkType t = static_cast<ChunkType>(type);
-  const std::string tname = type_name(type);
   auto first = [](bool& flag) { return !std::exchange(flag, true); };
   if ((t == ChunkType::EVENTS || t == ChunkType::STATS) && !seen.mandatory())
-    return tname + " chunk before the PROCESS, CLOCK and OP_TABLE chunks";
+    return std::string(type_name(type)) + " chunk before the PROCESS, CLOCK and OP_TABLE chunks";
   Decoder d{payload};
   switch (t) {
-    case ChunkType::PROCESS: {
+    case ChunkType::PROCESS:
       if (!first(seen.process)) return "duplicate PROCESS chunk";
-      ProcessInfo& p = rec.process;
-      p.pid = static_cast<int32_t>(d.u32());
-      for (std::string* str :
-           {&p.comm, &p.cmdline, &p.libtorch_path, &p.libtorch_build_id, &p.hostname})
-        *str = d.str();
+      process_fields(d, rec.process);
       break;
-    }
     case ChunkType::CLOCK:
       if (!first(seen.clock)) return "duplicate CLOCK chunk";
-      rec.clock.start_monotonic_ns = d.u64();
-      rec.clock.start_realtime_ns = d.u64();
+      clock_fields(d, rec.clock);
       break;
     case ChunkType::OP_TABLE: {
       if (!first(seen.ops)) return "duplicate OP_TABLE chunk";
-      uint32_t count = d.u32();
+      uint32_t count;
+      d.u32(count);
       if (count > d.left() / 12)  // each op takes at least three u32 lengths
         return "op count " + std::to_string(count) + " does not fit the payload";
       rec.ops.reserve(count);
-      for (uint32_t i = 0; i < count && d.ok; ++i) {
-        OpInfo& op = rec.ops.emplace_back();
-        for (std::string* str : {&op.name, &op.overload, &op.symbol}) *str = d.str();
-      }
+      for (uint32_t i = 0; i < count && d.ok; ++i) op_fields(d, rec.ops.emplace_back());
       break;
     }
     case ChunkType::EVENTS: {
@@ -182,29 +210,21 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (payload.size() % sizeof(gp_event) != 0)
         return "payload of " + std::to_string(payload.size()) +
                " bytes is not a whole number of 32-byte events";
-      for (size_t i = 0; i < payload.size() / sizeof(gp_event); ++i) {
-        gp_event e;
-        std::memcpy(&e, payload.data() + i * sizeof e, sizeof e);
-        if (!event_ok(e, rec.ops.size()))
-          return "event " + std::to_string(i) + event_problem(e, rec.ops.size());
-        rec.events.push_back(e);
-      }
+      const size_t base = rec.events.size();
+      rec.events.resize(base + payload.size() / sizeof(gp_event));
+      std::memcpy(rec.events.data() + base, payload.data(), payload.size());
+      for (size_t i = base; i < rec.events.size(); ++i)
+        if (!event_ok(rec.events[i], rec.ops.size()))
+          return "event " + std::to_string(i - base) + event_problem(rec.events[i], rec.ops.size());
       return "";
     }
-    case ChunkType::STATS: {
+    case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
-      RecordStats& s = rec.stats;
-      s.events_recorded = d.u64();
-      s.events_lost = d.u64();
-      s.entry_probes = d.u32();
-      s.exit_probes = d.u32();
-      s.ops_without_exit = d.u32();
-      s.stop_reason = d.str();
+      stats_fields(d, rec.stats);
       break;
-    }
     case ChunkType::END:
       if (!seen.stats) return "END chunk without a STATS chunk";
-      rec.clock.end_monotonic_ns = d.u64();
+      d.u64(rec.clock.end_monotonic_ns);
       seen.end = true;
       break;
     default:
@@ -252,19 +272,18 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
   for (uint64_t index = 1; off < size && !seen.end; ++index) {
     const std::string where = name + ": corrupt chunk " + std::to_string(index);
     const std::string at = " at offset " + std::to_string(off) + ": ";
-    if (size - off < kRecordChunkHeaderSize) {
-      torn_bytes = size - off;
-      break;
+    const uint64_t avail = size - off;
+    uint8_t hdr[kRecordChunkHeaderSize] = {};
+    if (avail >= sizeof hdr) {
+      if (!src.read(off, sizeof hdr, &bytes, error)) return std::nullopt;
+      std::memcpy(hdr, bytes.data(), sizeof hdr);
     }
-    if (!src.read(off, kRecordChunkHeaderSize, &bytes, error)) return std::nullopt;
-    uint8_t hdr[kRecordChunkHeaderSize];
-    std::memcpy(hdr, bytes.data(), sizeof hdr);
     const uint32_t type = get<uint32_t>(hdr), len = get<uint32_t>(hdr + 4);
-    if (len > kRecordMaxChunkPayload)
+    if (len > kRecordMaxChunkPayload)  // refused before anything is allocated
       return fail(where + at + "payload length " + std::to_string(len) + " exceeds the limit of " +
                   std::to_string(kRecordMaxChunkPayload) + " bytes");
-    if (size - off - kRecordChunkHeaderSize < len) {
-      torn_bytes = size - off;
+    if (avail < sizeof hdr || avail - sizeof hdr < len) {  // the file ends inside this chunk
+      torn_bytes = avail;
       break;
     }
     if (!src.read(off + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
@@ -295,15 +314,17 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
 }  // namespace
 
 std::vector<uint8_t> encode_record_header(uint32_t version) {
-  std::vector<uint8_t> b(kRecordMagic, kRecordMagic + sizeof kRecordMagic);
-  put<uint32_t>(b, version);
-  put<uint32_t>(b, static_cast<uint32_t>(kRecordHeaderSize));
-  return b;
+  Encoder e;
+  e.b.assign(kRecordMagic, kRecordMagic + sizeof kRecordMagic);
+  e.u32(version);
+  e.u32(static_cast<uint32_t>(kRecordHeaderSize));
+  return e.b;
 }
 
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload) {
-  std::vector<uint8_t> chunk = chunk_buffer();
-  chunk.insert(chunk.end(), payload.begin(), payload.end());
+  std::vector<uint8_t> chunk(kRecordChunkHeaderSize + payload.size());
+  if (!payload.empty())
+    std::memcpy(chunk.data() + kRecordChunkHeaderSize, payload.data(), payload.size());
   seal_chunk(chunk, type);
   return chunk;
 }
@@ -313,27 +334,10 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 RecordWriter::RecordWriter(int fd, std::string path)
     : fd_(fd), path_(std::move(path)), pending_(chunk_buffer()) {}
 
-RecordWriter::RecordWriter(RecordWriter&& o) noexcept { *this = std::move(o); }
-
-RecordWriter& RecordWriter::operator=(RecordWriter&& o) noexcept {
-  if (this != &o) {
-    close_fd();
-    fd_ = std::exchange(o.fd_, -1);
-    path_ = std::move(o.path_);
-    state_ = std::exchange(o.state_, State::kFailed);
-    pending_ = std::move(o.pending_);
-    offset_ = o.offset_;
-    events_written_ = o.events_written_;
-    ops_count_ = o.ops_count_;
-  }
-  return *this;
-}
-
-RecordWriter::~RecordWriter() { close_fd(); }
-
-void RecordWriter::close_fd() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+int UniqueFd::reset(int fd) {
+  int rc = fd_ >= 0 ? ::close(fd_) : 0;
+  fd_ = fd;
+  return rc;
 }
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
@@ -346,11 +350,10 @@ std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::s
 }
 
 bool RecordWriter::check_state(State want, const char* what, std::string* error) const {
-  if (state_ == want) return true;
-  if (state_ == State::kFailed)
-    *error = path_ + ": " + what + " after an earlier write error";
-  else
-    *error = path_ + ": " + what + " called out of order (internal error)";
+  if (state_ == want && fd_.get() >= 0) return true;  // fd < 0: moved from
+  *error = path_ + ": " + what +
+           (state_ == State::kFailed ? " after an earlier write error"
+                                     : " called out of order (internal error)");
   return false;
 }
 
@@ -358,7 +361,7 @@ bool RecordWriter::check_state(State want, const char* what, std::string* error)
 bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* error) {
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t r = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    ssize_t r = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       *error = "cannot write " + path_ + ": " + std::strerror(r < 0 ? errno : EIO);
@@ -385,23 +388,13 @@ bool RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std:
 bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
                          const std::vector<OpInfo>& ops, std::string* error) {
   if (!check_state(State::kCreated, "begin", error)) return false;
-  std::vector<uint8_t> p = chunk_buffer();
-  put<uint32_t>(p, static_cast<uint32_t>(process.pid));
-  for (const std::string* s : {&process.comm, &process.cmdline, &process.libtorch_path,
-                               &process.libtorch_build_id, &process.hostname})
-    put_str(p, *s);
-  std::vector<uint8_t> c = chunk_buffer();
-  put<uint64_t>(c, clock.start_monotonic_ns);
-  put<uint64_t>(c, clock.start_realtime_ns);
-  std::vector<uint8_t> o = chunk_buffer();
-  put<uint32_t>(o, static_cast<uint32_t>(ops.size()));
-  for (const OpInfo& op : ops) {
-    put_str(o, op.name);
-    put_str(o, op.overload);
-    put_str(o, op.symbol);
-  }
-  if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p, error) ||
-      !write_chunk(ChunkType::CLOCK, c, error) || !write_chunk(ChunkType::OP_TABLE, o, error))
+  Encoder p, c, o;
+  process_fields(p, process);
+  clock_fields(c, clock);
+  o.u32(static_cast<uint32_t>(ops.size()));
+  for (const OpInfo& op : ops) op_fields(o, op);
+  if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
+      !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error))
     return false;
   ops_count_ = ops.size();
   state_ = State::kBegun;
@@ -442,19 +435,12 @@ bool RecordWriter::flush(std::string* error) {
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
   if (!check_state(State::kBegun, "finish", error) || !flush(error)) return false;
-  std::vector<uint8_t> s = chunk_buffer();
-  put<uint64_t>(s, stats.events_recorded);
-  put<uint64_t>(s, stats.events_lost);
-  put<uint32_t>(s, stats.entry_probes);
-  put<uint32_t>(s, stats.exit_probes);
-  put<uint32_t>(s, stats.ops_without_exit);
-  put_str(s, stats.stop_reason);
-  std::vector<uint8_t> e = chunk_buffer();
-  put<uint64_t>(e, end_monotonic_ns);
-  if (!write_chunk(ChunkType::STATS, s, error) || !write_chunk(ChunkType::END, e, error))
+  Encoder s, e;
+  stats_fields(s, stats);
+  e.u64(end_monotonic_ns);
+  if (!write_chunk(ChunkType::STATS, s.b, error) || !write_chunk(ChunkType::END, e.b, error))
     return false;
-  int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) {
+  if (fd_.reset() != 0) {
     *error = "cannot write " + path_ + ": " + std::strerror(errno);
     state_ = State::kFailed;
     return false;
@@ -472,19 +458,17 @@ std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, st
 }
 
 std::optional<Recording> read_recording(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return std::nullopt;
   }
-  struct stat st {};
-  int stat_errno = ::fstat(fd, &st) == 0 ? 0 : errno;
-  Source src(fd, static_cast<uint64_t>(st.st_size), path);  // owns fd from here
-  if (stat_errno != 0 || !S_ISREG(st.st_mode)) {
-    *error = stat_errno == 0 ? path + " is not a regular file"
-                             : "cannot stat " + path + ": " + std::strerror(stat_errno);
+  if (!S_ISREG(st.st_mode)) {
+    *error = path + " is not a regular file";
     return std::nullopt;
   }
+  Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
   return parse(src, path, error);
 }
 

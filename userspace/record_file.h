@@ -69,6 +69,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "events.h"
@@ -101,6 +102,24 @@ std::vector<uint8_t> encode_record_header(uint32_t version = GP_RECORD_FORMAT_VE
 // tools that build files by hand.
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload);
 
+// An owned file descriptor: closed on destruction, moved, never copied.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  ~UniqueFd() { reset(); }
+  int get() const { return fd_; }
+  // Closes the fd held (if any) and takes fd; returns close()'s result.
+  int reset(int fd = -1);
+
+ private:
+  int fd_;
+};
+
 // Streams one recording to a file. Usage: create, begin once, append_events
 // and flush any number of times, finish once. Every chunk is written whole by
 // one write loop, so a writer killed at any point leaves at most one torn
@@ -112,12 +131,10 @@ class RecordWriter {
   // Opens (O_CREAT | O_TRUNC, mode 0644) path for writing.
   static std::optional<RecordWriter> create(const std::string& path, std::string* error);
 
-  RecordWriter(RecordWriter&& other) noexcept;
-  RecordWriter& operator=(RecordWriter&& other) noexcept;
-  RecordWriter(const RecordWriter&) = delete;
-  RecordWriter& operator=(const RecordWriter&) = delete;
-  // Closes the file. An unfinished recording stays readable (complete=false).
-  ~RecordWriter();
+  // Move-only; destruction closes the file. An unfinished recording stays
+  // readable (complete = false).
+  RecordWriter(RecordWriter&&) noexcept = default;
+  RecordWriter& operator=(RecordWriter&&) noexcept = default;
 
   // Writes the file header and the PROCESS, CLOCK and OP_TABLE chunks.
   // clock.end_monotonic_ns is not stored here (finish() writes it).
@@ -146,9 +163,8 @@ class RecordWriter {
   bool check_state(State want, const char* what, std::string* error) const;
   bool write_bytes(const std::vector<uint8_t>& bytes, std::string* error);
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
-  void close_fd();
 
-  int fd_ = -1;
+  UniqueFd fd_;
   std::string path_;
   State state_ = State::kCreated;
   // kRecordChunkHeaderSize bytes of room for the chunk header, then the

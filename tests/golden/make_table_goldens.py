@@ -142,6 +142,10 @@ UNICODE_NAMES = [
     ("aten::add", 4, 1500, 1500),
 ]
 
+# torch's share is time * 100.0 / total: 1980 ns of 3200 ns is 61.875% and
+# prints "61.88%"; time / total * 100.0 would print "61.87%".
+SHARE_ORDER = [("op::big", 1, 1980, 1980), ("op::small", 1, 1220, 1220)]
+
 # The footer is Python's sum() of the self-time doubles in sorted order:
 # 7.342ms here, where the exact sum (and the ascending-order sum) is a
 # 7.3415 ms tie that prints 7.341ms. Names ascend with the times so that
@@ -181,6 +185,8 @@ CASES = [
      "cpu_time_total", 100),
     ("time_ranges_by_self", "the same by self time", TIME_RANGES, "self_cpu_time_total", 100),
     ("rounding_ties", "averages and shares on exact binary ties", ROUNDING_TIES,
+     "cpu_time_total", 100),
+    ("share_order", "shares multiply by 100 before dividing", SHARE_ORDER,
      "cpu_time_total", 100),
     ("footer_float_sum", "the footer rounds torch's float sum, not the exact one",
      FOOTER_FLOAT_SUM, "cpu_time_total", 100),

@@ -105,8 +105,8 @@ TEST_P(OpTableGolden, MatchesTorch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Goldens, OpTableGolden, testing::ValuesIn(golden_case_names()),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                           return info.param;
+                         [](const testing::TestParamInfo<std::string>& case_info) {
+                           return case_info.param;
                          });
 
 TEST(OpTableTest, GoldenFilesAreThere) {

@@ -82,7 +82,7 @@ class RecordFileTest : public ::testing::Test {
     std::string err;
     auto w = RecordWriter::create(path_, &err);
     EXPECT_TRUE(w.has_value()) << err;
-    return std::move(*w);
+    return std::move(w.value());  // throws (failing the test) when absent
   }
   // The file header plus PROCESS, CLOCK and OP_TABLE for the sample data.
   std::vector<uint8_t> mandatory_prefix() {
@@ -362,9 +362,13 @@ TEST_F(RecordFileTest, UnknownChunksAreSkipped) {
   ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
   ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
-  std::vector<uint8_t> extra = encode_chunk(1000, std::vector<uint8_t>{'h', 'i'});
+  std::vector<uint8_t> extra = cat(encode_chunk(1000, std::vector<uint8_t>{'h', 'i'}),
+                                   encode_chunk(1001, {}));  // empty payload
   file.insert(file.begin() + split, extra.begin(), extra.end());
-  auto rec = read_recording_bytes(file, &err);
+  {
+    std::ofstream(path_, std::ios::binary).write(reinterpret_cast<char*>(file.data()), file.size());
+  }
+  auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, ev));
