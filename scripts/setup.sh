@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs gpuprof's build and test dependencies (Debian packages only) when
+# any is missing, then builds. Safe to run again: it does nothing it need not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential clang llvm bpftool pkg-config
+  libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
+  libcli11-dev libgtest-dev libgmock-dev
+  python3-torch python3-torchvision python3-pytest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: missing Debian packages: ${missing[*]}; run as root (sudo) to install them" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+make -j"$(nproc)" all build/gpuprof_unit_tests

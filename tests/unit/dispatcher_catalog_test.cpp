@@ -1,0 +1,64 @@
+// dispatcher_catalog_test.cpp: the catalog of the real libtorch_cpu that
+// Debian's python3-torch installs (the test environment's setup installs
+// it; the test fails, never skips, without it).
+#include "dispatcher_catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "events.h"
+
+namespace gpuprof {
+namespace {
+
+constexpr const char* kDebianLibtorch = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13";
+
+TEST(DispatcherCatalog, DebianLibtorch113) {
+  std::string error;
+  auto catalog = load_dispatcher_catalog(kDebianLibtorch, &error);
+  ASSERT_TRUE(catalog) << error;
+  // research.md section 4: 2952 at::_ops::*::call in 1.13.
+  EXPECT_EQ(catalog->ops.size(), 2952u);
+  EXPECT_EQ(catalog->entry_sites, 2952u);
+  EXPECT_GE(catalog->exit_sites, 2900u);
+  EXPECT_LE(catalog->ops_without_exit, 10u);
+  EXPECT_EQ(catalog->entries_single_stepped, 0u);  // every body starts with a push
+  EXPECT_EQ(catalog->sites.offsets.size(), catalog->entry_sites + catalog->exit_sites);
+  EXPECT_EQ(catalog->build_id.size(), 40u);
+
+  std::map<std::string, std::set<std::string>> overloads;
+  for (const OpInfo& op : catalog->ops) overloads[op.name].insert(op.overload);
+  EXPECT_EQ(overloads["aten::add"], (std::set<std::string>{"Tensor", "Scalar", "out", "Scalar_out"}));
+  EXPECT_TRUE(overloads["aten::add_"].count("Tensor"));
+  EXPECT_TRUE(overloads.count("aten::conv2d"));
+  EXPECT_TRUE(overloads.count("aten::mkldnn_convolution"));
+  EXPECT_TRUE(overloads["aten::relu"].count(""));
+  EXPECT_TRUE(overloads["aten::relu_"].count(""));
+  for (const auto& [name, _] : overloads) EXPECT_TRUE(name.starts_with("aten::")) << name;
+
+  // Every op has exactly one entry site, cookies name their op and kind.
+  std::vector<int> entries(catalog->ops.size());
+  for (size_t i = 0; i < catalog->sites.size(); i++) {
+    uint64_t cookie = catalog->sites.cookies[i];
+    ASSERT_LT(GP_COOKIE_OP(cookie), catalog->ops.size());
+    uint16_t kind = GP_COOKIE_KIND(cookie);
+    ASSERT_TRUE(kind == GP_EV_OP_ENTRY || kind == GP_EV_OP_EXIT);
+    if (kind == GP_EV_OP_ENTRY) entries[GP_COOKIE_OP(cookie)]++;
+  }
+  for (int n : entries) EXPECT_EQ(n, 1);
+}
+
+TEST(DispatcherCatalog, RefusesLibrariesWithoutDispatcher) {
+  std::string error;
+  EXPECT_FALSE(load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libc.so.6", &error));
+  EXPECT_NE(error.find("no at::_ops::*::call"), std::string::npos) << error;
+  EXPECT_FALSE(load_dispatcher_catalog("/etc/passwd", &error));
+  EXPECT_NE(error.find("not a 64-bit ELF"), std::string::npos) << error;
+  EXPECT_FALSE(load_dispatcher_catalog("/nonexistent/libtorch_cpu.so", &error));
+  EXPECT_NE(error.find("No such file"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace gpuprof
