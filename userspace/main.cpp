@@ -1,5 +1,6 @@
 // gpuprof: operator-level profiles of PyTorch processes, from outside.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/record.h"
 #include "cli/report.h"
@@ -18,7 +19,18 @@ int main(int argc, char** argv) {
       "  sudo gpuprof record -p 4242                       # attach; Ctrl-C (or -d 10) stops\n"
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
       "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "gpuprof: error: %s (see gpuprof --help)\n", e.what());
+    return 2;
+  }
   if (app.got_subcommand("record")) return gpuprof::cli::run_record(record);
   return gpuprof::cli::run_report(report);
 }

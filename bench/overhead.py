@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""gpuprof overhead benchmark: baseline vs torch.profiler vs gpuprof, side by side.
+
+    sudo /usr/bin/python3 bench/overhead.py [--rounds 3] [--keep]
+
+Starts bench/overhead_target.py (with --python, default /usr/bin/python3, which
+has torch) and, in one process, times two workloads -- a small-op chain of
+16x16 mm/add/relu and torchvision resnet18 (batch 5, 224x224, forward) -- under
+four variants in alternating phases: no profiler, torch.profiler (CPU),
+torch.profiler with record_shapes, and `gpuprof record -p PID` attached for the
+phase. Medians over the rounds; per-op overhead = (t_variant - t_baseline) /
+aten ops per step, with ops counted by torch.profiler (nested ops included).
+Also reports gpuprof's attach and detach times, and checks from each recording
+that gpuprof saw every op (ops per step from `gpuprof report`).
+
+Needs root (gpuprof loads BPF programs and uprobes). The harness itself needs
+no torch.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes", "gpuprof"]
+
+TRACING_RE = re.compile(r"gpuprof: tracing (\d+) .*?: (\d+) ops, (\d+) entry \+ (\d+) exit probes .*\(attach ([\d.]+) ms\)")
+STOPPED_RE = re.compile(r"gpuprof: stopped \(([^)]*)\); detach ([\d.]+) ms; (\d+) events, (\d+) lost")
+
+
+def die(msg):
+    sys.stderr.write(f"overhead.py: {msg}\n")
+    sys.exit(1)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def virt():
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or "none"
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "hypervisor flag set" if " hypervisor" in f.read() else "none detected"
+    except OSError:
+        return "unknown"
+
+
+class Target:
+    def __init__(self, python, args):
+        cmd = [python, "-u", os.path.join(HERE, "overhead_target.py")] + args
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def recv(self):
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                rc = self.p.wait()
+                die(f"workload process exited unexpectedly (rc {rc})")
+            if line.startswith("@@"):
+                return line[2:].rstrip("\n").split(" ", 1)
+            sys.stderr.write("target: " + line)
+
+    def send(self, word):
+        self.p.stdin.write(word + "\n")
+        self.p.stdin.flush()
+
+
+class Gpuprof:
+    """One `gpuprof record -p PID -q -o FILE` session."""
+
+    def __init__(self, exe, pid, out, errlog):
+        self.out, self.errlog = out, errlog
+        self.t_start = time.perf_counter()
+        self.err = open(errlog, "w+")
+        self.p = subprocess.Popen([exe, "record", "-p", str(pid), "-q", "-o", out],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
+        self.attach = None
+
+    def _stderr(self):
+        self.err.flush()
+        with open(self.errlog) as f:
+            return f.read()
+
+    def wait_tracing(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = TRACING_RE.search(self._stderr())
+            if m:
+                self.attach_wall = (time.perf_counter() - self.t_start) * 1e3
+                self.attach = {"ops": int(m.group(2)), "entry": int(m.group(3)), "exit": int(m.group(4)),
+                               "attach_ms": float(m.group(5)), "attach_wall_ms": self.attach_wall}
+                return self.attach
+            if self.p.poll() is not None:
+                die(f"gpuprof exited (rc {self.p.returncode}) before tracing:\n{self._stderr()}")
+            time.sleep(0.002)
+        self.p.kill()
+        die(f"gpuprof did not start tracing within {timeout}s:\n{self._stderr()}")
+
+    def stop(self, timeout=120):
+        t0 = time.perf_counter()
+        self.p.send_signal(signal.SIGINT)
+        try:
+            _, status, ru = os.wait4(self.p.pid, 0)
+        except ChildProcessError:
+            status, ru = 0, None
+        self.p.returncode = os.waitstatus_to_exitcode(status)
+        wall = (time.perf_counter() - t0) * 1e3
+        text = self._stderr()
+        self.err.close()
+        m = STOPPED_RE.search(text)
+        if self.p.returncode != 0 or not m:
+            die(f"gpuprof record failed (rc {self.p.returncode}):\n{text}")
+        return {"reason": m.group(1), "detach_ms": float(m.group(2)), "events": int(m.group(3)),
+                "lost": int(m.group(4)), "detach_wall_ms": wall,
+                "cpu_s": (ru.ru_utime + ru.ru_stime) if ru else float("nan"),
+                "stderr": text}
+
+
+def report_calls(exe, path):
+    """Total '# of Calls' over all rows of `gpuprof report FILE --sort-by count`."""
+    r = subprocess.run([exe, "report", path, "--sort-by", "count", "--row-limit", "-1"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        die(f"gpuprof report {path} failed:\n{r.stderr}")
+    total, rows, in_table, dashes = 0, 0, False, 0
+    for line in r.stdout.splitlines():
+        if line.startswith("---"):
+            dashes += 1
+            in_table = dashes == 2
+            continue
+        if in_table and line.strip():
+            total += int(line.split()[-1])
+            rows += 1
+    return total, rows
+
+
+def med(xs):
+    return statistics.median(xs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpuprof", default=os.path.join(ROOT, "build", "gpuprof"))
+    ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch + torchvision")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--small-links", type=int, default=79, help="mm/add/relu links per small-op step (7 ops each)")
+    ap.add_argument("--small-steps", type=int, default=400)
+    ap.add_argument("--resnet-steps", type=int, default=12)
+    ap.add_argument("--keep", action="store_true", help="keep the gpuprof recordings and logs")
+    a = ap.parse_args()
+
+    if os.geteuid() != 0:
+        die("must run as root: gpuprof loads BPF programs and attaches uprobes "
+            "(sudo /usr/bin/python3 bench/overhead.py)")
+    if not os.access(a.gpuprof, os.X_OK):
+        die(f"{a.gpuprof} not found; build it with `make -C {ROOT} build/gpuprof`")
+    chk = subprocess.run([a.python, "-c", "import torch, torchvision"], capture_output=True, text=True)
+    if chk.returncode != 0:
+        die(f"{a.python} cannot import torch/torchvision (use --python):\n{chk.stderr.strip()}")
+
+    workdir = tempfile.mkdtemp(prefix="gpuprof-overhead-")
+    t_begin = time.monotonic()
+    print("gpuprof overhead benchmark")
+    print(f"date:    {datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    print(f"machine: {platform.node()}; kernel {platform.release()}; {cpu_model()}; "
+          f"nproc {os.cpu_count()}; virtualisation: {virt()}")
+    sys.stdout.flush()
+
+    target = Target(a.python, ["--rounds", str(a.rounds), "--small-links", str(a.small_links),
+                               "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
+                               "--threads", "1"])
+    kind, arg = target.recv()
+    if kind != "READY":
+        die(f"unexpected message from workload: {kind} {arg}")
+    pid = int(arg)
+
+    sessions = []  # one per gpuprof phase
+    while True:
+        kind, arg = target.recv()
+        if kind == "ATTACH":
+            wl, rnd = arg.split()
+            n = len(sessions)
+            g = Gpuprof(a.gpuprof, pid, os.path.join(workdir, f"{n:02d}-{wl}-r{rnd}.gpuprof"),
+                        os.path.join(workdir, f"{n:02d}-{wl}-r{rnd}.stderr"))
+            att = g.wait_tracing()
+            target.send("GO")
+            kind, arg = target.recv()
+            if kind != "DETACH":
+                die(f"expected DETACH from workload, got {kind}")
+            steps = int(arg)
+            det = g.stop()
+            target.send("DETACHED")
+            calls, rows = report_calls(a.gpuprof, g.out)
+            sessions.append({"workload": wl, "round": int(rnd), "steps": steps, "calls": calls,
+                             "rows": rows, **att, **det})
+        elif kind == "RESULT":
+            info = json.loads(arg)
+            break
+        else:
+            die(f"unexpected message from workload: {kind}")
+    target.p.wait()
+
+    print(f"torch {info['torch']}, torchvision {info['torchvision']}, "
+          f"torch.set_num_threads({info['threads']}); grad disabled (forward only)")
+    print(f"{a.rounds} rounds; each round runs every variant once per workload, the order rotated "
+          f"per round; figures are medians over rounds [min-max]")
+    print("per-op overhead = (time per step - baseline time per step) / aten ops per step "
+          "(counted by torch.profiler, nested ops included)")
+    print()
+
+    hdr = (f"{'workload':<10} {'variant':<22} {'ms/step':>9} {'[min - max]':>17} "
+           f"{'us/op':>8} {'overhead us/op':>15}")
+    print(hdr)
+    print("-" * len(hdr))
+    summary = {}
+    for wl, w in info["workloads"].items():
+        ops = w["ops_per_step"]
+        t = {v: [x * 1e3 for x in w["times"][v]] for v in VARIANTS}
+        base = med(t["baseline"])
+        ovh = {}
+        for v in VARIANTS:
+            m = med(t[v])
+            ovh[v] = (m - base) * 1e3 / ops
+            rng = f"[{min(t[v]):.3f} - {max(t[v]):.3f}]"
+            o = "" if v == "baseline" else f"{ovh[v]:15.2f}"
+            print(f"{wl:<10} {v:<22} {m:9.3f} {rng:>17} {m * 1e3 / ops:8.2f} {o}")
+        noise = (max(t["baseline"]) - min(t["baseline"])) * 1e3 / ops
+        summary[wl] = (ops, ovh, noise, w)
+        print()
+
+    print("ratio gpuprof / torch.profiler (per-op overhead):")
+    for wl, (ops, ovh, noise, w) in summary.items():
+        def ratio(v):
+            return f"{ovh['gpuprof'] / ovh[v]:.1f}x" if ovh[v] > 0 else "n/a (torch.profiler overhead <= 0)"
+        print(f"  {wl:<10} {ratio('torch.profiler'):>6} vs torch.profiler, {ratio('torch.profiler+shapes'):>6} "
+              f"vs torch.profiler+shapes   ({ops} aten ops/step; baseline spread over rounds "
+              f"{noise:.2f} us/op)")
+    print()
+
+    print("gpuprof attach/detach (one `gpuprof record -p PID -q -o FILE` per gpuprof phase; "
+          "the workload waits while it attaches and detaches):")
+    att = [s["attach_ms"] for s in sessions]
+    det = [s["detach_ms"] for s in sessions]
+    attw = [s["attach_wall_ms"] for s in sessions]
+    detw = [s["detach_wall_ms"] for s in sessions]
+    s0 = sessions[0]
+    print(f"  {len(sessions)} attaches; {s0['ops']} ops, {s0['entry']} entry + {s0['exit']} exit probes")
+    print(f"  attach (as gpuprof reports it):          median {med(att):7.1f} ms   max {max(att):7.1f} ms")
+    print(f"  detach (as gpuprof reports it):          median {med(det):7.1f} ms   max {max(det):7.1f} ms")
+    print(f"  launch -> tracing (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
+    print(f"  SIGINT -> exit (detach + write record):  median {med(detw):7.1f} ms   max {max(detw):7.1f} ms")
+    print()
+
+    print("gpuprof recordings (sanity check: did gpuprof see every op?):")
+    print(f"  {'workload':<10} {'round':>5} {'steps':>6} {'events':>9} {'lost':>5} {'ops/step':>9} "
+          f"{'torch.profiler':>15} {'gpuprof CPU s':>14}")
+    ok = True
+    for s in sessions:
+        expect = info["workloads"][s["workload"]]["ops_per_step"]
+        per = s["calls"] / s["steps"]
+        flag = "" if s["calls"] == expect * s["steps"] and s["lost"] == 0 else "  <-- MISMATCH"
+        ok = ok and not flag
+        print(f"  {s['workload']:<10} {s['round']:>5} {s['steps']:>6} {s['events']:>9} {s['lost']:>5} "
+              f"{per:9.2f} {expect:>15} {s['cpu_s']:14.2f}{flag}")
+    print("  (ops/step = sum of '# of Calls' in `gpuprof report FILE --sort-by count` / steps attached; "
+          "events = entries + exits)")
+    print(f"  {'all recordings match torch.profiler op counts, no events lost' if ok else 'MISMATCH: see rows marked above'}")
+    print()
+    print(f"total run time {time.monotonic() - t_begin:.0f} s")
+    if a.keep:
+        print(f"recordings and gpuprof stderr kept in {workdir}")
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0 if ok else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

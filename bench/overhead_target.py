@@ -1,0 +1,163 @@
+"""Workload process for bench/overhead.py (run with /usr/bin/python3, which has torch).
+
+Runs two workloads in one process and times them under four variants, in
+alternating phases so that drift (thermal, noisy neighbours, allocator state)
+hurts no variant more than another:
+
+  baseline            no profiler
+  torch.profiler      torch.profiler.profile(activities=[CPU]) around the phase
+  torch.profiler+shapes  the same with record_shapes=True
+  gpuprof             `gpuprof record -p PID` attached by the harness for the phase
+
+Protocol with the harness, one line each way (the target's stdout lines that
+start with "@@" are protocol; everything else is ignored by the harness):
+
+  target -> harness  @@READY <pid>
+  target -> harness  @@ATTACH <workload> <round>     harness starts gpuprof ...
+  harness -> target  GO                               ... once it prints "tracing"
+  target -> harness  @@DETACH <steps run while attached>
+  harness -> target  DETACHED                         once gpuprof has exited
+  target -> harness  @@RESULT <json>
+
+The target is idle (blocked on stdin) while gpuprof attaches and detaches, so
+every step of a gpuprof phase runs with all probes in place, and no other phase
+runs while probes are still being removed.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torchvision
+from torch.profiler import ProfilerActivity, profile
+
+VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes", "gpuprof"]
+
+
+def send(line):
+    sys.stdout.write("@@" + line + "\n")
+    sys.stdout.flush()
+
+
+def expect(word):
+    line = sys.stdin.readline()
+    if line.strip() != word:
+        raise SystemExit(f"overhead_target: expected {word!r} from harness, got {line!r}")
+
+
+class SmallOps:
+    """A chain of 16x16 mm + add + relu; 7 aten ops per link
+    (mm, 3x resolve_conj inside mm, add, relu, clamp_min inside relu)."""
+
+    name = "small-op"
+
+    def __init__(self, links):
+        g = torch.Generator().manual_seed(0)
+        self.links = links
+        self.w = [torch.randn(16, 16, generator=g) * 0.25 for _ in range(8)]
+        self.b = [torch.randn(16, 16, generator=g) for _ in range(8)]
+        self.x = torch.randn(16, 16, generator=g)
+
+    def step(self):
+        x = self.x
+        w, b = self.w, self.b
+        for i in range(self.links):
+            x = torch.relu(torch.mm(x, w[i & 7]) + b[i & 7])
+        return x
+
+
+class ResNet18:
+    """torchvision resnet18, eval mode, batch 5 at 224x224, one forward per step."""
+
+    name = "resnet18"
+
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = torchvision.models.resnet18().eval()
+        self.x = torch.randn(5, 3, 224, 224)
+
+    def step(self):
+        return self.model(self.x)
+
+
+def count_ops(wl):
+    """aten:: events per step as torch.profiler records them, nested ops included."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        wl.step()
+    names = [e.name for e in prof.events()]
+    aten = [n for n in names if n.startswith("aten::")]
+    return len(aten), len(names)
+
+
+def run_steps(wl, warmup, steps):
+    for _ in range(warmup):
+        wl.step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        wl.step()
+    return time.perf_counter() - t0
+
+
+def phase(wl, variant, warmup, steps, rnd):
+    if variant == "baseline":
+        return run_steps(wl, warmup, steps)
+    if variant in ("torch.profiler", "torch.profiler+shapes"):
+        with profile(activities=[ProfilerActivity.CPU],
+                     record_shapes=(variant == "torch.profiler+shapes")):
+            # only the steps are timed: profiler start/stop and its
+            # post-processing are excluded, as gpuprof's attach/detach are
+            t = run_steps(wl, warmup, steps)
+        return t
+    if variant == "gpuprof":
+        send(f"ATTACH {wl.name} {rnd}")
+        expect("GO")
+        t = run_steps(wl, warmup, steps)
+        send(f"DETACH {warmup + steps}")
+        expect("DETACHED")
+        return t
+    raise ValueError(variant)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--small-links", type=int, default=79)
+    ap.add_argument("--small-steps", type=int, default=400)
+    ap.add_argument("--small-warmup", type=int, default=20)
+    ap.add_argument("--resnet-steps", type=int, default=12)
+    ap.add_argument("--resnet-warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.set_grad_enabled(False)  # forward-only workloads, inference mode
+
+    workloads = [
+        (SmallOps(a.small_links), a.small_warmup, a.small_steps),
+        (ResNet18(), a.resnet_warmup, a.resnet_steps),
+    ]
+    info = {"torch": torch.__version__, "torchvision": torchvision.__version__,
+            "threads": torch.get_num_threads(), "workloads": {}}
+    for wl, warmup, steps in workloads:
+        for _ in range(max(warmup, 2)):
+            wl.step()  # first-touch allocation, lazy init
+        ops, events = count_ops(wl)
+        info["workloads"][wl.name] = {"ops_per_step": ops, "profiler_events_per_step": events,
+                                      "steps": steps, "warmup": warmup, "times": {}}
+
+    send(f"READY {os.getpid()}")
+    for rnd in range(a.rounds):
+        for wl, warmup, steps in workloads:
+            # rotate the variant order each round so no variant always runs
+            # first or last (drift and after-effects spread over all of them)
+            order = VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]
+            for v in order:
+                t = phase(wl, v, warmup, steps, rnd)
+                info["workloads"][wl.name]["times"].setdefault(v, []).append(t / steps)
+    send("RESULT " + json.dumps(info))
+
+
+if __name__ == "__main__":
+    main()

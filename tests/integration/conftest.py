@@ -1,0 +1,434 @@
+"""Shared machinery for gpuprof's integration tests: real BPF on real PyTorch.
+
+These tests need root, a built build/gpuprof and /usr/bin/python3 with torch
+and torchvision. When any of that is missing every test FAILS (never skips):
+a CI job that silently skips its integration tests would look green while
+testing nothing.
+
+What lives here:
+  * paths: REPO_ROOT, GPUPROF, TARGET_PYTHON, WORKLOADS;
+  * the `procs` fixture: starts processes with their output in files (no pipe
+    can fill up and block a child), waits on them with timeouts, and kills
+    whatever is still running at teardown;
+  * `workdir`: a fresh directory for the file handshake with a workload
+    (tests/workloads/*.py: the script writes `ready`, the test creates `go`...);
+  * parsers: `parse_table` reads a key_averages().table()-style table (from
+    gpuprof or torch) into rows keyed by name; `parse_tracing_line` and
+    `parse_stopped_line` read gpuprof's progress lines;
+  * `torch_percentages`: torch's Self CPU % computed from a key_averages()
+    JSON dump exactly as the table computes it.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GPUPROF = REPO_ROOT / "build" / "gpuprof"
+WORKLOADS = REPO_ROOT / "tests" / "workloads"
+# The interpreter that has torch 1.13 (the first python3 on PATH may not).
+TARGET_PYTHON = "/usr/bin/python3"
+# torch.profiler's table cuts names this long (max_name_column_width=55).
+TORCH_MAX_NAME_COLUMN_WIDTH = 55
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+# --------------------------------------------------------------------------
+# Environment: fail loudly, never skip.
+
+
+@pytest.fixture(scope="session", autouse=True)
+def integration_environment():
+    """Fails every test of the session when the environment cannot run them."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("not root: gpuprof record needs root (CAP_BPF, CAP_PERFMON); run the "
+                        "integration tests with sudo")
+    if not GPUPROF.is_file():
+        problems.append(f"{GPUPROF} is missing: build it first (make -C {REPO_ROOT} build/gpuprof)")
+    elif not os.access(GPUPROF, os.X_OK):
+        problems.append(f"{GPUPROF} is not executable")
+    try:
+        probe = subprocess.run([TARGET_PYTHON, "-c", "import torch, torchvision; print(torch.__version__)"],
+                               capture_output=True, text=True, timeout=120)
+        if probe.returncode != 0:
+            problems.append(f"{TARGET_PYTHON} cannot import torch and torchvision:\n{probe.stderr.strip()}")
+    except (OSError, subprocess.TimeoutExpired) as e:
+        problems.append(f"cannot run {TARGET_PYTHON}: {e}")
+    if problems:
+        pytest.fail("gpuprof integration tests cannot run here:\n  - " + "\n  - ".join(problems),
+                    pytrace=False)
+
+
+# --------------------------------------------------------------------------
+# Processes.
+
+
+class Proc:
+    """A child process whose stdout and stderr go to files in the test's tmp dir."""
+
+    def __init__(self, argv, name, logdir, cwd=None, env=None):
+        self.argv = [str(a) for a in argv]
+        self.name = name
+        self.stdout_path = Path(logdir) / f"{name}.stdout"
+        self.stderr_path = Path(logdir) / f"{name}.stderr"
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                          cwd=cwd, env=env)
+        self.pid = self.popen.pid
+
+    def stdout(self):
+        return self.stdout_path.read_text(errors="replace")
+
+    def stderr(self):
+        return self.stderr_path.read_text(errors="replace")
+
+    def running(self):
+        return self.popen.poll() is None
+
+    def describe(self):
+        rc = self.popen.poll()
+        state = "running" if rc is None else f"exit status {rc}"
+        return (f"[{self.name}: {' '.join(self.argv)} (pid {self.pid}, {state})]\n"
+                f"--- stdout (tail) ---\n{self.stdout()[-3000:]}\n"
+                f"--- stderr (tail) ---\n{self.stderr()[-3000:]}")
+
+    def wait(self, timeout=DEFAULT_TIMEOUT_S):
+        """Waits for the exit and returns the status; fails the test on timeout."""
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{self.name} did not exit within {timeout} s\n{self.describe()}")
+
+    def send(self, sig):
+        if self.running():
+            self.popen.send_signal(sig)
+
+    def wait_for_stderr(self, pattern, timeout=DEFAULT_TIMEOUT_S, watch=()):
+        """Waits until a line of stderr matches `pattern`; returns the match."""
+        regex = re.compile(pattern)
+
+        def check():
+            for line in self.stderr().splitlines():
+                m = regex.search(line)
+                if m:
+                    return m
+            return None
+
+        return wait_until(check, timeout, f"{self.name} to print /{pattern}/ on stderr",
+                          watch=(self,) + tuple(watch), exit_ok=False)
+
+    def kill_hard(self):
+        if self.running():
+            self.popen.kill()
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def wait_until(predicate, timeout, what, watch=(), exit_ok=True, interval=0.005):
+    """Polls predicate() until it returns something truthy, and returns that.
+
+    Fails the test (with the watched processes' output) after `timeout`
+    seconds, or as soon as a watched process has exited (checked after one
+    last look at the predicate, so a process that wrote its answer and then
+    exited is fine when exit_ok is set; with exit_ok=False an exit fails
+    once the predicate is still false).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        dead = [p for p in watch if not p.running()]
+        if dead:
+            result = predicate()
+            if result:
+                return result
+            pytest.fail(f"while waiting for {what}, a process exited:\n" +
+                        "\n".join(p.describe() for p in dead))
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}\n" +
+                        "\n".join(p.describe() for p in watch))
+        time.sleep(interval)
+
+
+class Procs:
+    """Starts processes for one test; whatever still runs at teardown is killed."""
+
+    def __init__(self, logdir):
+        self.logdir = Path(logdir)
+        self.started = []
+        self.extra_pids = []  # processes not ours to wait for (e.g. launched by gpuprof)
+        self._names = {}
+
+    def start(self, argv, name, **kwargs):
+        n = self._names.get(name, 0)
+        self._names[name] = n + 1
+        proc = Proc(argv, name if n == 0 else f"{name}-{n}", self.logdir, **kwargs)
+        self.started.append(proc)
+        return proc
+
+    def start_workload(self, script, *args, name=None, **kwargs):
+        return self.start([TARGET_PYTHON, WORKLOADS / script, *args], name or Path(script).stem, **kwargs)
+
+    def start_gpuprof(self, *args, name="gpuprof", **kwargs):
+        return self.start([GPUPROF, *args], name, **kwargs)
+
+    def track_pid(self, pid):
+        self.extra_pids.append(int(pid))
+
+    def cleanup(self):
+        # gpuprof first (SIGINT lets it detach cleanly), then everything else.
+        for proc in self.started:
+            if proc.running() and Path(proc.argv[0]) == GPUPROF:
+                proc.send(signal.SIGINT)
+                try:
+                    proc.popen.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+        for proc in self.started:
+            proc.kill_hard()
+        for pid in self.extra_pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture
+def procs(tmp_path):
+    registry = Procs(tmp_path)
+    yield registry
+    registry.cleanup()
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """The directory of the file handshake with a workload script."""
+    d = tmp_path / "handshake"
+    d.mkdir()
+    return d
+
+
+def touch(directory, name, text=""):
+    """Creates directory/name atomically (the workloads poll for it)."""
+    tmp = Path(directory) / f".{name}.tmp"
+    tmp.write_text(text)
+    os.rename(tmp, Path(directory) / name)
+
+
+def wait_for_file(directory, name, timeout=DEFAULT_TIMEOUT_S, watch=()):
+    """Waits for directory/name to exist and returns its text."""
+    path = Path(directory) / name
+    wait_until(path.exists, timeout, f"{path}", watch=watch)
+    return path.read_text()
+
+
+def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S):
+    """Runs gpuprof to completion; returns the CompletedProcess (text)."""
+    try:
+        return subprocess.run([str(GPUPROF), *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"gpuprof {' '.join(map(str, args))} did not finish within {timeout} s\n"
+                    f"stdout: {e.stdout}\nstderr: {e.stderr}")
+
+
+def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
+    try:
+        return subprocess.run([TARGET_PYTHON, *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"python {' '.join(map(str, args))} did not finish within {timeout} s\n"
+                    f"stdout: {e.stdout}\nstderr: {e.stderr}")
+
+
+# --------------------------------------------------------------------------
+# gpuprof's progress lines.
+
+TRACING_RE = re.compile(
+    r"^gpuprof: tracing (?P<pid>\d+) \((?P<comm>[^)]*)\): (?P<ops>\d+) ops, (?P<entry>\d+) entry \+ "
+    r"(?P<exit>\d+) exit probes on (?P<lib>\S+) \(attach (?P<attach_ms>[\d.]+) ms\)")
+STOPPED_RE = re.compile(
+    r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
+    r"(?P<lost>\d+) lost; wrote (?P<path>.+)$")
+
+
+def _parse_line(regex, stderr, what):
+    for line in stderr.splitlines():
+        m = regex.match(line)
+        if m:
+            return m
+    pytest.fail(f"no {what} line in gpuprof's stderr:\n{stderr}")
+
+
+def parse_tracing_line(stderr):
+    """The `gpuprof: tracing PID (comm): N ops, ... (attach X ms)` line, as a dict."""
+    m = _parse_line(TRACING_RE, stderr, "'gpuprof: tracing'")
+    d = m.groupdict()
+    return {"pid": int(d["pid"]), "comm": d["comm"], "ops": int(d["ops"]), "entry_probes": int(d["entry"]),
+            "exit_probes": int(d["exit"]), "library": d["lib"], "attach_ms": float(d["attach_ms"])}
+
+
+def parse_stopped_line(stderr):
+    """The `gpuprof: stopped (REASON); detach X ms; N events, M lost; wrote F` line."""
+    m = _parse_line(STOPPED_RE, stderr, "'gpuprof: stopped'")
+    d = m.groupdict()
+    return {"reason": d["reason"], "detach_ms": float(d["detach_ms"]), "events": int(d["events"]),
+            "lost": int(d["lost"]), "path": d["path"]}
+
+
+def error_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("gpuprof: error:")]
+
+
+# --------------------------------------------------------------------------
+# Tables (torch.profiler's key_averages().table() layout, from either tool).
+
+
+@dataclass
+class Row:
+    name: str
+    self_cpu_pct: float
+    self_cpu_us: float
+    cpu_total_pct: float
+    cpu_total_us: float
+    cpu_avg_us: float
+    calls: int
+
+
+@dataclass
+class Table:
+    rows: dict  # name -> Row, in table order
+    self_cpu_total_us: float
+    notes: list = field(default_factory=list)  # the `gpuprof: ...` lines after the table
+    text: str = ""
+
+    @property
+    def ops(self):
+        """{name: (self_cpu_pct, calls)}"""
+        return {name: (row.self_cpu_pct, row.calls) for name, row in self.rows.items()}
+
+    def calls(self):
+        return {name: row.calls for name, row in self.rows.items()}
+
+
+EXPECTED_HEADERS = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"]
+_TIME_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def parse_time_us(text):
+    m = re.fullmatch(r"(-?[\d.]+)(us|ms|s)", text.strip())
+    if not m:
+        raise ValueError(f"not a time: {text!r}")
+    return float(m.group(1)) * _TIME_UNITS[m.group(2)]
+
+
+def parse_pct(text):
+    m = re.fullmatch(r"(-?[\d.]+)%", text.strip())
+    if not m:
+        raise ValueError(f"not a percentage: {text!r}")
+    return float(m.group(1))
+
+
+def parse_table(text):
+    """Parses a key_averages().table()-style table into a Table.
+
+    The layout: a dashed separator line, the header, the separator again,
+    one line per row, the separator, `Self CPU time total: T`. Every column
+    (the name column included) is right-aligned and columns are separated
+    by two spaces; the header labels end where their columns end, which
+    gives the column positions (the separator's dash runs must agree).
+    """
+    lines = text.splitlines()
+    start = None
+    for i in range(len(lines) - 2):
+        if lines[i].startswith("-") and "Name" in lines[i + 1] and "Self CPU %" in lines[i + 1]:
+            start = i
+            break
+    if start is None:
+        raise AssertionError(f"no operator table in:\n{text}")
+    sep, header = lines[start], lines[start + 1]
+    assert lines[start + 2] == sep, f"the header is not followed by the separator:\n{text}"
+
+    # Column positions from the header: each label ends its column.
+    labels, ends = [], []
+    for label in EXPECTED_HEADERS:
+        pos = header.find(label, ends[-1] if ends else 0)
+        assert pos >= 0, f"header lacks {label!r}: {header!r}"
+        labels.append(label)
+        ends.append(pos + len(label))
+    # `Self CPU` is also a prefix of `Self CPU %`: find() from the previous end
+    # already skips it. Columns start 2 characters after the previous one ends.
+    starts = [0] + [e + 2 for e in ends[:-1]]
+    dash_runs = [(m.start(), m.end()) for m in re.finditer(r"-+", sep)]
+    assert dash_runs == list(zip(starts, ends)), (
+        f"header labels are not right-aligned on the separator's columns:\n{sep}\n{header}")
+
+    rows = {}
+    i = start + 3
+    while i < len(lines) and lines[i] != sep:
+        line = lines[i]
+        cells = [line[s:e] for s, e in zip(starts, ends)]
+        name_cell = cells[0]
+        assert name_cell.strip() and name_cell == name_cell.rjust(len(name_cell)), (
+            f"name not right-aligned in {line!r}")
+        name = name_cell.strip()
+        assert name not in rows, f"duplicate row {name!r}"
+        rows[name] = Row(
+            name=name,
+            self_cpu_pct=parse_pct(cells[1]),
+            self_cpu_us=parse_time_us(cells[2]),
+            cpu_total_pct=parse_pct(cells[3]),
+            cpu_total_us=parse_time_us(cells[4]),
+            cpu_avg_us=parse_time_us(cells[5]),
+            calls=int(cells[6]),
+        )
+        i += 1
+    assert i < len(lines), f"table without its closing separator:\n{text}"
+    footer = lines[i + 1] if i + 1 < len(lines) else ""
+    m = re.fullmatch(r"Self CPU time total: (\S+)", footer)
+    assert m, f"no `Self CPU time total:` footer after the table:\n{text}"
+    notes = [line for line in lines[i + 2:] if line.startswith("gpuprof: ")]
+    return Table(rows=rows, self_cpu_total_us=parse_time_us(m.group(1)), notes=notes, text=text)
+
+
+def torch_table_name(key):
+    """The name torch's table shows for a key_averages() key (long names are cut)."""
+    width = TORCH_MAX_NAME_COLUMN_WIDTH
+    return key[:width - 3] + "..." if len(key) >= width - 3 else key
+
+
+def load_torch_ops(path):
+    """torch_ops.json written by a workload -> {table name: {count, self_cpu_time_total, ...}}."""
+    raw = json.loads(Path(path).read_text())
+    return {torch_table_name(k): v for k, v in raw.items()}
+
+
+def torch_percentages(torch_ops):
+    """Self CPU % per op, as key_averages().table() computes it: self / sum(self of all rows)."""
+    total = sum(v["self_cpu_time_total"] for v in torch_ops.values())
+    assert total > 0, "torch.profiler recorded no self CPU time"
+    return {k: 100.0 * v["self_cpu_time_total"] / total for k, v in torch_ops.items()}
+
+
+# --------------------------------------------------------------------------
+# Probe leftovers.
+
+
+def uprobe_events_mentioning(word):
+    """Lines of the tracefs uprobe_events file that mention `word` (empty if no such file)."""
+    for base in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        path = Path(base) / "uprobe_events"
+        if path.exists():
+            return [line for line in path.read_text().splitlines() if word in line]
+    return []

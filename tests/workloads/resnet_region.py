@@ -1,0 +1,78 @@
+"""Fidelity target: one resnet18 forward pass under torch.profiler, in step with a test.
+
+The torch.profiler recipe workload (resnet18, weights None, input
+torch.randn(5, 3, 224, 224)). Usage: resnet_region.py WORKDIR. The test and
+this script take turns through files in WORKDIR:
+
+  script: imports torch, builds the model, runs one forward pass (warm-up),
+          then writes `ready` (its pid inside) and waits for `go`
+  test:   attaches `gpuprof record -p PID`, waits for its "tracing" line,
+          creates `go`
+  script: runs `with torch.profiler.profile(CPU): model(inputs)`, then writes
+          `region-done` and waits for `dump`; no torch op runs outside the
+          profiled region while it waits
+  test:   stops gpuprof (SIGINT), waits for it to exit, creates `dump`
+  script: writes torch.profiler's key_averages() to `torch_ops.json` as
+          {key: {count, self_cpu_time_total, cpu_time_total}} (us) and exits 0.
+
+Every wait is bounded (WAIT_TIMEOUT_S): a broken test makes this script exit
+with status 3 instead of hanging.
+"""
+import json
+import os
+import sys
+import time
+
+WAIT_TIMEOUT_S = 120.0
+
+
+def signal_file(workdir, name, text=""):
+    """Creates WORKDIR/name atomically (written under a temporary name, then renamed)."""
+    tmp = os.path.join(workdir, "." + name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, os.path.join(workdir, name))
+
+
+def wait_for_file(workdir, name, timeout=WAIT_TIMEOUT_S):
+    path = os.path.join(workdir, name)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            sys.stderr.write("resnet_region.py: timed out waiting for %s\n" % path)
+            sys.exit(3)
+        time.sleep(0.002)
+
+
+def main():
+    workdir = sys.argv[1]
+    import torch
+    import torchvision
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18()
+    inputs = torch.randn(5, 3, 224, 224)
+    model(inputs)  # warm-up: first-call allocations and kernel selection
+    signal_file(workdir, "ready", str(os.getpid()))
+
+    wait_for_file(workdir, "go")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(inputs)
+    signal_file(workdir, "region-done")
+
+    wait_for_file(workdir, "dump")
+    ops = {
+        evt.key: {
+            "count": evt.count,
+            "self_cpu_time_total": evt.self_cpu_time_total,
+            "cpu_time_total": evt.cpu_time_total,
+        }
+        for evt in prof.key_averages()
+    }
+    signal_file(workdir, "torch_ops.json", json.dumps(ops, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
