@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import signal
@@ -160,15 +161,44 @@ def med(xs):
     return statistics.median(xs)
 
 
+QUANTILE = 0.10  # other load only ever adds time; a low percentile of many steps is the undisturbed cost
+
+
+def percentile(xs, q):
+    xs = sorted(xs)
+    k = q * (len(xs) - 1)
+    i = int(k)
+    return xs[i] if i + 1 >= len(xs) else xs[i] + (xs[i + 1] - xs[i]) * (k - i)
+
+
+def overheads(pooled, ops):
+    """Per-op overhead (us) of each variant against baseline, from the QUANTILE of its step times (ms)."""
+    base = percentile(pooled["baseline"], QUANTILE)
+    return {v: (percentile(xs, QUANTILE) - base) * 1e3 / ops for v, xs in pooled.items()}
+
+
+def bootstrap(pooled, ops, n=1000):
+    rng = random.Random(12345)
+    out = []
+    for _ in range(n):
+        out.append(overheads({v: rng.choices(xs, k=len(xs)) for v, xs in pooled.items()}, ops))
+    return out
+
+
+def interval(xs, level=0.90):
+    return percentile(xs, (1 - level) / 2), percentile(xs, 1 - (1 - level) / 2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpuprof", default=os.path.join(ROOT, "build", "gpuprof"))
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch + torchvision")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--small-links", type=int, default=79, help="mm/add/relu links per small-op step (7 ops each)")
-    ap.add_argument("--small-steps", type=int, default=400)
-    ap.add_argument("--resnet-steps", type=int, default=12)
+    ap.add_argument("--small-steps", type=int, default=200)
+    ap.add_argument("--resnet-steps", type=int, default=6)
     ap.add_argument("--keep", action="store_true", help="keep the gpuprof recordings and logs")
+    ap.add_argument("--json", metavar="FILE", help="also write the raw per-step times and gpuprof sessions as JSON")
     a = ap.parse_args()
 
     if os.geteuid() != 0:
@@ -221,42 +251,65 @@ def main():
         else:
             die(f"unexpected message from workload: {kind}")
     target.p.wait()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"info": info, "sessions": [{k: v for k, v in s.items() if k != "stderr"}
+                                                  for s in sessions]}, f)
 
     print(f"torch {info['torch']}, torchvision {info['torchvision']}, "
           f"torch.set_num_threads({info['threads']}); grad disabled (forward only)")
-    print(f"{a.rounds} rounds; each round runs every variant once per workload, the order rotated "
-          f"per round; figures are medians over rounds [min-max]")
-    print("per-op overhead = (time per step - baseline time per step) / aten ops per step "
-          "(counted by torch.profiler, nested ops included)")
+    print(f"{a.rounds} rounds; each round runs every variant once per workload (order rotated per round); "
+          f"{a.small_steps} small-op / {a.resnet_steps} resnet18 timed steps per phase")
+    print("time per step = CPU time of the target process (user + system, uprobe traps included); "
+          f"'p{int(QUANTILE * 100)}' = {int(QUANTILE * 100)}th percentile of all steps of a variant "
+          "(robust to other load on the machine), 'mean' = median over rounds of each phase's mean")
+    print("overhead us/op = (variant - baseline) / aten ops per step (counted by torch.profiler, nested ops "
+          "included); [90% bootstrap interval]")
     print()
 
-    hdr = (f"{'workload':<10} {'variant':<22} {'ms/step':>9} {'[min - max]':>17} "
-           f"{'us/op':>8} {'overhead us/op':>15}")
+    hdr = (f"{'workload':<9} {'variant':<22} {'ops/step':>8} {'p' + str(int(QUANTILE * 100)) + ' ms/step':>12} "
+           f"{'overhead us/op':>15} {'[90% interval]':>17}  {'mean ms/step':>12} {'overhead us/op':>14}  "
+           f"{'wall ms/step':>12}")
     print(hdr)
     print("-" * len(hdr))
     summary = {}
     for wl, w in info["workloads"].items():
         ops = w["ops_per_step"]
-        t = {v: [x * 1e3 for x in w["times"][v]] for v in VARIANTS}
-        base = med(t["baseline"])
-        ovh = {}
+        pooled = {v: [x * 1e3 for ph in w["cpu"][v] for x in ph] for v in VARIANTS}
+        est = overheads(pooled, ops)
+        boot = bootstrap(pooled, ops)
+        means = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["cpu"][v]]) for v in VARIANTS}
+        walls = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["wall"][v]]) for v in VARIANTS}
         for v in VARIANTS:
-            m = med(t[v])
-            ovh[v] = (m - base) * 1e3 / ops
-            rng = f"[{min(t[v]):.3f} - {max(t[v]):.3f}]"
-            o = "" if v == "baseline" else f"{ovh[v]:15.2f}"
-            print(f"{wl:<10} {v:<22} {m:9.3f} {rng:>17} {m * 1e3 / ops:8.2f} {o}")
-        noise = (max(t["baseline"]) - min(t["baseline"])) * 1e3 / ops
-        summary[wl] = (ops, ovh, noise, w)
+            q = percentile(pooled[v], QUANTILE)
+            if v == "baseline":
+                o = r = mo = ""
+            else:
+                lo, hi = interval([bt[v] for bt in boot])
+                o, r = f"{est[v]:.2f}", f"[{lo:.2f} - {hi:.2f}]"
+                mo = f"{(means[v] - means['baseline']) * 1e3 / ops:.2f}"
+            print(f"{wl:<9} {v:<22} {ops:>8} {q:12.3f} {o:>15} {r:>17}  {means[v]:12.3f} {mo:>14}  "
+                  f"{walls[v]:12.3f}")
+        summary[wl] = (est, boot)
         print()
 
-    print("ratio gpuprof / torch.profiler (per-op overhead):")
-    for wl, (ops, ovh, noise, w) in summary.items():
-        def ratio(v):
-            return f"{ovh['gpuprof'] / ovh[v]:.1f}x" if ovh[v] > 0 else "n/a (torch.profiler overhead <= 0)"
-        print(f"  {wl:<10} {ratio('torch.profiler'):>6} vs torch.profiler, {ratio('torch.profiler+shapes'):>6} "
-              f"vs torch.profiler+shapes   ({ops} aten ops/step; baseline spread over rounds "
-              f"{noise:.2f} us/op)")
+    print("ratio gpuprof / torch.profiler, per-op overhead (p%d CPU time) [90%% bootstrap interval]:"
+          % int(QUANTILE * 100))
+    for wl, (est, boot) in summary.items():
+        parts = []
+        for v in ("torch.profiler", "torch.profiler+shapes"):
+            tlo, thi = interval([bt[v] for bt in boot])
+            if tlo > 0:
+                lo, hi = interval([bt["gpuprof"] / bt[v] for bt in boot])
+                parts.append(f"{est['gpuprof'] / est[v]:6.1f}x [{lo:.1f} - {hi:.1f}]  vs {v}")
+            elif thi > 0:
+                glo, _ = interval([bt["gpuprof"] for bt in boot])
+                parts.append(f">= {glo / thi:.0f}x  vs {v}: its overhead, {est[v]:.2f} us/op "
+                             f"[{tlo:.2f} - {thi:.2f}], is within the noise here")
+            else:
+                parts.append(f"n/a  vs {v}: its overhead is not measurable here "
+                             f"({est[v]:.2f} us/op [{tlo:.2f} - {thi:.2f}])")
+        print(f"  {wl:<9} " + ("\n  " + " " * 10).join(parts))
     print()
 
     print("gpuprof attach/detach (one `gpuprof record -p PID -q -o FILE` per gpuprof phase; "

@@ -243,6 +243,62 @@ def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S):
                     f"stdout: {e.stdout}\nstderr: {e.stderr}")
 
 
+@dataclass
+class RegionRun:
+    """The outcome of run_profiled_region()."""
+    target: Proc
+    gpuprof: Proc
+    record_file: Path
+    torch_ops: dict  # load_torch_ops() of the workload's dump
+    table: "Table"  # gpuprof's table (stdout of record)
+    tracing: dict
+    stopped: dict
+
+
+def run_profiled_region(procs, script, workdir, record_file, *script_args, startup_timeout=180):
+    """Runs a workload that follows the region protocol under both profilers.
+
+    The protocol (tests/workloads/resnet_region.py has the long version): the
+    script writes `ready` (its pid) when warmed up and waits for `go`; we
+    attach `gpuprof record -p PID` and create `go` once gpuprof says it is
+    tracing; the script runs its torch.profiler region, writes `region-done`
+    and waits for `dump`; we stop gpuprof with SIGINT and wait for it; then
+    `dump` makes the script write torch_ops.json and exit 0.
+    """
+    target = procs.start_workload(script, workdir, *script_args)
+    pid = int(wait_for_file(workdir, "ready", timeout=startup_timeout, watch=[target]))
+    assert pid == target.pid
+
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    wait_for_file(workdir, "region-done", timeout=120, watch=[target, gp])
+
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    touch(workdir, "dump")
+    assert target.wait(timeout=60) == 0, target.describe()
+
+    stderr = gp.stderr()
+    tracing = parse_tracing_line(stderr)
+    assert tracing["pid"] == pid, stderr
+    stopped = parse_stopped_line(stderr)
+    assert stopped["reason"] == "interrupted", stderr
+    return RegionRun(target=target, gpuprof=gp, record_file=Path(record_file),
+                     torch_ops=load_torch_ops(Path(workdir) / "torch_ops.json"),
+                     table=parse_table(gp.stdout()), tracing=tracing, stopped=stopped)
+
+
+def describe_count_diff(gp_calls, torch_calls):
+    """One line per op whose count differs (None: absent from that table)."""
+    lines = []
+    for name in sorted(set(gp_calls) | set(torch_calls)):
+        g, t = gp_calls.get(name), torch_calls.get(name)
+        if g != t:
+            lines.append(f"  {name}: gpuprof {g}, torch.profiler {t}")
+    return "\n".join(lines)
+
+
 def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
     try:
         return subprocess.run([TARGET_PYTHON, *map(str, args)], capture_output=True, text=True,
@@ -432,3 +488,81 @@ def uprobe_events_mentioning(word):
         if path.exists():
             return [line for line in path.read_text().splitlines() if word in line]
     return []
+
+
+def uprobe_links_of(gpuprof_pid):
+    """The uprobe_multi BPF links a running gpuprof holds: [{link_id, pid, path, uprobe_cnt}].
+
+    Read from /proc/PID/fdinfo (the kernel prints link_type, link_id, pid and
+    path there for uprobe_multi links; the per-probe lines after them are
+    skipped).
+    """
+    links = []
+    fd_dir = Path(f"/proc/{gpuprof_pid}/fd")
+    for fd in fd_dir.iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:bpf_link":
+                continue
+            info = {}
+            with open(f"/proc/{gpuprof_pid}/fdinfo/{fd.name}") as f:
+                for line in f:
+                    if line.startswith("cookie"):
+                        break
+                    key, _, value = line.partition(":")
+                    info[key.strip()] = value.strip()
+        except OSError:
+            continue
+        if info.get("link_type") == "uprobe_multi":
+            links.append({"link_id": int(info["link_id"]), "pid": int(info.get("pid", -1)),
+                          "path": info.get("path", ""), "uprobe_cnt": int(info.get("uprobe_cnt", 0))})
+    return links
+
+
+def live_bpf_link_ids():
+    """Ids of every BPF link in the system (bpftool, a build dependency of gpuprof)."""
+    try:
+        out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True, timeout=30)
+    except FileNotFoundError:
+        pytest.fail("bpftool is missing (it is needed to build gpuprof, and here to list BPF links)")
+    assert out.returncode == 0, out.stderr
+    return {link["id"] for link in json.loads(out.stdout or "[]")}
+
+
+def measure_rate(workdir, label, watch, timeout=60):
+    """Asks busy_loop.py to measure its loop speed now; returns its rate dict (ops/s)."""
+    touch(workdir, f"measure-{label}")
+    return json.loads(wait_for_file(workdir, f"rate-{label}", timeout=timeout, watch=watch))
+
+
+@pytest.fixture(scope="session")
+def busy_loop_baseline(tmp_path_factory):
+    """busy_loop.py's result run without gpuprof: (result dict, stdout)."""
+    workdir = tmp_path_factory.mktemp("busy-loop-baseline")
+    touch(workdir, "stop")
+    run = run_python(WORKLOADS / "busy_loop.py", workdir, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return json.loads((workdir / "result.json").read_text()), run.stdout
+
+
+# Host speed on this kind of VM wanders by up to 2x for a second or more with
+# no profiler anywhere, while gpuprof's probes slow the loop down ~10x. So
+# "back to full speed" compares the best window of the measurement after
+# against the median window before, and measures again (a bounded number of
+# times) while it is not there yet: leftover probes would keep every
+# measurement slow, noise does not.
+FULL_SPEED_FRACTION = 0.7
+FULL_SPEED_ATTEMPTS = 3
+
+
+def measure_recovered_rate(workdir, before, label, watch):
+    """Measures busy_loop.py's speed until it is back near `before`; returns the rate dicts."""
+    rates = []
+    for attempt in range(FULL_SPEED_ATTEMPTS):
+        rates.append(measure_rate(workdir, f"{label}-{attempt}", watch=watch))
+        if rates[-1]["best"] >= FULL_SPEED_FRACTION * before["median"]:
+            break
+    return rates
+
+
+def back_to_full_speed(before, after_rates):
+    return after_rates[-1]["best"] >= FULL_SPEED_FRACTION * before["median"]

@@ -18,6 +18,7 @@ this script take turns through files in WORKDIR:
 Every wait is bounded (WAIT_TIMEOUT_S): a broken test makes this script exit
 with status 3 instead of hanging.
 """
+import collections
 import json
 import os
 import sys
@@ -70,6 +71,8 @@ def main():
         }
         for evt in prof.key_averages()
     }
+    raw = collections.Counter(e.name() for e in prof.profiler.kineto_results.events())
+    signal_file(workdir, "torch_raw_counts.json", json.dumps(raw, indent=1, sort_keys=True))
     signal_file(workdir, "torch_ops.json", json.dumps(ops, indent=1, sort_keys=True))
     return 0
 

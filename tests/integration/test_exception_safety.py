@@ -1,0 +1,77 @@
+"""C++ exceptions thrown through traced ops are safe and accounted for.
+
+gpuprof uses no return probes (uretprobes abort the target when a C++
+exception unwinds through the probed frame); an op left by an exception is
+closed from the stack pointers instead. The target throws c10::Error (and a
+few other errors) through traced ops 1000+ times while gpuprof is attached:
+it must behave exactly as without gpuprof, and gpuprof must count the calls
+and say that they ended by exception unwinding.
+"""
+import json
+import re
+
+import pytest
+
+from conftest import parse_stopped_line, parse_table, run_python, touch, wait_for_file, WORKLOADS
+
+MM_ERRORS = 1000
+ERROR_REPEATS = 10  # exceptions.py's repeats of each other error kind
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """The workload's result without gpuprof."""
+    workdir = tmp_path_factory.mktemp("exceptions-baseline")
+    touch(workdir, "go")
+    run = run_python(WORKLOADS / "exceptions.py", workdir, MM_ERRORS, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return json.loads((workdir / "result.json").read_text()), run.stdout
+
+
+def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline):
+    baseline_result, baseline_stdout = baseline
+    record_file = tmp_path / "exceptions.gpuprof"
+    target = procs.start_workload("exceptions.py", workdir, MM_ERRORS)
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+
+    # The target runs to its end with gpuprof attached; its exit stops gpuprof.
+    assert target.wait(timeout=180) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    stopped = parse_stopped_line(gp.stderr())
+    assert stopped["reason"] == "target exited", gp.stderr()
+    assert stopped["lost"] == 0, gp.stderr()
+
+    # The target saw exactly what it sees without gpuprof: every exception
+    # caught, the same error messages, the same results.
+    result = json.loads((workdir / "result.json").read_text())
+    assert result["caught"] == {"mm_shape": MM_ERRORS, "bad_view": ERROR_REPEATS,
+                                "index_out_of_range": ERROR_REPEATS, "bad_cast": ERROR_REPEATS,
+                                "nested_linear": ERROR_REPEATS}
+    assert result == baseline_result
+    assert result["messages"]["mm_shape"] == ["mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"]
+    assert target.stdout() == baseline_stdout
+
+    # gpuprof counted the calls the exceptions left, and said so. The nested
+    # case throws from aten::mm under aten::matmul under aten::linear.
+    table = parse_table(gp.stdout())
+    calls = table.calls()
+    assert calls.get("aten::mm") == MM_ERRORS + ERROR_REPEATS, table.text  # the workload's only mm calls
+    assert calls.get("aten::view") == ERROR_REPEATS, table.text
+    assert calls.get("aten::index_select") == ERROR_REPEATS, table.text
+    assert calls.get("aten::add_") == ERROR_REPEATS, table.text
+    assert calls.get("aten::linear") == ERROR_REPEATS, table.text
+    assert calls.get("aten::matmul") == ERROR_REPEATS, table.text
+    unwound = [int(m.group(1)) for note in table.notes
+               if (m := re.match(r"gpuprof: (\d+) calls? ended by exception unwinding", note))]
+    assert unwound, f"no exception-unwinding note:\n{gp.stdout()}"
+    # Exactly the throwing calls: mm, view, index_select, add_, and
+    # linear + matmul + mm for the nested case.
+    assert unwound[0] == MM_ERRORS + 3 * ERROR_REPEATS + 3 * ERROR_REPEATS, gp.stdout()
+    # An unwound call ends at the catch: nothing may be left open, and no
+    # timing may come out negative or absurd.
+    assert not [n for n in table.notes if "still running" in n], gp.stdout()
+    mm = table.rows["aten::mm"]
+    assert 0 < mm.cpu_avg_us < 100_000, table.text

@@ -1,0 +1,75 @@
+"""SIGKILL of gpuprof mid-recording harms neither the target nor the record file.
+
+A recorder that dies without detaching must leave no probe behind (the
+kernel drops BPF links with their last fd), the target must go on with
+correct results at full speed, and the partial record file must still be
+reportable (the reader stops at the last complete chunk and warns).
+"""
+import json
+import signal
+import time
+
+from conftest import (back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
+                      parse_table, run_gpuprof, touch, uprobe_events_mentioning, uprobe_links_of,
+                      wait_for_file, wait_until)
+
+MIN_RECORDING_S = 1.0
+# With probes the loop must be clearly slower than before (it is ~10x slower
+# on the reference VM), or its speed could not reveal leftover probes.
+DURING_MAX_FRACTION = 0.5
+
+
+def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline):
+    baseline_result, baseline_stdout = busy_loop_baseline
+    record_file = tmp_path / "killed.gpuprof"
+    target = procs.start_workload("busy_loop.py", workdir)
+    wait_for_file(workdir, "ready", timeout=120, watch=[target])
+    before = measure_rate(workdir, "before", watch=[target])
+
+    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    attached_at = time.monotonic()
+    size_at_attach = record_file.stat().st_size  # header, process info, op table
+    links = uprobe_links_of(gp.pid)
+    assert any(link["pid"] == target.pid and "libtorch_cpu" in link["path"] for link in links), links
+
+    during = measure_rate(workdir, "during", watch=[target, gp])
+    # At least MIN_RECORDING_S of recording, and events flushed to the file.
+    wait_until(lambda: time.monotonic() - attached_at >= MIN_RECORDING_S
+               and record_file.stat().st_size > size_at_attach,
+               30, "a second of recording with events on disk", watch=[target, gp])
+    gp.popen.send_signal(signal.SIGKILL)
+    assert gp.wait(timeout=30) == -signal.SIGKILL
+
+    # No probe is left: the kernel drops gpuprof's links with its fds...
+    link_ids = {link["link_id"] for link in links}
+    wait_until(lambda: not (link_ids & live_bpf_link_ids()), 30,
+               f"gpuprof's BPF links {sorted(link_ids)} to be released", watch=[target])
+    assert not uprobe_events_mentioning("gpuprof")
+    # ...and the loop runs at its old speed again (conftest.FULL_SPEED_FRACTION).
+    after = measure_recovered_rate(workdir, before, "after", watch=[target])
+    speeds = (f"loop ops/s: before median {before['median']:.0f} (best {before['best']:.0f}), "
+              f"during best {during['best']:.0f}, after best "
+              + ", ".join(f"{r['best']:.0f}" for r in after))
+    print(speeds)
+    assert during["best"] < DURING_MAX_FRACTION * before["median"], (
+        "the loop was not measurably slower with gpuprof attached, so its speed cannot show "
+        f"leftover probes: {speeds}")
+    assert back_to_full_speed(before, after), f"the loop stayed slow after the kill: {speeds}"
+
+    # The target finishes with the same results as a run without gpuprof.
+    touch(workdir, "stop")
+    assert target.wait(timeout=60) == 0, target.describe()
+    result = json.loads((workdir / "result.json").read_text())
+    assert result["mismatches"] == 0, result
+    assert result["reference"] == baseline_result["reference"]
+    assert target.stdout() == baseline_stdout
+
+    # The partial file reports, with a warning.
+    report = run_gpuprof("report", record_file)
+    assert report.returncode == 0, report.stderr
+    warnings = [line for line in report.stderr.splitlines() if line.startswith("gpuprof: warning:")]
+    assert warnings and "incomplete" in warnings[0], report.stderr
+    table = parse_table(report.stdout)
+    calls = table.calls()
+    assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, report.stdout
