@@ -14,7 +14,7 @@ start with "@@" are protocol; everything else is ignored by the harness):
 
   target -> harness  @@READY <pid>
   target -> harness  @@ATTACH <workload> <round>     harness starts gpuprof ...
-  harness -> target  GO                               ... once it prints "tracing"
+  harness -> target  GO <gpuprof pid>                 ... once it prints "tracing"
   target -> harness  @@DETACH <steps run while attached>
   harness -> target  DETACHED                         once gpuprof has exited
   target -> harness  @@RESULT <json>
@@ -99,24 +99,53 @@ def count_ops(wl):
             sum(n.startswith("aten::") for n in folded))
 
 
-def run_steps(wl, warmup, steps):
-    """Returns ([wall], [cpu]): each timed step's wall-clock and process CPU time, in seconds.
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy():
+    """Seconds of CPU time all CPUs have spent busy since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = v
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+def proc_cpu(pid):
+    """user + system CPU seconds of process pid (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def run_steps(wl, warmup, steps, helper_pid=None):
+    """Times each step; returns a dict with per-step 'wall' and 'cpu' lists (seconds),
+    'other' (CPU seconds the rest of the machine used meanwhile) and 'helper'
+    (CPU seconds of helper_pid, the gpuprof process, meanwhile).
 
     CPU time (CLOCK_PROCESS_CPUTIME_ID) counts the target's own user + kernel
     time, uprobe traps and single-steps included, and not the time it waits
-    for a core; it is the primary figure because it does not move when other
-    processes compete for the CPUs.
+    for a core; it is the primary figure because it moves much less than wall
+    time when other processes compete for the CPUs.
     """
     for _ in range(warmup):
         wl.step()
     wall, cpu = time.perf_counter, time.process_time
     w = [0.0] * (steps + 1)
     c = [0.0] * (steps + 1)
+    busy0 = machine_busy()
+    h0 = proc_cpu(helper_pid) if helper_pid else 0.0
     w[0], c[0] = wall(), cpu()
     for i in range(steps):
         wl.step()
         w[i + 1], c[i + 1] = wall(), cpu()
-    return ([b - a for a, b in zip(w, w[1:])], [b - a for a, b in zip(c, c[1:])])
+    h1 = proc_cpu(helper_pid) if helper_pid else 0.0
+    busy1 = machine_busy()
+    helper = h1 - h0
+    return {"wall": [b - a for a, b in zip(w, w[1:])], "cpu": [b - a for a, b in zip(c, c[1:])],
+            "other": max(0.0, (busy1 - busy0) - (c[-1] - c[0]) - helper), "helper": helper}
 
 
 def phase(wl, variant, warmup, steps, rnd):
@@ -131,8 +160,10 @@ def phase(wl, variant, warmup, steps, rnd):
         return t
     if variant == "gpuprof":
         send(f"ATTACH {wl.name} {rnd}")
-        expect("GO")
-        t = run_steps(wl, warmup, steps)
+        line = sys.stdin.readline().split()
+        if not line or line[0] != "GO":
+            raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
+        t = run_steps(wl, warmup, steps, helper_pid=int(line[1]))
         send(f"DETACH {warmup + steps}")
         expect("DETACHED")
         return t
@@ -145,7 +176,7 @@ def main():
     ap.add_argument("--small-links", type=int, default=79)
     ap.add_argument("--small-steps", type=int, default=200)
     ap.add_argument("--small-warmup", type=int, default=20)
-    ap.add_argument("--resnet-steps", type=int, default=6)
+    ap.add_argument("--resnet-steps", type=int, default=8)
     ap.add_argument("--resnet-warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args()
@@ -165,7 +196,7 @@ def main():
         ops, events, folded = count_ops(wl)
         info["workloads"][wl.name] = {"ops_per_step": ops, "profiler_events_per_step": events,
                                       "table_ops_per_step": folded,
-                                      "steps": steps, "warmup": warmup, "wall": {}, "cpu": {}}
+                                      "steps": steps, "warmup": warmup, "wall": {}, "cpu": {}, "other": {}, "helper": {}}
 
     send(f"READY {os.getpid()}")
     for rnd in range(a.rounds):
@@ -174,9 +205,9 @@ def main():
             # first or last (drift and after-effects spread over all of them)
             order = VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]
             for v in order:
-                wall, cpu = phase(wl, v, warmup, steps, rnd)
-                info["workloads"][wl.name]["wall"].setdefault(v, []).append(wall)
-                info["workloads"][wl.name]["cpu"].setdefault(v, []).append(cpu)
+                r = phase(wl, v, warmup, steps, rnd)
+                for k in ("wall", "cpu", "other", "helper"):
+                    info["workloads"][wl.name][k].setdefault(v, []).append(r[k])
     send("RESULT " + json.dumps(info))
 
 

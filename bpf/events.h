@@ -33,12 +33,26 @@ enum gp_event_kind {
 #define GP_NO_OP 0xffffffffu
 
 /*
- * uprobe_multi cookie layout: low 32 bits op id, bits 32..47 event kind.
- * One BPF program serves entries, exits and catches.
+ * uprobe_multi cookie layout; one BPF program serves every site:
+ *   bits  0..31  op id (GP_NO_OP for catches)
+ *   bits 32..39  event kind (enum gp_event_kind)
+ *   bit  40      the site is not where the entry sp is: compute it (below)
+ *   bit  41      ... from rbp (1) or rsp (0) at the site
+ *   bits 48..63  ... plus this signed offset
+ * Exit sites on the stack-protector branch before a `ret` (see
+ * userspace/ret_finder.h) use bits 40..63 so that every event carries the
+ * op's entry sp, which the timeline matches entries and exits by.
  */
+#define GP_COOKIE_SP_COMPUTED (1ull << 40)
+#define GP_COOKIE_SP_FROM_RBP (1ull << 41)
 #define GP_COOKIE(kind, op_id) (((__u64)(kind) << 32) | (__u64)(op_id))
-#define GP_COOKIE_KIND(cookie) ((__u16)((cookie) >> 32))
+#define GP_COOKIE_FRAME_EXIT(op_id, from_rbp, offset)                          \
+	(GP_COOKIE(GP_EV_OP_EXIT, op_id) | GP_COOKIE_SP_COMPUTED |             \
+	 ((from_rbp) ? GP_COOKIE_SP_FROM_RBP : 0) |                            \
+	 ((__u64)(__u16)(offset) << 48))
+#define GP_COOKIE_KIND(cookie) ((__u16)(((cookie) >> 32) & 0xff))
 #define GP_COOKIE_OP(cookie) ((__u32)(cookie))
+#define GP_COOKIE_SP_OFFSET(cookie) ((__s64)(__s16)((cookie) >> 48))
 
 struct gp_event {
 	__u64 ts_ns;  /*  0: bpf_ktime_get_ns(), CLOCK_MONOTONIC */

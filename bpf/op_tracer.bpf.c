@@ -4,8 +4,9 @@
  *
  * One program serves every probe site: userspace attaches it with
  * uprobe_multi links (raw BPF_LINK_CREATE, see userspace/uprobe_multi.cpp)
- * to the first instruction of every at::_ops::<op>::call, to every `ret`
- * instruction of those bodies, and to __cxa_begin_catch. The link cookie
+ * to the first instruction of every at::_ops::<op>::call, to the exits of
+ * those bodies (the stack-protector branch before each `ret`, or the `ret`
+ * itself), and to __cxa_begin_catch. The link cookie
  * says which op and which kind of site (GP_COOKIE in events.h). The links
  * carry the target's pid, so the kernel filters other processes out before
  * this program runs.
@@ -26,6 +27,13 @@ struct {
 	__uint(max_entries, 32 << 20); /* resized by userspace before load */
 } events SEC(".maps");
 
+/*
+ * Set by userspace once every site of a link is in place, cleared before
+ * detaching: the kernel plants breakpoints one by one, and a half-attached
+ * library would show calls whose exits (or entries) are not probed yet.
+ */
+__u32 tracing_on = 0;
+
 /* Events dropped because the ring buffer was full. Read by userspace. */
 __u64 events_lost = 0;
 
@@ -43,6 +51,8 @@ int on_op_probe(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gp_event *e;
 
+	if (!tracing_on)
+		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&events_lost, 1);
@@ -50,6 +60,9 @@ int on_op_probe(struct pt_regs *ctx)
 	}
 	e->ts_ns = bpf_ktime_get_ns();
 	e->sp = PT_REGS_SP(ctx);
+	if (cookie & GP_COOKIE_SP_COMPUTED)
+		e->sp = ((cookie & GP_COOKIE_SP_FROM_RBP) ? PT_REGS_FP(ctx) : e->sp) +
+			GP_COOKIE_SP_OFFSET(cookie);
 	e->tid = (__u32)pid_tgid;
 	e->pid = pid_tgid >> 32;
 	e->op_id = GP_COOKIE_OP(cookie);

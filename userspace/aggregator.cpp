@@ -46,9 +46,41 @@ class RowIndex {
 Profile aggregate(const Recording& recording) {
   const Timeline timeline = build_timeline(recording.events);
 
+  // torch.profiler's EventList._remove_dup_nodes: a call whose only child
+  // has the same name absorbs it (aten::div_ calling aten::div_ is one row
+  // entry, not two). The child's self time becomes the parent's, and the
+  // child's children become the parent's, so chains fold all the way.
+  // Children complete before parents, so one pass in completion order sees
+  // every child already folded.
+  const size_t n = timeline.calls.size();
+  std::vector<uint64_t> self_ns(n);
+  std::vector<uint32_t> child_count(timeline.child_count);
+  std::vector<int64_t> only_child(timeline.only_child);
+  std::vector<bool> folded(n, false);
+  auto name_of = [&](uint32_t op_id) -> const std::string* {
+    return op_id < recording.ops.size() ? &recording.ops[op_id].name : nullptr;
+  };
+  for (size_t i = 0; i < n; i++) {
+    self_ns[i] = timeline.calls[i].self_ns;
+    while (child_count[i] == 1 && only_child[i] >= 0) {
+      const auto child = static_cast<size_t>(only_child[i]);
+      const std::string* name = name_of(timeline.calls[i].op_id);
+      if (!name || name_of(timeline.calls[child].op_id) == nullptr ||
+          *name != *name_of(timeline.calls[child].op_id))
+        break;
+      folded[child] = true;
+      self_ns[i] += self_ns[child];
+      child_count[i] = child_count[child];
+      only_child[i] = only_child[child];
+    }
+  }
+
   Profile profile;
   RowIndex index(recording.ops, profile.rows);
-  for (const OpCall& call : timeline.calls) {
+  for (size_t i = 0; i < n; i++) {
+    if (folded[i]) continue;
+    OpCall call = timeline.calls[i];
+    call.self_ns = self_ns[i];
     OpRow& row = index.row_of(call.op_id);
     ++row.calls;
     row.cpu_total_ns += call.duration_ns();

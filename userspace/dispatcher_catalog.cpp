@@ -10,7 +10,8 @@
 
 namespace gpuprof {
 
-std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, std::string* error) {
+std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,
+                                                         std::string* error) {
   auto elf = ElfImage::open(path, error);
   if (!elf) return std::nullopt;
 
@@ -58,10 +59,20 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     if (!exits.first_is_push) catalog.entries_single_stepped++;
     if (exits.ret_addresses.empty()) catalog.ops_without_exit++;
     for (uint64_t ret : exits.ret_addresses) {
-      if (auto offset = elf->file_offset(ret)) {
+      const EmulatedExit* emulated = nullptr;
+      if (exit_mode == ExitMode::emulated)
+        for (const EmulatedExit& e : exits.emulated_exits)
+          if (e.ret_address == ret) emulated = &e;
+      std::optional<uint64_t> offset = elf->file_offset(emulated ? emulated->address : ret);
+      if (!offset) continue;
+      if (emulated) {
+        catalog.sites.add(*offset, GP_COOKIE_FRAME_EXIT(op_id, emulated->base_is_rbp,
+                                                        emulated->entry_sp_offset));
+      } else {
         catalog.sites.add(*offset, GP_COOKIE(GP_EV_OP_EXIT, op_id));
-        catalog.exit_sites++;
+        catalog.exit_sites_single_stepped++;
       }
+      catalog.exit_sites++;
     }
   }
   return catalog;

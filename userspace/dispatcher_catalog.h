@@ -26,11 +26,18 @@ struct ProbeSites {
   size_t size() const { return offsets.size(); }
 };
 
+// Where exit probes go (docs/exit-modes.md):
+//   emulated: on the stack-protector branch before each `ret` (one emulated
+//             trap), falling back to the `ret` where a body has none;
+//   ret:      on every `ret` (single-stepped: several traps per exit).
+enum class ExitMode { emulated, ret };
+
 struct DispatcherCatalog {
   std::vector<OpInfo> ops;  // index == op id
   ProbeSites sites;         // entries and exits together
   uint32_t entry_sites = 0;
   uint32_t exit_sites = 0;
+  uint32_t exit_sites_single_stepped = 0;  // exits probed on the `ret` itself
   uint32_t ops_without_exit = 0;      // no `ret` found: such calls end by sp reconciliation
   uint32_t entries_single_stepped = 0;  // first instruction not a push: slower probe
   size_t schemas_found = 0;
@@ -39,6 +46,7 @@ struct DispatcherCatalog {
 
 // nullopt with *error when the file cannot be read or exports no
 // dispatcher entry points (it is not a libtorch_cpu).
-std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, std::string* error);
+std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,
+                                                         std::string* error);
 
 }  // namespace gpuprof

@@ -14,6 +14,8 @@ struct OpenFrame {
   uint64_t entry_sp;
   uint64_t child_ns;  // summed durations of direct children closed so far
   uint32_t depth;
+  uint32_t children = 0;      // direct children closed so far
+  int64_t last_child = -1;    // index in Timeline::calls of the latest one
 };
 
 struct ThreadState {
@@ -129,8 +131,15 @@ class TimelineBuilder {
         .depth = frame.depth,
         .unwound = unwound,
     });
+    timeline_.child_count.push_back(frame.children);
+    timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
     if (unwound) ++timeline_.calls_unwound;
-    if (!thread.stack.empty()) thread.stack.back().child_ns += duration;
+    if (!thread.stack.empty()) {
+      OpenFrame& parent = thread.stack.back();
+      parent.child_ns += duration;
+      parent.children++;
+      parent.last_child = static_cast<int64_t>(timeline_.calls.size() - 1);
+    }
   }
 
   std::unordered_map<uint32_t, ThreadState> threads_;

@@ -75,6 +75,11 @@ struct Timeline {
   // its children; frames closed by one event come innermost first. Sort by
   // (tid, start_ns, depth) for a per-thread, parent-first order.
   std::vector<OpCall> calls;
+  // Parallel to calls: how many direct children each call had, and the
+  // index in calls of the child when there was exactly one (-1 otherwise).
+  // The aggregator needs them to fold calls as torch.profiler does.
+  std::vector<uint32_t> child_count;
+  std::vector<int64_t> only_child;
 
   uint64_t calls_unwound = 0;        // calls in `calls` with unwound set
   uint64_t exits_without_entry = 0;  // EXITs matching no open frame

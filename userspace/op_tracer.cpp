@@ -102,7 +102,12 @@ bool OpTracer::attach_catch(const std::string& libstdcxx_path, int pid, std::str
   return true;
 }
 
+void OpTracer::set_tracing(bool on) {
+  __atomic_store_n(&skel_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+}
+
 void OpTracer::detach() {
+  set_tracing(false);
   op_links_.clear();
   catch_link_.reset();
 }

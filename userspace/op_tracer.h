@@ -41,6 +41,9 @@ class OpTracer {
   bool attach_catch(const std::string& libstdcxx_path, int pid, std::string* error);
   bool catch_attached() const { return catch_link_.has_value(); }
 
+  // Gates event emission for every probe (see tracing_on in the BPF side).
+  void set_tracing(bool on);
+
   // Removes every probe. Events already in the ring buffer stay readable.
   void detach();
 

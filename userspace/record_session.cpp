@@ -115,7 +115,7 @@ class Session {
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::string error;
-  auto catalog = load_dispatcher_catalog(library.path_for_us, &error);
+  auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode, &error);
   if (!catalog) return fail(error);
 
   ProcessInfo process = describe_process(pid);
@@ -131,6 +131,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
+  tracer_->set_tracing(true);  // only now is every entry and exit site in place
   attached_ = true;
   stats_.entry_probes = catalog->entry_sites;
   stats_.exit_probes = catalog->exit_sites;
@@ -139,9 +140,11 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
 
   std::fprintf(stderr,
                "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
-               "(attach %.1f ms)%s\n",
+               "(attach %.1f ms); exits %s (%u single-stepped)%s\n",
                pid, process.comm.c_str(), catalog->ops.size(), catalog->entry_sites,
                catalog->exit_sites, library.path_in_target.c_str(), attach_ms,
+               config_.exit_mode == ExitMode::emulated ? "emulated" : "on ret",
+               catalog->exit_sites_single_stepped,
                config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
   if (config_.verbose)
     std::fprintf(stderr,

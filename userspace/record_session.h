@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "dispatcher_catalog.h"
+
 namespace gpuprof {
 
 struct RecordConfig {
@@ -19,6 +21,7 @@ struct RecordConfig {
   std::string output_path;
   double duration_s = 0;  // 0: until stopped
   uint32_t ring_buffer_bytes = 32u << 20;
+  ExitMode exit_mode = ExitMode::emulated;
   bool verbose = false;
 };
 

@@ -17,6 +17,7 @@ args = sys.argv[1:]
 if args and not args[0].startswith("--"):
     LIB = args.pop(0)
 show = set(args[1:]) if args[:1] == ["--show"] else set()
+# --sites FILE: write "name entry jne ret fp entry_sp_offset" per covered function
 
 syms = []
 for line in subprocess.run(["nm", "-D", "--defined-only", "-S", LIB], capture_output=True,
@@ -50,6 +51,7 @@ def target(ops):
     m = re.match(r"([0-9a-f]+)", ops)
     return int(m.group(1), 16) if m else None
 
+sites = open(sys.argv[sys.argv.index("--sites") + 1], "w") if "--sites" in sys.argv else None
 stats = collections.Counter()
 windows = []  # (first byte after the canary jne, the ret): nothing may jump in here
 sp_hist = collections.Counter()
@@ -62,6 +64,11 @@ for start, size, name in syms:
         elif mn == "sub" and ops.endswith(",%rsp") and ops.startswith("$"):
             frame += int(ops[1:].split(",")[0], 16); break
         elif mn in ("call", "ret") or mn.startswith("j"): break
+    fp = any(mn == "mov" and ops == "%rsp,%rbp" for a, mn, ops in b[:4])
+    pushes_before_rbp = 0
+    for a, mn, ops in b[:8]:
+        if mn == "push" and ops == "%rbp": break
+        if mn == "push": pushes_before_rbp += 1
     jump_targets = set()
     tail = []
     for a, mn, ops in b:
@@ -91,9 +98,14 @@ for start, size, name in syms:
         land = [a for a, _, _ in b[found + 1:ri + 1] if a in jump_targets]
         if land: all_ok = False
         windows.append((b[found][0] + 1, b[ri][0], name))
+        if sites is not None and len(rets) == 1 and not land:
+            # entry sp = rbp + 8 (+8 per push before push %rbp) or sp + frame
+            off = 8 + 8 * pushes_before_rbp if fp else frame
+            sites.write("%s %#x %#x %#x %d %#x\n" % (name, start, b[found][0], b[ri][0], fp, off))
     key = "every ret behind its own canary jne, no jump lands in between" if all_ok else "NOT covered"
     stats[key] += 1
     if all_ok: sp_hist[frame] += 1
+    if all_ok: stats["  of which rbp-framed (entry sp = rbp+8 at the jne)" if fp else "  of which sp-framed (entry sp = sp+frame at the jne)"] += 1
     if name in show or (not all_ok and stats[key] <= 5 and show == {"*"}):
         print("==== %s  %#x size %#x  frame %#x  rets %d" % (name, start, size, frame, len(rets)))
         lastcall = max([i for i, (a, mn, o) in enumerate(b[:rets[-1]]) if mn == "call"] or [0]) if rets else 0

@@ -12,6 +12,8 @@
  *   emulret    entry probe on LABEL with `emulate_ret` (LABEL must be a ret)
  *   write-user only load a program calling bpf_probe_write_user; report
  *
+ *   probe_cost torch none|entry|jne|ret SITES LIB CMD...   (see torch_mode)
+ *
  * For each of REPS rounds: run TARGET unprobed, attach, run TARGET probed,
  * detach. Prints the medians and (probed - unprobed) per call, plus the BPF
  * hit count per probed run (expected ITERS+1, +1 for the warm-up call).
@@ -83,28 +85,125 @@ static unsigned long file_offset_of(const char *path, const char *name)
 	return off;
 }
 
-static int link_uprobe_multi(int prog_fd, const char *path, unsigned long off, __u32 attach_type,
-			     __u32 uflags)
+static int link_many(int prog_fd, const char *path, const unsigned long *offs, const __u64 *cookies,
+		     __u32 cnt, __u32 attach_type, __u32 uflags, pid_t pid)
 {
 	unsigned char attr[160] = {0};
-	__u64 cookie = 0;
 	struct link_create_uprobe_multi l = {
 		.prog_fd = prog_fd,
 		.attach_type = attach_type,
 		.path = (unsigned long)path,
-		.offsets = (unsigned long)&off,
-		.cookies = (unsigned long)&cookie,
-		.cnt = 1,
+		.offsets = (unsigned long)offs,
+		.cookies = (unsigned long)cookies,
+		.cnt = cnt,
 		.uprobe_flags = uflags,
+		.pid = (__u32)pid,
 	};
 	memcpy(attr, &l, sizeof(l));
 	int fd = syscall(__NR_bpf, CMD_LINK_CREATE, attr, sizeof(attr));
 	if (fd < 0) {
-		fprintf(stderr, "BPF_LINK_CREATE (type %u flags %u) at %#lx: %s\n", attach_type, uflags,
-			off, strerror(errno));
+		fprintf(stderr, "BPF_LINK_CREATE (type %u flags %u, %u sites at %#lx...): %s\n",
+			attach_type, uflags, cnt, offs[0], strerror(errno));
 		exit(1);
 	}
 	return fd;
+}
+
+static int link_uprobe_multi(int prog_fd, const char *path, unsigned long off, __u32 attach_type,
+			     __u32 uflags)
+{
+	__u64 cookie = 0;
+	return link_many(prog_fd, path, &off, &cookie, 1, attach_type, uflags, 0);
+}
+
+/*
+ * probe_cost torch none|entry|jne|ret SITES LIB CMD...: entry probes on every
+ * function of SITES (epilogues.py --sites) plus exit probes on its canary jne
+ * (jne) or its ret (ret), then run CMD and report the sp matches.
+ */
+static int torch_mode(const char *objpath, int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: probe_cost torch none|entry|jne|ret SITES LIB CMD...\n");
+		return 2;
+	}
+	const char *how = argv[0], *lib = argv[2];
+	FILE *f = fopen(argv[1], "r");
+	static unsigned long ent[8192], ex[8192];
+	static __u64 zc[8192], ec[8192];
+	unsigned n = 0;
+	char name[512];
+	unsigned long e, j, r, off;
+	int fp;
+
+	if (!f) {
+		perror(argv[1]);
+		return 1;
+	}
+	while (n < 8192 && fscanf(f, "%511s %lx %lx %lx %d %lx", name, &e, &j, &r, &fp, &off) == 6) {
+		ent[n] = e;
+		if (!strcmp(how, "ret")) {
+			ex[n] = r;
+			ec[n] = 1ull << 62;
+		} else {
+			ex[n] = j;
+			ec[n] = (fp ? 1ull << 63 : 0) | off;
+		}
+		n++;
+	}
+	fclose(f);
+	struct bpf_object *obj = bpf_object__open_file(objpath, NULL);
+	struct bpf_program *prog;
+	bpf_object__for_each_program(prog, obj) {
+		const char *pn = bpf_program__name(prog);
+		bpf_program__set_autoload(prog, !strcmp(pn, "tk_entry") || !strcmp(pn, "tk_exit"));
+		bpf_program__set_expected_attach_type(prog, ATTACH_UPROBE_MULTI);
+	}
+	if (bpf_object__load(obj)) {
+		fprintf(stderr, "load failed\n");
+		return 1;
+	}
+	/* the child waits for the links: they carry its pid (other processes
+	 * using libtorch on this machine must not be probed) */
+	int go[2];
+	char c = 0;
+	if (pipe(go))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(126);
+		execvp(argv[3], argv + 3);
+		_exit(127);
+	}
+	close(go[0]);
+	int l1 = -1, l2 = -1;
+	if (strcmp(how, "none")) {
+		l1 = link_many(bpf_program__fd(bpf_object__find_program_by_name(obj, "tk_entry")), lib,
+			       ent, zc, n, ATTACH_UPROBE_MULTI, 0, pid);
+		if (strcmp(how, "entry"))
+			l2 = link_many(bpf_program__fd(bpf_object__find_program_by_name(obj, "tk_exit")),
+				       lib, ex, ec, n, ATTACH_UPROBE_MULTI, 0, pid);
+	}
+	if (write(go[1], &c, 1) != 1)
+		return 1;
+	close(go[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	int mfd = bpf_map__fd(bpf_object__find_map_by_name(obj, "tk_res"));
+	__u64 v[4] = {0};
+	for (__u32 k = 0; k < 4; k++)
+		bpf_map_lookup_elem(mfd, &k, &v[k]);
+	printf("torch %-4s sites %u: entries %llu, exits with sp match %llu, mismatch %llu, "
+	       "exit on empty stack %llu (target status %#x)\n",
+	       how, n, (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2],
+	       (unsigned long long)v[3], st);
+	if (l2 >= 0)
+		close(l2);
+	if (l1 >= 0)
+		close(l1);
+	return 0;
 }
 
 static double run_target(const char *target, long iters, const char *fn)
@@ -166,6 +265,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *target = argv[optind], *mode = argv[optind + 1];
+	if (!strcmp(target, "torch")) {
+		char op[4096];
+		snprintf(op, sizeof(op), "%s.bpf.o", argv[0]);
+		return torch_mode(op, argc - optind - 1, argv + optind + 1);
+	}
 	const char *label = argc - optind > 2 ? argv[optind + 2] : "victim";
 	char objpath[4096];
 	snprintf(objpath, sizeof(objpath), "%s.bpf.o", argv[0]);

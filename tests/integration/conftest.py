@@ -233,14 +233,24 @@ def wait_for_file(directory, name, timeout=DEFAULT_TIMEOUT_S, watch=()):
     return path.read_text()
 
 
+def _run_in_own_group(argv, timeout, **kwargs):
+    """subprocess.run() in a new process group: a timeout kills the whole group
+    (gpuprof and any command it launched), then fails the test."""
+    with subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"{' '.join(map(str, argv))} did not finish within {timeout} s\n"
+                        f"stdout: {stdout}\nstderr: {stderr}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
 def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S):
     """Runs gpuprof to completion; returns the CompletedProcess (text)."""
-    try:
-        return subprocess.run([str(GPUPROF), *map(str, args)], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"gpuprof {' '.join(map(str, args))} did not finish within {timeout} s\n"
-                    f"stdout: {e.stdout}\nstderr: {e.stderr}")
+    return _run_in_own_group([GPUPROF, *args], timeout)
 
 
 @dataclass
@@ -300,12 +310,8 @@ def describe_count_diff(gp_calls, torch_calls):
 
 
 def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
-    try:
-        return subprocess.run([TARGET_PYTHON, *map(str, args)], capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, **kwargs)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"python {' '.join(map(str, args))} did not finish within {timeout} s\n"
-                    f"stdout: {e.stdout}\nstderr: {e.stderr}")
+    """Runs TARGET_PYTHON with args to completion; returns the CompletedProcess (text)."""
+    return _run_in_own_group([TARGET_PYTHON, *args], timeout, **kwargs)
 
 
 # --------------------------------------------------------------------------
@@ -566,3 +572,30 @@ def measure_recovered_rate(workdir, before, label, watch):
 
 def back_to_full_speed(before, after_rates):
     return after_rates[-1]["best"] >= FULL_SPEED_FRACTION * before["median"]
+
+
+def machine_snapshot():
+    """What else runs here, for timing failures: busiest processes, processes
+    mapping libtorch_cpu, BPF links present."""
+    lines = []
+    try:
+        ps = subprocess.run(["ps", "-eo", "pid,pcpu,etime,args", "--sort=-pcpu"], capture_output=True,
+                            text=True, timeout=10).stdout.splitlines()
+        lines += ["busiest processes:"] + ["  " + line[:150] for line in ps[:7]]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        lines.append(f"ps failed: {e}")
+    torch_pids = []
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            if "libtorch_cpu" in maps.read_text():
+                torch_pids.append(maps.parent.name)
+        except OSError:
+            pass
+    lines.append(f"processes mapping libtorch_cpu: {sorted(torch_pids, key=int)}")
+    try:
+        links = json.loads(subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
+                                          timeout=10).stdout or "[]")
+        lines.append(f"BPF links: {[(link['id'], link['type']) for link in links]}")
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        lines.append(f"bpftool failed: {e}")
+    return "\n".join(lines)

@@ -5,16 +5,21 @@ and the target must not notice: same results as without gpuprof, and full
 speed once the last gpuprof is gone.
 """
 import json
+import os
 import signal
 import time
 
-from conftest import (back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
-                      parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof, touch,
+from conftest import (back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
+                      measure_recovered_rate, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof, touch,
                       uprobe_links_of, wait_for_file, wait_until)
 
 CYCLES = 20
 RECORD_S = 0.3
-MAX_ATTACH_PLUS_DETACH_MS = 500.0
+# gpuprof's own attach and detach times (its "attach X ms" / "detach X ms").
+# On an idle 2-core VM they are ~20-80 ms and ~70-220 ms; another busy
+# PyTorch process on the same machine can triple both. The environment
+# variable is for such shared machines only; the bound itself is the spec.
+MAX_ATTACH_PLUS_DETACH_MS = float(os.environ.get("GPUPROF_TEST_MAX_ATTACH_DETACH_MS", "500"))
 
 
 def test_twenty_attach_detach_cycles(procs, workdir, tmp_path, busy_loop_baseline):
@@ -24,6 +29,7 @@ def test_twenty_attach_detach_cycles(procs, workdir, tmp_path, busy_loop_baselin
     before = measure_rate(workdir, "before", watch=[target])
 
     timings = []
+    snapshots = []  # machine_snapshot() after the first slow cycle
     link_ids = set()
     for cycle in range(CYCLES):
         record_file = tmp_path / f"cycle{cycle}.gpuprof"
@@ -51,12 +57,15 @@ def test_twenty_attach_detach_cycles(procs, workdir, tmp_path, busy_loop_baselin
         calls = parse_table(stdout).calls()
         assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, context
         timings.append((tracing["attach_ms"], stopped["detach_ms"], calls["aten::add"], calls["aten::mul"]))
+        if tracing["attach_ms"] + stopped["detach_ms"] >= MAX_ATTACH_PLUS_DETACH_MS and not snapshots:
+            snapshots.append(f"after cycle {cycle}:\n{machine_snapshot()}")
 
     print("attach ms / detach ms / aten::add calls / aten::mul calls per cycle:")
     for cycle, (attach_ms, detach_ms, adds, muls) in enumerate(timings):
         print(f"  {cycle:2d}: {attach_ms:7.1f} {detach_ms:7.1f} {adds:7d} {muls:7d}")
     slow = [(c, a, d) for c, (a, d, _, _) in enumerate(timings) if a + d >= MAX_ATTACH_PLUS_DETACH_MS]
-    assert not slow, f"attach + detach took {MAX_ATTACH_PLUS_DETACH_MS} ms or more: {slow}"
+    assert not slow, (f"attach + detach took {MAX_ATTACH_PLUS_DETACH_MS} ms or more (cycle, attach ms, "
+                      f"detach ms): {slow}\n" + "\n".join(snapshots))
 
     # Nothing left behind: no link of the SIGINT-stopped runs, full speed.
     assert link_ids, "no uprobe_multi links seen while gpuprof was attached"

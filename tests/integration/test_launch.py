@@ -9,8 +9,6 @@ Errors are one `gpuprof: error: ...` line and a non-zero exit, never a
 crash (exit status < 128, no signal).
 """
 import re
-import signal
-import subprocess
 
 import pytest
 

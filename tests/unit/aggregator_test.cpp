@@ -85,12 +85,24 @@ TEST(Aggregator, OverloadsOfOneOpShareARow) {
   EXPECT_EQ(p.self_cpu_total_ns, 60u);  // 10 + 30 + 20: the top-level durations
 }
 
-TEST(Aggregator, RecursiveCallsEachCountInTotalTime) {
+// A chain of only children of one name folds into one call, as in
+// torch.profiler (EventList._remove_dup_nodes).
+TEST(Aggregator, RecursiveOnlyChildrenFoldIntoOneCall) {
   Profile p = aggregate(recording_of({op("aten::cat")}, {
       op_entry(0, 1000, 0), op_entry(10, 900, 0), op_entry(20, 800, 0),
       op_exit(50, 800, 0), op_exit(80, 900, 0), op_exit(100, 1000, 0),
   }));
-  EXPECT_THAT(p.rows, ElementsAre(row("aten::cat", 3, 200, 100)));
+  EXPECT_THAT(p.rows, ElementsAre(row("aten::cat", 1, 100, 100)));
+  EXPECT_EQ(p.self_cpu_total_ns, 100u);
+}
+
+// With two same-named children nothing folds: each call counts in the total.
+TEST(Aggregator, RecursiveCallsEachCountInTotalTime) {
+  Profile p = aggregate(recording_of({op("aten::cat")}, {
+      op_entry(0, 1000, 0), op_entry(10, 900, 0), op_exit(30, 900, 0),
+      op_entry(40, 900, 0), op_exit(50, 900, 0), op_exit(100, 1000, 0),
+  }));
+  EXPECT_THAT(p.rows, ElementsAre(row("aten::cat", 3, 130, 100)));
   EXPECT_EQ(p.self_cpu_total_ns, 100u);
 }
 
@@ -136,6 +148,61 @@ TEST(Aggregator, OpIdOutsideTheOpTableGetsItsOwnRow) {
       op_entry(20, 1000, 5), op_exit(25, 1000, 5),
   }));
   EXPECT_THAT(p.rows, ElementsAre(row("<unknown op 5>", 1, 5, 5), row("aten::add", 1, 10, 10)));
+}
+
+}  // namespace
+}  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+using ::testing::ElementsAre;
+using namespace ::gpuprof::test;
+
+OpRow fold_row(std::string name, uint64_t calls, uint64_t total, uint64_t self) {
+  return OpRow{.name = std::move(name), .calls = calls, .cpu_total_ns = total, .self_cpu_ns = self,
+               .unwound_calls = 0};
+}
+
+// torch.profiler's _remove_dup_nodes: aten::mean -> aten::div_ (Scalar) ->
+// aten::div_ (Tensor) -> aten::empty is one div_ call in its table, holding
+// both div_ self times.
+TEST(AggregatorFold, SameNamedOnlyChildIsFoldedIntoItsParent) {
+  enum : uint32_t { kMean, kDivScalar, kDivTensor, kEmpty };
+  Recording r;
+  r.ops = {{"aten::mean", "", ""}, {"aten::div_", "Scalar", ""}, {"aten::div_", "Tensor", ""},
+           {"aten::empty", "memory_format", ""}};
+  r.events = {
+      op_entry(0, 1000, kMean),
+      op_entry(10, 900, kDivScalar),
+      op_entry(20, 800, kDivTensor),
+      op_entry(30, 700, kEmpty),
+      op_exit(40, 700, kEmpty),
+      op_exit(70, 800, kDivTensor),
+      op_exit(100, 900, kDivScalar),
+      op_exit(120, 1000, kMean),
+  };
+  Profile p = aggregate(r);
+  EXPECT_THAT(p.rows, ElementsAre(fold_row("aten::div_", 1, 90, 30 + 50),
+                                  fold_row("aten::empty", 1, 10, 10),
+                                  fold_row("aten::mean", 1, 120, 30)));
+  EXPECT_EQ(p.self_cpu_total_ns, 120u);
+}
+
+// Two same-named children, or a differently named only child: no fold.
+TEST(AggregatorFold, OnlyAnOnlyChildOfTheSameNameFolds) {
+  enum : uint32_t { kTo, kToCopy };
+  Recording r;
+  r.ops = {{"aten::to", "dtype", ""}, {"aten::_to_copy", "", ""}};
+  r.events = {
+      op_entry(0, 1000, kTo),  op_entry(10, 900, kTo), op_exit(20, 900, kTo),
+      op_entry(30, 900, kTo),  op_exit(40, 900, kTo),  op_exit(50, 1000, kTo),
+      op_entry(60, 1000, kTo), op_entry(70, 900, kToCopy), op_exit(80, 900, kToCopy),
+      op_exit(90, 1000, kTo),
+  };
+  Profile p = aggregate(r);
+  EXPECT_THAT(p.rows, ElementsAre(fold_row("aten::_to_copy", 1, 10, 10),
+                                  fold_row("aten::to", 4, 50 + 10 + 10 + 30, 30 + 10 + 10 + 20)));
 }
 
 }  // namespace

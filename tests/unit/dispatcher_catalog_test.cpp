@@ -17,7 +17,7 @@ constexpr const char* kDebianLibtorch = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.
 
 TEST(DispatcherCatalog, DebianLibtorch113) {
   std::string error;
-  auto catalog = load_dispatcher_catalog(kDebianLibtorch, &error);
+  auto catalog = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
   ASSERT_TRUE(catalog) << error;
   // research.md section 4: 2952 at::_ops::*::call in 1.13.
   EXPECT_EQ(catalog->ops.size(), 2952u);
@@ -50,13 +50,37 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   for (int n : entries) EXPECT_EQ(n, 1);
 }
 
+// Every libtorch 1.13 body has a stack-protector check before its ret, so
+// the emulated mode needs no single-stepped exit at all.
+TEST(DispatcherCatalog, EmulatedExitsOnDebianLibtorch113) {
+  std::string error;
+  auto emulated = load_dispatcher_catalog(kDebianLibtorch, ExitMode::emulated, &error);
+  auto ret = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
+  ASSERT_TRUE(emulated && ret) << error;
+  EXPECT_EQ(emulated->exit_sites, ret->exit_sites);
+  EXPECT_EQ(ret->exit_sites_single_stepped, ret->exit_sites);
+  EXPECT_EQ(emulated->exit_sites_single_stepped, 0u);
+  EXPECT_EQ(emulated->ops, ret->ops);
+  size_t computed = 0;
+  for (uint64_t cookie : emulated->sites.cookies) {
+    if (GP_COOKIE_KIND(cookie) != GP_EV_OP_EXIT) continue;
+    ASSERT_TRUE(cookie & GP_COOKIE_SP_COMPUTED);
+    int64_t offset = GP_COOKIE_SP_OFFSET(cookie);
+    // rbp frames: rbp + 8; rsp frames: above the locals, a few KiB at most.
+    if (cookie & GP_COOKIE_SP_FROM_RBP) EXPECT_EQ(offset, 8);
+    else EXPECT_TRUE(offset > 0 && offset < 8192) << offset;
+    computed++;
+  }
+  EXPECT_EQ(computed, emulated->exit_sites);
+}
+
 TEST(DispatcherCatalog, RefusesLibrariesWithoutDispatcher) {
   std::string error;
-  EXPECT_FALSE(load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libc.so.6", &error));
+  EXPECT_FALSE(load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libc.so.6", ExitMode::emulated, &error));
   EXPECT_NE(error.find("no at::_ops::*::call"), std::string::npos) << error;
-  EXPECT_FALSE(load_dispatcher_catalog("/etc/passwd", &error));
+  EXPECT_FALSE(load_dispatcher_catalog("/etc/passwd", ExitMode::emulated, &error));
   EXPECT_NE(error.find("not a 64-bit ELF"), std::string::npos) << error;
-  EXPECT_FALSE(load_dispatcher_catalog("/nonexistent/libtorch_cpu.so", &error));
+  EXPECT_FALSE(load_dispatcher_catalog("/nonexistent/libtorch_cpu.so", ExitMode::emulated, &error));
   EXPECT_NE(error.find("No such file"), std::string::npos) << error;
 }
 

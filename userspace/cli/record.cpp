@@ -38,6 +38,11 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                      "BPF ring buffer size in MiB (power of two); raise it if events are lost")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  record->add_option("--exit-mode", options.exit_mode,
+                     "where exit probes go: emulated (stack-protector branch before each ret, one "
+                     "trap; ret where a body has none) or ret (every ret, single-stepped, slower)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"emulated", "ret"}));
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
@@ -77,6 +82,7 @@ int run_record(RecordOptions options) {
   config.output_path = options.output_path;
   config.duration_s = options.duration_s;
   config.ring_buffer_bytes = ring_bytes;
+  config.exit_mode = options.exit_mode == "ret" ? ExitMode::ret : ExitMode::emulated;
   config.verbose = options.verbose;
   RecordOutcome outcome = run_record_session(config);
 

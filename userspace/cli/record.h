@@ -19,6 +19,7 @@ struct RecordOptions {
   std::string output_path;  // "" -> gpuprof.data (the previous one kept as gpuprof.data.old)
   double duration_s = 0;
   uint32_t ring_buffer_mb = 32;
+  std::string exit_mode = "emulated";
   bool quiet = false;  // no table on stdout
   bool verbose = false;
   ReportOptions table;
