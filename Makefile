@@ -44,7 +44,9 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUI
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
-all: $(BUILD)/gpuprof $(TEST_HELPERS)
+FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver
+
+all: $(BUILD)/gpuprof $(TEST_HELPERS) $(FAKE_LIBTORCH)
 
 $(BUILD):
 	$(Q)mkdir -p $@
@@ -86,6 +88,18 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
+
+# A stand-in libtorch_cpu for exception-path integration tests (see
+# tests/fake_libtorch/fake_ops.cpp). Named like the real one so that gpuprof
+# treats it as such.
+$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -fPIC -shared -fstack-protector-all $< -o $@
+
+$(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 
 test: $(BUILD)/gpuprof_unit_tests
 	$(BUILD)/gpuprof_unit_tests --gtest_brief=0

@@ -28,7 +28,9 @@ std::string struct_name_of(const OpName& op) {
 std::optional<std::string_view> dispatcher_call_struct(std::string_view sym) {
   constexpr std::string_view prefix = "_ZN2at4_ops";
   constexpr std::string_view suffix = "4callE";
-  if (!sym.starts_with(prefix)) return std::nullopt;
+  // Compiler clones (".cold", ".isra.0", ".part.0", ".constprop.0") are
+  // pieces of a body, not entry points: their first instruction is not a call.
+  if (!sym.starts_with(prefix) || sym.find('.') != std::string_view::npos) return std::nullopt;
   sym.remove_prefix(prefix.size());
   size_t length = 0;
   auto [end, ec] = std::from_chars(sym.data(), sym.data() + sym.size(), length);

@@ -20,6 +20,9 @@ TEST(DispatcherCallStruct, TakesOnlyCallEntryPoints) {
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops"), std::nullopt);
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops99relu4callE"), std::nullopt);  // length past the end
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops4relu8redispatE"), std::nullopt);
+  // Cold and other clones of a body are not entry points.
+  EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops7thrower4callEi.cold"), std::nullopt);
+  EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops4relu4callERKNS_6TensorE.isra.0"), std::nullopt);
 }
 
 TEST(ParseSchema, RealSchemaStrings) {
