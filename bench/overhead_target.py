@@ -1,19 +1,21 @@
 """Workload process for bench/overhead.py (run with /usr/bin/python3, which has torch).
 
-Runs two workloads in one process and times them under four variants, in
+Runs two workloads in one process and times them under five variants, in
 alternating phases so that drift (thermal, noisy neighbours, allocator state)
 hurts no variant more than another:
 
   baseline            no profiler
   torch.profiler      torch.profiler.profile(activities=[CPU]) around the phase
   torch.profiler+shapes  the same with record_shapes=True
-  gpuprof             `gpuprof record -p PID` attached by the harness for the phase
+  gpuprof (emulated exits)  `gpuprof record -p PID --exit-mode emulated` attached
+                      by the harness for the phase
+  gpuprof (ret exits)       the same with --exit-mode ret
 
 Protocol with the harness, one line each way (the target's stdout lines that
 start with "@@" are protocol; everything else is ignored by the harness):
 
   target -> harness  @@READY <pid>
-  target -> harness  @@ATTACH <workload> <round>     harness starts gpuprof ...
+  target -> harness  @@ATTACH <workload> <round> <exit mode> [duration]   harness starts gpuprof ...
   harness -> target  GO <gpuprof pid>                 ... once it prints "tracing"
   target -> harness  @@DETACH <steps run while attached>
   harness -> target  DETACHED                         once gpuprof has exited
@@ -22,8 +24,14 @@ start with "@@" are protocol; everything else is ignored by the harness):
 The target is idle (blocked on stdin) while gpuprof attaches and detaches, so
 every step of a gpuprof phase runs with all probes in place, and no other phase
 runs while probes are still being removed.
+
+After the rounds come --duration-recordings pairs of one-step resnet18
+recordings, the exit modes alternating (ABBA): ATTACH carries the word
+"duration", and DETACH says 1. bench/overhead.py compares the op durations of
+the two modes on them.
 """
 import argparse
+import collections
 import json
 import os
 import sys
@@ -33,7 +41,9 @@ import torch
 import torchvision
 from torch.profiler import ProfilerActivity, profile
 
-VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes", "gpuprof"]
+# gpuprof variants and the `gpuprof record --exit-mode` each one runs
+GPUPROF_MODES = {"gpuprof (emulated exits)": "emulated", "gpuprof (ret exits)": "ret"}
+VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes"] + list(GPUPROF_MODES)
 
 
 def send(line):
@@ -93,10 +103,41 @@ def count_ops(wl):
     """
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         wl.step()
-    raw = [e.name() for e in prof.profiler.kineto_results.events()]
+    events = list(prof.profiler.kineto_results.events())
+    raw = [e.name() for e in events]
     folded = [e.name for e in prof.events()]
     return (sum(n.startswith("aten::") for n in raw), len(raw),
-            sum(n.startswith("aten::") for n in folded))
+            sum(n.startswith("aten::") for n in folded), op_tree(events))
+
+
+def op_tree(events):
+    """Per aten op name, over one step: calls, direct child calls and all descendant calls.
+
+    Nesting from the raw events' time ranges, per thread (every call, nothing
+    folded, as gpuprof sees them). bench/overhead.py uses it to say how many
+    nested exits each op's Self CPU and CPU total contain.
+    """
+    tree = {}
+    by_thread = {}
+    for e in events:
+        if e.name().startswith("aten::"):
+            by_thread.setdefault(e.start_thread_id(), []).append(e)
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (e.start_us(), -e.duration_us()))
+        stack = []  # (end_us, name) of the open calls
+        for e in evs:
+            start = e.start_us()
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            for i, (_, name) in enumerate(stack):
+                t = tree[name]
+                t["descendants"] += 1
+                if i == len(stack) - 1:
+                    t["children"] += 1
+            t = tree.setdefault(e.name(), {"calls": 0, "children": 0, "descendants": 0})
+            t["calls"] += 1
+            stack.append((start + e.duration_us(), e.name()))
+    return tree
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -158,8 +199,8 @@ def phase(wl, variant, warmup, steps, rnd):
             # post-processing are excluded, as gpuprof's attach/detach are
             t = run_steps(wl, warmup, steps)
         return t
-    if variant == "gpuprof":
-        send(f"ATTACH {wl.name} {rnd}")
+    if variant in GPUPROF_MODES:
+        send(f"ATTACH {wl.name} {rnd} {GPUPROF_MODES[variant]}")
         line = sys.stdin.readline().split()
         if not line or line[0] != "GO":
             raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
@@ -179,6 +220,7 @@ def main():
     ap.add_argument("--resnet-steps", type=int, default=8)
     ap.add_argument("--resnet-warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--duration-recordings", type=int, default=20)
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -193,9 +235,15 @@ def main():
     for wl, warmup, steps in workloads:
         for _ in range(max(warmup, 2)):
             wl.step()  # first-touch allocation, lazy init
-        ops, events, folded = count_ops(wl)
+        # torch.profiler nests events by their microsecond time ranges, so now and then
+        # a step's table folds a call too many or too few (resnet18: 403 or 406 instead
+        # of 405); the most common of five counts is the exact one (the raw call count
+        # never varies)
+        counts = [count_ops(wl) for _ in range(5)]
+        modal = collections.Counter(c[2] for c in counts).most_common(1)[0][0]
+        ops, events, folded, tree = next(c for c in counts if c[2] == modal)
         info["workloads"][wl.name] = {"ops_per_step": ops, "profiler_events_per_step": events,
-                                      "table_ops_per_step": folded,
+                                      "table_ops_per_step": folded, "tree": tree,
                                       "steps": steps, "warmup": warmup, "wall": {}, "cpu": {}, "other": {}, "helper": {}}
 
     send(f"READY {os.getpid()}")
@@ -208,6 +256,21 @@ def main():
                 r = phase(wl, v, warmup, steps, rnd)
                 for k in ("wall", "cpu", "other", "helper"):
                     info["workloads"][wl.name][k].setdefault(v, []).append(r[k])
+    # then one-step resnet18 recordings, alternating the exit modes (ABBA), for the
+    # harness's duration-agreement check: one step per recording, so that it can
+    # take a low percentile over steps, as for the step times
+    resnet = workloads[1][0]
+    modes = list(GPUPROF_MODES.values())
+    for i in range(a.duration_recordings):
+        for mode in (modes if i % 2 == 0 else modes[::-1]):
+            send(f"ATTACH {resnet.name} {i} {mode} duration")
+            line = sys.stdin.readline().split()
+            if not line or line[0] != "GO":
+                raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
+            resnet.step()
+            send("DETACH 1")
+            expect("DETACHED")
+    info["duration_recordings"] = a.duration_recordings
     send("RESULT " + json.dumps(info))
 
 

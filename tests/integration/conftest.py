@@ -39,6 +39,10 @@ TORCH_MAX_NAME_COLUMN_WIDTH = 55
 
 DEFAULT_TIMEOUT_S = 60.0
 
+# `gpuprof record --exit-mode`: where the exit probes sit (docs/exit-modes.md).
+# Tests that attach to real PyTorch run in both; "emulated" is the default.
+EXIT_MODES = ["emulated", "ret"]
+
 
 # --------------------------------------------------------------------------
 # Environment: fail loudly, never skip.
@@ -265,7 +269,8 @@ class RegionRun:
     stopped: dict
 
 
-def run_profiled_region(procs, script, workdir, record_file, *script_args, startup_timeout=180):
+def run_profiled_region(procs, script, workdir, record_file, *script_args, startup_timeout=180,
+                        gpuprof_args=()):
     """Runs a workload that follows the region protocol under both profilers.
 
     The protocol (tests/workloads/resnet_region.py has the long version): the
@@ -279,7 +284,7 @@ def run_profiled_region(procs, script, workdir, record_file, *script_args, start
     pid = int(wait_for_file(workdir, "ready", timeout=startup_timeout, watch=[target]))
     assert pid == target.pid
 
-    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1")
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1", *gpuprof_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     touch(workdir, "go")
     wait_for_file(workdir, "region-done", timeout=120, watch=[target, gp])
@@ -319,7 +324,8 @@ def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
 
 TRACING_RE = re.compile(
     r"^gpuprof: tracing (?P<pid>\d+) \((?P<comm>[^)]*)\): (?P<ops>\d+) ops, (?P<entry>\d+) entry \+ "
-    r"(?P<exit>\d+) exit probes on (?P<lib>\S+) \(attach (?P<attach_ms>[\d.]+) ms\)")
+    r"(?P<exit>\d+) exit probes on (?P<lib>\S+) \(attach (?P<attach_ms>[\d.]+) ms\)"
+    r"(?:; exits (?P<exit_mode>emulated|on ret) \((?P<single_stepped>\d+) single-stepped\))?")
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
     r"(?P<lost>\d+) lost; wrote (?P<path>.+)$")
@@ -338,7 +344,9 @@ def parse_tracing_line(stderr):
     m = _parse_line(TRACING_RE, stderr, "'gpuprof: tracing'")
     d = m.groupdict()
     return {"pid": int(d["pid"]), "comm": d["comm"], "ops": int(d["ops"]), "entry_probes": int(d["entry"]),
-            "exit_probes": int(d["exit"]), "library": d["lib"], "attach_ms": float(d["attach_ms"])}
+            "exit_probes": int(d["exit"]), "library": d["lib"], "attach_ms": float(d["attach_ms"]),
+            "exit_mode": {"emulated": "emulated", "on ret": "ret", None: None}[d["exit_mode"]],
+            "single_stepped": int(d["single_stepped"]) if d["single_stepped"] else None}
 
 
 def parse_stopped_line(stderr):
@@ -598,4 +606,14 @@ def machine_snapshot():
         lines.append(f"BPF links: {[(link['id'], link['type']) for link in links]}")
     except (OSError, ValueError, subprocess.TimeoutExpired) as e:
         lines.append(f"bpftool failed: {e}")
+    others = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"gpuprof") and int(cmdline.parent.name) != os.getpid():
+            others.append(f"{cmdline.parent.name}: {b' '.join(argv).decode(errors='replace')[:120]}")
+    lines.append("gpuprof processes now (another gpuprof attaching or detaching at the same time "
+                 f"slows ours down several times): {others}")
     return "\n".join(lines)

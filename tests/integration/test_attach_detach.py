@@ -1,85 +1,160 @@
 """Twenty attach/detach cycles on one live process.
 
-Every recording must see the target's ops, attach and detach must be quick,
-and the target must not notice: same results as without gpuprof, and full
-speed once the last gpuprof is gone.
+Every recording must see the target's ops in one clean window, attach and
+detach must be quick, and the target must not notice: same results as
+without gpuprof, and full speed once the last gpuprof is gone. The 20 cycles
+run once per exit mode (module fixture); each test checks one property.
 """
 import json
 import os
 import signal
 import time
+from dataclasses import dataclass, field
 
-from conftest import (back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
-                      measure_recovered_rate, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof, touch,
-                      uprobe_links_of, wait_for_file, wait_until)
+import pytest
+
+from conftest import (EXIT_MODES, Procs, back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
+                      measure_recovered_rate, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof,
+                      touch, uprobe_links_of, wait_for_file, wait_until)
 
 CYCLES = 20
 RECORD_S = 0.3
 # gpuprof's own attach and detach times (its "attach X ms" / "detach X ms").
-# On an idle 2-core VM they are ~20-80 ms and ~70-220 ms; another busy
-# PyTorch process on the same machine can triple both. The environment
-# variable is for such shared machines only; the bound itself is the spec.
+# On the 2-core reference VM they are usually ~20-80 ms and ~70-220 ms, but
+# the kernel work behind them (a uprobe registration per site, each taking
+# dup_mmap_sem for writing, and an RCU tasks-trace grace period on release)
+# sometimes sleeps once per site and then takes 200-900 ms; another gpuprof
+# attaching at the same time does the same. The environment variable is for
+# such machines only; the bound itself is the spec.
 MAX_ATTACH_PLUS_DETACH_MS = float(os.environ.get("GPUPROF_TEST_MAX_ATTACH_DETACH_MS", "500"))
+# busy_loop.py runs these once per loop step.
+STEP_OPS = ["aten::add", "aten::mul", "aten::view", "aten::t", "aten::reshape"]
 
 
-def test_twenty_attach_detach_cycles(procs, workdir, tmp_path, busy_loop_baseline):
-    baseline_result, baseline_stdout = busy_loop_baseline
-    target = procs.start_workload("busy_loop.py", workdir)
-    wait_for_file(workdir, "ready", timeout=120, watch=[target])
-    before = measure_rate(workdir, "before", watch=[target])
+@dataclass
+class Cycle:
+    stop: str  # "duration" (-d) or "interrupted" (SIGINT)
+    returncode: int
+    stdout: str
+    stderr: str
+    target_alive: bool
+    snapshot: str = ""  # machine_snapshot() when attach + detach was slow
 
-    timings = []
-    snapshots = []  # machine_snapshot() after the first slow cycle
-    link_ids = set()
-    for cycle in range(CYCLES):
-        record_file = tmp_path / f"cycle{cycle}.gpuprof"
-        if cycle % 2 == 0:
-            # Stopped by -d.
-            run = run_gpuprof("record", "-p", target.pid, "-d", RECORD_S, "-o", record_file, timeout=60)
-            rc, stdout, stderr, reason = run.returncode, run.stdout, run.stderr, "duration"
-        else:
-            # Stopped by SIGINT (Ctrl-C).
-            gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file)
-            gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-            link_ids |= {link["link_id"] for link in uprobe_links_of(gp.pid)}
-            time.sleep(RECORD_S)
-            gp.send(signal.SIGINT)
-            rc = gp.wait(timeout=60)
-            stdout, stderr, reason = gp.stdout(), gp.stderr(), "interrupted"
-        context = f"cycle {cycle}: exit {rc}\nstderr:\n{stderr}\nstdout:\n{stdout}"
-        assert rc == 0, context
-        assert target.running(), f"the target died during {context}\n{target.describe()}"
-        tracing = parse_tracing_line(stderr)
-        stopped = parse_stopped_line(stderr)
-        assert tracing["pid"] == target.pid, context
-        assert stopped["reason"] == reason, context
+    def context(self):
+        return f"exit {self.returncode}\nstderr:\n{self.stderr}\nstdout:\n{self.stdout}"
+
+
+@dataclass
+class CyclesRun:
+    exit_mode: str
+    cycles: list = field(default_factory=list)
+    before: dict = None
+    after: list = None
+    link_ids: set = field(default_factory=set)
+    links_left: set = field(default_factory=set)
+    target_status: int = None
+    target_description: str = ""
+    result: dict = None
+    stdout: str = ""
+
+
+@pytest.fixture(scope="module", params=EXIT_MODES)
+def cycles_run(request, tmp_path_factory, busy_loop_baseline):
+    tmp = tmp_path_factory.mktemp(f"attach-detach-{request.param}")
+    workdir = tmp / "handshake"
+    workdir.mkdir()
+    procs = Procs(tmp)
+    run = CyclesRun(exit_mode=request.param)
+    try:
+        target = procs.start_workload("busy_loop.py", workdir)
+        wait_for_file(workdir, "ready", timeout=120, watch=[target])
+        run.before = measure_rate(workdir, "before", watch=[target])
+        for n in range(CYCLES):
+            record_file = tmp / f"cycle{n}.gpuprof"
+            mode_args = ("--exit-mode", request.param)
+            if n % 2 == 0:  # stopped by -d
+                done = run_gpuprof("record", "-p", target.pid, "-d", RECORD_S, "-o", record_file, *mode_args,
+                                   timeout=60)
+                cycle = Cycle("duration", done.returncode, done.stdout, done.stderr, target.running())
+            else:  # stopped by SIGINT (Ctrl-C)
+                gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file, *mode_args)
+                gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+                run.link_ids |= {link["link_id"] for link in uprobe_links_of(gp.pid)}
+                time.sleep(RECORD_S)
+                gp.send(signal.SIGINT)
+                rc = gp.wait(timeout=60)
+                cycle = Cycle("interrupted", rc, gp.stdout(), gp.stderr(), target.running())
+            run.cycles.append(cycle)
+            try:
+                slow = (parse_tracing_line(cycle.stderr)["attach_ms"] + parse_stopped_line(cycle.stderr)["detach_ms"]
+                        >= MAX_ATTACH_PLUS_DETACH_MS)
+            except BaseException:  # a broken cycle; its test says why
+                slow = False
+            if slow:
+                cycle.snapshot = machine_snapshot()
+            if not cycle.target_alive:
+                break
+        if target.running():
+            wait_until(lambda: not (run.link_ids & live_bpf_link_ids()), 30,
+                       "gpuprof's BPF links to be released", watch=[target])
+            run.after = measure_recovered_rate(workdir, run.before, "after", watch=[target])
+            touch(workdir, "stop")
+        run.target_status = target.wait(timeout=60)
+        run.target_description = target.describe()
+        run.stdout = target.stdout()
+        result_file = workdir / "result.json"
+        run.result = json.loads(result_file.read_text()) if result_file.exists() else None
+        run.links_left = run.link_ids & live_bpf_link_ids()
+        yield run
+    finally:
+        procs.cleanup()
+
+
+def test_every_cycle_records_the_loop_in_one_window(cycles_run):
+    assert len(cycles_run.cycles) == CYCLES, "the target died:\n" + cycles_run.target_description
+    for n, cycle in enumerate(cycles_run.cycles):
+        context = f"cycle {n}: {cycle.context()}"
+        assert cycle.returncode == 0, context
+        assert cycle.target_alive, context
+        tracing = parse_tracing_line(cycle.stderr)
+        stopped = parse_stopped_line(cycle.stderr)
+        assert tracing["exit_mode"] == cycles_run.exit_mode, context
+        assert stopped["reason"] == cycle.stop, context
         assert stopped["lost"] == 0, context
-        calls = parse_table(stdout).calls()
+        table = parse_table(cycle.stdout)
+        calls = table.calls()
         assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, context
-        timings.append((tracing["attach_ms"], stopped["detach_ms"], calls["aten::add"], calls["aten::mul"]))
-        if tracing["attach_ms"] + stopped["detach_ms"] >= MAX_ATTACH_PLUS_DETACH_MS and not snapshots:
-            snapshots.append(f"after cycle {cycle}:\n{machine_snapshot()}")
+        # One clean window (the attach gate): every op of a loop step counted
+        # the same number of times, give or take the step running at the
+        # start or at the end.
+        step_counts = {op: calls.get(op, 0) for op in STEP_OPS}
+        assert max(step_counts.values()) - min(step_counts.values()) <= 1, f"{step_counts}\n{context}"
+        # Nothing throws in busy_loop.py.
+        assert not [note for note in table.notes if "exception unwinding" in note], context
 
-    print("attach ms / detach ms / aten::add calls / aten::mul calls per cycle:")
-    for cycle, (attach_ms, detach_ms, adds, muls) in enumerate(timings):
-        print(f"  {cycle:2d}: {attach_ms:7.1f} {detach_ms:7.1f} {adds:7d} {muls:7d}")
-    slow = [(c, a, d) for c, (a, d, _, _) in enumerate(timings) if a + d >= MAX_ATTACH_PLUS_DETACH_MS]
-    assert not slow, (f"attach + detach took {MAX_ATTACH_PLUS_DETACH_MS} ms or more (cycle, attach ms, "
-                      f"detach ms): {slow}\n" + "\n".join(snapshots))
 
+def test_target_unaffected(cycles_run, busy_loop_baseline):
+    baseline_result, baseline_stdout = busy_loop_baseline
+    assert cycles_run.target_status == 0, cycles_run.target_description
+    assert cycles_run.result["mismatches"] == 0, cycles_run.result
+    assert cycles_run.result["reference"] == baseline_result["reference"]
+    assert cycles_run.stdout == baseline_stdout
     # Nothing left behind: no link of the SIGINT-stopped runs, full speed.
-    assert link_ids, "no uprobe_multi links seen while gpuprof was attached"
-    wait_until(lambda: not (link_ids & live_bpf_link_ids()), 30, "gpuprof's BPF links to be released",
-               watch=[target])
-    after = measure_recovered_rate(workdir, before, "after", watch=[target])
-    speeds = (f"loop ops/s: before median {before['median']:.0f}, after best "
+    assert cycles_run.link_ids, "no uprobe_multi links seen while gpuprof was attached"
+    assert not cycles_run.links_left
+    before, after = cycles_run.before, cycles_run.after
+    speeds = (f"loop steps/s: before median {before['median']:.0f}, after best "
               + ", ".join(f"{r['best']:.0f}" for r in after))
     print(speeds)
     assert back_to_full_speed(before, after), f"the loop stayed slow after {CYCLES} cycles: {speeds}"
 
-    touch(workdir, "stop")
-    assert target.wait(timeout=60) == 0, target.describe()
-    result = json.loads((workdir / "result.json").read_text())
-    assert result["mismatches"] == 0, result
-    assert result["reference"] == baseline_result["reference"]
-    assert target.stdout() == baseline_stdout
+
+def test_attach_plus_detach_time(cycles_run):
+    timings = []
+    for cycle in cycles_run.cycles:
+        timings.append((parse_tracing_line(cycle.stderr)["attach_ms"], parse_stopped_line(cycle.stderr)["detach_ms"]))
+    print("attach ms / detach ms per cycle: " + ", ".join(f"{a:.0f}/{d:.0f}" for a, d in timings))
+    slow = [(n, a, d) for n, (a, d) in enumerate(timings) if a + d >= MAX_ATTACH_PLUS_DETACH_MS]
+    first_snapshot = next((c.snapshot for c in cycles_run.cycles if c.snapshot), "")
+    assert not slow, (f"attach + detach took {MAX_ATTACH_PLUS_DETACH_MS} ms or more (cycle, attach ms, "
+                      f"detach ms): {slow}\nat the first slow cycle:\n{first_snapshot}")

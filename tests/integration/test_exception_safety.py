@@ -12,7 +12,8 @@ import re
 
 import pytest
 
-from conftest import parse_stopped_line, parse_table, run_python, touch, wait_for_file, WORKLOADS
+from conftest import (EXIT_MODES, WORKLOADS, parse_stopped_line, parse_table, parse_tracing_line, run_python,
+                      touch, wait_for_file)
 
 MM_ERRORS = 1000
 ERROR_REPEATS = 10  # exceptions.py's repeats of each other error kind
@@ -28,13 +29,16 @@ def baseline(tmp_path_factory):
     return json.loads((workdir / "result.json").read_text()), run.stdout
 
 
-def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline):
+@pytest.mark.parametrize("exit_mode", EXIT_MODES)
+def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline, exit_mode):
     baseline_result, baseline_stdout = baseline
     record_file = tmp_path / "exceptions.gpuprof"
     target = procs.start_workload("exceptions.py", workdir, MM_ERRORS)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
-    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1")
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1",
+                             "--exit-mode", exit_mode)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    assert parse_tracing_line(gp.stderr())["exit_mode"] == exit_mode, gp.stderr()
     touch(workdir, "go")
 
     # The target runs to its end with gpuprof attached; its exit stops gpuprof.

@@ -4,26 +4,30 @@ One process, one forward pass, measured by both tools at once: gpuprof is
 attached (-p) before the torch.profiler region starts and stopped after it
 ends, and the workload runs no op outside the region while gpuprof is
 attached, so both tools see exactly the same calls. The run happens once per
-module; each test checks one property of it.
+exit mode (--exit-mode emulated, the default, and ret); each test checks one
+property of it.
 """
 import json
 
 import pytest
 
-from conftest import Procs, describe_count_diff, run_gpuprof, run_profiled_region, torch_percentages
+from conftest import EXIT_MODES, Procs, describe_count_diff, run_gpuprof, run_profiled_region, torch_percentages
 
 SELF_PCT_THRESHOLD = 5.0  # compare Self CPU % for ops at least this heavy in torch's table
 SELF_PCT_TOLERANCE = 3.0  # percentage points
 
 
-@pytest.fixture(scope="module")
-def resnet_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("fidelity")
+@pytest.fixture(scope="module", params=EXIT_MODES)
+def resnet_run(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"fidelity-{request.param}")
     workdir = tmp / "handshake"
     workdir.mkdir()
     procs = Procs(tmp)
     try:
-        yield run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof")
+        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof",
+                                  gpuprof_args=("--exit-mode", request.param))
+        assert run.tracing["exit_mode"] == request.param, run.gpuprof.stderr()
+        yield run
     finally:
         procs.cleanup()
 

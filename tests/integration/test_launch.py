@@ -28,18 +28,18 @@ def launch_run(tmp_path_factory):
     return run, record_file, tmp
 
 
-def test_launch_counts_every_op_from_the_first(launch_run):
-    run, record_file, tmp = launch_run
+def check_first_ops_run(run, workdir, exit_mode):
     context = f"exit {run.returncode}\nstderr:\n{run.stderr}\nstdout:\n{run.stdout}"
     assert run.returncode == 0, context
     assert error_lines(run.stderr) == [], context
     tracing = parse_tracing_line(run.stderr)
+    assert tracing["exit_mode"] == exit_mode, context
     assert re.search(rf"^gpuprof: {tracing['pid']} exited with status 0$", run.stderr, re.M), context
     assert parse_stopped_line(run.stderr)["reason"] == "target exited", context
     # The command's own output comes first (same stdout), then the table.
     assert re.match(r"first_ops: done \S+\n", run.stdout), context
 
-    torch_calls = {name: v["count"] for name, v in load_torch_ops(tmp / "torch_ops.json").items()}
+    torch_calls = {name: v["count"] for name, v in load_torch_ops(workdir / "torch_ops.json").items()}
     assert torch_calls.get("aten::zeros") == 1 and torch_calls.get("aten::logaddexp") == LOGADDEXP_CALLS \
         and torch_calls.get("aten::hypot") == HYPOT_CALLS, torch_calls
     expected = {name: 2 * count for name, count in torch_calls.items()}
@@ -48,6 +48,17 @@ def test_launch_counts_every_op_from_the_first(launch_run):
         "gpuprof must count every op of first_ops.py's two runs of its sequence, i.e. twice "
         f"torch.profiler's count (the first run starts with the process's first op):\n"
         f"{describe_count_diff(gp_calls, expected)}\n{run.stdout}")
+
+
+def test_launch_counts_every_op_from_the_first(launch_run):
+    run, _, workdir = launch_run
+    check_first_ops_run(run, workdir, "emulated")  # the default exit mode
+
+
+def test_launch_counts_every_op_from_the_first_ret_mode(tmp_path):
+    run = run_gpuprof("record", "-o", tmp_path / "launch.gpuprof", "--row-limit", "-1", "--exit-mode", "ret",
+                      "--", TARGET_PYTHON, WORKLOADS / "first_ops.py", tmp_path, timeout=120)
+    check_first_ops_run(run, tmp_path, "ret")
 
 
 def test_launched_command_exit_status_is_reported(tmp_path):

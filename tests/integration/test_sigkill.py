@@ -9,24 +9,28 @@ import json
 import signal
 import time
 
-from conftest import (back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
+import pytest
+
+from conftest import (EXIT_MODES, back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
                       parse_table, run_gpuprof, touch, uprobe_events_mentioning, uprobe_links_of,
                       wait_for_file, wait_until)
 
 MIN_RECORDING_S = 1.0
-# With probes the loop must be clearly slower than before (it is ~10x slower
-# on the reference VM), or its speed could not reveal leftover probes.
-DURING_MAX_FRACTION = 0.5
+# With probes the loop must be clearly slower than before (0.3-0.45x in emulated
+# mode, less in ret mode, on the reference VM), or its speed could not reveal
+# leftover probes.
+DURING_MAX_FRACTION = 0.6
 
 
-def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline):
+@pytest.mark.parametrize("exit_mode", EXIT_MODES)
+def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline, exit_mode):
     baseline_result, baseline_stdout = busy_loop_baseline
     record_file = tmp_path / "killed.gpuprof"
     target = procs.start_workload("busy_loop.py", workdir)
     wait_for_file(workdir, "ready", timeout=120, watch=[target])
     before = measure_rate(workdir, "before", watch=[target])
 
-    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file)
+    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file, "--exit-mode", exit_mode)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     attached_at = time.monotonic()
     size_at_attach = record_file.stat().st_size  # header, process info, op table
@@ -48,7 +52,7 @@ def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path,
     assert not uprobe_events_mentioning("gpuprof")
     # ...and the loop runs at its old speed again (conftest.FULL_SPEED_FRACTION).
     after = measure_recovered_rate(workdir, before, "after", watch=[target])
-    speeds = (f"loop ops/s: before median {before['median']:.0f} (best {before['best']:.0f}), "
+    speeds = (f"loop steps/s: before median {before['median']:.0f} (best {before['best']:.0f}), "
               f"during best {during['best']:.0f}, after best "
               + ", ".join(f"{r['best']:.0f}" for r in after))
     print(speeds)

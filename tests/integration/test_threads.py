@@ -11,11 +11,16 @@ no exit went unmatched.
 """
 import json
 
-from conftest import describe_count_diff, run_profiled_region
+import pytest
+
+from conftest import EXIT_MODES, describe_count_diff, run_profiled_region
 
 
-def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path):
-    run = run_profiled_region(procs, "threads_region.py", workdir, tmp_path / "threads.gpuprof")
+@pytest.mark.parametrize("exit_mode", EXIT_MODES)
+def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path, exit_mode):
+    run = run_profiled_region(procs, "threads_region.py", workdir, tmp_path / "threads.gpuprof",
+                              gpuprof_args=("--exit-mode", exit_mode))
+    assert run.tracing["exit_mode"] == exit_mode, run.gpuprof.stderr()
     assert run.stopped["lost"] == 0, run.gpuprof.stderr()
 
     torch_calls = {name: v["count"] for name, v in run.torch_ops.items()}

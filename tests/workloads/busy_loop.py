@@ -2,16 +2,17 @@
 
 Usage: busy_loop.py WORKDIR
 
-The loop repeats one deterministic "cycle" (CYCLE_STEPS x torch.add + torch.mul
-on a small float64 tensor, then a sum). The first cycle's result is the
+The loop repeats one deterministic "cycle": CYCLE_STEPS steps on a small
+float64 tensor, each a torch.add, a torch.mul and a view/transpose/reshape
+(x.view(4, 4).t().reshape(16): several nested aten ops per Python call, so
+probes show in the loop's speed), then a weighted sum. The first cycle's result is the
 reference; every later cycle must give exactly the same value, so a target
 disturbed by a profiler shows up as a mismatch. Between cycles the script
 looks at WORKDIR for requests from the test:
 
   measure-LABEL   measure the loop's speed now: MEASURE_WINDOWS windows of
                   MEASURE_WINDOW_S seconds each; writes rate-LABEL, JSON
-                  {"best": ops/s, "median": ops/s, "windows": [ops/s...]}
-                  (ops: torch.add/torch.mul calls from Python)
+                  {"best": steps/s, "median": steps/s, "windows": [steps/s...]}
   stop            finish: write result.json {"reference", "cycles",
                   "mismatches"}, print `checksum <reference as hex>` and exit
                   0 if no cycle mismatched, 1 otherwise.
@@ -25,7 +26,7 @@ import os
 import sys
 import time
 
-CYCLE_STEPS = 100  # one add and one mul per step
+CYCLE_STEPS = 100
 MEASURE_WINDOW_S = 0.25
 MEASURE_WINDOWS = 4
 MAX_RUN_S = 300.0
@@ -44,13 +45,15 @@ def main():
 
     torch.set_num_threads(1)
     base = torch.linspace(-1.0, 1.0, 16, dtype=torch.float64)
+    weights = torch.arange(1.0, 17.0, dtype=torch.float64)
 
     def cycle():
         x = base
         for j in range(CYCLE_STEPS):
             x = torch.add(x, 0.1 * j)
             x = torch.mul(x, 0.7)
-        return float(x.sum())
+            x = x.view(4, 4).t().reshape(16)
+        return float(torch.dot(x, weights))
 
     reference = cycle()
     cycles = 1
@@ -74,7 +77,7 @@ def main():
                         if cycle() != reference:
                             mismatches += 1
                         n += 1
-                    rates.append(n * 2 * CYCLE_STEPS / (time.perf_counter() - start))
+                    rates.append(n * CYCLE_STEPS / (time.perf_counter() - start))
                     cycles += n
                 rates.sort()
                 signal_file(workdir, "rate-" + name[len("measure-"):],
