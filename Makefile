@@ -92,12 +92,12 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # A stand-in libtorch_cpu for exception-path integration tests (see
 # tests/fake_libtorch/fake_ops.cpp). Named like the real one so that gpuprof
 # treats it as such.
-$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp
+$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_ops.h
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CXX) -std=c++20 -O2 -g -fPIC -shared -fstack-protector-all $< -o $@
 
-$(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
+$(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 

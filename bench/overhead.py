@@ -485,8 +485,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         if floor > 0.25 * max(est[v] for v in GPUPROF_MODES):
             warn.append(wl)
     if warn:
-        print(f"  WARNING: the machine was disturbed during this run (other processes, or the host when the "
-              f"load above is ~0);")
+        print("  WARNING: the machine was disturbed during this run (other processes, or the host when the "
+              "load above is ~0);")
         print(f"  {', '.join(warn)}: gpuprof's overhead is not well resolved. Rerun when the machine is quiet.")
     print()
 

@@ -6,20 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace at::_ops {
-struct thrower {
-  static int call(int x);
-};
-struct catcher {
-  static int call(int x);
-};
-struct backtracer {
-  static int call(int depth);
-};
-struct sleeper {
-  static int call(int x);
-};
-}  // namespace at::_ops
+#include "fake_ops.h"
 
 static void* run_sleeper(void*) {
   at::_ops::sleeper::call(7);

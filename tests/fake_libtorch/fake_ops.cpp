@@ -12,20 +12,9 @@
 
 #include <stdexcept>
 
-namespace at::_ops {
+#include "fake_ops.h"
 
-struct thrower {
-  static int call(int x);
-};
-struct catcher {
-  static int call(int x);
-};
-struct backtracer {
-  static int call(int depth);
-};
-struct sleeper {
-  static int call(int x);
-};
+namespace at::_ops {
 
 __attribute__((noinline)) int thrower::call(int x) {
   volatile char guard[16] = {};

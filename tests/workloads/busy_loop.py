@@ -26,17 +26,14 @@ import os
 import sys
 import time
 
+from handshake import signal_file  # noqa: E402
+
 CYCLE_STEPS = 100
 MEASURE_WINDOW_S = 0.25
 MEASURE_WINDOWS = 4
 MAX_RUN_S = 300.0
 
 
-def signal_file(workdir, name, text=""):
-    tmp = os.path.join(workdir, "." + name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, os.path.join(workdir, name))
 
 
 def main():

@@ -31,27 +31,15 @@ import json
 import os
 import sys
 import threading
-import time
+
+from handshake import signal_file, wait_for_file  # noqa: E402
 
 WAIT_TIMEOUT_S = 120.0
 ITERATIONS = 150
 
 
-def signal_file(workdir, name, text=""):
-    tmp = os.path.join(workdir, "." + name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.rename(tmp, os.path.join(workdir, name))
 
 
-def wait_for_file(workdir, name, timeout=WAIT_TIMEOUT_S):
-    path = os.path.join(workdir, name)
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            sys.stderr.write("threads_region.py: timed out waiting for %s\n" % path)
-            sys.exit(3)
-        time.sleep(0.002)
 
 
 def main():
