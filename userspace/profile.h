@@ -13,10 +13,25 @@ namespace gpuprof {
 // (overloads together, as torch groups them).
 struct OpRow {
   std::string name;           // "aten::conv2d"
+  // Grouped by input shape only (report --group-by-input-shape): torch's
+  // str(input_shapes) of the group, "[[5, 3, 224, 224], [], []]", and
+  // whether the op has any argument at all (torch's len(input_shapes) > 0,
+  // which decides whether the table gets an Input Shapes column). Rows of
+  // one name with different shapes are separate rows.
+  std::string input_shapes;
+  bool has_inputs = false;
   uint64_t calls = 0;         // completed calls, including unwound ones
   uint64_t cpu_total_ns = 0;  // sum of call durations (nested same-name calls count each)
   uint64_t self_cpu_ns = 0;   // cpu_total minus time in ops nested on the same thread
   uint64_t unwound_calls = 0;  // calls that ended by exception unwinding
+  // Tensor memory in bytes, torch's profile_memory meaning: allocated minus
+  // released while the call ran (nested calls included), and the same
+  // without what nested calls allocated and released. Negative when a call
+  // frees more than it allocates.
+  int64_t cpu_mem = 0;
+  int64_t self_cpu_mem = 0;
+  int64_t cuda_mem = 0;
+  int64_t self_cuda_mem = 0;
   bool operator==(const OpRow&) const = default;
 };
 
@@ -31,6 +46,10 @@ struct Profile {
   uint64_t events_lost = 0;          // copied from RecordStats
   uint64_t events_unknown_kind = 0;  // events of a kind this build does not know; ignored
   uint32_t threads = 0;              // threads that ran traced ops
+
+  // What the recording holds beyond op times.
+  bool memory_recorded = false;  // record --profile-memory: the memory columns apply
+  bool grouped_by_input_shape = false;  // rows are (name, input shapes) groups
 };
 
 }  // namespace gpuprof
