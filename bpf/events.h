@@ -63,13 +63,110 @@ struct gp_event {
 	__u32 pid;    /* 20: thread group id (the process) */
 	__u32 op_id;  /* 24: index into the record's op table, or GP_NO_OP */
 	__u16 kind;   /* 28: enum gp_event_kind */
-	__u16 pad;    /* 30: zero */
+	__u16 payload_bytes; /* 30: ring buffer only: bytes of shape payload
+	                      *     that follow this ENTRY (below); always 0
+	                      *     in the record file */
 };
 
 #ifdef __cplusplus
 static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the record format");
 #else
 _Static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the record format");
+#endif
+
+/*
+ * Input shapes (record --record-shapes).
+ *
+ * For every op with tensor arguments userspace stores a gp_shape_plan in the
+ * shape_plans map (index: op id): where each tensor argument sits at the
+ * ::call's first instruction (userspace/op_args.h derives it from the
+ * mangled signature and the schema). The ENTRY event of such an op is then
+ * followed, in the same ring-buffer record, by payload_bytes of __u64 words,
+ * one group per plan slot, in plan order:
+ *   raw mode (layout not yet calibrated; tensor_layout_ready == 0):
+ *     [status] then, when status is GP_SLOT_TENSOR, GP_RAW_WINDOW_WORDS words
+ *     copied from the TensorImpl (userspace calibrates on them, see
+ *     userspace/tensor_layout.h, and decodes them afterwards);
+ *   compact mode (after calibration):
+ *     [status] then, when status is GP_SLOT_TENSOR: ndim, numel, and
+ *     min(ndim, GP_MAX_DIMS) sizes (numel lets userspace verify every shape).
+ */
+#define GP_MAX_TENSOR_ARGS 16
+#define GP_MAX_SHAPE_PLANS 32768 /* ops with shapes per library (1.13 has 2952) */
+#define GP_MAX_DIMS 12
+#define GP_RAW_WINDOW_WORDS 32 /* 256 bytes from the start of a TensorImpl */
+
+enum gp_tensor_arg_kind {
+	GP_ARG_TENSOR = 1,          /* at::Tensor const& / at::Tensor&: -> TensorImpl* */
+	GP_ARG_OPT_TENSOR_C10 = 2,  /* c10::optional<at::Tensor> const&: bool @0, TensorImpl* @8 */
+	GP_ARG_OPT_TENSOR_STD = 3,  /* std::optional<at::Tensor> const&: TensorImpl* @0, bool @8 */
+};
+
+/* Where an argument is at the first instruction of the function. */
+#define GP_ARG_IN_STACK 6 /* where >= 6: the word at rsp + 8 * (where - 5) */
+/* where 0..5: rdi, rsi, rdx, rcx, r8, r9 */
+
+struct gp_tensor_arg {
+	__u8 kind;  /* enum gp_tensor_arg_kind */
+	__u8 where;
+};
+
+struct gp_shape_plan {
+	__u8 count; /* slots used, 0..GP_MAX_TENSOR_ARGS */
+	__u8 pad;
+	struct gp_tensor_arg args[GP_MAX_TENSOR_ARGS];
+};
+
+/* First word of each payload slot. */
+enum gp_slot_status {
+	GP_SLOT_TENSOR = 1,     /* a defined tensor: its words follow */
+	GP_SLOT_NONE = 2,       /* an empty optional or an undefined tensor (torch prints []) */
+	GP_SLOT_UNREADABLE = 3, /* a read of target memory failed */
+};
+/* Or'ed into the status word of slots written in raw mode. */
+#define GP_SLOT_RAW 0x100
+#define GP_SLOT_STATUS(word) ((word) & 0xff)
+
+/* Layout of TensorImpl, found by calibration; byte offsets. */
+struct gp_tensor_layout {
+	__u32 ndim_offset;  /* size_t: number of dimensions */
+	__u32 sizes_offset; /* inline int64 sizes, or a pointer to them when ndim > inline_dims */
+	__u32 numel_offset; /* int64 numel */
+	__u32 inline_dims;  /* 5 in libtorch 1.13 .. 2.x */
+};
+
+/*
+ * Memory events (record --profile-memory), their own ring buffer.
+ *   CPU_ALLOC: c10::ProfiledCPUMemoryReporter::New(ptr, nbytes), called by
+ *              the default CPU allocator after every successful allocation;
+ *   CPU_FREE:  ...::Delete(ptr), before the block is freed (bytes = 0: the
+ *              size comes from the matching CPU_ALLOC);
+ *   DEVICE:    c10::reportMemoryUsageToProfiler(ptr, delta, total_allocated,
+ *              total_reserved, device) from the CUDA caching allocator, for a
+ *              non-CPU device.
+ */
+enum gp_mem_kind {
+	GP_MEM_CPU_ALLOC = 1,
+	GP_MEM_CPU_FREE = 2,
+	GP_MEM_DEVICE = 3,
+};
+
+struct gp_mem_event {
+	__u64 ts_ns;           /*  0: bpf_ktime_get_ns() */
+	__u64 addr;            /*  8: block address */
+	__s64 bytes;           /* 16: allocated (> 0) or released (< 0); 0 for CPU_FREE */
+	__u64 total_allocated; /* 24: DEVICE: the allocator's total after this event */
+	__u32 tid;             /* 32 */
+	__u16 kind;            /* 36: enum gp_mem_kind */
+	__s8 device_type;      /* 38: c10::DeviceType (1 = CUDA); 0 for CPU */
+	__s8 device_index;     /* 39 */
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
+static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
+#else
+_Static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
 #endif
 
 #endif /* GPUPROF_EVENTS_H */

@@ -44,20 +44,155 @@ __u64 events_lost = 0;
  */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
-SEC("uprobe")
-int on_op_probe(struct pt_regs *ctx)
-{
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct gp_event *e;
+/* Input shapes (events.h, "Input shapes"). Set by userspace. */
+__u32 shapes_on = 0;
+/* 0 while the TensorImpl layout is unknown: entries carry raw windows. */
+__u32 tensor_layout_ready = 0;
+struct gp_tensor_layout tensor_layout = {};
+/*
+ * Address of c10::UndefinedTensorImpl::_singleton in the target (0: unknown).
+ * An undefined tensor (a "None" passed as a plain Tensor) points there; its
+ * fields read as one dimension of size 0, torch prints it as [].
+ */
+__u64 undefined_tensor_impl = 0;
 
-	if (!tracing_on)
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GP_MAX_SHAPE_PLANS);
+	__type(key, __u32);
+	__type(value, struct gp_shape_plan);
+} shape_plans SEC(".maps");
+
+/* An ENTRY with its shape payload is built here, then copied to the ring. */
+#define GP_RAW_SLOT_WORDS (1 + GP_RAW_WINDOW_WORDS)
+#define GP_COMPACT_SLOT_WORDS (3 + GP_MAX_DIMS)
+#define GP_PAYLOAD_WORDS (GP_MAX_TENSOR_ARGS * GP_RAW_SLOT_WORDS)
+struct entry_record {
+	struct gp_event event;
+	__u64 words[GP_PAYLOAD_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct entry_record);
+} entry_scratch SEC(".maps");
+
+static __always_inline void submit_flags_for(void *ring, long *flags)
+{
+	*flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									    : BPF_RB_NO_WAKEUP;
+}
+
+/* One bpf_loop over the plan's slots: each slot is verified once, not 16 times. */
+struct capture_state {
+	__u64 regs[GP_ARG_IN_STACK]; /* rdi..r9 at the probe */
+	__u64 sp;
+	__u32 op;
+	__u32 n; /* payload words written so far */
+	__u32 raw;
+};
+
+/* The address of a tensor argument (of the at::Tensor or the optional). */
+static __always_inline __u64 arg_address(const struct capture_state *st, __u8 where)
+{
+	__u64 value = 0;
+
+	if (where < GP_ARG_IN_STACK)
+		return st->regs[where];
+	if (bpf_probe_read_user(&value, sizeof(value), (void *)(st->sp + 8 * ((__u64)where - 5))))
 		return 0;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&events_lost, 1);
+	return value;
+}
+
+/* The TensorImpl* of a tensor argument; 0 with *status set otherwise. */
+static __always_inline __u64 tensor_impl(__u64 address, __u8 kind, __u64 *status)
+{
+	__u64 impl = 0;
+	__u8 engaged = 0;
+	long err = 0;
+
+	*status = GP_SLOT_UNREADABLE;
+	if (!address)
+		return 0;
+	if (kind == GP_ARG_OPT_TENSOR_C10) {
+		err = bpf_probe_read_user(&engaged, 1, (void *)address);
+		address += 8;
+	} else if (kind == GP_ARG_OPT_TENSOR_STD) {
+		err = bpf_probe_read_user(&engaged, 1, (void *)(address + 8));
+	} else {
+		engaged = 1;
+	}
+	if (err)
+		return 0;
+	if (!engaged) {
+		*status = GP_SLOT_NONE;
 		return 0;
 	}
+	if (bpf_probe_read_user(&impl, sizeof(impl), (void *)address) || !impl)
+		return 0;
+	if (impl == undefined_tensor_impl) {
+		*status = GP_SLOT_NONE;
+		return 0;
+	}
+	*status = GP_SLOT_TENSOR;
+	return impl;
+}
+
+/* Appends slot i's payload (events.h, "Input shapes"); 1 stops the loop. */
+static long capture_slot(__u64 i, void *data)
+{
+	struct capture_state *st = data;
+	__u32 zero = 0, op = st->op, n = st->n;
+	const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
+	struct entry_record *r = bpf_map_lookup_elem(&entry_scratch, &zero);
+	__u64 status, impl, ndim = 0, numel = 0, sizes_at;
+	__u64 *words;
+
+	if (!plan || !r || i >= plan->count || i >= GP_MAX_TENSOR_ARGS)
+		return 1;
+	if (n > GP_PAYLOAD_WORDS - GP_RAW_SLOT_WORDS)
+		return 1;
+	words = r->words;
+	impl = tensor_impl(arg_address(st, plan->args[i].where), plan->args[i].kind, &status);
+	if (st->raw) {
+		if (impl &&
+		    bpf_probe_read_user(&words[n + 1], GP_RAW_WINDOW_WORDS * 8, (void *)impl))
+			status = GP_SLOT_UNREADABLE;
+		words[n] = status | GP_SLOT_RAW;
+		st->n = n + (status == GP_SLOT_TENSOR ? GP_RAW_SLOT_WORDS : 1);
+		return 0;
+	}
+	if (impl && (bpf_probe_read_user(&ndim, 8, (void *)(impl + tensor_layout.ndim_offset)) ||
+		     bpf_probe_read_user(&numel, 8, (void *)(impl + tensor_layout.numel_offset))))
+		status = GP_SLOT_UNREADABLE;
+	sizes_at = impl + tensor_layout.sizes_offset;
+	if (status == GP_SLOT_TENSOR && ndim > tensor_layout.inline_dims &&
+	    bpf_probe_read_user(&sizes_at, 8, (void *)sizes_at))
+		status = GP_SLOT_UNREADABLE;
+	/*
+	 * Always GP_MAX_DIMS words: inline storage holds 2 x inline_dims words
+	 * from sizes_at, out-of-line storage 2 x ndim >= 12.
+	 */
+	if (status == GP_SLOT_TENSOR &&
+	    bpf_probe_read_user(&words[n + 3], GP_MAX_DIMS * 8, (void *)sizes_at))
+		status = GP_SLOT_UNREADABLE;
+	words[n] = status;
+	if (status != GP_SLOT_TENSOR) {
+		st->n = n + 1;
+		return 0;
+	}
+	words[n + 1] = ndim;
+	words[n + 2] = numel;
+	st->n = n + 3 + (ndim < GP_MAX_DIMS ? ndim : GP_MAX_DIMS);
+	return 0;
+}
+
+static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, __u64 cookie)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
 	e->ts_ns = bpf_ktime_get_ns();
 	e->sp = PT_REGS_SP(ctx);
 	if (cookie & GP_COOKIE_SP_COMPUTED)
@@ -67,11 +202,135 @@ int on_op_probe(struct pt_regs *ctx)
 	e->pid = pid_tgid >> 32;
 	e->op_id = GP_COOKIE_OP(cookie);
 	e->kind = GP_COOKIE_KIND(cookie);
-	e->pad = 0;
+	e->payload_bytes = 0;
+}
 
-	long flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
-			     ? BPF_RB_FORCE_WAKEUP
-			     : BPF_RB_NO_WAKEUP;
+/* An ENTRY of an op with tensor arguments, when shapes are recorded. */
+static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 cookie)
+{
+	__u32 zero = 0;
+	struct entry_record *r = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct capture_state st = {
+		.regs = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
+			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
+			 ctx->r9 /* PT_REGS_PARM6: missing from bookworm's libbpf */},
+		.sp = PT_REGS_SP(ctx),
+		.op = GP_COOKIE_OP(cookie),
+		.n = 0,
+		.raw = !tensor_layout_ready,
+	};
+	__u32 words;
+	long flags;
+
+	if (!r)
+		return 0;
+	fill_event(&r->event, ctx, cookie);
+	bpf_loop(GP_MAX_TENSOR_ARGS, capture_slot, &st, 0);
+	words = st.n;
+	if (words > GP_PAYLOAD_WORDS)
+		words = GP_PAYLOAD_WORDS;
+	r->event.payload_bytes = words * 8;
+	submit_flags_for(&events, &flags);
+	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + words * 8, flags))
+		__sync_fetch_and_add(&events_lost, 1);
+	return 0;
+}
+
+SEC("uprobe")
+int on_op_probe(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	struct gp_event *e;
+	long flags;
+
+	if (!tracing_on)
+		return 0;
+	if (shapes_on && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
+		__u32 op = GP_COOKIE_OP(cookie);
+		const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
+
+		if (plan && plan->count)
+			return emit_entry_with_shapes(ctx, cookie);
+	}
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&events_lost, 1);
+		return 0;
+	}
+	fill_event(e, ctx, cookie);
+	submit_flags_for(&events, &flags);
 	bpf_ringbuf_submit(e, flags);
+	return 0;
+}
+
+/* Memory events (record --profile-memory): their own ring buffer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by userspace before load */
+} mem_events SEC(".maps");
+
+__u64 mem_events_lost = 0;
+
+/*
+ * Entry probes on libc10 (uprobe_multi, cookie = enum gp_mem_kind):
+ *   ProfiledCPUMemoryReporter::New(this, void* ptr, size_t nbytes)
+ *   ProfiledCPUMemoryReporter::Delete(this, void* ptr)
+ *   reportMemoryUsageToProfiler(void* ptr, int64_t delta, size_t total_allocated,
+ *                               size_t total_reserved, c10::Device device)
+ * The CPU pair is what torch's own profile_memory accounting uses, called
+ * whether or not a profiler runs; the device report comes from the CUDA
+ * caching allocator on every block allocation and release.
+ */
+SEC("uprobe")
+int on_memory_probe(struct pt_regs *ctx)
+{
+	__u64 kind = bpf_get_attach_cookie(ctx);
+	struct gp_mem_event *m;
+	__u64 addr, device = 0, total = 0;
+	__s64 bytes;
+	long flags;
+	/*
+	 * Read every argument register up front: clang otherwise merges the
+	 * branches' reads into one ctx access at a computed offset, which the
+	 * verifier refuses.
+	 */
+	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx),
+	      p5 = PT_REGS_PARM5(ctx);
+
+	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p5));
+
+	if (!tracing_on)
+		return 0;
+	if (kind == GP_MEM_CPU_ALLOC) {
+		addr = p2;
+		bytes = (__s64)p3;
+		if (!bytes) /* New() returns early on 0 bytes: nothing to free later */
+			return 0;
+	} else if (kind == GP_MEM_CPU_FREE) {
+		addr = p2;
+		bytes = 0;
+	} else {
+		addr = p1;
+		bytes = (__s64)p2;
+		total = p3;
+		device = p5 & 0xffff;
+		if ((device & 0xff) == 0) /* CPU: counted through New/Delete */
+			return 0;
+	}
+	m = bpf_ringbuf_reserve(&mem_events, sizeof(*m), 0);
+	if (!m) {
+		__sync_fetch_and_add(&mem_events_lost, 1);
+		return 0;
+	}
+	m->ts_ns = bpf_ktime_get_ns();
+	m->addr = addr;
+	m->bytes = bytes;
+	m->total_allocated = total;
+	m->tid = (__u32)bpf_get_current_pid_tgid();
+	m->kind = (__u16)kind;
+	m->device_type = (__s8)(device & 0xff);
+	m->device_index = (__s8)(device >> 8);
+	submit_flags_for(&mem_events, &flags);
+	bpf_ringbuf_submit(m, flags);
 	return 0;
 }

@@ -18,6 +18,14 @@ namespace gpuprof {
 // the recording's op table (a damaged file) gets its own row named
 // "<unknown op N>" rather than being dropped. Counters under the table come
 // from the timeline, events_lost from recording.stats.
-Profile aggregate(const Recording& recording);
+//
+// Grouped by input shape, rows are per (name, input shapes): torch's
+// key_averages(group_by_input_shape=True). With memory recorded, rows carry
+// torch's memory columns, and allocator events outside every op make a
+// "[memory]" row as in torch (zero time, one call per event).
+struct AggregateOptions {
+  bool group_by_input_shape = false;
+};
+Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
 
 }  // namespace gpuprof

@@ -17,7 +17,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
 
   OpNameResolver resolver;
   elf->for_each_string(".rodata", 4, [&](std::string_view text) {
-    if (auto op = parse_schema(text)) resolver.add_schema(*op);
+    if (auto schema = parse_full_schema(text)) resolver.add_schema(*schema);
+    else if (auto op = parse_schema(text)) resolver.add_schema(*op);
   });
 
   struct Entry {
@@ -42,6 +43,10 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     return std::nullopt;
   }
 
+  std::vector<std::string_view> call_symbols;
+  for (const Entry& entry : entries) call_symbols.push_back(entry.symbol.name);
+  const OptionalAbi optional_abi = optional_abi_of(call_symbols);
+
   DispatcherCatalog catalog;
   catalog.schemas_found = resolver.schema_count();
   catalog.build_id = elf->build_id();
@@ -52,6 +57,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     const auto op_id = static_cast<uint32_t>(catalog.ops.size());
     OpName name = resolver.resolve(entry.struct_name);
     catalog.ops.push_back(OpInfo{name.torch_name(), name.overload, std::string(entry.symbol.name)});
+    catalog.arg_plans.push_back(plan_op_args(entry.symbol.name, resolver.schemas(entry.struct_name), optional_abi));
+    if (!catalog.arg_plans.back().ok) catalog.ops_without_arg_plan++;
     catalog.sites.add(*entry_offset, GP_COOKIE(GP_EV_OP_ENTRY, op_id));
     catalog.entry_sites++;
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "op_args.h"
 #include "recording.h"
 
 namespace gpuprof {
@@ -41,6 +42,10 @@ struct DispatcherCatalog {
   uint32_t ops_without_exit = 0;      // no `ret` found: such calls end by sp reconciliation
   uint32_t entries_single_stepped = 0;  // first instruction not a push: slower probe
   size_t schemas_found = 0;
+  // Where each op's tensor arguments are at its entry (record
+  // --record-shapes); index == op id. !ok plans say why in `why`.
+  std::vector<OpArgPlan> arg_plans;
+  uint32_t ops_without_arg_plan = 0;  // arg_plans that are !ok
   std::string build_id;
 };
 

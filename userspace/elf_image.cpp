@@ -98,6 +98,27 @@ void ElfImage::for_each_function(const std::function<void(const ElfSymbol&)>& fn
   });
 }
 
+std::optional<uint64_t> ElfImage::symbol_value(std::string_view wanted) const {
+  std::optional<uint64_t> result;
+  state_->for_each_section([&](Elf_Scn* scn, const GElf_Shdr& shdr) {
+    if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) return false;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || shdr.sh_entsize == 0) return false;
+    size_t count = shdr.sh_size / shdr.sh_entsize;
+    for (size_t i = 0; i < count; i++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(state_->elf, shdr.sh_link, sym.st_name);
+      if (name && wanted == name) {
+        result = sym.st_value;
+        return true;
+      }
+    }
+    return false;
+  });
+  return result;
+}
+
 std::optional<uint64_t> ElfImage::file_offset(uint64_t address) const {
   std::optional<uint64_t> result;
   state_->for_each_section([&](Elf_Scn*, const GElf_Shdr& shdr) {

@@ -39,6 +39,10 @@ class ElfImage {
   // symbol present in both is reported twice; callers dedupe by address).
   void for_each_function(const std::function<void(const ElfSymbol&)>& fn) const;
 
+  // st_value of the defined symbol (any type) with this name, from
+  // .symtab or .dynsym; nullopt when there is none.
+  std::optional<uint64_t> symbol_value(std::string_view name) const;
+
   // File offset of a virtual address inside an allocated section, or nullopt.
   std::optional<uint64_t> file_offset(uint64_t address) const;
 

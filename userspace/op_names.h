@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace gpuprof {
 
@@ -33,11 +34,38 @@ std::optional<std::string_view> dispatcher_call_struct(std::string_view mangled_
 // -> {add, Tensor}. nullopt when the text is not a schema.
 std::optional<OpName> parse_schema(std::string_view text);
 
+// A schema split into its parts: "add.Tensor(Tensor self, Tensor other, *,
+// Scalar alpha=1) -> Tensor" has the arguments {"Tensor self", "Tensor
+// other", "Scalar alpha=1"} (the keyword-only marker `*` is not an
+// argument) and the returns "Tensor".
+struct Schema {
+  OpName op;
+  std::vector<std::string> arguments;  // each trimmed, as written
+  std::string returns;                 // the text after "->", trimmed
+  bool operator==(const Schema&) const = default;
+};
+
+// Like parse_schema, with the argument list and the returns.
+std::optional<Schema> parse_full_schema(std::string_view text);
+
+// The type of one schema argument: "Tensor(a!) self" -> "Tensor(a!)",
+// "int[2] stride=[1, 1]" -> "int[2]", "Dict(str, t) d" -> "Dict(str, t)".
+std::string_view schema_argument_type(std::string_view argument);
+
 // Resolves at::_ops struct names to op names using the schemas seen.
 class OpNameResolver {
  public:
   void add_schema(const OpName& op);
+  // Also keeps the schema's arguments and returns. libtorch's .rodata holds
+  // several texts for some ops (the registered schema, and copies from the
+  // JIT's tables that differ in defaults, argument names or even alias
+  // annotations); each distinct one is kept, in the order added.
+  void add_schema(const Schema& schema);
   size_t schema_count() const { return by_struct_.size(); }
+
+  // Every distinct full schema added for <S> (exact struct name match; no
+  // fallback), empty when there is none.
+  const std::vector<Schema>& schemas(std::string_view struct_name) const;
 
   // Exact schema match first; otherwise the longest prefix before an `_`
   // that is a known op name becomes the name and the rest the overload
@@ -46,6 +74,7 @@ class OpNameResolver {
 
  private:
   std::unordered_map<std::string, OpName> by_struct_;
+  std::unordered_map<std::string, std::vector<Schema>> full_by_struct_;
   std::unordered_set<std::string> names_;
 };
 

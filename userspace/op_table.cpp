@@ -1,7 +1,7 @@
 // op_table.cpp: torch.profiler's operator table (see op_table.h).
 //
-// Mirrors torch 1.13 _build_table with use_cuda, profile_memory, with_flops,
-// input shapes, stacks and node ids all off.
+// Mirrors torch 1.13 _build_table with CUDA times, FLOPs, stacks and node ids
+// off; memory and input-shape columns as the profile says.
 #include "op_table.h"
 
 #include <algorithm>
@@ -19,11 +19,15 @@ struct SortKeyEntry {
 };
 
 // Default first: valid_sort_key_names() and error messages use this order.
-constexpr std::array<SortKeyEntry, 4> kSortKeys = {{
+constexpr std::array<SortKeyEntry, 8> kSortKeys = {{
     {"cpu_time_total", SortKey::cpu_time_total},
     {"self_cpu_time_total", SortKey::self_cpu_time_total},
     {"cpu_time", SortKey::cpu_time},
     {"count", SortKey::count},
+    {"cpu_memory_usage", SortKey::cpu_memory_usage},
+    {"self_cpu_memory_usage", SortKey::self_cpu_memory_usage},
+    {"cuda_memory_usage", SortKey::cuda_memory_usage},
+    {"self_cuda_memory_usage", SortKey::self_cuda_memory_usage},
 }};
 
 struct UnrecordedKey {
@@ -32,19 +36,16 @@ struct UnrecordedKey {
 };
 
 // torch keys whose data gpuprof does not record yet.
-constexpr std::array<UnrecordedKey, 7> kUnrecordedKeys = {{
+constexpr std::array<UnrecordedKey, 3> kUnrecordedKeys = {{
     {"cuda_time_total", "CUDA data"},
     {"self_cuda_time_total", "CUDA data"},
     {"cuda_time", "CUDA data"},
-    {"cpu_memory_usage", "memory data"},
-    {"self_cpu_memory_usage", "memory data"},
-    {"cuda_memory_usage", "CUDA memory data"},
-    {"self_cuda_memory_usage", "CUDA memory data"},
 }};
 
-// torch's layout constants: max_name_column_width, DEFAULT_COLUMN_WIDTH,
-// SPACING_SIZE.
+// torch's layout constants: max_name_column_width, max_shapes_column_width,
+// DEFAULT_COLUMN_WIDTH, SPACING_SIZE.
 constexpr size_t kMaxNameColumnWidth = 55;
+constexpr size_t kMaxShapesColumnWidth = 80;
 constexpr size_t kColumnWidth = 12;
 constexpr std::string_view kColumnSpacing = "  ";
 
@@ -110,16 +111,41 @@ struct RowTimes {
   double average_us;  // FunctionEventAvg.cpu_time: 1.0 * total / count
 };
 
-// Is `a` strictly before `b` for the key (larger first)?
+// Is `a` strictly before `b` for the key (larger first)? torch compares the
+// memory fields as Python ints, so exactly.
 bool sorts_before(const RowTimes& a, const RowTimes& b, SortKey key) {
   switch (key) {
     case SortKey::cpu_time_total: return a.total_us > b.total_us;
     case SortKey::self_cpu_time_total: return a.self_us > b.self_us;
     case SortKey::cpu_time: return a.average_us > b.average_us;
     case SortKey::count: return a.row->calls > b.row->calls;
+    case SortKey::cpu_memory_usage: return a.row->cpu_mem > b.row->cpu_mem;
+    case SortKey::self_cpu_memory_usage: return a.row->self_cpu_mem > b.row->self_cpu_mem;
+    case SortKey::cuda_memory_usage: return a.row->cuda_mem > b.row->cuda_mem;
+    case SortKey::self_cuda_memory_usage: return a.row->self_cuda_mem > b.row->self_cuda_mem;
   }
   return false;
 }
+
+bool is_memory_key(SortKey key) {
+  switch (key) {
+    case SortKey::cpu_memory_usage:
+    case SortKey::self_cpu_memory_usage:
+    case SortKey::cuda_memory_usage:
+    case SortKey::self_cuda_memory_usage: return true;
+    case SortKey::cpu_time_total:
+    case SortKey::self_cpu_time_total:
+    case SortKey::cpu_time:
+    case SortKey::count: return false;
+  }
+  return false;
+}
+
+// One table column: its header and torch's width for it.
+struct Column {
+  std::string_view header;
+  size_t width;
+};
 
 // "1 call ended" / "2 calls ended".
 std::string counted(uint64_t n, std::string_view singular, std::string_view plural) {
@@ -159,6 +185,14 @@ std::vector<std::string_view> valid_sort_key_names() {
   return names;
 }
 
+std::string sort_key_unavailable(SortKey key, const Profile& profile) {
+  if (is_memory_key(key) && !profile.memory_recorded) {
+    return "sort key " + std::string(sort_key_name(key)) +
+           " needs a recording made with --profile-memory";
+  }
+  return "";
+}
+
 std::string format_time_us(double time_us) {
   // The unit is chosen on the microsecond double, so 999999.9996 us is
   // "1000.000ms", never "1.000s", exactly as in torch.
@@ -167,6 +201,22 @@ std::string format_time_us(double time_us) {
   if (time_us >= kUsInSecond) return fixed(time_us / kUsInSecond, 3) + "s";
   if (time_us >= kUsInMs) return fixed(time_us / kUsInMs, 3) + "ms";
   return fixed(time_us, 3) + "us";
+}
+
+std::string format_memory(int64_t bytes) {
+  // The unit is chosen on the exact magnitude (Python's abs() of an int; the
+  // unsigned negation keeps INT64_MIN defined), the digits on the double
+  // bytes * 1.0 / unit, which both sides round to nearest the same way.
+  constexpr uint64_t kKb = 1024;
+  constexpr uint64_t kMb = 1024 * kKb;
+  constexpr uint64_t kGb = 1024 * kMb;
+  const uint64_t magnitude =
+      bytes < 0 ? 0 - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes);
+  const double value = static_cast<double>(bytes);
+  if (magnitude >= kGb) return fixed(value / static_cast<double>(kGb), 2) + " Gb";
+  if (magnitude >= kMb) return fixed(value / static_cast<double>(kMb), 2) + " Mb";
+  if (magnitude >= kKb) return fixed(value / static_cast<double>(kKb), 2) + " Kb";
+  return std::to_string(bytes) + " b";
 }
 
 std::string format_op_table(const Profile& profile, const TableOptions& options) {
@@ -179,55 +229,97 @@ std::string format_op_table(const Profile& profile, const TableOptions& options)
     double average_us = row.calls == 0 ? 0.0 : total_us / static_cast<double>(row.calls);
     rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average_us});
   }
-  // Name order stands in for torch's first-seen order; the stable sort by
-  // key then keeps it among equal keys, as Python's sorted(reverse=True).
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const RowTimes& a, const RowTimes& b) { return a.row->name < b.row->name; });
+  // (name, input shapes) order stands in for torch's first-seen order; the
+  // stable sort by key then keeps it among equal keys, as Python's
+  // sorted(reverse=True).
+  std::stable_sort(rows.begin(), rows.end(), [](const RowTimes& a, const RowTimes& b) {
+    if (a.row->name != b.row->name) return a.row->name < b.row->name;
+    return a.row->input_shapes < b.row->input_shapes;
+  });
   std::stable_sort(rows.begin(), rows.end(), [&](const RowTimes& a, const RowTimes& b) {
     return sorts_before(a, b, options.sort_by);
   });
 
-  // Widths and the total cover every row, shown or not. Python's sum():
-  // left to right in sorted order, which fixes the last bits of the total.
+  // Widths, the column choice and the total cover every row, shown or not.
+  // Python's sum(): left to right in sorted order, which fixes the last bits
+  // of the total.
   size_t longest_name = 0;
+  size_t longest_shapes = 0;
+  bool has_cuda_mem = false;
+  bool has_input_shapes = false;
   double self_total_us = 0;
   for (const RowTimes& row : rows) {
     longest_name = std::max(longest_name, code_points(row.row->name));
+    longest_shapes = std::max(longest_shapes, code_points(row.row->input_shapes));
+    // torch asks for self (not total) CUDA memory > 0: a profile whose CUDA
+    // memory is all freed inside the op that allocated it gets no columns.
+    has_cuda_mem = has_cuda_mem || row.row->self_cuda_mem > 0;
+    has_input_shapes = has_input_shapes || row.row->has_inputs;
     self_total_us += row.self_us;
   }
+  const bool has_memory = profile.memory_recorded;
+  has_cuda_mem = has_memory && has_cuda_mem;
   const size_t name_width = std::min(longest_name + 4, kMaxNameColumnWidth);
-  constexpr std::array<std::string_view, 6> kHeaders = {
-      "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls"};
+  const size_t shapes_width = std::min(longest_shapes + 4, kMaxShapesColumnWidth);
+
+  std::vector<Column> columns = {{"Name", name_width},
+                                 {"Self CPU %", kColumnWidth},
+                                 {"Self CPU", kColumnWidth},
+                                 {"CPU total %", kColumnWidth},
+                                 {"CPU total", kColumnWidth},
+                                 {"CPU time avg", kColumnWidth}};
+  if (has_memory) {
+    columns.push_back({"CPU Mem", kColumnWidth});
+    columns.push_back({"Self CPU Mem", kColumnWidth});
+  }
+  if (has_cuda_mem) {
+    columns.push_back({"CUDA Mem", kColumnWidth});
+    columns.push_back({"Self CUDA Mem", kColumnWidth});
+  }
+  columns.push_back({"# of Calls", kColumnWidth});
+  if (has_input_shapes) columns.push_back({"Input Shapes", shapes_width});
 
   std::string separator;
-  separator.append(name_width, '-') += kColumnSpacing;
-  for (size_t i = 0; i < kHeaders.size(); ++i) separator.append(kColumnWidth, '-') += kColumnSpacing;
+  for (const Column& column : columns) separator.append(column.width, '-') += kColumnSpacing;
   separator += '\n';
 
   std::string out = separator;
-  append_cell(out, "Name", name_width);
-  for (std::string_view header : kHeaders) append_cell(out, header, kColumnWidth);
+  for (const Column& column : columns) append_cell(out, column.header, column.width);
   out += '\n';
   out += separator;
 
   size_t shown = rows.size();
   if (options.row_limit >= 0) shown = std::min(shown, static_cast<size_t>(options.row_limit));
+  std::vector<std::string> cells;
   for (size_t i = 0; i < shown; ++i) {
     const RowTimes& row = rows[i];
+    const OpRow& op = *row.row;
+    cells.clear();
     // torch cuts at max - 3 code points, and also appends "..." to a name of
     // exactly that length, which then fills the 55 columns without cutting.
-    std::string name = row.row->name;
+    std::string name = op.name;
     if (code_points(name) >= kMaxNameColumnWidth - 3) {
       name = std::string(first_code_points(name, kMaxNameColumnWidth - 3)) + "...";
     }
-    append_cell(out, name, name_width);
-    append_cell(out, format_time_share(row.self_us, self_total_us), kColumnWidth);
-    append_cell(out, format_time_us(row.self_us), kColumnWidth);
+    cells.push_back(std::move(name));
+    cells.push_back(format_time_share(row.self_us, self_total_us));
+    cells.push_back(format_time_us(row.self_us));
     // torch divides "CPU total %" by the sum of self times as well.
-    append_cell(out, format_time_share(row.total_us, self_total_us), kColumnWidth);
-    append_cell(out, format_time_us(row.total_us), kColumnWidth);
-    append_cell(out, format_time_us(row.average_us), kColumnWidth);
-    append_cell(out, std::to_string(row.row->calls), kColumnWidth);
+    cells.push_back(format_time_share(row.total_us, self_total_us));
+    cells.push_back(format_time_us(row.total_us));
+    cells.push_back(format_time_us(row.average_us));
+    if (has_memory) {
+      cells.push_back(format_memory(op.cpu_mem));
+      cells.push_back(format_memory(op.self_cpu_mem));
+    }
+    if (has_cuda_mem) {
+      cells.push_back(format_memory(op.cuda_mem));
+      cells.push_back(format_memory(op.self_cuda_mem));
+    }
+    cells.push_back(std::to_string(op.calls));
+    // Shapes are cut to the column width itself, without "...".
+    if (has_input_shapes) cells.emplace_back(first_code_points(op.input_shapes, shapes_width));
+    for (size_t c = 0; c < columns.size(); ++c) append_cell(out, cells[c], columns[c].width);
     out += '\n';
   }
   out += separator;

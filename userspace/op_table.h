@@ -1,12 +1,14 @@
 // op_table.h: the operator table, byte for byte as torch.profiler prints it.
 //
 // format_op_table() returns what torch 1.13's
-//   prof.key_averages().table(sort_by=KEY, row_limit=N)
-// returns for a CPU-only profile (torch/autograd/profiler_util.py,
-// _build_table): no CUDA, memory, shape or stack columns. Users diff our
-// tables against theirs and feed them to the same scripts, so "close" is not
-// enough; tests/golden/make_table_goldens.py produces the expected text with
-// torch's own code and tests/unit/op_table_test.cpp compares exactly.
+//   prof.key_averages(group_by_input_shape=G).table(sort_by=KEY, row_limit=N)
+// returns for a profile without CUDA times (torch/autograd/profiler_util.py,
+// _build_table): the memory columns when the recording has memory data
+// (profile_memory=True), the Input Shapes column when rows are grouped by
+// input shape, and no CUDA time, FLOPs, stack or node id columns. Users diff
+// our tables against theirs and feed them to the same scripts, so "close" is
+// not enough; tests/golden/make_table_goldens.py produces the expected text
+// with torch's own code and tests/unit/op_table_test.cpp compares exactly.
 //
 // torch keeps times as microseconds in doubles; a Profile keeps integer
 // nanoseconds. Every time is converted once with ns / 1000.0 and then goes
@@ -18,6 +20,7 @@
 // can print 7.342ms for an exact total of 7.3415 ms.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,20 +30,30 @@
 
 namespace gpuprof {
 
-// The torch sort keys that a CPU op recording has data for. Rows are sorted
-// by the key, largest first.
+// The torch sort keys that gpuprof records data for. Rows are sorted by the
+// key, largest first.
 enum class SortKey {
   cpu_time_total,       // torch's default in gpuprof: total time including nested ops
   self_cpu_time_total,  // time not spent in nested ops
   cpu_time,             // torch's average: cpu_time_total / count
   count,                // number of calls
+  // Memory keys (bytes, signed): only meaningful for a recording made with
+  // --profile-memory; see sort_key_unavailable().
+  cpu_memory_usage,
+  self_cpu_memory_usage,
+  cuda_memory_usage,
+  self_cuda_memory_usage,
 };
 
 // Parses a torch sort-key name ("cpu_time_total"). On failure returns
 // nullopt and, when `error` is not null, sets it to one line for the user:
-// torch's CUDA and memory keys (cuda_time_total, self_cuda_time_total,
-// cuda_time, cpu_memory_usage, ...) are recognised and rejected with the
-// reason (the data is not recorded yet); anything else lists the valid keys.
+// torch's CUDA time keys (cuda_time_total, self_cuda_time_total, cuda_time)
+// are recognised and rejected with the reason (the data is not recorded
+// yet); anything else lists the valid keys.
+//
+// A key is accepted without looking at any recording (the command line is
+// checked before recording starts); whether a given profile has the key's
+// data is sort_key_unavailable()'s question.
 std::optional<SortKey> parse_sort_key(std::string_view name, std::string* error);
 
 // "cpu_time_total" for SortKey::cpu_time_total, and so on.
@@ -48,6 +61,12 @@ std::string_view sort_key_name(SortKey key);
 
 // The keys parse_sort_key accepts, default first, for --help text.
 std::vector<std::string_view> valid_sort_key_names();
+
+// "" when `profile` has the data `key` sorts on; otherwise one line for the
+// user, e.g. "sort key cpu_memory_usage needs a recording made with
+// --profile-memory". torch itself would silently sort by zeros (its memory
+// fields default to 0), which looks like an answer and is not one.
+std::string sort_key_unavailable(SortKey key, const Profile& profile);
 
 struct TableOptions {
   SortKey sort_by = SortKey::cpu_time_total;
@@ -60,16 +79,22 @@ struct TableOptions {
 // ("Self CPU time total: ...") included, ends in '\n' (print() adds a second
 // one). Empty string for a profile with no rows, as torch.
 //
+// Columns, in torch's order: Name, Self CPU %, Self CPU, CPU total %,
+// CPU total, CPU time avg; then, when Profile::memory_recorded, CPU Mem and
+// Self CPU Mem, followed by CUDA Mem and Self CUDA Mem when any row (shown
+// or not) has self_cuda_mem > 0; then # of Calls; then Input Shapes when any
+// row has_inputs (rows grouped by input shape).
+//
 // Sorting: torch stable-sorts key_averages() (first-seen order) by the key,
 // descending. Profile rows have no order, so rows with equal keys are
-// ordered by name ascending (byte order).
+// ordered by name, then by input_shapes, ascending (byte order).
 //
 // Torch computes the footer and the percentages' denominator itself, as the
 // sum of the rows' self times in sorted order; so does this function
 // (Profile::self_cpu_total_ns is not read).
 //
-// Names are measured and cut in Unicode code points (Python str semantics),
-// assuming UTF-8.
+// Names and shapes are measured and cut in Unicode code points (Python str
+// semantics), assuming UTF-8.
 std::string format_op_table(const Profile& profile, const TableOptions& options);
 
 // gpuprof's own notes, printed after the table: one line per non-zero
@@ -80,5 +105,10 @@ std::string format_profile_notes(const Profile& profile);
 
 // torch's _format_time: "0.500us", "1.234ms", "12.000s" (from microseconds).
 std::string format_time_us(double time_us);
+
+// torch's _format_memory: "572 b", "-3.08 Kb", "94.79 Mb", "1.00 Gb"
+// (1024-based units; two decimals rounded as Python's '{:.2f}' rounds
+// bytes * 1.0 / unit).
+std::string format_memory(int64_t bytes);
 
 }  // namespace gpuprof

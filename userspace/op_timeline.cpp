@@ -14,6 +14,7 @@ struct OpenFrame {
   uint64_t entry_sp;
   uint64_t child_ns;  // summed durations of direct children closed so far
   uint32_t depth;
+  uint64_t entry_index;       // index of the ENTRY event in the input
   uint32_t children = 0;      // direct children closed so far
   int64_t last_child = -1;    // index in Timeline::calls of the latest one
 };
@@ -27,11 +28,11 @@ struct ThreadState {
 
 class TimelineBuilder {
  public:
-  void add(const gp_event& event) {
+  void add(const gp_event& event, uint64_t index) {
     ThreadState& thread = thread_of(event.tid);
     switch (event.kind) {
       case GP_EV_OP_ENTRY:
-        on_entry(thread, event);
+        on_entry(thread, event, index);
         break;
       case GP_EV_OP_EXIT:
         on_exit(thread, event);
@@ -70,7 +71,7 @@ class TimelineBuilder {
     return *cached_thread_;
   }
 
-  void on_entry(ThreadState& thread, const gp_event& event) {
+  void on_entry(ThreadState& thread, const gp_event& event, uint64_t index) {
     thread.ran_ops = true;
     // Frames at or below this sp are gone: the new call took their slot.
     close_unwound_while(thread, thread.last_event_ns, [&](const OpenFrame& top) {
@@ -82,6 +83,7 @@ class TimelineBuilder {
         .entry_sp = event.sp,
         .child_ns = 0,
         .depth = static_cast<uint32_t>(thread.stack.size()),
+        .entry_index = index,
     });
   }
 
@@ -130,6 +132,7 @@ class TimelineBuilder {
         .self_ns = duration - std::min(frame.child_ns, duration),
         .depth = frame.depth,
         .unwound = unwound,
+        .entry_index = frame.entry_index,
     });
     timeline_.child_count.push_back(frame.children);
     timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
@@ -155,7 +158,7 @@ Timeline build_timeline(std::span<const gp_event> events) {
   builder.reserve_calls(static_cast<size_t>(
       std::count_if(events.begin(), events.end(),
                     [](const gp_event& e) { return e.kind == GP_EV_OP_ENTRY; })));
-  for (const gp_event& event : events) builder.add(event);
+  for (size_t i = 0; i < events.size(); i++) builder.add(events[i], i);
   return std::move(builder).finish();
 }
 

@@ -64,6 +64,7 @@ struct OpCall {
   uint64_t self_ns = 0;   // duration minus the durations of direct children
   uint32_t depth = 0;     // open frames below it at entry (0: outermost seen)
   bool unwound = false;   // ended without an EXIT
+  uint64_t entry_index = 0;  // index of its ENTRY in the events given to build_timeline
 
   uint64_t duration_ns() const { return end_ns - start_ns; }
   bool operator==(const OpCall&) const = default;

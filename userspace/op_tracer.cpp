@@ -1,11 +1,15 @@
 #include "op_tracer.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <string_view>
+#include <algorithm>
 
 #include "elf_image.h"
 #include "op_tracer.skel.h"
@@ -21,13 +25,40 @@ int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
   return vfprintf(stderr, fmt, args);
 }
 
-int on_ring_event(void* ctx, void* data, size_t size) {
+int on_op_record(void* ctx, void* data, size_t size) {
   if (size < sizeof(gp_event)) return 0;
   gp_event event;
   std::memcpy(&event, data, sizeof(event));
-  (*static_cast<OpTracer::EventSink*>(ctx))(event);
+  // The payload is copied out of the ring: the sink may keep it.
+  size_t payload_words = std::min<size_t>(event.payload_bytes, size - sizeof(event)) / 8;
+  uint64_t words[GP_MAX_TENSOR_ARGS * (1 + GP_RAW_WINDOW_WORDS)];
+  payload_words = std::min(payload_words, std::size(words));
+  std::memcpy(words, static_cast<const char*>(data) + sizeof(event), payload_words * 8);
+  event.payload_bytes = 0;
+  static_cast<TracerSinks*>(ctx)->op(event, std::span<const uint64_t>(words, payload_words));
   return 0;
 }
+
+int on_mem_record(void* ctx, void* data, size_t size) {
+  if (size < sizeof(gp_mem_event)) return 0;
+  gp_mem_event event;
+  std::memcpy(&event, data, sizeof(event));
+  auto& sink = static_cast<TracerSinks*>(ctx)->memory;
+  if (sink) sink(event);
+  return 0;
+}
+
+// libc10's accounting entry points; their signatures are stable from 1.13 to
+// 2.x (reportMemoryUsageToProfiler's size_t totals mangle as l or m).
+struct MemoryProbe {
+  const char* symbol_prefix;
+  gp_mem_kind kind;
+};
+constexpr MemoryProbe kMemoryProbes[] = {
+    {"_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm", GP_MEM_CPU_ALLOC},
+    {"_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv", GP_MEM_CPU_FREE},
+    {"_ZN3c1027reportMemoryUsageToProfilerEPvl", GP_MEM_DEVICE},
+};
 
 std::string load_failure_hint(int err) {
   if (geteuid() != 0 || err == EPERM || err == EACCES)
@@ -44,25 +75,35 @@ void set_libbpf_verbose(bool verbose) {
   libbpf_set_print(print_libbpf);
 }
 
-std::unique_ptr<OpTracer> OpTracer::load(uint32_t ring_buffer_bytes, EventSink sink, std::string* error) {
+std::unique_ptr<OpTracer> OpTracer::load(const TracerConfig& config, TracerSinks sinks,
+                                         std::string* error) {
   libbpf_set_print(print_libbpf);
   std::unique_ptr<OpTracer> tracer(new OpTracer());
-  tracer->sink_ = std::move(sink);
+  tracer->sinks_ = std::move(sinks);
+  const uint32_t ring_buffer_bytes = config.ring_buffer_bytes;
   tracer->skel_ = op_tracer_bpf__open();
   if (!tracer->skel_) {
     *error = load_failure_hint(errno);
     return nullptr;
   }
   bpf_map__set_max_entries(tracer->skel_->maps.events, ring_buffer_bytes);
+  bpf_map__set_max_entries(tracer->skel_->maps.mem_events, config.mem_ring_buffer_bytes);
   tracer->skel_->rodata->wakeup_bytes = ring_buffer_bytes / 4;
   bpf_program__set_expected_attach_type(tracer->skel_->progs.on_op_probe,
+                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_memory_probe,
                                         static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
   if (int err = op_tracer_bpf__load(tracer->skel_); err != 0) {
     *error = load_failure_hint(-err);
     return nullptr;
   }
-  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.events), on_ring_event,
-                                 &tracer->sink_, nullptr);
+  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.events), on_op_record,
+                                 &tracer->sinks_, nullptr);
+  if (tracer->rb_ && ring_buffer__add(tracer->rb_, bpf_map__fd(tracer->skel_->maps.mem_events),
+                                      on_mem_record, &tracer->sinks_) != 0) {
+    ring_buffer__free(tracer->rb_);
+    tracer->rb_ = nullptr;
+  }
   if (!tracer->rb_) {
     *error = std::string("cannot open the BPF ring buffer: ") + std::strerror(errno);
     return nullptr;
@@ -102,6 +143,57 @@ bool OpTracer::attach_catch(const std::string& libstdcxx_path, int pid, std::str
   return true;
 }
 
+bool OpTracer::attach_memory(const std::string& libc10_path, int pid, std::string* error) {
+  auto elf = ElfImage::open(libc10_path, error);
+  if (!elf) return false;
+  std::vector<uint64_t> offsets, cookies;
+  for (const MemoryProbe& probe : kMemoryProbes) {
+    std::optional<uint64_t> offset;
+    elf->for_each_function([&](const ElfSymbol& sym) {
+      if (!offset && std::string_view(sym.name).starts_with(probe.symbol_prefix))
+        offset = elf->file_offset(sym.address);
+    });
+    if (!offset) {
+      *error = libc10_path + " has no " + probe.symbol_prefix +
+               "...: this libc10 is not one gpuprof knows how to read memory from";
+      return false;
+    }
+    offsets.push_back(*offset);
+    cookies.push_back(probe.kind);
+  }
+  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_memory_probe), libc10_path,
+                                      offsets, cookies, pid, error);
+  if (!link) return false;
+  memory_link_ = std::move(*link);
+  return true;
+}
+
+bool OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error) {
+  if (plans.size() > GP_MAX_SHAPE_PLANS) plans = plans.first(GP_MAX_SHAPE_PLANS);
+  int fd = bpf_map__fd(skel_->maps.shape_plans);
+  for (uint32_t op = 0; op < plans.size(); op++) {
+    if (plans[op].count == 0) continue;
+    if (bpf_map_update_elem(fd, &op, &plans[op], BPF_ANY) != 0) {
+      *error = std::string("cannot store the shape plans: ") + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+void OpTracer::set_shapes(bool on) {
+  __atomic_store_n(&skel_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_tensor_layout(const gp_tensor_layout& layout) {
+  skel_->bss->tensor_layout = layout;
+  __atomic_store_n(&skel_->bss->tensor_layout_ready, 1u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_undefined_tensor_impl(uint64_t address) {
+  __atomic_store_n(&skel_->bss->undefined_tensor_impl, address, __ATOMIC_SEQ_CST);
+}
+
 void OpTracer::set_tracing(bool on) {
   __atomic_store_n(&skel_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
@@ -110,6 +202,7 @@ void OpTracer::detach() {
   set_tracing(false);
   op_links_.clear();
   catch_link_.reset();
+  memory_link_.reset();
 }
 
 int OpTracer::poll_fd() const { return ring_buffer__epoll_fd(rb_); }
@@ -118,6 +211,10 @@ int OpTracer::consume() { return ring_buffer__consume(rb_); }
 
 uint64_t OpTracer::events_lost() const {
   return __atomic_load_n(&skel_->bss->events_lost, __ATOMIC_RELAXED);
+}
+
+uint64_t OpTracer::mem_events_lost() const {
+  return __atomic_load_n(&skel_->bss->mem_events_lost, __ATOMIC_RELAXED);
 }
 
 }  // namespace gpuprof

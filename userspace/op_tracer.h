@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,13 +23,25 @@ struct ring_buffer;
 
 namespace gpuprof {
 
+// Where the ring buffers' records go. `op` gets every op/catch event; for an
+// ENTRY recorded with shapes, `shape_words` is its payload (events.h, "Input
+// shapes"), otherwise empty. `memory` gets the allocator events.
+struct TracerSinks {
+  std::function<void(const gp_event& event, std::span<const uint64_t> shape_words)> op;
+  std::function<void(const gp_mem_event& event)> memory;
+};
+
+struct TracerConfig {
+  uint32_t ring_buffer_bytes = 32u << 20;     // op events (a power of two, >= page size)
+  uint32_t mem_ring_buffer_bytes = 8u << 20;  // memory events
+};
+
 class OpTracer {
  public:
-  using EventSink = std::function<void(const gp_event&)>;
-
-  // Loads the BPF program. Fails with a message that says what to do when
+  // Loads the BPF programs. Fails with a message that says what to do when
   // not root or when the kernel lacks BPF, BTF or ring buffers.
-  static std::unique_ptr<OpTracer> load(uint32_t ring_buffer_bytes, EventSink sink, std::string* error);
+  static std::unique_ptr<OpTracer> load(const TracerConfig& config, TracerSinks sinks,
+                                        std::string* error);
   ~OpTracer();
 
   // One uprobe_multi link over every site of a libtorch_cpu. path must be
@@ -41,6 +54,20 @@ class OpTracer {
   bool attach_catch(const std::string& libstdcxx_path, int pid, std::string* error);
   bool catch_attached() const { return catch_link_.has_value(); }
 
+  // Entry probes on libc10's allocator accounting (gp_mem_kind in events.h):
+  // ProfiledCPUMemoryReporter::New/Delete and reportMemoryUsageToProfiler.
+  bool attach_memory(const std::string& libc10_path, int pid, std::string* error);
+
+  // Input shapes: one plan per op id (count 0: no tensor arguments to
+  // read); then set_shapes(true). Until set_tensor_layout(), entries carry
+  // raw TensorImpl windows for calibration.
+  bool set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error);
+  void set_shapes(bool on);
+  void set_tensor_layout(const gp_tensor_layout& layout);
+  // Where c10::UndefinedTensorImpl::_singleton is in the target, so that
+  // undefined tensors read as [] (0: not known; they may then read as [0]).
+  void set_undefined_tensor_impl(uint64_t address);
+
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);
 
@@ -52,14 +79,16 @@ class OpTracer {
   int consume();
 
   uint64_t events_lost() const;
+  uint64_t mem_events_lost() const;
 
  private:
   OpTracer() = default;
   op_tracer_bpf* skel_ = nullptr;
   ring_buffer* rb_ = nullptr;
-  EventSink sink_;
+  TracerSinks sinks_;
   std::vector<UprobeMultiLink> op_links_;
   std::optional<UprobeMultiLink> catch_link_;
+  std::optional<UprobeMultiLink> memory_link_;
 };
 
 // libbpf prints nothing unless verbose (its warnings are for developers).

@@ -35,6 +35,15 @@ struct OpRow {
   bool operator==(const OpRow&) const = default;
 };
 
+// The highest tensor memory level of a recording (record --profile-memory).
+struct MemoryPeakInfo {
+  bool seen = false;
+  int64_t bytes = 0;      // CPU: net bytes allocated since the recording started; CUDA: allocator total
+  double at_s = 0;        // seconds after the recording started
+  std::string op;         // innermost op running on the allocating thread ("" if none)
+  int device_index = -1;  // CUDA only
+};
+
 struct Profile {
   std::vector<OpRow> rows;  // one per op name; aggregate() sorts them by name
   uint64_t self_cpu_total_ns = 0;  // sum of self_cpu_ns over rows
@@ -50,6 +59,9 @@ struct Profile {
   // What the recording holds beyond op times.
   bool memory_recorded = false;  // record --profile-memory: the memory columns apply
   bool grouped_by_input_shape = false;  // rows are (name, input shapes) groups
+  MemoryPeakInfo cpu_memory_peak;
+  MemoryPeakInfo cuda_memory_peak;
+  uint64_t memory_unmatched_frees = 0;  // releases of blocks allocated before recording (not counted)
 };
 
 }  // namespace gpuprof

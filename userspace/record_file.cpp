@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -17,6 +19,8 @@ namespace gpuprof {
 static_assert(std::endian::native == std::endian::little,
               "the record format stores little-endian integers and raw gp_events");
 static_assert(sizeof(gp_event) == 32);
+static_assert(sizeof(gp_mem_event) == 40);
+static_assert(kRecordEventsChunkBytes % sizeof(gp_event) == 0);
 
 namespace {
 
@@ -47,8 +51,15 @@ void seal_chunk(std::vector<uint8_t>& chunk, uint32_t type) {
 std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHeaderSize, 0); }
 
 const char* type_name(uint32_t type) {
-  static const char* const names[] = {"", "PROCESS", "CLOCK", "OP_TABLE", "EVENTS", "STATS", "END"};
-  return type >= 1 && type <= 6 ? names[type] : "unknown type";
+  static const char* const names[] = {"",       "PROCESS", "CLOCK",   "OP_TABLE",
+                                      "EVENTS", "STATS",   "END",     "OPTIONS",
+                                      "SHAPES", "ENTRY_SHAPES", "MEM_EVENTS"};
+  return type >= 1 && type <= 10 ? names[type] : "unknown type";
+}
+
+// Whether `type` is a chunk type of format `version` (others are skipped).
+bool known_type(uint32_t type, uint32_t version) {
+  return type >= 1 && type <= (version >= 2 ? 10u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -63,6 +74,7 @@ struct Encoder {
   void i32(int32_t v) { put(v); }
   void u32(uint32_t v) { put(v); }
   void u64(uint64_t v) { put(v); }
+  void i64(int64_t v) { put(v); }
   void str(const std::string& s) {
     put(static_cast<uint32_t>(s.size()));
     b.insert(b.end(), s.begin(), s.end());
@@ -84,6 +96,7 @@ struct Decoder {
   void i32(int32_t& v) { get(v); }
   void u32(uint32_t& v) { get(v); }
   void u64(uint64_t& v) { get(v); }
+  void i64(int64_t& v) { get(v); }
   void str(std::string& s) {
     uint32_t n;
     get(n);  // checked against the payload, itself bounded by the cap
@@ -94,8 +107,9 @@ struct Decoder {
   size_t left() const { return p.size() - pos; }
 };
 
-// The field lists of the PROCESS, CLOCK, OP_TABLE entry and STATS payloads,
-// run by both Encoder and Decoder so writer and reader cannot disagree.
+// The field lists of the PROCESS, CLOCK, OP_TABLE entry and STATS payloads
+// of format `version`, run by both Encoder and Decoder so writer and reader
+// cannot disagree.
 template <typename IO, typename P>
 void process_fields(IO& io, P& p) {
   io.i32(p.pid);
@@ -108,17 +122,64 @@ void clock_fields(IO& io, C& c) {
   io.u64(c.start_realtime_ns);
 }
 template <typename IO, typename O>
-void op_fields(IO& io, O& op) {
+void op_fields(IO& io, O& op, uint32_t version) {
   for (auto* s : {&op.name, &op.overload, &op.symbol}) io.str(*s);
+  if (version >= 2) {
+    io.i32(op.arg_count);
+    io.u32(op.tensor_args);
+  }
 }
 template <typename IO, typename S>
-void stats_fields(IO& io, S& s) {
+void stats_fields(IO& io, S& s, uint32_t version) {
   io.u64(s.events_recorded);
   io.u64(s.events_lost);
   io.u32(s.entry_probes);
   io.u32(s.exit_probes);
   io.u32(s.ops_without_exit);
   io.str(s.stop_reason);
+  if (version >= 2) {
+    io.u64(s.mem_events_lost);
+    io.u64(s.shapes_unknown);
+    io.str(s.tensor_layout);
+  }
+}
+// Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
+size_t min_op_bytes(uint32_t version) { return version >= 2 ? 20 : 12; }
+
+// The op table rule of record_file.h, shared by writer and reader.
+std::string op_problem(const OpInfo& op, size_t i) {
+  if (op.arg_count >= -1 && op.tensor_args <= static_cast<uint32_t>(std::max(op.arg_count, 0)))
+    return "";
+  return "op " + std::to_string(i) + " has arg_count " + std::to_string(op.arg_count) +
+         " and tensor_args " + std::to_string(op.tensor_args);
+}
+
+uint32_t option_flags(const RecordOptions& o) {
+  return (o.shapes ? kRecordOptionShapes : 0) | (o.memory ? kRecordOptionMemory : 0);
+}
+
+// One SHAPES definition: u32 nargs, then {i32 ndim (-1: unknown), sizes}.
+// Canonical, so it doubles as the writer's interning key.
+std::string encode_shape(const InputShapes& shapes) {
+  size_t n = 4;
+  for (const ArgShape& a : shapes) n += 4 + (a ? a->size() * 8 : 0);
+  std::string out(n, '\0');
+  char* p = out.data();
+  auto put = [&p](auto v) {
+    std::memcpy(p, &v, sizeof v);
+    p += sizeof v;
+  };
+  put(static_cast<uint32_t>(shapes.size()));
+  for (const ArgShape& a : shapes) {
+    put(a ? static_cast<int32_t>(a->size()) : int32_t{-1});
+    if (a)
+      for (int64_t d : *a) put(d);
+  }
+  return out;
+}
+
+bool mem_event_ok(const gp_mem_event& e) {
+  return e.kind >= GP_MEM_CPU_ALLOC && e.kind <= GP_MEM_DEVICE;
 }
 
 // The event rules of record_file.h, shared by writer and reader.
@@ -172,19 +233,101 @@ class Source {
   std::vector<uint8_t> buf_;
 };
 
-// Which chunks the reader has met, to enforce the order of record_file.h.
+// What the reader has met, to enforce the order and rules of record_file.h.
 struct Seen {
-  bool process = false, clock = false, ops = false, stats = false, end = false;
-  bool mandatory() const { return process && clock && ops; }
+  uint32_t version = 0;
+  bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
+  uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
+  bool mandatory() const { return process && clock && ops && (options || version < 2); }
+  const char* mandatory_names() const {
+    return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";
+  }
 };
+
+std::string not_whole(size_t bytes, size_t size, const char* what) {
+  return "payload of " + std::to_string(bytes) + " bytes is not a whole number of " +
+         std::to_string(size) + "-byte " + what;
+}
+
+// Decodes a SHAPES payload (after its count) into rec.shapes.
+std::string read_shapes(Decoder& d, Recording& rec) {
+  uint32_t count;
+  d.u32(count);
+  if (count > d.left() / 4)  // each definition takes at least its u32 nargs
+    return "shape count " + std::to_string(count) + " does not fit the payload";
+  for (uint32_t i = 0; i < count && d.ok; ++i) {
+    const std::string id = "shape " + std::to_string(rec.shapes.size());
+    uint32_t nargs;
+    d.u32(nargs);
+    if (nargs > d.left() / 4)  // each argument takes at least its i32 ndim
+      return id + ": argument count " + std::to_string(nargs) + " does not fit the payload";
+    InputShapes shapes;
+    shapes.reserve(nargs);
+    for (uint32_t a = 0; a < nargs && d.ok; ++a) {
+      int32_t ndim;
+      d.i32(ndim);
+      if (!d.ok) break;
+      if (ndim < -1 || ndim > kRecordMaxShapeDims)
+        return id + ": argument " + std::to_string(a) + " has ndim " + std::to_string(ndim) +
+               " (expected -1.." + std::to_string(kRecordMaxShapeDims) + ")";
+      if (ndim == -1) {
+        shapes.emplace_back(std::nullopt);
+        continue;
+      }
+      if (static_cast<size_t>(ndim) > d.left() / 8) return "payload too short";
+      std::vector<int64_t>& sizes = shapes.emplace_back(std::in_place).value();
+      sizes.resize(static_cast<size_t>(ndim));
+      for (int64_t& v : sizes) d.i64(v);
+    }
+    rec.shapes.push_back(std::move(shapes));
+  }
+  return "";
+}
+
+// Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes.
+std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
+  constexpr size_t kSize = 12;
+  if (payload.size() % kSize != 0) return not_whole(payload.size(), kSize, "entry shapes");
+  for (size_t i = 0; i < payload.size() / kSize; ++i) {
+    EntryShapes e{get<uint64_t>(payload.data() + i * kSize),
+                  get<uint32_t>(payload.data() + i * kSize + 8)};
+    const std::string id = "entry shape " + std::to_string(i) + " has ";
+    if (e.event_index < seen.next_entry_index)
+      return id + "event_index " + std::to_string(e.event_index) + ", not above the previous " +
+             std::to_string(seen.next_entry_index - 1);
+    if (e.event_index >= rec.events.size())
+      return id + "event_index " + std::to_string(e.event_index) + ", but only " +
+             std::to_string(rec.events.size()) + " events precede it";
+    if (rec.events[e.event_index].kind != GP_EV_OP_ENTRY)
+      return id + "event_index " + std::to_string(e.event_index) +
+             ", which is not an ENTRY event (kind " +
+             std::to_string(rec.events[e.event_index].kind) + ")";
+    if (e.shape_id >= rec.shapes.size())
+      return id + "shape_id " + std::to_string(e.shape_id) + ", but " +
+             std::to_string(rec.shapes.size()) + " shapes are defined";
+    seen.next_entry_index = e.event_index + 1;
+    rec.entry_shapes.push_back(e);
+  }
+  return "";
+}
 
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
+  if (!known_type(type, seen.version))
+    return "";  // unknown type, checksum verified: skip (forward compatibility)
   const ChunkType t = static_cast<ChunkType>(type);
+  const std::string name = type_name(type);
   auto first = [](bool& flag) { return !std::exchange(flag, true); };
-  if ((t == ChunkType::EVENTS || t == ChunkType::STATS) && !seen.mandatory())
-    return std::string(type_name(type)) + " chunk before the PROCESS, CLOCK and OP_TABLE chunks";
+  const bool data = t == ChunkType::EVENTS || t == ChunkType::SHAPES ||
+                    t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS;
+  if ((data || t == ChunkType::STATS) && !seen.mandatory())
+    return name + " chunk before the " + seen.mandatory_names() + " chunks";
+  if (data && seen.stats) return name + " chunk after the STATS chunk";
+  if ((t == ChunkType::SHAPES || t == ChunkType::ENTRY_SHAPES) && !rec.options.shapes)
+    return name + " chunk in a recording without the shapes option";
+  if (t == ChunkType::MEM_EVENTS && !rec.options.memory)
+    return name + " chunk in a recording without the memory option";
   Decoder d{payload};
   switch (t) {
     case ChunkType::PROCESS:
@@ -199,36 +342,74 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!first(seen.ops)) return "duplicate OP_TABLE chunk";
       uint32_t count;
       d.u32(count);
-      if (count > d.left() / 12)  // each op takes at least three u32 lengths
+      if (count > d.left() / min_op_bytes(seen.version))
         return "op count " + std::to_string(count) + " does not fit the payload";
       rec.ops.reserve(count);
-      for (uint32_t i = 0; i < count && d.ok; ++i) op_fields(d, rec.ops.emplace_back());
+      for (uint32_t i = 0; i < count && d.ok; ++i) {
+        op_fields(d, rec.ops.emplace_back(), seen.version);
+        std::string problem = d.ok ? op_problem(rec.ops.back(), i) : "";
+        if (!problem.empty()) return problem;
+      }
+      break;
+    }
+    case ChunkType::OPTIONS: {
+      if (!first(seen.options)) return "duplicate OPTIONS chunk";
+      uint32_t flags;
+      d.u32(flags);
+      const uint32_t known = kRecordOptionShapes | kRecordOptionMemory;
+      if (d.ok && (flags & ~known) != 0) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%x", flags & ~known);
+        return std::string("unknown option flags ") + hex;
+      }
+      rec.options.shapes = (flags & kRecordOptionShapes) != 0;
+      rec.options.memory = (flags & kRecordOptionMemory) != 0;
       break;
     }
     case ChunkType::EVENTS: {
-      if (seen.stats) return "EVENTS chunk after the STATS chunk";
       if (payload.size() % sizeof(gp_event) != 0)
-        return "payload of " + std::to_string(payload.size()) +
-               " bytes is not a whole number of 32-byte events";
+        return not_whole(payload.size(), sizeof(gp_event), "events");
       const size_t base = rec.events.size();
       rec.events.resize(base + payload.size() / sizeof(gp_event));
-      std::memcpy(rec.events.data() + base, payload.data(), payload.size());
-      for (size_t i = base; i < rec.events.size(); ++i)
-        if (!event_ok(rec.events[i], rec.ops.size()))
-          return "event " + std::to_string(i - base) + event_problem(rec.events[i], rec.ops.size());
+      if (!payload.empty())  // memcpy must not see the null data() of an empty vector
+        std::memcpy(rec.events.data() + base, payload.data(), payload.size());
+      for (size_t i = base; i < rec.events.size(); ++i) {
+        const gp_event& e = rec.events[i];
+        if (!event_ok(e, rec.ops.size()))
+          return "event " + std::to_string(i - base) + event_problem(e, rec.ops.size());
+        if (e.payload_bytes != 0)
+          return "event " + std::to_string(i - base) + " has payload_bytes " +
+                 std::to_string(e.payload_bytes) + " (always 0 in a record file)";
+      }
+      return "";
+    }
+    case ChunkType::SHAPES:
+      if (std::string problem = read_shapes(d, rec); !problem.empty()) return problem;
+      break;
+    case ChunkType::ENTRY_SHAPES:
+      return read_entry_shapes(payload, rec, seen);
+    case ChunkType::MEM_EVENTS: {
+      if (payload.size() % sizeof(gp_mem_event) != 0)
+        return not_whole(payload.size(), sizeof(gp_mem_event), "memory events");
+      const size_t base = rec.mem_events.size();
+      rec.mem_events.resize(base + payload.size() / sizeof(gp_mem_event));
+      if (!payload.empty())  // memcpy must not see the null data() of an empty vector
+        std::memcpy(rec.mem_events.data() + base, payload.data(), payload.size());
+      for (size_t i = base; i < rec.mem_events.size(); ++i)
+        if (!mem_event_ok(rec.mem_events[i]))
+          return "memory event " + std::to_string(i - base) + " has unknown kind " +
+                 std::to_string(rec.mem_events[i].kind);
       return "";
     }
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
-      stats_fields(d, rec.stats);
+      stats_fields(d, rec.stats, seen.version);
       break;
     case ChunkType::END:
       if (!seen.stats) return "END chunk without a STATS chunk";
       d.u64(rec.clock.end_monotonic_ns);
       seen.end = true;
       break;
-    default:
-      return "";  // unknown type, checksum verified: skip (forward compatibility)
   }
   if (!d.ok) return "payload too short";
   if (d.left() != 0) return std::to_string(d.left()) + " unexpected trailing payload bytes";
@@ -267,6 +448,7 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
   Recording rec;
   rec.format_version = version;
   Seen seen;
+  seen.version = version;
   uint64_t off = kRecordHeaderSize;
   uint64_t torn_bytes = 0;  // bytes of a torn final chunk
   for (uint64_t index = 1; off < size && !seen.end; ++index) {
@@ -299,8 +481,8 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     return fail(name + ": corrupt: " + std::to_string(size - off) +
                 " bytes after the END chunk at offset " + std::to_string(off));
   if (!seen.mandatory())
-    return fail(name + " is truncated: it ends at offset " + std::to_string(size) +
-                ", before the PROCESS, CLOCK and OP_TABLE chunks are complete");
+    return fail(name + " is truncated: it ends at offset " + std::to_string(size) + ", before the " +
+                seen.mandatory_names() + " chunks are complete");
   rec.complete = seen.end;
   if (!seen.end) {
     rec.incomplete_reason = "no END chunk: the recorder did not finish (was it killed?)";
@@ -331,8 +513,21 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 
 // ---- RecordWriter ----
 
+namespace {
+// The room for a SHAPES chunk header and its u32 count.
+constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
+size_t payload_size(const std::vector<uint8_t>& chunk) {
+  return chunk.size() - kRecordChunkHeaderSize;
+}
+}  // namespace
+
 RecordWriter::RecordWriter(int fd, std::string path)
-    : fd_(fd), path_(std::move(path)), pending_(chunk_buffer()) {}
+    : fd_(fd),
+      path_(std::move(path)),
+      pending_(chunk_buffer()),
+      pending_shapes_(kShapesPrefix, 0),
+      pending_entries_(chunk_buffer()),
+      pending_mem_(chunk_buffer()) {}
 
 int UniqueFd::reset(int fd) {
   int rc = fd_ >= 0 ? ::close(fd_) : 0;
@@ -375,9 +570,9 @@ bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* e
 }
 
 bool RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error) {
-  if (chunk.size() - kRecordChunkHeaderSize > kRecordMaxChunkPayload) {
+  if (payload_size(chunk) > kRecordMaxChunkPayload) {
     *error = path_ + ": " + type_name(static_cast<uint32_t>(type)) + " chunk of " +
-             std::to_string(chunk.size() - kRecordChunkHeaderSize) + " bytes exceeds the limit";
+             std::to_string(payload_size(chunk)) + " bytes exceeds the limit";
     state_ = State::kFailed;
     return false;
   }
@@ -386,17 +581,26 @@ bool RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std:
 }
 
 bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
-                         const std::vector<OpInfo>& ops, std::string* error) {
+                         const std::vector<OpInfo>& ops, const RecordOptions& options,
+                         std::string* error) {
   if (!check_state(State::kCreated, "begin", error)) return false;
-  Encoder p, c, o;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (std::string problem = op_problem(ops[i], i); !problem.empty()) {
+      *error = path_ + ": not recording op table: " + problem;
+      return false;
+    }
+  Encoder p, c, o, f;
   process_fields(p, process);
   clock_fields(c, clock);
   o.u32(static_cast<uint32_t>(ops.size()));
-  for (const OpInfo& op : ops) op_fields(o, op);
+  for (const OpInfo& op : ops) op_fields(o, op, GP_RECORD_FORMAT_VERSION);
+  f.u32(option_flags(options));
   if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
-      !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error))
+      !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error) ||
+      !write_chunk(ChunkType::OPTIONS, f.b, error))
     return false;
   ops_count_ = ops.size();
+  options_ = options;
   state_ = State::kBegun;
   return true;
 }
@@ -410,22 +614,117 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
       *error = path_ + ": not recording event" + event_problem(events[i], ops_count_);
       return false;
     }
+  if (options_.shapes) {  // remember which events are entries, for append_shapes
+    const uint64_t first = events_appended() - entry_bits_base_;
+    entry_bits_.resize(static_cast<size_t>((first + count + 63) / 64), 0);
+    for (size_t i = 0; i < count; ++i)
+      if (events[i].kind == GP_EV_OP_ENTRY)
+        entry_bits_[(first + i) / 64] |= uint64_t{1} << ((first + i) % 64);
+  }
   const auto* src = reinterpret_cast<const uint8_t*>(events);
   size_t left = count * sizeof(gp_event);
   while (left > 0) {
-    size_t buffered = pending_.size() - kRecordChunkHeaderSize;
-    size_t take = std::min(left, kRecordEventsChunkBytes - buffered);
+    size_t buffered = payload_size(pending_);
+    size_t take = std::min(left, kRecordEventsChunkBytes - buffered);  // whole events
     pending_.insert(pending_.end(), src, src + take);
+    // payload_bytes belongs to the ring buffer: always 0 in the file.
+    for (size_t at = pending_.size() - take; at < pending_.size(); at += sizeof(gp_event))
+      std::memset(pending_.data() + at + offsetof(gp_event, payload_bytes), 0,
+                  sizeof(gp_event::payload_bytes));
     src += take;
     left -= take;
-    if (buffered + take >= kRecordEventsChunkBytes && !flush(error)) return false;
+    if (buffered + take >= kRecordEventsChunkBytes && !flush_events(error)) return false;
   }
   return true;
 }
 
-bool RecordWriter::flush(std::string* error) {
-  if (!check_state(State::kBegun, "flush", error)) return false;
-  size_t bytes = pending_.size() - kRecordChunkHeaderSize;
+bool RecordWriter::is_entry(uint64_t event_index) const {
+  if (event_index < entry_bits_base_) return false;
+  const uint64_t bit = event_index - entry_bits_base_;
+  return bit / 64 < entry_bits_.size() && ((entry_bits_[bit / 64] >> (bit % 64)) & 1) != 0;
+}
+
+bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes,
+                                 std::string* error) {
+  if (!check_state(State::kBegun, "append_shapes", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the shapes of event " + std::to_string(event_index) + ": " +
+             why;
+    return false;
+  };
+  if (!options_.shapes) return refuse("the recording was begun without the shapes option");
+  if (event_index < next_entry_index_)
+    return refuse("not above the previous entry shape's event " +
+                  std::to_string(next_entry_index_ - 1));
+  if (event_index >= events_appended())
+    return refuse("only " + std::to_string(events_appended()) + " events were appended");
+  if (!is_entry(event_index)) return refuse("it is not an ENTRY event");
+  if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
+  for (size_t a = 0; a < shapes.size(); ++a)
+    if (shapes[a] && shapes[a]->size() > static_cast<size_t>(kRecordMaxShapeDims))
+      return refuse("argument " + std::to_string(a) + " has " + std::to_string(shapes[a]->size()) +
+                    " dims (at most " + std::to_string(kRecordMaxShapeDims) + ")");
+  std::string def = encode_shape(shapes);
+  if (def.size() > kRecordMaxChunkPayload - 4) return refuse("the shape list is too large");
+
+  auto it = shape_ids_.find(def);
+  if (it == shape_ids_.end()) {
+    if (shape_ids_.size() >= UINT32_MAX) return refuse("too many distinct shape lists");
+    // Keep the SHAPES chunk under the cap (flush writes the pending ones).
+    if (pending_shapes_.size() - kShapesPrefix + def.size() > kRecordMaxChunkPayload - 4 &&
+        !flush(error))
+      return false;
+    pending_shapes_.insert(pending_shapes_.end(), def.begin(), def.end());
+    ++pending_shape_count_;
+    const uint32_t id = static_cast<uint32_t>(shape_ids_.size());
+    it = shape_ids_.emplace(std::move(def), id).first;
+  }
+  uint8_t entry[12];
+  std::memcpy(entry, &event_index, 8);
+  std::memcpy(entry + 8, &it->second, 4);
+  pending_entries_.insert(pending_entries_.end(), entry, entry + sizeof entry);
+  next_entry_index_ = event_index + 1;
+  // Forget which events below next_entry_index_ were entries, in big steps.
+  const uint64_t drop = (next_entry_index_ - entry_bits_base_) / 64;
+  if (drop >= 1024 && drop <= entry_bits_.size()) {
+    entry_bits_.erase(entry_bits_.begin(), entry_bits_.begin() + static_cast<ptrdiff_t>(drop));
+    entry_bits_base_ += drop * 64;
+  }
+  if (pending_shapes_.size() - kShapesPrefix >= kRecordEventsChunkBytes ||
+      payload_size(pending_entries_) >= kRecordEventsChunkBytes)
+    return flush(error);
+  return true;
+}
+
+bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count,
+                                     std::string* error) {
+  if (!check_state(State::kBegun, "append_mem_events", error)) return false;
+  if (count > 0 && !options_.memory) {
+    *error = path_ + ": not recording memory events: the recording was begun without the "
+             "memory option";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (!mem_event_ok(events[i])) {
+      *error = path_ + ": not recording memory event " + std::to_string(i) +
+               " of the batch: unknown kind " + std::to_string(events[i].kind);
+      return false;
+    }
+  const auto* src = reinterpret_cast<const uint8_t*>(events);
+  size_t left = count * sizeof(gp_mem_event);
+  while (left > 0) {
+    size_t buffered = payload_size(pending_mem_);
+    size_t take = std::min(left, kRecordMemEventsChunkBytes - buffered);  // whole events
+    pending_mem_.insert(pending_mem_.end(), src, src + take);
+    src += take;
+    left -= take;
+    if (buffered + take >= kRecordMemEventsChunkBytes && !flush_mem_events(error)) return false;
+  }
+  return true;
+}
+
+bool RecordWriter::flush_events(std::string* error) {
+  size_t bytes = payload_size(pending_);
   if (bytes == 0) return true;
   if (!write_chunk(ChunkType::EVENTS, pending_, error)) return false;
   events_written_ += bytes / sizeof(gp_event);
@@ -433,10 +732,37 @@ bool RecordWriter::flush(std::string* error) {
   return true;
 }
 
+bool RecordWriter::flush_mem_events(std::string* error) {
+  size_t bytes = payload_size(pending_mem_);
+  if (bytes == 0) return true;
+  if (!write_chunk(ChunkType::MEM_EVENTS, pending_mem_, error)) return false;
+  mem_events_written_ += bytes / sizeof(gp_mem_event);
+  pending_mem_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
+// never has an entry shape naming an undefined shape or an unwritten event.
+bool RecordWriter::flush(std::string* error) {
+  if (!check_state(State::kBegun, "flush", error)) return false;
+  if (pending_shape_count_ > 0) {
+    std::memcpy(pending_shapes_.data() + kRecordChunkHeaderSize, &pending_shape_count_, 4);
+    if (!write_chunk(ChunkType::SHAPES, pending_shapes_, error)) return false;
+    pending_shapes_.resize(kShapesPrefix);
+    pending_shape_count_ = 0;
+  }
+  if (!flush_events(error)) return false;
+  if (payload_size(pending_entries_) > 0) {
+    if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
+    pending_entries_.resize(kRecordChunkHeaderSize);
+  }
+  return flush_mem_events(error);
+}
+
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
   if (!check_state(State::kBegun, "finish", error) || !flush(error)) return false;
   Encoder s, e;
-  stats_fields(s, stats);
+  stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);
   e.u64(end_monotonic_ns);
   if (!write_chunk(ChunkType::STATS, s.b, error) || !write_chunk(ChunkType::END, e.b, error))
     return false;

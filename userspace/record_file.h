@@ -13,52 +13,83 @@
 //
 //   file header, 16 bytes
 //     0  char[8] magic     "GPUPROF\0"
-//     8  u32     version   GP_RECORD_FORMAT_VERSION
+//     8  u32     version   GP_RECORD_FORMAT_VERSION (2; version 1 is still read)
 //    12  u32     hdr_size  16 (size of this header; anything else is corrupt)
 //   then chunks, back to back until the end of the file:
 //     0  u32     type      ChunkType
 //     4  u32     length    payload bytes, at most kRecordMaxChunkPayload
-//     8  u32     reserved  0 (ignored by version-1 readers, but checksummed)
+//     8  u32     reserved  0 (ignored by readers, but checksummed)
 //    12  u32     crc       zlib crc32 of chunk bytes 0..11, then the payload
 //    16  u8[length] payload
 //
 //   The crc covers the chunk header too, so a flipped type or length byte is
 //   caught rather than misread as an unknown (skipped) chunk.
 //
-// Payloads (str = u32 byte length + bytes, no NUL):
-//   PROCESS   i32 pid, str comm, str cmdline, str libtorch_path,
-//             str libtorch_build_id, str hostname
-//   CLOCK     u64 start_monotonic_ns, u64 start_realtime_ns
-//   OP_TABLE  u32 count, then count x {str name, str overload, str symbol}
-//   EVENTS    n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0
-//   STATS     u64 events_recorded, u64 events_lost, u32 entry_probes,
-//             u32 exit_probes, u32 ops_without_exit, str stop_reason
-//   END       u64 end_monotonic_ns; the last chunk of a finished recording
+// Payloads of version 2 (str = u32 byte length + bytes, no NUL):
+//   PROCESS      i32 pid, str comm, str cmdline, str libtorch_path,
+//                str libtorch_build_id, str hostname
+//   CLOCK        u64 start_monotonic_ns, u64 start_realtime_ns
+//   OP_TABLE     u32 count, then count x {str name, str overload, str symbol,
+//                i32 arg_count, u32 tensor_args}; arg_count >= -1 and
+//                tensor_args <= max(arg_count, 0)
+//   OPTIONS      u32 flags: bit 0 shapes (record --record-shapes), bit 1
+//                memory (--profile-memory); other bits must be 0
+//   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0
+//   SHAPES       u32 count, then count x {u32 nargs, nargs x {i32 ndim,
+//                ndim x i64 size}}: input shape lists, numbered from 0 in the
+//                order of definition across the file; ndim -1 is an argument
+//                whose shape is unknown (ArgShape nullopt, no sizes follow),
+//                otherwise 0 <= ndim <= kRecordMaxShapeDims
+//   ENTRY_SHAPES n x {u64 event_index, u32 shape_id} (12 bytes each, packed):
+//                the ENTRY event at event_index (its index among all the
+//                events of the file, i.e. in Recording::events) had the input
+//                shapes shape_id
+//   MEM_EVENTS   n x struct gp_mem_event (bpf/events.h, 40 bytes, raw)
+//   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
+//                u32 exit_probes, u32 ops_without_exit, str stop_reason,
+//                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout
+//   END          u64 end_monotonic_ns; the last chunk of a finished recording
+//
+// Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES or MEM_EVENTS chunks (their
+// type numbers are unknown chunks there, skipped), OP_TABLE entries end after
+// symbol (read as arg_count -1, tensor_args 0) and STATS after stop_reason.
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
-// the format version. Order: PROCESS, CLOCK and OP_TABLE once each (any
-// order) before any EVENTS; then EVENTS chunks; then STATS; then END.
-// Chunks of unknown type are skipped anywhere (forward compatibility within a
-// version); an unknown (newer) version is an error.
+// the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
+// OPTIONS once each, in any order, before any other known chunk; then EVENTS,
+// SHAPES, ENTRY_SHAPES and MEM_EVENTS chunks, interleaved; then STATS; then
+// END. SHAPES and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory
+// option. Chunks of unknown type are skipped anywhere (forward compatibility
+// within a version); an unknown (newer) version is an error.
 //
 // Reading rules:
 //   - bad magic                      -> error "F is not a gpuprof record file"
 //   - newer version                  -> error naming both versions
-//   - the file ends in the header or before PROCESS, CLOCK and OP_TABLE are
-//     complete                       -> error "F is truncated: ..."
+//   - the file ends in the header or before the mandatory chunks (PROCESS,
+//     CLOCK, OP_TABLE, and OPTIONS in version 2) are complete
+//                                    -> error "F is truncated: ..."
 //   - checksum mismatch, length above the cap, bad payload, bad order, data
-//     after END, an event with an unknown kind or an op_id outside the op
-//     table                          -> error "F: corrupt chunk N (TYPE) at
+//     after END, an event with an unknown kind, an op_id outside the op table
+//     or a non-zero payload_bytes, a bad shape definition, a bad entry shape
+//     (below), a memory event of unknown kind
+//                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
-//     (the SIGKILLed recorder)       -> success, complete = false, events of
+//     (the SIGKILLed recorder)       -> success, complete = false, the data of
 //     the complete chunks, incomplete_reason says how many bytes were ignored
 //     (a corrupted length that points past the end of the file looks the same:
 //     it is reported as a torn chunk, never ignored silently).
 //
 // Events: GP_EV_OP_ENTRY / GP_EV_OP_EXIT need op_id < ops.size(); GP_EV_CATCH
-// carries GP_NO_OP (an op id in range is tolerated). Nothing else gets
-// through, so the aggregator can index the op table without checks.
+// carries GP_NO_OP (an op id in range is tolerated); payload_bytes is 0.
+// Entry shapes: event_index strictly increasing across the file and naming
+// a GP_EV_OP_ENTRY event of an EVENTS chunk before it (not necessarily the
+// one just before: shapes may be decoded long after their event); shape_id
+// < the number of shapes defined by the SHAPES chunks before it. A flush
+// writes SHAPES, then EVENTS, then ENTRY_SHAPES, so every prefix of a file
+// that ends on a chunk boundary follows these rules. Memory events:
+// kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Nothing else gets through, so the
+// aggregator can index the op table, the events and the shapes without checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -69,6 +100,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -77,7 +109,7 @@
 
 namespace gpuprof {
 
-inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 1;
+inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 2;
 inline constexpr char kRecordMagic[8] = {'G', 'P', 'U', 'P', 'R', 'O', 'F', '\0'};
 inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;
@@ -86,6 +118,15 @@ inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // The writer emits an EVENTS chunk once this many payload bytes are buffered
 // (2048 events); flush() emits a smaller one earlier.
 inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
+// The writer emits a MEM_EVENTS chunk once this many payload bytes (1600
+// memory events) are buffered, and flushes everything once the pending shape
+// definitions or entry shapes reach kRecordEventsChunkBytes.
+inline constexpr size_t kRecordMemEventsChunkBytes = 1600 * sizeof(gp_mem_event);
+// Largest ndim of a shape in a SHAPES chunk.
+inline constexpr int32_t kRecordMaxShapeDims = 64;
+// OPTIONS flags.
+inline constexpr uint32_t kRecordOptionShapes = 1u << 0;
+inline constexpr uint32_t kRecordOptionMemory = 1u << 1;
 
 enum class ChunkType : uint32_t {
   PROCESS = 1,
@@ -94,6 +135,10 @@ enum class ChunkType : uint32_t {
   EVENTS = 4,
   STATS = 5,
   END = 6,
+  OPTIONS = 7,       // version 2
+  SHAPES = 8,        // version 2
+  ENTRY_SHAPES = 9,  // version 2
+  MEM_EVENTS = 10,   // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -120,12 +165,13 @@ class UniqueFd {
   int fd_;
 };
 
-// Streams one recording to a file. Usage: create, begin once, append_events
-// and flush any number of times, finish once. Every chunk is written whole by
-// one write loop, so a writer killed at any point leaves at most one torn
-// chunk at the end of the file. After any failure the writer refuses further
-// writes (appending after a torn chunk would make the file corrupt, not just
-// incomplete). Not thread-safe.
+// Streams one recording to a file. Usage: create, begin once, append_events,
+// append_shapes, append_mem_events and flush any number of times, finish
+// once. Every chunk is written whole by one write loop, so a writer killed at
+// any point leaves at most one torn chunk at the end of the file. After any
+// write failure the writer refuses further writes (appending after a torn
+// chunk would make the file corrupt, not just incomplete); a refused batch
+// (data the reader would reject) leaves the writer usable. Not thread-safe.
 class RecordWriter {
  public:
   // Opens (O_CREAT | O_TRUNC, mode 0644) path for writing.
@@ -136,17 +182,41 @@ class RecordWriter {
   RecordWriter(RecordWriter&&) noexcept = default;
   RecordWriter& operator=(RecordWriter&&) noexcept = default;
 
-  // Writes the file header and the PROCESS, CLOCK and OP_TABLE chunks.
-  // clock.end_monotonic_ns is not stored here (finish() writes it).
+  // Writes the file header and the PROCESS, CLOCK, OP_TABLE and OPTIONS
+  // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
+  // Refuses an op table the reader would reject (arg_count < -1, tensor_args
+  // above max(arg_count, 0)). options decide what append_shapes and
+  // append_mem_events accept.
   bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
-             std::string* error);
+             const RecordOptions& options, std::string* error);
+  // The same with no options (no shapes, no memory events).
+  bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
+             std::string* error) {
+    return begin(process, clock, ops, RecordOptions{}, error);
+  }
   // Buffers events; writes an EVENTS chunk each time kRecordEventsChunkBytes
-  // are buffered. A batch holding an event the reader would reject (unknown
-  // kind, op_id outside the op table) is refused whole, with nothing written
-  // or buffered and the writer still usable.
+  // are buffered. payload_bytes is stored as 0 (the ring buffer's shape
+  // payload is the caller's business). A batch holding an event the reader
+  // would reject (unknown kind, op_id outside the op table) is refused whole,
+  // with nothing written or buffered and the writer still usable.
   bool append_events(const gp_event* events, size_t count, std::string* error);
-  // Writes the buffered events (if any) as one EVENTS chunk now. The collector
-  // calls this periodically so a SIGKILL loses little.
+  // Records the input shapes of the ENTRY event at event_index (its index in
+  // the recording's event sequence: the events_appended() value before it
+  // was appended). Needs the shapes option; the event must have been
+  // appended already and be a GP_EV_OP_ENTRY; event_index must be above
+  // that of the previous call; every argument has at most
+  // kRecordMaxShapeDims dims (nullopt = unknown). The shape list is interned:
+  // each distinct list is defined once in a SHAPES chunk. Refused calls
+  // change nothing. Flushes everything once the pending definitions or entry
+  // shapes reach kRecordEventsChunkBytes.
+  bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);
+  // Buffers allocator events (needs the memory option); writes a MEM_EVENTS
+  // chunk each time kRecordMemEventsChunkBytes are buffered. A batch holding
+  // an event of unknown kind is refused whole.
+  bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
+  // Writes what is buffered now: SHAPES (new definitions), EVENTS,
+  // ENTRY_SHAPES, MEM_EVENTS, each only when non-empty. The collector calls
+  // this periodically so a SIGKILL loses little.
   bool flush(std::string* error);
   // flush(), then the STATS and END chunks, then closes the file (a close
   // error is reported). stats are stored as given.
@@ -156,6 +226,15 @@ class RecordWriter {
   uint64_t bytes_written() const { return offset_; }
   // Events written in EVENTS chunks so far (not counting buffered ones).
   uint64_t events_written() const { return events_written_; }
+  // Events accepted so far, written or buffered: the event_index the next
+  // appended event gets.
+  uint64_t events_appended() const {
+    return events_written_ + (pending_.size() - kRecordChunkHeaderSize) / sizeof(gp_event);
+  }
+  // Distinct shape lists interned so far (written or buffered).
+  uint32_t shapes_defined() const { return static_cast<uint32_t>(shape_ids_.size()); }
+  // Memory events written in MEM_EVENTS chunks so far.
+  uint64_t mem_events_written() const { return mem_events_written_; }
 
  private:
   enum class State { kCreated, kBegun, kFinished, kFailed };
@@ -163,16 +242,34 @@ class RecordWriter {
   bool check_state(State want, const char* what, std::string* error) const;
   bool write_bytes(const std::vector<uint8_t>& bytes, std::string* error);
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
+  bool flush_events(std::string* error);
+  bool flush_mem_events(std::string* error);
+  bool is_entry(uint64_t event_index) const;
 
   UniqueFd fd_;
   std::string path_;
   State state_ = State::kCreated;
-  // kRecordChunkHeaderSize bytes of room for the chunk header, then the
-  // buffered events: an EVENTS chunk is sealed in place, never copied.
-  std::vector<uint8_t> pending_;
+  RecordOptions options_;
+  // Each pending_* buffer holds kRecordChunkHeaderSize bytes of room for the
+  // chunk header, then the buffered payload: a chunk is sealed in place,
+  // never copied.
+  std::vector<uint8_t> pending_;         // EVENTS
+  std::vector<uint8_t> pending_shapes_;  // SHAPES: u32 count, then definitions
+  uint32_t pending_shape_count_ = 0;
+  std::vector<uint8_t> pending_entries_;  // ENTRY_SHAPES
+  std::vector<uint8_t> pending_mem_;      // MEM_EVENTS
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
+  uint64_t mem_events_written_ = 0;
   size_t ops_count_ = 0;  // for validating events (the reader's rules)
+  // Interning: a shape list's encoding in a SHAPES chunk -> its id.
+  std::unordered_map<std::string, uint32_t> shape_ids_;
+  // With the shapes option: bit i of entry_bits_ says whether the event at
+  // index entry_bits_base_ + i is an ENTRY, for every appended event not
+  // below next_entry_index_ (older words are dropped now and then).
+  std::vector<uint64_t> entry_bits_;
+  uint64_t entry_bits_base_ = 0;    // a multiple of 64
+  uint64_t next_entry_index_ = 0;   // append_shapes needs event_index >= this
 };
 
 // Reads and validates a whole record file (see the rules above). On failure

@@ -20,7 +20,9 @@
 #include "launcher.h"
 #include "library_watch.h"
 #include "op_tracer.h"
+#include "elf_image.h"
 #include "record_file.h"
+#include "shape_collector.h"
 #include "target_process.h"
 
 namespace gpuprof {
@@ -83,7 +85,15 @@ class Session {
 
  private:
   bool attach_library(int pid, const MappedLibrary& library);
+  void setup_shapes(DispatcherCatalog& catalog);
   void try_attach_catch();
+  void try_attach_memory();
+  void on_op_event(const gp_event& event, std::span<const uint64_t> shape_words);
+  void on_mem_event(const gp_mem_event& event);
+  void drain_shapes();
+  void write_failed(const std::string& error) {
+    if (write_error_.empty()) write_error_ = error;
+  }
   void handle_signals();
   void handle_child_state();
   void stop(const char* reason) {
@@ -110,6 +120,10 @@ class Session {
   bool attached_ = false;
   bool stopped_ = false;
   uint64_t last_catch_try_ns_ = 0;
+  std::optional<ShapeCollector> shapes_;
+  bool memory_attached_ = false;
+  uint64_t mem_events_recorded_ = 0;
+  std::string memory_error_;
   int signal_fd_ = -1;
 };
 
@@ -125,8 +139,13 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
   clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 
+  if (config_.record_shapes) setup_shapes(*catalog);
+
+  RecordOptions options;
+  options.shapes = config_.record_shapes;
+  options.memory = config_.profile_memory;
   writer_ = RecordWriter::create(config_.output_path, &error);
-  if (!writer_ || !writer_->begin(process, clock, catalog->ops, &error)) return fail(error);
+  if (!writer_ || !writer_->begin(process, clock, catalog->ops, options, &error)) return fail(error);
 
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
@@ -137,6 +156,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   stats_.exit_probes = catalog->exit_sites;
   stats_.ops_without_exit = catalog->ops_without_exit;
   try_attach_catch();
+  try_attach_memory();
 
   std::fprintf(stderr,
                "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
@@ -152,7 +172,94 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                  "catch probe %s\n",
                  catalog->schemas_found, catalog->ops_without_exit,
                  catalog->entries_single_stepped, tracer_->catch_attached() ? "on" : "pending");
+  if (config_.record_shapes) {
+    size_t with_plan = 0;
+    for (const OpInfo& op : catalog->ops) with_plan += op.arg_count >= 0;
+    std::fprintf(stderr,
+                 "gpuprof: recording input shapes of %zu of %zu ops (the rest print as ?); "
+                 "calibrating the TensorImpl layout on the first tensors\n",
+                 with_plan, catalog->ops.size());
+  }
+  if (config_.profile_memory && !memory_attached_)
+    std::fprintf(stderr, "gpuprof: memory: %s\n",
+                 memory_error_.empty() ? "waiting for libc10 to be mapped" : memory_error_.c_str());
   return true;
+}
+
+// Shape plans go to BPF before any probe fires; OpInfo records, per op,
+// what report needs to print the arguments that are not read per call.
+void Session::setup_shapes(DispatcherCatalog& catalog) {
+  std::vector<gp_shape_plan> plans(catalog.ops.size());
+  for (size_t op = 0; op < catalog.ops.size() && op < catalog.arg_plans.size(); op++) {
+    const OpArgPlan& plan = catalog.arg_plans[op];
+    if (!plan.ok || op >= GP_MAX_SHAPE_PLANS) continue;
+    plans[op] = to_bpf_plan(plan);
+    catalog.ops[op].arg_count = static_cast<int32_t>(plan.arg_count);
+    catalog.ops[op].tensor_args = static_cast<uint32_t>(plan.tensors.size());
+  }
+  std::vector<OpArgPlan> collector_plans = catalog.arg_plans;
+  for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
+  shapes_.emplace(std::move(collector_plans));
+  std::string error;
+  if (!tracer_->set_shape_plans(plans, &error)) {
+    std::fprintf(stderr, "gpuprof: warning: no input shapes: %s\n", error.c_str());
+    for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
+    shapes_.reset();
+    return;
+  }
+  if (auto undefined = find_symbol_in_target(target_pid_, "libc10.so",
+                                              "_ZN3c1019UndefinedTensorImpl10_singletonE"))
+    tracer_->set_undefined_tensor_impl(*undefined);
+  tracer_->set_shapes(true);
+}
+
+// Allocations are attached once libc10 is mapped (in launch mode it may
+// come after libtorch_cpu); a failure is reported once and not retried.
+void Session::try_attach_memory() {
+  if (!config_.profile_memory || !attached_ || memory_attached_ || !memory_error_.empty()) return;
+  auto libc10 = find_mapped_library(target_pid_, "libc10.so");
+  if (!libc10) return;
+  std::string error;
+  if (tracer_->attach_memory(libc10->path_for_us, target_pid_, &error)) {
+    memory_attached_ = true;
+    if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
+  } else {
+    memory_error_ = error;
+    std::fprintf(stderr, "gpuprof: warning: no memory columns: %s\n", error.c_str());
+  }
+}
+
+void Session::on_op_event(const gp_event& event, std::span<const uint64_t> shape_words) {
+  if (!writer_ || !write_error_.empty()) return;
+  std::string err;
+  const uint64_t index = stats_.events_recorded;  // its index in the recording's events
+  if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
+  stats_.events_recorded++;
+  if (shapes_ && event.kind == GP_EV_OP_ENTRY && !shape_words.empty())
+    shapes_->add_entry(index, event.op_id, shape_words);
+}
+
+void Session::on_mem_event(const gp_mem_event& event) {
+  if (!writer_ || !write_error_.empty()) return;
+  std::string err;
+  if (writer_->append_mem_events(&event, 1, &err))
+    mem_events_recorded_++;
+  else
+    write_failed(err);
+}
+
+// Calibration result to BPF, decoded shapes to the file.
+void Session::drain_shapes() {
+  if (!shapes_ || !writer_) return;
+  if (auto layout = shapes_->take_new_layout()) {
+    tracer_->set_tensor_layout(*layout);
+    std::fprintf(stderr, "gpuprof: %s\n", shapes_->status_line().c_str());
+  }
+  for (ShapeCollector::Ready& ready : shapes_->take_ready()) {
+    std::string err;
+    if (write_error_.empty() && !writer_->append_shapes(ready.event_index, ready.shapes, &err))
+      write_failed(err);
+  }
 }
 
 // The catch probe only sharpens the end time of frames an exception
@@ -211,15 +318,30 @@ bool Session::finish() {
   double detach_ms = ms_since(detach_start);
   tracer_->consume();  // what was in flight when the probes went away
   if (!writer_) return false;
+  if (shapes_) {
+    bool was_calibrated = shapes_->calibrated();
+    shapes_->finish();
+    drain_shapes();
+    if (!shapes_->calibrated() || !was_calibrated)
+      std::fprintf(stderr, "gpuprof: %s\n", shapes_->status_line().c_str());
+    stats_.shapes_unknown = shapes_->unknown_tensors();
+    stats_.tensor_layout = shapes_->status_line();
+  }
   stats_.events_lost = tracer_->events_lost();
+  stats_.mem_events_lost = tracer_->mem_events_lost();
   stats_.stop_reason = outcome_.stop_reason;
   std::string error;
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
-  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost; wrote %s\n",
+  std::string memory;
+  if (config_.profile_memory)
+    memory = "; " + std::to_string(mem_events_recorded_) + " memory events, " +
+             std::to_string(stats_.mem_events_lost) + " lost";
+  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s; wrote %s\n",
                outcome_.stop_reason.c_str(), detach_ms,
                static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), config_.output_path.c_str());
+               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(),
+               config_.output_path.c_str());
   return true;
 }
 
@@ -257,16 +379,12 @@ RecordOutcome Session::run() {
     outcome_.launched_pid = target_pid_;
     watch_ = LibraryWatch::load(target_pid_, &error);
   }
-  auto sink = [this](const gp_event& event) {
-    std::string err;
-    if (writer_ && write_error_.empty()) {
-      if (writer_->append_events(&event, 1, &err))
-        stats_.events_recorded++;
-      else
-        write_error_ = err;
-    }
-  };
-  if (error.empty()) tracer_ = OpTracer::load(config_.ring_buffer_bytes, sink, &error);
+  TracerSinks sinks;
+  sinks.op = [this](const gp_event& event, std::span<const uint64_t> words) { on_op_event(event, words); };
+  sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
+  TracerConfig tracer_config;
+  tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
+  if (error.empty()) tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
   if (!tracer_) {
     if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
     fail(error);
@@ -318,6 +436,8 @@ RecordOutcome Session::run() {
       else if (fd == pidfd.get()) stop("target exited");
     }
     tracer_->consume();
+    drain_shapes();
+    try_attach_memory();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {
       std::string err;

@@ -22,6 +22,8 @@ struct RecordConfig {
   double duration_s = 0;  // 0: until stopped
   uint32_t ring_buffer_bytes = 32u << 20;
   ExitMode exit_mode = ExitMode::emulated;
+  bool record_shapes = false;   // --record-shapes: tensor sizes of every op's arguments
+  bool profile_memory = false;  // --profile-memory: allocator events
   bool verbose = false;
 };
 

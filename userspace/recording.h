@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "events.h"
@@ -20,6 +22,13 @@ struct OpInfo {
   std::string name;      // torch.profiler's name: "aten::add"
   std::string overload;  // schema overload name: "Tensor" ("" when none)
   std::string symbol;    // mangled at::_ops::<op>::call symbol it came from
+  // Input shapes (record --record-shapes): the op's schema argument count,
+  // -1 when its arguments cannot be located (no shapes for it), and how
+  // many of them are tensors whose sizes each ENTRY records. An op with a
+  // known argument count and no tensor arguments has the static shapes
+  // "[[], [], ...]" and no per-entry record.
+  int32_t arg_count = -1;
+  uint32_t tensor_args = 0;
   bool operator==(const OpInfo&) const = default;
 };
 
@@ -51,8 +60,35 @@ struct RecordStats {
   uint32_t entry_probes = 0;     // uprobe_multi sites attached
   uint32_t exit_probes = 0;
   uint32_t ops_without_exit = 0;  // ::call bodies with no `ret` found
+  uint64_t mem_events_lost = 0;   // memory ring buffer full: allocator events dropped
+  // Tensor arguments whose sizes could not be read (target memory not
+  // readable, layout never calibrated, > GP_MAX_DIMS dims) or failed the
+  // numel check; they print as "?".
+  uint64_t shapes_unknown = 0;
+  std::string tensor_layout;  // calibration result, one line ("" without --record-shapes)
   std::string stop_reason;       // "duration", "signal", "target exited", ...
   bool operator==(const RecordStats&) const = default;
+};
+
+// One argument as torch.profiler's record_shapes lists it: the sizes of a
+// tensor argument, empty for anything else (torch prints [] for non-tensors,
+// 0-dim and undefined tensors alike), nullopt when gpuprof could not read
+// or verify it (printed as "?").
+using ArgShape = std::optional<std::vector<int64_t>>;
+using InputShapes = std::vector<ArgShape>;
+
+// What `record` was asked to collect beyond op times.
+struct RecordOptions {
+  bool shapes = false;  // --record-shapes
+  bool memory = false;  // --profile-memory
+  bool operator==(const RecordOptions&) const = default;
+};
+
+// One ENTRY event's input shapes: events[event_index] has shapes[shape_id].
+struct EntryShapes {
+  uint64_t event_index = 0;
+  uint32_t shape_id = 0;
+  bool operator==(const EntryShapes&) const = default;
 };
 
 struct Recording {
@@ -61,6 +97,14 @@ struct Recording {
   ClockInfo clock;
   std::vector<OpInfo> ops;
   std::vector<gp_event> events;
+  RecordOptions options;
+  // Input shapes, interned: entry_shapes points ENTRY events (by index in
+  // `events`, ascending) at the distinct shape lists in `shapes`.
+  std::vector<InputShapes> shapes;
+  std::vector<EntryShapes> entry_shapes;
+  // record --profile-memory: allocator events in the order each thread
+  // produced them (bpf/events.h, struct gp_mem_event).
+  std::vector<gp_mem_event> mem_events;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

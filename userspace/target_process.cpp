@@ -1,7 +1,10 @@
 #include "target_process.h"
 
+#include "elf_image.h"
+
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -61,6 +64,37 @@ std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_
     return MappedLibrary{path, proc_path(pid, "root") + path};
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,
+                                              std::string_view symbol) {
+  std::ifstream maps(proc_path(pid, "maps"));
+  std::string line;
+  std::optional<uint64_t> base;
+  std::string path;
+  while (std::getline(maps, line)) {
+    // address perms offset dev inode pathname
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    path = line.substr(slash);
+    std::string_view name = std::string_view(path).substr(path.rfind('/') + 1);
+    if (!name.starts_with(name_prefix)) continue;
+    unsigned long long start = 0, offset = 0;
+    char perms[8];
+    if (std::sscanf(line.c_str(), "%llx-%*x %7s %llx", &start, perms, &offset) == 3 && offset == 0) {
+      base = start;
+      break;
+    }
+  }
+  if (!base) return std::nullopt;
+  std::string error;
+  auto elf = ElfImage::open(proc_path(pid, "root") + path, &error);
+  if (!elf) return std::nullopt;
+  std::optional<uint64_t> value = elf->symbol_value(symbol);
+  if (!value) return std::nullopt;
+  // Shared libraries are linked at 0: the first PT_LOAD (file offset 0) is
+  // mapped at the load address.
+  return *base + *value;
 }
 
 }  // namespace gpuprof

@@ -25,4 +25,11 @@ struct MappedLibrary {
 // the maps file cannot be read.
 std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_prefix);
 
+// The address in the target of a symbol (data or code) of the mapped library
+// whose file name starts with name_prefix: the library's load address (its
+// mapping at file offset 0) plus the symbol's value. nullopt when the library
+// is not mapped or lacks the symbol.
+std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,
+                                              std::string_view symbol);
+
 }  // namespace gpuprof

@@ -328,7 +328,7 @@ TRACING_RE = re.compile(
     r"(?:; exits (?P<exit_mode>emulated|on ret) \((?P<single_stepped>\d+) single-stepped\))?")
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
-    r"(?P<lost>\d+) lost; wrote (?P<path>.+)$")
+    r"(?P<lost>\d+) lost(?:; (?P<mem_events>\d+) memory events, (?P<mem_lost>\d+) lost)?; wrote (?P<path>.+)$")
 
 
 def _parse_line(regex, stderr, what):
@@ -354,7 +354,9 @@ def parse_stopped_line(stderr):
     m = _parse_line(STOPPED_RE, stderr, "'gpuprof: stopped'")
     d = m.groupdict()
     return {"reason": d["reason"], "detach_ms": float(d["detach_ms"]), "events": int(d["events"]),
-            "lost": int(d["lost"]), "path": d["path"]}
+            "lost": int(d["lost"]), "path": d["path"],
+            "mem_events": int(d["mem_events"]) if d["mem_events"] else None,
+            "mem_lost": int(d["mem_lost"]) if d["mem_lost"] else None}
 
 
 def error_lines(stderr):
@@ -430,19 +432,19 @@ def parse_table(text):
     sep, header = lines[start], lines[start + 1]
     assert lines[start + 2] == sep, f"the header is not followed by the separator:\n{text}"
 
-    # Column positions from the header: each label ends its column.
-    labels, ends = [], []
-    for label in EXPECTED_HEADERS:
-        pos = header.find(label, ends[-1] if ends else 0)
-        assert pos >= 0, f"header lacks {label!r}: {header!r}"
-        labels.append(label)
-        ends.append(pos + len(label))
-    # `Self CPU` is also a prefix of `Self CPU %`: find() from the previous end
-    # already skips it. Columns start 2 characters after the previous one ends.
-    starts = [0] + [e + 2 for e in ends[:-1]]
+    # Columns are the separator's dash runs; each header label is
+    # right-aligned in its run. Extra columns (memory, input shapes) may
+    # follow the time columns; the ones this parser reads must be there.
     dash_runs = [(m.start(), m.end()) for m in re.finditer(r"-+", sep)]
-    assert dash_runs == list(zip(starts, ends)), (
-        f"header labels are not right-aligned on the separator's columns:\n{sep}\n{header}")
+    labels = [header[s:e].strip() for s, e in dash_runs]
+    for (s, e), label in zip(dash_runs, labels):
+        assert label and header[s:e] == header[s:e].strip().rjust(e - s) or label == "Name", (
+            f"header labels are not right-aligned on the separator's columns:\n{sep}\n{header}")
+    missing = [label for label in EXPECTED_HEADERS if label not in labels]
+    assert not missing, f"header lacks {missing}: {header!r}"
+    span_of = dict(zip(labels, dash_runs))
+    starts = [span_of[label][0] for label in EXPECTED_HEADERS]
+    ends = [span_of[label][1] for label in EXPECTED_HEADERS]
 
     rows = {}
     i = start + 3

@@ -48,6 +48,14 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
     if (kind == GP_EV_OP_ENTRY) entries[GP_COOKIE_OP(cookie)]++;
   }
   for (int n : entries) EXPECT_EQ(n, 1);
+
+  // One argument plan per op (tests/unit/op_args_test.cpp checks them): all
+  // but the 20 ops without a schema and one with 19 tensor arguments.
+  ASSERT_EQ(catalog->arg_plans.size(), catalog->ops.size());
+  EXPECT_EQ(catalog->ops_without_arg_plan, 21u);
+  size_t not_ok = 0;
+  for (const OpArgPlan& plan : catalog->arg_plans) not_ok += !plan.ok;
+  EXPECT_EQ(not_ok, catalog->ops_without_arg_plan);
 }
 
 // Every libtorch 1.13 body has a stack-protector check before its ret, so

@@ -49,6 +49,50 @@ TEST(ParseSchema, RejectsOtherStrings) {
   EXPECT_EQ(parse_schema(""), std::nullopt);
 }
 
+TEST(ParseFullSchema, ArgumentsAndReturns) {
+  auto add = parse_full_schema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->op, (OpName{"add", "Tensor"}));
+  EXPECT_EQ(add->arguments, (std::vector<std::string>{"Tensor self", "Tensor other", "Scalar alpha=1"}));
+  EXPECT_EQ(add->returns, "Tensor");
+
+  // Alias annotations with "->", defaults with commas, quoted strings.
+  auto split = parse_full_schema("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->arguments, (std::vector<std::string>{"Tensor(a -> *) self", "int split_size", "int dim=0"}));
+  EXPECT_EQ(split->returns, "Tensor(a)[]");
+  auto pool = parse_full_schema(
+      "aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
+      "padding=[0, 0], str mode=\"a,b)\", *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))");
+  ASSERT_TRUE(pool);
+  EXPECT_EQ(pool->op, (OpName{"max_pool2d_with_indices", "out"}));
+  EXPECT_EQ(pool->arguments,
+            (std::vector<std::string>{"Tensor self", "int[2] kernel_size", "int[2] stride=[]",
+                                      "int[2] padding=[0, 0]", "str mode=\"a,b)\"", "Tensor(a!) out",
+                                      "Tensor(b!) indices"}));
+  EXPECT_EQ(pool->returns, "(Tensor(a!), Tensor(b!))");
+  auto none = parse_full_schema("_foreach_zero_(Tensor(a!)[] self) -> ()");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->returns, "()");
+  auto no_args = parse_full_schema("aten::_get_tracing_state() -> bool");
+  ASSERT_TRUE(no_args);
+  EXPECT_TRUE(no_args->arguments.empty());
+
+  EXPECT_EQ(parse_full_schema("relu(Tensor self) ->"), std::nullopt);
+  EXPECT_EQ(parse_full_schema("relu(Tensor self, ) -> Tensor"), std::nullopt);
+  EXPECT_EQ(parse_full_schema("relu(Tensor self -> Tensor"), std::nullopt);
+  EXPECT_EQ(parse_full_schema("Expected all tensors to be on the same device"), std::nullopt);
+}
+
+TEST(SchemaArgumentType, StripsNameAndDefault) {
+  EXPECT_EQ(schema_argument_type("Tensor(a!) self"), "Tensor(a!)");
+  EXPECT_EQ(schema_argument_type("Tensor(a -> *) self"), "Tensor(a -> *)");
+  EXPECT_EQ(schema_argument_type("int[2] stride=[1, 1]"), "int[2]");
+  EXPECT_EQ(schema_argument_type("Tensor? weight=None"), "Tensor?");
+  EXPECT_EQ(schema_argument_type("Dict(str, t) d"), "Dict(str, t)");
+  EXPECT_EQ(schema_argument_type("Tensor"), "Tensor");
+}
+
 class OpNameResolverTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -94,6 +138,22 @@ TEST_F(OpNameResolverTest, FallsBackToLongestKnownName) {
   // Unknown everywhere: the whole struct name.
   EXPECT_EQ(resolver_.resolve("broadcast_to"), (OpName{"broadcast_to", ""}));
   EXPECT_EQ(resolver_.resolve("_fw_primal"), (OpName{"_fw_primal", ""}));
+}
+
+TEST(OpNameResolver, KeepsEveryDistinctFullSchema) {
+  OpNameResolver resolver;
+  const char* texts[] = {
+      "hardswish_(Tensor(a!) self) -> Tensor(a!)",
+      "aten::hardswish_(Tensor self) -> Tensor",
+      "aten::hardswish_(Tensor(a!) self) -> Tensor(a!)",  // the same schema again
+  };
+  for (const char* text : texts) resolver.add_schema(*parse_full_schema(text));
+  ASSERT_EQ(resolver.schemas("hardswish_").size(), 2u);
+  EXPECT_EQ(resolver.schemas("hardswish_")[0].returns, "Tensor(a!)");
+  EXPECT_EQ(resolver.schemas("hardswish_")[1].returns, "Tensor");
+  EXPECT_EQ(resolver.schema_count(), 1u);
+  EXPECT_EQ(resolver.resolve("hardswish_"), (OpName{"hardswish_", ""}));
+  EXPECT_TRUE(resolver.schemas("hardswish").empty());  // exact names only
 }
 
 }  // namespace

@@ -1,14 +1,16 @@
 // op_table_test.cpp: the op table against torch's own output.
 //
-// Each tests/golden/table_<case>.in holds rows, a sort key and a row limit;
-// table_<case>.txt holds what torch 1.13's table() returned for them
-// (tests/golden/make_table_goldens.py). The formatter must match byte for byte.
+// Each tests/golden/table_<case>.in holds rows (times, memory, input shapes)
+// and table options; table_<case>.txt holds what torch 1.13's table()
+// returned for them (tests/golden/make_table_goldens.py). The formatter must
+// match byte for byte.
 #include "op_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -55,8 +57,11 @@ struct GoldenCase {
   TableOptions options;
 };
 
-// Parses the .in format: '#' comments, "sort_by\tKEY", "row_limit\tN", and
-// rows "calls\tcpu_total_ns\tself_cpu_ns\tname". Returns an error or "".
+// Parses the .in format: '#' comments, "sort_by\tKEY", "row_limit\tN",
+// "profile_memory\t0|1", "group_by_input_shape\t0|1", and rows
+// "calls\tcpu_total_ns\tself_cpu_ns\tcpu_mem\tself_cpu_mem\tcuda_mem\t
+// self_cuda_mem\thas_inputs\tinput_shapes\tname" (input_shapes empty when not
+// grouped). Returns an error or "".
 std::string parse_case(const std::string& text, GoldenCase* golden) {
   std::istringstream lines(text);
   std::string line;
@@ -72,12 +77,22 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
       golden->options.sort_by = *key;
     } else if (fields.size() == 2 && fields[0] == "row_limit") {
       golden->options.row_limit = std::stoi(fields[1]);
-    } else if (fields.size() == 4) {
+    } else if (fields.size() == 2 && fields[0] == "profile_memory") {
+      golden->profile.memory_recorded = fields[1] == "1";
+    } else if (fields.size() == 2 && fields[0] == "group_by_input_shape") {
+      golden->profile.grouped_by_input_shape = fields[1] == "1";
+    } else if (fields.size() == 10) {
       OpRow row;
       row.calls = std::stoull(fields[0]);
       row.cpu_total_ns = std::stoull(fields[1]);
       row.self_cpu_ns = std::stoull(fields[2]);
-      row.name = fields[3];
+      row.cpu_mem = std::stoll(fields[3]);
+      row.self_cpu_mem = std::stoll(fields[4]);
+      row.cuda_mem = std::stoll(fields[5]);
+      row.self_cuda_mem = std::stoll(fields[6]);
+      row.has_inputs = fields[7] == "1";
+      row.input_shapes = fields[8];
+      row.name = fields[9];
       golden->profile.self_cpu_total_ns += row.self_cpu_ns;
       golden->profile.rows.push_back(row);
     } else {
@@ -111,7 +126,7 @@ INSTANTIATE_TEST_SUITE_P(Goldens, OpTableGolden, testing::ValuesIn(golden_case_n
 
 TEST(OpTableTest, GoldenFilesAreThere) {
   // A missing tests/golden would otherwise instantiate no cases at all.
-  EXPECT_GE(golden_case_names().size(), 20u) << "looked in " << golden_dir();
+  EXPECT_GE(golden_case_names().size(), 40u) << "looked in " << golden_dir();
 }
 
 TEST(OpTableTest, EmptyProfileIsEmptyString) {
@@ -122,6 +137,38 @@ TEST(OpTableTest, DefaultOptionsAreTorchs) {
   TableOptions options;
   EXPECT_EQ(options.sort_by, SortKey::cpu_time_total);
   EXPECT_EQ(options.row_limit, 100);
+}
+
+TEST(OpTableTest, FormatMemoryIsTorchs) {
+  EXPECT_EQ(format_memory(0), "0 b");
+  EXPECT_EQ(format_memory(572), "572 b");
+  EXPECT_EQ(format_memory(-1023), "-1023 b");
+  EXPECT_EQ(format_memory(1024), "1.00 Kb");
+  EXPECT_EQ(format_memory(-1024), "-1.00 Kb");
+  EXPECT_EQ(format_memory(1535), "1.50 Kb");
+  EXPECT_EQ(format_memory(1152), "1.12 Kb");  // 1.125: ties to even
+  EXPECT_EQ(format_memory(-3156), "-3.08 Kb");
+  EXPECT_EQ(format_memory(20000), "19.53 Kb");
+  EXPECT_EQ(format_memory(1048575), "1024.00 Kb");  // the unit follows the bytes
+  EXPECT_EQ(format_memory(1048576), "1.00 Mb");
+  EXPECT_EQ(format_memory(99393536), "94.79 Mb");
+  EXPECT_EQ(format_memory(1073741824), "1.00 Gb");
+  EXPECT_EQ(format_memory(INT64_MIN), "-8589934592.00 Gb");
+}
+
+TEST(OpTableTest, CudaMemoryColumnsNeedMemoryRecorded) {
+  // torch looks at self CUDA memory only under profile_memory.
+  Profile profile;
+  OpRow row;
+  row.name = "aten::empty";
+  row.calls = 1;
+  row.cuda_mem = row.self_cuda_mem = 4096;
+  profile.rows.push_back(row);
+  std::string table = format_op_table(profile, TableOptions{});
+  EXPECT_THAT(table, testing::Not(testing::HasSubstr("Mem")));
+  profile.memory_recorded = true;
+  table = format_op_table(profile, TableOptions{});
+  EXPECT_THAT(table, testing::HasSubstr("CPU Mem  Self CPU Mem      CUDA Mem  Self CUDA Mem"));
 }
 
 TEST(OpTableTest, FormatTimeSwitchesUnits) {
@@ -160,12 +207,27 @@ TEST(SortKeyTest, CudaKeysSayTheDataIsMissing) {
   }
 }
 
-TEST(SortKeyTest, MemoryKeysSayTheDataIsMissing) {
-  std::string error;
-  EXPECT_FALSE(parse_sort_key("self_cpu_memory_usage", &error).has_value());
-  EXPECT_THAT(error, testing::StartsWith("sort key 'self_cpu_memory_usage' needs memory data"));
-  EXPECT_FALSE(parse_sort_key("cuda_memory_usage", &error).has_value());
-  EXPECT_THAT(error, testing::StartsWith("sort key 'cuda_memory_usage' needs CUDA memory data"));
+TEST(SortKeyTest, ParsesMemoryKeys) {
+  EXPECT_EQ(parse_sort_key("cpu_memory_usage", nullptr), SortKey::cpu_memory_usage);
+  EXPECT_EQ(parse_sort_key("self_cpu_memory_usage", nullptr), SortKey::self_cpu_memory_usage);
+  EXPECT_EQ(parse_sort_key("cuda_memory_usage", nullptr), SortKey::cuda_memory_usage);
+  EXPECT_EQ(parse_sort_key("self_cuda_memory_usage", nullptr), SortKey::self_cuda_memory_usage);
+}
+
+TEST(SortKeyTest, MemoryKeysNeedAMemoryRecording) {
+  Profile profile;
+  EXPECT_EQ(sort_key_unavailable(SortKey::cpu_memory_usage, profile),
+            "sort key cpu_memory_usage needs a recording made with --profile-memory");
+  EXPECT_EQ(sort_key_unavailable(SortKey::self_cuda_memory_usage, profile),
+            "sort key self_cuda_memory_usage needs a recording made with --profile-memory");
+  for (SortKey key : {SortKey::cpu_time_total, SortKey::self_cpu_time_total, SortKey::cpu_time,
+                      SortKey::count}) {
+    EXPECT_EQ(sort_key_unavailable(key, profile), "") << sort_key_name(key);
+  }
+  profile.memory_recorded = true;
+  for (std::string_view name : valid_sort_key_names()) {
+    EXPECT_EQ(sort_key_unavailable(*parse_sort_key(name, nullptr), profile), "") << name;
+  }
 }
 
 TEST(SortKeyTest, UnknownKeyListsValidOnes) {
@@ -173,7 +235,8 @@ TEST(SortKeyTest, UnknownKeyListsValidOnes) {
   EXPECT_FALSE(parse_sort_key("CPU_TIME_TOTAL", &error).has_value());
   EXPECT_EQ(error,
             "unknown sort key 'CPU_TIME_TOTAL'; valid keys: cpu_time_total, "
-            "self_cpu_time_total, cpu_time, count");
+            "self_cpu_time_total, cpu_time, count, cpu_memory_usage, self_cpu_memory_usage, "
+            "cuda_memory_usage, self_cuda_memory_usage");
   EXPECT_FALSE(parse_sort_key("", nullptr).has_value());  // no error wanted: no crash
 }
 

@@ -43,7 +43,18 @@ OpCall unwound(uint32_t op, uint64_t start, uint64_t end, uint64_t self, uint32_
 Timeline build(const std::vector<gp_event>& events) {
   Timeline timeline = build_timeline(events);
   uint64_t unwound_seen = 0;
-  for (const OpCall& call : timeline.calls) {
+  for (OpCall& call : timeline.calls) {
+    // Each call points at its own ENTRY; the expectations below leave the
+    // index out, so it is checked here and cleared.
+    EXPECT_LT(call.entry_index, events.size());
+    if (call.entry_index < events.size()) {
+      const gp_event& entry = events[call.entry_index];
+      EXPECT_EQ(entry.kind, GP_EV_OP_ENTRY);
+      EXPECT_EQ(entry.op_id, call.op_id);
+      EXPECT_EQ(entry.ts_ns, call.start_ns);
+      EXPECT_EQ(entry.tid, call.tid);
+    }
+    call.entry_index = 0;
     EXPECT_LE(call.start_ns, call.end_ns);
     EXPECT_LE(call.self_ns, call.duration_ns());
     unwound_seen += call.unwound;
@@ -312,6 +323,9 @@ TEST(OpTimeline, ChildrenOutlastingTheirParentClampSelfTimeAndSaySo) {
   // Only possible with out-of-order timestamps on one thread.
   Timeline t = build_timeline(std::vector{op_entry(0, 1000, kP), op_entry(10, 900, kA),
                                           op_exit(50, 900, kA), op_exit(30, 1000, kP)});
+  EXPECT_EQ(t.calls.at(0).entry_index, 1u);
+  EXPECT_EQ(t.calls.at(1).entry_index, 0u);
+  t.calls[0].entry_index = 0;
   EXPECT_THAT(t.calls, ElementsAre(returned(kA, 10, 50, 40, 1), returned(kP, 0, 30, 0, 0)));
   EXPECT_EQ(t.self_time_clamped, 1u);
 }

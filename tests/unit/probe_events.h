@@ -10,7 +10,7 @@ namespace gpuprof::test {
 constexpr uint32_t kTid = 100;
 
 inline gp_event probe_event(uint16_t kind, uint64_t ts, uint64_t sp, uint32_t op, uint32_t tid) {
-  return gp_event{.ts_ns = ts, .sp = sp, .tid = tid, .pid = tid, .op_id = op, .kind = kind, .pad = 0};
+  return gp_event{.ts_ns = ts, .sp = sp, .tid = tid, .pid = tid, .op_id = op, .kind = kind, .payload_bytes = 0};
 }
 // Entry of op's ::call at time ts, sp pointing at its return address.
 inline gp_event op_entry(uint64_t ts, uint64_t sp, uint32_t op, uint32_t tid = kTid) {

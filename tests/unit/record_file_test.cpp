@@ -27,11 +27,23 @@ ProcessInfo sample_process() {
 }
 ClockInfo sample_clock() { return {1'000'000'000ULL, 1'700'000'000'000'000'000ULL, 0}; }
 std::vector<OpInfo> sample_ops() {
-  return {{"aten::add", "Tensor", "_ZN2at4_ops10add_Tensor4callE"},
-          {"aten::mm", "", "_ZN2at4_ops2mm4callE"},
-          {"aten::conv2d", "", "_ZN2at4_ops6conv2d4callE"}};
+  return {{"aten::add", "Tensor", "_ZN2at4_ops10add_Tensor4callE", 3, 2},
+          {"aten::mm", "", "_ZN2at4_ops2mm4callE", 2, 2},
+          {"aten::conv2d", "", "_ZN2at4_ops6conv2d4callE", -1, 0}};
 }
-RecordStats sample_stats() { return {13, 2, 3, 5, 1, "signal"}; }
+RecordStats sample_stats() {
+  RecordStats s;
+  s.events_recorded = 13;
+  s.events_lost = 2;
+  s.entry_probes = 3;
+  s.exit_probes = 5;
+  s.ops_without_exit = 1;
+  s.mem_events_lost = 11;
+  s.shapes_unknown = 17;
+  s.tensor_layout = "ndim@16 sizes@24 numel@64 inline 5";
+  s.stop_reason = "signal";
+  return s;
+}
 
 // n valid events, distinct per `seed`: entries, exits and catches.
 std::vector<gp_event> make_events(size_t n, uint32_t seed = 0) {
@@ -44,7 +56,7 @@ std::vector<gp_event> make_events(size_t n, uint32_t seed = 0) {
     e.pid = 4242;
     e.kind = static_cast<uint16_t>(i % 3 + 1);
     e.op_id = e.kind == GP_EV_CATCH ? GP_NO_OP : static_cast<uint32_t>((i + seed) % 3);
-    e.pad = 0;
+    e.payload_bytes = 0;
   }
   return v;
 }
@@ -68,6 +80,107 @@ std::vector<uint8_t> events_payload(const std::vector<gp_event>& ev) {
   return {p, p + ev.size() * sizeof(gp_event)};
 }
 
+// n valid memory events of every kind, distinct per `seed`.
+std::vector<gp_mem_event> make_mem_events(size_t n, uint32_t seed = 0) {
+  std::vector<gp_mem_event> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    gp_mem_event& e = v[i];
+    e.ts_ns = 6'000'000'000ULL + seed * 1000003ULL + i * 13;
+    e.addr = 0x7f0000000000ULL + (i / 2) * 4096;
+    e.kind = static_cast<uint16_t>(i % 3 + 1);
+    e.bytes = e.kind == GP_MEM_CPU_FREE ? 0 : (i % 2 ? -1 : 1) * static_cast<int64_t>(512 + i);
+    e.total_allocated = e.kind == GP_MEM_DEVICE ? 1'000'000 + i : 0;
+    e.tid = 100 + seed;
+    e.device_type = e.kind == GP_MEM_DEVICE ? 1 : 0;
+    e.device_index = e.kind == GP_MEM_DEVICE ? static_cast<int8_t>(seed % 4) : 0;
+  }
+  return v;
+}
+bool same_mem_events(const std::vector<gp_mem_event>& a, const std::vector<gp_mem_event>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(gp_mem_event)) == 0);
+}
+std::vector<uint8_t> mem_payload(const std::vector<gp_mem_event>& ev) {
+  auto* p = reinterpret_cast<const uint8_t*>(ev.data());
+  return {p, p + ev.size() * sizeof(gp_mem_event)};
+}
+
+// Little-endian payloads built by hand, independently of the writer.
+struct Bytes {
+  std::vector<uint8_t> b;
+  template <typename T>
+  Bytes& put(T v) {
+    uint8_t t[sizeof v];
+    std::memcpy(t, &v, sizeof v);
+    b.insert(b.end(), t, t + sizeof v);
+    return *this;
+  }
+  Bytes& i32(int32_t v) { return put(v); }
+  Bytes& u32(uint32_t v) { return put(v); }
+  Bytes& u64(uint64_t v) { return put(v); }
+  Bytes& i64(int64_t v) { return put(v); }
+  Bytes& str(const std::string& s) {
+    u32(static_cast<uint32_t>(s.size()));
+    b.insert(b.end(), s.begin(), s.end());
+    return *this;
+  }
+};
+std::vector<uint8_t> chunk_of(ChunkType type, const std::vector<uint8_t>& payload) {
+  return encode_chunk(static_cast<uint32_t>(type), payload);
+}
+std::vector<uint8_t> chunk_of(ChunkType type, const Bytes& payload) {
+  return chunk_of(type, payload.b);
+}
+// PROCESS and CLOCK payloads of the sample data (the same in versions 1 and 2).
+Bytes process_payload() {
+  ProcessInfo p = sample_process();
+  Bytes b;
+  b.i32(p.pid).str(p.comm).str(p.cmdline).str(p.libtorch_path).str(p.libtorch_build_id);
+  b.str(p.hostname);
+  return b;
+}
+Bytes clock_payload() {
+  return Bytes().u64(sample_clock().start_monotonic_ns).u64(sample_clock().start_realtime_ns);
+}
+// OP_TABLE payload of `ops` in `version`'s layout.
+Bytes ops_payload(const std::vector<OpInfo>& ops, uint32_t version) {
+  Bytes b;
+  b.u32(static_cast<uint32_t>(ops.size()));
+  for (const OpInfo& op : ops) {
+    b.str(op.name).str(op.overload).str(op.symbol);
+    if (version >= 2) b.i32(op.arg_count).u32(op.tensor_args);
+  }
+  return b;
+}
+// A version 2 file's header and mandatory chunks, by hand.
+std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops()) {
+  std::vector<uint8_t> f = encode_record_header(2);
+  f = cat(f, chunk_of(ChunkType::PROCESS, process_payload()));
+  f = cat(f, chunk_of(ChunkType::CLOCK, clock_payload()));
+  f = cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
+  return cat(f, chunk_of(ChunkType::OPTIONS, Bytes().u32(flags)));
+}
+// A SHAPES payload defining `lists`.
+Bytes shapes_payload(const std::vector<InputShapes>& lists) {
+  Bytes b;
+  b.u32(static_cast<uint32_t>(lists.size()));
+  for (const InputShapes& l : lists) {
+    b.u32(static_cast<uint32_t>(l.size()));
+    for (const ArgShape& a : l) {
+      b.i32(a ? static_cast<int32_t>(a->size()) : -1);
+      if (a)
+        for (int64_t d : *a) b.i64(d);
+    }
+  }
+  return b;
+}
+Bytes entries_payload(const std::vector<EntryShapes>& entries) {
+  Bytes b;
+  for (const EntryShapes& e : entries) b.u64(e.event_index).u32(e.shape_id);
+  return b;
+}
+using Dims = std::vector<int64_t>;
+
 class RecordFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -84,11 +197,12 @@ class RecordFileTest : public ::testing::Test {
     EXPECT_TRUE(w.has_value()) << err;
     return std::move(w.value());  // throws (failing the test) when absent
   }
-  // The file header plus PROCESS, CLOCK and OP_TABLE for the sample data.
-  std::vector<uint8_t> mandatory_prefix() {
+  // The file header plus PROCESS, CLOCK, OP_TABLE and OPTIONS for the
+  // sample data.
+  std::vector<uint8_t> mandatory_prefix(const RecordOptions& options = {}) {
     std::string err;
     RecordWriter w = must_create();
-    EXPECT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+    EXPECT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
     return read_bytes(path_);
   }
 
@@ -203,7 +317,7 @@ TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
     } else if (len < mandatory_end) {
       ASSERT_FALSE(rec.has_value());
       EXPECT_EQ(err, "f is truncated: it ends at offset " + std::to_string(len) +
-                         ", before the PROCESS, CLOCK and OP_TABLE chunks are complete");
+                         ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are complete");
     } else if (len < file.size()) {
       ASSERT_TRUE(rec.has_value()) << err;
       EXPECT_FALSE(rec->complete);
@@ -266,13 +380,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(2), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(3), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 2, "
-            "this gpuprof reads version 1");
+            "new.gpuprof was written by a newer gpuprof: record format version 3, "
+            "this gpuprof reads version 2");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 1)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 2)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -285,19 +399,19 @@ TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
   std::vector<gp_event> ev = make_events(4);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
-  const uint64_t second_events = w.bytes_written() - 2 * (16 + 128);  // chunk 5
+  const uint64_t second_events = w.bytes_written() - 2 * (16 + 128);  // chunk 6
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
   std::vector<uint8_t> bad = file;
   bad[second_events + 16 + 40] ^= 0x01;
   EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
   EXPECT_EQ(
-      err, "f: corrupt chunk 5 at offset " + std::to_string(second_events) + ": checksum mismatch");
+      err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
   bad = file;
   bad[second_events] ^= 0x10;  // the type field is checksummed too
   EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
   EXPECT_EQ(
-      err, "f: corrupt chunk 5 at offset " + std::to_string(second_events) + ": checksum mismatch");
+      err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
   // Any single flipped byte: a clear error, or (a length pointing past the
   // end) an incomplete recording that says what it ignored. Never complete.
   for (size_t i = 0; i < file.size(); ++i) {
@@ -315,7 +429,7 @@ TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
 
 TEST_F(RecordFileTest, EventsOutsideTheOpTableAreRejected) {
   const std::vector<uint8_t> prefix = mandatory_prefix();
-  const std::string at = "f: corrupt chunk 4 (EVENTS) at offset " + std::to_string(prefix.size());
+  const std::string at = "f: corrupt chunk 5 (EVENTS) at offset " + std::to_string(prefix.size());
   std::string err;
   std::vector<gp_event> ev = make_events(4);
   ev[3].kind = GP_EV_OP_EXIT;
@@ -381,7 +495,7 @@ TEST_F(RecordFileTest, StructuralErrorsAreCorrupt) {
   // A length above the cap is refused before anything is allocated.
   std::vector<uint8_t> huge = {4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0};
   EXPECT_FALSE(read_recording_bytes(cat(prefix, huge), &err, "f"));
-  EXPECT_EQ(err, "f: corrupt chunk 4 at offset " + off +
+  EXPECT_EQ(err, "f: corrupt chunk 5 at offset " + off +
                      ": payload length 4294967295 exceeds the limit of 67108864 bytes");
   // An op count that cannot fit its payload.
   auto ops =
@@ -395,16 +509,16 @@ TEST_F(RecordFileTest, StructuralErrorsAreCorrupt) {
   EXPECT_FALSE(read_recording_bytes(cat(encode_record_header(), ev), &err, "f"));
   EXPECT_EQ(err,
             "f: corrupt chunk 1 (EVENTS) at offset 16: EVENTS chunk before the PROCESS, "
-            "CLOCK and OP_TABLE chunks");
+            "CLOCK, OP_TABLE and OPTIONS chunks");
   // A CLOCK payload one byte short, a duplicate CLOCK, an END without STATS.
   auto clock = encode_chunk(static_cast<uint32_t>(ChunkType::CLOCK), std::vector<uint8_t>(15, 0));
   EXPECT_FALSE(read_recording_bytes(cat(prefix, clock), &err, "f"));
-  EXPECT_EQ(err, "f: corrupt chunk 4 (CLOCK) at offset " + off + ": duplicate CLOCK chunk");
+  EXPECT_EQ(err, "f: corrupt chunk 5 (CLOCK) at offset " + off + ": duplicate CLOCK chunk");
   EXPECT_FALSE(read_recording_bytes(cat(encode_record_header(), clock), &err, "f"));
   EXPECT_EQ(err, "f: corrupt chunk 1 (CLOCK) at offset 16: payload too short");
   auto end = encode_chunk(static_cast<uint32_t>(ChunkType::END), std::vector<uint8_t>(8, 0));
   EXPECT_FALSE(read_recording_bytes(cat(prefix, end), &err, "f"));
-  EXPECT_EQ(err, "f: corrupt chunk 4 (END) at offset " + off + ": END chunk without a STATS chunk");
+  EXPECT_EQ(err, "f: corrupt chunk 5 (END) at offset " + off + ": END chunk without a STATS chunk");
   // Data after the END chunk.
   RecordWriter w = must_create();
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
@@ -449,6 +563,627 @@ TEST_F(RecordFileTest, WriterReportsMisuseAndWriteErrors) {
   EXPECT_EQ(err, std::string("cannot write /dev/full: ") + std::strerror(ENOSPC));
   EXPECT_FALSE(full->flush(&err));
   EXPECT_EQ(err, "/dev/full: flush after an earlier write error");
+}
+
+
+// ---- format version 2: options, shapes, memory events ----
+
+TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
+  // The mandatory chunks as record_file.h describes them, built by hand.
+  EXPECT_EQ(mandatory_prefix(RecordOptions{true, true}), v2_prefix(3));
+  EXPECT_EQ(mandatory_prefix(RecordOptions{false, true}), v2_prefix(2));
+  EXPECT_EQ(mandatory_prefix(), v2_prefix(0));
+  // ... and a flush: SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, in this order.
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  std::vector<gp_event> ev = make_events(4);
+  ev[3].payload_bytes = 200;  // the ring buffer's business: stored as 0
+  std::vector<gp_mem_event> mem = make_mem_events(3);
+  InputShapes shapes = {Dims{2, 3}, Dims{}, std::nullopt};
+  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.append_shapes(3, shapes, &err)) << err;
+  EXPECT_FALSE(w.append_shapes(3, shapes, &err));  // refused: changes nothing
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ev[3].payload_bytes = 0;
+  std::vector<uint8_t> expect = v2_prefix(3);
+  expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shapes})));
+  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{3, 0}})));
+  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+}
+
+TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
+  // Batches of 9 events cycling ENTRY, EXIT, CATCH: entries at 0, 3, 6, ...
+  const InputShapes a = {Dims{2, 3}, Dims{}, std::nullopt};  // an unknown argument
+  const InputShapes b = {Dims{}, Dims{}};                     // no tensors
+  const InputShapes c = {std::nullopt, std::nullopt};
+  const InputShapes d = {};  // no arguments
+  const InputShapes e = {Dims(64, 7), Dims{INT64_MAX, 0, -1, 1}};
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  std::vector<gp_event> all;
+  std::vector<gp_mem_event> all_mem;
+  auto events = [&](uint32_t seed) {
+    std::vector<gp_event> ev = make_events(9, seed);
+    for (gp_event& x : ev) x.payload_bytes = x.kind == GP_EV_OP_ENTRY ? 48 : 0;
+    EXPECT_EQ(w.events_appended(), all.size());
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    for (gp_event& x : ev) x.payload_bytes = 0;
+    all.insert(all.end(), ev.begin(), ev.end());
+  };
+  auto mem = [&](size_t n, uint32_t seed) {
+    std::vector<gp_mem_event> m = make_mem_events(n, seed);
+    ASSERT_TRUE(w.append_mem_events(m.data(), m.size(), &err)) << err;
+    all_mem.insert(all_mem.end(), m.begin(), m.end());
+  };
+  auto shapes = [&](uint64_t index, const InputShapes& s) {
+    ASSERT_TRUE(w.append_shapes(index, s, &err)) << err;
+  };
+  events(0);  // events 0..8
+  shapes(0, a);
+  mem(5, 0);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  events(1);    // 9..17
+  shapes(3, b);  // an event of the previous flush
+  shapes(6, a);  // a repeat
+  ASSERT_TRUE(w.flush(&err)) << err;
+  shapes(9, c);  // no new events in this flush
+  shapes(12, d);
+  mem(4, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  events(2);  // 18..26
+  shapes(15, e);
+  shapes(21, a);
+  shapes(24, b);
+  EXPECT_EQ(w.shapes_defined(), 5u);
+  ASSERT_TRUE(w.finish(sample_stats(), 42, &err)) << err;
+  EXPECT_EQ(w.mem_events_written(), 9u);
+  EXPECT_EQ(w.bytes_written(), std::filesystem::file_size(path_));
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->format_version, 2u);
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->options, (RecordOptions{true, true}));
+  EXPECT_EQ(rec->ops, sample_ops());
+  EXPECT_EQ(rec->ops[2].arg_count, -1);
+  EXPECT_TRUE(same_events(rec->events, all));
+  // Interned in first-use order; unknown arguments stay nullopt, not [].
+  EXPECT_EQ(rec->shapes, (std::vector<InputShapes>{a, b, c, d, e}));
+  ASSERT_EQ(rec->shapes.size(), 5u);
+  EXPECT_FALSE(rec->shapes[0][2].has_value());
+  EXPECT_TRUE(rec->shapes[1][0].has_value() && rec->shapes[1][0]->empty());
+  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{
+                                   {0, 0}, {3, 1}, {6, 0}, {9, 2}, {12, 3}, {15, 4}, {21, 0}, {24, 1}}));
+  for (const EntryShapes& es : rec->entry_shapes)
+    EXPECT_EQ(rec->events[es.event_index].kind, GP_EV_OP_ENTRY);
+  EXPECT_TRUE(same_mem_events(rec->mem_events, all_mem));
+  EXPECT_EQ(rec->stats, sample_stats());
+}
+
+TEST_F(RecordFileTest, ManyDistinctShapesWithRepeatsSpanSeveralChunks) {
+  // 20000 entries, 2500 distinct shape lists, each used 8 times.
+  auto shape_of = [](uint64_t i) {
+    uint64_t k = i % 2500;
+    return InputShapes{Dims{static_cast<int64_t>(k), 3},
+                       k % 5 == 0 ? ArgShape{} : ArgShape{Dims{}}};
+  };
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  std::vector<gp_event> ev = make_events(1000);
+  for (gp_event& e : ev) {
+    e.kind = GP_EV_OP_ENTRY;
+    e.op_id = 1;
+  }
+  uint64_t written_mid = 0;
+  for (uint64_t batch = 0; batch < 20; ++batch) {
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    for (uint64_t i = batch * 1000; i < (batch + 1) * 1000; ++i)
+      ASSERT_TRUE(w.append_shapes(i, shape_of(i), &err)) << err;
+    if (batch == 9) written_mid = w.bytes_written();
+  }
+  EXPECT_EQ(w.shapes_defined(), 2500u);
+  // No explicit flush: the writer flushed on its own once 64 KiB of entry
+  // shapes were pending, and the file read now (unfinished) is consistent.
+  EXPECT_GT(written_mid, 0u);
+  auto partial = read_recording(path_, &err);
+  ASSERT_TRUE(partial.has_value()) << err;
+  EXPECT_FALSE(partial->complete);
+  EXPECT_GT(partial->entry_shapes.size(), 5000u);
+  EXPECT_LT(partial->entry_shapes.size(), 20000u);
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  ASSERT_EQ(rec->events.size(), 20000u);
+  ASSERT_EQ(rec->shapes.size(), 2500u);
+  ASSERT_EQ(rec->entry_shapes.size(), 20000u);
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const EntryShapes& es = rec->entry_shapes[i];
+    ASSERT_EQ(es.event_index, i);
+    ASSERT_EQ(es.shape_id, i % 2500);  // ids in first-use order
+    ASSERT_EQ(rec->shapes[es.shape_id], shape_of(i)) << i;
+  }
+  EXPECT_TRUE(rec->mem_events.empty());
+  EXPECT_EQ(rec->options, (RecordOptions{true, false}));
+}
+
+// The writer forgets which old events were entries (it keeps one bit per
+// event since the last entry shape); the checks still hold afterwards.
+TEST_F(RecordFileTest, LongRecordingsWithShapesStayChecked) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  std::vector<gp_event> ev = make_events(3000);  // entries at multiples of 3
+  uint64_t entries = 0;
+  for (int batch = 0; batch < 70; ++batch) {  // 210000 events
+    const uint64_t first = w.events_appended();
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    for (uint64_t i = first; i < w.events_appended(); i += 300, ++entries)
+      ASSERT_TRUE(w.append_shapes(i, {Dims{static_cast<int64_t>(i % 7)}}, &err)) << err;
+  }
+  const uint64_t last = w.events_appended() - 300;
+  EXPECT_FALSE(w.append_shapes(last - 300, {}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(last - 300) +
+                     ": not above the previous entry shape's event " + std::to_string(last));
+  EXPECT_FALSE(w.append_shapes(last + 1, {}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(last + 1) +
+                     ": it is not an ENTRY event");
+  EXPECT_FALSE(w.append_shapes(last + 2, {}, &err));
+  ASSERT_TRUE(w.append_shapes(last + 3, {}, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->events.size(), 210000u);
+  EXPECT_EQ(rec->entry_shapes.size(), entries + 1);
+  EXPECT_EQ(rec->shapes.size(), 8u);  // [[0]] .. [[6]] and []
+}
+
+TEST_F(RecordFileTest, ManyMemoryEventsGoOutInFullChunks) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {false, true}, &err)) << err;
+  const uint64_t before = w.bytes_written();
+  std::vector<gp_mem_event> mem = make_mem_events(4000, 3);
+  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  // 1600-event chunks: two go out at once, 800 events stay buffered.
+  EXPECT_EQ(w.bytes_written(), before + 2 * (kRecordChunkHeaderSize + kRecordMemEventsChunkBytes));
+  EXPECT_EQ(w.mem_events_written(), 3200u);
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(same_mem_events(rec->mem_events, mem));
+  EXPECT_TRUE(rec->entry_shapes.empty());
+}
+
+TEST_F(RecordFileTest, Version1FilesAreStillRead) {
+  std::vector<OpInfo> ops = sample_ops();
+  for (OpInfo& op : ops) op = {op.name, op.overload, op.symbol};  // arg_count -1
+  std::vector<gp_event> ev = make_events(9);
+  RecordStats stats = sample_stats();
+  Bytes s;
+  s.u64(stats.events_recorded).u64(stats.events_lost).u32(stats.entry_probes);
+  s.u32(stats.exit_probes).u32(stats.ops_without_exit).str(stats.stop_reason);
+  std::vector<uint8_t> file = encode_record_header(1);
+  file = cat(file, chunk_of(ChunkType::PROCESS, process_payload()));
+  file = cat(file, chunk_of(ChunkType::CLOCK, clock_payload()));
+  file = cat(file, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 1)));
+  const size_t mandatory_end = file.size();
+  // Types 7..10 meant nothing in version 1: skipped like any unknown chunk.
+  file = cat(file, chunk_of(ChunkType::SHAPES, std::vector<uint8_t>{1, 2, 3}));
+  file = cat(file, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  file = cat(file, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{9}));
+  file = cat(file, chunk_of(ChunkType::STATS, s));
+  file = cat(file, chunk_of(ChunkType::END, Bytes().u64(99)));
+  std::string err;
+  auto rec = read_recording_bytes(file, &err, "old");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->format_version, 1u);
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->process, sample_process());
+  EXPECT_EQ(rec->clock.end_monotonic_ns, 99u);
+  EXPECT_EQ(rec->ops, ops);
+  for (const OpInfo& op : rec->ops) EXPECT_EQ(op.arg_count, -1);
+  EXPECT_TRUE(same_events(rec->events, ev));
+  EXPECT_EQ(rec->options, RecordOptions{});
+  EXPECT_TRUE(rec->shapes.empty() && rec->entry_shapes.empty() && rec->mem_events.empty());
+  RecordStats v1_stats = stats;
+  v1_stats.mem_events_lost = 0;
+  v1_stats.shapes_unknown = 0;
+  v1_stats.tensor_layout = "";
+  EXPECT_EQ(rec->stats, v1_stats);
+  // Version 1 needs no OPTIONS chunk and keeps its messages.
+  auto cut = read_recording_bytes(std::span(file.data(), mandatory_end), &err, "old");
+  ASSERT_TRUE(cut.has_value()) << err;
+  EXPECT_FALSE(cut->complete);
+  EXPECT_FALSE(read_recording_bytes(std::span(file.data(), mandatory_end - 1), &err, "old"));
+  EXPECT_EQ(err, "old is truncated: it ends at offset " + std::to_string(mandatory_end - 1) +
+                     ", before the PROCESS, CLOCK and OP_TABLE chunks are complete");
+  // The version 2 layouts are not version 1's.
+  std::vector<uint8_t> bad = encode_record_header(1);
+  bad = cat(bad, chunk_of(ChunkType::OP_TABLE, ops_payload({ops[0]}, 2)));
+  EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
+  EXPECT_EQ(err, "old: corrupt chunk 1 (OP_TABLE) at offset 16: 8 unexpected trailing payload bytes");
+  bad = cat(std::vector<uint8_t>(file.begin(), file.begin() + mandatory_end),
+            chunk_of(ChunkType::STATS, Bytes(s).u64(1).u64(2).str("")));
+  EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
+  EXPECT_EQ(err, "old: corrupt chunk 4 (STATS) at offset " + std::to_string(mandatory_end) +
+                     ": 20 unexpected trailing payload bytes");
+}
+
+TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  const std::vector<uint8_t> prefix = v2_prefix(3);
+  const std::string off = std::to_string(prefix.size());
+  const std::vector<uint8_t> no_options(prefix.begin(), prefix.end() - 20);  // OPTIONS: 16 + 4
+  const std::string opt_off = std::to_string(no_options.size());
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(5))),
+               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x4");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(1).u32(0))),
+               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off +
+                   ": 4 unexpected trailing payload bytes");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, std::vector<uint8_t>{1})),
+               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::OPTIONS, Bytes().u32(1))),
+               "f: corrupt chunk 5 (OPTIONS) at offset " + off + ": duplicate OPTIONS chunk");
+  // OPTIONS is mandatory in version 2: no data before it.
+  for (ChunkType t : {ChunkType::EVENTS, ChunkType::SHAPES, ChunkType::ENTRY_SHAPES,
+                      ChunkType::MEM_EVENTS, ChunkType::STATS}) {
+    std::string name = t == ChunkType::EVENTS         ? "EVENTS"
+                       : t == ChunkType::SHAPES       ? "SHAPES"
+                       : t == ChunkType::ENTRY_SHAPES ? "ENTRY_SHAPES"
+                       : t == ChunkType::MEM_EVENTS   ? "MEM_EVENTS"
+                                                      : "STATS";
+    expect_error(cat(no_options, chunk_of(t, std::vector<uint8_t>{})),
+                 "f: corrupt chunk 4 (" + name + ") at offset " + opt_off + ": " + name +
+                     " chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  }
+  expect_error(no_options, "f is truncated: it ends at offset " + opt_off +
+                               ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are "
+                               "complete");
+  // The new data chunks need their option.
+  expect_error(cat(v2_prefix(2), chunk_of(ChunkType::SHAPES, shapes_payload({}))),
+               "f: corrupt chunk 5 (SHAPES) at offset " + off +
+                   ": SHAPES chunk in a recording without the shapes option");
+  expect_error(cat(v2_prefix(2), chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 5 (ENTRY_SHAPES) at offset " + off +
+                   ": ENTRY_SHAPES chunk in a recording without the shapes option");
+  expect_error(cat(v2_prefix(1), chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 5 (MEM_EVENTS) at offset " + off +
+                   ": MEM_EVENTS chunk in a recording without the memory option");
+  // Data after STATS.
+  Bytes stats;
+  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("");
+  auto with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  expect_error(cat(with_stats, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 6 (MEM_EVENTS) at offset " + std::to_string(with_stats.size()) +
+                   ": MEM_EVENTS chunk after the STATS chunk");
+  expect_error(cat(with_stats, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
+               "f: corrupt chunk 6 (SHAPES) at offset " + std::to_string(with_stats.size()) +
+                   ": SHAPES chunk after the STATS chunk");
+  // A STATS chunk in the version 1 layout.
+  Bytes v1_stats;
+  v1_stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("");
+  expect_error(cat(prefix, chunk_of(ChunkType::STATS, v1_stats)),
+               "f: corrupt chunk 5 (STATS) at offset " + off + ": payload too short");
+  // Op tables: arg_count >= -1, tensor_args <= max(arg_count, 0).
+  const std::string ops_off = std::to_string(16 + 16 + process_payload().b.size() + 16 + 16);
+  std::vector<OpInfo> ops = sample_ops();
+  ops[1].arg_count = -2;
+  ops[1].tensor_args = 0;
+  expect_error(v2_prefix(0, ops), "f: corrupt chunk 3 (OP_TABLE) at offset " + ops_off +
+                                      ": op 1 has arg_count -2 and tensor_args 0");
+  ops[1] = {"aten::mm", "", "mm", 2, 3};
+  expect_error(v2_prefix(0, ops), "f: corrupt chunk 3 (OP_TABLE) at offset " + ops_off +
+                                      ": op 1 has arg_count 2 and tensor_args 3");
+  ops[1] = {"aten::mm", "", "mm", -1, 1};
+  expect_error(v2_prefix(0, ops), "f: corrupt chunk 3 (OP_TABLE) at offset " + ops_off +
+                                      ": op 1 has arg_count -1 and tensor_args 1");
+  // The op count check uses the version 2 entry size (20 bytes at least).
+  expect_error(cat(encode_record_header(),
+                   chunk_of(ChunkType::OP_TABLE, Bytes().u32(2).u64(0).u64(0).u64(0).u64(0).b)),
+               "f: corrupt chunk 1 (OP_TABLE) at offset 16: op count 2 does not fit the payload");
+  // payload_bytes is always 0 in a file.
+  std::vector<gp_event> ev = make_events(4);
+  ev[2].payload_bytes = 8;
+  expect_error(cat(prefix, chunk_of(ChunkType::EVENTS, events_payload(ev))),
+               "f: corrupt chunk 5 (EVENTS) at offset " + off +
+                   ": event 2 has payload_bytes 8 (always 0 in a record file)");
+}
+
+TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  const std::vector<uint8_t> prefix = v2_prefix(3);
+  const std::string at5 = " at offset " + std::to_string(prefix.size()) + ": ";
+  auto shapes_file = [&](const Bytes& payload) {
+    return cat(prefix, chunk_of(ChunkType::SHAPES, payload));
+  };
+  // SHAPES: ndim -1..64, counts that fit, exact length.
+  expect_error(shapes_file(Bytes().u32(1).u32(1).i32(-2)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument 0 has ndim -2 (expected -1..64)");
+  expect_error(shapes_file(Bytes().u32(2).u32(0).u32(2).i32(-1).i32(65)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 1: argument 1 has ndim 65 (expected -1..64)");
+  expect_error(shapes_file(Bytes().u32(5).u32(0)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 5 does not fit the payload");
+  expect_error(shapes_file(Bytes().u32(0xffffffff)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 4294967295 does not fit the payload");
+  expect_error(shapes_file(Bytes().u32(1).u32(3).i32(-1)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument count 3 does not fit the payload");
+  expect_error(shapes_file(Bytes().u32(1).u32(1).i32(2).i64(5)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "payload too short");
+  expect_error(shapes_file(Bytes().u32(1).u32(1).i32(64)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "payload too short");
+  expect_error(shapes_file(Bytes().u32(2).u32(0)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 2 does not fit the payload");
+  expect_error(shapes_file(Bytes().u32(2).u32(1).i32(-1)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "payload too short");
+  expect_error(shapes_file(Bytes().u32(1).u32(0).u32(0)),
+               "f: corrupt chunk 5 (SHAPES)" + at5 + "4 unexpected trailing payload bytes");
+  expect_error(shapes_file(Bytes()), "f: corrupt chunk 5 (SHAPES)" + at5 + "payload too short");
+  // ENTRY_SHAPES: a defined shape, an earlier ENTRY event, increasing indices.
+  std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
+  std::vector<uint8_t> base = cat(shapes_file(shapes_payload({{Dims{1}}})),
+                                  chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  const std::string at7 = "f: corrupt chunk 7 (ENTRY_SHAPES) at offset " +
+                          std::to_string(base.size()) + ": ";
+  auto entries_file = [&](const std::vector<EntryShapes>& e) {
+    return cat(base, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload(e)));
+  };
+  ASSERT_TRUE(read_recording_bytes(entries_file({{0, 0}, {3, 0}}), &err, "f")) << err;
+  expect_error(entries_file({{0, 1}}), at7 + "entry shape 0 has shape_id 1, but 1 shapes are defined");
+  expect_error(entries_file({{0, 0}, {1, 0}}),
+               at7 + "entry shape 1 has event_index 1, which is not an ENTRY event (kind 2)");
+  expect_error(entries_file({{2, 0}}),
+               at7 + "entry shape 0 has event_index 2, which is not an ENTRY event (kind 3)");
+  expect_error(entries_file({{6, 0}}), at7 + "entry shape 0 has event_index 6, but only 6 events precede it");
+  expect_error(entries_file({{UINT64_MAX, 0}}),
+               at7 + "entry shape 0 has event_index 18446744073709551615, but only 6 events precede it");
+  expect_error(entries_file({{3, 0}, {0, 0}}),
+               at7 + "entry shape 1 has event_index 0, not above the previous 3");
+  expect_error(entries_file({{3, 0}, {3, 0}}),
+               at7 + "entry shape 1 has event_index 3, not above the previous 3");
+  // ... across chunks too.
+  std::vector<uint8_t> two = entries_file({{3, 0}});
+  expect_error(cat(two, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}}))),
+               "f: corrupt chunk 8 (ENTRY_SHAPES) at offset " + std::to_string(two.size()) +
+                   ": entry shape 0 has event_index 0, not above the previous 3");
+  // A shape defined only after the entry that uses it.
+  std::vector<uint8_t> late = cat(prefix, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect_error(cat(late, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}}))),
+               "f: corrupt chunk 6 (ENTRY_SHAPES) at offset " + std::to_string(late.size()) +
+                   ": entry shape 0 has shape_id 0, but 0 shapes are defined");
+  expect_error(cat(base, chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>(13, 0))),
+               at7 + "payload of 13 bytes is not a whole number of 12-byte entry shapes");
+  // MEM_EVENTS: whole 40-byte events of a known kind.
+  std::vector<gp_mem_event> mem = make_mem_events(3);
+  expect_error(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>(41, 0))),
+               "f: corrupt chunk 5 (MEM_EVENTS)" + at5 +
+                   "payload of 41 bytes is not a whole number of 40-byte memory events");
+  mem[1].kind = 4;
+  expect_error(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))),
+               "f: corrupt chunk 5 (MEM_EVENTS)" + at5 + "memory event 1 has unknown kind 4");
+  mem[1].kind = 0;
+  expect_error(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))),
+               "f: corrupt chunk 5 (MEM_EVENTS)" + at5 + "memory event 1 has unknown kind 0");
+  mem[1].kind = GP_MEM_CPU_FREE;
+  auto ok = read_recording_bytes(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))),
+                                 &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_TRUE(same_mem_events(ok->mem_events, mem));
+  // Empty data chunks are valid.
+  ok = read_recording_bytes(
+      cat(cat(prefix, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
+          cat(chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{}),
+              chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{}))),
+      &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+}
+
+TEST_F(RecordFileTest, WriterRefusesShapesAndMemoryEventsTheReaderWouldReject) {
+  std::string err;
+  RecordWriter w = must_create();
+  std::vector<OpInfo> ops = sample_ops();
+  ops[2].tensor_args = 1;  // with arg_count -1
+  EXPECT_FALSE(w.begin(sample_process(), sample_clock(), ops, {true, false}, &err));
+  EXPECT_EQ(err, path_ + ": not recording op table: op 2 has arg_count -1 and tensor_args 1");
+  EXPECT_EQ(w.bytes_written(), 0u);
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  const InputShapes ok = {Dims{4}, std::nullopt};
+  const std::string p = path_ + ": not recording the shapes of event ";
+  EXPECT_FALSE(w.append_shapes(1, ok, &err));
+  EXPECT_EQ(err, p + "1: it is not an ENTRY event");
+  EXPECT_FALSE(w.append_shapes(6, ok, &err));
+  EXPECT_EQ(err, p + "6: only 6 events were appended");
+  EXPECT_FALSE(w.append_shapes(3, {Dims(65, 1)}, &err));
+  EXPECT_EQ(err, p + "3: argument 0 has 65 dims (at most 64)");
+  ASSERT_TRUE(w.append_shapes(3, ok, &err)) << err;
+  EXPECT_FALSE(w.append_shapes(0, ok, &err));
+  EXPECT_EQ(err, p + "0: not above the previous entry shape's event 3");
+  EXPECT_FALSE(w.append_shapes(3, ok, &err));
+  EXPECT_EQ(err, p + "3: not above the previous entry shape's event 3");
+  std::vector<gp_mem_event> mem = make_mem_events(2);
+  EXPECT_FALSE(w.append_mem_events(mem.data(), mem.size(), &err));
+  EXPECT_EQ(err, path_ + ": not recording memory events: the recording was begun without the "
+                         "memory option");
+  EXPECT_EQ(w.shapes_defined(), 1u);
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;  // still usable
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->shapes, std::vector<InputShapes>{ok});
+  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{3, 0}}));
+
+  std::string path2 = dir_ + "/mem.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), {false, true}, &err));
+  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;
+  EXPECT_FALSE(w2->append_shapes(0, ok, &err));
+  EXPECT_EQ(err, path2 +
+                     ": not recording the shapes of event 0: the recording was begun without "
+                     "the shapes option");
+  mem[1].kind = 9;
+  EXPECT_FALSE(w2->append_mem_events(mem.data(), mem.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording memory event 1 of the batch: unknown kind 9");
+  mem[1].kind = GP_MEM_DEVICE;
+  ASSERT_TRUE(w2->append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(same_mem_events(rec->mem_events, mem));
+  EXPECT_TRUE(rec->shapes.empty());
+}
+
+// Cut a recording with every kind of chunk at every byte: an error before the
+// mandatory chunks are complete, else exactly the data of the complete
+// chunks, never an entry shape without its event or its shape.
+TEST_F(RecordFileTest, EveryTruncationOfARecordingWithShapesAndMemoryEvents) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  const uint64_t mandatory_end = w.bytes_written();
+  uint64_t next = 0;
+  for (uint32_t round = 0; round < 4; ++round) {
+    std::vector<gp_event> ev = make_events(6, round);  // entries at 0, 3 of each batch
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    if (round != 2) {  // round 2's entries get their shapes in round 3
+      for (; next < w.events_appended(); next += 3)
+        ASSERT_TRUE(w.append_shapes(next, {Dims{next % 2 ? 1 : 2}, std::nullopt}, &err)) << err;
+    }
+    std::vector<gp_mem_event> mem = make_mem_events(2 + round, round);
+    ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+    ASSERT_TRUE(w.flush(&err)) << err;
+  }
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto full = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(full.has_value()) << err;
+  ASSERT_EQ(full->entry_shapes.size(), 8u);
+  ASSERT_EQ(full->shapes.size(), 2u);
+
+  // What every chunk boundary holds, from the chunk headers.
+  struct Boundary {
+    uint64_t end;
+    size_t events, shapes, entries, mem;
+  };
+  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, 0}};
+  int new_kinds = 0;
+  for (uint64_t off = mandatory_end; off < file.size();) {
+    uint32_t type, len, count = 0;
+    std::memcpy(&type, &file[off], 4);
+    std::memcpy(&len, &file[off + 4], 4);
+    Boundary b = bounds.back();
+    b.end = off + 16 + len;
+    switch (static_cast<ChunkType>(type)) {
+      case ChunkType::EVENTS: b.events += len / 32; break;
+      case ChunkType::SHAPES:
+        std::memcpy(&count, &file[off + 16], 4);
+        b.shapes += count;
+        new_kinds |= 1;
+        break;
+      case ChunkType::ENTRY_SHAPES: b.entries += len / 12; new_kinds |= 2; break;
+      case ChunkType::MEM_EVENTS: b.mem += len / 40; new_kinds |= 4; break;
+      default: break;
+    }
+    bounds.push_back(b);
+    off = b.end;
+  }
+  EXPECT_EQ(new_kinds, 7);
+  for (size_t len = kRecordHeaderSize; len < file.size(); ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    if (len < mandatory_end) {
+      ASSERT_FALSE(rec.has_value());
+      EXPECT_EQ(err, "f is truncated: it ends at offset " + std::to_string(len) +
+                         ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are complete");
+      continue;
+    }
+    ASSERT_TRUE(rec.has_value()) << err;
+    EXPECT_FALSE(rec->complete);
+    Boundary last = bounds.front();
+    for (const Boundary& b : bounds)
+      if (b.end <= len) last = b;
+    EXPECT_EQ(rec->options, (RecordOptions{true, true}));
+    EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(full->events.begin(),
+                                                               full->events.begin() + last.events)));
+    EXPECT_EQ(rec->shapes, std::vector<InputShapes>(full->shapes.begin(),
+                                                    full->shapes.begin() + last.shapes));
+    EXPECT_EQ(rec->entry_shapes,
+              std::vector<EntryShapes>(full->entry_shapes.begin(),
+                                       full->entry_shapes.begin() + last.entries));
+    EXPECT_TRUE(same_mem_events(rec->mem_events,
+                                std::vector<gp_mem_event>(full->mem_events.begin(),
+                                                          full->mem_events.begin() + last.mem)));
+    if (len > last.end) {
+      EXPECT_NE(rec->incomplete_reason.find("bytes of a torn chunk at offset " +
+                                            std::to_string(last.end)),
+                std::string::npos);
+    }
+  }
+  // And any single flipped byte: a clear error or an incomplete recording.
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> bad = file;
+    bad[i] ^= 0xff;
+    auto rec = read_recording_bytes(bad, &err, "f");
+    if (rec) {
+      EXPECT_FALSE(rec->complete) << "byte " << i;
+      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
+    } else {
+      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+    }
+  }
+}
+
+// A real SIGKILL with shapes and memory events pending: what was flushed is
+// readable, entry shapes included.
+TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedShapesAndMemoryEvents) {
+  std::vector<gp_event> ev = make_events(9, 1);  // entries at 0, 3, 6
+  std::vector<gp_mem_event> mem = make_mem_events(5, 1);
+  const InputShapes s0 = {Dims{8, 8}}, s1 = {std::nullopt};
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string e;
+    auto w = RecordWriter::create(path_, &e);
+    if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &e)) _exit(1);
+    if (!w->append_events(ev.data(), 6, &e) || !w->append_shapes(0, s0, &e) ||
+        !w->append_mem_events(mem.data(), 3, &e) || !w->flush(&e))
+      _exit(1);
+    if (!w->append_shapes(3, s1, &e) || !w->flush(&e)) _exit(1);  // after its event's chunk
+    if (!w->append_events(ev.data() + 6, 3, &e) || !w->append_shapes(6, s0, &e) ||
+        !w->append_mem_events(mem.data() + 3, 2, &e))
+      _exit(1);  // buffered only
+    raise(SIGKILL);
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  std::string err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_FALSE(rec->complete);
+  EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(ev.begin(), ev.begin() + 6)));
+  EXPECT_EQ(rec->shapes, (std::vector<InputShapes>{s0, s1}));
+  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}, {3, 1}}));
+  EXPECT_TRUE(same_mem_events(rec->mem_events,
+                              std::vector<gp_mem_event>(mem.begin(), mem.begin() + 3)));
 }
 
 }  // namespace

@@ -15,6 +15,11 @@ this script take turns through files in WORKDIR:
   script: writes torch.profiler's key_averages() to `torch_ops.json` as
           {key: {count, self_cpu_time_total, cpu_time_total}} (us) and exits 0.
 
+With --shapes-memory the region runs with record_shapes=True and
+profile_memory=True, and the script also writes `torch_shapes.json`: the rows
+of key_averages(group_by_input_shape=True) as a list of {key, input_shapes
+(torch's str()), count, cpu_memory_usage, self_cpu_memory_usage} (bytes).
+
 Every wait is bounded (WAIT_TIMEOUT_S): a broken test makes this script exit
 with status 3 instead of hanging.
 """
@@ -34,6 +39,7 @@ WAIT_TIMEOUT_S = 120.0
 
 def main():
     workdir = sys.argv[1]
+    shapes_memory = "--shapes-memory" in sys.argv[2:]
     import torch
     import torchvision
     from torch.profiler import ProfilerActivity, profile
@@ -45,7 +51,8 @@ def main():
     signal_file(workdir, "ready", str(os.getpid()))
 
     wait_for_file(workdir, "go")
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=shapes_memory,
+                 profile_memory=shapes_memory) as prof:
         model(inputs)
     signal_file(workdir, "region-done")
 
@@ -60,6 +67,26 @@ def main():
     }
     raw = collections.Counter(e.name() for e in prof.profiler.kineto_results.events())
     signal_file(workdir, "torch_raw_counts.json", json.dumps(raw, indent=1, sort_keys=True))
+    if shapes_memory:
+        for evt in prof.key_averages():
+            ops[evt.key]["cpu_memory_usage"] = evt.cpu_memory_usage
+            ops[evt.key]["self_cpu_memory_usage"] = evt.self_cpu_memory_usage
+        groups = [{"key": evt.key, "input_shapes": str(evt.input_shapes), "count": evt.count,
+                   "cpu_memory_usage": evt.cpu_memory_usage,
+                   "self_cpu_memory_usage": evt.self_cpu_memory_usage}
+                  for evt in prof.key_averages(group_by_input_shape=True)]
+        signal_file(workdir, "torch_shapes.json", json.dumps(groups, indent=1))
+        # torch's raw material for the memory columns, in absolute
+        # microseconds: op intervals and CPU memory records. The test uses
+        # them to know which records torch's microsecond intervals can
+        # attribute either way.
+        events = prof.profiler.kineto_results.events()
+        intervals = [[e.name(), e.start_us(), e.start_us() + e.duration_us()]
+                     for e in events if e.name() != "[memory]"]
+        records = [[e.start_us(), e.nbytes()] for e in events
+                   if e.name() == "[memory]" and str(e.device_type()).endswith("CPU")]
+        signal_file(workdir, "torch_memory_raw.json",
+                    json.dumps({"intervals": intervals, "records": records}))
     signal_file(workdir, "torch_ops.json", json.dumps(ops, indent=1, sort_keys=True))
     return 0
 

@@ -43,6 +43,12 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                      "trap; ret where a body has none) or ret (every ret, single-stepped, slower)")
       ->capture_default_str()
       ->check(CLI::IsMember({"emulated", "ret"}));
+  record->add_flag("--record-shapes", options.record_shapes,
+                   "record the sizes of every op's tensor arguments (torch.profiler's "
+                   "record_shapes); report them with --group-by-input-shape");
+  record->add_flag("--profile-memory", options.profile_memory,
+                   "record tensor memory allocated and released in each op (torch.profiler's "
+                   "profile_memory): CPU Mem / Self CPU Mem (and CUDA) columns");
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
@@ -52,6 +58,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "Examples:\n"
       "  sudo gpuprof record -p 4242                      # attach; Ctrl-C stops\n"
       "  sudo gpuprof record -p 4242 -d 10 --sort-by self_cpu_time_total --row-limit 10\n"
+      "  sudo gpuprof record -p 4242 -d 5 --record-shapes --profile-memory \\\n"
+      "       --group-by-input-shape --sort-by self_cpu_memory_usage\n"
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n");
 }
 
@@ -83,6 +91,8 @@ int run_record(RecordOptions options) {
   config.duration_s = options.duration_s;
   config.ring_buffer_bytes = ring_bytes;
   config.exit_mode = options.exit_mode == "ret" ? ExitMode::ret : ExitMode::emulated;
+  config.record_shapes = options.record_shapes;
+  config.profile_memory = options.profile_memory;
   config.verbose = options.verbose;
   RecordOutcome outcome = run_record_session(config);
 

@@ -20,6 +20,8 @@ struct RecordOptions {
   double duration_s = 0;
   uint32_t ring_buffer_mb = 32;
   std::string exit_mode = "emulated";
+  bool record_shapes = false;
+  bool profile_memory = false;
   bool quiet = false;  // no table on stdout
   bool verbose = false;
   ReportOptions table;

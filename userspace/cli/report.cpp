@@ -7,6 +7,46 @@
 #include "record_file.h"
 
 namespace gpuprof::cli {
+namespace {
+
+std::string peak_line(const char* what, const MemoryPeakInfo& peak) {
+  char at[64];
+  std::snprintf(at, sizeof(at), "%.3f s", peak.at_s);
+  return std::string(what) + format_memory(peak.bytes) + " at " + at + " after the start, " +
+         (peak.op.empty() ? "outside any op" : "in " + peak.op) + "\n";
+}
+
+// What the table cannot show about shapes and memory, and what was lost.
+std::string format_recording_notes(const Recording& recording, const Profile& profile,
+                                   bool grouped) {
+  std::string out;
+  const RecordStats& stats = recording.stats;
+  if (recording.options.memory) {
+    if (profile.cpu_memory_peak.seen)
+      out += peak_line("CPU tensor memory peak (net of what the recording saw allocated and freed): ",
+                       profile.cpu_memory_peak);
+    if (profile.cuda_memory_peak.seen)
+      out += peak_line(("CUDA memory peak (device " + std::to_string(profile.cuda_memory_peak.device_index) +
+                        ", allocated): ").c_str(),
+                       profile.cuda_memory_peak);
+    if (profile.memory_unmatched_frees)
+      out += "Not counted: " + std::to_string(profile.memory_unmatched_frees) +
+             " releases of tensors allocated before the recording started (torch.profiler "
+             "does the same)\n";
+    if (stats.mem_events_lost)
+      out += "WARNING: " + std::to_string(stats.mem_events_lost) +
+             " memory events lost (ring buffer full): memory columns are incomplete\n";
+  }
+  if (recording.options.shapes && grouped) {
+    if (!stats.tensor_layout.empty()) out += stats.tensor_layout + "\n";
+    if (stats.shapes_unknown)
+      out += std::to_string(stats.shapes_unknown) +
+             " tensor arguments could not be read or verified: they print as ?\n";
+  }
+  return out;
+}
+
+}  // namespace
 
 void add_table_options(CLI::App& command, ReportOptions& options) {
   std::string keys;
@@ -14,6 +54,9 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
   command.add_option("--sort-by", options.sort_by, "sort key, as in key_averages().table(sort_by=...): " + keys)
       ->capture_default_str();
   command.add_option("--row-limit", options.row_limit, "rows to print (-1: all)")->capture_default_str();
+  command.add_flag("--group-by-input-shape", options.group_by_input_shape,
+                   "one row per op and input shapes, as key_averages(group_by_input_shape=True) "
+                   "(needs a recording made with --record-shapes)");
 }
 
 void add_report_command(CLI::App& app, ReportOptions& options) {
@@ -24,7 +67,8 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
-      "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n");
+      "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
+      "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n");
 }
 
 int run_report(const ReportOptions& options) {
@@ -46,7 +90,20 @@ int run_report(const ReportOptions& options) {
                  recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                       : recording->incomplete_reason.c_str(),
                  recording->events.size());
-  Profile profile = aggregate(*recording);
+  if (options.group_by_input_shape && !recording->options.shapes) {
+    std::fprintf(stderr,
+                 "gpuprof: error: %s has no input shapes: record with --record-shapes to group by "
+                 "input shape\n",
+                 options.input_path.c_str());
+    return 2;
+  }
+  AggregateOptions aggregate_options;
+  aggregate_options.group_by_input_shape = options.group_by_input_shape;
+  Profile profile = aggregate(*recording, aggregate_options);
+  if (std::string why = sort_key_unavailable(*sort_key, profile); !why.empty()) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
+    return 2;
+  }
   TableOptions table;
   table.sort_by = *sort_key;
   table.row_limit = options.row_limit;
@@ -55,7 +112,8 @@ int run_report(const ReportOptions& options) {
     text = "No operator calls were recorded (" + std::to_string(recording->events.size()) +
            " events).\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
-  std::string notes = format_profile_notes(profile);
+  std::string notes = format_profile_notes(profile) +
+                      format_recording_notes(*recording, profile, options.group_by_input_shape);
   std::fwrite(notes.data(), 1, notes.size(), stdout);
   std::fflush(stdout);
   return 0;

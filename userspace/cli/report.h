@@ -15,9 +15,11 @@ struct ReportOptions {
   std::string input_path = "gpuprof.data";
   std::string sort_by = "cpu_time_total";
   int row_limit = 100;
+  bool group_by_input_shape = false;  // rows per (name, input shapes), with an Input Shapes column
 };
 
-// Adds the table options (--sort-by, --row-limit) that record shares.
+// Adds the table options (--sort-by, --row-limit, --group-by-input-shape)
+// that record shares.
 void add_table_options(CLI::App& command, ReportOptions& options);
 void add_report_command(CLI::App& app, ReportOptions& options);
 

@@ -1,0 +1,187 @@
+"""--record-shapes and --profile-memory against torch.profiler on the same run.
+
+One resnet18 forward pass (batch 5, the recipe's workload) under
+torch.profiler(record_shapes=True, profile_memory=True) while gpuprof records
+it with --record-shapes --profile-memory: for every (op, input shapes) group
+torch prints, gpuprof prints the same shapes string and the same call count,
+and per op CPU Mem and Self CPU Mem agree within 1%.
+
+torch.profiler attributes memory by time interval at microsecond
+granularity: a record counts for an op when its microsecond lies in the op's
+[start_us, start_us + duration_us]. A record taken in the microsecond an op
+(or an op nested in it) starts or ends, or the one after it ends, can thereby
+count for the op or for its neighbour, whichever the truncation favours:
+torch's own numbers for short nested ops (aten::empty inside empty_like,
+~1-3 us) move by a whole tensor from run to run (1.5 MB of aten::empty's 97
+MB in one run). gpuprof attributes each allocation to the op running on the
+allocating thread, exactly. So each figure is compared within 1%, plus the
+bytes of the records that torch's own data shows to be on such a boundary
+(computed from torch's raw events of the same run; printed).
+"""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import Procs, run_gpuprof, run_profiled_region, torch_table_name
+
+MEM_TOLERANCE = 0.01  # relative, per op, as the issue asks
+_MEM_UNITS = {"b": 1, "Kb": 1024, "Mb": 1024 ** 2, "Gb": 1024 ** 3}
+
+
+def parse_memory(text):
+    """torch's _format_memory -> (bytes, half of the printed resolution)."""
+    m = re.fullmatch(r"(-?[\d.]+) (b|Kb|Mb|Gb)", text.strip())
+    assert m, f"not a memory size: {text!r}"
+    unit = _MEM_UNITS[m.group(2)]
+    return float(m.group(1)) * unit, (0 if unit == 1 else 0.005 * unit)
+
+
+def boundary_bytes(raw):
+    """{op name: (total, self) bytes torch may have attributed either way}.
+
+    For each op event: the CPU memory records whose microsecond is the
+    start, the end, or the microsecond after the end of the event (total),
+    or of the event or any event nested in it on the same interval (self).
+    """
+    intervals = raw["intervals"]
+    by_us = {}
+    for us, nbytes in raw["records"]:
+        by_us[us] = by_us.get(us, 0) + abs(nbytes)
+    out = {}
+    for name, start, end in intervals:
+        edges = {start, end, end + 1}
+        nested_edges = set(edges)
+        for _, s2, e2 in intervals:
+            if start <= s2 and e2 <= end:
+                nested_edges |= {s2, e2, e2 + 1}
+        total, self_ = out.get(name, (0, 0))
+        out[name] = (total + sum(by_us.get(us, 0) for us in edges),
+                     self_ + sum(by_us.get(us, 0) for us in nested_edges))
+    return out
+
+
+def parse_any_table(text):
+    """A key_averages().table()-style table -> list of {header: cell text}.
+
+    Columns come from the separator's dash runs; every header label is
+    right-aligned in its column.
+    """
+    lines = text.splitlines()
+    start = next(i for i in range(len(lines) - 2)
+                 if lines[i].startswith("-") and "Name" in lines[i + 1])
+    sep, header = lines[start], lines[start + 1]
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", sep)]
+    headers = [header[s:e].strip() for s, e in spans]
+    rows = []
+    for line in lines[start + 3:]:
+        if line == sep:
+            break
+        rows.append({h: line[s:e].strip() for h, (s, e) in zip(headers, spans)})
+    return headers, rows
+
+
+@pytest.fixture(scope="module")
+def shapes_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shapes-memory")
+    workdir = tmp / "handshake"
+    workdir.mkdir()
+    procs = Procs(tmp)
+    try:
+        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof",
+                                  "--shapes-memory",
+                                  gpuprof_args=("--record-shapes", "--profile-memory"))
+        run.torch_groups = json.loads((workdir / "torch_shapes.json").read_text())
+        run.torch_boundary = boundary_bytes(json.loads((workdir / "torch_memory_raw.json").read_text()))
+        yield run
+    finally:
+        procs.cleanup()
+
+
+def test_nothing_lost_and_layout_calibrated(shapes_run):
+    stderr = shapes_run.gpuprof.stderr()
+    assert shapes_run.stopped["lost"] == 0, stderr
+    assert shapes_run.stopped["mem_lost"] == 0, stderr
+    assert shapes_run.stopped["mem_events"] > 0, stderr
+    # torch 1.13's TensorImpl, measured by hand (shared/research.md section 4).
+    assert "TensorImpl layout: ndim @72, sizes @80, numel @168" in stderr, stderr
+
+
+def test_same_shapes_and_counts_per_group(shapes_run):
+    report = run_gpuprof("report", shapes_run.record_file, "--group-by-input-shape", "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    headers, rows = parse_any_table(report.stdout)
+    assert headers[-1] == "Input Shapes", headers
+    ours = {(r["Name"], r["Input Shapes"]): int(r["# of Calls"]) for r in rows}
+    theirs = {(torch_table_name(g["key"]), g["input_shapes"]): g["count"]
+              for g in shapes_run.torch_groups}
+    assert any(shapes.startswith("[[5, 3, 224, 224], [64, 3, 7, 7]") for _, shapes in theirs), theirs
+    # Every group torch prints, gpuprof prints with the same count; gpuprof's
+    # table cuts shapes at 80 characters as torch's does, so compare cut.
+    theirs_cut = {(name, shapes[:80]): count for (name, shapes), count in theirs.items()}
+    missing = {k: v for k, v in theirs_cut.items() if ours.get(k) != v}
+    extra = {k: v for k, v in ours.items() if k not in theirs_cut}
+    assert not missing and not extra, (
+        f"groups differing from torch.profiler's (torch's count -> ours):\n" +
+        "\n".join(f"  {k}: {v} -> {ours.get(k)}" for k, v in sorted(missing.items())) +
+        "\nonly in gpuprof:\n" + "\n".join(f"  {k}: {v}" for k, v in sorted(extra.items())) +
+        f"\n{report.stdout}")
+    assert len(theirs) >= 20
+
+
+def test_cpu_memory_per_op_within_one_percent(shapes_run):
+    report = run_gpuprof("report", shapes_run.record_file, "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    headers, rows = parse_any_table(report.stdout)
+    assert "CPU Mem" in headers and "Self CPU Mem" in headers, headers
+    ours = {r["Name"]: r for r in rows}
+    torch_ops = shapes_run.torch_ops
+    checked, off = [], []
+    self_sum_torch = self_sum_ours = 0
+    for name, t in torch_ops.items():
+        if name == "[memory]":
+            continue
+        assert name in ours, f"{name} missing from gpuprof's table:\n{report.stdout}"
+        for column, key in (("CPU Mem", "cpu_memory_usage"), ("Self CPU Mem", "self_cpu_memory_usage")):
+            value, resolution = parse_memory(ours[name][column])
+            expected = t[key]
+            ambiguous = shapes_run.torch_boundary.get(name, (0, 0))[column == "Self CPU Mem"]
+            checked.append(f"  {name} {column}: torch {expected} b, gpuprof {ours[name][column]}"
+                           f" (torch's boundary records: {ambiguous} b)")
+            if abs(value - expected) > MEM_TOLERANCE * abs(expected) + ambiguous + resolution:
+                off.append(checked[-1])
+        self_sum_torch += t["self_cpu_memory_usage"]
+        self_sum_ours += parse_memory(ours[name]["Self CPU Mem"])[0]
+    print("\n".join(checked))
+    assert sum(abs(t["cpu_memory_usage"]) for t in torch_ops.values()) > 10 * 1024 ** 2, torch_ops
+    assert not off, "memory differs from torch.profiler's by more than 1%:\n" + "\n".join(off)
+    # Most figures agree within 1% without the allowance; say which need it.
+    needed = []
+    for name, t in torch_ops.items():
+        for column, key in (("CPU Mem", "cpu_memory_usage"), ("Self CPU Mem", "self_cpu_memory_usage")):
+            if name in ours and name != "[memory]":
+                value, resolution = parse_memory(ours[name][column])
+                if abs(value - t[key]) > MEM_TOLERANCE * abs(t[key]) + resolution:
+                    needed.append(f"{name} {column}")
+    print(f"{len(checked)} figures compared; within 1% only with torch's boundary records: {needed}")
+    assert len(needed) <= len(checked) // 10, needed
+
+
+def test_peak_reported(shapes_run):
+    report = run_gpuprof("report", shapes_run.record_file)
+    assert report.returncode == 0, report.stderr
+    peak = re.search(r"^CPU tensor memory peak .*: (-?[\d.]+ [KMG]?b) at ([\d.]+) s after the start, in (\S+)",
+                     report.stdout, re.M)
+    assert peak, report.stdout
+    value, _ = parse_memory(peak.group(1))
+    assert value > 1024 ** 2, peak.group(0)  # resnet18 activations at batch 5: megabytes
+    assert peak.group(3).startswith("aten::"), peak.group(0)
+
+
+def test_memory_sort_keys_need_memory(shapes_run, tmp_path):
+    ok = run_gpuprof("report", shapes_run.record_file, "--sort-by", "self_cpu_memory_usage", "--row-limit", "3")
+    assert ok.returncode == 0, ok.stderr
+    _, rows = parse_any_table(ok.stdout)
+    values = [parse_memory(r["Self CPU Mem"])[0] for r in rows]
+    assert values == sorted(values, reverse=True), ok.stdout

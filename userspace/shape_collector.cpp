@@ -1,0 +1,157 @@
+#include "shape_collector.h"
+
+#include <algorithm>
+
+namespace gpuprof {
+namespace {
+
+// Calibration input: at most this many windows are kept, and a new attempt
+// is made every kRetryEvery windows (an attempt is cheap, but not free).
+constexpr size_t kMaxSamples = 4096;
+constexpr size_t kRetryEvery = 16;
+// Entries kept for decoding while uncalibrated. A target whose first this
+// many tensor-taking ops do not allow calibration is not going to.
+constexpr size_t kMaxPending = 50'000;
+
+bool has_raw_slot(std::span<const uint64_t> words, const OpArgPlan& plan) {
+  size_t at = 0;
+  for (size_t i = 0; i < plan.tensors.size() && at < words.size(); i++) {
+    uint64_t status = words[at];
+    if (status & GP_SLOT_RAW) return true;
+    at += GP_SLOT_STATUS(status) == GP_SLOT_TENSOR && at + 2 < words.size()
+              ? 3 + std::min<uint64_t>(words[at + 1], GP_MAX_DIMS)
+              : 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+ShapeCollector::ShapeCollector(std::vector<OpArgPlan> plans) : plans_(std::move(plans)) {}
+
+void ShapeCollector::add_entry(uint64_t event_index, uint32_t op_id, std::span<const uint64_t> words) {
+  if (op_id >= plans_.size() || !plans_[op_id].ok) return;
+  if (!layout_ && !refused_ && has_raw_slot(words, plans_[op_id])) {
+    // Harvest the windows for calibration and keep the entry until then.
+    size_t at = 0;
+    for (size_t i = 0; i < plans_[op_id].tensors.size() && at < words.size(); i++) {
+      const uint64_t status = words[at++];
+      if (GP_SLOT_STATUS(status) != GP_SLOT_TENSOR) continue;
+      if (at + GP_RAW_WINDOW_WORDS > words.size()) break;
+      if (samples_.size() < kMaxSamples) {
+        RawWindow window;
+        std::copy_n(words.begin() + static_cast<ptrdiff_t>(at), GP_RAW_WINDOW_WORDS, window.begin());
+        samples_.push_back(window);
+      }
+      at += GP_RAW_WINDOW_WORDS;
+    }
+    pending_.push_back(Pending{event_index, op_id, std::vector<uint64_t>(words.begin(), words.end())});
+    if (samples_.size() >= samples_at_last_try_ + kRetryEvery) try_calibrate(false);
+    if (!layout_ && !refused_ && pending_.size() >= kMaxPending) try_calibrate(true);
+    return;
+  }
+  ready_.push_back(Ready{event_index, decode(op_id, words)});
+}
+
+void ShapeCollector::try_calibrate(bool last_chance) {
+  samples_at_last_try_ = samples_.size();
+  LayoutCalibration result = calibrate_tensor_layout(samples_);
+  if (result.layout) {
+    layout_ = result.layout;
+    status_ = result.explanation;
+  } else if (!result.more_samples_may_help() || last_chance) {
+    refused_ = true;
+    status_ = result.explanation;
+  } else {
+    return;
+  }
+  release_pending();
+}
+
+void ShapeCollector::release_pending() {
+  for (Pending& p : pending_) ready_.push_back(Ready{p.event_index, decode(p.op_id, p.words)});
+  pending_.clear();
+  pending_.shrink_to_fit();
+  samples_.clear();
+  samples_.shrink_to_fit();
+}
+
+void ShapeCollector::finish() {
+  if (!layout_ && !refused_ && !pending_.empty()) try_calibrate(true);
+}
+
+std::optional<gp_tensor_layout> ShapeCollector::take_new_layout() {
+  if (!layout_ || layout_taken_) return std::nullopt;
+  layout_taken_ = true;
+  return layout_;
+}
+
+std::vector<ShapeCollector::Ready> ShapeCollector::take_ready() {
+  std::vector<Ready> out;
+  out.swap(ready_);
+  return out;
+}
+
+InputShapes ShapeCollector::decode(uint32_t op_id, std::span<const uint64_t> words) {
+  const OpArgPlan& plan = plans_[op_id];
+  InputShapes shapes(plan.arg_count, ArgShape(std::vector<int64_t>{}));
+  auto unknown = [&](ArgShape& out) {
+    out = std::nullopt;
+    unknown_++;
+  };
+  size_t at = 0;
+  for (const TensorArgSlot& slot : plan.tensors) {
+    if (slot.arg_index >= shapes.size()) continue;
+    ArgShape& out = shapes[slot.arg_index];
+    if (at >= words.size()) {
+      unknown(out);
+      continue;
+    }
+    const uint64_t status = words[at++];
+    if (GP_SLOT_STATUS(status) == GP_SLOT_NONE) continue;  // [] as torch prints it
+    if (GP_SLOT_STATUS(status) != GP_SLOT_TENSOR) {
+      unknown(out);
+      continue;
+    }
+    if (status & GP_SLOT_RAW) {
+      if (at + GP_RAW_WINDOW_WORDS > words.size()) {
+        at = words.size();
+        unknown(out);
+        continue;
+      }
+      std::span<const uint64_t> window = words.subspan(at, GP_RAW_WINDOW_WORDS);
+      at += GP_RAW_WINDOW_WORDS;
+      std::optional<std::vector<int64_t>> sizes;
+      if (layout_) sizes = decode_raw_window(window, *layout_);
+      if (sizes)
+        out = std::move(*sizes);
+      else
+        unknown(out);
+      continue;
+    }
+    if (at + 2 > words.size()) {
+      at = words.size();
+      unknown(out);
+      continue;
+    }
+    const uint64_t ndim = words[at];
+    const auto numel = static_cast<int64_t>(words[at + 1]);
+    at += 2;
+    const size_t captured = std::min<uint64_t>(ndim, GP_MAX_DIMS);
+    if (at + captured > words.size()) {
+      at = words.size();
+      unknown(out);
+      continue;
+    }
+    std::vector<int64_t> sizes(captured);
+    for (size_t d = 0; d < captured; d++) sizes[d] = static_cast<int64_t>(words[at + d]);
+    at += captured;
+    if (ndim > GP_MAX_DIMS || !shape_matches_numel(sizes, numel))
+      unknown(out);
+    else
+      out = std::move(sizes);
+  }
+  return shapes;
+}
+
+}  // namespace gpuprof
