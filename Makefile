@@ -44,7 +44,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUI
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 
-FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver
+FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver \
+                 $(BUILD)/tests/fake_libtorch/memory_driver
+# Debian's real libc10 (python3-torch), which the fake CUDA memory ops call.
+LIBC10 := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libc10.so.*))
 
 all: $(BUILD)/gpuprof $(TEST_HELPERS) $(FAKE_LIBTORCH)
 
@@ -89,13 +92,20 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
 
-# A stand-in libtorch_cpu for exception-path integration tests (see
-# tests/fake_libtorch/fake_ops.cpp). Named like the real one so that gpuprof
-# treats it as such.
-$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_ops.h
+# A stand-in libtorch_cpu for exception-path and CUDA-memory integration
+# tests (see tests/fake_libtorch/). Named like the real one so that gpuprof
+# treats it as such. No sibling calls: real ::call bodies end in `ret`
+# (shared/research.md section 4), not in a tail jump.
+$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_cuda_memory.cpp tests/fake_libtorch/fake_ops.h
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CXX) -std=c++20 -O2 -g -fPIC -shared -fstack-protector-all $< -o $@
+	$(Q)test -n "$(LIBC10)" || { echo "libc10 (python3-torch) not found: run scripts/setup.sh" >&2; exit 1; }
+	$(Q)$(CXX) -std=c++20 -O2 -g -fPIC -shared -fstack-protector-all -fno-optimize-sibling-calls \
+		$(filter %.cpp,$^) $(LIBC10) -o $@
+
+$(BUILD)/tests/fake_libtorch/memory_driver: tests/fake_libtorch/memory_driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -o $@
 
 $(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
 	$(call msg,CXX,$@)

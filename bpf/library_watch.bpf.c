@@ -7,7 +7,8 @@
  * conda env's) is only known when it maps one. This program sees every
  * executable file mapping the launched process asks for (the mmap syscall
  * tracepoint: this kernel has no ftrace, so fentry and BPF LSM programs
- * cannot attach), and when the file is a libtorch_cpu it sends SIGSTOP to
+ * cannot attach), and when the file's name starts with the watched prefix
+ * (below) it sends SIGSTOP to
  * the process once. The signal is acted on at the return from mmap(),
  * before any code of the library runs; gpuprof, the parent,
  * sees the stop with waitpid(WUNTRACED), attaches the op probes to the now
@@ -32,16 +33,27 @@ __u32 armed = 0;
 /* Set when the stop was sent, so userspace can tell our stop from others. */
 __u32 stop_sent = 0;
 
-static __always_inline int is_libtorch_cpu(const unsigned char *name)
+/*
+ * The file-name prefix to stop at, set by userspace before arming:
+ * "libtorch_cpu" first; then, with --profile-memory, "libc10.so" when the
+ * dynamic loader maps it after libtorch_cpu.
+ */
+#define WATCH_PREFIX_MAX 16
+char watch_prefix[WATCH_PREFIX_MAX] = {};
+__u32 watch_prefix_len = 0;
+
+static __always_inline int has_watched_prefix(const unsigned char *name)
 {
-	static const char want[] = "libtorch_cpu";
-	char buf[sizeof(want)];
+	char buf[WATCH_PREFIX_MAX];
 
 	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 0)
 		return 0;
-	for (int i = 0; i < (int)sizeof(want) - 1; i++)
-		if (buf[i] != want[i])
+	for (int i = 0; i < WATCH_PREFIX_MAX; i++) {
+		if (i >= watch_prefix_len)
+			return 1;
+		if (buf[i] != watch_prefix[i])
 			return 0;
+	}
 	return 1;
 }
 
@@ -71,7 +83,7 @@ int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 	if ((bpf_get_current_pid_tgid() >> 32) != watch_tgid)
 		return 0;
 	file = fd_to_file(fd);
-	if (!file || !is_libtorch_cpu(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
+	if (!file || !has_watched_prefix(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
 		return 0;
 	/*
 	 * SIGSTOP does not interrupt the mmap: it is acted on at the return

@@ -48,6 +48,12 @@ const volatile __u64 wakeup_bytes = 1 << 20;
 __u32 shapes_on = 0;
 /* 0 while the TensorImpl layout is unknown: entries carry raw windows. */
 __u32 tensor_layout_ready = 0;
+/*
+ * Entries that may still carry raw windows before calibration; after that,
+ * until calibrated, entries go without shapes. A target whose tensors do
+ * not allow calibration must not pay 256 bytes per tensor for ever.
+ */
+__s32 raw_entries_left = 0;
 struct gp_tensor_layout tensor_layout = {};
 /*
  * Address of c10::UndefinedTensorImpl::_singleton in the target (0: unknown).
@@ -249,8 +255,12 @@ int on_op_probe(struct pt_regs *ctx)
 		__u32 op = GP_COOKIE_OP(cookie);
 		const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
 
-		if (plan && plan->count)
+		if (plan && plan->count && (tensor_layout_ready || raw_entries_left > 0)) {
+			/* Not atomic: threads racing here may spend one entry more. */
+			if (!tensor_layout_ready)
+				raw_entries_left--;
 			return emit_entry_with_shapes(ctx, cookie);
+		}
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

@@ -57,7 +57,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     const auto op_id = static_cast<uint32_t>(catalog.ops.size());
     OpName name = resolver.resolve(entry.struct_name);
     catalog.ops.push_back(OpInfo{name.torch_name(), name.overload, std::string(entry.symbol.name)});
-    catalog.arg_plans.push_back(plan_op_args(entry.symbol.name, resolver.schemas(entry.struct_name), optional_abi));
+    catalog.arg_plans.push_back(
+        plan_op_args(entry.symbol.name, resolver.schemas(entry.struct_name), optional_abi));
     if (!catalog.arg_plans.back().ok) catalog.ops_without_arg_plan++;
     catalog.sites.add(*entry_offset, GP_COOKIE(GP_EV_OP_ENTRY, op_id));
     catalog.entry_sites++;

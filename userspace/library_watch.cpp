@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -33,7 +34,13 @@ LibraryWatch::~LibraryWatch() {
   if (skel_) library_watch_bpf__destroy(skel_);
 }
 
-void LibraryWatch::arm() { __atomic_store_n(&skel_->bss->armed, 1, __ATOMIC_SEQ_CST); }
+void LibraryWatch::arm(std::string_view file_name_prefix) {
+  const size_t n = std::min(file_name_prefix.size(), sizeof(skel_->bss->watch_prefix));
+  std::memset(skel_->bss->watch_prefix, 0, sizeof(skel_->bss->watch_prefix));
+  std::memcpy(skel_->bss->watch_prefix, file_name_prefix.data(), n);
+  skel_->bss->watch_prefix_len = static_cast<uint32_t>(n);
+  __atomic_store_n(&skel_->bss->armed, 1, __ATOMIC_SEQ_CST);
+}
 
 bool LibraryWatch::take_stop_sent() {
   return __atomic_exchange_n(&skel_->bss->stop_sent, 0, __ATOMIC_SEQ_CST) != 0;

@@ -1,13 +1,14 @@
 // library_watch.h: loads bpf/library_watch.bpf.c for launch mode.
 //
-// While armed, the launched process is sent SIGSTOP (once) as it maps a
-// libtorch_cpu file, so that the op probes can be attached before any of
+// While armed, the launched process is sent SIGSTOP (once) as it maps a file
+// whose name starts with the armed prefix (libtorch_cpu, then libc10.so), so that the op probes can be attached before any of
 // the library's code runs. The parent sees the stop through waitpid and
 // must always answer it with SIGCONT.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 struct library_watch_bpf;
 
@@ -18,7 +19,8 @@ class LibraryWatch {
   static std::unique_ptr<LibraryWatch> load(int tgid, std::string* error);
   ~LibraryWatch();
 
-  void arm();
+  // Prefixes longer than 16 bytes are cut.
+  void arm(std::string_view file_name_prefix);
   // True once the BPF side has sent its SIGSTOP; reading it clears it.
   bool take_stop_sent();
 

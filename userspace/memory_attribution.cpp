@@ -93,6 +93,9 @@ void find_calls(const Timeline& timeline, std::vector<Counted>& counted, std::ve
     for (size_t id : ids) {
       place_events_before(calls[id].start_ns, false);
       pop_ended(calls[id].start_ns);
+      // A call as deep or deeper does not enclose this one, even when it
+      // ends at the very timestamp this one starts (a sibling).
+      while (!open.empty() && calls[open.back()].depth >= calls[id].depth) open.pop_back();
       parent[id] = open.empty() ? -1 : static_cast<int64_t>(open.back());
       open.push_back(id);
     }

@@ -2,7 +2,6 @@
 
 #include <cxxabi.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <memory>
@@ -11,8 +10,10 @@ namespace gpuprof {
 namespace {
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -42,7 +43,7 @@ enum class ArgClass {
   integer,       // one INTEGER eightbyte (includes pointers and invisible references)
   sse,           // one SSE eightbyte (double)
   integer_pair,  // 16 bytes, two INTEGER eightbytes
-  integer_sse,   // 16 bytes, one INTEGER and one SSE eightbyte ({bool, double})
+  integer_sse,   // 16 bytes, one SSE and one INTEGER eightbyte (std::optional<double>)
   memory3,       // 17..24 bytes, trivially copyable: on the stack, 3 words
 };
 
@@ -72,7 +73,8 @@ constexpr KnownType kCommonByValue[] = {
     {"c10::SymInt", ArgClass::integer},
     {"c10::Storage", ArgClass::integer},
     {"double", ArgClass::sse},
-    {"c10::basic_string_view<char>", ArgClass::integer_pair},  // {const char*, size_t}, trivial copy ctor
+    {"c10::basic_string_view<char>",
+     ArgClass::integer_pair},  // {const char*, size_t}, trivial copy ctor
     {"std::basic_string_view<char, std::char_traits<char> >", ArgClass::integer_pair},
     {"c10::Stream", ArgClass::integer_pair},  // {Device, int64_t id}
 };
@@ -85,8 +87,8 @@ constexpr KnownType kC10OptionalByValue[] = {
     {"c10::optional<c10::MemoryFormat>", ArgClass::integer},
     {"c10::optional<c10::Device>", ArgClass::integer},  // 3 bytes
     {"c10::optional<c10::QScheme>", ArgClass::integer},
-    {"c10::optional<c10::SymInt>", ArgClass::integer},      // invisible reference
-    {"c10::optional<at::Generator>", ArgClass::integer},    // invisible reference
+    {"c10::optional<c10::SymInt>", ArgClass::integer},    // invisible reference
+    {"c10::optional<at::Generator>", ArgClass::integer},  // invisible reference
     // c10::optional<T> has a user-provided copy constructor unless T is
     // trivially copyable, and c10::string_view is not (a user-provided
     // operator=): this 24-byte optional goes by invisible reference, not on
@@ -130,8 +132,10 @@ std::optional<ParamInfo> classify_parameter(std::string_view type, bool std_opti
     base = trim(base);
     if (base.ends_with(" const")) base = trim(base.substr(0, base.size() - 6));
     if (base == "at::Tensor") return ParamInfo{ArgClass::integer, GP_ARG_TENSOR};
-    if (base == "c10::optional<at::Tensor>") return ParamInfo{ArgClass::integer, GP_ARG_OPT_TENSOR_C10};
-    if (base == "std::optional<at::Tensor>") return ParamInfo{ArgClass::integer, GP_ARG_OPT_TENSOR_STD};
+    if (base == "c10::optional<at::Tensor>")
+      return ParamInfo{ArgClass::integer, GP_ARG_OPT_TENSOR_C10};
+    if (base == "std::optional<at::Tensor>")
+      return ParamInfo{ArgClass::integer, GP_ARG_OPT_TENSOR_STD};
     return ParamInfo{ArgClass::integer, std::nullopt};
   }
   auto template_of = [&](std::string_view prefix) {
@@ -144,12 +148,15 @@ std::optional<ParamInfo> classify_parameter(std::string_view type, bool std_opti
   // pointer), 24 with std::optional.
   if (template_of("c10::OptionalArrayRef<"))
     return ParamInfo{std_optional ? ArgClass::memory3 : ArgClass::integer_pair, std::nullopt};
-  if (template_of("c10::optional<c10::ArrayRef<")) return ParamInfo{ArgClass::integer_pair, std::nullopt};
-  if (template_of("std::optional<c10::ArrayRef<")) return ParamInfo{ArgClass::memory3, std::nullopt};
+  if (template_of("c10::optional<c10::ArrayRef<"))
+    return ParamInfo{ArgClass::integer_pair, std::nullopt};
+  if (template_of("std::optional<c10::ArrayRef<"))
+    return ParamInfo{ArgClass::memory3, std::nullopt};
   // std::array<bool, N>: N bytes, trivially copyable.
   if (type.starts_with("std::array<bool, ") && type.ends_with("ul>")) {
     std::string_view n = type.substr(17, type.size() - 17 - 3);
-    if (n.size() == 1 && n[0] >= '1' && n[0] <= '8') return ParamInfo{ArgClass::integer, std::nullopt};
+    if (n.size() == 1 && n[0] >= '1' && n[0] <= '8')
+      return ParamInfo{ArgClass::integer, std::nullopt};
     return std::nullopt;
   }
   for (const KnownType& known : kCommonByValue)
@@ -165,9 +172,12 @@ std::string_view return_type(std::string_view one) {
   one = trim(one);
   int depth = 0;
   for (size_t i = 0; i < one.size(); i++) {
-    if (one[i] == '(' || one[i] == '[') depth++;
-    else if (one[i] == ')' || one[i] == ']') depth--;
-    else if (depth == 0 && std::isspace(static_cast<unsigned char>(one[i]))) return one.substr(0, i);
+    if (one[i] == '(' || one[i] == '[')
+      depth++;
+    else if (one[i] == ')' || one[i] == ']')
+      depth--;
+    else if (depth == 0 && std::isspace(static_cast<unsigned char>(one[i])))
+      return one.substr(0, i);
   }
   return one;
 }
@@ -183,14 +193,15 @@ std::optional<bool> single_return_in_memory(std::string_view type) {
   if (type.starts_with("Tensor")) {
     std::string_view alias = type.substr(6);
     if (alias.empty()) return true;  // at::Tensor
-    if (alias.starts_with("(") && alias.ends_with(")") && alias.find_first_of("?[") == std::string_view::npos)
+    if (alias.starts_with("(") && alias.ends_with(")") &&
+        alias.find_first_of("?[") == std::string_view::npos)
       // Tensor(a!): at::Tensor& in rax; Tensor(a): a view, at::Tensor by value.
       return alias.find('!') == std::string_view::npos;
     return std::nullopt;
   }
   // Scalars returned in rax / xmm0.
-  for (std::string_view t : {"bool", "int", "float", "ScalarType", "Layout", "MemoryFormat", "Device",
-                             "QScheme"})
+  for (std::string_view t :
+       {"bool", "int", "float", "ScalarType", "Layout", "MemoryFormat", "Device", "QScheme"})
     if (type == t) return false;
   // Class types returned in memory: c10::Scalar (32 bytes), std::string,
   // c10::SymInt (non-trivial copy constructor and destructor).
@@ -243,6 +254,11 @@ bool schema_matches(const Schema& schema, const std::vector<std::string>& params
   return true;
 }
 
+// A library cannot mix the two: a std::optional in the symbol settles it.
+bool uses_std_optional(std::string_view mangled, OptionalAbi abi) {
+  return abi == OptionalAbi::std_optional || mangled.find("St8optional") != std::string_view::npos;
+}
+
 }  // namespace
 
 OptionalAbi optional_abi_of(std::span<const std::string_view> call_symbols) {
@@ -263,7 +279,8 @@ std::optional<std::vector<std::string>> demangled_parameters(std::string_view ma
   int depth = 0;
   size_t open = std::string_view::npos;
   for (size_t i = text.size(); i-- > 0;) {
-    if (text[i] == ')') depth++;
+    if (text[i] == ')')
+      depth++;
     else if (text[i] == '(' && --depth == 0) {
       open = i;
       break;
@@ -301,10 +318,6 @@ std::optional<bool> returns_in_memory(std::string_view returns) {
   return single_return_in_memory(return_type(returns));
 }
 
-bool uses_std_optional(std::string_view mangled, OptionalAbi abi) {
-  return abi == OptionalAbi::std_optional || mangled.find("St8optional") != std::string_view::npos;
-}
-
 OpArgPlan plan_op_args(std::string_view mangled, std::optional<std::string_view> schema_returns,
                        OptionalAbi abi) {
   const bool std_optional = uses_std_optional(mangled, abi);
@@ -339,21 +352,29 @@ OpArgPlan plan_op_args(std::string_view mangled, std::optional<std::string_view>
     int where = -1;
     switch (info->cls) {
       case ArgClass::integer:
-        if (integer_used < kIntegerRegisters) where = integer_used++;
-        else where = GP_ARG_IN_STACK + stack_words++;
+        if (integer_used < kIntegerRegisters)
+          where = integer_used++;
+        else
+          where = GP_ARG_IN_STACK + stack_words++;
         break;
       case ArgClass::sse:
-        if (sse_used < kSseRegisters) sse_used++;
-        else stack_words++;
+        if (sse_used < kSseRegisters)
+          sse_used++;
+        else
+          stack_words++;
         break;
       case ArgClass::integer_pair:
         // Both eightbytes in registers or the whole argument on the stack.
-        if (integer_used + 2 <= kIntegerRegisters) integer_used += 2;
-        else stack_words += 2;
+        if (integer_used + 2 <= kIntegerRegisters)
+          integer_used += 2;
+        else
+          stack_words += 2;
         break;
       case ArgClass::integer_sse:
-        if (integer_used < kIntegerRegisters && sse_used < kSseRegisters) integer_used++, sse_used++;
-        else stack_words += 2;
+        if (integer_used < kIntegerRegisters && sse_used < kSseRegisters)
+          integer_used++, sse_used++;
+        else
+          stack_words += 2;
         break;
       case ArgClass::memory3:
         stack_words += 3;
@@ -370,7 +391,8 @@ OpArgPlan plan_op_args(std::string_view mangled, std::optional<std::string_view>
       plan.tensors.clear();
       return plan;
     }
-    plan.tensors.push_back(TensorArgSlot{static_cast<uint32_t>(i), *info->tensor, static_cast<uint8_t>(where)});
+    plan.tensors.push_back(
+        TensorArgSlot{static_cast<uint32_t>(i), *info->tensor, static_cast<uint8_t>(where)});
   }
   plan.ok = true;
   return plan;

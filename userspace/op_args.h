@@ -18,20 +18,27 @@
 //   - integers, bool, enums and small trivially copyable aggregates (<= 8
 //     bytes): one INTEGER register;
 //   - double: one SSE register (xmm0..7), never an INTEGER one;
-//   - 16-byte trivially copyable aggregates (ArrayRef, string_view,
-//     optional<int64_t>, OptionalArrayRef, ...): two INTEGER registers, or,
-//     when fewer than two are left, two stack words, while later arguments
-//     may still take the register that was left;
-//   - c10::optional<double> ({bool, double}): one INTEGER and one SSE
+//   - 16-byte trivially copyable aggregates of two INTEGER eightbytes
+//     (ArrayRef, string_view, OptionalArrayRef, c10::optional<int64_t>, and
+//     c10::optional<double>: {bool, union {char; double}}, whose union
+//     classifies as INTEGER): two INTEGER registers, or, when fewer than two
+//     are left, two stack words, while later arguments may still take the
+//     register that was left;
+//   - std::optional<double> ({double, bool}): one SSE and one INTEGER
 //     register, or two stack words when either kind is exhausted;
 //   - 17..24-byte trivially copyable aggregates (std::optional<ArrayRef>,
 //     c10::OptionalArrayRef over std::optional): three stack words;
 //   - the first six INTEGER arguments go in rdi, rsi, rdx, rcx, r8, r9, the
 //     rest on the stack, in order, each rounded up to 8 bytes.
-// A return value that is returned in memory (at::Tensor, std::tuple,
-// std::vector, c10::Scalar, std::string, c10::SymInt) takes rdi for its
-// hidden pointer. The return type is not in the mangled name: it comes from
-// the schema's returns ("Tensor", "Tensor(a!)", "(Tensor, Tensor)", "()").
+// A return value that is returned in memory (at::Tensor, std::tuple, even
+// of references, std::vector, c10::Scalar, std::string, c10::SymInt) takes
+// rdi for its hidden pointer. The return type is not in the mangled name: it
+// comes from the schema's returns ("Tensor", "Tensor(a!)", "(Tensor,
+// Tensor)", "()").
+//
+// Checked against g++ itself (see tests/unit/op_args_test.cpp): every ok
+// plan of Debian's libtorch 1.13 matches where the compiler puts each
+// argument when it calls that op's ::call.
 //
 // Nothing is guessed: an unknown parameter type, an unrecognised return, a
 // schema that does not match the signature or more than GP_MAX_TENSOR_ARGS
@@ -53,14 +60,14 @@ namespace gpuprof {
 struct TensorArgSlot {
   uint32_t arg_index = 0;  // position among the C++ parameters / schema arguments
   gp_tensor_arg_kind kind = GP_ARG_TENSOR;
-  uint8_t where = 0;       // 0..5 rdi..r9; >= GP_ARG_IN_STACK: the word at rsp + 8 * (where - 5)
+  uint8_t where = 0;  // 0..5 rdi..r9; >= GP_ARG_IN_STACK: the word at rsp + 8 * (where - 5)
   bool operator==(const TensorArgSlot&) const = default;
 };
 
 struct OpArgPlan {
-  bool ok = false;          // false: this op's shapes cannot be read; `why` says why (one line)
+  bool ok = false;  // false: this op's shapes cannot be read; `why` says why (one line)
   std::string why;
-  uint32_t arg_count = 0;   // C++ parameters == schema arguments, in order
+  uint32_t arg_count = 0;              // C++ parameters == schema arguments, in order
   std::vector<TensorArgSlot> tensors;  // in argument order
 };
 

@@ -19,9 +19,11 @@ std::string_view take_identifier(std::string_view& text) {
   return id;
 }
 
+bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)); }
+
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
   return text;
 }
 
@@ -142,7 +144,7 @@ std::string_view schema_argument_type(std::string_view argument) {
     const char c = argument[i];
     if (c == '(' || c == '[') depth++;
     else if (c == ')' || c == ']') depth--;
-    else if (depth == 0 && (std::isspace(static_cast<unsigned char>(c)) || c == '='))
+    else if (depth == 0 && (is_space(c) || c == '='))
       return argument.substr(0, i);
   }
   return argument;

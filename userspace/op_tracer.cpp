@@ -181,7 +181,8 @@ bool OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans, std::string
   return true;
 }
 
-void OpTracer::set_shapes(bool on) {
+void OpTracer::set_shapes(bool on, int32_t raw_entries) {
+  __atomic_store_n(&skel_->bss->raw_entries_left, raw_entries, __ATOMIC_SEQ_CST);
   __atomic_store_n(&skel_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 

@@ -62,7 +62,8 @@ class OpTracer {
   // read); then set_shapes(true). Until set_tensor_layout(), entries carry
   // raw TensorImpl windows for calibration.
   bool set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error);
-  void set_shapes(bool on);
+  // raw_entries: how many entries may carry raw windows before calibration.
+  void set_shapes(bool on, int32_t raw_entries = 0);
   void set_tensor_layout(const gp_tensor_layout& layout);
   // Where c10::UndefinedTensorImpl::_singleton is in the target, so that
   // undefined tensors read as [] (0: not known; they may then read as [0]).

@@ -51,8 +51,8 @@ void seal_chunk(std::vector<uint8_t>& chunk, uint32_t type) {
 std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHeaderSize, 0); }
 
 const char* type_name(uint32_t type) {
-  static const char* const names[] = {"",       "PROCESS", "CLOCK",   "OP_TABLE",
-                                      "EVENTS", "STATS",   "END",     "OPTIONS",
+  static const char* const names[] = {"",       "PROCESS",      "CLOCK",     "OP_TABLE",
+                                      "EVENTS", "STATS",        "END",       "OPTIONS",
                                       "SHAPES", "ENTRY_SHAPES", "MEM_EVENTS"};
   return type >= 1 && type <= 10 ? names[type] : "unknown type";
 }
@@ -481,8 +481,8 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     return fail(name + ": corrupt: " + std::to_string(size - off) +
                 " bytes after the END chunk at offset " + std::to_string(off));
   if (!seen.mandatory())
-    return fail(name + " is truncated: it ends at offset " + std::to_string(size) + ", before the " +
-                seen.mandatory_names() + " chunks are complete");
+    return fail(name + " is truncated: it ends at offset " + std::to_string(size) +
+                ", before the " + seen.mandatory_names() + " chunks are complete");
   rec.complete = seen.end;
   if (!seen.end) {
     rec.incomplete_reason = "no END chunk: the recorder did not finish (was it killed?)";
@@ -648,8 +648,8 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
                                  std::string* error) {
   if (!check_state(State::kBegun, "append_shapes", error)) return false;
   auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not recording the shapes of event " + std::to_string(event_index) + ": " +
-             why;
+    *error =
+        path_ + ": not recording the shapes of event " + std::to_string(event_index) + ": " + why;
     return false;
   };
   if (!options_.shapes) return refuse("the recording was begun without the shapes option");
@@ -696,11 +696,11 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
   return true;
 }
 
-bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count,
-                                     std::string* error) {
+bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, std::string* error) {
   if (!check_state(State::kBegun, "append_mem_events", error)) return false;
   if (count > 0 && !options_.memory) {
-    *error = path_ + ": not recording memory events: the recording was begun without the "
+    *error = path_ +
+             ": not recording memory events: the recording was begun without the "
              "memory option";
     return false;
   }

@@ -268,8 +268,8 @@ class RecordWriter {
   // index entry_bits_base_ + i is an ENTRY, for every appended event not
   // below next_entry_index_ (older words are dropped now and then).
   std::vector<uint64_t> entry_bits_;
-  uint64_t entry_bits_base_ = 0;    // a multiple of 64
-  uint64_t next_entry_index_ = 0;   // append_shapes needs event_index >= this
+  uint64_t entry_bits_base_ = 0;   // a multiple of 64
+  uint64_t next_entry_index_ = 0;  // append_shapes needs event_index >= this
 };
 
 // Reads and validates a whole record file (see the rules above). On failure

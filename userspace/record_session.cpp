@@ -121,6 +121,8 @@ class Session {
   bool stopped_ = false;
   uint64_t last_catch_try_ns_ = 0;
   std::optional<ShapeCollector> shapes_;
+  std::vector<uint32_t> catalog_tensor_args_;  // per op id, for entries without payload
+  bool shapes_refused_reported_ = false;
   bool memory_attached_ = false;
   uint64_t mem_events_recorded_ = 0;
   std::string memory_error_;
@@ -180,9 +182,8 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                  "calibrating the TensorImpl layout on the first tensors\n",
                  with_plan, catalog->ops.size());
   }
-  if (config_.profile_memory && !memory_attached_)
-    std::fprintf(stderr, "gpuprof: memory: %s\n",
-                 memory_error_.empty() ? "waiting for libc10 to be mapped" : memory_error_.c_str());
+  if (config_.profile_memory && !memory_attached_ && memory_error_.empty())
+    std::fprintf(stderr, "gpuprof: memory: libc10 is not mapped yet; its probes go in when it is\n");
   return true;
 }
 
@@ -197,6 +198,8 @@ void Session::setup_shapes(DispatcherCatalog& catalog) {
     catalog.ops[op].arg_count = static_cast<int32_t>(plan.arg_count);
     catalog.ops[op].tensor_args = static_cast<uint32_t>(plan.tensors.size());
   }
+  catalog_tensor_args_.clear();
+  for (const OpInfo& op : catalog.ops) catalog_tensor_args_.push_back(op.tensor_args);
   std::vector<OpArgPlan> collector_plans = catalog.arg_plans;
   for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
   shapes_.emplace(std::move(collector_plans));
@@ -210,7 +213,7 @@ void Session::setup_shapes(DispatcherCatalog& catalog) {
   if (auto undefined = find_symbol_in_target(target_pid_, "libc10.so",
                                               "_ZN3c1019UndefinedTensorImpl10_singletonE"))
     tracer_->set_undefined_tensor_impl(*undefined);
-  tracer_->set_shapes(true);
+  tracer_->set_shapes(true, ShapeCollector::kRawEntryBudget);
 }
 
 // Allocations are attached once libc10 is mapped (in launch mode it may
@@ -235,8 +238,12 @@ void Session::on_op_event(const gp_event& event, std::span<const uint64_t> shape
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
   stats_.events_recorded++;
-  if (shapes_ && event.kind == GP_EV_OP_ENTRY && !shape_words.empty())
-    shapes_->add_entry(index, event.op_id, shape_words);
+  if (shapes_ && event.kind == GP_EV_OP_ENTRY) {
+    if (!shape_words.empty())
+      shapes_->add_entry(index, event.op_id, shape_words);
+    else if (event.op_id < catalog_tensor_args_.size() && catalog_tensor_args_[event.op_id] > 0)
+      shapes_->note_entry_without_shapes(event.op_id);
+  }
 }
 
 void Session::on_mem_event(const gp_mem_event& event) {
@@ -254,6 +261,12 @@ void Session::drain_shapes() {
   if (auto layout = shapes_->take_new_layout()) {
     tracer_->set_tensor_layout(*layout);
     std::fprintf(stderr, "gpuprof: %s\n", shapes_->status_line().c_str());
+  }
+  if (shapes_->refused() && !shapes_refused_reported_) {
+    // No layout: stop paying for payloads that cannot be decoded.
+    tracer_->set_shapes(false);
+    shapes_refused_reported_ = true;
+    std::fprintf(stderr, "gpuprof: warning: no input shapes: %s\n", shapes_->status_line().c_str());
   }
   for (ShapeCollector::Ready& ready : shapes_->take_ready()) {
     std::string err;
@@ -280,12 +293,19 @@ void Session::handle_child_state() {
   while ((pid = waitpid(target_pid_, &status, WNOHANG | WUNTRACED)) > 0) {
     if (WIFSTOPPED(status)) {
       if (!watch_->take_stop_sent()) continue;  // someone else's stop (Ctrl-Z): not ours to undo
-      // Our SIGSTOP: the child has just mapped libtorch_cpu. Attach, then
-      // always let it go, whatever happened.
-      if (auto library = find_mapped_library(target_pid_, "libtorch_cpu"))
+      // Our SIGSTOP: the child has just mapped libtorch_cpu (or, second,
+      // libc10). Attach, then always let it go, whatever happened.
+      if (attached_) {
+        try_attach_memory();
+      } else if (auto library = find_mapped_library(target_pid_, "libtorch_cpu")) {
         attach_library(target_pid_, *library);
-      else
+        // The loader may map libc10 after libtorch_cpu: stop there too, so
+        // that no allocation of the first op is missed.
+        if (attached_ && config_.profile_memory && !memory_attached_ && memory_error_.empty())
+          watch_->arm("libc10.so");
+      } else {
         fail("the launched command mapped a libtorch_cpu that /proc does not show");
+      }
       kill(target_pid_, SIGCONT);
       if (!outcome_.error.empty()) stop("error");
     } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -393,7 +413,7 @@ RecordOutcome Session::run() {
 
   ScopedFd pidfd;
   if (launched_) {
-    watch_->arm();
+    watch_->arm("libtorch_cpu");
     if (!launched_->start(&error)) {
       fail(error);
       return outcome_;

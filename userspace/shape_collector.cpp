@@ -9,9 +9,39 @@ namespace {
 // is made every kRetryEvery windows (an attempt is cheap, but not free).
 constexpr size_t kMaxSamples = 4096;
 constexpr size_t kRetryEvery = 16;
-// Entries kept for decoding while uncalibrated. A target whose first this
-// many tensor-taking ops do not allow calibration is not going to.
-constexpr size_t kMaxPending = 50'000;
+// Entries kept for decoding while uncalibrated (BPF sends raw windows for
+// at most kRawEntryBudget entries, shape_collector.h).
+constexpr size_t kMaxPending = ShapeCollector::kRawEntryBudget;
+
+// Layouts of released libtorch builds, tried when the target's tensors are
+// too uniform to calibrate from scratch (a loop over one or two shapes): one
+// is taken only if it explains the live samples as calibration would demand.
+constexpr gp_tensor_layout kKnownLayouts[] = {
+    {.ndim_offset = 72, .sizes_offset = 80, .numel_offset = 168, .inline_dims = 5},  // 1.13 (measured)
+    {.ndim_offset = 64, .sizes_offset = 72, .numel_offset = 160, .inline_dims = 5},  // 2.x (8 bytes less refcount)
+};
+constexpr size_t kKnownLayoutMinExplained = 32;
+constexpr size_t kKnownLayoutMaxUnexplainedPerMille = 50;
+
+// Whether `layout` reads every sample (but a few) as a tensor whose sizes
+// multiply to its numel, with enough of them having dimensions.
+bool known_layout_fits(std::span<const RawWindow> samples, const gp_tensor_layout& layout) {
+  size_t explained = 0, contradicted = 0;
+  for (const RawWindow& w : samples) {
+    const uint64_t ndim = w[layout.ndim_offset / 8];
+    if (ndim > 64) {
+      contradicted++;
+    } else if (ndim > layout.inline_dims) {
+      continue;  // out of line: not checkable from the window
+    } else if (auto sizes = decode_raw_window(w, layout)) {
+      explained += !sizes->empty();
+    } else {
+      contradicted++;
+    }
+  }
+  return explained >= kKnownLayoutMinExplained &&
+         contradicted * 1000 <= kKnownLayoutMaxUnexplainedPerMille * samples.size();
+}
 
 bool has_raw_slot(std::span<const uint64_t> words, const OpArgPlan& plan) {
   size_t at = 0;
@@ -31,7 +61,8 @@ ShapeCollector::ShapeCollector(std::vector<OpArgPlan> plans) : plans_(std::move(
 
 void ShapeCollector::add_entry(uint64_t event_index, uint32_t op_id, std::span<const uint64_t> words) {
   if (op_id >= plans_.size() || !plans_[op_id].ok) return;
-  if (!layout_ && !refused_ && has_raw_slot(words, plans_[op_id])) {
+  // Entries leave in event order: one behind a kept entry is kept too.
+  if (!pending_.empty() || (!layout_ && !refused_ && has_raw_slot(words, plans_[op_id]))) {
     // Harvest the windows for calibration and keep the entry until then.
     size_t at = 0;
     for (size_t i = 0; i < plans_[op_id].tensors.size() && at < words.size(); i++) {
@@ -53,9 +84,23 @@ void ShapeCollector::add_entry(uint64_t event_index, uint32_t op_id, std::span<c
   ready_.push_back(Ready{event_index, decode(op_id, words)});
 }
 
+void ShapeCollector::note_entry_without_shapes(uint32_t op_id) {
+  if (op_id < plans_.size() && plans_[op_id].ok) unknown_ += plans_[op_id].tensors.size();
+}
+
 void ShapeCollector::try_calibrate(bool last_chance) {
   samples_at_last_try_ = samples_.size();
   LayoutCalibration result = calibrate_tensor_layout(samples_);
+  if (!result.layout && result.more_samples_may_help()) {
+    for (const gp_tensor_layout& known : kKnownLayouts) {
+      if (!known_layout_fits(samples_, known)) continue;
+      result.layout = known;
+      result.explanation = "TensorImpl layout: " + describe_tensor_layout(known) +
+                           " (a known libtorch layout, checked on " + std::to_string(samples_.size()) +
+                           " live tensors: too few distinct shapes to calibrate from scratch)";
+      break;
+    }
+  }
   if (result.layout) {
     layout_ = result.layout;
     status_ = result.explanation;

@@ -17,4 +17,15 @@ struct sleeper {
   static int call(int x);  // loops at a cancellation point until cancelled
 };
 
+// fake_cuda_memory.cpp: CUDA memory reports through the real libc10.
+struct cuda_malloc {
+  static long call(long bytes);  // reports +bytes on cuda:1; returns the block
+};
+struct cuda_free {
+  static void call(long block, long bytes);  // reports -bytes on cuda:1
+};
+struct cuda_step {
+  static long call(long step);  // 3 MiB + 1 MiB, frees the 1 MiB, reports 512 KiB itself
+};
+
 }  // namespace at::_ops

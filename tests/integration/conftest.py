@@ -42,6 +42,14 @@ DEFAULT_TIMEOUT_S = 60.0
 # `gpuprof record --exit-mode`: where the exit probes sit (docs/exit-modes.md).
 # Tests that attach to real PyTorch run in both; "emulated" is the default.
 EXIT_MODES = ["emulated", "ret"]
+# What the safety tests (attach/detach, SIGKILL, exceptions) run under: each
+# exit mode, and the default one with every per-op extra on. Name -> (exit
+# mode gpuprof must report, record arguments).
+RECORD_VARIANTS = {
+    "emulated": ("emulated", ("--exit-mode", "emulated")),
+    "ret": ("ret", ("--exit-mode", "ret")),
+    "shapes+memory": ("emulated", ("--record-shapes", "--profile-memory")),
+}
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import (EXIT_MODES, Procs, back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
+from conftest import (RECORD_VARIANTS, Procs, back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
                       measure_recovered_rate, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof,
                       touch, uprobe_links_of, wait_for_file, wait_until)
 
@@ -58,20 +58,20 @@ class CyclesRun:
     stdout: str = ""
 
 
-@pytest.fixture(scope="module", params=EXIT_MODES)
+@pytest.fixture(scope="module", params=list(RECORD_VARIANTS))
 def cycles_run(request, tmp_path_factory, busy_loop_baseline):
     tmp = tmp_path_factory.mktemp(f"attach-detach-{request.param}")
     workdir = tmp / "handshake"
     workdir.mkdir()
     procs = Procs(tmp)
-    run = CyclesRun(exit_mode=request.param)
+    run = CyclesRun(exit_mode=RECORD_VARIANTS[request.param][0])
     try:
         target = procs.start_workload("busy_loop.py", workdir)
         wait_for_file(workdir, "ready", timeout=120, watch=[target])
         run.before = measure_rate(workdir, "before", watch=[target])
         for n in range(CYCLES):
             record_file = tmp / f"cycle{n}.gpuprof"
-            mode_args = ("--exit-mode", request.param)
+            mode_args = RECORD_VARIANTS[request.param][1]
             if n % 2 == 0:  # stopped by -d
                 done = run_gpuprof("record", "-p", target.pid, "-d", RECORD_S, "-o", record_file, *mode_args,
                                    timeout=60)

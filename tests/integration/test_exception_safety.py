@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conftest import (EXIT_MODES, WORKLOADS, parse_stopped_line, parse_table, parse_tracing_line, run_python,
+from conftest import (RECORD_VARIANTS, WORKLOADS, parse_stopped_line, parse_table, parse_tracing_line, run_python,
                       touch, wait_for_file)
 
 MM_ERRORS = 1000
@@ -29,14 +29,14 @@ def baseline(tmp_path_factory):
     return json.loads((workdir / "result.json").read_text()), run.stdout
 
 
-@pytest.mark.parametrize("exit_mode", EXIT_MODES)
-def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline, exit_mode):
+@pytest.mark.parametrize("variant", RECORD_VARIANTS)
+def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline, variant):
+    exit_mode, record_args = RECORD_VARIANTS[variant]
     baseline_result, baseline_stdout = baseline
     record_file = tmp_path / "exceptions.gpuprof"
     target = procs.start_workload("exceptions.py", workdir, MM_ERRORS)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
-    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1",
-                             "--exit-mode", exit_mode)
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1", *record_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     assert parse_tracing_line(gp.stderr())["exit_mode"] == exit_mode, gp.stderr()
     touch(workdir, "go")

@@ -63,22 +63,26 @@ def boundary_bytes(raw):
 
 
 def parse_any_table(text):
-    """A key_averages().table()-style table -> list of {header: cell text}.
+    """A key_averages().table()-style table -> (headers, list of {header: cell}).
 
-    Columns come from the separator's dash runs; every header label is
-    right-aligned in its column.
+    Cells are separated by two or more spaces (torch's column spacing);
+    labels and values contain single spaces at most ("Self CPU %",
+    "4.45 Mb", "[[5, 3], []]"). Header labels wider than their column
+    ("Self CUDA Mem" in 12) overflow it in torch's table too, so the
+    header is split the same way rather than by the separator's dashes.
     """
     lines = text.splitlines()
     start = next(i for i in range(len(lines) - 2)
                  if lines[i].startswith("-") and "Name" in lines[i + 1])
-    sep, header = lines[start], lines[start + 1]
-    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", sep)]
-    headers = [header[s:e].strip() for s, e in spans]
+    sep = lines[start]
+    headers = re.split(r"\s{2,}", lines[start + 1].strip())
     rows = []
     for line in lines[start + 3:]:
         if line == sep:
             break
-        rows.append({h: line[s:e].strip() for h, (s, e) in zip(headers, spans)})
+        cells = re.split(r"\s{2,}", line.strip())
+        assert len(cells) == len(headers), f"{line!r} does not have the {len(headers)} columns {headers}"
+        rows.append(dict(zip(headers, cells)))
     return headers, rows
 
 

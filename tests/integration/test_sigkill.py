@@ -6,12 +6,13 @@ correct results at full speed, and the partial record file must still be
 reportable (the reader stops at the last complete chunk and warns).
 """
 import json
+import re
 import signal
 import time
 
 import pytest
 
-from conftest import (EXIT_MODES, back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
+from conftest import (RECORD_VARIANTS, back_to_full_speed, live_bpf_link_ids, measure_rate, measure_recovered_rate,
                       parse_table, run_gpuprof, touch, uprobe_events_mentioning, uprobe_links_of,
                       wait_for_file, wait_until)
 
@@ -22,15 +23,15 @@ MIN_RECORDING_S = 1.0
 DURING_MAX_FRACTION = 0.6
 
 
-@pytest.mark.parametrize("exit_mode", EXIT_MODES)
-def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline, exit_mode):
+@pytest.mark.parametrize("variant", RECORD_VARIANTS)
+def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline, variant):
     baseline_result, baseline_stdout = busy_loop_baseline
     record_file = tmp_path / "killed.gpuprof"
     target = procs.start_workload("busy_loop.py", workdir)
     wait_for_file(workdir, "ready", timeout=120, watch=[target])
     before = measure_rate(workdir, "before", watch=[target])
 
-    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file, "--exit-mode", exit_mode)
+    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file, *RECORD_VARIANTS[variant][1])
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     attached_at = time.monotonic()
     size_at_attach = record_file.stat().st_size  # header, process info, op table
@@ -77,3 +78,9 @@ def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path,
     table = parse_table(report.stdout)
     calls = table.calls()
     assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, report.stdout
+    if variant == "shapes+memory":
+        # Shapes and memory of the complete chunks report too.
+        grouped = run_gpuprof("report", record_file, "--group-by-input-shape", "--row-limit", "-1")
+        assert grouped.returncode == 0, grouped.stderr
+        assert re.search(r"^ *aten::add .* \[\[16\], \[\], \[\]\] *$", grouped.stdout, re.M), grouped.stdout
+        assert "CPU Mem" in grouped.stdout, grouped.stdout

@@ -13,8 +13,15 @@
 namespace gpuprof {
 
 void PrintTo(const OpRow& r, std::ostream* os) {
-  *os << "{" << r.name << " calls " << r.calls << " total " << r.cpu_total_ns << " self "
-      << r.self_cpu_ns << " unwound " << r.unwound_calls << "}";
+  *os << "{" << r.name;
+  if (!r.input_shapes.empty() || r.has_inputs)
+    *os << " shapes " << r.input_shapes << (r.has_inputs ? "" : " (no inputs)");
+  *os << " calls " << r.calls << " total " << r.cpu_total_ns << " self " << r.self_cpu_ns
+      << " unwound " << r.unwound_calls;
+  if (r.cpu_mem || r.self_cpu_mem || r.cuda_mem || r.self_cuda_mem)
+    *os << " cpu_mem " << r.cpu_mem << " self_cpu_mem " << r.self_cpu_mem << " cuda_mem " << r.cuda_mem
+        << " self_cuda_mem " << r.self_cuda_mem;
+  *os << "}";
 }
 
 namespace {
@@ -37,8 +44,13 @@ Recording recording_of(std::vector<OpInfo> ops, std::vector<gp_event> events) {
 }
 
 OpRow row(std::string name, uint64_t calls, uint64_t total, uint64_t self, uint64_t unwound = 0) {
-  return OpRow{.name = std::move(name), .calls = calls, .cpu_total_ns = total, .self_cpu_ns = self,
-               .unwound_calls = unwound};
+  OpRow r;
+  r.name = std::move(name);
+  r.calls = calls;
+  r.cpu_total_ns = total;
+  r.self_cpu_ns = self;
+  r.unwound_calls = unwound;
+  return r;
 }
 
 TEST(Aggregator, EmptyRecordingGivesAnEmptyProfile) {
@@ -160,8 +172,12 @@ using ::testing::ElementsAre;
 using namespace ::gpuprof::test;
 
 OpRow fold_row(std::string name, uint64_t calls, uint64_t total, uint64_t self) {
-  return OpRow{.name = std::move(name), .calls = calls, .cpu_total_ns = total, .self_cpu_ns = self,
-               .unwound_calls = 0};
+  OpRow r;
+  r.name = std::move(name);
+  r.calls = calls;
+  r.cpu_total_ns = total;
+  r.self_cpu_ns = self;
+  return r;
 }
 
 // torch.profiler's _remove_dup_nodes: aten::mean -> aten::div_ (Scalar) ->
@@ -203,6 +219,412 @@ TEST(AggregatorFold, OnlyAnOnlyChildOfTheSameNameFolds) {
   Profile p = aggregate(r);
   EXPECT_THAT(p.rows, ElementsAre(fold_row("aten::_to_copy", 1, 10, 10),
                                   fold_row("aten::to", 4, 50 + 10 + 10 + 30, 30 + 10 + 10 + 20)));
+}
+
+}  // namespace
+}  // namespace gpuprof
+
+// ---------------------------------------------------------------------------
+// Memory columns (record --profile-memory) and rows per input shape
+// (report --group-by-input-shape).
+
+namespace gpuprof {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using namespace ::gpuprof::test;
+
+Recording memory_recording(std::vector<OpInfo> ops, std::vector<gp_event> events,
+                           std::vector<gp_mem_event> mem_events) {
+  Recording r;
+  r.ops = std::move(ops);
+  r.events = std::move(events);
+  r.mem_events = std::move(mem_events);
+  r.options.memory = true;
+  r.complete = true;
+  return r;
+}
+
+// The row of `name` (and `shapes`, when grouped); fails the test if missing.
+const OpRow& row_named(const Profile& p, const std::string& name, const std::string& shapes = "") {
+  for (const OpRow& r : p.rows)
+    if (r.name == name && r.input_shapes == shapes) return r;
+  ADD_FAILURE() << "no row " << name << " " << shapes;
+  static const OpRow none;
+  return none;
+}
+
+std::vector<std::string> row_names(const Profile& p) {
+  std::vector<std::string> names;
+  for (const OpRow& r : p.rows) names.push_back(r.name);
+  return names;
+}
+
+std::vector<std::pair<std::string, std::string>> row_keys(const Profile& p) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const OpRow& r : p.rows) keys.emplace_back(r.name, r.input_shapes);
+  return keys;
+}
+
+// linear -> addmm -> empty: each row's cpu_mem is what its call and the
+// calls nested in it allocated minus released; self_cpu_mem its own part.
+TEST(AggregatorMemory, RowsCarryTotalAndSelfBytesNegativeIncluded) {
+  enum : uint32_t { kLinear, kAddmm, kEmpty };
+  Profile p = aggregate(memory_recording(
+      {op("aten::linear"), op("aten::addmm"), op("aten::empty", "memory_format")},
+      {
+          op_entry(0, 1000, kLinear),
+          op_entry(10, 900, kAddmm),
+          op_entry(20, 800, kEmpty),
+          op_exit(30, 800, kEmpty),
+          op_exit(60, 900, kAddmm),
+          op_exit(100, 1000, kLinear),
+      },
+      {
+          cpu_alloc(5, 0xa000, 64),            // linear
+          cpu_alloc(25, 0xb000, 512),          // empty
+          cuda_mem(26, 0xd000, 2048, 2048),    // empty
+          cpu_alloc(40, 0xc000, 128),          // addmm
+          cuda_mem(45, 0xd000, -2048, 0),      // addmm
+          cpu_free(50, 0xa000),                // addmm: -64
+          cpu_free(70, 0xb000),                // linear: -512
+      }));
+  EXPECT_TRUE(p.memory_recorded);
+  EXPECT_THAT(row_names(p), ElementsAre("aten::addmm", "aten::empty", "aten::linear"));  // no [memory]
+
+  const OpRow& empty = row_named(p, "aten::empty");
+  EXPECT_EQ(empty.cpu_mem, 512);
+  EXPECT_EQ(empty.self_cpu_mem, 512);
+  EXPECT_EQ(empty.cuda_mem, 2048);
+  EXPECT_EQ(empty.self_cuda_mem, 2048);
+
+  const OpRow& addmm = row_named(p, "aten::addmm");
+  EXPECT_EQ(addmm.self_cpu_mem, 128 - 64);
+  EXPECT_EQ(addmm.cpu_mem, 128 - 64 + 512);
+  EXPECT_EQ(addmm.self_cuda_mem, -2048);
+  EXPECT_EQ(addmm.cuda_mem, 0);
+
+  const OpRow& linear = row_named(p, "aten::linear");
+  EXPECT_EQ(linear.self_cpu_mem, 64 - 512);
+  EXPECT_EQ(linear.cpu_mem, 64 - 512 + (128 - 64 + 512));
+  EXPECT_EQ(linear.self_cuda_mem, 0);
+  EXPECT_EQ(linear.cuda_mem, 0);
+
+  // Times are untouched by memory.
+  EXPECT_EQ(linear.cpu_total_ns, 100u);
+  EXPECT_EQ(p.self_cpu_total_ns, 100u);
+}
+
+TEST(AggregatorMemory, ACallThatOnlyReleasesHasNegativeMemory) {
+  enum : uint32_t { kEmpty, kResize };
+  Profile p = aggregate(memory_recording(
+      {op("aten::empty"), op("aten::resize_")},
+      {op_entry(0, 1000, kEmpty), op_exit(10, 1000, kEmpty), op_entry(20, 1000, kResize),
+       op_exit(30, 1000, kResize)},
+      {cpu_alloc(5, 0xa000, 4096), cpu_free(25, 0xa000)}));
+  EXPECT_EQ(row_named(p, "aten::resize_").cpu_mem, -4096);
+  EXPECT_EQ(row_named(p, "aten::resize_").self_cpu_mem, -4096);
+  EXPECT_EQ(row_named(p, "aten::empty").cpu_mem, 4096);
+}
+
+// Siblings back to back: the second starts at the timestamp the first ended
+// at. Each row gets its own bytes; neither is counted in the other.
+TEST(AggregatorMemory, BackToBackSiblingsDoNotCountEachOthersBytes) {
+  enum : uint32_t { kOuter, kFirst, kSecond };
+  Profile p = aggregate(memory_recording(
+      {op("aten::outer"), op("aten::first"), op("aten::second")},
+      {
+          op_entry(0, 1000, kOuter),
+          op_entry(10, 900, kFirst),
+          op_exit(20, 900, kFirst),
+          op_entry(20, 900, kSecond),
+          op_exit(30, 900, kSecond),
+          op_exit(40, 1000, kOuter),
+      },
+      {cpu_alloc(15, 0xa, 10), cpu_alloc(25, 0xb, 100)}));
+  EXPECT_EQ(row_named(p, "aten::first").cpu_mem, 10);
+  EXPECT_EQ(row_named(p, "aten::second").cpu_mem, 100);
+  EXPECT_EQ(row_named(p, "aten::outer").cpu_mem, 110);
+  EXPECT_EQ(row_named(p, "aten::outer").self_cpu_mem, 0);
+}
+
+// _remove_dup_nodes: the folded child's self memory is the parent's self
+// memory; the total was the parent's already.
+TEST(AggregatorMemory, FoldedOnlyChildAddsItsSelfMemoryToTheParent) {
+  enum : uint32_t { kMean, kDivScalar, kDivTensor, kEmpty };
+  Profile p = aggregate(memory_recording(
+      {op("aten::mean"), op("aten::div_", "Scalar"), op("aten::div_", "Tensor"),
+       op("aten::empty", "memory_format")},
+      {
+          op_entry(0, 1000, kMean),
+          op_entry(10, 900, kDivScalar),
+          op_entry(20, 800, kDivTensor),
+          op_entry(30, 700, kEmpty),
+          op_exit(40, 700, kEmpty),
+          op_exit(70, 800, kDivTensor),
+          op_exit(100, 900, kDivScalar),
+          op_exit(120, 1000, kMean),
+      },
+      {
+          cpu_alloc(15, 0x1, 100),   // div_ (Scalar)
+          cpu_alloc(25, 0x2, 10),    // div_ (Tensor), folded into it
+          cpu_alloc(35, 0x3, 1),     // empty
+          cpu_alloc(110, 0x4, 1000), // mean
+      }));
+  EXPECT_THAT(row_names(p), ElementsAre("aten::div_", "aten::empty", "aten::mean"));
+  const OpRow& div = row_named(p, "aten::div_");
+  EXPECT_EQ(div.calls, 1u);
+  EXPECT_EQ(div.self_cpu_mem, 100 + 10);
+  EXPECT_EQ(div.cpu_mem, 100 + 10 + 1);
+  EXPECT_EQ(row_named(p, "aten::empty").self_cpu_mem, 1);
+  EXPECT_EQ(row_named(p, "aten::mean").self_cpu_mem, 1000);
+  EXPECT_EQ(row_named(p, "aten::mean").cpu_mem, 1111);
+}
+
+TEST(AggregatorMemory, RowsSumTheirCalls) {
+  enum : uint32_t { kAdd, kMul };
+  Profile p = aggregate(memory_recording(
+      {op("aten::add", "Tensor"), op("aten::mul"), op("aten::add", "Scalar")},
+      {
+          op_entry(0, 1000, kAdd), op_exit(10, 1000, kAdd),
+          op_entry(20, 1000, kMul),
+          op_entry(22, 900, 2), op_exit(28, 900, 2),  // add.Scalar nested in mul
+          op_exit(30, 1000, kMul),
+          op_entry(40, 1000, kAdd), op_exit(50, 1000, kAdd),
+      },
+      {
+          cpu_alloc(5, 0xa, 8),
+          cpu_alloc(25, 0xb, 16),
+          cpu_alloc(29, 0xc, 1),
+          cpu_free(45, 0xa),
+          cuda_mem(46, 0xd, 32, 32),
+      }));
+  const OpRow& add = row_named(p, "aten::add");
+  EXPECT_EQ(add.calls, 3u);
+  EXPECT_EQ(add.cpu_mem, 8 + 16 - 8);
+  EXPECT_EQ(add.self_cpu_mem, 8 + 16 - 8);
+  EXPECT_EQ(add.cuda_mem, 32);
+  EXPECT_EQ(add.self_cuda_mem, 32);
+  const OpRow& mul = row_named(p, "aten::mul");
+  EXPECT_EQ(mul.cpu_mem, 16 + 1);
+  EXPECT_EQ(mul.self_cpu_mem, 1);
+}
+
+// torch's top-level memory events: a "[memory]" row, one call per event,
+// no time.
+TEST(AggregatorMemory, EventsOutsideOpsMakeAMemoryRow) {
+  enum : uint32_t { kAdd };
+  Profile p = aggregate(memory_recording(
+      {op("aten::add")}, {op_entry(100, 1000, kAdd), op_exit(200, 1000, kAdd)},
+      {
+          cpu_alloc(10, 0xa, 4096),       // before add
+          cpu_alloc(150, 0xb, 64),        // add
+          cpu_free(250, 0xa),             // after add
+          cpu_free(260, 0xffff),          // unknown block: not an event at all
+          cuda_mem(270, 0xc, 1024, 1024),
+          cuda_mem(280, 0xe, 256, 1280, 0, /*tid=*/999),  // another thread, no ops
+      }));
+  EXPECT_THAT(row_names(p), ElementsAre("[memory]", "aten::add"));
+  const OpRow& memory = row_named(p, "[memory]");
+  EXPECT_EQ(memory.calls, 4u);
+  EXPECT_EQ(memory.cpu_total_ns, 0u);
+  EXPECT_EQ(memory.self_cpu_ns, 0u);
+  EXPECT_EQ(memory.cpu_mem, 4096 - 4096);
+  EXPECT_EQ(memory.self_cpu_mem, 0);
+  EXPECT_EQ(memory.cuda_mem, 1024 + 256);
+  EXPECT_EQ(memory.self_cuda_mem, 1024 + 256);
+  EXPECT_EQ(memory.input_shapes, "");
+  EXPECT_FALSE(memory.has_inputs);
+  EXPECT_EQ(row_named(p, "aten::add").cpu_mem, 64);
+  EXPECT_EQ(p.self_cpu_total_ns, 100u);  // the [memory] row adds no time
+  EXPECT_EQ(p.memory_unmatched_frees, 1u);
+}
+
+TEST(AggregatorMemory, NothingAboutMemoryWhenItWasNotRecorded) {
+  enum : uint32_t { kAdd };
+  Recording r = memory_recording({op("aten::add")}, {op_entry(100, 1000, kAdd), op_exit(200, 1000, kAdd)},
+                                 {cpu_alloc(10, 0xa, 4096), cpu_alloc(150, 0xb, 64), cpu_free(160, 0x1),
+                                  cuda_mem(170, 0xc, 8, 8)});
+  r.options.memory = false;
+  Profile p = aggregate(r);
+  EXPECT_FALSE(p.memory_recorded);
+  EXPECT_THAT(p.rows, ElementsAre(row("aten::add", 1, 100, 100)));  // all memory fields 0
+  EXPECT_FALSE(p.cpu_memory_peak.seen);
+  EXPECT_FALSE(p.cuda_memory_peak.seen);
+  EXPECT_EQ(p.memory_unmatched_frees, 0u);
+}
+
+TEST(AggregatorMemory, NoMemoryRowWithoutEventsOutsideOps) {
+  Profile p = aggregate(memory_recording({op("aten::add")}, {op_entry(0, 1000, 0), op_exit(10, 1000, 0)}, {}));
+  EXPECT_TRUE(p.memory_recorded);
+  EXPECT_THAT(p.rows, ElementsAre(row("aten::add", 1, 10, 10)));
+}
+
+TEST(AggregatorMemory, PeaksNameTheOpAndTimeSinceTheStart) {
+  enum : uint32_t { kConv, kRelu };
+  Recording r = memory_recording(
+      {op("aten::conv2d"), op("aten::relu")},
+      {
+          op_entry(1'000'000'000, 1000, kConv),
+          op_exit(1'500'000'000, 1000, kConv),
+          op_entry(2'000'000'000, 1000, kRelu),
+          op_exit(2'600'000'000, 1000, kRelu),
+      },
+      {
+          cpu_alloc(1'100'000'000, 0xa, 300),                   // conv: 300
+          cpu_alloc(2'250'000'000, 0xb, 200),                   // relu: 500, the peak
+          cpu_free(2'300'000'000, 0xa),                         // 200
+          cuda_mem(1'200'000'000, 0xc, 4096, 4096, 1),
+          cuda_mem(2'100'000'000, 0xd, 8192, 12288, 1),         // relu: the CUDA peak
+          cuda_mem(2'700'000'000, 0xd, -8192, 4096, 1),
+      });
+  r.clock.start_monotonic_ns = 500'000'000;
+  Profile p = aggregate(r);
+  ASSERT_TRUE(p.cpu_memory_peak.seen);
+  EXPECT_EQ(p.cpu_memory_peak.bytes, 500);
+  EXPECT_EQ(p.cpu_memory_peak.op, "aten::relu");
+  EXPECT_DOUBLE_EQ(p.cpu_memory_peak.at_s, 1.75);
+  EXPECT_EQ(p.cpu_memory_peak.device_index, -1);
+  ASSERT_TRUE(p.cuda_memory_peak.seen);
+  EXPECT_EQ(p.cuda_memory_peak.bytes, 12288);
+  EXPECT_EQ(p.cuda_memory_peak.op, "aten::relu");
+  EXPECT_DOUBLE_EQ(p.cuda_memory_peak.at_s, 1.6);
+  EXPECT_EQ(p.cuda_memory_peak.device_index, 1);
+}
+
+TEST(AggregatorMemory, PeakOutsideOpsHasNoOpName) {
+  Profile p = aggregate(memory_recording({op("aten::add")}, {op_entry(0, 1000, 0), op_exit(10, 1000, 0)},
+                                         {cpu_alloc(5, 0xa, 1), cpu_alloc(20, 0xb, 2)}));
+  ASSERT_TRUE(p.cpu_memory_peak.seen);
+  EXPECT_EQ(p.cpu_memory_peak.bytes, 3);
+  EXPECT_EQ(p.cpu_memory_peak.op, "");
+  EXPECT_FALSE(p.cuda_memory_peak.seen);
+}
+
+// --- grouped by input shape ------------------------------------------------
+
+OpInfo op_with_args(std::string name, int32_t arg_count, uint32_t tensor_args) {
+  OpInfo info = op(std::move(name));
+  info.arg_count = arg_count;
+  info.tensor_args = tensor_args;
+  return info;
+}
+
+TEST(AggregatorInputShapes, RowsPerNameAndShapesSortedByBoth) {
+  enum : uint32_t { kAdd, kRelu };
+  Recording r = recording_of(
+      {op_with_args("aten::add", 3, 2), op_with_args("aten::relu", 1, 1)},
+      {
+          op_entry(0, 1000, kAdd), op_exit(10, 1000, kAdd),       // events 0, 1
+          op_entry(20, 1000, kAdd), op_exit(40, 1000, kAdd),      // 2, 3
+          op_entry(50, 1000, kRelu), op_exit(55, 1000, kRelu),    // 4, 5
+          op_entry(60, 1000, kAdd), op_exit(100, 1000, kAdd),     // 6, 7
+      });
+  r.shapes = {
+      {std::vector<int64_t>{2, 3}, std::vector<int64_t>{2, 3}, std::vector<int64_t>{}},
+      {std::vector<int64_t>{10}, std::vector<int64_t>{10}, std::vector<int64_t>{}},
+      {std::vector<int64_t>{10}},
+  };
+  r.entry_shapes = {{0, 0}, {2, 1}, {4, 2}, {6, 0}};
+  Profile p = aggregate(r, {.group_by_input_shape = true});
+  EXPECT_TRUE(p.grouped_by_input_shape);
+  // "[[10]..." sorts before "[[2, 3]...": the order is the strings'.
+  EXPECT_THAT(row_keys(p), ElementsAre(std::pair<std::string, std::string>{"aten::add", "[[10], [10], []]"},
+                                       std::pair<std::string, std::string>{"aten::add", "[[2, 3], [2, 3], []]"},
+                                       std::pair<std::string, std::string>{"aten::relu", "[[10]]"}));
+  const OpRow& small = row_named(p, "aten::add", "[[2, 3], [2, 3], []]");
+  EXPECT_EQ(small.calls, 2u);
+  EXPECT_EQ(small.cpu_total_ns, 10u + 40u);
+  EXPECT_TRUE(small.has_inputs);
+  const OpRow& large = row_named(p, "aten::add", "[[10], [10], []]");
+  EXPECT_EQ(large.calls, 1u);
+  EXPECT_EQ(large.cpu_total_ns, 20u);
+  EXPECT_EQ(p.self_cpu_total_ns, 10u + 20u + 5u + 40u);
+
+  // The same recording without grouping: one row per name, no shapes.
+  Profile flat = aggregate(r);
+  EXPECT_FALSE(flat.grouped_by_input_shape);
+  EXPECT_THAT(flat.rows, ElementsAre(row("aten::add", 3, 70, 70), row("aten::relu", 1, 5, 5)));
+}
+
+TEST(AggregatorInputShapes, OpsWithoutTensorArgumentsHaveStaticShapes) {
+  enum : uint32_t { kOnes, kNoArgs, kUnlocated, kNoRecord };
+  Recording r = recording_of(
+      {op_with_args("aten::ones", 5, 0), op_with_args("aten::_nnpack_available", 0, 0),
+       op_with_args("aten::weird", -1, 0), op_with_args("aten::mul", 2, 2)},
+      {
+          op_entry(0, 1000, kOnes), op_exit(10, 1000, kOnes),
+          op_entry(20, 1000, kNoArgs), op_exit(30, 1000, kNoArgs),
+          op_entry(40, 1000, kUnlocated), op_exit(50, 1000, kUnlocated),
+          op_entry(60, 1000, kNoRecord), op_exit(70, 1000, kNoRecord),  // its record was lost
+          op_entry(80, 1000, kOnes), op_exit(90, 1000, kOnes),
+      });
+  Profile p = aggregate(r, {.group_by_input_shape = true});
+  ASSERT_EQ(p.rows.size(), 4u);
+  const OpRow& ones = row_named(p, "aten::ones", "[[], [], [], [], []]");
+  EXPECT_EQ(ones.calls, 2u);
+  EXPECT_TRUE(ones.has_inputs);
+  EXPECT_FALSE(row_named(p, "aten::_nnpack_available", "[]").has_inputs);
+  EXPECT_TRUE(row_named(p, "aten::weird", "?").has_inputs);
+  EXPECT_TRUE(row_named(p, "aten::mul", "?").has_inputs);
+}
+
+TEST(AggregatorInputShapes, RecordedListsPrintAsTorchDoes) {
+  enum : uint32_t { kMul, kSize };
+  Recording r = recording_of(
+      {op_with_args("aten::mul", 2, 2), op_with_args("aten::size", -1, 0)},
+      {
+          op_entry(0, 1000, kMul), op_exit(10, 1000, kMul),    // 0
+          op_entry(20, 1000, kSize), op_exit(30, 1000, kSize),  // 2
+      });
+  r.shapes = {{std::vector<int64_t>{4, 4}, std::nullopt}, {}};
+  r.entry_shapes = {{0, 0}, {2, 1}};
+  Profile p = aggregate(r, {.group_by_input_shape = true});
+  EXPECT_TRUE(row_named(p, "aten::mul", "[[4, 4], ?]").has_inputs);
+  // A recorded empty list, where the op alone would say "?".
+  EXPECT_FALSE(row_named(p, "aten::size", "[]").has_inputs);
+}
+
+// A folded child's shapes make no row: the parent's call is the one counted.
+TEST(AggregatorInputShapes, FoldedChildTakesNoRowOfItsOwn) {
+  enum : uint32_t { kDivScalar, kDivTensor };
+  Recording r = recording_of({op_with_args("aten::div_", 2, 1), op_with_args("aten::div_", 2, 2)},
+                             {
+                                 op_entry(0, 1000, kDivScalar),   // 0
+                                 op_entry(10, 900, kDivTensor),   // 1
+                                 op_exit(20, 900, kDivTensor),
+                                 op_exit(30, 1000, kDivScalar),
+                             });
+  r.shapes = {{std::vector<int64_t>{8}, std::vector<int64_t>{}}, {std::vector<int64_t>{9}, std::vector<int64_t>{}}};
+  r.entry_shapes = {{0, 0}, {1, 1}};
+  Profile p = aggregate(r, {.group_by_input_shape = true});
+  ASSERT_EQ(p.rows.size(), 1u);
+  EXPECT_EQ(p.rows[0].input_shapes, "[[8], []]");
+  EXPECT_EQ(p.rows[0].calls, 1u);
+  EXPECT_EQ(p.rows[0].self_cpu_ns, 30u);
+}
+
+TEST(AggregatorInputShapes, MemoryRowAndColumnsPerShapeGroup) {
+  enum : uint32_t { kCat };
+  Recording r = memory_recording({op_with_args("aten::cat", 2, 1)},
+                                 {
+                                     op_entry(0, 1000, kCat), op_exit(10, 1000, kCat),   // 0
+                                     op_entry(20, 1000, kCat), op_exit(30, 1000, kCat),  // 2
+                                 },
+                                 {cpu_alloc(5, 0xa, 100), cpu_alloc(25, 0xb, 1000), cpu_alloc(40, 0xc, 7)});
+  r.shapes = {{std::vector<int64_t>{}, std::vector<int64_t>{3}}};
+  r.entry_shapes = {{0, 0}};  // the second call's record was lost: "?"
+  Profile p = aggregate(r, {.group_by_input_shape = true});
+  EXPECT_THAT(row_keys(p), ElementsAre(std::pair<std::string, std::string>{"[memory]", "[]"},
+                                       std::pair<std::string, std::string>{"aten::cat", "?"},
+                                       std::pair<std::string, std::string>{"aten::cat", "[[], [3]]"}));
+  EXPECT_EQ(row_named(p, "aten::cat", "[[], [3]]").cpu_mem, 100);
+  EXPECT_EQ(row_named(p, "aten::cat", "?").cpu_mem, 1000);
+  const OpRow& memory = row_named(p, "[memory]", "[]");
+  EXPECT_EQ(memory.calls, 1u);
+  EXPECT_EQ(memory.cpu_mem, 7);
+  EXPECT_FALSE(memory.has_inputs);
 }
 
 }  // namespace

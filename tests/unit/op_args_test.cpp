@@ -27,8 +27,12 @@ constexpr uint8_t kRdi = 0, kRsi = 1, kRdx = 2, kRcx = 3, kR8 = 4, kR9 = 5;
 constexpr uint8_t stack_word(int n) { return static_cast<uint8_t>(GP_ARG_IN_STACK + n - 1); }
 
 TensorArgSlot tensor(uint32_t index, uint8_t where) { return {index, GP_ARG_TENSOR, where}; }
-TensorArgSlot c10_optional(uint32_t index, uint8_t where) { return {index, GP_ARG_OPT_TENSOR_C10, where}; }
-TensorArgSlot std_optional(uint32_t index, uint8_t where) { return {index, GP_ARG_OPT_TENSOR_STD, where}; }
+TensorArgSlot c10_optional(uint32_t index, uint8_t where) {
+  return {index, GP_ARG_OPT_TENSOR_C10, where};
+}
+TensorArgSlot std_optional(uint32_t index, uint8_t where) {
+  return {index, GP_ARG_OPT_TENSOR_STD, where};
+}
 
 std::vector<TensorArgSlot> plan_or_why(std::string_view mangled, std::string_view returns,
                                        OptionalAbi abi = OptionalAbi::c10_optional) {
@@ -40,14 +44,16 @@ std::vector<TensorArgSlot> plan_or_why(std::string_view mangled, std::string_vie
 TEST(DemangledParameters, SplitsAtTopLevelCommas) {
   EXPECT_EQ(demangled_parameters("_ZN2at4_ops4relu4callERKNS_6TensorE"),
             (std::vector<std::string>{"at::Tensor const&"}));
-  EXPECT_EQ(demangled_parameters(
-                "_ZN2at4_ops6conv2d4callERKNS_6TensorES4_RKN3c108optionalIS2_EENS5_8ArrayRefIlEESB_SB_l"),
-            (std::vector<std::string>{"at::Tensor const&", "at::Tensor const&",
-                                      "c10::optional<at::Tensor> const&", "c10::ArrayRef<long>",
-                                      "c10::ArrayRef<long>", "c10::ArrayRef<long>", "long"}));
+  EXPECT_EQ(
+      demangled_parameters(
+          "_ZN2at4_ops6conv2d4callERKNS_6TensorES4_RKN3c108optionalIS2_EENS5_8ArrayRefIlEESB_SB_l"),
+      (std::vector<std::string>{"at::Tensor const&", "at::Tensor const&",
+                                "c10::optional<at::Tensor> const&", "c10::ArrayRef<long>",
+                                "c10::ArrayRef<long>", "c10::ArrayRef<long>", "long"}));
   // Commas inside template arguments do not split.
-  EXPECT_EQ(demangled_parameters("_ZN2at4_ops5small4callEbN3c1010ScalarTypeENS2_8optionalIS3_EENS2_6DeviceESt5"
-                                 "arrayIbLm3EENS_7DimnameENS4_IlEERKNS_6TensorE"),
+  EXPECT_EQ(demangled_parameters(
+                "_ZN2at4_ops5small4callEbN3c1010ScalarTypeENS2_8optionalIS3_EENS2_6DeviceESt5"
+                "arrayIbLm3EENS_7DimnameENS4_IlEERKNS_6TensorE"),
             (std::vector<std::string>{"bool", "c10::ScalarType", "c10::optional<c10::ScalarType>",
                                       "c10::Device", "std::array<bool, 3ul>", "at::Dimname",
                                       "c10::optional<long>", "at::Tensor const&"}));
@@ -59,10 +65,10 @@ TEST(DemangledParameters, SplitsAtTopLevelCommas) {
 TEST(ReturnsInMemory, SchemaReturns) {
   // at::Tensor, views, tuples (even of references), vectors and class
   // types come back through a hidden pointer in rdi.
-  for (const char* returns : {"Tensor", "Tensor(a)", "(Tensor)", "(Tensor, Tensor)",
-                              "(Tensor(a!), Tensor(b!))", "(Tensor(a!) values, Tensor(b!) indices)",
-                              "(Tensor, Tensor, Tensor, int)", "Tensor[]", "Tensor(a)[]", "int[]",
-                              "SymInt[]", "Scalar", "str", "SymInt", "  Tensor "})
+  for (const char* returns :
+       {"Tensor", "Tensor(a)", "(Tensor)", "(Tensor, Tensor)", "(Tensor(a!), Tensor(b!))",
+        "(Tensor(a!) values, Tensor(b!) indices)", "(Tensor, Tensor, Tensor, int)", "Tensor[]",
+        "Tensor(a)[]", "int[]", "SymInt[]", "Scalar", "str", "SymInt", "  Tensor "})
     EXPECT_EQ(returns_in_memory(returns), true) << returns;
   // void, at::Tensor& and scalars come back in rax / xmm0.
   for (const char* returns : {"()", "Tensor(a!)", "(Tensor(a!))", "bool", "int", "float",
@@ -78,11 +84,13 @@ TEST(PlanOpArgs, IntegerRegistersThenStack) {
   // seven_tensors(T x 7) -> Tensor: the hidden pointer takes rdi.
   constexpr const char* seven = "_ZN2at4_ops13seven_tensors4callERKNS_6TensorES4_S4_S4_S4_S4_S4_";
   EXPECT_EQ(plan_or_why(seven, "Tensor"),
-            (std::vector<TensorArgSlot>{tensor(0, kRsi), tensor(1, kRdx), tensor(2, kRcx), tensor(3, kR8),
-                                        tensor(4, kR9), tensor(5, stack_word(1)), tensor(6, stack_word(2))}));
+            (std::vector<TensorArgSlot>{tensor(0, kRsi), tensor(1, kRdx), tensor(2, kRcx),
+                                        tensor(3, kR8), tensor(4, kR9), tensor(5, stack_word(1)),
+                                        tensor(6, stack_word(2))}));
   EXPECT_EQ(plan_or_why(seven, "Tensor(a!)"),
-            (std::vector<TensorArgSlot>{tensor(0, kRdi), tensor(1, kRsi), tensor(2, kRdx), tensor(3, kRcx),
-                                        tensor(4, kR8), tensor(5, kR9), tensor(6, stack_word(1))}));
+            (std::vector<TensorArgSlot>{tensor(0, kRdi), tensor(1, kRsi), tensor(2, kRdx),
+                                        tensor(3, kRcx), tensor(4, kR8), tensor(5, kR9),
+                                        tensor(6, stack_word(1))}));
   OpArgPlan plan = plan_op_args(seven, "()");
   EXPECT_TRUE(plan.ok);
   EXPECT_EQ(plan.arg_count, 7u);
@@ -93,21 +101,25 @@ TEST(PlanOpArgs, PairSpillsWhileLaterPointerTakesTheLastRegister) {
   // pair_spills(T, long x 4, ArrayRef<long>, T, T) -> (): the ArrayRef needs
   // two registers with only r9 left, so it goes on the stack (words 1-2)
   // and the next tensor still gets r9.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops11pair_spills4callERKNS_6TensorEllllN3c108ArrayRefIlEES4_S4_", "()"),
-            (std::vector<TensorArgSlot>{tensor(0, kRdi), tensor(6, kR9), tensor(7, stack_word(3))}));
+  EXPECT_EQ(
+      plan_or_why("_ZN2at4_ops11pair_spills4callERKNS_6TensorEllllN3c108ArrayRefIlEES4_S4_", "()"),
+      (std::vector<TensorArgSlot>{tensor(0, kRdi), tensor(6, kR9), tensor(7, stack_word(3))}));
   // stack_pairs(long x 6, ArrayRef<long>, T, string_view, T) -> (): every
   // pair is on the stack, two words each.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops11stack_pairs4callEllllllN3c108ArrayRefIlEERKNS_6TensorENS2_17basic_"
-                        "string_viewIcEES7_",
-                        "()"),
-            (std::vector<TensorArgSlot>{tensor(7, stack_word(3)), tensor(9, stack_word(6))}));
+  EXPECT_EQ(
+      plan_or_why("_ZN2at4_ops11stack_pairs4callEllllllN3c108ArrayRefIlEERKNS_6TensorENS2_17basic_"
+                  "string_viewIcEES7_",
+                  "()"),
+      (std::vector<TensorArgSlot>{tensor(7, stack_word(3)), tensor(9, stack_word(6))}));
   // scalar_ref(Scalar const&, T, string_view, OptionalArrayRef<long>,
   // Stream, T) -> Tensor: string_view in rcx+r8, the OptionalArrayRef and
   // the Stream spill, the last tensor gets r9.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops10scalar_ref4callERKN3c106ScalarERKNS_6TensorENS2_17basic_string_viewIcEENS"
-                        "2_16OptionalArrayRefIlEENS2_6StreamES8_",
-                        "Tensor"),
-            (std::vector<TensorArgSlot>{tensor(1, kRdx), tensor(5, kR9)}));
+  EXPECT_EQ(
+      plan_or_why(
+          "_ZN2at4_ops10scalar_ref4callERKN3c106ScalarERKNS_6TensorENS2_17basic_string_viewIcEENS"
+          "2_16OptionalArrayRefIlEENS2_6StreamES8_",
+          "Tensor"),
+      (std::vector<TensorArgSlot>{tensor(1, kRdx), tensor(5, kR9)}));
 }
 
 TEST(PlanOpArgs, DoublesTakeNoIntegerRegister) {
@@ -125,43 +137,53 @@ TEST(PlanOpArgs, C10OptionalDoubleIsTwoIntegerWords) {
   // eightbyte is INTEGER, so it takes two integer registers or two stack
   // words, and no xmm register.
   // opt_double_in_regs(long x 5, optional<double>, T) -> ()
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops18opt_double_in_regs4callElllllN3c108optionalIdEERKNS_6TensorE", "()"),
+  EXPECT_EQ(plan_or_why("_ZN2at4_ops18opt_double_in_regs4callElllllN3c108optionalIdEERKNS_6TensorE",
+                        "()"),
             (std::vector<TensorArgSlot>{tensor(6, kR9)}));
   // opt_double_spills(long x 6, optional<double>, T) -> ()
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops17opt_double_spills4callEllllllN3c108optionalIdEERKNS_6TensorE", "()"),
+  EXPECT_EQ(plan_or_why("_ZN2at4_ops17opt_double_spills4callEllllllN3c108optionalIdEERKNS_6TensorE",
+                        "()"),
             (std::vector<TensorArgSlot>{tensor(7, stack_word(3))}));
   // opt_double_no_sse(double x 8, optional<double>, T) -> ()
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops17opt_double_no_sse4callEddddddddN3c108optionalIdEERKNS_6TensorE", "()"),
-            (std::vector<TensorArgSlot>{tensor(9, kRdx)}));
+  EXPECT_EQ(
+      plan_or_why("_ZN2at4_ops17opt_double_no_sse4callEddddddddN3c108optionalIdEERKNS_6TensorE",
+                  "()"),
+      (std::vector<TensorArgSlot>{tensor(9, kRdx)}));
 }
 
 TEST(PlanOpArgs, InvisibleReferencesAndSmallAggregates) {
   // invisible(SymInt, T, optional<string_view>, T, optional<SymInt>,
   // optional<Generator>, T) -> Tensor: each non-trivially-copyable value is
   // a pointer in one register.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops9invisible4callEN3c106SymIntERKNS_6TensorENS2_8optionalINS2_17basic_string_"
-                        "viewIcEEEES6_NS7_IS3_EENS7_INS_9GeneratorEEES6_",
-                        "Tensor"),
-            (std::vector<TensorArgSlot>{tensor(1, kRdx), tensor(3, kR8), tensor(6, stack_word(2))}));
+  EXPECT_EQ(
+      plan_or_why(
+          "_ZN2at4_ops9invisible4callEN3c106SymIntERKNS_6TensorENS2_8optionalINS2_17basic_string_"
+          "viewIcEEEES6_NS7_IS3_EENS7_INS_9GeneratorEEES6_",
+          "Tensor"),
+      (std::vector<TensorArgSlot>{tensor(1, kRdx), tensor(3, kR8), tensor(6, stack_word(2))}));
   // small(bool, ScalarType, optional<ScalarType>, Device, array<bool, 3>,
   // Dimname, optional<long>, T) -> (): one register each up to Dimname,
   // then optional<long> (16 bytes) on the stack.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops5small4callEbN3c1010ScalarTypeENS2_8optionalIS3_EENS2_6DeviceESt5arrayIbLm3"
-                        "EENS_7DimnameENS4_IlEERKNS_6TensorE",
-                        "()"),
-            (std::vector<TensorArgSlot>{tensor(7, stack_word(3))}));
+  EXPECT_EQ(
+      plan_or_why(
+          "_ZN2at4_ops5small4callEbN3c1010ScalarTypeENS2_8optionalIS3_EENS2_6DeviceESt5arrayIbLm3"
+          "EENS_7DimnameENS4_IlEERKNS_6TensorE",
+          "()"),
+      (std::vector<TensorArgSlot>{tensor(7, stack_word(3))}));
 }
 
 TEST(PlanOpArgs, TensorKinds) {
   // optionals(c10::optional<Tensor> const&, std::optional<Tensor> const&, Tensor&) -> Tensor(a!)
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops9optionals4callERKN3c108optionalINS_6TensorEEERKSt8optionalIS4_ERS4_",
-                        "Tensor(a!)"),
-            (std::vector<TensorArgSlot>{c10_optional(0, kRdi), std_optional(1, kRsi), tensor(2, kRdx)}));
+  EXPECT_EQ(
+      plan_or_why("_ZN2at4_ops9optionals4callERKN3c108optionalINS_6TensorEEERKSt8optionalIS4_ERS4_",
+                  "Tensor(a!)"),
+      (std::vector<TensorArgSlot>{c10_optional(0, kRdi), std_optional(1, kRsi), tensor(2, kRdx)}));
   // lists(ArrayRef<Tensor>, List<optional<Tensor>> const&, IListRef<Tensor>
   // const&, T) -> Tensor: tensor lists are printed as [], not located.
-  OpArgPlan plan = plan_op_args("_ZN2at4_ops5lists4callEN3c108ArrayRefINS_6TensorEEERKNS2_4ListINS2_8optionalIS4_"
-                                "EEEERKNS2_8IListRefIS4_EERKS4_",
-                                "Tensor");
+  OpArgPlan plan = plan_op_args(
+      "_ZN2at4_ops5lists4callEN3c108ArrayRefINS_6TensorEEERKNS2_4ListINS2_8optionalIS4_"
+      "EEEERKNS2_8IListRefIS4_EERKS4_",
+      "Tensor");
   ASSERT_TRUE(plan.ok) << plan.why;
   EXPECT_EQ(plan.arg_count, 4u);
   EXPECT_EQ(plan.tensors, (std::vector<TensorArgSlot>{tensor(3, kR9)}));
@@ -175,16 +197,18 @@ TEST(PlanOpArgs, StdOptionalLibraries) {
   // optional<double> ({double, bool}) wants one xmm and one integer
   // register (none left: two stack words).
   constexpr const char* std_opts =
-      "_ZN2at4_ops8std_opts4callEllllSt8optionalIlERKS2_INS_6TensorEEN3c1016OptionalArrayRefIlEES2_INS8_17basic_"
+      "_ZN2at4_ops8std_opts4callEllllSt8optionalIlERKS2_INS_6TensorEEN3c1016OptionalArrayRefIlEES2_"
+      "INS8_17basic_"
       "string_viewIcEEES2_IdERKS4_";
-  EXPECT_EQ(plan_or_why(std_opts, "()"),
-            (std::vector<TensorArgSlot>{std_optional(5, stack_word(1)), tensor(9, stack_word(10))}));
+  EXPECT_EQ(plan_or_why(std_opts, "()"), (std::vector<TensorArgSlot>{std_optional(5, stack_word(1)),
+                                                                     tensor(9, stack_word(10))}));
   // The symbol's own std::optional decides when the caller says c10.
   EXPECT_EQ(plan_or_why(std_opts, "()", OptionalAbi::std_optional), plan_or_why(std_opts, "()"));
 
   // oar_only(OptionalArrayRef<long>, T) -> (): the name is the same in both
   // kinds of library, the size is not.
-  constexpr const char* oar_only = "_ZN2at4_ops8oar_only4callEN3c1016OptionalArrayRefIlEERKNS_6TensorE";
+  constexpr const char* oar_only =
+      "_ZN2at4_ops8oar_only4callEN3c1016OptionalArrayRefIlEERKNS_6TensorE";
   EXPECT_EQ(plan_or_why(oar_only, "()", OptionalAbi::c10_optional),
             (std::vector<TensorArgSlot>{tensor(1, kRdx)}));
   EXPECT_EQ(plan_or_why(oar_only, "()", OptionalAbi::std_optional),
@@ -195,16 +219,21 @@ TEST(PlanOpArgs, StdOptionalLibraries) {
             (std::vector<TensorArgSlot>{tensor(6, stack_word(1))}));
   // std_opt_double_no_sse(double x 8, std::optional<double>, T) -> (): no
   // xmm left, so the whole optional is on the stack and rdi is still free.
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops21std_opt_double_no_sse4callEddddddddSt8optionalIdERKNS_6TensorE", "()"),
-            (std::vector<TensorArgSlot>{tensor(9, kRdi)}));
+  EXPECT_EQ(
+      plan_or_why("_ZN2at4_ops21std_opt_double_no_sse4callEddddddddSt8optionalIdERKNS_6TensorE",
+                  "()"),
+      (std::vector<TensorArgSlot>{tensor(9, kRdi)}));
   // std_misc(optional<SymInt>, optional<Generator>, optional<ScalarType>,
   // optional<Device>, optional<ArrayRef<long>>, T,
   // optional<std::string_view>, std::string_view, T) -> ()
-  EXPECT_EQ(plan_or_why("_ZN2at4_ops8std_misc4callESt8optionalIN3c106SymIntEES2_INS_9GeneratorEES2_INS3_10ScalarTy"
-                        "peEES2_INS3_6DeviceEES2_INS3_8ArrayRefIlEEERKNS_6TensorES2_ISt17basic_string_viewIcSt11"
-                        "char_traitsIcEEESL_SH_",
-                        "()"),
-            (std::vector<TensorArgSlot>{tensor(5, kR8), tensor(8, kR9)}));
+  EXPECT_EQ(
+      plan_or_why(
+          "_ZN2at4_ops8std_misc4callESt8optionalIN3c106SymIntEES2_INS_9GeneratorEES2_INS3_"
+          "10ScalarTy"
+          "peEES2_INS3_6DeviceEES2_INS3_8ArrayRefIlEEERKNS_6TensorES2_ISt17basic_string_viewIcSt11"
+          "char_traitsIcEEESL_SH_",
+          "()"),
+      (std::vector<TensorArgSlot>{tensor(5, kR8), tensor(8, kR9)}));
 
   const std::string_view c10_symbols[] = {"_ZN2at4_ops4relu4callERKNS_6TensorE", oar_only};
   EXPECT_EQ(optional_abi_of(c10_symbols), OptionalAbi::c10_optional);
@@ -213,13 +242,15 @@ TEST(PlanOpArgs, StdOptionalLibraries) {
 }
 
 TEST(PlanOpArgs, RefusesWhatItCannotLocate) {
-  OpArgPlan plan = plan_op_args("_ZN2at4_ops12unknown_type4callERKNS_6TensorEN3c107complexIdEES4_", "Tensor");
+  OpArgPlan plan =
+      plan_op_args("_ZN2at4_ops12unknown_type4callERKNS_6TensorEN3c107complexIdEES4_", "Tensor");
   EXPECT_FALSE(plan.ok);
   EXPECT_EQ(plan.why, "unsupported parameter type c10::complex<double>");
   EXPECT_TRUE(plan.tensors.empty());
 
-  plan = plan_op_args("_ZN2at4_ops9seventeen4callERKNS_6TensorES4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_",
-                      "Tensor");
+  plan = plan_op_args(
+      "_ZN2at4_ops9seventeen4callERKNS_6TensorES4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_S4_",
+      "Tensor");
   EXPECT_FALSE(plan.ok);
   EXPECT_EQ(plan.why, "more than 16 tensor arguments");
 
@@ -247,7 +278,8 @@ TEST(PlanOpArgs, ChoosesTheSchemaThatMatchesTheSignature) {
   // libtorch 1.13's .rodata has both; at::Tensor& is only ever Tensor(a!).
   const Schema jit_copy = *parse_full_schema("aten::hardswish_(Tensor self) -> Tensor");
   const Schema registered = *parse_full_schema("hardswish_(Tensor(a!) self) -> Tensor(a!)");
-  for (const auto& schemas : {std::vector<Schema>{jit_copy, registered}, std::vector<Schema>{registered, jit_copy}}) {
+  for (const auto& schemas :
+       {std::vector<Schema>{jit_copy, registered}, std::vector<Schema>{registered, jit_copy}}) {
     OpArgPlan plan = plan_op_args(hardswish_, schemas);
     ASSERT_TRUE(plan.ok) << plan.why;
     EXPECT_EQ(plan.tensors, (std::vector<TensorArgSlot>{tensor(0, kRdi)}));
@@ -257,16 +289,18 @@ TEST(PlanOpArgs, ChoosesTheSchemaThatMatchesTheSignature) {
   EXPECT_EQ(plan.why, "schema argument 0 (Tensor) does not match the parameter at::Tensor&");
 
   // torchgen passes some mutated tensors as const& (resize_, out= of fft_hfftn...).
-  plan = plan_op_args("_ZN2at4_ops7resize_4callERKNS_6TensorEN3c108ArrayRefINS5_6SymIntEEENS5_8optionalINS5_12"
-                      "MemoryFormatEEE",
-                      std::vector<Schema>{*parse_full_schema(
-                          "resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> "
-                          "Tensor(a!)")});
+  plan = plan_op_args(
+      "_ZN2at4_ops7resize_4callERKNS_6TensorEN3c108ArrayRefINS5_6SymIntEEENS5_8optionalINS5_12"
+      "MemoryFormatEEE",
+      std::vector<Schema>{*parse_full_schema(
+          "resize_(Tensor(a!) self, SymInt[] size, *, MemoryFormat? memory_format=None) -> "
+          "Tensor(a!)")});
   ASSERT_TRUE(plan.ok) << plan.why;
   EXPECT_EQ(plan.tensors, (std::vector<TensorArgSlot>{tensor(0, kRdi)}));
 
   constexpr const char* relu = "_ZN2at4_ops4relu4callERKNS_6TensorE";
-  plan = plan_op_args(relu, std::vector<Schema>{*parse_full_schema("relu(Tensor self, int x) -> Tensor")});
+  plan = plan_op_args(
+      relu, std::vector<Schema>{*parse_full_schema("relu(Tensor self, int x) -> Tensor")});
   EXPECT_FALSE(plan.ok);
   EXPECT_EQ(plan.why, "schema has 2 arguments, signature 1");
   // Matching schemas that disagree on the return: refused, not guessed.
@@ -275,8 +309,9 @@ TEST(PlanOpArgs, ChoosesTheSchemaThatMatchesTheSignature) {
   EXPECT_FALSE(plan.ok);
   EXPECT_EQ(plan.why, "schemas disagree on the return: Tensor or ()");
   // ... and agreeing copies are fine.
-  plan = plan_op_args(relu, std::vector<Schema>{*parse_full_schema("relu(Tensor self) -> Tensor"),
-                                                *parse_full_schema("aten::relu(Tensor self) -> (Tensor)")});
+  plan = plan_op_args(
+      relu, std::vector<Schema>{*parse_full_schema("relu(Tensor self) -> Tensor"),
+                                *parse_full_schema("aten::relu(Tensor self) -> (Tensor)")});
   ASSERT_TRUE(plan.ok) << plan.why;
   EXPECT_EQ(plan.tensors, (std::vector<TensorArgSlot>{tensor(0, kRsi)}));
   plan = plan_op_args(relu, std::vector<Schema>{});
@@ -288,7 +323,8 @@ TEST(ToBpfPlan, CopiesSlotsInOrder) {
   OpArgPlan plan;
   plan.ok = true;
   plan.arg_count = 7;
-  plan.tensors = {tensor(0, kRsi), tensor(1, kRdx), c10_optional(2, kRcx), std_optional(6, stack_word(2))};
+  plan.tensors = {tensor(0, kRsi), tensor(1, kRdx), c10_optional(2, kRcx),
+                  std_optional(6, stack_word(2))};
   gp_shape_plan bpf = to_bpf_plan(plan);
   ASSERT_EQ(bpf.count, 4);
   EXPECT_EQ(bpf.args[0].kind, GP_ARG_TENSOR);
@@ -312,7 +348,8 @@ class DebianLibtorchPlans : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     std::string error;
-    auto catalog = load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", ExitMode::ret, &error);
+    auto catalog = load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13",
+                                           ExitMode::ret, &error);
     ASSERT_TRUE(catalog) << error;
     catalog_ = new DispatcherCatalog(std::move(*catalog));
   }
@@ -325,19 +362,20 @@ class DebianLibtorchPlans : public ::testing::Test {
     static const OpArgPlan missing{.ok = false, .why = "no such op", .arg_count = 0, .tensors = {}};
     if (!catalog_) return missing;
     for (size_t i = 0; i < catalog_->ops.size(); i++)
-      if (dispatcher_call_struct(catalog_->ops[i].symbol) == struct_name) return catalog_->arg_plans[i];
+      if (dispatcher_call_struct(catalog_->ops[i].symbol) == struct_name)
+        return catalog_->arg_plans[i];
     return missing;
   }
   static DispatcherCatalog* catalog_;
 };
 DispatcherCatalog* DebianLibtorchPlans::catalog_ = nullptr;
 
-#define EXPECT_PLAN(op, count, ...)                                                  \
-  do {                                                                               \
-    const OpArgPlan& p = plan(op);                                                   \
-    EXPECT_TRUE(p.ok) << op << ": " << p.why;                                        \
-    EXPECT_EQ(p.arg_count, count##u) << op;                                          \
-    EXPECT_EQ(p.tensors, (std::vector<TensorArgSlot>{__VA_ARGS__})) << op;           \
+#define EXPECT_PLAN(op, count, ...)                                        \
+  do {                                                                     \
+    const OpArgPlan& p = plan(op);                                         \
+    EXPECT_TRUE(p.ok) << op << ": " << p.why;                              \
+    EXPECT_EQ(p.arg_count, count##u) << op;                                \
+    EXPECT_EQ(p.tensors, (std::vector<TensorArgSlot>{__VA_ARGS__})) << op; \
   } while (0)
 
 TEST_F(DebianLibtorchPlans, CommonOps) {
@@ -396,7 +434,8 @@ TEST_F(DebianLibtorchPlans, CountsAndReasons) {
   // 2931 of 2952: the 20 ops without a schema string, and
   // _transformer_decoder_only_layer_fwd.out with 19 tensors.
   EXPECT_EQ(catalog_->ops.size() - not_ok, 2931u);
-  EXPECT_EQ(reasons, (std::map<std::string, int>{{"no schema", 20}, {"more than 16 tensor arguments", 1}}));
+  EXPECT_EQ(reasons,
+            (std::map<std::string, int>{{"no schema", 20}, {"more than 16 tensor arguments", 1}}));
   EXPECT_FALSE(plan("_transformer_decoder_only_layer_fwd_out").ok);
   EXPECT_FALSE(plan("dropout_").ok);
 }

@@ -53,17 +53,21 @@ TEST(ParseFullSchema, ArgumentsAndReturns) {
   auto add = parse_full_schema("add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor");
   ASSERT_TRUE(add);
   EXPECT_EQ(add->op, (OpName{"add", "Tensor"}));
-  EXPECT_EQ(add->arguments, (std::vector<std::string>{"Tensor self", "Tensor other", "Scalar alpha=1"}));
+  EXPECT_EQ(add->arguments,
+            (std::vector<std::string>{"Tensor self", "Tensor other", "Scalar alpha=1"}));
   EXPECT_EQ(add->returns, "Tensor");
 
   // Alias annotations with "->", defaults with commas, quoted strings.
-  auto split = parse_full_schema("split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");
+  auto split = parse_full_schema(
+      "split.Tensor(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor(a)[]");
   ASSERT_TRUE(split);
-  EXPECT_EQ(split->arguments, (std::vector<std::string>{"Tensor(a -> *) self", "int split_size", "int dim=0"}));
+  EXPECT_EQ(split->arguments,
+            (std::vector<std::string>{"Tensor(a -> *) self", "int split_size", "int dim=0"}));
   EXPECT_EQ(split->returns, "Tensor(a)[]");
   auto pool = parse_full_schema(
       "aten::max_pool2d_with_indices.out(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] "
-      "padding=[0, 0], str mode=\"a,b)\", *, Tensor(a!) out, Tensor(b!) indices) -> (Tensor(a!), Tensor(b!))");
+      "padding=[0, 0], str mode=\"a,b)\", *, Tensor(a!) out, Tensor(b!) indices) -> "
+      "(Tensor(a!), Tensor(b!))");
   ASSERT_TRUE(pool);
   EXPECT_EQ(pool->op, (OpName{"max_pool2d_with_indices", "out"}));
   EXPECT_EQ(pool->arguments,

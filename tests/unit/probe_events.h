@@ -25,4 +25,27 @@ inline gp_event catch_at(uint64_t ts, uint64_t sp, uint32_t tid = kTid) {
   return probe_event(GP_EV_CATCH, ts, sp, GP_NO_OP, tid);
 }
 
+// Allocator events (record --profile-memory), bpf/events.h struct gp_mem_event.
+inline gp_mem_event mem_event(uint16_t kind, uint64_t ts, uint64_t addr, int64_t bytes, uint32_t tid) {
+  return gp_mem_event{.ts_ns = ts, .addr = addr, .bytes = bytes, .total_allocated = 0, .tid = tid,
+                      .kind = kind, .device_type = 0, .device_index = 0};
+}
+// The CPU allocator handed out `bytes` at addr.
+inline gp_mem_event cpu_alloc(uint64_t ts, uint64_t addr, int64_t bytes, uint32_t tid = kTid) {
+  return mem_event(GP_MEM_CPU_ALLOC, ts, addr, bytes, tid);
+}
+// The CPU block at addr is released (its size comes from its allocation).
+inline gp_mem_event cpu_free(uint64_t ts, uint64_t addr, uint32_t tid = kTid) {
+  return mem_event(GP_MEM_CPU_FREE, ts, addr, 0, tid);
+}
+// The CUDA caching allocator changed by delta bytes (signed), to `total`.
+inline gp_mem_event cuda_mem(uint64_t ts, uint64_t addr, int64_t delta, uint64_t total,
+                             int8_t device_index = 0, uint32_t tid = kTid) {
+  gp_mem_event e = mem_event(GP_MEM_DEVICE, ts, addr, delta, tid);
+  e.total_allocated = total;
+  e.device_type = 1;  // c10::DeviceType::CUDA
+  e.device_index = device_index;
+  return e;
+}
+
 }  // namespace gpuprof::test

@@ -565,7 +565,6 @@ TEST_F(RecordFileTest, WriterReportsMisuseAndWriteErrors) {
   EXPECT_EQ(err, "/dev/full: flush after an earlier write error");
 }
 
-
 // ---- format version 2: options, shapes, memory events ----
 
 TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
@@ -599,7 +598,7 @@ TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
 TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
   // Batches of 9 events cycling ENTRY, EXIT, CATCH: entries at 0, 3, 6, ...
   const InputShapes a = {Dims{2, 3}, Dims{}, std::nullopt};  // an unknown argument
-  const InputShapes b = {Dims{}, Dims{}};                     // no tensors
+  const InputShapes b = {Dims{}, Dims{}};                    // no tensors
   const InputShapes c = {std::nullopt, std::nullopt};
   const InputShapes d = {};  // no arguments
   const InputShapes e = {Dims(64, 7), Dims{INT64_MAX, 0, -1, 1}};
@@ -628,7 +627,7 @@ TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
   shapes(0, a);
   mem(5, 0);
   ASSERT_TRUE(w.flush(&err)) << err;
-  events(1);    // 9..17
+  events(1);     // 9..17
   shapes(3, b);  // an event of the previous flush
   shapes(6, a);  // a repeat
   ASSERT_TRUE(w.flush(&err)) << err;
@@ -637,7 +636,7 @@ TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
   mem(4, 1);
   ASSERT_TRUE(w.flush(&err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
-  events(2);  // 18..26
+  events(2);                          // 18..26
   shapes(15, e);
   shapes(21, a);
   shapes(24, b);
@@ -659,8 +658,9 @@ TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
   ASSERT_EQ(rec->shapes.size(), 5u);
   EXPECT_FALSE(rec->shapes[0][2].has_value());
   EXPECT_TRUE(rec->shapes[1][0].has_value() && rec->shapes[1][0]->empty());
-  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{
-                                   {0, 0}, {3, 1}, {6, 0}, {9, 2}, {12, 3}, {15, 4}, {21, 0}, {24, 1}}));
+  EXPECT_EQ(rec->entry_shapes,
+            (std::vector<EntryShapes>{
+                {0, 0}, {3, 1}, {6, 0}, {9, 2}, {12, 3}, {15, 4}, {21, 0}, {24, 1}}));
   for (const EntryShapes& es : rec->entry_shapes)
     EXPECT_EQ(rec->events[es.event_index].kind, GP_EV_OP_ENTRY);
   EXPECT_TRUE(same_mem_events(rec->mem_events, all_mem));
@@ -810,7 +810,8 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   std::vector<uint8_t> bad = encode_record_header(1);
   bad = cat(bad, chunk_of(ChunkType::OP_TABLE, ops_payload({ops[0]}, 2)));
   EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
-  EXPECT_EQ(err, "old: corrupt chunk 1 (OP_TABLE) at offset 16: 8 unexpected trailing payload bytes");
+  EXPECT_EQ(err,
+            "old: corrupt chunk 1 (OP_TABLE) at offset 16: 8 unexpected trailing payload bytes");
   bad = cat(std::vector<uint8_t>(file.begin(), file.begin() + mandatory_end),
             chunk_of(ChunkType::STATS, Bytes(s).u64(1).u64(2).str("")));
   EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
@@ -914,16 +915,20 @@ TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
     return cat(prefix, chunk_of(ChunkType::SHAPES, payload));
   };
   // SHAPES: ndim -1..64, counts that fit, exact length.
-  expect_error(shapes_file(Bytes().u32(1).u32(1).i32(-2)),
-               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument 0 has ndim -2 (expected -1..64)");
-  expect_error(shapes_file(Bytes().u32(2).u32(0).u32(2).i32(-1).i32(65)),
-               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 1: argument 1 has ndim 65 (expected -1..64)");
+  expect_error(
+      shapes_file(Bytes().u32(1).u32(1).i32(-2)),
+      "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument 0 has ndim -2 (expected -1..64)");
+  expect_error(
+      shapes_file(Bytes().u32(2).u32(0).u32(2).i32(-1).i32(65)),
+      "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 1: argument 1 has ndim 65 (expected -1..64)");
   expect_error(shapes_file(Bytes().u32(5).u32(0)),
                "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 5 does not fit the payload");
-  expect_error(shapes_file(Bytes().u32(0xffffffff)),
-               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 4294967295 does not fit the payload");
-  expect_error(shapes_file(Bytes().u32(1).u32(3).i32(-1)),
-               "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument count 3 does not fit the payload");
+  expect_error(
+      shapes_file(Bytes().u32(0xffffffff)),
+      "f: corrupt chunk 5 (SHAPES)" + at5 + "shape count 4294967295 does not fit the payload");
+  expect_error(
+      shapes_file(Bytes().u32(1).u32(3).i32(-1)),
+      "f: corrupt chunk 5 (SHAPES)" + at5 + "shape 0: argument count 3 does not fit the payload");
   expect_error(shapes_file(Bytes().u32(1).u32(1).i32(2).i64(5)),
                "f: corrupt chunk 5 (SHAPES)" + at5 + "payload too short");
   expect_error(shapes_file(Bytes().u32(1).u32(1).i32(64)),
@@ -939,20 +944,23 @@ TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
   std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
   std::vector<uint8_t> base = cat(shapes_file(shapes_payload({{Dims{1}}})),
                                   chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  const std::string at7 = "f: corrupt chunk 7 (ENTRY_SHAPES) at offset " +
-                          std::to_string(base.size()) + ": ";
+  const std::string at7 =
+      "f: corrupt chunk 7 (ENTRY_SHAPES) at offset " + std::to_string(base.size()) + ": ";
   auto entries_file = [&](const std::vector<EntryShapes>& e) {
     return cat(base, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload(e)));
   };
   ASSERT_TRUE(read_recording_bytes(entries_file({{0, 0}, {3, 0}}), &err, "f")) << err;
-  expect_error(entries_file({{0, 1}}), at7 + "entry shape 0 has shape_id 1, but 1 shapes are defined");
+  expect_error(entries_file({{0, 1}}),
+               at7 + "entry shape 0 has shape_id 1, but 1 shapes are defined");
   expect_error(entries_file({{0, 0}, {1, 0}}),
                at7 + "entry shape 1 has event_index 1, which is not an ENTRY event (kind 2)");
   expect_error(entries_file({{2, 0}}),
                at7 + "entry shape 0 has event_index 2, which is not an ENTRY event (kind 3)");
-  expect_error(entries_file({{6, 0}}), at7 + "entry shape 0 has event_index 6, but only 6 events precede it");
-  expect_error(entries_file({{UINT64_MAX, 0}}),
-               at7 + "entry shape 0 has event_index 18446744073709551615, but only 6 events precede it");
+  expect_error(entries_file({{6, 0}}),
+               at7 + "entry shape 0 has event_index 6, but only 6 events precede it");
+  expect_error(
+      entries_file({{UINT64_MAX, 0}}),
+      at7 + "entry shape 0 has event_index 18446744073709551615, but only 6 events precede it");
   expect_error(entries_file({{3, 0}, {0, 0}}),
                at7 + "entry shape 1 has event_index 0, not above the previous 3");
   expect_error(entries_file({{3, 0}, {3, 0}}),
@@ -986,11 +994,10 @@ TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_TRUE(same_mem_events(ok->mem_events, mem));
   // Empty data chunks are valid.
-  ok = read_recording_bytes(
-      cat(cat(prefix, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
-          cat(chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{}),
-              chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{}))),
-      &err, "f");
+  ok = read_recording_bytes(cat(cat(prefix, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
+                                cat(chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{}),
+                                    chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{}))),
+                            &err, "f");
   ASSERT_TRUE(ok.has_value()) << err;
 }
 
@@ -1020,8 +1027,9 @@ TEST_F(RecordFileTest, WriterRefusesShapesAndMemoryEventsTheReaderWouldReject) {
   EXPECT_EQ(err, p + "3: not above the previous entry shape's event 3");
   std::vector<gp_mem_event> mem = make_mem_events(2);
   EXPECT_FALSE(w.append_mem_events(mem.data(), mem.size(), &err));
-  EXPECT_EQ(err, path_ + ": not recording memory events: the recording was begun without the "
-                         "memory option");
+  EXPECT_EQ(err, path_ +
+                     ": not recording memory events: the recording was begun without the "
+                     "memory option");
   EXPECT_EQ(w.shapes_defined(), 1u);
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;  // still usable
   auto rec = read_recording(path_, &err);
@@ -1091,15 +1099,24 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithShapesAndMemoryEvents) {
     Boundary b = bounds.back();
     b.end = off + 16 + len;
     switch (static_cast<ChunkType>(type)) {
-      case ChunkType::EVENTS: b.events += len / 32; break;
+      case ChunkType::EVENTS:
+        b.events += len / 32;
+        break;
       case ChunkType::SHAPES:
         std::memcpy(&count, &file[off + 16], 4);
         b.shapes += count;
         new_kinds |= 1;
         break;
-      case ChunkType::ENTRY_SHAPES: b.entries += len / 12; new_kinds |= 2; break;
-      case ChunkType::MEM_EVENTS: b.mem += len / 40; new_kinds |= 4; break;
-      default: break;
+      case ChunkType::ENTRY_SHAPES:
+        b.entries += len / 12;
+        new_kinds |= 2;
+        break;
+      case ChunkType::MEM_EVENTS:
+        b.mem += len / 40;
+        new_kinds |= 4;
+        break;
+      default:
+        break;
     }
     bounds.push_back(b);
     off = b.end;
@@ -1120,16 +1137,17 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithShapesAndMemoryEvents) {
     for (const Boundary& b : bounds)
       if (b.end <= len) last = b;
     EXPECT_EQ(rec->options, (RecordOptions{true, true}));
-    EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(full->events.begin(),
-                                                               full->events.begin() + last.events)));
-    EXPECT_EQ(rec->shapes, std::vector<InputShapes>(full->shapes.begin(),
-                                                    full->shapes.begin() + last.shapes));
+    EXPECT_TRUE(same_events(
+        rec->events,
+        std::vector<gp_event>(full->events.begin(), full->events.begin() + last.events)));
+    EXPECT_EQ(rec->shapes,
+              std::vector<InputShapes>(full->shapes.begin(), full->shapes.begin() + last.shapes));
     EXPECT_EQ(rec->entry_shapes,
               std::vector<EntryShapes>(full->entry_shapes.begin(),
                                        full->entry_shapes.begin() + last.entries));
-    EXPECT_TRUE(same_mem_events(rec->mem_events,
-                                std::vector<gp_mem_event>(full->mem_events.begin(),
-                                                          full->mem_events.begin() + last.mem)));
+    EXPECT_TRUE(same_mem_events(
+        rec->mem_events,
+        std::vector<gp_mem_event>(full->mem_events.begin(), full->mem_events.begin() + last.mem)));
     if (len > last.end) {
       EXPECT_NE(rec->incomplete_reason.find("bytes of a torn chunk at offset " +
                                             std::to_string(last.end)),
@@ -1182,8 +1200,8 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedShapesAndMemoryEvents) {
   EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(ev.begin(), ev.begin() + 6)));
   EXPECT_EQ(rec->shapes, (std::vector<InputShapes>{s0, s1}));
   EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}, {3, 1}}));
-  EXPECT_TRUE(same_mem_events(rec->mem_events,
-                              std::vector<gp_mem_event>(mem.begin(), mem.begin() + 3)));
+  EXPECT_TRUE(
+      same_mem_events(rec->mem_events, std::vector<gp_mem_event>(mem.begin(), mem.begin() + 3)));
 }
 
 }  // namespace

@@ -69,8 +69,20 @@ int run_record(RecordOptions options) {
     return 2;
   }
   std::string error;
-  if (!parse_sort_key(options.table.sort_by, &error)) {
+  auto sort_key = parse_sort_key(options.table.sort_by, &error);
+  if (!sort_key) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  // Refuse now what the table would refuse after the whole recording.
+  Profile promised;
+  promised.memory_recorded = options.profile_memory;
+  if (std::string why = sort_key_unavailable(*sort_key, promised); !why.empty()) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
+    return 2;
+  }
+  if (options.table.group_by_input_shape && !options.record_shapes) {
+    std::fprintf(stderr, "gpuprof: error: --group-by-input-shape needs --record-shapes\n");
     return 2;
   }
   uint32_t ring_bytes = options.ring_buffer_mb << 20;

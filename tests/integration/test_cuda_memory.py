@@ -1,0 +1,96 @@
+"""The CUDA memory path of --profile-memory, without a GPU.
+
+PyTorch's CUDA caching allocator reports every block it hands out or takes
+back through c10::reportMemoryUsageToProfiler (libc10), profiler or not;
+gpuprof probes that function. Here the stand-in libtorch_cpu
+(tests/fake_libtorch/fake_cuda_memory.cpp) calls the real one, in Debian's
+libc10, from inside dispatcher-shaped ops, with a CUDA device (cuda:1), so
+the probe, the attribution to the innermost op, the CUDA columns and the
+peak are exercised exactly as on a GPU machine. One step:
+
+  aten::cuda_step        reports +512 KiB itself, and a CPU-device report
+                         (ignored: CPU memory comes from the CPU allocator)
+    aten::cuda_malloc    +3 MiB
+    aten::cuda_malloc    +1 MiB
+    aten::cuda_free      -1 MiB
+"""
+import os
+import re
+import subprocess
+
+import pytest
+
+from test_shapes_memory import parse_any_table
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPUPROF = os.path.join(ROOT, "build", "gpuprof")
+DRIVER = os.path.join(ROOT, "build", "tests", "fake_libtorch", "memory_driver")
+STEPS = 10
+
+
+def run(cmd, timeout=120):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    assert os.path.exists(DRIVER), f"{DRIVER} missing: run make"
+    unprofiled = run([DRIVER, str(STEPS)])
+    assert unprofiled.returncode == 0, unprofiled.stderr
+    out = tmp_path_factory.mktemp("cuda-memory") / "cuda.gpuprof"
+    result = run([GPUPROF, "record", "--profile-memory", "-o", str(out), "--", DRIVER, str(STEPS)])
+    assert result.returncode == 0, result.stderr
+    return unprofiled, result, out
+
+
+def test_target_output_unchanged(recorded):
+    unprofiled, result, _ = recorded
+    assert unprofiled.stdout in result.stdout, result.stdout
+
+
+def test_cuda_columns_attribute_to_the_innermost_op(recorded):
+    _, result, _ = recorded
+    headers, rows = parse_any_table(result.stdout)
+    assert headers[-5:] == ["CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "# of Calls"], headers
+    table = {r["Name"]: r for r in rows}
+    mb = STEPS  # each step's MiB figures, times the steps, print as "N.00 Mb"
+    expected = {
+        "aten::cuda_step": (f"{3.5 * mb:.2f} Mb", f"{0.5 * mb:.2f} Mb", STEPS),
+        "aten::cuda_malloc": (f"{4 * mb:.2f} Mb", f"{4 * mb:.2f} Mb", 2 * STEPS),
+        "aten::cuda_free": (f"{-1 * mb:.2f} Mb", f"{-1 * mb:.2f} Mb", STEPS),
+    }
+    for name, (total, self_, calls) in expected.items():
+        row = table.get(name)
+        assert row, f"{name} missing:\n{result.stdout}"
+        assert (row["CUDA Mem"], row["Self CUDA Mem"], int(row["# of Calls"])) == (total, self_, calls), (
+            f"{name}:\n{result.stdout}")
+        # The CPU-device report went nowhere: no CPU memory anywhere.
+        assert (row["CPU Mem"], row["Self CPU Mem"]) == ("0 b", "0 b"), result.stdout
+    assert "[memory]" not in table, result.stdout
+    stopped = re.search(r"; (\d+) memory events, (\d+) lost;", result.stderr)
+    assert stopped and stopped.groups() == (str(4 * STEPS), "0"), result.stderr
+
+
+def test_cuda_peak_and_sort_key(recorded):
+    _, result, out = recorded
+    # Totals as the allocator keeps them: the last step's 1 MiB block tops it.
+    peak = re.search(r"^CUDA memory peak \(device 1, allocated\): (\S+ \S+) at [\d.]+ s after the start, "
+                     r"in (\S+)$", result.stdout, re.M)
+    assert peak, result.stdout
+    assert peak.groups() == (f"{3.5 * (STEPS - 1) + 4:.2f} Mb", "aten::cuda_malloc"), peak.group(0)
+    report = run([GPUPROF, "report", str(out), "--sort-by", "self_cuda_memory_usage"])
+    assert report.returncode == 0, report.stderr
+    _, rows = parse_any_table(report.stdout)
+    assert [r["Name"] for r in rows] == ["aten::cuda_malloc", "aten::cuda_step", "aten::cuda_free"], report.stdout
+
+
+def test_memory_sort_key_without_memory_is_refused(tmp_path):
+    out = tmp_path / "plain.gpuprof"
+    result = run([GPUPROF, "record", "-q", "-o", str(out), "--", DRIVER, "2"])
+    assert result.returncode == 0, result.stderr
+    report = run([GPUPROF, "report", str(out), "--sort-by", "cuda_memory_usage"])
+    assert report.returncode == 2, report
+    assert report.stderr.strip() == ("gpuprof: error: sort key cuda_memory_usage needs a recording made "
+                                     "with --profile-memory"), report.stderr
+    grouped = run([GPUPROF, "report", str(out), "--group-by-input-shape"])
+    assert grouped.returncode == 2 and "--record-shapes" in grouped.stderr, grouped
