@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpuprof overhead benchmark: baseline vs torch.profiler vs gpuprof's two exit modes, side by side.
 
-    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--keep] [--json FILE]
+    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--keep] [--json FILE]
 
 Starts bench/overhead_target.py (with --python, default /usr/bin/python3, which
 has torch) and, in one process, times two workloads -- a small-op chain of
@@ -13,19 +13,31 @@ phase, once with `--exit-mode emulated` (the default) and once with
 CPU time (user + system: uprobe traps and single-steps count, waiting for a
 core does not); each variant's figure is the 10th percentile of all its steps,
 since other load on the machine only ever adds time (the median over rounds of
-the phase means is printed beside it). Per-op overhead = (t_variant -
-t_baseline) / aten ops per step, with ops counted by torch.profiler (nested ops
-included), with a 90% interval from resampling the rounds. The run's noise
-floor (how far the p10 sits above the fastest step, per op) is printed with the
-load of other processes; an overhead below it is "not resolved", and a ratio
-against it is then given as a lower bound. Ratios: each gpuprof mode against
-torch.profiler (and record_shapes), and ret against emulated.
+the phase means is printed beside it).
 
-Also reports gpuprof's attach and detach times per mode, the CPU time of
+With --shapes-memory, three more variants join the rounds: torch.profiler
+with profile_memory, and gpuprof (emulated exits) with --record-shapes and
+with --profile-memory (GPUPROF_VARIANTS holds every gpuprof variant's record
+arguments). Each feature's gpuprof variant is then compared with
+torch.profiler's same feature, and with plain gpuprof (what the feature adds).
+
+Per-op overhead = (t_variant - t_baseline) / aten ops per step, with ops
+counted by torch.profiler (nested ops included), with a 90% interval from
+resampling the rounds. The run's noise floor (how far the p10 sits above the
+fastest step, per op) is printed with the load of other processes; an overhead
+below it is "not resolved", and a ratio against it is then given as a lower
+bound. Ratios: each gpuprof mode against
+torch.profiler (and record_shapes), and ret against emulated; with
+--shapes-memory also gpuprof (+shapes) / torch.profiler+shapes, gpuprof
+(+memory) / torch.profiler+memory, each of them / gpuprof (emulated exits),
+and each feature's extra cost per op on both sides.
+
+Also reports gpuprof's attach and detach times per variant, the CPU time of
 gpuprof's own process, and checks from each recording that gpuprof saw every
-op (events and `gpuprof report` calls per step). Then, after the rounds, it
-takes --duration-recordings one-step resnet18 recordings per exit mode,
-alternating, and checks that the two modes measure the same op durations
+op (events and `gpuprof report` calls per step; +shapes: the TensorImpl
+layout was calibrated; +memory: memory events recorded, none lost). Then,
+after the rounds, it takes --duration-recordings one-step resnet18 recordings
+per exit mode, alternating, and checks that the two modes measure the same op durations
 (Self CPU of the ops holding >= 5% of the self time, within 2%, once the ret
 mode's own cost inside each op is taken out; see duration_check). Exit status
 2 if a recording misses ops or a duration difference beyond 2% is resolved.
@@ -36,6 +48,7 @@ Needs root (gpuprof loads BPF programs and uprobes). The harness itself needs
 no torch.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -52,15 +65,36 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-# gpuprof variants and the `gpuprof record --exit-mode` each one runs (as in overhead_target.py)
-GPUPROF_MODES = {"gpuprof (emulated exits)": "emulated", "gpuprof (ret exits)": "ret"}
-GP_EMU, GP_RET = GPUPROF_MODES
-TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes"]
-VARIANTS = ["baseline"] + TORCH_VARIANTS + list(GPUPROF_MODES)
+# gpuprof variants: name -> the arguments of `gpuprof record -p PID ... -q -o FILE`. The
+# feature variants name the exit mode too, so that they differ from "gpuprof (emulated
+# exits)" by the feature alone whatever record's default mode is.
+GPUPROF_VARIANTS = {
+    "gpuprof (emulated exits)": ["--exit-mode", "emulated"],
+    "gpuprof (ret exits)": ["--exit-mode", "ret"],
+    "gpuprof (+shapes)": ["--exit-mode", "emulated", "--record-shapes"],
+    "gpuprof (+memory)": ["--exit-mode", "emulated", "--profile-memory"],
+}
+GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY = GPUPROF_VARIANTS
+EXIT_MODES = {GP_EMU: "emulated", GP_RET: "ret"}  # the two exit modes: duration check, old --json files
+# torch.profiler variants (overhead_target.py holds their profile() arguments)
+TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes", "torch.profiler+memory"]
+# the default run: no profiler, torch.profiler (with and without shapes), gpuprof's two exit modes
+VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes", GP_EMU, GP_RET]
+# --shapes-memory adds the features that cost per op on both sides, each against its counterpart
+FEATURES = {  # feature: (gpuprof variant, torch.profiler variant)
+    "shapes": (GP_SHAPES, "torch.profiler+shapes"),
+    "memory": (GP_MEMORY, "torch.profiler+memory"),
+}
+SHAPES_MEMORY_VARIANTS = ["torch.profiler+memory", GP_SHAPES, GP_MEMORY]
+ALL_VARIANTS = ["baseline"] + TORCH_VARIANTS + list(GPUPROF_VARIANTS)  # the order of the tables
 
 TRACING_RE = re.compile(r"gpuprof: tracing (\d+) .*?: (\d+) ops, (\d+) entry \+ (\d+) exit probes .*\(attach ([\d.]+) ms\)"
                         r"(?:; exits (emulated|on ret) \((\d+) single-stepped\))?")
-STOPPED_RE = re.compile(r"gpuprof: stopped \(([^)]*)\); detach ([\d.]+) ms; (\d+) events, (\d+) lost")
+STOPPED_RE = re.compile(r"gpuprof: stopped \(([^)]*)\); detach ([\d.]+) ms; (\d+) events, (\d+) lost"
+                        r"(?:; (\d+) memory events, (\d+) lost)?")  # the memory part: --profile-memory only
+# --record-shapes: printed once the layout is calibrated (a refusal reads "TensorImpl layout: cannot ...")
+LAYOUT_RE = re.compile(r"gpuprof: (TensorImpl layout: ndim @.*)")
+MEMORY_ROW = "[memory]"  # --profile-memory: allocations outside any op, one "call" per event; not an op
 
 
 _children = []  # processes to end if the benchmark stops early
@@ -131,14 +165,23 @@ class Target:
         self.p.stdin.flush()
 
 
-class Gpuprof:
-    """One `gpuprof record -p PID --exit-mode MODE -q -o FILE` session."""
+def variant_of(session):
+    """A session's gpuprof variant; --json files from before the feature variants name only the mode."""
+    return session.get("variant") or {m: v for v, m in EXIT_MODES.items()}[session["mode"]]
 
-    def __init__(self, exe, pid, mode, out, errlog):
+
+def exit_mode(args):
+    return args[args.index("--exit-mode") + 1] if "--exit-mode" in args else "emulated"
+
+
+class Gpuprof:
+    """One `gpuprof record -p PID ARGS -q -o FILE` session."""
+
+    def __init__(self, exe, pid, args, out, errlog):
         self.out, self.errlog = out, errlog
         self.t_start = time.perf_counter()
         self.err = open(errlog, "w+")
-        self.p = subprocess.Popen([exe, "record", "-p", str(pid), "--exit-mode", mode, "-q", "-o", out],
+        self.p = subprocess.Popen([exe, "record", "-p", str(pid)] + args + ["-q", "-o", out],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.err)
         _children.append(self.p)
         self.attach = None
@@ -179,9 +222,14 @@ class Gpuprof:
         m = STOPPED_RE.search(text)
         if self.p.returncode != 0 or not m:
             die(f"gpuprof record failed (rc {self.p.returncode}):\n{text}")
+        layout = LAYOUT_RE.search(text)
         return {"reason": m.group(1), "detach_ms": float(m.group(2)), "events": int(m.group(3)),
                 "lost": int(m.group(4)), "detach_wall_ms": wall,
                 "cpu_s": (ru.ru_utime + ru.ru_stime) if ru else float("nan"),
+                # None where the variant does not record them
+                "mem_events": int(m.group(5)) if m.group(5) else None,
+                "mem_lost": int(m.group(6)) if m.group(6) else None,
+                "tensor_layout": layout.group(1) if layout else None,
                 "stderr": text}
 
 
@@ -202,16 +250,21 @@ def report_table(exe, path):
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         die(f"gpuprof report {path} failed:\n{r.stderr}")
-    table, in_table, dashes = {}, False, 0
+    # Columns are cut where the dash line's runs are, by header: which columns there
+    # are depends on the recording (--profile-memory adds CPU Mem and Self CPU Mem,
+    # whose values, "7.96 Mb", hold a space).
+    table, spans, cols, dashes = {}, None, None, 0
     for line in r.stdout.splitlines():
         if line.startswith("---"):
             dashes += 1
-            in_table = dashes == 2
+            spans = spans or [m.span() for m in re.finditer(r"-+", line)]
             continue
-        if in_table and line.strip():
-            # Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg, # of Calls
-            f = line.split()
-            table[" ".join(f[:-6])] = [parse_time(f[-5]), parse_time(f[-3]), int(f[-1])]
+        if dashes == 1 and cols is None:
+            cols = {line[a:b].strip(): i for i, (a, b) in enumerate(spans)}
+        elif dashes == 2 and line.strip():
+            f = [line[a:b].strip() for a, b in spans]
+            table[f[cols["Name"]]] = [parse_time(f[cols["Self CPU"]]), parse_time(f[cols["CPU total"]]),
+                                      int(f[cols["# of Calls"]])]
     return table
 
 
@@ -264,10 +317,10 @@ def ratio(est, boot, num, den, floor):
     return f"n/a  (the overheads are not resolved in this run: noise floor {floor:.2f} us/op)"
 
 
-def per_step(sessions, workload, mode):
+def per_step(sessions, workload, variant):
     """[{op: (self us, total us) per step}, ...]: the duration-check recordings of one exit mode."""
     return [{n: (r[0] / s["steps"], r[1] / s["steps"]) for n, r in s["table"].items()}
-            for s in sessions if s["workload"] == workload and s.get("mode") == mode
+            for s in sessions if s["workload"] == workload and variant_of(s) == variant
             and s.get("purpose") == "duration" and s.get("table")]
 
 
@@ -306,7 +359,7 @@ def duration_check(info, sessions, workload="resnet18"):
     from torch.profiler's tree of one step (overhead_target.op_tree).
     """
     tree = info["workloads"].get(workload, {}).get("tree")
-    emu, ret = per_step(sessions, workload, "emulated"), per_step(sessions, workload, "ret")
+    emu, ret = per_step(sessions, workload, GP_EMU), per_step(sessions, workload, GP_RET)
     if not tree or not emu or not ret:
         print(f"duration agreement between the exit modes ({workload}): not run (no duration recordings)")
         print()
@@ -404,9 +457,18 @@ def duration_check(info, sessions, workload="resnet18"):
     return "DIFFERS" not in verdicts
 
 
+def short(variant):
+    """'gpuprof (emulated exits)' -> 'emulated exits', 'gpuprof (+shapes)' -> '+shapes'."""
+    return variant.removeprefix("gpuprof (").removesuffix(")")
+
+
 def report(info, sessions, rounds, small_steps, resnet_steps):
-    """Prints the tables; returns False if a recording does not match the op counts, or the
-    two exit modes' durations disagree."""
+    """Prints the tables; returns False if a recording does not match the op counts (or misses
+    what its feature records), or the two exit modes' durations disagree."""
+    # the variants this run timed, in table order (a --json file holds those of its run)
+    variants = [v for v in ALL_VARIANTS if v in next(iter(info["workloads"].values()))["cpu"]]
+    gp_variants = [v for v in variants if v in GPUPROF_VARIANTS]
+    features = {f: pair for f, pair in FEATURES.items() if all(v in variants for v in pair)}
     print(f"torch {info['torch']}, torchvision {info['torchvision']}, "
           f"torch.set_num_threads({info['threads']}); grad disabled (forward only)")
     print(f"{rounds} rounds; each round runs every variant once per workload (order rotated per round); "
@@ -414,6 +476,11 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
           f"{info.get('duration_recordings', 0)} one-step resnet18 recordings per exit mode (duration check)")
     print("gpuprof variants: `gpuprof record -p PID --exit-mode emulated` (exit probes on the stack-protector "
           "jne before each ret, emulated by the kernel) and `--exit-mode ret` (on each ret, single-stepped)")
+    if features:
+        print(f"with --shapes-memory: {GP_SHAPES} = `gpuprof record -p PID {' '.join(GPUPROF_VARIANTS[GP_SHAPES])}` "
+              "(reads the sizes of every op's tensor arguments at op entry), against torch.profiler+shapes "
+              f"(record_shapes=True); {GP_MEMORY} = `... {' '.join(GPUPROF_VARIANTS[GP_MEMORY])}` (entry probes "
+              "on libc10's allocator accounting), against torch.profiler+memory (profile_memory=True)")
     print("time per step = CPU time of the target process (user + system, uprobe traps included); "
           f"'p{int(QUANTILE * 100)}' = {int(QUANTILE * 100)}th percentile of all steps of a variant "
           "(robust to other load on the machine), 'mean' = median over rounds of each phase's mean")
@@ -430,17 +497,17 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     info["_ret_minus_emu"] = {}
     for wl, w in info["workloads"].items():
         ops = w["ops_per_step"]
-        phases = {v: [[x * 1e3 for x in ph] for ph in w["cpu"][v]] for v in VARIANTS}
-        pooled = {v: [x for ph in phases[v] for x in ph] for v in VARIANTS}
+        phases = {v: [[x * 1e3 for x in ph] for ph in w["cpu"][v]] for v in variants}
+        pooled = {v: [x for ph in phases[v] for x in ph] for v in variants}
         est = overheads(pooled, ops)
         boot = bootstrap(phases, ops)
         # how far above its fastest step a variant's p10 sits: ~0.5% when the machine is quiet,
         # 5-15% when it is disturbed; in us/op this is the smallest overhead the run can resolve
         floor = max(percentile(xs, QUANTILE) / min(xs) - 1 for xs in pooled.values()) * \
             percentile(pooled["baseline"], QUANTILE) * 1e3 / ops
-        means = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["cpu"][v]]) for v in VARIANTS}
-        walls = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["wall"][v]]) for v in VARIANTS}
-        for v in VARIANTS:
+        means = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["cpu"][v]]) for v in variants}
+        walls = {v: med([sum(ph) / len(ph) * 1e3 for ph in w["wall"][v]]) for v in variants}
+        for v in variants:
             q = percentile(pooled[v], QUANTILE)
             if v == "baseline":
                 o = r = mo = ""
@@ -457,16 +524,34 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         print()
 
     print("ratios of per-op overhead (p%d CPU time) [90%% interval]:" % int(QUANTILE * 100))
-    pairs = [(g, t) for g in GPUPROF_MODES for t in TORCH_VARIANTS] + [(GP_RET, GP_EMU)]
+    # each exit mode against torch.profiler with and without shapes, ret against emulated; then
+    # each feature's gpuprof variant against torch.profiler with the same feature, and against
+    # plain gpuprof (emulated exits, what the feature adds to)
+    pairs = [(g, t) for g in EXIT_MODES for t in ("torch.profiler", "torch.profiler+shapes")] + [(GP_RET, GP_EMU)]
+    pairs += [pair for g, t in features.values() for pair in ((g, t), (g, GP_EMU))]
     for wl, (est, boot, floor) in summary.items():
         for i, (num, den) in enumerate(pairs):
             label = f"{num} / {den}"
             print(f"  {wl if i == 0 else '':<9} {label:<48} {ratio(est, boot, num, den, floor)}")
     print()
 
+    if features:
+        print("what each feature adds per op (us/op, p%d CPU time) [90%% interval]; '~' = not resolved:"
+              % int(QUANTILE * 100))
+        for wl, (est, boot, floor) in summary.items():
+            for i, (f, (g, t)) in enumerate(features.items()):
+                cells = []
+                for num, den in ((g, GP_EMU), (t, "torch.profiler")):
+                    lo, hi = interval([bt[num] - bt[den] for bt in boot])
+                    d = est[num] - est[den]
+                    mark = "~" if abs(d) <= floor or lo <= 0 <= hi else ""
+                    cells.append(f"{num} - {den}: {mark}{d:+.2f} [{lo:+.2f} - {hi:+.2f}]")
+                print(f"  {wl if i == 0 else '':<9} {f:<7} " + ";  ".join(cells))
+        print()
+
     print("gpuprof's own process (BPF ring-buffer reader, runs beside the target) during the gpuprof phases:")
     for wl, w in info["workloads"].items():
-        for v in GPUPROF_MODES:
+        for v in gp_variants:
             steps = sum(len(ph) for ph in w["cpu"][v])
             helper = sum(w["helper"][v])
             print(f"  {wl:<9} {v:<24} {helper * 1e6 / (steps * w['ops_per_step']):6.2f} us CPU per op "
@@ -477,12 +562,12 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     warn = []
     for wl, w in info["workloads"].items():
         est, boot, floor = summary[wl]
-        loads = [o / sum(ph) for v in VARIANTS for o, ph in zip(w["other"][v], w["wall"][v])]
+        loads = [o / sum(ph) for v in variants for o, ph in zip(w["other"][v], w["wall"][v])]
         print(f"  {wl:<9} noise floor {floor:6.2f} us/op; other processes' load {med(loads):.2f} CPUs median, "
               f"{max(loads):.2f} max")
         # judged on the larger gpuprof overhead (ret mode): on a quiet machine the floor is a few
         # percent of it; the emulated mode's overhead on resnet18 can be below even a quiet floor
-        if floor > 0.25 * max(est[v] for v in GPUPROF_MODES):
+        if floor > 0.25 * max(est[v] for v in EXIT_MODES):
             warn.append(wl)
     if warn:
         print("  WARNING: the machine was disturbed during this run (other processes, or the host when the "
@@ -490,10 +575,10 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         print(f"  {', '.join(warn)}: gpuprof's overhead is not well resolved. Rerun when the machine is quiet.")
     print()
 
-    print("gpuprof attach/detach (one `gpuprof record -p PID --exit-mode MODE -q -o FILE` per gpuprof phase and "
+    print("gpuprof attach/detach (one `gpuprof record -p PID ARGS -q -o FILE` per gpuprof phase and "
           "per duration-check recording; the workload waits while it attaches and detaches):")
-    for mode in GPUPROF_MODES.values():
-        ss = [s for s in sessions if s.get("mode") == mode]
+    for v in gp_variants:
+        ss = [s for s in sessions if variant_of(s) == v]
         if not ss:
             continue
         att = [s["attach_ms"] for s in ss]
@@ -502,23 +587,39 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         detw = [s["detach_wall_ms"] for s in ss]
         s0 = ss[0]
         steps = sorted({s["single_stepped"] for s in ss}, key=str)
-        print(f"  --exit-mode {mode}: {len(ss)} attaches; {s0['ops']} ops, {s0['entry']} entry + {s0['exit']} "
-              f"exit probes; exits {s0['exits']} ({'/'.join(map(str, steps))} single-stepped)")
+        print(f"  {' '.join(GPUPROF_VARIANTS[v])}: {len(ss)} attaches; {s0['ops']} ops, {s0['entry']} entry + "
+              f"{s0['exit']} exit probes; exits {s0['exits']} ({'/'.join(map(str, steps))} single-stepped)")
         print(f"    attach (as gpuprof reports it):          median {med(att):7.1f} ms   max {max(att):7.1f} ms")
         print(f"    detach (as gpuprof reports it):          median {med(det):7.1f} ms   max {max(det):7.1f} ms")
         print(f"    launch -> tracing (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
         print(f"    SIGINT -> exit (detach + write record):  median {med(detw):7.1f} ms   max {max(detw):7.1f} ms")
+        layouts = collections.Counter(s["tensor_layout"].split(" (")[0] for s in ss if s.get("tensor_layout"))
+        for layout, n in layouts.items():
+            print(f"    {layout} ({n} of {len(ss)} recordings)")
     print()
 
     print("gpuprof recordings (sanity check: did gpuprof see every op?):")
-    print(f"  {'workload':<10} {'mode':<9} {'round':>5} {'steps':>6} {'events':>9} {'lost':>5} {'calls/step':>10} "
+    print(f"  {'workload':<10} {'variant':<14} {'round':>5} {'steps':>6} {'events':>9} {'lost':>5} {'calls/step':>10} "
           f"{'rows/step':>9} {'torch.profiler':>15} {'gpuprof CPU s':>14}")
     ok = True
+
+    def feature_problems(s):
+        """What a recording with --record-shapes / --profile-memory misses: [] if nothing."""
+        args = GPUPROF_VARIANTS[variant_of(s)]
+        out = []
+        if "--record-shapes" in args and not s.get("tensor_layout"):
+            out.append("no TensorImpl layout line (no input shapes)")
+        if "--profile-memory" in args and s.get("mem_events") is None:
+            out.append("no memory events in the stop line")
+        elif "--profile-memory" in args and (s["mem_events"] == 0 or s["mem_lost"] != 0):
+            out.append(f"{s['mem_events']} memory events, {s['mem_lost']} lost")
+        return out
 
     def good(s):
         w = info["workloads"][s["workload"]]
         calls, rows = w["ops_per_step"], w.get("table_ops_per_step", w["ops_per_step"])
-        return s["events"] == 2 * calls * s["steps"] and s["calls"] == rows * s["steps"] and s["lost"] == 0
+        return (s["events"] == 2 * calls * s["steps"] and s["calls"] == rows * s["steps"] and s["lost"] == 0
+                and not feature_problems(s))
 
     for s in sessions:
         if s.get("purpose", "overhead") != "overhead":
@@ -530,13 +631,21 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         if s.get("mode") == "emulated" and s.get("single_stepped"):
             flag += f"  ({s['single_stepped']} exits single-stepped)"
         ok = ok and not flag
-        print(f"  {s['workload']:<10} {s.get('mode', '?'):<9} {s['round']:>5} {s['steps']:>6} {s['events']:>9} "
+        note = "; ".join(feature_problems(s))
+        if not note and s.get("mem_events") is not None:
+            note = f"{s['mem_events'] / s['steps']:.1f} memory events/step, 0 lost"
+        if not note and s.get("tensor_layout"):
+            note = "TensorImpl layout calibrated"
+        print(f"  {s['workload']:<10} {short(variant_of(s)):<14} {s['round']:>5} {s['steps']:>6} {s['events']:>9} "
               f"{s['lost']:>5} {s['events'] / 2 / s['steps']:10.2f} {per:9.2f} {f'{calls} / {rows}':>15} "
-              f"{s['cpu_s']:14.2f}{flag}")
+              f"{s['cpu_s']:14.2f}{flag}" + (f"  ({note})" if note else ""))
     print("  (calls/step = events / 2 / steps attached, events = entries + exits: every dispatcher call; "
           "rows/step = sum of '# of Calls' in `gpuprof report FILE` / steps, where, as in torch.profiler's "
           "table, an op whose only child has its own name is one call (div_.Scalar -> div_.Tensor in "
-          "resnet18's mean); torch.profiler = calls / table calls per step)")
+          "resnet18's mean); torch.profiler = calls / table calls per step"
+          + (f"; +shapes: the TensorImpl layout must be calibrated; +memory: > 0 memory events, 0 lost, "
+             f"and the report's {MEMORY_ROW} row (memory events outside any op) is not counted)"
+             if features else ")"))
     dur = [s for s in sessions if s.get("purpose") == "duration"]
     if dur:
         bad = [s for s in dur if not good(s) or (s["mode"] == "emulated" and s.get("single_stepped"))]
@@ -563,6 +672,9 @@ def main():
     ap.add_argument("--resnet-steps", type=int, default=8)
     ap.add_argument("--duration-recordings", type=int, default=20,
                     help="one-step resnet18 recordings per exit mode for the duration-agreement check")
+    ap.add_argument("--shapes-memory", action="store_true",
+                    help="also time torch.profiler+memory, gpuprof (+shapes) and gpuprof (+memory) "
+                         "(record --record-shapes / --profile-memory); the rounds take 8/5 as long")
     ap.add_argument("--keep", action="store_true", help="keep the gpuprof recordings and logs")
     ap.add_argument("--json", metavar="FILE", help="also write the raw per-step times and gpuprof sessions as JSON")
     ap.add_argument("--from-json", metavar="FILE", help="print the tables of a run saved with --json, run nothing")
@@ -596,9 +708,12 @@ def main():
           f"nproc {os.cpu_count()}; virtualisation: {virt()}")
     sys.stdout.flush()
 
+    variants = VARIANTS + (SHAPES_MEMORY_VARIANTS if a.shapes_memory else [])
     target = Target(a.python, ["--rounds", str(a.rounds), "--small-links", str(a.small_links),
                                "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
-                               "--duration-recordings", str(a.duration_recordings), "--threads", "1"])
+                               "--duration-recordings", str(a.duration_recordings), "--threads", "1"]
+                    + [arg for v in variants for arg in ("--variant", v)]
+                    + [arg for v in EXIT_MODES for arg in ("--duration-variant", v)])
     kind, arg = target.recv()
     if kind != "READY":
         die(f"unexpected message from workload: {kind} {arg}")
@@ -608,11 +723,13 @@ def main():
     while True:
         kind, arg = target.recv()
         if kind == "ATTACH":
-            wl, rnd, mode, *purpose = arg.split()
-            purpose = purpose[0] if purpose else "overhead"
+            wl, rnd, purpose, variant = arg.split(" ", 3)
+            if variant not in GPUPROF_VARIANTS:
+                die(f"the workload asks for an unknown gpuprof variant {variant!r}")
+            args = GPUPROF_VARIANTS[variant]
             n = len(sessions)
-            tag = f"{n:02d}-{wl}-{'d' if purpose == 'duration' else 'r'}{rnd}-{mode}"
-            g = Gpuprof(a.gpuprof, pid, mode, os.path.join(workdir, f"{tag}.gpuprof"),
+            tag = f"{n:02d}-{wl}-{'d' if purpose == 'duration' else 'r'}{rnd}-{short(variant).replace(' ', '-')}"
+            g = Gpuprof(a.gpuprof, pid, args, os.path.join(workdir, f"{tag}.gpuprof"),
                         os.path.join(workdir, f"{tag}.stderr"))
             att = g.wait_tracing()
             target.send(f"GO {g.p.pid}")
@@ -623,7 +740,9 @@ def main():
             det = g.stop()
             target.send("DETACHED")
             table = report_table(a.gpuprof, g.out)
-            sessions.append({"workload": wl, "round": int(rnd), "mode": mode, "purpose": purpose, "steps": steps,
+            table.pop(MEMORY_ROW, None)  # memory events outside any op: not op calls
+            sessions.append({"workload": wl, "round": int(rnd), "variant": variant, "args": args,
+                             "mode": exit_mode(args), "purpose": purpose, "steps": steps,
                              "calls": sum(r[2] for r in table.values()), "rows": len(table), "table": table,
                              **att, **det})
         elif kind == "RESULT":

@@ -1,34 +1,40 @@
 """Workload process for bench/overhead.py (run with /usr/bin/python3, which has torch).
 
-Runs two workloads in one process and times them under five variants, in
-alternating phases so that drift (thermal, noisy neighbours, allocator state)
-hurts no variant more than another:
+Runs two workloads in one process and times them under the variants the
+harness names (--variant, in order), in alternating phases so that drift
+(thermal, noisy neighbours, allocator state) hurts no variant more than
+another:
 
   baseline            no profiler
   torch.profiler      torch.profiler.profile(activities=[CPU]) around the phase
   torch.profiler+shapes  the same with record_shapes=True
-  gpuprof (emulated exits)  `gpuprof record -p PID --exit-mode emulated` attached
-                      by the harness for the phase
-  gpuprof (ret exits)       the same with --exit-mode ret
+  torch.profiler+memory  the same with profile_memory=True
+  any other name      a gpuprof variant: the harness attaches
+                      `gpuprof record -p PID ...` for the phase, with the
+                      arguments it keeps for that name (bench/overhead.py,
+                      GPUPROF_VARIANTS); this process needs to know nothing
+                      about them
 
 Protocol with the harness, one line each way (the target's stdout lines that
 start with "@@" are protocol; everything else is ignored by the harness):
 
   target -> harness  @@READY <pid>
-  target -> harness  @@ATTACH <workload> <round> <exit mode> [duration]   harness starts gpuprof ...
+  target -> harness  @@ATTACH <workload> <round> <overhead|duration> <variant>   harness starts gpuprof ...
   harness -> target  GO <gpuprof pid>                 ... once it prints "tracing"
   target -> harness  @@DETACH <steps run while attached>
   harness -> target  DETACHED                         once gpuprof has exited
   target -> harness  @@RESULT <json>
 
+(<variant> is the rest of the line: variant names contain spaces.)
+
 The target is idle (blocked on stdin) while gpuprof attaches and detaches, so
 every step of a gpuprof phase runs with all probes in place, and no other phase
 runs while probes are still being removed.
 
-After the rounds come --duration-recordings pairs of one-step resnet18
-recordings, the exit modes alternating (ABBA): ATTACH carries the word
-"duration", and DETACH says 1. bench/overhead.py compares the op durations of
-the two modes on them.
+After the rounds come --duration-recordings rounds of one-step resnet18
+recordings, one per --duration-variant (the two exit modes), alternating
+(ABBA): ATTACH carries the word "duration", and DETACH says 1.
+bench/overhead.py compares the op durations of the two modes on them.
 """
 import argparse
 import collections
@@ -41,9 +47,12 @@ import torch
 import torchvision
 from torch.profiler import ProfilerActivity, profile
 
-# gpuprof variants and the `gpuprof record --exit-mode` each one runs
-GPUPROF_MODES = {"gpuprof (emulated exits)": "emulated", "gpuprof (ret exits)": "ret"}
-VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes"] + list(GPUPROF_MODES)
+# torch.profiler variants: the arguments of profile() besides activities=[CPU]
+TORCH_PROFILER_VARIANTS = {
+    "torch.profiler": {},
+    "torch.profiler+shapes": {"record_shapes": True},
+    "torch.profiler+memory": {"profile_memory": True},
+}
 
 
 def send(line):
@@ -189,26 +198,33 @@ def run_steps(wl, warmup, steps, helper_pid=None):
             "other": max(0.0, (busy1 - busy0) - (c[-1] - c[0]) - helper), "helper": helper}
 
 
+def attached(wl, rnd, purpose, variant):
+    """Asks the harness to attach gpuprof's `variant`; returns the gpuprof pid once it traces."""
+    send(f"ATTACH {wl.name} {rnd} {purpose} {variant}")
+    line = sys.stdin.readline().split()
+    if not line or line[0] != "GO":
+        raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
+    return int(line[1])
+
+
+def detached(steps):
+    send(f"DETACH {steps}")
+    expect("DETACHED")
+
+
 def phase(wl, variant, warmup, steps, rnd):
     if variant == "baseline":
         return run_steps(wl, warmup, steps)
-    if variant in ("torch.profiler", "torch.profiler+shapes"):
-        with profile(activities=[ProfilerActivity.CPU],
-                     record_shapes=(variant == "torch.profiler+shapes")):
+    if variant in TORCH_PROFILER_VARIANTS:
+        with profile(activities=[ProfilerActivity.CPU], **TORCH_PROFILER_VARIANTS[variant]):
             # only the steps are timed: profiler start/stop and its
             # post-processing are excluded, as gpuprof's attach/detach are
             t = run_steps(wl, warmup, steps)
         return t
-    if variant in GPUPROF_MODES:
-        send(f"ATTACH {wl.name} {rnd} {GPUPROF_MODES[variant]}")
-        line = sys.stdin.readline().split()
-        if not line or line[0] != "GO":
-            raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
-        t = run_steps(wl, warmup, steps, helper_pid=int(line[1]))
-        send(f"DETACH {warmup + steps}")
-        expect("DETACHED")
-        return t
-    raise ValueError(variant)
+    # a gpuprof variant: the harness knows its arguments
+    t = run_steps(wl, warmup, steps, helper_pid=attached(wl, rnd, "overhead", variant))
+    detached(warmup + steps)
+    return t
 
 
 def main():
@@ -221,6 +237,10 @@ def main():
     ap.add_argument("--resnet-warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--duration-recordings", type=int, default=20)
+    ap.add_argument("--variant", action="append", required=True, dest="variants",
+                    help="a variant to time, in the order of the first round (repeat)")
+    ap.add_argument("--duration-variant", action="append", default=[], dest="duration_variants",
+                    help="a gpuprof variant of the duration recordings (repeat; the two exit modes)")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -251,7 +271,8 @@ def main():
         for wl, warmup, steps in workloads:
             # rotate the variant order each round so no variant always runs
             # first or last (drift and after-effects spread over all of them)
-            order = VARIANTS[rnd % len(VARIANTS):] + VARIANTS[:rnd % len(VARIANTS)]
+            first = rnd % len(a.variants)
+            order = a.variants[first:] + a.variants[:first]
             for v in order:
                 r = phase(wl, v, warmup, steps, rnd)
                 for k in ("wall", "cpu", "other", "helper"):
@@ -260,16 +281,12 @@ def main():
     # harness's duration-agreement check: one step per recording, so that it can
     # take a low percentile over steps, as for the step times
     resnet = workloads[1][0]
-    modes = list(GPUPROF_MODES.values())
-    for i in range(a.duration_recordings):
-        for mode in (modes if i % 2 == 0 else modes[::-1]):
-            send(f"ATTACH {resnet.name} {i} {mode} duration")
-            line = sys.stdin.readline().split()
-            if not line or line[0] != "GO":
-                raise SystemExit(f"overhead_target: expected GO from harness, got {line!r}")
+    dv = a.duration_variants
+    for i in range(a.duration_recordings if dv else 0):
+        for variant in (dv if i % 2 == 0 else dv[::-1]):
+            attached(resnet, i, "duration", variant)
             resnet.step()
-            send("DETACH 1")
-            expect("DETACHED")
+            detached(1)
     info["duration_recordings"] = a.duration_recordings
     send("RESULT " + json.dumps(info))
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: gpuprof launches torch.profiler's recipe workload (torchvision's
-# resnet18 on a batch of 5 images) and prints the operator table, sorted and
-# cut as the recipe does: sort_by="cpu_time_total", row_limit=10.
+# resnet18 on a batch of 5 images) with input shapes and memory recorded,
+# and prints the recipe's tables: sort_by="cpu_time_total", row_limit=10;
+# then grouped by input shape; then by self CPU memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
@@ -10,5 +11,11 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 out=${GPUPROF_DEMO_OUTPUT:-build/demo.gpuprof}
-exec build/gpuprof record -o "$out" --sort-by cpu_time_total --row-limit 10 \
-  -- /usr/bin/python3 scripts/demo_resnet18.py
+build/gpuprof record -o "$out" --record-shapes --profile-memory \
+  --sort-by cpu_time_total --row-limit 10 -- /usr/bin/python3 scripts/demo_resnet18.py
+echo
+echo "# gpuprof report $out --group-by-input-shape --sort-by cpu_time_total --row-limit 10"
+build/gpuprof report "$out" --group-by-input-shape --sort-by cpu_time_total --row-limit 10
+echo
+echo "# gpuprof report $out --sort-by self_cpu_memory_usage --row-limit 10"
+build/gpuprof report "$out" --sort-by self_cpu_memory_usage --row-limit 10

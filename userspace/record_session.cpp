@@ -88,6 +88,8 @@ class Session {
   void setup_shapes(DispatcherCatalog& catalog);
   void try_attach_catch();
   void try_attach_memory();
+  void try_find_undefined_tensor();
+  bool needs_libc10() const;
   void on_op_event(const gp_event& event, std::span<const uint64_t> shape_words);
   void on_mem_event(const gp_mem_event& event);
   void drain_shapes();
@@ -123,6 +125,7 @@ class Session {
   std::optional<ShapeCollector> shapes_;
   std::vector<uint32_t> catalog_tensor_args_;  // per op id, for entries without payload
   bool shapes_refused_reported_ = false;
+  bool undefined_tensor_found_ = false;
   bool memory_attached_ = false;
   uint64_t mem_events_recorded_ = 0;
   std::string memory_error_;
@@ -210,10 +213,24 @@ void Session::setup_shapes(DispatcherCatalog& catalog) {
     shapes_.reset();
     return;
   }
-  if (auto undefined = find_symbol_in_target(target_pid_, "libc10.so",
-                                              "_ZN3c1019UndefinedTensorImpl10_singletonE"))
-    tracer_->set_undefined_tensor_impl(*undefined);
+  try_find_undefined_tensor();
   tracer_->set_shapes(true, ShapeCollector::kRawEntryBudget);
+}
+
+// c10::UndefinedTensorImpl::_singleton lives in libc10, which launch mode
+// may see mapped only after libtorch_cpu.
+void Session::try_find_undefined_tensor() {
+  if (!shapes_ || undefined_tensor_found_) return;
+  if (auto undefined = find_symbol_in_target(target_pid_, "libc10.so",
+                                              "_ZN3c1019UndefinedTensorImpl10_singletonE")) {
+    tracer_->set_undefined_tensor_impl(*undefined);
+    undefined_tensor_found_ = true;
+  }
+}
+
+bool Session::needs_libc10() const {
+  return (config_.profile_memory && !memory_attached_ && memory_error_.empty()) ||
+         (shapes_ && !undefined_tensor_found_);
 }
 
 // Allocations are attached once libc10 is mapped (in launch mode it may
@@ -297,12 +314,12 @@ void Session::handle_child_state() {
       // libc10). Attach, then always let it go, whatever happened.
       if (attached_) {
         try_attach_memory();
+        try_find_undefined_tensor();
       } else if (auto library = find_mapped_library(target_pid_, "libtorch_cpu")) {
         attach_library(target_pid_, *library);
         // The loader may map libc10 after libtorch_cpu: stop there too, so
-        // that no allocation of the first op is missed.
-        if (attached_ && config_.profile_memory && !memory_attached_ && memory_error_.empty())
-          watch_->arm("libc10.so");
+        // that no allocation (or undefined tensor) of the first op is missed.
+        if (attached_ && needs_libc10()) watch_->arm("libc10.so");
       } else {
         fail("the launched command mapped a libtorch_cpu that /proc does not show");
       }
@@ -458,6 +475,7 @@ RecordOutcome Session::run() {
     tracer_->consume();
     drain_shapes();
     try_attach_memory();
+    try_find_undefined_tensor();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {
       std::string err;

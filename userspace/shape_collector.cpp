@@ -22,10 +22,14 @@ constexpr gp_tensor_layout kKnownLayouts[] = {
 };
 constexpr size_t kKnownLayoutMinExplained = 32;
 constexpr size_t kKnownLayoutMaxUnexplainedPerMille = 50;
+// When the recording ends first (a short program): fewer tensors, but then
+// every one of them must fit.
+constexpr size_t kKnownLayoutMinExplainedAtEnd = 4;
 
 // Whether `layout` reads every sample (but a few) as a tensor whose sizes
 // multiply to its numel, with enough of them having dimensions.
-bool known_layout_fits(std::span<const RawWindow> samples, const gp_tensor_layout& layout) {
+bool known_layout_fits(std::span<const RawWindow> samples, const gp_tensor_layout& layout,
+                       bool at_end) {
   size_t explained = 0, contradicted = 0;
   for (const RawWindow& w : samples) {
     const uint64_t ndim = w[layout.ndim_offset / 8];
@@ -39,6 +43,7 @@ bool known_layout_fits(std::span<const RawWindow> samples, const gp_tensor_layou
       contradicted++;
     }
   }
+  if (at_end && contradicted == 0 && explained >= kKnownLayoutMinExplainedAtEnd) return true;
   return explained >= kKnownLayoutMinExplained &&
          contradicted * 1000 <= kKnownLayoutMaxUnexplainedPerMille * samples.size();
 }
@@ -93,7 +98,7 @@ void ShapeCollector::try_calibrate(bool last_chance) {
   LayoutCalibration result = calibrate_tensor_layout(samples_);
   if (!result.layout && result.more_samples_may_help()) {
     for (const gp_tensor_layout& known : kKnownLayouts) {
-      if (!known_layout_fits(samples_, known)) continue;
+      if (!known_layout_fits(samples_, known, last_chance)) continue;
       result.layout = known;
       result.explanation = "TensorImpl layout: " + describe_tensor_layout(known) +
                            " (a known libtorch layout, checked on " + std::to_string(samples_.size()) +

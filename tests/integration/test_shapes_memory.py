@@ -189,3 +189,28 @@ def test_memory_sort_keys_need_memory(shapes_run, tmp_path):
     _, rows = parse_any_table(ok.stdout)
     values = [parse_memory(r["Self CPU Mem"])[0] for r in rows]
     assert values == sorted(values, reverse=True), ok.stdout
+
+
+def test_launch_mode_shapes_and_memory_from_the_first_op(tmp_path):
+    # In launch mode the loader maps libc10 after libtorch_cpu: the command
+    # is stopped there too, so the first ops already have their allocations
+    # and undefined tensors read as [] (a None bias passed on as an undefined
+    # tensor, not torch's [0]-sized stand-in).
+    out = tmp_path / "launch.gpuprof"
+    code = ("import torch\n"
+            "conv = torch.nn.Conv2d(3, 4, 3, bias=False)\n"
+            "with torch.no_grad():\n"
+            "    conv(torch.randn(2, 3, 8, 8))\n")
+    result = run_gpuprof("record", "-q", "--record-shapes", "--profile-memory", "-o", out,
+                         "--", "/usr/bin/python3", "-c", code, timeout=180)
+    assert result.returncode == 0, result.stderr
+    report = run_gpuprof("report", out, "--group-by-input-shape", "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    _, rows = parse_any_table(report.stdout)
+    groups = {(r["Name"], r["Input Shapes"]): r for r in rows}
+    conv = groups.get(("aten::convolution", "[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], [], [], []]"))
+    assert conv, report.stdout
+    assert conv["# of Calls"] == "1" and conv["CPU Mem"] == "1.12 Kb", report.stdout  # 2*4*6*6 floats, 4 bytes each
+    # The very first ops (the module's parameter init) have shapes too.
+    assert ("aten::empty", "[[], [], [], [], [], []]") in groups, report.stdout
+    assert not [k for k in groups if "?" in k[1]], report.stdout

@@ -375,9 +375,10 @@ TEST(ShapeCollector, CompactShapesAreVerifiedOneSlotAtATime) {
   c.add_entry(1, kAdd, payload({compact_tensor({4, 4}, 15), compact_tensor({4, 4})}));
   // Unreadable first argument.
   c.add_entry(2, kAdd, payload({compact_unreadable(), compact_tensor({7})}));
-  // 12 dimensions fit; 13 do not (only 12 sizes are sent).
+  // 12 dimensions fit; 13 do not: only 12 sizes are sent, so the 13th is
+  // not known, even when (here, a 13th size of 1) numel agrees with the 12.
   const std::vector<int64_t> twelve = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3};
-  c.add_entry(3, kAdd, payload({compact_tensor(twelve), compact_tensor(twelve, 6 * 5, 13)}));
+  c.add_entry(3, kAdd, payload({compact_tensor(twelve), compact_tensor(twelve, 6, 13)}));
   c.add_entry(4, kAdd, payload({compact_tensor(twelve, 6 * 5, 13), compact_tensor({5})}));
   // A negative size can multiply to nothing.
   c.add_entry(5, kRelu, compact_tensor({-1, 4}, 4));
