@@ -94,6 +94,7 @@ STOPPED_RE = re.compile(r"gpuprof: stopped \(([^)]*)\); detach ([\d.]+) ms; (\d+
                         r"(?:; (\d+) memory events, (\d+) lost)?")  # the memory part: --profile-memory only
 # --record-shapes: printed once the layout is calibrated (a refusal reads "TensorImpl layout: cannot ...")
 LAYOUT_RE = re.compile(r"gpuprof: (TensorImpl layout: ndim @.*)")
+NO_SHAPES = "gpuprof: warning: no input shapes"
 MEMORY_ROW = "[memory]"  # --profile-memory: allocations outside any op, one "call" per event; not an op
 
 
@@ -157,7 +158,8 @@ class Target:
                 rc = self.p.wait()
                 die(f"workload process exited unexpectedly (rc {rc})")
             if line.startswith("@@"):
-                return line[2:].rstrip("\n").split(" ", 1)
+                kind, _, arg = line[2:].rstrip("\n").partition(" ")
+                return kind, arg
             sys.stderr.write("target: " + line)
 
     def send(self, word):
@@ -178,7 +180,7 @@ class Gpuprof:
     """One `gpuprof record -p PID ARGS -q -o FILE` session."""
 
     def __init__(self, exe, pid, args, out, errlog):
-        self.out, self.errlog = out, errlog
+        self.out, self.errlog, self.args = out, errlog, args
         self.t_start = time.perf_counter()
         self.err = open(errlog, "w+")
         self.p = subprocess.Popen([exe, "record", "-p", str(pid)] + args + ["-q", "-o", out],
@@ -207,6 +209,23 @@ class Gpuprof:
             time.sleep(0.002)
         self.p.kill()
         die(f"gpuprof did not start tracing within {timeout}s:\n{self._stderr()}")
+
+    def wait_steady(self, timeout=10):
+        """After the target's warm-up: with --record-shapes, wait until gpuprof has handed the
+        calibrated TensorImpl layout to BPF (it prints the layout line then). Before that, entries
+        past BPF's raw-window budget go without shapes, and cost less: timed, they would make
+        the variant look cheaper. Returns the wait in ms, None if the variant has nothing to wait
+        for; a layout that does not come is left to the sanity check."""
+        if "--record-shapes" not in self.args:
+            return None
+        t0 = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.p.poll() is None:
+            text = self._stderr()
+            if LAYOUT_RE.search(text) or NO_SHAPES in text:
+                break
+            time.sleep(0.002)
+        return (time.perf_counter() - t0) * 1e3
 
     def stop(self, timeout=120):
         t0 = time.perf_counter()
@@ -244,28 +263,38 @@ def parse_time(text):
     return float(m.group(1)) * TIME_UNITS[m.group(2)]
 
 
-def report_table(exe, path):
-    """All rows of `gpuprof report FILE --row-limit -1`: {name: [self CPU us, CPU total us, calls]}."""
-    r = subprocess.run([exe, "report", path, "--sort-by", "count", "--row-limit", "-1"],
+def report_rows(exe, path, *args):
+    """The rows of `gpuprof report FILE --row-limit -1 ARGS`, each as {column header: text}."""
+    r = subprocess.run([exe, "report", path, "--sort-by", "count", "--row-limit", "-1", *args],
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         die(f"gpuprof report {path} failed:\n{r.stderr}")
     # Columns are cut where the dash line's runs are, by header: which columns there
-    # are depends on the recording (--profile-memory adds CPU Mem and Self CPU Mem,
-    # whose values, "7.96 Mb", hold a space).
-    table, spans, cols, dashes = {}, None, None, 0
+    # are depends on the recording and the options (--profile-memory adds CPU Mem and
+    # Self CPU Mem, whose values, "7.96 Mb", hold a space; --group-by-input-shape adds
+    # Input Shapes).
+    rows, spans, names, dashes = [], None, None, 0
     for line in r.stdout.splitlines():
         if line.startswith("---"):
             dashes += 1
             spans = spans or [m.span() for m in re.finditer(r"-+", line)]
-            continue
-        if dashes == 1 and cols is None:
-            cols = {line[a:b].strip(): i for i, (a, b) in enumerate(spans)}
+        elif dashes == 1 and names is None:
+            names = [line[a:b].strip() for a, b in spans]
         elif dashes == 2 and line.strip():
-            f = [line[a:b].strip() for a, b in spans]
-            table[f[cols["Name"]]] = [parse_time(f[cols["Self CPU"]]), parse_time(f[cols["CPU total"]]),
-                                      int(f[cols["# of Calls"]])]
-    return table
+            rows.append(dict(zip(names, (line[a:b].strip() for a, b in spans))))
+    return rows
+
+
+def report_table(exe, path):
+    """All rows of `gpuprof report FILE --row-limit -1`: {name: [self CPU us, CPU total us, calls]}."""
+    return {r["Name"]: [parse_time(r["Self CPU"]), parse_time(r["CPU total"]), int(r["# of Calls"])]
+            for r in report_rows(exe, path)}
+
+
+def shapeless_calls(exe, path):
+    """Calls whose input shapes print as '?' in `gpuprof report FILE --group-by-input-shape`."""
+    return sum(int(r["# of Calls"]) for r in report_rows(exe, path, "--group-by-input-shape")
+               if "?" in r["Input Shapes"] and r["Name"] != MEMORY_ROW)
 
 
 def med(xs):
@@ -304,13 +333,13 @@ def interval(xs, level=0.90):
     return percentile(xs, (1 - level) / 2), percentile(xs, 1 - (1 - level) / 2)
 
 
-def ratio(est, boot, num, den, floor):
+def ratio(est, boot, num, den, floor, digits=1):
     """Per-op overhead ratio num / den with its 90% interval; a lower bound when den is not resolved."""
     dlo, dhi = interval([bt[den] for bt in boot])
     nlo = interval([bt[num] for bt in boot])[0]
     if dlo > 0 and est[den] > floor:
         lo, hi = interval([bt[num] / max(bt[den], 1e-9) for bt in boot])
-        return f"{est[num] / est[den]:6.1f}x [{lo:.1f} - {hi:.1f}]"
+        return f"{est[num] / est[den]:{5 + digits}.{digits}f}x [{lo:.{digits}f} - {hi:.{digits}f}]"
     if nlo > floor and max(dhi, floor) > 0:
         return (f">= {nlo / max(dhi, floor):.0f}x  (the {den} overhead, {est[den]:.2f} us/op "
                 f"[{dlo:.2f} - {dhi:.2f}], is not resolved in this run: noise floor {floor:.2f} us/op)")
@@ -532,21 +561,23 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     for wl, (est, boot, floor) in summary.items():
         for i, (num, den) in enumerate(pairs):
             label = f"{num} / {den}"
-            print(f"  {wl if i == 0 else '':<9} {label:<48} {ratio(est, boot, num, den, floor)}")
+            # a feature against plain gpuprof is near 1: one decimal would hide it
+            digits = 2 if num in GPUPROF_VARIANTS and den in GPUPROF_VARIANTS and num != GP_RET else 1
+            print(f"  {wl if i == 0 else '':<9} {label:<48} {ratio(est, boot, num, den, floor, digits)}")
     print()
 
     if features:
-        print("what each feature adds per op (us/op, p%d CPU time) [90%% interval]; '~' = not resolved:"
-              % int(QUANTILE * 100))
+        print("what each feature adds per op, us/op [90% interval] ('~' = not resolved): gpuprof = "
+              "gpuprof (+F) - gpuprof (emulated exits), torch.profiler = torch.profiler+F - torch.profiler")
         for wl, (est, boot, floor) in summary.items():
             for i, (f, (g, t)) in enumerate(features.items()):
                 cells = []
-                for num, den in ((g, GP_EMU), (t, "torch.profiler")):
+                for side, (num, den) in (("gpuprof", (g, GP_EMU)), ("torch.profiler", (t, "torch.profiler"))):
                     lo, hi = interval([bt[num] - bt[den] for bt in boot])
                     d = est[num] - est[den]
                     mark = "~" if abs(d) <= floor or lo <= 0 <= hi else ""
-                    cells.append(f"{num} - {den}: {mark}{d:+.2f} [{lo:+.2f} - {hi:+.2f}]")
-                print(f"  {wl if i == 0 else '':<9} {f:<7} " + ";  ".join(cells))
+                    cells.append(f"{side} {mark + format(d, '+.2f'):>7} [{lo:+.2f} - {hi:+.2f}]")
+                print(f"  {wl if i == 0 else '':<9} {f:<7} " + "   ".join(cells))
         print()
 
     print("gpuprof's own process (BPF ring-buffer reader, runs beside the target) during the gpuprof phases:")
@@ -593,6 +624,9 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         print(f"    detach (as gpuprof reports it):          median {med(det):7.1f} ms   max {max(det):7.1f} ms")
         print(f"    launch -> tracing (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
         print(f"    SIGINT -> exit (detach + write record):  median {med(detw):7.1f} ms   max {max(detw):7.1f} ms")
+        waits = [s["steady_wait_ms"] for s in ss if s.get("steady_wait_ms") is not None]
+        if waits:
+            print(f"    warm-up -> layout in BPF (not timed):    median {med(waits):7.1f} ms   max {max(waits):7.1f} ms")
         layouts = collections.Counter(s["tensor_layout"].split(" (")[0] for s in ss if s.get("tensor_layout"))
         for layout, n in layouts.items():
             print(f"    {layout} ({n} of {len(ss)} recordings)")
@@ -606,9 +640,14 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     def feature_problems(s):
         """What a recording with --record-shapes / --profile-memory misses: [] if nothing."""
         args = GPUPROF_VARIANTS[variant_of(s)]
+        w = info["workloads"][s["workload"]]
         out = []
         if "--record-shapes" in args and not s.get("tensor_layout"):
             out.append("no TensorImpl layout line (no input shapes)")
+        elif "--record-shapes" in args and s["shapeless_calls"] > w["warmup"] * w["table_ops_per_step"]:
+            # calls go without shapes only between the end of BPF's raw-window budget and the
+            # layout's arrival, which the harness waits for before the timed steps
+            out.append(f"{s['shapeless_calls']} calls without shapes: more than the warm-up's")
         if "--profile-memory" in args and s.get("mem_events") is None:
             out.append("no memory events in the stop line")
         elif "--profile-memory" in args and (s["mem_events"] == 0 or s["mem_lost"] != 0):
@@ -635,7 +674,7 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         if not note and s.get("mem_events") is not None:
             note = f"{s['mem_events'] / s['steps']:.1f} memory events/step, 0 lost"
         if not note and s.get("tensor_layout"):
-            note = "TensorImpl layout calibrated"
+            note = f"TensorImpl layout calibrated; {s['shapeless_calls']} calls without shapes, in the warm-up"
         print(f"  {s['workload']:<10} {short(variant_of(s)):<14} {s['round']:>5} {s['steps']:>6} {s['events']:>9} "
               f"{s['lost']:>5} {s['events'] / 2 / s['steps']:10.2f} {per:9.2f} {f'{calls} / {rows}':>15} "
               f"{s['cpu_s']:14.2f}{flag}" + (f"  ({note})" if note else ""))
@@ -644,7 +683,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
           "table, an op whose only child has its own name is one call (div_.Scalar -> div_.Tensor in "
           "resnet18's mean); torch.profiler = calls / table calls per step"
           + (f"; +shapes: the TensorImpl layout must be calibrated; +memory: > 0 memory events, 0 lost, "
-             f"and the report's {MEMORY_ROW} row (memory events outside any op) is not counted)"
+             f"and the report's {MEMORY_ROW} row (memory events outside any op) is not counted; calls "
+             "without shapes: '?' in `gpuprof report FILE --group-by-input-shape`)"
              if features else ")"))
     dur = [s for s in sessions if s.get("purpose") == "duration"]
     if dur:
@@ -734,6 +774,11 @@ def main():
             att = g.wait_tracing()
             target.send(f"GO {g.p.pid}")
             kind, arg = target.recv()
+            steady_ms = None
+            if kind == "WARM":  # an overhead phase's warm-up is done
+                steady_ms = g.wait_steady()
+                target.send("TIME")
+                kind, arg = target.recv()
             if kind != "DETACH":
                 die(f"expected DETACH from workload, got {kind}")
             steps = int(arg)
@@ -744,6 +789,9 @@ def main():
             sessions.append({"workload": wl, "round": int(rnd), "variant": variant, "args": args,
                              "mode": exit_mode(args), "purpose": purpose, "steps": steps,
                              "calls": sum(r[2] for r in table.values()), "rows": len(table), "table": table,
+                             "steady_wait_ms": steady_ms,
+                             "shapeless_calls": shapeless_calls(a.gpuprof, g.out)
+                             if "--record-shapes" in args else None,
                              **att, **det})
         elif kind == "RESULT":
             info = json.loads(arg)

@@ -21,6 +21,8 @@ start with "@@" are protocol; everything else is ignored by the harness):
   target -> harness  @@READY <pid>
   target -> harness  @@ATTACH <workload> <round> <overhead|duration> <variant>   harness starts gpuprof ...
   harness -> target  GO <gpuprof pid>                 ... once it prints "tracing"
+  target -> harness  @@WARM                           warm-up steps done (overhead phases only)
+  harness -> target  TIME                             once the variant is in its steady state
   target -> harness  @@DETACH <steps run while attached>
   harness -> target  DETACHED                         once gpuprof has exited
   target -> harness  @@RESULT <json>
@@ -170,10 +172,11 @@ def proc_cpu(pid):
         return 0.0
 
 
-def run_steps(wl, warmup, steps, helper_pid=None):
+def run_steps(wl, warmup, steps, helper_pid=None, after_warmup=None):
     """Times each step; returns a dict with per-step 'wall' and 'cpu' lists (seconds),
     'other' (CPU seconds the rest of the machine used meanwhile) and 'helper'
-    (CPU seconds of helper_pid, the gpuprof process, meanwhile).
+    (CPU seconds of helper_pid, the gpuprof process, meanwhile). after_warmup()
+    is called between the warm-up steps and the timed ones.
 
     CPU time (CLOCK_PROCESS_CPUTIME_ID) counts the target's own user + kernel
     time, uprobe traps and single-steps included, and not the time it waits
@@ -182,6 +185,8 @@ def run_steps(wl, warmup, steps, helper_pid=None):
     """
     for _ in range(warmup):
         wl.step()
+    if after_warmup:
+        after_warmup()
     wall, cpu = time.perf_counter, time.process_time
     w = [0.0] * (steps + 1)
     c = [0.0] * (steps + 1)
@@ -207,6 +212,18 @@ def attached(wl, rnd, purpose, variant):
     return int(line[1])
 
 
+def warmed():
+    """Tells the harness the warm-up is done; returns once it says to time the steps.
+
+    Some gpuprof variants reach their steady state only after ops have run:
+    --record-shapes calibrates the TensorImpl layout on the first tensors, and
+    until gpuprof hands the layout to BPF (at its reader's next wakeup, up to
+    100 ms later) the entries past the raw-window budget carry no shapes, and
+    cost less. The harness waits for that here, outside the timed steps."""
+    send("WARM")
+    expect("TIME")
+
+
 def detached(steps):
     send(f"DETACH {steps}")
     expect("DETACHED")
@@ -222,7 +239,7 @@ def phase(wl, variant, warmup, steps, rnd):
             t = run_steps(wl, warmup, steps)
         return t
     # a gpuprof variant: the harness knows its arguments
-    t = run_steps(wl, warmup, steps, helper_pid=attached(wl, rnd, "overhead", variant))
+    t = run_steps(wl, warmup, steps, helper_pid=attached(wl, rnd, "overhead", variant), after_warmup=warmed)
     detached(warmup + steps)
     return t
 

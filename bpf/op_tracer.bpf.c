@@ -237,6 +237,13 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 		words = GP_PAYLOAD_WORDS;
 	r->event.payload_bytes = words * 8;
 	submit_flags_for(&events, &flags);
+	/*
+	 * Raw windows: wake the reader every 64 entries, so that it calibrates
+	 * and hands the layout back within a few ms, long before the raw budget
+	 * (after which entries go without shapes) runs out.
+	 */
+	if (st.raw && (raw_entries_left & 63) == 0)
+		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + words * 8, flags))
 		__sync_fetch_and_add(&events_lost, 1);
 	return 0;

@@ -529,12 +529,6 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_entries_(chunk_buffer()),
       pending_mem_(chunk_buffer()) {}
 
-int UniqueFd::reset(int fd) {
-  int rc = fd_ >= 0 ? ::close(fd_) : 0;
-  fd_ = fd;
-  return rc;
-}
-
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {

@@ -106,6 +106,7 @@
 
 #include "events.h"
 #include "recording.h"
+#include "unique_fd.h"
 
 namespace gpuprof {
 
@@ -146,24 +147,6 @@ std::vector<uint8_t> encode_record_header(uint32_t version = GP_RECORD_FORMAT_VE
 // One complete chunk (header with crc, then payload). Exposed for tests and
 // tools that build files by hand.
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload);
-
-// An owned file descriptor: closed on destruction, moved, never copied.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  // Closes the fd held (if any) and takes fd; returns close()'s result.
-  int reset(int fd = -1);
-
- private:
-  int fd_;
-};
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events and flush any number of times, finish

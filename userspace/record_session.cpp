@@ -24,6 +24,7 @@
 #include "record_file.h"
 #include "shape_collector.h"
 #include "target_process.h"
+#include "unique_fd.h"
 
 namespace gpuprof {
 namespace {
@@ -39,24 +40,6 @@ uint64_t clock_ns(clockid_t clock) {
 }
 
 double ms_since(uint64_t start_ns) { return (clock_ns(CLOCK_MONOTONIC) - start_ns) / 1e6; }
-
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd = -1) : fd_(fd) {}
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  ~ScopedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_;
-};
 
 // Blocks the signals the session reads through a signalfd, and restores the
 // previous mask when the session ends (so a second Ctrl-C while waiting for a
@@ -75,7 +58,7 @@ class SignalGuard {
 
  private:
   sigset_t old_;
-  ScopedFd fd_;
+  UniqueFd fd_;
 };
 
 class Session {
@@ -428,7 +411,7 @@ RecordOutcome Session::run() {
     return outcome_;
   }
 
-  ScopedFd pidfd;
+  UniqueFd pidfd;
   if (launched_) {
     watch_->arm("libtorch_cpu");
     if (!launched_->start(&error)) {
@@ -442,7 +425,7 @@ RecordOutcome Session::run() {
     if (!attach_library(target_pid_, *library)) return outcome_;
   }
 
-  ScopedFd timer;
+  UniqueFd timer;
   if (config_.duration_s > 0) {
     timer.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     itimerspec spec = {};
@@ -452,7 +435,7 @@ RecordOutcome Session::run() {
     timerfd_settime(timer.get(), 0, &spec, nullptr);
   }
 
-  ScopedFd epoll(epoll_create1(EPOLL_CLOEXEC));
+  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
   for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get()}) {
     if (fd < 0) continue;
     epoll_event ev = {};

@@ -112,6 +112,9 @@ void ShapeCollector::try_calibrate(bool last_chance) {
   } else if (!result.more_samples_may_help() || last_chance) {
     refused_ = true;
     status_ = result.explanation;
+    if (status_.starts_with("cannot calibrate yet:"))  // no more samples are coming
+      status_ = "cannot calibrate (too few tensors before the end):" +
+                status_.substr(std::string_view("cannot calibrate yet:").size());
   } else {
     return;
   }
@@ -150,9 +153,9 @@ InputShapes ShapeCollector::decode(uint32_t op_id, std::span<const uint64_t> wor
     unknown_++;
   };
   size_t at = 0;
+  ArgShape ignored;  // a slot whose argument the plan does not list: read past it
   for (const TensorArgSlot& slot : plan.tensors) {
-    if (slot.arg_index >= shapes.size()) continue;
-    ArgShape& out = shapes[slot.arg_index];
+    ArgShape& out = slot.arg_index < shapes.size() ? shapes[slot.arg_index] : ignored;
     if (at >= words.size()) {
       unknown(out);
       continue;
