@@ -121,6 +121,8 @@ def test_same_shapes_and_counts_per_group(shapes_run):
     theirs = {(torch_table_name(g["key"]), g["input_shapes"]): g["count"]
               for g in shapes_run.torch_groups}
     assert any(shapes.startswith("[[5, 3, 224, 224], [64, 3, 7, 7]") for _, shapes in theirs), theirs
+    # Sizes kept out of line (more than 5 dimensions) are read too.
+    assert ours.get(("aten::sum", "[[1, 2, 3, 4, 5, 6], []]")) == 1, report.stdout
     # Every group torch prints, gpuprof prints with the same count; gpuprof's
     # table cuts shapes at 80 characters as torch's does, so compare cut.
     theirs_cut = {(name, shapes[:80]): count for (name, shapes), count in theirs.items()}
