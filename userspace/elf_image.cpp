@@ -79,27 +79,7 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string* err
   return ElfImage(std::move(state), path);
 }
 
-void ElfImage::for_each_function(const std::function<void(const ElfSymbol&)>& fn) const {
-  state_->for_each_section([&](Elf_Scn* scn, const GElf_Shdr& shdr) {
-    if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) return false;
-    Elf_Data* data = elf_getdata(scn, nullptr);
-    if (!data || shdr.sh_entsize == 0) return false;
-    size_t count = shdr.sh_size / shdr.sh_entsize;
-    for (size_t i = 0; i < count; i++) {
-      GElf_Sym sym;
-      if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
-      if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
-        continue;
-      const char* name = elf_strptr(state_->elf, shdr.sh_link, sym.st_name);
-      if (!name || !*name) continue;
-      fn(ElfSymbol{name, sym.st_value, sym.st_size});
-    }
-    return false;
-  });
-}
-
-std::optional<uint64_t> ElfImage::symbol_value(std::string_view wanted) const {
-  std::optional<uint64_t> result;
+void ElfImage::for_each_symbol(const std::function<bool(const ElfSymbol&, uint8_t type)>& fn) const {
   state_->for_each_section([&](Elf_Scn* scn, const GElf_Shdr& shdr) {
     if (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) return false;
     Elf_Data* data = elf_getdata(scn, nullptr);
@@ -109,12 +89,26 @@ std::optional<uint64_t> ElfImage::symbol_value(std::string_view wanted) const {
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
       const char* name = elf_strptr(state_->elf, shdr.sh_link, sym.st_name);
-      if (name && wanted == name) {
-        result = sym.st_value;
-        return true;
-      }
+      if (!name || !*name) continue;
+      if (fn(ElfSymbol{name, sym.st_value, sym.st_size}, GELF_ST_TYPE(sym.st_info))) return true;
     }
     return false;
+  });
+}
+
+void ElfImage::for_each_function(const std::function<void(const ElfSymbol&)>& fn) const {
+  for_each_symbol([&](const ElfSymbol& sym, uint8_t type) {
+    if (type == STT_FUNC && sym.address != 0) fn(sym);
+    return false;
+  });
+}
+
+std::optional<uint64_t> ElfImage::symbol_value(std::string_view wanted) const {
+  std::optional<uint64_t> result;
+  for_each_symbol([&](const ElfSymbol& sym, uint8_t) {
+    if (sym.name != wanted) return false;
+    result = sym.address;
+    return true;
   });
   return result;
 }

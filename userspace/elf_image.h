@@ -60,6 +60,9 @@ class ElfImage {
 
  private:
   struct State;
+  // fn(symbol, ELF symbol type) for every defined, named symbol of .symtab
+  // and .dynsym, until it returns true.
+  void for_each_symbol(const std::function<bool(const ElfSymbol&, uint8_t type)>& fn) const;
   explicit ElfImage(std::unique_ptr<State> state, std::string path);
   std::unique_ptr<State> state_;
   std::string path_;

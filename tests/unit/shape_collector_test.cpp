@@ -7,22 +7,20 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "input_shapes.h"
+#include "real_tensor_windows.h"
 
 namespace gpuprof {
 namespace {
 
-namespace fs = std::filesystem;
+using namespace ::gpuprof::test;
 
 // ---------------------------------------------------------------------------
 // Plans, built by hand as plan_op_args() would.
@@ -112,79 +110,29 @@ constexpr gp_tensor_layout kTorch113{72, 80, 168, 5};
 // ---------------------------------------------------------------------------
 // Real TensorImpl windows.
 
-fs::path data_dir() {
-#ifdef GPUPROF_SOURCE_DIR
-  return fs::path(GPUPROF_SOURCE_DIR) / "tests" / "data";
-#else
-  return fs::current_path() / "tests" / "data";  // tests run from the repo root
-#endif
-}
-
-struct RealTensor {
-  std::vector<int64_t> sizes;
-  RawWindow window{};
-  // What a raw window decodes to: the sizes when inline (<= 5 dims in
-  // 1.13); out-of-line sizes are not in the window, so unknown.
-  ArgShape decoded() const { return sizes.size() <= 5 ? ArgShape(sizes) : kUnknown; }
-};
-
-// name \t [s0,s1,...] or "undefined" \t 32 words in hex. The undefined
-// tensor is left out: BPF sends GP_SLOT_NONE for it.
-std::map<std::string, RealTensor> load_real_tensors(std::vector<std::string>* order, std::string* error) {
-  const fs::path path = data_dir() / "tensorimpl_windows_torch1.13.txt";
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read " + path.string();
-    return {};
-  }
-  std::map<std::string, RealTensor> tensors;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    std::string name, sizes_text, words;
-    if (!std::getline(fields, name, '\t') || !std::getline(fields, sizes_text, '\t') ||
-        !std::getline(fields, words)) {
-      *error = "bad line: " + line;
-      return {};
-    }
-    if (sizes_text == "undefined") continue;
-    RealTensor t;
-    if (sizes_text.size() < 2 || sizes_text.front() != '[' || sizes_text.back() != ']') {
-      *error = "bad sizes: " + line;
-      return {};
-    }
-    std::istringstream list(sizes_text.substr(1, sizes_text.size() - 2));
-    std::string item;
-    while (std::getline(list, item, ',')) t.sizes.push_back(std::stoll(item));
-    std::istringstream hex(words);
-    size_t n = 0;
-    std::string word;
-    while (n < GP_RAW_WINDOW_WORDS && hex >> word) t.window[n++] = std::stoull(word, nullptr, 16);
-    if (n != GP_RAW_WINDOW_WORDS) {
-      *error = "wrong word count: " + line;
-      return {};
-    }
-    order->push_back(name);
-    tensors.emplace(name, t);
-  }
-  return tensors;
-}
+// What a raw window decodes to: the sizes when inline (<= 5 dims in 1.13);
+// out-of-line sizes are not in the window, so unknown.
+ArgShape decoded(const RealTensorWindow& t) { return t.sizes.size() <= 5 ? ArgShape(t.sizes) : kUnknown; }
 
 class ShapeCollectorRaw : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
-    tensors_ = load_real_tensors(&order_, &error);
+    std::vector<RealTensorWindow> records = load_real_tensor_windows(&error);
     ASSERT_TRUE(error.empty()) << error;
+    for (const RealTensorWindow& r : records) {
+      if (r.undefined) continue;  // BPF sends GP_SLOT_NONE for the undefined tensor
+      order_.push_back(r.name);
+      tensors_.emplace(r.name, r);
+    }
     ASSERT_GE(order_.size(), 40u);
   }
-  const RealTensor& t(const std::string& name) const {
+  const RealTensorWindow& t(const std::string& name) const {
     auto it = tensors_.find(name);
     EXPECT_NE(it, tensors_.end()) << name;
     return it->second;
   }
-  std::map<std::string, RealTensor> tensors_;
+  std::map<std::string, RealTensorWindow> tensors_;
   std::vector<std::string> order_;  // file order
 };
 
@@ -206,21 +154,21 @@ TEST_F(ShapeCollectorRaw, EntriesWaitForCalibrationThenDecodeInOrder) {
   event += 2;
   // Then the data's inline tensors two by two, as add(a, b, alpha) and, every
   // third entry, conv2d(input, weight, bias).
-  std::vector<const RealTensor*> inline_tensors;
+  std::vector<const RealTensorWindow*> inline_tensors;
   for (const std::string& name : order_)
     if (t(name).sizes.size() <= 5) inline_tensors.push_back(&t(name));
   std::optional<gp_tensor_layout> layout = c.take_new_layout();
   EXPECT_FALSE(layout);
   size_t next = 0, entries = 1;
   for (; !layout && next + 2 < inline_tensors.size(); next += 2, entries++) {
-    const RealTensor& a = *inline_tensors[next];
-    const RealTensor& b = *inline_tensors[next + 1];
+    const RealTensorWindow& a = *inline_tensors[next];
+    const RealTensorWindow& b = *inline_tensors[next + 1];
     if (entries % 3 == 2) {
       c.add_entry(event, kConv2d, payload({raw_tensor(a.window), raw_tensor(b.window), raw_none()}));
-      expected.push_back({event, {a.decoded(), b.decoded(), kEmpty, kEmpty, kEmpty, kEmpty, kEmpty}});
+      expected.push_back({event, {decoded(a), decoded(b), kEmpty, kEmpty, kEmpty, kEmpty, kEmpty}});
     } else {
       c.add_entry(event, kAdd, payload({raw_tensor(a.window), raw_tensor(b.window)}));
-      expected.push_back({event, {a.decoded(), b.decoded(), kEmpty}});
+      expected.push_back({event, {decoded(a), decoded(b), kEmpty}});
     }
     event += 2;
     layout = c.take_new_layout();
@@ -244,9 +192,9 @@ TEST_F(ShapeCollectorRaw, EntriesWaitForCalibrationThenDecodeInOrder) {
   EXPECT_TRUE(c.take_ready().empty());
 
   // Raw payloads still in flight once calibrated are decoded at once...
-  const RealTensor& late = *inline_tensors[next];
+  const RealTensorWindow& late = *inline_tensors[next];
   c.add_entry(event, kRelu, raw_tensor(late.window));
-  expect_ready(c.take_ready(), {{event, {late.decoded()}}});
+  expect_ready(c.take_ready(), {{event, {decoded(late)}}});
   event += 2;
   c.add_entry(event, kRelu, raw_tensor(t("7d").window));
   expect_ready(c.take_ready(), {{event, {kUnknown}}});

@@ -9,26 +9,17 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "real_tensor_windows.h"
 
 namespace gpuprof {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path data_dir() {
-#ifdef GPUPROF_SOURCE_DIR
-  return fs::path(GPUPROF_SOURCE_DIR) / "tests" / "data";
-#else
-  return fs::current_path() / "tests" / "data";  // tests run from the repo root
-#endif
-}
+using namespace ::gpuprof::test;
 
 bool same_layout(const gp_tensor_layout& a, const gp_tensor_layout& b) {
   return a.ndim_offset == b.ndim_offset && a.sizes_offset == b.sizes_offset &&
@@ -433,69 +424,16 @@ TEST(DescribeTensorLayout, ByteOffsets) {
 // ---------------------------------------------------------------------------
 // Real TensorImpl memory from torch 1.13.
 
-struct RealSample {
-  std::string name;
-  bool undefined = false;
-  std::vector<int64_t> sizes;
-  RawWindow window{};
-};
-
-// Lines: name \t [s0,s1,...] or "undefined" \t 32 words in hex.
-std::vector<RealSample> load_real_samples(const fs::path& path, std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read " + path.string();
-    return {};
-  }
-  std::vector<RealSample> samples;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    RealSample s;
-    std::string sizes, words;
-    if (!std::getline(fields, s.name, '\t') || !std::getline(fields, sizes, '\t') ||
-        !std::getline(fields, words)) {
-      *error = "bad line: " + line;
-      return {};
-    }
-    if (sizes == "undefined") {
-      s.undefined = true;
-    } else {
-      if (sizes.size() < 2 || sizes.front() != '[' || sizes.back() != ']') {
-        *error = "bad sizes: " + line;
-        return {};
-      }
-      std::istringstream list(sizes.substr(1, sizes.size() - 2));
-      std::string item;
-      while (std::getline(list, item, ',')) s.sizes.push_back(std::stoll(item));
-    }
-    std::istringstream hex(words);
-    size_t n = 0;
-    std::string word;
-    while (hex >> word) {
-      if (n == GP_RAW_WINDOW_WORDS) break;
-      s.window[n++] = std::stoull(word, nullptr, 16);
-    }
-    if (n != GP_RAW_WINDOW_WORDS || (hex >> word)) {
-      *error = "wrong word count: " + line;
-      return {};
-    }
-    samples.push_back(std::move(s));
-  }
-  return samples;
-}
-
 class RealTorch113 : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string error;
-    samples_ = load_real_samples(data_dir() / "tensorimpl_windows_torch1.13.txt", &error);
+    samples_ = load_real_tensor_windows(&error);
     ASSERT_TRUE(error.empty()) << error;
     ASSERT_GE(samples_.size(), 40u);
-    for (const RealSample& s : samples_) windows_.push_back(s.window);
+    for (const RealTensorWindow& s : samples_) windows_.push_back(s.window);
   }
-  std::vector<RealSample> samples_;
+  std::vector<RealTensorWindow> samples_;
   std::vector<RawWindow> windows_;
 };
 
@@ -510,7 +448,7 @@ TEST_F(RealTorch113, CalibratesTo113Layout) {
 
 TEST_F(RealTorch113, DecodesEveryInlineSample) {
   size_t inline_count = 0, out_of_line = 0;
-  for (const RealSample& s : samples_) {
+  for (const RealTensorWindow& s : samples_) {
     auto sizes = decode_raw_window(s.window, kTorch113);
     if (s.undefined) {
       EXPECT_EQ(sizes, std::vector<int64_t>{0}) << s.name;

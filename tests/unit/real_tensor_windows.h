@@ -1,0 +1,122 @@
+// real_tensor_windows.h: real TensorImpl memory from torch 1.13, read from
+// tests/data/tensorimpl_windows_torch1.13.txt (written by
+// tests/data/make_tensorimpl_windows.py), for the unit tests.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tensor_layout.h"
+
+namespace gpuprof::test {
+
+// One line of the data file.
+struct RealTensorWindow {
+  std::string name;
+  bool undefined = false;      // c10::UndefinedTensorImpl::_singleton: no sizes
+  std::vector<int64_t> sizes;  // as torch reports them; empty when undefined
+  RawWindow window{};          // the first GP_RAW_WINDOW_WORDS words of the TensorImpl
+};
+
+inline std::filesystem::path test_data_dir() {
+#ifdef GPUPROF_SOURCE_DIR
+  return std::filesystem::path(GPUPROF_SOURCE_DIR) / "tests" / "data";
+#else
+  return std::filesystem::current_path() / "tests" / "data";  // tests run from the repo root
+#endif
+}
+
+inline std::filesystem::path real_tensor_windows_path() {
+  return test_data_dir() / "tensorimpl_windows_torch1.13.txt";
+}
+
+// The whole of `number` as a decimal integer; false if it is not one.
+inline bool parse_whole_int(const std::string& number, int64_t* out) {
+  size_t used = 0;
+  try {
+    *out = std::stoll(number, &used);
+  } catch (const std::logic_error&) {  // invalid_argument, out_of_range
+    return false;
+  }
+  return used == number.size();
+}
+// The whole of `word` as a hex number; false if it is not one.
+inline bool parse_whole_hex_word(const std::string& word, uint64_t* out) {
+  size_t used = 0;
+  try {
+    *out = std::stoull(word, &used, 16);
+  } catch (const std::logic_error&) {
+    return false;
+  }
+  return used == word.size();
+}
+
+// Lines: name \t [s0,s1,...] or "undefined" \t GP_RAW_WINDOW_WORDS words in
+// hex. Blank lines and lines starting with '#' are skipped. The records come
+// in file order; on malformed input, none come back and *error says what
+// was wrong, on one line.
+inline std::vector<RealTensorWindow> load_real_tensor_windows(
+    std::string* error, const std::filesystem::path& path = real_tensor_windows_path()) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + path.string();
+    return {};
+  }
+  std::vector<RealTensorWindow> records;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    RealTensorWindow r;
+    std::string sizes, words;
+    if (!std::getline(fields, r.name, '\t') || !std::getline(fields, sizes, '\t') ||
+        !std::getline(fields, words)) {
+      *error = "bad line: " + line;
+      return {};
+    }
+    if (sizes == "undefined") {
+      r.undefined = true;
+    } else {
+      if (sizes.size() < 2 || sizes.front() != '[' || sizes.back() != ']') {
+        *error = "bad sizes: " + line;
+        return {};
+      }
+      std::istringstream list(sizes.substr(1, sizes.size() - 2));
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        int64_t size = 0;
+        if (!parse_whole_int(item, &size)) {
+          *error = "bad sizes: " + line;
+          return {};
+        }
+        r.sizes.push_back(size);
+      }
+    }
+    std::istringstream hex(words);
+    size_t n = 0;
+    std::string word;
+    while (hex >> word) {
+      if (n == GP_RAW_WINDOW_WORDS) {
+        *error = "wrong word count: " + line;
+        return {};
+      }
+      if (!parse_whole_hex_word(word, &r.window[n++])) {
+        *error = "bad hex word '" + word + "': " + line;
+        return {};
+      }
+    }
+    if (n != GP_RAW_WINDOW_WORDS) {
+      *error = "wrong word count: " + line;
+      return {};
+    }
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
+}  // namespace gpuprof::test
