@@ -78,11 +78,22 @@ struct entry_record {
 	__u64 words[GP_PAYLOAD_WORDS];
 };
 
+/*
+ * Per-CPU scratch. uprobe_multi programs run with migration disabled but
+ * preemptible: another thread's probe can run on this CPU in the middle of
+ * ours. `busy` keeps it off the record being built; it then sends its ENTRY
+ * without shapes (userspace counts those tensors as unknown).
+ */
+struct entry_scratch_value {
+	struct entry_record record;
+	__u32 busy;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct entry_record);
+	__type(value, struct entry_scratch_value);
 } entry_scratch SEC(".maps");
 
 static __always_inline void submit_flags_for(void *ring, long *flags)
@@ -90,6 +101,9 @@ static __always_inline void submit_flags_for(void *ring, long *flags)
 	*flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
 									    : BPF_RB_NO_WAKEUP;
 }
+
+#define READ_ONCE_BUSY(s) (*(volatile __u32 *)&(s)->busy)
+#define WRITE_ONCE_BUSY(s, v) (*(volatile __u32 *)&(s)->busy = (v))
 
 /* One bpf_loop over the plan's slots: each slot is verified once, not 16 times. */
 struct capture_state {
@@ -152,7 +166,8 @@ static long capture_slot(__u64 i, void *data)
 	struct capture_state *st = data;
 	__u32 zero = 0, op = st->op, n = st->n;
 	const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
-	struct entry_record *r = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_record *r = scratch ? &scratch->record : NULL;
 	__u64 status, impl, ndim = 0, numel = 0, sizes_at;
 	__u64 *words;
 
@@ -211,11 +226,15 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
 	e->payload_bytes = 0;
 }
 
-/* An ENTRY of an op with tensor arguments, when shapes are recorded. */
+/*
+ * An ENTRY of an op with tensor arguments, when shapes are recorded.
+ * Returns 0 when the scratch is in use (the caller sends a plain ENTRY).
+ */
 static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 cookie)
 {
 	__u32 zero = 0;
-	struct entry_record *r = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_record *r;
 	struct capture_state st = {
 		.regs = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
 			 PT_REGS_PARM4(ctx), PT_REGS_PARM5(ctx),
@@ -228,8 +247,10 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 	__u32 words;
 	long flags;
 
-	if (!r)
+	if (!scratch || READ_ONCE_BUSY(scratch))
 		return 0;
+	WRITE_ONCE_BUSY(scratch, 1);
+	r = &scratch->record;
 	fill_event(&r->event, ctx, cookie);
 	bpf_loop(GP_MAX_TENSOR_ARGS, capture_slot, &st, 0);
 	words = st.n;
@@ -246,7 +267,8 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + words * 8, flags))
 		__sync_fetch_and_add(&events_lost, 1);
-	return 0;
+	WRITE_ONCE_BUSY(scratch, 0);
+	return 1;
 }
 
 SEC("uprobe")
@@ -266,7 +288,8 @@ int on_op_probe(struct pt_regs *ctx)
 			/* Not atomic: threads racing here may spend one entry more. */
 			if (!tensor_layout_ready)
 				raw_entries_left--;
-			return emit_entry_with_shapes(ctx, cookie);
+			if (emit_entry_with_shapes(ctx, cookie))
+				return 0;
 		}
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "call_tree.h"
 #include "input_shapes.h"
 #include "memory_attribution.h"
 #include "op_timeline.h"
@@ -70,12 +71,10 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   MemoryAttribution mem;
   if (memory) mem = attribute_memory(timeline, recording.mem_events);
 
-  // torch.profiler's EventList._remove_dup_nodes: a call whose only child
-  // has the same name absorbs it (aten::div_ calling aten::div_ is one row
-  // entry, not two). The child's self time becomes the parent's, and the
-  // child's children become the parent's, so chains fold all the way.
-  // Children complete before parents, so one pass in completion order sees
-  // every child already folded.
+  // torch.profiler's EventList._remove_dup_nodes (call_tree.h): a call
+  // whose only child has the same name absorbs it (aten::div_ calling
+  // aten::div_ is one row entry, not two). The child's self time and self
+  // memory become the parent's, and its children the parent's.
   const size_t n = timeline.calls.size();
   std::vector<uint64_t> self_ns(n);
   // Memory: a call's total is its own bytes plus its descendants' (children
@@ -94,27 +93,16 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
       }
     }
   }
-  std::vector<uint32_t> child_count(timeline.child_count);
-  std::vector<int64_t> only_child(timeline.only_child);
+  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
   std::vector<bool> folded(n, false);
-  auto name_of = [&](uint32_t op_id) -> const std::string* {
-    return op_id < recording.ops.size() ? &recording.ops[op_id].name : nullptr;
-  };
+  for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].self_ns;
   for (size_t i = 0; i < n; i++) {
-    self_ns[i] = timeline.calls[i].self_ns;
-    while (child_count[i] == 1 && only_child[i] >= 0) {
-      const auto child = static_cast<size_t>(only_child[i]);
-      const std::string* name = name_of(timeline.calls[i].op_id);
-      if (!name || name_of(timeline.calls[child].op_id) == nullptr ||
-          *name != *name_of(timeline.calls[child].op_id))
-        break;
-      folded[child] = true;
-      self_ns[i] += self_ns[child];
-      self_cpu[i] += self_cpu[child];
-      self_cuda[i] += self_cuda[child];
-      child_count[i] = child_count[child];
-      only_child[i] = only_child[child];
-    }
+    const size_t into = folded_into[i];
+    if (into == i) continue;
+    folded[i] = true;
+    self_ns[into] += self_ns[i];
+    self_cpu[into] += self_cpu[i];
+    self_cuda[into] += self_cuda[i];
   }
 
   Profile profile;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
+#include <utility>
+
+#include "call_tree.h"
 
 namespace gpuprof {
 namespace {
@@ -65,39 +68,29 @@ std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_
 // [start, end] holds it; and each call's enclosing call.
 void find_calls(const Timeline& timeline, std::vector<Counted>& counted, std::vector<int64_t>& parent) {
   const auto& calls = timeline.calls;
-  std::unordered_map<uint32_t, std::vector<size_t>> calls_of, events_of;
-  for (size_t i = 0; i < calls.size(); i++) calls_of[calls[i].tid].push_back(i);
+  CallTree tree = build_call_tree(timeline);
+  parent = std::move(tree.parent);
+  std::unordered_map<uint32_t, std::vector<size_t>> events_of;
   for (size_t i = 0; i < counted.size(); i++) events_of[counted[i].tid].push_back(i);
-  parent.assign(calls.size(), -1);
-  for (auto& [tid, ids] : calls_of) {
-    // Parents first: by start, then by depth.
-    std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) {
-      if (calls[a].start_ns != calls[b].start_ns) return calls[a].start_ns < calls[b].start_ns;
-      return calls[a].depth < calls[b].depth;
-    });
-    const std::vector<size_t>* evs = nullptr;
-    if (auto it = events_of.find(tid); it != events_of.end()) evs = &it->second;
-    std::vector<size_t> open;  // calls holding the sweep point, innermost last
-    auto pop_ended = [&](uint64_t ts) {
-      while (!open.empty() && calls[open.back()].end_ns < ts) open.pop_back();
-    };
+  for (const std::vector<size_t>& ids : tree.threads) {
+    auto it = events_of.find(calls[ids.front()].tid);
+    if (it == events_of.end()) continue;
+    const std::vector<size_t>& evs = it->second;
+    // Sweep the thread's calls parents first. The calls holding the sweep
+    // point are `innermost` and its chain of parents; a call that ended
+    // before an event's time gives way to its parent.
+    int64_t innermost = -1;
     size_t e = 0;
     auto place_events_before = [&](uint64_t ts, bool inclusive) {
-      while (evs && e < evs->size() &&
-             (counted[(*evs)[e]].ts_ns < ts || (inclusive && counted[(*evs)[e]].ts_ns == ts))) {
-        Counted& c = counted[(*evs)[e++]];
-        pop_ended(c.ts_ns);
-        c.call = open.empty() ? -1 : static_cast<int64_t>(open.back());
+      while (e < evs.size() && (counted[evs[e]].ts_ns < ts || (inclusive && counted[evs[e]].ts_ns == ts))) {
+        Counted& c = counted[evs[e++]];
+        while (innermost >= 0 && calls[innermost].end_ns < c.ts_ns) innermost = parent[innermost];
+        c.call = innermost;
       }
     };
     for (size_t id : ids) {
       place_events_before(calls[id].start_ns, false);
-      pop_ended(calls[id].start_ns);
-      // A call as deep or deeper does not enclose this one, even when it
-      // ends at the very timestamp this one starts (a sibling).
-      while (!open.empty() && calls[open.back()].depth >= calls[id].depth) open.pop_back();
-      parent[id] = open.empty() ? -1 : static_cast<int64_t>(open.back());
-      open.push_back(id);
+      innermost = static_cast<int64_t>(id);
     }
     place_events_before(UINT64_MAX, true);
   }

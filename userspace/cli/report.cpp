@@ -2,8 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "aggregator.h"
+#include "folded_stacks.h"
 #include "record_file.h"
 
 namespace gpuprof::cli {
@@ -46,6 +48,26 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
   return out;
 }
 
+// report --folded: the stacks on stdout, nothing else there; the notes the
+// table would print under it go to stderr.
+int print_folded(const Recording& recording, FoldedMetric metric) {
+  const FoldedStacks folded = folded_stacks(recording, metric);
+  const std::string text = format_folded(folded);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  Profile counters;
+  counters.calls_unwound = folded.calls_unwound;
+  counters.exits_without_entry = folded.exits_without_entry;
+  counters.calls_open_at_end = folded.calls_open_at_end;
+  counters.events_lost = recording.stats.events_lost;
+  std::string notes = format_profile_notes(counters);
+  if (folded.stacks.empty())
+    notes += "gpuprof: no stack has 1 us of self time or more (" + std::to_string(recording.events.size()) +
+             " events): the folded output is empty\n";
+  std::fwrite(notes.data(), 1, notes.size(), stderr);
+  return 0;
+}
+
 }  // namespace
 
 void add_table_options(CLI::App& command, ReportOptions& options) {
@@ -60,19 +82,40 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
 }
 
 void add_report_command(CLI::App& app, ReportOptions& options) {
-  CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording");
+  CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
   report->add_option("file", options.input_path, "record file written by gpuprof record")
       ->capture_default_str();
   add_table_options(*report, options);
+  CLI::Option* folded = report->add_flag(
+      "--folded", options.folded,
+      "print folded stacks (outermost;...;op value) for flamegraph.pl or speedscope instead of the table; "
+      "see docs/folded.md");
+  report->add_option("--metric", options.metric,
+                     "value of a folded stack: self_cpu_time (self time of its ops, integer us); "
+                     "samples and self_cuda_time are not recorded by this build yet")
+      ->capture_default_str()
+      ->needs(folded);
+  // The table's options mean nothing for stacks: refuse rather than ignore.
+  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape"})
+    folded->excludes(report->get_option(table_only));
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
       "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
-      "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n");
+      "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n"
+      "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n");
 }
 
 int run_report(const ReportOptions& options) {
   std::string error;
+  std::optional<FoldedMetric> metric;
+  if (options.folded) {
+    metric = parse_folded_metric(options.metric, &error);
+    if (!metric) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      return 2;
+    }
+  }
   auto sort_key = parse_sort_key(options.sort_by, &error);
   if (!sort_key) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
@@ -90,6 +133,7 @@ int run_report(const ReportOptions& options) {
                  recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                       : recording->incomplete_reason.c_str(),
                  recording->events.size());
+  if (metric) return print_folded(*recording, *metric);
   if (options.group_by_input_shape && !recording->options.shapes) {
     std::fprintf(stderr,
                  "gpuprof: error: %s has no input shapes: record with --record-shapes to group by "

@@ -1,4 +1,5 @@
-// cli/report.h: `gpuprof report FILE`: print a recording's operator table.
+// cli/report.h: `gpuprof report FILE`: print a recording's operator table,
+// or (--folded) its folded stacks for flamegraph.pl and speedscope.
 #pragma once
 
 #include <string>
@@ -16,6 +17,9 @@ struct ReportOptions {
   std::string sort_by = "cpu_time_total";
   int row_limit = 100;
   bool group_by_input_shape = false;  // rows per (name, input shapes), with an Input Shapes column
+  // report only: folded stacks instead of the table (docs/folded.md).
+  bool folded = false;
+  std::string metric = "self_cpu_time";
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape)

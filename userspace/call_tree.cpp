@@ -1,0 +1,69 @@
+// call_tree.cpp: parents and same-name folding of the timeline's calls.
+#include "call_tree.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace gpuprof {
+
+CallTree build_call_tree(const Timeline& timeline) {
+  const auto& calls = timeline.calls;
+  CallTree tree;
+  tree.parent.assign(calls.size(), -1);
+  std::unordered_map<uint32_t, size_t> thread_of_tid;
+  for (size_t i = 0; i < calls.size(); i++) {
+    auto [it, inserted] = thread_of_tid.try_emplace(calls[i].tid, tree.threads.size());
+    if (inserted) tree.threads.emplace_back();
+    tree.threads[it->second].push_back(i);
+  }
+  for (std::vector<size_t>& ids : tree.threads) {
+    // Parents first: by start, then by depth.
+    std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) {
+      if (calls[a].start_ns != calls[b].start_ns) return calls[a].start_ns < calls[b].start_ns;
+      return calls[a].depth < calls[b].depth;
+    });
+    std::vector<size_t> open;  // calls holding the sweep point, innermost last
+    for (size_t id : ids) {
+      while (!open.empty() && calls[open.back()].end_ns < calls[id].start_ns) open.pop_back();
+      // A call as deep or deeper does not enclose this one, even when it
+      // ends at the very timestamp this one starts (a sibling).
+      while (!open.empty() && calls[open.back()].depth >= calls[id].depth) open.pop_back();
+      tree.parent[id] = open.empty() ? -1 : static_cast<int64_t>(open.back());
+      open.push_back(id);
+    }
+  }
+  return tree;
+}
+
+std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::vector<OpInfo>& ops) {
+  const size_t n = timeline.calls.size();
+  std::vector<size_t> into(n);
+  for (size_t i = 0; i < n; i++) into[i] = i;
+  auto name_of = [&](uint32_t op_id) -> const std::string* {
+    return op_id < ops.size() ? &ops[op_id].name : nullptr;
+  };
+  // Children complete before their parents, so one pass in completion order
+  // sees every child's own chain already folded: absorbing a child hands its
+  // remaining children (after its own folds) to the absorber.
+  std::vector<uint32_t> child_count(timeline.child_count);
+  std::vector<int64_t> only_child(timeline.only_child);
+  for (size_t i = 0; i < n; i++) {
+    const std::string* name = name_of(timeline.calls[i].op_id);
+    if (name == nullptr) continue;
+    while (child_count[i] == 1 && only_child[i] >= 0) {
+      const auto child = static_cast<size_t>(only_child[i]);
+      const std::string* child_name = name_of(timeline.calls[child].op_id);
+      if (child_name == nullptr || *name != *child_name) break;
+      into[child] = i;
+      child_count[i] = child_count[child];
+      only_child[i] = only_child[child];
+    }
+  }
+  // An absorber completes after what it absorbs (into[j] > j), so walking
+  // down resolves chains to their outermost call.
+  for (size_t j = n; j-- > 0;) into[j] = into[into[j]];
+  return into;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,172 @@
+// folded_stacks.cpp: op paths of the timeline's calls, summed per path.
+#include "folded_stacks.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+#include "call_tree.h"
+#include "op_timeline.h"
+
+namespace gpuprof {
+namespace {
+
+// Distinct op paths as a trie: node 0 is the root (no frame), every other
+// node one frame below its parent node.
+class PathTrie {
+ public:
+  PathTrie() : nodes_{{kNone, kNone}} {}
+
+  uint32_t child(uint32_t parent, uint32_t frame) {
+    const uint64_t key = (static_cast<uint64_t>(parent) << 32) | frame;
+    auto [it, inserted] = child_of_.try_emplace(key, static_cast<uint32_t>(nodes_.size()));
+    if (inserted) nodes_.push_back({parent, frame});
+    return it->second;
+  }
+  size_t size() const { return nodes_.size(); }
+
+  // Frames from the outermost down to node, joined by ';'.
+  std::string path(uint32_t node, const std::vector<std::string>& frames) const {
+    std::vector<uint32_t> chain;
+    for (; node != 0; node = nodes_[node].parent) chain.push_back(nodes_[node].frame);
+    std::string out;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (!out.empty()) out += ';';
+      out += frames[*it];
+    }
+    return out;
+  }
+
+ private:
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  struct Node {
+    uint32_t parent;
+    uint32_t frame;
+  };
+  std::vector<Node> nodes_;
+  std::unordered_map<uint64_t, uint32_t> child_of_;
+};
+
+// Frame ids by op id: overloads of one op (one name) share a frame, as they
+// share a table row. An op id outside the op table gets the table's
+// "<unknown op N>".
+class Frames {
+ public:
+  explicit Frames(const std::vector<OpInfo>& ops) : ops_(ops), of_op_(ops.size(), kUnset) {}
+
+  uint32_t of(uint32_t op_id) {
+    if (op_id < of_op_.size()) {
+      if (of_op_[op_id] == kUnset) of_op_[op_id] = intern(ops_[op_id].name);
+      return of_op_[op_id];
+    }
+    return intern("<unknown op " + std::to_string(op_id) + ">");
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  static constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
+  uint32_t intern(std::string_view name) {
+    // Keyed by the sanitised name: names that print alike are one frame, so
+    // no two output lines are alike.
+    std::string frame = folded_frame_name(name);
+    auto [it, inserted] = id_of_.try_emplace(frame, static_cast<uint32_t>(names_.size()));
+    if (inserted) names_.push_back(std::move(frame));
+    return it->second;
+  }
+
+  const std::vector<OpInfo>& ops_;
+  std::vector<uint32_t> of_op_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> id_of_;
+};
+
+}  // namespace
+
+std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error) {
+  if (name == "self_cpu_time") return FoldedMetric::kSelfCpuTime;
+  if (name == "samples") {
+    *error = "--metric samples: this build does not record stack samples yet; use --metric self_cpu_time";
+  } else if (name == "self_cuda_time") {
+    *error = "--metric self_cuda_time: this build does not record CUDA kernel times yet; use --metric "
+             "self_cpu_time";
+  } else {
+    *error = "unknown --metric '" + std::string(name) + "' (one of: self_cpu_time, samples, self_cuda_time)";
+  }
+  return std::nullopt;
+}
+
+std::string folded_frame_name(std::string_view name) {
+  if (name.empty()) return "_";
+  std::string out(name);
+  for (char& c : out) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == ';') {
+      c = ':';
+    } else if (byte <= 0x20 || byte == 0x7f) {
+      c = '_';
+    }
+  }
+  return out;
+}
+
+FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
+  (void)metric;  // self_cpu_time is the only one so far
+  const Timeline timeline = build_timeline(recording.events);
+  const CallTree tree = build_call_tree(timeline);
+  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
+  const auto& calls = timeline.calls;
+
+  // The path node of each call that stays after the fold. A thread's calls
+  // come parents first, and the call a call folds into is its ancestor, so
+  // both are placed before they are needed. The parent of a call may itself
+  // be folded: the path continues from the call it folded into.
+  constexpr uint32_t kUnplaced = std::numeric_limits<uint32_t>::max();
+  Frames frames(recording.ops);
+  PathTrie trie;
+  std::vector<uint32_t> node_of(calls.size(), kUnplaced);
+  for (const std::vector<size_t>& ids : tree.threads) {
+    for (size_t id : ids) {
+      if (folded_into[id] != id) continue;
+      uint32_t above = 0;
+      if (const int64_t parent = tree.parent[id]; parent >= 0) {
+        above = node_of[folded_into[static_cast<size_t>(parent)]];
+        if (above == kUnplaced) above = 0;  // not reached: parents come first
+      }
+      node_of[id] = trie.child(above, frames.of(calls[id].op_id));
+    }
+  }
+
+  FoldedStacks out;
+  std::vector<uint64_t> self_ns(trie.size(), 0);
+  for (size_t i = 0; i < calls.size(); i++) {
+    self_ns[node_of[folded_into[i]]] += calls[i].self_ns;
+    out.self_ns_total += calls[i].self_ns;
+  }
+  for (uint32_t node = 1; node < trie.size(); node++) {
+    const uint64_t us = self_ns[node] / 1000;  // truncated, as torch's int()
+    if (us == 0) {
+      ++out.stacks_below_1us;
+      continue;
+    }
+    out.stacks.push_back({trie.path(node, frames.names()), us});
+  }
+  std::sort(out.stacks.begin(), out.stacks.end(),
+            [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });
+  out.calls_unwound = timeline.calls_unwound;
+  out.exits_without_entry = timeline.exits_without_entry;
+  out.calls_open_at_end = timeline.calls_open_at_end;
+  return out;
+}
+
+std::string format_folded(const FoldedStacks& folded) {
+  std::string out;
+  for (const FoldedStack& s : folded.stacks) {
+    out += s.stack;
+    out += ' ';
+    out += std::to_string(s.value);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace gpuprof

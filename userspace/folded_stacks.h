@@ -1,0 +1,77 @@
+// folded_stacks.h: Recording -> folded ("collapsed") stacks, the input of
+// flamegraph.pl and speedscope (report --folded, docs/folded.md).
+//
+// One line per distinct stack: its frames, outermost first, joined by ';',
+// then one space and an integer value:
+//
+//   aten::conv2d;aten::convolution;aten::_convolution;aten::mkldnn_convolution 5123
+//
+// Today a stack is the op path of a call: the names of the traced ops that
+// enclose it on its thread, from the outermost traced op down to the call
+// itself, after torch.profiler's same-name fold (call_tree.h), so every
+// frame is a row of the table. Python frames (above the ops) and native
+// frames (below them) are for later; they will slot in around this path.
+//
+// The one metric so far, self_cpu_time, is torch's export_stacks(path,
+// "self_cpu_time_total"): a call's self time, summed per stack. Sums are kept
+// in nanoseconds per stack and turned into integer microseconds (truncated,
+// as torch's int()) only at the end, so no call's sub-microsecond part is
+// lost; a stack whose sum is below 1 us is left out, as torch leaves out
+// int(metric) <= 0. Calls of every thread go into the same stacks (no
+// per-thread root frame), as in torch's export_stacks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recording.h"
+
+namespace gpuprof {
+
+enum class FoldedMetric {
+  kSelfCpuTime,  // self CPU time of ops, integer microseconds
+};
+
+// Parses a --metric value. samples and self_cuda_time are metrics of the
+// format that this build cannot fill yet: refused, like unknown names, with a
+// one-line reason in *error.
+std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error);
+
+struct FoldedStack {
+  std::string stack;   // frames joined by ';', outermost first
+  uint64_t value = 0;  // > 0
+  bool operator==(const FoldedStack&) const = default;
+};
+
+struct FoldedStacks {
+  std::vector<FoldedStack> stacks;  // sorted by stack, byte order; no two alike
+  // The self time of every counted call: the table's "Self CPU time total"
+  // (the values add up to it, less under 1 us per stack of truncation and
+  // the stacks left out).
+  uint64_t self_ns_total = 0;
+  uint64_t stacks_below_1us = 0;  // distinct stacks left out: their sum is under 1 us
+  // The timeline's honesty counters, as the table reports them.
+  uint64_t calls_unwound = 0;
+  uint64_t exits_without_entry = 0;
+  uint64_t calls_open_at_end = 0;
+};
+
+FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric = FoldedMetric::kSelfCpuTime);
+
+// "stack value\n" per stack, in order: the text flamegraph.pl and speedscope read.
+std::string format_folded(const FoldedStacks& folded);
+
+// A name as one frame of a folded line. flamegraph.pl takes the last run of
+// whitespace before the trailing number as the separator, a second trailing
+// number as a differential count, and ';' as the frame separator; speedscope
+// takes the last single space. So, as torch's export_stacks does for ' ',
+// ';', '\t' and '\n': ';' becomes ':' and every whitespace or other ASCII
+// control byte becomes '_'. A frame then has no space at all, and a line
+// reads one way only. Other bytes (UTF-8 included) are kept. An empty name
+// becomes "_" (flamegraph.pl would drop an empty last frame).
+std::string folded_frame_name(std::string_view name);
+
+}  // namespace gpuprof
