@@ -387,12 +387,17 @@ TEST(FoldedStacksRandom, LeavesAddUpToTheTableRowsAndFramesAreRows) {
     const FoldedStacks folded = folded_stacks(recording);
     expect_well_formed(format_folded(folded));
 
-    std::map<std::string, uint64_t> table_self_us, leaf_us;
+    // A stack's value is the self time of its leaf op; every frame of it is
+    // a call that (after the fold) encloses that time, so a row's CPU total
+    // is the values summed over each frame of its name: a same-name call
+    // left unfolded would count twice.
+    std::map<std::string, uint64_t> table_self_us, leaf_us, table_total_us, frame_us;
     std::set<std::string> rows;
     for (const OpRow& row : profile.rows) {
       rows.insert(row.name);
       ASSERT_EQ(row.self_cpu_ns % 1000, 0u);
       if (row.self_cpu_ns) table_self_us[row.name] = row.self_cpu_ns / 1000;
+      if (row.cpu_total_ns) table_total_us[row.name] = row.cpu_total_ns / 1000;
     }
     uint64_t sum_us = 0;
     for (const FoldedStack& s : folded.stacks) {
@@ -400,12 +405,14 @@ TEST(FoldedStacksRandom, LeavesAddUpToTheTableRowsAndFramesAreRows) {
       std::string frame, leaf;
       while (std::getline(frames, frame, ';')) {
         EXPECT_TRUE(rows.count(frame)) << frame << " in " << s.stack;
+        frame_us[frame] += s.value;
         leaf = frame;
       }
       leaf_us[leaf] += s.value;
       sum_us += s.value;
     }
     EXPECT_EQ(leaf_us, table_self_us);
+    EXPECT_EQ(frame_us, table_total_us);
     EXPECT_EQ(sum_us * 1000, profile.self_cpu_total_ns);
     EXPECT_EQ(folded.self_ns_total, profile.self_cpu_total_ns);
     EXPECT_EQ(folded.stacks_below_1us, 0u);

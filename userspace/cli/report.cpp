@@ -61,6 +61,9 @@ int print_folded(const Recording& recording, FoldedMetric metric) {
   counters.calls_open_at_end = folded.calls_open_at_end;
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
+  if (folded.stacks_below_1us)
+    notes += "gpuprof: " + std::to_string(folded.stacks_below_1us) +
+             " stacks left out: their calls add up to under 1 us of self time\n";
   if (folded.stacks.empty())
     notes += "gpuprof: no stack has 1 us of self time or more (" + std::to_string(recording.events.size()) +
              " events): the folded output is empty\n";
