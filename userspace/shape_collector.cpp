@@ -5,10 +5,10 @@
 namespace gpuprof {
 namespace {
 
-// Calibration input: at most this many windows are kept, and a new attempt
-// is made every kRetryEvery windows (an attempt is cheap, but not free).
+// Calibration input: at most this many windows are kept; the first attempt
+// is made at kFirstTry windows.
 constexpr size_t kMaxSamples = 4096;
-constexpr size_t kRetryEvery = 16;
+constexpr size_t kFirstTry = 16;
 // Entries kept for decoding while uncalibrated (BPF sends raw windows for
 // at most kRawEntryBudget entries, shape_collector.h).
 constexpr size_t kMaxPending = ShapeCollector::kRawEntryBudget;
@@ -82,7 +82,9 @@ void ShapeCollector::add_entry(uint64_t event_index, uint32_t op_id, std::span<c
       at += GP_RAW_WINDOW_WORDS;
     }
     pending_.push_back(Pending{event_index, op_id, std::vector<uint64_t>(words.begin(), words.end())});
-    if (samples_.size() >= samples_at_last_try_ + kRetryEvery) try_calibrate(false);
+    // Attempts at 16, 32, 64, ... windows: one attempt over n windows costs
+    // O(n), so a target that never calibrates costs O(kMaxSamples) in all.
+    if (samples_.size() >= std::max(kFirstTry, 2 * samples_at_last_try_)) try_calibrate(false);
     if (!layout_ && !refused_ && pending_.size() >= kMaxPending) try_calibrate(true);
     return;
   }
