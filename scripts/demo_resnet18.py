@@ -1,6 +1,6 @@
 """torch.profiler's recipe workload, with no profiler code in it.
 
-https://pytorch.org/tutorials/recipes/recipes/profiler_recipe.html profiles
+PyTorch's profiler recipe (the tutorials' recipes/profiler_recipe) profiles
 `model(inputs)` for resnet18 on a batch of 5 224x224 images. Here gpuprof
 does the profiling from outside, so the script is just the workload.
 """
