@@ -6,7 +6,7 @@ a CI job that silently skips its integration tests would look green while
 testing nothing.
 
 What lives here:
-  * paths: REPO_ROOT, GPUPROF, TARGET_PYTHON, WORKLOADS;
+  * paths: REPO_ROOT, GPUPROF, TARGET_PYTHON, WORKLOADS, FAKE_LIBTORCH;
   * the `procs` fixture: starts processes with their output in files (no pipe
     can fill up and block a child), waits on them with timeouts, and kills
     whatever is still running at teardown;
@@ -32,6 +32,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GPUPROF = REPO_ROOT / "build" / "gpuprof"
 WORKLOADS = REPO_ROOT / "tests" / "workloads"
+# The stand-in libtorch_cpu and the drivers that load it (tests/fake_libtorch, built by `make`).
+FAKE_LIBTORCH = REPO_ROOT / "build" / "tests" / "fake_libtorch"
 # The interpreter that has torch 1.13 (the first python3 on PATH may not).
 TARGET_PYTHON = "/usr/bin/python3"
 # torch.profiler's table cuts names this long (max_name_column_width=55).
@@ -263,6 +265,11 @@ def _run_in_own_group(argv, timeout, **kwargs):
 def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S):
     """Runs gpuprof to completion; returns the CompletedProcess (text)."""
     return _run_in_own_group([GPUPROF, *args], timeout)
+
+
+def run_program(*argv, timeout=DEFAULT_TIMEOUT_S):
+    """Runs argv to completion; returns the CompletedProcess (text)."""
+    return _run_in_own_group(argv, timeout)
 
 
 @dataclass

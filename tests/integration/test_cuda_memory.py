@@ -14,31 +14,24 @@ peak are exercised exactly as on a GPU machine. One step:
     aten::cuda_malloc    +1 MiB
     aten::cuda_free      -1 MiB
 """
-import os
 import re
-import subprocess
 
 import pytest
 
+from conftest import FAKE_LIBTORCH, run_gpuprof, run_program
 from test_shapes_memory import parse_any_table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPUPROF = os.path.join(ROOT, "build", "gpuprof")
-DRIVER = os.path.join(ROOT, "build", "tests", "fake_libtorch", "memory_driver")
+DRIVER = FAKE_LIBTORCH / "memory_driver"
 STEPS = 10
-
-
-def run(cmd, timeout=120):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    assert os.path.exists(DRIVER), f"{DRIVER} missing: run make"
-    unprofiled = run([DRIVER, str(STEPS)])
+    assert DRIVER.exists(), f"{DRIVER} missing: run make"
+    unprofiled = run_program(DRIVER, str(STEPS))
     assert unprofiled.returncode == 0, unprofiled.stderr
     out = tmp_path_factory.mktemp("cuda-memory") / "cuda.gpuprof"
-    result = run([GPUPROF, "record", "--profile-memory", "-o", str(out), "--", DRIVER, str(STEPS)])
+    result = run_gpuprof("record", "--profile-memory", "-o", str(out), "--", DRIVER, str(STEPS))
     assert result.returncode == 0, result.stderr
     return unprofiled, result, out
 
@@ -78,7 +71,7 @@ def test_cuda_peak_and_sort_key(recorded):
                      r"in (\S+)$", result.stdout, re.M)
     assert peak, result.stdout
     assert peak.groups() == (f"{3.5 * (STEPS - 1) + 4:.2f} Mb", "aten::cuda_malloc"), peak.group(0)
-    report = run([GPUPROF, "report", str(out), "--sort-by", "self_cuda_memory_usage"])
+    report = run_gpuprof("report", str(out), "--sort-by", "self_cuda_memory_usage")
     assert report.returncode == 0, report.stderr
     _, rows = parse_any_table(report.stdout)
     assert [r["Name"] for r in rows] == ["aten::cuda_malloc", "aten::cuda_step", "aten::cuda_free"], report.stdout
@@ -86,11 +79,11 @@ def test_cuda_peak_and_sort_key(recorded):
 
 def test_memory_sort_key_without_memory_is_refused(tmp_path):
     out = tmp_path / "plain.gpuprof"
-    result = run([GPUPROF, "record", "-q", "-o", str(out), "--", DRIVER, "2"])
+    result = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, "2")
     assert result.returncode == 0, result.stderr
-    report = run([GPUPROF, "report", str(out), "--sort-by", "cuda_memory_usage"])
+    report = run_gpuprof("report", str(out), "--sort-by", "cuda_memory_usage")
     assert report.returncode == 2, report
     assert report.stderr.strip() == ("gpuprof: error: sort key cuda_memory_usage needs a recording made "
                                      "with --profile-memory"), report.stderr
-    grouped = run([GPUPROF, "report", str(out), "--group-by-input-shape"])
+    grouped = run_gpuprof("report", str(out), "--group-by-input-shape")
     assert grouped.returncode == 2 and "--record-shapes" in grouped.stderr, grouped

@@ -7,26 +7,20 @@ cancellation point while their thread is cancelled. gpuprof launches the
 driver with its probes on that library; the driver's output must be exactly
 that of a run without gpuprof, and the table must count every call.
 """
-import os
 import re
-import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPUPROF = os.path.join(ROOT, "build", "gpuprof")
-DRIVER = os.path.join(ROOT, "build", "tests", "fake_libtorch", "driver")
+from conftest import FAKE_LIBTORCH, run_gpuprof, run_program
+
+DRIVER = FAKE_LIBTORCH / "driver"
 CALLS = 2000
-
-
-def run(cmd, timeout=120):
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def unprofiled():
-    assert os.path.exists(DRIVER), f"{DRIVER} missing: run make"
-    result = run([DRIVER, str(CALLS)])
+    assert DRIVER.exists(), f"{DRIVER} missing: run make"
+    result = run_program(DRIVER, str(CALLS))
     assert result.returncode == 0, result.stderr
     assert "sleeper cancelled" in result.stdout
     return result.stdout
@@ -44,7 +38,7 @@ def table_rows(text):
 @pytest.mark.parametrize("exit_mode", ["emulated", "ret"])
 def test_throw_catch_backtrace_and_cancel_under_gpuprof(tmp_path, unprofiled, exit_mode):
     out = tmp_path / "fake.gpuprof"
-    result = run([GPUPROF, "record", "--exit-mode", exit_mode, "-o", str(out), "--", DRIVER, str(CALLS)])
+    result = run_gpuprof("record", "--exit-mode", exit_mode, "-o", str(out), "--", DRIVER, str(CALLS))
     context = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 0, context
     # The driver's own lines are unchanged: same sums, every exception caught
@@ -64,6 +58,6 @@ def test_throw_catch_backtrace_and_cancel_under_gpuprof(tmp_path, unprofiled, ex
     # The cancelled sleeper never returned: it is reported, not counted.
     assert re.search(r"^gpuprof: 1 call still running when recording stopped", result.stdout, re.M), context
 
-    report = run([GPUPROF, "report", str(out)])
+    report = run_gpuprof("report", str(out))
     assert report.returncode == 0, report.stderr
     assert table_rows(report.stdout) == rows

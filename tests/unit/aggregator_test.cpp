@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "probe_events.h"
+#include "recordings.h"
 
 namespace gpuprof {
 
@@ -30,18 +31,6 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 using namespace ::gpuprof::test;
-
-OpInfo op(std::string name, std::string overload = "") {
-  return OpInfo{.name = std::move(name), .overload = std::move(overload), .symbol = ""};
-}
-
-Recording recording_of(std::vector<OpInfo> ops, std::vector<gp_event> events) {
-  Recording recording;
-  recording.ops = std::move(ops);
-  recording.events = std::move(events);
-  recording.complete = true;
-  return recording;
-}
 
 OpRow row(std::string name, uint64_t calls, uint64_t total, uint64_t self, uint64_t unwound = 0) {
   OpRow r;

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -21,6 +20,8 @@
 
 #include "aggregator.h"
 #include "probe_events.h"
+#include "recordings.h"
+#include "test_files.h"
 
 namespace gpuprof {
 namespace {
@@ -30,33 +31,11 @@ using namespace ::gpuprof::test;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-fs::path golden_dir() {
-#ifdef GPUPROF_SOURCE_DIR
-  return fs::path(GPUPROF_SOURCE_DIR) / "tests" / "golden";
-#else
-  return fs::current_path() / "tests" / "golden";  // tests run from the repo root
-#endif
-}
-
 std::string read_golden(const std::string& name) {
   const fs::path path = golden_dir() / ("folded_" + name + ".txt");
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << "cannot read " << path;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-OpInfo op(std::string name, std::string overload = "") {
-  return OpInfo{.name = std::move(name), .overload = std::move(overload), .symbol = ""};
-}
-
-Recording recording_of(std::vector<OpInfo> ops, std::vector<gp_event> events) {
-  Recording recording;
-  recording.ops = std::move(ops);
-  recording.events = std::move(events);
-  recording.complete = true;
-  return recording;
+  std::string contents;
+  EXPECT_TRUE(read_file(path, &contents)) << "cannot read " << path;
+  return contents;
 }
 
 constexpr uint64_t us(uint64_t n) { return n * 1000; }

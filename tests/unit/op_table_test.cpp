@@ -12,23 +12,19 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_files.h"
 
 namespace gpuprof {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path golden_dir() {
-#ifdef GPUPROF_SOURCE_DIR
-  return fs::path(GPUPROF_SOURCE_DIR) / "tests" / "golden";
-#else
-  return fs::current_path() / "tests" / "golden";  // tests run from the repo root
-#endif
-}
+using test::golden_dir;
+using test::read_file;
 
 std::vector<std::string> golden_case_names() {
   std::vector<std::string> names;
@@ -41,15 +37,6 @@ std::vector<std::string> golden_case_names() {
   }
   std::sort(names.begin(), names.end());
   return names;
-}
-
-bool read_file(const fs::path& path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  *contents = buffer.str();
-  return true;
 }
 
 struct GoldenCase {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tensor_layout.h"
+#include "test_files.h"
 
 namespace gpuprof::test {
 
@@ -22,14 +23,6 @@ struct RealTensorWindow {
   std::vector<int64_t> sizes;  // as torch reports them; empty when undefined
   RawWindow window{};          // the first GP_RAW_WINDOW_WORDS words of the TensorImpl
 };
-
-inline std::filesystem::path test_data_dir() {
-#ifdef GPUPROF_SOURCE_DIR
-  return std::filesystem::path(GPUPROF_SOURCE_DIR) / "tests" / "data";
-#else
-  return std::filesystem::current_path() / "tests" / "data";  // tests run from the repo root
-#endif
-}
 
 inline std::filesystem::path real_tensor_windows_path() {
   return test_data_dir() / "tensorimpl_windows_torch1.13.txt";

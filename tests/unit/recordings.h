@@ -1,0 +1,26 @@
+// recordings.h: building Recordings (ops and probe events) for the unit tests.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "recording.h"
+
+namespace gpuprof::test {
+
+// An op table entry with no symbol.
+inline OpInfo op(std::string name, std::string overload = "") {
+  return OpInfo{.name = std::move(name), .overload = std::move(overload), .symbol = ""};
+}
+
+// A complete recording of these ops and events.
+inline Recording recording_of(std::vector<OpInfo> ops, std::vector<gp_event> events) {
+  Recording recording;
+  recording.ops = std::move(ops);
+  recording.events = std::move(events);
+  recording.complete = true;
+  return recording;
+}
+
+}  // namespace gpuprof::test
