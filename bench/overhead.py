@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gpuprof overhead benchmark: baseline vs torch.profiler vs gpuprof's two exit modes, side by side.
 
-    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--keep] [--json FILE]
+    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--sampling] [--keep] [--json FILE]
 
 Starts bench/overhead_target.py (with --python, default /usr/bin/python3, which
 has torch) and, in one process, times two workloads -- a small-op chain of
@@ -20,6 +20,18 @@ with profile_memory, and gpuprof (emulated exits) with --record-shapes and
 with --profile-memory (GPUPROF_VARIANTS holds every gpuprof variant's record
 arguments). Each feature's gpuprof variant is then compared with
 torch.profiler's same feature, and with plain gpuprof (what the feature adds).
+
+With --sampling, three more gpuprof variants join the rounds: `-F 99 --no-ops`
+and `-F 999 --no-ops` (CPU-clock samples of the target's threads, no op
+probes at all) and `--exit-mode emulated -F 99` (op probes + samples).
+Sampling costs per unit of time, not per op, so besides the per-op figure and
+the ratios against torch.profiler their overhead is printed as a % of the
+baseline step time (p10, with its interval and noise floor), with the cost
+per sample and whether -F 99 --no-ops is under 1% of the step time. Their
+sanity check: > 0 samples, 0 lost, every sample in `gpuprof report FILE
+--folded --metric samples`, and samples per second of the target's CPU time
+while attached (/proc/PID/task/*/schedstat) within 10% of HZ (--no-ops: 0
+events, no calls).
 
 Per-op overhead = (t_variant - t_baseline) / aten ops per step, with ops
 counted by torch.profiler (nested ops included), with a 90% interval from
@@ -50,6 +62,7 @@ no torch.
 import argparse
 import collections
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -73,8 +86,12 @@ GPUPROF_VARIANTS = {
     "gpuprof (ret exits)": ["--exit-mode", "ret"],
     "gpuprof (+shapes)": ["--exit-mode", "emulated", "--record-shapes"],
     "gpuprof (+memory)": ["--exit-mode", "emulated", "--profile-memory"],
+    # --sampling: CPU samples alone (no op probes at all), and with the op probes
+    "gpuprof (-F 99 --no-ops)": ["-F", "99", "--no-ops"],
+    "gpuprof (-F 999 --no-ops)": ["-F", "999", "--no-ops"],
+    "gpuprof (emulated exits, -F 99)": ["--exit-mode", "emulated", "-F", "99"],
 }
-GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY = GPUPROF_VARIANTS
+GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY, GP_F99, GP_F999, GP_EMU_F99 = GPUPROF_VARIANTS
 EXIT_MODES = {GP_EMU: "emulated", GP_RET: "ret"}  # the two exit modes: duration check, old --json files
 # torch.profiler variants (overhead_target.py holds their profile() arguments)
 TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes", "torch.profiler+memory"]
@@ -86,11 +103,17 @@ FEATURES = {  # feature: (gpuprof variant, torch.profiler variant)
     "memory": (GP_MEMORY, "torch.profiler+memory"),
 }
 SHAPES_MEMORY_VARIANTS = ["torch.profiler+memory", GP_SHAPES, GP_MEMORY]
+# --sampling: CPU sampling costs per unit of time, not per op: judged as a % of the step time
+SAMPLING_VARIANTS = [GP_F99, GP_F999, GP_EMU_F99]
+SAMPLING_GOAL_PCT = 1.0  # the goal for samples alone at 99 Hz: under 1% of the step time
 ALL_VARIANTS = ["baseline"] + TORCH_VARIANTS + list(GPUPROF_VARIANTS)  # the order of the tables
 
 TRACING_RE = re.compile(r"gpuprof: tracing (\d+) .*?: (\d+) ops, (\d+) entry \+ (\d+) exit probes .*\(attach ([\d.]+) ms\)"
                         r"(?:; exits (emulated|on ret) \((\d+) single-stepped\))?")
+# --no-ops (-F without op probes) prints this instead of the tracing line
+SAMPLING_RE = re.compile(r"gpuprof: sampling (\d+) \(.*?\) at (\d+) Hz on (\d+) CPUs, no op tracing")
 STOPPED_RE = re.compile(r"gpuprof: stopped \(([^)]*)\); detach ([\d.]+) ms; (\d+) events, (\d+) lost"
+                        r"(?:; (\d+) samples, (\d+) lost)?"  # the samples part: -F only
                         r"(?:; (\d+) memory events, (\d+) lost)?")  # the memory part: --profile-memory only
 # --record-shapes: printed once the layout is calibrated (a refusal reads "TensorImpl layout: cannot ...")
 LAYOUT_RE = re.compile(r"gpuprof: (TensorImpl layout: ndim @.*)")
@@ -173,7 +196,47 @@ def variant_of(session):
 
 
 def exit_mode(args):
+    if "--no-ops" in args:
+        return None  # no op probes, no exits
     return args[args.index("--exit-mode") + 1] if "--exit-mode" in args else "emulated"
+
+
+def sample_hz(args):
+    """The -F of a gpuprof variant's arguments, None without sampling."""
+    return int(args[args.index("-F") + 1]) if "-F" in args else None
+
+
+def task_cpu_ns(pid):
+    """CPU time (ns) of all threads of pid, from /proc/PID/task/*/schedstat (sum_exec_runtime,
+    which holds the time of the interrupts that hit the thread unless the kernel has
+    CONFIG_IRQ_TIME_ACCOUNTING); None if it cannot be read."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except FileNotFoundError:
+                pass  # a thread that has just exited
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def kernel_config(option):
+    """'y', 'not set' or None (config not readable) for a CONFIG_ option of the running kernel."""
+    for path, opener in (("/proc/config.gz", "gzip"), (f"/boot/config-{platform.release()}", None)):
+        try:
+            if opener:
+                text = gzip.open(path, "rt").read()
+            else:
+                with open(path) as f:
+                    text = f.read()
+        except OSError:
+            continue
+        m = re.search(rf"^{option}=(\w+)", text, re.M)
+        return m.group(1) if m else "not set"
+    return None
 
 
 class Gpuprof:
@@ -196,13 +259,22 @@ class Gpuprof:
     def wait_tracing(self, timeout=60):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            m = TRACING_RE.search(self._stderr())
-            if m:
+            text = self._stderr()
+            m = TRACING_RE.search(text)
+            s = SAMPLING_RE.search(text)  # --no-ops: samples only, no op probes, no attach time printed
+            if m or s:
                 self.attach_wall = (time.perf_counter() - self.t_start) * 1e3
-                self.attach = {"ops": int(m.group(2)), "entry": int(m.group(3)), "exit": int(m.group(4)),
-                               "attach_ms": float(m.group(5)), "attach_wall_ms": self.attach_wall,
-                               "exits": m.group(6) or "?",
-                               "single_stepped": int(m.group(7)) if m.group(7) else None}
+                if m:
+                    self.attach = {"ops": int(m.group(2)), "entry": int(m.group(3)), "exit": int(m.group(4)),
+                                   "attach_ms": float(m.group(5)), "attach_wall_ms": self.attach_wall,
+                                   "exits": m.group(6) or "?",
+                                   "single_stepped": int(m.group(7)) if m.group(7) else None}
+                else:
+                    self.attach = {"ops": 0, "entry": 0, "exit": 0, "attach_ms": None,
+                                   "attach_wall_ms": self.attach_wall, "exits": None, "single_stepped": None}
+                # -F: the sampled rate and CPUs are printed only by the --no-ops line
+                self.attach.update({"hz": sample_hz(self.args),
+                                    "sample_cpus": int(s.group(3)) if s else None})
                 return self.attach
             if self.p.poll() is not None:
                 die(f"gpuprof exited (rc {self.p.returncode}) before tracing:\n{self._stderr()}")
@@ -246,8 +318,10 @@ class Gpuprof:
                 "lost": int(m.group(4)), "detach_wall_ms": wall,
                 "cpu_s": (ru.ru_utime + ru.ru_stime) if ru else float("nan"),
                 # None where the variant does not record them
-                "mem_events": int(m.group(5)) if m.group(5) else None,
-                "mem_lost": int(m.group(6)) if m.group(6) else None,
+                "samples": int(m.group(5)) if m.group(5) else None,
+                "samples_lost": int(m.group(6)) if m.group(6) else None,
+                "mem_events": int(m.group(7)) if m.group(7) else None,
+                "mem_lost": int(m.group(8)) if m.group(8) else None,
                 "tensor_layout": layout.group(1) if layout else None,
                 "stderr": text}
 
@@ -289,6 +363,15 @@ def report_table(exe, path):
     """All rows of `gpuprof report FILE --row-limit -1`: {name: [self CPU us, CPU total us, calls]}."""
     return {r["Name"]: [parse_time(r["Self CPU"]), parse_time(r["CPU total"]), int(r["# of Calls"])]
             for r in report_rows(exe, path)}
+
+
+def folded_samples(exe, path):
+    """Samples in `gpuprof report FILE --folded --metric samples` (the sum of its counts)."""
+    r = subprocess.run([exe, "report", path, "--folded", "--metric", "samples"],
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        die(f"gpuprof report {path} --folded --metric samples failed:\n{r.stderr}")
+    return sum(int(line.rsplit(" ", 1)[1]) for line in r.stdout.splitlines() if line.strip())
 
 
 def shapeless_calls(exe, path):
@@ -491,6 +574,119 @@ def short(variant):
     return variant.removeprefix("gpuprof (").removesuffix(")")
 
 
+def sampling_overheads(phases, pooled, walls, variants, floor_ms):
+    """--sampling: each sampling variant's overhead per step as a % of the baseline step time
+    (p10 CPU time), with a 90% interval from the same resampled rounds as bootstrap()."""
+    def pct(pool, v, den="baseline"):
+        return (percentile(pool[v], QUANTILE) - percentile(pool[den], QUANTILE)) / \
+            percentile(pool["baseline"], QUANTILE) * 100
+
+    rng = random.Random(12345)  # the seed and draws of bootstrap(): the same resamples
+    rounds = range(len(phases["baseline"]))
+    boot = []
+    for _ in range(1000):
+        idx = rng.choices(rounds, k=len(rounds))
+        pool = {v: [x for i in idx for x in ph[i]] for v, ph in phases.items()}
+        boot.append({v: pct(pool, v) for v in variants} | {"_on_ops": pct(pool, GP_EMU_F99, GP_EMU)
+                                                           if GP_EMU_F99 in variants else None})
+    base = percentile(pooled["baseline"], QUANTILE)
+    means = {v: med([sum(ph) / len(ph) for ph in phases[v]]) for v in variants}
+    wall = {v: percentile([x for ph in walls[v] for x in ph], QUANTILE) for v in variants}
+    out = {"_base_ms": base, "_floor_pct": floor_ms / base * 100}
+    for v in [v for v in SAMPLING_VARIANTS if v in variants] + ([GP_EMU_F99] if GP_EMU_F99 in variants else []):
+        key, den = (v, "baseline") if v not in out else ("_on_ops", GP_EMU)  # the second: -F 99 on top of ops
+        lo, hi = interval([bt[key] for bt in boot])
+        out[key] = {"pct": pct(pooled, v, den), "lo": lo, "hi": hi,
+                    "mean_pct": (means[v] - means[den]) / means["baseline"] * 100,
+                    "wall_pct": (wall[v] - wall[den]) / wall["baseline"] * 100}
+    return out
+
+
+def sampling_ratio(est, boot, num, den, floor):
+    """A sampling variant's per-op overhead / torch.profiler's: the ratio with its interval when
+    the sampling overhead is resolved, else an upper bound."""
+    dlo = interval([bt[den] for bt in boot])[0]
+    nlo, nhi = interval([bt[num] for bt in boot])
+    if est[num] > floor and nlo > 0 or dlo <= 0:
+        return ratio(est, boot, num, den, floor, 3)
+    return (f"<= {max(nhi, floor) / dlo:.3f}x  (the {num} overhead, {est[num]:.3f} us/op [{nlo:.3f} - "
+            f"{nhi:.3f}], is not resolved in this run: noise floor {floor:.2f} us/op)")
+
+
+def samples_rate(s):
+    """Samples per second of the target's CPU time while gpuprof was attached, None if unknown."""
+    return s["samples"] / s["target_cpu_s"] if s.get("samples") is not None and s.get("target_cpu_s") else None
+
+
+SAMPLES_RATE_TOLERANCE = 0.10  # samples per target CPU-second within 10% of HZ (+ 3 samples of slack)
+
+
+def rate_ok(s):
+    hz, cpu = s.get("hz"), s.get("target_cpu_s")
+    if not hz or not cpu:
+        return True  # not measured (an old --json file, or /proc/PID/task/*/schedstat unreadable)
+    return abs(s["samples"] - hz * cpu) <= SAMPLES_RATE_TOLERANCE * hz * cpu + 3
+
+
+def print_sampling(info, step_pct, sessions, sampling):
+    """--sampling: overhead per step as a % of the baseline step time, the 99 Hz goal, samples/s."""
+    print(f"CPU sampling: overhead per step, % of the baseline step time (p{int(QUANTILE * 100)} CPU time; "
+          "sampling costs per unit of time, not per op) [90% interval, bootstrap over rounds]; "
+          "'~' = below the run's noise floor (not resolved)")
+    hdr = (f"  {'workload':<9} {'variant':<34} {'HZ':>4} {'baseline ms':>11} {'overhead %':>11} "
+           f"{'[90% interval]':>18} {'mean %':>8} {'wall p10 %':>10} {'us/sample':>9} {'floor %':>7}")
+    print(hdr)
+    for wl, sp in step_pct.items():
+        rows = [(v, v, "baseline") for v in sampling]
+        if "_on_ops" in sp:
+            rows.append(("_on_ops", f"{GP_EMU_F99} - {short(GP_EMU)}", GP_EMU))
+        for i, (key, label, den) in enumerate(rows):
+            r = sp[key]
+            hz = sample_hz(GPUPROF_VARIANTS[key if key != "_on_ops" else GP_EMU_F99])
+            mark = "~" if r["pct"] <= sp["_floor_pct"] or r["lo"] <= 0 else ""
+            # the cost of one sample: % of a step / samples per step (HZ x step time)
+            per_sample = r["pct"] * 1e4 / hz
+            print(f"  {wl if i == 0 else '':<9} {label:<34} {hz:>4} {sp['_base_ms']:11.3f} "
+                  f"{mark + format(r['pct'], '+.3f'):>11} [{r['lo']:+.3f} - {r['hi']:+.3f}] "
+                  f"{r['mean_pct']:+8.3f} {r['wall_pct']:+10.3f} {per_sample:9.2f} {sp['_floor_pct']:7.3f}")
+    print(f"  (overhead % = (p{int(QUANTILE * 100)} variant - p{int(QUANTILE * 100)} baseline) / "
+          f"p{int(QUANTILE * 100)} baseline; '{GP_EMU_F99} - {short(GP_EMU)}' = what -F 99 adds to the op "
+          "probes, over the baseline step; mean % from the median over rounds of the phase means; wall p10 % "
+          "from wall time (information); us/sample = overhead % x step time / (HZ x step time); floor % = "
+          "the run's noise floor as a % of the step)")
+    irq = kernel_config("CONFIG_IRQ_TIME_ACCOUNTING")
+    print("  the sampling interrupt runs in hardirq context: the target's CPU time holds it only without "
+          f"CONFIG_IRQ_TIME_ACCOUNTING (this kernel: {irq or 'config not readable'}"
+          + ("; the CPU-time figures above MISS the interrupt's cost, see wall p10 %" if irq == "y" else "")
+          + ")")
+    if GP_F99 in sampling:
+        for wl, sp in step_pct.items():
+            r = sp[GP_F99]
+            goal = SAMPLING_GOAL_PCT
+            if r["hi"] < goal:
+                verdict = f"yes: under {goal:g}% (the whole 90% interval is below {goal:g}%)"
+            elif r["lo"] > goal:
+                verdict = f"NO: above {goal:g}% (the whole 90% interval is above {goal:g}%)"
+            else:
+                verdict = (f"not resolved: the 90% interval straddles {goal:g}%"
+                           + (f" (noise floor {sp['_floor_pct']:.2f}% of the step: rerun when the machine is "
+                              "quiet)" if sp["_floor_pct"] >= goal else ""))
+            print(f"  {wl:<9} -F 99 --no-ops under {goal:g}% of the step time? {r['pct']:+.3f}% "
+                  f"[{r['lo']:+.3f} - {r['hi']:+.3f}]: {verdict}")
+    print("  samples per second of the target's CPU time while attached (should be ~HZ: one CPU-clock "
+          "event per CPU at HZ, the target's samples kept; median [min - max] over the recordings):")
+    for wl in info["workloads"]:
+        for v in sampling:
+            rates = [samples_rate(s) for s in sessions if s["workload"] == wl and variant_of(s) == v
+                     and s.get("purpose", "overhead") == "overhead"]
+            rates = [x for x in rates if x is not None]
+            hz = sample_hz(GPUPROF_VARIANTS[v])
+            text = (f"{med(rates):7.1f} [{min(rates):.1f} - {max(rates):.1f}] /s = {med(rates) / hz:.3f} x HZ"
+                    if rates else "not measured")
+            print(f"    {wl:<9} {v:<34} {text}")
+    print()
+
+
 def report(info, sessions, rounds, small_steps, resnet_steps):
     """Prints the tables; returns False if a recording does not match the op counts (or misses
     what its feature records), or the two exit modes' durations disagree."""
@@ -498,6 +694,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     variants = [v for v in ALL_VARIANTS if v in next(iter(info["workloads"].values()))["cpu"]]
     gp_variants = [v for v in variants if v in GPUPROF_VARIANTS]
     features = {f: pair for f, pair in FEATURES.items() if all(v in variants for v in pair)}
+    sampling = [v for v in SAMPLING_VARIANTS if v in variants]
+    vw = max([24] + [len(v) for v in variants])  # the variant column (24 without --sampling)
     print(f"torch {info['torch']}, torchvision {info['torchvision']}, "
           f"torch.set_num_threads({info['threads']}); grad disabled (forward only)")
     print(f"{rounds} rounds; each round runs every variant once per workload (order rotated per round); "
@@ -510,6 +708,11 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
               "(reads the sizes of every op's tensor arguments at op entry), against torch.profiler+shapes "
               f"(record_shapes=True); {GP_MEMORY} = `... {' '.join(GPUPROF_VARIANTS[GP_MEMORY])}` (entry probes "
               "on libc10's allocator accounting), against torch.profiler+memory (profile_memory=True)")
+    if sampling:
+        print("with --sampling: " + "; ".join(f"{v} = `gpuprof record -p PID {' '.join(GPUPROF_VARIANTS[v])}`"
+                                               for v in sampling)
+              + " (one CPU-clock perf event per CPU at HZ, a BPF program keeps the target's samples; "
+              "--no-ops: no op probes at all)")
     print("time per step = CPU time of the target process (user + system, uprobe traps included); "
           f"'p{int(QUANTILE * 100)}' = {int(QUANTILE * 100)}th percentile of all steps of a variant "
           "(robust to other load on the machine), 'mean' = median over rounds of each phase's mean")
@@ -517,12 +720,13 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
           "included); [90% interval, bootstrap over rounds]; '~' = below the run's noise floor (not resolved)")
     print()
 
-    hdr = (f"{'workload':<9} {'variant':<24} {'ops/step':>8} {'p' + str(int(QUANTILE * 100)) + ' ms/step':>12} "
+    hdr = (f"{'workload':<9} {'variant':<{vw}} {'ops/step':>8} {'p' + str(int(QUANTILE * 100)) + ' ms/step':>12} "
            f"{'overhead us/op':>15} {'[90% interval]':>17}  {'mean ms/step':>12} {'overhead us/op':>14}  "
            f"{'wall ms/step':>12}")
     print(hdr)
     print("-" * len(hdr))
     summary = {}
+    step_pct = {}  # --sampling: workload -> the per-step figures of sampling_overheads
     info["_ret_minus_emu"] = {}
     for wl, w in info["workloads"].items():
         ops = w["ops_per_step"]
@@ -546,9 +750,11 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
                 if est[v] <= floor or lo <= 0:
                     o = "~" + o
                 mo = f"{(means[v] - means['baseline']) * 1e3 / ops:.2f}"
-            print(f"{wl:<9} {v:<24} {ops:>8} {q:12.3f} {o:>15} {r:>17}  {means[v]:12.3f} {mo:>14}  "
+            print(f"{wl:<9} {v:<{vw}} {ops:>8} {q:12.3f} {o:>15} {r:>17}  {means[v]:12.3f} {mo:>14}  "
                   f"{walls[v]:12.3f}")
         summary[wl] = (est, boot, floor)
+        if sampling:
+            step_pct[wl] = sampling_overheads(phases, pooled, w["wall"], variants, floor * ops / 1e3)
         info["_ret_minus_emu"][wl] = est[GP_RET] - est[GP_EMU]
         print()
 
@@ -558,12 +764,18 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     # plain gpuprof (emulated exits, what the feature adds to)
     pairs = [(g, t) for g in EXIT_MODES for t in ("torch.profiler", "torch.profiler+shapes")] + [(GP_RET, GP_EMU)]
     pairs += [pair for g, t in features.values() for pair in ((g, t), (g, GP_EMU))]
+    # --sampling: every sampling variant against torch.profiler, and ops + samples against ops alone
+    pairs += [(g, "torch.profiler") for g in sampling] + [(g, GP_EMU) for g in sampling if g == GP_EMU_F99]
     for wl, (est, boot, floor) in summary.items():
         for i, (num, den) in enumerate(pairs):
             label = f"{num} / {den}"
             # a feature against plain gpuprof is near 1: one decimal would hide it
             digits = 2 if num in GPUPROF_VARIANTS and den in GPUPROF_VARIANTS and num != GP_RET else 1
-            print(f"  {wl if i == 0 else '':<9} {label:<48} {ratio(est, boot, num, den, floor, digits)}")
+            if num in sampling and den == "torch.profiler":
+                text = sampling_ratio(est, boot, num, den, floor)
+            else:
+                text = ratio(est, boot, num, den, floor, digits)
+            print(f"  {wl if i == 0 else '':<9} {label:<48} {text}")
     print()
 
     if features:
@@ -580,12 +792,15 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
                 print(f"  {wl if i == 0 else '':<9} {f:<7} " + "   ".join(cells))
         print()
 
+    if sampling:
+        print_sampling(info, step_pct, sessions, sampling)
+
     print("gpuprof's own process (BPF ring-buffer reader, runs beside the target) during the gpuprof phases:")
     for wl, w in info["workloads"].items():
         for v in gp_variants:
             steps = sum(len(ph) for ph in w["cpu"][v])
             helper = sum(w["helper"][v])
-            print(f"  {wl:<9} {v:<24} {helper * 1e6 / (steps * w['ops_per_step']):6.2f} us CPU per op "
+            print(f"  {wl:<9} {v:<{vw}} {helper * 1e6 / (steps * w['ops_per_step']):6.2f} us CPU per op "
                   f"({helper:.2f} s over {steps} steps; /proc tick resolution 10 ms)")
     print()
 
@@ -612,17 +827,22 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         ss = [s for s in sessions if variant_of(s) == v]
         if not ss:
             continue
-        att = [s["attach_ms"] for s in ss]
+        att = [s["attach_ms"] for s in ss if s["attach_ms"] is not None]  # --no-ops prints none
         det = [s["detach_ms"] for s in ss]
         attw = [s["attach_wall_ms"] for s in ss]
         detw = [s["detach_wall_ms"] for s in ss]
         s0 = ss[0]
         steps = sorted({s["single_stepped"] for s in ss}, key=str)
-        print(f"  {' '.join(GPUPROF_VARIANTS[v])}: {len(ss)} attaches; {s0['ops']} ops, {s0['entry']} entry + "
-              f"{s0['exit']} exit probes; exits {s0['exits']} ({'/'.join(map(str, steps))} single-stepped)")
-        print(f"    attach (as gpuprof reports it):          median {med(att):7.1f} ms   max {max(att):7.1f} ms")
+        if "--no-ops" in GPUPROF_VARIANTS[v]:
+            print(f"  {' '.join(GPUPROF_VARIANTS[v])}: {len(ss)} attaches; no op probes; samples at "
+                  f"{s0.get('hz')} Hz on {s0.get('sample_cpus')} CPUs")
+        else:
+            print(f"  {' '.join(GPUPROF_VARIANTS[v])}: {len(ss)} attaches; {s0['ops']} ops, {s0['entry']} entry + "
+                  f"{s0['exit']} exit probes; exits {s0['exits']} ({'/'.join(map(str, steps))} single-stepped)")
+        if att:
+            print(f"    attach (as gpuprof reports it):          median {med(att):7.1f} ms   max {max(att):7.1f} ms")
         print(f"    detach (as gpuprof reports it):          median {med(det):7.1f} ms   max {max(det):7.1f} ms")
-        print(f"    launch -> tracing (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
+        print(f"    launch -> {'sampling' if not att else 'tracing'} (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
         print(f"    SIGINT -> exit (detach + write record):  median {med(detw):7.1f} ms   max {max(detw):7.1f} ms")
         waits = [s["steady_wait_ms"] for s in ss if s.get("steady_wait_ms") is not None]
         if waits:
@@ -633,7 +853,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     print()
 
     print("gpuprof recordings (sanity check: did gpuprof see every op?):")
-    print(f"  {'workload':<10} {'variant':<14} {'round':>5} {'steps':>6} {'events':>9} {'lost':>5} {'calls/step':>10} "
+    sw = max([14] + [len(short(v)) for v in gp_variants])  # 14 without --sampling
+    print(f"  {'workload':<10} {'variant':<{sw}} {'round':>5} {'steps':>6} {'events':>9} {'lost':>5} {'calls/step':>10} "
           f"{'rows/step':>9} {'torch.profiler':>15} {'gpuprof CPU s':>14}")
     ok = True
 
@@ -648,6 +869,15 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
             # calls go without shapes only between the end of BPF's raw-window budget and the
             # layout's arrival, which the harness waits for before the timed steps
             out.append(f"{s['shapeless_calls']} calls without shapes: more than the warm-up's")
+        if "-F" in args and s.get("samples") is None:
+            out.append("no samples in the stop line")
+        elif "-F" in args:
+            if s["samples"] == 0 or s["samples_lost"] != 0:
+                out.append(f"{s['samples']} samples, {s['samples_lost']} lost")
+            if not rate_ok(s):
+                out.append(f"{samples_rate(s):.1f} samples per target CPU-s, not ~{s['hz']} Hz")
+            if s.get("folded_samples") is not None and s["folded_samples"] != s["samples"]:
+                out.append(f"report --folded --metric samples holds {s['folded_samples']} of {s['samples']} samples")
         if "--profile-memory" in args and s.get("mem_events") is None:
             out.append("no memory events in the stop line")
         elif "--profile-memory" in args and (s["mem_events"] == 0 or s["mem_lost"] != 0):
@@ -657,6 +887,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
     def good(s):
         w = info["workloads"][s["workload"]]
         calls, rows = w["ops_per_step"], w.get("table_ops_per_step", w["ops_per_step"])
+        if "--no-ops" in GPUPROF_VARIANTS[variant_of(s)]:
+            calls = rows = 0  # no op probes: no events, no calls in the report
         return (s["events"] == 2 * calls * s["steps"] and s["calls"] == rows * s["steps"] and s["lost"] == 0
                 and not feature_problems(s))
 
@@ -671,11 +903,19 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
             flag += f"  ({s['single_stepped']} exits single-stepped)"
         ok = ok and not flag
         note = "; ".join(feature_problems(s))
+        if "--no-ops" in GPUPROF_VARIANTS[variant_of(s)]:
+            calls = rows = 0
+        if not note and s.get("samples") is not None:
+            rate = samples_rate(s)
+            note = (f"{s['samples']} samples, 0 lost, "
+                    + (f"{rate:.1f} per target CPU-s ({s['target_cpu_s']:.2f} s) at {s['hz']} Hz"
+                       if rate is not None else "samples/s not measured")
+                    + (f"; {s['folded_samples']} in report --folded" if s.get("folded_samples") is not None else ""))
         if not note and s.get("mem_events") is not None:
             note = f"{s['mem_events'] / s['steps']:.1f} memory events/step, 0 lost"
         if not note and s.get("tensor_layout"):
             note = f"TensorImpl layout calibrated; {s['shapeless_calls']} calls without shapes, in the warm-up"
-        print(f"  {s['workload']:<10} {short(variant_of(s)):<14} {s['round']:>5} {s['steps']:>6} {s['events']:>9} "
+        print(f"  {s['workload']:<10} {short(variant_of(s)):<{sw}} {s['round']:>5} {s['steps']:>6} {s['events']:>9} "
               f"{s['lost']:>5} {s['events'] / 2 / s['steps']:10.2f} {per:9.2f} {f'{calls} / {rows}':>15} "
               f"{s['cpu_s']:14.2f}{flag}" + (f"  ({note})" if note else ""))
     print("  (calls/step = events / 2 / steps attached, events = entries + exits: every dispatcher call; "
@@ -684,8 +924,11 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
           "resnet18's mean); torch.profiler = calls / table calls per step"
           + (f"; +shapes: the TensorImpl layout must be calibrated; +memory: > 0 memory events, 0 lost, "
              f"and the report's {MEMORY_ROW} row (memory events outside any op) is not counted; calls "
-             "without shapes: '?' in `gpuprof report FILE --group-by-input-shape`)"
-             if features else ")"))
+             "without shapes: '?' in `gpuprof report FILE --group-by-input-shape`"
+             if features else "")
+          + (f"; -F: > 0 samples, 0 lost, samples per second of the target's CPU time while attached "
+             f"within {SAMPLES_RATE_TOLERANCE:.0%} (+ 3 samples) of HZ, and every sample in `gpuprof report FILE "
+             "--folded --metric samples`; --no-ops: 0 events and no calls" if sampling else "") + ")")
     dur = [s for s in sessions if s.get("purpose") == "duration"]
     if dur:
         bad = [s for s in dur if not good(s) or (s["mode"] == "emulated" and s.get("single_stepped"))]
@@ -715,6 +958,10 @@ def main():
     ap.add_argument("--shapes-memory", action="store_true",
                     help="also time torch.profiler+memory, gpuprof (+shapes) and gpuprof (+memory) "
                          "(record --record-shapes / --profile-memory); the rounds take 8/5 as long")
+    ap.add_argument("--sampling", action="store_true",
+                    help="also time CPU sampling: gpuprof (-F 99 --no-ops), gpuprof (-F 999 --no-ops) (samples "
+                         "only, no op probes) and gpuprof (emulated exits, -F 99) (ops + samples); their "
+                         "overhead is also given as a %% of the baseline step time")
     ap.add_argument("--keep", action="store_true", help="keep the gpuprof recordings and logs")
     ap.add_argument("--json", metavar="FILE", help="also write the raw per-step times and gpuprof sessions as JSON")
     ap.add_argument("--from-json", metavar="FILE", help="print the tables of a run saved with --json, run nothing")
@@ -748,7 +995,8 @@ def main():
           f"nproc {os.cpu_count()}; virtualisation: {virt()}")
     sys.stdout.flush()
 
-    variants = VARIANTS + (SHAPES_MEMORY_VARIANTS if a.shapes_memory else [])
+    variants = VARIANTS + (SHAPES_MEMORY_VARIANTS if a.shapes_memory else []) + \
+        (SAMPLING_VARIANTS if a.sampling else [])
     target = Target(a.python, ["--rounds", str(a.rounds), "--small-links", str(a.small_links),
                                "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
                                "--duration-recordings", str(a.duration_recordings), "--threads", "1"]
@@ -772,6 +1020,9 @@ def main():
             g = Gpuprof(a.gpuprof, pid, args, os.path.join(workdir, f"{tag}.gpuprof"),
                         os.path.join(workdir, f"{tag}.stderr"))
             att = g.wait_tracing()
+            # the target's CPU time while it can be sampled: it is blocked on stdin until GO
+            # and from DETACH on, so this is the time of its steps (warm-up included)
+            cpu0 = task_cpu_ns(pid)
             target.send(f"GO {g.p.pid}")
             kind, arg = target.recv()
             steady_ms = None
@@ -782,6 +1033,7 @@ def main():
             if kind != "DETACH":
                 die(f"expected DETACH from workload, got {kind}")
             steps = int(arg)
+            cpu1 = task_cpu_ns(pid)
             det = g.stop()
             target.send("DETACHED")
             table = report_table(a.gpuprof, g.out)
@@ -792,6 +1044,8 @@ def main():
                              "steady_wait_ms": steady_ms,
                              "shapeless_calls": shapeless_calls(a.gpuprof, g.out)
                              if "--record-shapes" in args else None,
+                             "target_cpu_s": (cpu1 - cpu0) / 1e9 if None not in (cpu0, cpu1) else None,
+                             "folded_samples": folded_samples(a.gpuprof, g.out) if "-F" in args else None,
                              **att, **det})
         elif kind == "RESULT":
             info = json.loads(arg)

@@ -20,7 +20,7 @@ start with "@@" are protocol; everything else is ignored by the harness):
 
   target -> harness  @@READY <pid>
   target -> harness  @@ATTACH <workload> <round> <overhead|duration> <variant>   harness starts gpuprof ...
-  harness -> target  GO <gpuprof pid>                 ... once it prints "tracing"
+  harness -> target  GO <gpuprof pid>                 ... once it prints "tracing" ("sampling" with --no-ops)
   target -> harness  @@WARM                           warm-up steps done (overhead phases only)
   harness -> target  TIME                             once the variant is in its steady state
   target -> harness  @@DETACH <steps run while attached>

@@ -162,7 +162,21 @@ struct gp_mem_event {
 	__s8 device_index;     /* 39 */
 };
 
+/*
+ * CPU samples (record -F HZ), from bpf/cpu_sampler.bpf.c, their own ring
+ * buffer: perf-event CPU-clock samples of the target's threads.
+ */
+struct gp_cpu_sample {
+	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
+	__u64 user_ip;   /*  8: the thread's user-space instruction pointer */
+	__u32 tid;       /* 16 */
+	__u32 pid;       /* 20 */
+	__u32 in_kernel; /* 24: 1 when the sample interrupted the thread in the kernel */
+	__u32 pad;       /* 28 */
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(struct gp_cpu_sample) == 32, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
 static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
 #else

@@ -62,6 +62,8 @@ class Frames {
     return intern("<unknown op " + std::to_string(op_id) + ">");
   }
   const std::vector<std::string>& names() const { return names_; }
+  // A frame that is not an op (a sample's native leaf, "[kernel]").
+  uint32_t named(std::string_view name) { return intern(name); }
 
  private:
   static constexpr uint32_t kUnset = std::numeric_limits<uint32_t>::max();
@@ -84,9 +86,8 @@ class Frames {
 
 std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error) {
   if (name == "self_cpu_time") return FoldedMetric::kSelfCpuTime;
-  if (name == "samples") {
-    *error = "--metric samples: this build does not record stack samples yet; use --metric self_cpu_time";
-  } else if (name == "self_cuda_time") {
+  if (name == "samples") return FoldedMetric::kSamples;
+  if (name == "self_cuda_time") {
     *error = "--metric self_cuda_time: this build does not record CUDA kernel times yet; use --metric "
              "self_cpu_time";
   } else {
@@ -110,7 +111,6 @@ std::string folded_frame_name(std::string_view name) {
 }
 
 FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
-  (void)metric;  // self_cpu_time is the only one so far
   const Timeline timeline = build_timeline(recording.events);
   const CallTree tree = build_call_tree(timeline);
   const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
@@ -137,6 +137,60 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
   }
 
   FoldedStacks out;
+  if (metric == FoldedMetric::kSamples) {
+    // Each sample under the innermost call running on its thread at its
+    // time (the same sweep as memory attribution), then its native leaf,
+    // then "[kernel]" when it interrupted the thread in the kernel.
+    std::unordered_map<uint32_t, const std::vector<size_t>*> calls_of_tid;
+    for (const std::vector<size_t>& ids : tree.threads)
+      if (!ids.empty()) calls_of_tid[calls[ids.front()].tid] = &ids;
+    std::vector<size_t> order(recording.samples.size());
+    for (size_t i = 0; i < order.size(); i++) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const CpuSample& x = recording.samples[a];
+      const CpuSample& y = recording.samples[b];
+      return x.tid != y.tid ? x.tid < y.tid : x.ts_ns < y.ts_ns;
+    });
+    std::unordered_map<uint32_t, uint64_t> count_of_node;
+    const uint32_t kernel = frames.named("[kernel]");
+    size_t at = 0;
+    while (at < order.size()) {
+      const uint32_t tid = recording.samples[order[at]].tid;
+      auto it = calls_of_tid.find(tid);
+      const std::vector<size_t>* ids = it == calls_of_tid.end() ? nullptr : it->second;
+      std::vector<size_t> open;  // calls holding the sweep point, innermost last
+      size_t next_call = 0;
+      for (; at < order.size() && recording.samples[order[at]].tid == tid; at++) {
+        const CpuSample& sample = recording.samples[order[at]];
+        while (ids && next_call < ids->size() && calls[(*ids)[next_call]].start_ns <= sample.ts_ns) {
+          const size_t id = (*ids)[next_call++];
+          while (!open.empty() && (calls[open.back()].end_ns < calls[id].start_ns ||
+                                   calls[open.back()].depth >= calls[id].depth))
+            open.pop_back();
+          open.push_back(id);
+        }
+        while (!open.empty() && calls[open.back()].end_ns < sample.ts_ns) open.pop_back();
+        uint32_t node = open.empty() ? 0 : node_of[folded_into[open.back()]];
+        if (node == kUnplaced) node = 0;
+        const std::string& leaf = sample.frame_id < recording.sample_frames.size()
+                                      ? recording.sample_frames[sample.frame_id]
+                                      : std::string("[unknown]");
+        node = trie.child(node, frames.named(leaf));
+        if (sample.in_kernel) node = trie.child(node, kernel);
+        ++count_of_node[node];
+      }
+    }
+    for (const auto& [node, count] : count_of_node) {
+      out.stacks.push_back({trie.path(node, frames.names()), count});
+      out.samples_total += count;
+    }
+    std::sort(out.stacks.begin(), out.stacks.end(),
+              [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });
+    out.calls_unwound = timeline.calls_unwound;
+    out.exits_without_entry = timeline.exits_without_entry;
+    out.calls_open_at_end = timeline.calls_open_at_end;
+    return out;
+  }
   std::vector<uint64_t> self_ns(trie.size(), 0);
   for (size_t i = 0; i < calls.size(); i++) {
     self_ns[node_of[folded_into[i]]] += calls[i].self_ns;

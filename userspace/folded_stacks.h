@@ -12,7 +12,12 @@
 // frame is a row of the table. Python frames (above the ops) and native
 // frames (below them) are for later; they will slot in around this path.
 //
-// The one metric so far, self_cpu_time, is torch's export_stacks(path,
+// samples (record -F HZ): each CPU sample is one count on the op path of the
+// innermost op running on its thread at that moment (the same fold), then
+// its native leaf function, then "[kernel]" when the sample interrupted the
+// thread in the kernel. Python frames are for later.
+//
+// self_cpu_time is torch's export_stacks(path,
 // "self_cpu_time_total"): a call's self time, summed per stack. Sums are kept
 // in nanoseconds per stack and turned into integer microseconds (truncated,
 // as torch's int()) only at the end, so no call's sub-microsecond part is
@@ -33,11 +38,13 @@ namespace gpuprof {
 
 enum class FoldedMetric {
   kSelfCpuTime,  // self CPU time of ops, integer microseconds
+  kSamples,      // CPU samples (record -F HZ): op path, then the native leaf
 };
 
-// Parses a --metric value. samples and self_cuda_time are metrics of the
-// format that this build cannot fill yet: refused, like unknown names, with a
-// one-line reason in *error.
+// Parses a --metric value. self_cuda_time is a metric of the format that
+// this build cannot fill yet: refused, like unknown names, with a one-line
+// reason in *error. samples needs a recording made with -F (the caller
+// checks).
 std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error);
 
 struct FoldedStack {
@@ -53,6 +60,7 @@ struct FoldedStacks {
   // the stacks left out).
   uint64_t self_ns_total = 0;
   uint64_t stacks_below_1us = 0;  // distinct stacks left out: their sum is under 1 us
+  uint64_t samples_total = 0;     // kSamples: the samples counted (all of them)
   // The timeline's honesty counters, as the table reports them.
   uint64_t calls_unwound = 0;
   uint64_t exits_without_entry = 0;

@@ -21,6 +21,8 @@ static_assert(std::endian::native == std::endian::little,
 static_assert(sizeof(gp_event) == 32);
 static_assert(sizeof(gp_mem_event) == 40);
 static_assert(kRecordEventsChunkBytes % sizeof(gp_event) == 0);
+static_assert(kRecordSamplesChunkBytes % kRecordSampleBytes == 0 &&
+              kRecordSamplesChunkBytes <= (64u << 10));
 
 namespace {
 
@@ -51,15 +53,15 @@ void seal_chunk(std::vector<uint8_t>& chunk, uint32_t type) {
 std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHeaderSize, 0); }
 
 const char* type_name(uint32_t type) {
-  static const char* const names[] = {"",       "PROCESS",      "CLOCK",     "OP_TABLE",
-                                      "EVENTS", "STATS",        "END",       "OPTIONS",
-                                      "SHAPES", "ENTRY_SHAPES", "MEM_EVENTS"};
-  return type >= 1 && type <= 10 ? names[type] : "unknown type";
+  static const char* const names[] = {
+      "",       "PROCESS",      "CLOCK",      "OP_TABLE",      "EVENTS",  "STATS", "END",
+      "OPTIONS", "SHAPES",      "ENTRY_SHAPES", "MEM_EVENTS", "SAMPLE_FRAMES", "SAMPLES"};
+  return type >= 1 && type <= 12 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 10u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 12u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -141,6 +143,7 @@ void stats_fields(IO& io, S& s, uint32_t version) {
     io.u64(s.mem_events_lost);
     io.u64(s.shapes_unknown);
     io.str(s.tensor_layout);
+    io.u64(s.samples_lost);
   }
 }
 // Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
@@ -155,7 +158,17 @@ std::string op_problem(const OpInfo& op, size_t i) {
 }
 
 uint32_t option_flags(const RecordOptions& o) {
-  return (o.shapes ? kRecordOptionShapes : 0) | (o.memory ? kRecordOptionMemory : 0);
+  return (o.shapes ? kRecordOptionShapes : 0) | (o.memory ? kRecordOptionMemory : 0) |
+         (o.sample_hz > 0 ? kRecordOptionSampled : 0) | (o.ops ? 0 : kRecordOptionNoOps);
+}
+
+// One sample as stored in a SAMPLES chunk (kRecordSampleBytes).
+void encode_sample(const CpuSample& s, uint8_t* out) {
+  const uint32_t flags = s.in_kernel ? kRecordSampleInKernel : 0;
+  std::memcpy(out, &s.ts_ns, 8);
+  std::memcpy(out + 8, &s.tid, 4);
+  std::memcpy(out + 12, &s.frame_id, 4);
+  std::memcpy(out + 16, &flags, 4);
 }
 
 // One SHAPES definition: u32 nargs, then {i32 ndim (-1: unknown), sizes}.
@@ -311,6 +324,45 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
   return "";
 }
 
+// Decodes a SAMPLE_FRAMES payload into rec.sample_frames.
+std::string read_sample_frames(Decoder& d, Recording& rec) {
+  uint32_t first_id, count;
+  d.u32(first_id);
+  d.u32(count);
+  if (!d.ok) return "payload too short";
+  if (first_id != rec.sample_frames.size())
+    return "first_id " + std::to_string(first_id) + ", but " +
+           std::to_string(rec.sample_frames.size()) + " frames are defined";
+  if (count > d.left() / 4)  // each name takes at least its u32 length
+    return "frame count " + std::to_string(count) + " does not fit the payload";
+  if (count > UINT32_MAX - first_id) return "frame count " + std::to_string(count) + " overflows";
+  for (uint32_t i = 0; i < count && d.ok; ++i) d.str(rec.sample_frames.emplace_back());
+  return "";
+}
+
+// Checks and appends a SAMPLES payload to rec.samples.
+std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
+  if (payload.size() % kRecordSampleBytes != 0)
+    return not_whole(payload.size(), kRecordSampleBytes, "samples");
+  const size_t n = payload.size() / kRecordSampleBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = payload.data() + i * kRecordSampleBytes;
+    const uint32_t flags = get<uint32_t>(p + 16);
+    CpuSample s{get<uint64_t>(p), get<uint32_t>(p + 8), get<uint32_t>(p + 12),
+                (flags & kRecordSampleInKernel) != 0};
+    if (s.frame_id >= rec.sample_frames.size())
+      return "sample " + std::to_string(i) + " has frame_id " + std::to_string(s.frame_id) +
+             ", but " + std::to_string(rec.sample_frames.size()) + " frames are defined";
+    if ((flags & ~kRecordSampleInKernel) != 0) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%x", flags & ~kRecordSampleInKernel);
+      return "sample " + std::to_string(i) + " has unknown flags " + hex;
+    }
+    rec.samples.push_back(s);
+  }
+  return "";
+}
+
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
@@ -320,7 +372,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
   const std::string name = type_name(type);
   auto first = [](bool& flag) { return !std::exchange(flag, true); };
   const bool data = t == ChunkType::EVENTS || t == ChunkType::SHAPES ||
-                    t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS;
+                    t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS ||
+                    t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLES;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -328,6 +381,10 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     return name + " chunk in a recording without the shapes option";
   if (t == ChunkType::MEM_EVENTS && !rec.options.memory)
     return name + " chunk in a recording without the memory option";
+  if ((t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLES) && rec.options.sample_hz == 0)
+    return name + " chunk in a recording without CPU sampling (sample_hz 0)";
+  if (t == ChunkType::EVENTS && !rec.options.ops)
+    return name + " chunk in a recording without ops (the no-ops option)";
   Decoder d{payload};
   switch (t) {
     case ChunkType::PROCESS:
@@ -356,7 +413,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!first(seen.options)) return "duplicate OPTIONS chunk";
       uint32_t flags;
       d.u32(flags);
-      const uint32_t known = kRecordOptionShapes | kRecordOptionMemory;
+      const uint32_t known =
+          kRecordOptionShapes | kRecordOptionMemory | kRecordOptionSampled | kRecordOptionNoOps;
       if (d.ok && (flags & ~known) != 0) {
         char hex[16];
         std::snprintf(hex, sizeof hex, "0x%x", flags & ~known);
@@ -364,6 +422,11 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       }
       rec.options.shapes = (flags & kRecordOptionShapes) != 0;
       rec.options.memory = (flags & kRecordOptionMemory) != 0;
+      rec.options.ops = (flags & kRecordOptionNoOps) == 0;
+      if (d.ok && (flags & kRecordOptionSampled) != 0) {
+        d.u32(rec.options.sample_hz);
+        if (d.ok && rec.options.sample_hz == 0) return "sampled option with sample_hz 0";
+      }
       break;
     }
     case ChunkType::EVENTS: {
@@ -401,6 +464,11 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
                  std::to_string(rec.mem_events[i].kind);
       return "";
     }
+    case ChunkType::SAMPLE_FRAMES:
+      if (std::string problem = read_sample_frames(d, rec); !problem.empty()) return problem;
+      break;
+    case ChunkType::SAMPLES:
+      return read_samples(payload, rec);
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
@@ -473,6 +541,8 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
       return fail(where + at + "checksum mismatch");
     if (type == static_cast<uint32_t>(ChunkType::EVENTS) && rec.events.capacity() == 0)
       rec.events.reserve(static_cast<size_t>((size - off) / sizeof(gp_event)));  // <= the file
+    if (type == static_cast<uint32_t>(ChunkType::SAMPLES) && rec.samples.capacity() == 0)
+      rec.samples.reserve(static_cast<size_t>((size - off) / kRecordSampleBytes));  // 1.2 x file
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + type_name(type) + ")" + at + problem);
     off += kRecordChunkHeaderSize + len;
@@ -516,6 +586,8 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 namespace {
 // The room for a SHAPES chunk header and its u32 count.
 constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
+// The room for a SAMPLE_FRAMES chunk header, its u32 first_id and u32 count.
+constexpr size_t kFramesPrefix = kRecordChunkHeaderSize + 8;
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
@@ -527,7 +599,9 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_(chunk_buffer()),
       pending_shapes_(kShapesPrefix, 0),
       pending_entries_(chunk_buffer()),
-      pending_mem_(chunk_buffer()) {}
+      pending_mem_(chunk_buffer()),
+      pending_frames_(kFramesPrefix, 0),
+      pending_samples_(chunk_buffer()) {}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -589,6 +663,7 @@ bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
   o.u32(static_cast<uint32_t>(ops.size()));
   for (const OpInfo& op : ops) op_fields(o, op, GP_RECORD_FORMAT_VERSION);
   f.u32(option_flags(options));
+  if (options.sample_hz > 0) f.u32(options.sample_hz);
   if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
       !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error) ||
       !write_chunk(ChunkType::OPTIONS, f.b, error))
@@ -601,6 +676,10 @@ bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
 
 bool RecordWriter::append_events(const gp_event* events, size_t count, std::string* error) {
   if (!check_state(State::kBegun, "append_events", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ + ": not recording events: the recording was begun without ops (no-ops option)";
+    return false;
+  }
   // Reject the whole batch before buffering any of it: a bad event written
   // would make the file unreadable (the reader rejects it as corrupt).
   for (size_t i = 0; i < count; ++i)
@@ -717,6 +796,77 @@ bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, s
   return true;
 }
 
+bool RecordWriter::add_sample_frame(const std::string& name, std::string* error) {
+  if (!check_state(State::kBegun, "add_sample_frame", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not defining sample frame " + std::to_string(frames_defined_) + ": " + why;
+    return false;
+  };
+  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (frames_defined_ == UINT32_MAX) return refuse("too many frames");
+  const size_t def = 4 + name.size();
+  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  // Keep the SAMPLE_FRAMES chunk under the cap.
+  if (pending_frames_.size() - kFramesPrefix + def > kRecordMaxChunkPayload - 8 &&
+      !flush_sample_frames(error))
+    return false;
+  const uint32_t len = static_cast<uint32_t>(name.size());
+  const auto* l = reinterpret_cast<const uint8_t*>(&len);
+  pending_frames_.insert(pending_frames_.end(), l, l + 4);
+  pending_frames_.insert(pending_frames_.end(), name.begin(), name.end());
+  ++pending_frame_count_;
+  ++frames_defined_;
+  if (pending_frames_.size() - kFramesPrefix >= kRecordEventsChunkBytes)
+    return flush_sample_frames(error);
+  return true;
+}
+
+bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_samples", error)) return false;
+  if (count > 0 && options_.sample_hz == 0) {
+    *error = path_ + ": not recording samples: the recording was begun without CPU sampling";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (samples[i].frame_id >= frames_defined_) {
+      *error = path_ + ": not recording sample " + std::to_string(i) + " of the batch: frame_id " +
+               std::to_string(samples[i].frame_id) + ", but " + std::to_string(frames_defined_) +
+               " frames are defined";
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_samples_.size();
+    pending_samples_.resize(at + kRecordSampleBytes);
+    encode_sample(samples[i], pending_samples_.data() + at);
+    if (payload_size(pending_samples_) >= kRecordSamplesChunkBytes && !flush_samples(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::flush_sample_frames(std::string* error) {
+  if (pending_frame_count_ == 0) return true;
+  const uint32_t first_id = frames_defined_ - pending_frame_count_;
+  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize + 4, &pending_frame_count_, 4);
+  if (!write_chunk(ChunkType::SAMPLE_FRAMES, pending_frames_, error)) return false;
+  pending_frames_.resize(kFramesPrefix);
+  pending_frame_count_ = 0;
+  return true;
+}
+
+// SAMPLE_FRAMES before SAMPLES: a file cut after either never has a sample
+// naming a frame it does not define.
+bool RecordWriter::flush_samples(std::string* error) {
+  if (!flush_sample_frames(error)) return false;
+  size_t bytes = payload_size(pending_samples_);
+  if (bytes == 0) return true;
+  if (!write_chunk(ChunkType::SAMPLES, pending_samples_, error)) return false;
+  samples_written_ += bytes / kRecordSampleBytes;
+  pending_samples_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
 bool RecordWriter::flush_events(std::string* error) {
   size_t bytes = payload_size(pending_);
   if (bytes == 0) return true;
@@ -737,6 +887,7 @@ bool RecordWriter::flush_mem_events(std::string* error) {
 
 // SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
 // never has an entry shape naming an undefined shape or an unwritten event.
+// Then MEM_EVENTS, SAMPLE_FRAMES and SAMPLES.
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
   if (pending_shape_count_ > 0) {
@@ -750,7 +901,7 @@ bool RecordWriter::flush(std::string* error) {
     if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
     pending_entries_.resize(kRecordChunkHeaderSize);
   }
-  return flush_mem_events(error);
+  return flush_mem_events(error) && flush_samples(error);
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {

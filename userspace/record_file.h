@@ -33,7 +33,10 @@
 //                i32 arg_count, u32 tensor_args}; arg_count >= -1 and
 //                tensor_args <= max(arg_count, 0)
 //   OPTIONS      u32 flags: bit 0 shapes (record --record-shapes), bit 1
-//                memory (--profile-memory); other bits must be 0
+//                memory (--profile-memory), bit 2 sampled (-F HZ), bit 3 no
+//                ops (--no-ops: no op events); other bits must be 0; then,
+//                only when bit 2 is set, u32 sample_hz (> 0). Without bit 2
+//                the payload is the u32 flags alone (sample_hz 0).
 //   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0
 //   SHAPES       u32 count, then count x {u32 nargs, nargs x {i32 ndim,
 //                ndim x i64 size}}: input shape lists, numbered from 0 in the
@@ -45,21 +48,32 @@
 //                events of the file, i.e. in Recording::events) had the input
 //                shapes shape_id
 //   MEM_EVENTS   n x struct gp_mem_event (bpf/events.h, 40 bytes, raw)
+//   SAMPLE_FRAMES u32 first_id, u32 count, then count x str name: CPU
+//                sample frames (Recording::sample_frames), numbered from 0 in
+//                the order of definition across the file; first_id must equal
+//                the number of frames defined by the SAMPLE_FRAMES chunks
+//                before it
+//   SAMPLES      n x {u64 ts_ns, u32 tid, u32 frame_id, u32 flags} (20 bytes
+//                each, packed): CPU samples; frame_id < the number of frames
+//                defined by the SAMPLE_FRAMES chunks before it; flags bit 0
+//                in_kernel, other bits must be 0
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
-//                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout
+//                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
+//                u64 samples_lost
 //   END          u64 end_monotonic_ns; the last chunk of a finished recording
 //
-// Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES or MEM_EVENTS chunks (their
-// type numbers are unknown chunks there, skipped), OP_TABLE entries end after
+// Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES
+// or SAMPLES chunks (their type numbers are unknown chunks there, skipped), OP_TABLE entries end after
 // symbol (read as arg_count -1, tensor_args 0) and STATS after stop_reason.
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
 // OPTIONS once each, in any order, before any other known chunk; then EVENTS,
-// SHAPES, ENTRY_SHAPES and MEM_EVENTS chunks, interleaved; then STATS; then
-// END. SHAPES and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory
-// option. Chunks of unknown type are skipped anywhere (forward compatibility
+// SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES and SAMPLES chunks,
+// interleaved; then STATS; then END. SHAPES and ENTRY_SHAPES need the shapes
+// option, MEM_EVENTS the memory option, SAMPLE_FRAMES and SAMPLES the sampled
+// option (sample_hz > 0); EVENTS are refused with the no-ops option. Chunks of unknown type are skipped anywhere (forward compatibility
 // within a version); an unknown (newer) version is an error.
 //
 // Reading rules:
@@ -71,7 +85,8 @@
 //   - checksum mismatch, length above the cap, bad payload, bad order, data
 //     after END, an event with an unknown kind, an op_id outside the op table
 //     or a non-zero payload_bytes, a bad shape definition, a bad entry shape
-//     (below), a memory event of unknown kind
+//     (below), a memory event of unknown kind, a bad sample frame
+//     definition or sample (below)
 //                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
@@ -88,8 +103,10 @@
 // < the number of shapes defined by the SHAPES chunks before it. A flush
 // writes SHAPES, then EVENTS, then ENTRY_SHAPES, so every prefix of a file
 // that ends on a chunk boundary follows these rules. Memory events:
-// kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Nothing else gets through, so the
-// aggregator can index the op table, the events and the shapes without checks.
+// kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Samples: frame_id names a frame
+// defined before (a flush writes SAMPLE_FRAMES before SAMPLES). Nothing else
+// gets through, so the aggregator can index the op table, the events, the
+// shapes and the sample frames without checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -123,11 +140,21 @@ inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
 // memory events) are buffered, and flushes everything once the pending shape
 // definitions or entry shapes reach kRecordEventsChunkBytes.
 inline constexpr size_t kRecordMemEventsChunkBytes = 1600 * sizeof(gp_mem_event);
+// Size of one sample in a SAMPLES chunk. The writer emits a SAMPLES chunk
+// once kRecordSamplesChunkBytes (3276 samples, just under 64 KiB) are
+// buffered, and a SAMPLE_FRAMES chunk once the pending frame definitions
+// reach kRecordEventsChunkBytes.
+inline constexpr size_t kRecordSampleBytes = 20;
+inline constexpr size_t kRecordSamplesChunkBytes = 3276 * kRecordSampleBytes;
+// SAMPLES flags.
+inline constexpr uint32_t kRecordSampleInKernel = 1u << 0;
 // Largest ndim of a shape in a SHAPES chunk.
 inline constexpr int32_t kRecordMaxShapeDims = 64;
 // OPTIONS flags.
 inline constexpr uint32_t kRecordOptionShapes = 1u << 0;
 inline constexpr uint32_t kRecordOptionMemory = 1u << 1;
+inline constexpr uint32_t kRecordOptionSampled = 1u << 2;  // u32 sample_hz follows the flags
+inline constexpr uint32_t kRecordOptionNoOps = 1u << 3;
 
 enum class ChunkType : uint32_t {
   PROCESS = 1,
@@ -140,6 +167,8 @@ enum class ChunkType : uint32_t {
   SHAPES = 8,        // version 2
   ENTRY_SHAPES = 9,  // version 2
   MEM_EVENTS = 10,   // version 2
+  SAMPLE_FRAMES = 11,  // version 2
+  SAMPLES = 12,        // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -149,8 +178,8 @@ std::vector<uint8_t> encode_record_header(uint32_t version = GP_RECORD_FORMAT_VE
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload);
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
-// append_shapes, append_mem_events and flush any number of times, finish
-// once. Every chunk is written whole by one write loop, so a writer killed at
+// append_shapes, append_mem_events, add_sample_frame, append_samples and
+// flush any number of times, finish once. Every chunk is written whole by one write loop, so a writer killed at
 // any point leaves at most one torn chunk at the end of the file. After any
 // write failure the writer refuses further writes (appending after a torn
 // chunk would make the file corrupt, not just incomplete); a refused batch
@@ -168,8 +197,9 @@ class RecordWriter {
   // Writes the file header and the PROCESS, CLOCK, OP_TABLE and OPTIONS
   // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
   // Refuses an op table the reader would reject (arg_count < -1, tensor_args
-  // above max(arg_count, 0)). options decide what append_shapes and
-  // append_mem_events accept.
+  // above max(arg_count, 0)). options decide what append_events (nothing
+  // with ops false), append_shapes, append_mem_events, add_sample_frame and
+  // append_samples (sample_hz > 0) accept.
   bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
              const RecordOptions& options, std::string* error);
   // The same with no options (no shapes, no memory events).
@@ -197,8 +227,19 @@ class RecordWriter {
   // chunk each time kRecordMemEventsChunkBytes are buffered. A batch holding
   // an event of unknown kind is refused whole.
   bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
+  // Defines the next CPU sample frame: its id is sample_frames_defined()
+  // before the call (the caller interns names). Needs sample_hz > 0; the name
+  // must fit a chunk. Buffered; a SAMPLE_FRAMES chunk goes out once
+  // kRecordEventsChunkBytes of definitions are pending (or at flush()).
+  bool add_sample_frame(const std::string& name, std::string* error);
+  // Buffers CPU samples (needs sample_hz > 0); writes the pending frame
+  // definitions and a SAMPLES chunk each time kRecordSamplesChunkBytes are
+  // buffered. A batch holding a frame_id not yet defined is refused whole,
+  // with nothing buffered and the writer still usable.
+  bool append_samples(const CpuSample* samples, size_t count, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
-  // ENTRY_SHAPES, MEM_EVENTS, each only when non-empty. The collector calls
+  // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLES, each only when
+  // non-empty. The collector calls
   // this periodically so a SIGKILL loses little.
   bool flush(std::string* error);
   // flush(), then the STATS and END chunks, then closes the file (a close
@@ -218,6 +259,11 @@ class RecordWriter {
   uint32_t shapes_defined() const { return static_cast<uint32_t>(shape_ids_.size()); }
   // Memory events written in MEM_EVENTS chunks so far.
   uint64_t mem_events_written() const { return mem_events_written_; }
+  // Sample frames defined so far (written or buffered): the id the next
+  // add_sample_frame gets.
+  uint32_t sample_frames_defined() const { return frames_defined_; }
+  // Samples written in SAMPLES chunks so far.
+  uint64_t samples_written() const { return samples_written_; }
 
  private:
   enum class State { kCreated, kBegun, kFinished, kFailed };
@@ -227,6 +273,8 @@ class RecordWriter {
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
   bool flush_events(std::string* error);
   bool flush_mem_events(std::string* error);
+  bool flush_sample_frames(std::string* error);
+  bool flush_samples(std::string* error);  // flush_sample_frames first
   bool is_entry(uint64_t event_index) const;
 
   UniqueFd fd_;
@@ -241,6 +289,12 @@ class RecordWriter {
   uint32_t pending_shape_count_ = 0;
   std::vector<uint8_t> pending_entries_;  // ENTRY_SHAPES
   std::vector<uint8_t> pending_mem_;      // MEM_EVENTS
+  // SAMPLE_FRAMES: u32 first_id, u32 count, then names
+  std::vector<uint8_t> pending_frames_;
+  uint32_t pending_frame_count_ = 0;
+  uint32_t frames_defined_ = 0;
+  std::vector<uint8_t> pending_samples_;  // SAMPLES
+  uint64_t samples_written_ = 0;
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;

@@ -15,12 +15,15 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include "dispatcher_catalog.h"
 #include "launcher.h"
 #include "library_watch.h"
 #include "op_tracer.h"
+#include "cpu_sampler.h"
 #include "elf_image.h"
+#include "native_symbolizer.h"
 #include "record_file.h"
 #include "shape_collector.h"
 #include "target_process.h"
@@ -75,6 +78,8 @@ class Session {
   bool needs_libc10() const;
   void on_op_event(const gp_event& event, std::span<const uint64_t> shape_words);
   void on_mem_event(const gp_mem_event& event);
+  void on_cpu_sample(const gp_cpu_sample& sample);
+  bool start_sampling(int pid);
   void drain_shapes();
   void write_failed(const std::string& error) {
     if (write_error_.empty()) write_error_ = error;
@@ -111,6 +116,11 @@ class Session {
   bool undefined_tensor_found_ = false;
   bool memory_attached_ = false;
   uint64_t mem_events_recorded_ = 0;
+  std::unique_ptr<CpuSampler> sampler_;
+  std::unique_ptr<NativeSymbolizer> symbolizer_;
+  std::unordered_map<std::string, uint32_t> sample_frame_ids_;
+  std::unordered_map<uint64_t, uint32_t> frame_of_address_;
+  uint64_t samples_recorded_ = 0;
   std::string memory_error_;
   int signal_fd_ = -1;
 };
@@ -132,14 +142,26 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   RecordOptions options;
   options.shapes = config_.record_shapes;
   options.memory = config_.profile_memory;
+  options.sample_hz = config_.sample_hz;
+  options.ops = config_.ops;
   writer_ = RecordWriter::create(config_.output_path, &error);
   if (!writer_ || !writer_->begin(process, clock, catalog->ops, options, &error)) return fail(error);
 
+  if (!config_.ops) {
+    // --no-ops: the record has the op table (for reports) but no op probes.
+    attached_ = true;
+    if (!start_sampling(pid)) return false;
+    std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
+                 process.comm.c_str(), config_.sample_hz, sampler_->cpus(),
+                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+    return true;
+  }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
   tracer_->set_tracing(true);  // only now is every entry and exit site in place
   attached_ = true;
+  if (config_.sample_hz && !start_sampling(pid)) return false;
   stats_.entry_probes = catalog->entry_sites;
   stats_.exit_probes = catalog->exit_sites;
   stats_.ops_without_exit = catalog->ops_without_exit;
@@ -246,6 +268,38 @@ void Session::on_op_event(const gp_event& event, std::span<const uint64_t> shape
   }
 }
 
+bool Session::start_sampling(int pid) {
+  std::string error;
+  symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
+  sampler_ = CpuSampler::start(
+      pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }, &error);
+  if (!sampler_) return fail(error);
+  sampler_->set_sampling(true);
+  return true;
+}
+
+// A sample's leaf is symbolized now, while the target's mappings are there
+// to read; the record keeps the names (a report needs no target).
+void Session::on_cpu_sample(const gp_cpu_sample& sample) {
+  if (!writer_ || !write_error_.empty()) return;
+  std::string err;
+  auto known = frame_of_address_.find(sample.user_ip);
+  uint32_t frame_id;
+  if (known != frame_of_address_.end()) {
+    frame_id = known->second;
+  } else {
+    std::string name = symbolizer_->symbolize(sample.user_ip);
+    auto [it, inserted] = sample_frame_ids_.try_emplace(name, writer_->sample_frames_defined());
+    if (inserted && !writer_->add_sample_frame(name, &err)) return write_failed(err);
+    frame_id = it->second;
+    frame_of_address_.emplace(sample.user_ip, frame_id);
+  }
+  CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = frame_id,
+                   .in_kernel = sample.in_kernel != 0};
+  if (!writer_->append_samples(&record, 1, &err)) return write_failed(err);
+  samples_recorded_++;
+}
+
 void Session::on_mem_event(const gp_mem_event& event) {
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
@@ -335,8 +389,10 @@ void Session::handle_signals() {
 bool Session::finish() {
   uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
   tracer_->detach();
+  if (sampler_) sampler_->stop();
   double detach_ms = ms_since(detach_start);
   tracer_->consume();  // what was in flight when the probes went away
+  if (sampler_) sampler_->consume();
   if (!writer_) return false;
   if (shapes_) {
     bool was_calibrated = shapes_->calibrated();
@@ -349,13 +405,17 @@ bool Session::finish() {
   }
   stats_.events_lost = tracer_->events_lost();
   stats_.mem_events_lost = tracer_->mem_events_lost();
+  if (sampler_) stats_.samples_lost = sampler_->lost();
   stats_.stop_reason = outcome_.stop_reason;
   std::string error;
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   std::string memory;
+  if (config_.sample_hz)
+    memory += "; " + std::to_string(samples_recorded_) + " samples, " +
+              std::to_string(stats_.samples_lost) + " lost";
   if (config_.profile_memory)
-    memory = "; " + std::to_string(mem_events_recorded_) + " memory events, " +
+    memory += "; " + std::to_string(mem_events_recorded_) + " memory events, " +
              std::to_string(stats_.mem_events_lost) + " lost";
   std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s; wrote %s\n",
                outcome_.stop_reason.c_str(), detach_ms,
@@ -456,6 +516,7 @@ RecordOutcome Session::run() {
       else if (fd == pidfd.get()) stop("target exited");
     }
     tracer_->consume();
+    if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
     drain_shapes();
     try_attach_memory();
     try_find_undefined_tensor();

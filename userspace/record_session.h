@@ -24,6 +24,8 @@ struct RecordConfig {
   ExitMode exit_mode = ExitMode::emulated;
   bool record_shapes = false;   // --record-shapes: tensor sizes of every op's arguments
   bool profile_memory = false;  // --profile-memory: allocator events
+  uint32_t sample_hz = 0;       // -F HZ: CPU samples of the target's threads (0: none)
+  bool ops = true;              // false (--no-ops): samples only, no op probes
   bool verbose = false;
 };
 

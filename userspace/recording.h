@@ -61,6 +61,7 @@ struct RecordStats {
   uint32_t exit_probes = 0;
   uint32_t ops_without_exit = 0;  // ::call bodies with no `ret` found
   uint64_t mem_events_lost = 0;   // memory ring buffer full: allocator events dropped
+  uint64_t samples_lost = 0;      // sample ring buffer full: CPU samples dropped
   // Tensor arguments whose sizes could not be read (target memory not
   // readable, layout never calibrated, > GP_MAX_DIMS dims) or failed the
   // numel check; they print as "?".
@@ -81,6 +82,8 @@ using InputShapes = std::vector<ArgShape>;
 struct RecordOptions {
   bool shapes = false;  // --record-shapes
   bool memory = false;  // --profile-memory
+  uint32_t sample_hz = 0;  // -F HZ: CPU samples (0: none)
+  bool ops = true;         // false: --no-ops (samples only, no op events)
   bool operator==(const RecordOptions&) const = default;
 };
 
@@ -89,6 +92,16 @@ struct EntryShapes {
   uint64_t event_index = 0;
   uint32_t shape_id = 0;
   bool operator==(const EntryShapes&) const = default;
+};
+
+// One CPU sample (record -F HZ): the thread was on a CPU at ts_ns, running
+// frames[frame_id] (its native leaf function, symbolized when recorded).
+struct CpuSample {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  uint32_t frame_id = 0;   // index into Recording::sample_frames
+  bool in_kernel = false;  // the sample interrupted the thread in the kernel
+  bool operator==(const CpuSample&) const = default;
 };
 
 struct Recording {
@@ -105,6 +118,11 @@ struct Recording {
   // record --profile-memory: allocator events in the order each thread
   // produced them (bpf/events.h, struct gp_mem_event).
   std::vector<gp_mem_event> mem_events;
+  // record -F HZ (options.sample_hz): CPU samples of the target's threads,
+  // in time order per thread, and the interned native leaf frames they name
+  // ("libtorch_cpu.so.1.13.0!at::native::addmm_impl_cpu_", "[unknown]").
+  std::vector<CpuSample> samples;
+  std::vector<std::string> sample_frames;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

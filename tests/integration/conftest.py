@@ -51,6 +51,7 @@ RECORD_VARIANTS = {
     "emulated": ("emulated", ("--exit-mode", "emulated")),
     "ret": ("ret", ("--exit-mode", "ret")),
     "shapes+memory": ("emulated", ("--record-shapes", "--profile-memory")),
+    "sampling": ("emulated", ("-F", "999")),
 }
 
 
@@ -343,7 +344,8 @@ TRACING_RE = re.compile(
     r"(?:; exits (?P<exit_mode>emulated|on ret) \((?P<single_stepped>\d+) single-stepped\))?")
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
-    r"(?P<lost>\d+) lost(?:; (?P<mem_events>\d+) memory events, (?P<mem_lost>\d+) lost)?; wrote (?P<path>.+)$")
+    r"(?P<lost>\d+) lost(?:; (?P<samples>\d+) samples, (?P<samples_lost>\d+) lost)?"
+    r"(?:; (?P<mem_events>\d+) memory events, (?P<mem_lost>\d+) lost)?; wrote (?P<path>.+)$")
 
 
 def _parse_line(regex, stderr, what):
@@ -370,6 +372,8 @@ def parse_stopped_line(stderr):
     d = m.groupdict()
     return {"reason": d["reason"], "detach_ms": float(d["detach_ms"]), "events": int(d["events"]),
             "lost": int(d["lost"]), "path": d["path"],
+            "samples": int(d["samples"]) if d["samples"] else None,
+            "samples_lost": int(d["samples_lost"]) if d["samples_lost"] else None,
             "mem_events": int(d["mem_events"]) if d["mem_events"] else None,
             "mem_lost": int(d["mem_lost"]) if d["mem_lost"] else None}
 

@@ -145,7 +145,7 @@ def test_convolution_path(folded_run):
 
 
 @pytest.mark.parametrize("args,message", [
-    (("--metric", "samples"), r"^gpuprof: error: --metric samples: this build does not record stack samples yet"),
+    (("--metric", "samples"), r"^gpuprof: error: --metric samples: \S+ has no CPU samples: record with -F HZ"),
     (("--metric", "self_cuda_time"), r"^gpuprof: error: --metric self_cuda_time: this build does not record "
                                      r"CUDA kernel times yet"),
     (("--metric", "bogus"), r"^gpuprof: error: unknown --metric 'bogus'"),

@@ -305,13 +305,48 @@ TEST(FoldedStacks, NoCallsGiveNoLines) {
 TEST(FoldedStacks, MetricNames) {
   std::string error;
   EXPECT_EQ(parse_folded_metric("self_cpu_time", &error), FoldedMetric::kSelfCpuTime);
-  EXPECT_EQ(parse_folded_metric("samples", &error), std::nullopt);
-  EXPECT_THAT(error, ::testing::HasSubstr("not record stack samples yet"));
+  EXPECT_EQ(parse_folded_metric("samples", &error), FoldedMetric::kSamples);
   EXPECT_EQ(parse_folded_metric("self_cuda_time", &error), std::nullopt);
   EXPECT_THAT(error, ::testing::HasSubstr("not record CUDA kernel times yet"));
   EXPECT_EQ(parse_folded_metric("self_cpu_time_total", &error), std::nullopt);
   EXPECT_THAT(error, ::testing::HasSubstr("unknown --metric 'self_cpu_time_total'"));
   EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+// Samples (record -F): each under the innermost op running on its thread,
+// after the same-name fold, then its native leaf, then [kernel].
+TEST(FoldedStacks, SamplesGoUnderTheInnermostOpThenTheirLeaf) {
+  enum : uint32_t { kLinear, kAddmm, kDiv };
+  constexpr uint32_t kOther = kTid + 1;
+  Recording r = recording_of(
+      {op("aten::linear"), op("aten::addmm"), op("aten::div_")},
+      {op_entry(us(10), 1000, kLinear), op_entry(us(20), 900, kAddmm), op_exit(us(60), 900, kAddmm),
+       op_exit(us(70), 1000, kLinear),
+       // div_ calling div_ is one call after the fold: its samples sit under one frame.
+       op_entry(us(100), 1000, kDiv), op_entry(us(110), 900, kDiv), op_exit(us(150), 900, kDiv),
+       op_exit(us(160), 1000, kDiv)});
+  r.options.sample_hz = 99;
+  r.sample_frames = {"libblas.so.3!sgemm_", "python3.11!_PyEval_EvalFrameDefault", "libc.so.6!read"};
+  auto sample = [](uint64_t t, uint32_t frame, bool kernel = false, uint32_t tid = kTid) {
+    return CpuSample{.ts_ns = us(t), .tid = tid, .frame_id = frame, .in_kernel = kernel};
+  };
+  r.samples = {sample(30, 0),  sample(40, 0), sample(15, 1),           sample(65, 2, true),
+               sample(80, 1),  sample(120, 1), sample(105, 2, true),   sample(30, 1, false, kOther),
+               sample(200, 7)};  // a frame id the file does not define: "[unknown]"
+  const FoldedStacks f = folded_stacks(r, FoldedMetric::kSamples);
+  EXPECT_EQ(f.samples_total, 9u);
+  std::map<std::string, uint64_t> got;
+  for (const FoldedStack& s : f.stacks) got[s.stack] = s.value;
+  EXPECT_EQ(got, (std::map<std::string, uint64_t>{
+                     {"aten::linear;aten::addmm;libblas.so.3!sgemm_", 2},
+                     {"aten::linear;python3.11!_PyEval_EvalFrameDefault", 1},
+                     {"aten::linear;libc.so.6!read;[kernel]", 1},
+                     {"python3.11!_PyEval_EvalFrameDefault", 2},  // t=80 and the other thread
+                     {"aten::div_;python3.11!_PyEval_EvalFrameDefault", 1},
+                     {"aten::div_;libc.so.6!read;[kernel]", 1},
+                     {"[unknown]", 1},
+                 }));
+  expect_well_formed(format_folded(f));
 }
 
 // ---------------------------------------------------------------------------

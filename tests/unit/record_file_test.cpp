@@ -40,6 +40,7 @@ RecordStats sample_stats() {
   s.ops_without_exit = 1;
   s.mem_events_lost = 11;
   s.shapes_unknown = 17;
+  s.samples_lost = 19;
   s.tensor_layout = "ndim@16 sizes@24 numel@64 inline 5";
   s.stop_reason = "signal";
   return s;
@@ -776,10 +777,12 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   file = cat(file, chunk_of(ChunkType::CLOCK, clock_payload()));
   file = cat(file, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 1)));
   const size_t mandatory_end = file.size();
-  // Types 7..10 meant nothing in version 1: skipped like any unknown chunk.
+  // Types 7..12 meant nothing in version 1: skipped like any unknown chunk.
   file = cat(file, chunk_of(ChunkType::SHAPES, std::vector<uint8_t>{1, 2, 3}));
   file = cat(file, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   file = cat(file, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{9}));
+  file = cat(file, chunk_of(ChunkType::SAMPLE_FRAMES, std::vector<uint8_t>{1}));
+  file = cat(file, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{2}));
   file = cat(file, chunk_of(ChunkType::STATS, s));
   file = cat(file, chunk_of(ChunkType::END, Bytes().u64(99)));
   std::string err;
@@ -798,6 +801,7 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   v1_stats.mem_events_lost = 0;
   v1_stats.shapes_unknown = 0;
   v1_stats.tensor_layout = "";
+  v1_stats.samples_lost = 0;
   EXPECT_EQ(rec->stats, v1_stats);
   // Version 1 needs no OPTIONS chunk and keeps its messages.
   auto cut = read_recording_bytes(std::span(file.data(), mandatory_end), &err, "old");
@@ -829,8 +833,8 @@ TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
   const std::string off = std::to_string(prefix.size());
   const std::vector<uint8_t> no_options(prefix.begin(), prefix.end() - 20);  // OPTIONS: 16 + 4
   const std::string opt_off = std::to_string(no_options.size());
-  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(5))),
-               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x4");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x15))),
+               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x10");
   expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(1).u32(0))),
                "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off +
                    ": 4 unexpected trailing payload bytes");
@@ -865,7 +869,7 @@ TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
                    ": MEM_EVENTS chunk in a recording without the memory option");
   // Data after STATS.
   Bytes stats;
-  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("");
+  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
   auto with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
   expect_error(cat(with_stats, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{})),
                "f: corrupt chunk 6 (MEM_EVENTS) at offset " + std::to_string(with_stats.size()) +
@@ -1202,6 +1206,441 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedShapesAndMemoryEvents) {
   EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}, {3, 1}}));
   EXPECT_TRUE(
       same_mem_events(rec->mem_events, std::vector<gp_mem_event>(mem.begin(), mem.begin() + 3)));
+}
+
+// ---- CPU samples (record -F HZ, --no-ops) ----
+
+RecordOptions sampled_options(uint32_t hz = 997, bool ops = true) {
+  RecordOptions o;
+  o.sample_hz = hz;
+  o.ops = ops;
+  return o;
+}
+// A version 2 file's header and mandatory chunks with the sampled OPTIONS
+// layout (flags | sampled, then sample_hz), by hand.
+std::vector<uint8_t> v2_sampled_prefix(uint32_t flags, uint32_t hz) {
+  std::vector<uint8_t> f = v2_prefix(0);
+  f.resize(f.size() - 20);  // OPTIONS: 16 + 4
+  return cat(f, chunk_of(ChunkType::OPTIONS, Bytes().u32(flags | 4).u32(hz)));
+}
+Bytes frames_payload(uint32_t first_id, const std::vector<std::string>& names) {
+  Bytes b;
+  b.u32(first_id).u32(static_cast<uint32_t>(names.size()));
+  for (const std::string& n : names) b.str(n);
+  return b;
+}
+Bytes samples_payload(const std::vector<CpuSample>& samples) {
+  Bytes b;
+  for (const CpuSample& s : samples) b.u64(s.ts_ns).u32(s.tid).u32(s.frame_id).u32(s.in_kernel);
+  return b;
+}
+// n samples over `frames` frames, distinct per `seed`, some in the kernel.
+std::vector<CpuSample> make_samples(size_t n, uint32_t frames, uint32_t seed = 0) {
+  std::vector<CpuSample> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = {7'000'000'000ULL + seed * 1000003ULL + i * 1001, 100 + seed + static_cast<uint32_t>(i % 3),
+            static_cast<uint32_t>((i * 7 + seed) % frames), i % 5 == 1};
+  return v;
+}
+
+TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
+  EXPECT_EQ(mandatory_prefix(sampled_options(99)), v2_sampled_prefix(0, 99));
+  EXPECT_EQ(mandatory_prefix(sampled_options(99, false)), v2_sampled_prefix(8, 99));
+  RecordOptions all = sampled_options(4000, false);
+  all.shapes = all.memory = true;
+  EXPECT_EQ(mandatory_prefix(all), v2_sampled_prefix(3 | 8, 4000));
+  // --no-ops without sampling: the 4-byte form.
+  RecordOptions no_ops;
+  no_ops.ops = false;
+  EXPECT_EQ(mandatory_prefix(no_ops), v2_prefix(8));
+  // A flush: ..., MEM_EVENTS, SAMPLE_FRAMES, SAMPLES.
+  std::string err;
+  RecordOptions o = sampled_options(99);
+  o.memory = true;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("libtorch_cpu.so!at::native::add", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("", &err)) << err;
+  EXPECT_EQ(w.sample_frames_defined(), 2u);
+  std::vector<CpuSample> samples = {{10, 7, 1, true}, {20, 8, 0, false}};
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  std::vector<gp_mem_event> mem = make_mem_events(2);
+  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  std::vector<gp_event> ev = make_events(3);
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  std::vector<uint8_t> expect = v2_sampled_prefix(2, 99);
+  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+                                frames_payload(0, {"libtorch_cpu.so!at::native::add", ""})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  // Frames only: the next ids.
+  ASSERT_TRUE(w.add_sample_frame("[unknown]", &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"[unknown]"})));
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+  EXPECT_EQ(w.samples_written(), 2u);
+  auto rec = read_recording_bytes(expect, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->samples, samples);
+  EXPECT_EQ(rec->sample_frames,
+            (std::vector<std::string>{"libtorch_cpu.so!at::native::add", "", "[unknown]"}));
+  EXPECT_EQ(rec->options, o);
+}
+
+TEST_F(RecordFileTest, RoundTripsCpuSamplesAcrossFlushesAndChunks) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997), &err))
+      << err;
+  std::vector<std::string> frames;
+  std::vector<CpuSample> all;
+  auto define = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      EXPECT_EQ(w.sample_frames_defined(), frames.size());
+      frames.push_back("libfoo.so!frame_" + std::to_string(frames.size()));
+      ASSERT_TRUE(w.add_sample_frame(frames.back(), &err)) << err;
+    }
+  };
+  auto samples = [&](size_t n, uint32_t seed) {
+    std::vector<CpuSample> s = make_samples(n, static_cast<uint32_t>(frames.size()), seed);
+    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    all.insert(all.end(), s.begin(), s.end());
+  };
+  std::vector<gp_event> ev = make_events(6);
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  define(3);
+  samples(10, 0);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  EXPECT_EQ(w.samples_written(), 10u);
+  define(2);  // ids 3, 4: defined in a later flush
+  samples(5, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(w.append_samples(nullptr, 0, &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  // 8000 samples: two full chunks go out at once (with the pending frames
+  // before them), 8000 - 2 * 3276 stay buffered.
+  define(4);
+  const uint64_t before = w.bytes_written();
+  samples(8000, 2);
+  const size_t frames_chunk = kRecordChunkHeaderSize + 8 + 4 * (4 + 17);  // "libfoo.so!frame_5"
+  EXPECT_EQ(w.bytes_written(),
+            before + frames_chunk + 2 * (kRecordChunkHeaderSize + kRecordSamplesChunkBytes));
+  EXPECT_EQ(w.samples_written(), 15u + 2 * 3276);
+  // Enough frame definitions to go out on their own (64 KiB).
+  define(4000);
+  samples(100, 3);
+  EXPECT_EQ(w.sample_frames_defined(), frames.size());
+  RecordStats stats = sample_stats();
+  ASSERT_TRUE(w.finish(stats, 11, &err)) << err;
+  EXPECT_EQ(w.samples_written(), all.size());
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->options, sampled_options(997));
+  EXPECT_EQ(rec->options.sample_hz, 997u);
+  EXPECT_TRUE(rec->options.ops);
+  EXPECT_TRUE(same_events(rec->events, ev));
+  EXPECT_EQ(rec->sample_frames, frames);
+  ASSERT_EQ(rec->samples.size(), all.size());
+  EXPECT_EQ(rec->samples, all);
+  size_t kernel = 0;
+  for (const CpuSample& s : rec->samples) kernel += s.in_kernel;
+  EXPECT_GT(kernel, 0u);
+  EXPECT_LT(kernel, all.size());
+  EXPECT_EQ(rec->stats, stats);
+  EXPECT_EQ(rec->stats.samples_lost, 19u);
+}
+
+TEST_F(RecordFileTest, RecordingsWithoutSamplingReadAsNotSampled) {
+  std::string err;
+  {
+    RecordWriter w = must_create();
+    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+    ASSERT_TRUE(w.append_samples(nullptr, 0, &err)) << err;  // an empty batch is fine
+    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  }
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->options.sample_hz, 0u);
+  EXPECT_TRUE(rec->options.ops);
+  EXPECT_TRUE(rec->samples.empty() && rec->sample_frames.empty());
+  // The 4-byte OPTIONS of files written before sampling existed.
+  for (uint32_t flags : {0u, 1u, 2u, 3u}) {
+    auto old = read_recording_bytes(v2_prefix(flags), &err, "f");
+    ASSERT_TRUE(old.has_value()) << err;
+    EXPECT_EQ(old->options, (RecordOptions{(flags & 1) != 0, (flags & 2) != 0, 0, true}));
+  }
+}
+
+TEST_F(RecordFileTest, NoOpsRecordingsRoundTrip) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+      << err;
+  std::vector<gp_event> ev = make_events(1);
+  ev[0].kind = GP_EV_CATCH;  // valid without ops, but there are no op events at all
+  EXPECT_FALSE(w.append_events(ev.data(), ev.size(), &err));
+  EXPECT_EQ(err,
+            path_ + ": not recording events: the recording was begun without ops (no-ops option)");
+  ASSERT_TRUE(w.append_events(ev.data(), 0, &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("a", &err)) << err;
+  std::vector<CpuSample> s = {{1, 2, 0, true}};
+  ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 3, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_FALSE(rec->options.ops);
+  EXPECT_EQ(rec->options, sampled_options(49, false));
+  EXPECT_TRUE(rec->events.empty() && rec->ops.empty());
+  EXPECT_EQ(rec->samples, s);
+  EXPECT_EQ(rec->sample_frames, std::vector<std::string>{"a"});
+  // An EVENTS chunk in a no-ops recording, even an empty one, is corrupt.
+  std::vector<uint8_t> prefix = v2_sampled_prefix(8, 49);
+  EXPECT_FALSE(
+      read_recording_bytes(cat(prefix, chunk_of(ChunkType::EVENTS, std::vector<uint8_t>{})), &err,
+                           "f"));
+  EXPECT_EQ(err, "f: corrupt chunk 5 (EVENTS) at offset " + std::to_string(prefix.size()) +
+                     ": EVENTS chunk in a recording without ops (the no-ops option)");
+  // --no-ops without sampling is stored too (bit 3 alone).
+  auto bare = read_recording_bytes(v2_prefix(8), &err, "f");
+  ASSERT_TRUE(bare.has_value()) << err;
+  EXPECT_FALSE(bare->options.ops);
+  EXPECT_EQ(bare->options.sample_hz, 0u);
+}
+
+TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  // OPTIONS: the sampled flag needs a non-zero sample_hz after the flags.
+  std::vector<uint8_t> no_options = v2_prefix(0);
+  no_options.resize(no_options.size() - 20);
+  const std::string opt = "f: corrupt chunk 4 (OPTIONS) at offset " +
+                          std::to_string(no_options.size()) + ": ";
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(4))),
+               opt + "payload too short");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(4).u32(0))),
+               opt + "sampled option with sample_hz 0");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(4).u32(99).u32(0))),
+               opt + "4 unexpected trailing payload bytes");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(8).u32(99))),
+               opt + "4 unexpected trailing payload bytes");  // no sample_hz without bit 2
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x24).u32(99))),
+               opt + "unknown option flags 0x20");
+
+  const std::vector<uint8_t> prefix = v2_sampled_prefix(0, 99);
+  const std::string at5 = " at offset " + std::to_string(prefix.size()) + ": ";
+  // Both chunks need the sampled option.
+  const std::vector<uint8_t> unsampled = v2_prefix(3);
+  const std::string u5 = " at offset " + std::to_string(unsampled.size()) + ": ";
+  expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))),
+               "f: corrupt chunk 5 (SAMPLE_FRAMES)" + u5 +
+                   "SAMPLE_FRAMES chunk in a recording without CPU sampling (sample_hz 0)");
+  expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 5 (SAMPLES)" + u5 +
+                   "SAMPLES chunk in a recording without CPU sampling (sample_hz 0)");
+  // ... and come after the mandatory chunks, before STATS.
+  expect_error(cat(no_options, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (SAMPLES) at offset " + std::to_string(no_options.size()) +
+                   ": SAMPLES chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  Bytes stats;
+  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
+  auto with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  expect_error(cat(with_stats, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {}))),
+               "f: corrupt chunk 6 (SAMPLE_FRAMES) at offset " +
+                   std::to_string(with_stats.size()) +
+                   ": SAMPLE_FRAMES chunk after the STATS chunk");
+  // SAMPLE_FRAMES: sequential ids, a count that fits, exact length.
+  auto frames_file = [&](const Bytes& payload) {
+    return cat(prefix, chunk_of(ChunkType::SAMPLE_FRAMES, payload));
+  };
+  const std::string f5 = "f: corrupt chunk 5 (SAMPLE_FRAMES)" + at5;
+  expect_error(frames_file(frames_payload(1, {"a"})), f5 + "first_id 1, but 0 frames are defined");
+  std::vector<uint8_t> two = frames_file(frames_payload(0, {"a", "b"}));
+  const std::string f6 = "f: corrupt chunk 6 (SAMPLE_FRAMES) at offset " +
+                         std::to_string(two.size()) + ": ";
+  expect_error(cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"c"}))),
+               f6 + "first_id 0, but 2 frames are defined");
+  expect_error(cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(3, {"c"}))),
+               f6 + "first_id 3, but 2 frames are defined");
+  ASSERT_TRUE(read_recording_bytes(
+      cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"c"}))), &err, "f"))
+      << err;
+  expect_error(frames_file(Bytes().u32(0).u32(2).str("a")),
+               f5 + "frame count 2 does not fit the payload");
+  expect_error(frames_file(Bytes().u32(0).u32(0xffffffff)),
+               f5 + "frame count 4294967295 does not fit the payload");
+  expect_error(frames_file(Bytes().u32(0).u32(2).u32(1).u32(0)), f5 + "payload too short");
+  expect_error(frames_file(Bytes().u32(0).u32(1).u32(5).u32(0)), f5 + "payload too short");
+  expect_error(frames_file(Bytes().u32(0)), f5 + "payload too short");
+  expect_error(frames_file(frames_payload(0, {"a"}).u32(0)),
+               f5 + "4 unexpected trailing payload bytes");
+  // SAMPLES: whole 20-byte samples naming defined frames, known flags.
+  const std::string s6 =
+      "f: corrupt chunk 6 (SAMPLES) at offset " + std::to_string(two.size()) + ": ";
+  auto samples_file = [&](const std::vector<uint8_t>& payload) {
+    return cat(two, chunk_of(ChunkType::SAMPLES, payload));
+  };
+  auto ok = read_recording_bytes(samples_file(samples_payload({{1, 2, 1, true}, {3, 4, 0, false}}).b),
+                                 &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->samples, (std::vector<CpuSample>{{1, 2, 1, true}, {3, 4, 0, false}}));
+  expect_error(samples_file(samples_payload({{1, 2, 1, false}, {3, 4, 2, false}}).b),
+               s6 + "sample 1 has frame_id 2, but 2 frames are defined");
+  expect_error(samples_file(samples_payload({{1, 2, UINT32_MAX, false}}).b),
+               s6 + "sample 0 has frame_id 4294967295, but 2 frames are defined");
+  expect_error(cat(prefix, chunk_of(ChunkType::SAMPLES, samples_payload({{1, 2, 0, false}}))),
+               "f: corrupt chunk 5 (SAMPLES)" + at5 + "sample 0 has frame_id 0, but 0 frames are defined");
+  // A frame defined only after the sample that names it.
+  std::vector<uint8_t> late = cat(prefix, chunk_of(ChunkType::SAMPLES, samples_payload({{1, 2, 0, false}})));
+  EXPECT_FALSE(read_recording_bytes(cat(late, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))), &err, "f"));
+  EXPECT_EQ(err, "f: corrupt chunk 5 (SAMPLES)" + at5 + "sample 0 has frame_id 0, but 0 frames are defined");
+  expect_error(samples_file(Bytes().u64(1).u32(2).u32(0).u32(3).b),
+               s6 + "sample 0 has unknown flags 0x2");
+  expect_error(samples_file(std::vector<uint8_t>(21, 0)),
+               s6 + "payload of 21 bytes is not a whole number of 20-byte samples");
+  expect_error(samples_file(std::vector<uint8_t>(19, 0)),
+               s6 + "payload of 19 bytes is not a whole number of 20-byte samples");
+  // STATS without samples_lost (the earlier version 2 layout) is short.
+  Bytes short_stats;
+  short_stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("");
+  expect_error(cat(prefix, chunk_of(ChunkType::STATS, short_stats)),
+               "f: corrupt chunk 5 (STATS)" + at5 + "payload too short");
+  // Empty chunks are valid.
+  ASSERT_TRUE(read_recording_bytes(cat(frames_file(frames_payload(0, {})),
+                                       chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
+                                   &err, "f"))
+      << err;
+}
+
+TEST_F(RecordFileTest, WriterRefusesSamplesTheReaderWouldReject) {
+  std::string err;
+  RecordWriter w = must_create();
+  CpuSample s{5, 6, 0, false};
+  EXPECT_FALSE(w.add_sample_frame("a", &err));
+  EXPECT_EQ(err, path_ + ": add_sample_frame called out of order (internal error)");
+  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_EQ(err, path_ + ": append_samples called out of order (internal error)");
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  EXPECT_FALSE(w.add_sample_frame("a", &err));
+  EXPECT_EQ(err, path_ +
+                     ": not defining sample frame 0: the recording was begun without CPU "
+                     "sampling");
+  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_EQ(err, path_ + ": not recording samples: the recording was begun without CPU sampling");
+  EXPECT_EQ(w.sample_frames_defined(), 0u);
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->samples.empty() && rec->sample_frames.empty());
+
+  std::string path2 = dir_ + "/sampled.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
+  EXPECT_FALSE(w2->append_samples(&s, 1, &err));
+  EXPECT_EQ(err, path2 + ": not recording sample 0 of the batch: frame_id 0, but 0 frames are "
+                         "defined");
+  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
+  ASSERT_TRUE(w2->add_sample_frame("b", &err)) << err;
+  std::vector<CpuSample> batch = {{1, 1, 1, true}, {2, 1, 0, false}, {3, 1, 2, false}};
+  EXPECT_FALSE(w2->append_samples(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording sample 2 of the batch: frame_id 2, but 2 frames are "
+                         "defined");
+  ASSERT_TRUE(w2->flush(&err)) << err;  // nothing of the refused batch was buffered
+  ASSERT_TRUE(w2->add_sample_frame("c", &err)) << err;
+  ASSERT_TRUE(w2->append_samples(batch.data(), batch.size(), &err)) << err;  // still usable
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->samples, batch);
+  EXPECT_EQ(rec->sample_frames, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// Cut a sampled recording at every byte: exactly the frames and samples of
+// the complete chunks, never a sample naming a missing frame; a torn SAMPLES
+// chunk is reported and ignored.
+TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err))
+      << err;
+  const uint64_t mandatory_end = w.bytes_written();
+  for (uint32_t round = 0; round < 4; ++round) {
+    for (uint32_t i = 0; i < round + 1; ++i)
+      ASSERT_TRUE(w.add_sample_frame("f" + std::to_string(w.sample_frames_defined()), &err));
+    std::vector<CpuSample> s = make_samples(3 + round, w.sample_frames_defined(), round);
+    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    if (round != 1) {
+      ASSERT_TRUE(w.flush(&err)) << err;
+    }
+  }
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto full = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(full.has_value()) << err;
+  ASSERT_EQ(full->sample_frames.size(), 10u);
+  ASSERT_EQ(full->samples.size(), 18u);
+
+  struct Boundary {
+    uint64_t end;
+    size_t frames, samples;
+  };
+  std::vector<Boundary> bounds{{mandatory_end, 0, 0}};
+  for (uint64_t off = mandatory_end; off < file.size();) {
+    uint32_t type, len, count = 0;
+    std::memcpy(&type, &file[off], 4);
+    std::memcpy(&len, &file[off + 4], 4);
+    Boundary b = bounds.back();
+    b.end = off + 16 + len;
+    if (type == static_cast<uint32_t>(ChunkType::SAMPLE_FRAMES)) {
+      std::memcpy(&count, &file[off + 20], 4);
+      b.frames += count;
+    } else if (type == static_cast<uint32_t>(ChunkType::SAMPLES)) {
+      b.samples += len / 20;
+    }
+    bounds.push_back(b);
+    off = b.end;
+  }
+  ASSERT_EQ(bounds.size(), 1u + 6 + 2);  // 3 flushes of 2 chunks, STATS, END
+  for (size_t len = mandatory_end; len < file.size(); ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    ASSERT_TRUE(rec.has_value()) << err;
+    EXPECT_FALSE(rec->complete);
+    Boundary last = bounds.front();
+    for (const Boundary& b : bounds)
+      if (b.end <= len) last = b;
+    EXPECT_EQ(rec->options, sampled_options());
+    EXPECT_EQ(rec->sample_frames,
+              std::vector<std::string>(full->sample_frames.begin(),
+                                       full->sample_frames.begin() + last.frames));
+    EXPECT_EQ(rec->samples, std::vector<CpuSample>(full->samples.begin(),
+                                                   full->samples.begin() + last.samples));
+    for (const CpuSample& s : rec->samples) EXPECT_LT(s.frame_id, rec->sample_frames.size());
+    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
+    if (len > last.end)
+      reason += "; ignored " + std::to_string(len - last.end) +
+                " bytes of a torn chunk at offset " + std::to_string(last.end);
+    EXPECT_EQ(rec->incomplete_reason, reason);
+  }
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> bad = file;
+    bad[i] ^= 0xff;
+    auto rec = read_recording_bytes(bad, &err, "f");
+    if (rec) {
+      EXPECT_FALSE(rec->complete) << "byte " << i;
+      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
+    } else {
+      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+    }
+  }
 }
 
 }  // namespace

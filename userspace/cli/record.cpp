@@ -49,6 +49,12 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("--profile-memory", options.profile_memory,
                    "record tensor memory allocated and released in each op (torch.profiler's "
                    "profile_memory): CPU Mem / Self CPU Mem (and CUDA) columns");
+  record->add_option("-F,--freq", options.sample_hz,
+                     "also take CPU samples of the target's threads at this many Hz (perf CPU clock); "
+                     "report them with report --folded --metric samples")
+      ->check(CLI::Range(1, 100000));
+  record->add_flag("--no-ops", options.no_ops,
+                   "with -F: samples only, no operator probes (the lowest overhead)");
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
@@ -60,7 +66,9 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -p 4242 -d 10 --sort-by self_cpu_time_total --row-limit 10\n"
       "  sudo gpuprof record -p 4242 -d 5 --record-shapes --profile-memory \\\n"
       "       --group-by-input-shape --sort-by self_cpu_memory_usage\n"
-      "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n");
+      "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
+      "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof && gpuprof report run.gpuprof \\\n"
+      "       --folded --metric samples > run.folded\n");
 }
 
 int run_record(RecordOptions options) {
@@ -79,6 +87,11 @@ int run_record(RecordOptions options) {
   promised.memory_recorded = options.profile_memory;
   if (std::string why = sort_key_unavailable(*sort_key, promised); !why.empty()) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
+    return 2;
+  }
+  if (options.no_ops && (options.sample_hz == 0 || options.record_shapes || options.profile_memory)) {
+    std::fprintf(stderr, "gpuprof: error: --no-ops records CPU samples only: it needs -F HZ and no "
+                         "--record-shapes or --profile-memory\n");
     return 2;
   }
   if (options.table.group_by_input_shape && !options.record_shapes) {
@@ -105,6 +118,8 @@ int run_record(RecordOptions options) {
   config.exit_mode = options.exit_mode == "ret" ? ExitMode::ret : ExitMode::emulated;
   config.record_shapes = options.record_shapes;
   config.profile_memory = options.profile_memory;
+  config.sample_hz = options.sample_hz;
+  config.ops = !options.no_ops;
   config.verbose = options.verbose;
   RecordOutcome outcome = run_record_session(config);
 

@@ -22,6 +22,8 @@ struct RecordOptions {
   std::string exit_mode = "emulated";
   bool record_shapes = false;
   bool profile_memory = false;
+  uint32_t sample_hz = 0;  // -F
+  bool no_ops = false;
   bool quiet = false;  // no table on stdout
   bool verbose = false;
   ReportOptions table;

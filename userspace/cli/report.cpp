@@ -94,8 +94,9 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "print folded stacks (outermost;...;op value) for flamegraph.pl or speedscope instead of the table; "
       "see docs/folded.md");
   report->add_option("--metric", options.metric,
-                     "value of a folded stack: self_cpu_time (self time of its ops, integer us); "
-                     "samples and self_cuda_time are not recorded by this build yet")
+                     "value of a folded stack: self_cpu_time (self time of its ops, integer us); samples "
+                     "(CPU samples of a recording made with -F HZ); self_cuda_time is not recorded by "
+                     "this build yet")
       ->capture_default_str()
       ->needs(folded);
   // The table's options mean nothing for stacks: refuse rather than ignore.
@@ -136,6 +137,11 @@ int run_report(const ReportOptions& options) {
                  recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                       : recording->incomplete_reason.c_str(),
                  recording->events.size());
+  if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {
+    std::fprintf(stderr, "gpuprof: error: --metric samples: %s has no CPU samples: record with -F HZ\n",
+                 options.input_path.c_str());
+    return 2;
+  }
   if (metric) return print_folded(*recording, *metric);
   if (options.group_by_input_shape && !recording->options.shapes) {
     std::fprintf(stderr,

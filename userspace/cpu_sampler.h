@@ -1,0 +1,49 @@
+// cpu_sampler.h: loads bpf/cpu_sampler.bpf.c and samples one process.
+//
+// One software CPU-clock perf event per online CPU, at `hz`, each with the
+// BPF program attached; the program keeps only the target's samples. Closing
+// the sampler (or gpuprof dying) closes the events: nothing is left behind
+// in the target, which the sampling never touches anyway.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "events.h"
+
+struct cpu_sampler_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace gpuprof {
+
+class CpuSampler {
+ public:
+  using Sink = std::function<void(const gp_cpu_sample&)>;
+
+  // Loads and attaches; sampling starts with set_sampling(true).
+  static std::unique_ptr<CpuSampler> start(int tgid, uint32_t hz, Sink sink, std::string* error);
+  ~CpuSampler();
+
+  void set_sampling(bool on);
+  // Closes the perf events. Samples already in the ring buffer stay readable.
+  void stop();
+
+  int poll_fd() const;
+  int consume();
+  uint64_t lost() const;
+  size_t cpus() const { return links_.size(); }
+
+ private:
+  CpuSampler() = default;
+  cpu_sampler_bpf* skel_ = nullptr;
+  ring_buffer* rb_ = nullptr;
+  Sink sink_;
+  std::vector<bpf_link*> links_;
+  std::vector<int> perf_fds_;
+};
+
+}  // namespace gpuprof
