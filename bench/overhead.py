@@ -633,24 +633,26 @@ def print_sampling(info, step_pct, sessions, sampling):
     print(f"CPU sampling: overhead per step, % of the baseline step time (p{int(QUANTILE * 100)} CPU time; "
           "sampling costs per unit of time, not per op) [90% interval, bootstrap over rounds]; "
           "'~' = below the run's noise floor (not resolved)")
-    hdr = (f"  {'workload':<9} {'variant':<34} {'HZ':>4} {'baseline ms':>11} {'overhead %':>11} "
+    on_ops = f"({short(GP_EMU_F99)}) - ({short(GP_EMU)})"  # what -F 99 adds to the op probes
+    lw = max([len(on_ops)] + [len(v) for v in sampling])
+    hdr = (f"  {'workload':<9} {'variant':<{lw}} {'HZ':>4} {'baseline ms':>11} {'overhead %':>11} "
            f"{'[90% interval]':>18} {'mean %':>8} {'wall p10 %':>10} {'us/sample':>9} {'floor %':>7}")
     print(hdr)
     for wl, sp in step_pct.items():
         rows = [(v, v, "baseline") for v in sampling]
         if "_on_ops" in sp:
-            rows.append(("_on_ops", f"{GP_EMU_F99} - {short(GP_EMU)}", GP_EMU))
+            rows.append(("_on_ops", on_ops, GP_EMU))
         for i, (key, label, den) in enumerate(rows):
             r = sp[key]
             hz = sample_hz(GPUPROF_VARIANTS[key if key != "_on_ops" else GP_EMU_F99])
             mark = "~" if r["pct"] <= sp["_floor_pct"] or r["lo"] <= 0 else ""
             # the cost of one sample: % of a step / samples per step (HZ x step time)
             per_sample = r["pct"] * 1e4 / hz
-            print(f"  {wl if i == 0 else '':<9} {label:<34} {hz:>4} {sp['_base_ms']:11.3f} "
+            print(f"  {wl if i == 0 else '':<9} {label:<{lw}} {hz:>4} {sp['_base_ms']:11.3f} "
                   f"{mark + format(r['pct'], '+.3f'):>11} [{r['lo']:+.3f} - {r['hi']:+.3f}] "
                   f"{r['mean_pct']:+8.3f} {r['wall_pct']:+10.3f} {per_sample:9.2f} {sp['_floor_pct']:7.3f}")
     print(f"  (overhead % = (p{int(QUANTILE * 100)} variant - p{int(QUANTILE * 100)} baseline) / "
-          f"p{int(QUANTILE * 100)} baseline; '{GP_EMU_F99} - {short(GP_EMU)}' = what -F 99 adds to the op "
+          f"p{int(QUANTILE * 100)} baseline; '{on_ops}' = what -F 99 adds to the op "
           "probes, over the baseline step; mean % from the median over rounds of the phase means; wall p10 % "
           "from wall time (information); us/sample = overhead % x step time / (HZ x step time); floor % = "
           "the run's noise floor as a % of the step)")
@@ -663,8 +665,11 @@ def print_sampling(info, step_pct, sessions, sampling):
         for wl, sp in step_pct.items():
             r = sp[GP_F99]
             goal = SAMPLING_GOAL_PCT
-            if r["hi"] < goal:
+            if r["hi"] < goal and sp["_floor_pct"] < goal:
                 verdict = f"yes: under {goal:g}% (the whole 90% interval is below {goal:g}%)"
+            elif r["hi"] < goal:
+                verdict = (f"not resolved: the 90% interval is below {goal:g}%, but the noise floor, "
+                           f"{sp['_floor_pct']:.2f}% of the step, is not: rerun when the machine is quiet")
             elif r["lo"] > goal:
                 verdict = f"NO: above {goal:g}% (the whole 90% interval is above {goal:g}%)"
             else:
@@ -683,7 +688,7 @@ def print_sampling(info, step_pct, sessions, sampling):
             hz = sample_hz(GPUPROF_VARIANTS[v])
             text = (f"{med(rates):7.1f} [{min(rates):.1f} - {max(rates):.1f}] /s = {med(rates) / hz:.3f} x HZ"
                     if rates else "not measured")
-            print(f"    {wl:<9} {v:<34} {text}")
+            print(f"    {wl:<9} {v:<{lw}} {text}")
     print()
 
 
@@ -842,7 +847,8 @@ def report(info, sessions, rounds, small_steps, resnet_steps):
         if att:
             print(f"    attach (as gpuprof reports it):          median {med(att):7.1f} ms   max {max(att):7.1f} ms")
         print(f"    detach (as gpuprof reports it):          median {med(det):7.1f} ms   max {max(det):7.1f} ms")
-        print(f"    launch -> {'sampling' if not att else 'tracing'} (BPF load + attach):   median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
+        launch = f"launch -> {'sampling' if not att else 'tracing'} (BPF load + attach):"
+        print(f"    {launch:<41}median {med(attw):7.1f} ms   max {max(attw):7.1f} ms")
         print(f"    SIGINT -> exit (detach + write record):  median {med(detw):7.1f} ms   max {max(detw):7.1f} ms")
         waits = [s["steady_wait_ms"] for s in ss if s.get("steady_wait_ms") is not None]
         if waits:
