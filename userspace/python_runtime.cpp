@@ -1,0 +1,291 @@
+#include "python_runtime.h"
+
+#include "elf_image.h"
+
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <sys/uio.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace gpuprof {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct Mapping {
+  uint64_t start = 0, offset = 0;
+  std::string path;
+};
+
+std::vector<Mapping> read_maps(int pid) {
+  std::vector<Mapping> out;
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    Mapping m;
+    m.path = line.substr(slash);
+    if (m.path.ends_with(" (deleted)")) continue;
+    unsigned long long start = 0, offset = 0;
+    if (std::sscanf(line.c_str(), "%llx-%*x %*s %llx", &start, &offset) != 2) continue;
+    m.start = start;
+    m.offset = offset;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// The virtual address (page-aligned) of the PT_LOAD segment at file offset 0.
+std::optional<uint64_t> first_load_vaddr(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!in.read(reinterpret_cast<char*>(&eh), sizeof(eh))) return std::nullopt;
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+    return std::nullopt;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    in.seekg(static_cast<std::streamoff>(eh.e_phoff + uint64_t(i) * eh.e_phentsize));
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof(ph))) return std::nullopt;
+    if (ph.p_type == PT_LOAD && ph.p_offset == 0) return ph.p_vaddr & ~uint64_t(0xfff);
+  }
+  return std::nullopt;
+}
+
+bool looks_like_python_file(std::string_view base) {
+  return base.starts_with("python3") || base.starts_with("libpython3");
+}
+
+// Version from the file: Py_Version (3.11+, a const uint32 PY_VERSION_HEX),
+// else "python3.N"/"libpython3.N" in the file name.
+bool detect_version(const ElfImage& elf, const std::string& path, int* major, int* minor,
+                    int* micro) {
+  if (auto v = elf.symbol_value("Py_Version")) {
+    auto bytes = elf.bytes_at(*v, 4);
+    if (bytes.size() == 4) {
+      uint32_t hexv;
+      std::memcpy(&hexv, bytes.data(), 4);
+      *major = (hexv >> 24) & 0xff;
+      *minor = (hexv >> 16) & 0xff;
+      *micro = (hexv >> 8) & 0xff;
+      if (*major == 3) return true;
+    }
+  }
+  static const std::regex re(R"((?:lib)?python(\d+)\.(\d+))");
+  std::smatch m;
+  std::string base = path.substr(path.rfind('/') + 1);
+  if (std::regex_search(base, m, re)) {
+    *major = std::stoi(m[1]);
+    *minor = std::stoi(m[2]);
+    *micro = -1;
+    return true;
+  }
+  return false;
+}
+
+// Decodes, from PyGILState_GetThisThreadState's code, the (ELF virtual)
+// address of autoTSSkey._key. Two shapes are known:
+//   non-PIC (Debian's /usr/bin/python3.11): mov edi, dword [rip+&_key];
+//     jmp pthread_getspecific  -> the load reads _key itself;
+//   PIC (a libpython3.x.so): mov rax, [rip+GOT(_PyRuntime)];
+//     lea rdi, [rax+off]; jmp PyThread_tss_get -> rdi = &Py_tss_t, _key at +4.
+// Registers holding _PyRuntime-relative pointers are tracked until the first
+// call/jmp that follows a load of edi/rdi. GOT slots are read from the target.
+std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const ElfImage& elf,
+                                               uint64_t function, uint64_t runtime,
+                                               std::string* why) {
+  auto code = elf.bytes_at(function, 64);
+  if (code.empty()) code = elf.bytes_at(function, 32);
+  if (code.empty()) {
+    *why = "cannot read the code of PyGILState_GetThisThreadState";
+    return std::nullopt;
+  }
+  csh handle;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
+    *why = "capstone cs_open failed";
+    return std::nullopt;
+  }
+  cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
+  cs_insn* insn = nullptr;
+  size_t n = cs_disasm(handle, code.data(), code.size(), function, 0, &insn);
+  auto in_runtime = [&](uint64_t a) { return a >= runtime && a < runtime + (1u << 20); };
+  std::map<unsigned, uint64_t> ptr;      // 64-bit register -> pointer into _PyRuntime (vaddr)
+  std::optional<uint64_t> found;         // address of _key
+  for (size_t i = 0; i < n; ++i) {
+    const cs_insn& in = insn[i];
+    unsigned id = in.id;
+    if (id == X86_INS_CALL || id == X86_INS_JMP) {
+      if (found) break;
+      continue;  // an early-exit branch before the load
+    }
+    if (id == X86_INS_RET) break;
+    if ((id != X86_INS_MOV && id != X86_INS_LEA) || !in.detail) continue;
+    const cs_x86& x = in.detail->x86;
+    if (x.op_count != 2 || x.operands[0].type != X86_OP_REG || x.operands[1].type != X86_OP_MEM)
+      continue;
+    unsigned dst = x.operands[0].reg;
+    const x86_op_mem& mem = x.operands[1].mem;
+    std::optional<uint64_t> addr;  // effective address, as an ELF virtual address
+    if (mem.base == X86_REG_RIP && mem.index == X86_REG_INVALID) {
+      addr = in.address + in.size + mem.disp;
+    } else if (mem.index == X86_REG_INVALID && ptr.count(mem.base)) {
+      addr = ptr[mem.base] + mem.disp;
+    }
+    ptr.erase(dst);
+    if (!addr) continue;
+    if (id == X86_INS_LEA) {
+      if (in_runtime(*addr)) {
+        ptr[dst] = *addr;
+        if (dst == X86_REG_RDI) found = *addr + 4;  // &Py_tss_t -> &_key
+      }
+    } else if (x.operands[1].size == 4 && in_runtime(*addr)) {
+      if (dst == X86_REG_EDI) found = *addr;  // _key itself
+    } else if (x.operands[1].size == 8 && !in_runtime(*addr)) {
+      // A GOT slot holding &_PyRuntime?
+      uint64_t value = 0;
+      if (read_target_memory(pid, bias + *addr, &value, 8) && value == bias + runtime)
+        ptr[dst] = runtime;
+    }
+  }
+  if (n) cs_free(insn, n);
+  cs_close(&handle);
+  if (!found) *why = "no load of autoTSSkey found in PyGILState_GetThisThreadState";
+  return found;
+}
+
+}  // namespace
+
+std::optional<PythonOffsets> python_offsets_for(int major, int minor) {
+  if (major != 3) return std::nullopt;
+  PythonOffsets o;
+  if (minor == 11) {
+    o.tstate_cframe = 56;
+    o.cframe_current_frame = 8;
+    o.frame_code = 32;
+    o.frame_previous = 48;
+    o.frame_prev_instr = 56;
+    o.frame_is_entry = 68;
+    o.code_firstlineno = 72;
+    o.code_bytecode = 184;
+    o.str_ascii_data = 48;
+    o.str_compact_data = 72;
+    return o;
+  }
+  if (minor == 12) {
+    o.tstate_cframe = 56;
+    o.cframe_current_frame = 0;
+    o.frame_code = 0;
+    o.frame_previous = 8;
+    o.frame_prev_instr = 56;
+    o.frame_owner = 70;
+    o.frame_owner_cshim = 3;
+    o.code_firstlineno = 68;
+    o.code_bytecode = 192;
+    o.str_ascii_data = 40;
+    o.str_compact_data = 56;
+    return o;
+  }
+  return std::nullopt;
+}
+
+bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len) {
+  if (len == 0) return true;
+  iovec local{buffer, len};
+  iovec remote{reinterpret_cast<void*>(address), len};
+  ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  return got == static_cast<ssize_t>(len);
+}
+
+std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key) {
+  if (key >= 32) return std::nullopt;
+  return fsbase + 0x310 + 16ull * key + 8;
+}
+
+std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
+  std::string dummy;
+  if (!why) why = &dummy;
+  std::vector<Mapping> maps = read_maps(pid);
+  if (maps.empty()) {
+    *why = "cannot read /proc/" + std::to_string(pid) + "/maps";
+    return std::nullopt;
+  }
+  std::set<std::string> seen;
+  std::string last_reason = "no mapped python3.x executable or libpython3.x.so defines _PyRuntime";
+  for (const Mapping& m : maps) {
+    std::string_view base = std::string_view(m.path).substr(m.path.rfind('/') + 1);
+    if (!looks_like_python_file(base) || !seen.insert(m.path).second) continue;
+    PythonRuntime rt;
+    rt.path_in_target = m.path;
+    rt.path_for_us = "/proc/" + std::to_string(pid) + "/root" + m.path;
+    std::string err;
+    auto elf = ElfImage::open(rt.path_for_us, &err);
+    if (!elf) continue;
+    auto runtime = elf->symbol_value("_PyRuntime");
+    auto getter = elf->symbol_value("PyGILState_GetThisThreadState");
+    if (!runtime || !getter) continue;
+    if (!detect_version(*elf, m.path, &rt.major, &rt.minor, &rt.micro)) {
+      *why = "cannot tell the CPython version of " + m.path;
+      return std::nullopt;
+    }
+    auto offsets = python_offsets_for(rt.major, rt.minor);
+    if (!offsets) {
+      *why = "CPython " + std::to_string(rt.major) + "." + std::to_string(rt.minor) +
+             " is not supported (3.11, 3.12): " + m.path;
+      return std::nullopt;
+    }
+    rt.offsets = *offsets;
+    // Load bias: the mapping at file offset 0 minus the first PT_LOAD's address.
+    std::optional<uint64_t> map0;
+    for (const Mapping& k : maps)
+      if (k.path == m.path && k.offset == 0) {
+        map0 = k.start;
+        break;
+      }
+    auto vaddr0 = first_load_vaddr(rt.path_for_us);
+    if (!map0 || !vaddr0) {
+      *why = "cannot compute the load address of " + m.path;
+      return std::nullopt;
+    }
+    rt.load_bias = *map0 - *vaddr0;
+    rt.runtime_address = rt.load_bias + *runtime;
+    auto key_vaddr = decode_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime, why);
+    if (!key_vaddr) return std::nullopt;
+    rt.tss_key_field_offset = *key_vaddr - *runtime;
+    rt.tss_key_address = rt.load_bias + *key_vaddr;
+    // Py_tss_t {int _is_initialized; pthread_key_t _key;}: the load reads the
+    // 4 bytes of _key, so _is_initialized sits just before it.
+    uint32_t pair[2];
+    if (!read_target_memory(pid, rt.tss_key_address - 4, pair, sizeof(pair))) {
+      *why = "process_vm_readv of autoTSSkey at " + hex(rt.tss_key_address) + " failed: " +
+             std::strerror(errno);
+      return std::nullopt;
+    }
+    if (pair[0] != 1) {
+      *why = "autoTSSkey is not initialized (yet) in " + m.path;
+      return std::nullopt;
+    }
+    rt.tss_key = pair[1];
+    std::ostringstream d;
+    d << "CPython " << rt.major << "." << rt.minor;
+    if (rt.micro >= 0) d << "." << rt.micro;
+    d << " in " << m.path << ": _PyRuntime " << hex(rt.runtime_address) << ", autoTSSkey._key at +"
+      << hex(rt.tss_key_field_offset) << " = " << rt.tss_key;
+    rt.description = d.str();
+    return rt;
+  }
+  *why = last_reason;
+  return std::nullopt;
+}
+
+}  // namespace gpuprof
