@@ -187,7 +187,7 @@ TEST(PythonCode, LineTableFormsByHand) {
 }
 
 TEST(PythonCode, MatchesCoLinesOfLivePython311) {
-  if (access(kPython, X_OK) != 0) GTEST_SKIP() << kPython << " missing";
+  ASSERT_EQ(access(kPython, X_OK), 0) << kPython << " missing: run scripts/setup.sh";
   PythonChild child;
   ASSERT_GT(child.pid(), 0);
   ASSERT_TRUE(child.ready());
