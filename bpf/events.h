@@ -166,17 +166,44 @@ struct gp_mem_event {
  * CPU samples (record -F HZ), from bpf/cpu_sampler.bpf.c, their own ring
  * buffer: perf-event CPU-clock samples of the target's threads.
  */
+#define GP_MAX_PY_FRAMES 48
+
+struct gp_py_frame {
+	__u64 code;  /* the frame's code object (PyCodeObject *) */
+	__u64 instr; /* its last instruction pointer (prev_instr) */
+};
+
 struct gp_cpu_sample {
 	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
 	__u64 user_ip;   /*  8: the thread's user-space instruction pointer */
 	__u32 tid;       /* 16 */
 	__u32 pid;       /* 20 */
 	__u32 in_kernel; /* 24: 1 when the sample interrupted the thread in the kernel */
-	__u32 pad;       /* 28 */
+	__u32 py_depth;  /* 28: frames in py_frames, innermost first (0: none) */
+	struct gp_py_frame py_frames[GP_MAX_PY_FRAMES];
+};
+
+/*
+ * Where the sampled thread's CPython frames are (userspace/python_runtime.h
+ * finds the values for the target's interpreter): the thread state is at
+ * fsbase + tls_offset (glibc's slot of the interpreter's TSS key), its
+ * frame chain as research.md section 5 describes. Field offsets in bytes;
+ * frame_owner 0xffff when the version has no owner field.
+ */
+struct gp_python_config {
+	__u64 tls_offset;
+	__u32 enabled;
+	__u32 tstate_cframe;
+	__u32 cframe_frame;
+	__u32 frame_code;
+	__u32 frame_previous;
+	__u32 frame_instr;
+	__u32 frame_owner;
+	__u32 owner_cshim; /* frames with this owner are C shims: skipped */
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(struct gp_cpu_sample) == 32, "gp_cpu_sample is shared with BPF");
+static_assert(sizeof(struct gp_cpu_sample) == 32 + 16 * GP_MAX_PY_FRAMES, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
 static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
 #else

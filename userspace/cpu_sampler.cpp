@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 
@@ -16,9 +18,13 @@ namespace gpuprof {
 namespace {
 
 int on_sample(void* ctx, void* data, size_t size) {
-  if (size < sizeof(gp_cpu_sample)) return 0;
+  // A sample holds only the Python frames walked (py_depth of them).
+  constexpr size_t kHeader = offsetof(gp_cpu_sample, py_frames);
+  if (size < kHeader) return 0;
   gp_cpu_sample sample;
-  std::memcpy(&sample, data, sizeof(sample));
+  std::memcpy(&sample, data, std::min(size, sizeof(sample)));
+  const size_t frames = (std::min(size, sizeof(sample)) - kHeader) / sizeof(gp_py_frame);
+  if (sample.py_depth > frames) sample.py_depth = static_cast<uint32_t>(frames);
   (*static_cast<CpuSampler::Sink*>(ctx))(sample);
   return 0;
 }
@@ -99,6 +105,11 @@ CpuSampler::~CpuSampler() {
   stop();
   if (rb_) ring_buffer__free(rb_);
   if (skel_) cpu_sampler_bpf__destroy(skel_);
+}
+
+void CpuSampler::set_python(const gp_python_config& config) {
+  skel_->bss->python = config;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void CpuSampler::set_sampling(bool on) {

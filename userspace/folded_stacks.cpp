@@ -25,6 +25,18 @@ class PathTrie {
   }
   size_t size() const { return nodes_.size(); }
 
+  // The node of node's path placed below `under` (the same frames, from
+  // `under` down instead of from the root). Memoised per (under, node).
+  uint32_t graft(uint32_t under, uint32_t node) {
+    if (under == 0 || node == 0) return under == 0 ? node : under;
+    const uint64_t key = (static_cast<uint64_t>(under) << 32) | node;
+    if (auto it = graft_of_.find(key); it != graft_of_.end()) return it->second;
+    const Node n = nodes_[node];
+    const uint32_t out = child(graft(under, n.parent), n.frame);
+    graft_of_.emplace(key, out);
+    return out;
+  }
+
   // Frames from the outermost down to node, joined by ';'.
   std::string path(uint32_t node, const std::vector<std::string>& frames) const {
     std::vector<uint32_t> chain;
@@ -45,6 +57,7 @@ class PathTrie {
   };
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> child_of_;
+  std::unordered_map<uint64_t, uint32_t> graft_of_;
 };
 
 // Frame ids by op id: overloads of one op (one name) share a frame, as they
@@ -138,9 +151,10 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
 
   FoldedStacks out;
   if (metric == FoldedMetric::kSamples) {
-    // Each sample under the innermost call running on its thread at its
-    // time (the same sweep as memory attribution), then its native leaf,
-    // then "[kernel]" when it interrupted the thread in the kernel.
+    // Each sample: its Python frames (outermost first) when recorded, then
+    // the op path of the innermost call running on its thread at its time
+    // (the same sweep as memory attribution), then its native leaf, then
+    // "[kernel]" when it interrupted the thread in the kernel.
     std::unordered_map<uint32_t, const std::vector<size_t>*> calls_of_tid;
     for (const std::vector<size_t>& ids : tree.threads)
       if (!ids.empty()) calls_of_tid[calls[ids.front()].tid] = &ids;
@@ -153,6 +167,22 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
     });
     std::unordered_map<uint32_t, uint64_t> count_of_node;
     const uint32_t kernel = frames.named("[kernel]");
+    auto sample_frame = [&](uint32_t frame_id) -> std::string_view {
+      return frame_id < recording.sample_frames.size() ? recording.sample_frames[frame_id]
+                                                       : std::string_view("[unknown]");
+    };
+    // The trie node of each Python stack's frames, built when first needed.
+    std::vector<uint32_t> node_of_stack(recording.sample_stacks.size(), kUnplaced);
+    auto python_node = [&](uint32_t stack) -> uint32_t {
+      if (stack >= recording.sample_stacks.size()) return 0;  // kNoPythonStack
+      if (node_of_stack[stack] == kUnplaced) {
+        uint32_t node = 0;
+        for (uint32_t f : recording.sample_stacks[stack])
+          node = trie.child(node, frames.named(sample_frame(f)));
+        node_of_stack[stack] = node;
+      }
+      return node_of_stack[stack];
+    };
     size_t at = 0;
     while (at < order.size()) {
       const uint32_t tid = recording.samples[order[at]].tid;
@@ -172,10 +202,8 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
         while (!open.empty() && calls[open.back()].end_ns < sample.ts_ns) open.pop_back();
         uint32_t node = open.empty() ? 0 : node_of[folded_into[open.back()]];
         if (node == kUnplaced) node = 0;
-        const std::string& leaf = sample.frame_id < recording.sample_frames.size()
-                                      ? recording.sample_frames[sample.frame_id]
-                                      : std::string("[unknown]");
-        node = trie.child(node, frames.named(leaf));
+        node = trie.graft(python_node(sample.python_stack), node);
+        node = trie.child(node, frames.named(sample_frame(sample.frame_id)));
         if (sample.in_kernel) node = trie.child(node, kernel);
         ++count_of_node[node];
       }

@@ -9,13 +9,14 @@
 // Today a stack is the op path of a call: the names of the traced ops that
 // enclose it on its thread, from the outermost traced op down to the call
 // itself, after torch.profiler's same-name fold (call_tree.h), so every
-// frame is a row of the table. Python frames (above the ops) and native
-// frames (below them) are for later; they will slot in around this path.
+// frame is a row of the table.
 //
-// samples (record -F HZ): each CPU sample is one count on the op path of the
-// innermost op running on its thread at that moment (the same fold), then
-// its native leaf function, then "[kernel]" when the sample interrupted the
-// thread in the kernel. Python frames are for later.
+// samples (record -F HZ): each CPU sample is one count on: its Python frames,
+// outermost first (Recording::sample_stacks, when record caught them: -F on
+// a CPython 3.11/3.12 target), then the op path of the innermost op running
+// on its thread at that moment (the same fold), then its native leaf
+// function, then "[kernel]" when the sample interrupted the thread in the
+// kernel. Root first: Python frames, operator frames, native frames.
 //
 // self_cpu_time is torch's export_stacks(path,
 // "self_cpu_time_total"): a call's self time, summed per stack. Sums are kept
@@ -38,7 +39,7 @@ namespace gpuprof {
 
 enum class FoldedMetric {
   kSelfCpuTime,  // self CPU time of ops, integer microseconds
-  kSamples,      // CPU samples (record -F HZ): op path, then the native leaf
+  kSamples,      // CPU samples (record -F HZ): Python frames, op path, native leaf
 };
 
 // Parses a --metric value. self_cuda_time is a metric of the format that

@@ -55,13 +55,14 @@ std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHe
 const char* type_name(uint32_t type) {
   static const char* const names[] = {
       "",       "PROCESS",      "CLOCK",      "OP_TABLE",      "EVENTS",  "STATS", "END",
-      "OPTIONS", "SHAPES",      "ENTRY_SHAPES", "MEM_EVENTS", "SAMPLE_FRAMES", "SAMPLES"};
-  return type >= 1 && type <= 12 ? names[type] : "unknown type";
+      "OPTIONS", "SHAPES",      "ENTRY_SHAPES", "MEM_EVENTS", "SAMPLE_FRAMES", "SAMPLES",
+      "SAMPLE_STACKS"};
+  return type >= 1 && type <= 13 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 12u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 13u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -168,7 +169,8 @@ void encode_sample(const CpuSample& s, uint8_t* out) {
   std::memcpy(out, &s.ts_ns, 8);
   std::memcpy(out + 8, &s.tid, 4);
   std::memcpy(out + 12, &s.frame_id, 4);
-  std::memcpy(out + 16, &flags, 4);
+  std::memcpy(out + 16, &s.python_stack, 4);
+  std::memcpy(out + 20, &flags, 4);
 }
 
 // One SHAPES definition: u32 nargs, then {i32 ndim (-1: unknown), sizes}.
@@ -340,6 +342,39 @@ std::string read_sample_frames(Decoder& d, Recording& rec) {
   return "";
 }
 
+// Decodes a SAMPLE_STACKS payload into rec.sample_stacks.
+std::string read_sample_stacks(Decoder& d, Recording& rec) {
+  uint32_t first_id, count;
+  d.u32(first_id);
+  d.u32(count);
+  if (!d.ok) return "payload too short";
+  if (first_id != rec.sample_stacks.size())
+    return "first_id " + std::to_string(first_id) + ", but " +
+           std::to_string(rec.sample_stacks.size()) + " stacks are defined";
+  if (count > d.left() / 4)  // each stack takes at least its u32 n
+    return "stack count " + std::to_string(count) + " does not fit the payload";
+  if (count > UINT32_MAX - first_id) return "stack count " + std::to_string(count) + " overflows";
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string id = "stack " + std::to_string(first_id + i);
+    uint32_t n;
+    d.u32(n);
+    if (!d.ok) return "payload too short";
+    if (n > kRecordMaxSampleStackDepth)
+      return id + " has " + std::to_string(n) + " frames (at most " +
+             std::to_string(kRecordMaxSampleStackDepth) + ")";
+    if (n > d.left() / 4) return id + " has " + std::to_string(n) + " frames: payload too short";
+    std::vector<uint32_t>& stack = rec.sample_stacks.emplace_back();
+    stack.resize(n);
+    for (uint32_t j = 0; j < n; ++j) {
+      d.u32(stack[j]);
+      if (stack[j] >= rec.sample_frames.size())
+        return id + " has frame_id " + std::to_string(stack[j]) + ", but " +
+               std::to_string(rec.sample_frames.size()) + " frames are defined";
+    }
+  }
+  return "";
+}
+
 // Checks and appends a SAMPLES payload to rec.samples.
 std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
   if (payload.size() % kRecordSampleBytes != 0)
@@ -347,12 +382,16 @@ std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
   const size_t n = payload.size() / kRecordSampleBytes;
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* p = payload.data() + i * kRecordSampleBytes;
-    const uint32_t flags = get<uint32_t>(p + 16);
+    const uint32_t flags = get<uint32_t>(p + 20);
     CpuSample s{get<uint64_t>(p), get<uint32_t>(p + 8), get<uint32_t>(p + 12),
-                (flags & kRecordSampleInKernel) != 0};
+                (flags & kRecordSampleInKernel) != 0, get<uint32_t>(p + 16)};
     if (s.frame_id >= rec.sample_frames.size())
       return "sample " + std::to_string(i) + " has frame_id " + std::to_string(s.frame_id) +
              ", but " + std::to_string(rec.sample_frames.size()) + " frames are defined";
+    if (s.python_stack != kNoPythonStack && s.python_stack >= rec.sample_stacks.size())
+      return "sample " + std::to_string(i) + " has python_stack " +
+             std::to_string(s.python_stack) + ", but " +
+             std::to_string(rec.sample_stacks.size()) + " stacks are defined";
     if ((flags & ~kRecordSampleInKernel) != 0) {
       char hex[16];
       std::snprintf(hex, sizeof hex, "0x%x", flags & ~kRecordSampleInKernel);
@@ -373,7 +412,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
   auto first = [](bool& flag) { return !std::exchange(flag, true); };
   const bool data = t == ChunkType::EVENTS || t == ChunkType::SHAPES ||
                     t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS ||
-                    t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLES;
+                    t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
+                    t == ChunkType::SAMPLES;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -381,7 +421,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     return name + " chunk in a recording without the shapes option";
   if (t == ChunkType::MEM_EVENTS && !rec.options.memory)
     return name + " chunk in a recording without the memory option";
-  if ((t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLES) && rec.options.sample_hz == 0)
+  if ((t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
+       t == ChunkType::SAMPLES) &&
+      rec.options.sample_hz == 0)
     return name + " chunk in a recording without CPU sampling (sample_hz 0)";
   if (t == ChunkType::EVENTS && !rec.options.ops)
     return name + " chunk in a recording without ops (the no-ops option)";
@@ -466,6 +508,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     }
     case ChunkType::SAMPLE_FRAMES:
       if (std::string problem = read_sample_frames(d, rec); !problem.empty()) return problem;
+      break;
+    case ChunkType::SAMPLE_STACKS:
+      if (std::string problem = read_sample_stacks(d, rec); !problem.empty()) return problem;
       break;
     case ChunkType::SAMPLES:
       return read_samples(payload, rec);
@@ -588,6 +633,8 @@ namespace {
 constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
 // The room for a SAMPLE_FRAMES chunk header, its u32 first_id and u32 count.
 constexpr size_t kFramesPrefix = kRecordChunkHeaderSize + 8;
+// The same for a SAMPLE_STACKS chunk.
+constexpr size_t kStacksPrefix = kRecordChunkHeaderSize + 8;
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
@@ -601,6 +648,7 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_entries_(chunk_buffer()),
       pending_mem_(chunk_buffer()),
       pending_frames_(kFramesPrefix, 0),
+      pending_stacks_(kStacksPrefix, 0),
       pending_samples_(chunk_buffer()) {}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
@@ -821,6 +869,38 @@ bool RecordWriter::add_sample_frame(const std::string& name, std::string* error)
   return true;
 }
 
+bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
+  if (!check_state(State::kBegun, "add_sample_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not defining sample stack " + std::to_string(stacks_defined_) + ": " + why;
+    return false;
+  };
+  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (stacks_defined_ == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
+    return refuse("too many stacks");
+  if (frame_ids.size() > kRecordMaxSampleStackDepth)
+    return refuse(std::to_string(frame_ids.size()) + " frames (at most " +
+                  std::to_string(kRecordMaxSampleStackDepth) + ")");
+  for (size_t i = 0; i < frame_ids.size(); ++i)
+    if (frame_ids[i] >= frames_defined_)
+      return refuse("frame " + std::to_string(i) + " is frame_id " +
+                    std::to_string(frame_ids[i]) + ", but " + std::to_string(frames_defined_) +
+                    " frames are defined");
+  const uint32_t n = static_cast<uint32_t>(frame_ids.size());
+  const auto* b = reinterpret_cast<const uint8_t*>(&n);
+  pending_stacks_.insert(pending_stacks_.end(), b, b + 4);
+  if (n > 0) {
+    const auto* f = reinterpret_cast<const uint8_t*>(frame_ids.data());
+    pending_stacks_.insert(pending_stacks_.end(), f, f + 4 * size_t{n});
+  }
+  ++pending_stack_count_;
+  ++stacks_defined_;
+  // At most kRecordEventsChunkBytes + 4 + 4 * 4096 bytes: far under the cap.
+  if (pending_stacks_.size() - kStacksPrefix >= kRecordEventsChunkBytes)
+    return flush_sample_stacks(error);
+  return true;
+}
+
 bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::string* error) {
   if (!check_state(State::kBegun, "append_samples", error)) return false;
   if (count > 0 && options_.sample_hz == 0) {
@@ -832,6 +912,13 @@ bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::s
       *error = path_ + ": not recording sample " + std::to_string(i) + " of the batch: frame_id " +
                std::to_string(samples[i].frame_id) + ", but " + std::to_string(frames_defined_) +
                " frames are defined";
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i)
+    if (samples[i].python_stack != kNoPythonStack && samples[i].python_stack >= stacks_defined_) {
+      *error = path_ + ": not recording sample " + std::to_string(i) +
+               " of the batch: python_stack " + std::to_string(samples[i].python_stack) +
+               ", but " + std::to_string(stacks_defined_) + " stacks are defined";
       return false;
     }
   for (size_t i = 0; i < count; ++i) {
@@ -855,10 +942,24 @@ bool RecordWriter::flush_sample_frames(std::string* error) {
   return true;
 }
 
-// SAMPLE_FRAMES before SAMPLES: a file cut after either never has a sample
-// naming a frame it does not define.
-bool RecordWriter::flush_samples(std::string* error) {
+// SAMPLE_FRAMES before SAMPLE_STACKS: a file cut after either never has a
+// stack naming a frame it does not define.
+bool RecordWriter::flush_sample_stacks(std::string* error) {
   if (!flush_sample_frames(error)) return false;
+  if (pending_stack_count_ == 0) return true;
+  const uint32_t first_id = stacks_defined_ - pending_stack_count_;
+  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize + 4, &pending_stack_count_, 4);
+  if (!write_chunk(ChunkType::SAMPLE_STACKS, pending_stacks_, error)) return false;
+  pending_stacks_.resize(kStacksPrefix);
+  pending_stack_count_ = 0;
+  return true;
+}
+
+// SAMPLE_FRAMES, then SAMPLE_STACKS, then SAMPLES: a file cut after any of
+// them never has a sample naming a frame or stack it does not define.
+bool RecordWriter::flush_samples(std::string* error) {
+  if (!flush_sample_stacks(error)) return false;
   size_t bytes = payload_size(pending_samples_);
   if (bytes == 0) return true;
   if (!write_chunk(ChunkType::SAMPLES, pending_samples_, error)) return false;
@@ -887,7 +988,7 @@ bool RecordWriter::flush_mem_events(std::string* error) {
 
 // SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
 // never has an entry shape naming an undefined shape or an unwritten event.
-// Then MEM_EVENTS, SAMPLE_FRAMES and SAMPLES.
+// Then MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES.
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
   if (pending_shape_count_ > 0) {

@@ -53,27 +53,38 @@
 //                the order of definition across the file; first_id must equal
 //                the number of frames defined by the SAMPLE_FRAMES chunks
 //                before it
-//   SAMPLES      n x {u64 ts_ns, u32 tid, u32 frame_id, u32 flags} (20 bytes
-//                each, packed): CPU samples; frame_id < the number of frames
-//                defined by the SAMPLE_FRAMES chunks before it; flags bit 0
-//                in_kernel, other bits must be 0
+//   SAMPLE_STACKS u32 first_id, u32 count, then count x {u32 n, n x u32
+//                frame_id}: Python stacks of CPU samples
+//                (Recording::sample_stacks, outermost frame first), numbered
+//                from 0 in the order of definition across the file; first_id
+//                must equal the number of stacks defined by the SAMPLE_STACKS
+//                chunks before it; n <= kRecordMaxSampleStackDepth; every
+//                frame_id < the number of frames defined by the SAMPLE_FRAMES
+//                chunks before it
+//   SAMPLES      n x {u64 ts_ns, u32 tid, u32 frame_id, u32 python_stack,
+//                u32 flags} (24 bytes each, packed): CPU samples; frame_id <
+//                the number of frames defined by the SAMPLE_FRAMES chunks
+//                before it; python_stack is 0xffffffff (kNoPythonStack: no
+//                Python frames) or < the number of stacks defined by the
+//                SAMPLE_STACKS chunks before it; flags bit 0 in_kernel, other
+//                bits must be 0
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
 //                u64 samples_lost
 //   END          u64 end_monotonic_ns; the last chunk of a finished recording
 //
-// Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES
-// or SAMPLES chunks (their type numbers are unknown chunks there, skipped), OP_TABLE entries end after
+// Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
+// SAMPLE_STACKS or SAMPLES chunks (their type numbers are unknown chunks there, skipped), OP_TABLE entries end after
 // symbol (read as arg_count -1, tensor_args 0) and STATS after stop_reason.
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
 // OPTIONS once each, in any order, before any other known chunk; then EVENTS,
-// SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES and SAMPLES chunks,
-// interleaved; then STATS; then END. SHAPES and ENTRY_SHAPES need the shapes
-// option, MEM_EVENTS the memory option, SAMPLE_FRAMES and SAMPLES the sampled
-// option (sample_hz > 0); EVENTS are refused with the no-ops option. Chunks of unknown type are skipped anywhere (forward compatibility
+// SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES
+// chunks, interleaved; then STATS; then END. SHAPES and ENTRY_SHAPES need the
+// shapes option, MEM_EVENTS the memory option, SAMPLE_FRAMES, SAMPLE_STACKS
+// and SAMPLES the sampled option (sample_hz > 0); EVENTS are refused with the no-ops option. Chunks of unknown type are skipped anywhere (forward compatibility
 // within a version); an unknown (newer) version is an error.
 //
 // Reading rules:
@@ -85,8 +96,8 @@
 //   - checksum mismatch, length above the cap, bad payload, bad order, data
 //     after END, an event with an unknown kind, an op_id outside the op table
 //     or a non-zero payload_bytes, a bad shape definition, a bad entry shape
-//     (below), a memory event of unknown kind, a bad sample frame
-//     definition or sample (below)
+//     (below), a memory event of unknown kind, a bad sample frame or sample
+//     stack definition or sample (below)
 //                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
@@ -104,9 +115,11 @@
 // writes SHAPES, then EVENTS, then ENTRY_SHAPES, so every prefix of a file
 // that ends on a chunk boundary follows these rules. Memory events:
 // kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Samples: frame_id names a frame
-// defined before (a flush writes SAMPLE_FRAMES before SAMPLES). Nothing else
-// gets through, so the aggregator can index the op table, the events, the
-// shapes and the sample frames without checks.
+// and python_stack a stack defined before, and a stack's frame ids name
+// frames defined before it (a flush writes SAMPLE_FRAMES, then
+// SAMPLE_STACKS, then SAMPLES). Nothing else gets through, so the aggregator
+// can index the op table, the events, the shapes, the sample frames and the
+// sample stacks without checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -142,10 +155,12 @@ inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
 inline constexpr size_t kRecordMemEventsChunkBytes = 1600 * sizeof(gp_mem_event);
 // Size of one sample in a SAMPLES chunk. The writer emits a SAMPLES chunk
 // once kRecordSamplesChunkBytes (3276 samples, just under 64 KiB) are
-// buffered, and a SAMPLE_FRAMES chunk once the pending frame definitions
-// reach kRecordEventsChunkBytes.
-inline constexpr size_t kRecordSampleBytes = 20;
-inline constexpr size_t kRecordSamplesChunkBytes = 3276 * kRecordSampleBytes;
+// buffered, and a SAMPLE_FRAMES (SAMPLE_STACKS) chunk once the pending frame
+// (stack) definitions reach kRecordEventsChunkBytes.
+inline constexpr size_t kRecordSampleBytes = 24;
+inline constexpr size_t kRecordSamplesChunkBytes = 2730 * kRecordSampleBytes;
+// Most frames in one SAMPLE_STACKS stack.
+inline constexpr uint32_t kRecordMaxSampleStackDepth = 4096;
 // SAMPLES flags.
 inline constexpr uint32_t kRecordSampleInKernel = 1u << 0;
 // Largest ndim of a shape in a SHAPES chunk.
@@ -169,6 +184,7 @@ enum class ChunkType : uint32_t {
   MEM_EVENTS = 10,   // version 2
   SAMPLE_FRAMES = 11,  // version 2
   SAMPLES = 12,        // version 2
+  SAMPLE_STACKS = 13,  // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -178,8 +194,8 @@ std::vector<uint8_t> encode_record_header(uint32_t version = GP_RECORD_FORMAT_VE
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload);
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
-// append_shapes, append_mem_events, add_sample_frame, append_samples and
-// flush any number of times, finish once. Every chunk is written whole by one write loop, so a writer killed at
+// append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
+// append_samples and flush any number of times, finish once. Every chunk is written whole by one write loop, so a writer killed at
 // any point leaves at most one torn chunk at the end of the file. After any
 // write failure the writer refuses further writes (appending after a torn
 // chunk would make the file corrupt, not just incomplete); a refused batch
@@ -198,8 +214,8 @@ class RecordWriter {
   // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
   // Refuses an op table the reader would reject (arg_count < -1, tensor_args
   // above max(arg_count, 0)). options decide what append_events (nothing
-  // with ops false), append_shapes, append_mem_events, add_sample_frame and
-  // append_samples (sample_hz > 0) accept.
+  // with ops false), append_shapes, append_mem_events, add_sample_frame,
+  // add_sample_stack and append_samples (sample_hz > 0) accept.
   bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
              const RecordOptions& options, std::string* error);
   // The same with no options (no shapes, no memory events).
@@ -232,13 +248,22 @@ class RecordWriter {
   // must fit a chunk. Buffered; a SAMPLE_FRAMES chunk goes out once
   // kRecordEventsChunkBytes of definitions are pending (or at flush()).
   bool add_sample_frame(const std::string& name, std::string* error);
-  // Buffers CPU samples (needs sample_hz > 0); writes the pending frame
-  // definitions and a SAMPLES chunk each time kRecordSamplesChunkBytes are
-  // buffered. A batch holding a frame_id not yet defined is refused whole,
-  // with nothing buffered and the writer still usable.
+  // Defines the next Python stack of CPU samples: its id is
+  // sample_stacks_defined() before the call (the caller interns stacks).
+  // frame_ids are outermost first, each a frame defined already (by
+  // add_sample_frame), at most kRecordMaxSampleStackDepth of them. Needs
+  // sample_hz > 0. A refused call changes nothing. Buffered; a SAMPLE_STACKS
+  // chunk goes out once kRecordEventsChunkBytes of definitions are pending
+  // (after the pending frame definitions), or at flush().
+  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error);
+  // Buffers CPU samples (needs sample_hz > 0); writes the pending frame and
+  // stack definitions and a SAMPLES chunk each time kRecordSamplesChunkBytes
+  // are buffered. A batch holding a frame_id not yet defined, or a
+  // python_stack that is neither kNoPythonStack nor a stack defined already,
+  // is refused whole, with nothing buffered and the writer still usable.
   bool append_samples(const CpuSample* samples, size_t count, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
-  // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLES, each only when
+  // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES, each only when
   // non-empty. The collector calls
   // this periodically so a SIGKILL loses little.
   bool flush(std::string* error);
@@ -262,6 +287,9 @@ class RecordWriter {
   // Sample frames defined so far (written or buffered): the id the next
   // add_sample_frame gets.
   uint32_t sample_frames_defined() const { return frames_defined_; }
+  // Sample stacks defined so far (written or buffered): the id the next
+  // add_sample_stack gets.
+  uint32_t sample_stacks_defined() const { return stacks_defined_; }
   // Samples written in SAMPLES chunks so far.
   uint64_t samples_written() const { return samples_written_; }
 
@@ -274,7 +302,8 @@ class RecordWriter {
   bool flush_events(std::string* error);
   bool flush_mem_events(std::string* error);
   bool flush_sample_frames(std::string* error);
-  bool flush_samples(std::string* error);  // flush_sample_frames first
+  bool flush_sample_stacks(std::string* error);  // flush_sample_frames first
+  bool flush_samples(std::string* error);  // flush_sample_stacks first
   bool is_entry(uint64_t event_index) const;
 
   UniqueFd fd_;
@@ -293,6 +322,10 @@ class RecordWriter {
   std::vector<uint8_t> pending_frames_;
   uint32_t pending_frame_count_ = 0;
   uint32_t frames_defined_ = 0;
+  // SAMPLE_STACKS: u32 first_id, u32 count, then stacks
+  std::vector<uint8_t> pending_stacks_;
+  uint32_t pending_stack_count_ = 0;
+  uint32_t stacks_defined_ = 0;
   std::vector<uint8_t> pending_samples_;  // SAMPLES
   uint64_t samples_written_ = 0;
   uint64_t offset_ = 0;

@@ -9,10 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -24,6 +26,8 @@
 #include "cpu_sampler.h"
 #include "elf_image.h"
 #include "native_symbolizer.h"
+#include "python_code.h"
+#include "python_runtime.h"
 #include "record_file.h"
 #include "shape_collector.h"
 #include "target_process.h"
@@ -80,6 +84,8 @@ class Session {
   void on_mem_event(const gp_mem_event& event);
   void on_cpu_sample(const gp_cpu_sample& sample);
   bool start_sampling(int pid);
+  void setup_python_frames(int pid);
+  std::optional<uint32_t> sample_frame_id(const std::string& name);
   void drain_shapes();
   void write_failed(const std::string& error) {
     if (write_error_.empty()) write_error_ = error;
@@ -120,6 +126,9 @@ class Session {
   std::unique_ptr<NativeSymbolizer> symbolizer_;
   std::unordered_map<std::string, uint32_t> sample_frame_ids_;
   std::unordered_map<uint64_t, uint32_t> frame_of_address_;
+  std::unique_ptr<PythonCodeResolver> python_;
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
+  std::map<std::vector<uint32_t>, uint32_t> python_stack_ids_;
   uint64_t samples_recorded_ = 0;
   std::string memory_error_;
   int signal_fd_ = -1;
@@ -274,8 +283,47 @@ bool Session::start_sampling(int pid) {
   sampler_ = CpuSampler::start(
       pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }, &error);
   if (!sampler_) return fail(error);
+  setup_python_frames(pid);
   sampler_->set_sampling(true);
   return true;
+}
+
+// Samples carry the thread's Python frames when the target runs a CPython
+// gpuprof knows (found, never assumed: python_runtime.h).
+void Session::setup_python_frames(int pid) {
+  std::string why;
+  auto runtime = find_python_runtime(pid, &why);
+  std::optional<uint64_t> slot = runtime ? glibc_tls_slot_address(0, runtime->tss_key) : std::nullopt;
+  if (!runtime || !slot) {
+    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n",
+                 runtime ? "the interpreter's thread-state key is beyond glibc's first 32" : why.c_str());
+    return;
+  }
+  const PythonOffsets& o = runtime->offsets;
+  gp_python_config config{};
+  config.tls_offset = *slot;
+  config.enabled = 1;
+  config.tstate_cframe = o.tstate_cframe;
+  config.cframe_frame = o.cframe_current_frame;
+  config.frame_code = o.frame_code;
+  config.frame_previous = o.frame_previous;
+  config.frame_instr = o.frame_prev_instr;
+  config.frame_owner = o.frame_owner;
+  config.owner_cshim = o.frame_owner_cshim;
+  sampler_->set_python(config);
+  python_ = std::make_unique<PythonCodeResolver>(pid, o);
+  if (config_.verbose) std::fprintf(stderr, "gpuprof: Python frames: %s\n", runtime->description.c_str());
+}
+
+std::optional<uint32_t> Session::sample_frame_id(const std::string& name) {
+  std::string err;
+  auto [it, inserted] = sample_frame_ids_.try_emplace(name, writer_->sample_frames_defined());
+  if (inserted && !writer_->add_sample_frame(name, &err)) {
+    sample_frame_ids_.erase(it);
+    write_failed(err);
+    return std::nullopt;
+  }
+  return it->second;
 }
 
 // A sample's leaf is symbolized now, while the target's mappings are there
@@ -288,14 +336,36 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   if (known != frame_of_address_.end()) {
     frame_id = known->second;
   } else {
-    std::string name = symbolizer_->symbolize(sample.user_ip);
-    auto [it, inserted] = sample_frame_ids_.try_emplace(name, writer_->sample_frames_defined());
-    if (inserted && !writer_->add_sample_frame(name, &err)) return write_failed(err);
-    frame_id = it->second;
+    auto id = sample_frame_id(symbolizer_->symbolize(sample.user_ip));
+    if (!id) return;
+    frame_id = *id;
     frame_of_address_.emplace(sample.user_ip, frame_id);
   }
+  uint32_t python_stack = kNoPythonStack;
+  const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
+  if (python_ && depth > 0) {
+    // Innermost first in the sample; the record keeps the outermost first.
+    std::vector<uint32_t> stack;
+    for (uint32_t i = depth; i-- > 0;) {
+      const auto key = std::make_pair(sample.py_frames[i].code, sample.py_frames[i].instr);
+      auto it = frame_of_python_.find(key);
+      if (it == frame_of_python_.end()) {
+        auto text = python_->frame(key.first, key.second);
+        auto id = sample_frame_id(text ? *text : std::string("[unknown Python frame]"));
+        if (!id) return;
+        it = frame_of_python_.emplace(key, *id).first;
+      }
+      stack.push_back(it->second);
+    }
+    auto [it, inserted] = python_stack_ids_.try_emplace(stack, writer_->sample_stacks_defined());
+    if (inserted && !writer_->add_sample_stack(stack, &err)) {
+      python_stack_ids_.erase(it);
+      return write_failed(err);
+    }
+    python_stack = it->second;
+  }
   CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = frame_id,
-                   .in_kernel = sample.in_kernel != 0};
+                   .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
   if (!writer_->append_samples(&record, 1, &err)) return write_failed(err);
   samples_recorded_++;
 }

@@ -96,11 +96,17 @@ struct EntryShapes {
 
 // One CPU sample (record -F HZ): the thread was on a CPU at ts_ns, running
 // frames[frame_id] (its native leaf function, symbolized when recorded).
+inline constexpr uint32_t kNoPythonStack = 0xffffffffu;
+
 struct CpuSample {
   uint64_t ts_ns = 0;
   uint32_t tid = 0;
   uint32_t frame_id = 0;   // index into Recording::sample_frames
   bool in_kernel = false;  // the sample interrupted the thread in the kernel
+  // Index into Recording::sample_stacks: the thread's Python frames at the
+  // sample; kNoPythonStack when it had none (not a Python thread, or the
+  // interpreter is not supported).
+  uint32_t python_stack = kNoPythonStack;
   bool operator==(const CpuSample&) const = default;
 };
 
@@ -123,6 +129,9 @@ struct Recording {
   // ("libtorch_cpu.so.1.13.0!at::native::addmm_impl_cpu_", "[unknown]").
   std::vector<CpuSample> samples;
   std::vector<std::string> sample_frames;
+  // Interned Python stacks of samples: ids into sample_frames, outermost
+  // frame first ("train.py(42): main", ...).
+  std::vector<std::vector<uint32_t>> sample_stacks;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

@@ -1,9 +1,12 @@
 """CPU sampling (record -F HZ): known answers on a real PyTorch process.
 
 mm_dominated.py spends about 70% of its CPU time inside torch.mm (aten::mm)
-and the rest in pure Python, and measures the split itself with its thread's CPU
-clock. gpuprof's samples must put the same share under aten::mm (op tracing
-on), and, with --no-ops, the same share in the BLAS kernel that mm runs.
+and the rest in pure Python, and measures the split itself with its thread's
+CPU clock. gpuprof's samples must put the same share under aten::mm (op
+tracing on), and, with --no-ops, the same share in the BLAS kernel that mm
+runs. two_functions.py splits pure Python work 70/30 between two functions:
+the samples' Python frames must split the same way and name the right file,
+lines and functions.
 """
 import json
 import re
@@ -49,14 +52,20 @@ def test_samples_under_the_dominant_op(procs, workdir, tmp_path):
     assert events > 0, stderr
     # 499 Hz for ~SECONDS of one busy thread: hundreds of samples.
     assert samples >= 0.5 * 499 * truth["cpu_s"], (samples, truth)
-    under_mm = sum(c for s, c in stacks.items() if s.split(";")[0] == "aten::mm")
+    # Python frames come first, then the op path: its outermost op decides.
+    def outermost_op(stack):
+        return next((f for f in stack.split(";") if f.startswith("aten::")), None)
+    under_mm = sum(c for s, c in stacks.items() if outermost_op(s) == "aten::mm")
     share = 100.0 * under_mm / samples
     print(f"aten::mm: truth {100 * truth['mm_fraction']:.1f}% of the thread's CPU time, "
           f"samples {share:.1f}% ({under_mm} of {samples})")
     assert 0.5 < truth["mm_fraction"] < 0.9, truth  # the workload is what it claims
     assert abs(share - 100 * truth["mm_fraction"]) <= TOLERANCE_POINTS, (share, truth)
     # Below the op: the BLAS kernel it runs, by name.
-    assert any(s.startswith("aten::mm;") and "sgemm" in s for s in stacks), stacks
+    assert any(outermost_op(s) == "aten::mm" and "sgemm" in s for s in stacks), stacks
+    # Above the op: the workload's Python frames, outermost (<module>) first.
+    assert any(s.split(";")[0].endswith(":_<module>") and "mm_dominated.py(" in s
+               and outermost_op(s) == "aten::mm" for s in stacks), stacks
 
 
 def test_no_ops_samples_only(procs, workdir, tmp_path):
@@ -64,9 +73,12 @@ def test_no_ops_samples_only(procs, workdir, tmp_path):
     assert events == 0, stderr  # no op probes at all
     assert re.search(r"^gpuprof: sampling \d+ \(\S+\) at 999 Hz on \d+ CPUs, no op tracing", stderr, re.M), stderr
     assert samples >= 0.5 * 999 * truth["cpu_s"], (samples, truth)
-    # No op frames: every stack is a native leaf (and [kernel]).
-    assert not [s for s in stacks if s.startswith("aten::")], stacks
-    in_blas = sum(c for s, c in stacks.items() if "libblas" in s.split(";")[0] or "sgemm" in s)
+    # No op frames: Python frames, then the native leaf (and [kernel]).
+    assert not [s for s in stacks if "aten::" in s], stacks
+    def leaf(stack):
+        frames = [f for f in stack.split(";") if f != "[kernel]"]
+        return frames[-1]
+    in_blas = sum(c for s, c in stacks.items() if "libblas" in leaf(s) or "sgemm" in leaf(s))
     share = 100.0 * in_blas / samples
     print(f"BLAS leaf: {share:.1f}% of {samples} samples; torch.mm {100 * truth['mm_fraction']:.1f}% of CPU time")
     # mm's time is its BLAS kernel but for the dispatch around it.
@@ -78,3 +90,49 @@ def test_sampling_options_are_checked(tmp_path):
     assert bad.returncode == 2 and "--no-ops records CPU samples only" in bad.stderr, bad.stderr
     bad = run_gpuprof("record", "-p", "1", "-F", "0")
     assert bad.returncode == 2, bad.stderr
+
+
+def test_python_frames_known_answer(procs, workdir, tmp_path):
+    # two_functions.py: pure Python, 70% of its CPU time in seventy(), 30%
+    # in thirty() (its own thread-CPU-clock measurement). The samples' Python
+    # frames must split the same way, naming the right file, lines and
+    # functions in torch's Source Location form, "path(line): name".
+    target = procs.start_workload("two_functions.py", workdir, SECONDS)
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    out = tmp_path / "python.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "-F", "999", "--no-ops")
+    gp.wait_for_stderr(r"^gpuprof: sampling ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    truth = json.loads(wait_for_file(workdir, "truth.json", timeout=120, watch=[target, gp]))
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    touch(workdir, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert "without Python frames" not in gp.stderr(), gp.stderr()
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
+    assert folded.returncode == 0, folded.stderr
+    # Spaces become "_" in folded frames, as in torch's export_stacks.
+    frame_re = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\):_(?P<name>\S+)$")
+    in_function = {"seventy": 0, "thirty": 0}
+    total = 0
+    for line in folded.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        total += int(count)
+        frames = stack.split(";")
+        python = [frame_re.match(f) for f in frames]
+        python = [m for m in python if m]
+        assert python, f"a sample of a Python thread without Python frames: {line}"
+        # Outermost first: the module code (<module>) and main() come first.
+        assert python[0].group("name") == "<module>", line
+        innermost = python[-1]
+        name = innermost.group("name")
+        if name in in_function:
+            assert innermost.group("file") == truth["file"], line
+            first, last = truth["lines"][name]
+            assert first <= int(innermost.group("line")) <= last, (line, truth["lines"])
+            in_function[name] += int(count)
+    shares = {name: 100.0 * n / total for name, n in in_function.items()}
+    print(f"samples: {shares} of {total}; truth: seventy {100 * truth['seventy']:.1f}%, "
+          f"thirty {100 * truth['thirty']:.1f}%")
+    for name in in_function:
+        assert abs(shares[name] - 100 * truth[name]) <= TOLERANCE_POINTS, (shares, truth)

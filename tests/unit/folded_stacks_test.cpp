@@ -349,6 +349,54 @@ TEST(FoldedStacks, SamplesGoUnderTheInnermostOpThenTheirLeaf) {
   expect_well_formed(format_folded(f));
 }
 
+// Samples with Python stacks (record -F on CPython 3.11/3.12): root first,
+// the Python frames (outermost first), then the op path, then the native
+// leaf, then [kernel]. A sample without a Python stack keeps the op path at
+// the root; frame names are sanitised like the others.
+TEST(FoldedStacks, SamplesPutTheirPythonFramesAboveTheOpPath) {
+  enum : uint32_t { kLinear, kAddmm };
+  constexpr uint32_t kOther = kTid + 1;
+  Recording r = recording_of(
+      {op("aten::linear"), op("aten::addmm")},
+      {op_entry(us(10), 1000, kLinear), op_entry(us(20), 900, kAddmm), op_exit(us(60), 900, kAddmm),
+       op_exit(us(70), 1000, kLinear)});
+  r.options.sample_hz = 99;
+  r.sample_frames = {"libblas.so.3!sgemm_",        "train.py(42): main",
+                     "model.py(7): forward",       "libc.so.6!read",
+                     "loader.py(3): next;batch"};
+  r.sample_stacks = {{1, 2}, {1}, {}, {4, 9}};  // 9: a frame id the file does not define
+  auto sample = [](uint64_t t, uint32_t frame, uint32_t stack, bool kernel = false,
+                   uint32_t tid = kTid) {
+    return CpuSample{.ts_ns = us(t), .tid = tid, .frame_id = frame, .in_kernel = kernel,
+                     .python_stack = stack};
+  };
+  r.samples = {
+      sample(30, 0, 0),  sample(40, 0, 0),                   // main;forward;linear;addmm;sgemm_
+      sample(15, 3, 0, true),                                // under linear only
+      sample(50, 0, kNoPythonStack),                         // no Python stack: ops at the root
+      sample(80, 3, 1),                                      // no op running: Python, then leaf
+      sample(90, 3, 2),                                      // an empty stack: as none
+      sample(30, 3, 3, false, kOther),                       // another thread, no ops
+      sample(35, 0, 7),                                      // a stack id not defined: as none
+  };
+  const FoldedStacks f = folded_stacks(r, FoldedMetric::kSamples);
+  EXPECT_EQ(f.samples_total, 8u);
+  std::map<std::string, uint64_t> got;
+  for (const FoldedStack& s : f.stacks) got[s.stack] = s.value;
+  EXPECT_EQ(got,
+            (std::map<std::string, uint64_t>{
+                {"train.py(42):_main;model.py(7):_forward;aten::linear;aten::addmm;"
+                 "libblas.so.3!sgemm_",
+                 2},
+                {"train.py(42):_main;model.py(7):_forward;aten::linear;libc.so.6!read;[kernel]", 1},
+                {"aten::linear;aten::addmm;libblas.so.3!sgemm_", 2},  // t=50 and t=35
+                {"train.py(42):_main;libc.so.6!read", 1},
+                {"libc.so.6!read", 1},  // the empty stack
+                {"loader.py(3):_next:batch;[unknown];libc.so.6!read", 1},
+            }));
+  expect_well_formed(format_folded(f));
+}
+
 // ---------------------------------------------------------------------------
 // Against the table, on random streams: nesting, sibling slots, a few names
 // shared by several op ids (overloads) so that same-name chains fold,

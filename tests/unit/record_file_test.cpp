@@ -1231,7 +1231,18 @@ Bytes frames_payload(uint32_t first_id, const std::vector<std::string>& names) {
 }
 Bytes samples_payload(const std::vector<CpuSample>& samples) {
   Bytes b;
-  for (const CpuSample& s : samples) b.u64(s.ts_ns).u32(s.tid).u32(s.frame_id).u32(s.in_kernel);
+  for (const CpuSample& s : samples)
+    b.u64(s.ts_ns).u32(s.tid).u32(s.frame_id).u32(s.python_stack).u32(s.in_kernel);
+  return b;
+}
+// A SAMPLE_STACKS payload: stacks numbered from first_id.
+Bytes stacks_payload(uint32_t first_id, const std::vector<std::vector<uint32_t>>& stacks) {
+  Bytes b;
+  b.u32(first_id).u32(static_cast<uint32_t>(stacks.size()));
+  for (const auto& st : stacks) {
+    b.u32(static_cast<uint32_t>(st.size()));
+    for (uint32_t f : st) b.u32(f);
+  }
   return b;
 }
 // n samples over `frames` frames, distinct per `seed`, some in the kernel.
@@ -1321,14 +1332,14 @@ TEST_F(RecordFileTest, RoundTripsCpuSamplesAcrossFlushesAndChunks) {
   ASSERT_TRUE(w.append_samples(nullptr, 0, &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
   // 8000 samples: two full chunks go out at once (with the pending frames
-  // before them), 8000 - 2 * 3276 stay buffered.
+  // before them), 8000 - 2 * 2730 stay buffered.
   define(4);
   const uint64_t before = w.bytes_written();
   samples(8000, 2);
   const size_t frames_chunk = kRecordChunkHeaderSize + 8 + 4 * (4 + 17);  // "libfoo.so!frame_5"
   EXPECT_EQ(w.bytes_written(),
             before + frames_chunk + 2 * (kRecordChunkHeaderSize + kRecordSamplesChunkBytes));
-  EXPECT_EQ(w.samples_written(), 15u + 2 * 3276);
+  EXPECT_EQ(w.samples_written(), 15u + 2 * 2730);
   // Enough frame definitions to go out on their own (64 KiB).
   define(4000);
   samples(100, 3);
@@ -1481,7 +1492,7 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   expect_error(frames_file(Bytes().u32(0)), f5 + "payload too short");
   expect_error(frames_file(frames_payload(0, {"a"}).u32(0)),
                f5 + "4 unexpected trailing payload bytes");
-  // SAMPLES: whole 20-byte samples naming defined frames, known flags.
+  // SAMPLES: whole 24-byte samples naming defined frames, known flags.
   const std::string s6 =
       "f: corrupt chunk 6 (SAMPLES) at offset " + std::to_string(two.size()) + ": ";
   auto samples_file = [&](const std::vector<uint8_t>& payload) {
@@ -1501,12 +1512,12 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   std::vector<uint8_t> late = cat(prefix, chunk_of(ChunkType::SAMPLES, samples_payload({{1, 2, 0, false}})));
   EXPECT_FALSE(read_recording_bytes(cat(late, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))), &err, "f"));
   EXPECT_EQ(err, "f: corrupt chunk 5 (SAMPLES)" + at5 + "sample 0 has frame_id 0, but 0 frames are defined");
-  expect_error(samples_file(Bytes().u64(1).u32(2).u32(0).u32(3).b),
+  expect_error(samples_file(Bytes().u64(1).u32(2).u32(0).u32(kNoPythonStack).u32(3).b),
                s6 + "sample 0 has unknown flags 0x2");
-  expect_error(samples_file(std::vector<uint8_t>(21, 0)),
-               s6 + "payload of 21 bytes is not a whole number of 20-byte samples");
-  expect_error(samples_file(std::vector<uint8_t>(19, 0)),
-               s6 + "payload of 19 bytes is not a whole number of 20-byte samples");
+  expect_error(samples_file(std::vector<uint8_t>(25, 0)),
+               s6 + "payload of 25 bytes is not a whole number of 24-byte samples");
+  expect_error(samples_file(std::vector<uint8_t>(20, 0)),
+               s6 + "payload of 20 bytes is not a whole number of 24-byte samples");
   // STATS without samples_lost (the earlier version 2 layout) is short.
   Bytes short_stats;
   short_stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("");
@@ -1563,6 +1574,212 @@ TEST_F(RecordFileTest, WriterRefusesSamplesTheReaderWouldReject) {
   EXPECT_EQ(rec->sample_frames, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err))
+      << err;
+  ASSERT_TRUE(w.add_sample_frame("libtorch_cpu.so!at::native::add", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("model.py(7): forward", &err)) << err;
+  EXPECT_EQ(w.sample_stacks_defined(), 0u);
+  ASSERT_TRUE(w.add_sample_stack({1, 2}, &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({}, &err)) << err;  // an empty stack is a stack
+  EXPECT_EQ(w.sample_stacks_defined(), 2u);
+  std::vector<CpuSample> samples = {
+      {10, 7, 0, false, 0}, {20, 7, 0, true, kNoPythonStack}, {30, 8, 2, false, 1}};
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  // A flush: SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES.
+  std::vector<uint8_t> expect = v2_sampled_prefix(4, 99);
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+                                frames_payload(0, {"libtorch_cpu.so!at::native::add",
+                                                   "train.py(42): main", "model.py(7): forward"})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1, 2}, {}})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  // Stacks only: the next ids.
+  ASSERT_TRUE(w.add_sample_stack({2, 2, 1}, &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(2, {{2, 2, 1}})));
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+  // A full SAMPLES chunk written early takes the pending frames and stacks
+  // with it, in order.
+  ASSERT_TRUE(w.add_sample_frame("x.py(1): <module>", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({3}, &err)) << err;
+  std::vector<CpuSample> many = make_samples(2730, 4, 5);
+  for (size_t i = 0; i < many.size(); ++i)
+    many[i].python_stack = i % 4 == 0 ? kNoPythonStack : static_cast<uint32_t>(i % 4);
+  const uint64_t before = w.bytes_written();
+  ASSERT_TRUE(w.append_samples(many.data(), many.size(), &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  ASSERT_EQ(file.size(), w.bytes_written());
+  std::vector<uint8_t> early(file.begin() + static_cast<ptrdiff_t>(before), file.end());
+  std::vector<uint8_t> want = cat(chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(3, {"x.py(1): <module>"})),
+                                  chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(3, {{3}})));
+  want = cat(want, chunk_of(ChunkType::SAMPLES, samples_payload(many)));
+  EXPECT_EQ(early, want);
+  // Enough stack definitions to go out on their own (64 KiB), frames first.
+  ASSERT_TRUE(w.add_sample_frame("y.py(2): f", &err)) << err;
+  std::vector<std::vector<uint32_t>> stacks = {{1, 2}, {}, {2, 2, 1}, {3}};
+  const uint64_t before_stacks = w.bytes_written();
+  for (uint32_t i = 0; i < 2100; ++i) {  // 32 bytes each
+    stacks.push_back({1, 2, 3, 4, i % 5, 0, 1});
+    ASSERT_TRUE(w.add_sample_stack(stacks.back(), &err)) << err;
+  }
+  EXPECT_GT(w.bytes_written(), before_stacks);
+  EXPECT_EQ(w.sample_stacks_defined(), stacks.size());
+  std::vector<CpuSample> last = {{99, 9, 4, false, 2103}};
+  ASSERT_TRUE(w.append_samples(last.data(), last.size(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 100, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->sample_stacks, stacks);
+  std::vector<CpuSample> all = samples;
+  all.insert(all.end(), many.begin(), many.end());
+  all.insert(all.end(), last.begin(), last.end());
+  EXPECT_EQ(rec->samples, all);
+  EXPECT_EQ(rec->samples[1].python_stack, kNoPythonStack);
+  EXPECT_EQ(rec->sample_frames.size(), 5u);
+}
+
+TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  const std::vector<uint8_t> prefix = v2_sampled_prefix(0, 99);
+  // Needs the sampled option, and comes after the mandatory chunks.
+  const std::vector<uint8_t> unsampled = v2_prefix(3);
+  expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {}))),
+               "f: corrupt chunk 5 (SAMPLE_STACKS) at offset " + std::to_string(unsampled.size()) +
+                   ": SAMPLE_STACKS chunk in a recording without CPU sampling (sample_hz 0)");
+  std::vector<uint8_t> no_options = v2_prefix(0);
+  no_options.resize(no_options.size() - 20);
+  expect_error(cat(no_options, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {}))),
+               "f: corrupt chunk 4 (SAMPLE_STACKS) at offset " +
+                   std::to_string(no_options.size()) +
+                   ": SAMPLE_STACKS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  // Two frames defined.
+  const std::vector<uint8_t> two =
+      cat(prefix, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a", "b"})));
+  auto stacks_file = [&](const Bytes& payload) {
+    return cat(two, chunk_of(ChunkType::SAMPLE_STACKS, payload));
+  };
+  const std::string k6 =
+      "f: corrupt chunk 6 (SAMPLE_STACKS) at offset " + std::to_string(two.size()) + ": ";
+  auto ok = read_recording_bytes(stacks_file(stacks_payload(0, {{0, 1}, {}, {1}})), &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}, {}, {1}}));
+  expect_error(stacks_file(stacks_payload(1, {{0}})), k6 + "first_id 1, but 0 stacks are defined");
+  expect_error(stacks_file(stacks_payload(0, {{0}, {0, 2}})),
+               k6 + "stack 1 has frame_id 2, but 2 frames are defined");
+  expect_error(stacks_file(stacks_payload(0, {{UINT32_MAX}})),
+               k6 + "stack 0 has frame_id 4294967295, but 2 frames are defined");
+  // A stack naming a frame defined only after it.
+  expect_error(cat(prefix, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}}))),
+               "f: corrupt chunk 5 (SAMPLE_STACKS) at offset " + std::to_string(prefix.size()) +
+                   ": stack 0 has frame_id 0, but 0 frames are defined");
+  expect_error(stacks_file(Bytes().u32(0).u32(2).u32(0)),
+               k6 + "stack count 2 does not fit the payload");
+  expect_error(stacks_file(Bytes().u32(0).u32(0xffffffff)),
+               k6 + "stack count 4294967295 does not fit the payload");
+  expect_error(stacks_file(Bytes().u32(0).u32(1).u32(3).u32(0)),
+               k6 + "stack 0 has 3 frames: payload too short");
+  expect_error(stacks_file(Bytes().u32(0).u32(1).u32(4097)),
+               k6 + "stack 0 has 4097 frames (at most 4096)");
+  expect_error(stacks_file(Bytes().u32(0)), k6 + "payload too short");
+  expect_error(stacks_file(stacks_payload(0, {{0}}).u32(0)),
+               k6 + "4 unexpected trailing payload bytes");
+  // The deepest stack allowed.
+  ASSERT_TRUE(read_recording_bytes(
+      stacks_file(stacks_payload(0, {std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1)})), &err,
+      "f"))
+      << err;
+  // Sequential ids across chunks.
+  const std::vector<uint8_t> one = stacks_file(stacks_payload(0, {{1}}));
+  const std::string k7 =
+      "f: corrupt chunk 7 (SAMPLE_STACKS) at offset " + std::to_string(one.size()) + ": ";
+  expect_error(cat(one, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1}}))),
+               k7 + "first_id 0, but 1 stacks are defined");
+  ASSERT_TRUE(read_recording_bytes(
+      cat(one, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(1, {{0}}))), &err, "f"))
+      << err;
+  // SAMPLES: python_stack is kNoPythonStack or a stack defined before.
+  const std::string s7 =
+      "f: corrupt chunk 7 (SAMPLES) at offset " + std::to_string(one.size()) + ": ";
+  auto samples_file = [&](const std::vector<CpuSample>& s) {
+    return cat(one, chunk_of(ChunkType::SAMPLES, samples_payload(s)));
+  };
+  auto good = read_recording_bytes(
+      samples_file({{1, 2, 0, false, 0}, {2, 2, 1, true, kNoPythonStack}}), &err, "f");
+  ASSERT_TRUE(good.has_value()) << err;
+  EXPECT_EQ(good->samples[0].python_stack, 0u);
+  EXPECT_EQ(good->samples[1].python_stack, kNoPythonStack);
+  expect_error(samples_file({{1, 2, 0, false, 0}, {2, 2, 0, false, 1}}),
+               s7 + "sample 1 has python_stack 1, but 1 stacks are defined");
+  expect_error(samples_file({{1, 2, 0, false, 0xfffffffe}}),
+               s7 + "sample 0 has python_stack 4294967294, but 1 stacks are defined");
+  // A stack defined only after the sample that names it.
+  expect_error(cat(cat(two, chunk_of(ChunkType::SAMPLES, samples_payload({{1, 2, 0, false, 0}}))),
+                   chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}}))),
+               "f: corrupt chunk 6 (SAMPLES) at offset " + std::to_string(two.size()) +
+                   ": sample 0 has python_stack 0, but 0 stacks are defined");
+}
+
+TEST_F(RecordFileTest, WriterRefusesSampleStacksTheReaderWouldReject) {
+  std::string err;
+  RecordWriter w = must_create();
+  EXPECT_FALSE(w.add_sample_stack({}, &err));
+  EXPECT_EQ(err, path_ + ": add_sample_stack called out of order (internal error)");
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  EXPECT_FALSE(w.add_sample_stack({}, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not defining sample stack 0: the recording was begun without CPU "
+                     "sampling");
+  EXPECT_EQ(w.sample_stacks_defined(), 0u);
+
+  std::string path2 = dir_ + "/stacks.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
+  EXPECT_FALSE(w2->add_sample_stack({0}, &err));
+  EXPECT_EQ(err, path2 + ": not defining sample stack 0: frame 0 is frame_id 0, but 0 frames are "
+                         "defined");
+  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
+  ASSERT_TRUE(w2->add_sample_frame("b", &err)) << err;
+  EXPECT_FALSE(w2->add_sample_stack({0, 1, 2}, &err));
+  EXPECT_EQ(err, path2 + ": not defining sample stack 0: frame 2 is frame_id 2, but 2 frames are "
+                         "defined");
+  EXPECT_FALSE(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth + 1, 0), &err));
+  EXPECT_EQ(err, path2 + ": not defining sample stack 0: 4097 frames (at most 4096)");
+  EXPECT_EQ(w2->sample_stacks_defined(), 0u);  // refusals change nothing
+  ASSERT_TRUE(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1), &err))
+      << err;
+  ASSERT_TRUE(w2->add_sample_stack({1, 0}, &err)) << err;
+  EXPECT_EQ(w2->sample_stacks_defined(), 2u);
+  // Samples naming a stack not yet defined are refused whole.
+  std::vector<CpuSample> batch = {
+      {1, 1, 1, true, 0}, {2, 1, 0, false, kNoPythonStack}, {3, 1, 0, false, 2}};
+  EXPECT_FALSE(w2->append_samples(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording sample 2 of the batch: python_stack 2, but 2 stacks are "
+                         "defined");
+  ASSERT_TRUE(w2->flush(&err)) << err;  // nothing of the refused batch was buffered
+  ASSERT_TRUE(w2->add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(w2->append_samples(batch.data(), batch.size(), &err)) << err;  // still usable
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->samples, batch);
+  ASSERT_EQ(rec->sample_stacks.size(), 3u);
+  EXPECT_EQ(rec->sample_stacks[0].size(), kRecordMaxSampleStackDepth);
+  EXPECT_EQ(rec->sample_stacks[1], (std::vector<uint32_t>{1, 0}));
+  EXPECT_EQ(rec->sample_stacks[2], (std::vector<uint32_t>{0}));
+}
+
 // Cut a sampled recording at every byte: exactly the frames and samples of
 // the complete chunks, never a sample naming a missing frame; a torn SAMPLES
 // chunk is reported and ignored.
@@ -1575,7 +1792,10 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
   for (uint32_t round = 0; round < 4; ++round) {
     for (uint32_t i = 0; i < round + 1; ++i)
       ASSERT_TRUE(w.add_sample_frame("f" + std::to_string(w.sample_frames_defined()), &err));
+    const uint32_t top = w.sample_frames_defined() - 1;
+    ASSERT_TRUE(w.add_sample_stack({0, top}, &err)) << err;
     std::vector<CpuSample> s = make_samples(3 + round, w.sample_frames_defined(), round);
+    for (size_t i = 0; i < s.size(); i += 2) s[i].python_stack = w.sample_stacks_defined() - 1;
     ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
     if (round != 1) {
       ASSERT_TRUE(w.flush(&err)) << err;
@@ -1587,12 +1807,14 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->sample_frames.size(), 10u);
   ASSERT_EQ(full->samples.size(), 18u);
+  ASSERT_EQ(full->sample_stacks.size(), 4u);
+  EXPECT_EQ(full->sample_stacks[3], (std::vector<uint32_t>{0, 9}));
 
   struct Boundary {
     uint64_t end;
-    size_t frames, samples;
+    size_t frames, samples, stacks;
   };
-  std::vector<Boundary> bounds{{mandatory_end, 0, 0}};
+  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0}};
   for (uint64_t off = mandatory_end; off < file.size();) {
     uint32_t type, len, count = 0;
     std::memcpy(&type, &file[off], 4);
@@ -1602,13 +1824,16 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
     if (type == static_cast<uint32_t>(ChunkType::SAMPLE_FRAMES)) {
       std::memcpy(&count, &file[off + 20], 4);
       b.frames += count;
+    } else if (type == static_cast<uint32_t>(ChunkType::SAMPLE_STACKS)) {
+      std::memcpy(&count, &file[off + 20], 4);
+      b.stacks += count;
     } else if (type == static_cast<uint32_t>(ChunkType::SAMPLES)) {
-      b.samples += len / 20;
+      b.samples += len / 24;
     }
     bounds.push_back(b);
     off = b.end;
   }
-  ASSERT_EQ(bounds.size(), 1u + 6 + 2);  // 3 flushes of 2 chunks, STATS, END
+  ASSERT_EQ(bounds.size(), 1u + 9 + 2);  // 3 flushes of 3 chunks, STATS, END
   for (size_t len = mandatory_end; len < file.size(); ++len) {
     SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
     auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
@@ -1623,7 +1848,17 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
                                        full->sample_frames.begin() + last.frames));
     EXPECT_EQ(rec->samples, std::vector<CpuSample>(full->samples.begin(),
                                                    full->samples.begin() + last.samples));
-    for (const CpuSample& s : rec->samples) EXPECT_LT(s.frame_id, rec->sample_frames.size());
+    EXPECT_EQ(rec->sample_stacks,
+              std::vector<std::vector<uint32_t>>(full->sample_stacks.begin(),
+                                                 full->sample_stacks.begin() + last.stacks));
+    for (const CpuSample& s : rec->samples) {
+      EXPECT_LT(s.frame_id, rec->sample_frames.size());
+      if (s.python_stack != kNoPythonStack) {
+        EXPECT_LT(s.python_stack, rec->sample_stacks.size());
+      }
+    }
+    for (const auto& st : rec->sample_stacks)
+      for (uint32_t f : st) EXPECT_LT(f, rec->sample_frames.size());
     std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
     if (len > last.end)
       reason += "; ignored " + std::to_string(len - last.end) +

@@ -1,0 +1,64 @@
+"""Known-answer workload for Python frames in CPU samples: 70/30.
+
+Usage: two_functions.py WORKDIR SECONDS. Writes `ready` (its pid), waits for
+`go`, then for SECONDS alternates between seventy() and thirty(), pure
+Python, sized so that seventy() takes about 70% of the thread's CPU time;
+measures the split with the thread's CPU clock and writes `truth.json`
+{"seventy": f, "thirty": f, "lines": {name: [first, last]}, "file": path};
+waits for `exit`, exits.
+"""
+import inspect
+import json
+import os
+import sys
+import time
+
+from handshake import signal_file, wait_for_file
+
+
+def seventy(n):
+    x = 0
+    for i in range(7 * n):
+        x = (x * 31 + i) % 1000003
+    return x
+
+
+def thirty(n):
+    x = 0
+    for i in range(3 * n):
+        x = (x * 31 + i) % 1000003
+    return x
+
+
+def line_range(f):
+    lines, first = inspect.getsourcelines(f)
+    return [first, first + len(lines) - 1]
+
+
+def main():
+    workdir, seconds = sys.argv[1], float(sys.argv[2])
+    import torch  # noqa: F401  (gpuprof record -p attaches to PyTorch processes)
+    signal_file(workdir, "ready", str(os.getpid()))
+    wait_for_file(workdir, "go")
+    spent = {"seventy": 0, "thirty": 0}
+    start = time.thread_time_ns()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t0 = time.thread_time_ns()
+        seventy(2000)
+        t1 = time.thread_time_ns()
+        thirty(2000)
+        t2 = time.thread_time_ns()
+        spent["seventy"] += t1 - t0
+        spent["thirty"] += t2 - t1
+    total = time.thread_time_ns() - start
+    truth = {name: ns / total for name, ns in spent.items()}
+    truth["lines"] = {"seventy": line_range(seventy), "thirty": line_range(thirty)}
+    truth["file"] = os.path.abspath(__file__)
+    signal_file(workdir, "truth.json", json.dumps(truth))
+    wait_for_file(workdir, "exit")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
