@@ -45,15 +45,20 @@ class ShapeNames {
     for (const InputShapes& shapes : recording.shapes) formatted_.push_back(format_input_shapes(shapes));
     shape_of_event_.reserve(recording.entry_shapes.size());
     for (const EntryShapes& e : recording.entry_shapes) shape_of_event_[e.event_index] = e.shape_id;
+    // Ops that record nothing per call have one string for all their calls.
+    static_shapes_.resize(recording.ops.size());
+    for (size_t op = 0; op < recording.ops.size(); op++) {
+      const OpInfo& info = recording.ops[op];
+      if (info.arg_count >= 0 && info.tensor_args == 0)
+        static_shapes_[op] = format_input_shapes(InputShapes(info.arg_count, ArgShape(std::vector<int64_t>{})));
+    }
   }
 
   std::pair<std::string, bool> of(const OpCall& call) const {
     if (auto it = shape_of_event_.find(call.entry_index); it != shape_of_event_.end())
       return {formatted_[it->second], !recording_.shapes[it->second].empty()};
-    const OpInfo* op = call.op_id < recording_.ops.size() ? &recording_.ops[call.op_id] : nullptr;
-    if (op && op->arg_count >= 0 && op->tensor_args == 0)  // nothing read per call: all []
-      return {format_input_shapes(InputShapes(op->arg_count, ArgShape(std::vector<int64_t>{}))),
-              op->arg_count > 0};
+    if (call.op_id < static_shapes_.size() && static_shapes_[call.op_id])  // nothing read per call: all []
+      return {*static_shapes_[call.op_id], recording_.ops[call.op_id].arg_count > 0};
     return {kUnknownShapes, true};  // not readable, or lost with a killed recorder
   }
 
@@ -61,6 +66,7 @@ class ShapeNames {
   const Recording& recording_;
   std::vector<std::string> formatted_;
   std::unordered_map<uint64_t, uint32_t> shape_of_event_;
+  std::vector<std::optional<std::string>> static_shapes_;  // by op id
 };
 
 }  // namespace
