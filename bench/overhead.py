@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gpuprof overhead benchmark: baseline vs torch.profiler vs gpuprof's two exit modes, side by side.
 
-    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--sampling] [--keep] [--json FILE]
+    sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--sampling] [--stacks] [--keep]
+                                            [--json FILE]
 
 Starts bench/overhead_target.py (with --python, default /usr/bin/python3, which
 has torch) and, in one process, times two workloads -- a small-op chain of
@@ -20,6 +21,9 @@ with profile_memory, and gpuprof (emulated exits) with --record-shapes and
 with --profile-memory (GPUPROF_VARIANTS holds every gpuprof variant's record
 arguments). Each feature's gpuprof variant is then compared with
 torch.profiler's same feature, and with plain gpuprof (what the feature adds).
+
+With --stacks, torch.profiler with with_stack=True and gpuprof (emulated
+exits) with --with-stack join the rounds, compared the same way.
 
 With --sampling, three more gpuprof variants join the rounds: `-F 99 --no-ops`
 and `-F 999 --no-ops` (CPU-clock samples of the target's threads, no op
@@ -90,19 +94,24 @@ GPUPROF_VARIANTS = {
     "gpuprof (-F 99 --no-ops)": ["-F", "99", "--no-ops"],
     "gpuprof (-F 999 --no-ops)": ["-F", "999", "--no-ops"],
     "gpuprof (emulated exits, -F 99)": ["--exit-mode", "emulated", "-F", "99"],
+    # --stacks: the Python stack at every op entry
+    "gpuprof (+stack)": ["--exit-mode", "emulated", "--with-stack"],
 }
-GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY, GP_F99, GP_F999, GP_EMU_F99 = GPUPROF_VARIANTS
+GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY, GP_F99, GP_F999, GP_EMU_F99, GP_STACK = GPUPROF_VARIANTS
 EXIT_MODES = {GP_EMU: "emulated", GP_RET: "ret"}  # the two exit modes: duration check, old --json files
 # torch.profiler variants (overhead_target.py holds their profile() arguments)
-TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes", "torch.profiler+memory"]
+TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes", "torch.profiler+memory", "torch.profiler+stack"]
 # the default run: no profiler, torch.profiler (with and without shapes), gpuprof's two exit modes
 VARIANTS = ["baseline", "torch.profiler", "torch.profiler+shapes", GP_EMU, GP_RET]
 # --shapes-memory adds the features that cost per op on both sides, each against its counterpart
 FEATURES = {  # feature: (gpuprof variant, torch.profiler variant)
     "shapes": (GP_SHAPES, "torch.profiler+shapes"),
     "memory": (GP_MEMORY, "torch.profiler+memory"),
+    "stack": (GP_STACK, "torch.profiler+stack"),
 }
 SHAPES_MEMORY_VARIANTS = ["torch.profiler+memory", GP_SHAPES, GP_MEMORY]
+# --stacks: with_stack on both sides
+STACK_VARIANTS = ["torch.profiler+stack", GP_STACK]
 # --sampling: CPU sampling costs per unit of time, not per op: judged as a % of the step time
 SAMPLING_VARIANTS = [GP_F99, GP_F999, GP_EMU_F99]
 SAMPLING_GOAL_PCT = 1.0  # the goal for samples alone at 99 Hz: under 1% of the step time
@@ -968,6 +977,9 @@ def main():
                     help="also time CPU sampling: gpuprof (-F 99 --no-ops), gpuprof (-F 999 --no-ops) (samples "
                          "only, no op probes) and gpuprof (emulated exits, -F 99) (ops + samples); their "
                          "overhead is also given as a %% of the baseline step time")
+    ap.add_argument("--stacks", action="store_true",
+                    help="also time torch.profiler+stack (with_stack=True) and gpuprof (+stack) "
+                         "(record --with-stack)")
     ap.add_argument("--keep", action="store_true", help="keep the gpuprof recordings and logs")
     ap.add_argument("--json", metavar="FILE", help="also write the raw per-step times and gpuprof sessions as JSON")
     ap.add_argument("--from-json", metavar="FILE", help="print the tables of a run saved with --json, run nothing")
@@ -1002,7 +1014,7 @@ def main():
     sys.stdout.flush()
 
     variants = VARIANTS + (SHAPES_MEMORY_VARIANTS if a.shapes_memory else []) + \
-        (SAMPLING_VARIANTS if a.sampling else [])
+        (SAMPLING_VARIANTS if a.sampling else []) + (STACK_VARIANTS if a.stacks else [])
     target = Target(a.python, ["--rounds", str(a.rounds), "--small-links", str(a.small_links),
                                "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
                                "--duration-recordings", str(a.duration_recordings), "--threads", "1"]

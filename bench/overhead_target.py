@@ -9,6 +9,7 @@ another:
   torch.profiler      torch.profiler.profile(activities=[CPU]) around the phase
   torch.profiler+shapes  the same with record_shapes=True
   torch.profiler+memory  the same with profile_memory=True
+  torch.profiler+stack   the same with with_stack=True
   any other name      a gpuprof variant: the harness attaches
                       `gpuprof record -p PID ...` for the phase, with the
                       arguments it keeps for that name (bench/overhead.py,
@@ -54,6 +55,7 @@ TORCH_PROFILER_VARIANTS = {
     "torch.profiler": {},
     "torch.profiler+shapes": {"record_shapes": True},
     "torch.profiler+memory": {"profile_memory": True},
+    "torch.profiler+stack": {"with_stack": True},
 }
 
 

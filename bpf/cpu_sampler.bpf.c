@@ -8,7 +8,8 @@
  * instruction pointer: the interrupted one, or, when the sample landed in
  * the kernel (a syscall, a page fault), the one saved at kernel entry. The
  * operator stack of the sample comes later from the op timeline (same clock,
- * same thread), so this program reads no target memory at all.
+ * same thread). The thread's Python frames (python_frames.bpf.h) and, for
+ * a sample in the kernel, its kernel stack come with the sample.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -44,68 +45,23 @@ struct {
 	__type(value, struct gp_cpu_sample);
 } sample_scratch SEC(".maps");
 
-struct walk_state {
-	__u64 frame;
-	__u32 depth;
-};
-
-/* One frame of the chain; 1 stops the walk. */
-static long walk_one(__u64 i, void *data)
+static __always_inline __u64 *python_frames_dest(void)
 {
-	struct walk_state *w = data;
-	__u32 zero = 0, d = w->depth;
+	__u32 zero = 0;
 	struct gp_cpu_sample *s = bpf_map_lookup_elem(&sample_scratch, &zero);
-	__u64 code = 0, instr = 0, previous = 0, frame = w->frame;
-	__u8 owner = 0;
 
-	if (!s || !frame)
-		return 1;
-	if (bpf_probe_read_user(&code, 8, (void *)(frame + python.frame_code)) ||
-	    bpf_probe_read_user(&instr, 8, (void *)(frame + python.frame_instr)) ||
-	    bpf_probe_read_user(&previous, 8, (void *)(frame + python.frame_previous)))
-		return 1;
-	if (python.frame_owner != 0xffff &&
-	    bpf_probe_read_user(&owner, 1, (void *)(frame + python.frame_owner)))
-		return 1;
-	w->frame = previous;
-	if (python.frame_owner != 0xffff && owner == python.owner_cshim)
-		return 0; /* a C shim frame of 3.12: not Python code */
-	if (d >= GP_MAX_PY_FRAMES)
-		return 1;
-	s->py_frames[d].code = code;
-	s->py_frames[d].instr = instr;
-	w->depth = d + 1;
-	return 0;
+	return s ? s->frames : NULL;
 }
 
-/*
- * The thread's Python frames, innermost first, into the scratch sample:
- * the thread state from its TLS slot, then the frame chain. Only reads of
- * the target's memory, which fail harmlessly (the walk stops) when a
- * pointer is stale.
- */
-static __always_inline __u32 walk_python(void)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 fsbase = task->thread.fsbase, tstate = 0, cframe = 0;
-	struct walk_state w = {};
-
-	if (!fsbase || bpf_probe_read_user(&tstate, 8, (void *)(fsbase + python.tls_offset)) || !tstate)
-		return 0;
-	if (bpf_probe_read_user(&cframe, 8, (void *)(tstate + python.tstate_cframe)) || !cframe)
-		return 0;
-	if (bpf_probe_read_user(&w.frame, 8, (void *)(cframe + python.cframe_frame)))
-		return 0;
-	bpf_loop(GP_MAX_PY_FRAMES * 2, walk_one, &w, 0);
-	return w.depth;
-}
+#define GP_PY_FRAME_WORDS 2
+#include "python_frames.bpf.h"
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gp_cpu_sample *s;
-	__u32 user_mode, zero = 0, depth;
+	__u32 user_mode, zero = 0, depth, kernel_depth;
 
 	if ((pid_tgid >> 32) != target_tgid || !sampling_on)
 		return 0;
@@ -130,12 +86,24 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 		s->user_ip = BPF_CORE_READ(user, ip);
 	}
-	depth = python.enabled ? walk_python() : 0;
+	s->reserved = 0;
+	s->kernel_depth = 0;
+	depth = walk_python();
 	if (depth > GP_MAX_PY_FRAMES)
 		depth = GP_MAX_PY_FRAMES;
 	s->py_depth = depth;
+	if (!user_mode) {
+		/* The innermost GP_MAX_KERNEL_FRAMES, right after the Python frames. */
+		long bytes = bpf_get_stack(ctx, &s->frames[depth * 2], GP_MAX_KERNEL_FRAMES * 8, 0);
+
+		if (bytes > 0)
+			s->kernel_depth = bytes / 8;
+	}
+	kernel_depth = s->kernel_depth;
+	if (kernel_depth > GP_MAX_KERNEL_FRAMES)
+		kernel_depth = GP_MAX_KERNEL_FRAMES;
 	/* Only the frames walked go to the ring. */
-	if (bpf_ringbuf_output(&samples, s, sizeof(*s) - sizeof(s->py_frames) + depth * sizeof(s->py_frames[0]), 0))
+	if (bpf_ringbuf_output(&samples, s, sizeof(*s) - sizeof(s->frames) + (depth * 2 + kernel_depth) * 8, 0))
 		__sync_fetch_and_add(&samples_lost, 1);
 	return 0;
 }

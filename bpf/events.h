@@ -63,8 +63,9 @@ struct gp_event {
 	__u32 pid;    /* 20: thread group id (the process) */
 	__u32 op_id;  /* 24: index into the record's op table, or GP_NO_OP */
 	__u16 kind;   /* 28: enum gp_event_kind */
-	__u16 payload_bytes; /* 30: ring buffer only: bytes of shape payload
-	                      *     that follow this ENTRY (below); always 0
+	__u16 payload_bytes; /* 30: ring buffer only: bytes of payload (the
+	                      *     Python stack, shapes: below) that follow
+	                      *     this ENTRY; always 0
 	                      *     in the record file */
 };
 
@@ -173,14 +174,26 @@ struct gp_py_frame {
 	__u64 instr; /* its last instruction pointer (prev_instr) */
 };
 
+/* Kernel stacks of samples: at most this many frames (the innermost). */
+#define GP_MAX_KERNEL_FRAMES 32
+
 struct gp_cpu_sample {
 	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
 	__u64 user_ip;   /*  8: the thread's user-space instruction pointer */
 	__u32 tid;       /* 16 */
 	__u32 pid;       /* 20 */
 	__u32 in_kernel; /* 24: 1 when the sample interrupted the thread in the kernel */
-	__u32 py_depth;  /* 28: frames in py_frames, innermost first (0: none) */
-	struct gp_py_frame py_frames[GP_MAX_PY_FRAMES];
+	__u32 py_depth;  /* 28: Python frames in `frames`, innermost first (0: none) */
+	__u32 kernel_depth; /* 32: kernel return addresses after them, innermost first */
+	__u32 reserved;  /* 36: 0 */
+	/*
+	 * py_depth x {code, instr} (struct gp_py_frame), then kernel_depth
+	 * kernel addresses; only those words go to the ring. The kernel stack
+	 * travels with its sample: a stack-trace map would lose the stacks
+	 * whose hash collides (no BPF_F_REUSE_STACKID: that would rename the
+	 * stacks of earlier samples).
+	 */
+	__u64 frames[GP_MAX_PY_FRAMES * 2 + GP_MAX_KERNEL_FRAMES];
 };
 
 /*
@@ -200,10 +213,21 @@ struct gp_python_config {
 	__u32 frame_instr;
 	__u32 frame_owner;
 	__u32 owner_cshim; /* frames with this owner are C shims: skipped */
+	__u32 frame_localsplus; /* the first local (argument) of the frame */
+	__u32 reserved;
 };
 
+/*
+ * Python stacks of op entries (record --with-stack): when on, the payload
+ * of every ENTRY starts with the stack, before any shape slots:
+ *   [depth] then depth x {code, instr, first local} words, innermost first
+ * (the first local is `self` in nn.Module.__call__, see
+ * bpf/python_frames.bpf.h). An ENTRY without payload has no known stack.
+ */
+#define GP_ENTRY_FRAME_WORDS 3
+
 #ifdef __cplusplus
-static_assert(sizeof(struct gp_cpu_sample) == 32 + 16 * GP_MAX_PY_FRAMES, "gp_cpu_sample is shared with BPF");
+static_assert(sizeof(struct gp_cpu_sample) == 40 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
 static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
 #else

@@ -69,10 +69,15 @@ struct {
 	__type(value, struct gp_shape_plan);
 } shape_plans SEC(".maps");
 
-/* An ENTRY with its shape payload is built here, then copied to the ring. */
+/* Python stacks of op entries (events.h). Set by userspace. */
+__u32 stacks_on = 0;
+struct gp_python_config python = {};
+
+/* An ENTRY with its payload is built here, then copied to the ring. */
 #define GP_RAW_SLOT_WORDS (1 + GP_RAW_WINDOW_WORDS)
 #define GP_COMPACT_SLOT_WORDS (3 + GP_MAX_DIMS)
-#define GP_PAYLOAD_WORDS (GP_MAX_TENSOR_ARGS * GP_RAW_SLOT_WORDS)
+#define GP_STACK_WORDS (1 + GP_MAX_PY_FRAMES * GP_ENTRY_FRAME_WORDS)
+#define GP_PAYLOAD_WORDS (GP_STACK_WORDS + GP_MAX_TENSOR_ARGS * GP_RAW_SLOT_WORDS)
 struct entry_record {
 	struct gp_event event;
 	__u64 words[GP_PAYLOAD_WORDS];
@@ -96,6 +101,18 @@ struct {
 	__type(value, struct entry_scratch_value);
 } entry_scratch SEC(".maps");
 
+/* The stack goes after the depth word of the record being built. */
+static __always_inline __u64 *python_frames_dest(void)
+{
+	__u32 zero = 0;
+	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+
+	return scratch ? &scratch->record.words[1] : NULL;
+}
+
+#define GP_PY_FRAME_WORDS GP_ENTRY_FRAME_WORDS
+#include "python_frames.bpf.h"
+
 static __always_inline void submit_flags_for(void *ring, long *flags)
 {
 	*flags = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
@@ -112,6 +129,7 @@ struct capture_state {
 	__u32 op;
 	__u32 n; /* payload words written so far */
 	__u32 raw;
+	__u32 shapes; /* 0: no shape slots in this payload */
 };
 
 /* The address of a tensor argument (of the at::Tensor or the optional). */
@@ -171,7 +189,7 @@ static long capture_slot(__u64 i, void *data)
 	__u64 status, impl, ndim = 0, numel = 0, sizes_at;
 	__u64 *words;
 
-	if (!plan || !r || i >= plan->count || i >= GP_MAX_TENSOR_ARGS)
+	if (!st->shapes || !plan || !r || i >= plan->count || i >= GP_MAX_TENSOR_ARGS)
 		return 1;
 	if (n > GP_PAYLOAD_WORDS - GP_RAW_SLOT_WORDS)
 		return 1;
@@ -227,10 +245,11 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
 }
 
 /*
- * An ENTRY of an op with tensor arguments, when shapes are recorded.
- * Returns 0 when the scratch is in use (the caller sends a plain ENTRY).
+ * An ENTRY with its payload: the Python stack when stacks are on, then the
+ * shape slots when `shapes`. Returns 0 when the scratch is in use (the
+ * caller sends a plain ENTRY).
  */
-static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 cookie)
+static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes)
 {
 	__u32 zero = 0;
 	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
@@ -243,8 +262,9 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 		.op = GP_COOKIE_OP(cookie),
 		.n = 0,
 		.raw = !tensor_layout_ready,
+		.shapes = shapes,
 	};
-	__u32 words;
+	__u32 words, depth;
 	long flags;
 
 	if (!scratch || READ_ONCE_BUSY(scratch))
@@ -252,6 +272,11 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 	WRITE_ONCE_BUSY(scratch, 1);
 	r = &scratch->record;
 	fill_event(&r->event, ctx, cookie);
+	if (stacks_on) {
+		depth = walk_python();
+		r->words[0] = depth;
+		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
+	}
 	bpf_loop(GP_MAX_TENSOR_ARGS, capture_slot, &st, 0);
 	words = st.n;
 	if (words > GP_PAYLOAD_WORDS)
@@ -263,7 +288,7 @@ static __always_inline int emit_entry_with_shapes(struct pt_regs *ctx, __u64 coo
 	 * and hands the layout back within a few ms, long before the raw budget
 	 * (after which entries go without shapes) runs out.
 	 */
-	if (st.raw && (raw_entries_left & 63) == 0)
+	if (shapes && st.raw && (raw_entries_left & 63) == 0)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + words * 8, flags))
 		__sync_fetch_and_add(&events_lost, 1);
@@ -280,17 +305,18 @@ int on_op_probe(struct pt_regs *ctx)
 
 	if (!tracing_on)
 		return 0;
-	if (shapes_on && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
-		__u32 op = GP_COOKIE_OP(cookie);
+	if ((shapes_on || stacks_on) && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
+		__u32 op = GP_COOKIE_OP(cookie), shapes = 0;
 		const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
 
-		if (plan && plan->count && (tensor_layout_ready || raw_entries_left > 0)) {
+		if (shapes_on && plan && plan->count && (tensor_layout_ready || raw_entries_left > 0)) {
 			/* Not atomic: threads racing here may spend one entry more. */
 			if (!tensor_layout_ready)
 				raw_entries_left--;
-			if (emit_entry_with_shapes(ctx, cookie))
-				return 0;
+			shapes = 1;
 		}
+		if ((shapes || stacks_on) && emit_entry_with_payload(ctx, cookie, shapes))
+			return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {

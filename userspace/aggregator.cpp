@@ -1,7 +1,9 @@
-// aggregator.cpp: fold the timeline's calls into one row per op name.
+// aggregator.cpp: fold the timeline's calls into one row per op name, or per
+// (name, input shapes, top stack frames) group.
 #include "aggregator.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <utility>
 #include <string>
@@ -19,21 +21,29 @@ std::string op_name(const std::vector<OpInfo>& ops, uint32_t op_id) {
   return op_id < ops.size() ? ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
 }
 
-// Maps (op name, input shapes) to rows, creating a row the first time a
-// group completes a call, so ops that never ran get none. Without shape
-// grouping the shapes part of the key is always "".
+// Maps (op name, input shapes, stack group) to rows, creating a row the
+// first time a group completes a call, so ops that never ran get none.
+// Without shape grouping the shapes part of the key is always "", without
+// stack grouping the stack group always StackGroups::kNoStack.
 class RowIndex {
  public:
-  explicit RowIndex(std::vector<OpRow>& rows) : rows_(rows) {}
+  RowIndex(std::vector<OpRow>& rows, const std::vector<std::vector<std::string>>& stacks)
+      : rows_(rows), stacks_(stacks) {}
 
-  OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs) {
-    auto [it, inserted] = row_of_key_.try_emplace(name + '\0' + shapes, rows_.size());
-    if (inserted) rows_.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs});
+  OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs,
+                uint32_t stack_group) {
+    auto [it, inserted] =
+        row_of_key_.try_emplace(name + '\0' + shapes + '\0' + std::to_string(stack_group), rows_.size());
+    if (inserted) {
+      rows_.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs,
+                            .stack = stacks_[stack_group]});
+    }
     return rows_[it->second];
   }
 
  private:
   std::vector<OpRow>& rows_;
+  const std::vector<std::vector<std::string>>& stacks_;  // by stack group
   std::unordered_map<std::string, size_t> row_of_key_;
 };
 
@@ -67,6 +77,68 @@ class ShapeNames {
   std::vector<std::string> formatted_;
   std::unordered_map<uint64_t, uint32_t> shape_of_event_;
   std::vector<std::optional<std::string>> static_shapes_;  // by op id
+};
+
+// torch's event.stack[:N] of each call: the first N frames of the Python
+// stack at its ENTRY, innermost first (recordings store stacks outermost
+// first). Calls run under many stacks that share their top N frames, so each
+// distinct frame list gets a small id, a stack group, and rows are keyed by
+// that id rather than by copies of the frames.
+class StackGroups {
+ public:
+  static constexpr uint32_t kNoStack = 0;  // the group of calls without Python frames
+
+  // n <= 0 (not grouped by stack): every call is in kNoStack.
+  StackGroups(const Recording& recording, int n) : recording_(recording), n_(n) {
+    frames_.emplace_back();  // kNoStack
+    group_of_frames_.emplace(frames_.front(), kNoStack);
+    if (n <= 0) return;
+    group_of_stack_.resize(recording.sample_stacks.size());
+    group_of_event_.reserve(recording.entry_stacks.size());
+    for (const EntryStack& e : recording.entry_stacks) group_of_event_[e.event_index] = group_of(e.stack_id);
+  }
+
+  // The call's group: kNoStack for an ENTRY without a recorded stack.
+  uint32_t of(const OpCall& call) const {
+    auto it = group_of_event_.find(call.entry_index);
+    return it == group_of_event_.end() ? kNoStack : it->second;
+  }
+
+  // The frames of each group, by group id.
+  const std::vector<std::vector<std::string>>& frames() const { return frames_; }
+
+ private:
+  // Entries share their stacks (sample_stacks are interned): each stack's
+  // group is looked up once.
+  uint32_t group_of(uint32_t stack_id) {
+    // A stack id outside the recording (a damaged file) is no stack, as in
+    // the folded stacks.
+    if (stack_id >= group_of_stack_.size()) return kNoStack;
+    std::optional<uint32_t>& group = group_of_stack_[stack_id];
+    if (!group) {
+      auto [it, inserted] = group_of_frames_.try_emplace(top_frames(stack_id), frames_.size());
+      if (inserted) frames_.push_back(it->first);
+      group = it->second;
+    }
+    return *group;
+  }
+
+  std::vector<std::string> top_frames(uint32_t stack_id) const {
+    const std::vector<uint32_t>& outermost_first = recording_.sample_stacks[stack_id];
+    const std::vector<std::string>& names = recording_.sample_frames;
+    std::vector<std::string> frames;
+    for (auto f = outermost_first.rbegin();
+         f != outermost_first.rend() && frames.size() < static_cast<size_t>(n_); ++f)
+      frames.push_back(*f < names.size() ? names[*f] : "[unknown]");
+    return frames;
+  }
+
+  const Recording& recording_;
+  const int n_;
+  std::vector<std::vector<std::string>> frames_;                  // by group
+  std::map<std::vector<std::string>, uint32_t> group_of_frames_;  // frames_, inverted
+  std::vector<std::optional<uint32_t>> group_of_stack_;           // by stack id, once seen
+  std::unordered_map<uint64_t, uint32_t> group_of_event_;         // by ENTRY event index
 };
 
 }  // namespace
@@ -114,7 +186,9 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   Profile profile;
   profile.memory_recorded = memory;
   profile.grouped_by_input_shape = options.group_by_input_shape;
-  RowIndex index(profile.rows);
+  profile.group_by_stack_n = std::max(options.group_by_stack_n, 0);
+  const StackGroups stack_groups(recording, profile.group_by_stack_n);
+  RowIndex index(profile.rows, stack_groups.frames());
   std::optional<ShapeNames> shape_names;
   if (options.group_by_input_shape) shape_names.emplace(recording);
   for (size_t i = 0; i < n; i++) {
@@ -123,7 +197,8 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     call.self_ns = self_ns[i];
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
-    OpRow& row = index.row_of(op_name(recording.ops, call.op_id), shapes, has_inputs);
+    OpRow& row = index.row_of(op_name(recording.ops, call.op_id), shapes, has_inputs,
+                              stack_groups.of(call));
     ++row.calls;
     row.cpu_total_ns += call.duration_ns();
     row.self_cpu_ns += call.self_ns;
@@ -135,8 +210,10 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     profile.self_cpu_total_ns += call.self_ns;
   }
   if (memory && mem.outside_events > 0) {
-    // torch's top-level memory events: one "[memory]" call each, no time.
-    OpRow& row = index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false);
+    // torch's top-level memory events: one "[memory]" call each, no time,
+    // no stack.
+    OpRow& row = index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false,
+                              StackGroups::kNoStack);
     row.calls += mem.outside_events;
     row.cpu_mem += mem.outside_cpu;
     row.self_cpu_mem += mem.outside_cpu;
@@ -159,8 +236,11 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     profile.cuda_memory_peak = peak_info(mem.cuda_peak);
     profile.memory_unmatched_frees = mem.unmatched_frees;
   }
+  // The order format_op_table() breaks ties in (op_table.h).
   std::sort(profile.rows.begin(), profile.rows.end(), [](const OpRow& a, const OpRow& b) {
-    return a.name != b.name ? a.name < b.name : a.input_shapes < b.input_shapes;
+    if (a.name != b.name) return a.name < b.name;
+    if (a.input_shapes != b.input_shapes) return a.input_shapes < b.input_shapes;
+    return a.stack < b.stack;
   });
 
   profile.calls_unwound = timeline.calls_unwound;

@@ -23,8 +23,14 @@ namespace gpuprof {
 // key_averages(group_by_input_shape=True). With memory recorded, rows carry
 // torch's memory columns, and allocator events outside every op make a
 // "[memory]" row as in torch (zero time, one call per event).
+//
+// Grouped by stack (group_by_stack_n > 0, a recording made with
+// --with-stack), rows are per (name, [input shapes,] top N frames of the
+// call's Python stack): torch's key_averages(group_by_stack_n=N). A call's
+// stack is that of its ENTRY (Recording::entry_stacks), innermost first.
 struct AggregateOptions {
   bool group_by_input_shape = false;
+  int group_by_stack_n = 0;
 };
 Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
 

@@ -18,13 +18,16 @@ namespace gpuprof {
 namespace {
 
 int on_sample(void* ctx, void* data, size_t size) {
-  // A sample holds only the Python frames walked (py_depth of them).
-  constexpr size_t kHeader = offsetof(gp_cpu_sample, py_frames);
+  // A sample holds only the frames walked (py_depth Python frames, then
+  // kernel_depth kernel addresses); what the record lacks is not trusted.
+  constexpr size_t kHeader = offsetof(gp_cpu_sample, frames);
   if (size < kHeader) return 0;
   gp_cpu_sample sample;
   std::memcpy(&sample, data, std::min(size, sizeof(sample)));
-  const size_t frames = (std::min(size, sizeof(sample)) - kHeader) / sizeof(gp_py_frame);
-  if (sample.py_depth > frames) sample.py_depth = static_cast<uint32_t>(frames);
+  const size_t words = (std::min(size, sizeof(sample)) - kHeader) / 8;
+  sample.py_depth = static_cast<uint32_t>(std::min<size_t>({sample.py_depth, GP_MAX_PY_FRAMES, words / 2}));
+  sample.kernel_depth = static_cast<uint32_t>(
+      std::min<size_t>({sample.kernel_depth, GP_MAX_KERNEL_FRAMES, words - 2 * sample.py_depth}));
   (*static_cast<CpuSampler::Sink*>(ctx))(sample);
   return 0;
 }

@@ -136,6 +136,31 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
   constexpr uint32_t kUnplaced = std::numeric_limits<uint32_t>::max();
   Frames frames(recording.ops);
   PathTrie trie;
+  auto sample_frame = [&](uint32_t frame_id) -> std::string_view {
+    return frame_id < recording.sample_frames.size() ? recording.sample_frames[frame_id]
+                                                     : std::string_view("[unknown]");
+  };
+  // A stack's frames (Python or kernel, outermost first) below `node`;
+  // kNoPythonStack (any id out of range) adds none.
+  auto append_stack = [&](uint32_t node, uint32_t stack) -> uint32_t {
+    if (stack >= recording.sample_stacks.size()) return node;
+    for (uint32_t f : recording.sample_stacks[stack]) node = trie.child(node, frames.named(sample_frame(f)));
+    return node;
+  };
+  // The same from the root, cached per stack: Python stacks repeat.
+  std::vector<uint32_t> node_of_stack(recording.sample_stacks.size(), kUnplaced);
+  auto python_node = [&](uint32_t stack) -> uint32_t {
+    if (stack >= recording.sample_stacks.size()) return 0;
+    if (node_of_stack[stack] == kUnplaced) node_of_stack[stack] = append_stack(0, stack);
+    return node_of_stack[stack];
+  };
+  // record --with-stack, self_cpu_time: an outermost op call hangs under
+  // the Python stack of its ENTRY (what torch's export_stacks prints), its
+  // nested calls under it as before. Samples carry their own Python frames,
+  // grafted above the op path below.
+  std::unordered_map<uint64_t, uint32_t> stack_of_entry;
+  if (metric == FoldedMetric::kSelfCpuTime)
+    for (const EntryStack& e : recording.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
   std::vector<uint32_t> node_of(calls.size(), kUnplaced);
   for (const std::vector<size_t>& ids : tree.threads) {
     for (size_t id : ids) {
@@ -144,6 +169,8 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
       if (const int64_t parent = tree.parent[id]; parent >= 0) {
         above = node_of[folded_into[static_cast<size_t>(parent)]];
         if (above == kUnplaced) above = 0;  // not reached: parents come first
+      } else if (auto python = stack_of_entry.find(calls[id].entry_index); python != stack_of_entry.end()) {
+        above = python_node(python->second);
       }
       node_of[id] = trie.child(above, frames.of(calls[id].op_id));
     }
@@ -167,22 +194,9 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
     });
     std::unordered_map<uint32_t, uint64_t> count_of_node;
     const uint32_t kernel = frames.named("[kernel]");
-    auto sample_frame = [&](uint32_t frame_id) -> std::string_view {
-      return frame_id < recording.sample_frames.size() ? recording.sample_frames[frame_id]
-                                                       : std::string_view("[unknown]");
-    };
-    // The trie node of each Python stack's frames, built when first needed.
-    std::vector<uint32_t> node_of_stack(recording.sample_stacks.size(), kUnplaced);
-    auto python_node = [&](uint32_t stack) -> uint32_t {
-      if (stack >= recording.sample_stacks.size()) return 0;  // kNoPythonStack
-      if (node_of_stack[stack] == kUnplaced) {
-        uint32_t node = 0;
-        for (uint32_t f : recording.sample_stacks[stack])
-          node = trie.child(node, frames.named(sample_frame(f)));
-        node_of_stack[stack] = node;
-      }
-      return node_of_stack[stack];
-    };
+    std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample;
+    for (const SampleKernelStack& k : recording.sample_kernel_stacks)
+      kernel_stack_of_sample.emplace(k.sample_index, k.stack_id);
     size_t at = 0;
     while (at < order.size()) {
       const uint32_t tid = recording.samples[order[at]].tid;
@@ -204,7 +218,10 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
         if (node == kUnplaced) node = 0;
         node = trie.graft(python_node(sample.python_stack), node);
         node = trie.child(node, frames.named(sample_frame(sample.frame_id)));
-        if (sample.in_kernel) node = trie.child(node, kernel);
+        if (sample.in_kernel) {
+          auto k = kernel_stack_of_sample.find(order[at]);
+          node = k == kernel_stack_of_sample.end() ? trie.child(node, kernel) : append_stack(node, k->second);
+        }
         ++count_of_node[node];
       }
     }

@@ -6,17 +6,22 @@
 //
 //   aten::conv2d;aten::convolution;aten::_convolution;aten::mkldnn_convolution 5123
 //
-// Today a stack is the op path of a call: the names of the traced ops that
-// enclose it on its thread, from the outermost traced op down to the call
-// itself, after torch.profiler's same-name fold (call_tree.h), so every
-// frame is a row of the table.
+// self_cpu_time: a stack is the op path of a call: the names of the traced
+// ops that enclose it on its thread, from the outermost traced op down to
+// the call itself, after torch.profiler's same-name fold (call_tree.h), so
+// every op frame is a row of the table. With Python stacks of op entries
+// (record --with-stack), the path hangs under the Python frames of its
+// outermost op's entry, outermost first: what torch's export_stacks prints,
+// followed by the op path.
 //
 // samples (record -F HZ): each CPU sample is one count on: its Python frames,
 // outermost first (Recording::sample_stacks, when record caught them: -F on
 // a CPython 3.11/3.12 target), then the op path of the innermost op running
 // on its thread at that moment (the same fold), then its native leaf
-// function, then "[kernel]" when the sample interrupted the thread in the
-// kernel. Root first: Python frames, operator frames, native frames.
+// function, then, when the sample interrupted the thread in the kernel, its
+// kernel stack outermost first ("do_syscall_64_[k];...;clear_page_[k]"), or
+// "[kernel]" when that is not known. Root first: Python frames, operator
+// frames, native frames, kernel frames.
 //
 // self_cpu_time is torch's export_stacks(path,
 // "self_cpu_time_total"): a call's self time, summed per stack. Sums are kept

@@ -1,7 +1,7 @@
 // op_table.cpp: torch.profiler's operator table (see op_table.h).
 //
-// Mirrors torch 1.13 _build_table with CUDA times, FLOPs, stacks and node ids
-// off; memory and input-shape columns as the profile says.
+// Mirrors torch 1.13 _build_table with CUDA times, FLOPs and node ids off;
+// memory, input-shape and source-location columns as the profile says.
 #include "op_table.h"
 
 #include <algorithm>
@@ -43,11 +43,15 @@ constexpr std::array<UnrecordedKey, 3> kUnrecordedKeys = {{
 }};
 
 // torch's layout constants: max_name_column_width, max_shapes_column_width,
-// DEFAULT_COLUMN_WIDTH, SPACING_SIZE.
+// max_src_column_width (table()'s default), DEFAULT_COLUMN_WIDTH,
+// SPACING_SIZE, and MAX_STACK_ENTRY: the frames printed per row, however
+// many group_by_stack_n kept.
 constexpr size_t kMaxNameColumnWidth = 55;
 constexpr size_t kMaxShapesColumnWidth = 80;
+constexpr size_t kMaxSourceColumnWidth = 75;
 constexpr size_t kColumnWidth = 12;
 constexpr std::string_view kColumnSpacing = "  ";
+constexpr size_t kMaxStackEntry = 5;
 
 std::string joined_valid_keys() {
   std::string out;
@@ -94,13 +98,49 @@ std::string_view first_code_points(std::string_view text, size_t count) {
   return text;
 }
 
-// One '{: >WIDTH}' field plus the spacing torch appends after every column,
-// the last one included (so every table line ends in two spaces).
-void append_cell(std::string& line, std::string_view text, size_t width) {
-  size_t length = code_points(text);
-  if (length < width) line.append(width - length, ' ');
+// Python's text[-count:] in code points (the whole text when shorter).
+std::string_view last_code_points(std::string_view text, size_t count) {
+  const size_t length = code_points(text);
+  if (length <= count) return text;
+  return text.substr(first_code_points(text, length - count).size());
+}
+
+// torch's trim_path: a frame longer than the source column keeps its last
+// `width` code points, the first three of which become "...", so the file
+// and line end of a long path stay visible.
+std::string trim_path(std::string_view frame, size_t width) {
+  if (code_points(frame) <= width) return std::string(frame);
+  // torch keeps a tail of three or fewer code points whole; not reached
+  // here, where the column is at least 4 wide.
+  if (width <= 3) return std::string(last_code_points(frame, width));
+  return "..." + std::string(last_code_points(frame, width - 3));
+}
+
+// One table column: its header, torch's width for it, and its alignment
+// (torch's text_dir: '>' for every column but the source location's '<').
+struct Column {
+  std::string_view header;
+  size_t width;
+  bool left_aligned = false;
+};
+
+// One '{: >WIDTH}' (or '{: <WIDTH}') field plus the spacing torch appends
+// after every column, the last one included (so every table line ends in
+// two spaces). Python pads but never cuts a longer text.
+void append_cell(std::string& line, std::string_view text, const Column& column) {
+  const size_t length = code_points(text);
+  const size_t padding = length < column.width ? column.width - length : 0;
+  if (!column.left_aligned) line.append(padding, ' ');
   line += text;
+  if (column.left_aligned) line.append(padding, ' ');
   line += kColumnSpacing;
+}
+
+// torch's row_format.format(*cells) plus its newline: one cell per column.
+void append_line(std::string& out, const std::vector<std::string>& cells,
+                 const std::vector<Column>& columns) {
+  for (size_t c = 0; c < columns.size(); ++c) append_cell(out, cells[c], columns[c]);
+  out += '\n';
 }
 
 // A row with the doubles torch would hold for it.
@@ -141,11 +181,128 @@ bool is_memory_key(SortKey key) {
   return false;
 }
 
-// One table column: its header and torch's width for it.
-struct Column {
-  std::string_view header;
-  size_t width;
+// The profile's rows in torch's table order: by the key, largest first.
+// (name, input shapes, stack) order stands in for torch's first-seen order;
+// the stable sort by key then keeps it among equal keys, as Python's
+// sorted(reverse=True).
+std::vector<RowTimes> sorted_rows(const Profile& profile, SortKey key) {
+  std::vector<RowTimes> rows;
+  rows.reserve(profile.rows.size());
+  for (const OpRow& row : profile.rows) {
+    double total_us = static_cast<double>(row.cpu_total_ns) / 1000.0;
+    double average_us = row.calls == 0 ? 0.0 : total_us / static_cast<double>(row.calls);
+    rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average_us});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const RowTimes& a, const RowTimes& b) {
+    if (a.row->name != b.row->name) return a.row->name < b.row->name;
+    if (a.row->input_shapes != b.row->input_shapes) return a.row->input_shapes < b.row->input_shapes;
+    return a.row->stack < b.row->stack;
+  });
+  std::stable_sort(rows.begin(), rows.end(), [&](const RowTimes& a, const RowTimes& b) {
+    return sorts_before(a, b, key);
+  });
+  return rows;
+}
+
+// The columns torch prints and their widths.
+struct Layout {
+  std::vector<Column> columns;
+  bool has_memory = false;
+  bool has_cuda_mem = false;
+  bool has_input_shapes = false;
+  bool has_stack = false;  // the last column is the source location
+  size_t shapes_width = 0;
+  size_t source_width = 0;
 };
+
+// Widths and the column choice cover every row, shown or not.
+Layout layout_of(const std::vector<RowTimes>& rows, bool memory_recorded) {
+  Layout layout;
+  size_t longest_name = 0;
+  size_t longest_shapes = 0;
+  size_t longest_frame = 0;
+  for (const RowTimes& row : rows) {
+    const OpRow& op = *row.row;
+    longest_name = std::max(longest_name, code_points(op.name));
+    longest_shapes = std::max(longest_shapes, code_points(op.input_shapes));
+    // Every frame counts, also those past kMaxStackEntry that never print.
+    for (const std::string& frame : op.stack) longest_frame = std::max(longest_frame, code_points(frame));
+    // torch asks for self (not total) CUDA memory > 0: a profile whose CUDA
+    // memory is all freed inside the op that allocated it gets no columns.
+    layout.has_cuda_mem = layout.has_cuda_mem || op.self_cuda_mem > 0;
+    layout.has_input_shapes = layout.has_input_shapes || op.has_inputs;
+    layout.has_stack = layout.has_stack || !op.stack.empty();
+  }
+  layout.has_memory = memory_recorded;
+  layout.has_cuda_mem = layout.has_memory && layout.has_cuda_mem;
+  layout.shapes_width = std::min(longest_shapes + 4, kMaxShapesColumnWidth);
+  layout.source_width = std::min(longest_frame + 4, kMaxSourceColumnWidth);
+
+  layout.columns = {{"Name", std::min(longest_name + 4, kMaxNameColumnWidth)},
+                    {"Self CPU %", kColumnWidth},
+                    {"Self CPU", kColumnWidth},
+                    {"CPU total %", kColumnWidth},
+                    {"CPU total", kColumnWidth},
+                    {"CPU time avg", kColumnWidth}};
+  if (layout.has_memory) {
+    layout.columns.push_back({"CPU Mem", kColumnWidth});
+    layout.columns.push_back({"Self CPU Mem", kColumnWidth});
+  }
+  if (layout.has_cuda_mem) {
+    layout.columns.push_back({"CUDA Mem", kColumnWidth});
+    layout.columns.push_back({"Self CUDA Mem", kColumnWidth});
+  }
+  layout.columns.push_back({"# of Calls", kColumnWidth});
+  if (layout.has_input_shapes) layout.columns.push_back({"Input Shapes", layout.shapes_width});
+  if (layout.has_stack) layout.columns.push_back({"Source Location", layout.source_width, true});
+  return layout;
+}
+
+// The cells of a row's first line, one per layout column.
+std::vector<std::string> row_cells(const RowTimes& row, double self_total_us, const Layout& layout) {
+  const OpRow& op = *row.row;
+  std::vector<std::string> cells;
+  // torch cuts at max - 3 code points, and also appends "..." to a name of
+  // exactly that length, which then fills the 55 columns without cutting.
+  std::string name = op.name;
+  if (code_points(name) >= kMaxNameColumnWidth - 3) {
+    name = std::string(first_code_points(name, kMaxNameColumnWidth - 3)) + "...";
+  }
+  cells.push_back(std::move(name));
+  cells.push_back(format_time_share(row.self_us, self_total_us));
+  cells.push_back(format_time_us(row.self_us));
+  // torch divides "CPU total %" by the sum of self times as well.
+  cells.push_back(format_time_share(row.total_us, self_total_us));
+  cells.push_back(format_time_us(row.total_us));
+  cells.push_back(format_time_us(row.average_us));
+  if (layout.has_memory) {
+    cells.push_back(format_memory(op.cpu_mem));
+    cells.push_back(format_memory(op.self_cpu_mem));
+  }
+  if (layout.has_cuda_mem) {
+    cells.push_back(format_memory(op.cuda_mem));
+    cells.push_back(format_memory(op.self_cuda_mem));
+  }
+  cells.push_back(std::to_string(op.calls));
+  // Shapes are cut to the column width itself, without "...".
+  if (layout.has_input_shapes) cells.emplace_back(first_code_points(op.input_shapes, layout.shapes_width));
+  if (layout.has_stack) cells.push_back(op.stack.empty() ? "" : trim_path(op.stack[0], layout.source_width));
+  return cells;
+}
+
+// What torch prints under a row of a table with stacks: its frames 2 to
+// kMaxStackEntry in the source column, one line each, then a line of blank
+// columns, which every row gets, one without a stack too.
+void append_stack_lines(std::string& out, const std::vector<std::string>& stack,
+                        const Layout& layout) {
+  std::vector<std::string> cells(layout.columns.size());
+  for (size_t f = 1; f < std::min(stack.size(), kMaxStackEntry); ++f) {
+    cells.back() = trim_path(stack[f], layout.source_width);
+    append_line(out, cells, layout.columns);
+  }
+  cells.back().clear();
+  append_line(out, cells, layout.columns);
+}
 
 // "1 call ended" / "2 calls ended".
 std::string counted(uint64_t n, std::string_view singular, std::string_view plural) {
@@ -222,105 +379,27 @@ std::string format_memory(int64_t bytes) {
 std::string format_op_table(const Profile& profile, const TableOptions& options) {
   if (profile.rows.empty()) return "";
 
-  std::vector<RowTimes> rows;
-  rows.reserve(profile.rows.size());
-  for (const OpRow& row : profile.rows) {
-    double total_us = static_cast<double>(row.cpu_total_ns) / 1000.0;
-    double average_us = row.calls == 0 ? 0.0 : total_us / static_cast<double>(row.calls);
-    rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average_us});
-  }
-  // (name, input shapes) order stands in for torch's first-seen order; the
-  // stable sort by key then keeps it among equal keys, as Python's
-  // sorted(reverse=True).
-  std::stable_sort(rows.begin(), rows.end(), [](const RowTimes& a, const RowTimes& b) {
-    if (a.row->name != b.row->name) return a.row->name < b.row->name;
-    return a.row->input_shapes < b.row->input_shapes;
-  });
-  std::stable_sort(rows.begin(), rows.end(), [&](const RowTimes& a, const RowTimes& b) {
-    return sorts_before(a, b, options.sort_by);
-  });
-
-  // Widths, the column choice and the total cover every row, shown or not.
+  const std::vector<RowTimes> rows = sorted_rows(profile, options.sort_by);
+  const Layout layout = layout_of(rows, profile.memory_recorded);
   // Python's sum(): left to right in sorted order, which fixes the last bits
   // of the total.
-  size_t longest_name = 0;
-  size_t longest_shapes = 0;
-  bool has_cuda_mem = false;
-  bool has_input_shapes = false;
   double self_total_us = 0;
-  for (const RowTimes& row : rows) {
-    longest_name = std::max(longest_name, code_points(row.row->name));
-    longest_shapes = std::max(longest_shapes, code_points(row.row->input_shapes));
-    // torch asks for self (not total) CUDA memory > 0: a profile whose CUDA
-    // memory is all freed inside the op that allocated it gets no columns.
-    has_cuda_mem = has_cuda_mem || row.row->self_cuda_mem > 0;
-    has_input_shapes = has_input_shapes || row.row->has_inputs;
-    self_total_us += row.self_us;
-  }
-  const bool has_memory = profile.memory_recorded;
-  has_cuda_mem = has_memory && has_cuda_mem;
-  const size_t name_width = std::min(longest_name + 4, kMaxNameColumnWidth);
-  const size_t shapes_width = std::min(longest_shapes + 4, kMaxShapesColumnWidth);
-
-  std::vector<Column> columns = {{"Name", name_width},
-                                 {"Self CPU %", kColumnWidth},
-                                 {"Self CPU", kColumnWidth},
-                                 {"CPU total %", kColumnWidth},
-                                 {"CPU total", kColumnWidth},
-                                 {"CPU time avg", kColumnWidth}};
-  if (has_memory) {
-    columns.push_back({"CPU Mem", kColumnWidth});
-    columns.push_back({"Self CPU Mem", kColumnWidth});
-  }
-  if (has_cuda_mem) {
-    columns.push_back({"CUDA Mem", kColumnWidth});
-    columns.push_back({"Self CUDA Mem", kColumnWidth});
-  }
-  columns.push_back({"# of Calls", kColumnWidth});
-  if (has_input_shapes) columns.push_back({"Input Shapes", shapes_width});
+  for (const RowTimes& row : rows) self_total_us += row.self_us;
 
   std::string separator;
-  for (const Column& column : columns) separator.append(column.width, '-') += kColumnSpacing;
+  for (const Column& column : layout.columns) separator.append(column.width, '-') += kColumnSpacing;
   separator += '\n';
 
   std::string out = separator;
-  for (const Column& column : columns) append_cell(out, column.header, column.width);
+  for (const Column& column : layout.columns) append_cell(out, column.header, column);
   out += '\n';
   out += separator;
 
   size_t shown = rows.size();
   if (options.row_limit >= 0) shown = std::min(shown, static_cast<size_t>(options.row_limit));
-  std::vector<std::string> cells;
   for (size_t i = 0; i < shown; ++i) {
-    const RowTimes& row = rows[i];
-    const OpRow& op = *row.row;
-    cells.clear();
-    // torch cuts at max - 3 code points, and also appends "..." to a name of
-    // exactly that length, which then fills the 55 columns without cutting.
-    std::string name = op.name;
-    if (code_points(name) >= kMaxNameColumnWidth - 3) {
-      name = std::string(first_code_points(name, kMaxNameColumnWidth - 3)) + "...";
-    }
-    cells.push_back(std::move(name));
-    cells.push_back(format_time_share(row.self_us, self_total_us));
-    cells.push_back(format_time_us(row.self_us));
-    // torch divides "CPU total %" by the sum of self times as well.
-    cells.push_back(format_time_share(row.total_us, self_total_us));
-    cells.push_back(format_time_us(row.total_us));
-    cells.push_back(format_time_us(row.average_us));
-    if (has_memory) {
-      cells.push_back(format_memory(op.cpu_mem));
-      cells.push_back(format_memory(op.self_cpu_mem));
-    }
-    if (has_cuda_mem) {
-      cells.push_back(format_memory(op.cuda_mem));
-      cells.push_back(format_memory(op.self_cuda_mem));
-    }
-    cells.push_back(std::to_string(op.calls));
-    // Shapes are cut to the column width itself, without "...".
-    if (has_input_shapes) cells.emplace_back(first_code_points(op.input_shapes, shapes_width));
-    for (size_t c = 0; c < columns.size(); ++c) append_cell(out, cells[c], columns[c].width);
-    out += '\n';
+    append_line(out, row_cells(rows[i], self_total_us, layout), layout.columns);
+    if (layout.has_stack) append_stack_lines(out, rows[i].row->stack, layout);
   }
   out += separator;
   out += "Self CPU time total: " + format_time_us(self_total_us) + "\n";

@@ -1,11 +1,13 @@
 // op_table.h: the operator table, byte for byte as torch.profiler prints it.
 //
 // format_op_table() returns what torch 1.13's
-//   prof.key_averages(group_by_input_shape=G).table(sort_by=KEY, row_limit=N)
+//   prof.key_averages(group_by_input_shape=G, group_by_stack_n=S)
+//       .table(sort_by=KEY, row_limit=N)
 // returns for a profile without CUDA times (torch/autograd/profiler_util.py,
 // _build_table): the memory columns when the recording has memory data
 // (profile_memory=True), the Input Shapes column when rows are grouped by
-// input shape, and no CUDA time, FLOPs, stack or node id columns. Users diff
+// input shape, the Source Location column when rows are grouped by stack,
+// and no CUDA time, FLOPs or node id columns. Users diff
 // our tables against theirs and feed them to the same scripts, so "close" is
 // not enough; tests/golden/make_table_goldens.py produces the expected text
 // with torch's own code and tests/unit/op_table_test.cpp compares exactly.
@@ -83,18 +85,27 @@ struct TableOptions {
 // CPU total, CPU time avg; then, when Profile::memory_recorded, CPU Mem and
 // Self CPU Mem, followed by CUDA Mem and Self CUDA Mem when any row (shown
 // or not) has self_cuda_mem > 0; then # of Calls; then Input Shapes when any
-// row has_inputs (rows grouped by input shape).
+// row has_inputs (rows grouped by input shape); then Source Location when
+// any row has a non-empty stack (rows grouped by stack).
+//
+// Source Location (torch's table() defaults): left-aligned, as wide as the
+// longest frame of any row plus 4, at most 75; a longer frame prints as
+// "..." and its last 72 code points. A row's line shows its first frame;
+// its frames 2 to 5 follow on lines of their own with every other column
+// blank (further frames are not printed but count for the width), and a
+// line of blank columns ends every row, one with an empty stack too.
 //
 // Sorting: torch stable-sorts key_averages() (first-seen order) by the key,
 // descending. Profile rows have no order, so rows with equal keys are
-// ordered by name, then by input_shapes, ascending (byte order).
+// ordered by name, then by input_shapes, then by stack (frame by frame),
+// ascending (byte order).
 //
 // Torch computes the footer and the percentages' denominator itself, as the
 // sum of the rows' self times in sorted order; so does this function
 // (Profile::self_cpu_total_ns is not read).
 //
-// Names and shapes are measured and cut in Unicode code points (Python str
-// semantics), assuming UTF-8.
+// Names, shapes and frames are measured and cut in Unicode code points
+// (Python str semantics), assuming UTF-8.
 std::string format_op_table(const Profile& profile, const TableOptions& options);
 
 // gpuprof's own notes, printed after the table: one line per non-zero

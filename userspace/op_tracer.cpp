@@ -25,19 +25,36 @@ int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
   return vfprintf(stderr, fmt, args);
 }
 
-int on_op_record(void* ctx, void* data, size_t size) {
+}  // namespace
+
+// The payload is copied out of the ring (the sink may keep it) and split:
+// the Python stack first when stacks are on, then the shape slots.
+int OpTracer::on_op_record(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<OpTracer*>(ctx);
   if (size < sizeof(gp_event)) return 0;
   gp_event event;
   std::memcpy(&event, data, sizeof(event));
-  // The payload is copied out of the ring: the sink may keep it.
   size_t payload_words = std::min<size_t>(event.payload_bytes, size - sizeof(event)) / 8;
-  uint64_t words[GP_MAX_TENSOR_ARGS * (1 + GP_RAW_WINDOW_WORDS)];
+  uint64_t words[1 + GP_MAX_PY_FRAMES * GP_ENTRY_FRAME_WORDS +
+                 GP_MAX_TENSOR_ARGS * (1 + GP_RAW_WINDOW_WORDS)];
   payload_words = std::min(payload_words, std::size(words));
   std::memcpy(words, static_cast<const char*>(data) + sizeof(event), payload_words * 8);
   event.payload_bytes = 0;
-  static_cast<TracerSinks*>(ctx)->op(event, std::span<const uint64_t>(words, payload_words));
+  EntryPayload payload;
+  std::span<const uint64_t> rest(words, payload_words);
+  if (self->stacks_on_ && !rest.empty()) {
+    const size_t depth = std::min<uint64_t>(rest[0], GP_MAX_PY_FRAMES);
+    const size_t stack_words = std::min(rest.size() - 1, depth * GP_ENTRY_FRAME_WORDS);
+    payload.has_stack = true;
+    payload.stack_words = rest.subspan(1, stack_words - stack_words % GP_ENTRY_FRAME_WORDS);
+    rest = rest.subspan(1 + stack_words);
+  }
+  payload.shape_words = rest;
+  self->sinks_.op(event, payload);
   return 0;
 }
+
+namespace {
 
 int on_mem_record(void* ctx, void* data, size_t size) {
   if (size < sizeof(gp_mem_event)) return 0;
@@ -98,7 +115,7 @@ std::unique_ptr<OpTracer> OpTracer::load(const TracerConfig& config, TracerSinks
     return nullptr;
   }
   tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.events), on_op_record,
-                                 &tracer->sinks_, nullptr);
+                                 tracer.get(), nullptr);
   if (tracer->rb_ && ring_buffer__add(tracer->rb_, bpf_map__fd(tracer->skel_->maps.mem_events),
                                       on_mem_record, &tracer->sinks_) != 0) {
     ring_buffer__free(tracer->rb_);
@@ -193,6 +210,12 @@ void OpTracer::set_tensor_layout(const gp_tensor_layout& layout) {
 
 void OpTracer::set_undefined_tensor_impl(uint64_t address) {
   __atomic_store_n(&skel_->bss->undefined_tensor_impl, address, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_python_stacks(const gp_python_config& config) {
+  skel_->bss->python = config;
+  stacks_on_ = true;
+  __atomic_store_n(&skel_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_tracing(bool on) {

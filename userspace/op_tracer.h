@@ -23,11 +23,21 @@ struct ring_buffer;
 
 namespace gpuprof {
 
-// Where the ring buffers' records go. `op` gets every op/catch event; for an
-// ENTRY recorded with shapes, `shape_words` is its payload (events.h, "Input
-// shapes"), otherwise empty. `memory` gets the allocator events.
+// What followed an ENTRY in the ring (events.h): with Python stacks on,
+// has_stack and the frames, GP_ENTRY_FRAME_WORDS words each, innermost
+// first (none: the thread had no Python frames); then the shape slots
+// ("Input shapes"), empty when the entry has none.
+struct EntryPayload {
+  bool has_stack = false;
+  std::span<const uint64_t> stack_words;
+  std::span<const uint64_t> shape_words;
+};
+
+// Where the ring buffers' records go. `op` gets every op/catch event with
+// its payload (empty but for ENTRY events that carry one). `memory` gets the
+// allocator events.
 struct TracerSinks {
-  std::function<void(const gp_event& event, std::span<const uint64_t> shape_words)> op;
+  std::function<void(const gp_event& event, const EntryPayload& payload)> op;
   std::function<void(const gp_mem_event& event)> memory;
 };
 
@@ -69,6 +79,10 @@ class OpTracer {
   // undefined tensors read as [] (0: not known; they may then read as [0]).
   void set_undefined_tensor_impl(uint64_t address);
 
+  // Python stacks at op entry (record --with-stack): where the target's
+  // frames are (python_frames.bpf.h); turns them on, before tracing starts.
+  void set_python_stacks(const gp_python_config& config);
+
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);
 
@@ -84,9 +98,11 @@ class OpTracer {
 
  private:
   OpTracer() = default;
+  static int on_op_record(void* ctx, void* data, size_t size);
   op_tracer_bpf* skel_ = nullptr;
   ring_buffer* rb_ = nullptr;
   TracerSinks sinks_;
+  bool stacks_on_ = false;
   std::vector<UprobeMultiLink> op_links_;
   std::optional<UprobeMultiLink> catch_link_;
   std::optional<UprobeMultiLink> memory_link_;

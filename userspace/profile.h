@@ -20,6 +20,12 @@ struct OpRow {
   // one name with different shapes are separate rows.
   std::string input_shapes;
   bool has_inputs = false;
+  // Grouped by stack only (report --group-by-stack-n N): torch's evt.stack
+  // of the group, its top N Python frames, innermost first
+  // ("torch/nn/modules/conv.py(454): _conv_forward", "nn.Module: Conv2d_0",
+  // ...); empty for calls made without Python frames. Rows of one name
+  // with different top frames are separate rows.
+  std::vector<std::string> stack;
   uint64_t calls = 0;         // completed calls, including unwound ones
   uint64_t cpu_total_ns = 0;  // sum of call durations (nested same-name calls count each)
   uint64_t self_cpu_ns = 0;   // cpu_total minus time in ops nested on the same thread
@@ -59,6 +65,7 @@ struct Profile {
   // What the recording holds beyond op times.
   bool memory_recorded = false;  // record --profile-memory: the memory columns apply
   bool grouped_by_input_shape = false;  // rows are (name, input shapes) groups
+  int group_by_stack_n = 0;              // > 0: rows are (name, [shapes,] top N frames) groups
   MemoryPeakInfo cpu_memory_peak;
   MemoryPeakInfo cuda_memory_peak;
   uint64_t memory_unmatched_frees = 0;  // releases of blocks allocated before recording (not counted)

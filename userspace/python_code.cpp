@@ -1,5 +1,6 @@
 #include "python_code.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -115,7 +116,11 @@ std::optional<std::string> PythonCodeResolver::read_str(uint64_t addr) {
   std::vector<uint8_t> raw(length * kind);
   if (!read_target_memory(pid_, data, raw.data(), raw.size())) return std::nullopt;
   std::string out;
-  if (ascii) return std::string(raw.begin(), raw.end());
+  if (ascii) {
+    // Not ASCII after all: not a live str (freed memory read late).
+    if (std::any_of(raw.begin(), raw.end(), [](uint8_t b) { return b >= 0x80; })) return std::nullopt;
+    return std::string(raw.begin(), raw.end());
+  }
   for (int64_t i = 0; i < length; ++i) {
     uint32_t cp = 0;
     if (kind == 1) cp = raw[i];
@@ -136,8 +141,30 @@ std::optional<std::string> PythonCodeResolver::read_bytes(uint64_t addr) {
   return out;
 }
 
+// co_firstlineno and the co_filename .. co_linetable pointers, one read.
+std::optional<std::string> PythonCodeResolver::read_identity(uint64_t code_addr) {
+  const uint64_t first = std::min({uint64_t{off_.code_firstlineno}, uint64_t{off_.code_filename},
+                                    uint64_t{off_.code_name}, uint64_t{off_.code_qualname},
+                                    uint64_t{off_.code_linetable}});
+  const uint64_t end = std::max({off_.code_firstlineno + 4ull, off_.code_filename + 8ull,
+                                  off_.code_name + 8ull, off_.code_qualname + 8ull,
+                                  off_.code_linetable + 8ull});
+  std::string bytes(end - first, '\0');
+  if (!read_target_memory(pid_, code_addr + first, bytes.data(), bytes.size())) return std::nullopt;
+  return bytes;
+}
+
 const PythonCodeInfo* PythonCodeResolver::code(uint64_t code_addr) {
-  if (auto it = cache_.find(code_addr); it != cache_.end()) return &it->second;
+  if (auto it = cache_.find(code_addr); it != cache_.end()) {
+    if (it->second.checked_epoch == epoch_) return &it->second.info;
+    if (read_identity(code_addr) == it->second.identity) {
+      it->second.checked_epoch = epoch_;
+      return &it->second.info;
+    }
+    cache_.erase(it);  // freed, or another code object now: resolve again
+  }
+  auto identity = read_identity(code_addr);
+  if (!identity) return nullptr;
   uint64_t p[4];  // co_filename, co_name, co_qualname, co_linetable
   if (!read_target_memory(pid_, code_addr + off_.code_filename, &p[0], 8) ||
       !read_target_memory(pid_, code_addr + off_.code_name, &p[1], 8) ||
@@ -152,7 +179,8 @@ const PythonCodeInfo* PythonCodeResolver::code(uint64_t code_addr) {
   auto linetable = read_bytes(p[3]);
   if (!filename || !name || !linetable) return nullptr;
   PythonCodeInfo info{*filename, *name, qualname ? *qualname : *name, firstlineno, *linetable};
-  return &cache_.emplace(code_addr, std::move(info)).first->second;
+  Cached entry{std::move(info), std::move(*identity), epoch_};
+  return &cache_.insert_or_assign(code_addr, std::move(entry)).first->second.info;
 }
 
 std::optional<int> PythonCodeResolver::line(uint64_t code_addr, uint64_t instr_addr) {

@@ -29,9 +29,17 @@ class PythonCodeResolver {
  public:
   PythonCodeResolver(int pid, const PythonOffsets& offsets);
 
-  // The fields of the code object at code_addr (cached per address); nullopt
+  // The fields of the code object at code_addr (cached per address); nullptr
   // when the target's memory cannot be read or does not look like a code object.
+  //
+  // A code object can be freed and its address reused by another (module
+  // bodies are dropped once imported; generated code comes and goes), so a
+  // cached entry is checked again, once per epoch, against the code
+  // object's identifying fields (name, file, line table pointers, first
+  // line): one small read per distinct code object per epoch.
   const PythonCodeInfo* code(uint64_t code_addr);
+  // Starts a new epoch: every cached entry is checked again on its next use.
+  void next_epoch() { epoch_++; }
 
   // Source line of instr_addr (a frame's prev_instr) in the code object.
   std::optional<int> line(uint64_t code_addr, uint64_t instr_addr);
@@ -39,7 +47,6 @@ class PythonCodeResolver {
   // "filename(line): name", e.g. "/path/train.py(42): forward".
   std::optional<std::string> frame(uint64_t code_addr, uint64_t instr_addr);
 
-  void clear_cache() { cache_.clear(); }
 
  private:
   std::optional<std::string> read_str(uint64_t addr);
@@ -47,7 +54,14 @@ class PythonCodeResolver {
 
   int pid_;
   PythonOffsets off_;
-  std::unordered_map<uint64_t, PythonCodeInfo> cache_;
+  struct Cached {
+    PythonCodeInfo info;
+    std::string identity;  // the identifying fields' bytes when read
+    uint64_t checked_epoch = 0;
+  };
+  std::optional<std::string> read_identity(uint64_t code_addr);
+  std::unordered_map<uint64_t, Cached> cache_;
+  uint64_t epoch_ = 1;
 };
 
 }  // namespace gpuprof

@@ -27,6 +27,7 @@ struct PythonOffsets {
   uint16_t frame_is_entry = 0xffff;  // 3.11: bool, nonzero = entry frame of a C call of the eval loop
   uint16_t frame_owner = 0xffff;     // 3.12: char; owner == frame_owner_cshim marks a C shim frame
   uint8_t frame_owner_cshim = 3;
+  uint16_t frame_localsplus = 72;    // PyObject* localsplus[]: the frame's first local is its first argument
   // PyCodeObject
   uint16_t code_filename = 112;
   uint16_t code_name = 120;
@@ -39,6 +40,10 @@ struct PythonOffsets {
   uint16_t str_state = 32;
   uint16_t str_ascii_data = 0;    // compact ASCII data (after PyASCIIObject)
   uint16_t str_compact_data = 0;  // compact non-ASCII data (after PyCompactUnicodeObject)
+  // PyObject / PyTypeObject (stable across 3.x)
+  uint16_t object_type = 8;  // ob_type
+  uint16_t type_name = 24;   // tp_name: const char*
+  uint16_t cell_ref = 16;    // PyCellObject ob_ref
   // PyBytesObject
   uint16_t bytes_size = 16;
   uint16_t bytes_data = 32;

@@ -54,15 +54,16 @@ std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHe
 
 const char* type_name(uint32_t type) {
   static const char* const names[] = {
-      "",       "PROCESS",      "CLOCK",      "OP_TABLE",      "EVENTS",  "STATS", "END",
-      "OPTIONS", "SHAPES",      "ENTRY_SHAPES", "MEM_EVENTS", "SAMPLE_FRAMES", "SAMPLES",
-      "SAMPLE_STACKS"};
-  return type >= 1 && type <= 13 ? names[type] : "unknown type";
+      "",        "PROCESS",       "CLOCK",        "OP_TABLE",
+      "EVENTS",  "STATS",         "END",          "OPTIONS",
+      "SHAPES",  "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
+      "SAMPLES", "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS"};
+  return type >= 1 && type <= 15 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 13u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 15u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -160,7 +161,21 @@ std::string op_problem(const OpInfo& op, size_t i) {
 
 uint32_t option_flags(const RecordOptions& o) {
   return (o.shapes ? kRecordOptionShapes : 0) | (o.memory ? kRecordOptionMemory : 0) |
-         (o.sample_hz > 0 ? kRecordOptionSampled : 0) | (o.ops ? 0 : kRecordOptionNoOps);
+         (o.sample_hz > 0 ? kRecordOptionSampled : 0) | (o.ops ? 0 : kRecordOptionNoOps) |
+         (o.with_stack ? kRecordOptionWithStack : 0);
+}
+
+// Frames and stacks serve CPU samples and the Python stacks of op entries.
+bool has_frames(const RecordOptions& o) { return o.sample_hz > 0 || o.with_stack; }
+
+// One {u64 index, u32 id} pair of an ENTRY_SHAPES, ENTRY_STACKS or
+// SAMPLE_KERNEL_STACKS chunk.
+constexpr size_t kPairBytes = 12;
+void append_pair(std::vector<uint8_t>& chunk, uint64_t index, uint32_t id) {
+  uint8_t pair[kPairBytes];
+  std::memcpy(pair, &index, 8);
+  std::memcpy(pair + 8, &id, 4);
+  chunk.insert(chunk.end(), pair, pair + kPairBytes);
 }
 
 // One sample as stored in a SAMPLES chunk (kRecordSampleBytes).
@@ -253,6 +268,8 @@ struct Seen {
   uint32_t version = 0;
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
+  uint64_t next_stack_entry_index = 0;    // the same for an entry stack
+  uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
   bool mandatory() const { return process && clock && ops && (options || version < 2); }
   const char* mandatory_names() const {
     return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";
@@ -299,31 +316,92 @@ std::string read_shapes(Decoder& d, Recording& rec) {
   return "";
 }
 
-// Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes.
-std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
-  constexpr size_t kSize = 12;
-  if (payload.size() % kSize != 0) return not_whole(payload.size(), kSize, "entry shapes");
-  for (size_t i = 0; i < payload.size() / kSize; ++i) {
-    EntryShapes e{get<uint64_t>(payload.data() + i * kSize),
-                  get<uint32_t>(payload.data() + i * kSize + 8)};
-    const std::string id = "entry shape " + std::to_string(i) + " has ";
-    if (e.event_index < seen.next_entry_index)
-      return id + "event_index " + std::to_string(e.event_index) + ", not above the previous " +
-             std::to_string(seen.next_entry_index - 1);
-    if (e.event_index >= rec.events.size())
-      return id + "event_index " + std::to_string(e.event_index) + ", but only " +
-             std::to_string(rec.events.size()) + " events precede it";
-    if (rec.events[e.event_index].kind != GP_EV_OP_ENTRY)
-      return id + "event_index " + std::to_string(e.event_index) +
-             ", which is not an ENTRY event (kind " +
-             std::to_string(rec.events[e.event_index].kind) + ")";
-    if (e.shape_id >= rec.shapes.size())
-      return id + "shape_id " + std::to_string(e.shape_id) + ", but " +
-             std::to_string(rec.shapes.size()) + " shapes are defined";
-    seen.next_entry_index = e.event_index + 1;
-    rec.entry_shapes.push_back(e);
+// How a chunk of {u64 index, u32 id} pairs (ENTRY_SHAPES, ENTRY_STACKS,
+// SAMPLE_KERNEL_STACKS) names things in its errors, and what it may point at.
+struct PairChunk {
+  const char* pair;   // one pair: "entry shape"
+  const char* pairs;  // "entry shapes"
+  const char* index;  // "event_index"
+  const char* items;  // what index counts: "events"
+  size_t item_count;  // items read before the chunk
+  const char* id;     // "shape_id"
+  const char* ids;    // "shapes"
+  size_t id_count;    // ids defined before the chunk
+};
+
+// Checks the pairs of a PairChunk payload: indices strictly increasing from
+// next_index (across chunks) and below item_count, the item each names
+// acceptable to item_problem (which returns "" or the end of a sentence),
+// ids below id_count. Hands each pair to add(index, id) and moves
+// next_index past it.
+template <typename ItemProblem, typename Add>
+std::string read_pairs(std::span<const uint8_t> payload, const PairChunk& c, uint64_t& next_index,
+                       ItemProblem item_problem, Add add) {
+  if (payload.size() % kPairBytes != 0) return not_whole(payload.size(), kPairBytes, c.pairs);
+  for (size_t i = 0; i < payload.size() / kPairBytes; ++i) {
+    const uint64_t index = get<uint64_t>(payload.data() + i * kPairBytes);
+    const uint32_t id = get<uint32_t>(payload.data() + i * kPairBytes + 8);
+    auto has = [&](const char* field, uint64_t v) {  // built only for an error
+      return std::string(c.pair) + " " + std::to_string(i) + " has " + field + " " +
+             std::to_string(v);
+    };
+    if (index < next_index)
+      return has(c.index, index) + ", not above the previous " + std::to_string(next_index - 1);
+    if (index >= c.item_count)
+      return has(c.index, index) + ", but only " + std::to_string(c.item_count) + " " + c.items +
+             " precede it";
+    if (std::string problem = item_problem(index); !problem.empty())
+      return has(c.index, index) + problem;
+    if (id >= c.id_count)
+      return has(c.id, id) + ", but " + std::to_string(c.id_count) + " " + c.ids + " are defined";
+    next_index = index + 1;
+    add(index, id);
   }
   return "";
+}
+
+// read_pairs' item_problem for pairs that name ENTRY events.
+auto entry_event(const Recording& rec) {
+  return [&rec](uint64_t index) -> std::string {
+    const uint16_t kind = rec.events[index].kind;
+    return kind == GP_EV_OP_ENTRY
+               ? ""
+               : ", which is not an ENTRY event (kind " + std::to_string(kind) + ")";
+  };
+}
+
+// Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes.
+std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
+  const PairChunk c{"entry shape",     "entry shapes", "event_index", "events",
+                    rec.events.size(), "shape_id",     "shapes",      rec.shapes.size()};
+  return read_pairs(payload, c, seen.next_entry_index, entry_event(rec),
+                    [&](uint64_t index, uint32_t id) {
+                      rec.entry_shapes.push_back({index, id});
+                    });
+}
+
+// Checks and appends an ENTRY_STACKS payload to rec.entry_stacks.
+std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
+  const PairChunk c{"entry stack",     "entry stacks", "event_index", "events",
+                    rec.events.size(), "stack_id",     "stacks",      rec.sample_stacks.size()};
+  return read_pairs(payload, c, seen.next_stack_entry_index, entry_event(rec),
+                    [&](uint64_t index, uint32_t id) {
+                      rec.entry_stacks.push_back({index, id});
+                    });
+}
+
+// Checks and appends a SAMPLE_KERNEL_STACKS payload to rec.sample_kernel_stacks.
+std::string read_sample_kernel_stacks(std::span<const uint8_t> payload, Recording& rec,
+                                      Seen& seen) {
+  const PairChunk c{"kernel stack",     "kernel stacks", "sample_index", "samples",
+                    rec.samples.size(), "stack_id",      "stacks",       rec.sample_stacks.size()};
+  auto in_kernel = [&rec](uint64_t index) -> std::string {
+    return rec.samples[index].in_kernel ? "" : ", which is not an in-kernel sample";
+  };
+  return read_pairs(payload, c, seen.next_kernel_sample_index, in_kernel,
+                    [&](uint64_t index, uint32_t id) {
+                      rec.sample_kernel_stacks.push_back({index, id});
+                    });
 }
 
 // Decodes a SAMPLE_FRAMES payload into rec.sample_frames.
@@ -413,7 +491,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
   const bool data = t == ChunkType::EVENTS || t == ChunkType::SHAPES ||
                     t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS ||
                     t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
-                    t == ChunkType::SAMPLES;
+                    t == ChunkType::SAMPLES || t == ChunkType::ENTRY_STACKS ||
+                    t == ChunkType::SAMPLE_KERNEL_STACKS;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -421,10 +500,14 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     return name + " chunk in a recording without the shapes option";
   if (t == ChunkType::MEM_EVENTS && !rec.options.memory)
     return name + " chunk in a recording without the memory option";
-  if ((t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
-       t == ChunkType::SAMPLES) &&
+  if ((t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS) && !has_frames(rec.options))
+    return name +
+           " chunk in a recording without CPU sampling (sample_hz 0) or the with_stack option";
+  if ((t == ChunkType::SAMPLES || t == ChunkType::SAMPLE_KERNEL_STACKS) &&
       rec.options.sample_hz == 0)
     return name + " chunk in a recording without CPU sampling (sample_hz 0)";
+  if (t == ChunkType::ENTRY_STACKS && !rec.options.with_stack)
+    return name + " chunk in a recording without the with_stack option";
   if (t == ChunkType::EVENTS && !rec.options.ops)
     return name + " chunk in a recording without ops (the no-ops option)";
   Decoder d{payload};
@@ -455,8 +538,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!first(seen.options)) return "duplicate OPTIONS chunk";
       uint32_t flags;
       d.u32(flags);
-      const uint32_t known =
-          kRecordOptionShapes | kRecordOptionMemory | kRecordOptionSampled | kRecordOptionNoOps;
+      const uint32_t known = kRecordOptionShapes | kRecordOptionMemory | kRecordOptionSampled |
+                             kRecordOptionNoOps | kRecordOptionWithStack;
       if (d.ok && (flags & ~known) != 0) {
         char hex[16];
         std::snprintf(hex, sizeof hex, "0x%x", flags & ~known);
@@ -465,6 +548,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       rec.options.shapes = (flags & kRecordOptionShapes) != 0;
       rec.options.memory = (flags & kRecordOptionMemory) != 0;
       rec.options.ops = (flags & kRecordOptionNoOps) == 0;
+      rec.options.with_stack = (flags & kRecordOptionWithStack) != 0;
       if (d.ok && (flags & kRecordOptionSampled) != 0) {
         d.u32(rec.options.sample_hz);
         if (d.ok && rec.options.sample_hz == 0) return "sampled option with sample_hz 0";
@@ -514,6 +598,10 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     case ChunkType::SAMPLES:
       return read_samples(payload, rec);
+    case ChunkType::ENTRY_STACKS:
+      return read_entry_stacks(payload, rec, seen);
+    case ChunkType::SAMPLE_KERNEL_STACKS:
+      return read_sample_kernel_stacks(payload, rec, seen);
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
@@ -649,7 +737,9 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_mem_(chunk_buffer()),
       pending_frames_(kFramesPrefix, 0),
       pending_stacks_(kStacksPrefix, 0),
-      pending_samples_(chunk_buffer()) {}
+      pending_samples_(chunk_buffer()),
+      pending_entry_stacks_(chunk_buffer()),
+      pending_kernel_stacks_(chunk_buffer()) {}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -735,12 +825,10 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
       *error = path_ + ": not recording event" + event_problem(events[i], ops_count_);
       return false;
     }
-  if (options_.shapes) {  // remember which events are entries, for append_shapes
-    const uint64_t first = events_appended() - entry_bits_base_;
-    entry_bits_.resize(static_cast<size_t>((first + count + 63) / 64), 0);
+  if (options_.shapes || options_.with_stack) {  // for append_shapes, append_entry_stack
+    const uint64_t first = events_appended();
     for (size_t i = 0; i < count; ++i)
-      if (events[i].kind == GP_EV_OP_ENTRY)
-        entry_bits_[(first + i) / 64] |= uint64_t{1} << ((first + i) % 64);
+      if (events[i].kind == GP_EV_OP_ENTRY) entries_.set(first + i);
   }
   const auto* src = reinterpret_cast<const uint8_t*>(events);
   size_t left = count * sizeof(gp_event);
@@ -759,10 +847,35 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
   return true;
 }
 
-bool RecordWriter::is_entry(uint64_t event_index) const {
-  if (event_index < entry_bits_base_) return false;
-  const uint64_t bit = event_index - entry_bits_base_;
-  return bit / 64 < entry_bits_.size() && ((entry_bits_[bit / 64] >> (bit % 64)) & 1) != 0;
+void RecordWriter::IndexBits::set(uint64_t index) {
+  if (index < base_) return;  // forgotten already: never asked about again
+  const uint64_t word = (index - base_) / 64;
+  if (word >= words_.size()) words_.resize(static_cast<size_t>(word + 1), 0);
+  words_[word] |= uint64_t{1} << ((index - base_) % 64);
+}
+
+bool RecordWriter::IndexBits::test(uint64_t index) const {
+  if (index < base_) return false;
+  const uint64_t word = (index - base_) / 64;
+  return word < words_.size() && ((words_[word] >> ((index - base_) % 64)) & 1) != 0;
+}
+
+// In big steps: erasing the front moves every word after it.
+void RecordWriter::IndexBits::forget_below(uint64_t mark) {
+  const uint64_t drop = mark > base_ ? (mark - base_) / 64 : 0;
+  if (drop < 1024) return;
+  words_.erase(words_.begin(),
+               words_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(drop, words_.size())));
+  base_ += drop * 64;
+}
+
+// Both cursors that ask about entries must be past an event before it is
+// forgotten.
+void RecordWriter::forget_old_entries() {
+  uint64_t mark = UINT64_MAX;
+  if (options_.shapes) mark = std::min(mark, next_entry_index_);
+  if (options_.with_stack) mark = std::min(mark, next_stack_entry_index_);
+  entries_.forget_below(mark);
 }
 
 bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes,
@@ -779,7 +892,7 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
                   std::to_string(next_entry_index_ - 1));
   if (event_index >= events_appended())
     return refuse("only " + std::to_string(events_appended()) + " events were appended");
-  if (!is_entry(event_index)) return refuse("it is not an ENTRY event");
+  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
   if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
   for (size_t a = 0; a < shapes.size(); ++a)
     if (shapes[a] && shapes[a]->size() > static_cast<size_t>(kRecordMaxShapeDims))
@@ -800,17 +913,9 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
     const uint32_t id = static_cast<uint32_t>(shape_ids_.size());
     it = shape_ids_.emplace(std::move(def), id).first;
   }
-  uint8_t entry[12];
-  std::memcpy(entry, &event_index, 8);
-  std::memcpy(entry + 8, &it->second, 4);
-  pending_entries_.insert(pending_entries_.end(), entry, entry + sizeof entry);
+  append_pair(pending_entries_, event_index, it->second);
   next_entry_index_ = event_index + 1;
-  // Forget which events below next_entry_index_ were entries, in big steps.
-  const uint64_t drop = (next_entry_index_ - entry_bits_base_) / 64;
-  if (drop >= 1024 && drop <= entry_bits_.size()) {
-    entry_bits_.erase(entry_bits_.begin(), entry_bits_.begin() + static_cast<ptrdiff_t>(drop));
-    entry_bits_base_ += drop * 64;
-  }
+  forget_old_entries();
   if (pending_shapes_.size() - kShapesPrefix >= kRecordEventsChunkBytes ||
       payload_size(pending_entries_) >= kRecordEventsChunkBytes)
     return flush(error);
@@ -850,7 +955,8 @@ bool RecordWriter::add_sample_frame(const std::string& name, std::string* error)
     *error = path_ + ": not defining sample frame " + std::to_string(frames_defined_) + ": " + why;
     return false;
   };
-  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (!has_frames(options_))
+    return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (frames_defined_ == UINT32_MAX) return refuse("too many frames");
   const size_t def = 4 + name.size();
   if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
@@ -875,7 +981,8 @@ bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std:
     *error = path_ + ": not defining sample stack " + std::to_string(stacks_defined_) + ": " + why;
     return false;
   };
-  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (!has_frames(options_))
+    return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (stacks_defined_ == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
     return refuse("too many stacks");
   if (frame_ids.size() > kRecordMaxSampleStackDepth)
@@ -922,12 +1029,64 @@ bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::s
       return false;
     }
   for (size_t i = 0; i < count; ++i) {
+    if (samples[i].in_kernel) in_kernel_.set(samples_appended());  // for append_sample_kernel_stack
     const size_t at = pending_samples_.size();
     pending_samples_.resize(at + kRecordSampleBytes);
     encode_sample(samples[i], pending_samples_.data() + at);
     if (payload_size(pending_samples_) >= kRecordSamplesChunkBytes && !flush_samples(error))
       return false;
   }
+  return true;
+}
+
+bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
+  if (!check_state(State::kBegun, "append_entry_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error =
+        path_ + ": not recording the stack of event " + std::to_string(event_index) + ": " + why;
+    return false;
+  };
+  if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
+  if (event_index < next_stack_entry_index_)
+    return refuse("not above the previous entry stack's event " +
+                  std::to_string(next_stack_entry_index_ - 1));
+  if (event_index >= events_appended())
+    return refuse("only " + std::to_string(events_appended()) + " events were appended");
+  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
+  if (stack_id >= stacks_defined_)
+    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
+                  std::to_string(stacks_defined_) + " stacks are defined");
+  append_pair(pending_entry_stacks_, event_index, stack_id);
+  next_stack_entry_index_ = event_index + 1;
+  forget_old_entries();
+  if (payload_size(pending_entry_stacks_) >= kRecordEventsChunkBytes)
+    return flush_entry_stacks(error);
+  return true;
+}
+
+bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id,
+                                              std::string* error) {
+  if (!check_state(State::kBegun, "append_sample_kernel_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the kernel stack of sample " + std::to_string(sample_index) +
+             ": " + why;
+    return false;
+  };
+  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (sample_index < next_kernel_sample_index_)
+    return refuse("not above the previous kernel stack's sample " +
+                  std::to_string(next_kernel_sample_index_ - 1));
+  if (sample_index >= samples_appended())
+    return refuse("only " + std::to_string(samples_appended()) + " samples were appended");
+  if (!in_kernel_.test(sample_index)) return refuse("it is not an in-kernel sample");
+  if (stack_id >= stacks_defined_)
+    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
+                  std::to_string(stacks_defined_) + " stacks are defined");
+  append_pair(pending_kernel_stacks_, sample_index, stack_id);
+  next_kernel_sample_index_ = sample_index + 1;
+  in_kernel_.forget_below(next_kernel_sample_index_);
+  if (payload_size(pending_kernel_stacks_) >= kRecordEventsChunkBytes)
+    return flush_sample_kernel_stacks(error);
   return true;
 }
 
@@ -986,23 +1145,54 @@ bool RecordWriter::flush_mem_events(std::string* error) {
   return true;
 }
 
+bool RecordWriter::flush_shapes(std::string* error) {
+  if (pending_shape_count_ == 0) return true;
+  std::memcpy(pending_shapes_.data() + kRecordChunkHeaderSize, &pending_shape_count_, 4);
+  if (!write_chunk(ChunkType::SHAPES, pending_shapes_, error)) return false;
+  pending_shapes_.resize(kShapesPrefix);
+  pending_shape_count_ = 0;
+  return true;
+}
+
 // SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
 // never has an entry shape naming an undefined shape or an unwritten event.
-// Then MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES.
+bool RecordWriter::flush_entry_shapes(std::string* error) {
+  if (!flush_shapes(error) || !flush_events(error)) return false;
+  if (payload_size(pending_entries_) == 0) return true;
+  if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
+  pending_entries_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// EVENTS, SAMPLE_FRAMES and SAMPLE_STACKS before ENTRY_STACKS: a file cut
+// after any of them never has an entry stack naming an unwritten event or an
+// undefined stack.
+bool RecordWriter::flush_entry_stacks(std::string* error) {
+  if (!flush_events(error) || !flush_sample_stacks(error)) return false;
+  if (payload_size(pending_entry_stacks_) == 0) return true;
+  if (!write_chunk(ChunkType::ENTRY_STACKS, pending_entry_stacks_, error)) return false;
+  pending_entry_stacks_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES before SAMPLE_KERNEL_STACKS: a
+// file cut after any of them never has a kernel stack naming an unwritten
+// sample or an undefined stack.
+bool RecordWriter::flush_sample_kernel_stacks(std::string* error) {
+  if (!flush_samples(error)) return false;
+  if (payload_size(pending_kernel_stacks_) == 0) return true;
+  if (!write_chunk(ChunkType::SAMPLE_KERNEL_STACKS, pending_kernel_stacks_, error)) return false;
+  pending_kernel_stacks_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// Each step writes what its chunk names first, so the file gets SHAPES,
+// EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS,
+// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS (each when non-empty).
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
-  if (pending_shape_count_ > 0) {
-    std::memcpy(pending_shapes_.data() + kRecordChunkHeaderSize, &pending_shape_count_, 4);
-    if (!write_chunk(ChunkType::SHAPES, pending_shapes_, error)) return false;
-    pending_shapes_.resize(kShapesPrefix);
-    pending_shape_count_ = 0;
-  }
-  if (!flush_events(error)) return false;
-  if (payload_size(pending_entries_) > 0) {
-    if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
-    pending_entries_.resize(kRecordChunkHeaderSize);
-  }
-  return flush_mem_events(error) && flush_samples(error);
+  return flush_entry_shapes(error) && flush_mem_events(error) && flush_entry_stacks(error) &&
+         flush_sample_kernel_stacks(error);
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {

@@ -34,9 +34,11 @@
 //                tensor_args <= max(arg_count, 0)
 //   OPTIONS      u32 flags: bit 0 shapes (record --record-shapes), bit 1
 //                memory (--profile-memory), bit 2 sampled (-F HZ), bit 3 no
-//                ops (--no-ops: no op events); other bits must be 0; then,
-//                only when bit 2 is set, u32 sample_hz (> 0). Without bit 2
-//                the payload is the u32 flags alone (sample_hz 0).
+//                ops (--no-ops: no op events), bit 4 with_stack
+//                (--with-stack: Python stacks of op entries); other bits must
+//                be 0; then, only when bit 2 is set, u32 sample_hz (> 0).
+//                Without bit 2 the payload is the u32 flags alone
+//                (sample_hz 0).
 //   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0
 //   SHAPES       u32 count, then count x {u32 nargs, nargs x {i32 ndim,
 //                ndim x i64 size}}: input shape lists, numbered from 0 in the
@@ -48,14 +50,16 @@
 //                events of the file, i.e. in Recording::events) had the input
 //                shapes shape_id
 //   MEM_EVENTS   n x struct gp_mem_event (bpf/events.h, 40 bytes, raw)
-//   SAMPLE_FRAMES u32 first_id, u32 count, then count x str name: CPU
-//                sample frames (Recording::sample_frames), numbered from 0 in
+//   SAMPLE_FRAMES u32 first_id, u32 count, then count x str name: frames
+//                of CPU samples and op-entry stacks
+//                (Recording::sample_frames), numbered from 0 in
 //                the order of definition across the file; first_id must equal
 //                the number of frames defined by the SAMPLE_FRAMES chunks
 //                before it
 //   SAMPLE_STACKS u32 first_id, u32 count, then count x {u32 n, n x u32
-//                frame_id}: Python stacks of CPU samples
-//                (Recording::sample_stacks, outermost frame first), numbered
+//                frame_id}: stacks of CPU samples (Python and kernel) and of
+//                op entries (Python; Recording::sample_stacks, outermost
+//                frame first), numbered
 //                from 0 in the order of definition across the file; first_id
 //                must equal the number of stacks defined by the SAMPLE_STACKS
 //                chunks before it; n <= kRecordMaxSampleStackDepth; every
@@ -68,6 +72,15 @@
 //                Python frames) or < the number of stacks defined by the
 //                SAMPLE_STACKS chunks before it; flags bit 0 in_kernel, other
 //                bits must be 0
+//   ENTRY_STACKS n x {u64 event_index, u32 stack_id} (12 bytes each,
+//                packed): the ENTRY event at event_index (as in ENTRY_SHAPES)
+//                was called under the Python stack stack_id
+//                (Recording::entry_stacks)
+//   SAMPLE_KERNEL_STACKS n x {u64 sample_index, u32 stack_id} (12 bytes
+//                each, packed): the in-kernel sample at sample_index (its
+//                index among all the samples of the file, i.e. in
+//                Recording::samples) interrupted the kernel stack stack_id
+//                (Recording::sample_kernel_stacks)
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -75,16 +88,21 @@
 //   END          u64 end_monotonic_ns; the last chunk of a finished recording
 //
 // Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
-// SAMPLE_STACKS or SAMPLES chunks (their type numbers are unknown chunks there, skipped), OP_TABLE entries end after
+// SAMPLE_STACKS, SAMPLES, ENTRY_STACKS or SAMPLE_KERNEL_STACKS chunks (their
+// type numbers are unknown chunks there, skipped), OP_TABLE entries end after
 // symbol (read as arg_count -1, tensor_args 0) and STATS after stop_reason.
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
 // OPTIONS once each, in any order, before any other known chunk; then EVENTS,
-// SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES
-// chunks, interleaved; then STATS; then END. SHAPES and ENTRY_SHAPES need the
-// shapes option, MEM_EVENTS the memory option, SAMPLE_FRAMES, SAMPLE_STACKS
-// and SAMPLES the sampled option (sample_hz > 0); EVENTS are refused with the no-ops option. Chunks of unknown type are skipped anywhere (forward compatibility
+// SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES,
+// ENTRY_STACKS and SAMPLE_KERNEL_STACKS chunks, interleaved; then STATS; then
+// END. SHAPES and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory
+// option, SAMPLES and SAMPLE_KERNEL_STACKS the sampled option
+// (sample_hz > 0), ENTRY_STACKS the with_stack option, SAMPLE_FRAMES and
+// SAMPLE_STACKS the sampled or the with_stack option (frames and stacks are
+// shared by samples and op entries); EVENTS are refused with the no-ops
+// option. Chunks of unknown type are skipped anywhere (forward compatibility
 // within a version); an unknown (newer) version is an error.
 //
 // Reading rules:
@@ -97,7 +115,7 @@
 //     after END, an event with an unknown kind, an op_id outside the op table
 //     or a non-zero payload_bytes, a bad shape definition, a bad entry shape
 //     (below), a memory event of unknown kind, a bad sample frame or sample
-//     stack definition or sample (below)
+//     stack definition, sample, entry stack or sample kernel stack (below)
 //                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
@@ -111,15 +129,22 @@
 // Entry shapes: event_index strictly increasing across the file and naming
 // a GP_EV_OP_ENTRY event of an EVENTS chunk before it (not necessarily the
 // one just before: shapes may be decoded long after their event); shape_id
-// < the number of shapes defined by the SHAPES chunks before it. A flush
-// writes SHAPES, then EVENTS, then ENTRY_SHAPES, so every prefix of a file
-// that ends on a chunk boundary follows these rules. Memory events:
-// kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Samples: frame_id names a frame
-// and python_stack a stack defined before, and a stack's frame ids name
-// frames defined before it (a flush writes SAMPLE_FRAMES, then
-// SAMPLE_STACKS, then SAMPLES). Nothing else gets through, so the aggregator
-// can index the op table, the events, the shapes, the sample frames and the
-// sample stacks without checks.
+// < the number of shapes defined by the SHAPES chunks before it. Memory
+// events: kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Samples: frame_id names a
+// frame and python_stack a stack defined before, and a stack's frame ids
+// name frames defined before it. Entry stacks: event_index as for entry
+// shapes (strictly increasing across the ENTRY_STACKS chunks, an ENTRY event
+// of an EVENTS chunk before it); stack_id < the number of stacks defined by
+// the SAMPLE_STACKS chunks before it. Sample kernel stacks: sample_index
+// strictly increasing across the file and naming a sample of a SAMPLES chunk
+// before it whose flags have in_kernel set; stack_id as for entry stacks.
+// A flush writes SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
+// SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS in this order
+// (and a chunk written early takes the pending chunks it depends on with
+// it, before it), so every prefix of a file that ends on a chunk boundary
+// follows these rules. Nothing else gets through, so the aggregator can
+// index the op table, the events, the shapes, the sample frames, the sample
+// stacks and the samples without checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -150,13 +175,16 @@ inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // (2048 events); flush() emits a smaller one earlier.
 inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
 // The writer emits a MEM_EVENTS chunk once this many payload bytes (1600
-// memory events) are buffered, and flushes everything once the pending shape
-// definitions or entry shapes reach kRecordEventsChunkBytes.
+// memory events) are buffered, flushes everything once the pending shape
+// definitions or entry shapes reach kRecordEventsChunkBytes, and writes an
+// ENTRY_STACKS chunk (after the events and stack definitions it names) once
+// the pending entry stacks do.
 inline constexpr size_t kRecordMemEventsChunkBytes = 1600 * sizeof(gp_mem_event);
 // Size of one sample in a SAMPLES chunk. The writer emits a SAMPLES chunk
-// once kRecordSamplesChunkBytes (3276 samples, just under 64 KiB) are
-// buffered, and a SAMPLE_FRAMES (SAMPLE_STACKS) chunk once the pending frame
-// (stack) definitions reach kRecordEventsChunkBytes.
+// once kRecordSamplesChunkBytes (2730 samples, just under 64 KiB) are
+// buffered, a SAMPLE_FRAMES (SAMPLE_STACKS) chunk once the pending frame
+// (stack) definitions reach kRecordEventsChunkBytes, and a
+// SAMPLE_KERNEL_STACKS chunk once the pending kernel stacks do.
 inline constexpr size_t kRecordSampleBytes = 24;
 inline constexpr size_t kRecordSamplesChunkBytes = 2730 * kRecordSampleBytes;
 // Most frames in one SAMPLE_STACKS stack.
@@ -170,6 +198,7 @@ inline constexpr uint32_t kRecordOptionShapes = 1u << 0;
 inline constexpr uint32_t kRecordOptionMemory = 1u << 1;
 inline constexpr uint32_t kRecordOptionSampled = 1u << 2;  // u32 sample_hz follows the flags
 inline constexpr uint32_t kRecordOptionNoOps = 1u << 3;
+inline constexpr uint32_t kRecordOptionWithStack = 1u << 4;
 
 enum class ChunkType : uint32_t {
   PROCESS = 1,
@@ -178,13 +207,15 @@ enum class ChunkType : uint32_t {
   EVENTS = 4,
   STATS = 5,
   END = 6,
-  OPTIONS = 7,       // version 2
-  SHAPES = 8,        // version 2
-  ENTRY_SHAPES = 9,  // version 2
-  MEM_EVENTS = 10,   // version 2
-  SAMPLE_FRAMES = 11,  // version 2
-  SAMPLES = 12,        // version 2
-  SAMPLE_STACKS = 13,  // version 2
+  OPTIONS = 7,                // version 2
+  SHAPES = 8,                 // version 2
+  ENTRY_SHAPES = 9,           // version 2
+  MEM_EVENTS = 10,            // version 2
+  SAMPLE_FRAMES = 11,         // version 2
+  SAMPLES = 12,               // version 2
+  SAMPLE_STACKS = 13,         // version 2
+  ENTRY_STACKS = 14,          // version 2
+  SAMPLE_KERNEL_STACKS = 15,  // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -195,11 +226,13 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
-// append_samples and flush any number of times, finish once. Every chunk is written whole by one write loop, so a writer killed at
-// any point leaves at most one torn chunk at the end of the file. After any
-// write failure the writer refuses further writes (appending after a torn
-// chunk would make the file corrupt, not just incomplete); a refused batch
-// (data the reader would reject) leaves the writer usable. Not thread-safe.
+// append_samples, append_entry_stack, append_sample_kernel_stack and flush
+// any number of times, finish once. Every chunk is written whole by one
+// write loop, so a writer killed at any point leaves at most one torn chunk
+// at the end of the file. After any write failure the writer refuses
+// further writes (appending after a torn chunk would make the file corrupt,
+// not just incomplete); a refused batch (data the reader would reject)
+// leaves the writer usable. Not thread-safe.
 class RecordWriter {
  public:
   // Opens (O_CREAT | O_TRUNC, mode 0644) path for writing.
@@ -214,8 +247,10 @@ class RecordWriter {
   // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
   // Refuses an op table the reader would reject (arg_count < -1, tensor_args
   // above max(arg_count, 0)). options decide what append_events (nothing
-  // with ops false), append_shapes, append_mem_events, add_sample_frame,
-  // add_sample_stack and append_samples (sample_hz > 0) accept.
+  // with ops false), append_shapes, append_mem_events, add_sample_frame and
+  // add_sample_stack (sample_hz > 0 or with_stack), append_samples and
+  // append_sample_kernel_stack (sample_hz > 0) and append_entry_stack
+  // (with_stack) accept.
   bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
              const RecordOptions& options, std::string* error);
   // The same with no options (no shapes, no memory events).
@@ -243,18 +278,20 @@ class RecordWriter {
   // chunk each time kRecordMemEventsChunkBytes are buffered. A batch holding
   // an event of unknown kind is refused whole.
   bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
-  // Defines the next CPU sample frame: its id is sample_frames_defined()
-  // before the call (the caller interns names). Needs sample_hz > 0; the name
-  // must fit a chunk. Buffered; a SAMPLE_FRAMES chunk goes out once
-  // kRecordEventsChunkBytes of definitions are pending (or at flush()).
+  // Defines the next frame of CPU samples and op-entry stacks: its id is
+  // sample_frames_defined() before the call (the caller interns names).
+  // Needs sample_hz > 0 or with_stack; the name must fit a chunk. Buffered;
+  // a SAMPLE_FRAMES chunk goes out once kRecordEventsChunkBytes of
+  // definitions are pending (or at flush()).
   bool add_sample_frame(const std::string& name, std::string* error);
-  // Defines the next Python stack of CPU samples: its id is
-  // sample_stacks_defined() before the call (the caller interns stacks).
-  // frame_ids are outermost first, each a frame defined already (by
+  // Defines the next stack of CPU samples (Python or kernel) and op entries:
+  // its id is sample_stacks_defined() before the call (the caller interns
+  // stacks). frame_ids are outermost first, each a frame defined already (by
   // add_sample_frame), at most kRecordMaxSampleStackDepth of them. Needs
-  // sample_hz > 0. A refused call changes nothing. Buffered; a SAMPLE_STACKS
-  // chunk goes out once kRecordEventsChunkBytes of definitions are pending
-  // (after the pending frame definitions), or at flush().
+  // sample_hz > 0 or with_stack. A refused call changes nothing. Buffered;
+  // a SAMPLE_STACKS chunk goes out once kRecordEventsChunkBytes of
+  // definitions are pending (after the pending frame definitions), or at
+  // flush().
   bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error);
   // Buffers CPU samples (needs sample_hz > 0); writes the pending frame and
   // stack definitions and a SAMPLES chunk each time kRecordSamplesChunkBytes
@@ -262,10 +299,28 @@ class RecordWriter {
   // python_stack that is neither kNoPythonStack nor a stack defined already,
   // is refused whole, with nothing buffered and the writer still usable.
   bool append_samples(const CpuSample* samples, size_t count, std::string* error);
+  // Records the Python stack of the ENTRY event at event_index (as for
+  // append_shapes). Needs the with_stack option; the event must have been
+  // appended already and be a GP_EV_OP_ENTRY; event_index must be above
+  // that of the previous call; stack_id must be a stack defined already (by
+  // add_sample_stack). Refused calls change nothing. Writes the pending
+  // events, frame and stack definitions and an ENTRY_STACKS chunk once
+  // kRecordEventsChunkBytes of entry stacks are pending.
+  bool append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error);
+  // Records the kernel stack of the sample at sample_index (the
+  // samples_appended() value before it was appended). Needs sample_hz > 0;
+  // the sample must have been appended already with in_kernel set;
+  // sample_index must be above that of the previous call; stack_id must be a
+  // stack defined already. Refused calls change nothing. Writes the pending
+  // samples (with the frame and stack definitions before them) and a
+  // SAMPLE_KERNEL_STACKS chunk once kRecordEventsChunkBytes of kernel stacks
+  // are pending.
+  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
-  // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES, each only when
-  // non-empty. The collector calls
-  // this periodically so a SIGKILL loses little.
+  // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
+  // SAMPLES, SAMPLE_KERNEL_STACKS, each only when non-empty: every chunk
+  // after the definitions and data it names. The collector calls this
+  // periodically so a SIGKILL loses little.
   bool flush(std::string* error);
   // flush(), then the STATS and END chunks, then closes the file (a close
   // error is reported). stats are stored as given.
@@ -292,9 +347,29 @@ class RecordWriter {
   uint32_t sample_stacks_defined() const { return stacks_defined_; }
   // Samples written in SAMPLES chunks so far.
   uint64_t samples_written() const { return samples_written_; }
+  // Samples accepted so far, written or buffered: the sample_index the next
+  // appended sample gets.
+  uint64_t samples_appended() const {
+    return samples_written_ +
+           (pending_samples_.size() - kRecordChunkHeaderSize) / kRecordSampleBytes;
+  }
 
  private:
   enum class State { kCreated, kBegun, kFinished, kFailed };
+  // Which items of an appended sequence (events, samples) have a property
+  // (ENTRY, in_kernel), for every item not below a mark that only rises:
+  // older words are dropped now and then, so memory follows the distance
+  // between the newest item and the mark, not the length of the recording.
+  class IndexBits {
+   public:
+    void set(uint64_t index);  // index >= every mark given to forget_below
+    bool test(uint64_t index) const;
+    void forget_below(uint64_t mark);
+
+   private:
+    std::vector<uint64_t> words_;
+    uint64_t base_ = 0;  // the index of bit 0 of words_[0], a multiple of 64
+  };
   RecordWriter(int fd, std::string path);
   bool check_state(State want, const char* what, std::string* error) const;
   bool write_bytes(const std::vector<uint8_t>& bytes, std::string* error);
@@ -304,7 +379,12 @@ class RecordWriter {
   bool flush_sample_frames(std::string* error);
   bool flush_sample_stacks(std::string* error);  // flush_sample_frames first
   bool flush_samples(std::string* error);  // flush_sample_stacks first
-  bool is_entry(uint64_t event_index) const;
+  bool flush_shapes(std::string* error);
+  bool flush_entry_shapes(std::string* error);          // flush_shapes, flush_events first
+  bool flush_entry_stacks(std::string* error);          // flush_events, flush_sample_stacks first
+  bool flush_sample_kernel_stacks(std::string* error);  // flush_samples first
+  // Lets entries_ forget the events below every entry cursor in use.
+  void forget_old_entries();
 
   UniqueFd fd_;
   std::string path_;
@@ -328,18 +408,23 @@ class RecordWriter {
   uint32_t stacks_defined_ = 0;
   std::vector<uint8_t> pending_samples_;  // SAMPLES
   uint64_t samples_written_ = 0;
+  std::vector<uint8_t> pending_entry_stacks_;   // ENTRY_STACKS
+  std::vector<uint8_t> pending_kernel_stacks_;  // SAMPLE_KERNEL_STACKS
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;
   size_t ops_count_ = 0;  // for validating events (the reader's rules)
   // Interning: a shape list's encoding in a SHAPES chunk -> its id.
   std::unordered_map<std::string, uint32_t> shape_ids_;
-  // With the shapes option: bit i of entry_bits_ says whether the event at
-  // index entry_bits_base_ + i is an ENTRY, for every appended event not
-  // below next_entry_index_ (older words are dropped now and then).
-  std::vector<uint64_t> entry_bits_;
-  uint64_t entry_bits_base_ = 0;   // a multiple of 64
-  uint64_t next_entry_index_ = 0;  // append_shapes needs event_index >= this
+  // With the shapes or with_stack option: which appended events are
+  // entries, from the lower of next_entry_index_ (shapes) and
+  // next_stack_entry_index_ (with_stack) on.
+  IndexBits entries_;
+  uint64_t next_entry_index_ = 0;        // append_shapes needs event_index >= this
+  uint64_t next_stack_entry_index_ = 0;  // append_entry_stack needs event_index >= this
+  // Which appended samples are in the kernel, from next_kernel_sample_index_ on.
+  IndexBits in_kernel_;
+  uint64_t next_kernel_sample_index_ = 0;  // append_sample_kernel_stack needs >= this
 };
 
 // Reads and validates a whole record file (see the rules above). On failure

@@ -26,8 +26,10 @@
 #include "cpu_sampler.h"
 #include "elf_image.h"
 #include "native_symbolizer.h"
-#include "python_code.h"
+#include "kernel_symbols.h"
+#include "python_paths.h"
 #include "python_runtime.h"
+#include "python_stacks.h"
 #include "record_file.h"
 #include "shape_collector.h"
 #include "target_process.h"
@@ -80,11 +82,15 @@ class Session {
   void try_attach_memory();
   void try_find_undefined_tensor();
   bool needs_libc10() const;
-  void on_op_event(const gp_event& event, std::span<const uint64_t> shape_words);
+  void on_op_event(const gp_event& event, const EntryPayload& payload);
+  void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words);
+  std::optional<uint32_t> stack_id(const std::vector<std::string>& frames_outermost_first);
+  void record_kernel_stack(uint64_t sample_index, std::span<const uint64_t> ips);
+  void setup_python(int pid);
+  void new_python_epoch();
   void on_mem_event(const gp_mem_event& event);
   void on_cpu_sample(const gp_cpu_sample& sample);
   bool start_sampling(int pid);
-  void setup_python_frames(int pid);
   std::optional<uint32_t> sample_frame_id(const std::string& name);
   void drain_shapes();
   void write_failed(const std::string& error) {
@@ -126,9 +132,17 @@ class Session {
   std::unique_ptr<NativeSymbolizer> symbolizer_;
   std::unordered_map<std::string, uint32_t> sample_frame_ids_;
   std::unordered_map<uint64_t, uint32_t> frame_of_address_;
-  std::unique_ptr<PythonCodeResolver> python_;
+  // The target's CPython (found once, for samples and entry stacks).
+  std::optional<gp_python_config> python_config_;
+  std::string python_missing_;  // why there is none
+  std::unique_ptr<PythonStackNamer> python_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
-  std::map<std::vector<uint32_t>, uint32_t> python_stack_ids_;
+  std::map<std::vector<uint32_t>, uint32_t> stack_ids_;                 // frame ids -> stack id
+  std::map<std::vector<uint64_t>, uint32_t> stack_of_entry_words_;      // raw entry frames -> stack id
+  uint64_t entries_without_stack_ = 0;
+  uint64_t python_epoch_ns_ = 0;  // ENTRY events whose stack could not be captured
+  std::unique_ptr<KernelSymbols> kernel_symbols_;
+  std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;  // innermost first -> stack id
   uint64_t samples_recorded_ = 0;
   std::string memory_error_;
   int signal_fd_ = -1;
@@ -153,6 +167,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   options.memory = config_.profile_memory;
   options.sample_hz = config_.sample_hz;
   options.ops = config_.ops;
+  options.with_stack = config_.with_stack;
   writer_ = RecordWriter::create(config_.output_path, &error);
   if (!writer_ || !writer_->begin(process, clock, catalog->ops, options, &error)) return fail(error);
 
@@ -164,6 +179,13 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                  process.comm.c_str(), config_.sample_hz, sampler_->cpus(),
                  config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
     return true;
+  }
+  if (config_.with_stack) {
+    setup_python(pid);
+    if (python_config_)
+      tracer_->set_python_stacks(*python_config_);
+    else
+      std::fprintf(stderr, "gpuprof: warning: --with-stack: no Python stacks: %s\n", python_missing_.c_str());
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
@@ -263,7 +285,8 @@ void Session::try_attach_memory() {
   }
 }
 
-void Session::on_op_event(const gp_event& event, std::span<const uint64_t> shape_words) {
+void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
+  const std::span<const uint64_t> shape_words = payload.shape_words;
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
@@ -275,28 +298,74 @@ void Session::on_op_event(const gp_event& event, std::span<const uint64_t> shape
     else if (event.op_id < catalog_tensor_args_.size() && catalog_tensor_args_[event.op_id] > 0)
       shapes_->note_entry_without_shapes(event.op_id);
   }
+  if (python_config_ && config_.with_stack && event.kind == GP_EV_OP_ENTRY) {
+    if (!payload.has_stack)
+      entries_without_stack_++;
+    else if (!payload.stack_words.empty())
+      record_entry_stack(index, payload.stack_words);
+  }
+}
+
+// Nested ops of one Python call carry the same frames: the raw words are
+// interned first, so most entries cost one lookup.
+void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words) {
+  std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
+  auto known = stack_of_entry_words_.find(key);
+  if (known == stack_of_entry_words_.end()) {
+    std::vector<std::string> frames = python_->entry_stack(frame_words);
+    std::reverse(frames.begin(), frames.end());  // the record keeps the outermost first
+    auto id = stack_id(frames);
+    if (!id) return;
+    known = stack_of_entry_words_.emplace(std::move(key), *id).first;
+  }
+  std::string err;
+  if (!writer_->append_entry_stack(event_index, known->second, &err)) write_failed(err);
+}
+
+// The id of a stack of frame names (interned, defined in the record on first use).
+std::optional<uint32_t> Session::stack_id(const std::vector<std::string>& frames_outermost_first) {
+  std::vector<uint32_t> ids;
+  ids.reserve(frames_outermost_first.size());
+  for (const std::string& name : frames_outermost_first) {
+    auto id = sample_frame_id(name);
+    if (!id) return std::nullopt;
+    ids.push_back(*id);
+  }
+  auto [it, inserted] = stack_ids_.try_emplace(ids, writer_->sample_stacks_defined());
+  std::string err;
+  if (inserted && !writer_->add_sample_stack(ids, &err)) {
+    stack_ids_.erase(it);
+    write_failed(err);
+    return std::nullopt;
+  }
+  return it->second;
 }
 
 bool Session::start_sampling(int pid) {
   std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
+  kernel_symbols_ = std::make_unique<KernelSymbols>(KernelSymbols::load());
   sampler_ = CpuSampler::start(
       pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }, &error);
   if (!sampler_) return fail(error);
-  setup_python_frames(pid);
+  setup_python(pid);
+  if (python_config_)
+    sampler_->set_python(*python_config_);
+  else
+    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
   sampler_->set_sampling(true);
   return true;
 }
 
-// Samples carry the thread's Python frames when the target runs a CPython
-// gpuprof knows (found, never assumed: python_runtime.h).
-void Session::setup_python_frames(int pid) {
+// Samples and op entries carry the thread's Python frames when the target
+// runs a CPython gpuprof knows (found, never assumed: python_runtime.h).
+void Session::setup_python(int pid) {
+  if (python_config_ || !python_missing_.empty()) return;  // looked already
   std::string why;
   auto runtime = find_python_runtime(pid, &why);
   std::optional<uint64_t> slot = runtime ? glibc_tls_slot_address(0, runtime->tss_key) : std::nullopt;
   if (!runtime || !slot) {
-    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n",
-                 runtime ? "the interpreter's thread-state key is beyond glibc's first 32" : why.c_str());
+    python_missing_ = runtime ? "the interpreter's thread-state key is beyond glibc's first 32" : why;
     return;
   }
   const PythonOffsets& o = runtime->offsets;
@@ -310,9 +379,24 @@ void Session::setup_python_frames(int pid) {
   config.frame_instr = o.frame_prev_instr;
   config.frame_owner = o.frame_owner;
   config.owner_cshim = o.frame_owner_cshim;
-  sampler_->set_python(config);
-  python_ = std::make_unique<PythonCodeResolver>(pid, o);
+  config.frame_localsplus = o.frame_localsplus;
+  python_config_ = config;
+  python_ = std::make_unique<PythonStackNamer>(pid, o, PythonPathShortener::for_process(pid));
   if (config_.verbose) std::fprintf(stderr, "gpuprof: Python frames: %s\n", runtime->description.c_str());
+}
+
+// Frame names are cached by code object address, which the target may free
+// and reuse: every kPythonEpochNs the caches keyed by raw addresses are
+// dropped and each code object is checked again on its next use.
+void Session::new_python_epoch() {
+  constexpr uint64_t kPythonEpochNs = 100'000'000;
+  if (!python_) return;
+  const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+  if (now - python_epoch_ns_ < kPythonEpochNs) return;
+  python_epoch_ns_ = now;
+  python_->next_epoch();
+  frame_of_python_.clear();
+  stack_of_entry_words_.clear();
 }
 
 std::optional<uint32_t> Session::sample_frame_id(const std::string& name) {
@@ -347,27 +431,44 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
     // Innermost first in the sample; the record keeps the outermost first.
     std::vector<uint32_t> stack;
     for (uint32_t i = depth; i-- > 0;) {
-      const auto key = std::make_pair(sample.py_frames[i].code, sample.py_frames[i].instr);
+      const auto key = std::make_pair(sample.frames[2 * i], sample.frames[2 * i + 1]);
       auto it = frame_of_python_.find(key);
       if (it == frame_of_python_.end()) {
-        auto text = python_->frame(key.first, key.second);
-        auto id = sample_frame_id(text ? *text : std::string("[unknown Python frame]"));
+        auto id = sample_frame_id(python_->frame(key.first, key.second));
         if (!id) return;
         it = frame_of_python_.emplace(key, *id).first;
       }
       stack.push_back(it->second);
     }
-    auto [it, inserted] = python_stack_ids_.try_emplace(stack, writer_->sample_stacks_defined());
+    auto [it, inserted] = stack_ids_.try_emplace(stack, writer_->sample_stacks_defined());
     if (inserted && !writer_->add_sample_stack(stack, &err)) {
-      python_stack_ids_.erase(it);
+      stack_ids_.erase(it);
       return write_failed(err);
     }
     python_stack = it->second;
   }
   CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = frame_id,
                    .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
+  const uint64_t sample_index = writer_->samples_appended();
   if (!writer_->append_samples(&record, 1, &err)) return write_failed(err);
   samples_recorded_++;
+  if (sample.in_kernel && sample.kernel_depth > 0)
+    record_kernel_stack(sample_index, std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(&sample.frames[2 * depth]), sample.kernel_depth));
+}
+
+// Kernel stacks repeat: each distinct one is named once.
+void Session::record_kernel_stack(uint64_t sample_index, std::span<const uint64_t> ips) {
+  std::vector<uint64_t> key(ips.begin(), ips.end());
+  auto known = stack_of_kernel_ips_.find(key);
+  if (known == stack_of_kernel_ips_.end()) {
+    std::vector<std::string> frames;
+    for (auto ip = ips.rbegin(); ip != ips.rend(); ++ip) frames.push_back(kernel_symbols_->frame(*ip));
+    auto id = stack_id(frames);
+    if (!id) return;
+    known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
+  }
+  std::string err;
+  if (!writer_->append_sample_kernel_stack(sample_index, known->second, &err)) write_failed(err);
 }
 
 void Session::on_mem_event(const gp_mem_event& event) {
@@ -484,6 +585,8 @@ bool Session::finish() {
   if (config_.sample_hz)
     memory += "; " + std::to_string(samples_recorded_) + " samples, " +
               std::to_string(stats_.samples_lost) + " lost";
+  if (config_.with_stack && python_config_ && entries_without_stack_)
+    memory += "; " + std::to_string(entries_without_stack_) + " entries without a Python stack";
   if (config_.profile_memory)
     memory += "; " + std::to_string(mem_events_recorded_) + " memory events, " +
              std::to_string(stats_.mem_events_lost) + " lost";
@@ -530,7 +633,7 @@ RecordOutcome Session::run() {
     watch_ = LibraryWatch::load(target_pid_, &error);
   }
   TracerSinks sinks;
-  sinks.op = [this](const gp_event& event, std::span<const uint64_t> words) { on_op_event(event, words); };
+  sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
   sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
   TracerConfig tracer_config;
   tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
@@ -585,6 +688,7 @@ RecordOutcome Session::run() {
       else if (fd == timer.get()) stop("duration");
       else if (fd == pidfd.get()) stop("target exited");
     }
+    new_python_epoch();
     tracer_->consume();
     if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
     drain_shapes();

@@ -26,6 +26,7 @@ struct RecordConfig {
   bool profile_memory = false;  // --profile-memory: allocator events
   uint32_t sample_hz = 0;       // -F HZ: CPU samples of the target's threads (0: none)
   bool ops = true;              // false (--no-ops): samples only, no op probes
+  bool with_stack = false;      // --with-stack: the Python stack at every op entry
   bool verbose = false;
 };
 

@@ -84,6 +84,7 @@ struct RecordOptions {
   bool memory = false;  // --profile-memory
   uint32_t sample_hz = 0;  // -F HZ: CPU samples (0: none)
   bool ops = true;         // false: --no-ops (samples only, no op events)
+  bool with_stack = false;  // --with-stack: ENTRY events carry the Python stack
   bool operator==(const RecordOptions&) const = default;
 };
 
@@ -92,6 +93,22 @@ struct EntryShapes {
   uint64_t event_index = 0;
   uint32_t shape_id = 0;
   bool operator==(const EntryShapes&) const = default;
+};
+
+// The Python stack at one op ENTRY (record --with-stack): events[event_index]
+// was called under sample_stacks[stack_id].
+struct EntryStack {
+  uint64_t event_index = 0;
+  uint32_t stack_id = 0;
+  bool operator==(const EntryStack&) const = default;
+};
+
+// The kernel stack of one CPU sample that interrupted its thread in the
+// kernel: samples[sample_index] was in sample_stacks[stack_id].
+struct SampleKernelStack {
+  uint64_t sample_index = 0;
+  uint32_t stack_id = 0;
+  bool operator==(const SampleKernelStack&) const = default;
 };
 
 // One CPU sample (record -F HZ): the thread was on a CPU at ts_ns, running
@@ -129,9 +146,19 @@ struct Recording {
   // ("libtorch_cpu.so.1.13.0!at::native::addmm_impl_cpu_", "[unknown]").
   std::vector<CpuSample> samples;
   std::vector<std::string> sample_frames;
-  // Interned Python stacks of samples: ids into sample_frames, outermost
-  // frame first ("train.py(42): main", ...).
+  // Interned stacks: ids into sample_frames, outermost frame first. Python
+  // stacks of samples and of op entries ("train.py(42): main", ...,
+  // "nn.Module: Conv2d_0", ...) and kernel stacks of samples
+  // ("do_syscall_64_[k]", ...). Frames and stacks are shared by samples and
+  // entries: the names say where they were first used.
   std::vector<std::vector<uint32_t>> sample_stacks;
+  // record --with-stack: the Python stacks of ENTRY events (by index in
+  // `events`, ascending); entries that are not here had no Python frames
+  // (a thread without Python, such as autograd's) or no readable stack.
+  std::vector<EntryStack> entry_stacks;
+  // Kernel stacks of samples (by index in `samples`, ascending); in-kernel
+  // samples that are not here have no known kernel stack.
+  std::vector<SampleKernelStack> sample_kernel_stacks;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

@@ -11,21 +11,24 @@ EventList.table() returns for them; the C++ formatter must return the same
 bytes).
 
 The rows become real FunctionEventAvg objects, filled in the way
-key_averages() leaves them for a CPU profile (node_id -1, stack [], memory
-fields, and input_shapes "" when not grouped by input shape or the real list
-of lists when grouped), and go through EventList.table() -> _build_table
-unmodified, with profile_memory as the case says. Times are nanoseconds on
+key_averages() leaves them for a CPU profile (node_id -1, memory fields,
+input_shapes "" when not grouped by input shape or the real list of lists
+when grouped, stack [] when not grouped by stack or the top frames,
+innermost first, when grouped), and go through EventList.table() ->
+_build_table unmodified, with profile_memory as the case says. Times are nanoseconds on
 our side; torch holds microseconds, so each becomes ns / 1000.0, the same
 double the C++ side computes. Memory is bytes on both sides.
 
 torch sorts stably over key_averages() order; gpuprof breaks ties by name,
-then by str(input_shapes), so the rows are handed to torch in that order and
-both sides agree on ties.
+then by str(input_shapes), then by the stack (frame by frame), so the rows
+are handed to torch in that order and both sides agree on ties.
 
 Before writing, check_against_live_profile() profiles a small model and
 asserts that objects built this way print exactly what
 prof.key_averages().table() prints for every sort key: once CPU-only, once
-with record_shapes and profile_memory, grouped by input shape.
+with record_shapes and profile_memory, grouped by input shape, and once
+with with_stack, grouped by the top 5 frames (with and without input
+shapes).
 """
 
 import os
@@ -42,9 +45,11 @@ MEMORY_SORT_KEYS = ["cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_us
 
 # One key_averages() row. Memory is in bytes (signed). shapes is None when the
 # profile is not grouped by input shape, else torch's list of lists ([] for an
-# op without arguments); gpuprof holds str(shapes) and len(shapes) > 0.
+# op without arguments); gpuprof holds str(shapes) and len(shapes) > 0. stack
+# is torch's evt.stack: () when not grouped by stack, else the group's top
+# frames, innermost first (() too for calls without Python frames).
 Row = namedtuple("Row", "name calls cpu_total_ns self_cpu_ns cpu_mem self_cpu_mem cuda_mem "
-                 "self_cuda_mem shapes", defaults=(0, 0, 0, 0, None))
+                 "self_cuda_mem shapes stack", defaults=(0, 0, 0, 0, None, ()))
 
 
 def shapes_text(row):
@@ -65,13 +70,14 @@ def make_avg(row):
     # key_averages() without group_by_input_shape and without record_shapes
     # leaves "" here; gpuprof has no shapes then and prints no column.
     avg.input_shapes = "" if row.shapes is None else row.shapes
-    avg.stack = []  # key_averages() with group_by_stack_n=0
+    # key_averages() keeps evt.stack[:group_by_stack_n]: [] when not grouped.
+    avg.stack = list(row.stack)
     return avg
 
 
 def torch_table(rows, sort_by, row_limit, profile_memory):
     """rows: Rows in any order."""
-    ordered = sorted(rows, key=lambda row: (row.name, shapes_text(row)))
+    ordered = sorted(rows, key=lambda row: (row.name, shapes_text(row), list(row.stack)))
     events = EventList([make_avg(row) for row in ordered], use_cuda=False,
                        profile_memory=profile_memory, with_flops=False)
     return events.table(sort_by=sort_by, row_limit=row_limit)
@@ -81,7 +87,7 @@ def rebuild(averages, profile_memory, grouped):
     """Rows from a real key_averages(), as FunctionEventAvg objects built here."""
     rows = [Row(e.key, e.count, e.cpu_time_total * 1000, e.self_cpu_time_total * 1000,
                 e.cpu_memory_usage, e.self_cpu_memory_usage, e.cuda_memory_usage,
-                e.self_cuda_memory_usage, e.input_shapes if grouped else None)
+                e.self_cuda_memory_usage, e.input_shapes if grouped else None, tuple(e.stack))
             for e in averages]
     return EventList([make_avg(row) for row in rows], use_cuda=False,
                      profile_memory=profile_memory, with_flops=False)
@@ -124,6 +130,16 @@ def check_against_live_profile():
     assert any(e.cpu_memory_usage != 0 for e in averages), "no memory recorded"
     check_same(averages, rebuild(averages, True, True), TIME_SORT_KEYS + MEMORY_SORT_KEYS,
                "shapes-and-memory")
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_stack=True) as prof:
+        step()
+    averages = prof.key_averages(group_by_stack_n=5)
+    assert any(len(e.stack) == 5 for e in averages), "no 5-frame stack to check"
+    assert any("nn.Module: Linear_0" in e.stack for e in averages), "no module frame"
+    assert len({e.key for e in averages}) < len(averages), "no name split by its stack"
+    check_same(averages, rebuild(averages, False, False), TIME_SORT_KEYS, "with-stack")
+    averages = prof.key_averages(group_by_input_shape=True, group_by_stack_n=5)
+    check_same(averages, rebuild(averages, False, True), TIME_SORT_KEYS, "with-stack-and-shapes")
 
 
 # A torch 1.13 CPU profile of a small CNN (conv, relu, flatten, linear,
@@ -354,12 +370,165 @@ MEMORY_SHAPES_TIES = [
 ]
 
 
+# Stacks (record --with-stack, report --group-by-stack-n N): torch's
+# evt.stack, innermost first. The source column is as wide as the longest
+# frame of any row plus 4, at most 75; longer frames keep their last 72
+# code points after "...". Frames of 75 code points print whole, 76 get cut.
+def frame_of_length(length, line, function):
+    """A frame "<dirs>/model.py(LINE): FUNCTION" of exactly `length` code points."""
+    head = "/home/user/venv/lib/python3.10/site-packages/"
+    tail = f"/model.py({line}): {function}"
+    frame = head + "x" * (length - len(head) - len(tail)) + tail
+    assert len(frame) == length
+    return frame
+
+
+CONV_STACK = ("torch/nn/modules/conv.py(454): _conv_forward",
+              "torch/nn/modules/conv.py(462): forward", "nn.Module: Conv2d_0",
+              "torch/nn/modules/container.py(202): forward", "nn.Module: Sequential_0")
+LINEAR_STACK = ("torch/nn/modules/linear.py(113): forward", "nn.Module: Linear_0",
+                "torch/nn/modules/container.py(202): forward", "nn.Module: Sequential_0",
+                "train.py(31): step")
+LONG_STACK = (frame_of_length(120, 114, "forward"), frame_of_length(76, 20, "wrapped"),
+              frame_of_length(75, 21, "inner"), "nn.Module: CustomBlock_0",
+              frame_of_length(74, 9, "outer"))
+STEP_STACK = ("torch/autograd/profiler.py(487): __enter__", "train.py(30): step",
+              "train.py(44): main", "train.py(48): <module>",
+              "<frozen runpy>(88): _run_code")
+STACK_BASIC = [
+    Row("## step ##", 1, 900000, 60000, stack=STEP_STACK),
+    Row("aten::conv2d", 2, 400000, 8000, stack=CONV_STACK),
+    Row("aten::mkldnn_convolution", 2, 380000, 370000, stack=CONV_STACK),
+    Row("aten::empty", 4, 5000, 5000, stack=CONV_STACK),
+    Row("aten::empty", 2, 3000, 3000, stack=LINEAR_STACK),
+    Row("aten::linear", 2, 420000, 5000, stack=LINEAR_STACK),
+    Row("aten::addmm", 2, 410000, 400000, stack=LONG_STACK),
+    Row("aten::relu", 2, 20000, 20000, stack=LONG_STACK[1:]),
+]
+
+# Stacks with input shapes: calls without Python frames (autograd's thread)
+# have an empty stack and still get the blank line; stacks shorter than 5
+# (an op called from the script's top level); one name and shapes split by
+# stack, with equal counts, so that ties fall back to the stack. The longest
+# frame (55 code points: a 59-wide column) is in the row with the least time.
+SCRIPT = ("train.py(12): <module>",)
+STACK_MIXED = [
+    Row("aten::add", 2, 3000, 3000, shapes=[[5, 3], [5, 3], []],
+        stack=("model.py(20): forward", "nn.Module: Block_0", "train.py(9): step") + SCRIPT),
+    Row("aten::add", 2, 2000, 2000, shapes=[[5, 3], [5, 3], []],
+        stack=("model.py(20): forward", "nn.Module: Block_1", "train.py(9): step") + SCRIPT),
+    Row("aten::add", 2, 1000, 1000, shapes=[[5, 3], [5, 3], []], stack=()),
+    Row("aten::add", 2, 1500, 1500, shapes=[[5, 3], [5, 3], []],
+        stack=("model.py(20): forward",)),
+    Row("aten::mul", 2, 4000, 4000, shapes=[[5, 3], []], stack=SCRIPT),
+    Row("aten::ones", 1, 700, 600, shapes=[[], [], [], [], []],
+        stack=("<built-in method ones of type object at 0x7f7d6212d1e0>",) + SCRIPT),
+    Row("autograd::engine::evaluate_function: AddBackward0", 2, 9000, 3000, shapes=[],
+        stack=()),
+    Row("## step ##", 2, 30000, 7000, shapes=[], stack=("train.py(9): step",) + SCRIPT),
+]
+
+# Memory columns and a [memory] row (allocator events outside every op: no
+# stack) beside stacks and shapes.
+STACK_MIXED_MEMORY = [row._replace(cpu_mem=2400 * i, self_cpu_mem=1200 * i - 600)
+                      for i, row in enumerate(STACK_MIXED)] + [
+    Row("[memory]", 3, 0, 0, -4096, -4096, shapes=[], stack=()),
+]
+
+# group_by_stack_n=8 keeps 8 frames, torch prints 5; the widest frame is the
+# 7th, which never prints but sets the width.
+DEEP_STACK = tuple(f"deep.py({i}): level_{i}" for i in range(1, 9))
+STACK_DEEPER_THAN_5 = [
+    Row("aten::mm", 3, 3000, 3000, stack=DEEP_STACK[:6] + ("deep.py(7): " + "w" * 50,) +
+        DEEP_STACK[7:]),
+    Row("aten::bmm", 1, 5000, 5000, stack=DEEP_STACK),
+    Row("aten::t", 2, 100, 100, stack=DEEP_STACK[2:]),
+]
+
+# Frames short enough that the column (14 wide) is narrower than its
+# 15-character header: Python pads but never cuts, so the header line runs
+# one column further than the separators.
+STACK_NARROW = [
+    Row("aten::mm", 1, 3000, 3000, stack=("a.py(1): f", "a.py(2): g")),
+    Row("aten::t", 1, 1000, 1000, stack=("a.py(3): h",)),
+]
+
+# Widths and trim_path's cut count code points: 2- and 3-byte UTF-8 frames,
+# one of them 90 code points long.
+STACK_UNICODE = [
+    Row("## förward ✓ ##", 1, 20000, 5000,
+        stack=("modèle.py(3): förward", "nn.Module: Réseau_0", "训练.py(7): 主函数")),
+    Row("aten::add", 4, 1500, 1500,
+        stack=("/données/" + "é" * 60 + "/训练.py(12): étape", "训练.py(7): 主函数")),
+]
+
+# Grouped by stack, but no call had Python frames: no Source Location
+# column and no blank lines, as when not grouped.
+STACK_ALL_EMPTY = [
+    Row("autograd::engine::evaluate_function: MmBackward0", 2, 9000, 1000),
+    Row("aten::mm", 4, 8000, 8000),
+]
+
+
+# A torch 1.13 CPU profile with with_stack=True of a small CNN (conv, relu,
+# flatten, linear, softmax, sum; twice, under record_function),
+# key_averages(group_by_stack_n=5): names split by stack (aten::empty three
+# times, aten::as_strided twice), stacks shorter than 5, torch's frames of
+# C functions and nn.Modules. Captured once and frozen; microseconds, as
+# torch recorded them. (torch 1.13 prints a function's def line for frames
+# entered while profiling, and the current line for frames already running.)
+_ZEROS = ["<built-in method zeros of type object at 0x7fe14d32d1e0>",
+          "torch/autograd/profiler.py(478): __init__", "train.py(17): step",
+          "train.py(23): <module>"]
+_ENTER = ["<built-in method _record_function_enter of PyCapsule object at 0x7fe12bb09920>",
+          "torch/_ops.py(437): __call__", "torch/autograd/profiler.py(487): __enter__",
+          "train.py(17): step", "train.py(23): <module>"]
+_CONV = ["<built-in method conv2d of type object at 0x7fe14d32d1e0>",
+         "torch/nn/modules/conv.py(454): _conv_forward", "torch/nn/modules/conv.py(462): forward",
+         "nn.Module: Conv2d_0", "train.py(10): forward"]
+_NET = ["train.py(10): forward", "nn.Module: Net_0", "train.py(17): step",
+        "train.py(23): <module>"]
+_LINEAR = ["<built-in function linear>", "torch/nn/modules/linear.py(113): forward",
+           "nn.Module: Linear_0", "train.py(10): forward", "nn.Module: Net_0"]
+_SUM = ["<built-in method sum of Tensor object at 0x7fe12b6c1f90>", "train.py(17): step",
+        "train.py(23): <module>"]
+REAL_CNN_STACK_US = [
+    ("aten::zeros", 1, 17, 14, _ZEROS), ("aten::empty", 1, 2, 2, _ZEROS),
+    ("aten::zero_", 1, 1, 1, _ZEROS), ("## forward ##", 1, 860, 168, _ENTER),
+    ("aten::empty", 1, 0, 0, _ENTER), ("aten::conv2d", 2, 214, 4, _CONV),
+    ("aten::convolution", 2, 210, 10, _CONV), ("aten::_convolution", 2, 200, 9, _CONV),
+    ("aten::mkldnn_convolution", 2, 191, 186, _CONV), ("aten::empty", 4, 5, 5, _CONV),
+    ("aten::as_strided_", 2, 0, 0, _CONV),
+    ("aten::relu", 2, 20, 7,
+     ["<built-in method relu of type object at 0x7fe14d32d1e0>"] + _NET),
+    ("aten::clamp_min", 2, 13, 13,
+     ["<built-in method relu of type object at 0x7fe14d32d1e0>"] + _NET),
+    ("aten::flatten", 2, 14, 11,
+     ["<built-in method flatten of type object at 0x7fe14d32d1e0>"] + _NET),
+    ("aten::_reshape_alias", 2, 3, 3,
+     ["<built-in method flatten of type object at 0x7fe14d32d1e0>"] + _NET),
+    ("aten::linear", 2, 419, 5, _LINEAR), ("aten::t", 2, 7, 3, _LINEAR),
+    ("aten::transpose", 2, 3, 3, _LINEAR), ("aten::as_strided", 4, 1, 1, _LINEAR),
+    ("aten::addmm", 2, 407, 402, _LINEAR), ("aten::expand", 2, 2, 2, _LINEAR),
+    ("aten::copy_", 2, 3, 3, _LINEAR), ("aten::resolve_conj", 4, 0, 0, _LINEAR),
+    ("aten::softmax", 2, 9, 3,
+     ["<built-in method softmax of Tensor object at 0x7fe12b6c1ef0>"] + _NET),
+    ("aten::_softmax", 2, 6, 6,
+     ["<built-in method softmax of Tensor object at 0x7fe12b6c1ef0>"] + _NET),
+    ("aten::sum", 2, 16, 16, _SUM), ("aten::as_strided", 2, 0, 0, _SUM),
+    ("aten::fill_", 2, 0, 0, _SUM),
+]
+REAL_CNN_STACK = [Row(name, calls, total * 1000, self * 1000, stack=tuple(stack))
+                  for name, calls, total, self, stack in REAL_CNN_STACK_US]
+
+
 def many_rows(n):
     return [(f"op::generated_{i:03d}", 1 + i % 7, 1000 * (i * 37 % 101) + i, 500 * (i * 37 % 101))
             for i in range(n)]
 
 
-# (case name, what it checks, rows, sort key, row limit[, profile_memory])
+# (case name, what it checks, rows, sort key, row limit[, profile_memory
+# [, group_by_stack_n]])
 CASES = [
     ("real_cnn_cpu_time_total", "a real CPU profile, torch's usual call", REAL_CNN,
      "cpu_time_total", 100),
@@ -426,13 +595,40 @@ CASES = [
      "self_cpu_time_total", 100, True),
     ("memory_units_by_cpu_memory", "int64 extremes sort as integers", MEMORY_UNITS,
      "cpu_memory_usage", -1, True),
+    ("stack_basic", "Source Location column: 5 frames a row, a name split by stack, trim_path",
+     STACK_BASIC, "cpu_time_total", 100, False, 5),
+    ("stack_basic_row_limit_2", "only the shown rows get frame lines", STACK_BASIC,
+     "self_cpu_time_total", 2, False, 5),
+    ("stack_row_limit_0", "row_limit 0 with stacks: header and footer only", STACK_BASIC,
+     "cpu_time_total", 0, False, 5),
+    ("stack_mixed", "empty and short stacks, input shapes, count ties broken by stack",
+     STACK_MIXED, "count", -1, False, 5),
+    ("stack_mixed_hidden_width", "a frame outside row_limit still sets the width",
+     STACK_MIXED, "cpu_time_total", 3, False, 5),
+    ("stack_mixed_memory", "stacks with memory columns and a [memory] row",
+     STACK_MIXED_MEMORY, "self_cpu_memory_usage", 100, True, 5),
+    ("stack_deeper_than_5", "group_by_stack_n 8: 5 frames print, all set the width",
+     STACK_DEEPER_THAN_5, "cpu_time_total", 100, False, 8),
+    ("stack_narrow_column", "a source column narrower than its header", STACK_NARROW,
+     "cpu_time_total", 100, False, 5),
+    ("stack_unicode", "frame widths and trim_path in code points", STACK_UNICODE,
+     "cpu_time_total", 100, False, 5),
+    ("stack_all_empty", "grouped by stack, no frames anywhere: no column", STACK_ALL_EMPTY,
+     "cpu_time_total", 100, False, 5),
+    ("real_cnn_stack", "a real with_stack profile, torch's usual call", REAL_CNN_STACK,
+     "cpu_time_total", 100, False, 5),
+    ("real_cnn_stack_count", "a real with_stack profile by count (ties by stack)",
+     REAL_CNN_STACK, "count", -1, False, 5),
 ]
 
 
-def write_case(name, description, rows, sort_by, row_limit, profile_memory=False):
+def write_case(name, description, rows, sort_by, row_limit, profile_memory=False,
+               group_by_stack_n=0):
     rows = [Row(*row) for row in rows]
     grouped = rows[0].shapes is not None
     assert all((row.shapes is not None) == grouped for row in rows), name
+    # key_averages() keeps at most N frames, and none when not grouped.
+    assert all(len(row.stack) <= group_by_stack_n for row in rows), name
     base = os.path.join(GOLDEN_DIR, f"table_{name}")
     with open(base + ".in", "w", encoding="utf-8", newline="\n") as f:
         f.write(f"# Input of table_{name}.txt, written by make_table_goldens.py: do not edit.\n")
@@ -441,15 +637,23 @@ def write_case(name, description, rows, sort_by, row_limit, profile_memory=False
         f.write(f"row_limit\t{row_limit}\n")
         f.write(f"profile_memory\t{int(profile_memory)}\n")
         f.write(f"group_by_input_shape\t{int(grouped)}\n")
+        # Written only when grouped by stack, so that the files of the
+        # cases without stacks keep their bytes.
+        if group_by_stack_n > 0:
+            f.write(f"group_by_stack_n\t{group_by_stack_n}\n")
         f.write("# calls\tcpu_total_ns\tself_cpu_ns\tcpu_mem\tself_cpu_mem\tcuda_mem\t"
-                "self_cuda_mem\thas_inputs\tinput_shapes\tname\n")
+                "self_cuda_mem\thas_inputs\tinput_shapes\tname")
+        f.write("\tstack frames, innermost first\n" if group_by_stack_n > 0 else "\n")
         for row in rows:
-            for text in (row.name, shapes_text(row)):
+            for text in (row.name, shapes_text(row)) + tuple(row.stack):
                 assert "\t" not in text and "\n" not in text
+            # An empty frame would vanish as a trailing empty field.
+            assert all(row.stack), name
             has_inputs = row.shapes is not None and len(row.shapes) > 0
             f.write(f"{row.calls}\t{row.cpu_total_ns}\t{row.self_cpu_ns}\t{row.cpu_mem}\t"
                     f"{row.self_cpu_mem}\t{row.cuda_mem}\t{row.self_cuda_mem}\t"
-                    f"{int(has_inputs)}\t{shapes_text(row)}\t{row.name}\n")
+                    f"{int(has_inputs)}\t{shapes_text(row)}\t{row.name}")
+            f.write("".join("\t" + frame for frame in row.stack) + "\n")
     with open(base + ".txt", "w", encoding="utf-8", newline="\n") as f:
         f.write(torch_table(rows, sort_by, row_limit, profile_memory))
 

@@ -50,7 +50,7 @@ EXIT_MODES = ["emulated", "ret"]
 RECORD_VARIANTS = {
     "emulated": ("emulated", ("--exit-mode", "emulated")),
     "ret": ("ret", ("--exit-mode", "ret")),
-    "shapes+memory": ("emulated", ("--record-shapes", "--profile-memory")),
+    "shapes+memory+stacks": ("emulated", ("--record-shapes", "--profile-memory", "--with-stack")),
     "sampling": ("emulated", ("-F", "999")),
 }
 

@@ -78,9 +78,13 @@ def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path,
     table = parse_table(report.stdout)
     calls = table.calls()
     assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, report.stdout
-    if variant == "shapes+memory":
+    if variant == "shapes+memory+stacks":
         # Shapes and memory of the complete chunks report too.
         grouped = run_gpuprof("report", record_file, "--group-by-input-shape", "--row-limit", "-1")
         assert grouped.returncode == 0, grouped.stderr
         assert re.search(r"^ *aten::add .* \[\[16\], \[\], \[\]\] *$", grouped.stdout, re.M), grouped.stdout
         assert "CPU Mem" in grouped.stdout, grouped.stdout
+        # And so do the Python stacks of the complete chunks.
+        stacked = run_gpuprof("report", record_file, "--group-by-stack-n", "2", "--row-limit", "-1")
+        assert stacked.returncode == 0, stacked.stderr
+        assert "Source Location" in stacked.stdout and ".py(" in stacked.stdout, stacked.stdout

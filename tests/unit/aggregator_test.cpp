@@ -17,6 +17,11 @@ void PrintTo(const OpRow& r, std::ostream* os) {
   *os << "{" << r.name;
   if (!r.input_shapes.empty() || r.has_inputs)
     *os << " shapes " << r.input_shapes << (r.has_inputs ? "" : " (no inputs)");
+  if (!r.stack.empty()) {
+    *os << " stack [";
+    for (size_t i = 0; i < r.stack.size(); i++) *os << (i ? " | " : "") << r.stack[i];
+    *os << "]";
+  }
   *os << " calls " << r.calls << " total " << r.cpu_total_ns << " self " << r.self_cpu_ns
       << " unwound " << r.unwound_calls;
   if (r.cpu_mem || r.self_cpu_mem || r.cuda_mem || r.self_cuda_mem)
@@ -614,6 +619,187 @@ TEST(AggregatorInputShapes, MemoryRowAndColumnsPerShapeGroup) {
   EXPECT_EQ(memory.calls, 1u);
   EXPECT_EQ(memory.cpu_mem, 7);
   EXPECT_FALSE(memory.has_inputs);
+}
+
+// --- grouped by stack -------------------------------------------------------
+
+using Stack = std::vector<std::string>;
+
+// Python frames of the stack tests; recordings store stacks as ids into
+// these, outermost first.
+enum : uint32_t { kModule, kMain, kBlock0, kBlock1, kForward, kRunpy };
+const std::vector<std::string> kFrames = {"train.py(30): <module>", "train.py(12): main",
+                                          "nn.Module: Block_0", "nn.Module: Block_1",
+                                          "model.py(5): forward", "<frozen runpy>(88): _run_code"};
+
+// `r` recorded with --with-stack: Python stacks (frame ids, outermost first)
+// and the ENTRY events that ran under them.
+Recording with_stacks(Recording r, std::vector<std::vector<uint32_t>> stacks,
+                      std::vector<EntryStack> entry_stacks) {
+  r.options.with_stack = true;
+  r.sample_frames = kFrames;
+  r.sample_stacks = std::move(stacks);
+  r.entry_stacks = std::move(entry_stacks);
+  return r;
+}
+
+std::vector<std::pair<std::string, Stack>> stack_keys(const Profile& p) {
+  std::vector<std::pair<std::string, Stack>> keys;
+  for (const OpRow& r : p.rows) keys.emplace_back(r.name, r.stack);
+  return keys;
+}
+
+// Four calls of aten::add under forward() of two blocks, called from main()
+// once directly and once from a deeper caller.
+Recording block_adds() {
+  enum : uint32_t { kAdd };
+  return with_stacks(recording_of({op("aten::add")},
+                                  {
+                                      op_entry(0, 1000, kAdd), op_exit(10, 1000, kAdd),    // 0
+                                      op_entry(20, 1000, kAdd), op_exit(40, 1000, kAdd),   // 2
+                                      op_entry(50, 1000, kAdd), op_exit(80, 1000, kAdd),   // 4
+                                      op_entry(90, 1000, kAdd), op_exit(130, 1000, kAdd),  // 6
+                                  }),
+                     {
+                         {kModule, kMain, kBlock0, kForward},
+                         {kModule, kMain, kBlock1, kForward},
+                         {kRunpy, kModule, kMain, kBlock0, kForward},
+                     },
+                     {{0, 0}, {2, 1}, {4, 2}, {6, 0}});
+}
+
+TEST(AggregatorStack, RowsSplitByTheTopFramesInnermostFirst) {
+  Profile p = aggregate(block_adds(), {.group_by_stack_n = 2});
+  EXPECT_EQ(p.group_by_stack_n, 2);
+  // The third stack differs from the first below the top 2 frames only.
+  EXPECT_THAT(stack_keys(p),
+              ElementsAre(std::pair<std::string, Stack>{"aten::add", {"model.py(5): forward", "nn.Module: Block_0"}},
+                          std::pair<std::string, Stack>{"aten::add", {"model.py(5): forward", "nn.Module: Block_1"}}));
+  EXPECT_EQ(p.rows[0].calls, 3u);
+  EXPECT_EQ(p.rows[0].cpu_total_ns, 10u + 30u + 40u);
+  EXPECT_EQ(p.rows[1].calls, 1u);
+  EXPECT_EQ(p.rows[1].cpu_total_ns, 20u);
+  EXPECT_EQ(p.self_cpu_total_ns, 100u);
+
+  // One frame: every call is under the same forward().
+  Profile top = aggregate(block_adds(), {.group_by_stack_n = 1});
+  ASSERT_EQ(top.rows.size(), 1u);
+  EXPECT_EQ(top.rows[0].stack, Stack{"model.py(5): forward"});
+  EXPECT_EQ(top.rows[0].calls, 4u);
+
+  // Not grouped: the stacks are ignored.
+  Profile flat = aggregate(block_adds());
+  EXPECT_EQ(flat.group_by_stack_n, 0);
+  EXPECT_THAT(flat.rows, ElementsAre(row("aten::add", 4, 100, 100)));
+}
+
+TEST(AggregatorStack, NLargerThanTheStackKeepsTheWholeStack) {
+  Profile p = aggregate(block_adds(), {.group_by_stack_n = 5});
+  // Stacks of 4 frames, and the one of 5 under runpy, are all distinct.
+  EXPECT_THAT(stack_keys(p),
+              ElementsAre(std::pair<std::string, Stack>{"aten::add",
+                                                        {"model.py(5): forward", "nn.Module: Block_0",
+                                                         "train.py(12): main", "train.py(30): <module>"}},
+                          std::pair<std::string, Stack>{"aten::add",
+                                                        {"model.py(5): forward", "nn.Module: Block_0",
+                                                         "train.py(12): main", "train.py(30): <module>",
+                                                         "<frozen runpy>(88): _run_code"}},
+                          std::pair<std::string, Stack>{"aten::add",
+                                                        {"model.py(5): forward", "nn.Module: Block_1",
+                                                         "train.py(12): main", "train.py(30): <module>"}}));
+  EXPECT_EQ(p.rows[0].calls, 2u);
+  EXPECT_EQ(p.rows[1].calls, 1u);
+  EXPECT_EQ(p.rows[2].calls, 1u);
+  EXPECT_EQ(stack_keys(aggregate(block_adds(), {.group_by_stack_n = 100})), stack_keys(p));
+}
+
+// Calls without a recorded stack (a thread without Python, a stack that
+// could not be read) form their own row with an empty stack; so do ids that
+// point outside the recording.
+TEST(AggregatorStack, CallsWithoutAStackHaveAnEmptyOne) {
+  enum : uint32_t { kMm, kMmBackward };
+  Recording r = with_stacks(recording_of({op("aten::mm"), op("autograd::MmBackward0")},
+                                         {
+                                             op_entry(0, 1000, kMm), op_exit(10, 1000, kMm),      // 0
+                                             op_entry(20, 1000, kMm), op_exit(40, 1000, kMm),     // 2
+                                             op_entry(0, 1000, kMmBackward, 7),                   // 4
+                                             op_exit(50, 1000, kMmBackward, 7),
+                                             op_entry(60, 1000, kMm), op_exit(100, 1000, kMm),    // 6
+                                             op_entry(110, 1000, kMm), op_exit(111, 1000, kMm),   // 8
+                                         }),
+                            {{kMain, kForward}, {kMain, 99}},
+                            {{0, 0}, {6, 5}, {8, 1}});
+  Profile p = aggregate(r, {.group_by_stack_n = 5});
+  EXPECT_THAT(stack_keys(p),
+              ElementsAre(std::pair<std::string, Stack>{"aten::mm", {}},
+                          std::pair<std::string, Stack>{"aten::mm", {"[unknown]", "train.py(12): main"}},
+                          std::pair<std::string, Stack>{"aten::mm", {"model.py(5): forward", "train.py(12): main"}},
+                          std::pair<std::string, Stack>{"autograd::MmBackward0", {}}));
+  EXPECT_EQ(p.rows[0].calls, 2u);  // event 2 has no stack, event 6 one outside the recording
+  EXPECT_EQ(p.rows[0].cpu_total_ns, 20u + 40u);
+}
+
+TEST(AggregatorStack, CombinesWithInputShapes) {
+  enum : uint32_t { kAdd };
+  Recording r = with_stacks(recording_of({op_with_args("aten::add", 3, 2)},
+                                         {
+                                             op_entry(0, 1000, kAdd), op_exit(10, 1000, kAdd),    // 0
+                                             op_entry(20, 1000, kAdd), op_exit(40, 1000, kAdd),   // 2
+                                             op_entry(50, 1000, kAdd), op_exit(80, 1000, kAdd),   // 4
+                                             op_entry(90, 1000, kAdd), op_exit(130, 1000, kAdd),  // 6
+                                         }),
+                            {{kMain, kBlock0, kForward}, {kMain, kBlock1, kForward}},
+                            {{0, 0}, {2, 1}, {4, 0}, {6, 0}});
+  r.shapes = {
+      {std::vector<int64_t>{2, 3}, std::vector<int64_t>{2, 3}, std::vector<int64_t>{}},
+      {std::vector<int64_t>{10}, std::vector<int64_t>{10}, std::vector<int64_t>{}},
+  };
+  r.entry_shapes = {{0, 0}, {2, 0}, {4, 1}, {6, 0}};
+  Profile p = aggregate(r, {.group_by_input_shape = true, .group_by_stack_n = 2});
+  EXPECT_TRUE(p.grouped_by_input_shape);
+  EXPECT_EQ(p.group_by_stack_n, 2);
+  // Sorted by name, then shapes, then stack.
+  ASSERT_EQ(p.rows.size(), 3u);
+  EXPECT_EQ(p.rows[0].input_shapes, "[[10], [10], []]");
+  EXPECT_EQ(p.rows[0].stack, (Stack{"model.py(5): forward", "nn.Module: Block_0"}));
+  EXPECT_EQ(p.rows[0].calls, 1u);
+  EXPECT_EQ(p.rows[1].input_shapes, "[[2, 3], [2, 3], []]");
+  EXPECT_EQ(p.rows[1].stack, (Stack{"model.py(5): forward", "nn.Module: Block_0"}));
+  EXPECT_EQ(p.rows[1].calls, 2u);
+  EXPECT_EQ(p.rows[1].cpu_total_ns, 10u + 40u);
+  EXPECT_EQ(p.rows[2].input_shapes, "[[2, 3], [2, 3], []]");
+  EXPECT_EQ(p.rows[2].stack, (Stack{"model.py(5): forward", "nn.Module: Block_1"}));
+  EXPECT_TRUE(p.rows[2].has_inputs);
+}
+
+// A folded child is counted in its parent's call: the parent's stack is the
+// row's, as torch keeps the parent of _remove_dup_nodes.
+TEST(AggregatorStack, FoldedChildTakesItsParentsStack) {
+  enum : uint32_t { kDiv };
+  Recording r = with_stacks(recording_of({op("aten::div_")},
+                                         {
+                                             op_entry(0, 1000, kDiv),   // 0
+                                             op_entry(10, 900, kDiv),   // 1
+                                             op_exit(20, 900, kDiv),
+                                             op_exit(30, 1000, kDiv),
+                                         }),
+                            {{kMain}, {kMain, kForward}}, {{0, 0}, {1, 1}});
+  Profile p = aggregate(r, {.group_by_stack_n = 5});
+  ASSERT_EQ(p.rows.size(), 1u);
+  EXPECT_EQ(p.rows[0].stack, Stack{"train.py(12): main"});
+  EXPECT_EQ(p.rows[0].calls, 1u);
+}
+
+// Allocator events outside every op make the [memory] row, which has no
+// stack (torch gives its memory events stack []).
+TEST(AggregatorStack, MemoryRowHasNoStack) {
+  enum : uint32_t { kCat };
+  Recording r = memory_recording({op("aten::cat")}, {op_entry(0, 1000, kCat), op_exit(10, 1000, kCat)},
+                                 {cpu_alloc(5, 0xa, 100), cpu_alloc(40, 0xc, 7)});
+  r = with_stacks(std::move(r), {{kMain}}, {{0, 0}});
+  Profile p = aggregate(r, {.group_by_stack_n = 5});
+  EXPECT_THAT(stack_keys(p), ElementsAre(std::pair<std::string, Stack>{"[memory]", {}},
+                                         std::pair<std::string, Stack>{"aten::cat", {"train.py(12): main"}}));
 }
 
 }  // namespace

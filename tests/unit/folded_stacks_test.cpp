@@ -397,6 +397,57 @@ TEST(FoldedStacks, SamplesPutTheirPythonFramesAboveTheOpPath) {
   expect_well_formed(format_folded(f));
 }
 
+TEST(FoldedStacks, InKernelSamplesEndInTheirKernelStack) {
+  Recording r = recording_of({op("aten::mm")}, {});
+  r.options.sample_hz = 99;
+  r.sample_frames = {"libc.so.6!read", "entry_SYSCALL_64_[k]", "do_syscall_64_[k]", "ksys_read_[k]"};
+  r.sample_stacks = {{1, 2, 3}};  // outermost first
+  auto sample = [](uint64_t t, bool kernel) {
+    return CpuSample{.ts_ns = us(t), .tid = kTid, .frame_id = 0, .in_kernel = kernel};
+  };
+  r.samples = {sample(1, true), sample(2, true), sample(3, true), sample(4, false)};
+  r.sample_kernel_stacks = {{0, 0}, {2, 0}};  // sample 1: in the kernel, stack unknown
+  const FoldedStacks f = folded_stacks(r, FoldedMetric::kSamples);
+  std::map<std::string, uint64_t> got;
+  for (const FoldedStack& s : f.stacks) got[s.stack] = s.value;
+  EXPECT_EQ(got, (std::map<std::string, uint64_t>{
+                     {"libc.so.6!read;entry_SYSCALL_64_[k];do_syscall_64_[k];ksys_read_[k]", 2},
+                     {"libc.so.6!read;[kernel]", 1},
+                     {"libc.so.6!read", 1},
+                 }));
+  expect_well_formed(format_folded(f));
+}
+
+// torch's export_stacks puts a call's Python stack first; gpuprof then adds
+// the op path. Only the outermost call's entry stack counts: a nested call
+// is under its parent whatever its own entry says. Samples keep their own
+// Python frames.
+TEST(FoldedStacks, SelfTimeHangsUnderTheEntryPythonStack) {
+  enum : uint32_t { kConv, kConvolution };
+  Recording r = recording_of(
+      {op("aten::conv2d"), op("aten::convolution")},
+      {op_entry(us(10), 1000, kConv), op_entry(us(20), 900, kConvolution), op_exit(us(60), 900, kConvolution),
+       op_exit(us(70), 1000, kConv), op_entry(us(100), 1000, kConv), op_exit(us(103), 1000, kConv)});
+  r.options.with_stack = true;
+  r.sample_frames = {"train.py(40): main", "nn.Module: Conv2d_0", "conv.py(454): _conv_forward",
+                     "nn.Module: Conv2d_1"};
+  r.sample_stacks = {{0, 1, 2}, {0, 3, 2}};
+  // Events 0 and 4 are the conv2d entries; event 1 (nested) names another
+  // stack, which does not move it.
+  r.entry_stacks = {{0, 0}, {1, 1}, {4, 1}};
+  const FoldedStacks f = folded_stacks(r, FoldedMetric::kSelfCpuTime);
+  std::map<std::string, uint64_t> got;
+  for (const FoldedStack& s : f.stacks) got[s.stack] = s.value;
+  EXPECT_EQ(got, (std::map<std::string, uint64_t>{
+                     {"train.py(40):_main;nn.Module:_Conv2d_0;conv.py(454):__conv_forward;aten::conv2d", 20},
+                     {"train.py(40):_main;nn.Module:_Conv2d_0;conv.py(454):__conv_forward;aten::conv2d;"
+                      "aten::convolution",
+                      40},
+                     {"train.py(40):_main;nn.Module:_Conv2d_1;conv.py(454):__conv_forward;aten::conv2d", 3},
+                 }));
+  expect_well_formed(format_folded(f));
+}
+
 // ---------------------------------------------------------------------------
 // Against the table, on random streams: nesting, sibling slots, a few names
 // shared by several op ids (overloads) so that same-name chains fold,

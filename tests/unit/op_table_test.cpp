@@ -1,7 +1,7 @@
 // op_table_test.cpp: the op table against torch's own output.
 //
-// Each tests/golden/table_<case>.in holds rows (times, memory, input shapes)
-// and table options; table_<case>.txt holds what torch 1.13's table()
+// Each tests/golden/table_<case>.in holds rows (times, memory, input shapes,
+// stacks) and table options; table_<case>.txt holds what torch 1.13's table()
 // returned for them (tests/golden/make_table_goldens.py). The formatter must
 // match byte for byte.
 #include "op_table.h"
@@ -45,10 +45,12 @@ struct GoldenCase {
 };
 
 // Parses the .in format: '#' comments, "sort_by\tKEY", "row_limit\tN",
-// "profile_memory\t0|1", "group_by_input_shape\t0|1", and rows
+// "profile_memory\t0|1", "group_by_input_shape\t0|1", optionally
+// "group_by_stack_n\tN", and rows
 // "calls\tcpu_total_ns\tself_cpu_ns\tcpu_mem\tself_cpu_mem\tcuda_mem\t
-// self_cuda_mem\thas_inputs\tinput_shapes\tname" (input_shapes empty when not
-// grouped). Returns an error or "".
+// self_cuda_mem\thas_inputs\tinput_shapes\tname[\tframe...]" (input_shapes
+// empty when not grouped; the stack's frames, innermost first, follow the
+// name when grouped by stack). Returns an error or "".
 std::string parse_case(const std::string& text, GoldenCase* golden) {
   std::istringstream lines(text);
   std::string line;
@@ -68,7 +70,9 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
       golden->profile.memory_recorded = fields[1] == "1";
     } else if (fields.size() == 2 && fields[0] == "group_by_input_shape") {
       golden->profile.grouped_by_input_shape = fields[1] == "1";
-    } else if (fields.size() == 10) {
+    } else if (fields.size() == 2 && fields[0] == "group_by_stack_n") {
+      golden->profile.group_by_stack_n = std::stoi(fields[1]);
+    } else if (fields.size() >= 10) {
       OpRow row;
       row.calls = std::stoull(fields[0]);
       row.cpu_total_ns = std::stoull(fields[1]);
@@ -80,6 +84,7 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
       row.has_inputs = fields[7] == "1";
       row.input_shapes = fields[8];
       row.name = fields[9];
+      row.stack.assign(fields.begin() + 10, fields.end());
       golden->profile.self_cpu_total_ns += row.self_cpu_ns;
       golden->profile.rows.push_back(row);
     } else {
@@ -113,7 +118,7 @@ INSTANTIATE_TEST_SUITE_P(Goldens, OpTableGolden, testing::ValuesIn(golden_case_n
 
 TEST(OpTableTest, GoldenFilesAreThere) {
   // A missing tests/golden would otherwise instantiate no cases at all.
-  EXPECT_GE(golden_case_names().size(), 40u) << "looked in " << golden_dir();
+  EXPECT_GE(golden_case_names().size(), 50u) << "looked in " << golden_dir();
 }
 
 TEST(OpTableTest, EmptyProfileIsEmptyString) {

@@ -138,7 +138,7 @@ static void check_python311(const char* python, bool debian) {
     auto t = resolver.frame(code, instr);
     ASSERT_TRUE(t);
     text = *t;
-    resolver.clear_cache();
+    resolver.next_epoch();
   }
   ASSERT_EQ(text, "<string>(1): <module>");
   // It is the outermost Python frame: no previous frame, and an entry frame.

@@ -777,12 +777,14 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   file = cat(file, chunk_of(ChunkType::CLOCK, clock_payload()));
   file = cat(file, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 1)));
   const size_t mandatory_end = file.size();
-  // Types 7..12 meant nothing in version 1: skipped like any unknown chunk.
+  // Types 7..15 meant nothing in version 1: skipped like any unknown chunk.
   file = cat(file, chunk_of(ChunkType::SHAPES, std::vector<uint8_t>{1, 2, 3}));
   file = cat(file, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   file = cat(file, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{9}));
   file = cat(file, chunk_of(ChunkType::SAMPLE_FRAMES, std::vector<uint8_t>{1}));
   file = cat(file, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{2}));
+  file = cat(file, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{3}));
+  file = cat(file, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{4}));
   file = cat(file, chunk_of(ChunkType::STATS, s));
   file = cat(file, chunk_of(ChunkType::END, Bytes().u64(99)));
   std::string err;
@@ -797,6 +799,7 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   EXPECT_TRUE(same_events(rec->events, ev));
   EXPECT_EQ(rec->options, RecordOptions{});
   EXPECT_TRUE(rec->shapes.empty() && rec->entry_shapes.empty() && rec->mem_events.empty());
+  EXPECT_TRUE(rec->entry_stacks.empty() && rec->sample_kernel_stacks.empty());
   RecordStats v1_stats = stats;
   v1_stats.mem_events_lost = 0;
   v1_stats.shapes_unknown = 0;
@@ -833,8 +836,8 @@ TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
   const std::string off = std::to_string(prefix.size());
   const std::vector<uint8_t> no_options(prefix.begin(), prefix.end() - 20);  // OPTIONS: 16 + 4
   const std::string opt_off = std::to_string(no_options.size());
-  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x15))),
-               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x10");
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x25))),
+               "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x20");
   expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(1).u32(0))),
                "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off +
                    ": 4 unexpected trailing payload bytes");
@@ -1452,7 +1455,8 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   const std::string u5 = " at offset " + std::to_string(unsampled.size()) + ": ";
   expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))),
                "f: corrupt chunk 5 (SAMPLE_FRAMES)" + u5 +
-                   "SAMPLE_FRAMES chunk in a recording without CPU sampling (sample_hz 0)");
+                   "SAMPLE_FRAMES chunk in a recording without CPU sampling (sample_hz 0) or "
+                   "the with_stack option");
   expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
                "f: corrupt chunk 5 (SAMPLES)" + u5 +
                    "SAMPLES chunk in a recording without CPU sampling (sample_hz 0)");
@@ -1542,7 +1546,7 @@ TEST_F(RecordFileTest, WriterRefusesSamplesTheReaderWouldReject) {
   EXPECT_FALSE(w.add_sample_frame("a", &err));
   EXPECT_EQ(err, path_ +
                      ": not defining sample frame 0: the recording was begun without CPU "
-                     "sampling");
+                     "sampling or the with_stack option");
   EXPECT_FALSE(w.append_samples(&s, 1, &err));
   EXPECT_EQ(err, path_ + ": not recording samples: the recording was begun without CPU sampling");
   EXPECT_EQ(w.sample_frames_defined(), 0u);
@@ -1656,7 +1660,8 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
   const std::vector<uint8_t> unsampled = v2_prefix(3);
   expect_error(cat(unsampled, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {}))),
                "f: corrupt chunk 5 (SAMPLE_STACKS) at offset " + std::to_string(unsampled.size()) +
-                   ": SAMPLE_STACKS chunk in a recording without CPU sampling (sample_hz 0)");
+                   ": SAMPLE_STACKS chunk in a recording without CPU sampling (sample_hz 0) or "
+                   "the with_stack option");
   std::vector<uint8_t> no_options = v2_prefix(0);
   no_options.resize(no_options.size() - 20);
   expect_error(cat(no_options, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {}))),
@@ -1739,7 +1744,7 @@ TEST_F(RecordFileTest, WriterRefusesSampleStacksTheReaderWouldReject) {
   EXPECT_FALSE(w.add_sample_stack({}, &err));
   EXPECT_EQ(err, path_ +
                      ": not defining sample stack 0: the recording was begun without CPU "
-                     "sampling");
+                     "sampling or the with_stack option");
   EXPECT_EQ(w.sample_stacks_defined(), 0u);
 
   std::string path2 = dir_ + "/stacks.gpuprof";
@@ -1876,6 +1881,702 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
       EXPECT_EQ(err.rfind("f", 0), 0u) << err;
     }
   }
+}
+
+// ---- stacks of op entries (record --with-stack) and kernel stacks of samples ----
+
+RecordOptions stack_options(uint32_t hz = 0) {
+  RecordOptions o;
+  o.with_stack = true;
+  o.sample_hz = hz;
+  return o;
+}
+Bytes entry_stacks_payload(const std::vector<EntryStack>& entries) {
+  Bytes b;
+  for (const EntryStack& e : entries) b.u64(e.event_index).u32(e.stack_id);
+  return b;
+}
+Bytes kernel_stacks_payload(const std::vector<SampleKernelStack>& stacks) {
+  Bytes b;
+  for (const SampleKernelStack& k : stacks) b.u64(k.sample_index).u32(k.stack_id);
+  return b;
+}
+
+TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
+  EXPECT_EQ(mandatory_prefix(stack_options()), v2_prefix(16));
+  EXPECT_EQ(mandatory_prefix(stack_options(99)), v2_sampled_prefix(16, 99));
+  // A flush with every kind of data chunk pending writes each after what it
+  // names: SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
+  // SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS.
+  std::string err;
+  RecordOptions o = stack_options(99);
+  o.shapes = o.memory = true;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  const InputShapes shape = {Dims{2, 3}};
+  ASSERT_TRUE(w.append_shapes(0, shape, &err)) << err;
+  std::vector<gp_mem_event> mem = make_mem_events(2);
+  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
+  ASSERT_TRUE(w.append_entry_stack(0, 0, &err)) << err;
+  ASSERT_TRUE(w.append_entry_stack(3, 0, &err)) << err;
+  std::vector<CpuSample> samples = {{10, 7, 1, true, 0}, {20, 8, 0, false, kNoPythonStack}};
+  EXPECT_EQ(w.samples_appended(), 0u);
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  EXPECT_EQ(w.samples_appended(), 2u);
+  EXPECT_EQ(w.samples_written(), 0u);
+  ASSERT_TRUE(w.append_sample_kernel_stack(0, 1, &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  std::vector<uint8_t> expect = v2_sampled_prefix(1 | 2 | 16, 99);
+  expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shape})));
+  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}})));
+  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+                                frames_payload(0, {"train.py(42): main", "[k] do_syscall_64"})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}, {1}})));
+  expect = cat(expect, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}, {3, 0}})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 1}})));
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+  EXPECT_EQ(w.samples_written(), 2u);
+  EXPECT_EQ(w.samples_appended(), 2u);
+  auto rec = read_recording_bytes(expect, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->options, o);
+  EXPECT_TRUE(rec->options.with_stack);
+  EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
+  EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{0, 1}}));
+  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}}));
+  EXPECT_EQ(rec->samples, samples);
+}
+
+TEST_F(RecordFileTest, RoundTripsEntryStacksWithoutSampling) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err))
+      << err;
+  // Frames and stacks need no sampling with the with_stack option; samples do.
+  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("model.py(7): forward", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0, 1}, &err)) << err;
+  CpuSample s{1, 2, 0, true};
+  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_EQ(err, path_ + ": not recording samples: the recording was begun without CPU sampling");
+  std::vector<EntryStack> all;
+  auto entry = [&](uint64_t event_index, uint32_t stack_id) {
+    ASSERT_TRUE(w.append_entry_stack(event_index, stack_id, &err)) << err;
+    all.push_back({event_index, stack_id});
+  };
+  std::vector<gp_event> ev = make_events(9);  // entries at 0, 3 and 6
+  ASSERT_TRUE(w.append_events(ev.data(), 6, &err)) << err;
+  entry(0, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  // An entry whose event went out in an earlier flush, under a stack defined
+  // after it; then one whose event is still buffered.
+  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
+  entry(3, 2);
+  ASSERT_TRUE(w.append_events(ev.data() + 6, 3, &err)) << err;
+  entry(6, 0);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  // Enough entry stacks to go out on their own (5462 of 12 bytes reach 64
+  // KiB), with the events and the stack they name before them.
+  std::vector<gp_event> many = make_events(3 * 6000, 1);
+  ASSERT_TRUE(w.append_events(many.data(), many.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({1, 0}, &err)) << err;  // id 3
+  const uint64_t before = w.bytes_written();
+  for (uint64_t i = 9; i < w.events_appended(); i += 3) entry(i, static_cast<uint32_t>(i % 4));
+  EXPECT_GT(w.bytes_written(), before);
+  auto part = read_recording(path_, &err);
+  ASSERT_TRUE(part.has_value()) << err;
+  EXPECT_FALSE(part->complete);
+  EXPECT_EQ(part->entry_stacks, std::vector<EntryStack>(all.begin(), all.begin() + 3 + 5462));
+  EXPECT_EQ(part->sample_stacks.size(), 4u);
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->options, stack_options());
+  EXPECT_EQ(rec->options.sample_hz, 0u);
+  EXPECT_EQ(rec->events.size(), 9u + many.size());
+  EXPECT_EQ(rec->sample_frames,
+            (std::vector<std::string>{"train.py(42): main", "model.py(7): forward"}));
+  EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{0}, {0, 1}, {1}, {1, 0}}));
+  EXPECT_EQ(rec->entry_stacks, all);
+  EXPECT_TRUE(rec->samples.empty() && rec->sample_kernel_stacks.empty());
+}
+
+// The writer keeps which events are entries from the lower of its two entry
+// cursors on: entry stacks may lag far behind entry shapes, and the reverse.
+TEST_F(RecordFileTest, EntryShapesAndEntryStacksKeepTheirOwnOrder) {
+  std::string err;
+  RecordOptions o = stack_options();
+  o.shapes = true;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("a.py(1): f", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  std::vector<gp_event> ev = make_events(3000);  // entries at multiples of 3
+  uint64_t shapes = 0, stacks = 0;
+  for (int batch = 0; batch < 70; ++batch) {  // 210000 events
+    const uint64_t first = w.events_appended();
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    for (uint64_t i = first; i < w.events_appended(); i += 300, ++shapes)
+      ASSERT_TRUE(w.append_shapes(i, {Dims{1}}, &err)) << err;
+  }
+  // The stacks' cursor is still at 0: the oldest entries are still known.
+  const std::string p = path_ + ": not recording the stack of event ";
+  EXPECT_FALSE(w.append_entry_stack(4, 0, &err));
+  EXPECT_EQ(err, p + "4: it is not an ENTRY event");
+  ASSERT_TRUE(w.append_entry_stack(3, 0, &err)) << err;
+  ++stacks;
+  EXPECT_FALSE(w.append_entry_stack(3, 0, &err));
+  EXPECT_EQ(err, p + "3: not above the previous entry stack's event 3");
+  for (uint64_t i = 6; i < w.events_appended(); i += 3000, ++stacks)
+    ASSERT_TRUE(w.append_entry_stack(i, 0, &err)) << err;
+  // Now the shapes lag: stacks go to the end of a new batch first.
+  const uint64_t first = w.events_appended();
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  for (uint64_t i = first; i < w.events_appended(); i += 3, ++stacks)
+    ASSERT_TRUE(w.append_entry_stack(i, 0, &err)) << err;
+  EXPECT_FALSE(w.append_shapes(first + 1, {}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(first + 1) +
+                     ": it is not an ENTRY event");
+  ASSERT_TRUE(w.append_shapes(first, {}, &err)) << err;
+  ASSERT_TRUE(w.append_shapes(first + 2997, {}, &err)) << err;
+  shapes += 2;
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->events.size(), 213000u);
+  EXPECT_EQ(rec->entry_shapes.size(), shapes);
+  EXPECT_EQ(rec->entry_stacks.size(), stacks);
+}
+
+TEST_F(RecordFileTest, RoundTripsKernelStacksOfSamples) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997), &err))
+      << err;
+  ASSERT_TRUE(w.add_sample_frame("libc.so.6!read", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] ksys_read", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({1, 2}, &err)) << err;
+  std::vector<CpuSample> all;
+  std::vector<SampleKernelStack> kernel;
+  auto samples = [&](size_t n, uint32_t seed) {
+    std::vector<CpuSample> s = make_samples(n, 3, seed);  // in the kernel at 1, 6, 11, ...
+    EXPECT_EQ(w.samples_appended(), all.size());
+    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    all.insert(all.end(), s.begin(), s.end());
+    EXPECT_EQ(w.samples_appended(), all.size());
+  };
+  auto stack = [&](uint64_t sample_index, uint32_t stack_id) {
+    ASSERT_TRUE(w.append_sample_kernel_stack(sample_index, stack_id, &err)) << err;
+    kernel.push_back({sample_index, stack_id});
+  };
+  samples(10, 0);
+  stack(1, 0);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  EXPECT_EQ(w.samples_written(), 10u);
+  // A sample written in an earlier flush, under a stack defined after it.
+  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
+  stack(6, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  // 30000 samples (full SAMPLES chunks go out as they fill) and a kernel
+  // stack for each of the 6000 in the kernel: 5462 reach 64 KiB and go out
+  // on their own, after the samples they name.
+  samples(30000, 1);
+  const uint64_t before = w.bytes_written();
+  for (uint64_t i = 10; i < all.size(); ++i)
+    if (all[i].in_kernel) stack(i, static_cast<uint32_t>(i % 2));
+  EXPECT_GT(w.bytes_written(), before);
+  auto part = read_recording(path_, &err);
+  ASSERT_TRUE(part.has_value()) << err;
+  EXPECT_EQ(part->sample_kernel_stacks,
+            std::vector<SampleKernelStack>(kernel.begin(), kernel.begin() + 2 + 5462));
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->options, sampled_options(997));
+  EXPECT_FALSE(rec->options.with_stack);
+  EXPECT_EQ(rec->samples, all);
+  EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{1, 2}, {1}}));
+  EXPECT_EQ(rec->sample_kernel_stacks, kernel);
+  EXPECT_EQ(kernel.size(), 2u + 6000);
+  EXPECT_TRUE(rec->entry_stacks.empty());
+}
+
+TEST_F(RecordFileTest, WriterRefusesEntryStacksTheReaderWouldReject) {
+  std::string err;
+  RecordWriter w = must_create();
+  EXPECT_FALSE(w.append_entry_stack(0, 0, &err));
+  EXPECT_EQ(err, path_ + ": append_entry_stack called out of order (internal error)");
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  EXPECT_FALSE(w.append_entry_stack(0, 0, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording the stack of event 0: the recording was begun without the "
+                     "with_stack option");
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;  // still usable
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->entry_stacks.empty());
+
+  std::string path2 = dir_ + "/stacks.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err));
+  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;
+  const std::string p = path2 + ": not recording the stack of event ";
+  EXPECT_FALSE(w2->append_entry_stack(0, 0, &err));
+  EXPECT_EQ(err, p + "0: stack_id 0, but 0 stacks are defined");
+  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
+  ASSERT_TRUE(w2->add_sample_stack({0}, &err)) << err;
+  EXPECT_FALSE(w2->append_entry_stack(0, 1, &err));
+  EXPECT_EQ(err, p + "0: stack_id 1, but 1 stacks are defined");
+  EXPECT_FALSE(w2->append_entry_stack(0, kNoPythonStack, &err));
+  EXPECT_EQ(err, p + "0: stack_id 4294967295, but 1 stacks are defined");
+  EXPECT_FALSE(w2->append_entry_stack(1, 0, &err));
+  EXPECT_EQ(err, p + "1: it is not an ENTRY event");
+  EXPECT_FALSE(w2->append_entry_stack(2, 0, &err));
+  EXPECT_EQ(err, p + "2: it is not an ENTRY event");
+  EXPECT_FALSE(w2->append_entry_stack(6, 0, &err));
+  EXPECT_EQ(err, p + "6: only 6 events were appended");
+  EXPECT_FALSE(w2->append_entry_stack(UINT64_MAX, 0, &err));
+  EXPECT_EQ(err, p + "18446744073709551615: only 6 events were appended");
+  ASSERT_TRUE(w2->append_entry_stack(3, 0, &err)) << err;
+  EXPECT_FALSE(w2->append_entry_stack(0, 0, &err));
+  EXPECT_EQ(err, p + "0: not above the previous entry stack's event 3");
+  EXPECT_FALSE(w2->append_entry_stack(3, 0, &err));
+  EXPECT_EQ(err, p + "3: not above the previous entry stack's event 3");
+  // Refusals changed nothing; the writer is still usable.
+  ASSERT_TRUE(w2->flush(&err)) << err;
+  ASSERT_TRUE(w2->add_sample_stack({0, 0}, &err)) << err;
+  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;  // entries at 6 and 9
+  ASSERT_TRUE(w2->append_entry_stack(9, 1, &err)) << err;
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{3, 0}, {9, 1}}));
+  EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{0}, {0, 0}}));
+}
+
+TEST_F(RecordFileTest, WriterRefusesSampleKernelStacksTheReaderWouldReject) {
+  std::string err;
+  RecordWriter w = must_create();
+  EXPECT_FALSE(w.append_sample_kernel_stack(0, 0, &err));
+  EXPECT_EQ(err, path_ + ": append_sample_kernel_stack called out of order (internal error)");
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err))
+      << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] a", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  EXPECT_FALSE(w.append_sample_kernel_stack(0, 0, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording the kernel stack of sample 0: the recording was begun "
+                     "without CPU sampling");
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+
+  std::string path2 = dir_ + "/kernel.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
+  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
+  ASSERT_TRUE(w2->add_sample_frame("[k] b", &err)) << err;
+  ASSERT_TRUE(w2->add_sample_stack({1}, &err)) << err;
+  std::vector<CpuSample> s = {{1, 2, 0, true}, {2, 2, 1, false}, {3, 2, 0, true}};
+  ASSERT_TRUE(w2->append_samples(s.data(), s.size(), &err)) << err;
+  const std::string p = path2 + ": not recording the kernel stack of sample ";
+  EXPECT_FALSE(w2->append_sample_kernel_stack(1, 0, &err));
+  EXPECT_EQ(err, p + "1: it is not an in-kernel sample");
+  EXPECT_FALSE(w2->append_sample_kernel_stack(3, 0, &err));
+  EXPECT_EQ(err, p + "3: only 3 samples were appended");
+  EXPECT_FALSE(w2->append_sample_kernel_stack(0, 1, &err));
+  EXPECT_EQ(err, p + "0: stack_id 1, but 1 stacks are defined");
+  EXPECT_FALSE(w2->append_sample_kernel_stack(0, kNoPythonStack, &err));
+  EXPECT_EQ(err, p + "0: stack_id 4294967295, but 1 stacks are defined");
+  ASSERT_TRUE(w2->append_sample_kernel_stack(2, 0, &err)) << err;
+  EXPECT_FALSE(w2->append_sample_kernel_stack(0, 0, &err));
+  EXPECT_EQ(err, p + "0: not above the previous kernel stack's sample 2");
+  EXPECT_FALSE(w2->append_sample_kernel_stack(2, 0, &err));
+  EXPECT_EQ(err, p + "2: not above the previous kernel stack's sample 2");
+  // Refusals changed nothing; the writer is still usable.
+  ASSERT_TRUE(w2->flush(&err)) << err;
+  ASSERT_TRUE(w2->append_samples(s.data(), s.size(), &err)) << err;  // in the kernel: 3 and 5
+  ASSERT_TRUE(w2->append_sample_kernel_stack(5, 0, &err)) << err;
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{2, 0}, {5, 0}}));
+  EXPECT_EQ(rec->samples.size(), 6u);
+}
+
+TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  auto at = [](const std::vector<uint8_t>& before) {
+    return " at offset " + std::to_string(before.size()) + ": ";
+  };
+  // OPTIONS bit 4 is with_stack, with the 4-byte form when not sampled.
+  const std::vector<uint8_t> prefix = v2_prefix(16);
+  auto bare = read_recording_bytes(prefix, &err, "f");
+  ASSERT_TRUE(bare.has_value()) << err;
+  EXPECT_EQ(bare->options, stack_options());
+  std::vector<uint8_t> no_options = v2_prefix(0);
+  no_options.resize(no_options.size() - 20);
+  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x30))),
+               "f: corrupt chunk 4 (OPTIONS)" + at(no_options) + "unknown option flags 0x20");
+  // Frames and stacks are allowed with with_stack alone; samples and
+  // kernel stacks are not.
+  const std::vector<uint8_t> two =
+      cat(prefix, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a", "b"})));
+  const std::vector<uint8_t> one_stack =
+      cat(two, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0, 1}})));
+  auto ok = read_recording_bytes(one_stack, &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}}));
+  expect_error(cat(one_stack, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 7 (SAMPLES)" + at(one_stack) +
+                   "SAMPLES chunk in a recording without CPU sampling (sample_hz 0)");
+  // ENTRY_STACKS needs the with_stack option, sampled or not, and comes
+  // after the mandatory chunks, before STATS.
+  for (const std::vector<uint8_t>& other : {v2_prefix(3), v2_sampled_prefix(0, 99)})
+    expect_error(cat(other, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
+                 "f: corrupt chunk 5 (ENTRY_STACKS)" + at(other) +
+                     "ENTRY_STACKS chunk in a recording without the with_stack option");
+  expect_error(cat(no_options, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (ENTRY_STACKS)" + at(no_options) +
+                   "ENTRY_STACKS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  Bytes stats;
+  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
+  const std::vector<uint8_t> with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  expect_error(cat(with_stats, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 6 (ENTRY_STACKS)" + at(with_stats) +
+                   "ENTRY_STACKS chunk after the STATS chunk");
+  // Pairs: an earlier ENTRY event, increasing indices, a defined stack.
+  std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
+  const std::vector<uint8_t> base = cat(one_stack, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  const std::string e8 = "f: corrupt chunk 8 (ENTRY_STACKS)" + at(base);
+  auto entries_file = [&](const std::vector<EntryStack>& e) {
+    return cat(base, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload(e)));
+  };
+  ok = read_recording_bytes(entries_file({{0, 0}, {3, 0}}), &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
+  expect_error(entries_file({{0, 1}}),
+               e8 + "entry stack 0 has stack_id 1, but 1 stacks are defined");
+  expect_error(entries_file({{0, 0}, {1, 0}}),
+               e8 + "entry stack 1 has event_index 1, which is not an ENTRY event (kind 2)");
+  expect_error(entries_file({{2, 0}}),
+               e8 + "entry stack 0 has event_index 2, which is not an ENTRY event (kind 3)");
+  expect_error(entries_file({{6, 0}}),
+               e8 + "entry stack 0 has event_index 6, but only 6 events precede it");
+  expect_error(
+      entries_file({{UINT64_MAX, 0}}),
+      e8 + "entry stack 0 has event_index 18446744073709551615, but only 6 events precede it");
+  expect_error(entries_file({{3, 0}, {0, 0}}),
+               e8 + "entry stack 1 has event_index 0, not above the previous 3");
+  expect_error(entries_file({{3, 0}, {3, 0}}),
+               e8 + "entry stack 1 has event_index 3, not above the previous 3");
+  // ... across chunks too.
+  const std::vector<uint8_t> first = entries_file({{3, 0}});
+  expect_error(cat(first, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
+               "f: corrupt chunk 9 (ENTRY_STACKS)" + at(first) +
+                   "entry stack 0 has event_index 0, not above the previous 3");
+  expect_error(cat(base, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>(13, 0))),
+               e8 + "payload of 13 bytes is not a whole number of 12-byte entry stacks");
+  // A stack defined only after the entry that names it.
+  const std::vector<uint8_t> no_stack = cat(two, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect_error(cat(cat(no_stack, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
+                   chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}}))),
+               "f: corrupt chunk 7 (ENTRY_STACKS)" + at(no_stack) +
+                   "entry stack 0 has stack_id 0, but 0 stacks are defined");
+  // An event written only after the entry stack that names it.
+  expect_error(
+      cat(cat(one_stack, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
+          chunk_of(ChunkType::EVENTS, events_payload(ev))),
+      "f: corrupt chunk 7 (ENTRY_STACKS)" + at(one_stack) +
+          "entry stack 0 has event_index 0, but only 0 events precede it");
+  // Entry shapes and entry stacks keep separate orders: both may name the
+  // same ENTRY, and a stack may name an entry before the last entry shape.
+  std::vector<uint8_t> both = v2_prefix(1 | 16);
+  both = cat(both, chunk_of(ChunkType::SHAPES, shapes_payload({{Dims{1}}})));
+  both = cat(both, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  both = cat(both, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{3, 0}})));
+  both = cat(both, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"})));
+  both = cat(both, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}})));
+  both = cat(both, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}, {3, 0}})));
+  ok = read_recording_bytes(both, &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->entry_shapes, (std::vector<EntryShapes>{{3, 0}}));
+  EXPECT_EQ(ok->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
+  // An empty chunk is valid.
+  ASSERT_TRUE(read_recording_bytes(
+      cat(prefix, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})), &err, "f"))
+      << err;
+}
+
+TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  auto at = [](const std::vector<uint8_t>& before) {
+    return " at offset " + std::to_string(before.size()) + ": ";
+  };
+  // SAMPLE_KERNEL_STACKS needs the sampled option (with_stack is not
+  // enough), and comes after the mandatory chunks, before STATS.
+  for (const std::vector<uint8_t>& other : {v2_prefix(16), v2_prefix(3)})
+    expect_error(
+        cat(other, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
+        "f: corrupt chunk 5 (SAMPLE_KERNEL_STACKS)" + at(other) +
+            "SAMPLE_KERNEL_STACKS chunk in a recording without CPU sampling (sample_hz 0)");
+  std::vector<uint8_t> no_options = v2_prefix(0);
+  no_options.resize(no_options.size() - 20);
+  expect_error(cat(no_options, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (SAMPLE_KERNEL_STACKS)" + at(no_options) +
+                   "SAMPLE_KERNEL_STACKS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS "
+                   "chunks");
+  const std::vector<uint8_t> prefix = v2_sampled_prefix(0, 99);
+  Bytes stats;
+  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
+  const std::vector<uint8_t> with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  expect_error(cat(with_stats, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 6 (SAMPLE_KERNEL_STACKS)" + at(with_stats) +
+                   "SAMPLE_KERNEL_STACKS chunk after the STATS chunk");
+  // Pairs: an earlier in-kernel sample, increasing indices, a defined stack.
+  const std::vector<uint8_t> frames =
+      cat(prefix, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a", "[k] b"})));
+  const std::vector<uint8_t> one_stack =
+      cat(frames, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1}})));
+  const std::vector<CpuSample> samples = {{1, 2, 0, false}, {2, 2, 1, true}, {3, 2, 1, true}};
+  const std::vector<uint8_t> base =
+      cat(one_stack, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  const std::string k8 = "f: corrupt chunk 8 (SAMPLE_KERNEL_STACKS)" + at(base);
+  auto kernel_file = [&](const std::vector<SampleKernelStack>& k) {
+    return cat(base, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload(k)));
+  };
+  auto ok = read_recording_bytes(kernel_file({{1, 0}, {2, 0}}), &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->sample_kernel_stacks, (std::vector<SampleKernelStack>{{1, 0}, {2, 0}}));
+  expect_error(kernel_file({{0, 0}}),
+               k8 + "kernel stack 0 has sample_index 0, which is not an in-kernel sample");
+  expect_error(kernel_file({{3, 0}}),
+               k8 + "kernel stack 0 has sample_index 3, but only 3 samples precede it");
+  expect_error(kernel_file({{1, 1}}),
+               k8 + "kernel stack 0 has stack_id 1, but 1 stacks are defined");
+  expect_error(kernel_file({{2, 0}, {1, 0}}),
+               k8 + "kernel stack 1 has sample_index 1, not above the previous 2");
+  expect_error(kernel_file({{1, 0}, {1, 0}}),
+               k8 + "kernel stack 1 has sample_index 1, not above the previous 1");
+  // ... across chunks too.
+  const std::vector<uint8_t> first = kernel_file({{2, 0}});
+  expect_error(
+      cat(first, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
+      "f: corrupt chunk 9 (SAMPLE_KERNEL_STACKS)" + at(first) +
+          "kernel stack 0 has sample_index 1, not above the previous 2");
+  expect_error(cat(base, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>(11, 0))),
+               k8 + "payload of 11 bytes is not a whole number of 12-byte kernel stacks");
+  // A sample written only after the kernel stack that names it.
+  expect_error(cat(cat(one_stack,
+                       chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
+                   chunk_of(ChunkType::SAMPLES, samples_payload(samples))),
+               "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at(one_stack) +
+                   "kernel stack 0 has sample_index 1, but only 0 samples precede it");
+  // A stack defined only after the kernel stack that names it.
+  const std::vector<uint8_t> no_stack =
+      cat(frames, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect_error(
+      cat(cat(no_stack, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
+          chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1}}))),
+      "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at(no_stack) +
+          "kernel stack 0 has stack_id 0, but 0 stacks are defined");
+  // An empty chunk is valid.
+  ASSERT_TRUE(read_recording_bytes(
+      cat(prefix, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})), &err, "f"))
+      << err;
+}
+
+// Cut a recording with entry stacks and kernel stacks at every byte: exactly
+// the data of the complete chunks, never an entry stack or a kernel stack
+// naming an event, sample or stack the file does not hold.
+TEST_F(RecordFileTest, EveryTruncationOfARecordingWithStacks) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(997), &err))
+      << err;
+  const uint64_t mandatory_end = w.bytes_written();
+  for (uint32_t round = 0; round < 4; ++round) {
+    ASSERT_TRUE(w.add_sample_frame("f" + std::to_string(round), &err)) << err;
+    ASSERT_TRUE(w.add_sample_stack({0, round}, &err)) << err;
+    const uint32_t stack = w.sample_stacks_defined() - 1;
+    const uint64_t first_event = w.events_appended();
+    std::vector<gp_event> ev = make_events(6, round);  // entries at 0 and 3
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(w.append_entry_stack(first_event, stack, &err)) << err;
+    ASSERT_TRUE(w.append_entry_stack(first_event + 3, 0, &err)) << err;
+    const uint64_t first_sample = w.samples_appended();
+    std::vector<CpuSample> s = make_samples(6, w.sample_frames_defined(), round);
+    s[4].in_kernel = true;  // and 1
+    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 1, stack, &err)) << err;
+    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 4, 0, &err)) << err;
+    if (round != 1) {
+      ASSERT_TRUE(w.flush(&err)) << err;
+    }
+  }
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto full = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(full.has_value()) << err;
+  ASSERT_EQ(full->entry_stacks.size(), 8u);
+  ASSERT_EQ(full->sample_kernel_stacks.size(), 8u);
+  ASSERT_EQ(full->sample_stacks.size(), 4u);
+
+  // What every chunk boundary holds, from the chunk headers.
+  struct Boundary {
+    uint64_t end;
+    size_t events, frames, stacks, samples, entry_stacks, kernel_stacks;
+  };
+  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, 0, 0, 0}};
+  for (uint64_t off = mandatory_end; off < file.size();) {
+    uint32_t type, len, count = 0;
+    std::memcpy(&type, &file[off], 4);
+    std::memcpy(&len, &file[off + 4], 4);
+    Boundary b = bounds.back();
+    b.end = off + 16 + len;
+    switch (static_cast<ChunkType>(type)) {
+      case ChunkType::EVENTS:
+        b.events += len / 32;
+        break;
+      case ChunkType::SAMPLE_FRAMES:
+        std::memcpy(&count, &file[off + 20], 4);
+        b.frames += count;
+        break;
+      case ChunkType::SAMPLE_STACKS:
+        std::memcpy(&count, &file[off + 20], 4);
+        b.stacks += count;
+        break;
+      case ChunkType::SAMPLES:
+        b.samples += len / 24;
+        break;
+      case ChunkType::ENTRY_STACKS:
+        b.entry_stacks += len / 12;
+        break;
+      case ChunkType::SAMPLE_KERNEL_STACKS:
+        b.kernel_stacks += len / 12;
+        break;
+      default:
+        break;
+    }
+    bounds.push_back(b);
+    off = b.end;
+  }
+  ASSERT_EQ(bounds.size(), 1u + 3 * 6 + 2);  // 3 flushes of 6 chunks, STATS, END
+  for (size_t len = mandatory_end; len < file.size(); ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    ASSERT_TRUE(rec.has_value()) << err;
+    EXPECT_FALSE(rec->complete);
+    Boundary last = bounds.front();
+    for (const Boundary& b : bounds)
+      if (b.end <= len) last = b;
+    EXPECT_EQ(rec->events.size(), last.events);
+    EXPECT_EQ(rec->sample_frames.size(), last.frames);
+    EXPECT_EQ(rec->sample_stacks.size(), last.stacks);
+    EXPECT_EQ(rec->samples.size(), last.samples);
+    EXPECT_EQ(rec->entry_stacks,
+              std::vector<EntryStack>(full->entry_stacks.begin(),
+                                      full->entry_stacks.begin() + last.entry_stacks));
+    EXPECT_EQ(
+        rec->sample_kernel_stacks,
+        std::vector<SampleKernelStack>(full->sample_kernel_stacks.begin(),
+                                       full->sample_kernel_stacks.begin() + last.kernel_stacks));
+    for (const EntryStack& e : rec->entry_stacks) {
+      ASSERT_LT(e.event_index, rec->events.size());
+      EXPECT_EQ(rec->events[e.event_index].kind, GP_EV_OP_ENTRY);
+      EXPECT_LT(e.stack_id, rec->sample_stacks.size());
+    }
+    for (const SampleKernelStack& k : rec->sample_kernel_stacks) {
+      ASSERT_LT(k.sample_index, rec->samples.size());
+      EXPECT_TRUE(rec->samples[k.sample_index].in_kernel);
+      EXPECT_LT(k.stack_id, rec->sample_stacks.size());
+    }
+    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
+    if (len > last.end)
+      reason += "; ignored " + std::to_string(len - last.end) +
+                " bytes of a torn chunk at offset " + std::to_string(last.end);
+    EXPECT_EQ(rec->incomplete_reason, reason);
+  }
+  // And any single flipped byte: a clear error or an incomplete recording.
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> bad = file;
+    bad[i] ^= 0xff;
+    auto rec = read_recording_bytes(bad, &err, "f");
+    if (rec) {
+      EXPECT_FALSE(rec->complete) << "byte " << i;
+      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
+    } else {
+      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+    }
+  }
+}
+
+// A real SIGKILL with entry stacks and kernel stacks pending: what was
+// flushed is readable, stacks included.
+TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedStacks) {
+  std::vector<gp_event> ev = make_events(9, 1);  // entries at 0, 3 and 6
+  const std::vector<CpuSample> s = {{1, 2, 0, true}, {2, 2, 0, false}, {3, 2, 1, true}};
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string e;
+    auto w = RecordWriter::create(path_, &e);
+    if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), stack_options(997), &e))
+      _exit(1);
+    if (!w->add_sample_frame("a.py(1): f", &e) || !w->add_sample_frame("[k] b", &e) ||
+        !w->add_sample_stack({0}, &e) || !w->add_sample_stack({1}, &e))
+      _exit(1);
+    if (!w->append_events(ev.data(), 6, &e) || !w->append_entry_stack(0, 0, &e) ||
+        !w->append_samples(s.data(), 2, &e) || !w->append_sample_kernel_stack(0, 1, &e) ||
+        !w->flush(&e))
+      _exit(1);
+    if (!w->append_entry_stack(3, 0, &e) || !w->flush(&e)) _exit(1);  // after its event's chunk
+    if (!w->append_events(ev.data() + 6, 3, &e) || !w->add_sample_stack({0, 1}, &e) ||
+        !w->append_entry_stack(6, 2, &e) || !w->append_samples(s.data() + 2, 1, &e) ||
+        !w->append_sample_kernel_stack(2, 2, &e))
+      _exit(1);  // buffered only
+    raise(SIGKILL);
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  std::string err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_FALSE(rec->complete);
+  EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(ev.begin(), ev.begin() + 6)));
+  EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{0}, {1}}));
+  EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
+  EXPECT_EQ(rec->samples, std::vector<CpuSample>(s.begin(), s.begin() + 2));
+  EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{0, 1}}));
 }
 
 }  // namespace

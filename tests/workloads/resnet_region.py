@@ -20,6 +20,10 @@ profile_memory=True, and the script also writes `torch_shapes.json`: the rows
 of key_averages(group_by_input_shape=True) as a list of {key, input_shapes
 (torch's str()), count, cpu_memory_usage, self_cpu_memory_usage} (bytes).
 
+With --with-stack the region runs with with_stack=True, and the script also
+writes `torch_stacks.json`: for each aten::conv2d call, torch's stack
+(innermost first, as FunctionEvent.stack holds it).
+
 Every wait is bounded (WAIT_TIMEOUT_S): a broken test makes this script exit
 with status 3 instead of hanging.
 """
@@ -40,6 +44,7 @@ WAIT_TIMEOUT_S = 120.0
 def main():
     workdir = sys.argv[1]
     shapes_memory = "--shapes-memory" in sys.argv[2:]
+    with_stack = "--with-stack" in sys.argv[2:]
     import torch
     import torchvision
     from torch.profiler import ProfilerActivity, profile
@@ -54,7 +59,7 @@ def main():
 
     wait_for_file(workdir, "go")
     with profile(activities=[ProfilerActivity.CPU], record_shapes=shapes_memory,
-                 profile_memory=shapes_memory) as prof:
+                 profile_memory=shapes_memory, with_stack=with_stack) as prof:
         model(inputs)
         if shapes_memory:
             # More than 5 dimensions: TensorImpl keeps such sizes out of line.
@@ -92,6 +97,9 @@ def main():
                    if e.name() == "[memory]" and str(e.device_type()).endswith("CPU")]
         signal_file(workdir, "torch_memory_raw.json",
                     json.dumps({"intervals": intervals, "records": records}))
+    if with_stack:
+        stacks = [list(evt.stack) for evt in prof.events() if evt.name == "aten::conv2d"]
+        signal_file(workdir, "torch_stacks.json", json.dumps(stacks, indent=1))
     signal_file(workdir, "torch_ops.json", json.dumps(ops, indent=1, sort_keys=True))
     return 0
 

@@ -53,6 +53,9 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                      "also take CPU samples of the target's threads at this many Hz (perf CPU clock); "
                      "report them with report --folded --metric samples")
       ->check(CLI::Range(1, 100000));
+  record->add_flag("--with-stack", options.with_stack,
+                   "record the Python stack at every op call (torch.profiler's with_stack); report "
+                   "them with --group-by-stack-n N, and in folded stacks");
   record->add_flag("--no-ops", options.no_ops,
                    "with -F: samples only, no operator probes (the lowest overhead)");
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
@@ -67,6 +70,7 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -p 4242 -d 5 --record-shapes --profile-memory \\\n"
       "       --group-by-input-shape --sort-by self_cpu_memory_usage\n"
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
+      "  sudo gpuprof record -p 4242 -d 5 --with-stack --group-by-stack-n 5\n"
       "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof && gpuprof report run.gpuprof \\\n"
       "       --folded --metric samples > run.folded\n");
 }
@@ -89,13 +93,18 @@ int run_record(RecordOptions options) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;
   }
-  if (options.no_ops && (options.sample_hz == 0 || options.record_shapes || options.profile_memory)) {
+  if (options.no_ops && (options.sample_hz == 0 || options.record_shapes || options.profile_memory ||
+                         options.with_stack)) {
     std::fprintf(stderr, "gpuprof: error: --no-ops records CPU samples only: it needs -F HZ and no "
-                         "--record-shapes or --profile-memory\n");
+                         "--record-shapes, --profile-memory or --with-stack\n");
     return 2;
   }
   if (options.table.group_by_input_shape && !options.record_shapes) {
     std::fprintf(stderr, "gpuprof: error: --group-by-input-shape needs --record-shapes\n");
+    return 2;
+  }
+  if (options.table.group_by_stack_n > 0 && !options.with_stack) {
+    std::fprintf(stderr, "gpuprof: error: --group-by-stack-n needs --with-stack\n");
     return 2;
   }
   uint32_t ring_bytes = options.ring_buffer_mb << 20;
@@ -120,6 +129,7 @@ int run_record(RecordOptions options) {
   config.profile_memory = options.profile_memory;
   config.sample_hz = options.sample_hz;
   config.ops = !options.no_ops;
+  config.with_stack = options.with_stack;
   config.verbose = options.verbose;
   RecordOutcome outcome = run_record_session(config);
 

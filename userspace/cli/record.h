@@ -24,6 +24,7 @@ struct RecordOptions {
   bool profile_memory = false;
   uint32_t sample_hz = 0;  // -F
   bool no_ops = false;
+  bool with_stack = false;
   bool quiet = false;  // no table on stdout
   bool verbose = false;
   ReportOptions table;

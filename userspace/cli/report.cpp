@@ -82,6 +82,10 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
   command.add_flag("--group-by-input-shape", options.group_by_input_shape,
                    "one row per op and input shapes, as key_averages(group_by_input_shape=True) "
                    "(needs a recording made with --record-shapes)");
+  command.add_option("--group-by-stack-n", options.group_by_stack_n,
+                     "one row per op and the top N Python frames of its calls, with a Source Location "
+                     "column, as key_averages(group_by_stack_n=N) (needs a recording made with --with-stack)")
+      ->check(CLI::Range(1, 4096));
 }
 
 void add_report_command(CLI::App& app, ReportOptions& options) {
@@ -100,13 +104,14 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       ->capture_default_str()
       ->needs(folded);
   // The table's options mean nothing for stacks: refuse rather than ignore.
-  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape"})
+  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
     folded->excludes(report->get_option(table_only));
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
       "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
       "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n"
+      "  gpuprof report run.gpuprof --group-by-stack-n 5 --sort-by self_cpu_time_total\n"
       "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n");
 }
 
@@ -150,8 +155,16 @@ int run_report(const ReportOptions& options) {
                  options.input_path.c_str());
     return 2;
   }
+  if (options.group_by_stack_n > 0 && !recording->options.with_stack) {
+    std::fprintf(stderr,
+                 "gpuprof: error: %s has no Python stacks of op calls: record with --with-stack to "
+                 "group by stack\n",
+                 options.input_path.c_str());
+    return 2;
+  }
   AggregateOptions aggregate_options;
   aggregate_options.group_by_input_shape = options.group_by_input_shape;
+  aggregate_options.group_by_stack_n = options.group_by_stack_n;
   Profile profile = aggregate(*recording, aggregate_options);
   if (std::string why = sort_key_unavailable(*sort_key, profile); !why.empty()) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());

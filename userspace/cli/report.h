@@ -17,12 +17,14 @@ struct ReportOptions {
   std::string sort_by = "cpu_time_total";
   int row_limit = 100;
   bool group_by_input_shape = false;  // rows per (name, input shapes), with an Input Shapes column
+  int group_by_stack_n = 0;  // > 0: rows per (name, top N Python frames), with a Source Location column
   // report only: folded stacks instead of the table (docs/folded.md).
   bool folded = false;
   std::string metric = "self_cpu_time";
 };
 
-// Adds the table options (--sort-by, --row-limit, --group-by-input-shape)
+// Adds the table options (--sort-by, --row-limit, --group-by-input-shape,
+// --group-by-stack-n)
 // that record shares.
 void add_table_options(CLI::App& command, ReportOptions& options);
 void add_report_command(CLI::App& app, ReportOptions& options);
