@@ -93,7 +93,7 @@ import time; time.sleep(30)
 
 class NamerChild {
  public:
-  NamerChild() {
+  explicit NamerChild(const std::string& python) {
     char dir_template[] = "/tmp/gpuprof_pystack_XXXXXX";
     dir_ = mkdtemp(dir_template);
     std::system(("mkdir -p " + dir_ + "/pkg/torch/nn/modules").c_str());
@@ -106,7 +106,7 @@ class NamerChild {
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
-      execl("/usr/bin/python3", "/usr/bin/python3", (dir_ + "/prog.py").c_str(), nullptr);
+      execl(python.c_str(), python.c_str(), (dir_ + "/prog.py").c_str(), nullptr);
       _exit(127);
     }
     close(fds[1]);
@@ -141,10 +141,16 @@ class NamerChild {
   std::map<std::string, uint64_t> values_;
 };
 
-TEST(PythonStacks, ModuleCallsAndPathsOfLivePython311) {
-  NamerChild child;
+// Debian's 3.11. (pyenv's 3.12.1 build is not found by find_python_runtime
+// yet: its PyGILState_GetThisThreadState loads autoTSSkey in a way the
+// disassembly does not follow; see the closing note of 2026-11-22.)
+class PythonStacksLive : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PythonStacksLive, ModuleCallsAndPaths) {
+  ASSERT_EQ(access(GetParam(), X_OK), 0) << GetParam() << " missing";
+  NamerChild child(GetParam());
   ASSERT_GT(child.pid(), 0);
-  ASSERT_TRUE(child.ready()) << "/usr/bin/python3 did not start: run scripts/setup.sh";
+  ASSERT_TRUE(child.ready()) << GetParam() << " did not start";
   std::string why;
   std::optional<PythonRuntime> rt;
   for (int i = 0; i < 100 && !rt; ++i) {
@@ -178,6 +184,9 @@ TEST(PythonStacks, ModuleCallsAndPathsOfLivePython311) {
   EXPECT_EQ(namer.entry_stack(std::vector<uint64_t>{call_impl, call_impl + unit0, 8}),
             std::vector<std::string>{"nn.Module: [unknown]"});
 }
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksLive,
+                         ::testing::Values("/usr/bin/python3"));
 
 }  // namespace
 }  // namespace gpuprof
