@@ -203,11 +203,12 @@ struct gp_cpu_sample {
  * frame chain as research.md section 5 describes. Field offsets in bytes;
  * frame_owner 0xffff when the version has no owner field.
  */
+#define GP_PY_NO_CFRAME 0xffff /* cframe_frame: 3.13+, no _PyCFrame between */
 struct gp_python_config {
 	__u64 tls_offset;
 	__u32 enabled;
-	__u32 tstate_cframe;
-	__u32 cframe_frame;
+	__u32 tstate_cframe; /* 3.11/3.12: the _PyCFrame; 3.13+: the current frame */
+	__u32 cframe_frame;  /* the current frame in the _PyCFrame, or GP_PY_NO_CFRAME */
 	__u32 frame_code;
 	__u32 frame_previous;
 	__u32 frame_instr;

@@ -48,7 +48,7 @@ static long python_walk_one(__u64 i, void *data)
 		return 1;
 	w->frame = previous;
 	if (python.frame_owner != 0xffff && owner == python.owner_cshim)
-		return 0; /* a C shim frame of 3.12: not Python code */
+		return 0; /* a C shim frame (3.12+): not Python code */
 	if (d >= GP_MAX_PY_FRAMES)
 		return 1;
 	dest[d * GP_PY_FRAME_WORDS] = code;
@@ -74,9 +74,11 @@ static __always_inline __u32 walk_python(void)
 		return 0;
 	if (bpf_probe_read_user(&cframe, 8, (void *)(tstate + python.tstate_cframe)) || !cframe)
 		return 0;
-	if (bpf_probe_read_user(&w.frame, 8, (void *)(cframe + python.cframe_frame)))
+	if (python.cframe_frame == GP_PY_NO_CFRAME)
+		w.frame = cframe; /* 3.13: the thread state points at the frame */
+	else if (bpf_probe_read_user(&w.frame, 8, (void *)(cframe + python.cframe_frame)))
 		return 0;
-	/* Twice the frames: 3.12's C shim frames are skipped, not kept. */
+	/* Twice the frames: C shim frames (3.12+) are skipped, not kept. */
 	bpf_loop(GP_MAX_PY_FRAMES * 2, python_walk_one, &w, 0);
 	return w.depth < GP_MAX_PY_FRAMES ? w.depth : GP_MAX_PY_FRAMES;
 }

@@ -110,9 +110,14 @@ CpuSampler::~CpuSampler() {
   if (skel_) cpu_sampler_bpf__destroy(skel_);
 }
 
+// May run while sampling (a launched command's interpreter comes up late):
+// the program reads the fields only once `enabled` is set, so that goes last.
 void CpuSampler::set_python(const gp_python_config& config) {
-  skel_->bss->python = config;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  gp_python_config fields = config;
+  fields.enabled = 0;
+  __atomic_store_n(&skel_->bss->python.enabled, 0u, __ATOMIC_SEQ_CST);
+  skel_->bss->python = fields;
+  __atomic_store_n(&skel_->bss->python.enabled, config.enabled, __ATOMIC_SEQ_CST);
 }
 
 void CpuSampler::set_sampling(bool on) {

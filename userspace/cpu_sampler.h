@@ -29,7 +29,7 @@ class CpuSampler {
   ~CpuSampler();
 
   void set_sampling(bool on);
-  // Where the target's CPython frames are; before set_sampling(true).
+  // Where the target's CPython frames are; before or while sampling.
   void set_python(const gp_python_config& config);
   // Closes the perf events. Samples already in the ring buffer stay readable.
   void stop();

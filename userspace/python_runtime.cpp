@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <vector>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -95,11 +96,13 @@ bool detect_version(const ElfImage& elf, const std::string& path, int* major, in
 }
 
 // Decodes, from PyGILState_GetThisThreadState's code, the (ELF virtual)
-// address of autoTSSkey._key. Two shapes are known:
+// address of autoTSSkey._key. Three shapes are known:
 //   non-PIC (Debian's /usr/bin/python3.11): mov edi, dword [rip+&_key];
 //     jmp pthread_getspecific  -> the load reads _key itself;
-//   PIC (a libpython3.x.so): mov rax, [rip+GOT(_PyRuntime)];
-//     lea rdi, [rax+off]; jmp PyThread_tss_get -> rdi = &Py_tss_t, _key at +4.
+//   PIC (a libpython3.11.so): mov rax, [rip+GOT(_PyRuntime)];
+//     lea rdi, [rax+off]; jmp PyThread_tss_get -> rdi = &Py_tss_t, _key at +4;
+//   PIC, 3.12/3.13: lea rbx, [rax+off]; mov rdi, rbx;
+//     call PyThread_tss_is_created -> the same &Py_tss_t, through rbx.
 // Registers holding _PyRuntime-relative pointers are tracked until the first
 // call/jmp that follows a load of edi/rdi. GOT slots are read from the target.
 std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const ElfImage& elf,
@@ -132,9 +135,21 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
     if (id == X86_INS_RET) break;
     if ((id != X86_INS_MOV && id != X86_INS_LEA) || !in.detail) continue;
     const cs_x86& x = in.detail->x86;
-    if (x.op_count != 2 || x.operands[0].type != X86_OP_REG || x.operands[1].type != X86_OP_MEM)
-      continue;
+    if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) continue;
     unsigned dst = x.operands[0].reg;
+    if (id == X86_INS_MOV && x.operands[1].type == X86_OP_REG) {
+      // mov rdi, rbx (pyenv's 3.12/3.13: the &Py_tss_t is kept in a
+      // callee-saved register across PyThread_tss_is_created).
+      auto src = ptr.find(x.operands[1].reg);
+      if (src == ptr.end()) {
+        ptr.erase(dst);
+        continue;
+      }
+      ptr[dst] = src->second;
+      if (dst == X86_REG_RDI) found = src->second + 4;  // &Py_tss_t -> &_key
+      continue;
+    }
+    if (x.operands[1].type != X86_OP_MEM) continue;
     const x86_op_mem& mem = x.operands[1].mem;
     std::optional<uint64_t> addr;  // effective address, as an ELF virtual address
     if (mem.base == X86_REG_RIP && mem.index == X86_REG_INVALID) {
@@ -166,39 +181,6 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
 
 }  // namespace
 
-std::optional<PythonOffsets> python_offsets_for(int major, int minor) {
-  if (major != 3) return std::nullopt;
-  PythonOffsets o;
-  if (minor == 11) {
-    o.tstate_cframe = 56;
-    o.cframe_current_frame = 8;
-    o.frame_code = 32;
-    o.frame_previous = 48;
-    o.frame_prev_instr = 56;
-    o.frame_is_entry = 68;
-    o.code_firstlineno = 72;
-    o.code_bytecode = 184;
-    o.str_ascii_data = 48;
-    o.str_compact_data = 72;
-    return o;
-  }
-  if (minor == 12) {
-    o.tstate_cframe = 56;
-    o.cframe_current_frame = 0;
-    o.frame_code = 0;
-    o.frame_previous = 8;
-    o.frame_prev_instr = 56;
-    o.frame_owner = 70;
-    o.frame_owner_cshim = 3;
-    o.code_firstlineno = 68;
-    o.code_bytecode = 192;
-    o.str_ascii_data = 40;
-    o.str_compact_data = 56;
-    return o;
-  }
-  return std::nullopt;
-}
-
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len) {
   if (len == 0) return true;
   iovec local{buffer, len};
@@ -212,9 +194,12 @@ std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key) {
   return fsbase + 0x310 + 16ull * key + 8;
 }
 
-std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
+std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool* may_change) {
   std::string dummy;
   if (!why) why = &dummy;
+  bool ignored = false;
+  if (!may_change) may_change = &ignored;
+  *may_change = false;
   std::vector<Mapping> maps = read_maps(pid);
   if (maps.empty()) {
     *why = "cannot read /proc/" + std::to_string(pid) + "/maps";
@@ -238,13 +223,6 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
       *why = "cannot tell the CPython version of " + m.path;
       return std::nullopt;
     }
-    auto offsets = python_offsets_for(rt.major, rt.minor);
-    if (!offsets) {
-      *why = "CPython " + std::to_string(rt.major) + "." + std::to_string(rt.minor) +
-             " is not supported (3.11, 3.12): " + m.path;
-      return std::nullopt;
-    }
-    rt.offsets = *offsets;
     // Load bias: the mapping at file offset 0 minus the first PT_LOAD's address.
     std::optional<uint64_t> map0;
     for (const Mapping& k : maps)
@@ -259,6 +237,32 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
     }
     rt.load_bias = *map0 - *vaddr0;
     rt.runtime_address = rt.load_bias + *runtime;
+    const std::string version =
+        "CPython " + std::to_string(rt.major) + "." + std::to_string(rt.minor);
+    std::optional<PythonOffsets> offsets;
+    if (python_debug_offsets_known(rt.major, rt.minor)) {
+      // The target's own description of itself, at _PyRuntime+0.
+      std::vector<uint8_t> debug(kPythonDebugOffsetsSize);
+      if (!read_target_memory(pid, rt.runtime_address, debug.data(), debug.size())) {
+        *why = "process_vm_readv of _Py_DebugOffsets at " + hex(rt.runtime_address) + " failed: " +
+               std::strerror(errno);
+        return std::nullopt;
+      }
+      const uint32_t hexv = (uint32_t(rt.major) << 24) | (uint32_t(rt.minor) << 16);
+      std::string bad;
+      offsets = python_offsets_from_debug_offsets(debug.data(), debug.size(), hexv, &bad);
+      if (!offsets) {
+        *why = version + " in " + m.path + ": " + bad;
+        return std::nullopt;
+      }
+    } else {
+      offsets = python_offsets_for(rt.major, rt.minor);
+    }
+    if (!offsets) {
+      *why = version + " is not supported (3.11 to 3.13): " + m.path;
+      return std::nullopt;
+    }
+    rt.offsets = *offsets;
     auto key_vaddr = decode_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime, why);
     if (!key_vaddr) return std::nullopt;
     rt.tss_key_field_offset = *key_vaddr - *runtime;
@@ -272,6 +276,7 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
       return std::nullopt;
     }
     if (pair[0] != 1) {
+      *may_change = true;
       *why = "autoTSSkey is not initialized (yet) in " + m.path;
       return std::nullopt;
     }
@@ -285,6 +290,7 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why) {
     return rt;
   }
   *why = last_reason;
+  *may_change = true;
   return std::nullopt;
 }
 

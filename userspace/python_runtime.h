@@ -1,11 +1,15 @@
 // python_runtime.h: locate the CPython runtime inside a target process.
 //
 // What a frame walker (BPF or user space) needs to find the Python stack of a
-// thread of the target: the CPython version (3.11 and 3.12 only), the address
-// of _PyRuntime, the pthread key that holds each thread's PyThreadState
+// thread of the target: the CPython version (3.11 to 3.13), the address of
+// _PyRuntime, the pthread key that holds each thread's PyThreadState
 // (_PyRuntime.gilstate.autoTSSkey, decoded from PyGILState_GetThisThreadState's
-// machine code, never hard-coded) and the struct offsets for that version.
+// machine code, never hard-coded) and the struct offsets for that version
+// (python_offsets.h: tables for 3.11/3.12, the target's own _Py_DebugOffsets
+// from 3.13 on).
 #pragma once
+
+#include "python_offsets.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,44 +17,6 @@
 #include <string>
 
 namespace gpuprof {
-
-// Offsets (bytes) of the fields a frame walker reads. 0xffff = not present in
-// this version.
-struct PythonOffsets {
-  // PyThreadState -> current _PyInterpreterFrame: frame = *(*(tstate + tstate_cframe) + cframe_current_frame)
-  uint16_t tstate_cframe = 0;
-  uint16_t cframe_current_frame = 0;
-  // _PyInterpreterFrame
-  uint16_t frame_code = 0;        // PyCodeObject*
-  uint16_t frame_previous = 0;    // _PyInterpreterFrame*
-  uint16_t frame_prev_instr = 0;  // _Py_CODEUNIT*
-  uint16_t frame_is_entry = 0xffff;  // 3.11: bool, nonzero = entry frame of a C call of the eval loop
-  uint16_t frame_owner = 0xffff;     // 3.12: char; owner == frame_owner_cshim marks a C shim frame
-  uint8_t frame_owner_cshim = 3;
-  uint16_t frame_localsplus = 72;    // PyObject* localsplus[]: the frame's first local is its first argument
-  // PyCodeObject
-  uint16_t code_filename = 112;
-  uint16_t code_name = 120;
-  uint16_t code_qualname = 128;
-  uint16_t code_linetable = 136;
-  uint16_t code_firstlineno = 0;
-  uint16_t code_bytecode = 0;  // tp_basicsize of PyCode_Type: the first code unit
-  // PyUnicodeObject
-  uint16_t str_length = 16;
-  uint16_t str_state = 32;
-  uint16_t str_ascii_data = 0;    // compact ASCII data (after PyASCIIObject)
-  uint16_t str_compact_data = 0;  // compact non-ASCII data (after PyCompactUnicodeObject)
-  // PyObject / PyTypeObject (stable across 3.x)
-  uint16_t object_type = 8;  // ob_type
-  uint16_t type_name = 24;   // tp_name: const char*
-  uint16_t cell_ref = 16;    // PyCellObject ob_ref
-  // PyBytesObject
-  uint16_t bytes_size = 16;
-  uint16_t bytes_data = 32;
-};
-
-// The offsets for CPython major.minor; nullopt for versions other than 3.11, 3.12.
-std::optional<PythonOffsets> python_offsets_for(int major, int minor);
 
 struct PythonRuntime {
   int major = 0, minor = 0, micro = -1;  // micro -1 when unknown
@@ -67,9 +33,13 @@ struct PythonRuntime {
 
 // Finds the CPython runtime of process pid. nullopt (and *why set) when no
 // mapped python3.x executable or libpython3.x.so defines _PyRuntime and
-// PyGILState_GetThisThreadState, when the version is not 3.11/3.12, when the
-// key cannot be decoded or read, or when the key is not initialized yet.
-std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why);
+// PyGILState_GetThisThreadState, when the version is not 3.11-3.13 (or its
+// _Py_DebugOffsets do not check out), when the key cannot be decoded or
+// read, or when the key is not initialized yet. *may_change (when given)
+// tells the failures that may pass as the process goes on (no interpreter
+// mapped yet, key not initialized yet) from those that will not.
+std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why,
+                                                 bool* may_change = nullptr);
 
 // glibc x86-64: where the value of pthread key `key` lives for a thread whose
 // fs base is fsbase (struct pthread specific_1stblock[key].data); nullopt for

@@ -77,6 +77,9 @@ class Session {
 
  private:
   bool attach_library(int pid, const MappedLibrary& library);
+  bool attach_sampling_only(int pid);
+  bool begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
+                    const std::string& build_id);
   void setup_shapes(DispatcherCatalog& catalog);
   void try_attach_catch();
   void try_attach_memory();
@@ -87,6 +90,7 @@ class Session {
   std::optional<uint32_t> stack_id(const std::vector<std::string>& frames_outermost_first);
   void record_kernel_stack(uint64_t sample_index, std::span<const uint64_t> ips);
   void setup_python(int pid);
+  void retry_python();
   void new_python_epoch();
   void on_mem_event(const gp_mem_event& event);
   void on_cpu_sample(const gp_cpu_sample& sample);
@@ -135,12 +139,16 @@ class Session {
   // The target's CPython (found once, for samples and entry stacks).
   std::optional<gp_python_config> python_config_;
   std::string python_missing_;  // why there is none
+  // Launched with --no-ops, sampling starts before the interpreter is up:
+  // the lookup is retried while its answer may still change.
+  bool python_may_appear_ = false;
+  uint64_t last_python_try_ns_ = 0;
   std::unique_ptr<PythonStackNamer> python_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
   std::map<std::vector<uint32_t>, uint32_t> stack_ids_;                 // frame ids -> stack id
   std::map<std::vector<uint64_t>, uint32_t> stack_of_entry_words_;      // raw entry frames -> stack id
-  uint64_t entries_without_stack_ = 0;
-  uint64_t python_epoch_ns_ = 0;  // ENTRY events whose stack could not be captured
+  uint64_t entries_without_stack_ = 0;  // ENTRY events whose stack could not be captured
+  uint64_t python_epoch_ns_ = 0;
   std::unique_ptr<KernelSymbols> kernel_symbols_;
   std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;  // innermost first -> stack id
   uint64_t samples_recorded_ = 0;
@@ -152,34 +160,8 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::string error;
   auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode, &error);
   if (!catalog) return fail(error);
-
-  ProcessInfo process = describe_process(pid);
-  process.libtorch_path = library.path_in_target;
-  process.libtorch_build_id = catalog->build_id;
-  ClockInfo clock;
-  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
-  clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
-
   if (config_.record_shapes) setup_shapes(*catalog);
-
-  RecordOptions options;
-  options.shapes = config_.record_shapes;
-  options.memory = config_.profile_memory;
-  options.sample_hz = config_.sample_hz;
-  options.ops = config_.ops;
-  options.with_stack = config_.with_stack;
-  writer_ = RecordWriter::create(config_.output_path, &error);
-  if (!writer_ || !writer_->begin(process, clock, catalog->ops, options, &error)) return fail(error);
-
-  if (!config_.ops) {
-    // --no-ops: the record has the op table (for reports) but no op probes.
-    attached_ = true;
-    if (!start_sampling(pid)) return false;
-    std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
-                 process.comm.c_str(), config_.sample_hz, sampler_->cpus(),
-                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
-    return true;
-  }
+  if (!begin_record(pid, catalog->ops, &library, catalog->build_id)) return false;
   if (config_.with_stack) {
     setup_python(pid);
     if (python_config_)
@@ -202,7 +184,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::fprintf(stderr,
                "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
                "(attach %.1f ms); exits %s (%u single-stepped)%s\n",
-               pid, process.comm.c_str(), catalog->ops.size(), catalog->entry_sites,
+               pid, describe_process(pid).comm.c_str(), catalog->ops.size(), catalog->entry_sites,
                catalog->exit_sites, library.path_in_target.c_str(), attach_ms,
                config_.exit_mode == ExitMode::emulated ? "emulated" : "on ret",
                catalog->exit_sites_single_stepped,
@@ -223,6 +205,40 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   }
   if (config_.profile_memory && !memory_attached_ && memory_error_.empty())
     std::fprintf(stderr, "gpuprof: memory: libc10 is not mapped yet; its probes go in when it is\n");
+  return true;
+}
+
+// The record file's header: the process, the clocks, the op table (empty
+// when no libtorch_cpu is mapped: --no-ops) and the options.
+bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
+                           const std::string& build_id) {
+  std::string error;
+  ProcessInfo process = describe_process(pid);
+  if (library) process.libtorch_path = library->path_in_target;
+  process.libtorch_build_id = build_id;
+  ClockInfo clock;
+  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+  clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+  RecordOptions options;
+  options.shapes = config_.record_shapes;
+  options.memory = config_.profile_memory;
+  options.sample_hz = config_.sample_hz;
+  options.ops = config_.ops;
+  options.with_stack = config_.with_stack;
+  writer_ = RecordWriter::create(config_.output_path, &error);
+  if (!writer_ || !writer_->begin(process, clock, ops, options, &error)) return fail(error);
+  return true;
+}
+
+// --no-ops: CPU samples only, no op probes and no op table, so any process
+// will do (PyTorch or not), and a launched command is sampled from its exec.
+bool Session::attach_sampling_only(int pid) {
+  if (!begin_record(pid, {}, nullptr, "")) return false;
+  attached_ = true;
+  if (!start_sampling(pid)) return false;
+  std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
+               describe_process(pid).comm.c_str(), config_.sample_hz, sampler_->cpus(),
+               config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
   return true;
 }
 
@@ -351,10 +367,28 @@ bool Session::start_sampling(int pid) {
   setup_python(pid);
   if (python_config_)
     sampler_->set_python(*python_config_);
-  else
+  else if (!python_may_appear_)
     std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
   sampler_->set_sampling(true);
   return true;
+}
+
+// A command launched with --no-ops is sampled from its exec, before any
+// interpreter is up: look again every 100 ms until there is an answer that
+// will not change (found, or an interpreter gpuprof cannot walk).
+void Session::retry_python() {
+  constexpr uint64_t kRetryNs = 100'000'000;
+  if (!python_may_appear_ || python_config_ || !sampler_ || child_exited_) return;
+  const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+  if (now - last_python_try_ns_ < kRetryNs) return;
+  last_python_try_ns_ = now;
+  python_missing_.clear();
+  setup_python(target_pid_);
+  if (python_config_) {
+    sampler_->set_python(*python_config_);
+  } else if (!python_may_appear_) {
+    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
+  }
 }
 
 // Samples and op entries carry the thread's Python frames when the target
@@ -362,17 +396,21 @@ bool Session::start_sampling(int pid) {
 void Session::setup_python(int pid) {
   if (python_config_ || !python_missing_.empty()) return;  // looked already
   std::string why;
-  auto runtime = find_python_runtime(pid, &why);
+  bool may_change = false;
+  auto runtime = find_python_runtime(pid, &why, &may_change);
   std::optional<uint64_t> slot = runtime ? glibc_tls_slot_address(0, runtime->tss_key) : std::nullopt;
   if (!runtime || !slot) {
     python_missing_ = runtime ? "the interpreter's thread-state key is beyond glibc's first 32" : why;
+    python_may_appear_ = python_may_appear_ && !runtime && may_change;
     return;
   }
+  python_may_appear_ = false;
   const PythonOffsets& o = runtime->offsets;
   gp_python_config config{};
   config.tls_offset = *slot;
   config.enabled = 1;
   config.tstate_cframe = o.tstate_cframe;
+  static_assert(GP_PY_NO_CFRAME == PythonOffsets::kNoField);
   config.cframe_frame = o.cframe_current_frame;
   config.frame_code = o.frame_code;
   config.frame_previous = o.frame_previous;
@@ -581,6 +619,8 @@ bool Session::finish() {
   std::string error;
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
+  if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
+    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
   std::string memory;
   if (config_.sample_hz)
     memory += "; " + std::to_string(samples_recorded_) + " samples, " +
@@ -612,9 +652,10 @@ RecordOutcome Session::run() {
       return outcome_;
     }
     library = find_mapped_library(target_pid_, "libtorch_cpu");
-    if (!library) {
+    if (!library && config_.ops) {
       fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
-           ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet?");
+           ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "
+           "(-F HZ --no-ops samples any process's CPU time without tracing ops)");
       return outcome_;
     }
   }
@@ -645,7 +686,15 @@ RecordOutcome Session::run() {
   }
 
   UniqueFd pidfd;
-  if (launched_) {
+  if (launched_ && !config_.ops) {
+    if (!launched_->start(&error)) {
+      fail(error);
+      return outcome_;
+    }
+    std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
+    python_may_appear_ = true;
+    if (!attach_sampling_only(target_pid_)) stop("error");
+  } else if (launched_) {
     watch_->arm("libtorch_cpu");
     if (!launched_->start(&error)) {
       fail(error);
@@ -655,7 +704,9 @@ RecordOutcome Session::run() {
                  config_.command[0].c_str(), target_pid_);
   } else {
     pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, target_pid_, 0)));
-    if (!attach_library(target_pid_, *library)) return outcome_;
+    const bool attached = config_.ops ? attach_library(target_pid_, *library)
+                                      : attach_sampling_only(target_pid_);
+    if (!attached) return outcome_;
   }
 
   UniqueFd timer;
@@ -689,6 +740,7 @@ RecordOutcome Session::run() {
       else if (fd == pidfd.get()) stop("target exited");
     }
     new_python_epoch();
+    retry_python();
     tracer_->consume();
     if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
     drain_shapes();

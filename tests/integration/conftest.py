@@ -6,7 +6,8 @@ a CI job that silently skips its integration tests would look green while
 testing nothing.
 
 What lives here:
-  * paths: REPO_ROOT, GPUPROF, TARGET_PYTHON, WORKLOADS, FAKE_LIBTORCH;
+  * paths: REPO_ROOT, GPUPROF, TARGET_PYTHON, WORKLOADS, FAKE_LIBTORCH, and
+    pyenv_python(minor) for other CPython versions;
   * the `procs` fixture: starts processes with their output in files (no pipe
     can fill up and block a child), waits on them with timeouts, and kills
     whatever is still running at teardown;
@@ -36,6 +37,20 @@ WORKLOADS = REPO_ROOT / "tests" / "workloads"
 FAKE_LIBTORCH = REPO_ROOT / "build" / "tests" / "fake_libtorch"
 # The interpreter that has torch 1.13 (the first python3 on PATH may not).
 TARGET_PYTHON = "/usr/bin/python3"
+# CPython builds of this machine's image (not installed by the project), for
+# the interpreter-version tests: pyenv_python(12) -> .../3.12.x/bin/python3.
+PYENV_VERSIONS = Path("/root/.pyenv/versions")
+
+
+def pyenv_python(minor):
+    """The newest pyenv CPython 3.minor; fails (never skips) when there is none."""
+    found = sorted((p for p in PYENV_VERSIONS.glob(f"3.{minor}.*") if (p / "bin" / "python3").exists()),
+                   key=lambda p: int(p.name.split(".")[2]))
+    if not found:
+        pytest.fail(f"no pyenv CPython 3.{minor} under {PYENV_VERSIONS} (this machine's image has them)")
+    return str(found[-1] / "bin" / "python3")
+
+
 # torch.profiler's table cuts names this long (max_name_column_width=55).
 TORCH_MAX_NAME_COLUMN_WIDTH = 55
 
@@ -192,8 +207,8 @@ class Procs:
         self.started.append(proc)
         return proc
 
-    def start_workload(self, script, *args, name=None, **kwargs):
-        return self.start([TARGET_PYTHON, WORKLOADS / script, *args], name or Path(script).stem, **kwargs)
+    def start_workload(self, script, *args, name=None, python=TARGET_PYTHON, **kwargs):
+        return self.start([python, WORKLOADS / script, *args], name or Path(script).stem, **kwargs)
 
     def start_gpuprof(self, *args, name="gpuprof", **kwargs):
         return self.start([GPUPROF, *args], name, **kwargs)

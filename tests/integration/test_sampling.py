@@ -15,7 +15,7 @@ import signal
 
 import pytest
 
-from conftest import TARGET_PYTHON, run_gpuprof, touch, wait_for_file
+from conftest import TARGET_PYTHON, pyenv_python, run_gpuprof, touch, wait_for_file
 
 SECONDS = 4
 TOLERANCE_POINTS = 5.0
@@ -93,12 +93,24 @@ def test_sampling_options_are_checked(tmp_path):
     assert bad.returncode == 2, bad.stderr
 
 
-def test_python_frames_known_answer(procs, workdir, tmp_path):
+# Debian's 3.11 (with torch) and the pyenv 3.12 and 3.13 of this machine's
+# image: 3.12's C shim frames, 3.13's _Py_DebugOffsets. By minor version.
+INTERPRETERS = {"3.11-debian": None, "3.12": 12, "3.13": 13}
+
+
+def interpreter(key):
+    minor = INTERPRETERS[key]
+    return TARGET_PYTHON if minor is None else pyenv_python(minor)
+
+
+@pytest.mark.parametrize("version", INTERPRETERS)
+def test_python_frames_known_answer(procs, workdir, tmp_path, version):
     # two_functions.py: pure Python, 70% of its CPU time in seventy(), 30%
     # in thirty() (its own thread-CPU-clock measurement). The samples' Python
     # frames must split the same way, naming the right file, lines and
-    # functions in torch's Source Location form, "path(line): name".
-    target = procs.start_workload("two_functions.py", workdir, SECONDS)
+    # functions in torch's Source Location form, "path(line): name". The
+    # script does not import torch: --no-ops samples any process.
+    target = procs.start_workload("two_functions.py", workdir, SECONDS, python=interpreter(version))
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     out = tmp_path / "python.gpuprof"
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "-F", "999", "--no-ops")
@@ -145,7 +157,7 @@ def test_kernel_stacks(tmp_path):
     # it in the kernel, and those carry the kernel stack, outermost first,
     # below the native leaf (the libc read), in perf's "name_[k]" form.
     out = tmp_path / "kernel.gpuprof"
-    code = ("import torch, os, time\n"
+    code = ("import os, time\n"
             "f = os.open('/dev/urandom', os.O_RDONLY)\n"
             "end = time.monotonic() + 3\n"
             "while time.monotonic() < end:\n"
@@ -175,3 +187,71 @@ def test_kernel_stacks(tmp_path):
     assert total >= 300, folded.stdout
     assert in_kernel >= 0.5 * total, folded.stdout
     assert in_read >= 0.5 * total, folded.stdout
+
+
+LOOP = ("import time\n"
+        "def spin():\n"
+        "    end = time.monotonic() + 1.5\n"
+        "    while time.monotonic() < end:\n"
+        "        pass\n"
+        "spin()\n")
+
+
+@pytest.mark.parametrize("version", ["3.12", "3.13"])
+def test_launched_no_ops_finds_the_interpreter_late(tmp_path, version):
+    # `record --no-ops -- CMD` samples from the exec, before the interpreter
+    # is up; its frames must show up once it is (looked for every 100 ms).
+    out = tmp_path / "launched.gpuprof"
+    made = run_gpuprof("record", "-F", "499", "--no-ops", "-o", out, "--", interpreter(version), "-c", LOOP)
+    assert made.returncode == 0, made.stderr
+    assert "without Python frames" not in made.stderr, made.stderr
+    assert "CPU samples. Read them with: gpuprof report" in made.stdout, made.stdout
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
+    assert folded.returncode == 0, folded.stderr
+    total = in_spin = 0
+    for line in folded.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        total += int(count)
+        if stack.startswith("<string>(6):_<module>;<string>(4):_spin;"):
+            in_spin += int(count)
+    print(f"{in_spin} of {total} samples in spin()")
+    assert total >= 300, folded.stdout
+    assert in_spin >= 0.7 * total, folded.stdout
+
+
+def test_unsupported_interpreter_gets_native_samples(tmp_path):
+    # CPython 3.10 has another frame layout: a clear message, and samples
+    # with native frames only (libpython's functions), nothing made up.
+    out = tmp_path / "py310.gpuprof"
+    made = run_gpuprof("record", "-F", "499", "--no-ops", "-o", out, "--", pyenv_python(10), "-c", LOOP)
+    assert made.returncode == 0, made.stderr
+    assert re.search(r"^gpuprof: samples without Python frames: CPython 3\.10 is not supported "
+                     r"\(3\.11 to 3\.13\)", made.stderr, re.M), made.stderr
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
+    assert folded.returncode == 0, folded.stderr
+    total = in_libpython = 0
+    for line in folded.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        total += int(count)
+        assert not re.search(r"\(\d+\):_", stack), f"a Python frame from 3.10: {line}"
+        in_libpython += int(count) if "libpython3.10" in stack else 0
+    assert total >= 300, folded.stdout
+    assert in_libpython >= 0.5 * total, folded.stdout
+
+
+def test_no_ops_attaches_to_a_process_without_torch(procs, workdir, tmp_path):
+    # -p PID --no-ops needs no libtorch_cpu; op tracing still does, and says
+    # how to sample instead.
+    target = procs.start_workload("two_functions.py", workdir, "1", python=pyenv_python(13))
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    traced = run_gpuprof("record", "-p", pid, "-d", "1", "-o", tmp_path / "ops.gpuprof")
+    assert traced.returncode == 1, traced.stderr
+    assert "has no libtorch_cpu mapped" in traced.stderr and "--no-ops" in traced.stderr, traced.stderr
+    sampled = run_gpuprof("record", "-p", pid, "-d", "1", "-q", "-F", "199", "--no-ops",
+                          "-o", tmp_path / "samples.gpuprof")
+    assert sampled.returncode == 0, sampled.stderr
+    assert re.search(r"; \d+ events, 0 lost; [1-9]\d* samples, 0 lost;", sampled.stderr), sampled.stderr
+    touch(workdir, "go")
+    wait_for_file(workdir, "truth.json", timeout=60, watch=[target])
+    touch(workdir, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()

@@ -1,10 +1,16 @@
-// find_python_runtime against a live Debian /usr/bin/python3 (CPython 3.11).
+// find_python_runtime against live interpreters: Debian's /usr/bin/python3
+// (CPython 3.11, non-PIE) and the pyenv builds of this machine's image
+// (3.11, 3.12, 3.13 in PIE-loaded libpython3.x.so), and the parser of 3.13's
+// _Py_DebugOffsets.
+#include "interpreters.h"
 #include "python_code.h"
 #include "python_runtime.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
+#include <vector>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -19,7 +25,8 @@
 namespace gpuprof {
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using testing_support::kDebianPython;
+using testing_support::pyenv_python;
 
 struct SleepingPython {
   pid_t pid = -1;
@@ -71,14 +78,17 @@ uint64_t read_u64(int pid, uint64_t addr) {
 
 }  // namespace
 
-TEST(PythonRuntime, OffsetsOnlyFor311And312) {
+TEST(PythonRuntime, TablesFor311And312DebugOffsetsFor313) {
   EXPECT_TRUE(python_offsets_for(3, 11));
   EXPECT_TRUE(python_offsets_for(3, 12));
   EXPECT_FALSE(python_offsets_for(3, 10));
-  EXPECT_FALSE(python_offsets_for(3, 13));
+  EXPECT_FALSE(python_offsets_for(3, 13));  // from the target's _Py_DebugOffsets instead
   EXPECT_FALSE(python_offsets_for(2, 7));
   EXPECT_EQ(python_offsets_for(3, 11)->frame_code, 32);
   EXPECT_EQ(python_offsets_for(3, 12)->frame_code, 0);
+  EXPECT_TRUE(python_debug_offsets_known(3, 13));
+  EXPECT_FALSE(python_debug_offsets_known(3, 12));
+  EXPECT_FALSE(python_debug_offsets_known(3, 14));  // another layout of the struct itself
 }
 
 TEST(PythonRuntime, NotAPythonProcess) {
@@ -87,9 +97,9 @@ TEST(PythonRuntime, NotAPythonProcess) {
   EXPECT_NE(why.find("_PyRuntime"), std::string::npos) << why;
 }
 
-// Finds the runtime of `python` (a CPython 3.11) and walks the main thread's
-// TLS slot -> PyThreadState -> current frame -> code object.
-static void check_python311(const char* python, bool debian) {
+// Finds the runtime of `python` (CPython 3.`minor`) and walks the main
+// thread's TLS slot -> PyThreadState -> current frame -> code object.
+static void check_python(const char* python, int minor, bool debian) {
   ASSERT_EQ(access(python, X_OK), 0) << python << " missing (see the machine's facts in docs)";
   SleepingPython child(python);
   ASSERT_GT(child.pid, 0);
@@ -97,7 +107,7 @@ static void check_python311(const char* python, bool debian) {
   auto rt = wait_for_runtime(child.pid, &why);
   ASSERT_TRUE(rt) << why;
   EXPECT_EQ(rt->major, 3);
-  EXPECT_EQ(rt->minor, 11);
+  EXPECT_EQ(rt->minor, minor);
   EXPECT_LT(rt->tss_key, 32u);
   EXPECT_FALSE(rt->description.empty());
   std::printf("%s\n", rt->description.c_str());
@@ -123,15 +133,18 @@ static void check_python311(const char* python, bool debian) {
     ASSERT_TRUE(slot);
     uint64_t tstate = read_u64(child.pid, *slot);
     ASSERT_NE(tstate, 0u);
-    uint64_t cframe = read_u64(child.pid, tstate + o.tstate_cframe);
-    ASSERT_NE(cframe, 0u);
-    frame = read_u64(child.pid, cframe + o.cframe_current_frame);
+    uint64_t link = read_u64(child.pid, tstate + o.tstate_cframe);
+    ASSERT_NE(link, 0u);
+    // 3.11/3.12 go through a _PyCFrame; 3.13 points at the frame directly.
+    frame = o.cframe_current_frame == PythonOffsets::kNoField
+                ? link
+                : read_u64(child.pid, link + o.cframe_current_frame);
     if (!frame) continue;
     uint64_t code = read_u64(child.pid, frame + o.frame_code);
     uint64_t instr = read_u64(child.pid, frame + o.frame_prev_instr);
-    // ob_type->tp_name (PyTypeObject: ob_base 24 bytes, tp_name @24) is "code".
-    uint64_t type = read_u64(child.pid, code + 8);
-    uint64_t tp_name = read_u64(child.pid, type + 24);
+    // ob_type->tp_name is "code".
+    uint64_t type = read_u64(child.pid, code + o.object_type);
+    uint64_t tp_name = read_u64(child.pid, type + o.type_name);
     char name[8] = {};
     ASSERT_TRUE(read_target_memory(child.pid, tp_name, name, 5));
     ASSERT_STREQ(name, "code");
@@ -141,28 +154,114 @@ static void check_python311(const char* python, bool debian) {
     resolver.next_epoch();
   }
   ASSERT_EQ(text, "<string>(1): <module>");
-  // It is the outermost Python frame: no previous frame, and an entry frame.
-  EXPECT_EQ(read_u64(child.pid, frame + o.frame_previous), 0u);
-  uint8_t is_entry = 0;
-  ASSERT_TRUE(read_target_memory(child.pid, frame + o.frame_is_entry, &is_entry, 1));
-  EXPECT_EQ(is_entry, 1);
+  // It is the outermost Python frame: 3.11 marks it as the entry frame of
+  // the eval loop; 3.12+ have only C shim frames (owner 3) below it.
+  if (o.frame_is_entry != PythonOffsets::kNoField) {
+    EXPECT_EQ(read_u64(child.pid, frame + o.frame_previous), 0u);
+    uint8_t is_entry = 0;
+    ASSERT_TRUE(read_target_memory(child.pid, frame + o.frame_is_entry, &is_entry, 1));
+    EXPECT_EQ(is_entry, 1);
+  } else {
+    int shims = 0;
+    for (uint64_t below = read_u64(child.pid, frame + o.frame_previous); below && shims < 8;
+         below = read_u64(child.pid, below + o.frame_previous), ++shims) {
+      uint8_t owner = 0;
+      ASSERT_TRUE(read_target_memory(child.pid, below + o.frame_owner, &owner, 1));
+      EXPECT_EQ(owner, o.frame_owner_cshim);
+    }
+    EXPECT_LT(shims, 8);
+  }
 }
 
-TEST(PythonRuntime, FindsDebianPython311) { check_python311(kPython, true); }
+TEST(PythonRuntime, FindsDebianPython311) { check_python(kDebianPython, 11, true); }
 
-// A non-Debian build where _PyRuntime lives in a PIE-loaded libpython3.11.so:
-// the pyenv CPython 3.11 that this kind of machine has as the `python3` on
-// PATH (its image, not the project, installs it). Exercises the load-bias
-// path. Missing, it fails rather than skips.
-TEST(PythonRuntime, FindsLibpython311) {
-  std::string found;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/root/.pyenv/versions", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("3.11.")) found = (entry.path() / "bin" / "python3").string();
+// Builds where _PyRuntime lives in a PIE-loaded libpython3.x.so: the load
+// bias, the GOT-relative key of 3.11, the register-held key of 3.12/3.13
+// (lea rbx, [rax+off]; mov rdi, rbx) and 3.13's _Py_DebugOffsets.
+class PyenvPython : public testing::TestWithParam<int> {};
+
+TEST_P(PyenvPython, FindsLibpython) {
+  const std::string python = pyenv_python(GetParam());
+  ASSERT_FALSE(python.empty()) << "no pyenv CPython 3." << GetParam() << " under /root/.pyenv/versions";
+  check_python(python.c_str(), GetParam(), false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, PyenvPython, testing::Values(11, 12, 13),
+                         [](const testing::TestParamInfo<int>& info) {
+                           return "Python3" + std::to_string(info.param);
+                         });
+
+// 3.13's offsets come from the target's own _Py_DebugOffsets; they must be
+// the values research.md section 5 checked by hand, and a struct that is
+// not 3.13's must be refused, not half-read.
+class DebugOffsets313 : public testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string python = pyenv_python(13);
+    ASSERT_FALSE(python.empty()) << "no pyenv CPython 3.13 under /root/.pyenv/versions";
+    child_ = std::make_unique<SleepingPython>(python.c_str());
+    std::string why;
+    auto rt = wait_for_runtime(child_->pid, &why);
+    ASSERT_TRUE(rt) << why;
+    bytes_.resize(kPythonDebugOffsetsSize);
+    ASSERT_TRUE(read_target_memory(child_->pid, rt->runtime_address, bytes_.data(), bytes_.size()));
   }
-  ASSERT_FALSE(found.empty()) << "no pyenv CPython 3.11 under /root/.pyenv/versions";
-  check_python311(found.c_str(), false);
+  std::optional<PythonOffsets> parse(std::string* why) {
+    return python_offsets_from_debug_offsets(bytes_.data(), bytes_.size(), 0x030d0000, why);
+  }
+  void set_word(size_t word, uint64_t value) { std::memcpy(&bytes_[word * 8], &value, 8); }
+  std::unique_ptr<SleepingPython> child_;
+  std::vector<uint8_t> bytes_;
+};
+
+TEST_F(DebugOffsets313, MatchTheOffsetsCheckedByHand) {
+  std::string why;
+  auto o = parse(&why);
+  ASSERT_TRUE(o) << why;
+  EXPECT_EQ(o->tstate_cframe, 72);  // PyThreadState.current_frame
+  EXPECT_EQ(o->cframe_current_frame, PythonOffsets::kNoField);
+  EXPECT_EQ(o->frame_code, 0);
+  EXPECT_EQ(o->frame_previous, 8);
+  EXPECT_EQ(o->frame_prev_instr, 56);
+  EXPECT_EQ(o->frame_owner, 70);
+  EXPECT_EQ(o->frame_localsplus, 72);
+  EXPECT_EQ(o->code_firstlineno, 68);
+  EXPECT_EQ(o->code_bytecode, 200);
+  EXPECT_EQ(o->code_filename, 112);
+  EXPECT_EQ(o->code_name, 120);
+  EXPECT_EQ(o->code_qualname, 128);
+  EXPECT_EQ(o->code_linetable, 136);
+  EXPECT_EQ(o->str_ascii_data, 40);
+  EXPECT_EQ(o->str_compact_data, 56);
+  EXPECT_EQ(o->str_length, 16);
+  EXPECT_EQ(o->str_state, 32);
+  EXPECT_EQ(o->object_type, 8);
+  EXPECT_EQ(o->type_name, 24);
+  EXPECT_EQ(o->bytes_size, 16);
+  EXPECT_EQ(o->bytes_data, 32);
+}
+
+TEST_F(DebugOffsets313, RefusesWhatIsNot313sLayout) {
+  std::string why;
+  const std::vector<uint8_t> good = bytes_;
+  bytes_[0] = 'y';  // cookie
+  EXPECT_FALSE(parse(&why));
+  EXPECT_NE(why.find("xdebugpy"), std::string::npos) << why;
+  bytes_ = good;
+  set_word(1, 0x030e00f0);  // a 3.14 struct: another layout
+  EXPECT_FALSE(parse(&why));
+  EXPECT_NE(why.find("3.14"), std::string::npos) << why;
+  bytes_ = good;
+  set_word(2, 1);  // free-threaded
+  EXPECT_FALSE(parse(&why));
+  EXPECT_NE(why.find("free-threaded"), std::string::npos) << why;
+  bytes_ = good;
+  set_word(29, 4096);  // frame.previous beyond sizeof(_PyInterpreterFrame)
+  EXPECT_FALSE(parse(&why));
+  EXPECT_NE(why.find("not 3.13's layout"), std::string::npos) << why;
+  bytes_ = good;
+  EXPECT_FALSE(python_offsets_from_debug_offsets(bytes_.data(), bytes_.size() - 1, 0x030d0000, &why));
+  EXPECT_TRUE(parse(&why)) << why;
 }
 
 }  // namespace gpuprof

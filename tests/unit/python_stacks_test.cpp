@@ -1,6 +1,7 @@
 // python_stacks_test.cpp: PythonPathShortener rules, and PythonStackNamer on
 // a live Debian /usr/bin/python3 (CPython 3.11): module calls named as
 // torch's Python tracer names them, paths shortened as torch shortens them.
+#include "interpreters.h"
 #include "python_stacks.h"
 
 #include <gtest/gtest.h>
@@ -141,16 +142,22 @@ class NamerChild {
   std::map<std::string, uint64_t> values_;
 };
 
-// Debian's 3.11. (pyenv's 3.12.1 build is not found by find_python_runtime
-// yet: its PyGILState_GetThisThreadState loads autoTSSkey in a way the
-// disassembly does not follow; see the closing note of 2026-11-22.)
-class PythonStacksLive : public ::testing::TestWithParam<const char*> {};
+// Debian's 3.11 and the pyenv 3.12 and 3.13 of this machine's image (by
+// minor version; 0 = Debian's).
+class PythonStacksLive : public ::testing::TestWithParam<int> {
+ protected:
+  std::string python() const {
+    return GetParam() ? testing_support::pyenv_python(GetParam()) : testing_support::kDebianPython;
+  }
+};
 
 TEST_P(PythonStacksLive, ModuleCallsAndPaths) {
-  ASSERT_EQ(access(GetParam(), X_OK), 0) << GetParam() << " missing";
-  NamerChild child(GetParam());
+  const std::string interpreter = python();
+  ASSERT_FALSE(interpreter.empty()) << "no pyenv CPython 3." << GetParam();
+  ASSERT_EQ(access(interpreter.c_str(), X_OK), 0) << interpreter << " missing";
+  NamerChild child(interpreter);
   ASSERT_GT(child.pid(), 0);
-  ASSERT_TRUE(child.ready()) << GetParam() << " did not start";
+  ASSERT_TRUE(child.ready()) << interpreter << " did not start";
   std::string why;
   std::optional<PythonRuntime> rt;
   for (int i = 0; i < 100 && !rt; ++i) {
@@ -185,8 +192,11 @@ TEST_P(PythonStacksLive, ModuleCallsAndPaths) {
             std::vector<std::string>{"nn.Module: [unknown]"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksLive,
-                         ::testing::Values("/usr/bin/python3"));
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksLive, ::testing::Values(0, 12, 13),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param ? "Pyenv3" + std::to_string(info.param)
+                                             : std::string("Debian311");
+                         });
 
 }  // namespace
 }  // namespace gpuprof

@@ -2,7 +2,9 @@
 
 Usage: two_functions.py WORKDIR SECONDS. Writes `ready` (its pid), waits for
 `go`, then for SECONDS alternates between seventy() and thirty(), pure
-Python, sized so that seventy() takes about 70% of the thread's CPU time;
+Python, sized so that seventy() takes about 70% of the thread's CPU time
+(no torch: `record --no-ops` samples any process, and the pyenv CPythons
+that run it too have none);
 measures the split with the thread's CPU clock and writes `truth.json`
 {"seventy": f, "thirty": f, "lines": {name: [first, last]}, "file": path};
 waits for `exit`, exits.
@@ -37,7 +39,6 @@ def line_range(f):
 
 def main():
     workdir, seconds = sys.argv[1], float(sys.argv[2])
-    import torch  # noqa: F401  (gpuprof record -p attaches to PyTorch processes)
     signal_file(workdir, "ready", str(os.getpid()))
     wait_for_file(workdir, "go")
     spent = {"seventy": 0, "thirty": 0}

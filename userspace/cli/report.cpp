@@ -174,7 +174,12 @@ int run_report(const ReportOptions& options) {
   table.sort_by = *sort_key;
   table.row_limit = options.row_limit;
   std::string text = format_op_table(profile, table);
-  if (profile.rows.empty())
+  if (profile.rows.empty() && !recording->options.ops)
+    text = "No operator calls were traced (recorded with --no-ops): " +
+           std::to_string(recording->samples.size()) +
+           " CPU samples. Read them with: gpuprof report " + options.input_path +
+           " --folded --metric samples\n";
+  else if (profile.rows.empty())
     text = "No operator calls were recorded (" + std::to_string(recording->events.size()) +
            " events).\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
