@@ -45,9 +45,10 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUI
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
 FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver \
-                 $(BUILD)/tests/fake_libtorch/memory_driver
+                 $(BUILD)/tests/fake_libtorch/memory_driver $(BUILD)/tests/fake_libtorch/launch_driver
 # Debian's real libc10 (python3-torch), which the fake CUDA memory ops call.
 LIBC10 := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libc10.so.*))
+CUDA_HOME ?= /usr/local/cuda
 
 all: $(BUILD)/gpuprof $(TEST_HELPERS) $(FAKE_LIBTORCH)
 
@@ -96,12 +97,21 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # tests (see tests/fake_libtorch/). Named like the real one so that gpuprof
 # treats it as such. No sibling calls: real ::call bodies end in `ret`
 # (shared/research.md section 4), not in a tail jump.
-$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_cuda_memory.cpp tests/fake_libtorch/fake_ops.h
+# Its CUDA-launch ops call the real libcudart of /usr/local/cuda (no GPU
+# needed: without a driver every launch fails harmlessly).
+$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_cuda_memory.cpp tests/fake_libtorch/fake_cuda_launch.cpp tests/fake_libtorch/fake_ops.h
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)test -n "$(LIBC10)" || { echo "libc10 (python3-torch) not found: run scripts/setup.sh" >&2; exit 1; }
+	$(Q)test -e $(CUDA_HOME)/lib64/libcudart.so || { echo "$(CUDA_HOME)/lib64/libcudart.so not found (CUDA toolkit)" >&2; exit 1; }
 	$(Q)$(CXX) -std=c++20 -O2 -g -fPIC -shared -fstack-protector-all -fno-optimize-sibling-calls \
-		$(filter %.cpp,$^) $(LIBC10) -o $@
+		-I$(CUDA_HOME)/include $(filter %.cpp,$^) $(LIBC10) \
+		-L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
+
+$(BUILD)/tests/fake_libtorch/launch_driver: tests/fake_libtorch/launch_driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -I$(CUDA_HOME)/include $< -L$(dir $@) -l:libtorch_cpu.so \
+		-L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
 
 $(BUILD)/tests/fake_libtorch/memory_driver: tests/fake_libtorch/memory_driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
 	$(call msg,CXX,$@)

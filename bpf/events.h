@@ -227,7 +227,30 @@ struct gp_python_config {
  */
 #define GP_ENTRY_FRAME_WORDS 3
 
+/*
+ * CUDA kernel launches (bpf/launch_tracer.bpf.c, its own ring buffer): an
+ * entry probe on each launch entry point of the target's libcudart. The
+ * cookie is the entry point's enum gp_launch_api.
+ */
+enum gp_launch_api {
+	GP_LAUNCH_KERNEL = 1,     /* cudaLaunchKernel(func, grid, block, args, smem, stream) (and _ptsz) */
+	GP_LAUNCH_KERNEL_EXC = 2, /* cudaLaunchKernelExC(config, func, args) (and _ptsz) */
+	GP_LAUNCH_GRAPH = 3,      /* cudaGraphLaunch(graph_exec, stream) (and _ptsz) */
+};
+
+struct gp_launch_event {
+	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
+	__u64 function;  /*  8: host-side kernel function (its stub), or the cudaGraphExec_t */
+	__u64 stream;    /* 16: cudaStream_t (0: the legacy default stream) */
+	__u32 grid[3];   /* 24: 0 for graph launches */
+	__u32 block[3];  /* 36 */
+	__u32 tid;       /* 48 */
+	__u16 api;       /* 52: enum gp_launch_api */
+	__u16 reserved;  /* 54 */
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");
 static_assert(sizeof(struct gp_cpu_sample) == 40 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
 static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");

@@ -35,8 +35,9 @@ __u32 stop_sent = 0;
 
 /*
  * The file-name prefix to stop at, set by userspace before arming:
- * "libtorch_cpu" first; then, with --profile-memory, "libc10.so" when the
- * dynamic loader maps it after libtorch_cpu.
+ * "libtorch_cpu" first; then "libc10.so" (--profile-memory, shapes) and
+ * "libcudart" (launch probes), one at a time, when the dynamic loader maps
+ * them after libtorch_cpu.
  */
 #define WATCH_PREFIX_MAX 16
 char watch_prefix[WATCH_PREFIX_MAX] = {};

@@ -66,4 +66,37 @@ std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::ve
   return into;
 }
 
+std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree& tree,
+                                        const std::vector<ThreadMoment>& moments) {
+  const auto& calls = timeline.calls;
+  std::vector<int64_t> out(moments.size(), -1);
+  std::unordered_map<uint32_t, std::vector<size_t>> moments_of;
+  for (size_t i = 0; i < moments.size(); i++) moments_of[moments[i].tid].push_back(i);
+  for (const std::vector<size_t>& ids : tree.threads) {
+    auto it = moments_of.find(calls[ids.front()].tid);
+    if (it == moments_of.end()) continue;
+    std::vector<size_t>& ms = it->second;
+    std::stable_sort(ms.begin(), ms.end(),
+                     [&](size_t a, size_t b) { return moments[a].ts_ns < moments[b].ts_ns; });
+    // Sweep the thread's calls parents first. The calls holding the sweep
+    // point are `innermost` and its chain of parents; a call that ended
+    // before a moment gives way to its parent.
+    int64_t innermost = -1;
+    size_t m = 0;
+    auto place_moments_before = [&](uint64_t ts, bool inclusive) {
+      while (m < ms.size() && (moments[ms[m]].ts_ns < ts || (inclusive && moments[ms[m]].ts_ns == ts))) {
+        const size_t i = ms[m++];
+        while (innermost >= 0 && calls[innermost].end_ns < moments[i].ts_ns) innermost = tree.parent[innermost];
+        out[i] = innermost;
+      }
+    };
+    for (size_t id : ids) {
+      place_moments_before(calls[id].start_ns, false);
+      innermost = static_cast<int64_t>(id);
+    }
+    place_moments_before(UINT64_MAX, true);
+  }
+  return out;
+}
+
 }  // namespace gpuprof

@@ -5,9 +5,10 @@
 // it, so that they agree with each other and with the table:
 //
 //  * build_call_tree(): each call's enclosing call (its parent) and each
-//    thread's calls parents first. Memory attribution uses it to find the
-//    innermost call running at an allocator event; the folded stacks use it
-//    for the op path of a call.
+//    thread's calls parents first; innermost_calls_at() finds with it the
+//    call running at a moment (memory attribution for allocator events,
+//    launch attribution for kernel launches); the folded stacks use it for
+//    the op path of a call.
 //  * fold_same_name_calls(): torch.profiler's EventList._remove_dup_nodes,
 //    which the table applies (a call whose only child has the same name
 //    absorbs that child).
@@ -35,6 +36,18 @@ struct CallTree {
 };
 
 CallTree build_call_tree(const Timeline& timeline);
+
+// A moment on one thread: an allocator event, a kernel launch.
+struct ThreadMoment {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+};
+
+// For each moment, the index in Timeline::calls of the innermost call of its
+// thread whose [start, end] holds it (both ends included); -1 outside every
+// call. Moments may come in any order.
+std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree& tree,
+                                        const std::vector<ThreadMoment>& moments);
 
 // torch.profiler's EventList._remove_dup_nodes: a call whose only child has
 // the same op name absorbs it (aten::div_ calling aten::div_ is one call),

@@ -1,7 +1,8 @@
 // library_watch.h: loads bpf/library_watch.bpf.c for launch mode.
 //
 // While armed, the launched process is sent SIGSTOP (once) as it maps a file
-// whose name starts with the armed prefix (libtorch_cpu, then libc10.so), so that the op probes can be attached before any of
+// whose name starts with the armed prefix (libtorch_cpu, then libc10.so and
+// libcudart), so that the probes can be attached before any of
 // the library's code runs. The parent sees the stop through waitpid and
 // must always answer it with SIGCONT.
 #pragma once

@@ -64,44 +64,18 @@ std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_
   return counted;
 }
 
-// For each counted event, the innermost call of its thread whose
-// [start, end] holds it; and each call's enclosing call.
-void find_calls(const Timeline& timeline, std::vector<Counted>& counted, std::vector<int64_t>& parent) {
-  const auto& calls = timeline.calls;
-  CallTree tree = build_call_tree(timeline);
-  parent = std::move(tree.parent);
-  std::unordered_map<uint32_t, std::vector<size_t>> events_of;
-  for (size_t i = 0; i < counted.size(); i++) events_of[counted[i].tid].push_back(i);
-  for (const std::vector<size_t>& ids : tree.threads) {
-    auto it = events_of.find(calls[ids.front()].tid);
-    if (it == events_of.end()) continue;
-    const std::vector<size_t>& evs = it->second;
-    // Sweep the thread's calls parents first. The calls holding the sweep
-    // point are `innermost` and its chain of parents; a call that ended
-    // before an event's time gives way to its parent.
-    int64_t innermost = -1;
-    size_t e = 0;
-    auto place_events_before = [&](uint64_t ts, bool inclusive) {
-      while (e < evs.size() && (counted[evs[e]].ts_ns < ts || (inclusive && counted[evs[e]].ts_ns == ts))) {
-        Counted& c = counted[evs[e++]];
-        while (innermost >= 0 && calls[innermost].end_ns < c.ts_ns) innermost = parent[innermost];
-        c.call = innermost;
-      }
-    };
-    for (size_t id : ids) {
-      place_events_before(calls[id].start_ns, false);
-      innermost = static_cast<int64_t>(id);
-    }
-    place_events_before(UINT64_MAX, true);
-  }
-}
-
 }  // namespace
 
 MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_mem_event> events) {
   MemoryAttribution out;
   std::vector<Counted> counted = resolve_sizes(events, &out.unmatched_frees);
-  find_calls(timeline, counted, out.parent);
+  CallTree tree = build_call_tree(timeline);
+  std::vector<ThreadMoment> moments;
+  moments.reserve(counted.size());
+  for (const Counted& c : counted) moments.push_back({c.ts_ns, c.tid});
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+  for (size_t i = 0; i < counted.size(); i++) counted[i].call = calls[i];
+  out.parent = std::move(tree.parent);
   out.own_cpu.assign(timeline.calls.size(), 0);
   out.own_cuda.assign(timeline.calls.size(), 0);
   int64_t cpu_level = 0;

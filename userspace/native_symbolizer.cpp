@@ -144,23 +144,19 @@ std::string short_function_name(std::string_view s) {
   return std::string(name);
 }
 
-std::string demangle_function_name(std::string_view symbol) {
+std::string demangle_full(std::string_view symbol) {
   std::string mangled(symbol);
   int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !demangled) {
-    std::free(demangled);
-    return mangled;
-  }
-  std::string result;
-  try {
-    result = short_function_name(demangled);
-  } catch (...) {
-    std::free(demangled);
-    throw;
-  }
-  std::free(demangled);
-  return result;
+  std::unique_ptr<char, decltype(&std::free)> demangled(
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+  if (status != 0 || !demangled) return mangled;
+  return demangled.get();
+}
+
+std::string demangle_function_name(std::string_view symbol) {
+  std::string full = demangle_full(symbol);
+  if (full == symbol) return full;  // not a mangled name
+  return short_function_name(full);
 }
 
 // Per file: the mapped ELF image (the symbol names point into it), its
@@ -185,11 +181,12 @@ struct NativeSymbolizer::FileSymbols {
   std::vector<Segment> loads;
   std::vector<Section> sections;
 
-  void load(const std::string& file_path) {
-    read_headers(file_path);
+  // false when the file cannot be opened as ELF (nothing loaded).
+  bool load(const std::string& file_path) {
     std::string error;
     image = ElfImage::open(file_path, &error);
-    if (!image) return;
+    if (!image) return false;
+    read_headers(file_path);
     image->for_each_function([&](const ElfSymbol& sym) {
       symbols.push_back(Symbol{sym.address, sym.size, sym.name});
     });
@@ -211,6 +208,7 @@ struct NativeSymbolizer::FileSymbols {
       running = std::max(running, symbols[i].start + symbols[i].size);
       max_end[i] = running;
     }
+    return true;
   }
 
   // Program headers and section headers through libelf on a second
@@ -307,6 +305,9 @@ bool NativeSymbolizer::read_maps() {
     if (path.starts_with("/")) m.path = std::move(path);  // else [heap], [vdso], anon, ...
     fresh.push_back(std::move(m));
   }
+  // A process that has exited (a zombie) shows no mappings: keep the last
+  // ones known, so that what it ran can still be named.
+  if (fresh.empty()) return false;
   std::sort(fresh.begin(), fresh.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
   bool changed = fresh.size() != mappings_.size() ||
                  !std::equal(fresh.begin(), fresh.end(), mappings_.begin(), [](const Mapping& a, const Mapping& b) {
@@ -335,7 +336,9 @@ NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const std::string&
   std::string real = path;
   constexpr std::string_view kDeleted = " (deleted)";
   if (std::string_view(real).ends_with(kDeleted)) real.resize(real.size() - kDeleted.size());
-  file->load("/proc/" + std::to_string(pid_) + "/root" + real);
+  // Through the target's root (its mount namespace); once the target is
+  // gone, that path is too: the same path in ours is the best left.
+  if (!file->load("/proc/" + std::to_string(pid_) + "/root" + real)) file->load(real);
   return *files_.emplace(path, std::move(file)).first->second;
 }
 
@@ -350,6 +353,22 @@ std::string NativeSymbolizer::symbolize_uncached(uint64_t address) {
   if (const FileSymbols::Symbol* sym = file.lookup(*vaddr))
     return file.name + "!" + demangle_function_name(sym->name);
   return hex_offset(file.name, *vaddr);
+}
+
+std::optional<std::string> NativeSymbolizer::function_starting_at(uint64_t address) {
+  try {
+    if (!maps_read_ || !find_mapping(address)) read_maps();
+    const Mapping* m = find_mapping(address);
+    if (!m || m->path.empty()) return std::nullopt;
+    FileSymbols& file = file_symbols(m->path);
+    std::optional<uint64_t> vaddr = file.vaddr_of_offset(address - m->start + m->offset);
+    if (!vaddr) return std::nullopt;
+    const FileSymbols::Symbol* sym = file.lookup(*vaddr);
+    if (!sym || sym->start != *vaddr) return std::nullopt;
+    return demangle_full(sym->name);
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
 std::string NativeSymbolizer::symbolize(uint64_t address) {

@@ -38,6 +38,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +55,8 @@ std::string short_function_name(std::string_view demangled);
 
 // short_function_name(demangle(symbol)), the raw symbol when it does not demangle.
 std::string demangle_function_name(std::string_view symbol);
+// The whole demangled name, the raw symbol when it does not demangle.
+std::string demangle_full(std::string_view symbol);
 
 class NativeSymbolizer {
  public:
@@ -64,6 +67,17 @@ class NativeSymbolizer {
   NativeSymbolizer& operator=(NativeSymbolizer&&) noexcept;
 
   std::string symbolize(uint64_t address);
+
+  // The whole demangled name ("void ns::kernel<float>(float*, int)") of
+  // the function that starts exactly at address, as a call through a
+  // function pointer gives it (CUDA kernels' host stubs); nullopt when no
+  // symbol starts there. Reads the maps again when the address is outside
+  // them. Not cached (the caller interns).
+  std::optional<std::string> function_starting_at(uint64_t address);
+
+  // Reads /proc/PID/maps now (while the target lives: once it has exited,
+  // the last mappings read stay, and its files are opened by their path).
+  void refresh_maps() { read_maps(); }
 
   // How many times /proc/PID/maps has been read (for tests and diagnostics).
   int maps_reads() const { return maps_reads_; }

@@ -23,6 +23,8 @@ static_assert(sizeof(gp_mem_event) == 40);
 static_assert(kRecordEventsChunkBytes % sizeof(gp_event) == 0);
 static_assert(kRecordSamplesChunkBytes % kRecordSampleBytes == 0 &&
               kRecordSamplesChunkBytes <= (64u << 10));
+static_assert(GP_LAUNCH_KERNEL == 1 && GP_LAUNCH_GRAPH == 3,
+              "the LAUNCHES api values are part of the record format");
 
 namespace {
 
@@ -54,16 +56,17 @@ std::vector<uint8_t> chunk_buffer() { return std::vector<uint8_t>(kRecordChunkHe
 
 const char* type_name(uint32_t type) {
   static const char* const names[] = {
-      "",        "PROCESS",       "CLOCK",        "OP_TABLE",
-      "EVENTS",  "STATS",         "END",          "OPTIONS",
-      "SHAPES",  "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
-      "SAMPLES", "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS"};
-  return type >= 1 && type <= 15 ? names[type] : "unknown type";
+      "",             "PROCESS",       "CLOCK",        "OP_TABLE",
+      "EVENTS",       "STATS",         "END",          "OPTIONS",
+      "SHAPES",       "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
+      "SAMPLES",      "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS",
+      "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME"};
+  return type >= 1 && type <= 18 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 15u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 18u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -148,6 +151,12 @@ void stats_fields(IO& io, S& s, uint32_t version) {
     io.u64(s.samples_lost);
   }
 }
+template <typename IO, typename C>
+void cuda_runtime_fields(IO& io, C& c) {
+  io.str(c.libcudart_path);
+  io.u32(c.entry_points);
+  io.u64(c.launches_lost);
+}
 // Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
 size_t min_op_bytes(uint32_t version) { return version >= 2 ? 20 : 12; }
 
@@ -186,6 +195,35 @@ void encode_sample(const CpuSample& s, uint8_t* out) {
   std::memcpy(out + 12, &s.frame_id, 4);
   std::memcpy(out + 16, &s.python_stack, 4);
   std::memcpy(out + 20, &flags, 4);
+}
+
+// One launch as stored in a LAUNCHES chunk: {u64 ts_ns, u64 function, u64
+// stream, u32 grid[3], u32 block[3], u32 tid, u16 api, u16 reserved, u32
+// name_id, u32 reserved}, reserved fields 0.
+constexpr size_t kLaunchBytes = 64;
+static_assert(kRecordEventsChunkBytes % kLaunchBytes == 0);
+void encode_launch(const CudaLaunch& l, uint8_t* out) {
+  std::memset(out, 0, kLaunchBytes);
+  std::memcpy(out, &l.ts_ns, 8);
+  std::memcpy(out + 8, &l.function, 8);
+  std::memcpy(out + 16, &l.stream, 8);
+  std::memcpy(out + 24, l.grid, 12);
+  std::memcpy(out + 36, l.block, 12);
+  std::memcpy(out + 48, &l.tid, 4);
+  std::memcpy(out + 52, &l.api, 2);
+  std::memcpy(out + 56, &l.name_id, 4);
+}
+
+// The launch rules of record_file.h, shared by writer and reader: "" or
+// what is wrong ("api 7 (expected 1..3)").
+std::string launch_problem(const CudaLaunch& l, size_t names) {
+  if (l.api < GP_LAUNCH_KERNEL || l.api > GP_LAUNCH_GRAPH)
+    return "api " + std::to_string(l.api) + " (expected " + std::to_string(GP_LAUNCH_KERNEL) +
+           ".." + std::to_string(GP_LAUNCH_GRAPH) + ")";
+  if (l.name_id >= names)
+    return "name_id " + std::to_string(l.name_id) + ", but " + std::to_string(names) +
+           " launch names are defined";
+  return "";
 }
 
 // One SHAPES definition: u32 nargs, then {i32 ndim (-1: unknown), sizes}.
@@ -267,6 +305,7 @@ class Source {
 struct Seen {
   uint32_t version = 0;
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
+  bool cuda_runtime = false;
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
@@ -404,20 +443,31 @@ std::string read_sample_kernel_stacks(std::span<const uint8_t> payload, Recordin
                     });
 }
 
-// Decodes a SAMPLE_FRAMES payload into rec.sample_frames.
-std::string read_sample_frames(Decoder& d, Recording& rec) {
+// Decodes a {u32 first_id, u32 count, count x str} payload (SAMPLE_FRAMES,
+// LAUNCH_NAMES) into names; `what` names one of them in errors ("frame").
+std::string read_names(Decoder& d, std::vector<std::string>& names, const std::string& what) {
   uint32_t first_id, count;
   d.u32(first_id);
   d.u32(count);
   if (!d.ok) return "payload too short";
-  if (first_id != rec.sample_frames.size())
-    return "first_id " + std::to_string(first_id) + ", but " +
-           std::to_string(rec.sample_frames.size()) + " frames are defined";
+  if (first_id != names.size())
+    return "first_id " + std::to_string(first_id) + ", but " + std::to_string(names.size()) + " " +
+           what + "s are defined";
   if (count > d.left() / 4)  // each name takes at least its u32 length
-    return "frame count " + std::to_string(count) + " does not fit the payload";
-  if (count > UINT32_MAX - first_id) return "frame count " + std::to_string(count) + " overflows";
-  for (uint32_t i = 0; i < count && d.ok; ++i) d.str(rec.sample_frames.emplace_back());
+    return what + " count " + std::to_string(count) + " does not fit the payload";
+  if (count > UINT32_MAX - first_id) return what + " count " + std::to_string(count) + " overflows";
+  for (uint32_t i = 0; i < count && d.ok; ++i) d.str(names.emplace_back());
   return "";
+}
+
+// Decodes a SAMPLE_FRAMES payload into rec.sample_frames.
+std::string read_sample_frames(Decoder& d, Recording& rec) {
+  return read_names(d, rec.sample_frames, "frame");
+}
+
+// Decodes a LAUNCH_NAMES payload into rec.launch_names.
+std::string read_launch_names(Decoder& d, Recording& rec) {
+  return read_names(d, rec.launch_names, "launch name");
 }
 
 // Decodes a SAMPLE_STACKS payload into rec.sample_stacks.
@@ -480,6 +530,37 @@ std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
   return "";
 }
 
+// Checks and appends a LAUNCHES payload to rec.launches.
+std::string read_launches(std::span<const uint8_t> payload, Recording& rec) {
+  if (payload.size() % kLaunchBytes != 0)
+    return not_whole(payload.size(), kLaunchBytes, "launches");
+  const size_t n = payload.size() / kLaunchBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = payload.data() + i * kLaunchBytes;
+    CudaLaunch l;
+    l.ts_ns = get<uint64_t>(p);
+    l.function = get<uint64_t>(p + 8);
+    l.stream = get<uint64_t>(p + 16);
+    std::memcpy(l.grid, p + 24, 12);
+    std::memcpy(l.block, p + 36, 12);
+    l.tid = get<uint32_t>(p + 48);
+    l.api = get<uint16_t>(p + 52);
+    l.name_id = get<uint32_t>(p + 56);
+    if (std::string problem = launch_problem(l, rec.launch_names.size()); !problem.empty())
+      return "launch " + std::to_string(i) + " has " + problem;
+    const uint32_t reserved[2] = {get<uint16_t>(p + 54), get<uint32_t>(p + 60)};
+    for (int r = 0; r < 2; ++r)
+      if (reserved[r] != 0) {
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "0x%x", reserved[r]);
+        return "launch " + std::to_string(i) + " has reserved field " + hex + " at byte " +
+               (r == 0 ? "54" : "60") + " (must be 0)";
+      }
+    rec.launches.push_back(l);
+  }
+  return "";
+}
+
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
@@ -492,7 +573,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
                     t == ChunkType::ENTRY_SHAPES || t == ChunkType::MEM_EVENTS ||
                     t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
                     t == ChunkType::SAMPLES || t == ChunkType::ENTRY_STACKS ||
-                    t == ChunkType::SAMPLE_KERNEL_STACKS;
+                    t == ChunkType::SAMPLE_KERNEL_STACKS || t == ChunkType::LAUNCH_NAMES ||
+                    t == ChunkType::LAUNCHES || t == ChunkType::CUDA_RUNTIME;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -508,7 +590,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     return name + " chunk in a recording without CPU sampling (sample_hz 0)";
   if (t == ChunkType::ENTRY_STACKS && !rec.options.with_stack)
     return name + " chunk in a recording without the with_stack option";
-  if (t == ChunkType::EVENTS && !rec.options.ops)
+  if ((t == ChunkType::EVENTS || t == ChunkType::LAUNCH_NAMES || t == ChunkType::LAUNCHES ||
+       t == ChunkType::CUDA_RUNTIME) &&
+      !rec.options.ops)
     return name + " chunk in a recording without ops (the no-ops option)";
   Decoder d{payload};
   switch (t) {
@@ -602,6 +686,15 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       return read_entry_stacks(payload, rec, seen);
     case ChunkType::SAMPLE_KERNEL_STACKS:
       return read_sample_kernel_stacks(payload, rec, seen);
+    case ChunkType::LAUNCH_NAMES:
+      if (std::string problem = read_launch_names(d, rec); !problem.empty()) return problem;
+      break;
+    case ChunkType::LAUNCHES:
+      return read_launches(payload, rec);
+    case ChunkType::CUDA_RUNTIME:
+      if (!first(seen.cuda_runtime)) return "duplicate CUDA_RUNTIME chunk";
+      cuda_runtime_fields(d, rec.cuda_runtime.emplace());
+      break;
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
@@ -676,6 +769,8 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
       rec.events.reserve(static_cast<size_t>((size - off) / sizeof(gp_event)));  // <= the file
     if (type == static_cast<uint32_t>(ChunkType::SAMPLES) && rec.samples.capacity() == 0)
       rec.samples.reserve(static_cast<size_t>((size - off) / kRecordSampleBytes));  // 1.2 x file
+    if (type == static_cast<uint32_t>(ChunkType::LAUNCHES) && rec.launches.capacity() == 0)
+      rec.launches.reserve(static_cast<size_t>((size - off) / kLaunchBytes));  // <= the file
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + type_name(type) + ")" + at + problem);
     off += kRecordChunkHeaderSize + len;
@@ -723,6 +818,8 @@ constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
 constexpr size_t kFramesPrefix = kRecordChunkHeaderSize + 8;
 // The same for a SAMPLE_STACKS chunk.
 constexpr size_t kStacksPrefix = kRecordChunkHeaderSize + 8;
+// The same for a LAUNCH_NAMES chunk.
+constexpr size_t kLaunchNamesPrefix = kRecordChunkHeaderSize + 8;
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
@@ -739,7 +836,9 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_stacks_(kStacksPrefix, 0),
       pending_samples_(chunk_buffer()),
       pending_entry_stacks_(chunk_buffer()),
-      pending_kernel_stacks_(chunk_buffer()) {}
+      pending_kernel_stacks_(chunk_buffer()),
+      pending_launch_names_(kLaunchNamesPrefix, 0),
+      pending_launches_(chunk_buffer()) {}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -1090,6 +1189,70 @@ bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t st
   return true;
 }
 
+bool RecordWriter::add_launch_name(const std::string& name, std::string* error) {
+  if (!check_state(State::kBegun, "add_launch_name", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error =
+        path_ + ": not defining launch name " + std::to_string(launch_names_defined_) + ": " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (launch_names_defined_ == UINT32_MAX) return refuse("too many names");
+  const size_t def = 4 + name.size();
+  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  // Keep the LAUNCH_NAMES chunk under the cap.
+  if (pending_launch_names_.size() - kLaunchNamesPrefix + def > kRecordMaxChunkPayload - 8 &&
+      !flush_launch_names(error))
+    return false;
+  const uint32_t len = static_cast<uint32_t>(name.size());
+  const auto* l = reinterpret_cast<const uint8_t*>(&len);
+  pending_launch_names_.insert(pending_launch_names_.end(), l, l + 4);
+  pending_launch_names_.insert(pending_launch_names_.end(), name.begin(), name.end());
+  ++pending_launch_name_count_;
+  ++launch_names_defined_;
+  if (pending_launch_names_.size() - kLaunchNamesPrefix >= kRecordEventsChunkBytes)
+    return flush_launch_names(error);
+  return true;
+}
+
+uint32_t RecordWriter::launch_names_defined() const { return launch_names_defined_; }
+
+bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_launches", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error =
+        path_ + ": not recording launches: the recording was begun without ops (no-ops option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = launch_problem(launches[i], launch_names_defined_);
+        !problem.empty()) {
+      *error = path_ + ": not recording launch " + std::to_string(i) + " of the batch: " + problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_launches_.size();
+    pending_launches_.resize(at + kLaunchBytes);
+    encode_launch(launches[i], pending_launches_.data() + at);
+    if (payload_size(pending_launches_) >= kRecordEventsChunkBytes && !flush_launches(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
+  if (!check_state(State::kBegun, "set_cuda_runtime", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the CUDA runtime: " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (info.libcudart_path.size() > kRecordMaxChunkPayload - 16)  // str length, u32, u64
+    return refuse("the libcudart path is too long");
+  cuda_runtime_ = info;
+  return true;
+}
+
 bool RecordWriter::flush_sample_frames(std::string* error) {
   if (pending_frame_count_ == 0) return true;
   const uint32_t first_id = frames_defined_ - pending_frame_count_;
@@ -1186,17 +1349,45 @@ bool RecordWriter::flush_sample_kernel_stacks(std::string* error) {
   return true;
 }
 
+bool RecordWriter::flush_launch_names(std::string* error) {
+  if (pending_launch_name_count_ == 0) return true;
+  const uint32_t first_id = launch_names_defined_ - pending_launch_name_count_;
+  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize + 4,
+              &pending_launch_name_count_, 4);
+  if (!write_chunk(ChunkType::LAUNCH_NAMES, pending_launch_names_, error)) return false;
+  pending_launch_names_.resize(kLaunchNamesPrefix);
+  pending_launch_name_count_ = 0;
+  return true;
+}
+
+// LAUNCH_NAMES before LAUNCHES: a file cut after either never has a launch
+// naming a name it does not define.
+bool RecordWriter::flush_launches(std::string* error) {
+  if (!flush_launch_names(error)) return false;
+  if (payload_size(pending_launches_) == 0) return true;
+  if (!write_chunk(ChunkType::LAUNCHES, pending_launches_, error)) return false;
+  pending_launches_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
 // Each step writes what its chunk names first, so the file gets SHAPES,
 // EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS,
-// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS (each when non-empty).
+// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES (each
+// when non-empty).
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
   return flush_entry_shapes(error) && flush_mem_events(error) && flush_entry_stacks(error) &&
-         flush_sample_kernel_stacks(error);
+         flush_sample_kernel_stacks(error) && flush_launches(error);
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
   if (!check_state(State::kBegun, "finish", error) || !flush(error)) return false;
+  if (cuda_runtime_) {
+    Encoder c;
+    cuda_runtime_fields(c, *cuda_runtime_);
+    if (!write_chunk(ChunkType::CUDA_RUNTIME, c.b, error)) return false;
+  }
   Encoder s, e;
   stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);
   e.u64(end_monotonic_ns);

@@ -81,6 +81,21 @@
 //                index among all the samples of the file, i.e. in
 //                Recording::samples) interrupted the kernel stack stack_id
 //                (Recording::sample_kernel_stacks)
+//   LAUNCH_NAMES u32 first_id, u32 count, then count x str name: names of
+//                CUDA kernels (Recording::launch_names), numbered from 0 in
+//                the order of definition across the file; first_id must equal
+//                the number of names defined by the LAUNCH_NAMES chunks
+//                before it
+//   LAUNCHES     n x {u64 ts_ns, u64 function, u64 stream, u32 grid[3],
+//                u32 block[3], u32 tid, u16 api, u16 reserved, u32 name_id,
+//                u32 reserved} (64 bytes each, packed): CUDA kernel launches
+//                (Recording::launches); api in GP_LAUNCH_KERNEL..
+//                GP_LAUNCH_GRAPH (enum gp_launch_api, bpf/events.h); name_id
+//                < the number of names defined by the LAUNCH_NAMES chunks
+//                before it; both reserved fields 0
+//   CUDA_RUNTIME str libcudart_path, u32 entry_points, u64 launches_lost:
+//                what the launch tracing probed (Recording::cuda_runtime);
+//                at most once
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -88,22 +103,27 @@
 //   END          u64 end_monotonic_ns; the last chunk of a finished recording
 //
 // Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
-// SAMPLE_STACKS, SAMPLES, ENTRY_STACKS or SAMPLE_KERNEL_STACKS chunks (their
-// type numbers are unknown chunks there, skipped), OP_TABLE entries end after
-// symbol (read as arg_count -1, tensor_args 0) and STATS after stop_reason.
+// SAMPLE_STACKS, SAMPLES, ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES,
+// LAUNCHES or CUDA_RUNTIME chunks (their type numbers are unknown chunks
+// there, skipped), OP_TABLE entries end after symbol (read as arg_count -1,
+// tensor_args 0) and STATS after stop_reason. LAUNCH_NAMES, LAUNCHES and
+// CUDA_RUNTIME came late in version 2: a build that does not know them
+// skips them as unknown chunks (the recording reads without launches).
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
 // OPTIONS once each, in any order, before any other known chunk; then EVENTS,
 // SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES,
-// ENTRY_STACKS and SAMPLE_KERNEL_STACKS chunks, interleaved; then STATS; then
-// END. SHAPES and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory
-// option, SAMPLES and SAMPLE_KERNEL_STACKS the sampled option
-// (sample_hz > 0), ENTRY_STACKS the with_stack option, SAMPLE_FRAMES and
-// SAMPLE_STACKS the sampled or the with_stack option (frames and stacks are
-// shared by samples and op entries); EVENTS are refused with the no-ops
-// option. Chunks of unknown type are skipped anywhere (forward compatibility
-// within a version); an unknown (newer) version is an error.
+// ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES and LAUNCHES chunks and
+// at most one CUDA_RUNTIME chunk, interleaved; then STATS; then END. SHAPES
+// and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory option,
+// SAMPLES and SAMPLE_KERNEL_STACKS the sampled option (sample_hz > 0),
+// ENTRY_STACKS the with_stack option, SAMPLE_FRAMES and SAMPLE_STACKS the
+// sampled or the with_stack option (frames and stacks are shared by samples
+// and op entries); EVENTS, LAUNCH_NAMES, LAUNCHES and CUDA_RUNTIME are
+// refused with the no-ops option (launches are traced with the ops).
+// Chunks of unknown type are skipped anywhere (forward compatibility within
+// a version); an unknown (newer) version is an error.
 //
 // Reading rules:
 //   - bad magic                      -> error "F is not a gpuprof record file"
@@ -115,7 +135,9 @@
 //     after END, an event with an unknown kind, an op_id outside the op table
 //     or a non-zero payload_bytes, a bad shape definition, a bad entry shape
 //     (below), a memory event of unknown kind, a bad sample frame or sample
-//     stack definition, sample, entry stack or sample kernel stack (below)
+//     stack definition, sample, entry stack or sample kernel stack (below),
+//     a bad launch name definition or launch (below), a second
+//     CUDA_RUNTIME
 //                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
@@ -138,13 +160,19 @@
 // the SAMPLE_STACKS chunks before it. Sample kernel stacks: sample_index
 // strictly increasing across the file and naming a sample of a SAMPLES chunk
 // before it whose flags have in_kernel set; stack_id as for entry stacks.
+// Launch names: first_id as for sample frames. Launches: api in 1..3, both
+// reserved fields 0, name_id names a launch name defined before it; a
+// LAUNCHES payload that is not a whole number of 64-byte launches is
+// corrupt.
 // A flush writes SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
-// SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS in this order
-// (and a chunk written early takes the pending chunks it depends on with
-// it, before it), so every prefix of a file that ends on a chunk boundary
-// follows these rules. Nothing else gets through, so the aggregator can
-// index the op table, the events, the shapes, the sample frames, the sample
-// stacks and the samples without checks.
+// SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES,
+// LAUNCHES in this order (and a chunk written early takes the pending
+// chunks it depends on with it, before it), and finish() writes
+// CUDA_RUNTIME right before STATS, so every prefix of a file that ends on a
+// chunk boundary follows these rules. Nothing else gets through, so the
+// aggregator can index the op table, the events, the shapes, the sample
+// frames, the sample stacks, the samples and the launch names without
+// checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -172,7 +200,9 @@ inline constexpr size_t kRecordChunkHeaderSize = 16;
 // Largest payload a reader accepts (checked before allocating anything).
 inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // The writer emits an EVENTS chunk once this many payload bytes are buffered
-// (2048 events); flush() emits a smaller one earlier.
+// (2048 events), and a LAUNCHES chunk (1024 launches; after the pending
+// launch names) or a LAUNCH_NAMES chunk once that many bytes of launches or
+// name definitions are; flush() emits a smaller one earlier.
 inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
 // The writer emits a MEM_EVENTS chunk once this many payload bytes (1600
 // memory events) are buffered, flushes everything once the pending shape
@@ -216,6 +246,9 @@ enum class ChunkType : uint32_t {
   SAMPLE_STACKS = 13,         // version 2
   ENTRY_STACKS = 14,          // version 2
   SAMPLE_KERNEL_STACKS = 15,  // version 2
+  LAUNCH_NAMES = 16,          // version 2
+  LAUNCHES = 17,              // version 2
+  CUDA_RUNTIME = 18,          // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -226,13 +259,14 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
-// append_samples, append_entry_stack, append_sample_kernel_stack and flush
-// any number of times, finish once. Every chunk is written whole by one
-// write loop, so a writer killed at any point leaves at most one torn chunk
-// at the end of the file. After any write failure the writer refuses
-// further writes (appending after a torn chunk would make the file corrupt,
-// not just incomplete); a refused batch (data the reader would reject)
-// leaves the writer usable. Not thread-safe.
+// append_samples, append_entry_stack, append_sample_kernel_stack,
+// add_launch_name, append_launches, set_cuda_runtime and flush any number
+// of times, finish once. Every chunk is written whole by one write loop, so
+// a writer killed at any point leaves at most one torn chunk at the end of
+// the file. After any write failure the writer refuses further writes
+// (appending after a torn chunk would make the file corrupt, not just
+// incomplete); a refused batch (data the reader would reject) leaves the
+// writer usable. Not thread-safe.
 class RecordWriter {
  public:
   // Opens (O_CREAT | O_TRUNC, mode 0644) path for writing.
@@ -246,8 +280,9 @@ class RecordWriter {
   // Writes the file header and the PROCESS, CLOCK, OP_TABLE and OPTIONS
   // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
   // Refuses an op table the reader would reject (arg_count < -1, tensor_args
-  // above max(arg_count, 0)). options decide what append_events (nothing
-  // with ops false), append_shapes, append_mem_events, add_sample_frame and
+  // above max(arg_count, 0)). options decide what append_events,
+  // add_launch_name, append_launches and set_cuda_runtime (nothing with ops
+  // false), append_shapes, append_mem_events, add_sample_frame and
   // add_sample_stack (sample_hz > 0 or with_stack), append_samples and
   // append_sample_kernel_stack (sample_hz > 0) and append_entry_stack
   // (with_stack) accept.
@@ -316,14 +351,34 @@ class RecordWriter {
   // SAMPLE_KERNEL_STACKS chunk once kRecordEventsChunkBytes of kernel stacks
   // are pending.
   bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error);
+  // Defines the next CUDA kernel name: its id is launch_names_defined()
+  // before the call (the caller interns names). Needs the ops option; the
+  // name must fit a chunk. Buffered; a LAUNCH_NAMES chunk goes out before
+  // the LAUNCHES that name it, once kRecordEventsChunkBytes of definitions
+  // are pending, or at flush().
+  bool add_launch_name(const std::string& name, std::string* error);
+  // Launch names defined so far (written or buffered): the id the next
+  // add_launch_name gets.
+  uint32_t launch_names_defined() const;
+  // Buffers CUDA launches (needs the ops option); writes the pending names
+  // and a LAUNCHES chunk each time kRecordEventsChunkBytes are buffered. A
+  // batch holding an api outside enum gp_launch_api or a name_id not yet
+  // defined is refused whole, with nothing buffered and the writer still
+  // usable.
+  bool append_launches(const CudaLaunch* launches, size_t count, std::string* error);
+  // What the launch tracing probed (CudaRuntimeInfo); finish() writes it in
+  // one CUDA_RUNTIME chunk before STATS. Needs the ops option; the last
+  // call wins. Without a call the file has no CUDA_RUNTIME chunk (nullopt).
+  bool set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
   // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
-  // SAMPLES, SAMPLE_KERNEL_STACKS, each only when non-empty: every chunk
-  // after the definitions and data it names. The collector calls this
-  // periodically so a SIGKILL loses little.
+  // SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES, each only when
+  // non-empty: every chunk after the definitions and data it names. The
+  // collector calls this periodically so a SIGKILL loses little.
   bool flush(std::string* error);
-  // flush(), then the STATS and END chunks, then closes the file (a close
-  // error is reported). stats are stored as given.
+  // flush(), then the CUDA_RUNTIME chunk (when set_cuda_runtime was
+  // called), the STATS and END chunks, then closes the file (a close error
+  // is reported). stats are stored as given.
   bool finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
 
   // Bytes written to the file so far (the offset of the next chunk).
@@ -383,6 +438,8 @@ class RecordWriter {
   bool flush_entry_shapes(std::string* error);          // flush_shapes, flush_events first
   bool flush_entry_stacks(std::string* error);          // flush_events, flush_sample_stacks first
   bool flush_sample_kernel_stacks(std::string* error);  // flush_samples first
+  bool flush_launch_names(std::string* error);
+  bool flush_launches(std::string* error);  // flush_launch_names first
   // Lets entries_ forget the events below every entry cursor in use.
   void forget_old_entries();
 
@@ -410,6 +467,12 @@ class RecordWriter {
   uint64_t samples_written_ = 0;
   std::vector<uint8_t> pending_entry_stacks_;   // ENTRY_STACKS
   std::vector<uint8_t> pending_kernel_stacks_;  // SAMPLE_KERNEL_STACKS
+  // LAUNCH_NAMES: u32 first_id, u32 count, then names
+  std::vector<uint8_t> pending_launch_names_;
+  uint32_t pending_launch_name_count_ = 0;
+  uint32_t launch_names_defined_ = 0;
+  std::vector<uint8_t> pending_launches_;        // LAUNCHES
+  std::optional<CudaRuntimeInfo> cuda_runtime_;  // CUDA_RUNTIME, written by finish()
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "dispatcher_catalog.h"
+#include "launch_tracer.h"
 #include "launcher.h"
 #include "library_watch.h"
 #include "op_tracer.h"
@@ -70,6 +71,16 @@ class SignalGuard {
   UniqueFd fd_;
 };
 
+// Orders word sequences of any container alike, so that a map keyed by
+// vectors can be searched with a span.
+struct LexicographicLess {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
+
 class Session {
  public:
   explicit Session(const RecordConfig& config) : config_(config) {}
@@ -83,8 +94,12 @@ class Session {
   void setup_shapes(DispatcherCatalog& catalog);
   void try_attach_catch();
   void try_attach_memory();
+  void try_attach_launches(bool now = false);
+  void on_launch(const gp_launch_event& event);
+  uint32_t launch_name_id(const gp_launch_event& event);
   void try_find_undefined_tensor();
   bool needs_libc10() const;
+  bool needs_libcudart() const;
   void on_op_event(const gp_event& event, const EntryPayload& payload);
   void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words);
   std::optional<uint32_t> stack_id(const std::vector<std::string>& frames_outermost_first);
@@ -146,13 +161,22 @@ class Session {
   std::unique_ptr<PythonStackNamer> python_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
   std::map<std::vector<uint32_t>, uint32_t> stack_ids_;                 // frame ids -> stack id
-  std::map<std::vector<uint64_t>, uint32_t> stack_of_entry_words_;      // raw entry frames -> stack id
+  // Raw entry frames -> stack id; looked up by span (transparent compare).
+  std::map<std::vector<uint64_t>, uint32_t, LexicographicLess> stack_of_entry_words_;
   uint64_t entries_without_stack_ = 0;  // ENTRY events whose stack could not be captured
   uint64_t python_epoch_ns_ = 0;
   std::unique_ptr<KernelSymbols> kernel_symbols_;
   std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;  // innermost first -> stack id
   uint64_t samples_recorded_ = 0;
   std::string memory_error_;
+  // CUDA launches: probes on the target's libcudart once it is mapped.
+  std::unique_ptr<LaunchTracer> launch_tracer_;
+  std::optional<CudaRuntimeInfo> cuda_runtime_;
+  std::string launch_error_;  // why launches cannot be traced (said once)
+  uint64_t last_launch_try_ns_ = 0;
+  std::unique_ptr<NativeSymbolizer> kernel_symbolizer_;
+  std::unordered_map<uint64_t, uint32_t> launch_name_of_function_;
+  uint64_t launches_recorded_ = 0;
   int signal_fd_ = -1;
 };
 
@@ -180,6 +204,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   stats_.ops_without_exit = catalog->ops_without_exit;
   try_attach_catch();
   try_attach_memory();
+  try_attach_launches();
 
   std::fprintf(stderr,
                "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
@@ -280,6 +305,10 @@ void Session::try_find_undefined_tensor() {
   }
 }
 
+bool Session::needs_libcudart() const {
+  return config_.ops && !cuda_runtime_ && launch_error_.empty();
+}
+
 bool Session::needs_libc10() const {
   return (config_.profile_memory && !memory_attached_ && memory_error_.empty()) ||
          (shapes_ && !undefined_tensor_found_);
@@ -299,6 +328,78 @@ void Session::try_attach_memory() {
     memory_error_ = error;
     std::fprintf(stderr, "gpuprof: warning: no memory columns: %s\n", error.c_str());
   }
+}
+
+// Kernel launches are traced with the ops: once the target maps a
+// libcudart (at `import torch` in a CUDA build), looked for every 100 ms
+// (launch mode also stops the command when it maps one: `now`).
+void Session::try_attach_launches(bool now) {
+  constexpr uint64_t kRetryNs = 100'000'000;
+  if (!attached_ || !needs_libcudart()) return;
+  const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+  if (!now && now_ns - last_launch_try_ns_ < kRetryNs) return;
+  last_launch_try_ns_ = now_ns;
+  auto libcudart = find_mapped_library(target_pid_, "libcudart");
+  if (!libcudart) return;
+  std::string error;
+  auto sites = find_launch_sites(libcudart->path_for_us, &error);
+  if (sites && !launch_tracer_)
+    launch_tracer_ = LaunchTracer::load(4u << 20, [this](const gp_launch_event& e) { on_launch(e); }, &error);
+  if (!sites || !launch_tracer_ ||
+      !launch_tracer_->attach(libcudart->path_for_us, *sites, target_pid_, &error)) {
+    launch_error_ = error;
+    std::fprintf(stderr, "gpuprof: warning: no CUDA launches: %s\n", error.c_str());
+    return;
+  }
+  // The kernels' libraries are mapped by now (libtorch_cuda before the
+  // libcudart it needs): read the maps while the target surely lives.
+  kernel_symbolizer_ = std::make_unique<NativeSymbolizer>(target_pid_);
+  kernel_symbolizer_->refresh_maps();
+  cuda_runtime_ = CudaRuntimeInfo{libcudart->path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
+  std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
+               libcudart->path_in_target.c_str());
+}
+
+// Kernel names are interned per host function: the symbol that starts at
+// the launched function pointer, demangled whole as CUPTI names kernels.
+uint32_t Session::launch_name_id(const gp_launch_event& event) {
+  const uint64_t key = event.api == GP_LAUNCH_GRAPH ? 0 : event.function;
+  if (auto it = launch_name_of_function_.find(key); it != launch_name_of_function_.end())
+    return it->second;
+  std::string name;
+  if (event.api == GP_LAUNCH_GRAPH) {
+    name = "[CUDA graph]";
+  } else if (auto symbol = kernel_symbolizer_->function_starting_at(event.function)) {
+    name = *symbol;
+  } else {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(event.function));
+    name = std::string("[unknown kernel ") + hex + "]";
+  }
+  const uint32_t id = writer_->launch_names_defined();
+  std::string err;
+  if (!writer_->add_launch_name(name, &err)) write_failed(err);
+  launch_name_of_function_.emplace(key, id);
+  return id;
+}
+
+void Session::on_launch(const gp_launch_event& event) {
+  if (!writer_ || !write_error_.empty()) return;
+  CudaLaunch launch;
+  launch.ts_ns = event.ts_ns;
+  launch.function = event.function;
+  launch.stream = event.stream;
+  std::copy(std::begin(event.grid), std::end(event.grid), launch.grid);
+  std::copy(std::begin(event.block), std::end(event.block), launch.block);
+  launch.tid = event.tid;
+  launch.api = event.api;
+  launch.name_id = launch_name_id(event);
+  std::string err;
+  if (!write_error_.empty()) return;
+  if (writer_->append_launches(&launch, 1, &err))
+    launches_recorded_++;
+  else
+    write_failed(err);
 }
 
 void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
@@ -325,13 +426,13 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
 // Nested ops of one Python call carry the same frames: the raw words are
 // interned first, so most entries cost one lookup.
 void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words) {
-  std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
-  auto known = stack_of_entry_words_.find(key);
+  auto known = stack_of_entry_words_.find(frame_words);  // no copy of the words: most are known
   if (known == stack_of_entry_words_.end()) {
     std::vector<std::string> frames = python_->entry_stack(frame_words);
     std::reverse(frames.begin(), frames.end());  // the record keeps the outermost first
     auto id = stack_id(frames);
     if (!id) return;
+    std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
     known = stack_of_entry_words_.emplace(std::move(key), *id).first;
   }
   std::string err;
@@ -561,14 +662,20 @@ void Session::handle_child_state() {
       if (attached_) {
         try_attach_memory();
         try_find_undefined_tensor();
+        try_attach_launches(/*now=*/true);
       } else if (auto library = find_mapped_library(target_pid_, "libtorch_cpu")) {
         attach_library(target_pid_, *library);
-        // The loader may map libc10 after libtorch_cpu: stop there too, so
-        // that no allocation (or undefined tensor) of the first op is missed.
-        if (attached_ && needs_libc10()) watch_->arm("libc10.so");
       } else {
         fail("the launched command mapped a libtorch_cpu that /proc does not show");
       }
+      // The loader may map libc10 and libcudart after libtorch_cpu: stop
+      // there too, one at a time, so that no allocation (or undefined
+      // tensor) of the first op and no launch is missed. One mapped already
+      // was attached above.
+      if (attached_ && needs_libc10())
+        watch_->arm("libc10.so");
+      else if (attached_ && needs_libcudart())
+        watch_->arm("libcudart");
       kill(target_pid_, SIGCONT);
       if (!outcome_.error.empty()) stop("error");
     } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -600,8 +707,10 @@ bool Session::finish() {
   tracer_->detach();
   if (sampler_) sampler_->stop();
   double detach_ms = ms_since(detach_start);
+  if (launch_tracer_) launch_tracer_->detach();
   tracer_->consume();  // what was in flight when the probes went away
   if (sampler_) sampler_->consume();
+  if (launch_tracer_) launch_tracer_->consume();
   if (!writer_) return false;
   if (shapes_) {
     bool was_calibrated = shapes_->calibrated();
@@ -617,6 +726,10 @@ bool Session::finish() {
   if (sampler_) stats_.samples_lost = sampler_->lost();
   stats_.stop_reason = outcome_.stop_reason;
   std::string error;
+  if (cuda_runtime_) {
+    cuda_runtime_->launches_lost = launch_tracer_->lost();
+    if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) write_failed(error);
+  }
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
@@ -625,6 +738,9 @@ bool Session::finish() {
   if (config_.sample_hz)
     memory += "; " + std::to_string(samples_recorded_) + " samples, " +
               std::to_string(stats_.samples_lost) + " lost";
+  if (cuda_runtime_)
+    memory += "; " + std::to_string(launches_recorded_) + " CUDA launches, " +
+              std::to_string(cuda_runtime_->launches_lost) + " lost";
   if (config_.with_stack && python_config_ && entries_without_stack_)
     memory += "; " + std::to_string(entries_without_stack_) + " entries without a Python stack";
   if (config_.profile_memory)
@@ -743,8 +859,10 @@ RecordOutcome Session::run() {
     retry_python();
     tracer_->consume();
     if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
+    if (launch_tracer_) launch_tracer_->consume();  // polled too: no wakeup per launch
     drain_shapes();
     try_attach_memory();
+    try_attach_launches();
     try_find_undefined_tensor();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {

@@ -127,6 +127,33 @@ struct CpuSample {
   bool operator==(const CpuSample&) const = default;
 };
 
+// One CUDA kernel launch (bpf/events.h, struct gp_launch_event): a call of
+// a launch entry point of the target's libcudart on thread tid at ts_ns.
+// name_id indexes Recording::launch_names: the demangled symbol of the
+// host-side kernel function ("void at::native::vectorized_elementwise_kernel<...>(...)"),
+// "[CUDA graph]" for graph launches, or "[unknown kernel 0x...]".
+struct CudaLaunch {
+  uint64_t ts_ns = 0;
+  uint64_t function = 0;  // host-side kernel function, or the cudaGraphExec_t
+  uint64_t stream = 0;    // cudaStream_t (0: the legacy default stream)
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t tid = 0;
+  uint16_t api = 0;  // enum gp_launch_api (GP_LAUNCH_KERNEL ...)
+  uint32_t name_id = 0;
+  bool operator==(const CudaLaunch&) const = default;
+};
+
+// What the launch tracing saw: the libcudart it probed (empty: none was
+// mapped while recording, so no launch could be seen), how many of its
+// entry points, and how many launches the ring buffer dropped.
+struct CudaRuntimeInfo {
+  std::string libcudart_path;  // as the target maps it
+  uint32_t entry_points = 0;
+  uint64_t launches_lost = 0;
+  bool operator==(const CudaRuntimeInfo&) const = default;
+};
+
 struct Recording {
   uint32_t format_version = 0;
   ProcessInfo process;
@@ -159,6 +186,11 @@ struct Recording {
   // Kernel stacks of samples (by index in `samples`, ascending); in-kernel
   // samples that are not here have no known kernel stack.
   std::vector<SampleKernelStack> sample_kernel_stacks;
+  // CUDA kernel launches (op tracing on, once the target maps libcudart):
+  // in the order each thread made them; names interned in launch_names.
+  std::vector<CudaLaunch> launches;
+  std::vector<std::string> launch_names;
+  std::optional<CudaRuntimeInfo> cuda_runtime;  // present when libcudart was probed
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

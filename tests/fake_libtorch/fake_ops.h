@@ -28,4 +28,19 @@ struct cuda_step {
   static long call(long step);  // 3 MiB + 1 MiB, frees the 1 MiB, reports 512 KiB itself
 };
 
+
+// fake_cuda_launch.cpp: kernel launches through the real libcudart.
+struct cuda_add {
+  static int call(int launches);  // launches scale_kernel<float> `launches` times
+};
+struct cuda_linear {
+  static int call(int adds);  // cuda_add(adds), then one reduce_kernel (cudaLaunchKernelExC)
+};
+struct cuda_replay {
+  static int call(int graph);  // one cudaGraphLaunch
+};
+struct cuda_launch_errors {
+  static int call(int);  // launches that returned neither success nor "insufficient driver"
+};
+
 }  // namespace at::_ops

@@ -2579,5 +2579,581 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedStacks) {
   EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{0, 1}}));
 }
 
+// ---- CUDA kernel launches (traced with the ops) ----
+
+// A LAUNCH_NAMES payload: names numbered from first_id.
+Bytes launch_names_payload(uint32_t first_id, const std::vector<std::string>& names) {
+  Bytes b;
+  b.u32(first_id).u32(static_cast<uint32_t>(names.size()));
+  for (const std::string& n : names) b.str(n);
+  return b;
+}
+// A LAUNCHES payload: 64 bytes a launch, reserved fields 0.
+Bytes launches_payload(const std::vector<CudaLaunch>& launches) {
+  Bytes b;
+  for (const CudaLaunch& l : launches) {
+    b.u64(l.ts_ns).u64(l.function).u64(l.stream);
+    for (uint32_t g : l.grid) b.u32(g);
+    for (uint32_t k : l.block) b.u32(k);
+    b.u32(l.tid).put(l.api).put(uint16_t{0}).u32(l.name_id).u32(0);
+  }
+  return b;
+}
+Bytes cuda_runtime_payload(const CudaRuntimeInfo& c) {
+  return Bytes().str(c.libcudart_path).u32(c.entry_points).u64(c.launches_lost);
+}
+// The STATS payload of sample_stats().
+Bytes sample_stats_payload() {
+  RecordStats s = sample_stats();
+  Bytes b;
+  b.u64(s.events_recorded).u64(s.events_lost).u32(s.entry_probes).u32(s.exit_probes);
+  b.u32(s.ops_without_exit).str(s.stop_reason).u64(s.mem_events_lost).u64(s.shapes_unknown);
+  return b.str(s.tensor_layout).u64(s.samples_lost);
+}
+CudaRuntimeInfo sample_cuda_runtime() {
+  return {"/usr/local/cuda/lib64/libcudart.so.12.1.105", 6, 3};
+}
+// n launches over `names` names, distinct per `seed`, of every api.
+std::vector<CudaLaunch> make_launches(size_t n, uint32_t names, uint32_t seed = 0) {
+  std::vector<CudaLaunch> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t k = static_cast<uint32_t>(i);
+    v[i] = {8'000'000'000ULL + seed * 1000003ULL + i * 101,
+            0x7f1200000000ULL + (k % 7) * 0x40,
+            i % 4 == 0 ? 0 : 0x55550000ULL + seed,
+            {k % 1024 + 1, 2, 1},
+            {128, seed % 4 + 1, 1},
+            200 + seed + k % 2,
+            static_cast<uint16_t>(k % 3 + 1),
+            (k * 5 + seed) % names};
+  }
+  return v;
+}
+
+TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
+  // A flush writes LAUNCH_NAMES, then LAUNCHES, after every other chunk;
+  // finish() writes CUDA_RUNTIME right before STATS.
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err))
+      << err;
+  std::vector<gp_event> ev = make_events(3);
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  std::vector<CpuSample> samples = {{10, 7, 0, true}};
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(w.append_sample_kernel_stack(0, 0, &err)) << err;
+  EXPECT_EQ(w.launch_names_defined(), 0u);
+  ASSERT_TRUE(w.add_launch_name("void at::native::kernel<float>(float*)", &err)) << err;
+  ASSERT_TRUE(w.add_launch_name("[CUDA graph]", &err)) << err;
+  EXPECT_EQ(w.launch_names_defined(), 2u);
+  std::vector<CudaLaunch> launches = {
+      {100, 0x7f0000001000, 0, {4, 1, 1}, {256, 1, 1}, 7, GP_LAUNCH_KERNEL, 0},
+      {200, 0x5500aa00, 0x7f00beef, {0, 0, 0}, {0, 0, 0}, 8, GP_LAUNCH_GRAPH, 1},
+      {300, 0x7f0000001000, 0x7f00beef, {1, 2, 3}, {32, 4, 2}, 7, GP_LAUNCH_KERNEL_EXC, 0}};
+  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  std::vector<uint8_t> expect = v2_sampled_prefix(0, 99);
+  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect =
+      cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"[k] do_syscall_64"})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}})));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 0}})));
+  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+                                launch_names_payload(0, {"void at::native::kernel<float>(float*)",
+                                                         "[CUDA graph]"})));
+  expect = cat(expect, chunk_of(ChunkType::LAUNCHES, launches_payload(launches)));
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+  // The launch layout by offset: ts, function, stream, grid, block, tid, api,
+  // reserved, name_id, reserved.
+  const size_t second = expect.size() - 64 * 2;
+  uint16_t api;
+  uint32_t name_id, grid0;
+  std::memcpy(&api, &expect[second + 52], 2);
+  std::memcpy(&name_id, &expect[second + 56], 4);
+  std::memcpy(&grid0, &expect[second + 64 + 24], 4);
+  EXPECT_EQ(api, GP_LAUNCH_GRAPH);
+  EXPECT_EQ(name_id, 1u);
+  EXPECT_EQ(grid0, 1u);
+  // Names only: the next ids, and no LAUNCHES chunk. The last CUDA runtime
+  // set wins.
+  ASSERT_TRUE(w.add_launch_name("[unknown kernel 0x1234]", &err)) << err;
+  CudaRuntimeInfo first{"/old/libcudart.so", 1, 0};
+  ASSERT_TRUE(w.set_cuda_runtime(first, &err)) << err;
+  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+                                launch_names_payload(2, {"[unknown kernel 0x1234]"})));
+  expect =
+      cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
+  expect = cat(expect, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
+  EXPECT_EQ(read_bytes(path_), expect);
+  auto rec = read_recording_bytes(expect, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->launches, launches);
+  EXPECT_EQ(rec->launch_names,
+            (std::vector<std::string>{"void at::native::kernel<float>(float*)", "[CUDA graph]",
+                                      "[unknown kernel 0x1234]"}));
+  ASSERT_TRUE(rec->cuda_runtime.has_value());
+  EXPECT_EQ(*rec->cuda_runtime, sample_cuda_runtime());
+  EXPECT_EQ(rec->stats, sample_stats());
+  EXPECT_EQ(rec->samples, samples);
+}
+
+TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  std::vector<std::string> names;
+  std::vector<CudaLaunch> all;
+  auto define = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      EXPECT_EQ(w.launch_names_defined(), names.size());
+      names.push_back("void ns::kernel_" + std::to_string(names.size()) + "<float>(float*)");
+      ASSERT_TRUE(w.add_launch_name(names.back(), &err)) << err;
+    }
+  };
+  auto launch = [&](size_t n, uint32_t seed) {
+    std::vector<CudaLaunch> l = make_launches(n, static_cast<uint32_t>(names.size()), seed);
+    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    all.insert(all.end(), l.begin(), l.end());
+  };
+  std::vector<gp_event> ev = make_events(6);
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  define(3);
+  launch(10, 0);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  define(2);  // ids 3, 4: defined in a later flush
+  launch(5, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(w.append_launches(nullptr, 0, &err)) << err;
+  const uint64_t idle = w.bytes_written();
+  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  EXPECT_EQ(w.bytes_written(), idle);
+  // 2500 launches: two full chunks of 1024 go out at once (with the pending
+  // names before them), 452 stay buffered.
+  define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
+  const uint64_t before = w.bytes_written();
+  launch(2500, 2);
+  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
+  EXPECT_EQ(w.bytes_written(),
+            before + names_chunk + 2 * (kRecordChunkHeaderSize + kRecordEventsChunkBytes));
+  // Enough name definitions to go out on their own (64 KiB) without a flush.
+  const uint64_t before_names = w.bytes_written();
+  define(2500);
+  EXPECT_GT(w.bytes_written(), before_names);
+  launch(100, 3);
+  EXPECT_EQ(w.launch_names_defined(), names.size());
+  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 11, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_TRUE(same_events(rec->events, ev));
+  EXPECT_EQ(rec->launch_names, names);
+  ASSERT_EQ(rec->launches.size(), all.size());
+  EXPECT_EQ(rec->launches, all);
+  ASSERT_TRUE(rec->cuda_runtime.has_value());
+  EXPECT_EQ(*rec->cuda_runtime, sample_cuda_runtime());
+  EXPECT_EQ(rec->stats, sample_stats());
+  // Every api and every name id survive.
+  size_t graphs = 0;
+  for (const CudaLaunch& l : rec->launches) graphs += l.api == GP_LAUNCH_GRAPH;
+  EXPECT_GT(graphs, 0u);
+  EXPECT_LT(graphs, all.size());
+  // The in-memory reader agrees.
+  auto mem = read_recording_bytes(read_bytes(path_), &err);
+  ASSERT_TRUE(mem.has_value()) << err;
+  EXPECT_EQ(mem->launches, all);
+}
+
+TEST_F(RecordFileTest, LaunchesWithoutCudaRuntimeReadAsNullopt) {
+  std::string err;
+  {
+    RecordWriter w = must_create();
+    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+    ASSERT_TRUE(w.add_launch_name("k", &err)) << err;
+    std::vector<CudaLaunch> l = make_launches(4, 1);
+    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  }
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->launches, make_launches(4, 1));
+  EXPECT_EQ(rec->launch_names, std::vector<std::string>{"k"});
+  EXPECT_EQ(rec->cuda_runtime, std::nullopt);
+  // Nor does a recording without launches, or a file without any of the
+  // three chunks (an earlier version 2 build's).
+  auto bare = read_recording_bytes(v2_prefix(0), &err, "f");
+  ASSERT_TRUE(bare.has_value()) << err;
+  EXPECT_TRUE(bare->launches.empty() && bare->launch_names.empty());
+  EXPECT_EQ(bare->cuda_runtime, std::nullopt);
+  // A CUDA runtime that probed nothing (no libcudart mapped) is still there.
+  auto empty = read_recording_bytes(
+      cat(v2_prefix(0), chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))), &err, "f");
+  ASSERT_TRUE(empty.has_value()) << err;
+  ASSERT_TRUE(empty->cuda_runtime.has_value());
+  EXPECT_EQ(*empty->cuda_runtime, CudaRuntimeInfo{});
+  // Types 16..18 meant nothing in version 1: skipped like any unknown chunk.
+  std::vector<uint8_t> v1 = encode_record_header(1);
+  v1 = cat(v1, chunk_of(ChunkType::PROCESS, process_payload()));
+  v1 = cat(v1, chunk_of(ChunkType::CLOCK, clock_payload()));
+  v1 = cat(v1, chunk_of(ChunkType::OP_TABLE, ops_payload({}, 1)));
+  v1 = cat(v1, chunk_of(ChunkType::LAUNCH_NAMES, std::vector<uint8_t>{1}));
+  v1 = cat(v1, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{2}));
+  v1 = cat(v1, chunk_of(ChunkType::CUDA_RUNTIME, std::vector<uint8_t>{3}));
+  auto old = read_recording_bytes(v1, &err, "old");
+  ASSERT_TRUE(old.has_value()) << err;
+  EXPECT_TRUE(old->launches.empty() && old->launch_names.empty());
+  EXPECT_EQ(old->cuda_runtime, std::nullopt);
+}
+
+TEST_F(RecordFileTest, WriterRefusesLaunchesTheReaderWouldReject) {
+  std::string err;
+  CudaLaunch l = make_launches(1, 1)[0];
+  RecordWriter w = must_create();
+  EXPECT_FALSE(w.add_launch_name("a", &err));
+  EXPECT_EQ(err, path_ + ": add_launch_name called out of order (internal error)");
+  EXPECT_FALSE(w.append_launches(&l, 1, &err));
+  EXPECT_EQ(err, path_ + ": append_launches called out of order (internal error)");
+  EXPECT_FALSE(w.set_cuda_runtime(sample_cuda_runtime(), &err));
+  EXPECT_EQ(err, path_ + ": set_cuda_runtime called out of order (internal error)");
+  // A --no-ops recording has no launches.
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+      << err;
+  EXPECT_FALSE(w.add_launch_name("a", &err));
+  EXPECT_EQ(err, path_ +
+                     ": not defining launch name 0: the recording was begun without ops (no-ops "
+                     "option)");
+  EXPECT_EQ(w.launch_names_defined(), 0u);
+  EXPECT_FALSE(w.append_launches(&l, 1, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording launches: the recording was begun without ops (no-ops "
+                     "option)");
+  EXPECT_FALSE(w.set_cuda_runtime(sample_cuda_runtime(), &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording the CUDA runtime: the recording was begun without ops "
+                     "(no-ops option)");
+  ASSERT_TRUE(w.append_launches(&l, 0, &err)) << err;  // an empty batch is fine
+  // Still usable: samples go on, and nothing of the launches reaches the file.
+  ASSERT_TRUE(w.add_sample_frame("f", &err)) << err;
+  CpuSample s{1, 2, 0, false};
+  ASSERT_TRUE(w.append_samples(&s, 1, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->launches.empty() && rec->launch_names.empty());
+  EXPECT_EQ(rec->cuda_runtime, std::nullopt);
+  EXPECT_EQ(rec->samples, std::vector<CpuSample>{s});
+
+  // With ops: a bad api or an undefined name_id refuses the whole batch.
+  std::string path2 = dir_ + "/launches.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  const uint64_t begun = w2->bytes_written();
+  l.name_id = 0;
+  EXPECT_FALSE(w2->append_launches(&l, 1, &err));
+  EXPECT_EQ(err, path2 +
+                     ": not recording launch 0 of the batch: name_id 0, but 0 launch names "
+                     "are defined");
+  ASSERT_TRUE(w2->add_launch_name("a", &err)) << err;
+  ASSERT_TRUE(w2->add_launch_name("b", &err)) << err;
+  std::vector<CudaLaunch> batch = make_launches(3, 2);
+  batch[1].api = 0;
+  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 0 (expected 1..3)");
+  batch[1].api = 4;
+  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 4 (expected 1..3)");
+  batch[1].api = GP_LAUNCH_GRAPH;
+  batch[2].name_id = 2;
+  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 +
+                     ": not recording launch 2 of the batch: name_id 2, but 2 launch names "
+                     "are defined");
+  // Nothing of the refused batches was buffered: a flush writes the names
+  // alone.
+  ASSERT_TRUE(w2->flush(&err)) << err;
+  EXPECT_EQ(w2->bytes_written(), begun + kRecordChunkHeaderSize + 8 + 2 * (4 + 1));
+  auto part = read_recording(path2, &err);
+  ASSERT_TRUE(part.has_value()) << err;
+  EXPECT_TRUE(part->launches.empty());
+  EXPECT_EQ(part->launch_names, (std::vector<std::string>{"a", "b"}));
+  // ... and the writer is still usable.
+  ASSERT_TRUE(w2->add_launch_name("c", &err)) << err;
+  ASSERT_TRUE(w2->append_launches(batch.data(), batch.size(), &err)) << err;
+  ASSERT_TRUE(w2->set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->launches, batch);
+  EXPECT_EQ(rec->launch_names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(rec->cuda_runtime, sample_cuda_runtime());
+}
+
+TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
+  std::string err;
+  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
+    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+    EXPECT_EQ(err, want);
+  };
+  auto at = [](const std::vector<uint8_t>& before) {
+    return " at offset " + std::to_string(before.size()) + ": ";
+  };
+  const std::vector<uint8_t> prefix = v2_prefix(0);
+  const std::vector<CudaLaunch> one = {
+      {1, 0x1000, 0, {1, 1, 1}, {32, 1, 1}, 7, GP_LAUNCH_KERNEL, 0}};
+  // All three need the ops: refused in a --no-ops recording, sampled or not.
+  for (const std::vector<uint8_t>& no_ops : {v2_prefix(8), v2_sampled_prefix(8, 49)}) {
+    expect_error(cat(no_ops, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
+                 "f: corrupt chunk 5 (LAUNCHES)" + at(no_ops) +
+                     "LAUNCHES chunk in a recording without ops (the no-ops option)");
+    expect_error(cat(no_ops, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a"}))),
+                 "f: corrupt chunk 5 (LAUNCH_NAMES)" + at(no_ops) +
+                     "LAUNCH_NAMES chunk in a recording without ops (the no-ops option)");
+    expect_error(
+        cat(no_ops, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime()))),
+        "f: corrupt chunk 5 (CUDA_RUNTIME)" + at(no_ops) +
+            "CUDA_RUNTIME chunk in a recording without ops (the no-ops option)");
+  }
+  // ... and come after the mandatory chunks, before STATS.
+  std::vector<uint8_t> no_options = v2_prefix(0);
+  no_options.resize(no_options.size() - 20);
+  expect_error(cat(no_options, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (LAUNCHES)" + at(no_options) +
+                   "LAUNCHES chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect_error(cat(with_stats, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {}))),
+               "f: corrupt chunk 6 (LAUNCH_NAMES)" + at(with_stats) +
+                   "LAUNCH_NAMES chunk after the STATS chunk");
+  expect_error(cat(with_stats,
+                   chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime()))),
+               "f: corrupt chunk 6 (CUDA_RUNTIME)" + at(with_stats) +
+                   "CUDA_RUNTIME chunk after the STATS chunk");
+  // LAUNCH_NAMES: sequential ids, a count that fits, exact length.
+  auto names_file = [&](const Bytes& payload) {
+    return cat(prefix, chunk_of(ChunkType::LAUNCH_NAMES, payload));
+  };
+  const std::string n5 = "f: corrupt chunk 5 (LAUNCH_NAMES)" + at(prefix);
+  expect_error(names_file(launch_names_payload(1, {"a"})),
+               n5 + "first_id 1, but 0 launch names are defined");
+  const std::vector<uint8_t> two = names_file(launch_names_payload(0, {"a", "b"}));
+  const std::string n6 = "f: corrupt chunk 6 (LAUNCH_NAMES)" + at(two);
+  expect_error(cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"c"}))),
+               n6 + "first_id 0, but 2 launch names are defined");
+  expect_error(cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(3, {"c"}))),
+               n6 + "first_id 3, but 2 launch names are defined");
+  auto three = read_recording_bytes(
+      cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"c"}))), &err, "f");
+  ASSERT_TRUE(three.has_value()) << err;
+  EXPECT_EQ(three->launch_names, (std::vector<std::string>{"a", "b", "c"}));
+  expect_error(names_file(Bytes().u32(0).u32(2).str("a")),
+               n5 + "launch name count 2 does not fit the payload");
+  expect_error(names_file(Bytes().u32(0).u32(1).u32(5).u32(0)), n5 + "payload too short");
+  expect_error(names_file(Bytes().u32(0)), n5 + "payload too short");
+  expect_error(names_file(launch_names_payload(0, {"a"}).u32(0)),
+               n5 + "4 unexpected trailing payload bytes");
+  // LAUNCHES: whole 64-byte launches of a known api, naming defined names,
+  // reserved fields 0.
+  auto launches_file = [&](const std::vector<uint8_t>& payload) {
+    return cat(two, chunk_of(ChunkType::LAUNCHES, payload));
+  };
+  const std::string l6 = "f: corrupt chunk 6 (LAUNCHES)" + at(two);
+  std::vector<CudaLaunch> good = make_launches(3, 2);
+  auto ok = read_recording_bytes(launches_file(launches_payload(good).b), &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->launches, good);
+  // Launches before their names.
+  expect_error(cat(prefix, chunk_of(ChunkType::LAUNCHES, launches_payload(one))),
+               "f: corrupt chunk 5 (LAUNCHES)" + at(prefix) +
+                   "launch 0 has name_id 0, but 0 launch names are defined");
+  const std::vector<uint8_t> early =
+      cat(prefix, chunk_of(ChunkType::LAUNCHES, launches_payload(one)));
+  expect_error(cat(early, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a"}))),
+               "f: corrupt chunk 5 (LAUNCHES)" + at(prefix) +
+                   "launch 0 has name_id 0, but 0 launch names are defined");
+  // A name_id out of range.
+  std::vector<CudaLaunch> bad = good;
+  bad[1].name_id = 2;
+  expect_error(launches_file(launches_payload(bad).b),
+               l6 + "launch 1 has name_id 2, but 2 launch names are defined");
+  bad[1].name_id = UINT32_MAX;
+  expect_error(launches_file(launches_payload(bad).b),
+               l6 + "launch 1 has name_id 4294967295, but 2 launch names are defined");
+  // A bad api.
+  bad = good;
+  for (uint16_t api : {uint16_t{0}, uint16_t{4}, uint16_t{0xffff}}) {
+    bad[2].api = api;
+    expect_error(launches_file(launches_payload(bad).b),
+                 l6 + "launch 2 has api " + std::to_string(api) + " (expected 1..3)");
+  }
+  // Non-zero reserved fields (bytes 54..55 and 60..63 of a launch).
+  std::vector<uint8_t> reserved = launches_payload(good).b;
+  reserved[64 + 55] = 0x80;
+  expect_error(launches_file(reserved),
+               l6 + "launch 1 has reserved field 0x8000 at byte 54 (must be 0)");
+  reserved = launches_payload(good).b;
+  reserved[2 * 64 + 60] = 1;
+  expect_error(launches_file(reserved),
+               l6 + "launch 2 has reserved field 0x1 at byte 60 (must be 0)");
+  reserved = launches_payload(good).b;
+  reserved[63] = 0xff;
+  expect_error(launches_file(reserved),
+               l6 + "launch 0 has reserved field 0xff000000 at byte 60 (must be 0)");
+  // Not a whole number of launches.
+  expect_error(launches_file(std::vector<uint8_t>(65, 0)),
+               l6 + "payload of 65 bytes is not a whole number of 64-byte launches");
+  std::vector<uint8_t> short_launch = launches_payload(good).b;
+  short_launch.pop_back();
+  expect_error(launches_file(short_launch),
+               l6 + "payload of 191 bytes is not a whole number of 64-byte launches");
+  // CUDA_RUNTIME: at most once, exact length.
+  const std::vector<uint8_t> runtime =
+      cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
+  auto rt = read_recording_bytes(runtime, &err, "f");
+  ASSERT_TRUE(rt.has_value()) << err;
+  EXPECT_EQ(rt->cuda_runtime, sample_cuda_runtime());
+  expect_error(cat(runtime, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))),
+               "f: corrupt chunk 6 (CUDA_RUNTIME)" + at(runtime) + "duplicate CUDA_RUNTIME chunk");
+  const std::string r5 = "f: corrupt chunk 5 (CUDA_RUNTIME)" + at(prefix);
+  expect_error(cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, Bytes().str("x").u32(6))),
+               r5 + "payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, Bytes().u32(100).u32(6).u64(0))),
+               r5 + "payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME,
+                                    cuda_runtime_payload(sample_cuda_runtime()).u32(0))),
+               r5 + "4 unexpected trailing payload bytes");
+  // Empty LAUNCH_NAMES and LAUNCHES chunks are valid.
+  auto empty = read_recording_bytes(cat(names_file(launch_names_payload(0, {})),
+                                        chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
+                                    &err, "f");
+  ASSERT_TRUE(empty.has_value()) << err;
+  EXPECT_TRUE(empty->launches.empty() && empty->launch_names.empty());
+}
+
+// Cut a recording with launches at every byte: exactly the names and
+// launches of the complete chunks, never a launch naming a missing name; a
+// torn LAUNCHES chunk is reported and ignored; CUDA_RUNTIME only once its
+// chunk is complete.
+TEST_F(RecordFileTest, EveryTruncationOfARecordingWithLaunches) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  const uint64_t mandatory_end = w.bytes_written();
+  for (uint32_t round = 0; round < 4; ++round) {
+    for (uint32_t i = 0; i < round + 1; ++i)
+      ASSERT_TRUE(w.add_launch_name("k" + std::to_string(w.launch_names_defined()), &err)) << err;
+    std::vector<gp_event> ev = make_events(3, round);
+    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    std::vector<CudaLaunch> l = make_launches(2 + round, w.launch_names_defined(), round);
+    l.back().name_id = w.launch_names_defined() - 1;  // the newest name
+    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    if (round != 1) {
+      ASSERT_TRUE(w.flush(&err)) << err;
+    }
+  }
+  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto full = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(full.has_value()) << err;
+  ASSERT_EQ(full->launch_names.size(), 10u);
+  ASSERT_EQ(full->launches.size(), 14u);
+  ASSERT_EQ(full->events.size(), 12u);
+  EXPECT_EQ(full->cuda_runtime, sample_cuda_runtime());
+
+  // What every chunk boundary holds, from the chunk headers.
+  struct Boundary {
+    uint64_t end;
+    size_t events, names, launches;
+    bool runtime;
+  };
+  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, false}};
+  uint64_t second_launches = 0;  // offset of the second LAUNCHES chunk
+  for (uint64_t off = mandatory_end; off < file.size();) {
+    uint32_t type, len, count = 0;
+    std::memcpy(&type, &file[off], 4);
+    std::memcpy(&len, &file[off + 4], 4);
+    Boundary b = bounds.back();
+    b.end = off + 16 + len;
+    switch (static_cast<ChunkType>(type)) {
+      case ChunkType::EVENTS:
+        b.events += len / 32;
+        break;
+      case ChunkType::LAUNCH_NAMES:
+        std::memcpy(&count, &file[off + 20], 4);
+        b.names += count;
+        break;
+      case ChunkType::LAUNCHES:
+        if (b.launches > 0 && second_launches == 0) second_launches = off;
+        b.launches += len / 64;
+        break;
+      case ChunkType::CUDA_RUNTIME:
+        b.runtime = true;
+        break;
+      default:
+        break;
+    }
+    bounds.push_back(b);
+    off = b.end;
+  }
+  ASSERT_EQ(bounds.size(), 1u + 3 * 3 + 3);  // 3 flushes of 3 chunks, CUDA_RUNTIME, STATS, END
+  ASSERT_GT(second_launches, 0u);
+  for (size_t len = mandatory_end; len < file.size(); ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    ASSERT_TRUE(rec.has_value()) << err;
+    EXPECT_FALSE(rec->complete);
+    Boundary last = bounds.front();
+    for (const Boundary& b : bounds)
+      if (b.end <= len) last = b;
+    EXPECT_EQ(rec->events.size(), last.events);
+    EXPECT_EQ(rec->launch_names, std::vector<std::string>(full->launch_names.begin(),
+                                                          full->launch_names.begin() + last.names));
+    EXPECT_EQ(rec->launches, std::vector<CudaLaunch>(full->launches.begin(),
+                                                     full->launches.begin() + last.launches));
+    EXPECT_EQ(rec->cuda_runtime.has_value(), last.runtime);
+    for (const CudaLaunch& l : rec->launches) EXPECT_LT(l.name_id, rec->launch_names.size());
+    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
+    if (len > last.end)
+      reason += "; ignored " + std::to_string(len - last.end) +
+                " bytes of a torn chunk at offset " + std::to_string(last.end);
+    EXPECT_EQ(rec->incomplete_reason, reason);
+  }
+  // Cut inside the second LAUNCHES chunk: the launches of the first chunk.
+  const size_t cut = second_launches + 16 + 64 + 10;
+  auto torn = read_recording_bytes(std::span(file.data(), cut), &err, "f");
+  ASSERT_TRUE(torn.has_value()) << err;
+  EXPECT_FALSE(torn->complete);
+  EXPECT_EQ(torn->launches,
+            std::vector<CudaLaunch>(full->launches.begin(), full->launches.begin() + 2));
+  EXPECT_EQ(torn->incomplete_reason,
+            "no END chunk: the recorder did not finish (was it killed?); ignored " +
+                std::to_string(16 + 64 + 10) + " bytes of a torn chunk at offset " +
+                std::to_string(second_launches));
+  // And any single flipped byte: a clear error or an incomplete recording.
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> flipped = file;
+    flipped[i] ^= 0xff;
+    auto rec = read_recording_bytes(flipped, &err, "f");
+    if (rec) {
+      EXPECT_FALSE(rec->complete) << "byte " << i;
+      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
+    } else {
+      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpuprof

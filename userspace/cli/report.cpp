@@ -6,6 +6,7 @@
 
 #include "aggregator.h"
 #include "folded_stacks.h"
+#include "launch_table.h"
 #include "record_file.h"
 
 namespace gpuprof::cli {
@@ -103,16 +104,24 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
                      "this build yet")
       ->capture_default_str()
       ->needs(folded);
+  CLI::Option* launches = report->add_flag(
+      "--launches", options.launches,
+      "print the CUDA kernel launches per op (op, kernel, launch API, count) instead of the table; "
+      "--row-limit applies; see docs/cuda.md");
   // The table's options mean nothing for stacks: refuse rather than ignore.
   for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
     folded->excludes(report->get_option(table_only));
+  for (const char* table_only : {"--sort-by", "--group-by-input-shape", "--group-by-stack-n"})
+    launches->excludes(report->get_option(table_only));
+  launches->excludes(folded);
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
       "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
       "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n"
       "  gpuprof report run.gpuprof --group-by-stack-n 5 --sort-by self_cpu_time_total\n"
-      "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n");
+      "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n"
+      "  gpuprof report run.gpuprof --launches --row-limit 20\n");
 }
 
 int run_report(const ReportOptions& options) {
@@ -148,6 +157,11 @@ int run_report(const ReportOptions& options) {
     return 2;
   }
   if (metric) return print_folded(*recording, *metric);
+  if (options.launches) {
+    const std::string text = format_launch_table(summarize_launches(*recording), options.row_limit);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
   if (options.group_by_input_shape && !recording->options.shapes) {
     std::fprintf(stderr,
                  "gpuprof: error: %s has no input shapes: record with --record-shapes to group by "
@@ -185,6 +199,9 @@ int run_report(const ReportOptions& options) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::string notes = format_profile_notes(profile) +
                       format_recording_notes(*recording, profile, options.group_by_input_shape);
+  if (recording->cuda_runtime)
+    notes += std::to_string(recording->launches.size()) + " CUDA kernel launches: gpuprof report " +
+             options.input_path + " --launches lists them per op\n";
   std::fwrite(notes.data(), 1, notes.size(), stdout);
   std::fflush(stdout);
   return 0;

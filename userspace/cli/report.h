@@ -21,6 +21,8 @@ struct ReportOptions {
   // report only: folded stacks instead of the table (docs/folded.md).
   bool folded = false;
   std::string metric = "self_cpu_time";
+  // report only: CUDA kernel launches per op instead of the table (docs/cuda.md).
+  bool launches = false;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * launch_tracer.bpf.c: CUDA kernel launches of one process.
+ *
+ * Entry probes (uprobe_multi, cookie = enum gp_launch_api, filtered to the
+ * target's pid by the link) on the launch entry points of the target's
+ * libcudart. Per launch: thread, time, the host-side kernel function (whose
+ * symbol names the kernel), grid and block dimensions and stream, read from
+ * the x86-64 SysV arguments at the first instruction. The operator that
+ * launched it comes later from the op timeline (same clock, same thread).
+ * Entry probes only, as everywhere in gpuprof: no return probes.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by userspace once every site is in place, cleared before detach. */
+__u32 tracing_on = 0;
+__u64 launches_lost = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by userspace before load */
+} launches SEC(".maps");
+
+/* dim3 {x, y, z} passed by value: x and y in one register, z in the next. */
+static __always_inline void dims_from_registers(__u32 *dims, __u64 xy, __u64 z)
+{
+	dims[0] = (__u32)xy;
+	dims[1] = (__u32)(xy >> 32);
+	dims[2] = (__u32)z;
+}
+
+SEC("uprobe")
+int on_launch(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	struct gp_launch_event *e;
+	/* Read every argument register up front (see op_tracer.bpf.c). */
+	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx),
+	      p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), sp = PT_REGS_SP(ctx);
+
+	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p4), "+r"(p5), "+r"(sp));
+
+	if (!tracing_on)
+		return 0;
+	e = bpf_ringbuf_reserve(&launches, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&launches_lost, 1);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->api = (__u16)api;
+	if (api == GP_LAUNCH_KERNEL) {
+		/*
+		 * cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
+		 *                  void **args, size_t smem, cudaStream_t stream):
+		 * func rdi, grid rsi:rdx, block rcx:r8, args r9, then the stack
+		 * (at entry, rsp points at the return address): smem, stream.
+		 */
+		e->function = p1;
+		dims_from_registers(e->grid, p2, p3);
+		dims_from_registers(e->block, p4, p5);
+		if (bpf_probe_read_user(&e->stream, 8, (void *)(sp + 16)))
+			e->stream = 0;
+	} else if (api == GP_LAUNCH_KERNEL_EXC) {
+		/*
+		 * cudaLaunchKernelExC(const cudaLaunchConfig_t *config,
+		 *                     const void *func, void **args);
+		 * config: dim3 gridDim @0, dim3 blockDim @12, size_t smem @24,
+		 * cudaStream_t stream @32.
+		 */
+		e->function = p2;
+		if (bpf_probe_read_user(e->grid, 24, (void *)p1) ||
+		    bpf_probe_read_user(&e->stream, 8, (void *)(p1 + 32))) {
+			__builtin_memset(e->grid, 0, sizeof(e->grid));
+			__builtin_memset(e->block, 0, sizeof(e->block));
+			e->stream = 0;
+		}
+	} else if (api == GP_LAUNCH_GRAPH) {
+		/* cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) */
+		e->function = p1;
+		e->stream = p2;
+	}
+	/* Userspace polls this ring on its loop's timer: no wakeup per launch. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}

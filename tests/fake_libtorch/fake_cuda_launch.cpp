@@ -1,0 +1,88 @@
+// fake_cuda_launch.cpp: dispatcher-shaped ops that launch CUDA kernels the
+// way PyTorch's CUDA kernels do, without a GPU.
+//
+// Each op calls the REAL libcudart (/usr/local/cuda/lib64, linked by the
+// Makefile) with a host-side kernel function, as nvcc's <<<>>> and
+// at::native's launchers do: cudaLaunchKernel, cudaLaunchKernelExC,
+// cudaGraphLaunch. With no driver here every call returns
+// cudaErrorInsufficientDriver (35) without running anything, but gpuprof's
+// entry probes see exactly the launches a GPU machine would make. The
+// "kernels" are host functions named like device kernels (their host stubs
+// carry the kernel's mangled name under nvcc), so their symbols name them.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "fake_ops.h"
+
+namespace gpuprof_test {
+
+// Kernel stand-ins: never run (the launches fail), only named.
+template <typename T>
+__attribute__((noinline, used)) void scale_kernel(T* data, T factor, int n) {
+  asm volatile("" ::"r"(data), "r"(n), "x"(factor));
+}
+template void scale_kernel<float>(float*, float, int);
+
+__attribute__((noinline, used)) void reduce_kernel(const float* in, float* out, int n) {
+  asm volatile("" ::"r"(in), "r"(out), "r"(n));
+}
+
+}  // namespace gpuprof_test
+
+namespace {
+
+// The stream handles are opaque to gpuprof: distinct values show up as given.
+cudaStream_t stream(uintptr_t id) { return reinterpret_cast<cudaStream_t>(id); }
+
+int g_errors = 0;  // launches that did not return cudaErrorInsufficientDriver
+
+void check(cudaError_t status) {
+  if (status != cudaErrorInsufficientDriver && status != cudaSuccess) g_errors++;
+}
+
+}  // namespace
+
+namespace at::_ops {
+
+// `launches` launches of scale_kernel<float>, grid (launches, 2, 3),
+// block (128, 1, 1), on stream 0x51.
+__attribute__((noinline)) int cuda_add::call(int launches) {
+  volatile char guard[16] = {};
+  float* data = nullptr;
+  float factor = 2.0f;
+  int n = 1024;
+  void* args[] = {&data, &factor, &n};
+  for (int i = 0; i < launches; ++i)
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
+                           dim3(launches, 2, 3), dim3(128, 1, 1), args, 0, stream(0x51)));
+  return launches + guard[0];
+}
+
+// cuda_add(adds), then one reduce_kernel of its own through
+// cudaLaunchKernelExC: grid (7, 1, 1), block (256, 2, 1), stream 0x52.
+__attribute__((noinline)) int cuda_linear::call(int adds) {
+  volatile char guard[16] = {};
+  int launched = cuda_add::call(adds);
+  const float* in = nullptr;
+  float* out = nullptr;
+  int n = 4096;
+  void* args[] = {&in, &out, &n};
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(7, 1, 1);
+  config.blockDim = dim3(256, 2, 1);
+  config.stream = stream(0x52);
+  check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(&gpuprof_test::reduce_kernel), args));
+  return launched + 1 + guard[0];
+}
+
+// One graph launch (a made-up cudaGraphExec_t: the call fails before using it).
+__attribute__((noinline)) int cuda_replay::call(int graph) {
+  volatile char guard[16] = {};
+  check(cudaGraphLaunch(reinterpret_cast<cudaGraphExec_t>(static_cast<uintptr_t>(graph)), stream(0x53)));
+  return 1 + guard[0];
+}
+
+__attribute__((noinline)) int cuda_launch_errors::call(int) { return g_errors; }
+
+}  // namespace at::_ops

@@ -1,0 +1,47 @@
+// launch_driver.cpp: CUDA kernel launches from inside traced ops (and one
+// from outside any op), through the real libcudart, with known counts.
+//
+// Usage: launch_driver STEPS [READY_FILE GO_FILE]. Per step: cuda_linear(3)
+// (3 scale_kernel<float> launches inside its cuda_add, 1 reduce_kernel of
+// its own), cuda_replay(0xabc) (1 graph launch), and 1 scale_kernel<float>
+// launch from main, outside every op. With READY_FILE it writes its pid
+// there and waits for GO_FILE before the steps (for record -p). Prints what
+// must not change when gpuprof is attached.
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "fake_ops.h"
+
+namespace gpuprof_test {
+template <typename T>
+void scale_kernel(T* data, T factor, int n);
+}
+
+int main(int argc, char** argv) {
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
+  if (argc > 3) {
+    std::ofstream(argv[2]) << getpid() << "\n";
+    while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
+  }
+  long launched = 0;
+  for (int step = 0; step < steps; ++step) {
+    launched += at::_ops::cuda_linear::call(3);
+    launched += at::_ops::cuda_replay::call(0xabc);
+    float* data = nullptr;
+    float factor = 1.0f;
+    int n = 1;
+    void* args[] = {&data, &factor, &n};
+    cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
+                                          dim3(1, 1, 1), dim3(32, 1, 1), args, 0, nullptr);
+    launched += 1;
+    if (status != cudaErrorInsufficientDriver && status != cudaSuccess) std::printf("unexpected %d\n", status);
+  }
+  std::printf("steps %d launches %ld unexpected errors %d\n", steps, launched,
+              at::_ops::cuda_launch_errors::call(0));
+  return 0;
+}

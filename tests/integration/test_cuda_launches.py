@@ -1,0 +1,110 @@
+"""CUDA kernel launches by uprobe (record traces them with the ops), without a GPU.
+
+The stand-in libtorch_cpu (tests/fake_libtorch/fake_cuda_launch.cpp) calls
+the REAL libcudart of /usr/local/cuda from inside dispatcher-shaped ops,
+with host-side kernel functions named like device kernels. There is no
+driver here, so every launch returns cudaErrorInsufficientDriver and runs
+nothing, but gpuprof's entry probes on cudaLaunchKernel,
+cudaLaunchKernelExC and cudaGraphLaunch see exactly the calls a GPU machine
+would. One step of launch_driver:
+
+  aten::cuda_linear      1 reduce_kernel (cudaLaunchKernelExC, grid (7,1,1), block (256,2,1), stream 0x52)
+    aten::cuda_add       3 scale_kernel<float> (cudaLaunchKernel, grid (3,2,3), block (128,1,1), stream 0x51)
+  aten::cuda_replay      1 graph launch (cudaGraphLaunch, stream 0x53)
+  (no op)                1 scale_kernel<float> (cudaLaunchKernel, grid (1,1,1), block (32,1,1), default stream)
+"""
+import re
+import signal
+
+from conftest import FAKE_LIBTORCH, run_gpuprof, run_program, touch, wait_for_file
+
+DRIVER = FAKE_LIBTORCH / "launch_driver"
+STEPS = 10
+SCALE = "void gpuprof_test::scale_kernel<float>(float*, float, int)"
+REDUCE = "gpuprof_test::reduce_kernel(float const*, float*, int)"
+# (op, kernel, API, grid, block, stream) -> launches
+EXPECTED = {
+    ("aten::cuda_add", SCALE, "cudaLaunchKernel", "(3, 2, 3)", "(128, 1, 1)", "0x51"): 3 * STEPS,
+    ("aten::cuda_linear", REDUCE, "cudaLaunchKernelExC", "(7, 1, 1)", "(256, 2, 1)", "0x52"): STEPS,
+    ("aten::cuda_replay", "[CUDA graph]", "cudaGraphLaunch", "-", "-", "0x53"): STEPS,
+    ("[no op]", SCALE, "cudaLaunchKernel", "(1, 1, 1)", "(32, 1, 1)", "default"): STEPS,
+}
+
+
+def parse_launch_table(text):
+    """Rows of `report --launches`: columns split on runs of 2+ spaces."""
+    lines = text.splitlines()
+    seps = [i for i, line in enumerate(lines) if line.startswith("---")]
+    assert len(seps) == 3, text
+    header = re.split(r"\s{2,}", lines[seps[0] + 1].strip())
+    assert header == ["Operator", "Kernel", "Launched with", "Grid", "Block", "Stream", "Launches"], text
+    rows = {}
+    for line in lines[seps[1] + 1:seps[2]]:
+        cells = re.split(r"\s{2,}", line.strip())
+        assert len(cells) == 7, line
+        rows[tuple(cells[:6])] = int(cells[6])
+    return rows, lines[seps[2] + 1:]
+
+
+def check_launches(out):
+    report = run_gpuprof("report", str(out), "--launches")
+    assert report.returncode == 0, report.stderr
+    rows, footer = parse_launch_table(report.stdout)
+    assert rows == EXPECTED, report.stdout
+    total = sum(EXPECTED.values())
+    assert re.match(rf"{total} CUDA launches \({STEPS} outside any op\) through \S*libcudart\.so\.\d+$",
+                    footer[0]), report.stdout
+    return report
+
+
+def test_launched_command(tmp_path):
+    assert DRIVER.exists(), f"{DRIVER} missing: run make"
+    unprofiled = run_program(DRIVER, str(STEPS))
+    assert unprofiled.returncode == 0, unprofiled.stderr
+    assert f"launches {6 * STEPS} unexpected errors 0" in unprofiled.stdout, unprofiled.stdout
+    out = tmp_path / "launches.gpuprof"
+    result = run_gpuprof("record", "-o", str(out), "--", DRIVER, str(STEPS))
+    assert result.returncode == 0, result.stderr
+    # The target saw the same launches and the same results.
+    assert unprofiled.stdout in result.stdout, result.stdout
+    assert re.search(r"^gpuprof: CUDA launches: 6 entry points in \S*libcudart\.so\.\d+$", result.stderr,
+                     re.M), result.stderr
+    stopped = re.search(r"; (\d+) CUDA launches, (\d+) lost", result.stderr)
+    assert stopped and stopped.groups() == (str(6 * STEPS), "0"), result.stderr
+    # The op table says where to look.
+    assert f"{6 * STEPS} CUDA kernel launches: gpuprof report {out} --launches" in result.stdout, result.stdout
+    check_launches(out)
+
+
+def test_attached_to_a_running_process(procs, workdir, tmp_path):
+    # -p PID on a process started without anything special.
+    target = procs.start([DRIVER, str(STEPS), workdir / "ready", workdir / "go"], "launch_driver")
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    out = tmp_path / "attached.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    assert f"launches {6 * STEPS} unexpected errors 0" in target.stdout(), target.describe()
+    check_launches(out)
+
+
+def test_sigkill_of_gpuprof_leaves_the_target_running(procs, workdir, tmp_path):
+    # Many steps; gpuprof dies mid-run: the probes go with it and the
+    # target finishes with the same output as alone.
+    steps = 20000
+    target = procs.start([DRIVER, str(steps), workdir / "ready", workdir / "go"], "launch_driver")
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", tmp_path / "killed.gpuprof")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    gp.wait_for_stderr(r"^gpuprof: CUDA launches: ", timeout=60, watch=[target])
+    gp.send(signal.SIGKILL)
+    assert target.wait(timeout=120) == 0, target.describe()
+    assert f"steps {steps} launches {6 * steps} unexpected errors 0" in target.stdout(), target.describe()
+
+
+def test_launches_is_refused_with_table_options(tmp_path):
+    bad = run_gpuprof("report", str(tmp_path / "x.gpuprof"), "--launches", "--sort-by", "cpu_time_total")
+    assert bad.returncode == 2 and "excludes" in bad.stderr, bad.stderr

@@ -1,0 +1,137 @@
+#include "launch_table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "call_tree.h"
+#include "op_timeline.h"
+
+namespace gpuprof {
+
+const char* launch_api_name(uint16_t api) {
+  switch (api) {
+    case GP_LAUNCH_KERNEL:
+      return "cudaLaunchKernel";
+    case GP_LAUNCH_KERNEL_EXC:
+      return "cudaLaunchKernelExC";
+    case GP_LAUNCH_GRAPH:
+      return "cudaGraphLaunch";
+    default:
+      return "?";
+  }
+}
+
+namespace {
+
+std::string dims(const uint32_t (&d)[3]) {
+  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ")";
+}
+
+std::string stream_name(uint64_t stream) {
+  if (stream == 0) return "default";
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(stream));
+  return hex;
+}
+
+}  // namespace
+
+LaunchSummary summarize_launches(const Recording& recording) {
+  LaunchSummary out;
+  if (recording.cuda_runtime) {
+    out.traced = true;
+    out.libcudart_path = recording.cuda_runtime->libcudart_path;
+    out.lost = recording.cuda_runtime->launches_lost;
+  }
+  const Timeline timeline = build_timeline(recording.events);
+  const CallTree tree = build_call_tree(timeline);
+  std::vector<ThreadMoment> moments;
+  moments.reserve(recording.launches.size());
+  for (const CudaLaunch& l : recording.launches) moments.push_back({l.ts_ns, l.tid});
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+  struct Count {
+    uint64_t n = 0;
+    std::string grid, block, stream;
+  };
+  std::map<std::tuple<std::string, uint32_t, uint16_t>, Count> counts;  // (op, name id, api)
+  for (size_t i = 0; i < recording.launches.size(); ++i) {
+    const CudaLaunch& l = recording.launches[i];
+    std::string op = kNoOpName;
+    if (calls[i] >= 0) {
+      const uint32_t op_id = timeline.calls[calls[i]].op_id;
+      op = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
+    } else {
+      out.outside_ops++;
+    }
+    Count& c = counts[{op, l.name_id, l.api}];
+    const bool graph = l.api == GP_LAUNCH_GRAPH;
+    const std::string grid = graph ? "-" : dims(l.grid), block = graph ? "-" : dims(l.block);
+    const std::string stream = stream_name(l.stream);
+    if (c.n++ == 0) {
+      c.grid = grid, c.block = block, c.stream = stream;
+    } else {
+      if (c.grid != grid) c.grid = "mixed";
+      if (c.block != block) c.block = "mixed";
+      if (c.stream != stream) c.stream = "mixed";
+    }
+    out.launches++;
+  }
+  for (const auto& [key, c] : counts) {
+    const auto& [op, name_id, api] = key;
+    out.rows.push_back({op,
+                        name_id < recording.launch_names.size() ? recording.launch_names[name_id]
+                                                                : "[kernel " + std::to_string(name_id) + "]",
+                        api, c.n, c.grid, c.block, c.stream});
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const LaunchRow& a, const LaunchRow& b) {
+    return std::tie(b.launches, a.op, a.kernel, a.api) < std::tie(a.launches, b.op, b.kernel, b.api);
+  });
+  return out;
+}
+
+std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
+  if (!summary.traced)
+    return "No CUDA launches were traced: the target had no libcudart mapped while recording "
+           "(a CPU-only PyTorch, or a CUDA runtime linked statically).\n";
+  const size_t shown = row_limit < 0 ? summary.rows.size()
+                                     : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
+  // Columns: text left-aligned, the count right-aligned.
+  std::vector<std::vector<std::string>> cells = {
+      {"Operator", "Kernel", "Launched with", "Grid", "Block", "Stream", "Launches"}};
+  for (size_t i = 0; i < shown; ++i) {
+    const LaunchRow& r = summary.rows[i];
+    cells.push_back({r.op, r.kernel, launch_api_name(r.api), r.grid, r.block, r.stream,
+                     std::to_string(r.launches)});
+  }
+  std::vector<size_t> width(cells[0].size(), 0);
+  for (const auto& row : cells)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  std::string sep;
+  for (size_t c = 0; c < width.size(); ++c) sep += (c ? "  " : "") + std::string(width[c], '-');
+  sep += "\n";
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string out;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string fill(width[c] - row[c].size(), ' ');
+      out += (c ? "  " : "") + (c + 1 == row.size() ? fill + row[c] : row[c] + fill);
+    }
+    // No trailing spaces: the last column is right-aligned.
+    return out + "\n";
+  };
+  std::string out = sep + line(cells[0]) + sep;
+  for (size_t i = 1; i < cells.size(); ++i) out += line(cells[i]);
+  out += sep;
+  out += std::to_string(summary.launches) + " CUDA launches (" + std::to_string(summary.outside_ops) +
+         " outside any op) through " + summary.libcudart_path;
+  if (shown < summary.rows.size())
+    out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
+  out += "\n";
+  if (summary.lost)
+    out += "WARNING: " + std::to_string(summary.lost) +
+           " launches lost (ring buffer full): the counts are incomplete\n";
+  return out;
+}
+
+}  // namespace gpuprof

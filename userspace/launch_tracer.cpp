@@ -1,0 +1,112 @@
+#include "launch_tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include "elf_image.h"
+#include "launch_tracer.skel.h"
+
+namespace gpuprof {
+namespace {
+
+struct LaunchEntryPoint {
+  const char* symbol;
+  gp_launch_api api;
+};
+
+// The runtime API's launch functions. The _ptsz twins are what code built
+// with --default-stream per-thread calls; same arguments.
+constexpr LaunchEntryPoint kEntryPoints[] = {
+    {"cudaLaunchKernel", GP_LAUNCH_KERNEL},         {"cudaLaunchKernel_ptsz", GP_LAUNCH_KERNEL},
+    {"cudaLaunchKernelExC", GP_LAUNCH_KERNEL_EXC},  {"cudaLaunchKernelExC_ptsz", GP_LAUNCH_KERNEL_EXC},
+    {"cudaGraphLaunch", GP_LAUNCH_GRAPH},           {"cudaGraphLaunch_ptsz", GP_LAUNCH_GRAPH},
+};
+
+int on_launch_record(void* ctx, void* data, size_t size) {
+  if (size < sizeof(gp_launch_event)) return 0;
+  gp_launch_event event;
+  std::memcpy(&event, data, sizeof(event));
+  (*static_cast<LaunchTracer::Sink*>(ctx))(event);
+  return 0;
+}
+
+}  // namespace
+
+std::optional<LaunchSites> find_launch_sites(const std::string& libcudart_path, std::string* error) {
+  auto elf = ElfImage::open(libcudart_path, error);
+  if (!elf) return std::nullopt;
+  LaunchSites sites;
+  elf->for_each_function([&](const ElfSymbol& sym) {
+    for (const LaunchEntryPoint& entry : kEntryPoints) {
+      if (sym.name != entry.symbol) continue;
+      auto offset = elf->file_offset(sym.address);
+      bool seen = false;
+      for (const std::string& s : sites.symbols) seen |= s == entry.symbol;
+      if (!offset || seen) continue;  // .symtab and .dynsym both list it
+      sites.offsets.push_back(*offset);
+      sites.cookies.push_back(entry.api);
+      sites.symbols.push_back(entry.symbol);
+    }
+  });
+  if (sites.offsets.empty()) {
+    *error = libcudart_path + " has no cudaLaunchKernel, cudaLaunchKernelExC or cudaGraphLaunch";
+    return std::nullopt;
+  }
+  return sites;
+}
+
+std::unique_ptr<LaunchTracer> LaunchTracer::load(uint32_t ring_buffer_bytes, Sink sink, std::string* error) {
+  std::unique_ptr<LaunchTracer> tracer(new LaunchTracer());
+  tracer->sink_ = std::move(sink);
+  tracer->skel_ = launch_tracer_bpf__open();
+  if (!tracer->skel_) {
+    *error = std::string("cannot open the launch BPF program: ") + std::strerror(errno);
+    return nullptr;
+  }
+  bpf_map__set_max_entries(tracer->skel_->maps.launches, ring_buffer_bytes);
+  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_launch,
+                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  if (int err = launch_tracer_bpf__load(tracer->skel_); err != 0) {
+    *error = std::string("cannot load the launch BPF program: ") + std::strerror(-err);
+    return nullptr;
+  }
+  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.launches), on_launch_record,
+                                 &tracer->sink_, nullptr);
+  if (!tracer->rb_) {
+    *error = std::string("cannot open the launch ring buffer: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return tracer;
+}
+
+LaunchTracer::~LaunchTracer() {
+  detach();
+  if (rb_) ring_buffer__free(rb_);
+  if (skel_) launch_tracer_bpf__destroy(skel_);
+}
+
+bool LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int pid, std::string* error) {
+  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_launch), path, sites.offsets,
+                                      sites.cookies, pid, error);
+  if (!link) return false;
+  link_ = std::move(*link);
+  __atomic_store_n(&skel_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
+  return true;
+}
+
+void LaunchTracer::detach() {
+  if (skel_) __atomic_store_n(&skel_->bss->tracing_on, 0u, __ATOMIC_SEQ_CST);
+  link_.reset();
+}
+
+int LaunchTracer::consume() { return ring_buffer__consume(rb_); }
+
+uint64_t LaunchTracer::lost() const {
+  return __atomic_load_n(&skel_->bss->launches_lost, __ATOMIC_RELAXED);
+}
+
+}  // namespace gpuprof
