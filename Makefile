@@ -38,7 +38,10 @@ STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lcapstone -lz -lzstd -Wl,-Bdynamic
 LDFLAGS    += -static-libstdc++ -static-libgcc
 LDLIBS     += $(STATIC_LIBS) -lpthread
 
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUILD)
+# The multiarch include dir: libbpf's usdt.bpf.h includes <linux/errno.h>,
+# whose <asm/errno.h> lives there on Debian.
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUILD) \
+              -I/usr/include/$(shell $(CC) -dumpmachine)
 
 .PHONY: all test check integration bench clean
 .DELETE_ON_ERROR:
@@ -50,7 +53,14 @@ FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fak
 LIBC10 := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libc10.so.*))
 CUDA_HOME ?= /usr/local/cuda
 
-all: $(BUILD)/gpuprof $(TEST_HELPERS) $(FAKE_LIBTORCH)
+# The CUPTI injection shim (cupti_shim/), next to gpuprof: record -- CMD
+# points CUDA_INJECTION64_PATH at it. Its stand-in libcupti and their test
+# driver (tests/fake_cupti/), in variants lacking an optional function.
+SHIM := $(BUILD)/libgpuprof_cupti.so
+FAKE_CUPTI := $(BUILD)/tests/fake_cupti/libcupti.so.13 $(BUILD)/tests/fake_cupti/cupti_driver \
+              $(BUILD)/tests/fake_cupti/noflush/libcupti.so.13 $(BUILD)/tests/fake_cupti/nots/libcupti.so.13
+
+all: $(BUILD)/gpuprof $(SHIM) $(TEST_HELPERS) $(FAKE_LIBTORCH) $(FAKE_CUPTI)
 
 $(BUILD):
 	$(Q)mkdir -p $@
@@ -120,6 +130,37 @@ $(BUILD)/tests/fake_libtorch/memory_driver: tests/fake_libtorch/memory_driver.cp
 $(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
+
+# -fvisibility=hidden: it exports InitializeInjection and gpuprof_cupti_state
+# only; -z defs: nothing left for the target to resolve (libcupti is dlopened).
+$(SHIM): cupti_shim/gpuprof_cupti.cpp cupti_shim/gpuprof_cupti_probes.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
+		$< -o $@ -Wl,-z,defs
+
+$(BUILD)/tests/fake_cupti/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp tests/fake_cupti/fake_cupti_hooks.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ \
+		-Wl,-soname,libcupti.so.13
+
+$(BUILD)/tests/fake_cupti/noflush/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp tests/fake_cupti/fake_cupti_hooks.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include \
+		-DFAKE_CUPTI_MISSING_FLUSH_PERIOD $< -o $@ -Wl,-soname,libcupti.so.13
+
+$(BUILD)/tests/fake_cupti/nots/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp tests/fake_cupti/fake_cupti_hooks.h
+	$(call msg,CXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include \
+		-DFAKE_CUPTI_MISSING_TIMESTAMP_CALLBACK $< -o $@ -Wl,-soname,libcupti.so.13
+
+$(BUILD)/tests/fake_cupti/cupti_driver: tests/fake_cupti/cupti_driver.cpp tests/fake_cupti/fake_cupti_hooks.h $(BUILD)/tests/fake_cupti/libcupti.so.13
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I$(CUDA_HOME)/include $< -o $@ -L$(dir $@) -l:libcupti.so.13 \
+		-Wl,-rpath,'$$ORIGIN'
 
 test: $(BUILD)/gpuprof_unit_tests
 	$(BUILD)/gpuprof_unit_tests --gtest_brief=0

@@ -249,7 +249,50 @@ struct gp_launch_event {
 	__u16 reserved;  /* 54 */
 };
 
+/*
+ * CUPTI, through the injection shim's USDT probes (cupti_shim/
+ * gpuprof_cupti_probes.h), on the launch tracer's "gpu" ring buffer. Each
+ * record starts with its enum gp_gpu_record type.
+ */
+enum gp_gpu_record {
+	GP_GPU_CORRELATION = 1, /* gpuprof:launch: a launch API entered, with its correlation id */
+	GP_GPU_ACTIVITY = 2,    /* gpuprof:activity: a kernel, memcpy or memset record */
+	GP_GPU_DROPPED = 3,     /* gpuprof:dropped: records CUPTI dropped */
+};
+
+#define GP_GPU_NAME_BYTES 256 /* kernel names longer than this are read again by userspace */
+
+struct gp_gpu_correlation {
+	__u32 type;        /*  0: GP_GPU_CORRELATION */
+	__u32 tid;         /*  4 */
+	__u64 ts_ns;       /*  8: bpf_ktime_get_ns() */
+	__u64 correlation; /* 16 */
+	__u32 domain;      /* 24: CUpti_CallbackDomain (1 driver, 2 runtime) */
+	__u32 cbid;        /* 28 */
+};
+
+struct gp_gpu_activity {
+	__u32 type;        /*  0: GP_GPU_ACTIVITY */
+	__u32 kind;        /*  4: 1 kernel, 2 memcpy, 3 memset */
+	__u64 correlation; /*  8 */
+	__u64 start_ns;    /* 16: CLOCK_MONOTONIC (the shim's timestamp callback) */
+	__u64 end_ns;      /* 24 */
+	__u64 bytes;       /* 32: memcpy: copy kind in bits 56..63 */
+	__u64 name_ptr;    /* 40: the kernel name in the target (0: none) */
+	__u32 device;      /* 48 */
+	__u32 stream;      /* 52 */
+	char name[GP_GPU_NAME_BYTES]; /* 56: NUL-terminated copy, maybe cut */
+};
+
+struct gp_gpu_dropped {
+	__u32 type; /* GP_GPU_DROPPED */
+	__u32 reserved;
+	__u64 count;
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
+static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
 static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");
 static_assert(sizeof(struct gp_cpu_sample) == 40 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");

@@ -9,10 +9,16 @@
  * the x86-64 SysV arguments at the first instruction. The operator that
  * launched it comes later from the op timeline (same clock, same thread).
  * Entry probes only, as everywhere in gpuprof: no return probes.
+ *
+ * With the CUPTI injection shim loaded in the target (cupti_shim/), its USDT
+ * probes add what only CUPTI knows: the correlation id of each launch, on
+ * the launching thread, and the GPU activity records (kernels, memcpy,
+ * memset) carrying the same id, on the "gpu" ring buffer.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
 
 #include "events.h"
 
@@ -26,6 +32,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20); /* resized by userspace before load */
 } launches SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* resized by userspace before load */
+} gpu SEC(".maps");
+
+__u64 gpu_records_lost = 0;
 
 /* dim3 {x, y, z} passed by value: x and y in one register, z in the next. */
 static __always_inline void dims_from_registers(__u32 *dims, __u64 xy, __u64 z)
@@ -90,5 +103,82 @@ int on_launch(struct pt_regs *ctx)
 	}
 	/* Userspace polls this ring on its loop's timer: no wakeup per launch. */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* gpuprof:launch(u64 correlation_id, u32 domain, u32 cbid), on the launching thread. */
+SEC("usdt")
+int BPF_USDT(on_gpu_launch, __u64 correlation, __u32 domain, __u32 cbid)
+{
+	struct gp_gpu_correlation *c;
+
+	if (!tracing_on)
+		return 0;
+	c = bpf_ringbuf_reserve(&gpu, sizeof(*c), 0);
+	if (!c) {
+		__sync_fetch_and_add(&gpu_records_lost, 1);
+		return 0;
+	}
+	c->type = GP_GPU_CORRELATION;
+	c->tid = (__u32)bpf_get_current_pid_tgid();
+	c->ts_ns = bpf_ktime_get_ns();
+	c->correlation = correlation;
+	c->domain = domain;
+	c->cbid = cbid;
+	bpf_ringbuf_submit(c, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/*
+ * gpuprof:activity(u32 kind, u64 correlation_id, u64 start, u64 end,
+ *                  u32 device, u32 stream, u64 bytes, const char *name),
+ * on CUPTI's thread as it delivers a buffer.
+ */
+SEC("usdt")
+int BPF_USDT(on_gpu_activity, __u32 kind, __u64 correlation, __u64 start, __u64 end, __u32 device,
+	     __u32 stream, __u64 bytes, __u64 name)
+{
+	struct gp_gpu_activity *a;
+
+	if (!tracing_on)
+		return 0;
+	a = bpf_ringbuf_reserve(&gpu, sizeof(*a), 0);
+	if (!a) {
+		__sync_fetch_and_add(&gpu_records_lost, 1);
+		return 0;
+	}
+	a->type = GP_GPU_ACTIVITY;
+	a->kind = kind;
+	a->correlation = correlation;
+	a->start_ns = start;
+	a->end_ns = end;
+	a->bytes = bytes;
+	a->name_ptr = name;
+	a->device = device;
+	a->stream = stream;
+	a->name[0] = 0;
+	if (name && bpf_probe_read_user_str(a->name, sizeof(a->name), (void *)name) < 0)
+		a->name[0] = 0;
+	bpf_ringbuf_submit(a, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+/* gpuprof:dropped(u64 count): records CUPTI dropped (its buffers were full). */
+SEC("usdt")
+int BPF_USDT(on_gpu_dropped, __u64 count)
+{
+	struct gp_gpu_dropped *d;
+
+	if (!tracing_on)
+		return 0;
+	d = bpf_ringbuf_reserve(&gpu, sizeof(*d), 0);
+	if (!d) {
+		__sync_fetch_and_add(&gpu_records_lost, 1);
+		return 0;
+	}
+	d->type = GP_GPU_DROPPED;
+	d->reserved = 0;
+	d->count = count;
+	bpf_ringbuf_submit(d, BPF_RB_NO_WAKEUP);
 	return 0;
 }

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential clang llvm bpftool pkg-config
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
-  libcli11-dev libgtest-dev libgmock-dev
+  libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev
   python3-torch python3-torchvision python3-pytest
 )
 

@@ -99,4 +99,16 @@ std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree
   return out;
 }
 
+std::vector<std::string> op_names_at(const Recording& recording, const std::vector<ThreadMoment>& moments) {
+  const Timeline timeline = build_timeline(recording.events);
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, build_call_tree(timeline), moments);
+  std::vector<std::string> names(moments.size());
+  for (size_t i = 0; i < moments.size(); ++i) {
+    if (calls[i] < 0) continue;
+    const uint32_t op_id = timeline.calls[calls[i]].op_id;
+    names[i] = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
+  }
+  return names;
+}
+
 }  // namespace gpuprof

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "op_timeline.h"
@@ -48,6 +49,11 @@ struct ThreadMoment {
 // call. Moments may come in any order.
 std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree& tree,
                                         const std::vector<ThreadMoment>& moments);
+
+// For each moment, the name of the innermost op running on its thread then
+// (recording.ops; "op N" for an id outside them), "" outside every op: what
+// a launch or a GPU activity is charged to.
+std::vector<std::string> op_names_at(const Recording& recording, const std::vector<ThreadMoment>& moments);
 
 // torch.profiler's EventList._remove_dup_nodes: a call whose only child has
 // the same op name absorbs it (aten::div_ calling aten::div_ is one call),

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "call_tree.h"
-#include "op_timeline.h"
+#include "text_table.h"
 
 namespace gpuprof {
 
@@ -45,12 +45,10 @@ LaunchSummary summarize_launches(const Recording& recording) {
     out.libcudart_path = recording.cuda_runtime->libcudart_path;
     out.lost = recording.cuda_runtime->launches_lost;
   }
-  const Timeline timeline = build_timeline(recording.events);
-  const CallTree tree = build_call_tree(timeline);
   std::vector<ThreadMoment> moments;
   moments.reserve(recording.launches.size());
   for (const CudaLaunch& l : recording.launches) moments.push_back({l.ts_ns, l.tid});
-  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+  const std::vector<std::string> ops = op_names_at(recording, moments);
   struct Count {
     uint64_t n = 0;
     std::string grid, block, stream;
@@ -58,13 +56,8 @@ LaunchSummary summarize_launches(const Recording& recording) {
   std::map<std::tuple<std::string, uint32_t, uint16_t>, Count> counts;  // (op, name id, api)
   for (size_t i = 0; i < recording.launches.size(); ++i) {
     const CudaLaunch& l = recording.launches[i];
-    std::string op = kNoOpName;
-    if (calls[i] >= 0) {
-      const uint32_t op_id = timeline.calls[calls[i]].op_id;
-      op = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
-    } else {
-      out.outside_ops++;
-    }
+    const std::string op = ops[i].empty() ? kNoOpName : ops[i];
+    if (ops[i].empty()) out.outside_ops++;
     Count& c = counts[{op, l.name_id, l.api}];
     const bool graph = l.api == GP_LAUNCH_GRAPH;
     const std::string grid = graph ? "-" : dims(l.grid), block = graph ? "-" : dims(l.block);
@@ -97,7 +90,6 @@ std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
            "(a CPU-only PyTorch, or a CUDA runtime linked statically).\n";
   const size_t shown = row_limit < 0 ? summary.rows.size()
                                      : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
-  // Columns: text left-aligned, the count right-aligned.
   std::vector<std::vector<std::string>> cells = {
       {"Operator", "Kernel", "Launched with", "Grid", "Block", "Stream", "Launches"}};
   for (size_t i = 0; i < shown; ++i) {
@@ -105,24 +97,7 @@ std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
     cells.push_back({r.op, r.kernel, launch_api_name(r.api), r.grid, r.block, r.stream,
                      std::to_string(r.launches)});
   }
-  std::vector<size_t> width(cells[0].size(), 0);
-  for (const auto& row : cells)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  std::string sep;
-  for (size_t c = 0; c < width.size(); ++c) sep += (c ? "  " : "") + std::string(width[c], '-');
-  sep += "\n";
-  auto line = [&](const std::vector<std::string>& row) {
-    std::string out;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string fill(width[c] - row[c].size(), ' ');
-      out += (c ? "  " : "") + (c + 1 == row.size() ? fill + row[c] : row[c] + fill);
-    }
-    // No trailing spaces: the last column is right-aligned.
-    return out + "\n";
-  };
-  std::string out = sep + line(cells[0]) + sep;
-  for (size_t i = 1; i < cells.size(); ++i) out += line(cells[i]);
-  out += sep;
+  std::string out = format_text_table(cells, 1);
   out += std::to_string(summary.launches) + " CUDA launches (" + std::to_string(summary.outside_ops) +
          " outside any op) through " + summary.libcudart_path;
   if (shown < summary.rows.size())

@@ -35,7 +35,9 @@ LibraryWatch::~LibraryWatch() {
 }
 
 void LibraryWatch::arm(std::string_view file_name_prefix) {
-  const size_t n = std::min(file_name_prefix.size(), sizeof(skel_->bss->watch_prefix));
+  // The BPF side reads the file name as a NUL-terminated string into a
+  // buffer of this size: one byte fewer can be compared.
+  const size_t n = std::min(file_name_prefix.size(), sizeof(skel_->bss->watch_prefix) - 1);
   std::memset(skel_->bss->watch_prefix, 0, sizeof(skel_->bss->watch_prefix));
   std::memcpy(skel_->bss->watch_prefix, file_name_prefix.data(), n);
   skel_->bss->watch_prefix_len = static_cast<uint32_t>(n);

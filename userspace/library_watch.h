@@ -20,7 +20,8 @@ class LibraryWatch {
   static std::unique_ptr<LibraryWatch> load(int tgid, std::string* error);
   ~LibraryWatch();
 
-  // Prefixes longer than 16 bytes are cut.
+  // Prefixes longer than 15 bytes are cut ("libgpuprof_cupti" matches as
+  // "libgpuprof_cupt").
   void arm(std::string_view file_name_prefix);
   // True once the BPF side has sent its SIGSTOP; reading it clears it.
   bool take_stop_sent();

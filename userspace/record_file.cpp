@@ -25,6 +25,9 @@ static_assert(kRecordSamplesChunkBytes % kRecordSampleBytes == 0 &&
               kRecordSamplesChunkBytes <= (64u << 10));
 static_assert(GP_LAUNCH_KERNEL == 1 && GP_LAUNCH_GRAPH == 3,
               "the LAUNCHES api values are part of the record format");
+static_assert(static_cast<uint16_t>(GpuActivityKind::kernel) == 1 &&
+                  static_cast<uint16_t>(GpuActivityKind::memset) == 3,
+              "the GPU_ACTIVITIES kind values are part of the record format");
 
 namespace {
 
@@ -60,13 +63,14 @@ const char* type_name(uint32_t type) {
       "EVENTS",       "STATS",         "END",          "OPTIONS",
       "SHAPES",       "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
       "SAMPLES",      "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS",
-      "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME"};
-  return type >= 1 && type <= 18 ? names[type] : "unknown type";
+      "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME", "GPU_CORRELATIONS",
+      "GPU_ACTIVITIES", "CUPTI_SHIM"};
+  return type >= 1 && type <= 21 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 18u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 21u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -157,6 +161,13 @@ void cuda_runtime_fields(IO& io, C& c) {
   io.u32(c.entry_points);
   io.u64(c.launches_lost);
 }
+template <typename IO, typename C>
+void cupti_shim_fields(IO& io, C& c) {
+  io.str(c.shim_path);
+  io.u32(c.state);
+  io.u64(c.records_dropped);
+  io.u64(c.events_lost);
+}
 // Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
 size_t min_op_bytes(uint32_t version) { return version >= 2 ? 20 : 12; }
 
@@ -222,6 +233,70 @@ std::string launch_problem(const CudaLaunch& l, size_t names) {
            ".." + std::to_string(GP_LAUNCH_GRAPH) + ")";
   if (l.name_id >= names)
     return "name_id " + std::to_string(l.name_id) + ", but " + std::to_string(names) +
+           " launch names are defined";
+  return "";
+}
+
+// "0x..." for a reserved field that must be 0.
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%x", v);
+  return buf;
+}
+
+// One correlation as stored in a GPU_CORRELATIONS chunk: {u64 ts_ns, u64
+// correlation_id, u32 tid, u32 cbid, u32 domain, u32 reserved}, reserved 0.
+constexpr size_t kGpuCorrelationBytes = 32;
+static_assert(kRecordEventsChunkBytes % kGpuCorrelationBytes == 0);
+void encode_gpu_correlation(const GpuCorrelation& c, uint8_t* out) {
+  std::memset(out, 0, kGpuCorrelationBytes);
+  std::memcpy(out, &c.ts_ns, 8);
+  std::memcpy(out + 8, &c.correlation_id, 8);
+  std::memcpy(out + 16, &c.tid, 4);
+  std::memcpy(out + 20, &c.cbid, 4);
+  std::memcpy(out + 24, &c.domain, 4);
+}
+
+// The correlation rule of record_file.h, shared by writer and reader: "" or
+// what is wrong ("domain 3 (expected 1 or 2)").
+std::string gpu_correlation_problem(const GpuCorrelation& c) {
+  if (c.domain == 1 || c.domain == 2) return "";
+  return "domain " + std::to_string(c.domain) + " (expected 1 or 2)";
+}
+
+// One activity as stored in a GPU_ACTIVITIES chunk: {u64 start_ns, u64
+// end_ns, u64 correlation_id, u64 bytes, u32 device, u32 stream, u16 kind,
+// u16 reserved, u32 name_id}, reserved 0. 64 KiB is not a whole number of
+// them: a full chunk holds 1366 (65,568 bytes), far under the cap.
+constexpr size_t kGpuActivityBytes = 48;
+static_assert(kRecordEventsChunkBytes + kGpuActivityBytes <= kRecordMaxChunkPayload);
+void encode_gpu_activity(const GpuActivity& a, uint8_t* out) {
+  const auto kind = static_cast<uint16_t>(a.kind);
+  std::memset(out, 0, kGpuActivityBytes);
+  std::memcpy(out, &a.start_ns, 8);
+  std::memcpy(out + 8, &a.end_ns, 8);
+  std::memcpy(out + 16, &a.correlation_id, 8);
+  std::memcpy(out + 24, &a.bytes, 8);
+  std::memcpy(out + 32, &a.device, 4);
+  std::memcpy(out + 36, &a.stream, 4);
+  std::memcpy(out + 40, &kind, 2);
+  std::memcpy(out + 44, &a.name_id, 4);
+}
+
+// The activity rules of record_file.h, shared by writer and reader: "" or
+// what is wrong ("kind 4 (expected 1..3)").
+std::string gpu_activity_problem(const GpuActivity& a, size_t names) {
+  const auto kind = static_cast<uint16_t>(a.kind);
+  const auto first = static_cast<uint16_t>(GpuActivityKind::kernel);
+  const auto last = static_cast<uint16_t>(GpuActivityKind::memset);
+  if (kind < first || kind > last)
+    return "kind " + std::to_string(kind) + " (expected " + std::to_string(first) + ".." +
+           std::to_string(last) + ")";
+  if (a.end_ns < a.start_ns)
+    return "end_ns " + std::to_string(a.end_ns) + ", before its start_ns " +
+           std::to_string(a.start_ns);
+  if (a.name_id >= names)
+    return "name_id " + std::to_string(a.name_id) + ", but " + std::to_string(names) +
            " launch names are defined";
   return "";
 }
@@ -306,6 +381,7 @@ struct Seen {
   uint32_t version = 0;
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
   bool cuda_runtime = false;
+  bool cupti_shim = false;
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
@@ -561,6 +637,51 @@ std::string read_launches(std::span<const uint8_t> payload, Recording& rec) {
   return "";
 }
 
+// Checks and appends a GPU_CORRELATIONS payload to rec.gpu_correlations.
+std::string read_gpu_correlations(std::span<const uint8_t> payload, Recording& rec) {
+  if (payload.size() % kGpuCorrelationBytes != 0)
+    return not_whole(payload.size(), kGpuCorrelationBytes, "GPU correlations");
+  const size_t n = payload.size() / kGpuCorrelationBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = payload.data() + i * kGpuCorrelationBytes;
+    GpuCorrelation c{get<uint64_t>(p), get<uint64_t>(p + 8), get<uint32_t>(p + 16),
+                     get<uint32_t>(p + 20), get<uint32_t>(p + 24)};
+    if (std::string problem = gpu_correlation_problem(c); !problem.empty())
+      return "GPU correlation " + std::to_string(i) + " has " + problem;
+    if (const uint32_t reserved = get<uint32_t>(p + 28); reserved != 0)
+      return "GPU correlation " + std::to_string(i) + " has reserved field " + hex(reserved) +
+             " at byte 28 (must be 0)";
+    rec.gpu_correlations.push_back(c);
+  }
+  return "";
+}
+
+// Checks and appends a GPU_ACTIVITIES payload to rec.gpu_activities.
+std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec) {
+  if (payload.size() % kGpuActivityBytes != 0)
+    return not_whole(payload.size(), kGpuActivityBytes, "GPU activities");
+  const size_t n = payload.size() / kGpuActivityBytes;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = payload.data() + i * kGpuActivityBytes;
+    GpuActivity a;
+    a.start_ns = get<uint64_t>(p);
+    a.end_ns = get<uint64_t>(p + 8);
+    a.correlation_id = get<uint64_t>(p + 16);
+    a.bytes = get<uint64_t>(p + 24);
+    a.device = get<uint32_t>(p + 32);
+    a.stream = get<uint32_t>(p + 36);
+    a.kind = static_cast<GpuActivityKind>(get<uint16_t>(p + 40));  // checked just below
+    a.name_id = get<uint32_t>(p + 44);
+    if (std::string problem = gpu_activity_problem(a, rec.launch_names.size()); !problem.empty())
+      return "GPU activity " + std::to_string(i) + " has " + problem;
+    if (const uint16_t reserved = get<uint16_t>(p + 42); reserved != 0)
+      return "GPU activity " + std::to_string(i) + " has reserved field " + hex(reserved) +
+             " at byte 42 (must be 0)";
+    rec.gpu_activities.push_back(a);
+  }
+  return "";
+}
+
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
@@ -574,7 +695,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
                     t == ChunkType::SAMPLE_FRAMES || t == ChunkType::SAMPLE_STACKS ||
                     t == ChunkType::SAMPLES || t == ChunkType::ENTRY_STACKS ||
                     t == ChunkType::SAMPLE_KERNEL_STACKS || t == ChunkType::LAUNCH_NAMES ||
-                    t == ChunkType::LAUNCHES || t == ChunkType::CUDA_RUNTIME;
+                    t == ChunkType::LAUNCHES || t == ChunkType::CUDA_RUNTIME ||
+                    t == ChunkType::GPU_CORRELATIONS || t == ChunkType::GPU_ACTIVITIES ||
+                    t == ChunkType::CUPTI_SHIM;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -591,7 +714,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
   if (t == ChunkType::ENTRY_STACKS && !rec.options.with_stack)
     return name + " chunk in a recording without the with_stack option";
   if ((t == ChunkType::EVENTS || t == ChunkType::LAUNCH_NAMES || t == ChunkType::LAUNCHES ||
-       t == ChunkType::CUDA_RUNTIME) &&
+       t == ChunkType::CUDA_RUNTIME || t == ChunkType::GPU_CORRELATIONS ||
+       t == ChunkType::GPU_ACTIVITIES || t == ChunkType::CUPTI_SHIM) &&
       !rec.options.ops)
     return name + " chunk in a recording without ops (the no-ops option)";
   Decoder d{payload};
@@ -695,6 +819,14 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!first(seen.cuda_runtime)) return "duplicate CUDA_RUNTIME chunk";
       cuda_runtime_fields(d, rec.cuda_runtime.emplace());
       break;
+    case ChunkType::GPU_CORRELATIONS:
+      return read_gpu_correlations(payload, rec);
+    case ChunkType::GPU_ACTIVITIES:
+      return read_gpu_activities(payload, rec);
+    case ChunkType::CUPTI_SHIM:
+      if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
+      cupti_shim_fields(d, rec.cupti_shim.emplace());
+      break;
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
@@ -771,6 +903,12 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
       rec.samples.reserve(static_cast<size_t>((size - off) / kRecordSampleBytes));  // 1.2 x file
     if (type == static_cast<uint32_t>(ChunkType::LAUNCHES) && rec.launches.capacity() == 0)
       rec.launches.reserve(static_cast<size_t>((size - off) / kLaunchBytes));  // <= the file
+    if (type == static_cast<uint32_t>(ChunkType::GPU_CORRELATIONS) &&
+        rec.gpu_correlations.capacity() == 0)  // 32 bytes each: <= the file
+      rec.gpu_correlations.reserve(static_cast<size_t>((size - off) / kGpuCorrelationBytes));
+    if (type == static_cast<uint32_t>(ChunkType::GPU_ACTIVITIES) &&
+        rec.gpu_activities.capacity() == 0)  // 48 bytes each: <= the file
+      rec.gpu_activities.reserve(static_cast<size_t>((size - off) / kGpuActivityBytes));
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + type_name(type) + ")" + at + problem);
     off += kRecordChunkHeaderSize + len;
@@ -838,7 +976,9 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_entry_stacks_(chunk_buffer()),
       pending_kernel_stacks_(chunk_buffer()),
       pending_launch_names_(kLaunchNamesPrefix, 0),
-      pending_launches_(chunk_buffer()) {}
+      pending_launches_(chunk_buffer()),
+      pending_gpu_correlations_(chunk_buffer()),
+      pending_gpu_activities_(chunk_buffer()) {}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -1253,6 +1393,72 @@ bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* er
   return true;
 }
 
+bool RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count,
+                                           std::string* error) {
+  if (!check_state(State::kBegun, "append_gpu_correlations", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ +
+             ": not recording GPU correlations: the recording was begun without ops (no-ops "
+             "option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = gpu_correlation_problem(correlations[i]); !problem.empty()) {
+      *error = path_ + ": not recording GPU correlation " + std::to_string(i) +
+               " of the batch: " + problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_gpu_correlations_.size();
+    pending_gpu_correlations_.resize(at + kGpuCorrelationBytes);
+    encode_gpu_correlation(correlations[i], pending_gpu_correlations_.data() + at);
+    if (payload_size(pending_gpu_correlations_) >= kRecordEventsChunkBytes &&
+        !flush_gpu_correlations(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count,
+                                         std::string* error) {
+  if (!check_state(State::kBegun, "append_gpu_activities", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ +
+             ": not recording GPU activities: the recording was begun without ops (no-ops "
+             "option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = gpu_activity_problem(activities[i], launch_names_defined_);
+        !problem.empty()) {
+      *error = path_ + ": not recording GPU activity " + std::to_string(i) + " of the batch: " +
+               problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_gpu_activities_.size();
+    pending_gpu_activities_.resize(at + kGpuActivityBytes);
+    encode_gpu_activity(activities[i], pending_gpu_activities_.data() + at);
+    if (payload_size(pending_gpu_activities_) >= kRecordEventsChunkBytes &&
+        !flush_gpu_activities(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
+  if (!check_state(State::kBegun, "set_cupti_shim", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the CUPTI shim: " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (info.shim_path.size() > kRecordMaxChunkPayload - 24)  // str length, u32, u64, u64
+    return refuse("the shim path is too long");
+  cupti_shim_ = info;
+  return true;
+}
+
 bool RecordWriter::flush_sample_frames(std::string* error) {
   if (pending_frame_count_ == 0) return true;
   const uint32_t first_id = frames_defined_ - pending_frame_count_;
@@ -1371,14 +1577,32 @@ bool RecordWriter::flush_launches(std::string* error) {
   return true;
 }
 
+bool RecordWriter::flush_gpu_correlations(std::string* error) {
+  if (payload_size(pending_gpu_correlations_) == 0) return true;
+  if (!write_chunk(ChunkType::GPU_CORRELATIONS, pending_gpu_correlations_, error)) return false;
+  pending_gpu_correlations_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// LAUNCH_NAMES before GPU_ACTIVITIES: a file cut after either never has an
+// activity naming a name it does not define.
+bool RecordWriter::flush_gpu_activities(std::string* error) {
+  if (!flush_launch_names(error)) return false;
+  if (payload_size(pending_gpu_activities_) == 0) return true;
+  if (!write_chunk(ChunkType::GPU_ACTIVITIES, pending_gpu_activities_, error)) return false;
+  pending_gpu_activities_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
 // Each step writes what its chunk names first, so the file gets SHAPES,
 // EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS,
-// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES (each
-// when non-empty).
+// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES,
+// GPU_CORRELATIONS, GPU_ACTIVITIES (each when non-empty).
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
   return flush_entry_shapes(error) && flush_mem_events(error) && flush_entry_stacks(error) &&
-         flush_sample_kernel_stacks(error) && flush_launches(error);
+         flush_sample_kernel_stacks(error) && flush_launches(error) &&
+         flush_gpu_correlations(error) && flush_gpu_activities(error);
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
@@ -1387,6 +1611,11 @@ bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, s
     Encoder c;
     cuda_runtime_fields(c, *cuda_runtime_);
     if (!write_chunk(ChunkType::CUDA_RUNTIME, c.b, error)) return false;
+  }
+  if (cupti_shim_) {
+    Encoder c;
+    cupti_shim_fields(c, *cupti_shim_);
+    if (!write_chunk(ChunkType::CUPTI_SHIM, c.b, error)) return false;
   }
   Encoder s, e;
   stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);

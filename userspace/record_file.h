@@ -96,6 +96,21 @@
 //   CUDA_RUNTIME str libcudart_path, u32 entry_points, u64 launches_lost:
 //                what the launch tracing probed (Recording::cuda_runtime);
 //                at most once
+//   GPU_CORRELATIONS n x {u64 ts_ns, u64 correlation_id, u32 tid, u32 cbid,
+//                u32 domain, u32 reserved} (32 bytes each, packed): launch
+//                API calls as the CUPTI shim saw them
+//                (Recording::gpu_correlations); domain 1 (driver API) or 2
+//                (runtime API); reserved 0
+//   GPU_ACTIVITIES n x {u64 start_ns, u64 end_ns, u64 correlation_id, u64
+//                bytes, u32 device, u32 stream, u16 kind, u16 reserved, u32
+//                name_id} (48 bytes each, packed): GPU activity records of
+//                CUPTI (Recording::gpu_activities); kind in GpuActivityKind
+//                (1 kernel, 2 memcpy, 3 memset); end_ns >= start_ns; name_id
+//                < the number of names defined by the LAUNCH_NAMES chunks
+//                before it (the names of LAUNCHES); reserved 0
+//   CUPTI_SHIM   str shim_path, u32 state, u64 records_dropped, u64
+//                events_lost: the CUPTI shim as gpuprof found it
+//                (Recording::cupti_shim); at most once
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -104,24 +119,28 @@
 //
 // Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
 // SAMPLE_STACKS, SAMPLES, ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES,
-// LAUNCHES or CUDA_RUNTIME chunks (their type numbers are unknown chunks
-// there, skipped), OP_TABLE entries end after symbol (read as arg_count -1,
-// tensor_args 0) and STATS after stop_reason. LAUNCH_NAMES, LAUNCHES and
-// CUDA_RUNTIME came late in version 2: a build that does not know them
-// skips them as unknown chunks (the recording reads without launches).
+// LAUNCHES, CUDA_RUNTIME, GPU_CORRELATIONS, GPU_ACTIVITIES or CUPTI_SHIM
+// chunks (their type numbers are unknown chunks there, skipped), OP_TABLE
+// entries end after symbol (read as arg_count -1, tensor_args 0) and STATS
+// after stop_reason. LAUNCH_NAMES, LAUNCHES and CUDA_RUNTIME came late in
+// version 2, and GPU_CORRELATIONS, GPU_ACTIVITIES and CUPTI_SHIM later
+// still: a build that does not know them skips them as unknown chunks (the
+// recording reads without launches, or without GPU activities).
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
 // OPTIONS once each, in any order, before any other known chunk; then EVENTS,
 // SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES,
-// ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES and LAUNCHES chunks and
-// at most one CUDA_RUNTIME chunk, interleaved; then STATS; then END. SHAPES
+// ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES,
+// GPU_CORRELATIONS and GPU_ACTIVITIES chunks and at most one CUDA_RUNTIME
+// and one CUPTI_SHIM chunk, interleaved; then STATS; then END. SHAPES
 // and ENTRY_SHAPES need the shapes option, MEM_EVENTS the memory option,
 // SAMPLES and SAMPLE_KERNEL_STACKS the sampled option (sample_hz > 0),
 // ENTRY_STACKS the with_stack option, SAMPLE_FRAMES and SAMPLE_STACKS the
 // sampled or the with_stack option (frames and stacks are shared by samples
-// and op entries); EVENTS, LAUNCH_NAMES, LAUNCHES and CUDA_RUNTIME are
-// refused with the no-ops option (launches are traced with the ops).
+// and op entries); EVENTS, LAUNCH_NAMES, LAUNCHES, CUDA_RUNTIME,
+// GPU_CORRELATIONS, GPU_ACTIVITIES and CUPTI_SHIM are refused with the
+// no-ops option (launches and GPU activities are traced with the ops).
 // Chunks of unknown type are skipped anywhere (forward compatibility within
 // a version); an unknown (newer) version is an error.
 //
@@ -137,7 +156,8 @@
 //     (below), a memory event of unknown kind, a bad sample frame or sample
 //     stack definition, sample, entry stack or sample kernel stack (below),
 //     a bad launch name definition or launch (below), a second
-//     CUDA_RUNTIME
+//     CUDA_RUNTIME, a bad GPU correlation or GPU activity (below), a second
+//     CUPTI_SHIM
 //                                    -> error "F: corrupt chunk N (TYPE) at
 //                                       offset X: ..." (chunks count from 1)
 //   - no END chunk, or the file ends inside a chunk after the mandatory ones
@@ -163,16 +183,21 @@
 // Launch names: first_id as for sample frames. Launches: api in 1..3, both
 // reserved fields 0, name_id names a launch name defined before it; a
 // LAUNCHES payload that is not a whole number of 64-byte launches is
-// corrupt.
+// corrupt. GPU correlations: domain 1 or 2, reserved field 0. GPU
+// activities: kind in 1..3, end_ns >= start_ns, reserved field 0, name_id
+// names a launch name defined before it (the names are shared with
+// LAUNCHES). A GPU_CORRELATIONS (GPU_ACTIVITIES) payload that is not a
+// whole number of 32-byte correlations (48-byte activities) is corrupt.
 // A flush writes SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
 // SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES,
-// LAUNCHES in this order (and a chunk written early takes the pending
-// chunks it depends on with it, before it), and finish() writes
-// CUDA_RUNTIME right before STATS, so every prefix of a file that ends on a
-// chunk boundary follows these rules. Nothing else gets through, so the
-// aggregator can index the op table, the events, the shapes, the sample
-// frames, the sample stacks, the samples and the launch names without
-// checks.
+// LAUNCHES, GPU_CORRELATIONS, GPU_ACTIVITIES in this order (and a chunk
+// written early takes the pending chunks it depends on with it, before it:
+// LAUNCH_NAMES before LAUNCHES and before GPU_ACTIVITIES), and finish()
+// writes CUDA_RUNTIME, then CUPTI_SHIM, right before STATS, so every prefix
+// of a file that ends on a chunk boundary follows these rules. Nothing else
+// gets through, so the aggregator can index the op table, the events, the
+// shapes, the sample frames, the sample stacks, the samples and the launch
+// names without checks.
 //
 // Events are stored raw, so this format is defined for little-endian hosts
 // only (record_file.cpp static_asserts it).
@@ -201,8 +226,11 @@ inline constexpr size_t kRecordChunkHeaderSize = 16;
 inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // The writer emits an EVENTS chunk once this many payload bytes are buffered
 // (2048 events), and a LAUNCHES chunk (1024 launches; after the pending
-// launch names) or a LAUNCH_NAMES chunk once that many bytes of launches or
-// name definitions are; flush() emits a smaller one earlier.
+// launch names), a LAUNCH_NAMES chunk, a GPU_CORRELATIONS chunk (2048
+// correlations) or a GPU_ACTIVITIES chunk (1366 activities, 65,568 bytes;
+// after the pending launch names) once that many bytes of launches, name
+// definitions, correlations or activities are; flush() emits a smaller one
+// earlier.
 inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
 // The writer emits a MEM_EVENTS chunk once this many payload bytes (1600
 // memory events) are buffered, flushes everything once the pending shape
@@ -249,6 +277,9 @@ enum class ChunkType : uint32_t {
   LAUNCH_NAMES = 16,          // version 2
   LAUNCHES = 17,              // version 2
   CUDA_RUNTIME = 18,          // version 2
+  GPU_CORRELATIONS = 19,      // version 2
+  GPU_ACTIVITIES = 20,        // version 2
+  CUPTI_SHIM = 21,            // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -260,8 +291,9 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
 // append_samples, append_entry_stack, append_sample_kernel_stack,
-// add_launch_name, append_launches, set_cuda_runtime and flush any number
-// of times, finish once. Every chunk is written whole by one write loop, so
+// add_launch_name, append_launches, set_cuda_runtime,
+// append_gpu_correlations, append_gpu_activities, set_cupti_shim and flush
+// any number of times, finish once. Every chunk is written whole by one write loop, so
 // a writer killed at any point leaves at most one torn chunk at the end of
 // the file. After any write failure the writer refuses further writes
 // (appending after a torn chunk would make the file corrupt, not just
@@ -281,8 +313,9 @@ class RecordWriter {
   // chunks. clock.end_monotonic_ns is not stored here (finish() writes it).
   // Refuses an op table the reader would reject (arg_count < -1, tensor_args
   // above max(arg_count, 0)). options decide what append_events,
-  // add_launch_name, append_launches and set_cuda_runtime (nothing with ops
-  // false), append_shapes, append_mem_events, add_sample_frame and
+  // add_launch_name, append_launches, set_cuda_runtime,
+  // append_gpu_correlations, append_gpu_activities and set_cupti_shim
+  // (nothing with ops false), append_shapes, append_mem_events, add_sample_frame and
   // add_sample_stack (sample_hz > 0 or with_stack), append_samples and
   // append_sample_kernel_stack (sample_hz > 0) and append_entry_stack
   // (with_stack) accept.
@@ -370,15 +403,32 @@ class RecordWriter {
   // one CUDA_RUNTIME chunk before STATS. Needs the ops option; the last
   // call wins. Without a call the file has no CUDA_RUNTIME chunk (nullopt).
   bool set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error);
+  // Buffers launch correlations from the CUPTI shim (needs the ops option);
+  // a GPU_CORRELATIONS chunk goes out each time kRecordEventsChunkBytes are
+  // buffered. A batch holding a domain other than 1 (driver) or 2 (runtime)
+  // is refused whole.
+  bool append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error);
+  // Buffers GPU activities (needs the ops option); writes the pending launch
+  // names and a GPU_ACTIVITIES chunk each time kRecordEventsChunkBytes are
+  // buffered. A batch holding a kind outside GpuActivityKind, an end before
+  // its start or a name_id not yet defined (add_launch_name) is refused
+  // whole.
+  bool append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error);
+  // The shim's state (CuptiShimInfo); finish() writes it in one CUPTI_SHIM
+  // chunk before STATS (after CUDA_RUNTIME). Needs the ops option; the last
+  // call wins.
+  bool set_cupti_shim(const CuptiShimInfo& info, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
   // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
-  // SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES, each only when
-  // non-empty: every chunk after the definitions and data it names. The
-  // collector calls this periodically so a SIGKILL loses little.
+  // SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES, GPU_CORRELATIONS,
+  // GPU_ACTIVITIES, each only when non-empty: every chunk after the
+  // definitions and data it names. The collector calls this periodically so
+  // a SIGKILL loses little.
   bool flush(std::string* error);
   // flush(), then the CUDA_RUNTIME chunk (when set_cuda_runtime was
-  // called), the STATS and END chunks, then closes the file (a close error
-  // is reported). stats are stored as given.
+  // called), the CUPTI_SHIM chunk (when set_cupti_shim was called), the
+  // STATS and END chunks, then closes the file (a close error is reported).
+  // stats are stored as given.
   bool finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
 
   // Bytes written to the file so far (the offset of the next chunk).
@@ -440,6 +490,8 @@ class RecordWriter {
   bool flush_sample_kernel_stacks(std::string* error);  // flush_samples first
   bool flush_launch_names(std::string* error);
   bool flush_launches(std::string* error);  // flush_launch_names first
+  bool flush_gpu_correlations(std::string* error);
+  bool flush_gpu_activities(std::string* error);  // flush_launch_names first
   // Lets entries_ forget the events below every entry cursor in use.
   void forget_old_entries();
 
@@ -473,6 +525,9 @@ class RecordWriter {
   uint32_t launch_names_defined_ = 0;
   std::vector<uint8_t> pending_launches_;        // LAUNCHES
   std::optional<CudaRuntimeInfo> cuda_runtime_;  // CUDA_RUNTIME, written by finish()
+  std::vector<uint8_t> pending_gpu_correlations_;  // GPU_CORRELATIONS
+  std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
+  std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;

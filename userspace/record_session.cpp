@@ -39,6 +39,42 @@
 namespace gpuprof {
 namespace {
 
+// The CUPTI shim's file (cupti_shim/) and its gpuprof_cupti_state values
+// (cupti_shim/gpuprof_cupti_probes.h).
+constexpr const char* kShimFilePrefix = "libgpuprof_cupti";
+constexpr uint32_t kShimTracing = 1;
+constexpr int32_t kShimLastState = 5;
+
+// CUpti_ActivityMemcpyKind, as torch.profiler names copies ("Memcpy HtoD").
+const char* memcpy_kind_name(uint8_t kind) {
+  static constexpr const char* kNames[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                           "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  return kind < std::size(kNames) ? kNames[kind] : "?";
+}
+
+// libgpuprof_cupti.so next to the gpuprof executable (where `make` builds
+// it and where an install puts it); nullopt when it is not there.
+std::optional<std::string> shim_next_to_executable() {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return std::nullopt;
+  std::string path(exe, static_cast<size_t>(n));
+  path = path.substr(0, path.rfind('/') + 1) + kShimFilePrefix + ".so";
+  if (access(path.c_str(), R_OK) != 0) return std::nullopt;
+  return path;
+}
+
+const char* shim_state_text(uint32_t state) {
+  switch (state) {
+    case 0: return "is loaded but not initialized (the driver has not called InitializeInjection yet)";
+    case 1: return "is tracing kernels, memcpy and memset";
+    case 2: return "is disabled (GPUPROF_CUPTI=0)";
+    case 3: return "found CUPTI taken by another subscriber (torch.profiler?)";
+    case 4: return "found no libcupti";
+    default: return "failed in CUPTI (see the target's stderr)";
+  }
+}
+
 constexpr int kPollTimeoutMs = 100;
 constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
@@ -97,6 +133,15 @@ class Session {
   void try_attach_launches(bool now = false);
   void on_launch(const gp_launch_event& event);
   uint32_t launch_name_id(const gp_launch_event& event);
+  uint32_t launch_name_id_of(const std::string& name);
+  bool ensure_launch_tracer(std::string* error);
+  void inject_cupti_shim();
+  void try_attach_shim(bool now = false);
+  void read_shim_state();
+  bool needs_shim() const { return config_.ops && !cupti_shim_ && shim_error_.empty(); }
+  void on_gpu_correlation(const gp_gpu_correlation& c);
+  void on_gpu_activity(const gp_gpu_activity& a);
+  uint32_t gpu_activity_name_id(const gp_gpu_activity& a);
   void try_find_undefined_tensor();
   bool needs_libc10() const;
   bool needs_libcudart() const;
@@ -176,6 +221,14 @@ class Session {
   uint64_t last_launch_try_ns_ = 0;
   std::unique_ptr<NativeSymbolizer> kernel_symbolizer_;
   std::unordered_map<uint64_t, uint32_t> launch_name_of_function_;
+  std::unordered_map<std::string, uint32_t> launch_name_ids_;
+  std::unordered_map<uint64_t, uint32_t> name_of_cupti_string_;  // kernel name address -> name id
+  // GPU times: the CUPTI shim's USDT probes, once the target maps it.
+  std::optional<CuptiShimInfo> cupti_shim_;
+  std::optional<uint64_t> shim_state_address_;
+  bool gpu_records_seen_ = false;
+  std::string shim_error_;
+  uint64_t last_shim_try_ns_ = 0;
   uint64_t launches_recorded_ = 0;
   int signal_fd_ = -1;
 };
@@ -205,6 +258,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   try_attach_catch();
   try_attach_memory();
   try_attach_launches();
+  try_attach_shim();
 
   std::fprintf(stderr,
                "gpuprof: tracing %d (%s): %zu ops, %u entry + %u exit probes on %s "
@@ -343,8 +397,7 @@ void Session::try_attach_launches(bool now) {
   if (!libcudart) return;
   std::string error;
   auto sites = find_launch_sites(libcudart->path_for_us, &error);
-  if (sites && !launch_tracer_)
-    launch_tracer_ = LaunchTracer::load(4u << 20, [this](const gp_launch_event& e) { on_launch(e); }, &error);
+  if (sites) ensure_launch_tracer(&error);
   if (!sites || !launch_tracer_ ||
       !launch_tracer_->attach(libcudart->path_for_us, *sites, target_pid_, &error)) {
     launch_error_ = error;
@@ -358,6 +411,146 @@ void Session::try_attach_launches(bool now) {
   cuda_runtime_ = CudaRuntimeInfo{libcudart->path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
   std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
                libcudart->path_in_target.c_str());
+}
+
+// `record -- CMD`: the CUDA driver of CMD loads the shim at cuInit from
+// CUDA_INJECTION64_PATH (research.md section 6). A value the user set is
+// theirs: kept, and said.
+void Session::inject_cupti_shim() {
+  if (const char* set = std::getenv("CUDA_INJECTION64_PATH")) {
+    if (std::string_view(set).find(kShimFilePrefix) == std::string_view::npos)
+      std::fprintf(stderr,
+                   "gpuprof: warning: CUDA_INJECTION64_PATH is already set (%s): gpuprof's CUPTI shim is "
+                   "not injected, no GPU times\n", set);
+    return;
+  }
+  auto shim = shim_next_to_executable();
+  if (!shim) {
+    std::fprintf(stderr, "gpuprof: warning: %s.so is not next to gpuprof: no GPU times\n", kShimFilePrefix);
+    return;
+  }
+  setenv("CUDA_INJECTION64_PATH", shim->c_str(), 1);
+}
+
+bool Session::ensure_launch_tracer(std::string* error) {
+  if (launch_tracer_) return true;
+  LaunchSinks sinks;
+  sinks.launch = [this](const gp_launch_event& e) { on_launch(e); };
+  sinks.correlation = [this](const gp_gpu_correlation& c) { on_gpu_correlation(c); };
+  sinks.activity = [this](const gp_gpu_activity& a) { on_gpu_activity(a); };
+  sinks.dropped = [this](uint64_t n) {
+    if (cupti_shim_) cupti_shim_->records_dropped += n;
+  };
+  launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), error);
+  return launch_tracer_ != nullptr;
+}
+
+// The CUPTI shim (cupti_shim/) is loaded by the CUDA driver at cuInit, from
+// CUDA_INJECTION64_PATH: looked for like libcudart.
+void Session::try_attach_shim(bool now) {
+  constexpr uint64_t kRetryNs = 100'000'000;
+  if (!attached_ || !needs_shim()) return;
+  const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+  if (!now && now_ns - last_shim_try_ns_ < kRetryNs) return;
+  last_shim_try_ns_ = now_ns;
+  auto shim = find_mapped_library(target_pid_, kShimFilePrefix);
+  if (!shim) return;
+  std::string error;
+  if (!ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
+    shim_error_ = error;
+    std::fprintf(stderr, "gpuprof: warning: no GPU times: %s\n", error.c_str());
+    return;
+  }
+  if (!kernel_symbolizer_) {
+    kernel_symbolizer_ = std::make_unique<NativeSymbolizer>(target_pid_);
+    kernel_symbolizer_->refresh_maps();
+  }
+  cupti_shim_ = CuptiShimInfo{shim->path_in_target, 0, 0, 0};
+  // Stopped at the shim's mapping (`now`), its data is not mapped yet:
+  // the loop reads the state later. Otherwise it is there to read.
+  if (!now) read_shim_state();
+  std::fprintf(stderr, "gpuprof: CUPTI shim probes in %s\n", shim->path_in_target.c_str());
+}
+
+// gpuprof_cupti_state, which the shim sets in InitializeInjection (0 until
+// the driver calls it): read on every turn of the loop while the target
+// lives (one 4-byte read), kept as last read once it is gone. A value
+// outside the known states is a read of the file's bytes before the loader
+// has mapped the shim's data (the shim is found as soon as its code is
+// mapped): ignored.
+void Session::read_shim_state() {
+  if (!cupti_shim_ || child_exited_) return;
+  if (!shim_state_address_)
+    shim_state_address_ = find_symbol_in_target(target_pid_, kShimFilePrefix, "gpuprof_cupti_state");
+  int32_t state = 0;
+  if (shim_state_address_ && read_target_memory(target_pid_, *shim_state_address_, &state, sizeof(state)) &&
+      state >= 0 && state <= kShimLastState)
+    cupti_shim_->state = static_cast<uint32_t>(state);
+}
+
+void Session::on_gpu_correlation(const gp_gpu_correlation& c) {
+  gpu_records_seen_ = true;
+  if (!writer_ || !write_error_.empty()) return;
+  GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
+  std::string err;
+  if (!writer_->append_gpu_correlations(&correlation, 1, &err)) write_failed(err);
+}
+
+// Kernel names come from CUPTI (its demangled name, the string torch
+// prints), interned by the address of CUPTI's string (one per kernel); a
+// name the probe had to cut is read again whole from the target.
+uint32_t Session::gpu_activity_name_id(const gp_gpu_activity& a) {
+  if (a.kind == static_cast<uint32_t>(GpuActivityKind::memcpy))
+    return launch_name_id_of(std::string("[memcpy ") + memcpy_kind_name(static_cast<uint8_t>(a.bytes >> 56)) + "]");
+  if (a.kind != static_cast<uint32_t>(GpuActivityKind::kernel)) return launch_name_id_of("[memset]");
+  if (auto known = name_of_cupti_string_.find(a.name_ptr); a.name_ptr && known != name_of_cupti_string_.end())
+    return known->second;
+  std::string name = a.name;
+  if (name.size() + 1 >= sizeof(a.name) && a.name_ptr) {
+    // Cut at GP_GPU_NAME_BYTES: read more (a read that would cross into an
+    // unmapped page fails whole, so try a shorter one too).
+    for (size_t len : {4096, 1024}) {
+      std::vector<char> whole(len, 0);
+      if (!read_target_memory(target_pid_, a.name_ptr, whole.data(), whole.size())) continue;
+      whole.back() = 0;
+      name = whole.data();
+      break;
+    }
+  }
+  const uint32_t id = launch_name_id_of(name.empty() ? "[unnamed kernel]" : name);
+  if (a.name_ptr) name_of_cupti_string_.emplace(a.name_ptr, id);
+  return id;
+}
+
+void Session::on_gpu_activity(const gp_gpu_activity& a) {
+  gpu_records_seen_ = true;
+  if (!writer_ || !write_error_.empty()) return;
+  if (a.start_ns == 0 && a.end_ns == 0) return;  // CUPTI could not time it (the shim's contract)
+  if (a.kind < static_cast<uint32_t>(GpuActivityKind::kernel) ||
+      a.kind > static_cast<uint32_t>(GpuActivityKind::memset))
+    return;  // a kind a newer shim may send: not ours to record
+  GpuActivity activity;
+  activity.start_ns = a.start_ns;
+  activity.end_ns = std::max(a.end_ns, a.start_ns);
+  activity.correlation_id = a.correlation;
+  activity.bytes = a.bytes;
+  activity.device = a.device;
+  activity.stream = a.stream;
+  activity.kind = static_cast<GpuActivityKind>(a.kind);
+  activity.name_id = gpu_activity_name_id(a);
+  std::string err;
+  if (write_error_.empty() && !writer_->append_gpu_activities(&activity, 1, &err)) write_failed(err);
+}
+
+// The id of a kernel name in the record (defined on first use), shared by
+// launches and GPU activities.
+uint32_t Session::launch_name_id_of(const std::string& name) {
+  if (auto it = launch_name_ids_.find(name); it != launch_name_ids_.end()) return it->second;
+  const uint32_t id = writer_->launch_names_defined();
+  std::string err;
+  if (!writer_->add_launch_name(name, &err)) write_failed(err);
+  launch_name_ids_.emplace(name, id);
+  return id;
 }
 
 // Kernel names are interned per host function: the symbol that starts at
@@ -376,9 +569,7 @@ uint32_t Session::launch_name_id(const gp_launch_event& event) {
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(event.function));
     name = std::string("[unknown kernel ") + hex + "]";
   }
-  const uint32_t id = writer_->launch_names_defined();
-  std::string err;
-  if (!writer_->add_launch_name(name, &err)) write_failed(err);
+  const uint32_t id = launch_name_id_of(name);
   launch_name_of_function_.emplace(key, id);
   return id;
 }
@@ -663,19 +854,22 @@ void Session::handle_child_state() {
         try_attach_memory();
         try_find_undefined_tensor();
         try_attach_launches(/*now=*/true);
+        try_attach_shim(/*now=*/true);
       } else if (auto library = find_mapped_library(target_pid_, "libtorch_cpu")) {
         attach_library(target_pid_, *library);
       } else {
         fail("the launched command mapped a libtorch_cpu that /proc does not show");
       }
-      // The loader may map libc10 and libcudart after libtorch_cpu: stop
-      // there too, one at a time, so that no allocation (or undefined
-      // tensor) of the first op and no launch is missed. One mapped already
-      // was attached above.
+      // The loader may map libc10 and libcudart after libtorch_cpu, and the
+      // CUDA driver maps the shim at cuInit: stop there too, one at a time,
+      // so that no allocation (or undefined tensor) of the first op and no
+      // launch is missed. One mapped already was attached above.
       if (attached_ && needs_libc10())
         watch_->arm("libc10.so");
       else if (attached_ && needs_libcudart())
         watch_->arm("libcudart");
+      else if (attached_ && needs_shim())
+        watch_->arm(kShimFilePrefix);
       kill(target_pid_, SIGCONT);
       if (!outcome_.error.empty()) stop("error");
     } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -730,6 +924,19 @@ bool Session::finish() {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
     if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) write_failed(error);
   }
+  if (cupti_shim_) {
+    read_shim_state();  // the driver may have initialized it after the attach
+    // Only a tracing shim sends records: a target that exited before the
+    // loop read the state (a short command) still reads as tracing then.
+    if (cupti_shim_->state == 0 && gpu_records_seen_) cupti_shim_->state = kShimTracing;
+    cupti_shim_->events_lost = launch_tracer_->gpu_records_lost();
+    if (!writer_->set_cupti_shim(*cupti_shim_, &error)) write_failed(error);
+    if (cupti_shim_->state != kShimTracing)
+      std::fprintf(stderr, "gpuprof: warning: no GPU times: the CUPTI shim %s\n",
+                   shim_state_text(cupti_shim_->state));
+    else
+      std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", shim_state_text(cupti_shim_->state));
+  }
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
@@ -779,6 +986,7 @@ RecordOutcome Session::run() {
   SignalGuard signals;
   signal_fd_ = signals.fd();
   if (!config_.command.empty()) {
+    if (config_.ops) inject_cupti_shim();
     auto launched = LaunchedCommand::spawn(config_.command, &error);
     if (!launched) {
       fail(error);
@@ -863,6 +1071,8 @@ RecordOutcome Session::run() {
     drain_shapes();
     try_attach_memory();
     try_attach_launches();
+    try_attach_shim();
+    read_shim_state();
     try_find_undefined_tensor();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {

@@ -154,6 +154,46 @@ struct CudaRuntimeInfo {
   bool operator==(const CudaRuntimeInfo&) const = default;
 };
 
+// CUPTI, through the injection shim (cupti_shim/): the moment a launch API
+// was entered on a thread, with the correlation id CUPTI gave it. GPU
+// activities carry the same id: the only join between them (never time).
+struct GpuCorrelation {
+  uint64_t ts_ns = 0;  // CLOCK_MONOTONIC, when the probe fired
+  uint64_t correlation_id = 0;
+  uint32_t tid = 0;
+  uint32_t cbid = 0;     // CUPTI callback id of the launch API
+  uint32_t domain = 0;   // CUpti_CallbackDomain: 1 driver API, 2 runtime API
+  bool operator==(const GpuCorrelation&) const = default;
+};
+
+enum class GpuActivityKind : uint16_t { kernel = 1, memcpy = 2, memset = 3 };
+
+// One GPU activity record of CUPTI: a kernel, memcpy or memset on a device
+// stream, timed on CLOCK_MONOTONIC (the shim registers that clock).
+struct GpuActivity {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;  // memcpy/memset; memcpy: copy kind in bits 56..63
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  GpuActivityKind kind = GpuActivityKind::kernel;
+  uint32_t name_id = 0;  // Recording::launch_names: the kernel's name, "[memcpy HtoD]", "[memset]"
+  bool operator==(const GpuActivity&) const = default;
+};
+
+// The shim in the target as gpuprof found it: its path and
+// gpuprof_cupti_state (cupti_shim/gpuprof_cupti_probes.h: 1 tracing, 2
+// disabled, 3 CUPTI taken by another subscriber, 4 no libcupti, 5 error),
+// and how many records CUPTI or the ring buffer dropped.
+struct CuptiShimInfo {
+  std::string shim_path;
+  uint32_t state = 0;
+  uint64_t records_dropped = 0;  // CUPTI's own count (gpuprof:dropped)
+  uint64_t events_lost = 0;      // gpuprof's ring buffer full
+  bool operator==(const CuptiShimInfo&) const = default;
+};
+
 struct Recording {
   uint32_t format_version = 0;
   ProcessInfo process;
@@ -191,6 +231,12 @@ struct Recording {
   std::vector<CudaLaunch> launches;
   std::vector<std::string> launch_names;
   std::optional<CudaRuntimeInfo> cuda_runtime;  // present when libcudart was probed
+  // From the CUPTI shim, when the target has it loaded: launch correlations
+  // (in the order each thread made them) and GPU activities (in the order
+  // CUPTI delivered them); names in launch_names.
+  std::vector<GpuCorrelation> gpu_correlations;
+  std::vector<GpuActivity> gpu_activities;
+  std::optional<CuptiShimInfo> cupti_shim;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

@@ -9,7 +9,13 @@
 // entry probes see exactly the launches a GPU machine would make. The
 // "kernels" are host functions named like device kernels (their host stubs
 // carry the kernel's mangled name under nvcc), so their symbols name them.
+//
+// When the process has also loaded the stand-in libcupti (tests/fake_cupti,
+// launch_driver --cupti), each op then does what CUPTI would do inside its
+// launch: fake_cupti_launch() publishes a correlation id through the
+// subscriber (gpuprof's shim) and queues a kernel record of known duration.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 
@@ -37,6 +43,35 @@ cudaStream_t stream(uintptr_t id) { return reinterpret_cast<cudaStream_t>(id); }
 
 int g_errors = 0;  // launches that did not return cudaErrorInsufficientDriver
 
+// CUPTI's callback ids (cupti_runtime_cbid.h) and domain of the launches.
+constexpr uint32_t kRuntimeDomain = 2;
+constexpr uint32_t kCbidLaunchKernel = 211, kCbidLaunchKernelExC = 430, kCbidGraphLaunch = 311;
+constexpr uint32_t kCbidMemcpyAsync = 41;
+constexpr uint8_t kMemcpyHtoD = 1;
+
+// The stand-in libcupti's hooks (tests/fake_cupti/fake_cupti_hooks.h), when loaded.
+struct FakeCupti {
+  uint64_t (*launch)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t) = nullptr;
+  void (*graph_kernel)(uint64_t, const char*, uint64_t, uint32_t, uint32_t) = nullptr;
+  void (*memcpy)(uint64_t, uint64_t, uint8_t, uint64_t, uint32_t, uint32_t) = nullptr;
+};
+
+const FakeCupti& fake_cupti() {
+  static const FakeCupti hooks = [] {
+    FakeCupti h;
+    h.launch = reinterpret_cast<decltype(h.launch)>(dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
+    h.graph_kernel = reinterpret_cast<decltype(h.graph_kernel)>(dlsym(RTLD_DEFAULT, "fake_cupti_graph_kernel"));
+    h.memcpy = reinterpret_cast<decltype(h.memcpy)>(dlsym(RTLD_DEFAULT, "fake_cupti_memcpy"));
+    return h;
+  }();
+  return hooks;
+}
+
+// What CUPTI does inside a launch call: a correlation id and a kernel record.
+uint64_t cupti_sees(uint32_t cbid, const char* kernel, uint64_t duration_ns, uint32_t stream) {
+  return fake_cupti().launch ? fake_cupti().launch(kRuntimeDomain, cbid, kernel, duration_ns, 0, stream) : 0;
+}
+
 void check(cudaError_t status) {
   if (status != cudaErrorInsufficientDriver && status != cudaSuccess) g_errors++;
 }
@@ -53,9 +88,11 @@ __attribute__((noinline)) int cuda_add::call(int launches) {
   float factor = 2.0f;
   int n = 1024;
   void* args[] = {&data, &factor, &n};
-  for (int i = 0; i < launches; ++i)
+  for (int i = 0; i < launches; ++i) {
     check(cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
                            dim3(launches, 2, 3), dim3(128, 1, 1), args, 0, stream(0x51)));
+    cupti_sees(kCbidLaunchKernel, "void gpuprof_test::scale_kernel<float>(float*, float, int)", 1000, 0x51);
+  }
   return launches + guard[0];
 }
 
@@ -73,6 +110,10 @@ __attribute__((noinline)) int cuda_linear::call(int adds) {
   config.blockDim = dim3(256, 2, 1);
   config.stream = stream(0x52);
   check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(&gpuprof_test::reduce_kernel), args));
+  cupti_sees(kCbidLaunchKernelExC, "gpuprof_test::reduce_kernel(float const*, float*, int)", 5000, 0x52);
+  // A host-to-device copy of its own (cudaMemcpyAsync: no kernel, a memcpy record).
+  if (uint64_t id = cupti_sees(kCbidMemcpyAsync, nullptr, 0, 0x52); id && fake_cupti().memcpy)
+    fake_cupti().memcpy(id, 4096, kMemcpyHtoD, 1500, 0, 0x52);
   return launched + 1 + guard[0];
 }
 
@@ -80,6 +121,11 @@ __attribute__((noinline)) int cuda_linear::call(int adds) {
 __attribute__((noinline)) int cuda_replay::call(int graph) {
   volatile char guard[16] = {};
   check(cudaGraphLaunch(reinterpret_cast<cudaGraphExec_t>(static_cast<uintptr_t>(graph)), stream(0x53)));
+  // A graph launch: one correlation id, several kernels.
+  if (uint64_t id = cupti_sees(kCbidGraphLaunch, nullptr, 0, 0x53); id && fake_cupti().graph_kernel) {
+    fake_cupti().graph_kernel(id, "graph_kernel_a", 2000, 0, 0x53);
+    fake_cupti().graph_kernel(id, "graph_kernel_b", 3000, 0, 0x53);
+  }
   return 1 + guard[0];
 }
 

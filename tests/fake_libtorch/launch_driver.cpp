@@ -7,7 +7,15 @@
 // launch from main, outside every op. With READY_FILE it writes its pid
 // there and waits for GO_FILE before the steps (for record -p). Prints what
 // must not change when gpuprof is attached.
+//
+// With CUDA_INJECTION64_PATH set (gpuprof record -- CMD sets it to its CUPTI
+// shim) and GPUPROF_CUPTI_LIBRARY=the stand-in libcupti (tests/fake_cupti),
+// it first plays the CUDA driver at cuInit: loads the stand-in libcupti
+// (for the ops' hooks), then the injection library, and calls its
+// InitializeInjection; the ops then get CUPTI's correlation ids
+// and kernel records (fake_cuda_launch.cpp), delivered after every step.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,8 +30,24 @@ template <typename T>
 void scale_kernel(T* data, T factor, int n);
 }
 
+// The shim as the driver loads it; the stand-in's deliver hook, or nullptr.
+void (*inject_cupti())() {
+  const char* shim = std::getenv("CUDA_INJECTION64_PATH");
+  const char* cupti = std::getenv("GPUPROF_CUPTI_LIBRARY");
+  if (!shim || !cupti) return nullptr;
+  // RTLD_GLOBAL: the ops find the stand-in's hooks with dlsym(RTLD_DEFAULT).
+  void* fake = dlopen(cupti, RTLD_NOW | RTLD_GLOBAL);
+  void* injected = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
+  auto initialize = injected ? reinterpret_cast<int (*)()>(dlsym(injected, "InitializeInjection")) : nullptr;
+  std::printf("injection %s\n", fake && initialize && initialize() == 1 ? "ok" : "FAILED");
+  return fake ? reinterpret_cast<void (*)()>(dlsym(fake, "fake_cupti_deliver")) : nullptr;
+}
+
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 10;
+  void (*deliver)() = inject_cupti();
+  auto cupti_launch = reinterpret_cast<uint64_t (*)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t)>(
+      dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
   if (argc > 3) {
     std::ofstream(argv[2]) << getpid() << "\n";
     while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
@@ -38,8 +62,11 @@ int main(int argc, char** argv) {
     void* args[] = {&data, &factor, &n};
     cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
                                           dim3(1, 1, 1), dim3(32, 1, 1), args, 0, nullptr);
+    if (cupti_launch)  // CUPTI inside that launch: runtime domain, cudaLaunchKernel
+      cupti_launch(2, 211, "void gpuprof_test::scale_kernel<float>(float*, float, int)", 700, 0, 0);
     launched += 1;
     if (status != cudaErrorInsufficientDriver && status != cudaSuccess) std::printf("unexpected %d\n", status);
+    if (deliver) deliver();
   }
   std::printf("steps %d launches %ld unexpected errors %d\n", steps, launched,
               at::_ops::cuda_launch_errors::call(0));

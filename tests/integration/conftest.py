@@ -19,6 +19,7 @@ What lives here:
   * `torch_percentages`: torch's Self CPU % computed from a key_averages()
     JSON dump exactly as the table computes it.
 """
+import contextlib
 import json
 import os
 import re
@@ -278,14 +279,15 @@ def _run_in_own_group(argv, timeout, **kwargs):
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S):
-    """Runs gpuprof to completion; returns the CompletedProcess (text)."""
-    return _run_in_own_group([GPUPROF, *args], timeout)
+def run_gpuprof(*args, timeout=DEFAULT_TIMEOUT_S, env=None):
+    """Runs gpuprof to completion; returns the CompletedProcess (text).
+    env: variables added to this process's environment."""
+    return _run_in_own_group([GPUPROF, *args], timeout, env=None if env is None else {**os.environ, **env})
 
 
-def run_program(*argv, timeout=DEFAULT_TIMEOUT_S):
+def run_program(*argv, timeout=DEFAULT_TIMEOUT_S, env=None):
     """Runs argv to completion; returns the CompletedProcess (text)."""
-    return _run_in_own_group(argv, timeout)
+    return _run_in_own_group(argv, timeout, env=None if env is None else {**os.environ, **env})
 
 
 @dataclass
@@ -298,6 +300,7 @@ class RegionRun:
     table: "Table"  # gpuprof's table (stdout of record)
     tracing: dict
     stopped: dict
+    workdir: Path  # the handshake directory: the workload's dumps are there
 
 
 def run_profiled_region(procs, script, workdir, record_file, *script_args, startup_timeout=180,
@@ -332,7 +335,23 @@ def run_profiled_region(procs, script, workdir, record_file, *script_args, start
     assert stopped["reason"] == "interrupted", stderr
     return RegionRun(target=target, gpuprof=gp, record_file=Path(record_file),
                      torch_ops=load_torch_ops(Path(workdir) / "torch_ops.json"),
-                     table=parse_table(gp.stdout()), tracing=tracing, stopped=stopped)
+                     table=parse_table(gp.stdout()), tracing=tracing, stopped=stopped,
+                     workdir=Path(workdir))
+
+
+@contextlib.contextmanager
+def resnet_region_run(tmp_path_factory, name, *script_args, gpuprof_args=()):
+    """run_profiled_region() of resnet_region.py for a module-scoped fixture:
+    its own directories and processes, cleaned up when the fixture ends."""
+    tmp = tmp_path_factory.mktemp(name)
+    workdir = tmp / "handshake"
+    workdir.mkdir()
+    procs = Procs(tmp)
+    try:
+        yield run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof", *script_args,
+                                  gpuprof_args=gpuprof_args)
+    finally:
+        procs.cleanup()
 
 
 def describe_count_diff(gp_calls, torch_calls):

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import EXIT_MODES, Procs, describe_count_diff, run_gpuprof, run_profiled_region, torch_percentages
+from conftest import EXIT_MODES, describe_count_diff, resnet_region_run, run_gpuprof, torch_percentages
 
 SELF_PCT_THRESHOLD = 5.0  # compare Self CPU % for ops at least this heavy in torch's table
 SELF_PCT_TOLERANCE = 3.0  # percentage points
@@ -19,17 +19,10 @@ SELF_PCT_TOLERANCE = 3.0  # percentage points
 
 @pytest.fixture(scope="module", params=EXIT_MODES)
 def resnet_run(request, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp(f"fidelity-{request.param}")
-    workdir = tmp / "handshake"
-    workdir.mkdir()
-    procs = Procs(tmp)
-    try:
-        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof",
-                                  gpuprof_args=("--exit-mode", request.param))
+    with resnet_region_run(tmp_path_factory, f"fidelity-{request.param}",
+                           gpuprof_args=("--exit-mode", request.param)) as run:
         assert run.tracing["exit_mode"] == request.param, run.gpuprof.stderr()
         yield run
-    finally:
-        procs.cleanup()
 
 
 def test_no_events_lost(resnet_run):

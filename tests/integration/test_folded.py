@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import Procs, error_lines, run_gpuprof, run_profiled_region, torch_table_name
+from conftest import error_lines, resnet_region_run, run_gpuprof, torch_table_name
 
 CONV_PATH = "aten::conv2d;aten::convolution;aten::_convolution;aten::mkldnn_convolution"
 # A folded line as gpuprof writes it: frames without spaces or ';' inside,
@@ -29,20 +29,13 @@ SPEEDSCOPE_RE = re.compile(r"^(.*) (\d+)$")
 
 @pytest.fixture(scope="module")
 def folded_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("folded")
-    workdir = tmp / "handshake"
-    workdir.mkdir()
-    procs = Procs(tmp)
-    try:
-        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof")
+    with resnet_region_run(tmp_path_factory, "folded") as run:
         assert run.stopped["lost"] == 0, run.gpuprof.stderr()
         report = run_gpuprof("report", run.record_file, "--folded")
         context = f"exit {report.returncode}\nstderr:\n{report.stderr}\nstdout (head):\n{report.stdout[:3000]}"
         assert report.returncode == 0, context
         assert error_lines(report.stderr) == [], context
         yield run, report
-    finally:
-        procs.cleanup()
 
 
 def folded_lines(report):

@@ -21,6 +21,17 @@ SECONDS = 4
 TOLERANCE_POINTS = 5.0
 
 
+def folded_samples(out):
+    """`report OUT --folded --metric samples` as (stack, count) pairs."""
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
+    assert folded.returncode == 0, folded.stderr
+    pairs = []
+    for line in folded.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        pairs.append((stack, int(count)))
+    return pairs
+
+
 def record_workload(procs, workdir, tmp_path, *args):
     target = procs.start_workload("mm_dominated.py", workdir, SECONDS)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
@@ -38,13 +49,8 @@ def record_workload(procs, workdir, tmp_path, *args):
     assert m, stderr
     events, lost, samples, samples_lost = map(int, m.groups())
     assert lost == 0 and samples_lost == 0, stderr
-    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
-    assert folded.returncode == 0, folded.stderr
-    stacks = {}
-    for line in folded.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        stacks[stack] = int(count)
-    assert sum(stacks.values()) == samples, (samples, folded.stdout)
+    stacks = dict(folded_samples(out))
+    assert sum(stacks.values()) == samples, (samples, stacks)
     return truth, events, samples, stacks, stderr
 
 
@@ -122,15 +128,13 @@ def test_python_frames_known_answer(procs, workdir, tmp_path, version):
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
     assert "without Python frames" not in gp.stderr(), gp.stderr()
-    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
-    assert folded.returncode == 0, folded.stderr
     # Spaces become "_" in folded frames, as in torch's export_stacks.
     frame_re = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\):_(?P<name>\S+)$")
     in_function = {"seventy": 0, "thirty": 0}
     total = 0
-    for line in folded.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        total += int(count)
+    for stack, count in folded_samples(out):
+        line = f"{stack} {count}"
+        total += count
         frames = stack.split(";")
         python = [frame_re.match(f) for f in frames]
         python = [m for m in python if m]
@@ -144,7 +148,7 @@ def test_python_frames_known_answer(procs, workdir, tmp_path, version):
             assert innermost.group("file") == os.path.basename(truth["file"]), line
             first, last = truth["lines"][name]
             assert first <= int(innermost.group("line")) <= last, (line, truth["lines"])
-            in_function[name] += int(count)
+            in_function[name] += count
     shares = {name: 100.0 * n / total for name, n in in_function.items()}
     print(f"samples: {shares} of {total}; truth: seventy {100 * truth['seventy']:.1f}%, "
           f"thirty {100 * truth['thirty']:.1f}%")
@@ -164,29 +168,28 @@ def test_kernel_stacks(tmp_path):
             "    os.read(f, 1 << 16)\n")
     made = run_gpuprof("record", "-q", "-F", "499", "--no-ops", "-o", out, "--", TARGET_PYTHON, "-c", code)
     assert made.returncode == 0, made.stderr
-    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
-    assert folded.returncode == 0, folded.stderr
+    samples = folded_samples(out)
     total = in_kernel = in_read = 0
-    for line in folded.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
+    for stack, count in samples:
+        line = f"{stack} {count}"
         frames = stack.split(";")
-        total += int(count)
+        total += count
         assert "[kernel]" not in frames, f"an in-kernel sample without its kernel stack: {line}"
         kernel = [i for i, f in enumerate(frames) if f.endswith("_[k]")]
         if not kernel:
             continue
-        in_kernel += int(count)
+        in_kernel += count
         # Kernel frames come last, after every user frame.
         assert kernel == list(range(kernel[0], len(frames))), line
         kernel_frames = frames[kernel[0]:]
         # read(2) enters at the syscall entry point and goes through a *read* function.
         if (any(f.startswith(("do_syscall_64", "entry_SYSCALL_64")) for f in kernel_frames)
                 and any("read" in f for f in kernel_frames)):
-            in_read += int(count)
+            in_read += count
     print(f"{in_kernel} of {total} samples in the kernel, {in_read} in read(2)")
-    assert total >= 300, folded.stdout
-    assert in_kernel >= 0.5 * total, folded.stdout
-    assert in_read >= 0.5 * total, folded.stdout
+    assert total >= 300, samples
+    assert in_kernel >= 0.5 * total, samples
+    assert in_read >= 0.5 * total, samples
 
 
 LOOP = ("import time\n"
@@ -206,17 +209,12 @@ def test_launched_no_ops_finds_the_interpreter_late(tmp_path, version):
     assert made.returncode == 0, made.stderr
     assert "without Python frames" not in made.stderr, made.stderr
     assert "CPU samples. Read them with: gpuprof report" in made.stdout, made.stdout
-    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
-    assert folded.returncode == 0, folded.stderr
-    total = in_spin = 0
-    for line in folded.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        total += int(count)
-        if stack.startswith("<string>(6):_<module>;<string>(4):_spin;"):
-            in_spin += int(count)
+    samples = folded_samples(out)
+    total = sum(n for _, n in samples)
+    in_spin = sum(n for stack, n in samples if stack.startswith("<string>(6):_<module>;<string>(4):_spin;"))
     print(f"{in_spin} of {total} samples in spin()")
-    assert total >= 300, folded.stdout
-    assert in_spin >= 0.7 * total, folded.stdout
+    assert total >= 300, samples
+    assert in_spin >= 0.7 * total, samples
 
 
 def test_unsupported_interpreter_gets_native_samples(tmp_path):
@@ -227,16 +225,13 @@ def test_unsupported_interpreter_gets_native_samples(tmp_path):
     assert made.returncode == 0, made.stderr
     assert re.search(r"^gpuprof: samples without Python frames: CPython 3\.10 is not supported "
                      r"\(3\.11 to 3\.13\)", made.stderr, re.M), made.stderr
-    folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
-    assert folded.returncode == 0, folded.stderr
-    total = in_libpython = 0
-    for line in folded.stdout.splitlines():
-        stack, count = line.rsplit(" ", 1)
-        total += int(count)
-        assert not re.search(r"\(\d+\):_", stack), f"a Python frame from 3.10: {line}"
-        in_libpython += int(count) if "libpython3.10" in stack else 0
-    assert total >= 300, folded.stdout
-    assert in_libpython >= 0.5 * total, folded.stdout
+    samples = folded_samples(out)
+    for stack, _ in samples:
+        assert not re.search(r"\(\d+\):_", stack), f"a Python frame from 3.10: {stack}"
+    total = sum(n for _, n in samples)
+    in_libpython = sum(n for stack, n in samples if "libpython3.10" in stack)
+    assert total >= 300, samples
+    assert in_libpython >= 0.5 * total, samples
 
 
 def test_no_ops_attaches_to_a_process_without_torch(procs, workdir, tmp_path):

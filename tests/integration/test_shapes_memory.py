@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Procs, run_gpuprof, run_profiled_region, torch_table_name
+from conftest import resnet_region_run, run_gpuprof, torch_table_name
 
 MEM_TOLERANCE = 0.01  # relative, per op, as the issue asks
 _MEM_UNITS = {"b": 1, "Kb": 1024, "Mb": 1024 ** 2, "Gb": 1024 ** 3}
@@ -88,19 +88,11 @@ def parse_any_table(text):
 
 @pytest.fixture(scope="module")
 def shapes_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("shapes-memory")
-    workdir = tmp / "handshake"
-    workdir.mkdir()
-    procs = Procs(tmp)
-    try:
-        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof",
-                                  "--shapes-memory",
-                                  gpuprof_args=("--record-shapes", "--profile-memory"))
-        run.torch_groups = json.loads((workdir / "torch_shapes.json").read_text())
-        run.torch_boundary = boundary_bytes(json.loads((workdir / "torch_memory_raw.json").read_text()))
+    with resnet_region_run(tmp_path_factory, "shapes-memory", "--shapes-memory",
+                           gpuprof_args=("--record-shapes", "--profile-memory")) as run:
+        run.torch_groups = json.loads((run.workdir / "torch_shapes.json").read_text())
+        run.torch_boundary = boundary_bytes(json.loads((run.workdir / "torch_memory_raw.json").read_text()))
         yield run
-    finally:
-        procs.cleanup()
 
 
 def test_nothing_lost_and_layout_calibrated(shapes_run):

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from conftest import TARGET_PYTHON, Procs, run_gpuprof, run_profiled_region
+from conftest import TARGET_PYTHON, resnet_region_run, run_gpuprof
 
 N = 5  # the issue's --group-by-stack-n 5
 
@@ -49,17 +49,9 @@ def parse_stack_table(text):
 
 @pytest.fixture(scope="module")
 def stack_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("stacks")
-    workdir = tmp / "handshake"
-    workdir.mkdir()
-    procs = Procs(tmp)
-    try:
-        run = run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof",
-                                  "--with-stack", gpuprof_args=("--with-stack",))
-        run.torch_stacks = json.loads((workdir / "torch_stacks.json").read_text())
+    with resnet_region_run(tmp_path_factory, "stacks", "--with-stack", gpuprof_args=("--with-stack",)) as run:
+        run.torch_stacks = json.loads((run.workdir / "torch_stacks.json").read_text())
         yield run
-    finally:
-        procs.cleanup()
 
 
 def test_every_entry_has_its_stack(stack_run):

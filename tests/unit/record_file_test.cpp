@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 namespace gpuprof {
 namespace {
@@ -153,13 +155,20 @@ Bytes ops_payload(const std::vector<OpInfo>& ops, uint32_t version) {
   }
   return b;
 }
-// A version 2 file's header and mandatory chunks, by hand.
-std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops()) {
+// A version 2 file's header and mandatory chunks but OPTIONS, by hand.
+std::vector<uint8_t> v2_prefix_without_options(const std::vector<OpInfo>& ops = sample_ops()) {
   std::vector<uint8_t> f = encode_record_header(2);
   f = cat(f, chunk_of(ChunkType::PROCESS, process_payload()));
   f = cat(f, chunk_of(ChunkType::CLOCK, clock_payload()));
-  f = cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
-  return cat(f, chunk_of(ChunkType::OPTIONS, Bytes().u32(flags)));
+  return cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
+}
+// ... and with the 4-byte OPTIONS.
+std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops()) {
+  return cat(v2_prefix_without_options(ops), chunk_of(ChunkType::OPTIONS, Bytes().u32(flags)));
+}
+// A STATS payload of zeros in the current layout.
+Bytes zero_stats_payload() {
+  return Bytes().u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
 }
 // A SHAPES payload defining `lists`.
 Bytes shapes_payload(const std::vector<InputShapes>& lists) {
@@ -181,6 +190,181 @@ Bytes entries_payload(const std::vector<EntryShapes>& entries) {
   return b;
 }
 using Dims = std::vector<int64_t>;
+
+// The first n items of v: what a recording cut after n of them holds.
+template <typename T>
+std::vector<T> first_n(const std::vector<T>& v, size_t n) {
+  return std::vector<T>(v.begin(), v.begin() + static_cast<ptrdiff_t>(n));
+}
+
+// Reading `file` fails with exactly `want`.
+void expect_error(const std::vector<uint8_t>& file, const std::string& want) {
+  std::string err;
+  EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+  EXPECT_EQ(err, want);
+}
+// The " at offset N: " of an error about the chunk that follows `before`.
+std::string at_offset(const std::vector<uint8_t>& before) {
+  return " at offset " + std::to_string(before.size()) + ": ";
+}
+
+// ---- cutting and corrupting a finished file ----
+//
+// A recorder killed at any byte leaves a prefix of a finished file; a disk
+// error leaves any byte changed. These read a file's chunk headers by hand
+// (record_file.h), independently of the reader, to know what every prefix
+// must hold.
+
+// One chunk as its 16-byte header describes it.
+struct ChunkHeader {
+  uint64_t offset;  // of the header
+  ChunkType type;
+  uint32_t length;  // of the payload
+  uint64_t end() const { return offset + kRecordChunkHeaderSize + length; }
+};
+// The chunks of `file` from offset `from` (a chunk boundary) to its end.
+std::vector<ChunkHeader> chunk_headers(const std::vector<uint8_t>& file, uint64_t from) {
+  std::vector<ChunkHeader> chunks;
+  for (uint64_t off = from; off < file.size(); off = chunks.back().end()) {
+    uint32_t type, length;
+    std::memcpy(&type, &file[off], 4);
+    std::memcpy(&length, &file[off + 4], 4);
+    chunks.push_back({off, static_cast<ChunkType>(type), length});
+  }
+  return chunks;
+}
+// How many items (events, shapes, frames, launches, ...) a data chunk adds to
+// the recording: its payload length over the record size, or the count its
+// payload starts with (after first_id where there is one). CUDA_RUNTIME and
+// CUPTI_SHIM add their one record; the mandatory chunks, STATS and END add
+// none.
+size_t items_in(const std::vector<uint8_t>& file, const ChunkHeader& c) {
+  auto count_at = [&](uint64_t payload_offset) {
+    uint32_t count;
+    std::memcpy(&count, &file[c.offset + kRecordChunkHeaderSize + payload_offset], 4);
+    return size_t{count};
+  };
+  switch (c.type) {
+    case ChunkType::EVENTS:
+      return c.length / 32;
+    case ChunkType::SHAPES:
+      return count_at(0);
+    case ChunkType::ENTRY_SHAPES:
+    case ChunkType::ENTRY_STACKS:
+    case ChunkType::SAMPLE_KERNEL_STACKS:
+      return c.length / 12;
+    case ChunkType::MEM_EVENTS:
+      return c.length / 40;
+    case ChunkType::SAMPLE_FRAMES:
+    case ChunkType::SAMPLE_STACKS:
+    case ChunkType::LAUNCH_NAMES:
+      return count_at(4);
+    case ChunkType::SAMPLES:
+      return c.length / 24;
+    case ChunkType::LAUNCHES:
+      return c.length / 64;
+    case ChunkType::GPU_CORRELATIONS:
+      return c.length / 32;
+    case ChunkType::GPU_ACTIVITIES:
+      return c.length / 48;
+    case ChunkType::CUDA_RUNTIME:
+    case ChunkType::CUPTI_SHIM:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// A chunk boundary and what the complete chunks before it hold.
+struct Boundary {
+  uint64_t end;                       // where the last complete chunk ends
+  std::map<ChunkType, size_t> items;  // items_in() summed by chunk type
+  size_t held(ChunkType type) const {
+    auto it = items.find(type);
+    return it == items.end() ? 0 : it->second;
+  }
+};
+// Every chunk boundary of `file` from `mandatory_end` (the end of the
+// mandatory chunks, holding no data) on, each with what it holds.
+std::vector<Boundary> boundaries(const std::vector<uint8_t>& file, uint64_t mandatory_end) {
+  std::vector<Boundary> bounds{{mandatory_end, {}}};
+  for (const ChunkHeader& c : chunk_headers(file, mandatory_end)) {
+    Boundary b = bounds.back();
+    b.end = c.end();
+    b.items[c.type] += items_in(file, c);
+    bounds.push_back(b);
+  }
+  return bounds;
+}
+// The last boundary at or before a cut at `len` (bounds in file order).
+const Boundary& last_boundary_before(const std::vector<Boundary>& bounds, uint64_t len) {
+  const Boundary* last = &bounds.front();
+  for (const Boundary& b : bounds)
+    if (b.end <= len) last = &b;
+  return *last;
+}
+
+// Every cut of `file` before `mandatory_end` is an error that says where the
+// file ends: an empty file, a torn file header, or torn mandatory chunks.
+void expect_every_cut_before_the_mandatory_end_fails(const std::vector<uint8_t>& file,
+                                                     uint64_t mandatory_end) {
+  for (size_t len = 0; len < mandatory_end; ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    std::string err;
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    ASSERT_FALSE(rec.has_value());
+    if (len == 0) {
+      EXPECT_EQ(err, "f is empty: not a gpuprof record file");
+    } else if (len < kRecordHeaderSize) {
+      EXPECT_EQ(err, "f is truncated: it ends inside the file header (" + std::to_string(len) +
+                         " of 16 bytes)");
+    } else {
+      EXPECT_EQ(err, "f is truncated: it ends at offset " + std::to_string(len) +
+                         ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are complete");
+    }
+  }
+}
+// Every cut of `file` from the first boundary up to (not including) its full
+// length reads as an incomplete recording that names the torn chunk it
+// ignored, if any; `check(recording, last)` compares the data with what the
+// last complete boundary holds. Stops at the first fatal failure (an ASSERT
+// in `check` guarding an index, say) rather than read on past it.
+template <typename Check>
+void expect_every_cut_reads_the_complete_chunks(const std::vector<uint8_t>& file,
+                                                const std::vector<Boundary>& bounds, Check check) {
+  for (size_t len = bounds.front().end; len < file.size(); ++len) {
+    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
+    std::string err;
+    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    ASSERT_TRUE(rec.has_value()) << err;
+    EXPECT_FALSE(rec->complete);
+    const Boundary& last = last_boundary_before(bounds, len);
+    check(*rec, last);
+    if (::testing::Test::HasFatalFailure()) return;
+    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
+    if (len > last.end)
+      reason += "; ignored " + std::to_string(len - last.end) +
+                " bytes of a torn chunk at offset " + std::to_string(last.end);
+    EXPECT_EQ(rec->incomplete_reason, reason);
+  }
+}
+// Any single flipped byte of `file`: a clear error, or (a length pointing
+// past the end) an incomplete recording that says what it ignored. Never
+// complete.
+void expect_every_flipped_byte_is_caught(const std::vector<uint8_t>& file) {
+  for (size_t i = 0; i < file.size(); ++i) {
+    std::vector<uint8_t> flipped = file;
+    flipped[i] ^= 0xff;
+    std::string err;
+    auto rec = read_recording_bytes(flipped, &err, "f");
+    if (rec) {
+      EXPECT_FALSE(rec->complete) << "byte " << i;
+      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
+    } else {
+      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+    }
+  }
+}
 
 class RecordFileTest : public ::testing::Test {
  protected:
@@ -205,6 +389,28 @@ class RecordFileTest : public ::testing::Test {
     RecordWriter w = must_create();
     EXPECT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
     return read_bytes(path_);
+  }
+  // A recorder killed between flushes: in a child process, begins a
+  // recording of the sample data with `options`, runs `write(writer, &error)`
+  // and kills itself with SIGKILL while the writer is still open (no
+  // destructor runs). `write` returns false when a step fails; the child
+  // then exits 1, which fails the test.
+  template <typename Write>
+  void write_then_sigkill(const RecordOptions& options, Write write) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::string e;
+      auto w = RecordWriter::create(path_, &e);
+      if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), options, &e) ||
+          !write(*w, &e))
+        _exit(1);
+      raise(SIGKILL);
+      _exit(1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   }
 
   std::string dir_, path_;
@@ -287,80 +493,45 @@ TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
   std::string err;
   RecordWriter w = must_create();
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  struct Boundary {
-    uint64_t end;
-    size_t events;
-  };
-  std::vector<Boundary> bounds{{w.bytes_written(), 0}};
+  // The boundaries as the writer counts its bytes, not from the chunk
+  // headers: the cuts then also check that both agree.
+  std::vector<Boundary> bounds{{w.bytes_written(), {}}};
   std::vector<gp_event> all;
   for (uint32_t round = 0; round < 3; ++round) {
     std::vector<gp_event> ev = make_events(5, round);
     all.insert(all.end(), ev.begin(), ev.end());
     ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
     ASSERT_TRUE(w.flush(&err)) << err;
-    bounds.push_back({w.bytes_written(), all.size()});
+    bounds.push_back({w.bytes_written(), {{ChunkType::EVENTS, all.size()}}});
   }
   ASSERT_TRUE(w.finish(sample_stats(), 77, &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  bounds.push_back({file.size() - kRecordChunkHeaderSize - 8, all.size()});  // STATS end
-  const uint64_t mandatory_end = bounds.front().end;
+  bounds.push_back({file.size() - kRecordChunkHeaderSize - 8,  // STATS end
+                    {{ChunkType::EVENTS, all.size()}}});
 
-  for (size_t len = 0; len <= file.size(); ++len) {
-    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
-    if (len == 0) {
-      ASSERT_FALSE(rec.has_value());
-      EXPECT_EQ(err, "f is empty: not a gpuprof record file");
-    } else if (len < kRecordHeaderSize) {
-      ASSERT_FALSE(rec.has_value());
-      EXPECT_EQ(err, "f is truncated: it ends inside the file header (" + std::to_string(len) +
-                         " of 16 bytes)");
-    } else if (len < mandatory_end) {
-      ASSERT_FALSE(rec.has_value());
-      EXPECT_EQ(err, "f is truncated: it ends at offset " + std::to_string(len) +
-                         ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are complete");
-    } else if (len < file.size()) {
-      ASSERT_TRUE(rec.has_value()) << err;
-      EXPECT_FALSE(rec->complete);
-      Boundary last = bounds.front();
-      for (const Boundary& b : bounds)
-        if (b.end <= len) last = b;
-      std::vector<gp_event> expect(all.begin(), all.begin() + last.events);
-      EXPECT_TRUE(same_events(rec->events, expect)) << rec->events.size();
-      std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
-      if (len > last.end)
-        reason += "; ignored " + std::to_string(len - last.end) +
-                  " bytes of a torn chunk at offset " + std::to_string(last.end);
-      EXPECT_EQ(rec->incomplete_reason, reason);
-      EXPECT_EQ(rec->process, sample_process());
-      EXPECT_EQ(rec->ops, sample_ops());
-    } else {
-      ASSERT_TRUE(rec.has_value()) << err;
-      EXPECT_TRUE(rec->complete);
-      EXPECT_TRUE(same_events(rec->events, all));
-    }
-  }
+  expect_every_cut_before_the_mandatory_end_fails(file, bounds.front().end);
+  expect_every_cut_reads_the_complete_chunks(
+      file, bounds, [&](const Recording& rec, const Boundary& last) {
+        EXPECT_TRUE(same_events(rec.events, first_n(all, last.held(ChunkType::EVENTS))))
+            << rec.events.size();
+        EXPECT_EQ(rec.process, sample_process());
+        EXPECT_EQ(rec.ops, sample_ops());
+      });
+  auto rec = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_TRUE(same_events(rec->events, all));
 }
 
 // A real SIGKILL between flushes: what was flushed is readable.
 TEST_F(RecordFileTest, WriterKilledBySigkillLeavesAReadableFile) {
   std::vector<gp_event> flushed = make_events(10, 1);
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::string e;
-    auto w = RecordWriter::create(path_, &e);
-    if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), &e)) _exit(1);
-    if (!w->append_events(flushed.data(), 6, &e) || !w->flush(&e)) _exit(1);
-    if (!w->append_events(flushed.data() + 6, 4, &e) || !w->flush(&e)) _exit(1);
+  ASSERT_NO_FATAL_FAILURE(write_then_sigkill({}, [&](RecordWriter& w, std::string* e) {
+    if (!w.append_events(flushed.data(), 6, e) || !w.flush(e)) return false;
+    if (!w.append_events(flushed.data() + 6, 4, e) || !w.flush(e)) return false;
     std::vector<gp_event> lost = make_events(3, 2);
-    if (!w->append_events(lost.data(), lost.size(), &e)) _exit(1);  // buffered only
-    raise(SIGKILL);
-    _exit(1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    return w.append_events(lost.data(), lost.size(), e);  // buffered only
+  }));
   std::string err;
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
@@ -413,19 +584,7 @@ TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
   EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
   EXPECT_EQ(
       err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
-  // Any single flipped byte: a clear error, or (a length pointing past the
-  // end) an incomplete recording that says what it ignored. Never complete.
-  for (size_t i = 0; i < file.size(); ++i) {
-    bad = file;
-    bad[i] ^= 0xff;
-    auto rec = read_recording_bytes(bad, &err, "f");
-    if (rec) {
-      EXPECT_FALSE(rec->complete) << "byte " << i;
-      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
-    } else {
-      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
-    }
-  }
+  expect_every_flipped_byte_is_caught(file);
 }
 
 TEST_F(RecordFileTest, EventsOutsideTheOpTableAreRejected) {
@@ -827,14 +986,9 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
 }
 
 TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
-  std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
   const std::vector<uint8_t> prefix = v2_prefix(3);
   const std::string off = std::to_string(prefix.size());
-  const std::vector<uint8_t> no_options(prefix.begin(), prefix.end() - 20);  // OPTIONS: 16 + 4
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
   const std::string opt_off = std::to_string(no_options.size());
   expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x25))),
                "f: corrupt chunk 4 (OPTIONS) at offset " + opt_off + ": unknown option flags 0x20");
@@ -871,9 +1025,8 @@ TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
                "f: corrupt chunk 5 (MEM_EVENTS) at offset " + off +
                    ": MEM_EVENTS chunk in a recording without the memory option");
   // Data after STATS.
-  Bytes stats;
-  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
-  auto with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, zero_stats_payload()));
   expect_error(cat(with_stats, chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{})),
                "f: corrupt chunk 6 (MEM_EVENTS) at offset " + std::to_string(with_stats.size()) +
                    ": MEM_EVENTS chunk after the STATS chunk");
@@ -912,10 +1065,6 @@ TEST_F(RecordFileTest, CorruptOptionsOpTablesAndEventsAreRejected) {
 
 TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
   const std::vector<uint8_t> prefix = v2_prefix(3);
   const std::string at5 = " at offset " + std::to_string(prefix.size()) + ": ";
   auto shapes_file = [&](const Bytes& payload) {
@@ -1092,87 +1241,25 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithShapesAndMemoryEvents) {
   ASSERT_EQ(full->entry_shapes.size(), 8u);
   ASSERT_EQ(full->shapes.size(), 2u);
 
-  // What every chunk boundary holds, from the chunk headers.
-  struct Boundary {
-    uint64_t end;
-    size_t events, shapes, entries, mem;
-  };
-  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, 0}};
-  int new_kinds = 0;
-  for (uint64_t off = mandatory_end; off < file.size();) {
-    uint32_t type, len, count = 0;
-    std::memcpy(&type, &file[off], 4);
-    std::memcpy(&len, &file[off + 4], 4);
-    Boundary b = bounds.back();
-    b.end = off + 16 + len;
-    switch (static_cast<ChunkType>(type)) {
-      case ChunkType::EVENTS:
-        b.events += len / 32;
-        break;
-      case ChunkType::SHAPES:
-        std::memcpy(&count, &file[off + 16], 4);
-        b.shapes += count;
-        new_kinds |= 1;
-        break;
-      case ChunkType::ENTRY_SHAPES:
-        b.entries += len / 12;
-        new_kinds |= 2;
-        break;
-      case ChunkType::MEM_EVENTS:
-        b.mem += len / 40;
-        new_kinds |= 4;
-        break;
-      default:
-        break;
-    }
-    bounds.push_back(b);
-    off = b.end;
+  // Every kind of chunk this test is about is in the file, so the cuts tear each.
+  const std::vector<ChunkHeader> chunks = chunk_headers(file, mandatory_end);
+  for (ChunkType type : {ChunkType::SHAPES, ChunkType::ENTRY_SHAPES, ChunkType::MEM_EVENTS}) {
+    EXPECT_TRUE(std::ranges::any_of(chunks, [&](const ChunkHeader& c) { return c.type == type; }))
+        << "no chunk of type " << static_cast<uint32_t>(type);
   }
-  EXPECT_EQ(new_kinds, 7);
-  for (size_t len = kRecordHeaderSize; len < file.size(); ++len) {
-    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
-    if (len < mandatory_end) {
-      ASSERT_FALSE(rec.has_value());
-      EXPECT_EQ(err, "f is truncated: it ends at offset " + std::to_string(len) +
-                         ", before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks are complete");
-      continue;
-    }
-    ASSERT_TRUE(rec.has_value()) << err;
-    EXPECT_FALSE(rec->complete);
-    Boundary last = bounds.front();
-    for (const Boundary& b : bounds)
-      if (b.end <= len) last = b;
-    EXPECT_EQ(rec->options, (RecordOptions{true, true}));
-    EXPECT_TRUE(same_events(
-        rec->events,
-        std::vector<gp_event>(full->events.begin(), full->events.begin() + last.events)));
-    EXPECT_EQ(rec->shapes,
-              std::vector<InputShapes>(full->shapes.begin(), full->shapes.begin() + last.shapes));
-    EXPECT_EQ(rec->entry_shapes,
-              std::vector<EntryShapes>(full->entry_shapes.begin(),
-                                       full->entry_shapes.begin() + last.entries));
-    EXPECT_TRUE(same_mem_events(
-        rec->mem_events,
-        std::vector<gp_mem_event>(full->mem_events.begin(), full->mem_events.begin() + last.mem)));
-    if (len > last.end) {
-      EXPECT_NE(rec->incomplete_reason.find("bytes of a torn chunk at offset " +
-                                            std::to_string(last.end)),
-                std::string::npos);
-    }
-  }
+  expect_every_cut_before_the_mandatory_end_fails(file, mandatory_end);
+  expect_every_cut_reads_the_complete_chunks(
+      file, boundaries(file, mandatory_end), [&](const Recording& rec, const Boundary& last) {
+        EXPECT_EQ(rec.options, (RecordOptions{true, true}));
+        EXPECT_TRUE(same_events(rec.events, first_n(full->events, last.held(ChunkType::EVENTS))));
+        EXPECT_EQ(rec.shapes, first_n(full->shapes, last.held(ChunkType::SHAPES)));
+        EXPECT_EQ(rec.entry_shapes,
+                  first_n(full->entry_shapes, last.held(ChunkType::ENTRY_SHAPES)));
+        EXPECT_TRUE(same_mem_events(rec.mem_events,
+                                    first_n(full->mem_events, last.held(ChunkType::MEM_EVENTS))));
+      });
   // And any single flipped byte: a clear error or an incomplete recording.
-  for (size_t i = 0; i < file.size(); ++i) {
-    std::vector<uint8_t> bad = file;
-    bad[i] ^= 0xff;
-    auto rec = read_recording_bytes(bad, &err, "f");
-    if (rec) {
-      EXPECT_FALSE(rec->complete) << "byte " << i;
-      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
-    } else {
-      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
-    }
-  }
+  expect_every_flipped_byte_is_caught(file);
 }
 
 // A real SIGKILL with shapes and memory events pending: what was flushed is
@@ -1181,34 +1268,22 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedShapesAndMemoryEvents) {
   std::vector<gp_event> ev = make_events(9, 1);  // entries at 0, 3, 6
   std::vector<gp_mem_event> mem = make_mem_events(5, 1);
   const InputShapes s0 = {Dims{8, 8}}, s1 = {std::nullopt};
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::string e;
-    auto w = RecordWriter::create(path_, &e);
-    if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &e)) _exit(1);
-    if (!w->append_events(ev.data(), 6, &e) || !w->append_shapes(0, s0, &e) ||
-        !w->append_mem_events(mem.data(), 3, &e) || !w->flush(&e))
-      _exit(1);
-    if (!w->append_shapes(3, s1, &e) || !w->flush(&e)) _exit(1);  // after its event's chunk
-    if (!w->append_events(ev.data() + 6, 3, &e) || !w->append_shapes(6, s0, &e) ||
-        !w->append_mem_events(mem.data() + 3, 2, &e))
-      _exit(1);  // buffered only
-    raise(SIGKILL);
-    _exit(1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  ASSERT_NO_FATAL_FAILURE(write_then_sigkill({true, true}, [&](RecordWriter& w, std::string* e) {
+    if (!w.append_events(ev.data(), 6, e) || !w.append_shapes(0, s0, e) ||
+        !w.append_mem_events(mem.data(), 3, e) || !w.flush(e))
+      return false;
+    if (!w.append_shapes(3, s1, e) || !w.flush(e)) return false;  // after its event's chunk
+    return w.append_events(ev.data() + 6, 3, e) && w.append_shapes(6, s0, e) &&
+           w.append_mem_events(mem.data() + 3, 2, e);  // buffered only
+  }));
   std::string err;
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
-  EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(ev.begin(), ev.begin() + 6)));
+  EXPECT_TRUE(same_events(rec->events, first_n(ev, 6)));
   EXPECT_EQ(rec->shapes, (std::vector<InputShapes>{s0, s1}));
   EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}, {3, 1}}));
-  EXPECT_TRUE(
-      same_mem_events(rec->mem_events, std::vector<gp_mem_event>(mem.begin(), mem.begin() + 3)));
+  EXPECT_TRUE(same_mem_events(rec->mem_events, first_n(mem, 3)));
 }
 
 // ---- CPU samples (record -F HZ, --no-ops) ----
@@ -1222,9 +1297,8 @@ RecordOptions sampled_options(uint32_t hz = 997, bool ops = true) {
 // A version 2 file's header and mandatory chunks with the sampled OPTIONS
 // layout (flags | sampled, then sample_hz), by hand.
 std::vector<uint8_t> v2_sampled_prefix(uint32_t flags, uint32_t hz) {
-  std::vector<uint8_t> f = v2_prefix(0);
-  f.resize(f.size() - 20);  // OPTIONS: 16 + 4
-  return cat(f, chunk_of(ChunkType::OPTIONS, Bytes().u32(flags | 4).u32(hz)));
+  return cat(v2_prefix_without_options(),
+             chunk_of(ChunkType::OPTIONS, Bytes().u32(flags | 4).u32(hz)));
 }
 Bytes frames_payload(uint32_t first_id, const std::vector<std::string>& names) {
   Bytes b;
@@ -1428,13 +1502,8 @@ TEST_F(RecordFileTest, NoOpsRecordingsRoundTrip) {
 
 TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
   // OPTIONS: the sampled flag needs a non-zero sample_hz after the flags.
-  std::vector<uint8_t> no_options = v2_prefix(0);
-  no_options.resize(no_options.size() - 20);
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
   const std::string opt = "f: corrupt chunk 4 (OPTIONS) at offset " +
                           std::to_string(no_options.size()) + ": ";
   expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(4))),
@@ -1464,9 +1533,8 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   expect_error(cat(no_options, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
                "f: corrupt chunk 4 (SAMPLES) at offset " + std::to_string(no_options.size()) +
                    ": SAMPLES chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
-  Bytes stats;
-  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
-  auto with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, zero_stats_payload()));
   expect_error(cat(with_stats, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {}))),
                "f: corrupt chunk 6 (SAMPLE_FRAMES) at offset " +
                    std::to_string(with_stats.size()) +
@@ -1651,10 +1719,6 @@ TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
 
 TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
   const std::vector<uint8_t> prefix = v2_sampled_prefix(0, 99);
   // Needs the sampled option, and comes after the mandatory chunks.
   const std::vector<uint8_t> unsampled = v2_prefix(3);
@@ -1662,8 +1726,7 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
                "f: corrupt chunk 5 (SAMPLE_STACKS) at offset " + std::to_string(unsampled.size()) +
                    ": SAMPLE_STACKS chunk in a recording without CPU sampling (sample_hz 0) or "
                    "the with_stack option");
-  std::vector<uint8_t> no_options = v2_prefix(0);
-  no_options.resize(no_options.size() - 20);
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
   expect_error(cat(no_options, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {}))),
                "f: corrupt chunk 4 (SAMPLE_STACKS) at offset " +
                    std::to_string(no_options.size()) +
@@ -1815,72 +1878,27 @@ TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
   ASSERT_EQ(full->sample_stacks.size(), 4u);
   EXPECT_EQ(full->sample_stacks[3], (std::vector<uint32_t>{0, 9}));
 
-  struct Boundary {
-    uint64_t end;
-    size_t frames, samples, stacks;
-  };
-  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0}};
-  for (uint64_t off = mandatory_end; off < file.size();) {
-    uint32_t type, len, count = 0;
-    std::memcpy(&type, &file[off], 4);
-    std::memcpy(&len, &file[off + 4], 4);
-    Boundary b = bounds.back();
-    b.end = off + 16 + len;
-    if (type == static_cast<uint32_t>(ChunkType::SAMPLE_FRAMES)) {
-      std::memcpy(&count, &file[off + 20], 4);
-      b.frames += count;
-    } else if (type == static_cast<uint32_t>(ChunkType::SAMPLE_STACKS)) {
-      std::memcpy(&count, &file[off + 20], 4);
-      b.stacks += count;
-    } else if (type == static_cast<uint32_t>(ChunkType::SAMPLES)) {
-      b.samples += len / 24;
-    }
-    bounds.push_back(b);
-    off = b.end;
-  }
+  const std::vector<Boundary> bounds = boundaries(file, mandatory_end);
   ASSERT_EQ(bounds.size(), 1u + 9 + 2);  // 3 flushes of 3 chunks, STATS, END
-  for (size_t len = mandatory_end; len < file.size(); ++len) {
-    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
-    ASSERT_TRUE(rec.has_value()) << err;
-    EXPECT_FALSE(rec->complete);
-    Boundary last = bounds.front();
-    for (const Boundary& b : bounds)
-      if (b.end <= len) last = b;
-    EXPECT_EQ(rec->options, sampled_options());
-    EXPECT_EQ(rec->sample_frames,
-              std::vector<std::string>(full->sample_frames.begin(),
-                                       full->sample_frames.begin() + last.frames));
-    EXPECT_EQ(rec->samples, std::vector<CpuSample>(full->samples.begin(),
-                                                   full->samples.begin() + last.samples));
-    EXPECT_EQ(rec->sample_stacks,
-              std::vector<std::vector<uint32_t>>(full->sample_stacks.begin(),
-                                                 full->sample_stacks.begin() + last.stacks));
-    for (const CpuSample& s : rec->samples) {
-      EXPECT_LT(s.frame_id, rec->sample_frames.size());
-      if (s.python_stack != kNoPythonStack) {
-        EXPECT_LT(s.python_stack, rec->sample_stacks.size());
-      }
-    }
-    for (const auto& st : rec->sample_stacks)
-      for (uint32_t f : st) EXPECT_LT(f, rec->sample_frames.size());
-    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
-    if (len > last.end)
-      reason += "; ignored " + std::to_string(len - last.end) +
-                " bytes of a torn chunk at offset " + std::to_string(last.end);
-    EXPECT_EQ(rec->incomplete_reason, reason);
-  }
-  for (size_t i = 0; i < file.size(); ++i) {
-    std::vector<uint8_t> bad = file;
-    bad[i] ^= 0xff;
-    auto rec = read_recording_bytes(bad, &err, "f");
-    if (rec) {
-      EXPECT_FALSE(rec->complete) << "byte " << i;
-      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
-    } else {
-      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
-    }
-  }
+  expect_every_cut_reads_the_complete_chunks(
+      file, bounds, [&](const Recording& rec, const Boundary& last) {
+        EXPECT_EQ(rec.options, sampled_options());
+        EXPECT_EQ(rec.sample_frames,
+                  first_n(full->sample_frames, last.held(ChunkType::SAMPLE_FRAMES)));
+        EXPECT_EQ(rec.samples, first_n(full->samples, last.held(ChunkType::SAMPLES)));
+        EXPECT_EQ(rec.sample_stacks,
+                  first_n(full->sample_stacks, last.held(ChunkType::SAMPLE_STACKS)));
+        for (const CpuSample& s : rec.samples) {
+          EXPECT_LT(s.frame_id, rec.sample_frames.size());
+          if (s.python_stack != kNoPythonStack) {
+            EXPECT_LT(s.python_stack, rec.sample_stacks.size());
+          }
+        }
+        for (const auto& st : rec.sample_stacks)
+          for (uint32_t f : st) EXPECT_LT(f, rec.sample_frames.size());
+      });
+  // And any single flipped byte: a clear error or an incomplete recording.
+  expect_every_flipped_byte_is_caught(file);
 }
 
 // ---- stacks of op entries (record --with-stack) and kernel stacks of samples ----
@@ -1998,7 +2016,7 @@ TEST_F(RecordFileTest, RoundTripsEntryStacksWithoutSampling) {
   auto part = read_recording(path_, &err);
   ASSERT_TRUE(part.has_value()) << err;
   EXPECT_FALSE(part->complete);
-  EXPECT_EQ(part->entry_stacks, std::vector<EntryStack>(all.begin(), all.begin() + 3 + 5462));
+  EXPECT_EQ(part->entry_stacks, first_n(all, 3 + 5462));
   EXPECT_EQ(part->sample_stacks.size(), 4u);
   ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
 
@@ -2102,8 +2120,7 @@ TEST_F(RecordFileTest, RoundTripsKernelStacksOfSamples) {
   EXPECT_GT(w.bytes_written(), before);
   auto part = read_recording(path_, &err);
   ASSERT_TRUE(part.has_value()) << err;
-  EXPECT_EQ(part->sample_kernel_stacks,
-            std::vector<SampleKernelStack>(kernel.begin(), kernel.begin() + 2 + 5462));
+  EXPECT_EQ(part->sample_kernel_stacks, first_n(kernel, 2 + 5462));
   ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
 
   auto rec = read_recording(path_, &err);
@@ -2225,22 +2242,15 @@ TEST_F(RecordFileTest, WriterRefusesSampleKernelStacksTheReaderWouldReject) {
 
 TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
-  auto at = [](const std::vector<uint8_t>& before) {
-    return " at offset " + std::to_string(before.size()) + ": ";
-  };
   // OPTIONS bit 4 is with_stack, with the 4-byte form when not sampled.
   const std::vector<uint8_t> prefix = v2_prefix(16);
   auto bare = read_recording_bytes(prefix, &err, "f");
   ASSERT_TRUE(bare.has_value()) << err;
   EXPECT_EQ(bare->options, stack_options());
-  std::vector<uint8_t> no_options = v2_prefix(0);
-  no_options.resize(no_options.size() - 20);
-  expect_error(cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x30))),
-               "f: corrupt chunk 4 (OPTIONS)" + at(no_options) + "unknown option flags 0x20");
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
+  expect_error(
+      cat(no_options, chunk_of(ChunkType::OPTIONS, Bytes().u32(0x30))),
+      "f: corrupt chunk 4 (OPTIONS)" + at_offset(no_options) + "unknown option flags 0x20");
   // Frames and stacks are allowed with with_stack alone; samples and
   // kernel stacks are not.
   const std::vector<uint8_t> two =
@@ -2251,27 +2261,26 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}}));
   expect_error(cat(one_stack, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
-               "f: corrupt chunk 7 (SAMPLES)" + at(one_stack) +
+               "f: corrupt chunk 7 (SAMPLES)" + at_offset(one_stack) +
                    "SAMPLES chunk in a recording without CPU sampling (sample_hz 0)");
   // ENTRY_STACKS needs the with_stack option, sampled or not, and comes
   // after the mandatory chunks, before STATS.
   for (const std::vector<uint8_t>& other : {v2_prefix(3), v2_sampled_prefix(0, 99)})
     expect_error(cat(other, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
-                 "f: corrupt chunk 5 (ENTRY_STACKS)" + at(other) +
+                 "f: corrupt chunk 5 (ENTRY_STACKS)" + at_offset(other) +
                      "ENTRY_STACKS chunk in a recording without the with_stack option");
   expect_error(cat(no_options, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
-               "f: corrupt chunk 4 (ENTRY_STACKS)" + at(no_options) +
+               "f: corrupt chunk 4 (ENTRY_STACKS)" + at_offset(no_options) +
                    "ENTRY_STACKS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
-  Bytes stats;
-  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
-  const std::vector<uint8_t> with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, zero_stats_payload()));
   expect_error(cat(with_stats, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})),
-               "f: corrupt chunk 6 (ENTRY_STACKS)" + at(with_stats) +
+               "f: corrupt chunk 6 (ENTRY_STACKS)" + at_offset(with_stats) +
                    "ENTRY_STACKS chunk after the STATS chunk");
   // Pairs: an earlier ENTRY event, increasing indices, a defined stack.
   std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
   const std::vector<uint8_t> base = cat(one_stack, chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  const std::string e8 = "f: corrupt chunk 8 (ENTRY_STACKS)" + at(base);
+  const std::string e8 = "f: corrupt chunk 8 (ENTRY_STACKS)" + at_offset(base);
   auto entries_file = [&](const std::vector<EntryStack>& e) {
     return cat(base, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload(e)));
   };
@@ -2296,7 +2305,7 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   // ... across chunks too.
   const std::vector<uint8_t> first = entries_file({{3, 0}});
   expect_error(cat(first, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
-               "f: corrupt chunk 9 (ENTRY_STACKS)" + at(first) +
+               "f: corrupt chunk 9 (ENTRY_STACKS)" + at_offset(first) +
                    "entry stack 0 has event_index 0, not above the previous 3");
   expect_error(cat(base, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>(13, 0))),
                e8 + "payload of 13 bytes is not a whole number of 12-byte entry stacks");
@@ -2304,13 +2313,13 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   const std::vector<uint8_t> no_stack = cat(two, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect_error(cat(cat(no_stack, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
                    chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}}))),
-               "f: corrupt chunk 7 (ENTRY_STACKS)" + at(no_stack) +
+               "f: corrupt chunk 7 (ENTRY_STACKS)" + at_offset(no_stack) +
                    "entry stack 0 has stack_id 0, but 0 stacks are defined");
   // An event written only after the entry stack that names it.
   expect_error(
       cat(cat(one_stack, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}}))),
           chunk_of(ChunkType::EVENTS, events_payload(ev))),
-      "f: corrupt chunk 7 (ENTRY_STACKS)" + at(one_stack) +
+      "f: corrupt chunk 7 (ENTRY_STACKS)" + at_offset(one_stack) +
           "entry stack 0 has event_index 0, but only 0 events precede it");
   // Entry shapes and entry stacks keep separate orders: both may name the
   // same ENTRY, and a stack may name an entry before the last entry shape.
@@ -2333,32 +2342,23 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
 
 TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
-  auto at = [](const std::vector<uint8_t>& before) {
-    return " at offset " + std::to_string(before.size()) + ": ";
-  };
   // SAMPLE_KERNEL_STACKS needs the sampled option (with_stack is not
   // enough), and comes after the mandatory chunks, before STATS.
   for (const std::vector<uint8_t>& other : {v2_prefix(16), v2_prefix(3)})
     expect_error(
         cat(other, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
-        "f: corrupt chunk 5 (SAMPLE_KERNEL_STACKS)" + at(other) +
+        "f: corrupt chunk 5 (SAMPLE_KERNEL_STACKS)" + at_offset(other) +
             "SAMPLE_KERNEL_STACKS chunk in a recording without CPU sampling (sample_hz 0)");
-  std::vector<uint8_t> no_options = v2_prefix(0);
-  no_options.resize(no_options.size() - 20);
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
   expect_error(cat(no_options, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
-               "f: corrupt chunk 4 (SAMPLE_KERNEL_STACKS)" + at(no_options) +
+               "f: corrupt chunk 4 (SAMPLE_KERNEL_STACKS)" + at_offset(no_options) +
                    "SAMPLE_KERNEL_STACKS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS "
                    "chunks");
   const std::vector<uint8_t> prefix = v2_sampled_prefix(0, 99);
-  Bytes stats;
-  stats.u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
-  const std::vector<uint8_t> with_stats = cat(prefix, chunk_of(ChunkType::STATS, stats));
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, zero_stats_payload()));
   expect_error(cat(with_stats, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})),
-               "f: corrupt chunk 6 (SAMPLE_KERNEL_STACKS)" + at(with_stats) +
+               "f: corrupt chunk 6 (SAMPLE_KERNEL_STACKS)" + at_offset(with_stats) +
                    "SAMPLE_KERNEL_STACKS chunk after the STATS chunk");
   // Pairs: an earlier in-kernel sample, increasing indices, a defined stack.
   const std::vector<uint8_t> frames =
@@ -2368,7 +2368,7 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   const std::vector<CpuSample> samples = {{1, 2, 0, false}, {2, 2, 1, true}, {3, 2, 1, true}};
   const std::vector<uint8_t> base =
       cat(one_stack, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
-  const std::string k8 = "f: corrupt chunk 8 (SAMPLE_KERNEL_STACKS)" + at(base);
+  const std::string k8 = "f: corrupt chunk 8 (SAMPLE_KERNEL_STACKS)" + at_offset(base);
   auto kernel_file = [&](const std::vector<SampleKernelStack>& k) {
     return cat(base, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload(k)));
   };
@@ -2389,7 +2389,7 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   const std::vector<uint8_t> first = kernel_file({{2, 0}});
   expect_error(
       cat(first, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
-      "f: corrupt chunk 9 (SAMPLE_KERNEL_STACKS)" + at(first) +
+      "f: corrupt chunk 9 (SAMPLE_KERNEL_STACKS)" + at_offset(first) +
           "kernel stack 0 has sample_index 1, not above the previous 2");
   expect_error(cat(base, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>(11, 0))),
                k8 + "payload of 11 bytes is not a whole number of 12-byte kernel stacks");
@@ -2397,7 +2397,7 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   expect_error(cat(cat(one_stack,
                        chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
                    chunk_of(ChunkType::SAMPLES, samples_payload(samples))),
-               "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at(one_stack) +
+               "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at_offset(one_stack) +
                    "kernel stack 0 has sample_index 1, but only 0 samples precede it");
   // A stack defined only after the kernel stack that names it.
   const std::vector<uint8_t> no_stack =
@@ -2405,7 +2405,7 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   expect_error(
       cat(cat(no_stack, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{1, 0}}))),
           chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1}}))),
-      "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at(no_stack) +
+      "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at_offset(no_stack) +
           "kernel stack 0 has stack_id 0, but 0 stacks are defined");
   // An empty chunk is valid.
   ASSERT_TRUE(read_recording_bytes(
@@ -2449,93 +2449,31 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithStacks) {
   ASSERT_EQ(full->sample_kernel_stacks.size(), 8u);
   ASSERT_EQ(full->sample_stacks.size(), 4u);
 
-  // What every chunk boundary holds, from the chunk headers.
-  struct Boundary {
-    uint64_t end;
-    size_t events, frames, stacks, samples, entry_stacks, kernel_stacks;
-  };
-  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, 0, 0, 0}};
-  for (uint64_t off = mandatory_end; off < file.size();) {
-    uint32_t type, len, count = 0;
-    std::memcpy(&type, &file[off], 4);
-    std::memcpy(&len, &file[off + 4], 4);
-    Boundary b = bounds.back();
-    b.end = off + 16 + len;
-    switch (static_cast<ChunkType>(type)) {
-      case ChunkType::EVENTS:
-        b.events += len / 32;
-        break;
-      case ChunkType::SAMPLE_FRAMES:
-        std::memcpy(&count, &file[off + 20], 4);
-        b.frames += count;
-        break;
-      case ChunkType::SAMPLE_STACKS:
-        std::memcpy(&count, &file[off + 20], 4);
-        b.stacks += count;
-        break;
-      case ChunkType::SAMPLES:
-        b.samples += len / 24;
-        break;
-      case ChunkType::ENTRY_STACKS:
-        b.entry_stacks += len / 12;
-        break;
-      case ChunkType::SAMPLE_KERNEL_STACKS:
-        b.kernel_stacks += len / 12;
-        break;
-      default:
-        break;
-    }
-    bounds.push_back(b);
-    off = b.end;
-  }
+  const std::vector<Boundary> bounds = boundaries(file, mandatory_end);
   ASSERT_EQ(bounds.size(), 1u + 3 * 6 + 2);  // 3 flushes of 6 chunks, STATS, END
-  for (size_t len = mandatory_end; len < file.size(); ++len) {
-    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
-    ASSERT_TRUE(rec.has_value()) << err;
-    EXPECT_FALSE(rec->complete);
-    Boundary last = bounds.front();
-    for (const Boundary& b : bounds)
-      if (b.end <= len) last = b;
-    EXPECT_EQ(rec->events.size(), last.events);
-    EXPECT_EQ(rec->sample_frames.size(), last.frames);
-    EXPECT_EQ(rec->sample_stacks.size(), last.stacks);
-    EXPECT_EQ(rec->samples.size(), last.samples);
-    EXPECT_EQ(rec->entry_stacks,
-              std::vector<EntryStack>(full->entry_stacks.begin(),
-                                      full->entry_stacks.begin() + last.entry_stacks));
-    EXPECT_EQ(
-        rec->sample_kernel_stacks,
-        std::vector<SampleKernelStack>(full->sample_kernel_stacks.begin(),
-                                       full->sample_kernel_stacks.begin() + last.kernel_stacks));
-    for (const EntryStack& e : rec->entry_stacks) {
-      ASSERT_LT(e.event_index, rec->events.size());
-      EXPECT_EQ(rec->events[e.event_index].kind, GP_EV_OP_ENTRY);
-      EXPECT_LT(e.stack_id, rec->sample_stacks.size());
-    }
-    for (const SampleKernelStack& k : rec->sample_kernel_stacks) {
-      ASSERT_LT(k.sample_index, rec->samples.size());
-      EXPECT_TRUE(rec->samples[k.sample_index].in_kernel);
-      EXPECT_LT(k.stack_id, rec->sample_stacks.size());
-    }
-    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
-    if (len > last.end)
-      reason += "; ignored " + std::to_string(len - last.end) +
-                " bytes of a torn chunk at offset " + std::to_string(last.end);
-    EXPECT_EQ(rec->incomplete_reason, reason);
-  }
+  expect_every_cut_reads_the_complete_chunks(
+      file, bounds, [&](const Recording& rec, const Boundary& last) {
+        EXPECT_EQ(rec.events.size(), last.held(ChunkType::EVENTS));
+        EXPECT_EQ(rec.sample_frames.size(), last.held(ChunkType::SAMPLE_FRAMES));
+        EXPECT_EQ(rec.sample_stacks.size(), last.held(ChunkType::SAMPLE_STACKS));
+        EXPECT_EQ(rec.samples.size(), last.held(ChunkType::SAMPLES));
+        EXPECT_EQ(rec.entry_stacks,
+                  first_n(full->entry_stacks, last.held(ChunkType::ENTRY_STACKS)));
+        EXPECT_EQ(rec.sample_kernel_stacks,
+                  first_n(full->sample_kernel_stacks, last.held(ChunkType::SAMPLE_KERNEL_STACKS)));
+        for (const EntryStack& e : rec.entry_stacks) {
+          ASSERT_LT(e.event_index, rec.events.size());
+          EXPECT_EQ(rec.events[e.event_index].kind, GP_EV_OP_ENTRY);
+          EXPECT_LT(e.stack_id, rec.sample_stacks.size());
+        }
+        for (const SampleKernelStack& k : rec.sample_kernel_stacks) {
+          ASSERT_LT(k.sample_index, rec.samples.size());
+          EXPECT_TRUE(rec.samples[k.sample_index].in_kernel);
+          EXPECT_LT(k.stack_id, rec.sample_stacks.size());
+        }
+      });
   // And any single flipped byte: a clear error or an incomplete recording.
-  for (size_t i = 0; i < file.size(); ++i) {
-    std::vector<uint8_t> bad = file;
-    bad[i] ^= 0xff;
-    auto rec = read_recording_bytes(bad, &err, "f");
-    if (rec) {
-      EXPECT_FALSE(rec->complete) << "byte " << i;
-      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
-    } else {
-      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
-    }
-  }
+  expect_every_flipped_byte_is_caught(file);
 }
 
 // A real SIGKILL with entry stacks and kernel stacks pending: what was
@@ -2543,39 +2481,27 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithStacks) {
 TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedStacks) {
   std::vector<gp_event> ev = make_events(9, 1);  // entries at 0, 3 and 6
   const std::vector<CpuSample> s = {{1, 2, 0, true}, {2, 2, 0, false}, {3, 2, 1, true}};
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    std::string e;
-    auto w = RecordWriter::create(path_, &e);
-    if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), stack_options(997), &e))
-      _exit(1);
-    if (!w->add_sample_frame("a.py(1): f", &e) || !w->add_sample_frame("[k] b", &e) ||
-        !w->add_sample_stack({0}, &e) || !w->add_sample_stack({1}, &e))
-      _exit(1);
-    if (!w->append_events(ev.data(), 6, &e) || !w->append_entry_stack(0, 0, &e) ||
-        !w->append_samples(s.data(), 2, &e) || !w->append_sample_kernel_stack(0, 1, &e) ||
-        !w->flush(&e))
-      _exit(1);
-    if (!w->append_entry_stack(3, 0, &e) || !w->flush(&e)) _exit(1);  // after its event's chunk
-    if (!w->append_events(ev.data() + 6, 3, &e) || !w->add_sample_stack({0, 1}, &e) ||
-        !w->append_entry_stack(6, 2, &e) || !w->append_samples(s.data() + 2, 1, &e) ||
-        !w->append_sample_kernel_stack(2, 2, &e))
-      _exit(1);  // buffered only
-    raise(SIGKILL);
-    _exit(1);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  auto write = [&](RecordWriter& w, std::string* e) {
+    if (!w.add_sample_frame("a.py(1): f", e) || !w.add_sample_frame("[k] b", e) ||
+        !w.add_sample_stack({0}, e) || !w.add_sample_stack({1}, e))
+      return false;
+    if (!w.append_events(ev.data(), 6, e) || !w.append_entry_stack(0, 0, e) ||
+        !w.append_samples(s.data(), 2, e) || !w.append_sample_kernel_stack(0, 1, e) || !w.flush(e))
+      return false;
+    if (!w.append_entry_stack(3, 0, e) || !w.flush(e)) return false;  // after its event's chunk
+    return w.append_events(ev.data() + 6, 3, e) && w.add_sample_stack({0, 1}, e) &&
+           w.append_entry_stack(6, 2, e) && w.append_samples(s.data() + 2, 1, e) &&
+           w.append_sample_kernel_stack(2, 2, e);  // buffered only
+  };
+  ASSERT_NO_FATAL_FAILURE(write_then_sigkill(stack_options(997), write));
   std::string err;
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
-  EXPECT_TRUE(same_events(rec->events, std::vector<gp_event>(ev.begin(), ev.begin() + 6)));
+  EXPECT_TRUE(same_events(rec->events, first_n(ev, 6)));
   EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{0}, {1}}));
   EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
-  EXPECT_EQ(rec->samples, std::vector<CpuSample>(s.begin(), s.begin() + 2));
+  EXPECT_EQ(rec->samples, first_n(s, 2));
   EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{0, 1}}));
 }
 
@@ -2902,53 +2828,45 @@ TEST_F(RecordFileTest, WriterRefusesLaunchesTheReaderWouldReject) {
 
 TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
   std::string err;
-  auto expect_error = [&](const std::vector<uint8_t>& file, const std::string& want) {
-    EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
-    EXPECT_EQ(err, want);
-  };
-  auto at = [](const std::vector<uint8_t>& before) {
-    return " at offset " + std::to_string(before.size()) + ": ";
-  };
   const std::vector<uint8_t> prefix = v2_prefix(0);
   const std::vector<CudaLaunch> one = {
       {1, 0x1000, 0, {1, 1, 1}, {32, 1, 1}, 7, GP_LAUNCH_KERNEL, 0}};
   // All three need the ops: refused in a --no-ops recording, sampled or not.
   for (const std::vector<uint8_t>& no_ops : {v2_prefix(8), v2_sampled_prefix(8, 49)}) {
     expect_error(cat(no_ops, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
-                 "f: corrupt chunk 5 (LAUNCHES)" + at(no_ops) +
+                 "f: corrupt chunk 5 (LAUNCHES)" + at_offset(no_ops) +
                      "LAUNCHES chunk in a recording without ops (the no-ops option)");
     expect_error(cat(no_ops, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a"}))),
-                 "f: corrupt chunk 5 (LAUNCH_NAMES)" + at(no_ops) +
+                 "f: corrupt chunk 5 (LAUNCH_NAMES)" + at_offset(no_ops) +
                      "LAUNCH_NAMES chunk in a recording without ops (the no-ops option)");
     expect_error(
         cat(no_ops, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime()))),
-        "f: corrupt chunk 5 (CUDA_RUNTIME)" + at(no_ops) +
+        "f: corrupt chunk 5 (CUDA_RUNTIME)" + at_offset(no_ops) +
             "CUDA_RUNTIME chunk in a recording without ops (the no-ops option)");
   }
   // ... and come after the mandatory chunks, before STATS.
-  std::vector<uint8_t> no_options = v2_prefix(0);
-  no_options.resize(no_options.size() - 20);
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
   expect_error(cat(no_options, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
-               "f: corrupt chunk 4 (LAUNCHES)" + at(no_options) +
+               "f: corrupt chunk 4 (LAUNCHES)" + at_offset(no_options) +
                    "LAUNCHES chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
   const std::vector<uint8_t> with_stats =
       cat(prefix, chunk_of(ChunkType::STATS, sample_stats_payload()));
   expect_error(cat(with_stats, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {}))),
-               "f: corrupt chunk 6 (LAUNCH_NAMES)" + at(with_stats) +
+               "f: corrupt chunk 6 (LAUNCH_NAMES)" + at_offset(with_stats) +
                    "LAUNCH_NAMES chunk after the STATS chunk");
   expect_error(cat(with_stats,
                    chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime()))),
-               "f: corrupt chunk 6 (CUDA_RUNTIME)" + at(with_stats) +
+               "f: corrupt chunk 6 (CUDA_RUNTIME)" + at_offset(with_stats) +
                    "CUDA_RUNTIME chunk after the STATS chunk");
   // LAUNCH_NAMES: sequential ids, a count that fits, exact length.
   auto names_file = [&](const Bytes& payload) {
     return cat(prefix, chunk_of(ChunkType::LAUNCH_NAMES, payload));
   };
-  const std::string n5 = "f: corrupt chunk 5 (LAUNCH_NAMES)" + at(prefix);
+  const std::string n5 = "f: corrupt chunk 5 (LAUNCH_NAMES)" + at_offset(prefix);
   expect_error(names_file(launch_names_payload(1, {"a"})),
                n5 + "first_id 1, but 0 launch names are defined");
   const std::vector<uint8_t> two = names_file(launch_names_payload(0, {"a", "b"}));
-  const std::string n6 = "f: corrupt chunk 6 (LAUNCH_NAMES)" + at(two);
+  const std::string n6 = "f: corrupt chunk 6 (LAUNCH_NAMES)" + at_offset(two);
   expect_error(cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"c"}))),
                n6 + "first_id 0, but 2 launch names are defined");
   expect_error(cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(3, {"c"}))),
@@ -2968,19 +2886,19 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
   auto launches_file = [&](const std::vector<uint8_t>& payload) {
     return cat(two, chunk_of(ChunkType::LAUNCHES, payload));
   };
-  const std::string l6 = "f: corrupt chunk 6 (LAUNCHES)" + at(two);
+  const std::string l6 = "f: corrupt chunk 6 (LAUNCHES)" + at_offset(two);
   std::vector<CudaLaunch> good = make_launches(3, 2);
   auto ok = read_recording_bytes(launches_file(launches_payload(good).b), &err, "f");
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->launches, good);
   // Launches before their names.
   expect_error(cat(prefix, chunk_of(ChunkType::LAUNCHES, launches_payload(one))),
-               "f: corrupt chunk 5 (LAUNCHES)" + at(prefix) +
+               "f: corrupt chunk 5 (LAUNCHES)" + at_offset(prefix) +
                    "launch 0 has name_id 0, but 0 launch names are defined");
   const std::vector<uint8_t> early =
       cat(prefix, chunk_of(ChunkType::LAUNCHES, launches_payload(one)));
   expect_error(cat(early, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a"}))),
-               "f: corrupt chunk 5 (LAUNCHES)" + at(prefix) +
+               "f: corrupt chunk 5 (LAUNCHES)" + at_offset(prefix) +
                    "launch 0 has name_id 0, but 0 launch names are defined");
   // A name_id out of range.
   std::vector<CudaLaunch> bad = good;
@@ -3023,9 +2941,10 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
   auto rt = read_recording_bytes(runtime, &err, "f");
   ASSERT_TRUE(rt.has_value()) << err;
   EXPECT_EQ(rt->cuda_runtime, sample_cuda_runtime());
-  expect_error(cat(runtime, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))),
-               "f: corrupt chunk 6 (CUDA_RUNTIME)" + at(runtime) + "duplicate CUDA_RUNTIME chunk");
-  const std::string r5 = "f: corrupt chunk 5 (CUDA_RUNTIME)" + at(prefix);
+  expect_error(
+      cat(runtime, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))),
+      "f: corrupt chunk 6 (CUDA_RUNTIME)" + at_offset(runtime) + "duplicate CUDA_RUNTIME chunk");
+  const std::string r5 = "f: corrupt chunk 5 (CUDA_RUNTIME)" + at_offset(prefix);
   expect_error(cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, Bytes().str("x").u32(6))),
                r5 + "payload too short");
   expect_error(cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, Bytes().u32(100).u32(6).u64(0))),
@@ -3072,87 +2991,697 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithLaunches) {
   ASSERT_EQ(full->events.size(), 12u);
   EXPECT_EQ(full->cuda_runtime, sample_cuda_runtime());
 
-  // What every chunk boundary holds, from the chunk headers.
-  struct Boundary {
-    uint64_t end;
-    size_t events, names, launches;
-    bool runtime;
-  };
-  std::vector<Boundary> bounds{{mandatory_end, 0, 0, 0, false}};
-  uint64_t second_launches = 0;  // offset of the second LAUNCHES chunk
-  for (uint64_t off = mandatory_end; off < file.size();) {
-    uint32_t type, len, count = 0;
-    std::memcpy(&type, &file[off], 4);
-    std::memcpy(&len, &file[off + 4], 4);
-    Boundary b = bounds.back();
-    b.end = off + 16 + len;
-    switch (static_cast<ChunkType>(type)) {
-      case ChunkType::EVENTS:
-        b.events += len / 32;
-        break;
-      case ChunkType::LAUNCH_NAMES:
-        std::memcpy(&count, &file[off + 20], 4);
-        b.names += count;
-        break;
-      case ChunkType::LAUNCHES:
-        if (b.launches > 0 && second_launches == 0) second_launches = off;
-        b.launches += len / 64;
-        break;
-      case ChunkType::CUDA_RUNTIME:
-        b.runtime = true;
-        break;
-      default:
-        break;
-    }
-    bounds.push_back(b);
-    off = b.end;
-  }
+  const std::vector<Boundary> bounds = boundaries(file, mandatory_end);
   ASSERT_EQ(bounds.size(), 1u + 3 * 3 + 3);  // 3 flushes of 3 chunks, CUDA_RUNTIME, STATS, END
-  ASSERT_GT(second_launches, 0u);
-  for (size_t len = mandatory_end; len < file.size(); ++len) {
-    SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
-    ASSERT_TRUE(rec.has_value()) << err;
-    EXPECT_FALSE(rec->complete);
-    Boundary last = bounds.front();
-    for (const Boundary& b : bounds)
-      if (b.end <= len) last = b;
-    EXPECT_EQ(rec->events.size(), last.events);
-    EXPECT_EQ(rec->launch_names, std::vector<std::string>(full->launch_names.begin(),
-                                                          full->launch_names.begin() + last.names));
-    EXPECT_EQ(rec->launches, std::vector<CudaLaunch>(full->launches.begin(),
-                                                     full->launches.begin() + last.launches));
-    EXPECT_EQ(rec->cuda_runtime.has_value(), last.runtime);
-    for (const CudaLaunch& l : rec->launches) EXPECT_LT(l.name_id, rec->launch_names.size());
-    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
-    if (len > last.end)
-      reason += "; ignored " + std::to_string(len - last.end) +
-                " bytes of a torn chunk at offset " + std::to_string(last.end);
-    EXPECT_EQ(rec->incomplete_reason, reason);
-  }
+  // The offsets of the LAUNCHES chunks, for the cut inside the second one below.
+  std::vector<uint64_t> launches_offsets;
+  for (const ChunkHeader& c : chunk_headers(file, mandatory_end))
+    if (c.type == ChunkType::LAUNCHES) launches_offsets.push_back(c.offset);
+  ASSERT_GE(launches_offsets.size(), 2u);
+  const uint64_t second_launches = launches_offsets[1];
+  expect_every_cut_reads_the_complete_chunks(
+      file, bounds, [&](const Recording& rec, const Boundary& last) {
+        EXPECT_EQ(rec.events.size(), last.held(ChunkType::EVENTS));
+        EXPECT_EQ(rec.launch_names,
+                  first_n(full->launch_names, last.held(ChunkType::LAUNCH_NAMES)));
+        EXPECT_EQ(rec.launches, first_n(full->launches, last.held(ChunkType::LAUNCHES)));
+        EXPECT_EQ(rec.cuda_runtime.has_value(), last.held(ChunkType::CUDA_RUNTIME) > 0);
+        for (const CudaLaunch& l : rec.launches) EXPECT_LT(l.name_id, rec.launch_names.size());
+      });
   // Cut inside the second LAUNCHES chunk: the launches of the first chunk.
   const size_t cut = second_launches + 16 + 64 + 10;
   auto torn = read_recording_bytes(std::span(file.data(), cut), &err, "f");
   ASSERT_TRUE(torn.has_value()) << err;
   EXPECT_FALSE(torn->complete);
-  EXPECT_EQ(torn->launches,
-            std::vector<CudaLaunch>(full->launches.begin(), full->launches.begin() + 2));
+  EXPECT_EQ(torn->launches, first_n(full->launches, 2));
   EXPECT_EQ(torn->incomplete_reason,
             "no END chunk: the recorder did not finish (was it killed?); ignored " +
                 std::to_string(16 + 64 + 10) + " bytes of a torn chunk at offset " +
                 std::to_string(second_launches));
   // And any single flipped byte: a clear error or an incomplete recording.
-  for (size_t i = 0; i < file.size(); ++i) {
-    std::vector<uint8_t> flipped = file;
-    flipped[i] ^= 0xff;
-    auto rec = read_recording_bytes(flipped, &err, "f");
-    if (rec) {
-      EXPECT_FALSE(rec->complete) << "byte " << i;
-      EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
-    } else {
-      EXPECT_EQ(err.rfind("f", 0), 0u) << err;
+  expect_every_flipped_byte_is_caught(file);
+}
+
+// ---- GPU activities from the CUPTI shim (traced with the ops) ----
+
+// A GPU_CORRELATIONS payload: 32 bytes a correlation, reserved field 0.
+Bytes gpu_correlations_payload(const std::vector<GpuCorrelation>& correlations) {
+  Bytes b;
+  for (const GpuCorrelation& c : correlations)
+    b.u64(c.ts_ns).u64(c.correlation_id).u32(c.tid).u32(c.cbid).u32(c.domain).u32(0);
+  return b;
+}
+// A GPU_ACTIVITIES payload: 48 bytes an activity, reserved field 0.
+Bytes gpu_activities_payload(const std::vector<GpuActivity>& activities) {
+  Bytes b;
+  for (const GpuActivity& a : activities) {
+    b.u64(a.start_ns).u64(a.end_ns).u64(a.correlation_id).u64(a.bytes).u32(a.device);
+    b.u32(a.stream).put(static_cast<uint16_t>(a.kind)).put(uint16_t{0}).u32(a.name_id);
+  }
+  return b;
+}
+Bytes cupti_shim_payload(const CuptiShimInfo& s) {
+  return Bytes().str(s.shim_path).u32(s.state).u64(s.records_dropped).u64(s.events_lost);
+}
+CuptiShimInfo sample_cupti_shim() {
+  return {"/opt/gpuprof/lib/libgpuprof_cupti.so", 1, 7, 2};
+}
+// n correlations of both domains, distinct per `seed`.
+std::vector<GpuCorrelation> make_gpu_correlations(size_t n, uint32_t seed = 0) {
+  std::vector<GpuCorrelation> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t k = static_cast<uint32_t>(i);
+    v[i] = {9'000'000'000ULL + seed * 1000003ULL + i * 37, 100'000ULL * seed + i + 1,
+            300 + seed + k % 3, k % 2 ? 211u : 13u, k % 2 + 1};
+  }
+  return v;
+}
+// n activities of every kind over `names` names, distinct per `seed`; some
+// take no time (end_ns == start_ns).
+std::vector<GpuActivity> make_gpu_activities(size_t n, uint32_t names, uint32_t seed = 0) {
+  std::vector<GpuActivity> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t k = static_cast<uint32_t>(i);
+    GpuActivity& a = v[i];
+    a.kind = static_cast<GpuActivityKind>(k % 3 + 1);
+    a.start_ns = 9'500'000'000ULL + seed * 1000003ULL + i * 53;
+    a.end_ns = a.start_ns + (k % 5) * 1000;
+    a.correlation_id = 100'000ULL * seed + i + 1;
+    a.bytes = a.kind == GpuActivityKind::kernel   ? 0
+              : a.kind == GpuActivityKind::memcpy ? (uint64_t{k % 4 + 1} << 56) | (4096 + k)
+                                                  : 4096 + k;
+    a.device = seed % 2;
+    a.stream = 7 + k % 3;
+    a.name_id = (k * 3 + seed) % names;
+  }
+  return v;
+}
+
+TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
+  // A flush writes GPU_CORRELATIONS, then GPU_ACTIVITIES, after LAUNCHES,
+  // with the pending LAUNCH_NAMES before both; finish() writes CUPTI_SHIM
+  // after CUDA_RUNTIME, right before STATS.
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  std::vector<gp_event> ev = make_events(3);
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.add_launch_name("void at::native::kernel<float>(float*)", &err)) << err;
+  std::vector<CudaLaunch> launches = {
+      {100, 0x7f0000001000, 0, {4, 1, 1}, {256, 1, 1}, 7, GP_LAUNCH_KERNEL, 0}};
+  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
+  ASSERT_TRUE(w.add_launch_name("[memcpy HtoD]", &err)) << err;  // named by an activity only
+  std::vector<GpuCorrelation> correlations = {{101, 41, 7, 211, 2}, {150, 42, 8, 13, 1}};
+  ASSERT_TRUE(w.append_gpu_correlations(correlations.data(), correlations.size(), &err)) << err;
+  std::vector<GpuActivity> activities = {
+      {120, 180, 41, 0, 0, 7, GpuActivityKind::kernel, 0},
+      {160, 160, 42, (uint64_t{1} << 56) | 4096, 1, 13, GpuActivityKind::memcpy, 1}};
+  ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  std::vector<uint8_t> expect = v2_prefix(0);
+  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+                                launch_names_payload(0, {"void at::native::kernel<float>(float*)",
+                                                         "[memcpy HtoD]"})));
+  expect = cat(expect, chunk_of(ChunkType::LAUNCHES, launches_payload(launches)));
+  expect =
+      cat(expect, chunk_of(ChunkType::GPU_CORRELATIONS, gpu_correlations_payload(correlations)));
+  const size_t correlations_at = expect.size() - 32 * 2;
+  expect = cat(expect, chunk_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(activities)));
+  const size_t activities_at = expect.size() - 48 * 2;
+  EXPECT_EQ(read_bytes(path_), expect);
+  EXPECT_EQ(w.bytes_written(), expect.size());
+  // The layouts by offset. A correlation: ts, correlation_id, tid, cbid,
+  // domain, reserved.
+  uint64_t correlation_id;
+  uint32_t cbid, domain, reserved32;
+  std::memcpy(&correlation_id, &expect[correlations_at + 8], 8);
+  std::memcpy(&cbid, &expect[correlations_at + 20], 4);
+  std::memcpy(&domain, &expect[correlations_at + 24], 4);
+  std::memcpy(&reserved32, &expect[correlations_at + 28], 4);
+  EXPECT_EQ(correlation_id, 41u);
+  EXPECT_EQ(cbid, 211u);
+  EXPECT_EQ(domain, 2u);
+  EXPECT_EQ(reserved32, 0u);
+  // An activity: start, end, correlation_id, bytes, device, stream, kind,
+  // reserved, name_id.
+  const size_t second = activities_at + 48;
+  uint64_t end_ns, bytes;
+  uint32_t device, stream, name_id;
+  uint16_t kind, reserved16;
+  std::memcpy(&end_ns, &expect[second + 8], 8);
+  std::memcpy(&bytes, &expect[second + 24], 8);
+  std::memcpy(&device, &expect[second + 32], 4);
+  std::memcpy(&stream, &expect[second + 36], 4);
+  std::memcpy(&kind, &expect[second + 40], 2);
+  std::memcpy(&reserved16, &expect[second + 42], 2);
+  std::memcpy(&name_id, &expect[second + 44], 4);
+  EXPECT_EQ(end_ns, 160u);
+  EXPECT_EQ(bytes, (uint64_t{1} << 56) | 4096);
+  EXPECT_EQ(device, 1u);
+  EXPECT_EQ(stream, 13u);
+  EXPECT_EQ(kind, 2u);
+  EXPECT_EQ(reserved16, 0u);
+  EXPECT_EQ(name_id, 1u);
+  // A new name and an activity naming it, without launches: LAUNCH_NAMES,
+  // then GPU_ACTIVITIES. The last CUPTI shim set wins; it goes out after
+  // CUDA_RUNTIME.
+  ASSERT_TRUE(w.add_launch_name("[memset]", &err)) << err;
+  std::vector<GpuActivity> later = {{200, 210, 43, 512, 0, 7, GpuActivityKind::memset, 2}};
+  ASSERT_TRUE(w.append_gpu_activities(later.data(), later.size(), &err)) << err;
+  ASSERT_TRUE(w.set_cupti_shim({"/old/libgpuprof_cupti.so", 2, 0, 0}, &err)) << err;
+  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"[memset]"})));
+  expect = cat(expect, chunk_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(later)));
+  expect =
+      cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
+  expect = cat(expect, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
+  expect = cat(expect, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
+  EXPECT_EQ(read_bytes(path_), expect);
+  auto rec = read_recording_bytes(expect, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->launches, launches);
+  EXPECT_EQ(rec->gpu_correlations, correlations);
+  activities.push_back(later[0]);
+  EXPECT_EQ(rec->gpu_activities, activities);
+  EXPECT_EQ(rec->launch_names,
+            (std::vector<std::string>{"void at::native::kernel<float>(float*)", "[memcpy HtoD]",
+                                      "[memset]"}));
+  EXPECT_EQ(rec->cupti_shim, sample_cupti_shim());
+  EXPECT_EQ(rec->cuda_runtime, sample_cuda_runtime());
+  EXPECT_EQ(rec->stats, sample_stats());
+}
+
+TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChunks) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  std::vector<std::string> names;
+  std::vector<GpuCorrelation> correlations;
+  std::vector<GpuActivity> activities;
+  std::vector<CudaLaunch> launches;
+  auto define = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
+      names.push_back("void ns::kernel_" + std::to_string(names.size()) + "<float>(float*)");
+      ASSERT_TRUE(w.add_launch_name(names.back(), &err)) << err;
+    }
+  };
+  auto correlate = [&](size_t n, uint32_t seed) {
+    std::vector<GpuCorrelation> c = make_gpu_correlations(n, seed);
+    ASSERT_TRUE(w.append_gpu_correlations(c.data(), c.size(), &err)) << err;
+    correlations.insert(correlations.end(), c.begin(), c.end());
+  };
+  auto run = [&](size_t n, uint32_t seed) {
+    std::vector<GpuActivity> a =
+        make_gpu_activities(n, static_cast<uint32_t>(names.size()), seed);
+    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
+    activities.insert(activities.end(), a.begin(), a.end());
+  };
+  define(3);
+  correlate(10, 0);
+  run(10, 0);
+  std::vector<CudaLaunch> l = make_launches(4, 3);
+  ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+  launches = l;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  define(2);  // ids 3, 4: defined in a later flush, shared with launches
+  run(5, 1);
+  correlate(7, 1);
+  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(w.append_gpu_correlations(nullptr, 0, &err)) << err;
+  ASSERT_TRUE(w.append_gpu_activities(nullptr, 0, &err)) << err;
+  const uint64_t idle = w.bytes_written();
+  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  EXPECT_EQ(w.bytes_written(), idle);
+  // 2500 correlations: one full chunk of 2048 (64 KiB) goes out at once,
+  // 452 stay buffered.
+  uint64_t before = w.bytes_written();
+  correlate(2500, 2);
+  EXPECT_EQ(w.bytes_written(), before + kRecordChunkHeaderSize + kRecordEventsChunkBytes);
+  // 3000 activities: two full chunks of 1366 (65,568 bytes) go out at once,
+  // the pending name before them; 268 stay buffered.
+  define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
+  before = w.bytes_written();
+  run(3000, 3);
+  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
+  EXPECT_EQ(w.bytes_written(), before + names_chunk + 2 * (kRecordChunkHeaderSize + 1366 * 48));
+  define(1);
+  run(100, 4);
+  correlate(100, 4);
+  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 11, &err)) << err;
+
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->launch_names, names);
+  EXPECT_EQ(rec->launches, launches);
+  ASSERT_EQ(rec->gpu_correlations.size(), correlations.size());
+  EXPECT_EQ(rec->gpu_correlations, correlations);
+  ASSERT_EQ(rec->gpu_activities.size(), activities.size());
+  EXPECT_EQ(rec->gpu_activities, activities);
+  EXPECT_EQ(rec->cupti_shim, sample_cupti_shim());
+  EXPECT_EQ(rec->cuda_runtime, std::nullopt);
+  EXPECT_EQ(rec->stats, sample_stats());
+  // Every kind and both domains survive.
+  std::map<GpuActivityKind, size_t> kinds;
+  for (const GpuActivity& a : rec->gpu_activities) ++kinds[a.kind];
+  EXPECT_EQ(kinds.size(), 3u);
+  size_t driver = 0;
+  for (const GpuCorrelation& c : rec->gpu_correlations) driver += c.domain == 1;
+  EXPECT_GT(driver, 0u);
+  EXPECT_LT(driver, correlations.size());
+  // The in-memory reader agrees.
+  auto mem = read_recording_bytes(read_bytes(path_), &err);
+  ASSERT_TRUE(mem.has_value()) << err;
+  EXPECT_EQ(mem->gpu_correlations, correlations);
+  EXPECT_EQ(mem->gpu_activities, activities);
+}
+
+TEST_F(RecordFileTest, RecordingsWithoutTheCuptiShimReadWithoutGpuData) {
+  std::string err;
+  {
+    RecordWriter w = must_create();
+    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+    ASSERT_TRUE(w.add_launch_name("k", &err)) << err;
+    std::vector<GpuActivity> a = make_gpu_activities(4, 1);
+    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
+    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  }
+  // Activities without set_cupti_shim: no CUPTI_SHIM chunk (nullopt).
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->complete);
+  EXPECT_EQ(rec->gpu_activities, make_gpu_activities(4, 1));
+  EXPECT_TRUE(rec->gpu_correlations.empty());
+  EXPECT_EQ(rec->cupti_shim, std::nullopt);
+  // A file without any of the three chunks (an earlier version 2 build's).
+  auto bare = read_recording_bytes(v2_prefix(0), &err, "f");
+  ASSERT_TRUE(bare.has_value()) << err;
+  EXPECT_TRUE(bare->gpu_correlations.empty() && bare->gpu_activities.empty());
+  EXPECT_EQ(bare->cupti_shim, std::nullopt);
+  // A shim found but not tracing, with an empty path, is still there.
+  auto empty = read_recording_bytes(
+      cat(v2_prefix(0), chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload({}))), &err, "f");
+  ASSERT_TRUE(empty.has_value()) << err;
+  EXPECT_EQ(empty->cupti_shim, CuptiShimInfo{});
+  // Types 19..21 meant nothing in version 1: skipped like any unknown chunk.
+  std::vector<uint8_t> v1 = encode_record_header(1);
+  v1 = cat(v1, chunk_of(ChunkType::PROCESS, process_payload()));
+  v1 = cat(v1, chunk_of(ChunkType::CLOCK, clock_payload()));
+  v1 = cat(v1, chunk_of(ChunkType::OP_TABLE, ops_payload({}, 1)));
+  v1 = cat(v1, chunk_of(ChunkType::GPU_CORRELATIONS, std::vector<uint8_t>{1}));
+  v1 = cat(v1, chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{2}));
+  v1 = cat(v1, chunk_of(ChunkType::CUPTI_SHIM, std::vector<uint8_t>{3}));
+  auto old = read_recording_bytes(v1, &err, "old");
+  ASSERT_TRUE(old.has_value()) << err;
+  EXPECT_TRUE(old->gpu_correlations.empty() && old->gpu_activities.empty());
+  EXPECT_EQ(old->cupti_shim, std::nullopt);
+  // Type 22 is unknown in version 2 too: skipped.
+  auto newer = read_recording_bytes(cat(v2_prefix(0), encode_chunk(22, std::vector<uint8_t>{4})),
+                                    &err, "f");
+  ASSERT_TRUE(newer.has_value()) << err;
+}
+
+TEST_F(RecordFileTest, WriterRefusesGpuDataTheReaderWouldReject) {
+  std::string err;
+  GpuCorrelation c = make_gpu_correlations(1)[0];
+  GpuActivity a = make_gpu_activities(1, 1)[0];
+  RecordWriter w = must_create();
+  EXPECT_FALSE(w.append_gpu_correlations(&c, 1, &err));
+  EXPECT_EQ(err, path_ + ": append_gpu_correlations called out of order (internal error)");
+  EXPECT_FALSE(w.append_gpu_activities(&a, 1, &err));
+  EXPECT_EQ(err, path_ + ": append_gpu_activities called out of order (internal error)");
+  EXPECT_FALSE(w.set_cupti_shim(sample_cupti_shim(), &err));
+  EXPECT_EQ(err, path_ + ": set_cupti_shim called out of order (internal error)");
+  // A --no-ops recording has no GPU data.
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+      << err;
+  const uint64_t begun = w.bytes_written();
+  EXPECT_FALSE(w.append_gpu_correlations(&c, 1, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording GPU correlations: the recording was begun without ops "
+                     "(no-ops option)");
+  EXPECT_FALSE(w.append_gpu_activities(&a, 1, &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording GPU activities: the recording was begun without ops "
+                     "(no-ops option)");
+  EXPECT_FALSE(w.set_cupti_shim(sample_cupti_shim(), &err));
+  EXPECT_EQ(err, path_ +
+                     ": not recording the CUPTI shim: the recording was begun without ops "
+                     "(no-ops option)");
+  ASSERT_TRUE(w.append_gpu_correlations(&c, 0, &err)) << err;  // empty batches are fine
+  ASSERT_TRUE(w.append_gpu_activities(&a, 0, &err)) << err;
+  ASSERT_TRUE(w.flush(&err)) << err;
+  EXPECT_EQ(w.bytes_written(), begun);
+  // Still usable: samples go on, and nothing of the GPU data reaches the file.
+  ASSERT_TRUE(w.add_sample_frame("f", &err)) << err;
+  CpuSample s{1, 2, 0, false};
+  ASSERT_TRUE(w.append_samples(&s, 1, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_TRUE(rec->gpu_correlations.empty() && rec->gpu_activities.empty());
+  EXPECT_EQ(rec->cupti_shim, std::nullopt);
+  EXPECT_EQ(rec->samples, std::vector<CpuSample>{s});
+
+  // With ops: a bad domain, a bad kind, an end before its start or an
+  // undefined name_id refuses the whole batch.
+  std::string path2 = dir_ + "/gpu.gpuprof";
+  auto w2 = RecordWriter::create(path2, &err);
+  ASSERT_TRUE(w2.has_value()) << err;
+  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  const uint64_t begun2 = w2->bytes_written();
+  std::vector<GpuCorrelation> cs = make_gpu_correlations(3, 1);
+  for (uint32_t domain : {0u, 3u, UINT32_MAX}) {
+    cs[2].domain = domain;
+    EXPECT_FALSE(w2->append_gpu_correlations(cs.data(), cs.size(), &err));
+    EXPECT_EQ(err, path2 + ": not recording GPU correlation 2 of the batch: domain " +
+                       std::to_string(domain) + " (expected 1 or 2)");
+  }
+  cs[2].domain = 2;
+  a.name_id = 0;
+  EXPECT_FALSE(w2->append_gpu_activities(&a, 1, &err));
+  EXPECT_EQ(err, path2 +
+                     ": not recording GPU activity 0 of the batch: name_id 0, but 0 launch "
+                     "names are defined");
+  ASSERT_TRUE(w2->add_launch_name("a", &err)) << err;
+  ASSERT_TRUE(w2->add_launch_name("b", &err)) << err;
+  std::vector<GpuActivity> batch = make_gpu_activities(3, 2, 1);
+  for (uint16_t kind : {uint16_t{0}, uint16_t{4}, uint16_t{0xffff}}) {
+    batch[1].kind = static_cast<GpuActivityKind>(kind);
+    EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+    EXPECT_EQ(err, path2 + ": not recording GPU activity 1 of the batch: kind " +
+                       std::to_string(kind) + " (expected 1..3)");
+  }
+  batch[1].kind = GpuActivityKind::memset;
+  batch[0].end_ns = batch[0].start_ns - 1;
+  EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 + ": not recording GPU activity 0 of the batch: end_ns " +
+                     std::to_string(batch[0].start_ns - 1) + ", before its start_ns " +
+                     std::to_string(batch[0].start_ns));
+  batch[0].end_ns = batch[0].start_ns;  // no time at all is fine
+  batch[2].name_id = 2;
+  EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+  EXPECT_EQ(err, path2 +
+                     ": not recording GPU activity 2 of the batch: name_id 2, but 2 launch "
+                     "names are defined");
+  // Nothing of the refused batches was buffered: a flush writes the names
+  // alone.
+  ASSERT_TRUE(w2->flush(&err)) << err;
+  EXPECT_EQ(w2->bytes_written(), begun2 + kRecordChunkHeaderSize + 8 + 2 * (4 + 1));
+  auto part = read_recording(path2, &err);
+  ASSERT_TRUE(part.has_value()) << err;
+  EXPECT_TRUE(part->gpu_correlations.empty() && part->gpu_activities.empty());
+  EXPECT_EQ(part->launch_names, (std::vector<std::string>{"a", "b"}));
+  // ... and the writer is still usable.
+  ASSERT_TRUE(w2->add_launch_name("c", &err)) << err;
+  ASSERT_TRUE(w2->append_gpu_activities(batch.data(), batch.size(), &err)) << err;
+  ASSERT_TRUE(w2->append_gpu_correlations(cs.data(), cs.size(), &err)) << err;
+  ASSERT_TRUE(w2->set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
+  rec = read_recording(path2, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->gpu_activities, batch);
+  EXPECT_EQ(rec->gpu_correlations, cs);
+  EXPECT_EQ(rec->launch_names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(rec->cupti_shim, sample_cupti_shim());
+}
+
+TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) {
+  std::string err;
+  const std::vector<uint8_t> prefix = v2_prefix(0);
+  const std::vector<GpuCorrelation> one_correlation = make_gpu_correlations(1);
+  const std::vector<GpuActivity> one_activity = make_gpu_activities(1, 1);
+  // All three need the ops: refused in a --no-ops recording, sampled or not.
+  for (const std::vector<uint8_t>& no_ops : {v2_prefix(8), v2_sampled_prefix(8, 49)}) {
+    expect_error(cat(no_ops, chunk_of(ChunkType::GPU_CORRELATIONS, std::vector<uint8_t>{})),
+                 "f: corrupt chunk 5 (GPU_CORRELATIONS)" + at_offset(no_ops) +
+                     "GPU_CORRELATIONS chunk in a recording without ops (the no-ops option)");
+    expect_error(cat(no_ops, chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})),
+                 "f: corrupt chunk 5 (GPU_ACTIVITIES)" + at_offset(no_ops) +
+                     "GPU_ACTIVITIES chunk in a recording without ops (the no-ops option)");
+    expect_error(
+        cat(no_ops, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim()))),
+        "f: corrupt chunk 5 (CUPTI_SHIM)" + at_offset(no_ops) +
+            "CUPTI_SHIM chunk in a recording without ops (the no-ops option)");
+  }
+  // ... and come after the mandatory chunks, before STATS.
+  const std::vector<uint8_t> no_options = v2_prefix_without_options();
+  expect_error(cat(no_options, chunk_of(ChunkType::GPU_CORRELATIONS, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (GPU_CORRELATIONS)" + at_offset(no_options) +
+                   "GPU_CORRELATIONS chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS "
+                   "chunks");
+  expect_error(cat(no_options, chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 4 (GPU_ACTIVITIES)" + at_offset(no_options) +
+                   "GPU_ACTIVITIES chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  expect_error(
+      cat(no_options, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim()))),
+      "f: corrupt chunk 4 (CUPTI_SHIM)" + at_offset(no_options) +
+          "CUPTI_SHIM chunk before the PROCESS, CLOCK, OP_TABLE and OPTIONS chunks");
+  const std::vector<uint8_t> with_stats =
+      cat(prefix, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect_error(cat(with_stats, chunk_of(ChunkType::GPU_CORRELATIONS,
+                                        gpu_correlations_payload(one_correlation))),
+               "f: corrupt chunk 6 (GPU_CORRELATIONS)" + at_offset(with_stats) +
+                   "GPU_CORRELATIONS chunk after the STATS chunk");
+  expect_error(cat(with_stats, chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})),
+               "f: corrupt chunk 6 (GPU_ACTIVITIES)" + at_offset(with_stats) +
+                   "GPU_ACTIVITIES chunk after the STATS chunk");
+  expect_error(
+      cat(with_stats, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim()))),
+      "f: corrupt chunk 6 (CUPTI_SHIM)" + at_offset(with_stats) +
+          "CUPTI_SHIM chunk after the STATS chunk");
+
+  // GPU_CORRELATIONS: whole 32-byte correlations of domain 1 or 2, reserved
+  // field 0.
+  auto correlations_file = [&](const std::vector<uint8_t>& payload) {
+    return cat(prefix, chunk_of(ChunkType::GPU_CORRELATIONS, payload));
+  };
+  const std::string c5 = "f: corrupt chunk 5 (GPU_CORRELATIONS)" + at_offset(prefix);
+  const std::vector<GpuCorrelation> good_correlations = make_gpu_correlations(3);
+  auto ok = read_recording_bytes(correlations_file(gpu_correlations_payload(good_correlations).b),
+                                 &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->gpu_correlations, good_correlations);
+  std::vector<GpuCorrelation> bad_correlations = good_correlations;
+  for (uint32_t domain : {0u, 3u, UINT32_MAX}) {
+    bad_correlations[1].domain = domain;
+    expect_error(correlations_file(gpu_correlations_payload(bad_correlations).b),
+                 c5 + "GPU correlation 1 has domain " + std::to_string(domain) +
+                     " (expected 1 or 2)");
+  }
+  std::vector<uint8_t> reserved = gpu_correlations_payload(good_correlations).b;
+  reserved[2 * 32 + 28] = 1;
+  expect_error(correlations_file(reserved),
+               c5 + "GPU correlation 2 has reserved field 0x1 at byte 28 (must be 0)");
+  reserved = gpu_correlations_payload(good_correlations).b;
+  reserved[31] = 0x80;
+  expect_error(correlations_file(reserved),
+               c5 + "GPU correlation 0 has reserved field 0x80000000 at byte 28 (must be 0)");
+  expect_error(correlations_file(std::vector<uint8_t>(33, 0)),
+               c5 + "payload of 33 bytes is not a whole number of 32-byte GPU correlations");
+  std::vector<uint8_t> short_correlation = gpu_correlations_payload(good_correlations).b;
+  short_correlation.pop_back();
+  expect_error(correlations_file(short_correlation),
+               c5 + "payload of 95 bytes is not a whole number of 32-byte GPU correlations");
+
+  // GPU_ACTIVITIES: whole 48-byte activities of a known kind, not ending
+  // before they start, naming defined names, reserved field 0.
+  const std::vector<uint8_t> two =
+      cat(prefix, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a", "b"})));
+  auto activities_file = [&](const std::vector<uint8_t>& payload) {
+    return cat(two, chunk_of(ChunkType::GPU_ACTIVITIES, payload));
+  };
+  const std::string a6 = "f: corrupt chunk 6 (GPU_ACTIVITIES)" + at_offset(two);
+  const std::vector<GpuActivity> good = make_gpu_activities(3, 2);
+  ASSERT_EQ(good[0].end_ns, good[0].start_ns);  // an activity taking no time is valid
+  ok = read_recording_bytes(activities_file(gpu_activities_payload(good).b), &err, "f");
+  ASSERT_TRUE(ok.has_value()) << err;
+  EXPECT_EQ(ok->gpu_activities, good);
+  // Activities before their names: the names are LAUNCH_NAMES', defined
+  // before the activity chunk, whatever follows it.
+  const std::vector<uint8_t> early =
+      cat(prefix, chunk_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(one_activity)));
+  expect_error(early, "f: corrupt chunk 5 (GPU_ACTIVITIES)" + at_offset(prefix) +
+                          "GPU activity 0 has name_id 0, but 0 launch names are defined");
+  expect_error(cat(early, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(0, {"a"}))),
+               "f: corrupt chunk 5 (GPU_ACTIVITIES)" + at_offset(prefix) +
+                   "GPU activity 0 has name_id 0, but 0 launch names are defined");
+  // A name_id out of range.
+  std::vector<GpuActivity> bad = good;
+  bad[1].name_id = 2;
+  expect_error(activities_file(gpu_activities_payload(bad).b),
+               a6 + "GPU activity 1 has name_id 2, but 2 launch names are defined");
+  bad[1].name_id = UINT32_MAX;
+  expect_error(activities_file(gpu_activities_payload(bad).b),
+               a6 + "GPU activity 1 has name_id 4294967295, but 2 launch names are defined");
+  // A bad kind.
+  bad = good;
+  for (uint16_t kind : {uint16_t{0}, uint16_t{4}, uint16_t{0xffff}}) {
+    bad[2].kind = static_cast<GpuActivityKind>(kind);
+    expect_error(activities_file(gpu_activities_payload(bad).b),
+                 a6 + "GPU activity 2 has kind " + std::to_string(kind) + " (expected 1..3)");
+  }
+  // An end before the start.
+  bad = good;
+  bad[1].end_ns = bad[1].start_ns - 1;
+  expect_error(activities_file(gpu_activities_payload(bad).b),
+               a6 + "GPU activity 1 has end_ns " + std::to_string(bad[1].end_ns) +
+                   ", before its start_ns " + std::to_string(bad[1].start_ns));
+  bad[1].start_ns = UINT64_MAX;
+  bad[1].end_ns = 0;
+  expect_error(activities_file(gpu_activities_payload(bad).b),
+               a6 + "GPU activity 1 has end_ns 0, before its start_ns 18446744073709551615");
+  // A non-zero reserved field (bytes 42..43 of an activity).
+  reserved = gpu_activities_payload(good).b;
+  reserved[48 + 43] = 0x80;
+  expect_error(activities_file(reserved),
+               a6 + "GPU activity 1 has reserved field 0x8000 at byte 42 (must be 0)");
+  reserved = gpu_activities_payload(good).b;
+  reserved[2 * 48 + 42] = 1;
+  expect_error(activities_file(reserved),
+               a6 + "GPU activity 2 has reserved field 0x1 at byte 42 (must be 0)");
+  // Not a whole number of activities.
+  expect_error(activities_file(std::vector<uint8_t>(49, 0)),
+               a6 + "payload of 49 bytes is not a whole number of 48-byte GPU activities");
+  std::vector<uint8_t> short_activity = gpu_activities_payload(good).b;
+  short_activity.pop_back();
+  expect_error(activities_file(short_activity),
+               a6 + "payload of 143 bytes is not a whole number of 48-byte GPU activities");
+
+  // CUPTI_SHIM: at most once, exact length.
+  const std::vector<uint8_t> shim =
+      cat(prefix, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
+  auto found = read_recording_bytes(shim, &err, "f");
+  ASSERT_TRUE(found.has_value()) << err;
+  EXPECT_EQ(found->cupti_shim, sample_cupti_shim());
+  expect_error(cat(shim, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload({}))),
+               "f: corrupt chunk 6 (CUPTI_SHIM)" + at_offset(shim) + "duplicate CUPTI_SHIM chunk");
+  const std::string s5 = "f: corrupt chunk 5 (CUPTI_SHIM)" + at_offset(prefix);
+  expect_error(cat(prefix, chunk_of(ChunkType::CUPTI_SHIM, Bytes().str("x").u32(1).u64(0))),
+               s5 + "payload too short");
+  expect_error(
+      cat(prefix, chunk_of(ChunkType::CUPTI_SHIM, Bytes().u32(100).u32(1).u64(0).u64(0))),
+      s5 + "payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::CUPTI_SHIM,
+                                    cupti_shim_payload(sample_cupti_shim()).u32(0))),
+               s5 + "4 unexpected trailing payload bytes");
+  // Empty GPU_CORRELATIONS and GPU_ACTIVITIES chunks are valid.
+  auto empty = read_recording_bytes(
+      cat(correlations_file({}), chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})),
+      &err, "f");
+  ASSERT_TRUE(empty.has_value()) << err;
+  EXPECT_TRUE(empty->gpu_correlations.empty() && empty->gpu_activities.empty());
+}
+
+// Cut a recording with GPU activities at every byte: exactly the names,
+// correlations and activities of the complete chunks, never an activity
+// naming a missing name; a torn GPU_ACTIVITIES chunk is reported and
+// ignored; CUPTI_SHIM only once its chunk is complete.
+TEST_F(RecordFileTest, EveryTruncationOfARecordingWithGpuActivities) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  const uint64_t mandatory_end = w.bytes_written();
+  for (uint32_t round = 0; round < 4; ++round) {
+    for (uint32_t i = 0; i < round + 1; ++i)
+      ASSERT_TRUE(w.add_launch_name("k" + std::to_string(w.launch_names_defined()), &err)) << err;
+    std::vector<GpuCorrelation> c = make_gpu_correlations(3 + round, round);
+    ASSERT_TRUE(w.append_gpu_correlations(c.data(), c.size(), &err)) << err;
+    std::vector<GpuActivity> a = make_gpu_activities(2 + round, w.launch_names_defined(), round);
+    a.back().name_id = w.launch_names_defined() - 1;  // the newest name
+    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
+    if (round == 3) {  // launches too: LAUNCHES between the names and the GPU chunks
+      std::vector<CudaLaunch> l = make_launches(2, w.launch_names_defined(), round);
+      ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    }
+    if (round != 1) {
+      ASSERT_TRUE(w.flush(&err)) << err;
     }
   }
+  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto full = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(full.has_value()) << err;
+  ASSERT_EQ(full->launch_names.size(), 10u);
+  ASSERT_EQ(full->gpu_correlations.size(), 18u);
+  ASSERT_EQ(full->gpu_activities.size(), 14u);
+  ASSERT_EQ(full->launches.size(), 2u);
+  EXPECT_EQ(full->cupti_shim, sample_cupti_shim());
+
+  const std::vector<Boundary> bounds = boundaries(file, mandatory_end);
+  // 3 flushes of 3 chunks, LAUNCHES in the last, CUPTI_SHIM, STATS, END.
+  ASSERT_EQ(bounds.size(), 1u + 3 * 3 + 1 + 3);
+  std::vector<ChunkType> order;
+  std::vector<uint64_t> activities_offsets;
+  for (const ChunkHeader& c : chunk_headers(file, mandatory_end)) {
+    order.push_back(c.type);
+    if (c.type == ChunkType::GPU_ACTIVITIES) activities_offsets.push_back(c.offset);
+  }
+  EXPECT_EQ(std::vector<ChunkType>(order.end() - 7, order.end()),
+            (std::vector<ChunkType>{ChunkType::LAUNCH_NAMES, ChunkType::LAUNCHES,
+                                    ChunkType::GPU_CORRELATIONS, ChunkType::GPU_ACTIVITIES,
+                                    ChunkType::CUPTI_SHIM, ChunkType::STATS, ChunkType::END}));
+  ASSERT_EQ(activities_offsets.size(), 3u);
+  expect_every_cut_reads_the_complete_chunks(
+      file, bounds, [&](const Recording& rec, const Boundary& last) {
+        EXPECT_EQ(rec.launch_names,
+                  first_n(full->launch_names, last.held(ChunkType::LAUNCH_NAMES)));
+        EXPECT_EQ(rec.gpu_correlations,
+                  first_n(full->gpu_correlations, last.held(ChunkType::GPU_CORRELATIONS)));
+        EXPECT_EQ(rec.gpu_activities,
+                  first_n(full->gpu_activities, last.held(ChunkType::GPU_ACTIVITIES)));
+        EXPECT_EQ(rec.launches, first_n(full->launches, last.held(ChunkType::LAUNCHES)));
+        EXPECT_EQ(rec.cupti_shim.has_value(), last.held(ChunkType::CUPTI_SHIM) > 0);
+        for (const GpuActivity& a : rec.gpu_activities)
+          EXPECT_LT(a.name_id, rec.launch_names.size());
+      });
+  // Cut inside the second GPU_ACTIVITIES chunk: the activities of the first
+  // chunk, with every name and correlation written before it.
+  const uint64_t second = activities_offsets[1];
+  const size_t cut = second + 16 + 48 + 10;
+  auto torn = read_recording_bytes(std::span(file.data(), cut), &err, "f");
+  ASSERT_TRUE(torn.has_value()) << err;
+  EXPECT_FALSE(torn->complete);
+  EXPECT_EQ(torn->gpu_activities, first_n(full->gpu_activities, 2));
+  EXPECT_EQ(torn->gpu_correlations, first_n(full->gpu_correlations, 3 + 4 + 5));
+  EXPECT_EQ(torn->launch_names, first_n(full->launch_names, 1 + 2 + 3));
+  EXPECT_EQ(torn->cupti_shim, std::nullopt);
+  EXPECT_EQ(torn->incomplete_reason,
+            "no END chunk: the recorder did not finish (was it killed?); ignored " +
+                std::to_string(16 + 48 + 10) + " bytes of a torn chunk at offset " +
+                std::to_string(second));
+  // And any single flipped byte: a clear error or an incomplete recording.
+  expect_every_flipped_byte_is_caught(file);
+}
+
+TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedGpuActivities) {
+  const std::vector<GpuCorrelation> c = make_gpu_correlations(8);
+  const std::vector<GpuActivity> a = make_gpu_activities(8, 2);
+  ASSERT_NO_FATAL_FAILURE(write_then_sigkill({}, [&](RecordWriter& w, std::string* e) {
+    if (!w.add_launch_name("a", e) || !w.add_launch_name("b", e) ||
+        !w.append_gpu_correlations(c.data(), 5, e) || !w.append_gpu_activities(a.data(), 5, e) ||
+        !w.set_cupti_shim(sample_cupti_shim(), e) || !w.flush(e))
+      return false;
+    return w.add_launch_name("c", e) && w.append_gpu_correlations(c.data() + 5, 3, e) &&
+           w.append_gpu_activities(a.data() + 5, 3, e);  // buffered only
+  }));
+  std::string err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_FALSE(rec->complete);
+  EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (was it killed?)");
+  EXPECT_EQ(rec->launch_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(rec->gpu_correlations, first_n(c, 5));
+  EXPECT_EQ(rec->gpu_activities, first_n(a, 5));
+  EXPECT_EQ(rec->cupti_shim, std::nullopt);  // written by finish() only
 }
 
 }  // namespace

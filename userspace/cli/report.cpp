@@ -6,6 +6,7 @@
 
 #include "aggregator.h"
 #include "folded_stacks.h"
+#include "gpu_kernel_table.h"
 #include "launch_table.h"
 #include "record_file.h"
 
@@ -111,9 +112,17 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   // The table's options mean nothing for stacks: refuse rather than ignore.
   for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
     folded->excludes(report->get_option(table_only));
-  for (const char* table_only : {"--sort-by", "--group-by-input-shape", "--group-by-stack-n"})
+  CLI::Option* kernels = report->add_flag(
+      "--kernels", options.kernels,
+      "print the GPU time per op and kernel (from the CUPTI shim) instead of the table; --row-limit "
+      "applies; see docs/cuda.md");
+  for (const char* table_only : {"--sort-by", "--group-by-input-shape", "--group-by-stack-n"}) {
     launches->excludes(report->get_option(table_only));
+    kernels->excludes(report->get_option(table_only));
+  }
   launches->excludes(folded);
+  kernels->excludes(folded);
+  kernels->excludes(launches);
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
@@ -121,7 +130,8 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --group-by-input-shape --sort-by cpu_memory_usage\n"
       "  gpuprof report run.gpuprof --group-by-stack-n 5 --sort-by self_cpu_time_total\n"
       "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n"
-      "  gpuprof report run.gpuprof --launches --row-limit 20\n");
+      "  gpuprof report run.gpuprof --launches --row-limit 20\n"
+      "  gpuprof report run.gpuprof --kernels\n");
 }
 
 int run_report(const ReportOptions& options) {
@@ -157,8 +167,10 @@ int run_report(const ReportOptions& options) {
     return 2;
   }
   if (metric) return print_folded(*recording, *metric);
-  if (options.launches) {
-    const std::string text = format_launch_table(summarize_launches(*recording), options.row_limit);
+  if (options.launches || options.kernels) {
+    const std::string text =
+        options.launches ? format_launch_table(summarize_launches(*recording), options.row_limit)
+                         : format_gpu_kernel_table(summarize_gpu_kernels(*recording), options.row_limit);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
@@ -202,6 +214,9 @@ int run_report(const ReportOptions& options) {
   if (recording->cuda_runtime)
     notes += std::to_string(recording->launches.size()) + " CUDA kernel launches: gpuprof report " +
              options.input_path + " --launches lists them per op\n";
+  if (recording->cupti_shim)
+    notes += std::to_string(recording->gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
+             options.input_path + " --kernels gives the GPU time per op\n";
   std::fwrite(notes.data(), 1, notes.size(), stdout);
   std::fflush(stdout);
   return 0;

@@ -23,6 +23,8 @@ struct ReportOptions {
   std::string metric = "self_cpu_time";
   // report only: CUDA kernel launches per op instead of the table (docs/cuda.md).
   bool launches = false;
+  // report only: GPU time per op and kernel (CUPTI shim) instead of the table.
+  bool kernels = false;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,

@@ -1,0 +1,391 @@
+// gpuprof_cupti.cpp: libgpuprof_cupti.so, the CUPTI injection library.
+//
+// The CUDA driver loads it at cuInit (CUDA_INJECTION64_PATH) and calls
+// InitializeInjection. It subscribes to CUPTI and turns what only CUPTI knows
+// into USDT probes that gpuprof's BPF side attaches to
+// (gpuprof_cupti_probes.h): the correlation id of each launch, on the
+// launching thread, and the GPU activity records carrying the same id.
+//
+// It runs inside someone else's process, called by a driver that was not
+// built for C++ exceptions: every entry point catches everything, nothing
+// exits or aborts, and it has no files, sockets or threads of its own
+// (CUPTI's worker thread delivers the buffers). libcupti is dlopened, not
+// linked, so that a process without it still starts.
+#include <dlfcn.h>
+#include <link.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+
+#include <cupti.h>
+
+#include "gpuprof_cupti_probes.h"
+
+#define GPUPROF_EXPORT extern "C" __attribute__((visibility("default")))
+
+extern "C" {
+__attribute__((visibility("default"))) volatile int gpuprof_cupti_state = GPUPROF_CUPTI_NOT_INITIALIZED;
+}
+
+volatile unsigned short gpuprof_launch_semaphore GPUPROF_SEMAPHORE_ATTRS = 0;
+volatile unsigned short gpuprof_activity_semaphore GPUPROF_SEMAPHORE_ATTRS = 0;
+volatile unsigned short gpuprof_dropped_semaphore GPUPROF_SEMAPHORE_ATTRS = 0;
+
+namespace {
+
+// The cbid numbers are CUPTI's ABI (never renumbered) and gpuprof's BPF side
+// and docs name them by number.
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 == 211);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 == 214);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 == 430);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 == 431);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 == 311);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 == 312);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel == 307);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz == 442);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx == 652);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz == 653);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020 == 31);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020 == 41);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020 == 49);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020 == 51);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000 == 215);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000 == 225);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000 == 233);
+static_assert(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000 == 235);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch == 514);
+static_assert(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz == 515);
+
+// Records are read as this header's versions (CUDA 13: Kernel10, Memcpy6,
+// Memset4). A CUDA 12 libcupti writes Kernel9 and Memcpy5: the fields read
+// here must sit at the same offsets in those.
+#define GPUPROF_SAME_OFFSET(a, b, field) static_assert(offsetof(a, field) == offsetof(b, field))
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, start);
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, end);
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, deviceId);
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, streamId);
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, correlationId);
+GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, name);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, copyKind);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, bytes);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, start);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, end);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, deviceId);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, streamId);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, correlationId);
+#undef GPUPROF_SAME_OFFSET
+
+struct LaunchCallback {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+};
+
+constexpr LaunchCallback kLaunchCallbacks[] = {
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000},
+    // Copies and fills: their memcpy/memset records carry the id of the
+    // call, which ties them to the op that made it (aten::copy_, fill_).
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz},
+};
+
+constexpr CUpti_ActivityKind kActivityKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+};
+
+// About 4800 kernel records (CUpti_ActivityKernel10 is 216 bytes).
+constexpr size_t kBufferBytes = 1 << 20;
+constexpr uint32_t kFlushPeriodMs = 100;
+constexpr const char* kLibcuptiNames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+constexpr const char* kNoTimes = "no GPU kernel times from gpuprof";
+
+// Filled by InitializeInjection before cuptiSubscribe and never changed
+// after, so the callbacks on other threads read them without locks.
+struct CuptiApi {
+  decltype(&cuptiGetResultString) get_result_string = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp_callback = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped = nullptr;
+  // Optional: without them the shim still traces.
+  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+};
+
+CuptiApi g_api;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+pid_t g_pid = 0;
+
+// The correlation id of the runtime launch this thread is inside: the driver
+// call that the runtime makes inside it carries the same id, and one probe
+// per id is enough.
+thread_local uint32_t t_runtime_correlation = 0;
+
+__attribute__((format(printf, 1, 2))) void log_line(const char* format, ...) {
+  char line[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line, sizeof(line), format, args);
+  va_end(args);
+  std::fprintf(stderr, "gpuprof-cupti: %s\n", line);  // one write per line
+}
+
+const char* result_text(CUptiResult result) {
+  const char* text = nullptr;
+  if (g_api.get_result_string && g_api.get_result_string(result, &text) == CUPTI_SUCCESS && text) return text;
+  return "unknown CUPTI error";
+}
+
+uint64_t CUPTIAPI monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (!GPUPROF_LAUNCH_ENABLED()) return;
+  try {
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    if (!info || info->callbackSite != CUPTI_API_ENTER) return;
+    const uint32_t correlation = info->correlationId;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+      t_runtime_correlation = correlation;
+    } else if (correlation == t_runtime_correlation) {
+      return;  // the runtime launch around this driver call fired already
+    }
+    GPUPROF_LAUNCH(correlation, domain, cbid);
+  } catch (...) {
+  }
+}
+
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  // malloc's 16-byte alignment covers CUPTI's 8. On failure CUPTI drops
+  // records and counts them (gpuprof:dropped).
+  *buffer = static_cast<uint8_t*>(std::malloc(kBufferBytes));
+  *size = *buffer ? kBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void fire_activity_probes(uint8_t* buffer, size_t valid_bytes) {
+  CUpti_Activity* record = nullptr;
+  // Stops at CUPTI_ERROR_MAX_LIMIT_REACHED (the end) or on a record CUPTI
+  // calls invalid; either way the rest of the buffer is unreadable.
+  while (g_api.get_next_record(buffer, valid_bytes, &record) == CUPTI_SUCCESS) {
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        GPUPROF_ACTIVITY(GPUPROF_ACTIVITY_KERNEL, k->correlationId, k->start, k->end, k->deviceId, k->streamId,
+                         0, k->name);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+        const uint64_t bytes = (m->bytes & ((uint64_t(1) << 56) - 1)) | (uint64_t(m->copyKind) << 56);
+        GPUPROF_ACTIVITY(GPUPROF_ACTIVITY_MEMCPY, m->correlationId, m->start, m->end, m->deviceId, m->streamId,
+                         bytes, nullptr);
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        GPUPROF_ACTIVITY(GPUPROF_ACTIVITY_MEMSET, m->correlationId, m->start, m->end, m->deviceId, m->streamId,
+                         m->bytes, nullptr);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_bytes) {
+  try {
+    if (buffer && GPUPROF_ACTIVITY_ENABLED()) fire_activity_probes(buffer, valid_bytes);
+    // Asked even with no tracer: the count resets on each call, so a tracer
+    // that attaches later sees only its own losses.
+    size_t dropped = 0;
+    if (g_api.get_num_dropped(context, stream, &dropped) == CUPTI_SUCCESS && dropped && GPUPROF_DROPPED_ENABLED())
+      GPUPROF_DROPPED(dropped);
+  } catch (...) {
+  }
+  std::free(buffer);
+}
+
+// CUPTI's own advice: a forced flush at exit hands over the records still
+// in its buffers (the last 100 ms or more). Only while a tracer listens,
+// and not in a forked child, whose CUDA state is not its own.
+void flush_at_exit() {
+  try {
+    if (getpid() != g_pid || !(GPUPROF_ACTIVITY_ENABLED() || GPUPROF_DROPPED_ENABLED())) return;
+    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  } catch (...) {
+  }
+}
+
+// Prefer a libcupti the process already has (torch links one): a second
+// copy beside it would be a second CUPTI in one process.
+void* open_libcupti(const char** tried) {
+  if (const char* path = std::getenv("GPUPROF_CUPTI_LIBRARY"); path && *path) {
+    *tried = path;
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  }
+  *tried = "libcupti.so.13, libcupti.so.12, libcupti.so";
+  for (const char* name : kLibcuptiNames)
+    if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return lib;
+  for (const char* name : kLibcuptiNames)
+    if (void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return lib;
+  return nullptr;
+}
+
+const char* library_path(void* lib) {
+  link_map* map = nullptr;
+  if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) return map->l_name;
+  return "?";
+}
+
+template <typename F>
+bool resolve(void* lib, const char* name, F* out, const char** missing) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  if (!*out && missing && !*missing) *missing = name;
+  return *out != nullptr;
+}
+
+bool resolve_api(void* lib, const char** missing) {
+  *missing = nullptr;
+  resolve(lib, "cuptiGetResultString", &g_api.get_result_string, missing);
+  resolve(lib, "cuptiSubscribe", &g_api.subscribe, missing);
+  resolve(lib, "cuptiEnableCallback", &g_api.enable_callback, missing);
+  resolve(lib, "cuptiActivityRegisterTimestampCallback", &g_api.register_timestamp_callback, missing);
+  resolve(lib, "cuptiActivityRegisterCallbacks", &g_api.register_callbacks, missing);
+  resolve(lib, "cuptiActivityEnable", &g_api.activity_enable, missing);
+  resolve(lib, "cuptiActivityGetNextRecord", &g_api.get_next_record, missing);
+  resolve(lib, "cuptiActivityGetNumDroppedRecords", &g_api.get_num_dropped, missing);
+  resolve(lib, "cuptiActivityFlushPeriod", &g_api.flush_period, nullptr);
+  resolve(lib, "cuptiActivityFlushAll", &g_api.flush_all, nullptr);
+  resolve(lib, "cuptiActivityDisable", &g_api.activity_disable, nullptr);
+  resolve(lib, "cuptiUnsubscribe", &g_api.unsubscribe, nullptr);
+  return *missing == nullptr;
+}
+
+// After a failure past cuptiSubscribe: give CUPTI back, so that
+// torch.profiler can still have it.
+void release_cupti(size_t kinds_enabled) {
+  if (g_api.activity_disable)
+    for (size_t i = 0; i < kinds_enabled; ++i) g_api.activity_disable(kActivityKinds[i]);
+  if (g_api.unsubscribe && g_subscriber) g_api.unsubscribe(g_subscriber);
+  g_subscriber = nullptr;
+}
+
+int fail_cupti(const char* call, CUptiResult result, size_t kinds_enabled) {
+  log_line("%s failed: %s (%d): %s", call, result_text(result), int(result), kNoTimes);
+  release_cupti(kinds_enabled);
+  return GPUPROF_CUPTI_ERROR;
+}
+
+int initialize() {
+  if (const char* flag = std::getenv("GPUPROF_CUPTI"); flag && flag[0] == '0' && flag[1] == 0) {
+    log_line("disabled by GPUPROF_CUPTI=0: %s", kNoTimes);
+    return GPUPROF_CUPTI_DISABLED;
+  }
+  const char* tried = nullptr;
+  void* lib = open_libcupti(&tried);
+  if (!lib) {
+    const char* why = dlerror();
+    log_line("libcupti not found (tried %s: %s); install CUPTI or set GPUPROF_CUPTI_LIBRARY=/path/to/libcupti.so: %s",
+             tried, why ? why : "?", kNoTimes);
+    return GPUPROF_CUPTI_NO_LIBCUPTI;
+  }
+  // libcupti stays loaded on every path: closing it could run its
+  // destructors under code that still holds its pointers.
+  const char* path = library_path(lib);
+  const char* missing = nullptr;
+  if (!resolve_api(lib, &missing)) {
+    log_line("libcupti %s has no %s (too old?): %s", path, missing, kNoTimes);
+    return GPUPROF_CUPTI_NO_LIBCUPTI;
+  }
+
+  // Subscribe first: if another subscriber holds CUPTI, its activity
+  // callbacks must stay untouched.
+  CUptiResult r = g_api.subscribe(&g_subscriber, on_api_callback, nullptr);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    g_subscriber = nullptr;
+    log_line("CUPTI is taken by another subscriber (torch.profiler?): %s", kNoTimes);
+    return GPUPROF_CUPTI_TAKEN;
+  }
+  if (r != CUPTI_SUCCESS) {
+    g_subscriber = nullptr;
+    return fail_cupti("cuptiSubscribe", r, 0);
+  }
+  for (const LaunchCallback& cb : kLaunchCallbacks) {
+    r = g_api.enable_callback(1, g_subscriber, cb.domain, cb.cbid);
+    if (r != CUPTI_SUCCESS) return fail_cupti("cuptiEnableCallback", r, 0);
+  }
+  // Before any activity kind: CUPTI's default clock is CLOCK_REALTIME, and
+  // gpuprof compares these times with bpf_ktime_get_ns() (CLOCK_MONOTONIC).
+  r = g_api.register_timestamp_callback(monotonic_ns);
+  if (r != CUPTI_SUCCESS) return fail_cupti("cuptiActivityRegisterTimestampCallback", r, 0);
+  r = g_api.register_callbacks(on_buffer_requested, on_buffer_completed);
+  if (r != CUPTI_SUCCESS) return fail_cupti("cuptiActivityRegisterCallbacks", r, 0);
+  for (size_t i = 0; i < std::size(kActivityKinds); ++i) {
+    r = g_api.activity_enable(kActivityKinds[i]);
+    if (r != CUPTI_SUCCESS) return fail_cupti("cuptiActivityEnable", r, i);
+  }
+  // CUPTI's worker thread then hands buffers over every 100 ms instead of
+  // when its heuristics say so.
+  if (!g_api.flush_period)
+    log_line("libcupti %s has no cuptiActivityFlushPeriod: GPU records come when CUPTI chooses", path);
+  else if ((r = g_api.flush_period(kFlushPeriodMs)) != CUPTI_SUCCESS)
+    log_line("cuptiActivityFlushPeriod failed: %s (%d): GPU records come when CUPTI chooses", result_text(r), int(r));
+  if (g_api.flush_all) {
+    g_pid = getpid();
+    std::atexit(flush_at_exit);
+  }
+  log_line("tracing kernels, memcpy and memset (libcupti: %s)", path);
+  return GPUPROF_CUPTI_TRACING;
+}
+
+}  // namespace
+
+GPUPROF_EXPORT int InitializeInjection(void) {
+  // The driver calls this once per process; a second call changes nothing.
+  static std::atomic<bool> called{false};
+  if (called.exchange(true)) return 1;
+  try {
+    gpuprof_cupti_state = initialize();
+  } catch (...) {
+    gpuprof_cupti_state = GPUPROF_CUPTI_ERROR;
+    std::fputs("gpuprof-cupti: internal error: no GPU kernel times from gpuprof\n", stderr);
+  }
+  // 1 on every path: a failure here must not become the application's.
+  return 1;
+}

@@ -1,0 +1,297 @@
+// cupti_driver.cpp: plays the CUDA driver for the CUPTI shim, over the
+// stand-in libcupti.so.13 (fake_cupti.cpp), with no GPU.
+//
+// Usage: cupti_driver [--check=STATE] [--probes-on] [--no-final-deliver] SHIM STEPS [READY_FILE GO_FILE]
+//
+// dlopens SHIM and calls its InitializeInjection as cuInit does, then runs
+// STEPS steps of known CUPTI traffic through the stand-in. Per step:
+//   3 x cudaLaunchKernel (211)   "void k::scale<float>(float*, int)"   1000 ns
+//   1 x cudaLaunchKernelExC (430) "k::reduce(float const*, float*)"    5000 ns
+//   1 x cudaMemcpyAsync: memcpy 4096 bytes HtoD 300 ns
+//   1 x cudaMemsetAsync: memset 1024 bytes 200 ns
+//   1 x cudaGraphLaunch (311): kernels "k::graph_a()" 700 ns, "k::graph_b()" 800 ns (stream 9)
+//   1 x cuLaunchKernel (307)      "triton_poi_fused_add_0"             2000 ns
+//   1 x cudaLaunchKernel (211) calling cuLaunchKernel (307) inside: "k::bias_add(float*)" 1500 ns
+//   then the records are delivered (fake_cupti_deliver); before the last
+//   delivery the stand-in drops 3 records.
+// Device 0, stream 7 unless said. With a tracer attached the shim fires, per
+// step, 7 gpuprof:launch (the nested driver call is not repeated) and 10
+// gpuprof:activity; and gpuprof:dropped(3) once.
+//
+// With READY_FILE it writes its pid there and waits for GO_FILE before the
+// steps, so that a tracer can attach first.
+//
+// --check=STATE checks, with no tracer, what the shim did in
+// InitializeInjection: gpuprof_cupti_state == STATE, its one stderr line,
+// and through the stand-in the callbacks and activity kinds it enabled and in
+// which order. --probes-on raises the shim's USDT semaphores itself (found
+// through its stapsdt note, as a tracer does) so that its probe paths run
+// without a tracer. Prints PASS/FAIL lines; exits 1 on any FAIL.
+// --no-final-deliver leaves the last step's records queued: only the shim's
+// flush at exit (while a tracer listens) delivers them.
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <cupti.h>
+
+#include "fake_cupti_hooks.h"
+
+namespace {
+
+int g_failures = 0;
+
+void check(bool ok, const std::string& what) {
+  std::printf("%s: %s\n", ok ? "PASS" : "FAIL", what.c_str());
+  if (!ok) ++g_failures;
+}
+
+// Runs fn with stderr going into a pipe; returns what was written (and
+// passes it on to the real stderr).
+template <typename F>
+std::string capture_stderr(F fn) {
+  std::fflush(stderr);
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) {
+    fn();
+    return "";
+  }
+  const int saved = dup(2);
+  dup2(pipe_fds[1], 2);
+  close(pipe_fds[1]);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof(buf))) > 0;) text.append(buf, size_t(n));
+  close(pipe_fds[0]);
+  std::fputs(text.c_str(), stderr);
+  return text;
+}
+
+size_t count_lines(const std::string& text, const std::string& prefix) {
+  size_t n = 0;
+  for (size_t at = 0; (at = text.find(prefix, at)) != std::string::npos; at += prefix.size())
+    if (at == 0 || text[at - 1] == '\n') ++n;
+  return n;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The shim's stapsdt notes give each probe's semaphore address (a link-time
+// address; add the load bias). Returns how many semaphores it raised.
+int raise_semaphores(void* shim) {
+  link_map* map = nullptr;
+  if (dlinfo(shim, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+  const int fd = open(map->l_name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  fstat(fd, &st);
+  void* file = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (file == MAP_FAILED) return 0;
+  const auto* base = static_cast<const uint8_t*>(file);
+  const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  const auto* sections = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+  const char* names = reinterpret_cast<const char*>(base + sections[eh->e_shstrndx].sh_offset);
+  std::set<uint64_t> raised;
+  for (int i = 0; i < eh->e_shnum; ++i) {
+    if (std::strcmp(names + sections[i].sh_name, ".note.stapsdt") != 0) continue;
+    for (uint64_t at = sections[i].sh_offset; at + sizeof(Elf64_Nhdr) <= sections[i].sh_offset + sections[i].sh_size;) {
+      const auto* note = reinterpret_cast<const Elf64_Nhdr*>(base + at);
+      const uint8_t* desc = base + at + sizeof(Elf64_Nhdr) + ((note->n_namesz + 3) & ~3u);
+      uint64_t addrs[3];  // probe pc, .stapsdt.base, semaphore
+      std::memcpy(addrs, desc, sizeof(addrs));
+      if (note->n_type == 3 && addrs[2] && raised.insert(addrs[2]).second) {
+        auto* semaphore = reinterpret_cast<volatile unsigned short*>(map->l_addr + addrs[2]);
+        *semaphore = *semaphore + 1;
+      }
+      at += sizeof(Elf64_Nhdr) + ((note->n_namesz + 3) & ~3u) + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  munmap(file, size_t(st.st_size));
+  return int(raised.size());
+}
+
+void check_initialization(int expected, int state, const std::string& log) {
+  check(state == expected, "gpuprof_cupti_state == " + std::to_string(expected) + " (is " + std::to_string(state) + ")");
+  const bool has_flush_period = dlsym(RTLD_DEFAULT, "cuptiActivityFlushPeriod") != nullptr;
+  const size_t lines = count_lines(log, "gpuprof-cupti: ");
+  const size_t expected_lines = expected == 1 && !has_flush_period ? 2 : 1;
+  check(lines == expected_lines, "stderr has " + std::to_string(expected_lines) + " gpuprof-cupti line(s) (has " +
+                                     std::to_string(lines) + ")");
+  const std::string calls = fake_cupti_call_log();
+  switch (expected) {
+    case 1: {
+      check(contains(log, "gpuprof-cupti: tracing kernels, memcpy and memset (libcupti: ") &&
+                contains(log, "libcupti.so.13)\n"),
+            "success line names the libcupti");
+      const std::set<std::pair<uint32_t, uint32_t>> want = {
+          {2, 211}, {2, 214}, {2, 430}, {2, 431}, {2, 311}, {2, 312},
+          {2, 31},  {2, 215}, {2, 41},  {2, 225}, {2, 49},  {2, 233}, {2, 51}, {2, 235},
+          {1, 307}, {1, 442}, {1, 652}, {1, 653}, {1, 514}, {1, 515}};
+      uint32_t domains[64], cbids[64];
+      const size_t n = fake_cupti_enabled_callbacks(domains, cbids, 64);
+      std::set<std::pair<uint32_t, uint32_t>> got;
+      for (size_t i = 0; i < n && i < 64; ++i) got.insert({domains[i], cbids[i]});
+      check(n == want.size() && got == want, "enabled (domain, cbid) set is exactly the 12 launch APIs");
+      check(fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+                fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) &&
+                fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET) &&
+                !fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_KERNEL),
+            "activity kinds CONCURRENT_KERNEL, MEMCPY, MEMSET enabled (and not KERNEL)");
+      const size_t timestamp = calls.find("cuptiActivityRegisterTimestampCallback");
+      const size_t first_enable = calls.find("cuptiActivityEnable(");
+      check(timestamp != std::string::npos && first_enable != std::string::npos && timestamp < first_enable,
+            "timestamp callback registered before the first cuptiActivityEnable");
+      check(calls.find("cuptiSubscribe") < calls.find("cuptiEnableCallback"), "subscribed before enabling callbacks");
+      if (has_flush_period)
+        check(fake_cupti_flush_period_ms() == 100, "flush period 100 ms");
+      else
+        check(contains(log, "has no cuptiActivityFlushPeriod"), "a libcupti without cuptiActivityFlushPeriod is said");
+      check(fake_cupti_subscribed() == 1, "subscribed");
+      break;
+    }
+    case 2:
+      check(contains(log, "gpuprof-cupti: disabled by GPUPROF_CUPTI=0"), "log says disabled");
+      check(calls.empty(), "no CUPTI call at all");
+      break;
+    case 3:
+      check(contains(log, "gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): no GPU kernel "
+                          "times from gpuprof\n"),
+            "log says CUPTI is taken");
+      check(!contains(calls, "cuptiActivity"), "the other subscriber's activity setup left alone");
+      break;
+    case 4:
+      check(contains(log, "gpuprof-cupti: libcupti") && (contains(log, "not found") || contains(log, "has no")),
+            "log says libcupti is missing or lacks a function");
+      break;
+    case 5:
+      check(contains(log, "failed: CUPTI_ERROR_UNKNOWN (999)"), "log names the CUPTI error");
+      check(fake_cupti_subscribed() == 0, "CUPTI given back (unsubscribed)");
+      check(!fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "no activity kind left enabled");
+      break;
+  }
+  if (expected != 1) check(fake_cupti_subscribed() == 0, "not subscribed");
+}
+
+struct Counts {
+  uint64_t first_id = 0, last_id = 0, kernels = 0, memcpys = 0, memsets = 0, launch_probes = 0, activity_probes = 0;
+};
+
+void run_step(Counts& c, bool last, bool deliver) {
+  constexpr uint32_t rt = CUPTI_CB_DOMAIN_RUNTIME_API;
+  constexpr uint32_t drv = CUPTI_CB_DOMAIN_DRIVER_API;
+  auto note = [&](uint64_t id) {
+    if (!c.first_id) c.first_id = id;
+    c.last_id = id;
+  };
+  for (int i = 0; i < 3; ++i)
+    note(fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "void k::scale<float>(float*, int)",
+                           1000, 0, 7));
+  note(fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, "k::reduce(float const*, float*)",
+                         5000, 0, 7));
+  uint64_t id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, 0, 0, 7);
+  note(id);
+  fake_cupti_memcpy(id, 4096, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 300, 0, 7);
+  id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, nullptr, 0, 0, 7);
+  note(id);
+  fake_cupti_memset(id, 1024, 200, 0, 7);
+  id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr, 0, 0, 9);
+  note(id);
+  fake_cupti_graph_kernel(id, "k::graph_a()", 700, 0, 9);
+  fake_cupti_graph_kernel(id, "k::graph_b()", 800, 0, 9);
+  note(fake_cupti_launch(drv, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "triton_poi_fused_add_0", 2000, 0, 7));
+  note(fake_cupti_launch_nested(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                "k::bias_add(float*)", 1500, 0, 7));
+  c.kernels += 8;
+  c.memcpys += 1;
+  c.memsets += 1;
+  c.launch_probes += 7;
+  c.activity_probes += 10;
+  if (last) fake_cupti_drop(3);
+  if (deliver) fake_cupti_deliver();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int expect_state = -1;
+  bool probes_on = false;
+  bool final_deliver = true;
+  int arg = 1;
+  for (; arg < argc && std::strncmp(argv[arg], "--", 2) == 0; ++arg) {
+    if (std::strncmp(argv[arg], "--check=", 8) == 0)
+      expect_state = std::atoi(argv[arg] + 8);
+    else if (std::strcmp(argv[arg], "--probes-on") == 0)
+      probes_on = true;
+    else if (std::strcmp(argv[arg], "--no-final-deliver") == 0)
+      final_deliver = false;
+  }
+  if (argc - arg < 2) {
+    std::fprintf(stderr, "usage: %s [--check=STATE] [--probes-on] [--no-final-deliver] SHIM STEPS [READY_FILE GO_FILE]\n",
+                 argv[0]);
+    return 2;
+  }
+  const char* shim_path = argv[arg];
+  const int steps = std::atoi(argv[arg + 1]);
+
+  void* shim = dlopen(shim_path, RTLD_NOW | RTLD_LOCAL);
+  if (!shim) {
+    std::fprintf(stderr, "cupti_driver: %s\n", dlerror());
+    return 2;
+  }
+  auto* initialize = reinterpret_cast<int (*)()>(dlsym(shim, "InitializeInjection"));
+  auto* state = static_cast<volatile int*>(dlsym(shim, "gpuprof_cupti_state"));
+  if (!initialize || !state) {
+    std::fprintf(stderr, "cupti_driver: %s lacks InitializeInjection or gpuprof_cupti_state\n", shim_path);
+    return 2;
+  }
+  int returned = 0;
+  const std::string log = capture_stderr([&] { returned = initialize(); });
+  if (expect_state >= 0) {
+    check(returned == 1, "InitializeInjection returns 1");
+    check_initialization(expect_state, *state, log);
+    const int before = *state;
+    const std::string again = capture_stderr([&] { returned = initialize(); });
+    check(returned == 1 && again.empty() && *state == before, "a second InitializeInjection changes nothing");
+  }
+  if (probes_on) check(raise_semaphores(shim) == 3, "raised the 3 USDT semaphores named in the stapsdt notes");
+
+  if (argc - arg >= 4) {
+    std::ofstream(argv[arg + 2]) << getpid() << "\n";
+    while (access(argv[arg + 3], F_OK) != 0) usleep(10 * 1000);
+  }
+  Counts c;
+  for (int step = 0; step < steps; ++step) run_step(c, step == steps - 1, final_deliver || step < steps - 1);
+
+  const uint64_t walked = fake_cupti_records_walked();
+  if (expect_state >= 0 && steps > 0 && final_deliver) {
+    check(c.first_id == 1 && c.last_id == uint64_t(steps) * 9, "correlation ids 1.." + std::to_string(steps * 9));
+    if (expect_state == 1 && probes_on)
+      check(walked == c.activity_probes, "the shim walked every delivered record (" + std::to_string(walked) + ")");
+    else
+      check(walked == 0, "no tracer, no records walked");
+  }
+  std::printf("cupti_driver: steps %d correlation ids %llu..%llu kernels %llu memcpy %llu memset %llu state %d "
+              "records walked %llu expect launch probes %llu activity probes %llu dropped 3\n",
+              steps, (unsigned long long)c.first_id, (unsigned long long)c.last_id, (unsigned long long)c.kernels,
+              (unsigned long long)c.memcpys, (unsigned long long)c.memsets, *state, (unsigned long long)walked,
+              (unsigned long long)c.launch_probes, (unsigned long long)c.activity_probes);
+  if (expect_state >= 0) std::printf("%s\n", g_failures ? "FAIL" : "PASS: all checks");
+  return g_failures ? 1 : 0;
+}
