@@ -16,12 +16,18 @@
 //
 // samples (record -F HZ): each CPU sample is one count on: its Python frames,
 // outermost first (Recording::sample_stacks, when record caught them: -F on
-// a CPython 3.11/3.12 target), then the op path of the innermost op running
+// a CPython 3.11 to 3.13 target), then the op path of the innermost op running
 // on its thread at that moment (the same fold), then its native leaf
 // function, then, when the sample interrupted the thread in the kernel, its
 // kernel stack outermost first ("do_syscall_64_[k];...;clear_page_[k]"), or
 // "[kernel]" when that is not known. Root first: Python frames, operator
 // frames, native frames, kernel frames.
+//
+// self_cuda_time (a recording with the CUPTI shim's records, docs/cuda.md):
+// the same stacks as self_cpu_time, valued with the GPU time of the
+// activities each call launched itself (its Self CUDA: joined to the call by
+// CUPTI correlation id, gpu_kernel_table.h); what no op launched is left out
+// and counted in gpu_ns_outside_ops.
 //
 // self_cpu_time is torch's export_stacks(path,
 // "self_cpu_time_total"): a call's self time, summed per stack. Sums are kept
@@ -43,14 +49,14 @@
 namespace gpuprof {
 
 enum class FoldedMetric {
-  kSelfCpuTime,  // self CPU time of ops, integer microseconds
-  kSamples,      // CPU samples (record -F HZ): Python frames, op path, native leaf
+  kSelfCpuTime,   // self CPU time of ops, integer microseconds
+  kSamples,       // CPU samples (record -F HZ): Python frames, op path, native leaf
+  kSelfCudaTime,  // GPU time of the kernels, memcpys and memsets ops launched themselves, us
 };
 
-// Parses a --metric value. self_cuda_time is a metric of the format that
-// this build cannot fill yet: refused, like unknown names, with a one-line
-// reason in *error. samples needs a recording made with -F (the caller
-// checks).
+// Parses a --metric value; unknown names are refused with a one-line reason
+// in *error. samples needs a recording made with -F, self_cuda_time one
+// with the CUPTI shim's records (the caller checks).
 std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error);
 
 struct FoldedStack {
@@ -67,6 +73,9 @@ struct FoldedStacks {
   uint64_t self_ns_total = 0;
   uint64_t stacks_below_1us = 0;  // distinct stacks left out: their sum is under 1 us
   uint64_t samples_total = 0;     // kSamples: the samples counted (all of them)
+  // kSelfCudaTime: GPU time of activities launched by no op, or whose
+  // launch was not seen (not in any stack).
+  uint64_t gpu_ns_outside_ops = 0;
   // The timeline's honesty counters, as the table reports them.
   uint64_t calls_unwound = 0;
   uint64_t exits_without_entry = 0;

@@ -1,5 +1,5 @@
 // python_code.h: turn (code object, instruction pointer) pairs read from a
-// CPython 3.11/3.12 target into torch.profiler's source-location form,
+// CPython 3.11 to 3.13 target into torch.profiler's source-location form,
 // "filename(line): name" (co_name, as torch's callstackStr prints it).
 #pragma once
 

@@ -90,6 +90,16 @@ def test_launched_command_gets_the_shim_and_gpu_times(tmp_path):
     assert footer[0] == (f"{8 * STEPS} GPU activities, {15.2 * STEPS:.3f}us of GPU time ({STEPS} launched "
                          f"outside any op, 0 whose launch was not seen)"), text
     assert len(footer) == 1, text  # no warnings
+    # The same GPU time as folded stacks (torch's export_stacks with
+    # self_cuda_time_total): each op path with what its calls launched.
+    folded = run_gpuprof("report", str(out), "--folded", "--metric", "self_cuda_time")
+    assert folded.returncode == 0, folded.stderr
+    assert folded.stdout.splitlines() == [
+        f"aten::cuda_linear {int(6.5 * STEPS)}",       # reduce 5.0 + memcpy 1.5 per step
+        f"aten::cuda_linear;aten::cuda_add {3 * STEPS}",
+        f"aten::cuda_replay {5 * STEPS}",              # the graph's two kernels
+    ], folded.stdout
+    assert f"gpuprof: {int(0.7 * STEPS)} us of GPU time launched outside any op" in folded.stderr, folded.stderr
 
 
 def start_driver(procs, workdir, env):

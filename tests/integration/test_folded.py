@@ -139,8 +139,8 @@ def test_convolution_path(folded_run):
 
 @pytest.mark.parametrize("args,message", [
     (("--metric", "samples"), r"^gpuprof: error: --metric samples: \S+ has no CPU samples: record with -F HZ"),
-    (("--metric", "self_cuda_time"), r"^gpuprof: error: --metric self_cuda_time: this build does not record "
-                                     r"CUDA kernel times yet"),
+    (("--metric", "self_cuda_time"), r"^gpuprof: error: --metric self_cuda_time: \S+ has no GPU times: the "
+                                     r"target did not have gpuprof's CUPTI shim loaded"),
     (("--metric", "bogus"), r"^gpuprof: error: unknown --metric 'bogus'"),
     (("--sort-by", "count"), r"^gpuprof: error: --sort-by excludes --folded"),
     (("--group-by-input-shape",), r"^gpuprof: error: --group-by-input-shape excludes --folded"),

@@ -306,8 +306,7 @@ TEST(FoldedStacks, MetricNames) {
   std::string error;
   EXPECT_EQ(parse_folded_metric("self_cpu_time", &error), FoldedMetric::kSelfCpuTime);
   EXPECT_EQ(parse_folded_metric("samples", &error), FoldedMetric::kSamples);
-  EXPECT_EQ(parse_folded_metric("self_cuda_time", &error), std::nullopt);
-  EXPECT_THAT(error, ::testing::HasSubstr("not record CUDA kernel times yet"));
+  EXPECT_EQ(parse_folded_metric("self_cuda_time", &error), FoldedMetric::kSelfCudaTime);
   EXPECT_EQ(parse_folded_metric("self_cpu_time_total", &error), std::nullopt);
   EXPECT_THAT(error, ::testing::HasSubstr("unknown --metric 'self_cpu_time_total'"));
   EXPECT_EQ(error.find('\n'), std::string::npos);
@@ -532,6 +531,35 @@ TEST(FoldedStacksRandom, LeavesAddUpToTheTableRowsAndFramesAreRows) {
     EXPECT_EQ(folded.calls_unwound, profile.calls_unwound);
     EXPECT_EQ(folded.calls_open_at_end, profile.calls_open_at_end);
   }
+}
+
+}  // namespace
+}  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+// --metric self_cuda_time: the GPU time each call launched itself, on its op
+// path, joined by correlation id (never by time).
+TEST(FoldedStacks, SelfCudaTimeByCorrelationId) {
+  using namespace ::gpuprof::test;
+  Recording r = recording_of({op("aten::linear"), op("aten::add")},
+                             {op_entry(100, 0x1000, 0), op_entry(120, 0x0f00, 1), op_exit(150, 0x0f00, 1),
+                              op_exit(200, 0x1000, 0)});
+  r.launch_names = {"k"};
+  r.cupti_shim = CuptiShimInfo{"/x/libgpuprof_cupti.so", 1, 0, 0};
+  r.gpu_correlations = {{130, 1, kTid, 211, 2}, {160, 2, kTid, 211, 2}, {50, 3, kTid, 211, 2}};
+  auto activity = [](uint64_t id, uint64_t start, uint64_t end) {
+    GpuActivity a;
+    a.correlation_id = id, a.start_ns = start, a.end_ns = end;
+    return a;
+  };
+  r.gpu_activities = {activity(2, 9000, 11500), activity(1, 5000, 7000), activity(1, 7000, 9400),
+                      activity(3, 1000, 4000), activity(42, 20000, 21000)};
+  const FoldedStacks f = folded_stacks(r, FoldedMetric::kSelfCudaTime);
+  EXPECT_EQ(format_folded(f), "aten::linear 2\naten::linear;aten::add 4\n");
+  EXPECT_EQ(f.self_ns_total, 6900u);
+  EXPECT_EQ(f.gpu_ns_outside_ops, 4000u);  // before any op, and a launch never seen
 }
 
 }  // namespace

@@ -63,6 +63,9 @@ int print_folded(const Recording& recording, FoldedMetric metric) {
   counters.calls_open_at_end = folded.calls_open_at_end;
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
+  if (folded.gpu_ns_outside_ops)
+    notes += "gpuprof: " + std::to_string(folded.gpu_ns_outside_ops / 1000) +
+             " us of GPU time launched outside any op (or before the recording) are in no stack\n";
   if (folded.stacks_below_1us)
     notes += "gpuprof: " + std::to_string(folded.stacks_below_1us) +
              " stacks left out: their calls add up to under 1 us of self time\n";
@@ -101,8 +104,8 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "see docs/folded.md");
   report->add_option("--metric", options.metric,
                      "value of a folded stack: self_cpu_time (self time of its ops, integer us); samples "
-                     "(CPU samples of a recording made with -F HZ); self_cuda_time is not recorded by "
-                     "this build yet")
+                     "(CPU samples of a recording made with -F HZ); self_cuda_time (GPU time of the "
+                     "kernels each op launched itself, integer us; needs the CUPTI shim's records)")
       ->capture_default_str()
       ->needs(folded);
   CLI::Option* launches = report->add_flag(
@@ -163,6 +166,13 @@ int run_report(const ReportOptions& options) {
                  recording->events.size());
   if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {
     std::fprintf(stderr, "gpuprof: error: --metric samples: %s has no CPU samples: record with -F HZ\n",
+                 options.input_path.c_str());
+    return 2;
+  }
+  if (metric == FoldedMetric::kSelfCudaTime && !recording->cupti_shim) {
+    std::fprintf(stderr,
+                 "gpuprof: error: --metric self_cuda_time: %s has no GPU times: the target did not have "
+                 "gpuprof's CUPTI shim loaded (see docs/cuda.md)\n",
                  options.input_path.c_str());
     return 2;
   }
