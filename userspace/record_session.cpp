@@ -117,6 +117,24 @@ struct LexicographicLess {
   }
 };
 
+// "Look again at most every 100 ms": the polls for things a target maps or
+// sets up late (libcudart, the CUPTI shim, the interpreter), which read
+// /proc or ELF files and must not do so on every turn of the loop.
+class RetryEvery100ms {
+ public:
+  // True when the last try was 100 ms ago or more (or `now` forces it); then
+  // counts as a try.
+  bool due(bool now = false) {
+    const uint64_t t = clock_ns(CLOCK_MONOTONIC);
+    if (!now && t - last_ns_ < 100'000'000) return false;
+    last_ns_ = t;
+    return true;
+  }
+
+ private:
+  uint64_t last_ns_ = 0;
+};
+
 class Session {
  public:
   explicit Session(const RecordConfig& config) : config_(config) {}
@@ -202,7 +220,7 @@ class Session {
   // Launched with --no-ops, sampling starts before the interpreter is up:
   // the lookup is retried while its answer may still change.
   bool python_may_appear_ = false;
-  uint64_t last_python_try_ns_ = 0;
+  RetryEvery100ms python_retry_;
   std::unique_ptr<PythonStackNamer> python_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
   std::map<std::vector<uint32_t>, uint32_t> stack_ids_;                 // frame ids -> stack id
@@ -218,7 +236,7 @@ class Session {
   std::unique_ptr<LaunchTracer> launch_tracer_;
   std::optional<CudaRuntimeInfo> cuda_runtime_;
   std::string launch_error_;  // why launches cannot be traced (said once)
-  uint64_t last_launch_try_ns_ = 0;
+  RetryEvery100ms launch_retry_;
   std::unique_ptr<NativeSymbolizer> kernel_symbolizer_;
   std::unordered_map<uint64_t, uint32_t> launch_name_of_function_;
   std::unordered_map<std::string, uint32_t> launch_name_ids_;
@@ -228,7 +246,7 @@ class Session {
   std::optional<uint64_t> shim_state_address_;
   bool gpu_records_seen_ = false;
   std::string shim_error_;
-  uint64_t last_shim_try_ns_ = 0;
+  RetryEvery100ms shim_retry_;
   uint64_t launches_recorded_ = 0;
   int signal_fd_ = -1;
 };
@@ -388,11 +406,7 @@ void Session::try_attach_memory() {
 // libcudart (at `import torch` in a CUDA build), looked for every 100 ms
 // (launch mode also stops the command when it maps one: `now`).
 void Session::try_attach_launches(bool now) {
-  constexpr uint64_t kRetryNs = 100'000'000;
-  if (!attached_ || !needs_libcudart()) return;
-  const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-  if (!now && now_ns - last_launch_try_ns_ < kRetryNs) return;
-  last_launch_try_ns_ = now_ns;
+  if (!attached_ || !needs_libcudart() || !launch_retry_.due(now)) return;
   auto libcudart = find_mapped_library(target_pid_, "libcudart");
   if (!libcudart) return;
   std::string error;
@@ -448,11 +462,7 @@ bool Session::ensure_launch_tracer(std::string* error) {
 // The CUPTI shim (cupti_shim/) is loaded by the CUDA driver at cuInit, from
 // CUDA_INJECTION64_PATH: looked for like libcudart.
 void Session::try_attach_shim(bool now) {
-  constexpr uint64_t kRetryNs = 100'000'000;
-  if (!attached_ || !needs_shim()) return;
-  const uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
-  if (!now && now_ns - last_shim_try_ns_ < kRetryNs) return;
-  last_shim_try_ns_ = now_ns;
+  if (!attached_ || !needs_shim() || !shim_retry_.due(now)) return;
   auto shim = find_mapped_library(target_pid_, kShimFilePrefix);
   if (!shim) return;
   std::string error;
@@ -669,11 +679,7 @@ bool Session::start_sampling(int pid) {
 // interpreter is up: look again every 100 ms until there is an answer that
 // will not change (found, or an interpreter gpuprof cannot walk).
 void Session::retry_python() {
-  constexpr uint64_t kRetryNs = 100'000'000;
-  if (!python_may_appear_ || python_config_ || !sampler_ || child_exited_) return;
-  const uint64_t now = clock_ns(CLOCK_MONOTONIC);
-  if (now - last_python_try_ns_ < kRetryNs) return;
-  last_python_try_ns_ = now;
+  if (!python_may_appear_ || python_config_ || !sampler_ || child_exited_ || !python_retry_.due()) return;
   python_missing_.clear();
   setup_python(target_pid_);
   if (python_config_) {

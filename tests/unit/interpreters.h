@@ -5,6 +5,11 @@
 // path), never skip.
 #pragma once
 
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -29,6 +34,31 @@ inline std::string pyenv_python(int minor) {
     }
   }
   return found;
+}
+
+// Starts `python script` with its stdout on a pipe (UTF-8, whatever the
+// locale); *out reads it (the caller fcloses it). The pid, or -1 (and *out
+// nullptr) when the pipe or fork failed.
+inline pid_t start_python_script(const std::string& python, const std::string& script, FILE** out) {
+  *out = nullptr;
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    setenv("PYTHONIOENCODING", "utf-8", 1);
+    execl(python.c_str(), python.c_str(), script.c_str(), nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return -1;
+  }
+  *out = fdopen(fds[0], "r");
+  return pid;
 }
 
 }  // namespace gpuprof::testing_support

@@ -97,19 +97,9 @@ class PythonChild {
     dir_ = mkdtemp(dir_template);
     script_ = dir_ + "/prog.py";
     std::ofstream(script_) << kScript;
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      close(fds[0]);
-      close(fds[1]);
-      setenv("PYTHONIOENCODING", "utf-8", 1);
-      execl(python.c_str(), python.c_str(), script_.c_str(), nullptr);
-      _exit(127);
-    }
-    close(fds[1]);
-    FILE* in = fdopen(fds[0], "r");
+    FILE* in = nullptr;
+    pid_ = testing_support::start_python_script(python, script_, &in);
+    if (!in) return;
     char* line = nullptr;
     size_t cap = 0;
     while (getline(&line, &cap, in) > 0) {

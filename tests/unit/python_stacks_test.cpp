@@ -100,18 +100,9 @@ class NamerChild {
     std::system(("mkdir -p " + dir_ + "/pkg/torch/nn/modules").c_str());
     std::ofstream(dir_ + "/pkg/torch/nn/modules/module.py") << kModuleSource;
     std::ofstream(dir_ + "/prog.py") << kScript;
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      close(fds[0]);
-      close(fds[1]);
-      execl(python.c_str(), python.c_str(), (dir_ + "/prog.py").c_str(), nullptr);
-      _exit(127);
-    }
-    close(fds[1]);
-    FILE* in = fdopen(fds[0], "r");
+    FILE* in = nullptr;
+    pid_ = testing_support::start_python_script(python, dir_ + "/prog.py", &in);
+    if (!in) return;
     char name[64];
     unsigned long long value;
     while (fscanf(in, "%63s", name) == 1) {
