@@ -57,13 +57,18 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                    "record the Python stack at every op call (torch.profiler's with_stack); report "
                    "them with --group-by-stack-n N, and in folded stacks");
   record->add_flag("--no-ops", options.no_ops,
-                   "with -F: samples only, no operator probes (the lowest overhead)");
+                   "with -F: samples only, no operator probes (the lowest overhead); any process, "
+                   "PyTorch or not, and a launched CMD from its start");
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
   record->footer(
       "Stops on Ctrl-C, SIGTERM, -d SECONDS, or the target's exit; then writes the record file\n"
-      "and prints the table (same columns as torch.profiler's key_averages().table()).\n\n"
+      "and prints the table (same columns as torch.profiler's key_averages().table()).\n"
+      "CUDA kernel launches are traced with the ops once the target maps libcudart; GPU times\n"
+      "come from gpuprof's CUPTI shim (libgpuprof_cupti.so next to gpuprof), which record -- CMD\n"
+      "injects (CUDA_INJECTION64_PATH); start a job to attach to with that variable set\n"
+      "(docs/cuda.md). Read them with: gpuprof report FILE --launches | --kernels.\n\n"
       "Examples:\n"
       "  sudo gpuprof record -p 4242                      # attach; Ctrl-C stops\n"
       "  sudo gpuprof record -p 4242 -d 10 --sort-by self_cpu_time_total --row-limit 10\n"
@@ -72,7 +77,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
       "  sudo gpuprof record -p 4242 -d 5 --with-stack --group-by-stack-n 5\n"
       "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof && gpuprof report run.gpuprof \\\n"
-      "       --folded --metric samples > run.folded\n");
+      "       --folded --metric samples > run.folded\n"
+      "  sudo gpuprof record -F 99 --no-ops -o py.gpuprof -- python3 script.py   # any Python\n");
 }
 
 int run_record(RecordOptions options) {
