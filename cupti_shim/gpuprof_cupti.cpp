@@ -74,6 +74,8 @@ GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, streamId);
 GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, correlationId);
 GPUPROF_SAME_OFFSET(CUpti_ActivityKernel10, CUpti_ActivityKernel9, name);
 GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, copyKind);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, srcKind);
+GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, dstKind);
 GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, bytes);
 GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, start);
 GPUPROF_SAME_OFFSET(CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5, end);
@@ -211,15 +213,14 @@ void fire_activity_probes(uint8_t* buffer, size_t valid_bytes) {
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        const uint64_t bytes = (m->bytes & ((uint64_t(1) << 56) - 1)) | (uint64_t(m->copyKind) << 56);
         GPUPROF_ACTIVITY(GPUPROF_ACTIVITY_MEMCPY, m->correlationId, m->start, m->end, m->deviceId, m->streamId,
-                         bytes, nullptr);
+                         gpuprof_pack_memcpy(m->bytes, m->copyKind, m->srcKind, m->dstKind), nullptr);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
         GPUPROF_ACTIVITY(GPUPROF_ACTIVITY_MEMSET, m->correlationId, m->start, m->end, m->deviceId, m->streamId,
-                         m->bytes, nullptr);
+                         gpuprof_pack_memset(m->bytes, m->memoryKind), nullptr);
         break;
       }
       default:

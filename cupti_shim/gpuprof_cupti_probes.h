@@ -36,8 +36,13 @@
 //     CUPTI, so they compare with bpf_ktime_get_ns()); both 0 when CUPTI
 //     could not time it (a forced flush of an unfinished record, or no
 //     device memory for timestamps): skip such records.
-//     bytes: 0 for kernels; memset: bytes set; memcpy: bytes copied in bits
-//     0..55 and CUpti_ActivityMemcpyKind in bits 56..63.
+//     bytes: 0 for kernels; memcpy and memset: the byte count in bits 0..39
+//     (cut to 1 TiB - 1) and, for torch.profiler's names ("Memcpy HtoD
+//     (Pageable -> Device)", "Memset (Device)"), the record's kinds above
+//     it: memcpy CUpti_ActivityMemcpyKind in bits 56..63 and the source and
+//     destination CUpti_ActivityMemoryKind in bits 48..55 and 40..47;
+//     memset its CUpti_ActivityMemoryKind in bits 40..47
+//     (gpuprof_pack_memcpy/gpuprof_pack_memset).
 //     name: kernels only (nullptr otherwise), a pointer into the target that
 //     stays valid while the process lives (CUPTI owns the string); read it
 //     with bpf_probe_read_user_str.
@@ -73,6 +78,17 @@ enum GpuprofActivityKind : unsigned {
   GPUPROF_ACTIVITY_MEMCPY = 2,
   GPUPROF_ACTIVITY_MEMSET = 3,
 };
+
+// gpuprof:activity's bytes argument (see above).
+#define GPUPROF_ACTIVITY_BYTES_MASK ((1ull << 40) - 1)
+static inline unsigned long long gpuprof_pack_memcpy(unsigned long long bytes, unsigned copy_kind,
+                                                     unsigned src_kind, unsigned dst_kind) {
+  return (bytes & GPUPROF_ACTIVITY_BYTES_MASK) | ((unsigned long long)(copy_kind & 0xff) << 56) |
+         ((unsigned long long)(src_kind & 0xff) << 48) | ((unsigned long long)(dst_kind & 0xff) << 40);
+}
+static inline unsigned long long gpuprof_pack_memset(unsigned long long bytes, unsigned memory_kind) {
+  return (bytes & GPUPROF_ACTIVITY_BYTES_MASK) | ((unsigned long long)(memory_kind & 0xff) << 40);
+}
 
 // Defined in gpuprof_cupti.cpp. Hidden: tracers find them through the
 // stapsdt note, and the process needs no symbol for them.

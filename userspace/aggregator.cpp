@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "call_tree.h"
+#include "gpu_attribution.h"
 #include "input_shapes.h"
 #include "memory_attribution.h"
 #include "op_timeline.h"
@@ -31,12 +32,12 @@ class RowIndex {
       : rows_(rows), stacks_(stacks) {}
 
   OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs,
-                uint32_t stack_group) {
-    auto [it, inserted] =
-        row_of_key_.try_emplace(name + '\0' + shapes + '\0' + std::to_string(stack_group), rows_.size());
+                uint32_t stack_group, bool on_gpu = false) {
+    auto [it, inserted] = row_of_key_.try_emplace(
+        name + '\0' + shapes + '\0' + std::to_string(stack_group) + (on_gpu ? "\0gpu" : ""), rows_.size());
     if (inserted) {
       rows_.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs,
-                            .stack = stacks_[stack_group]});
+                            .stack = stacks_[stack_group], .on_gpu = on_gpu});
     }
     return rows_[it->second];
   }
@@ -173,6 +174,38 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   }
   const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
   std::vector<bool> folded(n, false);
+  // GPU time: a call's own is that of the activities it launched itself.
+  // torch's _remove_dup_nodes REPLACES an absorbing call's kernels with the
+  // absorbed child's ("lift kernels up"), so a folded chain keeps the own
+  // GPU time of its deepest call only: the outer calls' own kernels drop out
+  // of the op rows (the GPU rows still count them). Calls complete innermost
+  // first, so the first absorbed call seen for a chain is its deepest. A
+  // call's total is its own plus its descendants' after that lifting (one
+  // ascending pass, children before parents, as for memory).
+  const bool gpu = recording.cupti_shim.has_value();
+  std::vector<uint64_t> self_gpu(n, 0), total_gpu(n, 0);
+  if (gpu) {
+    const CallTree tree = build_call_tree(timeline);
+    const std::vector<int64_t> launched_by = calls_of_gpu_activities(recording, timeline, tree);
+    std::vector<uint64_t> own_gpu(n, 0);
+    for (size_t a = 0; a < launched_by.size(); a++)
+      if (launched_by[a] >= 0) own_gpu[launched_by[a]] += gpu_activity_ns(recording.gpu_activities[a]);
+    self_gpu = own_gpu;
+    std::vector<bool> lifted(n, false);
+    for (size_t i = 0; i < n; i++) {
+      const size_t into = folded_into[i];
+      if (into == i) continue;
+      self_gpu[i] = 0;
+      if (!lifted[into]) {
+        lifted[into] = true;
+        self_gpu[into] = own_gpu[i];
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      total_gpu[i] += self_gpu[i];
+      if (int64_t p = tree.parent[i]; p >= 0) total_gpu[p] += total_gpu[i];
+    }
+  }
   for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].self_ns;
   for (size_t i = 0; i < n; i++) {
     const size_t into = folded_into[i];
@@ -185,6 +218,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
 
   Profile profile;
   profile.memory_recorded = memory;
+  profile.gpu_recorded = gpu;
   profile.grouped_by_input_shape = options.group_by_input_shape;
   profile.group_by_stack_n = std::max(options.group_by_stack_n, 0);
   const StackGroups stack_groups(recording, profile.group_by_stack_n);
@@ -206,6 +240,8 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     row.self_cpu_mem += self_cpu[i];
     row.cuda_mem += total_cuda[i];
     row.self_cuda_mem += self_cuda[i];
+    row.self_cuda_ns += self_gpu[i];
+    row.cuda_total_ns += total_gpu[i];
     if (call.unwound) ++row.unwound_calls;
     profile.self_cpu_total_ns += call.self_ns;
   }
@@ -219,6 +255,17 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     row.self_cpu_mem += mem.outside_cpu;
     row.cuda_mem += mem.outside_cuda;
     row.self_cuda_mem += mem.outside_cuda;
+  }
+  // torch's GPU rows: every activity, whatever launched it, under its name
+  // (kernel rows have no input shapes, "[]" when grouped, and no stack).
+  for (const GpuActivity& a : recording.gpu_activities) {
+    const std::string name = a.name_id < recording.launch_names.size()
+                                 ? recording.launch_names[a.name_id]
+                                 : "[GPU activity " + std::to_string(a.name_id) + "]";
+    OpRow& row = index.row_of(name, options.group_by_input_shape ? "[]" : "", false, StackGroups::kNoStack, true);
+    ++row.calls;
+    row.self_cuda_ns += gpu_activity_ns(a);
+    row.cuda_total_ns += gpu_activity_ns(a);
   }
   if (memory) {
     auto peak_info = [&](const MemoryPeak& peak) {
@@ -240,7 +287,8 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   std::sort(profile.rows.begin(), profile.rows.end(), [](const OpRow& a, const OpRow& b) {
     if (a.name != b.name) return a.name < b.name;
     if (a.input_shapes != b.input_shapes) return a.input_shapes < b.input_shapes;
-    return a.stack < b.stack;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    return a.on_gpu < b.on_gpu;
   });
 
   profile.calls_unwound = timeline.calls_unwound;

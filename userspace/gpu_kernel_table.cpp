@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 #include "call_tree.h"
+#include "gpu_attribution.h"
 #include "launch_table.h"
 #include "op_table.h"
 #include "text_table.h"
@@ -21,20 +21,22 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
     out.dropped = recording.cupti_shim->records_dropped;
     out.lost = recording.cupti_shim->events_lost;
   }
-  // The op of each launch, from its thread and moment.
-  std::vector<ThreadMoment> moments;
-  moments.reserve(recording.gpu_correlations.size());
-  for (const GpuCorrelation& c : recording.gpu_correlations) moments.push_back({c.ts_ns, c.tid});
-  const std::vector<std::string> ops = op_names_at(recording, moments);
-  std::unordered_map<uint64_t, std::string> op_of_correlation;
-  for (size_t i = 0; i < recording.gpu_correlations.size(); ++i)
-    op_of_correlation[recording.gpu_correlations[i].correlation_id] = ops[i].empty() ? kNoOpName : ops[i];
+  const Timeline timeline = build_timeline(recording.events);
+  const std::vector<int64_t> calls = calls_of_gpu_activities(recording, timeline, build_call_tree(timeline));
   std::map<std::pair<std::string, uint32_t>, GpuKernelRow> rows;  // (op, name id)
-  for (const GpuActivity& a : recording.gpu_activities) {
-    auto it = op_of_correlation.find(a.correlation_id);
-    const std::string op = it == op_of_correlation.end() ? kLaunchNotSeen : it->second;
-    if (it == op_of_correlation.end()) out.launch_not_seen++;
-    else if (op == kNoOpName) out.outside_ops++;
+  for (size_t i = 0; i < recording.gpu_activities.size(); ++i) {
+    const GpuActivity& a = recording.gpu_activities[i];
+    std::string op;
+    if (calls[i] == kLaunchNotSeenCall) {
+      op = kLaunchNotSeen;
+      out.launch_not_seen++;
+    } else if (calls[i] == kLaunchedOutsideOps) {
+      op = kNoOpName;
+      out.outside_ops++;
+    } else {
+      const uint32_t op_id = timeline.calls[calls[i]].op_id;
+      op = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
+    }
     GpuKernelRow& row = rows[{op, a.name_id}];
     if (row.calls == 0) {
       row.op = op;
@@ -42,9 +44,9 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
                                                              : "[kernel " + std::to_string(a.name_id) + "]";
     }
     row.calls++;
-    row.total_ns += a.end_ns - a.start_ns;
+    row.total_ns += gpu_activity_ns(a);
     out.activities++;
-    out.total_ns += a.end_ns - a.start_ns;
+    out.total_ns += gpu_activity_ns(a);
   }
   for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const GpuKernelRow& a, const GpuKernelRow& b) {

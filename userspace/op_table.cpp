@@ -1,6 +1,6 @@
 // op_table.cpp: torch.profiler's operator table (see op_table.h).
 //
-// Mirrors torch 1.13 _build_table with CUDA times, FLOPs and node ids off;
+// Mirrors torch 1.13 _build_table with FLOPs and node ids off; CUDA time,
 // memory, input-shape and source-location columns as the profile says.
 #include "op_table.h"
 
@@ -19,27 +19,18 @@ struct SortKeyEntry {
 };
 
 // Default first: valid_sort_key_names() and error messages use this order.
-constexpr std::array<SortKeyEntry, 8> kSortKeys = {{
+constexpr std::array<SortKeyEntry, 11> kSortKeys = {{
     {"cpu_time_total", SortKey::cpu_time_total},
     {"self_cpu_time_total", SortKey::self_cpu_time_total},
     {"cpu_time", SortKey::cpu_time},
     {"count", SortKey::count},
+    {"cuda_time_total", SortKey::cuda_time_total},
+    {"self_cuda_time_total", SortKey::self_cuda_time_total},
+    {"cuda_time", SortKey::cuda_time},
     {"cpu_memory_usage", SortKey::cpu_memory_usage},
     {"self_cpu_memory_usage", SortKey::self_cpu_memory_usage},
     {"cuda_memory_usage", SortKey::cuda_memory_usage},
     {"self_cuda_memory_usage", SortKey::self_cuda_memory_usage},
-}};
-
-struct UnrecordedKey {
-  std::string_view name;
-  std::string_view needs;  // what the key sorts on
-};
-
-// torch keys whose data gpuprof does not record yet.
-constexpr std::array<UnrecordedKey, 3> kUnrecordedKeys = {{
-    {"cuda_time_total", "CUDA data"},
-    {"self_cuda_time_total", "CUDA data"},
-    {"cuda_time", "CUDA data"},
 }};
 
 // torch's layout constants: max_name_column_width, max_shapes_column_width,
@@ -149,6 +140,9 @@ struct RowTimes {
   double self_us;
   double total_us;
   double average_us;  // FunctionEventAvg.cpu_time: 1.0 * total / count
+  double self_cuda_us;
+  double cuda_total_us;
+  double cuda_average_us;  // FunctionEventAvg.cuda_time: 1.0 * cuda total / count
 };
 
 // Is `a` strictly before `b` for the key (larger first)? torch compares the
@@ -159,6 +153,9 @@ bool sorts_before(const RowTimes& a, const RowTimes& b, SortKey key) {
     case SortKey::self_cpu_time_total: return a.self_us > b.self_us;
     case SortKey::cpu_time: return a.average_us > b.average_us;
     case SortKey::count: return a.row->calls > b.row->calls;
+    case SortKey::cuda_time_total: return a.cuda_total_us > b.cuda_total_us;
+    case SortKey::self_cuda_time_total: return a.self_cuda_us > b.self_cuda_us;
+    case SortKey::cuda_time: return a.cuda_average_us > b.cuda_average_us;
     case SortKey::cpu_memory_usage: return a.row->cpu_mem > b.row->cpu_mem;
     case SortKey::self_cpu_memory_usage: return a.row->self_cpu_mem > b.row->self_cpu_mem;
     case SortKey::cuda_memory_usage: return a.row->cuda_mem > b.row->cuda_mem;
@@ -176,9 +173,21 @@ bool is_memory_key(SortKey key) {
     case SortKey::cpu_time_total:
     case SortKey::self_cpu_time_total:
     case SortKey::cpu_time:
-    case SortKey::count: return false;
+    case SortKey::count:
+    case SortKey::cuda_time_total:
+    case SortKey::self_cuda_time_total:
+    case SortKey::cuda_time: return false;
   }
   return false;
+}
+
+bool is_cuda_time_key(SortKey key) {
+  return key == SortKey::cuda_time_total || key == SortKey::self_cuda_time_total || key == SortKey::cuda_time;
+}
+
+// FunctionEventAvg's cpu_time and cuda_time: 0 for a row without calls.
+double average(double total_us, uint64_t calls) {
+  return calls == 0 ? 0.0 : total_us / static_cast<double>(calls);
 }
 
 // The profile's rows in torch's table order: by the key, largest first.
@@ -189,14 +198,17 @@ std::vector<RowTimes> sorted_rows(const Profile& profile, SortKey key) {
   std::vector<RowTimes> rows;
   rows.reserve(profile.rows.size());
   for (const OpRow& row : profile.rows) {
-    double total_us = static_cast<double>(row.cpu_total_ns) / 1000.0;
-    double average_us = row.calls == 0 ? 0.0 : total_us / static_cast<double>(row.calls);
-    rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average_us});
+    const double total_us = static_cast<double>(row.cpu_total_ns) / 1000.0;
+    const double cuda_total_us = static_cast<double>(row.cuda_total_ns) / 1000.0;
+    rows.push_back({&row, static_cast<double>(row.self_cpu_ns) / 1000.0, total_us, average(total_us, row.calls),
+                    static_cast<double>(row.self_cuda_ns) / 1000.0, cuda_total_us,
+                    average(cuda_total_us, row.calls)});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const RowTimes& a, const RowTimes& b) {
     if (a.row->name != b.row->name) return a.row->name < b.row->name;
     if (a.row->input_shapes != b.row->input_shapes) return a.row->input_shapes < b.row->input_shapes;
-    return a.row->stack < b.row->stack;
+    if (a.row->stack != b.row->stack) return a.row->stack < b.row->stack;
+    return a.row->on_gpu < b.row->on_gpu;
   });
   std::stable_sort(rows.begin(), rows.end(), [&](const RowTimes& a, const RowTimes& b) {
     return sorts_before(a, b, key);
@@ -207,6 +219,7 @@ std::vector<RowTimes> sorted_rows(const Profile& profile, SortKey key) {
 // The columns torch prints and their widths.
 struct Layout {
   std::vector<Column> columns;
+  bool has_cuda_time = false;
   bool has_memory = false;
   bool has_cuda_mem = false;
   bool has_input_shapes = false;
@@ -230,6 +243,8 @@ Layout layout_of(const std::vector<RowTimes>& rows, bool memory_recorded) {
     // torch asks for self (not total) CUDA memory > 0: a profile whose CUDA
     // memory is all freed inside the op that allocated it gets no columns.
     layout.has_cuda_mem = layout.has_cuda_mem || op.self_cuda_mem > 0;
+    // torch: any(self_cuda_time_total > 0), over op and GPU rows alike.
+    layout.has_cuda_time = layout.has_cuda_time || op.self_cuda_ns > 0;
     layout.has_input_shapes = layout.has_input_shapes || op.has_inputs;
     layout.has_stack = layout.has_stack || !op.stack.empty();
   }
@@ -244,6 +259,10 @@ Layout layout_of(const std::vector<RowTimes>& rows, bool memory_recorded) {
                     {"CPU total %", kColumnWidth},
                     {"CPU total", kColumnWidth},
                     {"CPU time avg", kColumnWidth}};
+  if (layout.has_cuda_time) {
+    for (std::string_view header : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"})
+      layout.columns.push_back({header, kColumnWidth});
+  }
   if (layout.has_memory) {
     layout.columns.push_back({"CPU Mem", kColumnWidth});
     layout.columns.push_back({"Self CPU Mem", kColumnWidth});
@@ -259,7 +278,8 @@ Layout layout_of(const std::vector<RowTimes>& rows, bool memory_recorded) {
 }
 
 // The cells of a row's first line, one per layout column.
-std::vector<std::string> row_cells(const RowTimes& row, double self_total_us, const Layout& layout) {
+std::vector<std::string> row_cells(const RowTimes& row, double self_total_us, double self_cuda_total_us,
+                                   const Layout& layout) {
   const OpRow& op = *row.row;
   std::vector<std::string> cells;
   // torch cuts at max - 3 code points, and also appends "..." to a name of
@@ -275,6 +295,12 @@ std::vector<std::string> row_cells(const RowTimes& row, double self_total_us, co
   cells.push_back(format_time_share(row.total_us, self_total_us));
   cells.push_back(format_time_us(row.total_us));
   cells.push_back(format_time_us(row.average_us));
+  if (layout.has_cuda_time) {
+    cells.push_back(format_time_us(row.self_cuda_us));
+    cells.push_back(format_time_share(row.self_cuda_us, self_cuda_total_us));
+    cells.push_back(format_time_us(row.cuda_total_us));
+    cells.push_back(format_time_us(row.cuda_average_us));
+  }
   if (layout.has_memory) {
     cells.push_back(format_memory(op.cpu_mem));
     cells.push_back(format_memory(op.self_cpu_mem));
@@ -315,17 +341,7 @@ std::optional<SortKey> parse_sort_key(std::string_view name, std::string* error)
   for (const auto& entry : kSortKeys) {
     if (entry.name == name) return entry.key;
   }
-  if (error != nullptr) {
-    std::string reason;
-    for (const auto& unrecorded : kUnrecordedKeys) {
-      if (unrecorded.name == name) {
-        reason = "sort key '" + std::string(name) + "' needs " + std::string(unrecorded.needs) +
-                 ", which gpuprof does not record yet";
-      }
-    }
-    if (reason.empty()) reason = "unknown sort key '" + std::string(name) + "'";
-    *error = reason + "; valid keys: " + joined_valid_keys();
-  }
+  if (error != nullptr) *error = "unknown sort key '" + std::string(name) + "'; valid keys: " + joined_valid_keys();
   return std::nullopt;
 }
 
@@ -346,6 +362,11 @@ std::string sort_key_unavailable(SortKey key, const Profile& profile) {
   if (is_memory_key(key) && !profile.memory_recorded) {
     return "sort key " + std::string(sort_key_name(key)) +
            " needs a recording made with --profile-memory";
+  }
+  if (is_cuda_time_key(key) && !profile.gpu_recorded) {
+    return "sort key " + std::string(sort_key_name(key)) +
+           " needs GPU times: a recording of a target that had gpuprof's CUPTI shim loaded "
+           "(record -- CMD loads it; see docs/cuda.md)";
   }
   return "";
 }
@@ -385,6 +406,11 @@ std::string format_op_table(const Profile& profile, const TableOptions& options)
   // of the total.
   double self_total_us = 0;
   for (const RowTimes& row : rows) self_total_us += row.self_us;
+  // torch's sum_self_cuda_time_total counts the GPU rows only (kineto's
+  // device events): ops' Self CUDA is the same time seen from the CPU side.
+  double self_cuda_total_us = 0;
+  for (const RowTimes& row : rows)
+    if (row.row->on_gpu) self_cuda_total_us += row.self_cuda_us;
 
   std::string separator;
   for (const Column& column : layout.columns) separator.append(column.width, '-') += kColumnSpacing;
@@ -398,11 +424,12 @@ std::string format_op_table(const Profile& profile, const TableOptions& options)
   size_t shown = rows.size();
   if (options.row_limit >= 0) shown = std::min(shown, static_cast<size_t>(options.row_limit));
   for (size_t i = 0; i < shown; ++i) {
-    append_line(out, row_cells(rows[i], self_total_us, layout), layout.columns);
+    append_line(out, row_cells(rows[i], self_total_us, self_cuda_total_us, layout), layout.columns);
     if (layout.has_stack) append_stack_lines(out, rows[i].row->stack, layout);
   }
   out += separator;
   out += "Self CPU time total: " + format_time_us(self_total_us) + "\n";
+  if (layout.has_cuda_time) out += "Self CUDA time total: " + format_time_us(self_cuda_total_us) + "\n";
   return out;
 }
 

@@ -3,11 +3,12 @@
 // format_op_table() returns what torch 1.13's
 //   prof.key_averages(group_by_input_shape=G, group_by_stack_n=S)
 //       .table(sort_by=KEY, row_limit=N)
-// returns for a profile without CUDA times (torch/autograd/profiler_util.py,
-// _build_table): the memory columns when the recording has memory data
+// returns (torch/autograd/profiler_util.py, _build_table): the CUDA time
+// columns and kernel rows when the recording has GPU times (kineto's, here
+// from the CUPTI shim), the memory columns when it has memory data
 // (profile_memory=True), the Input Shapes column when rows are grouped by
 // input shape, the Source Location column when rows are grouped by stack,
-// and no CUDA time, FLOPs or node id columns. Users diff
+// and no FLOPs or node id columns. Users diff
 // our tables against theirs and feed them to the same scripts, so "close" is
 // not enough; tests/golden/make_table_goldens.py produces the expected text
 // with torch's own code and tests/unit/op_table_test.cpp compares exactly.
@@ -39,6 +40,10 @@ enum class SortKey {
   self_cpu_time_total,  // time not spent in nested ops
   cpu_time,             // torch's average: cpu_time_total / count
   count,                // number of calls
+  // GPU time keys (the CUPTI shim): see sort_key_unavailable().
+  cuda_time_total,       // GPU time of the kernels launched in the op and its nested ops
+  self_cuda_time_total,  // GPU time of the kernels the op launched itself
+  cuda_time,             // cuda_time_total / count
   // Memory keys (bytes, signed): only meaningful for a recording made with
   // --profile-memory; see sort_key_unavailable().
   cpu_memory_usage,
@@ -48,10 +53,8 @@ enum class SortKey {
 };
 
 // Parses a torch sort-key name ("cpu_time_total"). On failure returns
-// nullopt and, when `error` is not null, sets it to one line for the user:
-// torch's CUDA time keys (cuda_time_total, self_cuda_time_total, cuda_time)
-// are recognised and rejected with the reason (the data is not recorded
-// yet); anything else lists the valid keys.
+// nullopt and, when `error` is not null, sets it to one line for the user
+// that lists the valid keys.
 //
 // A key is accepted without looking at any recording (the command line is
 // checked before recording starts); whether a given profile has the key's
@@ -66,7 +69,8 @@ std::vector<std::string_view> valid_sort_key_names();
 
 // "" when `profile` has the data `key` sorts on; otherwise one line for the
 // user, e.g. "sort key cpu_memory_usage needs a recording made with
-// --profile-memory". torch itself would silently sort by zeros (its memory
+// --profile-memory" (or, for the CUDA time keys, GPU times from the CUPTI
+// shim). torch itself would silently sort by zeros (its memory and CUDA
 // fields default to 0), which looks like an answer and is not one.
 std::string sort_key_unavailable(SortKey key, const Profile& profile);
 
@@ -78,11 +82,15 @@ struct TableOptions {
 };
 
 // The table as torch's table() returns it: every line, the last one
-// ("Self CPU time total: ...") included, ends in '\n' (print() adds a second
-// one). Empty string for a profile with no rows, as torch.
+// ("Self CPU time total: ...", then "Self CUDA time total: ..." with the
+// CUDA columns) included, ends in '\n' (print() adds a second one). Empty
+// string for a profile with no rows, as torch.
 //
 // Columns, in torch's order: Name, Self CPU %, Self CPU, CPU total %,
-// CPU total, CPU time avg; then, when Profile::memory_recorded, CPU Mem and
+// CPU total, CPU time avg; then, when any row (shown or not) has
+// self_cuda_ns > 0, Self CUDA, Self CUDA %, CUDA total, CUDA time avg (the
+// percentage of the GPU rows' summed self time, torch's "Self CUDA time
+// total" footer line); then, when Profile::memory_recorded, CPU Mem and
 // Self CPU Mem, followed by CUDA Mem and Self CUDA Mem when any row (shown
 // or not) has self_cuda_mem > 0; then # of Calls; then Input Shapes when any
 // row has_inputs (rows grouped by input shape); then Source Location when
@@ -98,7 +106,7 @@ struct TableOptions {
 // Sorting: torch stable-sorts key_averages() (first-seen order) by the key,
 // descending. Profile rows have no order, so rows with equal keys are
 // ordered by name, then by input_shapes, then by stack (frame by frame),
-// ascending (byte order).
+// ascending (byte order), then op rows before GPU rows.
 //
 // Torch computes the footer and the percentages' denominator itself, as the
 // sum of the rows' self times in sorted order; so does this function

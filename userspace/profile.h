@@ -38,6 +38,15 @@ struct OpRow {
   int64_t self_cpu_mem = 0;
   int64_t cuda_mem = 0;
   int64_t self_cuda_mem = 0;
+  // GPU time from the CUPTI shim, torch's Self CUDA and CUDA total. An op
+  // row: the time of the GPU activities its calls launched themselves, and
+  // of those launched by them and the calls nested in them. A GPU row
+  // (on_gpu: torch's kernel rows, one per kernel, memcpy or memset name,
+  // "Memcpy HtoD (Pageable -> Device)") has no CPU time; calls counts its
+  // activities and both times are theirs.
+  bool on_gpu = false;
+  uint64_t self_cuda_ns = 0;
+  uint64_t cuda_total_ns = 0;
   bool operator==(const OpRow&) const = default;
 };
 
@@ -51,7 +60,7 @@ struct MemoryPeakInfo {
 };
 
 struct Profile {
-  std::vector<OpRow> rows;  // one per op name; aggregate() sorts them by name
+  std::vector<OpRow> rows;  // one per op name (and GPU activity name); aggregate() sorts them by name
   uint64_t self_cpu_total_ns = 0;  // sum of self_cpu_ns over rows
 
   // Honesty counters, printed under the table when non-zero.
@@ -64,6 +73,7 @@ struct Profile {
 
   // What the recording holds beyond op times.
   bool memory_recorded = false;  // record --profile-memory: the memory columns apply
+  bool gpu_recorded = false;     // the target had the CUPTI shim: the CUDA time columns apply
   bool grouped_by_input_shape = false;  // rows are (name, input shapes) groups
   int group_by_stack_n = 0;              // > 0: rows are (name, [shapes,] top N frames) groups
   MemoryPeakInfo cpu_memory_peak;

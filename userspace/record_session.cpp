@@ -20,6 +20,8 @@
 #include <unordered_map>
 
 #include "dispatcher_catalog.h"
+#include "cupti_shim_state.h"
+#include "gpu_activity_names.h"
 #include "launch_tracer.h"
 #include "launcher.h"
 #include "library_watch.h"
@@ -42,15 +44,6 @@ namespace {
 // The CUPTI shim's file (cupti_shim/) and its gpuprof_cupti_state values
 // (cupti_shim/gpuprof_cupti_probes.h).
 constexpr const char* kShimFilePrefix = "libgpuprof_cupti";
-constexpr uint32_t kShimTracing = 1;
-constexpr int32_t kShimLastState = 5;
-
-// CUpti_ActivityMemcpyKind, as torch.profiler names copies ("Memcpy HtoD").
-const char* memcpy_kind_name(uint8_t kind) {
-  static constexpr const char* kNames[] = {"?",    "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                           "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
-  return kind < std::size(kNames) ? kNames[kind] : "?";
-}
 
 // libgpuprof_cupti.so next to the gpuprof executable (where `make` builds
 // it and where an install puts it); nullopt when it is not there.
@@ -62,17 +55,6 @@ std::optional<std::string> shim_next_to_executable() {
   path = path.substr(0, path.rfind('/') + 1) + kShimFilePrefix + ".so";
   if (access(path.c_str(), R_OK) != 0) return std::nullopt;
   return path;
-}
-
-const char* shim_state_text(uint32_t state) {
-  switch (state) {
-    case 0: return "is loaded but not initialized (the driver has not called InitializeInjection yet)";
-    case 1: return "is tracing kernels, memcpy and memset";
-    case 2: return "is disabled (GPUPROF_CUPTI=0)";
-    case 3: return "found CUPTI taken by another subscriber (torch.profiler?)";
-    case 4: return "found no libcupti";
-    default: return "failed in CUPTI (see the target's stderr)";
-  }
 }
 
 constexpr int kPollTimeoutMs = 100;
@@ -494,7 +476,7 @@ void Session::read_shim_state() {
     shim_state_address_ = find_symbol_in_target(target_pid_, kShimFilePrefix, "gpuprof_cupti_state");
   int32_t state = 0;
   if (shim_state_address_ && read_target_memory(target_pid_, *shim_state_address_, &state, sizeof(state)) &&
-      state >= 0 && state <= kShimLastState)
+      state >= 0 && state <= static_cast<int32_t>(kCuptiShimLastState))
     cupti_shim_->state = static_cast<uint32_t>(state);
 }
 
@@ -506,13 +488,14 @@ void Session::on_gpu_correlation(const gp_gpu_correlation& c) {
   if (!writer_->append_gpu_correlations(&correlation, 1, &err)) write_failed(err);
 }
 
-// Kernel names come from CUPTI (its demangled name, the string torch
-// prints), interned by the address of CUPTI's string (one per kernel); a
-// name the probe had to cut is read again whole from the target.
+// Activities are named as torch.profiler names them (gpu_activity_names.h).
+// Kernel names come from CUPTI (mangled), demangled once per kernel:
+// interned by the address of CUPTI's string (one per kernel); a name the
+// probe had to cut is read again whole from the target.
 uint32_t Session::gpu_activity_name_id(const gp_gpu_activity& a) {
   if (a.kind == static_cast<uint32_t>(GpuActivityKind::memcpy))
-    return launch_name_id_of(std::string("[memcpy ") + memcpy_kind_name(static_cast<uint8_t>(a.bytes >> 56)) + "]");
-  if (a.kind != static_cast<uint32_t>(GpuActivityKind::kernel)) return launch_name_id_of("[memset]");
+    return launch_name_id_of(memcpy_activity_name(a.bytes));
+  if (a.kind != static_cast<uint32_t>(GpuActivityKind::kernel)) return launch_name_id_of(memset_activity_name(a.bytes));
   if (auto known = name_of_cupti_string_.find(a.name_ptr); a.name_ptr && known != name_of_cupti_string_.end())
     return known->second;
   std::string name = a.name;
@@ -527,7 +510,7 @@ uint32_t Session::gpu_activity_name_id(const gp_gpu_activity& a) {
       break;
     }
   }
-  const uint32_t id = launch_name_id_of(name.empty() ? "[unnamed kernel]" : name);
+  const uint32_t id = launch_name_id_of(name.empty() ? "[unnamed kernel]" : kernel_activity_name(name));
   if (a.name_ptr) name_of_cupti_string_.emplace(a.name_ptr, id);
   return id;
 }
@@ -934,14 +917,14 @@ bool Session::finish() {
     read_shim_state();  // the driver may have initialized it after the attach
     // Only a tracing shim sends records: a target that exited before the
     // loop read the state (a short command) still reads as tracing then.
-    if (cupti_shim_->state == 0 && gpu_records_seen_) cupti_shim_->state = kShimTracing;
+    if (cupti_shim_->state == 0 && gpu_records_seen_) cupti_shim_->state = kCuptiShimTracing;
     cupti_shim_->events_lost = launch_tracer_->gpu_records_lost();
     if (!writer_->set_cupti_shim(*cupti_shim_, &error)) write_failed(error);
-    if (cupti_shim_->state != kShimTracing)
+    if (cupti_shim_->state != kCuptiShimTracing)
       std::fprintf(stderr, "gpuprof: warning: no GPU times: the CUPTI shim %s\n",
-                   shim_state_text(cupti_shim_->state));
+                   cupti_shim_state_text(cupti_shim_->state));
     else
-      std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", shim_state_text(cupti_shim_->state));
+      std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", cupti_shim_state_text(cupti_shim_->state));
   }
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);

@@ -174,11 +174,11 @@ struct GpuActivity {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint64_t correlation_id = 0;
-  uint64_t bytes = 0;  // memcpy/memset; memcpy: copy kind in bits 56..63
+  uint64_t bytes = 0;  // memcpy/memset: size and CUPTI kinds, packed (gpu_activity_names.h)
   uint32_t device = 0;
   uint32_t stream = 0;
   GpuActivityKind kind = GpuActivityKind::kernel;
-  uint32_t name_id = 0;  // Recording::launch_names: the kernel's name, "[memcpy HtoD]", "[memset]"
+  uint32_t name_id = 0;  // Recording::launch_names: "void at::native::...", "Memcpy HtoD (Pageable -> Device)"
   bool operator==(const GpuActivity&) const = default;
 };
 

@@ -207,10 +207,11 @@ void run_step(Counts& c, bool last, bool deliver) {
                          5000, 0, 7));
   uint64_t id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, 0, 0, 7);
   note(id);
-  fake_cupti_memcpy(id, 4096, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 300, 0, 7);
+  fake_cupti_memcpy(id, 4096, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 300, 0, 7);
   id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, nullptr, 0, 0, 7);
   note(id);
-  fake_cupti_memset(id, 1024, 200, 0, 7);
+  fake_cupti_memset(id, 1024, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 200, 0, 7);
   id = fake_cupti_launch(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, nullptr, 0, 0, 9);
   note(id);
   fake_cupti_graph_kernel(id, "k::graph_a()", 700, 0, 9);

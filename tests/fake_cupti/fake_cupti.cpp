@@ -329,8 +329,8 @@ uint64_t fake_cupti_launch_nested(uint32_t runtime_cbid, uint32_t driver_cbid, c
   return launch(calls, 2, kernel_name, duration_ns, device, stream);
 }
 
-void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kind, uint64_t duration_ns,
-                       uint32_t device, uint32_t stream) {
+void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kind, uint8_t src_kind,
+                       uint8_t dst_kind, uint64_t duration_ns, uint32_t device, uint32_t stream) {
   {
     std::lock_guard lock(g_mu);
     if (!kind_enabled_locked(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
@@ -338,6 +338,8 @@ void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kin
   CUpti_ActivityMemcpy6 m{};
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m.copyKind = copy_kind;
+  m.srcKind = src_kind;
+  m.dstKind = dst_kind;
   m.bytes = bytes;
   m.start = now_ns();
   m.end = m.start + duration_ns;
@@ -349,8 +351,8 @@ void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kin
   queue_record(m);
 }
 
-void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint64_t duration_ns, uint32_t device,
-                       uint32_t stream) {
+void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint8_t memory_kind, uint64_t duration_ns,
+                       uint32_t device, uint32_t stream) {
   {
     std::lock_guard lock(g_mu);
     if (!kind_enabled_locked(CUPTI_ACTIVITY_KIND_MEMSET)) return;
@@ -358,6 +360,7 @@ void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint64_t duratio
   CUpti_ActivityMemset4 m{};
   m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   m.bytes = bytes;
+  m.memoryKind = memory_kind;
   m.start = now_ns();
   m.end = m.start + duration_ns;
   m.deviceId = device;

@@ -42,10 +42,12 @@ uint64_t fake_cupti_launch_nested(uint32_t runtime_cbid, uint32_t driver_cbid, c
                                   uint64_t duration_ns, uint32_t device, uint32_t stream);
 
 // Records for an id from fake_cupti_launch, if their kind is enabled.
-void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kind, uint64_t duration_ns,
+// copy_kind: CUpti_ActivityMemcpyKind; src_kind, dst_kind, memory_kind:
+// CUpti_ActivityMemoryKind.
+void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kind, uint8_t src_kind,
+                       uint8_t dst_kind, uint64_t duration_ns, uint32_t device, uint32_t stream);
+void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint8_t memory_kind, uint64_t duration_ns,
                        uint32_t device, uint32_t stream);
-void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint64_t duration_ns, uint32_t device,
-                       uint32_t stream);
 // One of a graph launch's kernels (they all carry the graph launch's id).
 void fake_cupti_graph_kernel(uint64_t correlation_id, const char* name, uint64_t duration_ns, uint32_t device,
                              uint32_t stream);

@@ -13,7 +13,8 @@
 // When the process has also loaded the stand-in libcupti (tests/fake_cupti,
 // launch_driver --cupti), each op then does what CUPTI would do inside its
 // launch: fake_cupti_launch() publishes a correlation id through the
-// subscriber (gpuprof's shim) and queues a kernel record of known duration.
+// subscriber (gpuprof's shim) and queues a kernel record of known duration,
+// named as CUPTI names kernels: mangled (gpuprof demangles as torch does).
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -46,14 +47,20 @@ int g_errors = 0;  // launches that did not return cudaErrorInsufficientDriver
 // CUPTI's callback ids (cupti_runtime_cbid.h) and domain of the launches.
 constexpr uint32_t kRuntimeDomain = 2;
 constexpr uint32_t kCbidLaunchKernel = 211, kCbidLaunchKernelExC = 430, kCbidGraphLaunch = 311;
-constexpr uint32_t kCbidMemcpyAsync = 41;
-constexpr uint8_t kMemcpyHtoD = 1;
+constexpr uint32_t kCbidMemcpyAsync = 41, kCbidMemsetAsync = 51;
+// CUpti_ActivityMemcpyKind HtoD; CUpti_ActivityMemoryKind pageable, device.
+constexpr uint8_t kMemcpyHtoD = 1, kPageable = 1, kDevice = 3;
+
+// CUPTI's names of the two kernels: their mangled symbols.
+constexpr const char* kScaleKernelSymbol = "_ZN12gpuprof_test12scale_kernelIfEEvPT_S1_i";
+constexpr const char* kReduceKernelSymbol = "_ZN12gpuprof_test13reduce_kernelEPKfPfi";
 
 // The stand-in libcupti's hooks (tests/fake_cupti/fake_cupti_hooks.h), when loaded.
 struct FakeCupti {
   uint64_t (*launch)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t) = nullptr;
   void (*graph_kernel)(uint64_t, const char*, uint64_t, uint32_t, uint32_t) = nullptr;
-  void (*memcpy)(uint64_t, uint64_t, uint8_t, uint64_t, uint32_t, uint32_t) = nullptr;
+  void (*memcpy)(uint64_t, uint64_t, uint8_t, uint8_t, uint8_t, uint64_t, uint32_t, uint32_t) = nullptr;
+  void (*memset)(uint64_t, uint64_t, uint8_t, uint64_t, uint32_t, uint32_t) = nullptr;
 };
 
 const FakeCupti& fake_cupti() {
@@ -62,6 +69,7 @@ const FakeCupti& fake_cupti() {
     h.launch = reinterpret_cast<decltype(h.launch)>(dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
     h.graph_kernel = reinterpret_cast<decltype(h.graph_kernel)>(dlsym(RTLD_DEFAULT, "fake_cupti_graph_kernel"));
     h.memcpy = reinterpret_cast<decltype(h.memcpy)>(dlsym(RTLD_DEFAULT, "fake_cupti_memcpy"));
+    h.memset = reinterpret_cast<decltype(h.memset)>(dlsym(RTLD_DEFAULT, "fake_cupti_memset"));
     return h;
   }();
   return hooks;
@@ -91,7 +99,7 @@ __attribute__((noinline)) int cuda_add::call(int launches) {
   for (int i = 0; i < launches; ++i) {
     check(cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
                            dim3(launches, 2, 3), dim3(128, 1, 1), args, 0, stream(0x51)));
-    cupti_sees(kCbidLaunchKernel, "void gpuprof_test::scale_kernel<float>(float*, float, int)", 1000, 0x51);
+    cupti_sees(kCbidLaunchKernel, kScaleKernelSymbol, 1000, 0x51);
   }
   return launches + guard[0];
 }
@@ -110,10 +118,10 @@ __attribute__((noinline)) int cuda_linear::call(int adds) {
   config.blockDim = dim3(256, 2, 1);
   config.stream = stream(0x52);
   check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(&gpuprof_test::reduce_kernel), args));
-  cupti_sees(kCbidLaunchKernelExC, "gpuprof_test::reduce_kernel(float const*, float*, int)", 5000, 0x52);
+  cupti_sees(kCbidLaunchKernelExC, kReduceKernelSymbol, 5000, 0x52);
   // A host-to-device copy of its own (cudaMemcpyAsync: no kernel, a memcpy record).
   if (uint64_t id = cupti_sees(kCbidMemcpyAsync, nullptr, 0, 0x52); id && fake_cupti().memcpy)
-    fake_cupti().memcpy(id, 4096, kMemcpyHtoD, 1500, 0, 0x52);
+    fake_cupti().memcpy(id, 4096, kMemcpyHtoD, kPageable, kDevice, 1500, 0, 0x52);
   return launched + 1 + guard[0];
 }
 
@@ -126,6 +134,9 @@ __attribute__((noinline)) int cuda_replay::call(int graph) {
     fake_cupti().graph_kernel(id, "graph_kernel_a", 2000, 0, 0x53);
     fake_cupti().graph_kernel(id, "graph_kernel_b", 3000, 0, 0x53);
   }
+  // A fill of device memory (cudaMemsetAsync: a memset record).
+  if (uint64_t id = cupti_sees(kCbidMemsetAsync, nullptr, 0, 0x53); id && fake_cupti().memset)
+    fake_cupti().memset(id, 2048, kDevice, 500, 0, 0x53);
   return 1 + guard[0];
 }
 

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     cudaError_t status = cudaLaunchKernel(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>),
                                           dim3(1, 1, 1), dim3(32, 1, 1), args, 0, nullptr);
     if (cupti_launch)  // CUPTI inside that launch: runtime domain, cudaLaunchKernel
-      cupti_launch(2, 211, "void gpuprof_test::scale_kernel<float>(float*, float, int)", 700, 0, 0);
+      cupti_launch(2, 211, "_ZN12gpuprof_test12scale_kernelIfEEvPT_S1_i", 700, 0, 0);
     launched += 1;
     if (status != cudaErrorInsufficientDriver && status != cudaSuccess) std::printf("unexpected %d\n", status);
     if (deliver) deliver();

@@ -36,10 +36,12 @@ import sys
 from collections import namedtuple
 
 import torch
+from torch.autograd import DeviceType
 from torch.autograd.profiler_util import EventList, FunctionEventAvg
 
 GOLDEN_DIR = os.path.dirname(os.path.abspath(__file__))
 TIME_SORT_KEYS = ["cpu_time_total", "self_cpu_time_total", "cpu_time", "count"]
+CUDA_SORT_KEYS = ["cuda_time_total", "self_cuda_time_total", "cuda_time"]
 MEMORY_SORT_KEYS = ["cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_usage",
                     "self_cuda_memory_usage"]
 
@@ -48,8 +50,13 @@ MEMORY_SORT_KEYS = ["cpu_memory_usage", "self_cpu_memory_usage", "cuda_memory_us
 # op without arguments); gpuprof holds str(shapes) and len(shapes) > 0. stack
 # is torch's evt.stack: () when not grouped by stack, else the group's top
 # frames, innermost first (() too for calls without Python frames).
+#
+# GPU times (kineto's, gpuprof's from the CUPTI shim): self_cuda_ns and
+# cuda_total_ns; on_gpu marks torch's kernel rows (device_type CUDA: a
+# kernel, memcpy or memset name, no CPU time).
 Row = namedtuple("Row", "name calls cpu_total_ns self_cpu_ns cpu_mem self_cpu_mem cuda_mem "
-                 "self_cuda_mem shapes stack", defaults=(0, 0, 0, 0, None, ()))
+                 "self_cuda_mem shapes stack self_cuda_ns cuda_total_ns on_gpu",
+                 defaults=(0, 0, 0, 0, None, (), 0, 0, False))
 
 
 def shapes_text(row):
@@ -66,6 +73,11 @@ def make_avg(row):
     avg.self_cpu_memory_usage = row.self_cpu_mem
     avg.cuda_memory_usage = row.cuda_mem
     avg.self_cuda_memory_usage = row.self_cuda_mem
+    avg.cuda_time_total = row.cuda_total_ns / 1000.0
+    avg.self_cuda_time_total = row.self_cuda_ns / 1000.0
+    # A kernel row: kineto's device event (is_legacy stays False), which is
+    # what _build_table sums for its "Self CUDA time total".
+    avg.device_type = DeviceType.CUDA if row.on_gpu else DeviceType.CPU
     avg.node_id = -1  # what FunctionEvent has outside torch.distributed
     # key_averages() without group_by_input_shape and without record_shapes
     # leaves "" here; gpuprof has no shapes then and prints no column.
@@ -77,7 +89,7 @@ def make_avg(row):
 
 def torch_table(rows, sort_by, row_limit, profile_memory):
     """rows: Rows in any order."""
-    ordered = sorted(rows, key=lambda row: (row.name, shapes_text(row), list(row.stack)))
+    ordered = sorted(rows, key=lambda row: (row.name, shapes_text(row), list(row.stack), row.on_gpu))
     events = EventList([make_avg(row) for row in ordered], use_cuda=False,
                        profile_memory=profile_memory, with_flops=False)
     return events.table(sort_by=sort_by, row_limit=row_limit)
@@ -522,6 +534,65 @@ REAL_CNN_STACK = [Row(name, calls, total * 1000, self * 1000, stack=tuple(stack)
                   for name, calls, total, self, stack in REAL_CNN_STACK_US]
 
 
+# GPU times (the CUPTI shim), a CUDA resnet-like step: op rows with Self CUDA
+# (kernels they launched themselves) and CUDA total (with nested ops'),
+# kernel, memcpy and memset rows (no CPU time; one call per activity), ops
+# without GPU time, and a kernel launched outside every op (a GPU row whose
+# time no op row has). The footer and the Self CUDA % denominator are the
+# GPU rows' sum: 1.234567 ms + ... here.
+CONV_KERNEL = ("void cudnn::cnn::implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, "
+               "false, false, true>(int, int, int, float const*, int, float*, float const*, "
+               "kernel_conv_params, unsigned long long, int, float, float, int, float const*, "
+               "float const*, bool, int, int)")
+ELEMENTWISE = ("void at::native::vectorized_elementwise_kernel<4, at::native::"
+               "(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, "
+               "c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::"
+               "{lambda()#8}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >"
+               "(int, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, "
+               "c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() "
+               "const::{lambda()#8}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)")
+GEMM = "ampere_sgemm_32x32_sliced1x4_tn"
+CUDA_TIMES = [
+    Row("aten::conv2d", 2, 60000, 2000, self_cuda_ns=0, cuda_total_ns=1234567),
+    Row("aten::cudnn_convolution", 2, 58000, 58000, self_cuda_ns=1234567, cuda_total_ns=1234567),
+    Row(CONV_KERNEL, 2, 0, 0, self_cuda_ns=1234567, cuda_total_ns=1234567, on_gpu=True),
+    Row("aten::relu", 2, 9000, 3000, self_cuda_ns=0, cuda_total_ns=15001),
+    Row("aten::clamp_min", 2, 6000, 6000, self_cuda_ns=15001, cuda_total_ns=15001),
+    Row(ELEMENTWISE, 2, 0, 0, self_cuda_ns=15001, cuda_total_ns=15001, on_gpu=True),
+    Row("aten::linear", 2, 30000, 1000, self_cuda_ns=0, cuda_total_ns=96000),
+    Row("aten::addmm", 2, 29000, 29000, self_cuda_ns=96000, cuda_total_ns=96000),
+    Row(GEMM, 2, 0, 0, self_cuda_ns=96000, cuda_total_ns=96000, on_gpu=True),
+    Row("aten::copy_", 1, 40000, 40000, self_cuda_ns=250000, cuda_total_ns=250000),
+    Row("Memcpy HtoD (Pageable -> Device)", 1, 0, 0, self_cuda_ns=250000, cuda_total_ns=250000,
+        on_gpu=True),
+    Row("aten::zero_", 3, 3000, 3000, self_cuda_ns=1500, cuda_total_ns=1500),
+    Row("Memset (Device)", 3, 0, 0, self_cuda_ns=1500, cuda_total_ns=1500, on_gpu=True),
+    Row("aten::empty", 9, 900, 900),
+    Row("aten::view", 4, 0, 0),  # zero CPU and GPU time: ties and NaN-free shares
+    Row("void launched_outside_ops_kernel()", 5, 0, 0, self_cuda_ns=7, cuda_total_ns=7,
+        on_gpu=True),
+]
+
+# Kernel rows with memory columns and input shapes (grouped: kernel rows'
+# shapes are "[]", no arguments).
+CUDA_TIMES_SHAPES_MEMORY = [
+    Row("aten::add", 2, 3000, 3000, 0, 0, 4096, 4096, [[5, 3], [5, 3], []], self_cuda_ns=2000,
+        cuda_total_ns=2000),
+    Row("aten::add", 1, 2000, 2000, 0, 0, 8192, 8192, [[10, 3], [10, 3], []], self_cuda_ns=1999,
+        cuda_total_ns=1999),
+    Row("void at::native::elementwise_kernel<128, 2>(int)", 3, 0, 0, 0, 0, 0, 0, [],
+        self_cuda_ns=3999, cuda_total_ns=3999, on_gpu=True),
+    Row("## step ##", 1, 9000, 4000, 0, 0, 0, -12288, [], cuda_total_ns=3999),
+]
+
+# A kernel row and an op row of one name: gpuprof keeps them apart, the op
+# row first on ties.
+CUDA_SAME_NAME = [
+    Row("triton_poi_fused_add_0", 2, 5000, 5000, self_cuda_ns=3000, cuda_total_ns=3000),
+    Row("triton_poi_fused_add_0", 2, 0, 0, self_cuda_ns=3000, cuda_total_ns=3000, on_gpu=True),
+]
+
+
 def many_rows(n):
     return [(f"op::generated_{i:03d}", 1 + i % 7, 1000 * (i * 37 % 101) + i, 500 * (i * 37 % 101))
             for i in range(n)]
@@ -619,6 +690,16 @@ CASES = [
      "cpu_time_total", 100, False, 5),
     ("real_cnn_stack_count", "a real with_stack profile by count (ties by stack)",
      REAL_CNN_STACK, "count", -1, False, 5),
+] + [(f"cuda_times_{key}", f"CUDA time columns and kernel rows by {key}", CUDA_TIMES, key, 100)
+     for key in TIME_SORT_KEYS + CUDA_SORT_KEYS] + [
+    ("cuda_times_row_limit_3", "a hidden kernel row still counts in the footer", CUDA_TIMES,
+     "cpu_time_total", 3),
+    ("cuda_times_shapes_memory", "CUDA times with memory columns and input shapes",
+     CUDA_TIMES_SHAPES_MEMORY, "self_cuda_time_total", 100, True),
+    ("cuda_times_same_name", "an op row and a kernel row of one name", CUDA_SAME_NAME,
+     "cuda_time_total", 100),
+    ("cuda_times_zero", "GPU rows all zero: no CUDA columns (torch asks for > 0)",
+     [Row("aten::add", 1, 1000, 1000), Row("k()", 1, 0, 0, on_gpu=True)], "cpu_time_total", 100),
 ]
 
 
@@ -641,8 +722,14 @@ def write_case(name, description, rows, sort_by, row_limit, profile_memory=False
         # cases without stacks keep their bytes.
         if group_by_stack_n > 0:
             f.write(f"group_by_stack_n\t{group_by_stack_n}\n")
+        # Likewise only with GPU rows or times: rows then carry three more
+        # fields after self_cuda_mem.
+        gpu = any(row.on_gpu or row.self_cuda_ns or row.cuda_total_ns for row in rows)
+        if gpu:
+            f.write("gpu_times\t1\n")
         f.write("# calls\tcpu_total_ns\tself_cpu_ns\tcpu_mem\tself_cpu_mem\tcuda_mem\t"
-                "self_cuda_mem\thas_inputs\tinput_shapes\tname")
+                "self_cuda_mem\t" + ("on_gpu\tself_cuda_ns\tcuda_total_ns\t" if gpu else "") +
+                "has_inputs\tinput_shapes\tname")
         f.write("\tstack frames, innermost first\n" if group_by_stack_n > 0 else "\n")
         for row in rows:
             for text in (row.name, shapes_text(row)) + tuple(row.stack):
@@ -651,8 +738,10 @@ def write_case(name, description, rows, sort_by, row_limit, profile_memory=False
             assert all(row.stack), name
             has_inputs = row.shapes is not None and len(row.shapes) > 0
             f.write(f"{row.calls}\t{row.cpu_total_ns}\t{row.self_cpu_ns}\t{row.cpu_mem}\t"
-                    f"{row.self_cpu_mem}\t{row.cuda_mem}\t{row.self_cuda_mem}\t"
-                    f"{int(has_inputs)}\t{shapes_text(row)}\t{row.name}")
+                    f"{row.self_cpu_mem}\t{row.cuda_mem}\t{row.self_cuda_mem}\t")
+            if gpu:
+                f.write(f"{int(row.on_gpu)}\t{row.self_cuda_ns}\t{row.cuda_total_ns}\t")
+            f.write(f"{int(has_inputs)}\t{shapes_text(row)}\t{row.name}")
             f.write("".join("\t" + frame for frame in row.stack) + "\n")
     with open(base + ".txt", "w", encoding="utf-8", newline="\n") as f:
         f.write(torch_table(rows, sort_by, row_limit, profile_memory))

@@ -13,8 +13,12 @@ Per step:
 
   aten::cuda_linear   reduce_kernel 5.0 us, a memcpy HtoD 1.5 us
     aten::cuda_add    3 x scale_kernel<float> 1.0 us
-  aten::cuda_replay   one graph launch: graph_kernel_a 2.0 us, graph_kernel_b 3.0 us
+  aten::cuda_replay   one graph launch: graph_kernel_a 2.0 us, graph_kernel_b 3.0 us;
+                      a memset 0.5 us
   (no op)             scale_kernel<float> 0.7 us
+
+The stand-in names kernels as CUPTI does (mangled); gpuprof prints torch's
+names: demangled kernels, "Memcpy HtoD (Pageable -> Device)", "Memset (Device)".
 """
 import os
 import re
@@ -35,10 +39,34 @@ EXPECTED = {
     ("aten::cuda_add", SCALE, 3 * STEPS, f"{3 * STEPS:.3f}us", "1.000us"),
     ("aten::cuda_replay", "graph_kernel_b", STEPS, f"{3 * STEPS:.3f}us", "3.000us"),
     ("aten::cuda_replay", "graph_kernel_a", STEPS, f"{2 * STEPS:.3f}us", "2.000us"),
-    ("aten::cuda_linear", "[memcpy HtoD]", STEPS, f"{1.5 * STEPS:.3f}us", "1.500us"),
+    ("aten::cuda_linear", "Memcpy HtoD (Pageable -> Device)", STEPS, f"{1.5 * STEPS:.3f}us", "1.500us"),
+    ("aten::cuda_replay", "Memset (Device)", STEPS, f"{0.5 * STEPS:.3f}us", "0.500us"),
     ("[no op]", SCALE, STEPS, f"{0.7 * STEPS:.3f}us", "0.700us"),
 }
 WITH_STAND_IN = {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}
+
+
+def cut(name):
+    """torch's table cuts names of 52 or more characters to 52 and '...'."""
+    return name[:52] + "..." if len(name) >= 52 else name
+
+
+# The op table's CUDA columns, per row: (Self CUDA, CUDA total, # of Calls)
+# in microseconds over all steps; Self CUDA % and CUDA time avg follow.
+GPU_TOTAL_US = 15.7 * STEPS
+EXPECTED_CUDA_COLUMNS = {
+    "aten::cuda_linear": (6.5 * STEPS, 9.5 * STEPS, STEPS),   # reduce + memcpy; + cuda_add's
+    "aten::cuda_add": (3 * STEPS, 3 * STEPS, STEPS),
+    "aten::cuda_replay": (5.5 * STEPS, 5.5 * STEPS, STEPS),   # graph kernels + memset
+    "aten::cuda_launch_errors": (0, 0, 1),
+    # torch's kernel rows: every activity, the one launched outside ops too
+    cut(SCALE): (3.7 * STEPS, 3.7 * STEPS, 4 * STEPS),
+    cut(REDUCE): (5 * STEPS, 5 * STEPS, STEPS),
+    "graph_kernel_a": (2 * STEPS, 2 * STEPS, STEPS),
+    "graph_kernel_b": (3 * STEPS, 3 * STEPS, STEPS),
+    "Memcpy HtoD (Pageable -> Device)": (1.5 * STEPS, 1.5 * STEPS, STEPS),
+    "Memset (Device)": (0.5 * STEPS, 0.5 * STEPS, STEPS),
+}
 
 
 def kernel_rows(out):
@@ -54,6 +82,29 @@ def kernel_rows(out):
         op, kernel, calls, total, avg = re.split(r"\s{2,}", line.strip())
         rows.add((op, kernel, int(calls), total, avg))
     return rows, lines[rules[2] + 1:], report.stdout
+
+
+def cuda_columns(out, *args):
+    """`report` (torch's op table): {name: (Self CUDA, Self CUDA %, CUDA total,
+    CUDA time avg, # of Calls)} in printed order, and the footer lines."""
+    report = run_gpuprof("report", str(out), *args)
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("---")]
+    assert len(rules) == 3, report.stdout
+    header = re.split(r"\s{2,}", lines[rules[0] + 1].strip())
+    assert header == ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA",
+                      "Self CUDA %", "CUDA total", "CUDA time avg", "# of Calls"], report.stdout
+    rows = {}
+    for line in lines[rules[1] + 1:rules[2]]:
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[cells[0]] = tuple(cells[6:])
+    return rows, lines[rules[2] + 1:], report.stdout
+
+
+def expected_cuda_cells(self_us, total_us, calls):
+    share = "0.00%" if self_us == 0 else f"{self_us * 100.0 / GPU_TOTAL_US:.2f}%"
+    return (f"{self_us:.3f}us", share, f"{total_us:.3f}us", f"{total_us / calls:.3f}us", str(calls))
 
 
 def test_shim_checks_itself_against_the_stand_in():
@@ -87,9 +138,18 @@ def test_launched_command_gets_the_shim_and_gpu_times(tmp_path):
     assert "gpuprof: CUPTI shim: is tracing kernels, memcpy and memset" in result.stderr, result.stderr
     rows, footer, text = kernel_rows(out)
     assert rows == EXPECTED, text
-    assert footer[0] == (f"{8 * STEPS} GPU activities, {15.2 * STEPS:.3f}us of GPU time ({STEPS} launched "
+    assert footer[0] == (f"{9 * STEPS} GPU activities, {GPU_TOTAL_US:.3f}us of GPU time ({STEPS} launched "
                          f"outside any op, 0 whose launch was not seen)"), text
     assert len(footer) == 1, text  # no warnings
+    # torch's op table with its CUDA columns: Self CUDA, CUDA total (nested
+    # ops' kernels included), kernel rows, the "Self CUDA time total" footer.
+    for sort in ("cuda_time_total", "self_cuda_time_total", "cuda_time"):
+        rows, footer, text = cuda_columns(out, "--sort-by", sort)
+        assert rows == {name: expected_cuda_cells(*want) for name, want in EXPECTED_CUDA_COLUMNS.items()}, text
+        assert footer[1] == f"Self CUDA time total: {GPU_TOTAL_US:.3f}us", text
+        key = {"cuda_time_total": 2, "self_cuda_time_total": 0, "cuda_time": 3}[sort]
+        values = [float(cells[key][:-2]) for cells in rows.values()]
+        assert values == sorted(values, reverse=True), text
     # The same GPU time as folded stacks (torch's export_stacks with
     # self_cuda_time_total): each op path with what its calls launched.
     folded = run_gpuprof("report", str(out), "--folded", "--metric", "self_cuda_time")
@@ -97,7 +157,7 @@ def test_launched_command_gets_the_shim_and_gpu_times(tmp_path):
     assert folded.stdout.splitlines() == [
         f"aten::cuda_linear {int(6.5 * STEPS)}",       # reduce 5.0 + memcpy 1.5 per step
         f"aten::cuda_linear;aten::cuda_add {3 * STEPS}",
-        f"aten::cuda_replay {5 * STEPS}",              # the graph's two kernels
+        f"aten::cuda_replay {int(5.5 * STEPS)}",       # the graph's two kernels, the memset
     ], folded.stdout
     assert f"gpuprof: {int(0.7 * STEPS)} us of GPU time launched outside any op" in folded.stderr, folded.stderr
 
@@ -127,6 +187,8 @@ def test_attached_to_a_job_started_with_the_shim(procs, workdir, tmp_path):
     assert "gpuprof: CUPTI shim: is tracing" in gp.stderr(), gp.stderr()
     rows, _, text = kernel_rows(out)
     assert rows == EXPECTED, text
+    rows, _, text = cuda_columns(out, "--sort-by", "self_cuda_time_total")
+    assert rows == {name: expected_cuda_cells(*want) for name, want in EXPECTED_CUDA_COLUMNS.items()}, text
 
 
 def test_cupti_taken_by_another_subscriber(procs, workdir, tmp_path):
@@ -140,6 +202,10 @@ def test_cupti_taken_by_another_subscriber(procs, workdir, tmp_path):
     rows, footer, text = kernel_rows(out)
     assert rows == set(), text
     assert any("gpuprof_cupti_state 3" in line for line in footer), text
+    table = run_gpuprof("report", str(out))
+    assert table.returncode == 0 and "Self CUDA" not in table.stdout, table.stdout + table.stderr
+    assert ("gpuprof: no CUDA time columns: the target's CUPTI shim found CUPTI taken by another subscriber "
+            "(torch.profiler?)") in table.stdout, table.stdout
 
 
 def test_without_the_shim_report_says_how_to_get_it(tmp_path):
@@ -154,6 +220,14 @@ def test_without_the_shim_report_says_how_to_get_it(tmp_path):
     assert report.stdout.startswith("No GPU times: the target did not have gpuprof's CUPTI shim loaded "
                                     "(record -- CMD injects it; for -p, start the job with "
                                     "CUDA_INJECTION64_PATH="), report.stdout
+    # No CUDA columns in the op table, and the CUDA sort keys say why.
+    table = run_gpuprof("report", str(out))
+    assert table.returncode == 0 and "aten::cuda_linear" in table.stdout, table.stdout + table.stderr
+    assert "Self CUDA" not in table.stdout, table.stdout
+    by_cuda = run_gpuprof("report", str(out), "--sort-by", "cuda_time_total")
+    assert by_cuda.returncode != 0, by_cuda.stdout
+    assert ("sort key cuda_time_total needs GPU times: a recording of a target that had gpuprof's CUPTI "
+            "shim loaded") in by_cuda.stderr, by_cuda.stderr
 
 
 def test_sigkill_of_gpuprof_leaves_the_job_running(procs, workdir, tmp_path):

@@ -1,5 +1,6 @@
 // Tests of aggregate(): rows per op name, totals and the honesty counters.
 #include "aggregator.h"
+#include "op_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,6 +28,8 @@ void PrintTo(const OpRow& r, std::ostream* os) {
   if (r.cpu_mem || r.self_cpu_mem || r.cuda_mem || r.self_cuda_mem)
     *os << " cpu_mem " << r.cpu_mem << " self_cpu_mem " << r.self_cpu_mem << " cuda_mem " << r.cuda_mem
         << " self_cuda_mem " << r.self_cuda_mem;
+  if (r.on_gpu || r.self_cuda_ns || r.cuda_total_ns)
+    *os << (r.on_gpu ? " GPU row" : "") << " self_cuda " << r.self_cuda_ns << " cuda_total " << r.cuda_total_ns;
   *os << "}";
 }
 
@@ -800,6 +803,133 @@ TEST(AggregatorStack, MemoryRowHasNoStack) {
   Profile p = aggregate(r, {.group_by_stack_n = 5});
   EXPECT_THAT(stack_keys(p), ElementsAre(std::pair<std::string, Stack>{"[memory]", {}},
                                          std::pair<std::string, Stack>{"aten::cat", {"train.py(12): main"}}));
+}
+
+
+// GPU times (the CUPTI shim): torch's Self CUDA / CUDA total and kernel rows.
+
+GpuActivity kernel(uint64_t correlation, uint64_t start, uint64_t end, uint32_t name_id) {
+  GpuActivity a;
+  a.correlation_id = correlation;
+  a.start_ns = start;
+  a.end_ns = end;
+  a.name_id = name_id;
+  return a;
+}
+
+OpRow gpu_row(std::string name, uint64_t calls, uint64_t total, uint64_t self, uint64_t self_cuda,
+              uint64_t cuda_total, bool on_gpu = false) {
+  OpRow r = row(std::move(name), calls, total, self);
+  r.self_cuda_ns = self_cuda;
+  r.cuda_total_ns = cuda_total;
+  r.on_gpu = on_gpu;
+  return r;
+}
+
+// aten::linear (100..200) calling aten::addmm (120..150) on kTid, with the
+// shim's launch records: one in addmm, one in linear, one outside ops.
+Recording linear_on_gpu() {
+  Recording r = recording_of({op("aten::linear"), op("aten::addmm")},
+                             {op_entry(100, 0x1000, 0), op_entry(120, 0x0f00, 1), op_exit(150, 0x0f00, 1),
+                              op_exit(200, 0x1000, 0)});
+  r.launch_names = {"ampere_sgemm_32x32", "void at::native::bias_kernel()"};
+  r.cupti_shim = CuptiShimInfo{"/opt/gpuprof/libgpuprof_cupti.so", 1, 0, 0};
+  r.gpu_correlations = {
+      {130, 7, kTid, 211, 2},  // in aten::addmm
+      {170, 8, kTid, 211, 2},  // in aten::linear, after addmm returned
+      {50, 9, kTid, 211, 2},   // before any op
+  };
+  // The GPU runs them later than the launches: only the id joins.
+  r.gpu_activities = {kernel(8, 9000, 9040, 1), kernel(7, 5000, 5700, 0), kernel(9, 1000, 1003, 1),
+                      kernel(7, 5700, 6000, 0), kernel(42, 7000, 7005, 1)};  // id 42: launch not seen
+  return r;
+}
+
+TEST(AggregatorGpu, OpsGetSelfAndTotalCudaTimeAndKernelsTheirOwnRows) {
+  const Profile p = aggregate(linear_on_gpu());
+  EXPECT_TRUE(p.gpu_recorded);
+  // Kernel rows hold every activity, whatever launched it (outside ops, or
+  // a launch never seen, too); op rows only what their launches made.
+  EXPECT_THAT(p.rows, ElementsAre(gpu_row("ampere_sgemm_32x32", 2, 0, 0, 1000, 1000, true),
+                                  gpu_row("aten::addmm", 1, 30, 30, 1000, 1000),
+                                  gpu_row("aten::linear", 1, 100, 70, 40, 1040),
+                                  gpu_row("void at::native::bias_kernel()", 3, 0, 0, 48, 48, true)));
+}
+
+TEST(AggregatorGpu, TableShowsTorchsCudaColumnsAndFooter) {
+  const std::string table = format_op_table(aggregate(linear_on_gpu()), {.sort_by = SortKey::cuda_time_total});
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = table.find('\n', at)) != std::string::npos; at = end + 1)
+    lines.push_back(table.substr(at, end - at));
+  ASSERT_EQ(lines.size(), 10u) << table;
+  EXPECT_THAT(lines[1], testing::HasSubstr("CPU time avg     Self CUDA   Self CUDA %    CUDA total  CUDA time avg"));
+  // By CUDA total: linear 1.040us, then addmm and the gemm at 1.000us (name order), bias 0.048us.
+  EXPECT_THAT(lines[3], testing::StartsWith("                      aten::linear  "));  // 30 + 4 wide
+  EXPECT_THAT(lines[3], testing::HasSubstr("0.040us         3.82%       1.040us       1.040us"));
+  EXPECT_THAT(lines[4], testing::HasSubstr("ampere_sgemm_32x32"));
+  EXPECT_THAT(lines[4], testing::HasSubstr("1.000us        95.42%       1.000us       0.500us"));
+  EXPECT_THAT(lines[5], testing::HasSubstr("aten::addmm"));
+  EXPECT_THAT(lines[6], testing::HasSubstr("void at::native::bias_kernel()"));
+  EXPECT_EQ(lines[8], "Self CPU time total: 0.100us");
+  EXPECT_EQ(lines[9], "Self CUDA time total: 1.048us");  // the kernel rows' sum
+}
+
+TEST(AggregatorGpu, TotalsAddUpThroughEveryLevel) {
+  // aten::a (0..300) > aten::b (10..200) > aten::c (20..100), each launching
+  // one kernel; aten::c runs twice more at the top level without launching.
+  Recording r = recording_of({op("aten::a"), op("aten::b"), op("aten::c")},
+                             {op_entry(0, 0x1000, 0), op_entry(10, 0x0f00, 1), op_entry(20, 0x0e00, 2),
+                              op_exit(100, 0x0e00, 2), op_exit(200, 0x0f00, 1), op_exit(300, 0x1000, 0),
+                              op_entry(400, 0x1000, 2), op_exit(410, 0x1000, 2), op_entry(500, 0x1000, 2),
+                              op_exit(510, 0x1000, 2)});
+  r.launch_names = {"k"};
+  r.cupti_shim = CuptiShimInfo{};
+  r.gpu_correlations = {{50, 1, kTid, 211, 2}, {150, 2, kTid, 211, 2}, {250, 3, kTid, 211, 2}};
+  r.gpu_activities = {kernel(1, 0, 1, 0), kernel(2, 0, 10, 0), kernel(3, 0, 100, 0)};
+  EXPECT_THAT(aggregate(r).rows, ElementsAre(gpu_row("aten::a", 1, 300, 110, 100, 111),
+                                             gpu_row("aten::b", 1, 190, 110, 10, 11),
+                                             gpu_row("aten::c", 3, 100, 100, 1, 1),
+                                             gpu_row("k", 3, 0, 0, 111, 111, true)));
+}
+
+TEST(AggregatorGpu, FoldedChainKeepsItsDeepestCallsKernelsAsTorchDoes) {
+  // aten::div_ (0..100) launches k_outer, then calls its only child
+  // aten::div_ (20..80), which launches k_inner: torch folds the child into
+  // the parent and REPLACES the parent's kernels with the child's, so the
+  // row shows k_inner's time only. The kernel rows still count both.
+  Recording r = recording_of({op("aten::mean"), op("aten::div_")},
+                             {op_entry(0, 0x1100, 0), op_entry(5, 0x1000, 1), op_entry(20, 0x0f00, 1),
+                              op_exit(80, 0x0f00, 1), op_exit(100, 0x1000, 1), op_exit(110, 0x1100, 0)});
+  r.launch_names = {"k_outer", "k_inner"};
+  r.cupti_shim = CuptiShimInfo{};
+  r.gpu_correlations = {{10, 1, kTid, 211, 2}, {50, 2, kTid, 211, 2}};
+  r.gpu_activities = {kernel(1, 0, 700, 0), kernel(2, 0, 30, 1)};
+  EXPECT_THAT(aggregate(r).rows, ElementsAre(gpu_row("aten::div_", 1, 95, 95, 30, 30),
+                                             gpu_row("aten::mean", 1, 110, 15, 0, 30),
+                                             gpu_row("k_inner", 1, 0, 0, 30, 30, true),
+                                             gpu_row("k_outer", 1, 0, 0, 700, 700, true)));
+}
+
+TEST(AggregatorGpu, KernelRowsHaveNoShapesOrStack) {
+  Recording r = linear_on_gpu();
+  const Profile p = aggregate(r, {.group_by_input_shape = true});
+  for (const OpRow& row : p.rows) {
+    if (!row.on_gpu) continue;
+    EXPECT_EQ(row.input_shapes, "[]") << row.name;
+    EXPECT_FALSE(row.has_inputs);
+    EXPECT_TRUE(row.stack.empty());
+  }
+}
+
+TEST(AggregatorGpu, NoShimNoGpuTimes) {
+  Recording r = linear_on_gpu();
+  r.cupti_shim.reset();
+  r.gpu_activities.clear();
+  r.gpu_correlations.clear();
+  const Profile p = aggregate(r);
+  EXPECT_FALSE(p.gpu_recorded);
+  EXPECT_THAT(p.rows, ElementsAre(row("aten::addmm", 1, 30, 30), row("aten::linear", 1, 100, 70)));
+  EXPECT_EQ(format_op_table(p, {}).find("CUDA"), std::string::npos);
 }
 
 }  // namespace

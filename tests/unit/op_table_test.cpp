@@ -46,11 +46,12 @@ struct GoldenCase {
 
 // Parses the .in format: '#' comments, "sort_by\tKEY", "row_limit\tN",
 // "profile_memory\t0|1", "group_by_input_shape\t0|1", optionally
-// "group_by_stack_n\tN", and rows
+// "group_by_stack_n\tN" and "gpu_times\t1", and rows
 // "calls\tcpu_total_ns\tself_cpu_ns\tcpu_mem\tself_cpu_mem\tcuda_mem\t
-// self_cuda_mem\thas_inputs\tinput_shapes\tname[\tframe...]" (input_shapes
-// empty when not grouped; the stack's frames, innermost first, follow the
-// name when grouped by stack). Returns an error or "".
+// self_cuda_mem\t[on_gpu\tself_cuda_ns\tcuda_total_ns\t]has_inputs\t
+// input_shapes\tname[\tframe...]" (the bracketed GPU fields with gpu_times
+// only; input_shapes empty when not grouped; the stack's frames, innermost
+// first, follow the name when grouped by stack). Returns an error or "".
 std::string parse_case(const std::string& text, GoldenCase* golden) {
   std::istringstream lines(text);
   std::string line;
@@ -72,7 +73,9 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
       golden->profile.grouped_by_input_shape = fields[1] == "1";
     } else if (fields.size() == 2 && fields[0] == "group_by_stack_n") {
       golden->profile.group_by_stack_n = std::stoi(fields[1]);
-    } else if (fields.size() >= 10) {
+    } else if (fields.size() == 2 && fields[0] == "gpu_times") {
+      golden->profile.gpu_recorded = fields[1] == "1";
+    } else if (fields.size() >= (golden->profile.gpu_recorded ? 13u : 10u)) {
       OpRow row;
       row.calls = std::stoull(fields[0]);
       row.cpu_total_ns = std::stoull(fields[1]);
@@ -81,10 +84,17 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
       row.self_cpu_mem = std::stoll(fields[4]);
       row.cuda_mem = std::stoll(fields[5]);
       row.self_cuda_mem = std::stoll(fields[6]);
-      row.has_inputs = fields[7] == "1";
-      row.input_shapes = fields[8];
-      row.name = fields[9];
-      row.stack.assign(fields.begin() + 10, fields.end());
+      size_t next = 7;
+      if (golden->profile.gpu_recorded) {
+        row.on_gpu = fields[7] == "1";
+        row.self_cuda_ns = std::stoull(fields[8]);
+        row.cuda_total_ns = std::stoull(fields[9]);
+        next = 10;
+      }
+      row.has_inputs = fields[next] == "1";
+      row.input_shapes = fields[next + 1];
+      row.name = fields[next + 2];
+      row.stack.assign(fields.begin() + static_cast<std::ptrdiff_t>(next + 3), fields.end());
       golden->profile.self_cpu_total_ns += row.self_cpu_ns;
       golden->profile.rows.push_back(row);
     } else {
@@ -189,14 +199,23 @@ TEST(SortKeyTest, DefaultIsListedFirst) {
   EXPECT_EQ(valid_sort_key_names().front(), "cpu_time_total");
 }
 
-TEST(SortKeyTest, CudaKeysSayTheDataIsMissing) {
-  for (std::string_view name : {"cuda_time_total", "self_cuda_time_total", "cuda_time"}) {
-    std::string error;
-    EXPECT_FALSE(parse_sort_key(name, &error).has_value());
-    EXPECT_THAT(error, testing::StartsWith("sort key '" + std::string(name) +
-                                           "' needs CUDA data, which gpuprof does not record yet"));
-    EXPECT_THAT(error, testing::HasSubstr("valid keys: cpu_time_total, self_cpu_time_total"));
+TEST(SortKeyTest, ParsesCudaTimeKeys) {
+  EXPECT_EQ(parse_sort_key("cuda_time_total", nullptr), SortKey::cuda_time_total);
+  EXPECT_EQ(parse_sort_key("self_cuda_time_total", nullptr), SortKey::self_cuda_time_total);
+  EXPECT_EQ(parse_sort_key("cuda_time", nullptr), SortKey::cuda_time);
+}
+
+TEST(SortKeyTest, CudaTimeKeysNeedGpuTimes) {
+  Profile profile;
+  for (SortKey key : {SortKey::cuda_time_total, SortKey::self_cuda_time_total, SortKey::cuda_time}) {
+    EXPECT_EQ(sort_key_unavailable(key, profile),
+              "sort key " + std::string(sort_key_name(key)) +
+                  " needs GPU times: a recording of a target that had gpuprof's CUPTI shim loaded "
+                  "(record -- CMD loads it; see docs/cuda.md)");
   }
+  profile.gpu_recorded = true;
+  for (SortKey key : {SortKey::cuda_time_total, SortKey::self_cuda_time_total, SortKey::cuda_time})
+    EXPECT_EQ(sort_key_unavailable(key, profile), "");
 }
 
 TEST(SortKeyTest, ParsesMemoryKeys) {
@@ -217,6 +236,7 @@ TEST(SortKeyTest, MemoryKeysNeedAMemoryRecording) {
     EXPECT_EQ(sort_key_unavailable(key, profile), "") << sort_key_name(key);
   }
   profile.memory_recorded = true;
+  profile.gpu_recorded = true;
   for (std::string_view name : valid_sort_key_names()) {
     EXPECT_EQ(sort_key_unavailable(*parse_sort_key(name, nullptr), profile), "") << name;
   }
@@ -227,8 +247,8 @@ TEST(SortKeyTest, UnknownKeyListsValidOnes) {
   EXPECT_FALSE(parse_sort_key("CPU_TIME_TOTAL", &error).has_value());
   EXPECT_EQ(error,
             "unknown sort key 'CPU_TIME_TOTAL'; valid keys: cpu_time_total, "
-            "self_cpu_time_total, cpu_time, count, cpu_memory_usage, self_cpu_memory_usage, "
-            "cuda_memory_usage, self_cuda_memory_usage");
+            "self_cpu_time_total, cpu_time, count, cuda_time_total, self_cuda_time_total, cuda_time, "
+            "cpu_memory_usage, self_cpu_memory_usage, cuda_memory_usage, self_cuda_memory_usage");
   EXPECT_FALSE(parse_sort_key("", nullptr).has_value());  // no error wanted: no crash
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "aggregator.h"
+#include "cupti_shim_state.h"
 #include "folded_stacks.h"
 #include "gpu_kernel_table.h"
 #include "launch_table.h"
@@ -224,9 +225,13 @@ int run_report(const ReportOptions& options) {
   if (recording->cuda_runtime)
     notes += std::to_string(recording->launches.size()) + " CUDA kernel launches: gpuprof report " +
              options.input_path + " --launches lists them per op\n";
-  if (recording->cupti_shim)
+  if (recording->cupti_shim) {
     notes += std::to_string(recording->gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
-             options.input_path + " --kernels gives the GPU time per op\n";
+             options.input_path + " --kernels gives the GPU time per op and kernel\n";
+    if (recording->cupti_shim->state != kCuptiShimTracing)
+      notes += std::string("gpuprof: no CUDA time columns: the target's CUPTI shim ") +
+               cupti_shim_state_text(recording->cupti_shim->state) + "\n";
+  }
   std::fwrite(notes.data(), 1, notes.size(), stdout);
   std::fflush(stdout);
   return 0;
