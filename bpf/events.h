@@ -229,18 +229,22 @@ struct gp_python_config {
 
 /*
  * CUDA kernel launches (bpf/launch_tracer.bpf.c, its own ring buffer): an
- * entry probe on each launch entry point of the target's libcudart. The
- * cookie is the entry point's enum gp_launch_api.
+ * entry probe on each launch entry point of the target's libcudart (runtime
+ * API) and libcuda (driver API, which Triton and cuda-python call
+ * directly). The cookie is the entry point's enum gp_launch_api.
  */
 enum gp_launch_api {
 	GP_LAUNCH_KERNEL = 1,     /* cudaLaunchKernel(func, grid, block, args, smem, stream) (and _ptsz) */
 	GP_LAUNCH_KERNEL_EXC = 2, /* cudaLaunchKernelExC(config, func, args) (and _ptsz) */
 	GP_LAUNCH_GRAPH = 3,      /* cudaGraphLaunch(graph_exec, stream) (and _ptsz) */
+	/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra) (and _ptsz) */
+	GP_LAUNCH_DRIVER_KERNEL = 4,
+	GP_LAUNCH_DRIVER_KERNEL_EX = 5, /* cuLaunchKernelEx(config, f, params, extra) (and _ptsz) */
 };
 
 struct gp_launch_event {
 	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
-	__u64 function;  /*  8: host-side kernel function (its stub), or the cudaGraphExec_t */
+	__u64 function;  /*  8: host-side kernel function (its stub), the cudaGraphExec_t, or the CUfunction */
 	__u64 stream;    /* 16: cudaStream_t (0: the legacy default stream) */
 	__u32 grid[3];   /* 24: 0 for graph launches */
 	__u32 block[3];  /* 36 */

@@ -4,11 +4,18 @@
  *
  * Entry probes (uprobe_multi, cookie = enum gp_launch_api, filtered to the
  * target's pid by the link) on the launch entry points of the target's
- * libcudart. Per launch: thread, time, the host-side kernel function (whose
- * symbol names the kernel), grid and block dimensions and stream, read from
- * the x86-64 SysV arguments at the first instruction. The operator that
- * launched it comes later from the op timeline (same clock, same thread).
- * Entry probes only, as everywhere in gpuprof: no return probes.
+ * libcudart and libcuda. Per launch: thread, time, the host-side kernel
+ * function (whose symbol names the kernel; a CUfunction handle for the
+ * driver API), grid and block dimensions and stream, read from the x86-64
+ * SysV arguments at the first instruction. The operator that launched it
+ * comes later from the op timeline (same clock, same thread). Entry probes
+ * only, as everywhere in gpuprof: no return probes.
+ *
+ * A runtime launch may reach the driver's own entry point from inside
+ * libcudart: that call is the same launch, already recorded. A driver
+ * launch whose return address lies in libcudart's mapping
+ * [runtime_lo, runtime_hi) is skipped; only launches made directly (Triton,
+ * cuda-python) are recorded.
  *
  * With the CUPTI injection shim loaded in the target (cupti_shim/), its USDT
  * probes add what only CUPTI knows: the correlation id of each launch, on
@@ -27,6 +34,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by userspace once every site is in place, cleared before detach. */
 __u32 tracing_on = 0;
 __u64 launches_lost = 0;
+/* libcudart's mapping in the target (0, 0 until it is known). */
+__u64 runtime_lo = 0;
+__u64 runtime_hi = 0;
+__u64 driver_calls_from_runtime = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -54,13 +65,24 @@ int on_launch(struct pt_regs *ctx)
 	__u64 api = bpf_get_attach_cookie(ctx);
 	struct gp_launch_event *e;
 	/* Read every argument register up front (see op_tracer.bpf.c). */
+	/* The sixth argument is r9 (this libbpf has no PT_REGS_PARM6). */
 	__u64 p1 = PT_REGS_PARM1(ctx), p2 = PT_REGS_PARM2(ctx), p3 = PT_REGS_PARM3(ctx),
-	      p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), sp = PT_REGS_SP(ctx);
+	      p4 = PT_REGS_PARM4(ctx), p5 = PT_REGS_PARM5(ctx), p6 = ctx->r9, sp = PT_REGS_SP(ctx);
 
-	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p4), "+r"(p5), "+r"(sp));
+	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p4), "+r"(p5), "+r"(p6), "+r"(sp));
 
 	if (!tracing_on)
 		return 0;
+	if (api == GP_LAUNCH_DRIVER_KERNEL || api == GP_LAUNCH_DRIVER_KERNEL_EX) {
+		__u64 return_address = 0;
+
+		/* At entry, rsp points at the return address. */
+		if (!bpf_probe_read_user(&return_address, 8, (void *)sp) && return_address >= runtime_lo &&
+		    return_address < runtime_hi) {
+			__sync_fetch_and_add(&driver_calls_from_runtime, 1);
+			return 0;
+		}
+	}
 	e = bpf_ringbuf_reserve(&launches, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&launches_lost, 1);
@@ -100,6 +122,41 @@ int on_launch(struct pt_regs *ctx)
 		/* cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) */
 		e->function = p1;
 		e->stream = p2;
+	} else if (api == GP_LAUNCH_DRIVER_KERNEL) {
+		/*
+		 * cuLaunchKernel(CUfunction f, unsigned gridDimX, gridDimY,
+		 *                gridDimZ, blockDimX, blockDimY, blockDimZ,
+		 *                unsigned sharedMemBytes, CUstream hStream,
+		 *                void **kernelParams, void **extra):
+		 * f rdi, grid rsi rdx rcx, blockX r8, blockY r9, then the stack
+		 * after the return address: blockZ, smem, stream (8 bytes each).
+		 */
+		__u64 stack[3] = {};
+
+		e->function = p1;
+		e->grid[0] = (__u32)p2;
+		e->grid[1] = (__u32)p3;
+		e->grid[2] = (__u32)p4;
+		e->block[0] = (__u32)p5;
+		e->block[1] = (__u32)p6;
+		if (!bpf_probe_read_user(stack, sizeof(stack), (void *)(sp + 8))) {
+			e->block[2] = (__u32)stack[0];
+			e->stream = stack[2];
+		}
+	} else if (api == GP_LAUNCH_DRIVER_KERNEL_EX) {
+		/*
+		 * cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+		 *                  void **kernelParams, void **extra);
+		 * CUlaunchConfig: gridDimX..Z @0, blockDimX..Z @12, smem @24,
+		 * hStream @32: cudaLaunchConfig_t's layout.
+		 */
+		e->function = p2;
+		if (bpf_probe_read_user(e->grid, 24, (void *)p1) ||
+		    bpf_probe_read_user(&e->stream, 8, (void *)(p1 + 32))) {
+			__builtin_memset(e->grid, 0, sizeof(e->grid));
+			__builtin_memset(e->block, 0, sizeof(e->block));
+			e->stream = 0;
+		}
 	}
 	/* Userspace polls this ring on its loop's timer: no wakeup per launch. */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

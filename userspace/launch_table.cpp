@@ -18,6 +18,10 @@ const char* launch_api_name(uint16_t api) {
       return "cudaLaunchKernelExC";
     case GP_LAUNCH_GRAPH:
       return "cudaGraphLaunch";
+    case GP_LAUNCH_DRIVER_KERNEL:
+      return "cuLaunchKernel";
+    case GP_LAUNCH_DRIVER_KERNEL_EX:
+      return "cuLaunchKernelEx";
     default:
       return "?";
   }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <string_view>
 
 #include "elf_image.h"
@@ -20,10 +21,18 @@ struct LaunchEntryPoint {
 
 // The runtime API's launch functions. The _ptsz twins are what code built
 // with --default-stream per-thread calls; same arguments.
-constexpr LaunchEntryPoint kEntryPoints[] = {
+constexpr LaunchEntryPoint kRuntimeEntryPoints[] = {
     {"cudaLaunchKernel", GP_LAUNCH_KERNEL},         {"cudaLaunchKernel_ptsz", GP_LAUNCH_KERNEL},
     {"cudaLaunchKernelExC", GP_LAUNCH_KERNEL_EXC},  {"cudaLaunchKernelExC_ptsz", GP_LAUNCH_KERNEL_EXC},
     {"cudaGraphLaunch", GP_LAUNCH_GRAPH},           {"cudaGraphLaunch_ptsz", GP_LAUNCH_GRAPH},
+};
+
+// The driver API's, which Triton and cuda-python call directly.
+constexpr LaunchEntryPoint kDriverEntryPoints[] = {
+    {"cuLaunchKernel", GP_LAUNCH_DRIVER_KERNEL},
+    {"cuLaunchKernel_ptsz", GP_LAUNCH_DRIVER_KERNEL},
+    {"cuLaunchKernelEx", GP_LAUNCH_DRIVER_KERNEL_EX},
+    {"cuLaunchKernelEx_ptsz", GP_LAUNCH_DRIVER_KERNEL_EX},
 };
 
 int on_launch_record(void* ctx, void* data, size_t size) {
@@ -59,12 +68,15 @@ int on_gpu_record(void* ctx, void* data, size_t size) {
 
 }  // namespace
 
-std::optional<LaunchSites> find_launch_sites(const std::string& libcudart_path, std::string* error) {
-  auto elf = ElfImage::open(libcudart_path, error);
+std::optional<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api, std::string* error) {
+  auto elf = ElfImage::open(library_path, error);
   if (!elf) return std::nullopt;
   LaunchSites sites;
+  const std::span<const LaunchEntryPoint> entry_points =
+      api == LaunchApi::runtime ? std::span<const LaunchEntryPoint>(kRuntimeEntryPoints)
+                                : std::span<const LaunchEntryPoint>(kDriverEntryPoints);
   elf->for_each_function([&](const ElfSymbol& sym) {
-    for (const LaunchEntryPoint& entry : kEntryPoints) {
+    for (const LaunchEntryPoint& entry : entry_points) {
       if (sym.name != entry.symbol) continue;
       auto offset = elf->file_offset(sym.address);
       bool seen = false;
@@ -76,7 +88,9 @@ std::optional<LaunchSites> find_launch_sites(const std::string& libcudart_path, 
     }
   });
   if (sites.offsets.empty()) {
-    *error = libcudart_path + " has no cudaLaunchKernel, cudaLaunchKernelExC or cudaGraphLaunch";
+    *error = library_path + (api == LaunchApi::runtime
+                                 ? " has no cudaLaunchKernel, cudaLaunchKernelExC or cudaGraphLaunch"
+                                 : " has no cuLaunchKernel or cuLaunchKernelEx");
     return std::nullopt;
   }
   return sites;
@@ -123,9 +137,18 @@ bool LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int
   auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_launch), path, sites.offsets,
                                       sites.cookies, pid, error);
   if (!link) return false;
-  link_ = std::move(*link);
+  links_.push_back(std::move(*link));
   __atomic_store_n(&skel_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
   return true;
+}
+
+void LaunchTracer::set_runtime_range(uint64_t lo, uint64_t hi) {
+  __atomic_store_n(&skel_->bss->runtime_hi, hi, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&skel_->bss->runtime_lo, lo, __ATOMIC_SEQ_CST);
+}
+
+uint64_t LaunchTracer::driver_calls_from_runtime() const {
+  return __atomic_load_n(&skel_->bss->driver_calls_from_runtime, __ATOMIC_RELAXED);
 }
 
 bool LaunchTracer::attach_shim(const std::string& path, int pid, std::string* error) {
@@ -151,7 +174,7 @@ bool LaunchTracer::attach_shim(const std::string& path, int pid, std::string* er
 
 void LaunchTracer::detach() {
   if (skel_) __atomic_store_n(&skel_->bss->tracing_on, 0u, __ATOMIC_SEQ_CST);
-  link_.reset();
+  links_.clear();
   // Closing the USDT links also drops the semaphores the kernel raised:
   // the shim stops firing its probes.
   for (bpf_link* l : shim_links_) bpf_link__destroy(l);

@@ -1,11 +1,15 @@
 // launch_tracer.h: loads bpf/launch_tracer.bpf.c and traces one process's
 // CUDA kernel launches.
 //
-// Entry probes (one uprobe_multi link) on the launch entry points of the
-// target's libcudart: cudaLaunchKernel, cudaLaunchKernelExC,
-// cudaGraphLaunch and their per-thread-stream (_ptsz) twins. Destroying the
-// tracer (or gpuprof dying) closes the link and the kernel removes the
-// breakpoints; the probes only read the launch's arguments.
+// Entry probes (one uprobe_multi link per library) on the launch entry
+// points of the target's libcudart: cudaLaunchKernel, cudaLaunchKernelExC,
+// cudaGraphLaunch and their per-thread-stream (_ptsz) twins; and of its
+// libcuda: cuLaunchKernel, cuLaunchKernelEx (and _ptsz), for code that
+// launches through the driver API directly (Triton). A driver call made
+// from inside libcudart (set_runtime_range) is the runtime launch itself
+// and is not recorded twice. Destroying the tracer (or gpuprof dying)
+// closes the links and the kernel removes the breakpoints; the probes only
+// read the launch's arguments.
 //
 // When the target has the CUPTI injection shim loaded (cupti_shim/), the
 // tracer also attaches to its USDT probes (attach_shim): CUPTI's correlation
@@ -30,14 +34,18 @@ struct bpf_link;
 
 namespace gpuprof {
 
-// The entry points of one libcudart file: file offsets and their
-// gp_launch_api cookies. nullopt (and *error) when it has none of them.
+// Which API's entry points: libcudart's or libcuda's.
+enum class LaunchApi { runtime, driver };
+
+// The entry points of one libcudart (runtime) or libcuda (driver) file:
+// file offsets and their gp_launch_api cookies. nullopt (and *error) when
+// it has none of them.
 struct LaunchSites {
   std::vector<uint64_t> offsets;
   std::vector<uint64_t> cookies;
   std::vector<std::string> symbols;  // for messages, same order
 };
-std::optional<LaunchSites> find_launch_sites(const std::string& libcudart_path, std::string* error);
+std::optional<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api, std::string* error);
 
 // Where the records go.
 struct LaunchSinks {
@@ -54,7 +62,10 @@ class LaunchTracer {
 
   // path reachable from gpuprof (/proc/PID/root/...). Tracing starts at once.
   bool attach(const std::string& path, const LaunchSites& sites, int pid, std::string* error);
-  bool attached() const { return link_.has_value(); }
+  // libcudart's address range in the target: driver launches called from
+  // there are skipped (counted by driver_calls_from_runtime()).
+  void set_runtime_range(uint64_t lo, uint64_t hi);
+  uint64_t driver_calls_from_runtime() const;
   // The shim's USDT probes (gpuprof:launch, gpuprof:activity,
   // gpuprof:dropped) in the file at path (reachable from gpuprof).
   bool attach_shim(const std::string& path, int pid, std::string* error);
@@ -70,7 +81,7 @@ class LaunchTracer {
   launch_tracer_bpf* skel_ = nullptr;
   ring_buffer* rb_ = nullptr;
   LaunchSinks sinks_;
-  std::optional<UprobeMultiLink> link_;
+  std::vector<UprobeMultiLink> links_;
   std::vector<bpf_link*> shim_links_;
 };
 

@@ -23,7 +23,7 @@ static_assert(sizeof(gp_mem_event) == 40);
 static_assert(kRecordEventsChunkBytes % sizeof(gp_event) == 0);
 static_assert(kRecordSamplesChunkBytes % kRecordSampleBytes == 0 &&
               kRecordSamplesChunkBytes <= (64u << 10));
-static_assert(GP_LAUNCH_KERNEL == 1 && GP_LAUNCH_GRAPH == 3,
+static_assert(GP_LAUNCH_KERNEL == 1 && GP_LAUNCH_GRAPH == 3 && GP_LAUNCH_DRIVER_KERNEL_EX == 5,
               "the LAUNCHES api values are part of the record format");
 static_assert(static_cast<uint16_t>(GpuActivityKind::kernel) == 1 &&
                   static_cast<uint16_t>(GpuActivityKind::memset) == 3,
@@ -226,11 +226,11 @@ void encode_launch(const CudaLaunch& l, uint8_t* out) {
 }
 
 // The launch rules of record_file.h, shared by writer and reader: "" or
-// what is wrong ("api 7 (expected 1..3)").
+// what is wrong ("api 7 (expected 1..5)").
 std::string launch_problem(const CudaLaunch& l, size_t names) {
-  if (l.api < GP_LAUNCH_KERNEL || l.api > GP_LAUNCH_GRAPH)
+  if (l.api < GP_LAUNCH_KERNEL || l.api > GP_LAUNCH_DRIVER_KERNEL_EX)
     return "api " + std::to_string(l.api) + " (expected " + std::to_string(GP_LAUNCH_KERNEL) +
-           ".." + std::to_string(GP_LAUNCH_GRAPH) + ")";
+           ".." + std::to_string(GP_LAUNCH_DRIVER_KERNEL_EX) + ")";
   if (l.name_id >= names)
     return "name_id " + std::to_string(l.name_id) + ", but " + std::to_string(names) +
            " launch names are defined";

@@ -131,6 +131,7 @@ class Session {
   void try_attach_catch();
   void try_attach_memory();
   void try_attach_launches(bool now = false);
+  bool attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error);
   void on_launch(const gp_launch_event& event);
   uint32_t launch_name_id(const gp_launch_event& event);
   uint32_t launch_name_id_of(const std::string& name);
@@ -145,6 +146,7 @@ class Session {
   void try_find_undefined_tensor();
   bool needs_libc10() const;
   bool needs_libcudart() const;
+  bool needs_libcuda() const { return config_.ops && !driver_probed_ && driver_error_.empty(); }
   void on_op_event(const gp_event& event, const EntryPayload& payload);
   void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words);
   std::optional<uint32_t> stack_id(const std::vector<std::string>& frames_outermost_first);
@@ -218,6 +220,9 @@ class Session {
   std::unique_ptr<LaunchTracer> launch_tracer_;
   std::optional<CudaRuntimeInfo> cuda_runtime_;
   std::string launch_error_;  // why launches cannot be traced (said once)
+  // Driver API launches: probes on the target's libcuda once it is mapped.
+  bool driver_probed_ = false;
+  std::string driver_error_;
   RetryEvery100ms launch_retry_;
   std::unique_ptr<NativeSymbolizer> kernel_symbolizer_;
   std::unordered_map<uint64_t, uint32_t> launch_name_of_function_;
@@ -385,28 +390,55 @@ void Session::try_attach_memory() {
 }
 
 // Kernel launches are traced with the ops: once the target maps a
-// libcudart (at `import torch` in a CUDA build), looked for every 100 ms
-// (launch mode also stops the command when it maps one: `now`).
+// libcudart (at `import torch` in a CUDA build) and a libcuda (at the first
+// CUDA call, or when Triton loads it), looked for every 100 ms (launch mode
+// also stops the command when it maps them: `now`).
 void Session::try_attach_launches(bool now) {
-  if (!attached_ || !needs_libcudart() || !launch_retry_.due(now)) return;
-  auto libcudart = find_mapped_library(target_pid_, "libcudart");
-  if (!libcudart) return;
+  if (!attached_ || (!needs_libcudart() && !needs_libcuda()) || !launch_retry_.due(now)) return;
   std::string error;
-  auto sites = find_launch_sites(libcudart->path_for_us, &error);
-  if (sites) ensure_launch_tracer(&error);
-  if (!sites || !launch_tracer_ ||
-      !launch_tracer_->attach(libcudart->path_for_us, *sites, target_pid_, &error)) {
-    launch_error_ = error;
-    std::fprintf(stderr, "gpuprof: warning: no CUDA launches: %s\n", error.c_str());
-    return;
+  if (needs_libcudart()) {
+    if (auto libcudart = find_mapped_library(target_pid_, "libcudart")) {
+      if (!attach_launch_library(*libcudart, LaunchApi::runtime, &error)) {
+        launch_error_ = error;
+        std::fprintf(stderr, "gpuprof: warning: no CUDA launches: %s\n", error.c_str());
+      }
+    }
   }
-  // The kernels' libraries are mapped by now (libtorch_cuda before the
-  // libcudart it needs): read the maps while the target surely lives.
-  kernel_symbolizer_ = std::make_unique<NativeSymbolizer>(target_pid_);
-  kernel_symbolizer_->refresh_maps();
-  cuda_runtime_ = CudaRuntimeInfo{libcudart->path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
-  std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
-               libcudart->path_in_target.c_str());
+  if (needs_libcuda()) {
+    if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so")) {
+      if (!attach_launch_library(*libcuda, LaunchApi::driver, &error)) {
+        driver_error_ = error;
+        std::fprintf(stderr, "gpuprof: warning: no CUDA driver API launches: %s\n", error.c_str());
+      }
+    }
+  }
+}
+
+bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error) {
+  auto sites = find_launch_sites(library.path_for_us, api, error);
+  if (!sites || !ensure_launch_tracer(error) ||
+      !launch_tracer_->attach(library.path_for_us, *sites, target_pid_, error))
+    return false;
+  if (!kernel_symbolizer_) {
+    // The kernels' libraries are mapped by now (libtorch_cuda before the
+    // libcudart it needs): read the maps while the target surely lives.
+    kernel_symbolizer_ = std::make_unique<NativeSymbolizer>(target_pid_);
+    kernel_symbolizer_->refresh_maps();
+  }
+  if (api == LaunchApi::runtime) {
+    // The driver calls libcudart makes inside its launches are those
+    // launches: the driver probes skip calls returning into it.
+    if (auto range = mapped_address_range(target_pid_, library.path_in_target))
+      launch_tracer_->set_runtime_range(range->first, range->second);
+    cuda_runtime_ = CudaRuntimeInfo{library.path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
+    std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
+                 library.path_in_target.c_str());
+  } else {
+    driver_probed_ = true;
+    std::fprintf(stderr, "gpuprof: CUDA driver API launches: %zu entry points in %s\n", sites->offsets.size(),
+                 library.path_in_target.c_str());
+  }
+  return true;
 }
 
 // `record -- CMD`: the CUDA driver of CMD loads the shim at cuInit from
@@ -553,8 +585,15 @@ uint32_t Session::launch_name_id(const gp_launch_event& event) {
   if (auto it = launch_name_of_function_.find(key); it != launch_name_of_function_.end())
     return it->second;
   std::string name;
+  const bool driver = event.api == GP_LAUNCH_DRIVER_KERNEL || event.api == GP_LAUNCH_DRIVER_KERNEL_EX;
   if (event.api == GP_LAUNCH_GRAPH) {
     name = "[CUDA graph]";
+  } else if (driver) {
+    // A CUfunction is a driver handle, not a host symbol: no name without
+    // CUPTI (the shim's activity records name the kernel).
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(event.function));
+    name = std::string("[CUfunction ") + hex + "]";
   } else if (auto symbol = kernel_symbolizer_->function_starting_at(event.function)) {
     name = *symbol;
   } else {
@@ -859,6 +898,11 @@ void Session::handle_child_state() {
         watch_->arm("libcudart");
       else if (attached_ && needs_shim())
         watch_->arm(kShimFilePrefix);
+      else if (attached_ && needs_libcuda())
+        // CUDA maps libcuda just before the shim (cuInit loads the shim), so
+        // the shim's stop attaches it too; without a shim (or with a Triton
+        // that maps libcuda itself) it gets its own stop.
+        watch_->arm("libcuda.so");
       kill(target_pid_, SIGCONT);
       if (!outcome_.error.empty()) stop("error");
     } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -934,9 +978,12 @@ bool Session::finish() {
   if (config_.sample_hz)
     memory += "; " + std::to_string(samples_recorded_) + " samples, " +
               std::to_string(stats_.samples_lost) + " lost";
-  if (cuda_runtime_)
+  if (cuda_runtime_ || driver_probed_)
     memory += "; " + std::to_string(launches_recorded_) + " CUDA launches, " +
-              std::to_string(cuda_runtime_->launches_lost) + " lost";
+              std::to_string(launch_tracer_->lost()) + " lost";
+  if (launch_tracer_ && launch_tracer_->driver_calls_from_runtime())
+    memory += " (" + std::to_string(launch_tracer_->driver_calls_from_runtime()) +
+              " driver calls made by libcudart's own launches not counted again)";
   if (config_.with_stack && python_config_ && entries_without_stack_)
     memory += "; " + std::to_string(entries_without_stack_) + " entries without a Python stack";
   if (config_.profile_memory)

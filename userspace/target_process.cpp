@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +65,22 @@ std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_
     return MappedLibrary{path, proc_path(pid, "root") + path};
   }
   return std::nullopt;
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> mapped_address_range(int pid, std::string_view path_in_target) {
+  std::ifstream maps(proc_path(pid, "maps"));
+  std::string line;
+  std::optional<std::pair<uint64_t, uint64_t>> range;
+  while (std::getline(maps, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos || std::string_view(line).substr(slash) != path_in_target) continue;
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &start, &end) != 2) continue;
+    if (!range) range = std::pair<uint64_t, uint64_t>{start, end};
+    range->first = std::min<uint64_t>(range->first, start);
+    range->second = std::max<uint64_t>(range->second, end);
+  }
+  return range;
 }
 
 std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,

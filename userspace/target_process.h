@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "recording.h"
 
@@ -24,6 +25,11 @@ struct MappedLibrary {
 // name_prefix ("libtorch_cpu", "libstdc++"). nullopt when none is mapped or
 // the maps file cannot be read.
 std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_prefix);
+
+// [lo, hi): from the lowest start to the highest end of the target's
+// mappings of the file at path_in_target (as /proc/PID/maps shows it);
+// nullopt when none.
+std::optional<std::pair<uint64_t, uint64_t>> mapped_address_range(int pid, std::string_view path_in_target);
 
 // The address in the target of a symbol (data or code) of the mapped library
 // whose file name starts with name_prefix: the library's load address (its

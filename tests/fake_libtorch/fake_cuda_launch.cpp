@@ -15,6 +15,7 @@
 // launch: fake_cupti_launch() publishes a correlation id through the
 // subscriber (gpuprof's shim) and queues a kernel record of known duration,
 // named as CUPTI names kernels: mangled (gpuprof demangles as torch does).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
@@ -80,9 +81,35 @@ uint64_t cupti_sees(uint32_t cbid, const char* kernel, uint64_t duration_ns, uin
   return fake_cupti().launch ? fake_cupti().launch(kRuntimeDomain, cbid, kernel, duration_ns, 0, stream) : 0;
 }
 
+// cudaErrorStubLibrary: libcudart found the toolkit's stub libcuda, which
+// launch_driver --driver-api loads (see cuda_driver_launch).
 void check(cudaError_t status) {
-  if (status != cudaErrorInsufficientDriver && status != cudaSuccess) g_errors++;
+  if (status != cudaErrorInsufficientDriver && status != cudaErrorStubLibrary && status != cudaSuccess)
+    g_errors++;
 }
+
+// The driver API's launch functions, from whatever libcuda the process has
+// loaded (RTLD_GLOBAL): the toolkit's stub here, whose every function
+// returns CUDA_ERROR_STUB_LIBRARY (34) without using its arguments.
+struct DriverApi {
+  using LaunchKernel = int (*)(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, void* stream, void** params, void** extra);
+  using LaunchKernelEx = int (*)(const CUlaunchConfig* config, void* f, void** params, void** extra);
+  LaunchKernel launch_kernel = nullptr;
+  LaunchKernelEx launch_kernel_ex = nullptr;
+};
+
+const DriverApi& driver_api() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    a.launch_kernel = reinterpret_cast<DriverApi::LaunchKernel>(dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
+    a.launch_kernel_ex = reinterpret_cast<DriverApi::LaunchKernelEx>(dlsym(RTLD_DEFAULT, "cuLaunchKernelEx"));
+    return a;
+  }();
+  return api;
+}
+
+constexpr int kCudaErrorStubLibrary = 34;
 
 }  // namespace
 
@@ -141,5 +168,32 @@ __attribute__((noinline)) int cuda_replay::call(int graph) {
 }
 
 __attribute__((noinline)) int cuda_launch_errors::call(int) { return g_errors; }
+
+// `kernels` cuLaunchKernel calls of CUfunction 0xf00d0001, grid
+// (kernels, 1, 1), block (64, 2, 1), stream 0x61, then one cuLaunchKernelEx
+// of CUfunction 0xf00d0002, grid (9, 8, 7), block (32, 1, 1), stream 0x62
+// (made-up handles: the stub driver never uses them).
+__attribute__((noinline)) int cuda_driver_launch::call(int kernels) {
+  volatile char guard[16] = {};
+  const DriverApi& api = driver_api();
+  if (!api.launch_kernel || !api.launch_kernel_ex) return 0;
+  void* params[] = {nullptr};
+  for (int i = 0; i < kernels; ++i) {
+    int status = api.launch_kernel(reinterpret_cast<void*>(0xf00d0001), kernels, 1, 1, 64, 2, 1, 0,
+                                   reinterpret_cast<void*>(0x61), params, nullptr);
+    if (status != kCudaErrorStubLibrary) g_errors++;
+  }
+  CUlaunchConfig config = {};
+  config.gridDimX = 9;
+  config.gridDimY = 8;
+  config.gridDimZ = 7;
+  config.blockDimX = 32;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.hStream = reinterpret_cast<CUstream>(0x62);
+  if (api.launch_kernel_ex(&config, reinterpret_cast<void*>(0xf00d0002), params, nullptr) != kCudaErrorStubLibrary)
+    g_errors++;
+  return kernels + 1 + guard[0];
+}
 
 }  // namespace at::_ops

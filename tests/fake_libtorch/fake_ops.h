@@ -42,5 +42,10 @@ struct cuda_replay {
 struct cuda_launch_errors {
   static int call(int);  // launches that returned neither success nor "insufficient driver"
 };
+// Through the driver API, as Triton launches: `kernels` cuLaunchKernel and
+// one cuLaunchKernelEx, when the process has loaded a libcuda (0 otherwise).
+struct cuda_driver_launch {
+  static int call(int kernels);
+};
 
 }  // namespace at::_ops

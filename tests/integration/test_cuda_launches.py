@@ -12,13 +12,23 @@ would. One step of launch_driver:
     aten::cuda_add       3 scale_kernel<float> (cudaLaunchKernel, grid (3,2,3), block (128,1,1), stream 0x51)
   aten::cuda_replay      1 graph launch (cudaGraphLaunch, stream 0x53)
   (no op)                1 scale_kernel<float> (cudaLaunchKernel, grid (1,1,1), block (32,1,1), default stream)
+
+With LAUNCH_DRIVER_LIBCUDA (the toolkit's stub libcuda, whose functions all
+return CUDA_ERROR_STUB_LIBRARY), each step also launches through the driver
+API, as Triton does:
+
+  aten::cuda_driver_launch  2 cuLaunchKernel (CUfunction 0xf00d0001, grid (2,1,1), block (64,2,1), stream 0x61)
+                            1 cuLaunchKernelEx (CUfunction 0xf00d0002, grid (9,8,7), block (32,1,1), stream 0x62)
 """
+import os
 import re
 import signal
 
-from conftest import FAKE_LIBTORCH, run_gpuprof, run_program, touch, wait_for_file
+from conftest import FAKE_LIBTORCH, GPUPROF, run_gpuprof, run_program, touch, wait_for_file
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
+SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
+FAKE_CUPTI_LIBRARY = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
 STEPS = 10
 SCALE = "void gpuprof_test::scale_kernel<float>(float*, float, int)"
 REDUCE = "gpuprof_test::reduce_kernel(float const*, float*, int)"
@@ -28,6 +38,17 @@ EXPECTED = {
     ("aten::cuda_linear", REDUCE, "cudaLaunchKernelExC", "(7, 1, 1)", "(256, 2, 1)", "0x52"): STEPS,
     ("aten::cuda_replay", "[CUDA graph]", "cudaGraphLaunch", "-", "-", "0x53"): STEPS,
     ("[no op]", SCALE, "cudaLaunchKernel", "(1, 1, 1)", "(32, 1, 1)", "default"): STEPS,
+}
+
+
+STUB_LIBCUDA = "/usr/local/cuda/lib64/stubs/libcuda.so"
+WITH_DRIVER_API = {"LAUNCH_DRIVER_LIBCUDA": STUB_LIBCUDA}
+EXPECTED_WITH_DRIVER_API = {
+    **EXPECTED,
+    ("aten::cuda_driver_launch", "[CUfunction 0xf00d0001]", "cuLaunchKernel", "(2, 1, 1)", "(64, 2, 1)",
+     "0x61"): 2 * STEPS,
+    ("aten::cuda_driver_launch", "[CUfunction 0xf00d0002]", "cuLaunchKernelEx", "(9, 8, 7)", "(32, 1, 1)",
+     "0x62"): STEPS,
 }
 
 
@@ -46,12 +67,12 @@ def parse_launch_table(text):
     return rows, lines[seps[2] + 1:]
 
 
-def check_launches(out):
+def check_launches(out, expected=EXPECTED):
     report = run_gpuprof("report", str(out), "--launches")
     assert report.returncode == 0, report.stderr
     rows, footer = parse_launch_table(report.stdout)
-    assert rows == EXPECTED, report.stdout
-    total = sum(EXPECTED.values())
+    assert rows == expected, report.stdout
+    total = sum(expected.values())
     assert re.match(rf"{total} CUDA launches \({STEPS} outside any op\) through \S*libcudart\.so\.\d+$",
                     footer[0]), report.stdout
     return report
@@ -108,3 +129,38 @@ def test_sigkill_of_gpuprof_leaves_the_target_running(procs, workdir, tmp_path):
 def test_launches_is_refused_with_table_options(tmp_path):
     bad = run_gpuprof("report", str(tmp_path / "x.gpuprof"), "--launches", "--sort-by", "cpu_time_total")
     assert bad.returncode == 2 and "excludes" in bad.stderr, bad.stderr
+
+
+def test_driver_api_launches_of_a_running_process(procs, workdir, tmp_path):
+    # -p PID on a process that launches through libcuda directly (Triton's
+    # way) besides libcudart: both libraries are probed, each launch is
+    # charged to its op with its CUfunction, grid, block and stream.
+    alone = run_program(DRIVER, str(STEPS), env=WITH_DRIVER_API)
+    assert alone.returncode == 0 and f"launches {9 * STEPS} unexpected errors 0" in alone.stdout, alone.stdout
+    target = procs.start([DRIVER, str(STEPS), workdir / "ready", workdir / "go"], "launch_driver",
+                         env={**os.environ, **WITH_DRIVER_API})
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    out = tmp_path / "driver.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    assert target.stdout() == alone.stdout, target.describe()
+    assert re.search(r"^gpuprof: CUDA driver API launches: 4 entry points in \S*/stubs/libcuda\.so$",
+                     gp.stderr(), re.M), gp.stderr()
+    check_launches(out, EXPECTED_WITH_DRIVER_API)
+
+
+def test_driver_api_launches_of_a_launched_command(tmp_path):
+    # record -- CMD: CUDA maps libcuda, then the CUPTI shim at cuInit; the
+    # shim's stop attaches libcuda too, before any launch.
+    env = {**WITH_DRIVER_API, "GPUPROF_CUPTI_LIBRARY": str(FAKE_CUPTI_LIBRARY)}
+    alone = run_program(DRIVER, str(STEPS), env={**env, "CUDA_INJECTION64_PATH": str(SHIM)})
+    assert alone.returncode == 0 and f"launches {9 * STEPS} unexpected errors 0" in alone.stdout, alone.stdout
+    out = tmp_path / "driver.gpuprof"
+    result = run_gpuprof("record", "-o", str(out), "--", DRIVER, str(STEPS), env=env)
+    assert result.returncode == 0, result.stderr
+    assert alone.stdout in result.stdout, result.stdout
+    assert "gpuprof: CUDA driver API launches: 4 entry points in " in result.stderr, result.stderr
+    check_launches(out, EXPECTED_WITH_DRIVER_API)

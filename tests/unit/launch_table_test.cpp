@@ -101,5 +101,15 @@ TEST(LaunchTable, NotTraced) {
   EXPECT_NE(format_launch_table(s, -1).find("No CUDA launches were traced"), std::string::npos);
 }
 
+TEST(LaunchTable, EveryEntryPointHasItsApiName) {
+  EXPECT_STREQ(launch_api_name(GP_LAUNCH_KERNEL), "cudaLaunchKernel");
+  EXPECT_STREQ(launch_api_name(GP_LAUNCH_KERNEL_EXC), "cudaLaunchKernelExC");
+  EXPECT_STREQ(launch_api_name(GP_LAUNCH_GRAPH), "cudaGraphLaunch");
+  EXPECT_STREQ(launch_api_name(GP_LAUNCH_DRIVER_KERNEL), "cuLaunchKernel");
+  EXPECT_STREQ(launch_api_name(GP_LAUNCH_DRIVER_KERNEL_EX), "cuLaunchKernelEx");
+  EXPECT_STREQ(launch_api_name(0), "?");
+  EXPECT_STREQ(launch_api_name(6), "?");
+}
+
 }  // namespace
 }  // namespace gpuprof

@@ -2550,7 +2550,7 @@ std::vector<CudaLaunch> make_launches(size_t n, uint32_t names, uint32_t seed = 
             {k % 1024 + 1, 2, 1},
             {128, seed % 4 + 1, 1},
             200 + seed + k % 2,
-            static_cast<uint16_t>(k % 3 + 1),
+            static_cast<uint16_t>(k % 5 + 1),  // every api, driver ones too
             (k * 5 + seed) % names};
   }
   return v;
@@ -2796,10 +2796,10 @@ TEST_F(RecordFileTest, WriterRefusesLaunchesTheReaderWouldReject) {
   std::vector<CudaLaunch> batch = make_launches(3, 2);
   batch[1].api = 0;
   EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
-  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 0 (expected 1..3)");
-  batch[1].api = 4;
+  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 0 (expected 1..5)");
+  batch[1].api = 6;
   EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
-  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 4 (expected 1..3)");
+  EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 6 (expected 1..5)");
   batch[1].api = GP_LAUNCH_GRAPH;
   batch[2].name_id = 2;
   EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
@@ -2910,10 +2910,10 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
                l6 + "launch 1 has name_id 4294967295, but 2 launch names are defined");
   // A bad api.
   bad = good;
-  for (uint16_t api : {uint16_t{0}, uint16_t{4}, uint16_t{0xffff}}) {
+  for (uint16_t api : {uint16_t{0}, uint16_t{6}, uint16_t{0xffff}}) {
     bad[2].api = api;
     expect_error(launches_file(launches_payload(bad).b),
-                 l6 + "launch 2 has api " + std::to_string(api) + " (expected 1..3)");
+                 l6 + "launch 2 has api " + std::to_string(api) + " (expected 1..5)");
   }
   // Non-zero reserved fields (bytes 54..55 and 60..63 of a launch).
   std::vector<uint8_t> reserved = launches_payload(good).b;
