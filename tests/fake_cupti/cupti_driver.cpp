@@ -30,6 +30,7 @@
 // --no-final-deliver leaves the last step's records queued: only the shim's
 // flush at exit (while a tracer listens) delivers them.
 #include <dlfcn.h>
+#include <time.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -137,6 +138,13 @@ void check_initialization(int expected, int state, const std::string& log) {
   const std::string calls = fake_cupti_call_log();
   switch (expected) {
     case 1: {
+      // Records are stamped on CLOCK_MONOTONIC, bpf_ktime_get_ns()'s clock
+      // (CUPTI's default, CLOCK_REALTIME, is decades away from it).
+      timespec mono;
+      clock_gettime(CLOCK_MONOTONIC, &mono);
+      const uint64_t now = uint64_t(mono.tv_sec) * 1'000'000'000u + uint64_t(mono.tv_nsec);
+      const uint64_t stamped = fake_cupti_now_ns();
+      check(stamped >= now && stamped - now < 1'000'000'000u, "records are stamped on CLOCK_MONOTONIC");
       check(contains(log, "gpuprof-cupti: tracing kernels, memcpy and memset (libcupti: ") &&
                 contains(log, "libcupti.so.13)\n"),
             "success line names the libcupti");

@@ -370,6 +370,8 @@ void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint8_t memory_k
   queue_record(m);
 }
 
+uint64_t fake_cupti_now_ns(void) { return now_ns(); }
+
 void fake_cupti_graph_kernel(uint64_t correlation_id, const char* name, uint64_t duration_ns, uint32_t device,
                              uint32_t stream) {
   queue_kernel(correlation_id, name, duration_ns, device, stream);

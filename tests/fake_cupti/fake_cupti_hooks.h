@@ -60,6 +60,9 @@ void fake_cupti_deliver(void);
 void fake_cupti_drop(uint64_t n);
 
 // Inspection.
+// The timestamp the stand-in would give a record now: the registered
+// timestamp callback's, else CLOCK_REALTIME (CUPTI's default).
+uint64_t fake_cupti_now_ns(void);
 int fake_cupti_subscribed(void);
 int fake_cupti_callback_enabled(uint32_t domain, uint32_t cbid);
 // Fills up to capacity (domain, cbid) pairs in enabling order; returns how
