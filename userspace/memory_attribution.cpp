@@ -66,6 +66,21 @@ std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_
 
 }  // namespace
 
+std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events) {
+  uint64_t unmatched = 0;
+  std::vector<MemoryLevel> levels;
+  int64_t cpu_level = 0;
+  for (const Counted& c : resolve_sizes(events, &unmatched)) {
+    if (c.device) {
+      levels.push_back({c.ts_ns, c.device_index, c.device_total});
+    } else {
+      cpu_level += c.cpu_bytes;
+      levels.push_back({c.ts_ns, -1, cpu_level});
+    }
+  }
+  return levels;
+}
+
 MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_mem_event> events) {
   MemoryAttribution out;
   std::vector<Counted> counted = resolve_sizes(events, &out.unmatched_frees);

@@ -52,4 +52,15 @@ struct MemoryAttribution {
 // interleave. Calls are those of build_timeline().
 MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_mem_event> events);
 
+// The memory level after each counted allocator event, in time order: CPU
+// tensor bytes allocated since the recording started (releases of blocks
+// allocated before it are not counted, as in attribute_memory), or a CUDA
+// device's allocator total.
+struct MemoryLevel {
+  uint64_t ts_ns = 0;
+  int device_index = -1;  // -1: CPU
+  int64_t bytes = 0;
+};
+std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events);
+
 }  // namespace gpuprof

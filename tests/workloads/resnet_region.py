@@ -24,6 +24,10 @@ With --with-stack the region runs with with_stack=True, and the script also
 writes `torch_stacks.json`: for each aten::conv2d call, torch's stack
 (innermost first, as FunctionEvent.stack holds it).
 
+With --torch-trace the script also writes torch.profiler's own
+export_chrome_trace() of the region to `torch_trace.json` (bench/trace_size.py
+compares sizes with it).
+
 Every wait is bounded (WAIT_TIMEOUT_S): a broken test makes this script exit
 with status 3 instead of hanging.
 """
@@ -45,6 +49,7 @@ def main():
     workdir = sys.argv[1]
     shapes_memory = "--shapes-memory" in sys.argv[2:]
     with_stack = "--with-stack" in sys.argv[2:]
+    torch_trace = "--torch-trace" in sys.argv[2:]
     import torch
     import torchvision
     from torch.profiler import ProfilerActivity, profile
@@ -100,6 +105,8 @@ def main():
     if with_stack:
         stacks = [list(evt.stack) for evt in prof.events() if evt.name == "aten::conv2d"]
         signal_file(workdir, "torch_stacks.json", json.dumps(stacks, indent=1))
+    if torch_trace:
+        prof.export_chrome_trace(os.path.join(workdir, "torch_trace.json"))
     signal_file(workdir, "torch_ops.json", json.dumps(ops, indent=1, sort_keys=True))
     return 0
 

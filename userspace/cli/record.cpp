@@ -6,8 +6,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <regex>
 
+#include "chrome_trace.h"
+#include "cli/trace_export.h"
 #include "op_tracer.h"
+#include "record_file.h"
 #include "record_session.h"
 
 namespace gpuprof::cli {
@@ -62,6 +66,7 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
+  add_trace_export_options(*record, options.table.trace);
   record->footer(
       "Stops on Ctrl-C, SIGTERM, -d SECONDS, or the target's exit; then writes the record file\n"
       "and prints the table (same columns as torch.profiler's key_averages().table()).\n"
@@ -78,7 +83,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -p 4242 -d 5 --with-stack --group-by-stack-n 5\n"
       "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof && gpuprof report run.gpuprof \\\n"
       "       --folded --metric samples > run.folded\n"
-      "  sudo gpuprof record -F 99 --no-ops -o py.gpuprof -- python3 script.py   # any Python\n");
+      "  sudo gpuprof record -F 99 --no-ops -o py.gpuprof -- python3 script.py   # any Python\n"
+      "  sudo gpuprof record -p 4242 -d 5 -F 99 --chrome-trace run.json.gz        # Perfetto/Chrome\n");
 }
 
 int run_record(RecordOptions options) {
@@ -95,6 +101,9 @@ int run_record(RecordOptions options) {
   // Refuse now what the table would refuse after the whole recording.
   Profile promised;
   promised.memory_recorded = options.profile_memory;
+  // Whether the target has the CUPTI shim is only known once it runs: a
+  // CUDA time key is checked again when the table is printed.
+  promised.gpu_recorded = !options.no_ops;
   if (std::string why = sort_key_unavailable(*sort_key, promised); !why.empty()) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;
@@ -104,6 +113,20 @@ int run_record(RecordOptions options) {
     std::fprintf(stderr, "gpuprof: error: --no-ops records CPU samples only: it needs -F HZ and no "
                          "--record-shapes, --profile-memory or --with-stack\n");
     return 2;
+  }
+  // Refuse a bad --time-range or --ops now, not after the recording.
+  if (!options.table.trace.time_range.empty() && !parse_trace_time_range(options.table.trace.time_range, &error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  if (!options.table.trace.ops.empty()) {
+    try {
+      std::regex check(options.table.trace.ops, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      std::fprintf(stderr, "gpuprof: error: --ops %s: not a regular expression (%s)\n",
+                   options.table.trace.ops.c_str(), e.what());
+      return 2;
+    }
   }
   if (options.table.group_by_input_shape && !options.record_shapes) {
     std::fprintf(stderr, "gpuprof: error: --group-by-input-shape needs --record-shapes\n");
@@ -144,12 +167,20 @@ int run_record(RecordOptions options) {
     std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
     status = 1;
   }
+  if (outcome.ok && !options.table.trace.output.empty()) {
+    auto recording = read_recording(options.output_path, &error);
+    const int traced = recording ? export_chrome_trace(*recording, options.output_path, options.table.trace) : 1;
+    if (!recording) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    if (traced != 0) status = traced;
+  }
   // A recording that was written is reported even after a late error.
   if (!options.quiet && (outcome.ok || outcome.error.find("write") == std::string::npos)) {
     struct stat st;
     if (stat(options.output_path.c_str(), &st) == 0 && outcome.stop_reason.size()) {
       options.table.input_path = options.output_path;
-      if (outcome.ok) status = run_report(options.table);
+      ReportOptions table = options.table;
+      table.trace = {};  // written above; the table is printed either way
+      if (outcome.ok && status == 0) status = run_report(table);
     }
   }
   if (outcome.target_running && outcome.stop_reason != "terminated") {

@@ -127,6 +127,11 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   launches->excludes(folded);
   kernels->excludes(folded);
   kernels->excludes(launches);
+  add_trace_export_options(*report, options.trace);
+  CLI::Option* trace = report->get_option("--chrome-trace");
+  for (CLI::Option* other : {folded, launches, kernels}) trace->excludes(other);
+  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
+    trace->excludes(report->get_option(table_only));
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
@@ -135,7 +140,9 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --group-by-stack-n 5 --sort-by self_cpu_time_total\n"
       "  gpuprof report run.gpuprof --folded > run.folded && flamegraph.pl run.folded > run.svg\n"
       "  gpuprof report run.gpuprof --launches --row-limit 20\n"
-      "  gpuprof report run.gpuprof --kernels\n");
+      "  gpuprof report run.gpuprof --kernels\n"
+      "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
+      "  gpuprof report run.gpuprof --chrome-trace conv.json --ops conv --time-range 1:2.5\n");
 }
 
 int run_report(const ReportOptions& options) {
@@ -177,6 +184,7 @@ int run_report(const ReportOptions& options) {
                  options.input_path.c_str());
     return 2;
   }
+  if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
   if (metric) return print_folded(*recording, *metric);
   if (options.launches || options.kernels) {
     const std::string text =

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "cli/trace_export.h"
 #include "op_table.h"
 
 namespace CLI {
@@ -25,6 +26,8 @@ struct ReportOptions {
   bool launches = false;
   // report only: GPU time per op and kernel (CUPTI shim) instead of the table.
   bool kernels = false;
+  // --chrome-trace OUT: a trace file instead of (report) or besides (record) the table.
+  TraceExportOptions trace;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,

@@ -1,0 +1,121 @@
+"""Chrome/Perfetto trace export (report --chrome-trace, record --chrome-trace).
+
+One resnet18 forward pass, profiled by torch.profiler (record_shapes) and by
+gpuprof (--record-shapes --profile-memory --with-stack -F 199) at once: the
+trace must be a well-formed Trace Event Format document (the same
+structural checks as the C++ unit tests), hold exactly torch's raw op calls
+(one X event per call, same counts), with torch's "Input Dims", memory
+counters and CPU samples whose stacks reach the workload's Python frames;
+--ops and --time-range cut it down, .gz compresses it; and the real viewer
+(speedscope, in headless Chromium) opens it and the folded stacks of the
+same recording.
+"""
+import collections
+import gzip
+import json
+import re
+
+import pytest
+
+from conftest import TARGET_PYTHON, resnet_region_run, run_gpuprof
+
+from chrome_trace_checks import structural_problems, x_events
+
+
+@pytest.fixture(scope="module")
+def region(tmp_path_factory):
+    with resnet_region_run(tmp_path_factory, "chrome-trace", "--shapes-memory",
+                           gpuprof_args=("--record-shapes", "--profile-memory", "--with-stack", "-F", "199")) as run:
+        yield run
+
+
+def export(record_file, out, *args):
+    result = run_gpuprof("report", str(record_file), "--chrome-trace", str(out), *args)
+    assert result.returncode == 0, result.stderr
+    assert re.search(rf"^gpuprof: wrote {re.escape(str(out))} from ", result.stderr, re.M), result.stderr
+    opener = gzip.open if str(out).endswith(".gz") else open
+    with opener(out, "rt", encoding="utf-8") as f:
+        return json.load(f), result
+
+
+def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_path):
+    doc, result = export(region.record_file, tmp_path / "resnet.json")
+    assert structural_problems(doc) == []
+    calls = x_events(doc, "cpu_op")
+    # One complete event per call: torch's raw (unfolded) calls of the region.
+    raw = json.loads((region.workdir / "torch_raw_counts.json").read_text())
+    torch_counts = {name: n for name, n in raw.items() if name.startswith("aten::")}
+    ours = collections.Counter(e["name"] for e in calls)
+    assert ours == collections.Counter(torch_counts), (ours, torch_counts)
+    # torch's "Input Dims" (record_shapes): the stem convolution's.
+    first_conv = min((e for e in calls if e["name"] == "aten::conv2d"), key=lambda e: e["ts"])
+    assert first_conv["args"]["Input Dims"][:2] == [[5, 3, 224, 224], [64, 3, 7, 7]], first_conv
+    assert first_conv["dur"] > 0 and isinstance(first_conv["args"]["call"], int)
+    # Memory counters (--profile-memory) and CPU samples (-F) with stacks.
+    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
+    assert counters and all(e["name"] == "CPU memory" for e in counters), counters[:3]
+    assert max(e["args"]["bytes"] for e in counters) > 5 * 64 * 112 * 112 * 4  # the stem conv's output
+    samples = [e for e in doc["traceEvents"] if e["ph"] == "i"]
+    assert len(samples) > 5, len(samples)
+    frames = doc["stackFrames"]
+
+    def chain(sf):
+        names = []
+        while sf:
+            names.append(frames[sf]["name"])
+            sf = frames[sf].get("parent")
+        return names
+
+    assert any(any("resnet_region.py" in name for name in chain(s["sf"])) for s in samples)
+    # --with-stack: calls carry their entry's Python stack.
+    assert any("torch/nn/modules/conv.py" in name for name in chain(first_conv["sf"])), chain(first_conv["sf"])
+    assert f"{len(calls)} op calls" in result.stderr, result.stderr
+
+
+def test_ops_and_time_range_cut_the_trace_down(region, tmp_path):
+    whole, _ = export(region.record_file, tmp_path / "whole.json")
+    convs, _ = export(region.record_file, tmp_path / "convs.json.gz", "--ops", "^aten::conv2d$")
+    assert structural_problems(convs) == []
+    kept = collections.Counter(e["name"] for e in x_events(convs, "cpu_op"))
+    # Every aten::conv2d call and the calls nested in it; nothing else.
+    assert kept["aten::conv2d"] == sum(1 for e in x_events(whole, "cpu_op") if e["name"] == "aten::conv2d")
+    assert "aten::mkldnn_convolution" in kept and "aten::relu" not in kept and "aten::linear" not in kept, kept
+    assert (tmp_path / "convs.json.gz").stat().st_size < (tmp_path / "whole.json").stat().st_size / 10
+    # A time range: what overlaps it, kept whole.
+    starts = sorted(e["ts"] for e in x_events(whole, "cpu_op"))
+    middle = starts[len(starts) // 2] / 1e6
+    cut, _ = export(region.record_file, tmp_path / "cut.json", "--time-range", f"{middle}:{middle + 0.002}")
+    assert structural_problems(cut) == []
+    cut_calls = x_events(cut, "cpu_op")
+    assert 0 < len(cut_calls) < len(x_events(whole, "cpu_op"))
+    for e in cut_calls:
+        assert e["ts"] + e["dur"] >= middle * 1e6 - 0.001 and e["ts"] <= (middle + 0.002) * 1e6 + 0.001, e
+
+
+def test_bad_arguments_are_refused_with_the_reason(region, tmp_path):
+    for args, code, message in [
+        (["--time-range", "3:1"], 2, "--time-range 3:1: END is before START"),
+        (["--time-range", "soon"], 2, "--time-range soon: no ':'"),
+        (["--ops", "aten::(conv"], 2, "--ops aten::(conv: not a regular expression"),
+    ]:
+        result = run_gpuprof("report", str(region.record_file), "--chrome-trace", str(tmp_path / "x.json"), *args)
+        assert result.returncode == code and message in result.stderr, (args, result.stderr)
+    unwritable = run_gpuprof("report", str(region.record_file), "--chrome-trace", "/nonexistent-dir/t.json")
+    assert unwritable.returncode == 1, unwritable.stderr
+    assert "gpuprof: error: cannot create /nonexistent-dir/t.json: No such file or directory" in unwritable.stderr
+    alone = run_gpuprof("report", str(region.record_file), "--ops", "conv")
+    assert alone.returncode != 0 and "--chrome-trace" in alone.stderr, alone.stderr
+    mixed = run_gpuprof("report", str(region.record_file), "--chrome-trace", str(tmp_path / "y.json"), "--folded")
+    assert mixed.returncode != 0 and "excludes" in mixed.stderr, mixed.stderr
+
+
+def test_record_writes_the_trace_and_still_prints_the_table(tmp_path):
+    out = tmp_path / "t.gpuprof"
+    trace = tmp_path / "t.json"
+    result = run_gpuprof("record", "-o", str(out), "--chrome-trace", str(trace), "--",
+                         TARGET_PYTHON, "-c", "import torch; x = torch.ones(4, 4); [x.matmul(x) for _ in range(3)]")
+    assert result.returncode == 0, result.stderr
+    assert "aten::matmul" in result.stdout and "Self CPU time total" in result.stdout, result.stdout
+    doc = json.loads(trace.read_text())
+    assert structural_problems(doc) == []
+    assert collections.Counter(e["name"] for e in x_events(doc, "cpu_op"))["aten::matmul"] == 3

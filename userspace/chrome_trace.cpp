@@ -1,0 +1,598 @@
+// chrome_trace.cpp: Recording -> Trace Event Format JSON (see the header).
+//
+// The document is written as it is built, in pieces, never held whole: a
+// long recording makes a trace of hundreds of MB. Only the stack-frame
+// dictionary is kept until the end (it is written after the events, which
+// JSON allows: object members have no order).
+#include "chrome_trace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "call_tree.h"
+#include "gpu_attribution.h"
+#include "input_shapes.h"
+#include "launch_table.h"
+#include "memory_attribution.h"
+#include "op_timeline.h"
+
+namespace gpuprof {
+namespace {
+
+// GPU devices get processes of their own, numbered above every Linux pid
+// (PID_MAX_LIMIT is 2^22) so that they never clash with the target's.
+constexpr int64_t kGpuPidBase = int64_t{1} << 22;
+constexpr size_t kFlushBytes = 64 << 10;
+
+// Appends `ns` as microseconds, exact to the nanosecond and without
+// trailing zeros: "-0.25", "12.345", "17". Integer arithmetic: no rounding
+// on the way.
+void append_us(std::string& out, int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;  // recordings are far from INT64_MIN
+  }
+  char buffer[32];
+  int n = std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(ns / 1000));
+  out.append(buffer, static_cast<size_t>(n));
+  int fraction = static_cast<int>(ns % 1000);
+  if (fraction == 0) return;
+  int digits = 3;
+  while (fraction % 10 == 0) {
+    fraction /= 10;
+    --digits;
+  }
+  n = std::snprintf(buffer, sizeof buffer, ".%0*d", digits, fraction);
+  out.append(buffer, static_cast<size_t>(n));
+}
+
+template <typename T>
+void append_number(std::string& out, T value) {
+  char buffer[32];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, result.ptr);
+}
+
+std::string hex(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+// The stackFrames dictionary: one node per (parent, name), ids from 1.
+class StackFrames {
+ public:
+  // The id of the innermost of `frames` (outermost first); 0 for none.
+  uint64_t intern(const std::vector<std::string_view>& frames) {
+    uint64_t parent = 0;
+    for (std::string_view name : frames) {
+      auto [it, inserted] = ids_.try_emplace({parent, std::string(name)}, nodes_.size() + 1);
+      if (inserted) nodes_.push_back({parent, std::string(name)});
+      parent = it->second;
+    }
+    return parent;
+  }
+
+  void write(std::string& out, const std::function<void(bool)>& maybe_flush) const {
+    out += "\"stackFrames\":{";
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (i) out += ',';
+      out += '"';
+      append_number(out, i + 1);
+      out += "\":{\"name\":\"";
+      append_json_string(out, nodes_[i].name);
+      out += '"';
+      if (nodes_[i].parent) {
+        out += ",\"parent\":\"";
+        append_number(out, nodes_[i].parent);
+        out += '"';
+      }
+      out += '}';
+      maybe_flush(false);
+    }
+    out += '}';
+  }
+
+ private:
+  struct Node {
+    uint64_t parent;
+    std::string name;
+  };
+  std::vector<Node> nodes_;
+  std::map<std::pair<uint64_t, std::string>, uint64_t> ids_;
+};
+
+class TraceWriter {
+ public:
+  TraceWriter(const Recording& recording, const ChromeTraceOptions& options,
+              const std::function<void(std::string_view)>& write)
+      : r_(recording), options_(options), write_(write), base_ns_(recording.clock.start_monotonic_ns) {
+    const double inf = std::numeric_limits<double>::infinity();
+    from_ns_ = relative_bound(options.range.from_s.value_or(-inf));
+    until_ns_ = relative_bound(options.range.until_s.value_or(inf));
+  }
+
+  ChromeTraceStats run() {
+    out_ = "{\"traceEvents\":[";
+    const Timeline timeline = build_timeline(r_.events);
+    const CallTree tree = build_call_tree(timeline);
+    const std::vector<bool> kept = kept_calls(timeline, tree);
+    write_calls(timeline, tree, kept);
+    write_samples(timeline, tree, kept);
+    write_launches(timeline, tree, kept);
+    write_gpu(timeline, tree, kept);
+    write_memory();
+    write_metadata();
+    out_ += "],";
+    stack_frames_.write(out_, [this](bool) { maybe_flush(); });
+    out_ += ",\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"gpuprof\",\"command\":\"";
+    append_json_string(out_, r_.process.cmdline);
+    out_ += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
+    append_number(out_, base_ns_);
+    out_ += " ns\"";
+    if (!options_.ops_pattern.empty()) {
+      out_ += ",\"ops\":\"";
+      append_json_string(out_, options_.ops_pattern);
+      out_ += '"';
+    }
+    out_ += "}}\n";
+    write_(out_);
+    out_.clear();
+    return stats_;
+  }
+
+ private:
+  // A bound in seconds since the start -> ns relative to base_ns_.
+  static int64_t relative_bound(double seconds) {
+    if (seconds <= -9e9) return std::numeric_limits<int64_t>::min();
+    if (seconds >= 9e9) return std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(std::llround(seconds * 1e9));
+  }
+  int64_t rel(uint64_t ts_ns) const { return static_cast<int64_t>(ts_ns - base_ns_); }
+  bool overlaps(uint64_t start_ns, uint64_t end_ns) const {
+    return rel(end_ns) >= from_ns_ && rel(start_ns) <= until_ns_;
+  }
+  bool in_range(uint64_t ts_ns) const { return overlaps(ts_ns, ts_ns); }
+
+  void maybe_flush() {
+    if (out_.size() < kFlushBytes) return;
+    write_(out_);
+    out_.clear();
+  }
+
+  // Starts an event object ("{"), after a comma when not the first.
+  void begin_event() {
+    if (stats_.events++) out_ += ',';
+    out_ += '\n';
+    out_ += '{';
+  }
+
+  void common(std::string_view ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
+              uint64_t ts_ns) {
+    out_ += "\"ph\":\"";
+    out_ += ph;
+    out_ += "\",\"cat\":\"";
+    out_ += cat;
+    out_ += "\",\"name\":\"";
+    append_json_string(out_, name);
+    out_ += "\",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+    out_ += ",\"ts\":";
+    append_us(out_, rel(ts_ns));
+  }
+
+  std::string op_name(uint32_t op_id) const {
+    return op_id < r_.ops.size() ? r_.ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
+  }
+  std::string_view frame_name(uint32_t frame_id) const {
+    return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
+  }
+  void append_stack(std::vector<std::string_view>& frames, uint32_t stack_id) const {
+    if (stack_id >= r_.sample_stacks.size()) return;
+    for (uint32_t f : r_.sample_stacks[stack_id]) frames.push_back(frame_name(f));
+  }
+
+  // --ops: matching calls and everything nested in them; --time-range:
+  // calls overlapping it.
+  std::vector<bool> kept_calls(const Timeline& timeline, const CallTree& tree) const {
+    const size_t n = timeline.calls.size();
+    std::vector<bool> by_ops(n, !options_.ops.has_value());
+    if (options_.ops) {
+      std::vector<std::optional<bool>> matches(r_.ops.size() + 1);
+      for (const std::vector<size_t>& thread : tree.threads) {
+        for (size_t i : thread) {  // parents first
+          const uint32_t op = timeline.calls[i].op_id;
+          std::optional<bool>& m = matches[std::min<size_t>(op, r_.ops.size())];
+          if (!m || op >= r_.ops.size()) m = std::regex_search(op_name(op), *options_.ops);
+          by_ops[i] = *m || (tree.parent[i] >= 0 && by_ops[tree.parent[i]]);
+        }
+      }
+    }
+    std::vector<bool> kept(n);
+    for (size_t i = 0; i < n; ++i)
+      kept[i] = by_ops[i] && overlaps(timeline.calls[i].start_ns, timeline.calls[i].end_ns);
+    return kept;
+  }
+
+  // Is a moment on a thread inside a kept call? Without --ops every moment
+  // in the range counts, inside a call or not.
+  std::vector<bool> kept_moments(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept,
+                                 const std::vector<ThreadMoment>& moments) const {
+    std::vector<bool> out(moments.size());
+    if (!options_.ops) {
+      for (size_t i = 0; i < moments.size(); ++i) out[i] = in_range(moments[i].ts_ns);
+      return out;
+    }
+    const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+    for (size_t i = 0; i < moments.size(); ++i)
+      out[i] = calls[i] >= 0 && kept[calls[i]] && in_range(moments[i].ts_ns);
+    return out;
+  }
+
+  void note_thread(uint32_t tid) { threads_.insert(tid); }
+
+  void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
+    if (r_.options.shapes)
+      for (const EntryShapes& e : r_.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
+    for (const EntryStack& e : r_.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
+    const int64_t pid = r_.process.pid;
+    for (const std::vector<size_t>& thread : tree.threads) {
+      for (size_t i : thread) {  // start order, parents before children
+        if (!kept[i]) continue;
+        const OpCall& call = timeline.calls[i];
+        note_thread(call.tid);
+        begin_event();
+        common("X", "cpu_op", op_name(call.op_id), pid, call.tid, call.start_ns);
+        out_ += ",\"dur\":";
+        append_us(out_, static_cast<int64_t>(call.duration_ns()));
+        if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
+          std::vector<std::string_view> frames;
+          append_stack(frames, it->second);
+          if (uint64_t sf = stack_frames_.intern(frames)) {
+            out_ += ",\"sf\":\"";
+            append_number(out_, sf);
+            out_ += '"';
+          }
+        }
+        out_ += ",\"args\":{\"call\":";
+        append_number(out_, call.entry_index);
+        if (r_.options.shapes) {
+          out_ += ",\"Input Dims\":";
+          auto it = shape_of_entry.find(call.entry_index);
+          const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;
+          if (it != shape_of_entry.end() && it->second < r_.shapes.size())
+            append_dims(r_.shapes[it->second]);
+          else if (op && op->arg_count >= 0 && op->tensor_args == 0)  // nothing to read: all []
+            append_dims(InputShapes(static_cast<size_t>(op->arg_count), ArgShape(std::vector<int64_t>{})));
+          else
+            out_ += "null";  // not readable
+        }
+        if (call.unwound) out_ += ",\"unwound\":true";
+        out_ += "}}";
+        stats_.op_calls++;
+        maybe_flush();
+      }
+    }
+  }
+
+  void append_dims(const InputShapes& shapes) {
+    out_ += '[';
+    for (size_t a = 0; a < shapes.size(); ++a) {
+      if (a) out_ += ',';
+      if (!shapes[a]) {
+        out_ += "null";
+        continue;
+      }
+      out_ += '[';
+      for (size_t d = 0; d < shapes[a]->size(); ++d) {
+        if (d) out_ += ',';
+        append_number(out_, (*shapes[a])[d]);
+      }
+      out_ += ']';
+    }
+    out_ += ']';
+  }
+
+  void write_samples(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.samples.empty()) return;
+    std::vector<ThreadMoment> moments;
+    moments.reserve(r_.samples.size());
+    for (const CpuSample& s : r_.samples) moments.push_back({s.ts_ns, s.tid});
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
+    for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
+    const int64_t pid = r_.process.pid;
+    std::vector<std::string_view> frames;
+    for (size_t i = 0; i < r_.samples.size(); ++i) {
+      if (!keep[i]) continue;
+      const CpuSample& s = r_.samples[i];
+      // Outermost first: Python frames, the native leaf, kernel frames (as
+      // in the folded stacks).
+      frames.clear();
+      if (s.python_stack != kNoPythonStack) append_stack(frames, s.python_stack);
+      frames.push_back(frame_name(s.frame_id));
+      if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(frames, k->second);
+      note_thread(s.tid);
+      begin_event();
+      common("i", "cpu_sample", frames.back(), pid, s.tid, s.ts_ns);
+      out_ += ",\"s\":\"t\",\"sf\":\"";
+      append_number(out_, stack_frames_.intern(frames));
+      out_ += "\"}";
+      stats_.samples++;
+      maybe_flush();
+    }
+  }
+
+  std::string_view launch_name(uint32_t name_id) const {
+    return name_id < r_.launch_names.size() ? std::string_view(r_.launch_names[name_id]) : "[unknown kernel]";
+  }
+
+  void append_dim3(std::string_view key, const uint32_t (&d)[3]) {
+    out_ += ",\"";
+    out_ += key;
+    out_ += "\":[";
+    for (int i = 0; i < 3; ++i) {
+      if (i) out_ += ',';
+      append_number(out_, d[i]);
+    }
+    out_ += ']';
+  }
+
+  void write_launches(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.launches.empty()) return;
+    std::vector<ThreadMoment> moments;
+    moments.reserve(r_.launches.size());
+    for (const CudaLaunch& l : r_.launches) moments.push_back({l.ts_ns, l.tid});
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    const int64_t pid = r_.process.pid;
+    for (size_t i = 0; i < r_.launches.size(); ++i) {
+      if (!keep[i]) continue;
+      const CudaLaunch& l = r_.launches[i];
+      note_thread(l.tid);
+      begin_event();
+      // Entry probes see the call, not its return: no duration.
+      common("X", "cuda_runtime", launch_api_name(l.api), pid, l.tid, l.ts_ns);
+      out_ += ",\"dur\":0,\"args\":{\"kernel\":\"";
+      append_json_string(out_, launch_name(l.name_id));
+      out_ += '"';
+      if (l.api != GP_LAUNCH_GRAPH) {
+        append_dim3("grid", l.grid);
+        append_dim3("block", l.block);
+      }
+      out_ += ",\"stream\":\"";
+      out_ += hex(l.stream);
+      out_ += "\"}}";
+      maybe_flush();
+    }
+  }
+
+  void write_gpu(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.gpu_activities.empty()) return;
+    const std::vector<int64_t> launched_by = calls_of_gpu_activities(r_, timeline, tree);
+    std::unordered_map<uint64_t, size_t> correlation_index;
+    for (size_t i = 0; i < r_.gpu_correlations.size(); ++i)
+      correlation_index.try_emplace(r_.gpu_correlations[i].correlation_id, i);
+    const int64_t pid = r_.process.pid;
+    for (size_t i = 0; i < r_.gpu_activities.size(); ++i) {
+      const GpuActivity& a = r_.gpu_activities[i];
+      if (!overlaps(a.start_ns, a.end_ns)) continue;
+      if (options_.ops && (launched_by[i] < 0 || !kept[launched_by[i]])) continue;
+      const int64_t gpu_pid = kGpuPidBase + a.device;
+      gpu_streams_.insert({a.device, a.stream});
+      const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
+                        : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
+                                                            : "gpu_memset";
+      begin_event();
+      common("X", cat, launch_name(a.name_id), gpu_pid, a.stream, a.start_ns);
+      out_ += ",\"dur\":";
+      append_us(out_, static_cast<int64_t>(gpu_activity_ns(a)));
+      out_ += ",\"args\":{\"correlation\":";
+      append_number(out_, a.correlation_id);
+      out_ += ",\"device\":";
+      append_number(out_, a.device);
+      out_ += ",\"stream\":";
+      append_number(out_, a.stream);
+      if (a.kind != GpuActivityKind::kernel) {
+        out_ += ",\"bytes\":";
+        append_number(out_, a.bytes & ((uint64_t{1} << 40) - 1));
+      }
+      out_ += "}}";
+      stats_.gpu_activities++;
+      // The arrow from the launch, when its launch was seen in the range:
+      // "s" binds to the slice enclosing the launch on the CPU thread, "f"
+      // (binding point "e": enclosing) to the activity itself.
+      auto c = correlation_index.find(a.correlation_id);
+      if (c != correlation_index.end() && in_range(r_.gpu_correlations[c->second].ts_ns)) {
+        const GpuCorrelation& launch = r_.gpu_correlations[c->second];
+        const uint64_t id = ++stats_.flows;
+        note_thread(launch.tid);
+        begin_event();
+        common("s", "ac2g", "ac2g", pid, launch.tid, launch.ts_ns);
+        out_ += ",\"id\":";
+        append_number(out_, id);
+        out_ += '}';
+        begin_event();
+        common("f", "ac2g", "ac2g", gpu_pid, a.stream, a.start_ns);
+        out_ += ",\"id\":";
+        append_number(out_, id);
+        out_ += ",\"bp\":\"e\"}";
+      }
+      maybe_flush();
+    }
+  }
+
+  void write_memory() {
+    if (r_.mem_events.empty()) return;
+    const int64_t pid = r_.process.pid;
+    for (const MemoryLevel& level : memory_levels(r_.mem_events)) {
+      if (!in_range(level.ts_ns)) continue;
+      begin_event();
+      const std::string name =
+          level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
+      common("C", "memory", name, pid, 0, level.ts_ns);
+      out_ += ",\"args\":{\"bytes\":";
+      append_number(out_, level.bytes);
+      out_ += "}}";
+      stats_.counters++;
+      maybe_flush();
+    }
+  }
+
+  void metadata(std::string_view what, int64_t pid, int64_t tid, const std::string& name) {
+    begin_event();
+    out_ += "\"ph\":\"M\",\"name\":\"";
+    out_ += what;
+    out_ += "\",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+    out_ += ",\"args\":{\"name\":\"";
+    append_json_string(out_, name);
+    out_ += "\"}}";
+  }
+
+  void sort_index(std::string_view what, int64_t pid, int64_t tid, int64_t index) {
+    begin_event();
+    out_ += "\"ph\":\"M\",\"name\":\"";
+    out_ += what;
+    out_ += "\",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+    out_ += ",\"args\":{\"sort_index\":";
+    append_number(out_, index);
+    out_ += "}}";
+  }
+
+  // Names for the tracks that have events (the target's pid even without).
+  void write_metadata() {
+    const int64_t pid = r_.process.pid;
+    metadata("process_name", pid, 0, (r_.process.comm.empty() ? "target" : r_.process.comm) + " (" +
+                                         std::to_string(pid) + ")");
+    sort_index("process_sort_index", pid, 0, 0);
+    for (uint32_t tid : threads_) {
+      metadata("thread_name", pid, tid,
+               "thread " + std::to_string(tid) + (static_cast<int64_t>(tid) == pid ? " (main)" : ""));
+      // The main thread first, then by thread id.
+      sort_index("thread_sort_index", pid, tid, static_cast<int64_t>(tid) == pid ? 0 : tid);
+    }
+    std::set<uint32_t> devices;
+    for (const auto& [device, stream] : gpu_streams_) devices.insert(device);
+    for (uint32_t device : devices) {
+      metadata("process_name", kGpuPidBase + device, 0, "GPU " + std::to_string(device));
+      sort_index("process_sort_index", kGpuPidBase + device, 0, 1 + device);
+    }
+    for (const auto& [device, stream] : gpu_streams_)
+      metadata("thread_name", kGpuPidBase + device, stream, "stream " + std::to_string(stream));
+  }
+
+  const Recording& r_;
+  const ChromeTraceOptions& options_;
+  const std::function<void(std::string_view)>& write_;
+  const uint64_t base_ns_;
+  int64_t from_ns_ = 0;
+  int64_t until_ns_ = 0;
+  std::string out_;
+  ChromeTraceStats stats_;
+  StackFrames stack_frames_;
+  std::set<uint32_t> threads_;
+  std::set<std::pair<uint32_t, uint32_t>> gpu_streams_;  // (device, stream)
+};
+
+// The length of the UTF-8 sequence starting at text[i], 0 when invalid.
+size_t utf8_sequence_length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = 0;
+  uint32_t min = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    min = 0x80;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    min = 0x800;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  uint32_t code = lead & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      if (size_t length = utf8_sequence_length(text, i)) {
+        out.append(text.substr(i, length));
+        i += length;
+      } else {
+        out += "\xEF\xBF\xBD";  // U+FFFD
+        ++i;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7F) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+}
+
+std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error) {
+  const size_t colon = text.find(':');
+  auto bad = [&](const std::string& why) {
+    *error = "--time-range " + std::string(text) + ": " + why +
+             " (want START:END in seconds since the recording started, e.g. 1.5:3 or 2:)";
+    return std::nullopt;
+  };
+  if (colon == std::string_view::npos) return bad("no ':'");
+  TraceTimeRange range;
+  auto parse = [&](std::string_view part, std::optional<double>* into) {
+    if (part.empty()) return true;
+    double value = 0;
+    auto result = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (result.ec != std::errc() || result.ptr != part.data() + part.size() || !std::isfinite(value) || value < 0)
+      return false;
+    *into = value;
+    return true;
+  };
+  if (!parse(text.substr(0, colon), &range.from_s)) return bad("START is not a number of seconds >= 0");
+  if (!parse(text.substr(colon + 1), &range.until_s)) return bad("END is not a number of seconds >= 0");
+  if (range.from_s && range.until_s && *range.until_s < *range.from_s) return bad("END is before START");
+  return range;
+}
+
+ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
+                                    const std::function<void(std::string_view)>& write) {
+  return TraceWriter(recording, options, write).run();
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,79 @@
+#include "cli/trace_export.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <regex>
+
+#include "chrome_trace.h"
+#include "output_file.h"
+#include "recording.h"
+
+namespace gpuprof::cli {
+
+void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
+  CLI::Option* trace = command.add_option(
+      "--chrome-trace", options.output,
+      "write a Chrome/Perfetto trace (JSON; gzipped when OUT ends in .gz; - for stdout): op calls, "
+      "CPU samples, CUDA launches, GPU kernels with flow arrows, memory counters; see docs/chrome-trace.md");
+  trace->type_name("OUT");
+  command.add_option("--time-range", options.time_range,
+                     "with --chrome-trace: only what overlaps START:END, seconds since the recording "
+                     "started (either side may be empty: 2.5:)")
+      ->type_name("START:END")
+      ->needs(trace);
+  command.add_option("--ops", options.ops,
+                     "with --chrome-trace: only the op calls whose name matches PATTERN (a regular "
+                     "expression, searched), the calls nested in them and what they launched")
+      ->type_name("PATTERN")
+      ->needs(trace);
+}
+
+int export_chrome_trace(const Recording& recording, const std::string& input_path,
+                        const TraceExportOptions& options) {
+  std::string error;
+  ChromeTraceOptions trace;
+  if (!options.time_range.empty()) {
+    auto range = parse_trace_time_range(options.time_range, &error);
+    if (!range) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      return 2;
+    }
+    trace.range = *range;
+  }
+  if (!options.ops.empty()) {
+    try {
+      trace.ops.emplace(options.ops, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      std::fprintf(stderr, "gpuprof: error: --ops %s: not a regular expression (%s)\n", options.ops.c_str(),
+                   e.what());
+      return 2;
+    }
+    trace.ops_pattern = options.ops;
+  }
+  auto file = OutputFile::open(options.output, &error);
+  if (!file) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  const ChromeTraceStats stats =
+      write_chrome_trace(recording, trace, [&](std::string_view piece) { file->write(piece); });
+  if (!file->close(&error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "gpuprof: wrote %s from %s: %llu trace events (%llu op calls, %llu samples, %llu GPU activities, "
+               "%llu flows, %llu counter values)",
+               options.output == "-" ? "the trace" : options.output.c_str(), input_path.c_str(),
+               static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.op_calls),
+               static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.gpu_activities),
+               static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.counters));
+  if (uint64_t bytes = file->bytes_on_disk())
+    std::fprintf(stderr, bytes < 1'000'000 ? ", %.1f kB" : ", %.1f MB", bytes < 1'000'000 ? bytes / 1e3 : bytes / 1e6);
+  std::fprintf(stderr, "\n");
+  if (stats.op_calls == 0 && (!options.ops.empty() || !options.time_range.empty()))
+    std::fprintf(stderr, "gpuprof: warning: no op call matched --ops/--time-range\n");
+  return 0;
+}
+
+}  // namespace gpuprof::cli

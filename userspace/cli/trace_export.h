@@ -1,0 +1,31 @@
+// cli/trace_export.h: --chrome-trace OUT (report and record): a recording as
+// a Chrome/Perfetto trace, cut down by --time-range and --ops.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace gpuprof {
+struct Recording;
+}
+
+namespace gpuprof::cli {
+
+struct TraceExportOptions {
+  std::string output;      // "" when no trace is wanted; "-" for stdout; *.gz gzipped
+  std::string time_range;  // START:END, seconds since the recording started
+  std::string ops;         // regex searched in op names
+};
+
+// Adds --chrome-trace, --time-range and --ops (the last two need the first).
+void add_trace_export_options(CLI::App& command, TraceExportOptions& options);
+
+// Writes the trace of `recording` (read from input_path); prints one line
+// on stderr saying what was written. Returns the process exit code.
+int export_chrome_trace(const Recording& recording, const std::string& input_path,
+                        const TraceExportOptions& options);
+
+}  // namespace gpuprof::cli

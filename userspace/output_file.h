@@ -1,0 +1,28 @@
+// output_file.h: a file gpuprof writes a report into, gzip-compressed when
+// its name ends in ".gz" (Chrome and Perfetto open gzipped traces), or
+// standard output for "-".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gpuprof {
+
+class OutputFile {
+ public:
+  // nullptr and *error when the file cannot be created. Files are created
+  // 0600: reports hold command lines, paths and code locations.
+  static std::unique_ptr<OutputFile> open(const std::string& path, std::string* error);
+  virtual ~OutputFile() = default;
+
+  // False once a write failed; the first error is kept.
+  virtual bool write(std::string_view data) = 0;
+  // Flushes and closes; false and *error if anything failed on the way.
+  virtual bool close(std::string* error) = 0;
+  // Bytes written to the file so far (compressed bytes for .gz; 0 for "-").
+  virtual uint64_t bytes_on_disk() const = 0;
+};
+
+}  // namespace gpuprof
