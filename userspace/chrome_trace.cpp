@@ -13,10 +13,12 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "call_tree.h"
+#include "gpu_activity_names.h"
 #include "gpu_attribution.h"
 #include "input_shapes.h"
 #include "launch_table.h"
@@ -376,24 +378,57 @@ class TraceWriter {
     }
   }
 
+  // A stream runs its work one item at a time, but records can overlap
+  // (clock jitter, or a device that overlaps them): a slice that starts
+  // before the previous one on its track ended would break the track's
+  // nesting, so it goes to the stream's next free lane, a track of its own
+  // ("stream 7 (lane 1)"), tid = stream + lane * 2^32.
+  std::vector<std::pair<size_t, int64_t>> gpu_tracks(const std::vector<size_t>& activities) {
+    std::vector<size_t> order = activities;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      const GpuActivity& a = r_.gpu_activities[x];
+      const GpuActivity& b = r_.gpu_activities[y];
+      return std::tie(a.device, a.stream, a.start_ns, b.end_ns) < std::tie(b.device, b.stream, b.start_ns, a.end_ns);
+    });
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> lane_ends;  // (device, stream) -> per lane
+    std::vector<std::pair<size_t, int64_t>> placed;
+    placed.reserve(order.size());
+    for (size_t i : order) {
+      const GpuActivity& a = r_.gpu_activities[i];
+      std::vector<uint64_t>& ends = lane_ends[{a.device, a.stream}];
+      size_t lane = 0;
+      while (lane < ends.size() && a.start_ns < ends[lane]) ++lane;
+      if (lane == ends.size()) ends.push_back(0);
+      ends[lane] = std::max(a.end_ns, a.start_ns);
+      const int64_t tid = static_cast<int64_t>(a.stream) + static_cast<int64_t>(lane << 32);
+      gpu_tracks_.insert({a.device, tid});
+      placed.push_back({i, tid});
+    }
+    return placed;
+  }
+
   void write_gpu(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     if (r_.gpu_activities.empty()) return;
     const std::vector<int64_t> launched_by = calls_of_gpu_activities(r_, timeline, tree);
     std::unordered_map<uint64_t, size_t> correlation_index;
     for (size_t i = 0; i < r_.gpu_correlations.size(); ++i)
       correlation_index.try_emplace(r_.gpu_correlations[i].correlation_id, i);
-    const int64_t pid = r_.process.pid;
+    std::vector<size_t> wanted;
     for (size_t i = 0; i < r_.gpu_activities.size(); ++i) {
       const GpuActivity& a = r_.gpu_activities[i];
       if (!overlaps(a.start_ns, a.end_ns)) continue;
       if (options_.ops && (launched_by[i] < 0 || !kept[launched_by[i]])) continue;
+      wanted.push_back(i);
+    }
+    const int64_t pid = r_.process.pid;
+    for (const auto& [i, tid] : gpu_tracks(wanted)) {
+      const GpuActivity& a = r_.gpu_activities[i];
       const int64_t gpu_pid = kGpuPidBase + a.device;
-      gpu_streams_.insert({a.device, a.stream});
       const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
                         : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
                                                             : "gpu_memset";
       begin_event();
-      common("X", cat, launch_name(a.name_id), gpu_pid, a.stream, a.start_ns);
+      common("X", cat, launch_name(a.name_id), gpu_pid, tid, a.start_ns);
       out_ += ",\"dur\":";
       append_us(out_, static_cast<int64_t>(gpu_activity_ns(a)));
       out_ += ",\"args\":{\"correlation\":";
@@ -404,7 +439,7 @@ class TraceWriter {
       append_number(out_, a.stream);
       if (a.kind != GpuActivityKind::kernel) {
         out_ += ",\"bytes\":";
-        append_number(out_, a.bytes & ((uint64_t{1} << 40) - 1));
+        append_number(out_, activity_byte_count(a.bytes));
       }
       out_ += "}}";
       stats_.gpu_activities++;
@@ -422,7 +457,7 @@ class TraceWriter {
         append_number(out_, id);
         out_ += '}';
         begin_event();
-        common("f", "ac2g", "ac2g", gpu_pid, a.stream, a.start_ns);
+        common("f", "ac2g", "ac2g", gpu_pid, tid, a.start_ns);
         out_ += ",\"id\":";
         append_number(out_, id);
         out_ += ",\"bp\":\"e\"}";
@@ -487,13 +522,17 @@ class TraceWriter {
       sort_index("thread_sort_index", pid, tid, static_cast<int64_t>(tid) == pid ? 0 : tid);
     }
     std::set<uint32_t> devices;
-    for (const auto& [device, stream] : gpu_streams_) devices.insert(device);
+    for (const auto& [device, tid] : gpu_tracks_) devices.insert(device);
     for (uint32_t device : devices) {
       metadata("process_name", kGpuPidBase + device, 0, "GPU " + std::to_string(device));
       sort_index("process_sort_index", kGpuPidBase + device, 0, 1 + device);
     }
-    for (const auto& [device, stream] : gpu_streams_)
-      metadata("thread_name", kGpuPidBase + device, stream, "stream " + std::to_string(stream));
+    for (const auto& [device, tid] : gpu_tracks_) {
+      const int64_t lane = tid >> 32;
+      metadata("thread_name", kGpuPidBase + device, tid,
+               "stream " + std::to_string(tid & 0xffffffff) +
+                   (lane ? " (lane " + std::to_string(lane) + ")" : std::string()));
+    }
   }
 
   const Recording& r_;
@@ -506,7 +545,7 @@ class TraceWriter {
   ChromeTraceStats stats_;
   StackFrames stack_frames_;
   std::set<uint32_t> threads_;
-  std::set<std::pair<uint32_t, uint32_t>> gpu_streams_;  // (device, stream)
+  std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;  // (device, tid: stream and lane)
 };
 
 // The length of the UTF-8 sequence starting at text[i], 0 when invalid.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -95,6 +96,18 @@ void queue_record(const Record& record) {
   g_queue.push_back(std::move(bytes));
 }
 
+// A stream runs its work in order: the next record on (device, stream)
+// starts when the previous one ended, or now if that is later.
+uint64_t stream_start_ns(uint32_t device, uint32_t stream, uint64_t duration_ns) {
+  static std::map<std::pair<uint32_t, uint32_t>, uint64_t> busy_until;
+  const uint64_t now = now_ns();
+  std::lock_guard lock(g_mu);
+  uint64_t& until = busy_until[{device, stream}];
+  const uint64_t start = std::max(now, until);
+  until = start + duration_ns;
+  return start;
+}
+
 void queue_kernel(uint64_t correlation_id, const char* name, uint64_t duration_ns, uint32_t device,
                   uint32_t stream) {
   {
@@ -103,7 +116,7 @@ void queue_kernel(uint64_t correlation_id, const char* name, uint64_t duration_n
   }
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k.start = now_ns();
+  k.start = stream_start_ns(device, stream, duration_ns);
   k.end = k.start + duration_ns;
   k.completed = k.end;
   k.deviceId = device;
@@ -341,7 +354,7 @@ void fake_cupti_memcpy(uint64_t correlation_id, uint64_t bytes, uint8_t copy_kin
   m.srcKind = src_kind;
   m.dstKind = dst_kind;
   m.bytes = bytes;
-  m.start = now_ns();
+  m.start = stream_start_ns(device, stream, duration_ns);
   m.end = m.start + duration_ns;
   m.deviceId = device;
   m.contextId = 1;
@@ -361,7 +374,7 @@ void fake_cupti_memset(uint64_t correlation_id, uint64_t bytes, uint8_t memory_k
   m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   m.bytes = bytes;
   m.memoryKind = memory_kind;
-  m.start = now_ns();
+  m.start = stream_start_ns(device, stream, duration_ns);
   m.end = m.start + duration_ns;
   m.deviceId = device;
   m.contextId = 1;

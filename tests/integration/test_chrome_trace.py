@@ -119,3 +119,48 @@ def test_record_writes_the_trace_and_still_prints_the_table(tmp_path):
     doc = json.loads(trace.read_text())
     assert structural_problems(doc) == []
     assert collections.Counter(e["name"] for e in x_events(doc, "cpu_op"))["aten::matmul"] == 3
+
+
+def test_gpu_tracks_and_flow_arrows_from_the_cupti_shim(tmp_path):
+    # The stand-in CUPTI plays the GPU (tests/integration/test_cupti.py has
+    # the per-step plan): 10 steps of 3 scale kernels + 1 reduce kernel + 1
+    # memcpy in ops, 2 graph kernels + 1 memset in aten::cuda_replay, and 1
+    # kernel launched outside any op.
+    from conftest import FAKE_LIBTORCH, GPUPROF
+    stand_in = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
+    out = tmp_path / "gpu.gpuprof"
+    made = run_gpuprof("record", "-q", "-o", str(out), "--chrome-trace", str(tmp_path / "gpu.json"), "--",
+                       FAKE_LIBTORCH / "launch_driver", "10", env={"GPUPROF_CUPTI_LIBRARY": str(stand_in)})
+    assert made.returncode == 0, made.stderr
+    doc = json.loads((tmp_path / "gpu.json").read_text())
+    assert structural_problems(doc) == []
+    events = doc["traceEvents"]
+    by_cat = collections.Counter(e["cat"] for e in events if e["ph"] == "X")
+    assert (by_cat["kernel"], by_cat["gpu_memcpy"], by_cat["gpu_memset"]) == (70, 10, 10), by_cat
+    assert by_cat["cuda_runtime"] == 60, by_cat  # the uprobes' launches
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    gpu = {}
+    for e in events:
+        if e["ph"] == "X" and e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset"):
+            assert processes[e["pid"]] == "GPU 0" and names[(e["pid"], e["tid"])] == f"stream {e['tid']}", e
+            gpu[(e["pid"], e["tid"], e["ts"])] = e
+    # One arrow per activity (every launch was seen): from the launching
+    # thread, inside the op that launched it when there was one, to the
+    # activity's start.
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(ends) == 90
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "cpu_op"]
+    inside_ops = 0
+    for fid, s in starts.items():
+        f = ends[fid]
+        assert (f["pid"], f["tid"], f["ts"]) in gpu, f
+        assert s["pid"] == doc_pid(events) and s["ts"] <= f["ts"], (s, f)
+        inside_ops += any(o["tid"] == s["tid"] and o["ts"] <= s["ts"] <= o["ts"] + o["dur"] for o in ops)
+    assert inside_ops == 80, inside_ops  # all but the 10 kernels launched outside any op
+
+
+def doc_pid(events):
+    return next(e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"
+                and not e["args"]["name"].startswith("GPU "))

@@ -279,6 +279,32 @@ TEST(ChromeTrace, GpuWorkIsOnDeviceStreamTracksWithFlowsFromItsLaunch) {
   EXPECT_EQ(flows[0]["id"], flows[1]["id"]);
 }
 
+TEST(ChromeTrace, OverlappingRecordsOfOneStreamGetLanesOfTheirOwn) {
+  // Three records on stream 81: the second starts before the first ends
+  // (it would cross its end on one track), the third after both.
+  Recording r = recording_of({op("aten::add")}, {});
+  r.process.pid = 42;
+  r.cupti_shim = CuptiShimInfo{};
+  r.launch_names = {"k"};
+  r.gpu_activities = {{kStart + 1'000, kStart + 3'000, 1, 0, 0, 81, GpuActivityKind::kernel, 0},
+                      {kStart + 2'000, kStart + 4'000, 2, 0, 0, 81, GpuActivityKind::kernel, 0},
+                      {kStart + 5'000, kStart + 6'000, 3, 0, 0, 81, GpuActivityKind::kernel, 0}};
+  r.clock.start_monotonic_ns = kStart;
+  const std::string trace = trace_of(r);
+  EXPECT_EQ(structural_problems(trace), "");
+  std::map<int, int64_t> tid_of;  // correlation -> tid
+  std::map<int64_t, std::string> names;
+  for (const json& e : events_of(trace)) {
+    if (e["ph"] == "X") tid_of[e["args"]["correlation"]] = e["tid"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[e["tid"]] = e["args"]["name"];
+  }
+  EXPECT_EQ(tid_of[1], 81);
+  EXPECT_EQ(tid_of[2], 81 + (int64_t{1} << 32));
+  EXPECT_EQ(tid_of[3], 81);
+  EXPECT_EQ(names[81], "stream 81");
+  EXPECT_EQ(names[81 + (int64_t{1} << 32)], "stream 81 (lane 1)");
+}
+
 TEST(ChromeTrace, TimeRangeKeepsWhatOverlapsItWhole) {
   ChromeTraceOptions options;
   options.range = {0.000045, 0.000068};  // 45 us .. 68 us
