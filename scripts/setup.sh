@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential clang llvm bpftool pkg-config
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
-  libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev
+  libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev nlohmann-json3-dev
   python3-torch python3-torchvision python3-pytest
+  chromium
 )
 
 missing=()
@@ -24,6 +25,15 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# speedscope + playwright-core for tests/viewer/load_in_speedscope.mjs (the
+# browser is the chromium package above). npm ci only when the lock file changed.
+if ! command -v npm >/dev/null; then
+  echo "setup: npm not found (needs Node.js >= 20): the viewer tests (tests/viewer) will fail" >&2
+elif [[ ! tests/viewer/node_modules/.package-lock.json -nt tests/viewer/package-lock.json ]]; then
+  echo "setup: installing tests/viewer npm packages"
+  npm ci --prefix tests/viewer --no-audit --no-fund --loglevel=error
 fi
 
 make -j"$(nproc)" all build/gpuprof_unit_tests

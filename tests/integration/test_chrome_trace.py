@@ -14,6 +14,8 @@ import collections
 import gzip
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +166,50 @@ def test_gpu_tracks_and_flow_arrows_from_the_cupti_shim(tmp_path):
 def doc_pid(events):
     return next(e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"
                 and not e["args"]["name"].startswith("GPU "))
+
+
+VIEWER = Path(__file__).resolve().parent.parent / "viewer"
+
+
+def load_in_speedscope(profile, screenshot, *names):
+    """tests/viewer/load_in_speedscope.mjs: the real speedscope (npm) in
+    headless Chromium (Debian's) imports the file the way a user does and
+    lists every name; scripts/setup.sh installs both."""
+    assert (VIEWER / "node_modules" / "speedscope").is_dir(), \
+        "tests/viewer/node_modules missing: run scripts/setup.sh (npm ci --prefix tests/viewer)"
+    assert Path("/usr/bin/chromium").exists(), "/usr/bin/chromium missing: run scripts/setup.sh"
+    result = subprocess.run(["node", str(VIEWER / "load_in_speedscope.mjs"), str(profile), str(screenshot), *names],
+                            capture_output=True, text=True, timeout=150)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"speedscope: imported {profile}" in result.stdout, result.stdout
+    assert screenshot.stat().st_size > 10_000, screenshot  # a rendered flame graph, not a blank page
+    return result.stdout
+
+
+def test_speedscope_opens_the_trace_and_the_folded_stacks(region, tmp_path):
+    # The resnet18 demo's recording: its Chrome trace and its folded stacks,
+    # each opened in the real viewer; screenshots stay under the test's tmp
+    # directory (printed on failure).
+    trace = tmp_path / "resnet.json"
+    export(region.record_file, trace)
+    names = ("aten::conv2d", "aten::batch_norm", "aten::relu_", "aten::max_pool2d", "aten::linear")
+    shown = load_in_speedscope(trace, tmp_path / "trace.png", *names)
+    for name in names:
+        assert f"found: {name}" in shown, shown
+    folded = tmp_path / "resnet.folded"
+    made = run_gpuprof("report", str(region.record_file), "--folded")
+    assert made.returncode == 0, made.stderr
+    folded.write_text(made.stdout)
+    shown = load_in_speedscope(folded, tmp_path / "folded.png", "aten::conv2d", "aten::mkldnn_convolution",
+                               "aten::addmm")
+    assert "found: aten::addmm" in shown, shown
+
+
+def test_speedscope_refuses_what_is_not_a_profile(tmp_path):
+    # The harness must be able to fail: a file speedscope cannot import.
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(b"\x00\x01not a profile\xff" * 10)
+    result = subprocess.run(["node", str(VIEWER / "load_in_speedscope.mjs"), str(garbage), str(tmp_path / "g.png"),
+                             "aten::conv2d"], capture_output=True, text=True, timeout=150)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Unrecognized format" in result.stderr, result.stderr
