@@ -59,6 +59,21 @@ static __always_inline void dims_from_registers(__u32 *dims, __u64 xy, __u64 z)
 	dims[2] = (__u32)z;
 }
 
+/*
+ * The grid, block and stream of a launch configuration: cudaLaunchConfig_t
+ * and the driver's CUlaunchConfig share the layout (dims @0 and @12, shared
+ * memory @24, stream @32). Zeros when it cannot be read.
+ */
+static __always_inline void dims_from_config(struct gp_launch_event *e, __u64 config)
+{
+	if (bpf_probe_read_user(e->grid, 24, (void *)config) ||
+	    bpf_probe_read_user(&e->stream, 8, (void *)(config + 32))) {
+		__builtin_memset(e->grid, 0, sizeof(e->grid));
+		__builtin_memset(e->block, 0, sizeof(e->block));
+		e->stream = 0;
+	}
+}
+
 SEC("uprobe")
 int on_launch(struct pt_regs *ctx)
 {
@@ -112,12 +127,7 @@ int on_launch(struct pt_regs *ctx)
 		 * cudaStream_t stream @32.
 		 */
 		e->function = p2;
-		if (bpf_probe_read_user(e->grid, 24, (void *)p1) ||
-		    bpf_probe_read_user(&e->stream, 8, (void *)(p1 + 32))) {
-			__builtin_memset(e->grid, 0, sizeof(e->grid));
-			__builtin_memset(e->block, 0, sizeof(e->block));
-			e->stream = 0;
-		}
+		dims_from_config(e, p1);
 	} else if (api == GP_LAUNCH_GRAPH) {
 		/* cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) */
 		e->function = p1;
@@ -151,12 +161,7 @@ int on_launch(struct pt_regs *ctx)
 		 * hStream @32: cudaLaunchConfig_t's layout.
 		 */
 		e->function = p2;
-		if (bpf_probe_read_user(e->grid, 24, (void *)p1) ||
-		    bpf_probe_read_user(&e->stream, 8, (void *)(p1 + 32))) {
-			__builtin_memset(e->grid, 0, sizeof(e->grid));
-			__builtin_memset(e->block, 0, sizeof(e->block));
-			e->stream = 0;
-		}
+		dims_from_config(e, p1);
 	}
 	/* Userspace polls this ring on its loop's timer: no wakeup per launch. */
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

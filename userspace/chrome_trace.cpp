@@ -483,7 +483,8 @@ class TraceWriter {
     }
   }
 
-  void metadata(std::string_view what, int64_t pid, int64_t tid, const std::string& name) {
+  // An "M" event; args_json is its args object's inside.
+  void metadata_event(std::string_view what, int64_t pid, int64_t tid, const std::string& args_json) {
     begin_event();
     out_ += "\"ph\":\"M\",\"name\":\"";
     out_ += what;
@@ -491,22 +492,19 @@ class TraceWriter {
     append_number(out_, pid);
     out_ += ",\"tid\":";
     append_number(out_, tid);
-    out_ += ",\"args\":{\"name\":\"";
-    append_json_string(out_, name);
-    out_ += "\"}}";
+    out_ += ",\"args\":{";
+    out_ += args_json;
+    out_ += "}}";
+  }
+
+  void metadata(std::string_view what, int64_t pid, int64_t tid, const std::string& name) {
+    std::string args = "\"name\":\"";
+    append_json_string(args, name);
+    metadata_event(what, pid, tid, args + '"');
   }
 
   void sort_index(std::string_view what, int64_t pid, int64_t tid, int64_t index) {
-    begin_event();
-    out_ += "\"ph\":\"M\",\"name\":\"";
-    out_ += what;
-    out_ += "\",\"pid\":";
-    append_number(out_, pid);
-    out_ += ",\"tid\":";
-    append_number(out_, tid);
-    out_ += ",\"args\":{\"sort_index\":";
-    append_number(out_, index);
-    out_ += "}}";
+    metadata_event(what, pid, tid, "\"sort_index\":" + std::to_string(index));
   }
 
   // Names for the tracks that have events (the target's pid even without).
