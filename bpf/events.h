@@ -294,7 +294,18 @@ struct gp_gpu_dropped {
 	__u64 count;
 };
 
+/*
+ * A thread of the target exiting (bpf/thread_exits.bpf.c): its name then,
+ * which gpuprof cannot read from /proc once the thread is gone.
+ */
+struct gp_thread_exit {
+	__u32 tid;
+	__u32 reserved;
+	char comm[16]; /* TASK_COMM_LEN */
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(struct gp_thread_exit) == 24, "gp_thread_exit is shared with BPF");
 static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
 static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
 static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");

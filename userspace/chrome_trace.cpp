@@ -513,9 +513,15 @@ class TraceWriter {
     metadata("process_name", pid, 0, (r_.process.comm.empty() ? "target" : r_.process.comm) + " (" +
                                          std::to_string(pid) + ")");
     sort_index("process_sort_index", pid, 0, 0);
+    std::unordered_map<uint32_t, std::string> names;
+    for (const ThreadName& t : r_.thread_names) names.emplace(t.tid, t.name);
     for (uint32_t tid : threads_) {
+      // Its comm ("pt_autograd_0"); viewers show the tid beside it.
+      auto known = names.find(tid);
       metadata("thread_name", pid, tid,
-               "thread " + std::to_string(tid) + (static_cast<int64_t>(tid) == pid ? " (main)" : ""));
+               known != names.end() ? known->second
+                                    : "thread " + std::to_string(tid) +
+                                          (static_cast<int64_t>(tid) == pid ? " (main)" : ""));
       // The main thread first, then by thread id.
       sort_index("thread_sort_index", pid, tid, static_cast<int64_t>(tid) == pid ? 0 : tid);
     }

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
+#include <unordered_set>
 #include <utility>
 
 namespace gpuprof {
@@ -64,13 +66,13 @@ const char* type_name(uint32_t type) {
       "SHAPES",       "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
       "SAMPLES",      "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS",
       "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME", "GPU_CORRELATIONS",
-      "GPU_ACTIVITIES", "CUPTI_SHIM"};
-  return type >= 1 && type <= 21 ? names[type] : "unknown type";
+      "GPU_ACTIVITIES", "CUPTI_SHIM",  "THREAD_NAMES"};
+  return type >= 1 && type <= 22 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 21u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 22u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -168,6 +170,46 @@ void cupti_shim_fields(IO& io, C& c) {
   io.u64(c.records_dropped);
   io.u64(c.events_lost);
 }
+// THREAD_NAMES: the count, then each {tid, name}; a count that cannot fit
+// the payload stops the decoder at once (it would read short).
+template <typename IO, typename N>
+void thread_names_fields(IO& io, N& names) {
+  uint32_t count = static_cast<uint32_t>(names.size());
+  io.u32(count);
+  if constexpr (std::is_const_v<N>) {
+    for (const ThreadName& t : names) {
+      uint32_t tid = t.tid;
+      std::string name = t.name;
+      io.u32(tid);
+      io.str(name);
+    }
+  } else {
+    if (count > io.left() / 8) {  // 8: the smallest entry, a tid and an empty name
+      io.ok = false;
+      return;
+    }
+    names.resize(count);
+    for (ThreadName& t : names) {
+      io.u32(t.tid);
+      io.str(t.name);
+    }
+  }
+}
+
+// The THREAD_NAMES rules of record_file.h, shared by writer and reader.
+std::string thread_names_problem(const std::vector<ThreadName>& names) {
+  std::unordered_set<uint32_t> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i].tid == 0) return "thread name " + std::to_string(i) + " has tid 0";
+    if (!seen.insert(names[i].tid).second)
+      return "thread name " + std::to_string(i) + " repeats tid " + std::to_string(names[i].tid);
+    if (names[i].name.size() > kRecordMaxThreadName)
+      return "thread name " + std::to_string(i) + " is " + std::to_string(names[i].name.size()) +
+             " bytes long (at most " + std::to_string(kRecordMaxThreadName) + ")";
+  }
+  return "";
+}
+
 // Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
 size_t min_op_bytes(uint32_t version) { return version >= 2 ? 20 : 12; }
 
@@ -382,6 +424,7 @@ struct Seen {
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
   bool cuda_runtime = false;
   bool cupti_shim = false;
+  bool thread_names = false;
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
@@ -826,6 +869,12 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::CUPTI_SHIM:
       if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());
+      break;
+    case ChunkType::THREAD_NAMES:
+      if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
+      thread_names_fields(d, rec.thread_names);
+      if (d.ok)
+        if (std::string problem = thread_names_problem(rec.thread_names); !problem.empty()) return problem;
       break;
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
@@ -1459,6 +1508,20 @@ bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error)
   return true;
 }
 
+bool RecordWriter::set_thread_names(const std::vector<ThreadName>& names, std::string* error) {
+  if (!check_state(State::kBegun, "set_thread_names", error)) return false;
+  if (std::string problem = thread_names_problem(names); !problem.empty()) {
+    *error = path_ + ": not recording the thread names: " + problem;
+    return false;
+  }
+  if (names.size() > (kRecordMaxChunkPayload - 4) / (8 + kRecordMaxThreadName)) {
+    *error = path_ + ": not recording the thread names: too many threads";
+    return false;
+  }
+  thread_names_ = names;
+  return true;
+}
+
 bool RecordWriter::flush_sample_frames(std::string* error) {
   if (pending_frame_count_ == 0) return true;
   const uint32_t first_id = frames_defined_ - pending_frame_count_;
@@ -1616,6 +1679,11 @@ bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, s
     Encoder c;
     cupti_shim_fields(c, *cupti_shim_);
     if (!write_chunk(ChunkType::CUPTI_SHIM, c.b, error)) return false;
+  }
+  if (!thread_names_.empty()) {
+    Encoder c;
+    thread_names_fields(c, std::as_const(thread_names_));
+    if (!write_chunk(ChunkType::THREAD_NAMES, c.b, error)) return false;
   }
   Encoder s, e;
   stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);

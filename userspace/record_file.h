@@ -111,6 +111,10 @@
 //   CUPTI_SHIM   str shim_path, u32 state, u64 records_dropped, u64
 //                events_lost: the CUPTI shim as gpuprof found it
 //                (Recording::cupti_shim); at most once
+//   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
+//                thread names (Recording::thread_names); tids non-zero and
+//                distinct, names at most kRecordMaxThreadName bytes; at most
+//                once
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -224,6 +228,8 @@ inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;
 // Largest payload a reader accepts (checked before allocating anything).
 inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
+// A thread name's longest (Linux's comm is 15 bytes; room for others).
+inline constexpr size_t kRecordMaxThreadName = 255;
 // The writer emits an EVENTS chunk once this many payload bytes are buffered
 // (2048 events), and a LAUNCHES chunk (1024 launches; after the pending
 // launch names), a LAUNCH_NAMES chunk, a GPU_CORRELATIONS chunk (2048
@@ -280,6 +286,7 @@ enum class ChunkType : uint32_t {
   GPU_CORRELATIONS = 19,      // version 2
   GPU_ACTIVITIES = 20,        // version 2
   CUPTI_SHIM = 21,            // version 2
+  THREAD_NAMES = 22,          // version 2
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -418,6 +425,11 @@ class RecordWriter {
   // chunk before STATS (after CUDA_RUNTIME). Needs the ops option; the last
   // call wins.
   bool set_cupti_shim(const CuptiShimInfo& info, std::string* error);
+  // The target's thread names; finish() writes them in one THREAD_NAMES
+  // chunk before STATS (after CUPTI_SHIM) when there are any. A zero or
+  // repeated tid or a name longer than kRecordMaxThreadName is refused; the
+  // last call wins.
+  bool set_thread_names(const std::vector<ThreadName>& names, std::string* error);
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
   // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
   // SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES, GPU_CORRELATIONS,
@@ -427,7 +439,8 @@ class RecordWriter {
   bool flush(std::string* error);
   // flush(), then the CUDA_RUNTIME chunk (when set_cuda_runtime was
   // called), the CUPTI_SHIM chunk (when set_cupti_shim was called), the
-  // STATS and END chunks, then closes the file (a close error is reported).
+  // THREAD_NAMES chunk (when set_thread_names gave any), the STATS and END
+  // chunks, then closes the file (a close error is reported).
   // stats are stored as given.
   bool finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
 
@@ -528,6 +541,7 @@ class RecordWriter {
   std::vector<uint8_t> pending_gpu_correlations_;  // GPU_CORRELATIONS
   std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
   std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
+  std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;

@@ -36,6 +36,7 @@
 #include "record_file.h"
 #include "shape_collector.h"
 #include "target_process.h"
+#include "thread_names.h"
 #include "unique_fd.h"
 
 namespace gpuprof {
@@ -235,6 +236,7 @@ class Session {
   std::string shim_error_;
   RetryEvery100ms shim_retry_;
   uint64_t launches_recorded_ = 0;
+  std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
 };
 
@@ -309,6 +311,10 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   options.sample_hz = config_.sample_hz;
   options.ops = config_.ops;
   options.with_stack = config_.with_stack;
+  thread_names_ = std::make_unique<ThreadNameCollector>(pid);
+  if (std::string why; !thread_names_->watch_exits(&why))
+    std::fprintf(stderr, "gpuprof: warning: threads that exit before gpuprof reads their events keep no name: %s\n",
+                 why.c_str());
   writer_ = RecordWriter::create(config_.output_path, &error);
   if (!writer_ || !writer_->begin(process, clock, ops, options, &error)) return fail(error);
   return true;
@@ -515,6 +521,7 @@ void Session::read_shim_state() {
 void Session::on_gpu_correlation(const gp_gpu_correlation& c) {
   gpu_records_seen_ = true;
   if (!writer_ || !write_error_.empty()) return;
+  thread_names_->saw(c.tid);
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
   std::string err;
   if (!writer_->append_gpu_correlations(&correlation, 1, &err)) write_failed(err);
@@ -615,6 +622,7 @@ void Session::on_launch(const gp_launch_event& event) {
   std::copy(std::begin(event.grid), std::end(event.grid), launch.grid);
   std::copy(std::begin(event.block), std::end(event.block), launch.block);
   launch.tid = event.tid;
+  thread_names_->saw(event.tid);
   launch.api = event.api;
   launch.name_id = launch_name_id(event);
   std::string err;
@@ -632,6 +640,7 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
   stats_.events_recorded++;
+  thread_names_->saw(event.tid);
   if (shapes_ && event.kind == GP_EV_OP_ENTRY) {
     if (!shape_words.empty())
       shapes_->add_entry(index, event.op_id, shape_words);
@@ -772,6 +781,7 @@ std::optional<uint32_t> Session::sample_frame_id(const std::string& name) {
 // to read; the record keeps the names (a report needs no target).
 void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   if (!writer_ || !write_error_.empty()) return;
+  thread_names_->saw(sample.tid);
   std::string err;
   auto known = frame_of_address_.find(sample.user_ip);
   uint32_t frame_id;
@@ -970,6 +980,8 @@ bool Session::finish() {
     else
       std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", cupti_shim_state_text(cupti_shim_->state));
   }
+  thread_names_->poll();
+  if (!writer_->set_thread_names(thread_names_->names(), &error)) write_failed(error);
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
@@ -1104,6 +1116,7 @@ RecordOutcome Session::run() {
     tracer_->consume();
     if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
     if (launch_tracer_) launch_tracer_->consume();  // polled too: no wakeup per launch
+    if (thread_names_) thread_names_->poll();
     drain_shapes();
     try_attach_memory();
     try_attach_launches();

@@ -194,6 +194,14 @@ struct CuptiShimInfo {
   bool operator==(const CuptiShimInfo&) const = default;
 };
 
+// A thread of the target as gpuprof first saw it: its name
+// (/proc/PID/task/TID/comm: "python3", "pt_autograd_0").
+struct ThreadName {
+  uint32_t tid = 0;
+  std::string name;
+  bool operator==(const ThreadName&) const = default;
+};
+
 struct Recording {
   uint32_t format_version = 0;
   ProcessInfo process;
@@ -237,6 +245,9 @@ struct Recording {
   std::vector<GpuCorrelation> gpu_correlations;
   std::vector<GpuActivity> gpu_activities;
   std::optional<CuptiShimInfo> cupti_shim;
+  // Names of the threads that ran ops, were sampled or launched, read when
+  // gpuprof first saw each (written at the end: a killed recorder has none).
+  std::vector<ThreadName> thread_names;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

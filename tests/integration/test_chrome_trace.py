@@ -111,16 +111,36 @@ def test_bad_arguments_are_refused_with_the_reason(region, tmp_path):
     assert mixed.returncode != 0 and "excludes" in mixed.stderr, mixed.stderr
 
 
+# Three matmuls on the main thread, one on a thread that names itself
+# "gp_worker" (prctl PR_SET_NAME, as torch names its autograd threads).
+NAMED_THREAD_SCRIPT = """
+import ctypes, threading, torch
+x = torch.ones(4, 4)
+[x.matmul(x) for _ in range(3)]
+def worker():
+    ctypes.CDLL(None).prctl(15, b"gp_worker", 0, 0, 0)
+    x.matmul(x)
+t = threading.Thread(target=worker)
+t.start()
+t.join()
+"""
+
+
 def test_record_writes_the_trace_and_still_prints_the_table(tmp_path):
     out = tmp_path / "t.gpuprof"
     trace = tmp_path / "t.json"
     result = run_gpuprof("record", "-o", str(out), "--chrome-trace", str(trace), "--",
-                         TARGET_PYTHON, "-c", "import torch; x = torch.ones(4, 4); [x.matmul(x) for _ in range(3)]")
+                         TARGET_PYTHON, "-c", NAMED_THREAD_SCRIPT)
     assert result.returncode == 0, result.stderr
     assert "aten::matmul" in result.stdout and "Self CPU time total" in result.stdout, result.stdout
     doc = json.loads(trace.read_text())
     assert structural_problems(doc) == []
-    assert collections.Counter(e["name"] for e in x_events(doc, "cpu_op"))["aten::matmul"] == 3
+    matmuls = [e for e in x_events(doc, "cpu_op") if e["name"] == "aten::matmul"]
+    assert len(matmuls) == 4
+    # Thread tracks carry the threads' own names (their comm).
+    names = {e["tid"]: e["args"]["name"] for e in doc["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert sorted(names[e["tid"]] for e in matmuls) == ["gp_worker", "python3", "python3", "python3"], names
 
 
 def test_gpu_tracks_and_flow_arrows_from_the_cupti_shim(tmp_path):

@@ -74,6 +74,7 @@ Recording full_recording() {
                       {kStart + 66'000, kStart + 66'250, 8, (uint64_t{1} << 56) | 4096, 0, 82,
                        GpuActivityKind::memcpy, 2},
                       {kStart + 80'000, kStart + 81'000, 99, 0, 1, 7, GpuActivityKind::kernel, 0}};
+  r.thread_names = {{kMain, "python3"}};  // the worker's name was not read
   r.mem_events = {cpu_alloc(kStart + 25'000, 0xa0, 4096, kMain), cuda_mem(kStart + 26'000, 0xb0, 512, 1536, 0, kMain),
                   cpu_free(kStart + 58'000, 0xa0, kMain)};
   return r;

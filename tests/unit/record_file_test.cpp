@@ -3302,10 +3302,100 @@ TEST_F(RecordFileTest, RecordingsWithoutTheCuptiShimReadWithoutGpuData) {
   ASSERT_TRUE(old.has_value()) << err;
   EXPECT_TRUE(old->gpu_correlations.empty() && old->gpu_activities.empty());
   EXPECT_EQ(old->cupti_shim, std::nullopt);
-  // Type 22 is unknown in version 2 too: skipped.
-  auto newer = read_recording_bytes(cat(v2_prefix(0), encode_chunk(22, std::vector<uint8_t>{4})),
+  // Type 23 is unknown in version 2 too: skipped.
+  auto newer = read_recording_bytes(cat(v2_prefix(0), encode_chunk(23, std::vector<uint8_t>{4})),
                                     &err, "f");
   ASSERT_TRUE(newer.has_value()) << err;
+}
+
+Bytes thread_names_payload(const std::vector<ThreadName>& names) {
+  Bytes b;
+  b.u32(static_cast<uint32_t>(names.size()));
+  for (const ThreadName& t : names) b.u32(t.tid).str(t.name);
+  return b;
+}
+std::vector<ThreadName> sample_thread_names() {
+  return {{4242, "python3"}, {4250, "pt_autograd_0"}, {4251, ""}};
+}
+
+TEST_F(RecordFileTest, ThreadNamesAreWrittenByFinishBeforeStatsAndReadBack) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  const size_t before = w.bytes_written();
+  ASSERT_TRUE(w.set_thread_names({{1, "old"}}, &err)) << err;
+  ASSERT_TRUE(w.set_thread_names(sample_thread_names(), &err)) << err;  // the last call wins
+  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  EXPECT_EQ(w.bytes_written(), before);  // nothing written before finish
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  const std::vector<uint8_t> tail =
+      cat(cat(chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())),
+              chunk_of(ChunkType::THREAD_NAMES, thread_names_payload(sample_thread_names()))),
+          cat(chunk_of(ChunkType::STATS, sample_stats_payload()), chunk_of(ChunkType::END, Bytes().u64(9))));
+  ASSERT_GE(file.size(), tail.size());
+  EXPECT_EQ(std::vector<uint8_t>(file.end() - static_cast<std::ptrdiff_t>(tail.size()), file.end()), tail);
+  auto rec = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->thread_names, sample_thread_names());
+  // None set: no chunk.
+  RecordWriter plain = must_create();
+  ASSERT_TRUE(plain.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(plain.finish(sample_stats(), 9, &err)) << err;
+  for (const ChunkHeader& c : chunk_headers(read_bytes(path_), kRecordHeaderSize))
+    EXPECT_NE(c.type, ChunkType::THREAD_NAMES);
+}
+
+TEST_F(RecordFileTest, ThreadNamesTheReaderWouldRejectAreRefused) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  EXPECT_FALSE(w.set_thread_names({{7, "a"}, {0, "b"}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 1 has tid 0");
+  EXPECT_FALSE(w.set_thread_names({{7, "a"}, {7, "b"}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 1 repeats tid 7");
+  EXPECT_FALSE(w.set_thread_names({{7, std::string(256, 'x')}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 0 is 256 bytes long (at most 255)");
+  EXPECT_TRUE(w.set_thread_names({{7, std::string(255, 'x')}}, &err)) << err;
+}
+
+TEST_F(RecordFileTest, CorruptThreadNamesAreClearErrors) {
+  std::string err;
+  const std::vector<uint8_t> prefix = v2_prefix(0);
+  auto expect_error = [&](const std::vector<uint8_t>& bytes, const std::string& expected) {
+    std::string e;
+    EXPECT_FALSE(read_recording_bytes(bytes, &e, "f").has_value()) << expected;
+    EXPECT_EQ(e, expected);
+  };
+  const std::vector<uint8_t> good =
+      cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload(sample_thread_names())));
+  auto read = read_recording_bytes(good, &err, "f");
+  ASSERT_TRUE(read.has_value()) << err;
+  EXPECT_EQ(read->thread_names, sample_thread_names());
+  EXPECT_FALSE(read->complete);
+  expect_error(cat(good, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload({}))),
+               "f: corrupt chunk 6 (THREAD_NAMES)" + at_offset(good) + "duplicate THREAD_NAMES chunk");
+  const std::string t5 = "f: corrupt chunk 5 (THREAD_NAMES)" + at_offset(prefix);
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload({{3, "a"}, {0, "b"}}))),
+               t5 + "thread name 1 has tid 0");
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload({{3, "a"}, {3, "b"}}))),
+               t5 + "thread name 1 repeats tid 3");
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload({{3, std::string(300, 'n')}}))),
+               t5 + "thread name 0 is 300 bytes long (at most 255)");
+  // A count the payload cannot hold, a name running past the end, trailing bytes.
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, Bytes().u32(1000000).u32(3).str("a"))),
+               t5 + "payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, Bytes().u32(1).u32(3).u32(50).u32(0))),
+               t5 + "payload too short");
+  expect_error(cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload({{3, "a"}}).u32(0))),
+               t5 + "4 unexpected trailing payload bytes");
+  // Any single flipped byte of a finished file with names: a clear error or
+  // an incomplete recording, never a crash.
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(w.set_thread_names(sample_thread_names(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  expect_every_flipped_byte_is_caught(read_bytes(path_));
 }
 
 TEST_F(RecordFileTest, WriterRefusesGpuDataTheReaderWouldReject) {
