@@ -282,7 +282,10 @@ int main(int argc, char** argv) {
   if (probes_on) check(raise_semaphores(shim) == 3, "raised the 3 USDT semaphores named in the stapsdt notes");
 
   if (argc - arg >= 4) {
-    std::ofstream(argv[arg + 2]) << getpid() << "\n";
+    // Written whole, then renamed into place: the test never reads it half written.
+    const std::string ready = argv[arg + 2], partial = ready + ".partial";
+    std::ofstream(partial) << getpid() << "\n";
+    std::rename(partial.c_str(), ready.c_str());
     while (access(argv[arg + 3], F_OK) != 0) usleep(10 * 1000);
   }
   Counts c;

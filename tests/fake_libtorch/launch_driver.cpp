@@ -61,7 +61,10 @@ int main(int argc, char** argv) {
   auto cupti_launch = reinterpret_cast<uint64_t (*)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t)>(
       dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
   if (argc > 3) {
-    std::ofstream(argv[2]) << getpid() << "\n";
+    // Written whole, then renamed into place: the test never reads it half written.
+    const std::string ready = argv[2], partial = ready + ".partial";
+    std::ofstream(partial) << getpid() << "\n";
+    std::rename(partial.c_str(), ready.c_str());
     while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
   }
   long launched = 0;
