@@ -4,6 +4,7 @@
 
 #include "cli/record.h"
 #include "cli/report.h"
+#include "cli/top.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpuprof: torch.profiler's operator tables for a running PyTorch process, "
@@ -14,11 +15,14 @@ int main(int argc, char** argv) {
   gpuprof::cli::ReportOptions report;
   gpuprof::cli::add_record_command(app, record);
   gpuprof::cli::add_report_command(app, report);
+  gpuprof::cli::TopOptions top;
+  gpuprof::cli::add_top_command(app, top);
   app.footer(
       "Examples:\n"
       "  sudo gpuprof record -p 4242                       # attach; Ctrl-C (or -d 10) stops\n"
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
-      "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n");
+      "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
+      "  sudo gpuprof top -p 4242                          # live view; q quits\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -32,5 +36,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (app.got_subcommand("record")) return gpuprof::cli::run_record(record);
+  if (app.got_subcommand("top")) return gpuprof::cli::run_top(top);
   return gpuprof::cli::run_report(report);
 }

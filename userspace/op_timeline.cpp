@@ -26,7 +26,7 @@ struct ThreadState {
   bool ran_ops = false;          // saw an ENTRY or EXIT
 };
 
-class TimelineBuilder {
+class Builder {
  public:
   void add(const gp_event& event, uint64_t index) {
     ThreadState& thread = thread_of(event.tid);
@@ -57,6 +57,20 @@ class TimelineBuilder {
       if (thread.ran_ops) ++timeline_.threads;
     }
     return std::move(timeline_);
+  }
+
+  std::vector<OpCall> take_calls() {
+    std::vector<OpCall> calls = std::move(timeline_.calls);
+    timeline_.calls.clear();
+    timeline_.child_count.clear();
+    timeline_.only_child.clear();
+    return calls;
+  }
+
+  uint64_t open_frames() const {
+    uint64_t n = 0;
+    for (const auto& [tid, thread] : threads_) n += thread.stack.size();
+    return n;
   }
 
  private:
@@ -152,6 +166,20 @@ class TimelineBuilder {
 };
 
 }  // namespace
+
+struct TimelineBuilder::State {
+  Builder builder;
+};
+
+TimelineBuilder::TimelineBuilder() : state_(std::make_unique<State>()) {}
+TimelineBuilder::~TimelineBuilder() = default;
+TimelineBuilder::TimelineBuilder(TimelineBuilder&&) noexcept = default;
+TimelineBuilder& TimelineBuilder::operator=(TimelineBuilder&&) noexcept = default;
+void TimelineBuilder::add(const gp_event& event, uint64_t index) { state_->builder.add(event, index); }
+void TimelineBuilder::reserve_calls(size_t entries) { state_->builder.reserve_calls(entries); }
+std::vector<OpCall> TimelineBuilder::take_calls() { return state_->builder.take_calls(); }
+uint64_t TimelineBuilder::open_frames() const { return state_->builder.open_frames(); }
+Timeline TimelineBuilder::finish() && { return std::move(state_->builder).finish(); }
 
 Timeline build_timeline(std::span<const gp_event> events) {
   TimelineBuilder builder;

@@ -48,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -96,5 +97,33 @@ struct Timeline {
 // One pass over the events, O(n) amortized: every frame is pushed and popped
 // at most once. Never fails; odd input shows up in the counters.
 Timeline build_timeline(std::span<const gp_event> events);
+
+// The same rules, fed one event at a time (build_timeline() is this over a
+// span): what a live view (gpuprof top) uses, taking the completed calls as
+// they come.
+class TimelineBuilder {
+ public:
+  TimelineBuilder();
+  ~TimelineBuilder();
+  TimelineBuilder(TimelineBuilder&&) noexcept;
+  TimelineBuilder& operator=(TimelineBuilder&&) noexcept;
+
+  // `index`: the event's index in the whole stream (OpCall::entry_index).
+  void add(const gp_event& event, uint64_t index);
+  // Calls are at most the ENTRY events; reserving them up front saves the
+  // vector's regrowth copies on recordings of millions of events.
+  void reserve_calls(size_t entries);
+  // The calls completed since the last take, in completion order. Their
+  // Timeline::child_count/only_child bookkeeping is dropped: a live view
+  // does not fold same-name children.
+  std::vector<OpCall> take_calls();
+  // Frames open now, on every thread.
+  uint64_t open_frames() const;
+  Timeline finish() &&;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace gpuprof

@@ -317,6 +317,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
                  why.c_str());
   writer_ = RecordWriter::create(config_.output_path, &error);
   if (!writer_ || !writer_->begin(process, clock, ops, options, &error)) return fail(error);
+  if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
   return true;
 }
 
@@ -639,6 +640,7 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   std::string err;
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
+  if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
   if (shapes_ && event.kind == GP_EV_OP_ENTRY) {
@@ -1092,7 +1094,7 @@ RecordOutcome Session::run() {
   }
 
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get()}) {
+  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) {
     if (fd < 0) continue;
     epoll_event ev = {};
     ev.events = EPOLLIN;
@@ -1130,6 +1132,7 @@ RecordOutcome Session::run() {
       last_flush = now;
     }
     if (!write_error_.empty()) stop("write error");
+    if (config_.on_tick && !config_.on_tick(now, tracer_->events_lost())) stop("quit");
     if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
       try_attach_catch();
   }

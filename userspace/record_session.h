@@ -8,10 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "dispatcher_catalog.h"
+#include "events.h"
+#include "recording.h"
 
 namespace gpuprof {
 
@@ -28,6 +31,18 @@ struct RecordConfig {
   bool ops = true;              // false (--no-ops): samples only, no op probes
   bool with_stack = false;      // --with-stack: the Python stack at every op entry
   bool verbose = false;
+  // Live consumers (gpuprof top). on_op_event sees every op event as it is
+  // read from the ring buffer, with its index in the recording; on_tick is
+  // called from the session's loop about every 100 ms, after the events
+  // read so far (also before the probes are in), and when it returns false
+  // the session stops ("quit");
+  // input_fd (top's terminal) also wakes the loop when readable.
+  // on_begin: the target and its op table (op ids index it), once the
+  // recording begins (after the probes are in).
+  std::function<void(const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns)> on_begin;
+  std::function<void(const gp_event&, uint64_t index)> on_op_event;
+  std::function<bool(uint64_t now_ns, uint64_t events_lost)> on_tick;
+  int input_fd = -1;
 };
 
 struct RecordOutcome {

@@ -1,0 +1,160 @@
+"""gpuprof top against a live PyTorch process: --batch refreshes with the
+running ops and plausible counts, the full-screen view driven in tmux (sort,
+filter, quit, terminal restored), the target finishing with the same result,
+and a launched command ending top with a summary."""
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import GPUPROF, TARGET_PYTHON, WORKLOADS, run_gpuprof, touch, wait_for_file
+
+STEPS = 40000
+
+
+def start_loop(procs, workdir, steps=STEPS):
+    target = procs.start_workload("matmul_loop.py", workdir, str(steps))
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    return target, pid
+
+
+def tables(text):
+    """Each refresh of --batch output: (status line, {name: (self %, self, total, avg, calls)})."""
+    out = []
+    for block in re.split(r"\n(?=gpuprof top - )", text.strip()):
+        lines = block.strip("\n").splitlines()
+        assert lines[0].startswith("gpuprof top - "), block
+        header = next(i for i, line in enumerate(lines) if line.startswith("Name"))
+        rows = {}
+        for line in lines[header + 1:]:
+            cells = re.split(r"\s{2,}", line.strip())
+            if len(cells) == 6:
+                rows[cells[0]] = tuple(cells[1:])
+        out.append((lines[0], lines[1], rows))
+    return out
+
+
+def test_batch_refreshes_show_the_running_ops(procs, workdir):
+    target, pid = start_loop(procs, workdir)
+    touch(workdir, "go")
+    result = run_gpuprof("top", "-p", str(pid), "-b", "-n", "3", "-i", "0.5", timeout=120)
+    assert result.returncode == 0, result.stderr
+    refreshes = tables(result.stdout)
+    assert len(refreshes) == 3, result.stdout
+    for status, second, rows in refreshes:
+        assert re.match(rf"gpuprof top - {pid} \(python3\), \d+ threads?, CPU [\d.]+%, \d+ ops/s, 0 events lost$",
+                        status), status
+        assert "sorted by self_cpu_time_total" in second, second
+        # Every step is one matmul (-> mm), one add, one relu (-> clamp_min),
+        # one div: the per-interval counts agree within the step that
+        # straddles the interval's edge.
+        mm = int(rows["aten::mm"][4])
+        assert mm > 10, rows
+        for name in ("aten::matmul", "aten::add", "aten::relu", "aten::div"):
+            assert abs(int(rows[name][4]) - mm) <= 2, (name, rows)
+        # Sorted by self time, largest first.
+        selves = [float(re.match(r"([\d.]+)%", cells[0]).group(1)) for cells in rows.values()]
+        assert selves == sorted(selves, reverse=True), rows
+    assert "gpuprof: stopped (quit)" in result.stderr, result.stderr
+    # The target goes on, unharmed, and ends with the result it computes alone.
+    assert target.wait(timeout=300) == 0, target.describe()
+    assert target.stdout().strip() == expected_checksum(), target.stdout()
+
+
+_CHECKSUM = {}
+
+
+def expected_checksum():
+    if "v" not in _CHECKSUM:
+        code = ("import sys; sys.argv = ['x', '', '%d'];" % STEPS +
+                "import handshake; handshake.wait_for_file = lambda *a, **k: None;" +
+                "handshake.signal_file = lambda *a, **k: None; import matmul_loop; matmul_loop.main()")
+        result = subprocess.run([TARGET_PYTHON, "-c", code], capture_output=True, text=True, timeout=300,
+                                cwd=WORKLOADS, env={"PYTHONPATH": str(WORKLOADS), "PATH": "/usr/bin:/bin"})
+        assert result.returncode == 0, result.stderr
+        _CHECKSUM["v"] = result.stdout.strip()
+    return _CHECKSUM["v"]
+
+
+def test_a_launched_command_ends_top_with_a_summary(tmp_path):
+    result = run_gpuprof("top", "-b", "-i", "60", "--", TARGET_PYTHON, "-c",
+                         "import torch; x = torch.ones(8, 8); [x.matmul(x) for _ in range(50)]", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "gpuprof: stopped (target exited)" in result.stderr, result.stderr
+    (status, second, rows), = tables(result.stdout)
+    assert second.startswith("since start") and "stopped (target exited)" in second, second
+    assert rows["aten::matmul"][4] == "50", rows
+
+
+def test_bad_arguments_say_why(tmp_path):
+    for args, message in [(["top"], "give either -p PID or -- COMMAND"),
+                          (["top", "-p", "1", "--sort-by", "self_cuda_time_total"], "unknown sort key"),
+                          (["top", "-p", "1", "--ring-buffer", "3"], "power of two")]:
+        result = run_gpuprof(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
+
+
+class Tmux:
+    """One tmux server of our own (-L), one window of a fixed size."""
+
+    def __init__(self, tmp_path, width=110, height=30):
+        assert shutil.which("tmux"), "tmux missing: run scripts/setup.sh"
+        self.socket = f"gpuprof-test-{tmp_path.name}"
+        self.width, self.height = width, height
+
+    def run(self, *args):
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=30)
+
+    def start(self, command):
+        r = self.run("new-session", "-d", "-s", "t", "-x", str(self.width), "-y", str(self.height), command)
+        assert r.returncode == 0, r.stderr
+
+    def screen(self):
+        return self.run("capture-pane", "-p", "-t", "t").stdout
+
+    def keys(self, *keys):
+        assert self.run("send-keys", "-t", "t", *keys).returncode == 0
+
+    def wait_for(self, pattern, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if re.search(pattern, screen, re.M):
+                return screen
+            time.sleep(0.2)
+        pytest.fail(f"never saw {pattern!r} on the screen:\n{self.screen()}")
+
+    def kill(self):
+        self.run("kill-server")
+
+
+def test_full_screen_view_in_tmux(procs, workdir, tmp_path):
+    target, pid = start_loop(procs, workdir, steps=10 ** 8)
+    touch(workdir, "go")
+    tmux = Tmux(tmp_path)
+    try:
+        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
+        screen = tmux.wait_for(r"^aten::mm ")
+        assert re.search(rf"^gpuprof top - {pid} \(python3\)", screen, re.M), screen
+        assert "sorted by self_cpu_time_total" in screen and screen.rstrip().endswith("p pause"), screen
+        assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "1"
+        tmux.keys("s")
+        tmux.wait_for(r"sorted by cpu_time_total")
+        tmux.keys("6")
+        tmux.wait_for(r"sorted by count")
+        tmux.keys("/", "c", "l", "a", "m", "p", "Enter")
+        screen = tmux.wait_for(r"filter 'clamp'")
+        names = [line.split()[0] for line in screen.splitlines() if line.startswith("aten::")]
+        assert names == ["aten::clamp_min"], screen
+        tmux.keys("t")
+        tmux.wait_for(r"^since start")
+        tmux.keys("q")
+        screen = tmux.wait_for(r"^TOP-EXITED 0$")
+        # The terminal is back: normal screen, and the summary printed there.
+        assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
+        assert "stopped (quit)" in screen, screen
+        assert target.running(), target.describe()
+    finally:
+        tmux.kill()

@@ -1,0 +1,308 @@
+// cli/top.cpp: gpuprof top: the record session's probes, read live into a
+// table per interval, drawn full-screen (or printed per refresh, --batch).
+#include "cli/top.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "live_op_table.h"
+#include "op_timeline.h"
+#include "record_session.h"
+#include "terminal.h"
+#include "top_view.h"
+
+namespace gpuprof::cli {
+namespace {
+
+// The target's CPU time (utime + stime, clock ticks) and thread count.
+struct ProcessCpu {
+  uint64_t ticks = 0;
+  uint32_t threads = 0;
+  bool ok = false;
+};
+
+ProcessCpu read_process_cpu(int pid) {
+  ProcessCpu out;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return out;
+  // Fields after the command, which may hold spaces and parentheses.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  long threads = 0;
+  for (int i = 3; fields >> field; ++i) {  // field 3 is the state
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+    if (i == 20) {
+      threads = std::stol(field);
+      break;
+    }
+  }
+  out.ticks = utime + stime;
+  out.threads = static_cast<uint32_t>(threads);
+  out.ok = true;
+  return out;
+}
+
+// Captures this process's stderr while the screen is full (the session's
+// progress lines would draw over it) and prints it once the screen is back.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    saved_ = dup(STDERR_FILENO);
+    capture_ = memfd_create("gpuprof-top-stderr", MFD_CLOEXEC);
+    if (saved_ >= 0 && capture_ >= 0) dup2(capture_, STDERR_FILENO);
+  }
+  ~StderrCapture() { release(); }
+  void release() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, STDERR_FILENO);
+    close(saved_);
+    saved_ = -1;
+    if (capture_ < 0) return;
+    char buffer[4096];
+    ssize_t n;
+    off_t at = 0;
+    while ((n = pread(capture_, buffer, sizeof buffer, at)) > 0) {
+      (void)!write(STDERR_FILENO, buffer, static_cast<size_t>(n));
+      at += n;
+    }
+    close(capture_);
+    capture_ = -1;
+  }
+
+ private:
+  int saved_ = -1, capture_ = -1;
+};
+
+class Top {
+ public:
+  explicit Top(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
+    view_.sort = *parse_top_sort(options.sort_by);
+  }
+
+  int run() {
+    const bool interactive = !options_.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+    std::optional<StderrCapture> capture;
+    if (interactive) {
+      std::string error;
+      screen_ = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
+      if (screen_) capture.emplace();
+    }
+    RecordConfig config;
+    config.pid = options_.pid;
+    config.command = options_.command;
+    config.output_path = "/dev/null";  // nothing kept on disk: the view is live
+    config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
+    config.on_begin = [this](const ProcessInfo& process, const std::vector<OpInfo>& ops, uint64_t start_ns) {
+      ops_ = ops;
+      table_.emplace(ops_);
+      table_->begin(start_ns);
+      pid_ = process.pid;
+      comm_ = process.comm;
+      start_ns_ = last_roll_ns_ = start_ns;
+      cpu_ = read_process_cpu(pid_);
+    };
+    config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
+    if (screen_) config.input_fd = STDIN_FILENO;
+    const RecordOutcome outcome = run_record_session(config);
+    if (screen_) screen_->restore();
+    if (capture) capture->release();
+    if (!outcome.ok && outcome.error.size()) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
+      return 1;
+    }
+    // The target exited, or the user stopped: a last look at everything.
+    if (table_) {
+      table_->add(timeline_.take_calls());
+      if (!options_.batch || refreshes_ == 0 || outcome.stop_reason == "target exited") {
+        table_->roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
+        TopViewOptions summary = view_;
+        summary.since_start = true;
+        summary.height = 0;
+        summary.help_line = false;
+        summary.width = 200;
+        TopStatus status = status_now(lost_);
+        status.state = "stopped (" + outcome.stop_reason + ")";
+        std::fputs(render_top(table_->since_start(), status, summary).c_str(), stdout);
+      }
+    }
+    return 0;
+  }
+
+ private:
+  TopStatus status_now(uint64_t lost) const {
+    TopStatus status;
+    status.pid = pid_;
+    status.comm = comm_;
+    status.threads = cpu_.threads;
+    status.cpu_percent = cpu_percent_;
+    status.elapsed_s = last_tick_ns_ > start_ns_ ? (last_tick_ns_ - start_ns_) / 1e9 : 0;
+    status.events_lost = lost;
+    return status;
+  }
+
+  // Keys of the interactive screen. Returns false to quit.
+  bool handle_keys() {
+    for (char key : screen_->read_keys()) {
+      if (!prompt_.empty()) {  // typing a filter after '/'
+        if (key == '\n' || key == '\r') {
+          view_.filter = prompt_.substr(1);
+          prompt_.clear();
+        } else if (key == 27) {
+          prompt_.clear();
+        } else if (key == 127 || key == 8) {
+          if (prompt_.size() > 1) prompt_.pop_back();
+        } else if (key >= 32 && key < 127) {
+          prompt_ += key;
+        }
+        redraw_ = true;
+        continue;
+      }
+      switch (key) {
+        case 'q':
+        case 'Q': return false;
+        case 's': view_.sort = next_top_sort(view_.sort); break;
+        case 'p': view_.paused = !view_.paused; break;
+        case 't': view_.since_start = !view_.since_start; break;
+        case '/': prompt_ = "/"; break;
+        default:
+          if (auto sort = top_sort_of_column(key - '0')) view_.sort = *sort;
+          break;
+      }
+      redraw_ = true;
+    }
+    return true;
+  }
+
+  bool tick(uint64_t now_ns, uint64_t lost) {
+    if (screen_ && !handle_keys()) return false;
+    if (!table_) {  // not attached yet (launch mode: waiting for libtorch_cpu)
+      if (screen_ && redraw_) draw_waiting();
+      return true;
+    }
+    lost_ = lost;
+    table_->add(timeline_.take_calls());
+    const bool due = now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9);
+    if (due) {
+      const ProcessCpu cpu = read_process_cpu(pid_);
+      if (cpu.ok && cpu_.ok && clock_ticks_ > 0)
+        cpu_percent_ = 100.0 * (cpu.ticks - cpu_.ticks) / clock_ticks_ / ((now_ns - last_roll_ns_) / 1e9);
+      if (cpu.ok) cpu_ = cpu;
+      last_tick_ns_ = now_ns;
+      LiveInterval interval = table_->roll(now_ns);
+      last_roll_ns_ = now_ns;
+      if (!view_.paused) shown_ = std::move(interval);
+      ++refreshes_;
+      redraw_ = true;
+      if (!screen_) {
+        TopViewOptions batch = view_;
+        batch.height = 0;
+        batch.width = 200;
+        const LiveInterval& table = view_.since_start ? table_->since_start() : shown_;
+        std::fputs((render_top(table, status_now(lost), batch) + "\n").c_str(), stdout);
+        std::fflush(stdout);
+      }
+      if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
+    }
+    if (screen_ && redraw_) {
+      const auto [columns, rows] = screen_->size();
+      TopViewOptions screen = view_;
+      screen.width = columns;
+      screen.height = rows;
+      screen.help_line = true;
+      screen.prompt = prompt_;
+      since_start_ = table_->since_start();
+      screen_->draw(render_top(view_.since_start ? since_start_ : shown_, status_now(lost), screen));
+      redraw_ = false;
+    }
+    return true;
+  }
+
+  void draw_waiting() {
+    screen_->draw("gpuprof top - waiting for the target to load libtorch_cpu (q quits)\n");
+    redraw_ = false;
+  }
+
+  const TopOptions& options_;
+  const long clock_ticks_;
+  std::unique_ptr<FullScreen> screen_;
+  std::vector<OpInfo> ops_;
+  std::optional<LiveOpTable> table_;
+  TimelineBuilder timeline_;
+  TopViewOptions view_;
+  LiveInterval shown_, since_start_;
+  std::string prompt_;
+  int pid_ = 0;
+  std::string comm_;
+  uint64_t start_ns_ = 0, last_roll_ns_ = 0, last_tick_ns_ = 0, lost_ = 0;
+  ProcessCpu cpu_;
+  double cpu_percent_ = -1;
+  int refreshes_ = 0;
+  bool redraw_ = true;
+};
+
+}  // namespace
+
+void add_top_command(CLI::App& app, TopOptions& options) {
+  CLI::App* top = app.add_subcommand("top", "A live view of a running job's operators, refreshed every second");
+  auto* pid = top->add_option("-p,--pid", options.pid, "watch this running process");
+  auto* command = top->add_option("command", options.command, "command to launch and watch (after --)");
+  pid->excludes(command);
+  top->add_option("-i,--interval", options.interval_s, "seconds between refreshes")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  top->add_flag("-b,--batch", options.batch,
+                "print one table per refresh instead of the full-screen view (also when stdout is not a "
+                "terminal), like top -b");
+  top->add_option("-n,--iterations", options.iterations, "stop after this many refreshes")
+      ->check(CLI::NonNegativeNumber);
+  top->add_option("--sort-by", options.sort_by,
+                  "self_cpu_time_total, cpu_time_total, cpu_time or count (s cycles them)")
+      ->capture_default_str();
+  top->add_option("--ring-buffer", options.ring_buffer_mb, "probe ring buffer size in MiB (a power of two)")
+      ->capture_default_str();
+  top->footer(
+      "Keys: q quit, s next sort key, 2-6 sort by that column, / filter by name (Enter applies,\n"
+      "Esc cancels), t last interval / since start, p pause the display.\n"
+      "The target exiting ends top with a summary since the start. Same probes as record\n"
+      "(same overhead); nothing is written to disk.\n\n"
+      "Examples:\n"
+      "  sudo gpuprof top -p 4242\n"
+      "  sudo gpuprof top -p 4242 -b -n 5 --interval 2 > top.log\n"
+      "  sudo gpuprof top -- /usr/bin/python3 train.py\n");
+}
+
+int run_top(const TopOptions& options) {
+  if ((options.pid > 0) == !options.command.empty()) {
+    std::fprintf(stderr, "gpuprof: error: give either -p PID or -- COMMAND (see gpuprof top --help)\n");
+    return 2;
+  }
+  if (!parse_top_sort(options.sort_by)) {
+    std::fprintf(stderr,
+                 "gpuprof: error: unknown sort key '%s'; top sorts by self_cpu_time_total, cpu_time_total, "
+                 "cpu_time or count\n",
+                 options.sort_by.c_str());
+    return 2;
+  }
+  const uint32_t ring_bytes = options.ring_buffer_mb << 20;
+  if (ring_bytes == 0 || (ring_bytes & (ring_bytes - 1)) != 0) {
+    std::fprintf(stderr, "gpuprof: error: --ring-buffer must be a power of two (MiB)\n");
+    return 2;
+  }
+  return Top(options).run();
+}
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,26 @@
+// cli/top.h: `gpuprof top`: a live view of a running job's operators.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace gpuprof::cli {
+
+struct TopOptions {
+  int pid = 0;
+  std::vector<std::string> command;
+  double interval_s = 1.0;
+  bool batch = false;       // one text table per refresh (also when stdout is not a terminal)
+  int iterations = 0;       // -n: stop after this many refreshes (0: until stopped)
+  std::string sort_by = "self_cpu_time_total";
+  uint32_t ring_buffer_mb = 32;
+};
+
+void add_top_command(CLI::App& app, TopOptions& options);
+int run_top(const TopOptions& options);
+
+}  // namespace gpuprof::cli
