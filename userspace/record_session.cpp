@@ -776,6 +776,7 @@ std::optional<uint32_t> Session::sample_frame_id(const std::string& name) {
     write_failed(err);
     return std::nullopt;
   }
+  if (inserted && config_.on_sample_frame) config_.on_sample_frame(it->second, name);
   return it->second;
 }
 
@@ -797,9 +798,9 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   }
   uint32_t python_stack = kNoPythonStack;
   const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
+  std::vector<uint32_t> stack;
   if (python_ && depth > 0) {
     // Innermost first in the sample; the record keeps the outermost first.
-    std::vector<uint32_t> stack;
     for (uint32_t i = depth; i-- > 0;) {
       const auto key = std::make_pair(sample.frames[2 * i], sample.frames[2 * i + 1]);
       auto it = frame_of_python_.find(key);
@@ -822,6 +823,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   const uint64_t sample_index = writer_->samples_appended();
   if (!writer_->append_samples(&record, 1, &err)) return write_failed(err);
   samples_recorded_++;
+  if (config_.on_sample) config_.on_sample(record, stack);
   if (sample.in_kernel && sample.kernel_depth > 0)
     record_kernel_stack(sample_index, std::span<const uint64_t>(reinterpret_cast<const uint64_t*>(&sample.frames[2 * depth]), sample.kernel_depth));
 }

@@ -41,6 +41,11 @@ struct RecordConfig {
   // recording begins (after the probes are in).
   std::function<void(const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns)> on_begin;
   std::function<void(const gp_event&, uint64_t index)> on_op_event;
+  // CPU samples (-F HZ): each frame name once, as it is first defined (ids
+  // from 0, Recording::sample_frames), then each sample with its Python
+  // stack (frame ids, outermost first; empty without Python frames).
+  std::function<void(uint32_t frame_id, const std::string& name)> on_sample_frame;
+  std::function<void(const CpuSample&, const std::vector<uint32_t>& python_stack)> on_sample;
   std::function<bool(uint64_t now_ns, uint64_t events_lost)> on_tick;
   int input_fd = -1;
 };

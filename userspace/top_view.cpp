@@ -64,6 +64,51 @@ double sort_value(const LiveOpRow& row, TopSort sort) {
   return 0;
 }
 
+// The two status lines and the blank line under them.
+void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_t calls, const TopStatus& status,
+                   const TopViewOptions& options, std::string_view sorted_by) {
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  const double seconds = end_ns > start_ns ? (end_ns - start_ns) / 1e9 : 0;
+  std::string first = "gpuprof top - " + std::to_string(status.pid) + " (" + status.comm + "), " +
+                      std::to_string(status.threads) + (status.threads == 1 ? " thread" : " threads");
+  if (status.cpu_percent >= 0) first += ", CPU " + fixed(status.cpu_percent, 1) + "%";
+  first += ", " + (seconds > 0 ? fixed(calls / seconds, 0) : std::string("0")) + " ops/s, " +
+           std::to_string(status.events_lost) + " events lost";
+  line(first);
+  std::string second = (options.since_start ? "since start (" + fixed(seconds, 1) + " s)"
+                                            : "last " + fixed(seconds, 1) + " s") +
+                       " of " + fixed(status.elapsed_s, 1) + " s, " + std::string(sorted_by);
+  if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
+  if (options.paused) second += ", PAUSED";
+  if (!status.state.empty()) second += " - " + status.state;
+  line(second);
+  line("");
+}
+
+// Rows that fit between the lines above them and the help line.
+size_t row_room(const TopViewOptions& options, size_t rows) {
+  if (options.height == 0) return rows;
+  const size_t below = options.help_line ? 1 : 0;
+  return options.height > kLinesAboveRows + below ? options.height - kLinesAboveRows - below : 0;
+}
+
+// The screen's last line, the help (or the filter being typed), padded
+// down to the bottom.
+void append_help(std::string& out, const TopViewOptions& options) {
+  if (!options.help_line) return;
+  size_t used = static_cast<size_t>(std::count(out.begin(), out.end(), '\n'));
+  while (options.height > 0 && used + 1 < options.height) {
+    out += '\n';
+    ++used;
+  }
+  if (!options.prompt.empty())
+    out += cut("filter: " + options.prompt + "_  (Enter: apply, Esc: cancel)", options.width);
+  else
+    out += cut(std::string("q quit  s/2-6 sort  / filter  t since start/interval  p pause  tab ") +
+                   (options.python_lines ? "ops" : "Python lines"),
+               options.width);
+}
+
 }  // namespace
 
 std::string_view top_sort_name(TopSort sort) {
@@ -99,23 +144,8 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
   const size_t width = std::max<size_t>(options.width, kMinNameWidth + kHeaders.size() * (kColumnWidth + 2));
   std::string out;
   auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
-
-  const double seconds = shown.end_ns > shown.start_ns ? (shown.end_ns - shown.start_ns) / 1e9 : 0;
-  std::string first = "gpuprof top - " + std::to_string(status.pid) + " (" + status.comm + "), " +
-                      std::to_string(status.threads) + (status.threads == 1 ? " thread" : " threads");
-  if (status.cpu_percent >= 0) first += ", CPU " + fixed(status.cpu_percent, 1) + "%";
-  first += ", " + (seconds > 0 ? fixed(shown.calls / seconds, 0) : std::string("0")) + " ops/s, " +
-           std::to_string(status.events_lost) + " events lost";
-  line(first);
-  std::string second = (options.since_start ? "since start (" + fixed(seconds, 1) + " s)"
-                                            : "last " + fixed(seconds, 1) + " s") +
-                       " of " + fixed(status.elapsed_s, 1) + " s, sorted by " +
-                       std::string(top_sort_name(options.sort));
-  if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
-  if (options.paused) second += ", PAUSED";
-  if (!status.state.empty()) second += " - " + status.state;
-  line(second);
-  line("");
+  append_status(out, shown.start_ns, shown.end_ns, shown.calls, status, options,
+                "sorted by " + std::string(top_sort_name(options.sort)));
 
   const size_t fixed_width = kHeaders.size() * (kColumnWidth + 2);
   const size_t name_width = std::clamp(width - fixed_width - 2, kMinNameWidth, kMaxNameWidth);
@@ -131,11 +161,7 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
     const double va = sort_value(*a, options.sort), vb = sort_value(*b, options.sort);
     return va != vb ? va > vb : a->name < b->name;
   });
-  size_t room = rows.size();
-  if (options.height > 0) {
-    const size_t below = options.help_line ? 1 : 0;
-    room = options.height > kLinesAboveRows + below ? options.height - kLinesAboveRows - below : 0;
-  }
+  const size_t room = row_room(options, rows.size());
   const double self_total_us = shown.self_ns / 1000.0;
   for (size_t i = 0; i < rows.size() && i < room; ++i) {
     const LiveOpRow& r = *rows[i];
@@ -149,18 +175,32 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
     line(text);
   }
   if (rows.empty()) line(shown.rows.empty() ? "(no op call completed)" : "(no op matches the filter)");
-  if (options.help_line) {
-    // The screen's last line: pad so that the help sits at the bottom.
-    size_t used = static_cast<size_t>(std::count(out.begin(), out.end(), '\n'));
-    while (options.height > 0 && used + 1 < options.height) {
-      out += '\n';
-      ++used;
-    }
-    if (!options.prompt.empty())
-      out += cut("filter: " + options.prompt + "_  (Enter: apply, Esc: cancel)", options.width);
-    else
-      out += cut("q quit  s sort  2-6 sort by column  / filter  t interval/since start  p pause", options.width);
+  append_help(out, options);
+  return out;
+}
+
+std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const TopStatus& status,
+                             const TopViewOptions& options, uint32_t sample_hz) {
+  std::string out;
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  append_status(out, shown.start_ns, shown.end_ns, op_calls, status, options,
+                "Python lines by CPU samples" +
+                    (sample_hz ? " at " + std::to_string(sample_hz) + " Hz" : std::string()));
+  line(right("Samples", kColumnWidth) + "  " + right("%", 8) + "  Python line (innermost frame)");
+  std::vector<const LiveLineRow*> rows;
+  for (const LiveLineRow& row : shown.rows)
+    if (options.filter.empty() || row.line.find(options.filter) != std::string::npos) rows.push_back(&row);
+  const size_t room = row_room(options, rows.size());
+  for (size_t i = 0; i < rows.size() && i < room; ++i) {
+    const LiveLineRow& r = *rows[i];
+    line(right(std::to_string(r.samples), kColumnWidth) + "  " +
+         right(fixed(shown.samples ? 100.0 * r.samples / shown.samples : 0, 2) + "%", 8) + "  " + r.line);
   }
+  if (sample_hz == 0)
+    line("(sampling is off: start top with -F 99 to see where the CPU time goes by Python line)");
+  else if (rows.empty())
+    line(shown.rows.empty() ? "(no sample yet)" : "(no line matches the filter)");
+  append_help(out, options);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "live_op_table.h"
+#include "live_sample_table.h"
 
 namespace gpuprof {
 
@@ -42,10 +43,18 @@ struct TopViewOptions {
   size_t height = 24;        // 0: no limit (batch mode prints every row)
   bool help_line = false;    // the interactive screen's key help at the bottom
   std::string prompt;        // the filter being typed ("/conv"), shown instead of the help
+  bool python_lines = false;  // the help line names the view `tab` switches to
 };
 
 // Lines end in '\n'; no line is longer than options.width, and with a
 // height there are at most that many lines.
 std::string render_top(const LiveInterval& shown, const TopStatus& status, const TopViewOptions& options);
+
+// The second view (top -F HZ, `tab`): the hottest Python lines by CPU
+// samples, with the same status lines (op_calls: the op calls of the same
+// period, for ops/s). `sample_hz` 0: sampling is off, and the view says how
+// to turn it on.
+std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const TopStatus& status,
+                             const TopViewOptions& options, uint32_t sample_hz);
 
 }  // namespace gpuprof

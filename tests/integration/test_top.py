@@ -99,9 +99,12 @@ def test_bad_arguments_say_why(tmp_path):
 class Tmux:
     """One tmux server of our own (-L), one window of a fixed size."""
 
+    servers = 0
+
     def __init__(self, tmp_path, width=110, height=30):
         assert shutil.which("tmux"), "tmux missing: run scripts/setup.sh"
-        self.socket = f"gpuprof-test-{tmp_path.name}"
+        Tmux.servers += 1  # a server of its own each time: a killed one takes a moment to go
+        self.socket = f"gpuprof-test-{tmp_path.name}-{Tmux.servers}"
         self.width, self.height = width, height
 
     def run(self, *args):
@@ -111,8 +114,10 @@ class Tmux:
         r = self.run("new-session", "-d", "-s", "t", "-x", str(self.width), "-y", str(self.height), command)
         assert r.returncode == 0, r.stderr
 
-    def screen(self):
-        return self.run("capture-pane", "-p", "-t", "t").stdout
+    def screen(self, history=False):
+        """The visible screen; with history, the scrollback too, wrapped lines joined."""
+        extra = ["-J", "-S", "-500"] if history else []
+        return self.run("capture-pane", "-p", "-t", "t", *extra).stdout
 
     def keys(self, *keys):
         assert self.run("send-keys", "-t", "t", *keys).returncode == 0
@@ -135,10 +140,10 @@ def test_full_screen_view_in_tmux(procs, workdir, tmp_path):
     touch(workdir, "go")
     tmux = Tmux(tmp_path)
     try:
-        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
+        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5 -F 99; echo TOP-EXITED $?; sleep 60")
         screen = tmux.wait_for(r"^aten::mm ")
         assert re.search(rf"^gpuprof top - {pid} \(python3\)", screen, re.M), screen
-        assert "sorted by self_cpu_time_total" in screen and screen.rstrip().endswith("p pause"), screen
+        assert "sorted by self_cpu_time_total" in screen and screen.rstrip().endswith("tab Python lines"), screen
         assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "1"
         tmux.keys("s")
         tmux.wait_for(r"sorted by cpu_time_total")
@@ -150,11 +155,47 @@ def test_full_screen_view_in_tmux(procs, workdir, tmp_path):
         assert names == ["aten::clamp_min"], screen
         tmux.keys("t")
         tmux.wait_for(r"^since start")
+        # tab: the hottest Python lines by CPU samples (-F 99): the loop's line.
+        tmux.keys("/", "Enter", "Tab")
+        screen = tmux.wait_for(r"Python lines by CPU samples at 99 Hz")
+        tmux.wait_for(r"matmul_loop\.py\(\d+\): main")
         tmux.keys("q")
-        screen = tmux.wait_for(r"^TOP-EXITED 0$")
+        tmux.wait_for(r"^TOP-EXITED 0$")
+        screen = tmux.screen(history=True)
         # The terminal is back: normal screen, and the summary printed there.
         assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
         assert "stopped (quit)" in screen, screen
         assert target.running(), target.describe()
+    finally:
+        tmux.kill()
+
+
+def test_ctrl_c_and_the_target_exiting_restore_the_terminal(procs, workdir, tmp_path):
+    # Ctrl-C: the screen goes, the summary says why.
+    target, pid = start_loop(procs, workdir, steps=10 ** 8)
+    touch(workdir, "go")
+    tmux = Tmux(tmp_path, width=80, height=24)
+    try:
+        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
+        tmux.wait_for(r"^aten::mm ")
+        tmux.keys("C-c")
+        tmux.wait_for(r"^TOP-EXITED 0$")
+        screen = tmux.screen(history=True)
+        assert "stopped (interrupted)" in screen, screen
+        assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
+        assert target.running(), target.describe()
+    finally:
+        tmux.kill()
+    # A launched command that ends: top ends with the summary since the start.
+    tmux = Tmux(tmp_path, width=100, height=30)
+    try:
+        tmux.start(f"{GPUPROF} top -i 0.5 -- {TARGET_PYTHON} -c "
+                   "'import torch, time; x = torch.ones(8, 8); [(x.matmul(x), time.sleep(0.01)) for _ in range(150)]'"
+                   "; echo TOP-EXITED $?; sleep 60")
+        tmux.wait_for(r"^TOP-EXITED 0$", timeout=90)
+        screen = tmux.screen(history=True)
+        assert "stopped (target exited)" in screen, screen
+        assert re.search(r"^aten::matmul .* 150\s*$", screen, re.M), screen
+        assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
     finally:
         tmux.kill()

@@ -148,6 +148,35 @@ TEST(TopView, ASmallScreenShowsWhatFits) {
   expect_golden("screen_60x7", screen);
 }
 
+LiveLines sample_lines() {
+  LiveSampleTable table;
+  table.frame(0, "train.py(12): <module>");
+  table.frame(1, "model.py(40): forward");
+  table.frame(2, "libtorch_cpu.so!at::native::addmm_impl_cpu_");
+  table.frame(3, "model.py(41): forward");
+  table.begin(5'000'000'000);
+  for (int i = 0; i < 60; ++i) table.add(CpuSample{.frame_id = 2}, {0, 1});
+  for (int i = 0; i < 25; ++i) table.add(CpuSample{.frame_id = 2}, {0, 3});
+  for (int i = 0; i < 15; ++i) table.add(CpuSample{.frame_id = 2}, {});  // no Python frames
+  return table.roll(6'000'000'000);
+}
+
+TEST(TopView, PythonLinesViewAndItsTable) {
+  const LiveLines lines = sample_lines();
+  EXPECT_EQ(lines.samples, 100u);
+  EXPECT_EQ(lines.rows, (std::vector<LiveLineRow>{{"model.py(40): forward", 60},
+                                                  {"model.py(41): forward", 25},
+                                                  {"[libtorch_cpu.so!at::native::addmm_impl_cpu_]", 15}}));
+  TopViewOptions options;
+  options.help_line = true;
+  options.python_lines = true;
+  expect_golden("lines_80x24", render_top_lines(lines, 36422, sample_status(), options, 99));
+  options.help_line = false;
+  options.height = 0;
+  const std::string off = render_top_lines(LiveLines{}, 0, sample_status(), options, 0);
+  EXPECT_NE(off.find("(sampling is off: start top with -F 99"), std::string::npos) << off;
+}
+
 TEST(TopView, NothingYetAndNothingMatching) {
   TopViewOptions options;
   options.height = 0;

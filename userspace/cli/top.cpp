@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "live_op_table.h"
+#include "live_sample_table.h"
 #include "op_timeline.h"
 #include "record_session.h"
 #include "terminal.h"
@@ -90,6 +91,7 @@ class Top {
  public:
   explicit Top(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
     view_.sort = *parse_top_sort(options.sort_by);
+    view_.python_lines = options.python_lines;
   }
 
   int run() {
@@ -109,12 +111,18 @@ class Top {
       ops_ = ops;
       table_.emplace(ops_);
       table_->begin(start_ns);
+      samples_.begin(start_ns);
       pid_ = process.pid;
       comm_ = process.comm;
       start_ns_ = last_roll_ns_ = start_ns;
       cpu_ = read_process_cpu(pid_);
     };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    config.sample_hz = options_.sample_hz;
+    config.on_sample_frame = [this](uint32_t id, const std::string& name) { samples_.frame(id, name); };
+    config.on_sample = [this](const CpuSample& sample, const std::vector<uint32_t>& python_stack) {
+      samples_.add(sample, python_stack);
+    };
     config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
     if (screen_) config.input_fd = STDIN_FILENO;
     const RecordOutcome outcome = run_record_session(config);
@@ -129,6 +137,7 @@ class Top {
       table_->add(timeline_.take_calls());
       if (!options_.batch || refreshes_ == 0 || outcome.stop_reason == "target exited") {
         table_->roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
+        samples_.roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
         TopViewOptions summary = view_;
         summary.since_start = true;
         summary.height = 0;
@@ -136,7 +145,7 @@ class Top {
         summary.width = 200;
         TopStatus status = status_now(lost_);
         status.state = "stopped (" + outcome.stop_reason + ")";
-        std::fputs(render_top(table_->since_start(), status, summary).c_str(), stdout);
+        std::fputs(render(summary, status, table_->since_start(), samples_.since_start()).c_str(), stdout);
       }
     }
     return 0;
@@ -152,6 +161,13 @@ class Top {
     status.elapsed_s = last_tick_ns_ > start_ns_ ? (last_tick_ns_ - start_ns_) / 1e9 : 0;
     status.events_lost = lost;
     return status;
+  }
+
+  // The op table, or (tab) the Python lines by samples.
+  std::string render(const TopViewOptions& view, const TopStatus& status, const LiveInterval& ops,
+                     const LiveLines& lines) const {
+    return view.python_lines ? render_top_lines(lines, ops.calls, status, view, options_.sample_hz)
+                             : render_top(ops, status, view);
   }
 
   // Keys of the interactive screen. Returns false to quit.
@@ -178,6 +194,7 @@ class Top {
         case 'p': view_.paused = !view_.paused; break;
         case 't': view_.since_start = !view_.since_start; break;
         case '/': prompt_ = "/"; break;
+        case '\t': view_.python_lines = !view_.python_lines; break;
         default:
           if (auto sort = top_sort_of_column(key - '0')) view_.sort = *sort;
           break;
@@ -203,16 +220,22 @@ class Top {
       if (cpu.ok) cpu_ = cpu;
       last_tick_ns_ = now_ns;
       LiveInterval interval = table_->roll(now_ns);
+      LiveLines lines = samples_.roll(now_ns);
       last_roll_ns_ = now_ns;
-      if (!view_.paused) shown_ = std::move(interval);
+      if (!view_.paused) {
+        shown_ = std::move(interval);
+        shown_lines_ = std::move(lines);
+      }
       ++refreshes_;
       redraw_ = true;
       if (!screen_) {
         TopViewOptions batch = view_;
         batch.height = 0;
         batch.width = 200;
-        const LiveInterval& table = view_.since_start ? table_->since_start() : shown_;
-        std::fputs((render_top(table, status_now(lost), batch) + "\n").c_str(), stdout);
+        const std::string text = view_.since_start
+                                     ? render(batch, status_now(lost), table_->since_start(), samples_.since_start())
+                                     : render(batch, status_now(lost), shown_, shown_lines_);
+        std::fputs((text + "\n").c_str(), stdout);
         std::fflush(stdout);
       }
       if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
@@ -224,8 +247,10 @@ class Top {
       screen.height = rows;
       screen.help_line = true;
       screen.prompt = prompt_;
-      since_start_ = table_->since_start();
-      screen_->draw(render_top(view_.since_start ? since_start_ : shown_, status_now(lost), screen));
+      const std::string text = view_.since_start
+                                   ? render(screen, status_now(lost), table_->since_start(), samples_.since_start())
+                                   : render(screen, status_now(lost), shown_, shown_lines_);
+      screen_->draw(text);
       redraw_ = false;
     }
     return true;
@@ -243,7 +268,9 @@ class Top {
   std::optional<LiveOpTable> table_;
   TimelineBuilder timeline_;
   TopViewOptions view_;
-  LiveInterval shown_, since_start_;
+  LiveSampleTable samples_;
+  LiveInterval shown_;
+  LiveLines shown_lines_;
   std::string prompt_;
   int pid_ = 0;
   std::string comm_;
@@ -274,15 +301,22 @@ void add_top_command(CLI::App& app, TopOptions& options) {
       ->capture_default_str();
   top->add_option("--ring-buffer", options.ring_buffer_mb, "probe ring buffer size in MiB (a power of two)")
       ->capture_default_str();
+  top->add_option("-F,--freq", options.sample_hz,
+                  "also sample the target's CPU at HZ for the Python lines view (tab): where its CPU time "
+                  "goes by innermost Python frame")
+      ->check(CLI::Range(1u, 10000u));
+  top->add_flag("--lines", options.python_lines, "start on the Python lines view (with --batch: print it)");
   top->footer(
       "Keys: q quit, s next sort key, 2-6 sort by that column, / filter by name (Enter applies,\n"
-      "Esc cancels), t last interval / since start, p pause the display.\n"
+      "Esc cancels), t last interval / since start, p pause the display, tab the Python lines\n"
+      "view (with -F HZ).\n"
       "The target exiting ends top with a summary since the start. Same probes as record\n"
       "(same overhead); nothing is written to disk.\n\n"
       "Examples:\n"
       "  sudo gpuprof top -p 4242\n"
       "  sudo gpuprof top -p 4242 -b -n 5 --interval 2 > top.log\n"
-      "  sudo gpuprof top -- /usr/bin/python3 train.py\n");
+      "  sudo gpuprof top -- /usr/bin/python3 train.py\n"
+      "  sudo gpuprof top -p 4242 -F 99                  # tab: the hottest Python lines\n");
 }
 
 int run_top(const TopOptions& options) {

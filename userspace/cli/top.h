@@ -17,6 +17,8 @@ struct TopOptions {
   bool batch = false;       // one text table per refresh (also when stdout is not a terminal)
   int iterations = 0;       // -n: stop after this many refreshes (0: until stopped)
   std::string sort_by = "self_cpu_time_total";
+  uint32_t sample_hz = 0;   // -F: CPU samples for the Python lines view (0: none)
+  bool python_lines = false;  // --lines: start on (batch: print) the Python lines view
   uint32_t ring_buffer_mb = 32;
 };
 
