@@ -22,6 +22,34 @@ void LiveOpTable::add(const std::vector<OpCall>& calls) {
   }
 }
 
+void LiveOpTable::add_gpu_time(uint32_t op_id, uint64_t ns) {
+  const std::string& name = name_of(op_id);
+  LiveOpRow& row = current_[name];
+  if (row.name.empty()) row.name = name;
+  row.self_cuda_ns += ns;
+}
+
+void LiveOpTable::add_gpu_activity(const GpuActivity& activity) {
+  if (activity.kind == GpuActivityKind::kernel) ++gpu_kernels_;
+  gpu_spans_[activity.device].push_back({activity.start_ns, std::max(activity.end_ns, activity.start_ns)});
+}
+
+namespace {
+
+// The time covered by at least one span.
+uint64_t covered_ns(std::vector<std::pair<uint64_t, uint64_t>>& spans) {
+  std::sort(spans.begin(), spans.end());
+  uint64_t covered = 0, until = 0;
+  for (const auto& [start, end] : spans) {
+    const uint64_t from = std::max(start, until);
+    if (end > from) covered += end - from;
+    until = std::max(until, end);
+  }
+  return covered;
+}
+
+}  // namespace
+
 std::vector<LiveOpRow> LiveOpTable::sorted_rows(const std::unordered_map<std::string, LiveOpRow>& rows) {
   std::vector<LiveOpRow> out;
   out.reserve(rows.size());
@@ -39,12 +67,21 @@ LiveInterval LiveOpTable::roll(uint64_t now_ns) {
     out.calls += row.calls;
     out.self_ns += row.self_ns;
     LiveOpRow& total = total_[row.name];
-    if (total.calls == 0) total.name = row.name;
+    if (total.name.empty()) total.name = row.name;
     total.calls += row.calls;
     total.self_ns += row.self_ns;
     total.total_ns += row.total_ns;
+    total.self_cuda_ns += row.self_cuda_ns;
   }
   current_.clear();
+  out.gpu_kernels = gpu_kernels_;
+  for (auto& [device, spans] : gpu_spans_) out.gpu_busy_ns += covered_ns(spans);
+  out.gpu_devices = static_cast<uint32_t>(gpu_spans_.size());
+  gpu_devices_seen_ = std::max(gpu_devices_seen_, out.gpu_devices);
+  total_gpu_kernels_ += gpu_kernels_;
+  total_gpu_busy_ns_ += out.gpu_busy_ns;
+  gpu_kernels_ = 0;
+  gpu_spans_.clear();
   interval_start_ns_ = last_roll_ns_ = now_ns;
   return out;
 }
@@ -58,6 +95,9 @@ LiveInterval LiveOpTable::since_start() const {
     out.calls += row.calls;
     out.self_ns += row.self_ns;
   }
+  out.gpu_kernels = total_gpu_kernels_;
+  out.gpu_busy_ns = total_gpu_busy_ns_;
+  out.gpu_devices = gpu_devices_seen_;
   return out;
 }
 

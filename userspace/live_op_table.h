@@ -13,6 +13,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "op_timeline.h"
@@ -25,6 +26,7 @@ struct LiveOpRow {
   uint64_t calls = 0;
   uint64_t self_ns = 0;
   uint64_t total_ns = 0;
+  uint64_t self_cuda_ns = 0;  // GPU time of what its calls launched themselves (the CUPTI shim)
   bool operator==(const LiveOpRow&) const = default;
 };
 
@@ -34,6 +36,12 @@ struct LiveInterval {
   std::vector<LiveOpRow> rows;  // by name
   uint64_t calls = 0;
   uint64_t self_ns = 0;  // sum of the rows' self time
+  // GPU work that ended in the interval (the CUPTI shim): kernels, and the
+  // time at least one activity (kernel, memcpy, memset) ran, per device,
+  // summed over devices.
+  uint64_t gpu_kernels = 0;
+  uint64_t gpu_busy_ns = 0;
+  uint32_t gpu_devices = 0;
 };
 
 class LiveOpTable {
@@ -41,6 +49,10 @@ class LiveOpTable {
   explicit LiveOpTable(const std::vector<OpInfo>& ops) : ops_(ops) {}
 
   void add(const std::vector<OpCall>& calls);
+  // GPU time launched by a call of op_id (LiveGpuJoin's credits).
+  void add_gpu_time(uint32_t op_id, uint64_t ns);
+  // Every GPU activity, for the interval's busy time and count.
+  void add_gpu_activity(const GpuActivity& activity);
   // Ends the interval at now_ns: returns it and starts the next one. The
   // first interval starts at the first roll's start_ns (begin()).
   LiveInterval roll(uint64_t now_ns);
@@ -55,6 +67,9 @@ class LiveOpTable {
   const std::vector<OpInfo>& ops_;
   std::deque<std::string> unknown_names_;  // "<unknown op N>" (a deque: references stay valid)
   std::unordered_map<std::string, LiveOpRow> current_, total_;
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> gpu_spans_;  // device -> [start, end)
+  uint64_t gpu_kernels_ = 0, total_gpu_kernels_ = 0, total_gpu_busy_ns_ = 0;
+  uint32_t gpu_devices_seen_ = 0;
   uint64_t interval_start_ns_ = 0, since_ns_ = 0, last_roll_ns_ = 0;
 };
 

@@ -524,6 +524,7 @@ void Session::on_gpu_correlation(const gp_gpu_correlation& c) {
   if (!writer_ || !write_error_.empty()) return;
   thread_names_->saw(c.tid);
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
+  if (config_.on_gpu_correlation) config_.on_gpu_correlation(correlation);
   std::string err;
   if (!writer_->append_gpu_correlations(&correlation, 1, &err)) write_failed(err);
 }
@@ -571,6 +572,7 @@ void Session::on_gpu_activity(const gp_gpu_activity& a) {
   activity.stream = a.stream;
   activity.kind = static_cast<GpuActivityKind>(a.kind);
   activity.name_id = gpu_activity_name_id(a);
+  if (config_.on_gpu_activity) config_.on_gpu_activity(activity);
   std::string err;
   if (write_error_.empty() && !writer_->append_gpu_activities(&activity, 1, &err)) write_failed(err);
 }

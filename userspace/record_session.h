@@ -46,6 +46,9 @@ struct RecordConfig {
   // stack (frame ids, outermost first; empty without Python frames).
   std::function<void(uint32_t frame_id, const std::string& name)> on_sample_frame;
   std::function<void(const CpuSample&, const std::vector<uint32_t>& python_stack)> on_sample;
+  // The CUPTI shim's records, as they are recorded.
+  std::function<void(const GpuCorrelation&)> on_gpu_correlation;
+  std::function<void(const GpuActivity&)> on_gpu_activity;
   std::function<bool(uint64_t now_ns, uint64_t events_lost)> on_tick;
   int input_fd = -1;
 };

@@ -15,9 +15,10 @@ struct SortEntry {
   std::string_view name;
   TopSort sort;
 };
-constexpr std::array<SortEntry, 4> kSorts = {{{"self_cpu_time_total", TopSort::self_cpu_time_total},
+constexpr std::array<SortEntry, 5> kSorts = {{{"self_cpu_time_total", TopSort::self_cpu_time_total},
                                               {"cpu_time_total", TopSort::cpu_time_total},
                                               {"cpu_time", TopSort::cpu_time},
+                                              {"self_cuda_time_total", TopSort::self_cuda_time_total},
                                               {"count", TopSort::count}}};
 
 // Columns after Name, torch's headers, narrower than its 12 so that 80
@@ -25,6 +26,7 @@ constexpr std::array<SortEntry, 4> kSorts = {{{"self_cpu_time_total", TopSort::s
 constexpr size_t kColumnWidth = 10;
 constexpr std::array<std::string_view, 5> kHeaders = {"Self CPU %", "Self CPU", "CPU total", "CPU avg",
                                                       "# Calls"};
+constexpr std::string_view kCudaHeader = "Self CUDA";  // before # Calls, with GPU times
 constexpr size_t kMinNameWidth = 12;
 constexpr size_t kMaxNameWidth = 60;
 // Status lines, the blank line and the header above the rows.
@@ -59,14 +61,22 @@ double sort_value(const LiveOpRow& row, TopSort sort) {
     case TopSort::self_cpu_time_total: return static_cast<double>(row.self_ns);
     case TopSort::cpu_time_total: return static_cast<double>(row.total_ns);
     case TopSort::cpu_time: return row.calls ? static_cast<double>(row.total_ns) / row.calls : 0;
+    case TopSort::self_cuda_time_total: return static_cast<double>(row.self_cuda_ns);
     case TopSort::count: return static_cast<double>(row.calls);
   }
   return 0;
 }
 
 // The two status lines and the blank line under them.
+struct GpuFigures {
+  uint64_t kernels = 0;
+  uint64_t busy_ns = 0;
+  uint32_t devices = 0;
+};
+
 void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_t calls, const TopStatus& status,
-                   const TopViewOptions& options, std::string_view sorted_by) {
+                   const TopViewOptions& options, std::string_view sorted_by,
+                   const std::optional<GpuFigures>& gpu = std::nullopt) {
   auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
   const double seconds = end_ns > start_ns ? (end_ns - start_ns) / 1e9 : 0;
   std::string first = "gpuprof top - " + std::to_string(status.pid) + " (" + status.comm + "), " +
@@ -82,7 +92,15 @@ void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_
   if (options.paused) second += ", PAUSED";
   if (!status.state.empty()) second += " - " + status.state;
   line(second);
-  line("");
+  // The third line: the GPU's figures when the CUPTI shim sends them, else blank.
+  if (status.gpu && gpu) {
+    const double busy = seconds > 0 && gpu->devices ? 100.0 * gpu->busy_ns / 1e9 / seconds / gpu->devices : 0;
+    line("GPU busy " + fixed(busy, 1) + "% (" + std::to_string(gpu->devices) +
+         (gpu->devices == 1 ? " device), " : " devices), ") +
+         (seconds > 0 ? fixed(gpu->kernels / seconds, 0) : std::string("0")) + " kernels/s");
+  } else {
+    line("");
+  }
 }
 
 // Rows that fit between the lines above them and the help line.
@@ -123,34 +141,49 @@ std::optional<TopSort> parse_top_sort(std::string_view name) {
   return std::nullopt;
 }
 
-TopSort next_top_sort(TopSort sort) {
-  for (size_t i = 0; i < kSorts.size(); ++i)
-    if (kSorts[i].sort == sort) return kSorts[(i + 1) % kSorts.size()].sort;
+TopSort next_top_sort(TopSort sort, bool gpu) {
+  for (size_t i = 0; i < kSorts.size(); ++i) {
+    if (kSorts[i].sort != sort) continue;
+    TopSort next = kSorts[(i + 1) % kSorts.size()].sort;
+    if (next == TopSort::self_cuda_time_total && !gpu) next = kSorts[(i + 2) % kSorts.size()].sort;
+    return next;
+  }
   return TopSort::self_cpu_time_total;
 }
 
-std::optional<TopSort> top_sort_of_column(int column) {
+std::optional<TopSort> top_sort_of_column(int column, bool gpu) {
   switch (column) {
     case 2:
     case 3: return TopSort::self_cpu_time_total;
     case 4: return TopSort::cpu_time_total;
     case 5: return TopSort::cpu_time;
-    case 6: return TopSort::count;
+    case 6: return gpu ? TopSort::self_cuda_time_total : TopSort::count;
+    case 7: return gpu ? std::optional<TopSort>(TopSort::count) : std::nullopt;
     default: return std::nullopt;
   }
 }
 
 std::string render_top(const LiveInterval& shown, const TopStatus& status, const TopViewOptions& options) {
-  const size_t width = std::max<size_t>(options.width, kMinNameWidth + kHeaders.size() * (kColumnWidth + 2));
+  // torch's columns that fit: with GPU times, Self CUDA joins before
+  // # Calls, and below 84 columns CPU avg gives it its place.
+  const bool cuda = status.gpu;
+  const bool avg = !cuda || options.width >= kMinNameWidth + 6 * (kColumnWidth + 2);
+  const size_t columns = kHeaders.size() + (cuda ? 1 : 0) - (avg ? 0 : 1);
+  const size_t width = std::max<size_t>(options.width, kMinNameWidth + columns * (kColumnWidth + 2));
   std::string out;
   auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
   append_status(out, shown.start_ns, shown.end_ns, shown.calls, status, options,
-                "sorted by " + std::string(top_sort_name(options.sort)));
+                "sorted by " + std::string(top_sort_name(options.sort)),
+                GpuFigures{shown.gpu_kernels, shown.gpu_busy_ns, shown.gpu_devices});
 
-  const size_t fixed_width = kHeaders.size() * (kColumnWidth + 2);
+  const size_t fixed_width = columns * (kColumnWidth + 2);
   const size_t name_width = std::clamp(width - fixed_width - 2, kMinNameWidth, kMaxNameWidth);
   std::string header = left("Name", name_width) + "  ";
-  for (std::string_view h : kHeaders) header += right(h, kColumnWidth) + "  ";
+  for (size_t h = 0; h < kHeaders.size(); ++h) {
+    if (kHeaders[h] == "CPU avg" && !avg) continue;
+    if (cuda && h + 1 == kHeaders.size()) header += right(kCudaHeader, kColumnWidth) + "  ";
+    header += right(kHeaders[h], kColumnWidth) + "  ";
+  }
   line(header);
 
   std::vector<const LiveOpRow*> rows;
@@ -170,7 +203,8 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
     text += right(self_total_us > 0 ? fixed(self_us * 100.0 / self_total_us, 2) + "%" : "-", kColumnWidth) + "  ";
     text += right(format_time_us(self_us), kColumnWidth) + "  ";
     text += right(format_time_us(total_us), kColumnWidth) + "  ";
-    text += right(format_time_us(r.calls ? total_us / r.calls : 0), kColumnWidth) + "  ";
+    if (avg) text += right(format_time_us(r.calls ? total_us / r.calls : 0), kColumnWidth) + "  ";
+    if (cuda) text += right(format_time_us(r.self_cuda_ns / 1000.0), kColumnWidth) + "  ";
     text += right(std::to_string(r.calls), kColumnWidth) + "  ";
     line(text);
   }

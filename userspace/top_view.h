@@ -15,14 +15,16 @@
 
 namespace gpuprof {
 
-// torch's sort keys that fit a live view, in the order `s` cycles them.
-enum class TopSort { self_cpu_time_total, cpu_time_total, cpu_time, count };
+// torch's sort keys that fit a live view, in the order `s` cycles them
+// (self_cuda_time_total only with GPU times).
+enum class TopSort { self_cpu_time_total, cpu_time_total, cpu_time, self_cuda_time_total, count };
 std::string_view top_sort_name(TopSort sort);
 std::optional<TopSort> parse_top_sort(std::string_view name);
-TopSort next_top_sort(TopSort sort);
-// The sort key of table column `column` (1-based, as the `1`-`6` keys):
-// nullopt for the Name column and past the last.
-std::optional<TopSort> top_sort_of_column(int column);
+TopSort next_top_sort(TopSort sort, bool gpu);
+// The sort key of table column `column` (1-based, as the number keys; with
+// GPU times the Self CUDA column comes before # Calls): nullopt for the
+// Name column and past the last.
+std::optional<TopSort> top_sort_of_column(int column, bool gpu);
 
 struct TopStatus {
   int pid = 0;
@@ -32,6 +34,7 @@ struct TopStatus {
   double elapsed_s = 0;     // since top started tracing
   uint64_t events_lost = 0;
   std::string state;        // "" while tracing; else what is going on ("waiting for libtorch_cpu")
+  bool gpu = false;         // the CUPTI shim sends GPU records: GPU figures and the Self CUDA column
 };
 
 struct TopViewOptions {

@@ -21,18 +21,20 @@ def start_loop(procs, workdir, steps=STEPS):
 
 
 def tables(text):
-    """Each refresh of --batch output: (status line, {name: (self %, self, total, avg, calls)})."""
+    """Each refresh of --batch output: (status line, second line, GPU line (or ""), {name: (self %,
+    self, total, avg, [self CUDA,] calls)})."""
     out = []
     for block in re.split(r"\n(?=gpuprof top - )", text.strip()):
         lines = block.strip("\n").splitlines()
         assert lines[0].startswith("gpuprof top - "), block
         header = next(i for i, line in enumerate(lines) if line.startswith("Name"))
+        columns = len(re.split(r"\s{2,}", lines[header].strip()))
         rows = {}
         for line in lines[header + 1:]:
             cells = re.split(r"\s{2,}", line.strip())
-            if len(cells) == 6:
+            if len(cells) == columns:
                 rows[cells[0]] = tuple(cells[1:])
-        out.append((lines[0], lines[1], rows))
+        out.append((lines[0], lines[1], lines[2], rows))
     return out
 
 
@@ -43,7 +45,7 @@ def test_batch_refreshes_show_the_running_ops(procs, workdir):
     assert result.returncode == 0, result.stderr
     refreshes = tables(result.stdout)
     assert len(refreshes) == 3, result.stdout
-    for status, second, rows in refreshes:
+    for status, second, _, rows in refreshes:
         assert re.match(rf"gpuprof top - {pid} \(python3\), \d+ threads?, CPU [\d.]+%, \d+ ops/s, 0 events lost$",
                         status), status
         assert "sorted by self_cpu_time_total" in second, second
@@ -83,14 +85,14 @@ def test_a_launched_command_ends_top_with_a_summary(tmp_path):
                          "import torch; x = torch.ones(8, 8); [x.matmul(x) for _ in range(50)]", timeout=120)
     assert result.returncode == 0, result.stderr
     assert "gpuprof: stopped (target exited)" in result.stderr, result.stderr
-    (status, second, rows), = tables(result.stdout)
+    (status, second, _, rows), = tables(result.stdout[result.stdout.index("gpuprof top - "):])
     assert second.startswith("since start") and "stopped (target exited)" in second, second
     assert rows["aten::matmul"][4] == "50", rows
 
 
 def test_bad_arguments_say_why(tmp_path):
     for args, message in [(["top"], "give either -p PID or -- COMMAND"),
-                          (["top", "-p", "1", "--sort-by", "self_cuda_time_total"], "unknown sort key"),
+                          (["top", "-p", "1", "--sort-by", "self_cuda_memory_usage"], "unknown sort key"),
                           (["top", "-p", "1", "--ring-buffer", "3"], "power of two")]:
         result = run_gpuprof(*args)
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
@@ -199,3 +201,27 @@ def test_ctrl_c_and_the_target_exiting_restore_the_terminal(procs, workdir, tmp_
         assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
     finally:
         tmux.kill()
+
+
+def test_gpu_figures_with_the_cupti_shim(tmp_path):
+    # The stand-in CUPTI (tests/fake_cupti, docs/cuda.md) plants known kernel
+    # times: per step cuda_linear 6.5 us of its own, cuda_add 3 us,
+    # cuda_replay 5.5 us; top -- CMD injects the shim as record does.
+    from conftest import FAKE_LIBTORCH
+    stand_in = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
+    result = run_gpuprof("top", "-b", "-i", "60", "--sort-by", "self_cuda_time_total", "--",
+                         FAKE_LIBTORCH / "launch_driver", "10", env={"GPUPROF_CUPTI_LIBRARY": str(stand_in)})
+    assert result.returncode == 0, result.stderr
+    # The launched command shares top's stdout: its own lines come first.
+    assert result.stdout.startswith("injection ok\nsteps 10 launches 60 unexpected errors 0\n"), result.stdout
+    (status, second, gpu_line, rows), = tables(result.stdout[result.stdout.index("gpuprof top - "):])
+    assert status.endswith(", 0 events lost"), status
+    assert re.match(r"GPU busy [\d.]+% \(1 device\), \d+ kernels/s$", gpu_line), gpu_line
+    assert "sorted by self_cuda_time_total" in second, second
+    header = next(line for line in result.stdout.splitlines() if line.startswith("Name"))
+    assert re.split(r"\s{2,}", header.strip())[-2:] == ["Self CUDA", "# Calls"], header
+    self_cuda = {name: cells[4] for name, cells in rows.items()}
+    assert self_cuda["aten::cuda_linear"] == "65.000us", rows
+    assert self_cuda["aten::cuda_add"] == "30.000us", rows
+    assert self_cuda["aten::cuda_replay"] == "55.000us", rows
+    assert list(rows)[:3] == ["aten::cuda_linear", "aten::cuda_replay", "aten::cuda_add"], rows

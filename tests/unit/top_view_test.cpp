@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "live_gpu_join.h"
 #include "live_op_table.h"
 #include "op_timeline.h"
 #include "probe_events.h"
@@ -177,6 +178,68 @@ TEST(TopView, PythonLinesViewAndItsTable) {
   EXPECT_NE(off.find("(sampling is off: start top with -F 99"), std::string::npos) << off;
 }
 
+TEST(LiveGpuJoin, ActivitiesMeetTheCallsOfTheirLaunchesInAnyOrder) {
+  LiveGpuJoin join;
+  // aten::linear (op 0, 100..200) calls aten::addmm (op 1, 120..150) on
+  // thread 5; launches at 130 (in addmm) and 170 (back in linear); one at
+  // 300 on thread 6, in no call.
+  join.launch({130, 7, 5, 211, 2}, 1000);
+  join.launch({170, 8, 5, 211, 2}, 1000);
+  join.launch({300, 9, 6, 211, 2}, 1000);
+  // Kernel 8 arrives before the calls completed: held.
+  EXPECT_EQ(join.activity({9000, 9050, 8, 0, 0, 7, GpuActivityKind::kernel, 0}, 1100), std::nullopt);
+  const std::vector<LiveGpuJoin::Credit> credits =
+      join.calls({{.tid = 5, .op_id = 1, .start_ns = 120, .end_ns = 150},
+                  {.tid = 5, .op_id = 0, .start_ns = 100, .end_ns = 200}});
+  EXPECT_EQ(credits, (std::vector<LiveGpuJoin::Credit>{{0, 50}}));  // kernel 8 -> linear
+  // Kernel 7 after its call completed: credited at once, to the innermost call.
+  EXPECT_EQ(join.activity({9100, 9400, 7, 0, 0, 7, GpuActivityKind::kernel, 0}, 1200), LiveGpuJoin::Credit(1, 300));
+  // A graph launch's second kernel: the same id, credited too.
+  EXPECT_EQ(join.activity({9400, 9410, 7, 0, 0, 7, GpuActivityKind::kernel, 0}, 1200), LiveGpuJoin::Credit(1, 10));
+  // The launch outside calls, and an activity whose launch never came: held,
+  // then dropped after kExpiryNs.
+  EXPECT_EQ(join.activity({9500, 9600, 42, 0, 0, 7, GpuActivityKind::kernel, 0}, 1300), std::nullopt);
+  EXPECT_EQ(join.pending(), 2u);
+  join.expire(1300 + LiveGpuJoin::kExpiryNs + 1);
+  EXPECT_EQ(join.pending(), 0u);
+}
+
+TEST(LiveOpTable, GpuTimeAndBusyFigures) {
+  const std::vector<OpInfo> ops = {op("aten::linear"), op("aten::addmm")};
+  LiveOpTable table(ops);
+  table.begin(0);
+  table.add({{.tid = 1, .op_id = 1, .start_ns = 10, .end_ns = 40, .self_ns = 30}});
+  table.add_gpu_time(1, 300);
+  table.add_gpu_time(0, 50);  // a credit for an op with no call completed in this interval
+  // Device 0: two overlapping kernels and a memcpy after them; device 1: one kernel.
+  table.add_gpu_activity({100, 300, 1, 0, 0, 7, GpuActivityKind::kernel, 0});
+  table.add_gpu_activity({200, 400, 2, 0, 0, 8, GpuActivityKind::kernel, 0});
+  table.add_gpu_activity({500, 600, 3, 4096, 0, 7, GpuActivityKind::memcpy, 0});
+  table.add_gpu_activity({0, 1000, 4, 0, 1, 7, GpuActivityKind::kernel, 0});
+  const LiveInterval interval = table.roll(2000);
+  EXPECT_EQ(interval.rows, (std::vector<LiveOpRow>{{"aten::addmm", 1, 30, 30, 300}, {"aten::linear", 0, 0, 0, 50}}));
+  EXPECT_EQ(interval.gpu_kernels, 3u);
+  EXPECT_EQ(interval.gpu_busy_ns, 300u + 100u + 1000u);  // union per device, summed
+  EXPECT_EQ(interval.gpu_devices, 2u);
+  const LiveInterval all = table.since_start();
+  EXPECT_EQ(all.gpu_kernels, 3u);
+  EXPECT_EQ(all.rows[1].self_cuda_ns, 50u);
+}
+
+TEST(TopView, GpuFiguresAndTheSelfCudaColumn) {
+  LiveInterval shown = sample_interval();
+  shown.rows[0].self_cuda_ns = 400'000'000;  // aten::mm
+  shown.gpu_kernels = 6069;
+  shown.gpu_busy_ns = 450'000'000;
+  shown.gpu_devices = 1;
+  TopStatus status = sample_status();
+  status.gpu = true;
+  TopViewOptions options;  // 80 x 24
+  options.help_line = true;
+  options.sort = TopSort::self_cuda_time_total;
+  expect_golden("screen_80x24_gpu", render_top(shown, status, options));
+}
+
 TEST(TopView, NothingYetAndNothingMatching) {
   TopViewOptions options;
   options.height = 0;
@@ -188,14 +251,19 @@ TEST(TopView, NothingYetAndNothingMatching) {
 }
 
 TEST(TopView, SortKeysCycleAndColumnsPickThem) {
-  EXPECT_EQ(next_top_sort(TopSort::self_cpu_time_total), TopSort::cpu_time_total);
-  EXPECT_EQ(next_top_sort(TopSort::count), TopSort::self_cpu_time_total);
-  EXPECT_EQ(top_sort_of_column(4), TopSort::cpu_time_total);
-  EXPECT_EQ(top_sort_of_column(6), TopSort::count);
-  EXPECT_EQ(top_sort_of_column(1), std::nullopt);
-  EXPECT_EQ(top_sort_of_column(7), std::nullopt);
+  EXPECT_EQ(next_top_sort(TopSort::self_cpu_time_total, false), TopSort::cpu_time_total);
+  EXPECT_EQ(next_top_sort(TopSort::cpu_time, false), TopSort::count);  // no GPU: Self CUDA skipped
+  EXPECT_EQ(next_top_sort(TopSort::cpu_time, true), TopSort::self_cuda_time_total);
+  EXPECT_EQ(next_top_sort(TopSort::count, true), TopSort::self_cpu_time_total);
+  EXPECT_EQ(top_sort_of_column(4, false), TopSort::cpu_time_total);
+  EXPECT_EQ(top_sort_of_column(6, false), TopSort::count);
+  EXPECT_EQ(top_sort_of_column(6, true), TopSort::self_cuda_time_total);
+  EXPECT_EQ(top_sort_of_column(7, true), TopSort::count);
+  EXPECT_EQ(top_sort_of_column(1, true), std::nullopt);
+  EXPECT_EQ(top_sort_of_column(7, false), std::nullopt);
   EXPECT_EQ(parse_top_sort("cpu_time"), TopSort::cpu_time);
-  EXPECT_EQ(parse_top_sort("self_cuda_time_total"), std::nullopt);
+  EXPECT_EQ(parse_top_sort("self_cuda_time_total"), TopSort::self_cuda_time_total);
+  EXPECT_EQ(parse_top_sort("self_cuda_memory_usage"), std::nullopt);
 }
 
 }  // namespace

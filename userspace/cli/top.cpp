@@ -3,6 +3,7 @@
 #include "cli/top.h"
 
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "live_gpu_join.h"
 #include "live_op_table.h"
 #include "live_sample_table.h"
 #include "op_timeline.h"
@@ -21,6 +23,12 @@
 
 namespace gpuprof::cli {
 namespace {
+
+uint64_t clock_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 // The target's CPU time (utime + stime, clock ticks) and thread count.
 struct ProcessCpu {
@@ -118,6 +126,16 @@ class Top {
       cpu_ = read_process_cpu(pid_);
     };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    config.on_gpu_correlation = [this](const GpuCorrelation& launch) {
+      gpu_ = true;
+      gpu_join_.launch(launch, clock_now_ns());
+    };
+    config.on_gpu_activity = [this](const GpuActivity& activity) {
+      gpu_ = true;
+      if (!table_) return;
+      table_->add_gpu_activity(activity);
+      if (auto credit = gpu_join_.activity(activity, clock_now_ns())) table_->add_gpu_time(credit->first, credit->second);
+    };
     config.sample_hz = options_.sample_hz;
     config.on_sample_frame = [this](uint32_t id, const std::string& name) { samples_.frame(id, name); };
     config.on_sample = [this](const CpuSample& sample, const std::vector<uint32_t>& python_stack) {
@@ -134,7 +152,9 @@ class Top {
     }
     // The target exited, or the user stopped: a last look at everything.
     if (table_) {
-      table_->add(timeline_.take_calls());
+      const std::vector<OpCall> calls = timeline_.take_calls();
+      table_->add(calls);
+      for (const auto& [op_id, ns] : gpu_join_.calls(calls)) table_->add_gpu_time(op_id, ns);
       if (!options_.batch || refreshes_ == 0 || outcome.stop_reason == "target exited") {
         table_->roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
         samples_.roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
@@ -160,6 +180,7 @@ class Top {
     status.cpu_percent = cpu_percent_;
     status.elapsed_s = last_tick_ns_ > start_ns_ ? (last_tick_ns_ - start_ns_) / 1e9 : 0;
     status.events_lost = lost;
+    status.gpu = gpu_;
     return status;
   }
 
@@ -190,13 +211,13 @@ class Top {
       switch (key) {
         case 'q':
         case 'Q': return false;
-        case 's': view_.sort = next_top_sort(view_.sort); break;
+        case 's': view_.sort = next_top_sort(view_.sort, gpu_); break;
         case 'p': view_.paused = !view_.paused; break;
         case 't': view_.since_start = !view_.since_start; break;
         case '/': prompt_ = "/"; break;
         case '\t': view_.python_lines = !view_.python_lines; break;
         default:
-          if (auto sort = top_sort_of_column(key - '0')) view_.sort = *sort;
+          if (auto sort = top_sort_of_column(key - '0', gpu_)) view_.sort = *sort;
           break;
       }
       redraw_ = true;
@@ -211,7 +232,9 @@ class Top {
       return true;
     }
     lost_ = lost;
-    table_->add(timeline_.take_calls());
+    const std::vector<OpCall> calls = timeline_.take_calls();
+    table_->add(calls);
+    for (const auto& [op_id, ns] : gpu_join_.calls(calls)) table_->add_gpu_time(op_id, ns);
     const bool due = now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9);
     if (due) {
       const ProcessCpu cpu = read_process_cpu(pid_);
@@ -219,6 +242,7 @@ class Top {
         cpu_percent_ = 100.0 * (cpu.ticks - cpu_.ticks) / clock_ticks_ / ((now_ns - last_roll_ns_) / 1e9);
       if (cpu.ok) cpu_ = cpu;
       last_tick_ns_ = now_ns;
+      gpu_join_.expire(now_ns);
       LiveInterval interval = table_->roll(now_ns);
       LiveLines lines = samples_.roll(now_ns);
       last_roll_ns_ = now_ns;
@@ -269,6 +293,8 @@ class Top {
   TimelineBuilder timeline_;
   TopViewOptions view_;
   LiveSampleTable samples_;
+  LiveGpuJoin gpu_join_;
+  bool gpu_ = false;  // GPU records came: GPU figures and the Self CUDA column
   LiveInterval shown_;
   LiveLines shown_lines_;
   std::string prompt_;
@@ -297,7 +323,8 @@ void add_top_command(CLI::App& app, TopOptions& options) {
   top->add_option("-n,--iterations", options.iterations, "stop after this many refreshes")
       ->check(CLI::NonNegativeNumber);
   top->add_option("--sort-by", options.sort_by,
-                  "self_cpu_time_total, cpu_time_total, cpu_time or count (s cycles them)")
+                  "self_cpu_time_total, cpu_time_total, cpu_time, self_cuda_time_total (with the CUPTI shim) "
+                  "or count (s cycles them)")
       ->capture_default_str();
   top->add_option("--ring-buffer", options.ring_buffer_mb, "probe ring buffer size in MiB (a power of two)")
       ->capture_default_str();
@@ -327,7 +354,7 @@ int run_top(const TopOptions& options) {
   if (!parse_top_sort(options.sort_by)) {
     std::fprintf(stderr,
                  "gpuprof: error: unknown sort key '%s'; top sorts by self_cpu_time_total, cpu_time_total, "
-                 "cpu_time or count\n",
+                 "cpu_time, self_cuda_time_total or count\n",
                  options.sort_by.c_str());
     return 2;
   }
