@@ -188,6 +188,15 @@ def test_ctrl_c_and_the_target_exiting_restore_the_terminal(procs, workdir, tmp_
         assert target.running(), target.describe()
     finally:
         tmux.kill()
+    # An error (no such process): said on the normal screen, terminal restored.
+    tmux = Tmux(tmp_path, width=80, height=24)
+    try:
+        tmux.start(f"{GPUPROF} top -p 999999; echo TOP-EXITED $?; sleep 60")
+        screen = tmux.wait_for(r"^TOP-EXITED 1$")
+        assert "gpuprof: error: " in screen and "999999" in screen, screen
+        assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "0"
+    finally:
+        tmux.kill()
     # A launched command that ends: top ends with the summary since the start.
     tmux = Tmux(tmp_path, width=100, height=30)
     try:
