@@ -147,6 +147,16 @@ def test_full_screen_view_in_tmux(procs, workdir, tmp_path):
         assert re.search(rf"^gpuprof top - {pid} \(python3\)", screen, re.M), screen
         assert "sorted by self_cpu_time_total" in screen and screen.rstrip().endswith("tab Python lines"), screen
         assert tmux.run("display", "-p", "-t", "t", "#{alternate_on}").stdout.strip() == "1"
+        # A resize redraws at the new width: the name column widens.
+        narrow = next(line for line in screen.splitlines() if line.startswith("Name"))
+        assert tmux.run("resize-window", "-t", "t", "-x", "160").returncode == 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            wide = next((line for line in tmux.screen().splitlines() if line.startswith("Name")), "")
+            if len(wide.rstrip()) > len(narrow.rstrip()):
+                break
+            time.sleep(0.1)
+        assert len(wide.rstrip()) > len(narrow.rstrip()), (narrow, wide)
         tmux.keys("s")
         tmux.wait_for(r"sorted by cpu_time_total")
         tmux.keys("6")

@@ -264,8 +264,11 @@ class Top {
       }
       if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
     }
+    // A resized terminal is redrawn at once (checked every tick: one ioctl).
+    if (screen_ && screen_->size() != drawn_size_) redraw_ = true;
     if (screen_ && redraw_) {
       const auto [columns, rows] = screen_->size();
+      drawn_size_ = {columns, rows};
       TopViewOptions screen = view_;
       screen.width = columns;
       screen.height = rows;
@@ -295,6 +298,7 @@ class Top {
   LiveSampleTable samples_;
   LiveGpuJoin gpu_join_;
   bool gpu_ = false;  // GPU records came: GPU figures and the Self CUDA column
+  std::pair<size_t, size_t> drawn_size_;  // the terminal size of the last redraw
   LiveInterval shown_;
   LiveLines shown_lines_;
   std::string prompt_;
