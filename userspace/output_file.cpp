@@ -1,6 +1,8 @@
 // output_file.cpp: plain, gzip (zlib's gzFile) and stdout outputs.
 #include "output_file.h"
 
+#include "file_mode.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,11 +93,16 @@ class GzipFile : public OutputFile {
 
 }  // namespace
 
-std::unique_ptr<OutputFile> OutputFile::open(const std::string& path, std::string* error) {
+std::unique_ptr<OutputFile> OutputFile::open(const std::string& path, std::string* error, mode_t mode) {
   if (path == "-") return std::make_unique<PlainFile>(stdout, "standard output", true);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) {
     *error = "cannot create " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  if (!set_file_mode(fd, mode)) {
+    *error = "cannot set the mode of " + path + ": " + std::strerror(errno);
+    ::close(fd);
     return nullptr;
   }
   if (path.size() > 3 && path.ends_with(".gz")) {

@@ -3,6 +3,8 @@
 // standard output for "-".
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,9 +14,10 @@ namespace gpuprof {
 
 class OutputFile {
  public:
-  // nullptr and *error when the file cannot be created. Files are created
-  // 0600: reports hold command lines, paths and code locations.
-  static std::unique_ptr<OutputFile> open(const std::string& path, std::string* error);
+  // nullptr and *error when the file cannot be created. Files get `mode`
+  // (file_mode.h; owner-only by default: reports hold command lines, paths
+  // and code locations).
+  static std::unique_ptr<OutputFile> open(const std::string& path, std::string* error, mode_t mode = 0600);
   virtual ~OutputFile() = default;
 
   // False once a write failed; the first error is kept.

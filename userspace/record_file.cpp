@@ -1,6 +1,8 @@
 // record_file.cpp: RecordWriter and read_recording (format in record_file.h).
 #include "record_file.h"
 
+#include "file_mode.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1029,10 +1031,15 @@ RecordWriter::RecordWriter(int fd, std::string path)
       pending_gpu_correlations_(chunk_buffer()),
       pending_gpu_activities_(chunk_buffer()) {}
 
-std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) {
     *error = "cannot create " + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (!set_file_mode(fd, mode)) {
+    *error = "cannot set the mode of " + path + ": " + std::strerror(errno);
+    ::close(fd);
     return std::nullopt;
   }
   return RecordWriter(fd, path);

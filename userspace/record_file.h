@@ -207,6 +207,8 @@
 // only (record_file.cpp static_asserts it).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -309,7 +311,10 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 class RecordWriter {
  public:
   // Opens (O_CREAT | O_TRUNC, mode 0644) path for writing.
-  static std::optional<RecordWriter> create(const std::string& path, std::string* error);
+  // Creates (or truncates) the file. A regular file gets `mode` exactly,
+  // whatever the umask and whatever mode it had: record files hold command
+  // lines, paths and code locations, so the default is owner-only.
+  static std::optional<RecordWriter> create(const std::string& path, std::string* error, mode_t mode = 0600);
 
   // Move-only; destruction closes the file. An unfinished recording stays
   // readable (complete = false).

@@ -315,7 +315,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   if (std::string why; !thread_names_->watch_exits(&why))
     std::fprintf(stderr, "gpuprof: warning: threads that exit before gpuprof reads their events keep no name: %s\n",
                  why.c_str());
-  writer_ = RecordWriter::create(config_.output_path, &error);
+  writer_ = RecordWriter::create(config_.output_path, &error, config_.output_mode);
   if (!writer_ || !writer_->begin(process, clock, ops, options, &error)) return fail(error);
   if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
   return true;

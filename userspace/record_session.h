@@ -7,6 +7,8 @@
 // record file every flush interval so a killed gpuprof loses little.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -22,6 +24,7 @@ struct RecordConfig {
   int pid = 0;                       // -p: attach to this process
   std::vector<std::string> command;  // -- CMD...: launch this
   std::string output_path;
+  mode_t output_mode = 0600;  // --mode: the record file's permissions (file_mode.h)
   double duration_s = 0;  // 0: until stopped
   uint32_t ring_buffer_bytes = 32u << 20;
   ExitMode exit_mode = ExitMode::emulated;

@@ -10,6 +10,7 @@
 
 #include "chrome_trace.h"
 #include "cli/trace_export.h"
+#include "file_mode.h"
 #include "op_tracer.h"
 #include "record_file.h"
 #include "record_session.h"
@@ -114,6 +115,11 @@ int run_record(RecordOptions options) {
                          "--record-shapes, --profile-memory or --with-stack\n");
     return 2;
   }
+  auto file_mode = parse_file_mode(options.table.trace.mode, &error);
+  if (!file_mode) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
   // Refuse a bad --time-range or --ops now, not after the recording.
   if (!options.table.trace.time_range.empty() && !parse_trace_time_range(options.table.trace.time_range, &error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
@@ -151,6 +157,7 @@ int run_record(RecordOptions options) {
   config.pid = options.pid;
   config.command = options.command;
   config.output_path = options.output_path;
+  config.output_mode = *file_mode;
   config.duration_s = options.duration_s;
   config.ring_buffer_bytes = ring_bytes;
   config.exit_mode = options.exit_mode == "ret" ? ExitMode::ret : ExitMode::emulated;

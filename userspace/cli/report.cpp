@@ -129,6 +129,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   kernels->excludes(launches);
   add_trace_export_options(*report, options.trace);
   CLI::Option* trace = report->get_option("--chrome-trace");
+  report->get_option("--mode")->needs(trace);  // report writes no other file
   for (CLI::Option* other : {folded, launches, kernels}) trace->excludes(other);
   for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
     trace->excludes(report->get_option(table_only));

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "chrome_trace.h"
+#include "file_mode.h"
 #include "output_file.h"
 #include "recording.h"
 
@@ -21,6 +22,11 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
                      "started (either side may be empty: 2.5:)")
       ->type_name("START:END")
       ->needs(trace);
+  command.add_option("--mode", options.mode,
+                     "permissions of the files written (octal; default 600: they hold command lines, paths "
+                     "and code locations)")
+      ->type_name("OCTAL")
+      ->capture_default_str();
   command.add_option("--ops", options.ops,
                      "with --chrome-trace: only the op calls whose name matches PATTERN (a regular "
                      "expression, searched), the calls nested in them and what they launched")
@@ -50,7 +56,12 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
     }
     trace.ops_pattern = options.ops;
   }
-  auto file = OutputFile::open(options.output, &error);
+  auto mode = parse_file_mode(options.mode, &error);
+  if (!mode) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  auto file = OutputFile::open(options.output, &error, *mode);
   if (!file) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;

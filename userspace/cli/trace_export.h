@@ -18,6 +18,7 @@ struct TraceExportOptions {
   std::string output;      // "" when no trace is wanted; "-" for stdout; *.gz gzipped
   std::string time_range;  // START:END, seconds since the recording started
   std::string ops;         // regex searched in op names
+  std::string mode = "600";  // --mode: the trace file's permissions (octal)
 };
 
 // Adds --chrome-trace, --time-range and --ops (the last two need the first).
