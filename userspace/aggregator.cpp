@@ -18,10 +18,6 @@
 namespace gpuprof {
 namespace {
 
-std::string op_name(const std::vector<OpInfo>& ops, uint32_t op_id) {
-  return op_id < ops.size() ? ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
-}
-
 // Maps (op name, input shapes, stack group) to rows, creating a row the
 // first time a group completes a call, so ops that never ran get none.
 // Without shape grouping the shapes part of the key is always "", without
@@ -231,7 +227,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     call.self_ns = self_ns[i];
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
-    OpRow& row = index.row_of(op_name(recording.ops, call.op_id), shapes, has_inputs,
+    OpRow& row = index.row_of(op_display_name(recording.ops, call.op_id), shapes, has_inputs,
                               stack_groups.of(call));
     ++row.calls;
     row.cpu_total_ns += call.duration_ns();
@@ -275,7 +271,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
       info.at_s = peak.at_ns >= recording.clock.start_monotonic_ns
                       ? (peak.at_ns - recording.clock.start_monotonic_ns) / 1e9
                       : 0;
-      if (peak.call >= 0) info.op = op_name(recording.ops, timeline.calls[peak.call].op_id);
+      if (peak.call >= 0) info.op = op_display_name(recording.ops, timeline.calls[peak.call].op_id);
       info.device_index = peak.device_index;
       return info;
     };

@@ -105,8 +105,7 @@ std::vector<std::string> op_names_at(const Recording& recording, const std::vect
   std::vector<std::string> names(moments.size());
   for (size_t i = 0; i < moments.size(); ++i) {
     if (calls[i] < 0) continue;
-    const uint32_t op_id = timeline.calls[calls[i]].op_id;
-    names[i] = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
+    names[i] = op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
   }
   return names;
 }

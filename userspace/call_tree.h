@@ -51,8 +51,8 @@ std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree
                                         const std::vector<ThreadMoment>& moments);
 
 // For each moment, the name of the innermost op running on its thread then
-// (recording.ops; "op N" for an id outside them), "" outside every op: what
-// a launch or a GPU activity is charged to.
+// (op_display_name: "<unknown op N>" for an id outside recording.ops), ""
+// outside every op: what a launch or a GPU activity is charged to.
 std::vector<std::string> op_names_at(const Recording& recording, const std::vector<ThreadMoment>& moments);
 
 // torch.profiler's EventList._remove_dup_nodes: a call whose only child has

@@ -82,7 +82,7 @@ class StackFrames {
     return parent;
   }
 
-  void write(std::string& out, const std::function<void(bool)>& maybe_flush) const {
+  void write(std::string& out, const std::function<void()>& maybe_flush) const {
     out += "\"stackFrames\":{";
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (i) out += ',';
@@ -97,7 +97,7 @@ class StackFrames {
         out += '"';
       }
       out += '}';
-      maybe_flush(false);
+      maybe_flush();
     }
     out += '}';
   }
@@ -133,7 +133,7 @@ class TraceWriter {
     write_memory();
     write_metadata();
     out_ += "],";
-    stack_frames_.write(out_, [this](bool) { maybe_flush(); });
+    stack_frames_.write(out_, [this] { maybe_flush(); });
     out_ += ",\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"gpuprof\",\"command\":\"";
     append_json_string(out_, r_.process.cmdline);
     out_ += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
@@ -192,9 +192,7 @@ class TraceWriter {
     append_us(out_, rel(ts_ns));
   }
 
-  std::string op_name(uint32_t op_id) const {
-    return op_id < r_.ops.size() ? r_.ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
-  }
+  std::string op_name(uint32_t op_id) const { return op_display_name(r_.ops, op_id); }
   std::string_view frame_name(uint32_t frame_id) const {
     return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
   }

@@ -72,7 +72,7 @@ class Frames {
       if (of_op_[op_id] == kUnset) of_op_[op_id] = intern(ops_[op_id].name);
       return of_op_[op_id];
     }
-    return intern("<unknown op " + std::to_string(op_id) + ">");
+    return intern(op_display_name(ops_, op_id));
   }
   const std::vector<std::string>& names() const { return names_; }
   // A frame that is not an op (a sample's native leaf, "[kernel]").

@@ -34,8 +34,7 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
       op = kNoOpName;
       out.outside_ops++;
     } else {
-      const uint32_t op_id = timeline.calls[calls[i]].op_id;
-      op = op_id < recording.ops.size() ? recording.ops[op_id].name : "op " + std::to_string(op_id);
+      op = op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
     }
     GpuKernelRow& row = rows[{op, a.name_id}];
     if (row.calls == 0) {

@@ -5,29 +5,29 @@
 
 namespace gpuprof {
 
-const std::string& LiveOpTable::name_of(uint32_t op_id) {
-  if (op_id < ops_.size()) return ops_[op_id].name;
-  unknown_names_.push_back("<unknown op " + std::to_string(op_id) + ">");
-  return unknown_names_.back();
+// Rows are found by name: overloads of one op share a row, as in the table.
+LiveOpRow& LiveOpTable::row_of(uint32_t op_id) {
+  if (op_id < ops_.size()) {
+    LiveOpRow& row = current_[ops_[op_id].name];
+    if (row.name.empty()) row.name = ops_[op_id].name;
+    return row;
+  }
+  const std::string name = op_display_name(ops_, op_id);
+  LiveOpRow& row = current_[name];
+  if (row.name.empty()) row.name = name;
+  return row;
 }
 
 void LiveOpTable::add(const std::vector<OpCall>& calls) {
   for (const OpCall& call : calls) {
-    const std::string& name = name_of(call.op_id);
-    LiveOpRow& row = current_[name];
-    if (row.calls == 0) row.name = name;
+    LiveOpRow& row = row_of(call.op_id);
     row.calls++;
     row.self_ns += call.self_ns;
     row.total_ns += call.duration_ns();
   }
 }
 
-void LiveOpTable::add_gpu_time(uint32_t op_id, uint64_t ns) {
-  const std::string& name = name_of(op_id);
-  LiveOpRow& row = current_[name];
-  if (row.name.empty()) row.name = name;
-  row.self_cuda_ns += ns;
-}
+void LiveOpTable::add_gpu_time(uint32_t op_id, uint64_t ns) { row_of(op_id).self_cuda_ns += ns; }
 
 void LiveOpTable::add_gpu_activity(const GpuActivity& activity) {
   if (activity.kind == GpuActivityKind::kernel) ++gpu_kernels_;
@@ -48,6 +48,14 @@ uint64_t covered_ns(std::vector<std::pair<uint64_t, uint64_t>>& spans) {
   return covered;
 }
 
+// The interval's totals over its rows.
+void sum_rows(LiveInterval& interval) {
+  for (const LiveOpRow& row : interval.rows) {
+    interval.calls += row.calls;
+    interval.self_ns += row.self_ns;
+  }
+}
+
 }  // namespace
 
 std::vector<LiveOpRow> LiveOpTable::sorted_rows(const std::unordered_map<std::string, LiveOpRow>& rows) {
@@ -63,9 +71,8 @@ LiveInterval LiveOpTable::roll(uint64_t now_ns) {
   out.start_ns = interval_start_ns_;
   out.end_ns = now_ns;
   out.rows = sorted_rows(current_);
+  sum_rows(out);
   for (const LiveOpRow& row : out.rows) {
-    out.calls += row.calls;
-    out.self_ns += row.self_ns;
     LiveOpRow& total = total_[row.name];
     if (total.name.empty()) total.name = row.name;
     total.calls += row.calls;
@@ -91,10 +98,7 @@ LiveInterval LiveOpTable::since_start() const {
   out.start_ns = since_ns_;
   out.end_ns = last_roll_ns_;
   out.rows = sorted_rows(total_);
-  for (const LiveOpRow& row : out.rows) {
-    out.calls += row.calls;
-    out.self_ns += row.self_ns;
-  }
+  sum_rows(out);
   out.gpu_kernels = total_gpu_kernels_;
   out.gpu_busy_ns = total_gpu_busy_ns_;
   out.gpu_devices = gpu_devices_seen_;

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -61,11 +60,10 @@ class LiveOpTable {
   LiveInterval since_start() const;
 
  private:
-  const std::string& name_of(uint32_t op_id);
+  LiveOpRow& row_of(uint32_t op_id);  // in the current interval
   static std::vector<LiveOpRow> sorted_rows(const std::unordered_map<std::string, LiveOpRow>& rows);
 
   const std::vector<OpInfo>& ops_;
-  std::deque<std::string> unknown_names_;  // "<unknown op N>" (a deque: references stay valid)
   std::unordered_map<std::string, LiveOpRow> current_, total_;
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> gpu_spans_;  // device -> [start, end)
   uint64_t gpu_kernels_ = 0, total_gpu_kernels_ = 0, total_gpu_busy_ns_ = 0;

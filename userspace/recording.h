@@ -202,6 +202,13 @@ struct ThreadName {
   bool operator==(const ThreadName&) const = default;
 };
 
+// An op's name by id, as every output prints it: "<unknown op N>" for an
+// id outside the op table (a damaged file), which gets a row of its own
+// rather than being dropped.
+inline std::string op_display_name(const std::vector<OpInfo>& ops, uint32_t op_id) {
+  return op_id < ops.size() ? ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
+}
+
 struct Recording {
   uint32_t format_version = 0;
   ProcessInfo process;

@@ -808,15 +808,6 @@ TEST(AggregatorStack, MemoryRowHasNoStack) {
 
 // GPU times (the CUPTI shim): torch's Self CUDA / CUDA total and kernel rows.
 
-GpuActivity kernel(uint64_t correlation, uint64_t start, uint64_t end, uint32_t name_id) {
-  GpuActivity a;
-  a.correlation_id = correlation;
-  a.start_ns = start;
-  a.end_ns = end;
-  a.name_id = name_id;
-  return a;
-}
-
 OpRow gpu_row(std::string name, uint64_t calls, uint64_t total, uint64_t self, uint64_t self_cuda,
               uint64_t cuda_total, bool on_gpu = false) {
   OpRow r = row(std::move(name), calls, total, self);
@@ -840,8 +831,8 @@ Recording linear_on_gpu() {
       {50, 9, kTid, 211, 2},   // before any op
   };
   // The GPU runs them later than the launches: only the id joins.
-  r.gpu_activities = {kernel(8, 9000, 9040, 1), kernel(7, 5000, 5700, 0), kernel(9, 1000, 1003, 1),
-                      kernel(7, 5700, 6000, 0), kernel(42, 7000, 7005, 1)};  // id 42: launch not seen
+  r.gpu_activities = {gpu_activity(8, 9000, 9040, 1), gpu_activity(7, 5000, 5700, 0), gpu_activity(9, 1000, 1003, 1),
+                      gpu_activity(7, 5700, 6000, 0), gpu_activity(42, 7000, 7005, 1)};  // id 42: launch not seen
   return r;
 }
 
@@ -885,7 +876,7 @@ TEST(AggregatorGpu, TotalsAddUpThroughEveryLevel) {
   r.launch_names = {"k"};
   r.cupti_shim = CuptiShimInfo{};
   r.gpu_correlations = {{50, 1, kTid, 211, 2}, {150, 2, kTid, 211, 2}, {250, 3, kTid, 211, 2}};
-  r.gpu_activities = {kernel(1, 0, 1, 0), kernel(2, 0, 10, 0), kernel(3, 0, 100, 0)};
+  r.gpu_activities = {gpu_activity(1, 0, 1, 0), gpu_activity(2, 0, 10, 0), gpu_activity(3, 0, 100, 0)};
   EXPECT_THAT(aggregate(r).rows, ElementsAre(gpu_row("aten::a", 1, 300, 110, 100, 111),
                                              gpu_row("aten::b", 1, 190, 110, 10, 11),
                                              gpu_row("aten::c", 3, 100, 100, 1, 1),
@@ -903,7 +894,7 @@ TEST(AggregatorGpu, FoldedChainKeepsItsDeepestCallsKernelsAsTorchDoes) {
   r.launch_names = {"k_outer", "k_inner"};
   r.cupti_shim = CuptiShimInfo{};
   r.gpu_correlations = {{10, 1, kTid, 211, 2}, {50, 2, kTid, 211, 2}};
-  r.gpu_activities = {kernel(1, 0, 700, 0), kernel(2, 0, 30, 1)};
+  r.gpu_activities = {gpu_activity(1, 0, 700, 0), gpu_activity(2, 0, 30, 1)};
   EXPECT_THAT(aggregate(r).rows, ElementsAre(gpu_row("aten::div_", 1, 95, 95, 30, 30),
                                              gpu_row("aten::mean", 1, 110, 15, 0, 30),
                                              gpu_row("k_inner", 1, 0, 0, 30, 30, true),

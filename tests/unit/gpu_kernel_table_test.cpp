@@ -15,17 +15,6 @@ namespace {
 
 using namespace ::gpuprof::test;
 
-GpuActivity activity(uint64_t correlation, uint64_t start, uint64_t end, uint32_t name_id,
-                     GpuActivityKind kind = GpuActivityKind::kernel) {
-  GpuActivity a;
-  a.correlation_id = correlation;
-  a.start_ns = start;
-  a.end_ns = end;
-  a.name_id = name_id;
-  a.kind = kind;
-  return a;
-}
-
 // aten::linear (100..200) calling aten::add (120..150) on kTid.
 Recording with_gpu() {
   Recording r = recording_of({op("aten::linear"), op("aten::add")},
@@ -47,14 +36,14 @@ TEST(GpuKernelTable, JoinsByCorrelationIdOnlyInAnyOrder) {
   Recording r = with_gpu();
   // GPU times are far from the launches (the GPU runs later): only the id counts.
   r.gpu_activities = {
-      activity(9, 9000, 9300, 3),  // the graph's kernels: one id, several kernels
-      activity(8, 5000, 5500, 1),
-      activity(9, 9300, 9400, 2),
-      activity(7, 4000, 4100, 0),
-      activity(7, 4100, 4300, 0),
-      activity(10, 1000, 1070, 0),
-      activity(11, 6000, 6150, 4, GpuActivityKind::memcpy),
-      activity(99, 7000, 7010, 0),  // its launch was never seen
+      gpu_activity(9, 9000, 9300, 3),  // the graph's kernels: one id, several kernels
+      gpu_activity(8, 5000, 5500, 1),
+      gpu_activity(9, 9300, 9400, 2),
+      gpu_activity(7, 4000, 4100, 0),
+      gpu_activity(7, 4100, 4300, 0),
+      gpu_activity(10, 1000, 1070, 0),
+      gpu_activity(11, 6000, 6150, 4, GpuActivityKind::memcpy),
+      gpu_activity(99, 7000, 7010, 0),  // its launch was never seen
   };
   const GpuKernelSummary s = summarize_gpu_kernels(r);
   const std::vector<GpuKernelRow> expected = {
@@ -78,7 +67,7 @@ TEST(GpuKernelTable, ARuntimeLaunchAndItsDriverCallShareOneId) {
   // id: two correlation records of one id still charge its kernel once.
   Recording r = with_gpu();
   r.gpu_correlations.push_back({131, 7, kTid, 307, 1});
-  r.gpu_activities = {activity(7, 4000, 4100, 0)};
+  r.gpu_activities = {gpu_activity(7, 4000, 4100, 0)};
   const GpuKernelSummary s = summarize_gpu_kernels(r);
   ASSERT_EQ(s.rows.size(), 1u);
   EXPECT_EQ(s.rows[0], (GpuKernelRow{"aten::add", "k_add", 1, 100}));
@@ -86,7 +75,7 @@ TEST(GpuKernelTable, ARuntimeLaunchAndItsDriverCallShareOneId) {
 
 TEST(GpuKernelTable, FormatAndWarnings) {
   Recording r = with_gpu();
-  r.gpu_activities = {activity(7, 4000, 4100, 0), activity(8, 5000, 7500, 1)};
+  r.gpu_activities = {gpu_activity(7, 4000, 4100, 0), gpu_activity(8, 5000, 7500, 1)};
   r.cupti_shim->records_dropped = 4;
   r.cupti_shim->events_lost = 2;
   EXPECT_EQ(format_gpu_kernel_table(summarize_gpu_kernels(r), -1),

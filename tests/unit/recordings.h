@@ -23,4 +23,16 @@ inline Recording recording_of(std::vector<OpInfo> ops, std::vector<gp_event> eve
   return recording;
 }
 
+// A GPU activity record of the CUPTI shim (a kernel unless said).
+inline GpuActivity gpu_activity(uint64_t correlation, uint64_t start, uint64_t end, uint32_t name_id,
+                                GpuActivityKind kind = GpuActivityKind::kernel) {
+  GpuActivity a;
+  a.correlation_id = correlation;
+  a.start_ns = start;
+  a.end_ns = end;
+  a.name_id = name_id;
+  a.kind = kind;
+  return a;
+}
+
 }  // namespace gpuprof::test
