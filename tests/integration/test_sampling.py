@@ -237,16 +237,18 @@ def test_unsupported_interpreter_gets_native_samples(tmp_path):
 def test_no_ops_attaches_to_a_process_without_torch(procs, workdir, tmp_path):
     # -p PID --no-ops needs no libtorch_cpu; op tracing still does, and says
     # how to sample instead.
-    target = procs.start_workload("two_functions.py", workdir, "1", python=pyenv_python(13))
+    target = procs.start_workload("two_functions.py", workdir, "4", python=pyenv_python(13))
     pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
     traced = run_gpuprof("record", "-p", pid, "-d", "1", "-o", tmp_path / "ops.gpuprof")
     assert traced.returncode == 1, traced.stderr
     assert "has no libtorch_cpu mapped" in traced.stderr and "--no-ops" in traced.stderr, traced.stderr
+    # Sampled while it computes (CPU-clock samples: a thread polling for
+    # `go` is mostly asleep and may get none in a second).
+    touch(workdir, "go")
     sampled = run_gpuprof("record", "-p", pid, "-d", "1", "-q", "-F", "199", "--no-ops",
                           "-o", tmp_path / "samples.gpuprof")
     assert sampled.returncode == 0, sampled.stderr
     assert re.search(r"; \d+ events, 0 lost; [1-9]\d* samples, 0 lost;", sampled.stderr), sampled.stderr
-    touch(workdir, "go")
     wait_for_file(workdir, "truth.json", timeout=60, watch=[target])
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
