@@ -27,6 +27,15 @@ enum gp_event_kind {
 	 * unwound by the exception (see userspace/op_timeline.cpp).
 	 */
 	GP_EV_CATCH = 3,
+	/*
+	 * A profiling step starts (record --schedule with --step-op): emitted
+	 * by the entry of a step op, before that op's own ENTRY, whether the
+	 * step is recorded or not. sp holds the step number (0 for the first
+	 * step-op call); op_id is the recording's ProfilerStep op when the step
+	 * is recorded, GP_NO_OP when it is not (wait, warmup, skip_first, after
+	 * the last repeat). Record format version 3 and later.
+	 */
+	GP_EV_STEP = 4,
 };
 
 /* op_id of events that belong to no operator (GP_EV_CATCH). */
@@ -38,12 +47,15 @@ enum gp_event_kind {
  *   bits 32..39  event kind (enum gp_event_kind)
  *   bit  40      the site is not where the entry sp is: compute it (below)
  *   bit  41      ... from rbp (1) or rsp (0) at the site
+ *   bit  42      ENTRY of a step op (GP_COOKIE_STEP, record --step-op)
  *   bits 48..63  ... plus this signed offset
  * Exit sites on the stack-protector branch before a `ret` (see
  * userspace/ret_finder.h) use bits 40..63 so that every event carries the
  * op's entry sp, which the timeline matches entries and exits by.
  */
 #define GP_COOKIE_SP_COMPUTED (1ull << 40)
+/* bit 42: an ENTRY site of a step op (record --step-op): a step starts. */
+#define GP_COOKIE_STEP (1ull << 42)
 #define GP_COOKIE_SP_FROM_RBP (1ull << 41)
 #define GP_COOKIE(kind, op_id) (((__u64)(kind) << 32) | (__u64)(op_id))
 #define GP_COOKIE_FRAME_EXIT(op_id, from_rbp, offset)                          \
@@ -74,6 +86,62 @@ static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the rec
 #else
 _Static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the record format");
 #endif
+
+/*
+ * Schedules (record --schedule): torch.profiler.schedule(skip_first, wait,
+ * warmup, active, repeat) over steps that start at each call of a step op
+ * (GP_COOKIE_STEP) or every step_ns nanoseconds from start_ns. Only the
+ * events of RECORD and RECORD_AND_SAVE steps are recorded; the rest are
+ * dropped in BPF before they reach the ring buffer.
+ */
+enum gp_schedule_mode {
+	GP_SCHEDULE_OFF = 0,
+	GP_SCHEDULE_BY_OP = 1,   /* a step starts at each ENTRY of a step op */
+	GP_SCHEDULE_BY_TIME = 2, /* step n is [start_ns + n * step_ns, ... + step_ns) */
+};
+
+/* torch.profiler.ProfilerAction, in its order. */
+enum gp_schedule_action {
+	GP_ACTION_NONE = 0,
+	GP_ACTION_WARMUP = 1,
+	GP_ACTION_RECORD = 2,
+	GP_ACTION_RECORD_AND_SAVE = 3,
+};
+
+struct gp_schedule {
+	__u32 mode; /* enum gp_schedule_mode */
+	__u32 step_marker_op; /* op id of GP_EV_STEP events of recorded steps */
+	__u64 skip_first;
+	__u64 wait;
+	__u64 warmup;
+	__u64 active; /* > 0 */
+	__u64 repeat; /* 0: for ever */
+	__u64 step_ns; /* GP_SCHEDULE_BY_TIME */
+	__u64 start_ns; /* GP_SCHEDULE_BY_TIME: CLOCK_MONOTONIC */
+};
+
+/*
+ * torch.profiler.schedule's schedule_fn(step), for steps >= 0 (torch 1.13
+ * torch/profiler/profiler.py); a negative step (before the first step op
+ * call) is NONE. Shared by the BPF gate and userspace, so both agree on
+ * every step. Userspace keeps repeat * (wait + warmup + active) below 2^63.
+ */
+static inline __u32 gp_schedule_action(const struct gp_schedule *s, __s64 step)
+{
+	__u64 k, cycle = s->wait + s->warmup + s->active;
+
+	if (step < 0 || (__u64)step < s->skip_first || cycle == 0)
+		return GP_ACTION_NONE;
+	k = (__u64)step - s->skip_first;
+	if (s->repeat && k >= s->repeat * cycle)
+		return GP_ACTION_NONE;
+	k %= cycle;
+	if (k < s->wait)
+		return GP_ACTION_NONE;
+	if (k < s->wait + s->warmup)
+		return GP_ACTION_WARMUP;
+	return k < cycle - 1 ? GP_ACTION_RECORD : GP_ACTION_RECORD_AND_SAVE;
+}
 
 /*
  * Input shapes (record --record-shapes).
@@ -306,6 +374,7 @@ struct gp_thread_exit {
 
 #ifdef __cplusplus
 static_assert(sizeof(struct gp_thread_exit) == 24, "gp_thread_exit is shared with BPF");
+static_assert(sizeof(struct gp_schedule) == 64, "gp_schedule is shared with BPF");
 static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
 static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
 static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");

@@ -296,6 +296,61 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 	return 1;
 }
 
+/*
+ * Schedule (events.h, "Schedules"). Set by userspace before tracing starts.
+ * steps_started/step_recorded are updated by the step op's entry without
+ * atomics: two threads starting a step at the same instant (a step op
+ * called on several threads) may count one step; a step op is normally
+ * called by one thread.
+ */
+struct gp_schedule schedule = {};
+__u64 steps_started = 0; /* the number of the next step */
+__u32 step_recorded = 0;
+
+/* Emits the GP_EV_STEP event of a step op's entry: step number in sp. */
+static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 step, __u32 recorded)
+{
+	struct gp_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	long flags;
+
+	if (!e) {
+		__sync_fetch_and_add(&events_lost, 1);
+		return;
+	}
+	fill_event(e, ctx, cookie);
+	e->sp = (__u64)step;
+	e->kind = GP_EV_STEP;
+	e->op_id = recorded ? schedule.step_marker_op : GP_NO_OP;
+	submit_flags_for(&events, &flags);
+	bpf_ringbuf_submit(e, flags);
+}
+
+/* Whether the schedule lets this event through (1 without a schedule). */
+static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie)
+{
+	__s64 step;
+	__u32 recorded;
+
+	if (schedule.mode == GP_SCHEDULE_OFF)
+		return 1;
+	if (schedule.mode == GP_SCHEDULE_BY_TIME) {
+		__u64 now = bpf_ktime_get_ns();
+
+		if (now < schedule.start_ns || !schedule.step_ns)
+			return 0;
+		return gp_schedule_action(&schedule, (now - schedule.start_ns) / schedule.step_ns) >=
+		       GP_ACTION_RECORD;
+	}
+	if (cookie & GP_COOKIE_STEP) {
+		step = (__s64)steps_started;
+		steps_started = step + 1;
+		recorded = gp_schedule_action(&schedule, step) >= GP_ACTION_RECORD;
+		step_recorded = recorded;
+		emit_step(ctx, cookie, step, recorded);
+	}
+	return step_recorded;
+}
+
 SEC("uprobe")
 int on_op_probe(struct pt_regs *ctx)
 {
@@ -304,6 +359,8 @@ int on_op_probe(struct pt_regs *ctx)
 	long flags;
 
 	if (!tracing_on)
+		return 0;
+	if (!schedule_allows(ctx, cookie))
 		return 0;
 	if ((shapes_on || stacks_on) && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
 		__u32 op = GP_COOKIE_OP(cookie), shapes = 0;
@@ -366,6 +423,9 @@ int on_memory_probe(struct pt_regs *ctx)
 	asm volatile("" : "+r"(p1), "+r"(p2), "+r"(p3), "+r"(p5));
 
 	if (!tracing_on)
+		return 0;
+	/* Allocator events follow the op events' schedule (never a step start). */
+	if (!schedule_allows(ctx, 0))
 		return 0;
 	if (kind == GP_MEM_CPU_ALLOC) {
 		addr = p2;

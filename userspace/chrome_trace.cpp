@@ -193,6 +193,15 @@ class TraceWriter {
   }
 
   std::string op_name(uint32_t op_id) const { return op_display_name(r_.ops, op_id); }
+  // A step frame (op_timeline.h) is named after its step, as torch names
+  // its ranges: ProfilerStep#N.
+  static bool is_step(const Recording& r, const OpCall& call) {
+    return call.entry_index < r.events.size() && r.events[call.entry_index].kind == GP_EV_STEP;
+  }
+  std::string call_name(const OpCall& call) const {
+    if (is_step(r_, call)) return "ProfilerStep#" + std::to_string(r_.events[call.entry_index].sp);
+    return op_name(call.op_id);
+  }
   std::string_view frame_name(uint32_t frame_id) const {
     return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
   }
@@ -252,7 +261,8 @@ class TraceWriter {
         const OpCall& call = timeline.calls[i];
         note_thread(call.tid);
         begin_event();
-        common("X", "cpu_op", op_name(call.op_id), pid, call.tid, call.start_ns);
+        const bool step = is_step(r_, call);
+        common("X", step ? "user_annotation" : "cpu_op", call_name(call), pid, call.tid, call.start_ns);
         out_ += ",\"dur\":";
         append_us(out_, static_cast<int64_t>(call.duration_ns()));
         if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
@@ -266,7 +276,7 @@ class TraceWriter {
         }
         out_ += ",\"args\":{\"call\":";
         append_number(out_, call.entry_index);
-        if (r_.options.shapes) {
+        if (r_.options.shapes && !step) {
           out_ += ",\"Input Dims\":";
           auto it = shape_of_entry.find(call.entry_index);
           const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;

@@ -40,6 +40,9 @@ class Builder {
       case GP_EV_CATCH:
         on_catch(thread, event);
         break;
+      case GP_EV_STEP:
+        on_step(thread, event, index);
+        break;
       default:
         ++timeline_.events_unknown_kind;
         return;  // not an event of this thread's history: last_event_ns stays
@@ -52,8 +55,16 @@ class Builder {
   void reserve_calls(size_t entries) { timeline_.calls.reserve(entries); }
 
   Timeline finish() && {
-    for (const auto& [tid, thread] : threads_) {
-      timeline_.calls_open_at_end += thread.stack.size();
+    for (auto& [tid, thread] : threads_) {
+      // A step in progress when the events end ends with its thread's last
+      // event (torch ends its last ProfilerStep range when profiling stops);
+      // the op frames above it were running: not calls.
+      const bool step_open = !thread.stack.empty() && thread.stack.front().entry_sp == kStepFrameSp;
+      timeline_.calls_open_at_end += thread.stack.size() - (step_open ? 1 : 0);
+      if (step_open) {
+        thread.stack.resize(1);
+        close_top(thread, thread.last_event_ns, /*unwound=*/false);
+      }
       if (thread.ran_ops) ++timeline_.threads;
     }
     return std::move(timeline_);
@@ -122,6 +133,29 @@ class Builder {
     // left had their return address at that slot or below.
     close_unwound_while(thread, event.ts_ns, [&](const OpenFrame& top) {
       return top.entry_sp <= event.sp;
+    });
+  }
+
+  // A step frame sits below every op frame of its thread (op_timeline.h).
+  static constexpr uint64_t kStepFrameSp = UINT64_MAX;
+
+  void on_step(ThreadState& thread, const gp_event& event, uint64_t index) {
+    if (!thread.stack.empty()) {
+      if (thread.stack.back().entry_sp != kStepFrameSp) {
+        ++timeline_.steps_inside_calls;  // the step frame (if any) stays open
+        return;
+      }
+      close_top(thread, event.ts_ns, /*unwound=*/false);
+    }
+    if (event.op_id == GP_NO_OP) return;  // a step that is not recorded
+    thread.ran_ops = true;
+    thread.stack.push_back(OpenFrame{
+        .op_id = event.op_id,
+        .entry_ns = event.ts_ns,
+        .entry_sp = kStepFrameSp,
+        .child_ns = 0,
+        .depth = 0,
+        .entry_index = index,
     });
   }
 

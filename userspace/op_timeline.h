@@ -42,6 +42,19 @@
 // entry sp: the first is then closed as unwound (ending at the thread's
 // previous event) and the second shows up as its sibling, not its child.
 //
+// Steps (record --schedule --step-op, events.h GP_EV_STEP): a STEP event
+// whose op_id is an op (a recorded step) opens a frame of that op (the
+// ProfilerStep op) under everything else on its thread: entry sp taken as
+// UINT64_MAX, so no ENTRY, EXIT or CATCH rule ever closes it. The thread's
+// next STEP event closes it (an ordinary call, not unwound) and opens the
+// next step's frame when that step is recorded too; so the top-level calls
+// of a step are its children, as under torch's ProfilerStep#N ranges. A STEP
+// that finds op frames open on its thread (the step op was called inside
+// another op) changes nothing and is counted (steps_inside_calls). A step
+// frame still open when the events end closes at its thread's last event
+// (torch ends its last range when profiling stops); op frames open above it
+// are not calls, as always.
+//
 // Each thread (tid) has its own stack. Events of one thread must be in the
 // order they happened (the recorder keeps that); events of different threads
 // may interleave in any way, and the pid field is not looked at.
@@ -87,6 +100,7 @@ struct Timeline {
   uint64_t exits_without_entry = 0;  // EXITs matching no open frame
   uint64_t calls_open_at_end = 0;    // frames still open after the last event
   uint64_t events_unknown_kind = 0;  // events with a kind events.h lacks; ignored
+  uint64_t steps_inside_calls = 0;   // STEP events that found op frames open (above)
   // Calls whose children's durations exceeded their own, so self time was
   // clamped at 0. Only possible when a thread's events are out of time
   // order; tests expect 0.

@@ -218,6 +218,13 @@ void OpTracer::set_python_stacks(const gp_python_config& config) {
   __atomic_store_n(&skel_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
 }
 
+void OpTracer::set_schedule(const gp_schedule& schedule) {
+  skel_->bss->steps_started = 0;
+  skel_->bss->step_recorded = 0;
+  skel_->bss->schedule = schedule;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 void OpTracer::set_tracing(bool on) {
   __atomic_store_n(&skel_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }

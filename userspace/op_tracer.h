@@ -86,6 +86,10 @@ class OpTracer {
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);
 
+  // record --schedule (events.h, "Schedules"): before tracing starts. With
+  // GP_SCHEDULE_BY_OP, the step op's ENTRY sites carry GP_COOKIE_STEP.
+  void set_schedule(const gp_schedule& schedule);
+
   // Removes every probe. Events already in the ring buffer stay readable.
   void detach();
 

@@ -74,7 +74,7 @@ const char* type_name(uint32_t type) {
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 22u : 6u);
+  return type >= 1 && type <= (version >= 2 ? 22u : 6u);  // version 3 adds no chunk type
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -370,12 +370,15 @@ bool mem_event_ok(const gp_mem_event& e) {
 }
 
 // The event rules of record_file.h, shared by writer and reader.
-bool event_ok(const gp_event& e, size_t nops) {
-  if (e.kind == GP_EV_CATCH) return e.op_id == GP_NO_OP || e.op_id < nops;
+// GP_EV_STEP events (schedules) came with version 3.
+uint16_t last_event_kind(uint32_t version) { return version >= 3 ? GP_EV_STEP : GP_EV_CATCH; }
+bool event_ok(const gp_event& e, size_t nops, uint32_t version) {
+  if (e.kind == GP_EV_CATCH || (e.kind == GP_EV_STEP && version >= 3))
+    return e.op_id == GP_NO_OP || e.op_id < nops;
   return (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_OP_EXIT) && e.op_id < nops;
 }
-std::string event_problem(const gp_event& e, size_t nops) {
-  if (e.kind < GP_EV_OP_ENTRY || e.kind > GP_EV_CATCH)
+std::string event_problem(const gp_event& e, size_t nops, uint32_t version) {
+  if (e.kind < GP_EV_OP_ENTRY || e.kind > last_event_kind(version))
     return " has unknown kind " + std::to_string(e.kind);
   return " has op_id " + std::to_string(e.op_id) + ", but the op table has " +
          std::to_string(nops) + " ops";
@@ -817,8 +820,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
         std::memcpy(rec.events.data() + base, payload.data(), payload.size());
       for (size_t i = base; i < rec.events.size(); ++i) {
         const gp_event& e = rec.events[i];
-        if (!event_ok(e, rec.ops.size()))
-          return "event " + std::to_string(i - base) + event_problem(e, rec.ops.size());
+        if (!event_ok(e, rec.ops.size(), seen.version))
+          return "event " + std::to_string(i - base) + event_problem(e, rec.ops.size(), seen.version);
         if (e.payload_bytes != 0)
           return "event " + std::to_string(i - base) + " has payload_bytes " +
                  std::to_string(e.payload_bytes) + " (always 0 in a record file)";
@@ -1116,8 +1119,8 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
   // Reject the whole batch before buffering any of it: a bad event written
   // would make the file unreadable (the reader rejects it as corrupt).
   for (size_t i = 0; i < count; ++i)
-    if (!event_ok(events[i], ops_count_)) {
-      *error = path_ + ": not recording event" + event_problem(events[i], ops_count_);
+    if (!event_ok(events[i], ops_count_, GP_RECORD_FORMAT_VERSION)) {
+      *error = path_ + ": not recording event" + event_problem(events[i], ops_count_, GP_RECORD_FORMAT_VERSION);
       return false;
     }
   if (options_.shapes || options_.with_stack) {  // for append_shapes, append_entry_stack

@@ -13,7 +13,8 @@
 //
 //   file header, 16 bytes
 //     0  char[8] magic     "GPUPROF\0"
-//     8  u32     version   GP_RECORD_FORMAT_VERSION (2; version 1 is still read)
+//     8  u32     version   GP_RECORD_FORMAT_VERSION (3; versions 1 and 2 are
+//                          still read)
 //    12  u32     hdr_size  16 (size of this header; anything else is corrupt)
 //   then chunks, back to back until the end of the file:
 //     0  u32     type      ChunkType
@@ -171,7 +172,9 @@
 //     it is reported as a torn chunk, never ignored silently).
 //
 // Events: GP_EV_OP_ENTRY / GP_EV_OP_EXIT need op_id < ops.size(); GP_EV_CATCH
-// carries GP_NO_OP (an op id in range is tolerated); payload_bytes is 0.
+// carries GP_NO_OP (an op id in range is tolerated); GP_EV_STEP (version 3
+// only: version 3 is version 2 plus step events) carries GP_NO_OP or an op
+// id in range (the ProfilerStep op, see schedule.h); payload_bytes is 0.
 // Entry shapes: event_index strictly increasing across the file and naming
 // a GP_EV_OP_ENTRY event of an EVENTS chunk before it (not necessarily the
 // one just before: shapes may be decoded long after their event); shape_id
@@ -224,7 +227,7 @@
 
 namespace gpuprof {
 
-inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 2;
+inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 3;
 inline constexpr char kRecordMagic[8] = {'G', 'P', 'U', 'P', 'R', 'O', 'F', '\0'};
 inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -29,11 +30,14 @@
 #include "cpu_sampler.h"
 #include "elf_image.h"
 #include "native_symbolizer.h"
+#include "output_switcher.h"
 #include "kernel_symbols.h"
 #include "python_paths.h"
 #include "python_runtime.h"
 #include "python_stacks.h"
 #include "record_file.h"
+#include "record_outputs.h"
+#include "schedule.h"
 #include "shape_collector.h"
 #include "target_process.h"
 #include "thread_names.h"
@@ -165,6 +169,10 @@ class Session {
   }
   void handle_signals();
   void handle_child_state();
+  RecordStats counters_now() const;
+  bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
+  bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
+  void update_file_info();
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
     stopped_ = true;
@@ -183,7 +191,8 @@ class Session {
   bool child_exited_ = false;
   std::unique_ptr<LibraryWatch> watch_;
   std::unique_ptr<OpTracer> tracer_;
-  std::optional<RecordWriter> writer_;
+  std::optional<OutputSwitcher> switcher_;  // the record files (output_switcher.h)
+  RecordOutputs* writer_ = nullptr;         // switcher_'s outputs, once begun
   RecordStats stats_;
   std::string write_error_;
   bool attached_ = false;
@@ -238,6 +247,9 @@ class Session {
   uint64_t launches_recorded_ = 0;
   std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
+  // CUPTI correlation ids of launches made in recorded steps (--schedule):
+  // their GPU activities are kept, whenever they ran.
+  std::set<uint64_t> recorded_correlations_;
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
@@ -245,7 +257,9 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode, &error);
   if (!catalog) return fail(error);
   if (config_.record_shapes) setup_shapes(*catalog);
-  if (!begin_record(pid, catalog->ops, &library, catalog->build_id)) return false;
+  std::vector<OpInfo> ops = catalog->ops;
+  if (!setup_schedule(*catalog, ops)) return false;
+  if (!begin_record(pid, ops, &library, catalog->build_id)) return false;
   if (config_.with_stack) {
     setup_python(pid);
     if (python_config_)
@@ -256,6 +270,12 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
+  if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
+    gp_schedule schedule = config_.schedule;
+    schedule.start_ns = clock_ns(CLOCK_MONOTONIC);
+    tracer_->set_schedule(schedule);
+    switcher_->start_time_steps(schedule.start_ns);
+  }
   tracer_->set_tracing(true);  // only now is every entry and exit site in place
   attached_ = true;
   if (config_.sample_hz && !start_sampling(pid)) return false;
@@ -294,6 +314,68 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   return true;
 }
 
+// record --schedule: with --step-op, the step ops' ENTRY sites start steps
+// (GP_COOKIE_STEP) and the op table gets a "ProfilerStep*" op for the step
+// frames (op_timeline.h); the BPF gate gets the schedule. Time-mode steps
+// start when the tracing does (attach_library).
+bool Session::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops) {
+  if (config_.schedule.mode != GP_SCHEDULE_BY_OP) return true;
+  std::vector<bool> is_step(catalog.ops.size(), false);
+  size_t matched = 0;
+  for (size_t i = 0; i < catalog.ops.size(); i++) {
+    const OpInfo& op = catalog.ops[i];
+    for (const std::string& want : config_.step_ops)
+      if (want == op.name || (!op.overload.empty() && want == op.name + "." + op.overload)) is_step[i] = true;
+    matched += is_step[i];
+  }
+  if (matched == 0) {
+    std::string names;
+    for (const std::string& want : config_.step_ops) names += (names.empty() ? "" : ", ") + want;
+    return fail("--step-op " + names + ": no such op in this libtorch_cpu (give a name as the table prints it, "
+                "e.g. aten::addmm, or one overload: aten::add.Tensor)");
+  }
+  for (size_t i = 0; i < catalog.sites.size(); i++) {
+    const uint64_t cookie = catalog.sites.cookies[i];
+    if (GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY && is_step[GP_COOKIE_OP(cookie)])
+      catalog.sites.cookies[i] = cookie | GP_COOKIE_STEP;
+  }
+  gp_schedule schedule = config_.schedule;
+  schedule.step_marker_op = static_cast<uint32_t>(ops.size());
+  ops.push_back(OpInfo{.name = std::string(kProfilerStepOp), .overload = "", .symbol = "", .arg_count = 0,
+                       .tensor_args = 0});
+  tracer_->set_schedule(schedule);
+  std::fprintf(stderr, "gpuprof: schedule %s; a step starts at each call of %zu op%s\n",
+               format_schedule(schedule).c_str(), matched, matched == 1 ? "" : "s");
+  return true;
+}
+
+// Counters as they stand now (the files of rotation and cycles count their
+// own losses from them).
+RecordStats Session::counters_now() const {
+  RecordStats counters = stats_;
+  counters.events_lost = tracer_->events_lost();
+  counters.mem_events_lost = tracer_->mem_events_lost();
+  if (sampler_) counters.samples_lost = sampler_->lost();
+  return counters;
+}
+
+// What every file gets when it is closed, as known now.
+void Session::update_file_info() {
+  if (!writer_) return;
+  if (cuda_runtime_) {
+    CudaRuntimeInfo runtime = *cuda_runtime_;
+    runtime.launches_lost = launch_tracer_->lost();
+    writer_->set_cuda_runtime(runtime);
+  }
+  if (cupti_shim_) {
+    CuptiShimInfo shim = *cupti_shim_;
+    if (shim.state == 0 && gpu_records_seen_) shim.state = kCuptiShimTracing;
+    shim.events_lost = launch_tracer_->gpu_records_lost();
+    writer_->set_cupti_shim(shim);
+  }
+  writer_->set_thread_names(thread_names_->names());
+}
+
 // The record file's header: the process, the clocks, the op table (empty
 // when no libtorch_cpu is mapped: --no-ops) and the options.
 bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
@@ -315,8 +397,12 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   if (std::string why; !thread_names_->watch_exits(&why))
     std::fprintf(stderr, "gpuprof: warning: threads that exit before gpuprof reads their events keep no name: %s\n",
                  why.c_str());
-  writer_ = RecordWriter::create(config_.output_path, &error, config_.output_mode);
-  if (!writer_ || !writer_->begin(process, clock, ops, options, &error)) return fail(error);
+  OutputPlan plan = config_.outputs;
+  plan.main_path = config_.output_path;
+  plan.schedule = config_.schedule;
+  switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
+  if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
+  writer_ = &switcher_->outputs();
   if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
   return true;
 }
@@ -521,7 +607,11 @@ void Session::read_shim_state() {
 
 void Session::on_gpu_correlation(const gp_gpu_correlation& c) {
   gpu_records_seen_ = true;
-  if (!writer_ || !write_error_.empty()) return;
+  if (!writer_ || !write_error_.empty() || !recorded_at(c.ts_ns)) return;
+  if (config_.schedule.mode != GP_SCHEDULE_OFF) {
+    recorded_correlations_.insert(c.correlation);
+    if (recorded_correlations_.size() > 65536) recorded_correlations_.erase(recorded_correlations_.begin());
+  }
   thread_names_->saw(c.tid);
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
   if (config_.on_gpu_correlation) config_.on_gpu_correlation(correlation);
@@ -560,6 +650,9 @@ void Session::on_gpu_activity(const gp_gpu_activity& a) {
   gpu_records_seen_ = true;
   if (!writer_ || !write_error_.empty()) return;
   if (a.start_ns == 0 && a.end_ns == 0) return;  // CUPTI could not time it (the shim's contract)
+  if (config_.schedule.mode != GP_SCHEDULE_OFF && !recorded_correlations_.count(a.correlation) &&
+      !recorded_at(a.start_ns))
+    return;  // launched outside the recorded steps
   if (a.kind < static_cast<uint32_t>(GpuActivityKind::kernel) ||
       a.kind > static_cast<uint32_t>(GpuActivityKind::memset))
     return;  // a kind a newer shim may send: not ours to record
@@ -617,7 +710,7 @@ uint32_t Session::launch_name_id(const gp_launch_event& event) {
 }
 
 void Session::on_launch(const gp_launch_event& event) {
-  if (!writer_ || !write_error_.empty()) return;
+  if (!writer_ || !write_error_.empty() || !recorded_at(event.ts_ns)) return;
   CudaLaunch launch;
   launch.ts_ns = event.ts_ns;
   launch.function = event.function;
@@ -641,6 +734,8 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
+  if (event.kind == GP_EV_STEP && !switcher_->on_step(event, counters_now(), &err)) return write_failed(err);
+  if (!switcher_->before_record(event.ts_ns, counters_now(), &err)) return write_failed(err);
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
   if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;
@@ -785,7 +880,7 @@ std::optional<uint32_t> Session::sample_frame_id(const std::string& name) {
 // A sample's leaf is symbolized now, while the target's mappings are there
 // to read; the record keeps the names (a report needs no target).
 void Session::on_cpu_sample(const gp_cpu_sample& sample) {
-  if (!writer_ || !write_error_.empty()) return;
+  if (!writer_ || !write_error_.empty() || !recorded_at(sample.ts_ns)) return;
   thread_names_->saw(sample.tid);
   std::string err;
   auto known = frame_of_address_.find(sample.user_ip);
@@ -969,17 +1064,13 @@ bool Session::finish() {
   if (sampler_) stats_.samples_lost = sampler_->lost();
   stats_.stop_reason = outcome_.stop_reason;
   std::string error;
-  if (cuda_runtime_) {
-    cuda_runtime_->launches_lost = launch_tracer_->lost();
-    if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) write_failed(error);
-  }
+  if (cuda_runtime_) cuda_runtime_->launches_lost = launch_tracer_->lost();
   if (cupti_shim_) {
     read_shim_state();  // the driver may have initialized it after the attach
     // Only a tracing shim sends records: a target that exited before the
     // loop read the state (a short command) still reads as tracing then.
     if (cupti_shim_->state == 0 && gpu_records_seen_) cupti_shim_->state = kCuptiShimTracing;
     cupti_shim_->events_lost = launch_tracer_->gpu_records_lost();
-    if (!writer_->set_cupti_shim(*cupti_shim_, &error)) write_failed(error);
     if (cupti_shim_->state != kCuptiShimTracing)
       std::fprintf(stderr, "gpuprof: warning: no GPU times: the CUPTI shim %s\n",
                    cupti_shim_state_text(cupti_shim_->state));
@@ -987,9 +1078,9 @@ bool Session::finish() {
       std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", cupti_shim_state_text(cupti_shim_->state));
   }
   thread_names_->poll();
-  if (!writer_->set_thread_names(thread_names_->names(), &error)) write_failed(error);
+  update_file_info();
   if (!write_error_.empty()) return fail(write_error_);
-  if (!writer_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
+  if (!switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
     std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
   std::string memory;
@@ -1134,6 +1225,11 @@ RecordOutcome Session::run() {
       std::string err;
       if (write_error_.empty() && !writer_->flush(&err)) write_error_ = err;
       last_flush = now;
+    }
+    if (writer_ && write_error_.empty()) {
+      std::string err;
+      update_file_info();
+      if (!switcher_->tick(now, counters_now(), &err)) write_error_ = err;
     }
     if (!write_error_.empty()) stop("write error");
     if (config_.on_tick && !config_.on_tick(now, tracer_->events_lost())) stop("quit");

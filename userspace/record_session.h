@@ -16,6 +16,7 @@
 
 #include "dispatcher_catalog.h"
 #include "events.h"
+#include "output_switcher.h"
 #include "recording.h"
 
 namespace gpuprof {
@@ -34,6 +35,13 @@ struct RecordConfig {
   bool ops = true;              // false (--no-ops): samples only, no op probes
   bool with_stack = false;      // --with-stack: the Python stack at every op entry
   bool verbose = false;
+  // --schedule (schedule.h): mode GP_SCHEDULE_OFF for none; with
+  // GP_SCHEDULE_BY_OP, step_ops names the step ops (--step-op).
+  gp_schedule schedule = {};
+  std::vector<std::string> step_ops;
+  // --rotate/--keep and --on-cycle (output_switcher.h); main_path and
+  // schedule are taken from output_path and schedule above.
+  OutputPlan outputs;
   // Live consumers (gpuprof top). on_op_event sees every op event as it is
   // read from the ring buffer, with its index in the recording; on_tick is
   // called from the session's loop about every 100 ms, after the events

@@ -157,7 +157,8 @@ Bytes ops_payload(const std::vector<OpInfo>& ops, uint32_t version) {
 }
 // A version 2 file's header and mandatory chunks but OPTIONS, by hand.
 std::vector<uint8_t> v2_prefix_without_options(const std::vector<OpInfo>& ops = sample_ops()) {
-  std::vector<uint8_t> f = encode_record_header(2);
+  // The current version (3 is 2 plus step events: the same chunks).
+  std::vector<uint8_t> f = encode_record_header(GP_RECORD_FORMAT_VERSION);
   f = cat(f, chunk_of(ChunkType::PROCESS, process_payload()));
   f = cat(f, chunk_of(ChunkType::CLOCK, clock_payload()));
   return cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
@@ -552,13 +553,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(3), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(4), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 3, "
-            "this gpuprof reads version 2");
+            "new.gpuprof was written by a newer gpuprof: record format version 4, "
+            "this gpuprof reads version 3");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 2)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 3)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -807,7 +808,7 @@ TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
 
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
-  EXPECT_EQ(rec->format_version, 2u);
+  EXPECT_EQ(rec->format_version, GP_RECORD_FORMAT_VERSION);
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->options, (RecordOptions{true, true}));
   EXPECT_EQ(rec->ops, sample_ops());

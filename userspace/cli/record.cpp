@@ -9,11 +9,13 @@
 #include <regex>
 
 #include "chrome_trace.h"
+#include "cli/cycle_output.h"
 #include "cli/trace_export.h"
 #include "file_mode.h"
 #include "op_tracer.h"
 #include "record_file.h"
 #include "record_session.h"
+#include "schedule.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -64,6 +66,37 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("--no-ops", options.no_ops,
                    "with -F: samples only, no operator probes (the lowest overhead); any process, "
                    "PyTorch or not, and a launched CMD from its start");
+  auto* schedule = record->add_option(
+      "--schedule", options.schedule,
+      "record only some steps, as torch.profiler.schedule does: skip_first=S,wait=W,warmup=U,active=A,repeat=R "
+      "(active required, the rest default to 0); steps come from --step-op or --step-time; warmup steps are "
+      "not recorded (torch discards them too)");
+  schedule->type_name("SPEC");
+  auto* step_op = record->add_option("--step-op", options.step_ops,
+                                     "with --schedule: each call of this op starts a step (e.g. the optimizer's "
+                                     "aten::_foreach_add_, or the model's first op); name or name.overload; "
+                                     "repeatable")
+                      ->type_name("NAME")
+                      ->needs(schedule);
+  auto* step_time = record->add_option("--step-time", options.step_time_s,
+                                       "with --schedule: a step is this many seconds (from the attach)")
+                        ->type_name("SECONDS")
+                        ->check(CLI::Range(0.001, 86400.0))
+                        ->needs(schedule);
+  step_op->excludes(step_time);
+  record->add_option("--on-cycle", options.on_cycle,
+                     "with --schedule: write each cycle of recorded steps to its own file, as on_trace_ready does; "
+                     "TEMPLATE holds {cycle}; its extension picks the format: .gpuprof (record file), .txt "
+                     "(table), .folded, .json/.json.gz (trace). Without -o no other file is written")
+      ->type_name("TEMPLATE")
+      ->needs(schedule);
+  auto* rotate = record->add_option("--rotate", options.rotate,
+                                    "start a new record file (OUTPUT.1, OUTPUT.2, ...) every SIZE bytes (100M, "
+                                    "2G) or DURATION (30s, 10m, 1h)")
+                     ->type_name("SIZE|DURATION");
+  record->add_option("--keep", options.keep, "with --rotate: keep only the last N files (bounded disk)")
+      ->check(CLI::Range(1u, 1000000u))
+      ->needs(rotate);
   record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
@@ -85,7 +118,11 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof && gpuprof report run.gpuprof \\\n"
       "       --folded --metric samples > run.folded\n"
       "  sudo gpuprof record -F 99 --no-ops -o py.gpuprof -- python3 script.py   # any Python\n"
-      "  sudo gpuprof record -p 4242 -d 5 -F 99 --chrome-trace run.json.gz        # Perfetto/Chrome\n");
+      "  sudo gpuprof record -p 4242 -d 5 -F 99 --chrome-trace run.json.gz        # Perfetto/Chrome\n"
+      "  sudo gpuprof record -p 4242 --schedule wait=5,warmup=1,active=3,repeat=2 \\\n"
+      "       --step-op aten::_foreach_add_ --on-cycle cycle_{cycle}.json.gz      # on_trace_ready\n"
+      "  sudo gpuprof record -p 4242 --schedule wait=9,active=1 --step-time 1 --on-cycle top_{cycle}.txt\n"
+      "  sudo gpuprof record -p 4242 -o long.gpuprof --rotate 1G --keep 4         # hours, bounded disk\n");
 }
 
 int run_record(RecordOptions options) {
@@ -147,13 +184,76 @@ int run_record(RecordOptions options) {
     std::fprintf(stderr, "gpuprof: error: --ring-buffer must be a power of two (MiB)\n");
     return 2;
   }
-  if (options.output_path.empty()) {
+  RecordConfig config;
+  std::optional<CycleFormat> cycle_format;
+  if (!options.schedule.empty()) {
+    auto schedule = parse_schedule(options.schedule, &error);
+    if (!schedule) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      return 2;
+    }
+    if (options.step_ops.empty() == (options.step_time_s <= 0)) {
+      std::fprintf(stderr, "gpuprof: error: --schedule needs what a step is: --step-op NAME or --step-time SECONDS\n");
+      return 2;
+    }
+    if (options.no_ops) {
+      std::fprintf(stderr, "gpuprof: error: --schedule gates op events: it cannot go with --no-ops\n");
+      return 2;
+    }
+    config.schedule = *schedule;
+    config.schedule.mode = options.step_ops.empty() ? GP_SCHEDULE_BY_TIME : GP_SCHEDULE_BY_OP;
+    config.schedule.step_ns = static_cast<uint64_t>(options.step_time_s * 1e9);
+    config.step_ops = options.step_ops;
+  }
+  if (!options.on_cycle.empty()) {
+    cycle_format = parse_cycle_template(options.on_cycle, &error);
+    if (!cycle_format) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  if (!options.rotate.empty() &&
+      !parse_rotation(options.rotate, &config.outputs.rotate_bytes, &config.outputs.rotate_ns, &error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  config.outputs.keep = options.keep;
+  if (!options.rotate.empty() && !options.table.trace.output.empty()) {
+    std::fprintf(stderr, "gpuprof: error: --rotate splits the recording: make traces of its files with "
+                         "gpuprof report FILE.N --chrome-trace OUT\n");
+    return 2;
+  }
+  const bool main_file = options.on_cycle.empty() || !options.output_path.empty();
+  if (!main_file && (!options.table.trace.output.empty() || !options.rotate.empty())) {
+    std::fprintf(stderr, "gpuprof: error: --on-cycle without -o writes no whole record: give -o FILE for "
+                         "--chrome-trace or --rotate\n");
+    return 2;
+  }
+  if (main_file && options.output_path.empty()) {
     keep_previous_default_output();
     options.output_path = kDefaultOutput;
   }
+  if (cycle_format) {
+    const std::string tmpl = options.on_cycle;
+    const CycleFormat format = *cycle_format;
+    const ReportOptions table = options.table;
+    const mode_t mode = *file_mode;
+    config.outputs.cycle_path = [tmpl, format](int64_t cycle) {
+      return cycle_record_path(cycle_output_path(tmpl, cycle), format);
+    };
+    config.outputs.cycle_done = [tmpl, format, table, mode](const std::string& record_path, int64_t cycle,
+                                                            int64_t first_step, int64_t last_step) {
+      const std::string out = cycle_output_path(tmpl, cycle);
+      std::string why;
+      if (write_cycle_output(record_path, out, format, table, mode, &why))
+        std::fprintf(stderr, "gpuprof: cycle %lld (steps %lld-%lld): wrote %s\n", static_cast<long long>(cycle),
+                     static_cast<long long>(first_step), static_cast<long long>(last_step), out.c_str());
+      else
+        std::fprintf(stderr, "gpuprof: error: cycle %lld: %s\n", static_cast<long long>(cycle), why.c_str());
+    };
+  }
   set_libbpf_verbose(options.verbose);
 
-  RecordConfig config;
   config.pid = options.pid;
   config.command = options.command;
   config.output_path = options.output_path;
@@ -181,7 +281,8 @@ int run_record(RecordOptions options) {
     if (traced != 0) status = traced;
   }
   // A recording that was written is reported even after a late error.
-  if (!options.quiet && (outcome.ok || outcome.error.find("write") == std::string::npos)) {
+  if (!options.quiet && !options.output_path.empty() && options.rotate.empty() &&
+      (outcome.ok || outcome.error.find("write") == std::string::npos)) {
     struct stat st;
     if (stat(options.output_path.c_str(), &st) == 0 && outcome.stop_reason.size()) {
       options.table.input_path = options.output_path;

@@ -26,6 +26,13 @@ struct RecordOptions {
   bool no_ops = false;
   bool with_stack = false;
   bool quiet = false;  // no table on stdout
+  // Schedules and long runs (docs/long-runs.md).
+  std::string schedule;                // --schedule skip_first=S,wait=W,warmup=U,active=A,repeat=R
+  std::vector<std::string> step_ops;   // --step-op NAME (repeatable)
+  double step_time_s = 0;              // --step-time SECONDS
+  std::string on_cycle;                // --on-cycle TEMPLATE
+  std::string rotate;                  // --rotate SIZE|DURATION
+  uint32_t keep = 0;                   // --keep N
   bool verbose = false;
   ReportOptions table;
 };

@@ -146,6 +146,35 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --chrome-trace conv.json --ops conv --time-range 1:2.5\n");
 }
 
+std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
+                                SortKey sort_key, const std::string& input_path) {
+  TableOptions table;
+  table.sort_by = sort_key;
+  table.row_limit = options.row_limit;
+  std::string text = format_op_table(profile, table);
+  if (profile.rows.empty() && !recording.options.ops)
+    text = "No operator calls were traced (recorded with --no-ops): " +
+           std::to_string(recording.samples.size()) +
+           " CPU samples. Read them with: gpuprof report " + input_path +
+           " --folded --metric samples\n";
+  else if (profile.rows.empty())
+    text = "No operator calls were recorded (" + std::to_string(recording.events.size()) +
+           " events).\n";
+  std::string notes = format_profile_notes(profile) +
+                      format_recording_notes(recording, profile, options.group_by_input_shape);
+  if (recording.cuda_runtime)
+    notes += std::to_string(recording.launches.size()) + " CUDA kernel launches: gpuprof report " +
+             input_path + " --launches lists them per op\n";
+  if (recording.cupti_shim) {
+    notes += std::to_string(recording.gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
+             input_path + " --kernels gives the GPU time per op and kernel\n";
+    if (recording.cupti_shim->state != kCuptiShimTracing)
+      notes += std::string("gpuprof: no CUDA time columns: the target's CUPTI shim ") +
+               cupti_shim_state_text(recording.cupti_shim->state) + "\n";
+  }
+  return text + notes;
+}
+
 int run_report(const ReportOptions& options) {
   std::string error;
   std::optional<FoldedMetric> metric;
@@ -216,32 +245,8 @@ int run_report(const ReportOptions& options) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;
   }
-  TableOptions table;
-  table.sort_by = *sort_key;
-  table.row_limit = options.row_limit;
-  std::string text = format_op_table(profile, table);
-  if (profile.rows.empty() && !recording->options.ops)
-    text = "No operator calls were traced (recorded with --no-ops): " +
-           std::to_string(recording->samples.size()) +
-           " CPU samples. Read them with: gpuprof report " + options.input_path +
-           " --folded --metric samples\n";
-  else if (profile.rows.empty())
-    text = "No operator calls were recorded (" + std::to_string(recording->events.size()) +
-           " events).\n";
+  std::string text = format_table_report(*recording, profile, options, *sort_key, options.input_path);
   std::fwrite(text.data(), 1, text.size(), stdout);
-  std::string notes = format_profile_notes(profile) +
-                      format_recording_notes(*recording, profile, options.group_by_input_shape);
-  if (recording->cuda_runtime)
-    notes += std::to_string(recording->launches.size()) + " CUDA kernel launches: gpuprof report " +
-             options.input_path + " --launches lists them per op\n";
-  if (recording->cupti_shim) {
-    notes += std::to_string(recording->gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
-             options.input_path + " --kernels gives the GPU time per op and kernel\n";
-    if (recording->cupti_shim->state != kCuptiShimTracing)
-      notes += std::string("gpuprof: no CUDA time columns: the target's CUPTI shim ") +
-               cupti_shim_state_text(recording->cupti_shim->state) + "\n";
-  }
-  std::fwrite(notes.data(), 1, notes.size(), stdout);
   std::fflush(stdout);
   return 0;
 }

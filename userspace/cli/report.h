@@ -11,6 +11,11 @@ namespace CLI {
 class App;
 }
 
+namespace gpuprof {
+struct Recording;
+struct Profile;
+}  // namespace gpuprof
+
 namespace gpuprof::cli {
 
 struct ReportOptions {
@@ -35,6 +40,10 @@ struct ReportOptions {
 // that record shares.
 void add_table_options(CLI::App& command, ReportOptions& options);
 void add_report_command(CLI::App& app, ReportOptions& options);
+
+// The table and the notes under it, as `report` prints them.
+std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
+                                SortKey sort_key, const std::string& input_path);
 
 // Reads, aggregates and prints. Returns the process exit code.
 int run_report(const ReportOptions& options);

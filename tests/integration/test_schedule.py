@@ -1,0 +1,220 @@
+"""record --schedule / --step-op / --step-time / --on-cycle / --rotate / --keep.
+
+The schedule tests run torch.profiler inside the target with the very same
+schedule (tests/workloads/scheduled_steps.py): step i calls aten::frac (the
+step op) once and aten::mul i + 1 times, so the aten::mul count of a file
+says exactly which steps it holds. gpuprof must record the same steps as
+torch's schedule function, cycle by cycle as torch's on_trace_ready sees
+them, with one ProfilerStep#N frame per recorded step.
+"""
+import gzip
+import json
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import parse_table, run_gpuprof, touch, wait_for_file, wait_until
+
+STEPS = 20
+SCHEDULES = [
+    "skip_first=1,wait=1,warmup=1,active=2,repeat=2",
+    "wait=2,warmup=0,active=3,repeat=0",  # no warmup, cycles for ever: the last one is cut at the end
+    "skip_first=3,wait=0,warmup=2,active=1,repeat=3",
+    "wait=0,warmup=0,active=4,repeat=2",  # cycles back to back
+]
+
+
+def run_scheduled(procs, workdir, tmp_path, spec, *gpuprof_args):
+    target = procs.start_workload("scheduled_steps.py", workdir, str(STEPS), spec)
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "--schedule", spec, "--step-op", "aten::frac", *gpuprof_args)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    wait_for_file(workdir, "done", timeout=120, watch=[target, gp])
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()  # stops: target exited
+    return json.loads((workdir / "torch_cycles.json").read_text()), gp
+
+
+def report_table(path):
+    result = run_gpuprof("report", path)
+    assert result.returncode == 0, result.stderr
+    return parse_table(result.stdout)
+
+
+def mul_count(steps):
+    return sum(step + 1 for step in steps)
+
+
+@pytest.mark.parametrize("spec", SCHEDULES)
+def test_schedule_records_the_steps_torch_records(procs, workdir, tmp_path, spec):
+    whole = tmp_path / "all.gpuprof"
+    torch_run, gp = run_scheduled(procs, workdir, tmp_path, spec, "-o", whole,
+                                  "--on-cycle", str(tmp_path / "cycle_{cycle}.gpuprof"), "-q")
+    recorded = torch_run["recorded_steps"]
+    assert recorded, "the schedule records no step in the run: a useless case"
+
+    # The whole recording: exactly torch's recorded steps.
+    table = report_table(whole)
+    calls = table.calls()
+    assert calls.get("aten::mul") == mul_count(recorded), (recorded, table.text)
+    assert calls.get("aten::frac") == len(recorded), table.text
+    assert calls.get("ProfilerStep*") == len(recorded), table.text
+
+    # Its trace names each step frame after its step, as torch does.
+    trace = tmp_path / "all.json"
+    result = run_gpuprof("report", whole, "--chrome-trace", trace)
+    assert result.returncode == 0, result.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    steps = sorted(int(e["name"].split("#")[1]) for e in events if e.get("name", "").startswith("ProfilerStep#"))
+    assert steps == recorded
+
+    # One file per cycle, each holding what torch's on_trace_ready saw.
+    cycles = torch_run["cycles"]
+    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", gp.stderr(), re.M)
+    assert [int(c) for c, _, _, _ in written] == list(range(len(cycles))), gp.stderr()
+    for (cycle, first, last, path), torch_counts in zip(written, cycles):
+        got = report_table(path).calls()
+        assert got.get("aten::mul") == torch_counts["aten::mul"], (cycle, got, torch_counts)
+        assert got.get("aten::frac") == torch_counts["aten::frac"], (cycle, got, torch_counts)
+        in_cycle = [s for s in recorded if int(first) <= s <= int(last)]
+        assert got.get("aten::mul") == mul_count(in_cycle)
+        assert got.get("ProfilerStep*") == len(in_cycle)
+
+
+def test_on_cycle_formats(procs, workdir, tmp_path):
+    """Each cycle as a table, folded stacks and a gzipped trace; no other file without -o."""
+    spec = "wait=1,warmup=1,active=2,repeat=2"
+    outputs = {}
+    for ext in ("txt", "folded", "json.gz"):
+        sub = tmp_path / ext.replace(".", "_")
+        sub.mkdir()
+        hand = sub / "handshake"
+        hand.mkdir()
+        torch_run, gp = run_scheduled(procs, hand, tmp_path, spec, "--on-cycle", str(sub / f"c{{cycle}}.{ext}"))
+        outputs[ext] = (sub, torch_run, gp)
+        files = sorted(p.name for p in sub.iterdir() if p.is_file())
+        assert files == [f"c0.{ext}", f"c1.{ext}"], (files, gp.stderr())  # no partial record left
+        assert (sub / f"c0.{ext}").stat().st_mode & 0o777 == 0o600
+    sub, torch_run, _ = outputs["txt"]
+    for cycle, torch_counts in enumerate(torch_run["cycles"]):
+        table = parse_table((sub / f"c{cycle}.txt").read_text())
+        assert table.calls()["aten::mul"] == torch_counts["aten::mul"]
+    sub, torch_run, _ = outputs["folded"]
+    for cycle in range(2):
+        lines = (sub / f"c{cycle}.folded").read_text().splitlines()
+        assert lines and all(re.fullmatch(r".+ \d+", line) for line in lines), lines
+        assert any(line.startswith("ProfilerStep*;aten::mul ") for line in lines), lines
+    sub, torch_run, _ = outputs["json.gz"]
+    for cycle in range(2):
+        events = json.loads(gzip.decompress((sub / f"c{cycle}.json.gz").read_bytes()))["traceEvents"]
+        steps = [e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")]
+        assert len(steps) == 2, steps
+        muls = sum(1 for e in events if e.get("name") == "aten::mul")
+        assert muls == torch_run["cycles"][cycle]["aten::mul"]
+
+
+def test_step_time_records_only_active_slices(procs, workdir, tmp_path):
+    """--step-time: step n is [n T, (n+1) T) from the attach; only the active slices are recorded."""
+    target = procs.start_workload("busy_loop.py", workdir)
+    wait_for_file(workdir, "ready", timeout=120, watch=[target])
+    step_s = 0.25
+    whole = tmp_path / "all.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", target.pid, "-d", "2.6", "-o", whole, "-q",
+                             "--schedule", "wait=2,active=1", "--step-time", str(step_s),
+                             "--on-cycle", str(tmp_path / "t{cycle}.gpuprof"))
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", gp.stderr(), re.M)
+    # Steps 2, 5, 8 are recorded (cycles 0..2) in 2.6 s of 0.25 s steps (10 steps and a bit).
+    assert [(int(c), int(a), int(b)) for c, a, b, _ in written] == [(0, 2, 2), (1, 5, 5), (2, 8, 8)], gp.stderr()
+    for _, _, _, path in written:
+        assert report_table(path).calls().get("aten::add", 0) > 10
+    # The whole file: three bursts of op calls, each within one step, apart by the two waiting steps.
+    trace = tmp_path / "all.json"
+    assert run_gpuprof("report", whole, "--chrome-trace", trace).returncode == 0
+    starts = sorted(e["ts"] for e in json.loads(trace.read_text())["traceEvents"]
+                    if e.get("ph") == "X" and e.get("cat") == "cpu_op")
+    bursts = [[starts[0], starts[0]]]
+    for ts in starts[1:]:
+        if ts - bursts[-1][1] > 0.3e6:
+            bursts.append([ts, ts])
+        bursts[-1][1] = ts
+    assert len(bursts) == 3, bursts
+    for first, last in bursts:
+        assert last - first <= step_s * 1e6, bursts
+    for a, b in zip(bursts, bursts[1:]):
+        assert b[0] - a[0] == pytest.approx(3 * step_s * 1e6, abs=0.1e6), bursts
+    touch(workdir, "stop")
+    assert target.wait(timeout=60) == 0, target.describe()
+
+
+def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
+    """--rotate SIZE --keep N: only the last N files stay, each a complete recording."""
+    target = procs.start_workload("busy_loop.py", workdir)
+    wait_for_file(workdir, "ready", timeout=120, watch=[target])
+    out = tmp_path / "long.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", out, "--rotate", "2M", "--keep", "2")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    wait_until(lambda: (tmp_path / "long.gpuprof.5").exists(), 60, "a fifth file", watch=[target, gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    names = sorted((p.name for p in tmp_path.glob("long.gpuprof*")), key=lambda n: int(n.rsplit(".", 1)[1]))
+    numbers = [int(n.rsplit(".", 1)[1]) for n in names]
+    assert len(names) == 2 and numbers[1] == numbers[0] + 1 and numbers[0] >= 4, names
+    for name in names:
+        path = tmp_path / name
+        assert path.stat().st_mode & 0o777 == 0o600
+        result = run_gpuprof("report", path)
+        assert result.returncode == 0 and "incomplete" not in result.stderr, result.stderr
+        assert parse_table(result.stdout).calls().get("aten::add", 0) > 0
+    # A file closes at the first check (every 100 ms) after it holds 2 MiB: the
+    # busy loop writes some 8 MB/s here, so one check's worth more at most.
+    assert 2 << 20 <= (tmp_path / names[0]).stat().st_size <= 6 << 20
+    touch(workdir, "stop")
+    assert target.wait(timeout=60) == 0, target.describe()
+
+
+def test_rotate_by_time(procs, workdir, tmp_path):
+    target = procs.start_workload("busy_loop.py", workdir)
+    wait_for_file(workdir, "ready", timeout=120, watch=[target])
+    out = tmp_path / "t.gpuprof"
+    result = run_gpuprof("record", "-p", target.pid, "-o", out, "-d", "1.9", "--rotate", "0.5s", "-q")
+    assert result.returncode == 0, result.stderr
+    # 1.9 s of tracing after an attach of a few hundred ms (the first file
+    # starts before it): 4 or 5 files of 0.5 s.
+    names = sorted(p.name for p in tmp_path.glob("t.gpuprof*"))
+    assert names in ([f"t.gpuprof.{n}" for n in range(1, k + 1)] for k in (4, 5)), names
+    total = sum(report_table(tmp_path / name).calls().get("aten::add", 0) for name in names)
+    assert total > 100
+    touch(workdir, "stop")
+    assert target.wait(timeout=60) == 0, target.describe()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--schedule", "active=2"], r"--schedule needs what a step is: --step-op NAME or --step-time SECONDS"),
+    (["--schedule", "wait=1", "--step-time", "1"], r"active=N \(N >= 1\) is required"),
+    (["--schedule", "active=1,bogus=2", "--step-time", "1"], r"unknown key 'bogus'"),
+    (["--schedule", "active=x", "--step-time", "1"], r"active=x: not a whole number"),
+    (["--schedule", "active=1", "--step-time", "1", "--on-cycle", "out.json"], r"must contain \{cycle\}"),
+    (["--schedule", "active=1", "--step-time", "1", "--on-cycle", "o{cycle}.csv"], r"unknown extension"),
+    (["--rotate", "100"], r"--rotate 100: give a size"),
+    (["--rotate", "1M", "--chrome-trace", "x.json"], r"--rotate splits the recording"),
+])
+def test_schedule_option_errors(args, message, tmp_path):
+    result = run_gpuprof("record", "-p", "1", "-o", tmp_path / "x.gpuprof", *args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert re.search(message, result.stderr), result.stderr
+
+
+def test_unknown_step_op_is_refused_before_tracing(procs, workdir, tmp_path):
+    target = procs.start_workload("busy_loop.py", workdir)
+    wait_for_file(workdir, "ready", timeout=120, watch=[target])
+    result = run_gpuprof("record", "-p", target.pid, "-o", tmp_path / "x.gpuprof", "-d", "1",
+                         "--schedule", "active=1", "--step-op", "aten::no_such_op")
+    assert result.returncode == 1
+    assert "--step-op aten::no_such_op: no such op in this libtorch_cpu" in result.stderr, result.stderr
+    assert target.running()
+    touch(workdir, "stop")
+    assert target.wait(timeout=60) == 0, target.describe()

@@ -1,0 +1,172 @@
+#include "output_switcher.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "schedule.h"
+
+namespace gpuprof {
+namespace {
+
+// Op-mode step starts remembered for recorded_at(): samples and launches
+// arrive within a few hundred ms of their time, far fewer steps than this.
+constexpr size_t kStepsRemembered = 4096;
+// A time-mode cycle closes when a record of a later cycle arrives, or this
+// long after its end when none does (the target went quiet): records stamped
+// before the end may still be on their way through the ring buffers, far
+// behind when the collector has a backlog.
+constexpr uint64_t kCycleGraceNs = 2'000'000'000;
+
+}  // namespace
+
+bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std::string* error) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = used ? text.substr(used) : "";
+  struct Unit {
+    const char* name;
+    double scale;
+    bool size;
+  };
+  static constexpr Unit kUnits[] = {{"K", 1024.0, true},       {"M", 1048576.0, true}, {"G", 1073741824.0, true},
+                                    {"s", 1e9, false},         {"m", 60e9, false},     {"h", 3600e9, false}};
+  for (const Unit& u : kUnits) {
+    if (unit != u.name || !(value > 0)) continue;
+    const double amount = value * u.scale;
+    if (amount > 1e18 || (u.size && amount < 65536) || (!u.size && amount < 1e8)) break;
+    (u.size ? *bytes : *ns) = static_cast<uint64_t>(amount);
+    return true;
+  }
+  *error = "--rotate " + text + ": give a size (64K and up: 512K, 100M, 2G) or a duration (0.1s and up: 30s, "
+           "10m, 1h)";
+  return false;
+}
+
+std::string rotated_path(const std::string& main_path, uint64_t n) {
+  return main_path + "." + std::to_string(n);
+}
+
+OutputSwitcher::OutputSwitcher(OutputPlan plan, RecordOutputs outputs)
+    : plan_(std::move(plan)), outputs_(std::move(outputs)) {}
+
+bool OutputSwitcher::begin(uint64_t now_ns, const RecordStats& counters, std::string* error) {
+  if (plan_.main_path.empty()) return true;
+  const bool rotating = plan_.rotate_bytes || plan_.rotate_ns;
+  return outputs_.open(RecordOutputs::kMain, rotating ? rotated_path(plan_.main_path, 1) : plan_.main_path,
+                       now_ns, counters, error);
+}
+
+int64_t OutputSwitcher::step_at(uint64_t ts_ns) const {
+  const gp_schedule& s = plan_.schedule;
+  if (ts_ns < s.start_ns || s.step_ns == 0) return -1;
+  return static_cast<int64_t>((ts_ns - s.start_ns) / s.step_ns);
+}
+
+bool OutputSwitcher::open_cycle(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters,
+                                std::string* error) {
+  if (!outputs_.open(RecordOutputs::kCycle, plan_.cycle_path(cycle), start_ns, counters, error)) return false;
+  open_cycle_ = cycle;
+  cycle_first_step_ = cycle_last_step_ = step;
+  return true;
+}
+
+bool OutputSwitcher::close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error) {
+  if (open_cycle_ < 0) return true;
+  const std::string path = outputs_.path(RecordOutputs::kCycle);
+  const int64_t cycle = open_cycle_;
+  open_cycle_ = -1;
+  last_closed_cycle_ = std::max(last_closed_cycle_, cycle);
+  if (!outputs_.close(RecordOutputs::kCycle, counters, end_ns, error)) return false;
+  cycles_saved_++;
+  if (plan_.cycle_done) plan_.cycle_done(path, cycle, cycle_first_step_, cycle_last_step_);
+  return true;
+}
+
+bool OutputSwitcher::on_step(const gp_event& step, const RecordStats& counters, std::string* error) {
+  const int64_t number = static_cast<int64_t>(step.sp);
+  const int64_t cycle = cycle_of_step(plan_.schedule, number);
+  steps_.emplace_back(step.ts_ns, cycle >= 0);
+  if (steps_.size() > kStepsRemembered) steps_.pop_front();
+  if (!plan_.cycle_path) return true;
+  if (open_cycle_ >= 0 && cycle != open_cycle_) {
+    // The step that ends the cycle closes its last ProfilerStep frame there.
+    gp_event closing = step;
+    closing.op_id = GP_NO_OP;
+    if (!outputs_.append_to(RecordOutputs::kCycle, closing, error)) return false;
+    if (!close_cycle(counters, step.ts_ns, error)) return false;
+  }
+  if (cycle >= 0 && open_cycle_ < 0) return open_cycle(cycle, number, step.ts_ns, counters, error);
+  if (cycle >= 0) cycle_last_step_ = number;
+  return true;
+}
+
+bool OutputSwitcher::before_record(uint64_t ts_ns, const RecordStats& counters, std::string* error) {
+  if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME || !plan_.cycle_path) return true;
+  const int64_t step = step_at(ts_ns);
+  const int64_t cycle = cycle_of_step(plan_.schedule, step);
+  if (cycle == open_cycle_ || cycle < 0 || cycle <= last_closed_cycle_) {  // stragglers: main file only
+    if (cycle >= 0 && cycle == open_cycle_) cycle_last_step_ = std::max(cycle_last_step_, step);
+    return true;
+  }
+  if (!close_cycle(counters, ts_ns, error)) return false;
+  const uint64_t start = plan_.schedule.start_ns + static_cast<uint64_t>(step) * plan_.schedule.step_ns;
+  return open_cycle(cycle, step, start, counters, error);
+}
+
+bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
+  switch (plan_.schedule.mode) {
+    case GP_SCHEDULE_OFF: return true;
+    case GP_SCHEDULE_BY_TIME: return step_recorded(plan_.schedule, step_at(ts_ns));
+    default: break;
+  }
+  // The last step that started at or before ts_ns.
+  auto after = std::upper_bound(steps_.begin(), steps_.end(), ts_ns,
+                                [](uint64_t ts, const std::pair<uint64_t, bool>& s) { return ts < s.first; });
+  return after != steps_.begin() && std::prev(after)->second;
+}
+
+bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::string* error) {
+  if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && open_cycle_ >= 0 && now_ns > kCycleGraceNs &&
+      cycle_of_step(plan_.schedule, step_at(now_ns - kCycleGraceNs)) != open_cycle_) {
+    const uint64_t end = plan_.schedule.start_ns + static_cast<uint64_t>(cycle_last_step_ + 1) * plan_.schedule.step_ns;
+    if (!close_cycle(counters, end, error)) return false;
+  }
+  if (!outputs_.is_open(RecordOutputs::kMain) || !(plan_.rotate_bytes || plan_.rotate_ns)) return true;
+  const bool full = plan_.rotate_bytes && outputs_.bytes_written(RecordOutputs::kMain) >= plan_.rotate_bytes;
+  const bool old = plan_.rotate_ns && now_ns - outputs_.opened_at_ns(RecordOutputs::kMain) >= plan_.rotate_ns;
+  if (!full && !old) return true;
+  if (!outputs_.close(RecordOutputs::kMain, counters, now_ns, error)) return false;
+  rotation_++;
+  rotations_++;
+  if (!outputs_.open(RecordOutputs::kMain, rotated_path(plan_.main_path, rotation_), now_ns, counters, error))
+    return false;
+  if (plan_.keep && rotation_ > plan_.keep) {
+    const std::string gone = rotated_path(plan_.main_path, rotation_ - plan_.keep);
+    if (unlink(gone.c_str()) != 0 && errno != ENOENT)
+      std::fprintf(stderr, "gpuprof: warning: --keep: could not delete %s: %s\n", gone.c_str(), strerror(errno));
+  }
+  return true;
+}
+
+bool OutputSwitcher::finish(const RecordStats& counters, uint64_t end_ns, std::string* error) {
+  bool ok = close_cycle(counters, end_ns, error);
+  std::string main_error;
+  if (!outputs_.close(RecordOutputs::kMain, counters, end_ns, &main_error) && ok) {
+    *error = main_error;
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace gpuprof
