@@ -144,6 +144,23 @@ void op_fields(IO& io, O& op, uint32_t version) {
     io.u32(op.tensor_args);
   }
 }
+// A u32 count, then that many str; a count that cannot fit the payload
+// stops the decoder at once.
+template <typename IO, typename L>
+void string_list(IO& io, L& list) {
+  uint32_t count = static_cast<uint32_t>(list.size());
+  io.u32(count);
+  if constexpr (std::is_const_v<L>) {
+    for (const std::string& item : list) io.str(item);
+  } else {
+    if (count > io.left() / 4) {  // 4: the smallest entry, an empty str
+      io.ok = false;
+      return;
+    }
+    list.resize(count);
+    for (std::string& item : list) io.str(item);
+  }
+}
 template <typename IO, typename S>
 void stats_fields(IO& io, S& s, uint32_t version) {
   io.u64(s.events_recorded);
@@ -157,6 +174,10 @@ void stats_fields(IO& io, S& s, uint32_t version) {
     io.u64(s.shapes_unknown);
     io.str(s.tensor_layout);
     io.u64(s.samples_lost);
+  }
+  if (version >= 3) {
+    io.u64(s.symbols_unresolved);
+    string_list(io, s.problems);
   }
 }
 template <typename IO, typename C>

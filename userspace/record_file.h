@@ -119,7 +119,8 @@
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
-//                u64 samples_lost
+//                u64 samples_lost; version 3 adds u64 symbols_unresolved, u32
+//                n, n x str problem (RecordStats::problems)
 //   END          u64 end_monotonic_ns; the last chunk of a finished recording
 //
 // Version 1 has no OPTIONS, SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,

@@ -164,6 +164,22 @@ class Session {
   bool start_sampling(int pid);
   std::optional<uint32_t> sample_frame_id(const std::string& name);
   void drain_shapes();
+  // A warning on stderr, kept for the record file (RecordStats::problems)
+  // so that the table says it too.
+  void warn(const std::string& what) {
+    std::fprintf(stderr, "gpuprof: warning: %s\n", what.c_str());
+    keep_problem(what);
+  }
+  // The same, said as a plain note on stderr.
+  void note_problem(const std::string& what) {
+    std::fprintf(stderr, "gpuprof: %s\n", what.c_str());
+    keep_problem(what);
+  }
+  void keep_problem(const std::string& what) {
+    if (stats_.problems.size() < 64 &&
+        std::find(stats_.problems.begin(), stats_.problems.end(), what) == stats_.problems.end())
+      stats_.problems.push_back(what);
+  }
   void write_failed(const std::string& error) {
     if (write_error_.empty()) write_error_ = error;
   }
@@ -208,6 +224,8 @@ class Session {
   std::unique_ptr<NativeSymbolizer> symbolizer_;
   std::unordered_map<std::string, uint32_t> sample_frame_ids_;
   std::unordered_map<uint64_t, uint32_t> frame_of_address_;
+  std::set<uint32_t> unresolved_frames_;       // sample leaf frames without a symbol
+  std::set<uint32_t> unresolved_launch_names_;  // kernel names without a symbol
   // The target's CPython (found once, for samples and entry stacks).
   std::optional<gp_python_config> python_config_;
   std::string python_missing_;  // why there is none
@@ -265,7 +283,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
     if (python_config_)
       tracer_->set_python_stacks(*python_config_);
     else
-      std::fprintf(stderr, "gpuprof: warning: --with-stack: no Python stacks: %s\n", python_missing_.c_str());
+      warn("--with-stack: no Python stacks: " + python_missing_);
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
@@ -395,8 +413,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   options.with_stack = config_.with_stack;
   thread_names_ = std::make_unique<ThreadNameCollector>(pid);
   if (std::string why; !thread_names_->watch_exits(&why))
-    std::fprintf(stderr, "gpuprof: warning: threads that exit before gpuprof reads their events keep no name: %s\n",
-                 why.c_str());
+    warn("threads that exit before gpuprof reads their events keep no name: " + why);
   OutputPlan plan = config_.outputs;
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
@@ -437,7 +454,7 @@ void Session::setup_shapes(DispatcherCatalog& catalog) {
   shapes_.emplace(std::move(collector_plans));
   std::string error;
   if (!tracer_->set_shape_plans(plans, &error)) {
-    std::fprintf(stderr, "gpuprof: warning: no input shapes: %s\n", error.c_str());
+    warn("no input shapes: " + error);
     for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
     shapes_.reset();
     return;
@@ -478,7 +495,7 @@ void Session::try_attach_memory() {
     if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
   } else {
     memory_error_ = error;
-    std::fprintf(stderr, "gpuprof: warning: no memory columns: %s\n", error.c_str());
+    warn("no memory columns: " + error);
   }
 }
 
@@ -493,7 +510,7 @@ void Session::try_attach_launches(bool now) {
     if (auto libcudart = find_mapped_library(target_pid_, "libcudart")) {
       if (!attach_launch_library(*libcudart, LaunchApi::runtime, &error)) {
         launch_error_ = error;
-        std::fprintf(stderr, "gpuprof: warning: no CUDA launches: %s\n", error.c_str());
+        warn("no CUDA launches: " + error);
       }
     }
   }
@@ -501,7 +518,7 @@ void Session::try_attach_launches(bool now) {
     if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so")) {
       if (!attach_launch_library(*libcuda, LaunchApi::driver, &error)) {
         driver_error_ = error;
-        std::fprintf(stderr, "gpuprof: warning: no CUDA driver API launches: %s\n", error.c_str());
+        warn("no CUDA driver API launches: " + error);
       }
     }
   }
@@ -540,14 +557,13 @@ bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api,
 void Session::inject_cupti_shim() {
   if (const char* set = std::getenv("CUDA_INJECTION64_PATH")) {
     if (std::string_view(set).find(kShimFilePrefix) == std::string_view::npos)
-      std::fprintf(stderr,
-                   "gpuprof: warning: CUDA_INJECTION64_PATH is already set (%s): gpuprof's CUPTI shim is "
-                   "not injected, no GPU times\n", set);
+      warn("CUDA_INJECTION64_PATH is already set (" + std::string(set) +
+           "): gpuprof's CUPTI shim is not injected, no GPU times");
     return;
   }
   auto shim = shim_next_to_executable();
   if (!shim) {
-    std::fprintf(stderr, "gpuprof: warning: %s.so is not next to gpuprof: no GPU times\n", kShimFilePrefix);
+    warn(std::string(kShimFilePrefix) + ".so is not next to gpuprof: no GPU times");
     return;
   }
   setenv("CUDA_INJECTION64_PATH", shim->c_str(), 1);
@@ -575,7 +591,7 @@ void Session::try_attach_shim(bool now) {
   std::string error;
   if (!ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
     shim_error_ = error;
-    std::fprintf(stderr, "gpuprof: warning: no GPU times: %s\n", error.c_str());
+    warn("no GPU times: " + error);
     return;
   }
   if (!kernel_symbolizer_) {
@@ -705,6 +721,7 @@ uint32_t Session::launch_name_id(const gp_launch_event& event) {
     name = std::string("[unknown kernel ") + hex + "]";
   }
   const uint32_t id = launch_name_id_of(name);
+  if (name.starts_with("[unknown kernel ")) unresolved_launch_names_.insert(id);
   launch_name_of_function_.emplace(key, id);
   return id;
 }
@@ -721,6 +738,7 @@ void Session::on_launch(const gp_launch_event& event) {
   thread_names_->saw(event.tid);
   launch.api = event.api;
   launch.name_id = launch_name_id(event);
+  if (unresolved_launch_names_.count(launch.name_id)) stats_.symbols_unresolved++;
   std::string err;
   if (!write_error_.empty()) return;
   if (writer_->append_launches(&launch, 1, &err))
@@ -800,7 +818,7 @@ bool Session::start_sampling(int pid) {
   if (python_config_)
     sampler_->set_python(*python_config_);
   else if (!python_may_appear_)
-    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
+    note_problem("samples without Python frames: " + python_missing_);
   sampler_->set_sampling(true);
   return true;
 }
@@ -815,7 +833,7 @@ void Session::retry_python() {
   if (python_config_) {
     sampler_->set_python(*python_config_);
   } else if (!python_may_appear_) {
-    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
+    note_problem("samples without Python frames: " + python_missing_);
   }
 }
 
@@ -888,11 +906,14 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   if (known != frame_of_address_.end()) {
     frame_id = known->second;
   } else {
-    auto id = sample_frame_id(symbolizer_->symbolize(sample.user_ip));
+    const std::string name = symbolizer_->symbolize(sample.user_ip);
+    auto id = sample_frame_id(name);
     if (!id) return;
     frame_id = *id;
     frame_of_address_.emplace(sample.user_ip, frame_id);
+    if (name == "[unknown]" || name.find("+0x") != std::string::npos) unresolved_frames_.insert(frame_id);
   }
+  if (unresolved_frames_.count(frame_id)) stats_.symbols_unresolved++;
   uint32_t python_stack = kNoPythonStack;
   const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
   std::vector<uint32_t> stack;
@@ -960,7 +981,7 @@ void Session::drain_shapes() {
     // No layout: stop paying for payloads that cannot be decoded.
     tracer_->set_shapes(false);
     shapes_refused_reported_ = true;
-    std::fprintf(stderr, "gpuprof: warning: no input shapes: %s\n", shapes_->status_line().c_str());
+    warn("no input shapes: " + shapes_->status_line());
   }
   for (ShapeCollector::Ready& ready : shapes_->take_ready()) {
     std::string err;
@@ -1082,7 +1103,7 @@ bool Session::finish() {
   if (!write_error_.empty()) return fail(write_error_);
   if (!switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
-    std::fprintf(stderr, "gpuprof: samples without Python frames: %s\n", python_missing_.c_str());
+    note_problem("samples without Python frames: " + python_missing_);
   std::string memory;
   if (config_.sample_hz)
     memory += "; " + std::to_string(samples_recorded_) + " samples, " +

@@ -68,6 +68,11 @@ struct RecordStats {
   uint64_t shapes_unknown = 0;
   std::string tensor_layout;  // calibration result, one line ("" without --record-shapes)
   std::string stop_reason;       // "duration", "signal", "target exited", ...
+  // Version 3: what could not be attached, read or named, one line each
+  // ("no memory columns: ..."), as the recorder warned; and the CPU samples
+  // and kernel launches whose code has no symbol to name it by.
+  std::vector<std::string> problems;
+  uint64_t symbols_unresolved = 0;
   bool operator==(const RecordStats&) const = default;
 };
 

@@ -155,18 +155,21 @@ Bytes ops_payload(const std::vector<OpInfo>& ops, uint32_t version) {
   }
   return b;
 }
-// A version 2 file's header and mandatory chunks but OPTIONS, by hand.
-std::vector<uint8_t> v2_prefix_without_options(const std::vector<OpInfo>& ops = sample_ops()) {
-  // The current version (3 is 2 plus step events: the same chunks).
-  std::vector<uint8_t> f = encode_record_header(GP_RECORD_FORMAT_VERSION);
+// A version 2 file's header and mandatory chunks but OPTIONS, by hand (with
+// `version` in the header: what the writer writes is version 3, which has
+// the same chunks, and STATS fields more).
+std::vector<uint8_t> v2_prefix_without_options(const std::vector<OpInfo>& ops = sample_ops(), uint32_t version = 2) {
+  std::vector<uint8_t> f = encode_record_header(version);
   f = cat(f, chunk_of(ChunkType::PROCESS, process_payload()));
   f = cat(f, chunk_of(ChunkType::CLOCK, clock_payload()));
   return cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
 }
 // ... and with the 4-byte OPTIONS.
-std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops()) {
-  return cat(v2_prefix_without_options(ops), chunk_of(ChunkType::OPTIONS, Bytes().u32(flags)));
+std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops(), uint32_t version = 2) {
+  return cat(v2_prefix_without_options(ops, version), chunk_of(ChunkType::OPTIONS, Bytes().u32(flags)));
 }
+// ... as the writer writes it (the current version).
+std::vector<uint8_t> written_prefix(uint32_t flags) { return v2_prefix(flags, sample_ops(), GP_RECORD_FORMAT_VERSION); }
 // A STATS payload of zeros in the current layout.
 Bytes zero_stats_payload() {
   return Bytes().u64(0).u64(0).u32(0).u32(0).u32(0).str("").u64(0).u64(0).str("").u64(0);
@@ -730,9 +733,9 @@ TEST_F(RecordFileTest, WriterReportsMisuseAndWriteErrors) {
 
 TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
   // The mandatory chunks as record_file.h describes them, built by hand.
-  EXPECT_EQ(mandatory_prefix(RecordOptions{true, true}), v2_prefix(3));
-  EXPECT_EQ(mandatory_prefix(RecordOptions{false, true}), v2_prefix(2));
-  EXPECT_EQ(mandatory_prefix(), v2_prefix(0));
+  EXPECT_EQ(mandatory_prefix(RecordOptions{true, true}), written_prefix(3));
+  EXPECT_EQ(mandatory_prefix(RecordOptions{false, true}), written_prefix(2));
+  EXPECT_EQ(mandatory_prefix(), written_prefix(0));
   // ... and a flush: SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, in this order.
   std::string err;
   RecordWriter w = must_create();
@@ -747,7 +750,7 @@ TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
   EXPECT_FALSE(w.append_shapes(3, shapes, &err));  // refused: changes nothing
   ASSERT_TRUE(w.flush(&err)) << err;
   ev[3].payload_bytes = 0;
-  std::vector<uint8_t> expect = v2_prefix(3);
+  std::vector<uint8_t> expect = written_prefix(3);
   expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shapes})));
   expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{3, 0}})));
@@ -1297,9 +1300,12 @@ RecordOptions sampled_options(uint32_t hz = 997, bool ops = true) {
 }
 // A version 2 file's header and mandatory chunks with the sampled OPTIONS
 // layout (flags | sampled, then sample_hz), by hand.
-std::vector<uint8_t> v2_sampled_prefix(uint32_t flags, uint32_t hz) {
-  return cat(v2_prefix_without_options(),
+std::vector<uint8_t> v2_sampled_prefix(uint32_t flags, uint32_t hz, uint32_t version = 2) {
+  return cat(v2_prefix_without_options(sample_ops(), version),
              chunk_of(ChunkType::OPTIONS, Bytes().u32(flags | 4).u32(hz)));
+}
+std::vector<uint8_t> written_sampled_prefix(uint32_t flags, uint32_t hz) {
+  return v2_sampled_prefix(flags, hz, GP_RECORD_FORMAT_VERSION);
 }
 Bytes frames_payload(uint32_t first_id, const std::vector<std::string>& names) {
   Bytes b;
@@ -1333,15 +1339,15 @@ std::vector<CpuSample> make_samples(size_t n, uint32_t frames, uint32_t seed = 0
 }
 
 TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
-  EXPECT_EQ(mandatory_prefix(sampled_options(99)), v2_sampled_prefix(0, 99));
-  EXPECT_EQ(mandatory_prefix(sampled_options(99, false)), v2_sampled_prefix(8, 99));
+  EXPECT_EQ(mandatory_prefix(sampled_options(99)), written_sampled_prefix(0, 99));
+  EXPECT_EQ(mandatory_prefix(sampled_options(99, false)), written_sampled_prefix(8, 99));
   RecordOptions all = sampled_options(4000, false);
   all.shapes = all.memory = true;
-  EXPECT_EQ(mandatory_prefix(all), v2_sampled_prefix(3 | 8, 4000));
+  EXPECT_EQ(mandatory_prefix(all), written_sampled_prefix(3 | 8, 4000));
   // --no-ops without sampling: the 4-byte form.
   RecordOptions no_ops;
   no_ops.ops = false;
-  EXPECT_EQ(mandatory_prefix(no_ops), v2_prefix(8));
+  EXPECT_EQ(mandatory_prefix(no_ops), written_prefix(8));
   // A flush: ..., MEM_EVENTS, SAMPLE_FRAMES, SAMPLES.
   std::string err;
   RecordOptions o = sampled_options(99);
@@ -1358,7 +1364,7 @@ TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
   std::vector<gp_event> ev = make_events(3);
   ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  std::vector<uint8_t> expect = v2_sampled_prefix(2, 99);
+  std::vector<uint8_t> expect = written_sampled_prefix(2, 99);
   expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
   expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
@@ -1664,7 +1670,7 @@ TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
   ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
   // A flush: SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES.
-  std::vector<uint8_t> expect = v2_sampled_prefix(4, 99);
+  std::vector<uint8_t> expect = written_sampled_prefix(4, 99);
   expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
                                 frames_payload(0, {"libtorch_cpu.so!at::native::add",
                                                    "train.py(42): main", "model.py(7): forward"})));
@@ -1922,8 +1928,8 @@ Bytes kernel_stacks_payload(const std::vector<SampleKernelStack>& stacks) {
 }
 
 TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
-  EXPECT_EQ(mandatory_prefix(stack_options()), v2_prefix(16));
-  EXPECT_EQ(mandatory_prefix(stack_options(99)), v2_sampled_prefix(16, 99));
+  EXPECT_EQ(mandatory_prefix(stack_options()), written_prefix(16));
+  EXPECT_EQ(mandatory_prefix(stack_options(99)), written_sampled_prefix(16, 99));
   // A flush with every kind of data chunk pending writes each after what it
   // names: SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
   // SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS.
@@ -1951,7 +1957,7 @@ TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
   EXPECT_EQ(w.samples_written(), 0u);
   ASSERT_TRUE(w.append_sample_kernel_stack(0, 1, &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  std::vector<uint8_t> expect = v2_sampled_prefix(1 | 2 | 16, 99);
+  std::vector<uint8_t> expect = written_sampled_prefix(1 | 2 | 16, 99);
   expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shape})));
   expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}})));
@@ -2530,13 +2536,19 @@ Bytes cuda_runtime_payload(const CudaRuntimeInfo& c) {
   return Bytes().str(c.libcudart_path).u32(c.entry_points).u64(c.launches_lost);
 }
 // The STATS payload of sample_stats().
-Bytes sample_stats_payload() {
+Bytes sample_stats_payload(uint32_t version = 2) {
   RecordStats s = sample_stats();
   Bytes b;
   b.u64(s.events_recorded).u64(s.events_lost).u32(s.entry_probes).u32(s.exit_probes);
   b.u32(s.ops_without_exit).str(s.stop_reason).u64(s.mem_events_lost).u64(s.shapes_unknown);
-  return b.str(s.tensor_layout).u64(s.samples_lost);
+  b.str(s.tensor_layout).u64(s.samples_lost);
+  if (version >= 3) {
+    b.u64(s.symbols_unresolved).u32(static_cast<uint32_t>(s.problems.size()));
+    for (const std::string& problem : s.problems) b.str(problem);
+  }
+  return b;
 }
+Bytes written_stats_payload() { return sample_stats_payload(GP_RECORD_FORMAT_VERSION); }
 CudaRuntimeInfo sample_cuda_runtime() {
   return {"/usr/local/cuda/lib64/libcudart.so.12.1.105", 6, 3};
 }
@@ -2581,7 +2593,7 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
       {300, 0x7f0000001000, 0x7f00beef, {1, 2, 3}, {32, 4, 2}, 7, GP_LAUNCH_KERNEL_EXC, 0}};
   ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  std::vector<uint8_t> expect = v2_sampled_prefix(0, 99);
+  std::vector<uint8_t> expect = written_sampled_prefix(0, 99);
   expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect =
       cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"[k] do_syscall_64"})));
@@ -2617,7 +2629,7 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
                                 launch_names_payload(2, {"[unknown kernel 0x1234]"})));
   expect =
       cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
-  expect = cat(expect, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect = cat(expect, chunk_of(ChunkType::STATS, written_stats_payload()));
   expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
   auto rec = read_recording_bytes(expect, &err, "f");
@@ -3099,7 +3111,7 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
       {160, 160, 42, (uint64_t{1} << 56) | 4096, 1, 13, GpuActivityKind::memcpy, 1}};
   ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  std::vector<uint8_t> expect = v2_prefix(0);
+  std::vector<uint8_t> expect = written_prefix(0);
   expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
   expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
                                 launch_names_payload(0, {"void at::native::kernel<float>(float*)",
@@ -3160,7 +3172,7 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   expect =
       cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
   expect = cat(expect, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
-  expect = cat(expect, chunk_of(ChunkType::STATS, sample_stats_payload()));
+  expect = cat(expect, chunk_of(ChunkType::STATS, written_stats_payload()));
   expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
   auto rec = read_recording_bytes(expect, &err, "f");
@@ -3333,7 +3345,7 @@ TEST_F(RecordFileTest, ThreadNamesAreWrittenByFinishBeforeStatsAndReadBack) {
   const std::vector<uint8_t> tail =
       cat(cat(chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())),
               chunk_of(ChunkType::THREAD_NAMES, thread_names_payload(sample_thread_names()))),
-          cat(chunk_of(ChunkType::STATS, sample_stats_payload()), chunk_of(ChunkType::END, Bytes().u64(9))));
+          cat(chunk_of(ChunkType::STATS, written_stats_payload()), chunk_of(ChunkType::END, Bytes().u64(9))));
   ASSERT_GE(file.size(), tail.size());
   EXPECT_EQ(std::vector<uint8_t>(file.end() - static_cast<std::ptrdiff_t>(tail.size()), file.end()), tail);
   auto rec = read_recording_bytes(file, &err, "f");
@@ -3775,5 +3787,34 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedGpuActivities) {
   EXPECT_EQ(rec->cupti_shim, std::nullopt);  // written by finish() only
 }
 
+// Version 3 STATS: the problems the recorder warned about and the samples or
+// launches without a symbol travel with the file, byte for byte as documented.
+TEST_F(RecordFileTest, StatsProblemsAndUnresolvedSymbolsRoundTrip) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  RecordStats stats = sample_stats();
+  stats.symbols_unresolved = 23;
+  stats.problems = {"no memory columns: libc10 has no ProfiledCPUMemoryReporter::New", "", "no GPU times: x"};
+  ASSERT_TRUE(w.finish(stats, 9, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  Bytes payload = sample_stats_payload(2);
+  payload.u64(23).u32(3);
+  for (const std::string& p : stats.problems) payload.str(p);
+  const std::vector<uint8_t> tail = cat(chunk_of(ChunkType::STATS, payload), chunk_of(ChunkType::END, Bytes().u64(9)));
+  ASSERT_GE(file.size(), tail.size());
+  EXPECT_EQ(std::vector<uint8_t>(file.end() - static_cast<std::ptrdiff_t>(tail.size()), file.end()), tail);
+  auto rec = read_recording_bytes(file, &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->stats, stats);
+  // A problem count larger than the payload can hold is corrupt, not a huge allocation.
+  Bytes bad = sample_stats_payload(2);
+  bad.u64(0).u32(0x7fffffff);
+  std::vector<uint8_t> bytes = cat(written_prefix(0), chunk_of(ChunkType::STATS, bad));
+  EXPECT_FALSE(read_recording_bytes(bytes, &err, "f"));
+  EXPECT_NE(err.find("corrupt chunk 5 (STATS)"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace gpuprof
+
