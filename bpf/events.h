@@ -88,6 +88,17 @@ _Static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the re
 #endif
 
 /*
+ * record --follow-forks (bpf/process_forks.bpf.c): a followed process
+ * forked a child process.
+ */
+#define GP_MAX_FOLLOWED_PROCESSES 1024
+struct gp_fork {
+	__u64 ts_ns;
+	__u32 parent_pid; /* tgid */
+	__u32 child_pid;
+};
+
+/*
  * Schedules (record --schedule): torch.profiler.schedule(skip_first, wait,
  * warmup, active, repeat) over steps that start at each call of a step op
  * (GP_COOKIE_STEP) or every step_ns nanoseconds from start_ns. Only the
@@ -375,6 +386,7 @@ struct gp_thread_exit {
 #ifdef __cplusplus
 static_assert(sizeof(struct gp_thread_exit) == 24, "gp_thread_exit is shared with BPF");
 static_assert(sizeof(struct gp_schedule) == 64, "gp_schedule is shared with BPF");
+static_assert(sizeof(struct gp_fork) == 16, "gp_fork is shared with BPF");
 static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
 static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
 static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");

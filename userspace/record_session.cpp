@@ -29,6 +29,7 @@
 #include "op_tracer.h"
 #include "cpu_sampler.h"
 #include "elf_image.h"
+#include "fork_watch.h"
 #include "native_symbolizer.h"
 #include "output_switcher.h"
 #include "kernel_symbols.h"
@@ -189,6 +190,7 @@ class Session {
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
   bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
+  void on_fork(const gp_fork& fork);
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
     stopped_ = true;
@@ -265,6 +267,11 @@ class Session {
   uint64_t launches_recorded_ = 0;
   std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
+  // --follow-forks: the op probe sites (as attached to the target) for each
+  // child, and the children's fork events.
+  ProbeSites probe_sites_;
+  std::unique_ptr<ForkWatch> fork_watch_;
+  uint32_t children_followed_ = 0;
   // CUPTI correlation ids of launches made in recorded steps (--schedule):
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;
@@ -288,6 +295,11 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
+  if (config_.follow_forks) {
+    probe_sites_ = catalog->sites;
+    fork_watch_ = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }, &error);
+    if (!fork_watch_) warn("--follow-forks: children are not traced: " + error);
+  }
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
     gp_schedule schedule = config_.schedule;
     schedule.start_ns = clock_ns(CLOCK_MONOTONIC);
@@ -365,6 +377,29 @@ bool Session::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& op
   std::fprintf(stderr, "gpuprof: schedule %s; a step starts at each call of %zu op%s\n",
                format_schedule(schedule).c_str(), matched, matched == 1 ? "" : "s");
   return true;
+}
+
+// --follow-forks: a followed process forked. The child runs the parent's
+// libtorch_cpu (same file, same offsets): the same probe sites, in a link
+// for the child's pid. Its ops before the link is in (a few ms) are missed;
+// a child that exec'd or exited by then is not followed.
+void Session::on_fork(const gp_fork& fork) {
+  const int child = static_cast<int>(fork.child_pid);
+  auto library = find_mapped_library(child, "libtorch_cpu");
+  if (!library) {
+    std::fprintf(stderr, "gpuprof: %d (forked by %u) has no libtorch_cpu mapped any more: not followed\n", child,
+                 fork.parent_pid);
+    return;
+  }
+  std::string error;
+  const uint64_t start = clock_ns(CLOCK_MONOTONIC);
+  if (!tracer_->attach_ops(library->path_for_us, probe_sites_, child, &error)) {
+    warn("--follow-forks: child " + std::to_string(child) + " not traced: " + error);
+    return;
+  }
+  children_followed_++;
+  std::fprintf(stderr, "gpuprof: following %d (forked by %u): attach %.1f ms\n", child, fork.parent_pid,
+               ms_since(start));
 }
 
 // Counters as they stand now (the files of rotation and cycles count their
@@ -1114,6 +1149,9 @@ bool Session::finish() {
   if (launch_tracer_ && launch_tracer_->driver_calls_from_runtime())
     memory += " (" + std::to_string(launch_tracer_->driver_calls_from_runtime()) +
               " driver calls made by libcudart's own launches not counted again)";
+  if (config_.follow_forks)
+    memory += "; " + std::to_string(children_followed_) + " child processes followed" +
+              (fork_watch_ && fork_watch_->lost() ? " (" + std::to_string(fork_watch_->lost()) + " forks missed)" : "");
   if (config_.with_stack && python_config_ && entries_without_stack_)
     memory += "; " + std::to_string(entries_without_stack_) + " entries without a Python stack";
   if (config_.profile_memory)
@@ -1220,7 +1258,15 @@ RecordOutcome Session::run() {
 
   uint64_t last_flush = clock_ns(CLOCK_MONOTONIC);
   if (launched_) handle_child_state();  // it may already be stopped or gone
+  bool fork_fd_polled = false;
   while (!stopped_) {
+    if (fork_watch_ && !fork_fd_polled) {  // --follow-forks: attach to a child as soon as it is forked
+      epoll_event ev = {};
+      ev.events = EPOLLIN;
+      ev.data.fd = fork_watch_->poll_fd();
+      epoll_ctl(epoll.get(), EPOLL_CTL_ADD, ev.data.fd, &ev);
+      fork_fd_polled = true;
+    }
     epoll_event events[4];
     int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
     for (int i = 0; i < n; i++) {
@@ -1235,6 +1281,7 @@ RecordOutcome Session::run() {
     if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
     if (launch_tracer_) launch_tracer_->consume();  // polled too: no wakeup per launch
     if (thread_names_) thread_names_->poll();
+    if (fork_watch_) fork_watch_->consume();
     drain_shapes();
     try_attach_memory();
     try_attach_launches();

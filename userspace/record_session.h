@@ -34,6 +34,7 @@ struct RecordConfig {
   uint32_t sample_hz = 0;       // -F HZ: CPU samples of the target's threads (0: none)
   bool ops = true;              // false (--no-ops): samples only, no op probes
   bool with_stack = false;      // --with-stack: the Python stack at every op entry
+  bool follow_forks = false;    // --follow-forks: trace the ops of the target's child processes too
   bool verbose = false;
   // --schedule (schedule.h): mode GP_SCHEDULE_OFF for none; with
   // GP_SCHEDULE_BY_OP, step_ops names the step ops (--step-op).

@@ -63,6 +63,10 @@ std::string ThreadNameCollector::read_name(uint32_t tid) const {
   std::ifstream comm("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/comm");
   std::string name;
   std::getline(comm, name);
+  if (name.empty()) {  // a thread of a followed child (--follow-forks): not in the target's task list
+    std::ifstream other("/proc/" + std::to_string(tid) + "/comm");
+    std::getline(other, name);
+  }
   return name;
 }
 

@@ -63,6 +63,9 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("--with-stack", options.with_stack,
                    "record the Python stack at every op call (torch.profiler's with_stack); report "
                    "them with --group-by-stack-n N, and in folded stacks");
+  record->add_flag("--follow-forks", options.follow_forks,
+                   "also trace the ops of the processes the target forks (DataLoader workers, ...), and theirs; "
+                   "without it children run untraced (and unharmed)");
   record->add_flag("--no-ops", options.no_ops,
                    "with -F: samples only, no operator probes (the lowest overhead); any process, "
                    "PyTorch or not, and a launched CMD from its start");
@@ -266,6 +269,7 @@ int run_record(RecordOptions options) {
   config.sample_hz = options.sample_hz;
   config.ops = !options.no_ops;
   config.with_stack = options.with_stack;
+  config.follow_forks = options.follow_forks;
   config.verbose = options.verbose;
   RecordOutcome outcome = run_record_session(config);
 

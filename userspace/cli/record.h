@@ -25,6 +25,7 @@ struct RecordOptions {
   uint32_t sample_hz = 0;  // -F
   bool no_ops = false;
   bool with_stack = false;
+  bool follow_forks = false;
   bool quiet = false;  // no table on stdout
   // Schedules and long runs (docs/long-runs.md).
   std::string schedule;                // --schedule skip_first=S,wait=W,warmup=U,active=A,repeat=R
