@@ -11,6 +11,7 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 
 #include "events.h"
 
@@ -25,8 +26,12 @@ struct {
 	__uint(max_entries, 64 << 10);
 } exits SEC(".maps");
 
-SEC("tracepoint/sched/sched_process_exit")
-int on_thread_exit(void *ctx)
+/*
+ * A BTF tracepoint (raw, typed): attaching it needs no tracefs, so a
+ * gpuprof with file capabilities instead of root can attach it too.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_thread_exit, struct task_struct *task)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct gp_thread_exit *e;

@@ -78,8 +78,9 @@ constexpr MemoryProbe kMemoryProbes[] = {
 };
 
 std::string load_failure_hint(int err) {
-  if (geteuid() != 0 || err == EPERM || err == EACCES)
-    return "permission denied: gpuprof record needs root (CAP_BPF and CAP_PERFMON); run it with sudo";
+  if (err == EPERM || err == EACCES)
+    return "permission denied loading the BPF programs: gpuprof needs root, or CAP_BPF and CAP_PERFMON "
+           "(sudo, or setcap cap_bpf,cap_perfmon+ep on the binary: docs/privileges.md)";
   return std::string("cannot load the BPF programs: ") + std::strerror(err) +
          " (gpuprof needs a kernel with BPF, BTF and ring buffers, Linux 6.6 or later; "
          "run with -v for libbpf's log)";

@@ -32,6 +32,7 @@
 #include "fork_watch.h"
 #include "native_symbolizer.h"
 #include "output_switcher.h"
+#include "privileges.h"
 #include "kernel_symbols.h"
 #include "python_paths.h"
 #include "python_runtime.h"
@@ -1167,8 +1168,8 @@ bool Session::finish() {
 
 RecordOutcome Session::run() {
   std::string error;
-  if (geteuid() != 0) {
-    fail("gpuprof record needs root (CAP_BPF and CAP_PERFMON): run it with sudo");
+  if (std::string missing = missing_privileges(); !missing.empty()) {
+    fail(missing);
     return outcome_;
   }
   std::optional<MappedLibrary> library;
@@ -1176,6 +1177,11 @@ RecordOutcome Session::run() {
     target_pid_ = config_.pid;
     if (!process_alive(target_pid_)) {
       fail("no such process: " + std::to_string(target_pid_));
+      return outcome_;
+    }
+    // Capabilities never reach past what the invoking user could ptrace.
+    if (std::string refusal = ptrace_refusal(target_pid_); !refusal.empty()) {
+      fail(refusal);
       return outcome_;
     }
     library = find_mapped_library(target_pid_, "libtorch_cpu");
