@@ -43,7 +43,7 @@ LDLIBS     += $(STATIC_LIBS) -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUILD) \
               -I/usr/include/$(shell $(CC) -dumpmachine)
 
-.PHONY: all test check integration bench clean
+.PHONY: all test check integration bench clean fuzz
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
@@ -173,7 +173,36 @@ check: test integration
 bench: all
 	/usr/bin/python3 bench/overhead.py
 
+# Fuzz targets (tests/fuzz/, docs/fuzzing.md): libFuzzer with ASan and UBSan,
+# built with clang into their own object tree so the g++ build is untouched.
+FUZZ_CXX     ?= clang++
+FUZZ_FLAGS   := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRCS    := $(wildcard tests/fuzz/*_fuzz.cpp)
+FUZZERS      := $(patsubst tests/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+# Every userspace file but those that load BPF skeletons (clang++ rejects the
+# skeletons' _Bool; no parser is there), in an archive: each fuzzer links only
+# what it calls.
+FUZZ_LIB_SRCS := $(filter-out userspace/main.cpp $(shell grep -l 'skel\.h"' userspace/*.cpp),$(wildcard userspace/*.cpp))
+FUZZ_LIB_OBJS := $(patsubst %.cpp,$(BUILD)/fuzz-obj/%.o,$(FUZZ_LIB_SRCS))
+
+fuzz: $(FUZZERS)
+
+$(BUILD)/fuzz-obj/%.o: %.cpp $(SKELS)
+	$(call msg,FUZZCXX,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -std=c++20 -MMD -MP -Iuserspace -Ibpf -I$(BUILD) \
+		-Wno-unknown-warning-option -c $< -o $@
+
+$(BUILD)/fuzz-obj/libgpuprof_fuzz.a: $(FUZZ_LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/%: $(BUILD)/fuzz-obj/tests/fuzz/%.o $(BUILD)/fuzz-obj/libgpuprof_fuzz.a
+	$(call msg,FUZZLD,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@ $(STATIC_LIBS) -lpthread
+
 clean:
 	rm -rf $(BUILD)
 
--include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d)
+-include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d $(BUILD)/fuzz-obj/*/*/*.d)

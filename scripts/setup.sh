@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential clang llvm bpftool pkg-config
+  build-essential clang llvm libclang-rt-14-dev bpftool pkg-config
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev nlohmann-json3-dev
   python3-torch python3-torchvision python3-pytest tmux libcap2-bin
@@ -37,3 +37,5 @@ elif [[ ! tests/viewer/node_modules/.package-lock.json -nt tests/viewer/package-
 fi
 
 make -j"$(nproc)" all build/gpuprof_unit_tests
+# The fuzz targets (docs/fuzzing.md): clang, ASan, UBSan, libFuzzer.
+make -j"$(nproc)" fuzz

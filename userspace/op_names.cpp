@@ -73,7 +73,9 @@ std::optional<std::string_view> dispatcher_call_struct(std::string_view sym) {
   auto [end, ec] = std::from_chars(sym.data(), sym.data() + sym.size(), length);
   if (ec != std::errc() || length == 0) return std::nullopt;
   sym.remove_prefix(end - sym.data());
-  if (sym.size() < length + suffix.size()) return std::nullopt;
+  // Not `sym.size() < length + suffix.size()`: a length near SIZE_MAX wraps
+  // that sum (fuzzer-found: tests/fuzz/regressions/symbol_parsers/).
+  if (length > sym.size() || sym.size() - length < suffix.size()) return std::nullopt;
   std::string_view name = sym.substr(0, length);
   if (!sym.substr(length).starts_with(suffix)) return std::nullopt;
   return name;

@@ -1,6 +1,7 @@
 #include "python_code.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -65,7 +66,10 @@ void append_utf8(std::string& out, uint32_t cp) {
 int python_line_for_index(std::span<const uint8_t> linetable, int firstlineno, int64_t index) {
   if (index < 0) return firstlineno;
   Reader r{linetable};
-  int line = firstlineno;
+  // int64: the deltas come from the target's memory, and a corrupt table
+  // (or one read while it changed) can sum past an int (found by
+  // tests/fuzz/symbol_parsers_fuzz); such a line is no line.
+  int64_t line = firstlineno;
   int64_t start = 0;
   while (r.pos < linetable.size()) {
     uint8_t first = r.byte();
@@ -89,8 +93,8 @@ int python_line_for_index(std::span<const uint8_t> linetable, int firstlineno, i
     } else {  // short form
       r.byte();
     }
-    if (!r.ok) return -1;
-    if (index >= start && index < start + length) return has_line ? line : -1;
+    if (!r.ok || line < INT32_MIN || line > INT32_MAX) return -1;
+    if (index >= start && index < start + length) return has_line ? static_cast<int>(line) : -1;
     start += length;
   }
   return -1;

@@ -19,6 +19,9 @@ TEST(DispatcherCallStruct, TakesOnlyCallEntryPoints) {
   EXPECT_EQ(dispatcher_call_struct("_ZN2at6native3addERKNS_6TensorE"), std::nullopt);
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops"), std::nullopt);
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops99relu4callE"), std::nullopt);  // length past the end
+  // A length whose sum with the suffix's wraps around (fuzzer-found; it threw).
+  EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops18446744073709551615]]4callE"), std::nullopt);
+  EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops18446744073709551610x4callE"), std::nullopt);
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops4relu8redispatE"), std::nullopt);
   // Cold and other clones of a body are not entry points.
   EXPECT_EQ(dispatcher_call_struct("_ZN2at4_ops7thrower4callEi.cold"), std::nullopt);

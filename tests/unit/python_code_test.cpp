@@ -176,6 +176,24 @@ TEST(PythonCode, LineTableFormsByHand) {
   EXPECT_EQ(python_line_for_index(t.first(10), 10, 5), -1);
 }
 
+// A corrupt table whose line deltas sum past an int (fuzzer-found, UB
+// before: tests/fuzz/regressions/symbol_parsers/linetable_line_overflow):
+// no line, not a wrapped one.
+TEST(PythonCode, LineTableDeltasPastIntAreNoLine) {
+  // No-column entries (code 13) of +2^29 - 1 (svarint 2^30 - 2:
+  // five varint bytes) each: the fifth takes the running line past INT_MAX.
+  std::vector<uint8_t> table;
+  for (int i = 0; i < 5; i++) {
+    table.push_back(0x80 | (13 << 3) | 0);
+    for (uint8_t b : {0x7e, 0x7f, 0x7f, 0x7f, 0x3f}) table.push_back(b);  // 6 bits a byte, low first
+  }
+  std::span<const uint8_t> t(table);
+  EXPECT_EQ(python_line_for_index(t, 1, 0), 1 + (1 << 29) - 1);
+  EXPECT_EQ(python_line_for_index(t, 1, 3), 1 + 4 * ((1 << 29) - 1));
+  EXPECT_EQ(python_line_for_index(t, 1, 4), -1);
+  EXPECT_EQ(python_line_for_index(t, INT32_MAX, 0), -1);
+}
+
 // Against co_lines() of Debian's 3.11 and the pyenv 3.12 and 3.13 of this
 // machine's image (by minor version; 0 = Debian's).
 class PythonCodeLive : public ::testing::TestWithParam<int> {};
