@@ -6,6 +6,7 @@ The loop measures its own speed on request (steps per second, the median of
 attached one at a time, each once its probes are in.
 """
 import json
+import statistics
 import pathlib
 import signal
 import subprocess
@@ -32,11 +33,12 @@ def wait_for(path, proc, who):
 class BusyLoop:
     """busy_loop.py running in a fresh work directory."""
 
-    def __init__(self, python, who):
+    def __init__(self, python, who, max_run_s=300):
         self.who = who
         self.work = pathlib.Path(tempfile.mkdtemp(prefix=f"gpuprof-{who}-"))
         self.proc = subprocess.Popen([python, str(WORKLOADS / "busy_loop.py"), str(self.work)],
-                                     env={"PYTHONPATH": str(WORKLOADS), "PATH": "/usr/bin:/bin"},
+                                     env={"PYTHONPATH": str(WORKLOADS), "PATH": "/usr/bin:/bin",
+                                          "BUSY_LOOP_MAX_RUN_S": str(max_run_s)},
                                      stdout=subprocess.PIPE, text=True)
         wait_for(self.work / "ready", self.proc, who)
         self.pid = int((self.work / "ready").read_text())
@@ -95,3 +97,41 @@ def ops_per_step(record_file):
         if cells and cells[0].startswith("aten::") and cells[-1].isdigit():
             calls[cells[0]] = int(cells[-1])
     return sum(calls.values()) / calls["aten::mul"] if calls.get("aten::mul") else None
+
+
+def measure_variants(loop, argv, rounds, who, after_detach=None):
+    """Rates (steps/s) of the loop with each variant attached in turn, the
+    order rotating each round. argv: {variant: gpuprof argv, or None for
+    nothing attached}. after_detach(variant, tracing line, rest of stderr)
+    sees each attach's output."""
+    variants = list(argv)
+    rates = {v: [] for v in variants}
+    for r in range(rounds):
+        k = r % len(variants)
+        for variant in variants[k:] + variants[:k]:
+            gp, line = attach(argv[variant], who) if argv[variant] else (None, "")
+            rates[variant].append(loop.rate(f"{variant}-{r}"))
+            rest = detach(gp, who)
+            if after_detach:
+                after_detach(variant, line, rest)
+    return rates
+
+
+def print_added(rates, per_step, rounds):
+    """The table of step times and what each variant adds to the baseline
+    (the first variant); returns {variant: median us added per op}."""
+    step_us = {v: [1e6 / rate for rate in r] for v, r in rates.items()}
+    variants = list(rates)
+    base = step_us[variants[0]]
+    print(f"busy_loop (small ops), {rounds} rounds, this machine; ops per step: "
+          + (f"{per_step:.1f}" if per_step else "unknown"))
+    print(f"{'variant':10} {'step us (median)':>17} {'adds us/step [range]':>26} {'adds us/op':>11}")
+    print(f"{variants[0]:10} {statistics.median(base):17.2f}")
+    added = {}
+    for v in variants[1:]:
+        deltas = [t - b for t, b in zip(step_us[v], base)]
+        added[v] = statistics.median(deltas) / per_step if per_step else None
+        per_op = f"{added[v]:11.2f}" if per_step else f"{'-':>11}"
+        print(f"{v:10} {statistics.median(step_us[v]):17.2f} {statistics.median(deltas):+10.2f} "
+              f"[{min(deltas):+.2f} .. {max(deltas):+.2f}] {per_op}")
+    return added

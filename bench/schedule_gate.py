@@ -27,7 +27,7 @@ import re
 import statistics
 import sys
 
-from loop_bench import BusyLoop, attach, detach, ops_per_step
+from loop_bench import BusyLoop, measure_variants, ops_per_step, print_added
 
 WHO = "schedule_gate"
 
@@ -45,39 +45,21 @@ def main():
             "gated": ["record", "-p", loop.pid, "-q", "-o", loop.work / "g.gpuprof", *waiting, "--step-time", "3600"],
             "gated-op": ["record", "-p", loop.pid, "-q", "-o", loop.work / "o.gpuprof", *waiting,
                          "--step-op", "aten::mul"]}
-    variants = list(argv)
-    rates = {v: [] for v in variants}
     attach_ms, detach_ms = [], []
-    per_step = None
+
+    def probe_times(variant, line, rest):
+        if m := re.search(r"\(attach ([\d.]+) ms\)", line):
+            attach_ms.append(float(m.group(1)))
+        if m := re.search(r"detach ([\d.]+) ms", rest):
+            detach_ms.append(float(m.group(1)))
+
     try:
-        for r in range(args.rounds):
-            for variant in variants[r % len(variants):] + variants[:r % len(variants)]:
-                gp, line = attach(argv[variant], WHO) if argv[variant] else (None, "")
-                if m := re.search(r"\(attach ([\d.]+) ms\)", line):
-                    attach_ms.append(float(m.group(1)))
-                rates[variant].append(loop.rate(f"{variant}-{r}"))
-                rest = detach(gp, WHO)
-                if m := re.search(r"detach ([\d.]+) ms", rest):
-                    detach_ms.append(float(m.group(1)))
-                if variant == "record" and per_step is None:
-                    per_step = ops_per_step(record_file)
+        rates = measure_variants(loop, argv, args.rounds, WHO, probe_times)
+        per_step = ops_per_step(record_file)
         result = loop.stop()
     finally:
         loop.kill()
-    step_us = {v: [1e6 / rate for rate in rates[v]] for v in variants}
-    base = step_us["baseline"]
-    print(f"busy_loop (small ops), {args.rounds} rounds, this machine; ops per step: {per_step:.1f}")
-    print(f"{'variant':10} {'step us (median)':>17} {'adds us/step [range]':>26} {'adds us/op':>11}")
-    added = {}
-    for v in variants:
-        median = statistics.median(step_us[v])
-        if v == "baseline":
-            print(f"{v:10} {median:17.2f}")
-            continue
-        deltas = [t - b for t, b in zip(step_us[v], base)]
-        added[v] = statistics.median(deltas) / per_step
-        print(f"{v:10} {median:17.2f} {statistics.median(deltas):+10.2f} [{min(deltas):+.2f} .. {max(deltas):+.2f}] "
-              f"{added[v]:11.2f}")
+    added = print_added(rates, per_step, args.rounds)
     attach_med, detach_med = statistics.median(attach_ms), statistics.median(detach_ms)
     print(f"gated / record: {added['gated'] / added['record']:.2f}x per op")
     print(f"probes: attach {attach_med:.1f} ms, detach {detach_med:.1f} ms (medians of {len(attach_ms)})")

@@ -17,10 +17,9 @@ The loop checks its own result every cycle: exit status 1 if any cycle
 differed (a profiler that changed the job's results).
 """
 import argparse
-import statistics
 import sys
 
-from loop_bench import BusyLoop, attach, detach, ops_per_step
+from loop_bench import BusyLoop, measure_variants, ops_per_step, print_added
 
 WHO = "top_overhead"
 
@@ -35,35 +34,13 @@ def main():
     argv = {"baseline": None,
             "record": ["record", "-p", loop.pid, "-q", "-o", record_file],
             "top": ["top", "-p", loop.pid, "--batch", "--interval", "1"]}
-    variants = list(argv)
-    rates = {v: [] for v in variants}
-    per_step = None
     try:
-        for r in range(args.rounds):
-            for variant in variants[r % 3:] + variants[:r % 3]:
-                gp = attach(argv[variant], WHO)[0] if argv[variant] else None
-                rates[variant].append(loop.rate(f"{variant}-{r}"))
-                detach(gp, WHO)
-                if variant == "record" and per_step is None:
-                    per_step = ops_per_step(record_file)
+        rates = measure_variants(loop, argv, args.rounds, WHO)
+        per_step = ops_per_step(record_file)
         result = loop.stop()
     finally:
         loop.kill()
-    step_us = {v: [1e6 / rate for rate in rates[v]] for v in variants}
-    base = step_us["baseline"]
-    print(f"busy_loop (small ops), {args.rounds} rounds, this machine; ops per step: "
-          f"{per_step:.1f}" if per_step else "ops per step: unknown")
-    print(f"{'variant':10} {'step us (median)':>17} {'adds us/step [range]':>26} {'adds us/op':>11}")
-    added = {}
-    for v in variants:
-        median = statistics.median(step_us[v])
-        if v == "baseline":
-            print(f"{v:10} {median:17.2f}")
-            continue
-        deltas = [t - b for t, b in zip(step_us[v], base)]
-        added[v] = statistics.median(deltas)
-        per_op = f"{added[v] / per_step:11.2f}" if per_step else f"{'-':>11}"
-        print(f"{v:10} {median:17.2f} {added[v]:+10.2f} [{min(deltas):+.2f} .. {max(deltas):+.2f}] {per_op}")
+    added = print_added(rates, per_step, args.rounds)
     if added.get("record"):
         print(f"top / record: {added['top'] / added['record']:.2f}x")
     print(f"cycles {result['cycles']}, mismatches {result['mismatches']}")
