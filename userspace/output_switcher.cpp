@@ -39,8 +39,10 @@ bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std:
     double scale;
     bool size;
   };
-  static constexpr Unit kUnits[] = {{"K", 1024.0, true},       {"M", 1048576.0, true}, {"G", 1073741824.0, true},
-                                    {"s", 1e9, false},         {"m", 60e9, false},     {"h", 3600e9, false}};
+  // A bare number is seconds (--rotate SIZE|SECONDS); sizes carry a unit.
+  static constexpr Unit kUnits[] = {{"K", 1024.0, true}, {"M", 1048576.0, true}, {"G", 1073741824.0, true},
+                                    {"", 1e9, false},    {"s", 1e9, false},     {"m", 60e9, false},
+                                    {"h", 3600e9, false}};
   for (const Unit& u : kUnits) {
     if (unit != u.name || !(value > 0)) continue;
     const double amount = value * u.scale;
@@ -48,7 +50,7 @@ bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std:
     (u.size ? *bytes : *ns) = static_cast<uint64_t>(amount);
     return true;
   }
-  *error = "--rotate " + text + ": give a size (64K and up: 512K, 100M, 2G) or a duration (0.1s and up: 30s, "
+  *error = "--rotate " + text + ": give a size (64K and up: 512K, 100M, 2G) or seconds (0.1 and up: 3600, 30s, "
            "10m, 1h)";
   return false;
 }

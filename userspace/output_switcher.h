@@ -39,8 +39,8 @@ struct OutputPlan {
 };
 
 // --rotate LIMIT: a size ("512K", "100M", "2G": KiB, MiB, GiB) sets
-// *bytes, a duration ("30s", "10m", "1h") sets *ns. false with *error for
-// anything else (a bare number is refused: bytes or seconds?).
+// *bytes, seconds ("3600", "30s", "10m", "1h") set *ns. false with *error
+// for anything else.
 bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std::string* error);
 
 // The name of rotated file n (1, 2, ...): PATH with ".n" appended.

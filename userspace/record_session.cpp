@@ -106,6 +106,19 @@ struct LexicographicLess {
   }
 };
 
+// The caches in front of the interned frame names and stacks are keyed by
+// instruction addresses, which vary without end (a sample's leaf lands
+// anywhere in a function, a kernel stack's leaf too): each is emptied when
+// it holds this many entries, so the collector's memory stays bounded for
+// any run length (docs/long-runs.md). The ids they map to stay valid: names
+// and stacks are interned for the whole recording, and a forgotten address
+// is resolved again to the same id.
+constexpr size_t kAddressCacheEntries = 1 << 16;
+template <typename Cache>
+void keep_bounded(Cache& cache) {
+  if (cache.size() >= kAddressCacheEntries) cache.clear();
+}
+
 // "Look again at most every 100 ms": the polls for things a target maps or
 // sets up late (libcudart, the CUPTI shim, the interpreter), which read
 // /proc or ELF files and must not do so on every turn of the loop.
@@ -818,6 +831,7 @@ void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t>
     auto id = stack_id(frames);
     if (!id) return;
     std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
+    keep_bounded(stack_of_entry_words_);
     known = stack_of_entry_words_.emplace(std::move(key), *id).first;
   }
   std::string err;
@@ -946,6 +960,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
     auto id = sample_frame_id(name);
     if (!id) return;
     frame_id = *id;
+    keep_bounded(frame_of_address_);
     frame_of_address_.emplace(sample.user_ip, frame_id);
     if (name == "[unknown]" || name.find("+0x") != std::string::npos) unresolved_frames_.insert(frame_id);
   }
@@ -961,6 +976,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
       if (it == frame_of_python_.end()) {
         auto id = sample_frame_id(python_->frame(key.first, key.second));
         if (!id) return;
+        keep_bounded(frame_of_python_);
         it = frame_of_python_.emplace(key, *id).first;
       }
       stack.push_back(it->second);
@@ -991,6 +1007,7 @@ void Session::record_kernel_stack(uint64_t sample_index, std::span<const uint64_
     for (auto ip = ips.rbegin(); ip != ips.rend(); ++ip) frames.push_back(kernel_symbols_->frame(*ip));
     auto id = stack_id(frames);
     if (!id) return;
+    keep_bounded(stack_of_kernel_ips_);
     known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
   }
   std::string err;
@@ -1158,11 +1175,19 @@ bool Session::finish() {
   if (config_.profile_memory)
     memory += "; " + std::to_string(mem_events_recorded_) + " memory events, " +
              std::to_string(stats_.mem_events_lost) + " lost";
+  std::string written = config_.output_path;
+  if (config_.outputs.rotate_bytes || config_.outputs.rotate_ns) {
+    const uint64_t last = switcher_->files_rotated() + 1;
+    written = rotated_path(config_.output_path, 1) + (last > 1 ? " to " + rotated_path(config_.output_path, last) : "");
+    if (config_.outputs.keep && last > config_.outputs.keep)
+      written += " (the last " + std::to_string(config_.outputs.keep) + " kept)";
+  } else if (written.empty()) {
+    written = std::to_string(switcher_->cycles_saved()) + " cycle files";
+  }
   std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s; wrote %s\n",
                outcome_.stop_reason.c_str(), detach_ms,
                static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(),
-               config_.output_path.c_str());
+               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(), written.c_str());
   return true;
 }
 

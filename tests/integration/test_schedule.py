@@ -97,6 +97,7 @@ def test_on_cycle_formats(procs, workdir, tmp_path):
         outputs[ext] = (sub, torch_run, gp)
         files = sorted(p.name for p in sub.iterdir() if p.is_file())
         assert files == [f"c0.{ext}", f"c1.{ext}"], (files, gp.stderr())  # no partial record left
+        assert "; wrote 2 cycle files" in gp.stderr(), gp.stderr()
         assert (sub / f"c0.{ext}").stat().st_mode & 0o777 == 0o600
     sub, torch_run, _ = outputs["txt"]
     for cycle, torch_counts in enumerate(torch_run["cycles"]):
@@ -163,6 +164,7 @@ def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
     names = sorted((p.name for p in tmp_path.glob("long.gpuprof*")), key=lambda n: int(n.rsplit(".", 1)[1]))
     numbers = [int(n.rsplit(".", 1)[1]) for n in names]
     assert len(names) == 2 and numbers[1] == numbers[0] + 1 and numbers[0] >= 4, names
+    assert f"; wrote {out}.1 to {out}.{numbers[1]} (the last 2 kept)" in gp.stderr(), gp.stderr()
     for name in names:
         path = tmp_path / name
         assert path.stat().st_mode & 0o777 == 0o600
@@ -180,7 +182,7 @@ def test_rotate_by_time(procs, workdir, tmp_path):
     target = procs.start_workload("busy_loop.py", workdir)
     wait_for_file(workdir, "ready", timeout=120, watch=[target])
     out = tmp_path / "t.gpuprof"
-    result = run_gpuprof("record", "-p", target.pid, "-o", out, "-d", "1.9", "--rotate", "0.5s", "-q")
+    result = run_gpuprof("record", "-p", target.pid, "-o", out, "-d", "1.9", "--rotate", "0.5", "-q")  # seconds
     assert result.returncode == 0, result.stderr
     # 1.9 s of tracing after an attach of a few hundred ms (the first file
     # starts before it): 4 or 5 files of 0.5 s.
@@ -199,7 +201,8 @@ def test_rotate_by_time(procs, workdir, tmp_path):
     (["--schedule", "active=x", "--step-time", "1"], r"active=x: not a whole number"),
     (["--schedule", "active=1", "--step-time", "1", "--on-cycle", "out.json"], r"must contain \{cycle\}"),
     (["--schedule", "active=1", "--step-time", "1", "--on-cycle", "o{cycle}.csv"], r"unknown extension"),
-    (["--rotate", "100"], r"--rotate 100: give a size"),
+    (["--rotate", "100B"], r"--rotate 100B: give a size"),
+    (["--rotate", "0.01"], r"--rotate 0.01: give a size \(64K and up: 512K, 100M, 2G\) or seconds"),
     (["--rotate", "1M", "--chrome-trace", "x.json"], r"--rotate splits the recording"),
 ])
 def test_schedule_option_errors(args, message, tmp_path):

@@ -95,8 +95,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       ->needs(schedule);
   auto* rotate = record->add_option("--rotate", options.rotate,
                                     "start a new record file (OUTPUT.1, OUTPUT.2, ...) every SIZE bytes (100M, "
-                                    "2G) or DURATION (30s, 10m, 1h)")
-                     ->type_name("SIZE|DURATION");
+                                    "2G) or SECONDS (3600, or 30s, 10m, 1h)")
+                     ->type_name("SIZE|SECONDS");
   record->add_option("--keep", options.keep, "with --rotate: keep only the last N files (bounded disk)")
       ->check(CLI::Range(1u, 1000000u))
       ->needs(rotate);
