@@ -109,14 +109,15 @@ struct LexicographicLess {
 // The caches in front of the interned frame names and stacks are keyed by
 // instruction addresses, which vary without end (a sample's leaf lands
 // anywhere in a function, a kernel stack's leaf too): each is emptied when
-// it holds this many entries, so the collector's memory stays bounded for
-// any run length (docs/long-runs.md). The ids they map to stay valid: names
-// and stacks are interned for the whole recording, and a forgotten address
-// is resolved again to the same id.
-constexpr size_t kAddressCacheEntries = 1 << 16;
+// it holds `limit` entries, so the collector's memory stays bounded for any
+// run length (docs/long-runs.md): a few MiB each at most. The ids they map
+// to stay valid: names and stacks are interned for the whole recording, and
+// a forgotten address is resolved again to the same id.
+constexpr size_t kAddressCacheEntries = 16384;  // one address -> a frame id
+constexpr size_t kStackCacheEntries = 4096;     // a stack of addresses -> a stack id
 template <typename Cache>
-void keep_bounded(Cache& cache) {
-  if (cache.size() >= kAddressCacheEntries) cache.clear();
+void keep_bounded(Cache& cache, size_t limit) {
+  if (cache.size() >= limit) cache.clear();
 }
 
 // "Look again at most every 100 ms": the polls for things a target maps or
@@ -831,7 +832,7 @@ void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t>
     auto id = stack_id(frames);
     if (!id) return;
     std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
-    keep_bounded(stack_of_entry_words_);
+    keep_bounded(stack_of_entry_words_, kStackCacheEntries);
     known = stack_of_entry_words_.emplace(std::move(key), *id).first;
   }
   std::string err;
@@ -960,7 +961,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
     auto id = sample_frame_id(name);
     if (!id) return;
     frame_id = *id;
-    keep_bounded(frame_of_address_);
+    keep_bounded(frame_of_address_, kAddressCacheEntries);
     frame_of_address_.emplace(sample.user_ip, frame_id);
     if (name == "[unknown]" || name.find("+0x") != std::string::npos) unresolved_frames_.insert(frame_id);
   }
@@ -976,7 +977,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
       if (it == frame_of_python_.end()) {
         auto id = sample_frame_id(python_->frame(key.first, key.second));
         if (!id) return;
-        keep_bounded(frame_of_python_);
+        keep_bounded(frame_of_python_, kAddressCacheEntries);
         it = frame_of_python_.emplace(key, *id).first;
       }
       stack.push_back(it->second);
@@ -1007,7 +1008,7 @@ void Session::record_kernel_stack(uint64_t sample_index, std::span<const uint64_
     for (auto ip = ips.rbegin(); ip != ips.rend(); ++ip) frames.push_back(kernel_symbols_->frame(*ip));
     auto id = stack_id(frames);
     if (!id) return;
-    keep_bounded(stack_of_kernel_ips_);
+    keep_bounded(stack_of_kernel_ips_, kStackCacheEntries);
     known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
   }
   std::string err;
