@@ -47,11 +47,6 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
     out += "gpuprof: " + std::to_string(stats.symbols_unresolved) +
            " CPU samples or CUDA launches are in code without a symbol (FILE+0x...: a stripped library, "
            "install its debug symbols; [unknown]: JIT or anonymous code)\n";
-  if (stats.ops_without_exit)
-    out += "gpuprof: " + std::to_string(stats.ops_without_exit) +
-           (stats.ops_without_exit == 1 ? " op has" : " ops have") +
-           " no exit probe (no ret found in its code): its calls end at their thread's next event, counted as "
-           "unwound\n";
   if (stats.samples_lost)
     out += "gpuprof: " + std::to_string(stats.samples_lost) +
            " CPU samples lost (sample ring buffer full); try a lower -F\n";
