@@ -43,4 +43,7 @@ def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path, vari
         "per-op call counts differ between gpuprof and torch.profiler (only differing ops shown):\n"
         f"{describe_count_diff(gp_calls, torch_calls)}\n{run.table.text}")
     # Nesting kept per thread: nothing unwound, nothing open, no orphan exit.
-    assert run.table.notes == [], "\n".join(run.table.notes)
+    # No call unwound, left open or unmatched (samples in code without a
+    # symbol are noted with -F: not about nesting).
+    nesting_notes = [n for n in run.table.notes if "without a symbol" not in n]
+    assert nesting_notes == [], "\n".join(run.table.notes)
