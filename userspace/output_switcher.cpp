@@ -113,7 +113,8 @@ bool OutputSwitcher::on_step(const gp_event& step, const RecordStats& counters, 
   return true;
 }
 
-bool OutputSwitcher::before_record(uint64_t ts_ns, const RecordStats& counters, std::string* error) {
+bool OutputSwitcher::before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now,
+                                   std::string* error) {
   if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME || !plan_.cycle_path) return true;
   const int64_t step = step_at(ts_ns);
   const int64_t cycle = cycle_of_step(plan_.schedule, step);
@@ -121,6 +122,7 @@ bool OutputSwitcher::before_record(uint64_t ts_ns, const RecordStats& counters, 
     if (cycle >= 0 && cycle == open_cycle_) cycle_last_step_ = std::max(cycle_last_step_, step);
     return true;
   }
+  const RecordStats counters = counters_now();
   if (!close_cycle(counters, ts_ns, error)) return false;
   const uint64_t start = plan_.schedule.start_ns + static_cast<uint64_t>(step) * plan_.schedule.step_ns;
   return open_cycle(cycle, step, start, counters, error);

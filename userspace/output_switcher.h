@@ -61,7 +61,8 @@ class OutputSwitcher {
   bool on_step(const gp_event& step, const RecordStats& counters, std::string* error);
   // Time-mode schedules: a record stamped ts_ns is about to be appended;
   // switches cycle files when it belongs to another cycle.
-  bool before_record(uint64_t ts_ns, const RecordStats& counters, std::string* error);
+  // counters_now: called only when a file closes or opens.
+  bool before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now, std::string* error);
   // Whether a record stamped ts_ns falls into a recorded step (true without
   // a schedule). Op mode knows the steps from the STEP events read so far.
   bool recorded_at(uint64_t ts_ns) const;

@@ -802,8 +802,12 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
   const uint64_t index = stats_.events_recorded;  // its index in the recording's events
-  if (event.kind == GP_EV_STEP && !switcher_->on_step(event, counters_now(), &err)) return write_failed(err);
-  if (!switcher_->before_record(event.ts_ns, counters_now(), &err)) return write_failed(err);
+  if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's file may close or open here
+    const bool switched = event.kind == GP_EV_STEP
+                              ? switcher_->on_step(event, counters_now(), &err)
+                              : switcher_->before_record(event.ts_ns, [this] { return counters_now(); }, &err);
+    if (!switched) return write_failed(err);
+  }
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
   if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;

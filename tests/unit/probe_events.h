@@ -25,6 +25,12 @@ inline gp_event catch_at(uint64_t ts, uint64_t sp, uint32_t tid = kTid) {
   return probe_event(GP_EV_CATCH, ts, sp, GP_NO_OP, tid);
 }
 
+// A step starts (record --schedule --step-op): recorded when marker_op is
+// an op, not recorded when GP_NO_OP; the step number rides in sp.
+inline gp_event step_at(uint64_t ts, uint64_t step, uint32_t marker_op, uint32_t tid = kTid) {
+  return probe_event(GP_EV_STEP, ts, step, marker_op, tid);
+}
+
 // Allocator events (record --profile-memory), bpf/events.h struct gp_mem_event.
 inline gp_mem_event mem_event(uint16_t kind, uint64_t ts, uint64_t addr, int64_t bytes, uint32_t tid) {
   return gp_mem_event{.ts_ns = ts, .addr = addr, .bytes = bytes, .total_allocated = 0, .tid = tid,
