@@ -10,6 +10,7 @@ stop before the interpreter's teardown) and exits.
 """
 import json
 import os
+import random
 import sys
 import time
 
@@ -40,11 +41,14 @@ def main():
     start = time.thread_time_ns()
     end = time.monotonic() + seconds
     x = 0
+    stretches = random.Random(20261122)
     while time.monotonic() < end:
         t0 = time.thread_time_ns()
         torch.mm(a, b)
         in_mm += time.thread_time_ns() - t0
-        for i in range(iterations):  # pure Python, no op
+        # A Python stretch of random length: a loop of fixed period can run in
+        # step with the sampling clock and bias the samples' split.
+        for i in range(int(iterations * stretches.uniform(0.5, 1.5))):  # pure Python, no op
             x = (x * 31 + i) % 1000003
     total = time.thread_time_ns() - start
     signal_file(workdir, "truth.json", json.dumps({"mm_fraction": in_mm / total, "cpu_s": total / 1e9}))
