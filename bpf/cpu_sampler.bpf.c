@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * cpu_sampler.bpf.c: CPU-clock samples of one process's threads.
+ * cpu_sampler.bpf.c: CPU-clock samples of one process's threads, or of
+ * every process (record -a).
  *
  * Userspace opens a software CPU-clock perf event at HZ on every CPU and
  * attaches this program to each; it keeps the samples of the target's
@@ -20,9 +21,20 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* The target process; 0: every process (record -a), but the idle task. */
 const volatile __u32 target_tgid = 0;
 /* Set by userspace before sampling starts when the target runs CPython. */
 struct gp_python_config python = {};
+/*
+ * System-wide (target_tgid 0): the interpreter of each process that runs a
+ * CPython gpuprof knows, by tgid; set by userspace as it finds them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GP_MAX_PYTHON_PROCESSES);
+	__type(key, __u32);
+	__type(value, struct gp_python_config);
+} python_of_process SEC(".maps");
 /* Set by userspace once every CPU's event is attached, cleared before detach. */
 __u32 sampling_on = 0;
 __u64 samples_lost = 0;
@@ -61,10 +73,18 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gp_cpu_sample *s;
-	__u32 user_mode, zero = 0, depth, kernel_depth;
+	__u32 user_mode, zero = 0, depth, kernel_depth, tgid = pid_tgid >> 32;
+	const struct gp_python_config *py = &python;
 
-	if ((pid_tgid >> 32) != target_tgid || !sampling_on)
+	if (!sampling_on)
 		return 0;
+	if (target_tgid == 0) {
+		if (tgid == 0) /* the idle task: no work to see */
+			return 0;
+		py = bpf_map_lookup_elem(&python_of_process, &tgid);
+	} else if (tgid != target_tgid) {
+		return 0;
+	}
 	s = bpf_map_lookup_elem(&sample_scratch, &zero);
 	if (!s)
 		return 0;
@@ -88,7 +108,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->reserved = 0;
 	s->kernel_depth = 0;
-	depth = walk_python();
+	depth = walk_python(py);
 	if (depth > GP_MAX_PY_FRAMES)
 		depth = GP_MAX_PY_FRAMES;
 	s->py_depth = depth;

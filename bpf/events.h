@@ -99,6 +99,20 @@ struct gp_fork {
 };
 
 /*
+ * System-wide mode (record -a, bpf/library_loads.bpf.c): a process mapped a
+ * library gpuprof attaches to. The mapping exists once the mmap returns.
+ */
+enum gp_library_kind {
+	GP_LOAD_LIBTORCH = 1,  /* libtorch_cpu*: op probes */
+	GP_LOAD_LIBCUDART = 2, /* libcudart*: launch probes */
+};
+struct gp_library_load {
+	__u64 ts_ns;
+	__u32 pid; /* tgid */
+	__u32 kind; /* enum gp_library_kind */
+};
+
+/*
  * Schedules (record --schedule): torch.profiler.schedule(skip_first, wait,
  * warmup, active, repeat) over steps that start at each call of a step op
  * (GP_COOKIE_STEP) or every step_ns nanoseconds from start_ns. Only the
@@ -247,6 +261,8 @@ struct gp_mem_event {
  * buffer: perf-event CPU-clock samples of the target's threads.
  */
 #define GP_MAX_PY_FRAMES 48
+/* System-wide sampling: processes whose Python frames can be walked. */
+#define GP_MAX_PYTHON_PROCESSES 4096
 
 struct gp_py_frame {
 	__u64 code;  /* the frame's code object (PyCodeObject *) */

@@ -273,7 +273,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 	r = &scratch->record;
 	fill_event(&r->event, ctx, cookie);
 	if (stacks_on) {
-		depth = walk_python();
+		depth = walk_python(&python);
 		r->words[0] = depth;
 		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}

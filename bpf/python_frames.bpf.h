@@ -12,7 +12,6 @@
  * harmlessly (the walk stops) when a pointer is stale.
  *
  * The including program defines, before including this file:
- *   struct gp_python_config python;            where the frames are
  *   static __always_inline __u64 *python_frames_dest(void);
  *       where frame d goes: words [d * GP_PY_FRAME_WORDS ...], room for
  *       GP_MAX_PY_FRAMES frames (NULL: nowhere, the walk stops)
@@ -24,6 +23,7 @@
 #define GPUPROF_PYTHON_FRAMES_BPF_H
 
 struct python_walk_state {
+	struct gp_python_config python; /* where the frames are (a copy: the callback reads it on the stack) */
 	__u64 frame;
 	__u32 depth;
 };
@@ -32,6 +32,7 @@ struct python_walk_state {
 static long python_walk_one(__u64 i, void *data)
 {
 	struct python_walk_state *w = data;
+	const struct gp_python_config *python = &w->python;
 	__u64 *dest = python_frames_dest();
 	__u64 code = 0, instr = 0, previous = 0, frame = w->frame;
 	__u32 d = w->depth;
@@ -39,15 +40,15 @@ static long python_walk_one(__u64 i, void *data)
 
 	if (!dest || !frame)
 		return 1;
-	if (bpf_probe_read_user(&code, 8, (void *)(frame + python.frame_code)) ||
-	    bpf_probe_read_user(&instr, 8, (void *)(frame + python.frame_instr)) ||
-	    bpf_probe_read_user(&previous, 8, (void *)(frame + python.frame_previous)))
+	if (bpf_probe_read_user(&code, 8, (void *)(frame + python->frame_code)) ||
+	    bpf_probe_read_user(&instr, 8, (void *)(frame + python->frame_instr)) ||
+	    bpf_probe_read_user(&previous, 8, (void *)(frame + python->frame_previous)))
 		return 1;
-	if (python.frame_owner != 0xffff &&
-	    bpf_probe_read_user(&owner, 1, (void *)(frame + python.frame_owner)))
+	if (python->frame_owner != 0xffff &&
+	    bpf_probe_read_user(&owner, 1, (void *)(frame + python->frame_owner)))
 		return 1;
 	w->frame = previous;
-	if (python.frame_owner != 0xffff && owner == python.owner_cshim)
+	if (python->frame_owner != 0xffff && owner == python->owner_cshim)
 		return 0; /* a C shim frame (3.12+): not Python code */
 	if (d >= GP_MAX_PY_FRAMES)
 		return 1;
@@ -55,28 +56,32 @@ static long python_walk_one(__u64 i, void *data)
 	dest[d * GP_PY_FRAME_WORDS + 1] = instr;
 #if GP_PY_FRAME_WORDS > 2
 	if (bpf_probe_read_user(&dest[d * GP_PY_FRAME_WORDS + 2], 8,
-				(void *)(frame + python.frame_localsplus)))
+				(void *)(frame + python->frame_localsplus)))
 		dest[d * GP_PY_FRAME_WORDS + 2] = 0;
 #endif
 	w->depth = d + 1;
 	return 0;
 }
 
-/* Walks the current thread's frames into python_frames_dest(); the depth. */
-static __always_inline __u32 walk_python(void)
+/*
+ * Walks the current thread's frames (an interpreter described by `python`,
+ * NULL for none) into python_frames_dest(); the depth.
+ */
+static __always_inline __u32 walk_python(const struct gp_python_config *python)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 fsbase = task->thread.fsbase, tstate = 0, cframe = 0;
 	struct python_walk_state w = {};
 
-	if (!python.enabled || !fsbase ||
-	    bpf_probe_read_user(&tstate, 8, (void *)(fsbase + python.tls_offset)) || !tstate)
+	if (!python || !python->enabled || !fsbase ||
+	    bpf_probe_read_user(&tstate, 8, (void *)(fsbase + python->tls_offset)) || !tstate)
 		return 0;
-	if (bpf_probe_read_user(&cframe, 8, (void *)(tstate + python.tstate_cframe)) || !cframe)
+	if (bpf_probe_read_user(&cframe, 8, (void *)(tstate + python->tstate_cframe)) || !cframe)
 		return 0;
-	if (python.cframe_frame == GP_PY_NO_CFRAME)
+	w.python = *python;
+	if (python->cframe_frame == GP_PY_NO_CFRAME)
 		w.frame = cframe; /* 3.13: the thread state points at the frame */
-	else if (bpf_probe_read_user(&w.frame, 8, (void *)(cframe + python.cframe_frame)))
+	else if (bpf_probe_read_user(&w.frame, 8, (void *)(cframe + python->cframe_frame)))
 		return 0;
 	/* Twice the frames: C shim frames (3.12+) are skipped, not kept. */
 	bpf_loop(GP_MAX_PY_FRAMES * 2, python_walk_one, &w, 0);

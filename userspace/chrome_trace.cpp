@@ -119,6 +119,7 @@ class TraceWriter {
     const double inf = std::numeric_limits<double>::infinity();
     from_ns_ = relative_bound(options.range.from_s.value_or(-inf));
     until_ns_ = relative_bound(options.range.until_s.value_or(inf));
+    for (const ThreadProcess& t : recording.thread_processes) pid_of_tid_.emplace(t.tid, t.pid);
   }
 
   ChromeTraceStats run() {
@@ -254,7 +255,6 @@ class TraceWriter {
     if (r_.options.shapes)
       for (const EntryShapes& e : r_.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
     for (const EntryStack& e : r_.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
-    const int64_t pid = r_.process.pid;
     for (const std::vector<size_t>& thread : tree.threads) {
       for (size_t i : thread) {  // start order, parents before children
         if (!kept[i]) continue;
@@ -262,7 +262,7 @@ class TraceWriter {
         note_thread(call.tid);
         begin_event();
         const bool step = is_step(r_, call);
-        common("X", step ? "user_annotation" : "cpu_op", call_name(call), pid, call.tid, call.start_ns);
+        common("X", step ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid), call.tid, call.start_ns);
         out_ += ",\"dur\":";
         append_us(out_, static_cast<int64_t>(call.duration_ns()));
         if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
@@ -321,7 +321,6 @@ class TraceWriter {
     const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
-    const int64_t pid = r_.process.pid;
     std::vector<std::string_view> frames;
     for (size_t i = 0; i < r_.samples.size(); ++i) {
       if (!keep[i]) continue;
@@ -334,7 +333,7 @@ class TraceWriter {
       if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(frames, k->second);
       note_thread(s.tid);
       begin_event();
-      common("i", "cpu_sample", frames.back(), pid, s.tid, s.ts_ns);
+      common("i", "cpu_sample", frames.back(), pid_of(s.tid), s.tid, s.ts_ns);
       out_ += ",\"s\":\"t\",\"sf\":\"";
       append_number(out_, stack_frames_.intern(frames));
       out_ += "\"}";
@@ -364,14 +363,13 @@ class TraceWriter {
     moments.reserve(r_.launches.size());
     for (const CudaLaunch& l : r_.launches) moments.push_back({l.ts_ns, l.tid});
     const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
-    const int64_t pid = r_.process.pid;
     for (size_t i = 0; i < r_.launches.size(); ++i) {
       if (!keep[i]) continue;
       const CudaLaunch& l = r_.launches[i];
       note_thread(l.tid);
       begin_event();
       // Entry probes see the call, not its return: no duration.
-      common("X", "cuda_runtime", launch_api_name(l.api), pid, l.tid, l.ts_ns);
+      common("X", "cuda_runtime", launch_api_name(l.api), pid_of(l.tid), l.tid, l.ts_ns);
       out_ += ",\"dur\":0,\"args\":{\"kernel\":\"";
       append_json_string(out_, launch_name(l.name_id));
       out_ += '"';
@@ -428,7 +426,6 @@ class TraceWriter {
       if (options_.ops && (launched_by[i] < 0 || !kept[launched_by[i]])) continue;
       wanted.push_back(i);
     }
-    const int64_t pid = r_.process.pid;
     for (const auto& [i, tid] : gpu_tracks(wanted)) {
       const GpuActivity& a = r_.gpu_activities[i];
       const int64_t gpu_pid = kGpuPidBase + a.device;
@@ -460,7 +457,7 @@ class TraceWriter {
         const uint64_t id = ++stats_.flows;
         note_thread(launch.tid);
         begin_event();
-        common("s", "ac2g", "ac2g", pid, launch.tid, launch.ts_ns);
+        common("s", "ac2g", "ac2g", pid_of(launch.tid), launch.tid, launch.ts_ns);
         out_ += ",\"id\":";
         append_number(out_, id);
         out_ += '}';
@@ -476,13 +473,12 @@ class TraceWriter {
 
   void write_memory() {
     if (r_.mem_events.empty()) return;
-    const int64_t pid = r_.process.pid;
     for (const MemoryLevel& level : memory_levels(r_.mem_events)) {
       if (!in_range(level.ts_ns)) continue;
       begin_event();
       const std::string name =
           level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
-      common("C", "memory", name, pid, 0, level.ts_ns);
+      common("C", "memory", name, r_.process.pid, 0, level.ts_ns);
       out_ += ",\"args\":{\"bytes\":";
       append_number(out_, level.bytes);
       out_ += "}}";
@@ -517,15 +513,29 @@ class TraceWriter {
 
   // Names for the tracks that have events (the target's pid even without).
   void write_metadata() {
-    const int64_t pid = r_.process.pid;
-    metadata("process_name", pid, 0, (r_.process.comm.empty() ? "target" : r_.process.comm) + " (" +
-                                         std::to_string(pid) + ")");
-    sort_index("process_sort_index", pid, 0, 0);
+    // One track group per process: the target, or (record -a) each process
+    // that has events in the trace, in pid order.
+    std::map<int64_t, std::string> processes;
+    if (r_.processes.empty()) {
+      processes[r_.process.pid] = r_.process.comm.empty() ? "target" : r_.process.comm;
+    } else {
+      std::set<int64_t> used;
+      for (uint32_t tid : threads_) used.insert(pid_of(tid));
+      for (const ProcessInfo& p : r_.processes)
+        if (used.count(p.pid)) processes[p.pid] = p.comm;
+      for (int64_t pid : used) processes.try_emplace(pid, "process");
+    }
+    int64_t order = 0;
+    for (const auto& [pid, comm] : processes) {
+      metadata("process_name", pid, 0, comm + " (" + std::to_string(pid) + ")");
+      sort_index("process_sort_index", pid, 0, order++);
+    }
     std::unordered_map<uint32_t, std::string> names;
     for (const ThreadName& t : r_.thread_names) names.emplace(t.tid, t.name);
     for (uint32_t tid : threads_) {
       // Its comm ("pt_autograd_0"); viewers show the tid beside it.
       auto known = names.find(tid);
+      const int64_t pid = pid_of(tid);
       metadata("thread_name", pid, tid,
                known != names.end() ? known->second
                                     : "thread " + std::to_string(tid) +
@@ -537,7 +547,7 @@ class TraceWriter {
     for (const auto& [device, tid] : gpu_tracks_) devices.insert(device);
     for (uint32_t device : devices) {
       metadata("process_name", kGpuPidBase + device, 0, "GPU " + std::to_string(device));
-      sort_index("process_sort_index", kGpuPidBase + device, 0, 1 + device);
+      sort_index("process_sort_index", kGpuPidBase + device, 0, order + device);
     }
     for (const auto& [device, tid] : gpu_tracks_) {
       const int64_t lane = tid >> 32;
@@ -557,6 +567,12 @@ class TraceWriter {
   ChromeTraceStats stats_;
   StackFrames stack_frames_;
   std::set<uint32_t> threads_;
+  // record -a: each thread's process (a thread not listed is the target's).
+  std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
+  int64_t pid_of(uint32_t tid) const {
+    auto it = pid_of_tid_.find(tid);
+    return it == pid_of_tid_.end() ? r_.process.pid : it->second;
+  }
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;  // (device, tid: stream and lane)
 };
 

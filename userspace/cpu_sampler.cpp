@@ -120,6 +120,10 @@ void CpuSampler::set_python(const gp_python_config& config) {
   __atomic_store_n(&skel_->bss->python.enabled, config.enabled, __ATOMIC_SEQ_CST);
 }
 
+bool CpuSampler::set_process_python(uint32_t pid, const gp_python_config& config) {
+  return bpf_map_update_elem(bpf_map__fd(skel_->maps.python_of_process), &pid, &config, BPF_ANY) == 0;
+}
+
 void CpuSampler::set_sampling(bool on) {
   __atomic_store_n(&skel_->bss->sampling_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }

@@ -1,4 +1,5 @@
-// cpu_sampler.h: loads bpf/cpu_sampler.bpf.c and samples one process.
+// cpu_sampler.h: loads bpf/cpu_sampler.bpf.c and samples one process (or,
+// with tgid 0, every process but the idle task: record -a).
 //
 // One software CPU-clock perf event per online CPU, at `hz`, each with the
 // BPF program attached; the program keeps only the target's samples. Closing
@@ -31,6 +32,9 @@ class CpuSampler {
   void set_sampling(bool on);
   // Where the target's CPython frames are; before or while sampling.
   void set_python(const gp_python_config& config);
+  // System-wide sampling (tgid 0): where one process's CPython frames are;
+  // false when the map is full (its samples stay without Python frames).
+  bool set_process_python(uint32_t pid, const gp_python_config& config);
   // Closes the perf events. Samples already in the ring buffer stay readable.
   void stop();
 

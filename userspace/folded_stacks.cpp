@@ -7,6 +7,7 @@
 
 #include "call_tree.h"
 #include "op_timeline.h"
+#include "process_filter.h"
 
 namespace gpuprof {
 namespace {
@@ -271,6 +272,28 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
   out.calls_unwound = timeline.calls_unwound;
   out.exits_without_entry = timeline.exits_without_entry;
   out.calls_open_at_end = timeline.calls_open_at_end;
+  return out;
+}
+
+FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric) {
+  if (!is_system_wide(recording)) return folded_stacks(recording, metric);
+  FoldedStacks out;
+  for (const auto& [pid, activity] : process_activity(recording)) {
+    if (activity.events == 0 && (metric != FoldedMetric::kSamples || activity.samples == 0)) continue;
+    const Recording one = select_processes(recording, {pid});
+    const std::string root = folded_frame_name(process_frame(one.process)) + ";";
+    FoldedStacks part = folded_stacks(one, metric);
+    for (FoldedStack& s : part.stacks) out.stacks.push_back({root + s.stack, s.value});
+    out.self_ns_total += part.self_ns_total;
+    out.stacks_below_1us += part.stacks_below_1us;
+    out.samples_total += part.samples_total;
+    out.gpu_ns_outside_ops += part.gpu_ns_outside_ops;
+    out.calls_unwound += part.calls_unwound;
+    out.exits_without_entry += part.exits_without_entry;
+    out.calls_open_at_end += part.calls_open_at_end;
+  }
+  std::sort(out.stacks.begin(), out.stacks.end(),
+            [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });
   return out;
 }
 

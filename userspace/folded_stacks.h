@@ -84,6 +84,10 @@ struct FoldedStacks {
 
 FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric = FoldedMetric::kSelfCpuTime);
 
+// A system-wide recording's stacks (record -a), each rooted at its process
+// ("python3-4242;..."); the recording of one process: folded_stacks().
+FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric);
+
 // "stack value\n" per stack, in order: the text flamegraph.pl and speedscope read.
 std::string format_folded(const FoldedStacks& folded);
 

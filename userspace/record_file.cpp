@@ -68,13 +68,16 @@ const char* type_name(uint32_t type) {
       "SHAPES",       "ENTRY_SHAPES",  "MEM_EVENTS",   "SAMPLE_FRAMES",
       "SAMPLES",      "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS",
       "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME", "GPU_CORRELATIONS",
-      "GPU_ACTIVITIES", "CUPTI_SHIM",  "THREAD_NAMES"};
-  return type >= 1 && type <= 22 ? names[type] : "unknown type";
+      "GPU_ACTIVITIES", "CUPTI_SHIM",  "THREAD_NAMES", "PROCESSES",
+      "THREAD_PROCESSES", "MORE_OPS"};
+  return type >= 1 && type <= 25 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  return type >= 1 && type <= (version >= 2 ? 22u : 6u);  // version 3 adds no chunk type
+  // Version 3 added PROCESSES, THREAD_PROCESSES and MORE_OPS late: older
+  // builds of version 3 skip them as unknown.
+  return type >= 1 && type <= (version >= 3 ? 25u : version >= 2 ? 22u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -130,6 +133,12 @@ void process_fields(IO& io, P& p) {
   io.i32(p.pid);
   for (auto* s : {&p.comm, &p.cmdline, &p.libtorch_path, &p.libtorch_build_id, &p.hostname})
     io.str(*s);
+}
+// One process of a PROCESSES chunk: PROCESS without the hostname.
+template <typename IO, typename P>
+void listed_process_fields(IO& io, P& p) {
+  io.i32(p.pid);
+  for (auto* s : {&p.comm, &p.cmdline, &p.libtorch_path, &p.libtorch_build_id}) io.str(*s);
 }
 template <typename IO, typename C>
 void clock_fields(IO& io, C& c) {
@@ -230,6 +239,18 @@ std::string thread_names_problem(const std::vector<ThreadName>& names) {
       return "thread name " + std::to_string(i) + " is " + std::to_string(names[i].name.size()) +
              " bytes long (at most " + std::to_string(kRecordMaxThreadName) + ")";
   }
+  return "";
+}
+
+// The PROCESSES and THREAD_PROCESSES rules of record_file.h, shared by
+// writer and reader.
+std::string listed_process_problem(const ProcessInfo& p) {
+  if (p.pid <= 0) return "has pid " + std::to_string(p.pid);
+  return "";
+}
+std::string thread_process_problem(const ThreadProcess& t, const std::unordered_set<uint32_t>& defined) {
+  if (t.tid == 0 || t.pid == 0) return "has tid " + std::to_string(t.tid) + ", pid " + std::to_string(t.pid);
+  if (defined.count(t.tid)) return "repeats tid " + std::to_string(t.tid);
   return "";
 }
 
@@ -451,6 +472,7 @@ struct Seen {
   bool cuda_runtime = false;
   bool cupti_shim = false;
   bool thread_names = false;
+  std::unordered_set<uint32_t> tids;   // THREAD_PROCESSES so far
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
@@ -766,7 +788,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
                     t == ChunkType::SAMPLE_KERNEL_STACKS || t == ChunkType::LAUNCH_NAMES ||
                     t == ChunkType::LAUNCHES || t == ChunkType::CUDA_RUNTIME ||
                     t == ChunkType::GPU_CORRELATIONS || t == ChunkType::GPU_ACTIVITIES ||
-                    t == ChunkType::CUPTI_SHIM;
+                    t == ChunkType::CUPTI_SHIM || t == ChunkType::PROCESSES ||
+                    t == ChunkType::THREAD_PROCESSES || t == ChunkType::MORE_OPS;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -902,6 +925,55 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (d.ok)
         if (std::string problem = thread_names_problem(rec.thread_names); !problem.empty()) return problem;
       break;
+    case ChunkType::PROCESSES: {
+      uint32_t count;
+      d.u32(count);
+      if (count > d.left() / 20)  // the smallest entry: a pid and four empty strings
+        return "process count " + std::to_string(count) + " does not fit the payload";
+      for (uint32_t i = 0; i < count && d.ok; ++i) {
+        ProcessInfo p;
+        listed_process_fields(d, p);
+        if (!d.ok) break;
+        if (std::string problem = listed_process_problem(p); !problem.empty())
+          return "process " + std::to_string(i) + " " + problem;
+        // A process defined again (it loaded libtorch after it was first
+        // seen) keeps its place, with the new description.
+        auto known = std::find_if(rec.processes.begin(), rec.processes.end(),
+                                  [&](const ProcessInfo& q) { return q.pid == p.pid; });
+        if (known != rec.processes.end())
+          *known = std::move(p);
+        else
+          rec.processes.push_back(std::move(p));
+      }
+      break;
+    }
+    case ChunkType::THREAD_PROCESSES: {
+      if (payload.size() % 8 != 0) return not_whole(payload.size(), 8, "thread processes");
+      for (size_t i = 0; i < payload.size() / 8; ++i) {
+        ThreadProcess t{get<uint32_t>(payload.data() + 8 * i), get<uint32_t>(payload.data() + 8 * i + 4)};
+        if (std::string problem = thread_process_problem(t, seen.tids); !problem.empty())
+          return "thread " + std::to_string(i) + " " + problem;
+        seen.tids.insert(t.tid);
+        rec.thread_processes.push_back(t);
+      }
+      return "";
+    }
+    case ChunkType::MORE_OPS: {
+      uint32_t first_id, count;
+      d.u32(first_id);
+      d.u32(count);
+      if (d.ok && first_id != rec.ops.size())
+        return "first_id " + std::to_string(first_id) + " but " + std::to_string(rec.ops.size()) +
+               " ops are defined";
+      if (count > d.left() / min_op_bytes(seen.version))
+        return "op count " + std::to_string(count) + " does not fit the payload";
+      for (uint32_t i = 0; i < count && d.ok; ++i) {
+        op_fields(d, rec.ops.emplace_back(), seen.version);
+        std::string problem = d.ok ? op_problem(rec.ops.back(), rec.ops.size() - 1) : "";
+        if (!problem.empty()) return problem;
+      }
+      break;
+    }
     case ChunkType::STATS:
       if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
@@ -1536,6 +1608,55 @@ bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error)
   if (info.shim_path.size() > kRecordMaxChunkPayload - 24)  // str length, u32, u64, u64
     return refuse("the shim path is too long");
   cupti_shim_ = info;
+  return true;
+}
+
+bool RecordWriter::add_processes(const std::vector<ProcessInfo>& processes, std::string* error) {
+  if (!check_state(State::kBegun, "add_processes", error)) return false;
+  Encoder e;
+  e.u32(static_cast<uint32_t>(processes.size()));
+  for (const ProcessInfo& p : processes) {
+    if (std::string problem = listed_process_problem(p); !problem.empty()) {
+      *error = path_ + ": not recording a process: it " + problem;
+      return false;
+    }
+    listed_process_fields(e, p);
+  }
+  return write_chunk(ChunkType::PROCESSES, e.b, error);
+}
+
+bool RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
+  if (!check_state(State::kBegun, "add_thread_processes", error)) return false;
+  std::unordered_set<uint32_t> defined = tids_defined_;
+  Encoder e;
+  for (const ThreadProcess& t : threads) {
+    if (std::string problem = thread_process_problem(t, defined); !problem.empty()) {
+      *error = path_ + ": not recording a thread's process: thread " + problem;
+      return false;
+    }
+    defined.insert(t.tid);
+    e.u32(t.tid);
+    e.u32(t.pid);
+  }
+  if (!write_chunk(ChunkType::THREAD_PROCESSES, e.b, error)) return false;
+  tids_defined_ = std::move(defined);
+  return true;
+}
+
+bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
+  if (!check_state(State::kBegun, "add_ops", error)) return false;
+  Encoder e;
+  e.u32(static_cast<uint32_t>(ops_count_));
+  e.u32(static_cast<uint32_t>(ops.size()));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::string problem = op_problem(ops[i], ops_count_ + i); !problem.empty()) {
+      *error = path_ + ": not recording ops: " + problem;
+      return false;
+    }
+    op_fields(e, ops[i], GP_RECORD_FORMAT_VERSION);
+  }
+  if (!write_chunk(ChunkType::MORE_OPS, e.b, error)) return false;
+  ops_count_ += ops.size();
   return true;
 }
 

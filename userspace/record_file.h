@@ -116,6 +116,22 @@
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
 //                once
+//   PROCESSES    u32 count, count x {i32 pid, str comm, str cmdline, str
+//                libtorch_path, str libtorch_build_id}: processes of a
+//                system-wide recording (record -a, Recording::processes), in
+//                the order gpuprof found them; pid > 0; a pid defined
+//                again replaces its earlier description in place (a process
+//                that loaded libtorch after it was first seen) (version 3,
+//                added late: a build that does not know it skips it)
+//   THREAD_PROCESSES n x {u32 tid, u32 pid} (8 bytes each): the process of
+//                each thread of a system-wide recording
+//                (Recording::thread_processes); tid and pid > 0, each tid
+//                defined once across the file (version 3, added late)
+//   MORE_OPS     u32 first_id, u32 count, then count x op (as in OP_TABLE):
+//                ops of a libtorch_cpu that a system-wide recording found
+//                after it began, appended to the op table; first_id must
+//                equal the number of ops defined before it (version 3,
+//                added late; events after it may name them)
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -219,6 +235,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -293,6 +310,9 @@ enum class ChunkType : uint32_t {
   GPU_ACTIVITIES = 20,        // version 2
   CUPTI_SHIM = 21,            // version 2
   THREAD_NAMES = 22,          // version 2
+  PROCESSES = 23,             // version 3, added late
+  THREAD_PROCESSES = 24,      // version 3, added late
+  MORE_OPS = 25,              // version 3, added late
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -439,6 +459,18 @@ class RecordWriter {
   // repeated tid or a name longer than kRecordMaxThreadName is refused; the
   // last call wins.
   bool set_thread_names(const std::vector<ThreadName>& names, std::string* error);
+  // System-wide recordings (record -a). Each writes its chunk at once, so a
+  // killed recorder keeps what it knew; the reader's rules apply (pid > 0;
+  // tid > 0 and not defined before; valid ops) and
+  // a refused call changes nothing.
+  //   add_processes: a PROCESSES chunk (hostname is not stored);
+  //   add_thread_processes: a THREAD_PROCESSES chunk;
+  //   add_ops: a MORE_OPS chunk: the ops get ids ops_defined() onwards and
+  //            events may name them from now on.
+  bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
+  bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
+  size_t ops_defined() const { return ops_count_; }
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
   // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
   // SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES, GPU_CORRELATIONS,
@@ -551,6 +583,7 @@ class RecordWriter {
   std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
   std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
   std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
+  std::unordered_set<uint32_t> tids_defined_;      // THREAD_PROCESSES written
   uint64_t offset_ = 0;
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;

@@ -41,6 +41,7 @@
 #include "record_outputs.h"
 #include "schedule.h"
 #include "shape_collector.h"
+#include "system_session.h"
 #include "target_process.h"
 #include "thread_names.h"
 #include "unique_fd.h"
@@ -1361,6 +1362,8 @@ RecordOutcome Session::run() {
 
 }  // namespace
 
-RecordOutcome run_record_session(const RecordConfig& config) { return Session(config).run(); }
+RecordOutcome run_record_session(const RecordConfig& config) {
+  return config.system_wide ? run_system_session(config) : Session(config).run();
+}
 
 }  // namespace gpuprof

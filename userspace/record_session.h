@@ -23,6 +23,7 @@ namespace gpuprof {
 
 struct RecordConfig {
   int pid = 0;                       // -p: attach to this process
+  bool system_wide = false;          // -a: every process (system_session.h)
   std::vector<std::string> command;  // -- CMD...: launch this
   std::string output_path;
   mode_t output_mode = 0600;  // --mode: the record file's permissions (file_mode.h)
@@ -62,6 +63,16 @@ struct RecordConfig {
   std::function<void(const GpuCorrelation&)> on_gpu_correlation;
   std::function<void(const GpuActivity&)> on_gpu_activity;
   std::function<bool(uint64_t now_ns, uint64_t events_lost)> on_tick;
+  // System-wide (-a): each process as it is first seen (with its libtorch
+  // when it maps one; again, once, when a process seen before maps one),
+  // each thread's process as it is first seen, and the ops of each
+  // libtorch_cpu found, with the id of the first (op ids index the
+  // concatenation; on_begin gave an empty table).
+  std::function<void(const ProcessInfo&)> on_process;
+  std::function<void(uint32_t tid, uint32_t pid)> on_thread;
+  std::function<void(uint32_t first_id, const std::vector<OpInfo>&)> on_ops;
+  // Each CUDA kernel launch as it is recorded, with its process (-a only).
+  std::function<void(const CudaLaunch&, uint32_t pid)> on_launch;
   int input_fd = -1;
 };
 

@@ -45,6 +45,13 @@ struct ProcessInfo {
 
 // Clock data: event timestamps are CLOCK_MONOTONIC nanoseconds; the realtime
 // pair lets a report print wall-clock times.
+// Which process a thread belongs to (system-wide recordings).
+struct ThreadProcess {
+  uint32_t tid = 0;
+  uint32_t pid = 0;
+  bool operator==(const ThreadProcess&) const = default;
+};
+
 struct ClockInfo {
   uint64_t start_monotonic_ns = 0;
   uint64_t start_realtime_ns = 0;
@@ -260,6 +267,12 @@ struct Recording {
   // Names of the threads that ran ops, were sampled or launched, read when
   // gpuprof first saw each (written at the end: a killed recorder has none).
   std::vector<ThreadName> thread_names;
+  // System-wide recordings (record -a): every process that ran traced ops or
+  // was sampled (`process` then describes the recording, pid 0), and the
+  // process of every thread seen (samples, launches and memory events carry
+  // only a thread id). Empty for the recording of one process.
+  std::vector<ProcessInfo> processes;
+  std::vector<ThreadProcess> thread_processes;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

@@ -238,4 +238,45 @@ std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const To
   return out;
 }
 
+std::vector<TopProcessRow> sort_top_processes(std::vector<TopProcessRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const TopProcessRow& a, const TopProcessRow& b) {
+    if (a.traced != b.traced) return a.traced;
+    if (a.traced && a.ops_per_s != b.ops_per_s) return a.ops_per_s > b.ops_per_s;
+    if (a.cpu_percent != b.cpu_percent) return a.cpu_percent > b.cpu_percent;
+    return a.pid < b.pid;
+  });
+  return rows;
+}
+
+std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_t selected, double elapsed_s,
+                                 uint64_t events_lost, const TopViewOptions& options) {
+  std::string out;
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  size_t traced = 0;
+  for (const TopProcessRow& r : sorted) traced += r.traced;
+  line("gpuprof top -a - " + std::to_string(sorted.size()) + " processes, " + std::to_string(traced) +
+       " running PyTorch (traced) - " + fixed(elapsed_s, 1) + " s" +
+       (events_lost ? " - " + std::to_string(events_lost) + " events LOST" : "") + (options.paused ? " - paused" : ""));
+  line("");
+  line(right("PID", 8) + "  " + left("COMMAND", 16) + "  " + right("CPU %", 7) + "  " + right("OPS/S", 10) + "  " +
+       right("LAUNCHES/S", 10) + "  COMMAND LINE");
+  // Rows that fit: the status, blank and header lines, and the help line.
+  size_t room = sorted.size();
+  if (options.height > 0) room = options.height > 4 + options.help_line ? options.height - 4 - options.help_line : 1;
+  const size_t first = selected >= room ? selected - room + 1 : 0;
+  for (size_t i = first; i < sorted.size() && i < first + room; ++i) {
+    const TopProcessRow& r = sorted[i];
+    const std::string mark = options.help_line && i == selected ? ">" : " ";
+    line(mark + right(std::to_string(r.pid), 7) + "  " + left(r.comm, 16) + "  " +
+         right(r.cpu_percent < 0 ? "-" : fixed(r.cpu_percent, 1), 7) + "  " +
+         right(r.traced ? fixed(r.ops_per_s, 0) : "-", 10) + "  " +
+         right(r.launches ? fixed(r.launches_per_s, 0) : "-", 10) + "  " + r.cmdline);
+  }
+  if (sorted.empty()) line("(no process yet: PyTorch processes appear as they load libtorch_cpu)");
+  if (options.help_line)
+    line(options.prompt.empty() ? "Up/Down (j/k) select, Enter its op table, Esc back, p pause, q quit"
+                                : options.prompt);
+  return out;
+}
+
 }  // namespace gpuprof

@@ -57,6 +57,26 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
 // samples, with the same status lines (op_calls: the op calls of the same
 // period, for ops/s). `sample_hz` 0: sampling is off, and the view says how
 // to turn it on.
+// top -a: one row per process gpuprof knows of (traced, or sampled with
+// -F), as render_top_processes lists them.
+struct TopProcessRow {
+  int pid = 0;
+  std::string comm;
+  std::string cmdline;
+  double cpu_percent = -1;   // over the last interval (< 0: unknown, e.g. exited)
+  double ops_per_s = 0;      // op calls that ended in the interval, per second
+  double launches_per_s = 0;  // CUDA kernel launches, per second
+  bool traced = false;       // runs a libtorch_cpu with probes
+  bool launches = false;     // its libcudart has probes
+};
+// The process list of top -a: traced processes first, by ops/s, then the
+// others by CPU %; `selected` (an index into the sorted order, as
+// sort_top_processes gives it) is marked. With a height, at most that many
+// lines (the selection kept in view).
+std::vector<TopProcessRow> sort_top_processes(std::vector<TopProcessRow> rows);
+std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_t selected, double elapsed_s,
+                                 uint64_t events_lost, const TopViewOptions& options);
+
 std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const TopStatus& status,
                              const TopViewOptions& options, uint32_t sample_hz);
 

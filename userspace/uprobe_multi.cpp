@@ -37,7 +37,7 @@ std::optional<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::s
                                                        const std::vector<uint64_t>& offsets,
                                                        const std::vector<uint64_t>& cookies, int pid,
                                                        std::string* error) {
-  if (offsets.empty() || offsets.size() != cookies.size() || pid <= 0) {
+  if (offsets.empty() || offsets.size() != cookies.size() || pid < 0) {
     *error = "internal: bad uprobe_multi request";
     return std::nullopt;
   }

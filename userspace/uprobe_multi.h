@@ -24,8 +24,9 @@ constexpr int kBpfTraceUprobeMulti = 48;
 class UprobeMultiLink {
  public:
   // Attaches prog_fd to the given file offsets of binary_path, with one
-  // cookie per offset, for process pid only (pid > 0). The kernel also
-  // plants the breakpoints in mappings the process creates later.
+  // cookie per offset, for process pid only (pid > 0), or for every
+  // process that maps the file (pid 0: record -a). The kernel also plants
+  // the breakpoints in mappings created later.
   static std::optional<UprobeMultiLink> attach(int prog_fd, const std::string& binary_path,
                                                const std::vector<uint64_t>& offsets,
                                                const std::vector<uint64_t>& cookies, int pid,

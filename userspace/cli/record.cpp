@@ -37,6 +37,11 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                                      "command to launch and trace (after --); probes are in place "
                                      "before its first operator");
   pid->excludes(command);
+  auto* all = record->add_flag("-a,--all-processes", options.system_wide,
+                               "system-wide: CPU samples of every process (with -F) and ops of every PyTorch "
+                               "process, including those that start or load torch later (docs/system-wide.md)");
+  all->excludes(pid);
+  all->excludes(command);
   record->add_option("-o,--output", options.output_path,
                      "record file (default: gpuprof.data, the previous one kept as gpuprof.data.old)");
   record->add_option("-d,--duration", options.duration_s, "stop after this many seconds")
@@ -125,13 +130,32 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -p 4242 --schedule wait=5,warmup=1,active=3,repeat=2 \\\n"
       "       --step-op aten::_foreach_add_ --on-cycle cycle_{cycle}.json.gz      # on_trace_ready\n"
       "  sudo gpuprof record -p 4242 --schedule wait=9,active=1 --step-time 1 --on-cycle top_{cycle}.txt\n"
-      "  sudo gpuprof record -p 4242 -o long.gpuprof --rotate 1G --keep 4         # hours, bounded disk\n");
+      "  sudo gpuprof record -p 4242 -o long.gpuprof --rotate 1G --keep 4         # hours, bounded disk\n"
+      "  sudo gpuprof record -a -F 99 -d 10 -o all.gpuprof       # every process; a table per PyTorch process\n"
+      "  gpuprof report all.gpuprof --comm python3 --folded --metric samples\n");
 }
 
 int run_record(RecordOptions options) {
-  if ((options.pid > 0) == !options.command.empty()) {
-    std::fprintf(stderr, "gpuprof: error: give either -p PID or -- COMMAND (see gpuprof record --help)\n");
+  if (!options.system_wide && (options.pid > 0) == !options.command.empty()) {
+    std::fprintf(stderr, "gpuprof: error: give -p PID, -- COMMAND or -a (see gpuprof record --help)\n");
     return 2;
+  }
+  if (options.system_wide) {
+    // What needs one target's layout or schedule is refused, not ignored.
+    std::string refused;
+    for (auto [set, name] : {std::pair{options.record_shapes, "--record-shapes"},
+                             std::pair{options.profile_memory, "--profile-memory"},
+                             std::pair{options.with_stack, "--with-stack"},
+                             std::pair{options.follow_forks, "--follow-forks (-a follows every process anyway)"},
+                             std::pair{!options.schedule.empty(), "--schedule"},
+                             std::pair{!options.on_cycle.empty(), "--on-cycle"},
+                             std::pair{!options.rotate.empty(), "--rotate"}})
+      if (set) refused += (refused.empty() ? "" : ", ") + std::string(name);
+    if (!refused.empty()) {
+      std::fprintf(stderr, "gpuprof: error: -a (system-wide) does not take %s: record one process with -p "
+                           "for those\n", refused.c_str());
+      return 2;
+    }
   }
   std::string error;
   auto sort_key = parse_sort_key(options.table.sort_by, &error);
@@ -258,6 +282,7 @@ int run_record(RecordOptions options) {
   set_libbpf_verbose(options.verbose);
 
   config.pid = options.pid;
+  config.system_wide = options.system_wide;
   config.command = options.command;
   config.output_path = options.output_path;
   config.output_mode = *file_mode;

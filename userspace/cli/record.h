@@ -15,6 +15,7 @@ namespace gpuprof::cli {
 
 struct RecordOptions {
   int pid = 0;
+  bool system_wide = false;  // -a: every process (docs/system-wide.md)
   std::vector<std::string> command;
   std::string output_path;  // "" -> gpuprof.data (the previous one kept as gpuprof.data.old)
   double duration_s = 0;

@@ -1,14 +1,18 @@
 #include "cli/report.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "aggregator.h"
 #include "cupti_shim_state.h"
 #include "folded_stacks.h"
 #include "gpu_kernel_table.h"
 #include "launch_table.h"
+#include "process_filter.h"
 #include "record_file.h"
 
 namespace gpuprof::cli {
@@ -62,7 +66,7 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
 // report --folded: the stacks on stdout, nothing else there; the notes the
 // table would print under it go to stderr.
 int print_folded(const Recording& recording, FoldedMetric metric) {
-  const FoldedStacks folded = folded_stacks(recording, metric);
+  const FoldedStacks folded = folded_stacks_by_process(recording, metric);
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -135,6 +139,11 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   launches->excludes(folded);
   kernels->excludes(folded);
   kernels->excludes(launches);
+  report->add_option("--pid", options.pids,
+                     "system-wide recordings (record -a): only this process (repeatable)");
+  report->add_option("--comm", options.comms,
+                     "system-wide recordings (record -a): only processes with this name, as "
+                     "/proc/PID/comm gives it, e.g. python3 (repeatable)");
   add_trace_export_options(*report, options.trace);
   CLI::Option* trace = report->get_option("--chrome-trace");
   report->get_option("--mode")->needs(trace);  // report writes no other file
@@ -151,7 +160,9 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --launches --row-limit 20\n"
       "  gpuprof report run.gpuprof --kernels\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
-      "  gpuprof report run.gpuprof --chrome-trace conv.json --ops conv --time-range 1:2.5\n");
+      "  gpuprof report run.gpuprof --chrome-trace conv.json --ops conv --time-range 1:2.5\n"
+      "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"
+      "  gpuprof report all.gpuprof --comm python3 --folded --metric samples\n");
 }
 
 std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
@@ -183,6 +194,83 @@ std::string format_table_report(const Recording& recording, const Profile& profi
   return text + notes;
 }
 
+// "4242 python3, 4243 python3, ..." (the most active first, at most 20).
+std::string list_processes(const Recording& recording) {
+  auto activity = process_activity(recording);
+  std::stable_sort(activity.begin(), activity.end(), [](const auto& a, const auto& b) {
+    return a.second.events + a.second.samples > b.second.events + b.second.samples;
+  });
+  std::map<uint32_t, std::string> comm;
+  for (const ProcessInfo& p : recording.processes) comm[static_cast<uint32_t>(p.pid)] = p.comm;
+  std::string out;
+  size_t listed = 0;
+  for (const auto& [pid, a] : activity) {
+    if (listed++ == 20) {
+      out += ", ...";
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + std::to_string(pid) + " " + comm[pid];
+  }
+  return out.empty() ? "no process" : out;
+}
+
+// A system-wide recording (record -a): a section per process that ran ops
+// (its pid, command line, libtorch and op table), the busiest first, then
+// the processes that were only sampled, then the recording's notes.
+std::string format_system_report(const Recording& recording, const ReportOptions& options, SortKey sort_key,
+                                 const std::string& input_path) {
+  auto activity = process_activity(recording);
+  std::stable_sort(activity.begin(), activity.end(),
+                   [](const auto& a, const auto& b) { return a.second.events > b.second.events; });
+  std::map<uint32_t, const ProcessInfo*> info;
+  for (const ProcessInfo& p : recording.processes) info[static_cast<uint32_t>(p.pid)] = &p;
+  AggregateOptions aggregate_options;
+  TableOptions table;
+  table.sort_by = sort_key;
+  table.row_limit = options.row_limit;
+  std::string out;
+  size_t sections = 0;
+  std::vector<std::pair<uint32_t, ProcessActivity>> sampled_only;
+  for (const auto& [pid, a] : activity) {
+    if (a.events == 0) {
+      if (a.samples) sampled_only.push_back({pid, a});
+      continue;
+    }
+    const Recording one = select_processes(recording, {pid});
+    const Profile profile = aggregate(one, aggregate_options);
+    const ProcessInfo* p = info.count(pid) ? info[pid] : nullptr;
+    out += std::string(sections++ ? "\n" : "") + "== Process " + std::to_string(pid) + " (" +
+           (p ? p->comm : "?") + "): " + (p && !p->cmdline.empty() ? p->cmdline : "[no command line]") + "\n";
+    if (p && !p->libtorch_path.empty()) out += "   libtorch_cpu: " + p->libtorch_path + "\n";
+    out += "   " + std::to_string(a.events) + " op events" +
+           (recording.options.sample_hz ? ", " + std::to_string(a.samples) + " CPU samples" : "") +
+           (a.launches ? ", " + std::to_string(a.launches) + " CUDA launches" : "") + "\n";
+    out += profile.rows.empty() ? "No operator calls were recorded.\n" : format_op_table(profile, table);
+    out += format_profile_notes(profile);
+  }
+  if (sections == 0)
+    out += recording.options.ops ? "No PyTorch process ran an operator during the recording.\n"
+                                 : "No operator calls were traced (recorded with --no-ops).\n";
+  if (!sampled_only.empty()) {
+    std::stable_sort(sampled_only.begin(), sampled_only.end(),
+                     [](const auto& a, const auto& b) { return a.second.samples > b.second.samples; });
+    out += "\nProcesses with CPU samples only (" + std::to_string(sampled_only.size()) + "): ";
+    for (size_t i = 0; i < sampled_only.size() && i < 10; i++) {
+      const uint32_t pid = sampled_only[i].first;
+      out += std::string(i ? ", " : "") + std::to_string(pid) + " " + (info.count(pid) ? info[pid]->comm : "?") +
+             " (" + std::to_string(sampled_only[i].second.samples) + ")";
+    }
+    if (sampled_only.size() > 10) out += ", ...";
+    out += "\nRead every process's samples with: gpuprof report " + input_path + " --folded --metric samples\n";
+  }
+  Profile whole;  // the recording's own notes need no per-op figures
+  out += format_recording_notes(recording, whole, false);
+  if (recording.stats.events_lost)
+    out += "WARNING: " + std::to_string(recording.stats.events_lost) +
+           " events lost (ring buffer full): try a larger --ring-buffer\n";
+  return out;
+}
+
 int run_report(const ReportOptions& options) {
   std::string error;
   std::optional<FoldedMetric> metric;
@@ -210,6 +298,22 @@ int run_report(const ReportOptions& options) {
                  recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                       : recording->incomplete_reason.c_str(),
                  recording->events.size());
+  if (!options.pids.empty() || !options.comms.empty()) {
+    if (!is_system_wide(*recording)) {
+      std::fprintf(stderr,
+                   "gpuprof: error: --pid/--comm choose processes of a system-wide recording (record -a); "
+                   "%s records process %d (%s) alone\n",
+                   options.input_path.c_str(), recording->process.pid, recording->process.comm.c_str());
+      return 2;
+    }
+    const std::set<uint32_t> chosen = matching_processes(*recording, options.pids, options.comms);
+    if (chosen.empty()) {
+      std::fprintf(stderr, "gpuprof: error: no process of %s matches --pid/--comm; it has: %s\n",
+                   options.input_path.c_str(), list_processes(*recording).c_str());
+      return 2;
+    }
+    recording = select_processes(*recording, chosen);
+  }
   if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {
     std::fprintf(stderr, "gpuprof: error: --metric samples: %s has no CPU samples: record with -F HZ\n",
                  options.input_path.c_str());
@@ -253,7 +357,9 @@ int run_report(const ReportOptions& options) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;
   }
-  std::string text = format_table_report(*recording, profile, options, *sort_key, options.input_path);
+  std::string text = is_system_wide(*recording)
+                         ? format_system_report(*recording, options, *sort_key, options.input_path)
+                         : format_table_report(*recording, profile, options, *sort_key, options.input_path);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   return 0;

@@ -31,6 +31,10 @@ struct ReportOptions {
   bool launches = false;
   // report only: GPU time per op and kernel (CUPTI shim) instead of the table.
   bool kernels = false;
+  // report only, system-wide recordings (record -a): only these processes
+  // (--pid PID, --comm NAME; repeatable; both: a process must match both).
+  std::vector<int> pids;
+  std::vector<std::string> comms;
   // --chrome-trace OUT: a trace file instead of (report) or besides (record) the table.
   TraceExportOptions trace;
 };

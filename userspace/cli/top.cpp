@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/system_top.h"
+#include "cli/top_support.h"
 #include "live_gpu_join.h"
 #include "live_op_table.h"
 #include "live_sample_table.h"
@@ -29,71 +31,6 @@ uint64_t clock_now_ns() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
-
-// The target's CPU time (utime + stime, clock ticks) and thread count.
-struct ProcessCpu {
-  uint64_t ticks = 0;
-  uint32_t threads = 0;
-  bool ok = false;
-};
-
-ProcessCpu read_process_cpu(int pid) {
-  ProcessCpu out;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return out;
-  // Fields after the command, which may hold spaces and parentheses.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return out;
-  std::istringstream fields(text.substr(close + 2));
-  std::string field;
-  uint64_t utime = 0, stime = 0;
-  long threads = 0;
-  for (int i = 3; fields >> field; ++i) {  // field 3 is the state
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-    if (i == 20) {
-      threads = std::stol(field);
-      break;
-    }
-  }
-  out.ticks = utime + stime;
-  out.threads = static_cast<uint32_t>(threads);
-  out.ok = true;
-  return out;
-}
-
-// Captures this process's stderr while the screen is full (the session's
-// progress lines would draw over it) and prints it once the screen is back.
-class StderrCapture {
- public:
-  StderrCapture() {
-    saved_ = dup(STDERR_FILENO);
-    capture_ = memfd_create("gpuprof-top-stderr", MFD_CLOEXEC);
-    if (saved_ >= 0 && capture_ >= 0) dup2(capture_, STDERR_FILENO);
-  }
-  ~StderrCapture() { release(); }
-  void release() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    dup2(saved_, STDERR_FILENO);
-    close(saved_);
-    saved_ = -1;
-    if (capture_ < 0) return;
-    char buffer[4096];
-    ssize_t n;
-    off_t at = 0;
-    while ((n = pread(capture_, buffer, sizeof buffer, at)) > 0) {
-      (void)!write(STDERR_FILENO, buffer, static_cast<size_t>(n));
-      at += n;
-    }
-    close(capture_);
-    capture_ = -1;
-  }
-
- private:
-  int saved_ = -1, capture_ = -1;
-};
 
 class Top {
  public:
@@ -318,6 +255,11 @@ void add_top_command(CLI::App& app, TopOptions& options) {
   auto* pid = top->add_option("-p,--pid", options.pid, "watch this running process");
   auto* command = top->add_option("command", options.command, "command to launch and watch (after --)");
   pid->excludes(command);
+  auto* all = top->add_flag("-a,--all-processes", options.system_wide,
+                            "every PyTorch process on the machine: a process list (pid, command, CPU %, ops/s, "
+                            "kernel launches/s); Enter shows one's op table (docs/system-wide.md)");
+  all->excludes(pid);
+  all->excludes(command);
   top->add_option("-i,--interval", options.interval_s, "seconds between refreshes")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
@@ -347,12 +289,18 @@ void add_top_command(CLI::App& app, TopOptions& options) {
       "  sudo gpuprof top -p 4242\n"
       "  sudo gpuprof top -p 4242 -b -n 5 --interval 2 > top.log\n"
       "  sudo gpuprof top -- /usr/bin/python3 train.py\n"
-      "  sudo gpuprof top -p 4242 -F 99                  # tab: the hottest Python lines\n");
+      "  sudo gpuprof top -p 4242 -F 99                  # tab: the hottest Python lines\n"
+      "  sudo gpuprof top -a                             # every PyTorch process; Enter drills in\n"
+      "  sudo gpuprof top -a -F 99 -b -n 3               # with CPU % of the sampled non-torch processes\n");
 }
 
 int run_top(const TopOptions& options) {
-  if ((options.pid > 0) == !options.command.empty()) {
-    std::fprintf(stderr, "gpuprof: error: give either -p PID or -- COMMAND (see gpuprof top --help)\n");
+  if (!options.system_wide && (options.pid > 0) == !options.command.empty()) {
+    std::fprintf(stderr, "gpuprof: error: give -p PID, -- COMMAND or -a (see gpuprof top --help)\n");
+    return 2;
+  }
+  if (options.system_wide && options.python_lines) {
+    std::fprintf(stderr, "gpuprof: error: --lines shows one process's Python lines: use top -p PID -F HZ --lines\n");
     return 2;
   }
   if (!parse_top_sort(options.sort_by)) {
@@ -367,7 +315,7 @@ int run_top(const TopOptions& options) {
     std::fprintf(stderr, "gpuprof: error: --ring-buffer must be a power of two (MiB)\n");
     return 2;
   }
-  return Top(options).run();
+  return options.system_wide ? run_system_top(options) : Top(options).run();
 }
 
 }  // namespace gpuprof::cli

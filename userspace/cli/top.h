@@ -12,6 +12,7 @@ namespace gpuprof::cli {
 
 struct TopOptions {
   int pid = 0;
+  bool system_wide = false;  // -a: the process list first (cli/system_top.h)
   std::vector<std::string> command;
   double interval_s = 1.0;
   bool batch = false;       // one text table per refresh (also when stdout is not a terminal)

@@ -1,0 +1,241 @@
+// cli/system_top.cpp: gpuprof top -a (cli/system_top.h).
+#include "cli/system_top.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+
+#include "cli/top_support.h"
+#include "live_op_table.h"
+#include "op_timeline.h"
+#include "record_session.h"
+#include "terminal.h"
+#include "top_view.h"
+
+namespace gpuprof::cli {
+namespace {
+
+// One process, as top -a follows it.
+struct Watched {
+  ProcessInfo info;
+  std::unique_ptr<LiveOpTable> table;  // once it is traced
+  ProcessCpu cpu;
+  double cpu_percent = -1;
+  uint64_t calls = 0, launches = 0;            // in the current interval
+  double ops_per_s = 0, launches_per_s = 0;    // over the last one
+  bool launch_seen = false;
+  LiveInterval shown;
+};
+
+class SystemTop {
+ public:
+  explicit SystemTop(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
+    view_.sort = *parse_top_sort(options.sort_by);
+  }
+
+  int run() {
+    const bool interactive = !options_.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
+    std::optional<StderrCapture> capture;
+    if (interactive) {
+      std::string error;
+      screen_ = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
+      if (screen_) capture.emplace();
+    }
+    RecordConfig config;
+    config.system_wide = true;
+    config.output_path = "/dev/null";  // nothing kept on disk: the view is live
+    config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
+    config.sample_hz = options_.sample_hz;
+    config.on_begin = [this](const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns) {
+      start_ns_ = last_roll_ns_ = start_ns;
+    };
+    config.on_ops = [this](uint32_t first_id, const std::vector<OpInfo>& ops) {
+      ops_.resize(first_id);
+      ops_.insert(ops_.end(), ops.begin(), ops.end());
+    };
+    config.on_process = [this](const ProcessInfo& info) {
+      Watched& w = processes_[info.pid];
+      w.info = info;
+      if (!info.libtorch_path.empty() && !w.table) {
+        w.table = std::make_unique<LiveOpTable>(ops_);
+        w.table->begin(last_roll_ns_);
+      }
+      if (!w.cpu.ok) w.cpu = read_process_cpu(info.pid);
+    };
+    config.on_thread = [this](uint32_t tid, uint32_t pid) { pid_of_tid_[tid] = pid; };
+    config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    config.on_launch = [this](const CudaLaunch&, uint32_t pid) {
+      Watched& w = processes_[static_cast<int>(pid)];
+      w.launches++;
+      w.launch_seen = true;
+    };
+    config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
+    if (screen_) config.input_fd = STDIN_FILENO;
+    const RecordOutcome outcome = run_record_session(config);
+    if (screen_) screen_->restore();
+    if (capture) capture->release();
+    if (!outcome.ok && outcome.error.size()) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
+      return 1;
+    }
+    return 0;
+  }
+
+ private:
+  void route_calls() {
+    for (const OpCall& call : timeline_.take_calls()) {
+      auto pid = pid_of_tid_.find(call.tid);
+      if (pid == pid_of_tid_.end()) continue;
+      auto w = processes_.find(static_cast<int>(pid->second));
+      if (w == processes_.end() || !w->second.table) continue;
+      w->second.table->add({call});
+      w->second.calls++;
+    }
+  }
+
+  std::vector<TopProcessRow> rows() const {
+    std::vector<TopProcessRow> out;
+    for (const auto& [pid, w] : processes_) {
+      TopProcessRow r;
+      r.pid = pid;
+      r.comm = w.info.comm;
+      r.cmdline = w.info.cmdline;
+      r.cpu_percent = w.cpu_percent;
+      r.ops_per_s = w.ops_per_s;
+      r.launches_per_s = w.launches_per_s;
+      r.traced = w.table != nullptr;
+      r.launches = w.launch_seen;
+      out.push_back(std::move(r));
+    }
+    return sort_top_processes(std::move(out));
+  }
+
+  // Keys; false to quit.
+  bool handle_keys() {
+    const std::string keys = screen_->read_keys();
+    for (size_t i = 0; i < keys.size(); i++) {
+      const char key = keys[i];
+      if (key == 27 && i + 2 < keys.size() + 0 && keys[i + 1] == '[') {  // an arrow key
+        move_selection(keys[i + 2] == 'A' ? -1 : keys[i + 2] == 'B' ? 1 : 0);
+        i += 2;
+      } else if (key == 'q' || key == 'Q') {
+        return false;
+      } else if (key == 'k') {
+        move_selection(-1);
+      } else if (key == 'j') {
+        move_selection(1);
+      } else if ((key == '\n' || key == '\r') && !drilled_) {
+        const auto sorted = rows();
+        if (selected_ < sorted.size() && sorted[selected_].traced) drilled_ = sorted[selected_].pid;
+      } else if ((key == 27 || key == 127 || key == 8 || key == 'b') && drilled_) {
+        drilled_.reset();
+      } else if (key == 's') {
+        view_.sort = next_top_sort(view_.sort, false);
+      } else if (key == 't') {
+        view_.since_start = !view_.since_start;
+      } else if (key == 'p') {
+        view_.paused = !view_.paused;
+      } else if (drilled_ && key >= '1' && key <= '9') {
+        if (auto sort = top_sort_of_column(key - '0', false)) view_.sort = *sort;
+      }
+      redraw_ = true;
+    }
+    return true;
+  }
+
+  void move_selection(int by) {
+    const size_t n = processes_.size();
+    if (n == 0 || drilled_) return;
+    if (by < 0 && selected_ > 0) selected_--;
+    if (by > 0 && selected_ + 1 < n) selected_++;
+  }
+
+  std::string render(size_t width, size_t height, bool help, uint64_t lost) const {
+    const double elapsed_s = last_roll_ns_ > start_ns_ ? (last_roll_ns_ - start_ns_) / 1e9 : 0;
+    TopViewOptions view = view_;
+    view.width = width;
+    view.height = height;
+    view.help_line = help;
+    if (drilled_) {
+      auto w = processes_.find(*drilled_);
+      if (w != processes_.end() && w->second.table) {
+        TopStatus status;
+        status.pid = *drilled_;
+        status.comm = w->second.info.comm;
+        status.threads = w->second.cpu.threads;
+        status.cpu_percent = w->second.cpu_percent;
+        status.elapsed_s = elapsed_s;
+        status.events_lost = lost;
+        if (!w->second.cpu.ok) status.state = "exited";
+        std::string text = render_top(view_.since_start ? w->second.table->since_start() : w->second.shown, status, view);
+        if (help) text += "(Esc: back to the process list)\n";
+        return text;
+      }
+    }
+    return render_top_processes(rows(), selected_, elapsed_s, lost, view);
+  }
+
+  bool tick(uint64_t now_ns, uint64_t lost) {
+    if (screen_ && !handle_keys()) return false;
+    route_calls();
+    if (now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9)) {
+      const double seconds = (now_ns - last_roll_ns_) / 1e9;
+      for (auto& [pid, w] : processes_) {
+        const ProcessCpu cpu = read_process_cpu(pid);
+        w.cpu_percent = cpu.ok && w.cpu.ok && clock_ticks_ > 0
+                            ? 100.0 * (cpu.ticks - w.cpu.ticks) / clock_ticks_ / seconds
+                            : (cpu.ok ? w.cpu_percent : -1);
+        w.cpu = cpu;
+        w.ops_per_s = w.calls / seconds;
+        w.launches_per_s = w.launches / seconds;
+        w.calls = w.launches = 0;
+        if (w.table) {
+          LiveInterval interval = w.table->roll(now_ns);
+          if (!view_.paused) w.shown = std::move(interval);
+        }
+      }
+      last_roll_ns_ = now_ns;
+      ++refreshes_;
+      redraw_ = true;
+      if (!screen_) {
+        std::fputs((render(200, 0, false, lost) + "\n").c_str(), stdout);
+        std::fflush(stdout);
+      }
+      if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
+    }
+    if (screen_ && screen_->size() != drawn_size_) redraw_ = true;
+    if (screen_ && redraw_) {
+      const auto [columns, rows] = screen_->size();
+      drawn_size_ = {columns, rows};
+      screen_->draw(render(columns, rows, true, lost));
+      redraw_ = false;
+    }
+    return true;
+  }
+
+  const TopOptions& options_;
+  const long clock_ticks_;
+  std::unique_ptr<FullScreen> screen_;
+  std::vector<OpInfo> ops_;  // every libtorch's ops, as the session numbers them
+  std::map<int, Watched> processes_;
+  std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
+  TimelineBuilder timeline_;
+  TopViewOptions view_;
+  size_t selected_ = 0;
+  std::optional<int> drilled_;  // the process whose op table is shown
+  std::pair<size_t, size_t> drawn_size_;
+  uint64_t start_ns_ = 0, last_roll_ns_ = 0;
+  int refreshes_ = 0;
+  bool redraw_ = true;
+};
+
+}  // namespace
+
+int run_system_top(const TopOptions& options) { return SystemTop(options).run(); }
+
+}  // namespace gpuprof::cli

@@ -1,0 +1,63 @@
+#include "cli/top_support.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gpuprof::cli {
+
+ProcessCpu read_process_cpu(int pid) {
+  ProcessCpu out;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return out;
+  // Fields after the command, which may hold spaces and parentheses.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  long threads = 0;
+  for (int i = 3; fields >> field; ++i) {  // field 3 is the state
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+    if (i == 20) {
+      threads = std::stol(field);
+      break;
+    }
+  }
+  out.ticks = utime + stime;
+  out.threads = static_cast<uint32_t>(threads);
+  out.ok = true;
+  return out;
+}
+
+StderrCapture::StderrCapture() {
+  saved_ = dup(STDERR_FILENO);
+  capture_ = memfd_create("gpuprof-top-stderr", MFD_CLOEXEC);
+  if (saved_ >= 0 && capture_ >= 0) dup2(capture_, STDERR_FILENO);
+}
+
+void StderrCapture::release() {
+  if (saved_ < 0) return;
+  std::fflush(stderr);
+  dup2(saved_, STDERR_FILENO);
+  close(saved_);
+  saved_ = -1;
+  if (capture_ < 0) return;
+  char buffer[4096];
+  ssize_t n;
+  off_t at = 0;
+  while ((n = pread(capture_, buffer, sizeof buffer, at)) > 0) {
+    (void)!write(STDERR_FILENO, buffer, static_cast<size_t>(n));
+    at += n;
+  }
+  close(capture_);
+  capture_ = -1;
+}
+
+}  // namespace gpuprof::cli

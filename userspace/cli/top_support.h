@@ -1,0 +1,32 @@
+// cli/top_support.h: what both tops (top -p / --, top -a) read of a process
+// and do with stderr while the screen is full.
+#pragma once
+
+#include <cstdint>
+
+namespace gpuprof::cli {
+
+// A process's CPU time (utime + stime, clock ticks) and thread count, from
+// /proc/PID/stat; ok false when it is gone.
+struct ProcessCpu {
+  uint64_t ticks = 0;
+  uint32_t threads = 0;
+  bool ok = false;
+};
+ProcessCpu read_process_cpu(int pid);
+
+// Captures this process's stderr while the screen is full (the session's
+// progress lines would draw over it) and prints it once the screen is back.
+class StderrCapture {
+ public:
+  StderrCapture();
+  ~StderrCapture() { release(); }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+  void release();
+
+ private:
+  int saved_ = -1, capture_ = -1;
+};
+
+}  // namespace gpuprof::cli
