@@ -120,7 +120,8 @@ class SystemTop {
     const std::string keys = screen_->read_keys();
     for (size_t i = 0; i < keys.size(); i++) {
       const char key = keys[i];
-      if (key == 27 && i + 2 < keys.size() + 0 && keys[i + 1] == '[') {  // an arrow key
+      // An arrow key: ESC [ A (or ESC O A in the keypad's application mode).
+      if (key == 27 && i + 2 < keys.size() && (keys[i + 1] == '[' || keys[i + 1] == 'O')) {
         move_selection(keys[i + 2] == 'A' ? -1 : keys[i + 2] == 'B' ? 1 : 0);
         i += 2;
       } else if (key == 'q' || key == 'Q') {
@@ -172,8 +173,9 @@ class SystemTop {
         status.elapsed_s = elapsed_s;
         status.events_lost = lost;
         if (!w->second.cpu.ok) status.state = "exited";
+        if (help && view.height > 1) view.height--;  // room for the way back
         std::string text = render_top(view_.since_start ? w->second.table->since_start() : w->second.shown, status, view);
-        if (help) text += "(Esc: back to the process list)\n";
+        if (help) text += "Esc: back to the process list\n";
         return text;
       }
     }

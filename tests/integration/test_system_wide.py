@@ -1,0 +1,253 @@
+"""record -a and top -a: every PyTorch process on the machine.
+
+Known answers come from torch.profiler inside each process
+(torch_counts.py): each process runs its own number of mm/add/relu calls
+under torch.profiler, and gpuprof's section for that process must count
+exactly those calls. A busy process without torch must show in the CPU
+samples only. Processes started after gpuprof, and a second libtorch_cpu
+file (a copy loaded through LD_LIBRARY_PATH), must be traced as well; a
+SIGKILLed `record -a` must leave every process running with right results
+and no probe behind.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (GPUPROF, TARGET_PYTHON, live_bpf_link_ids, parse_table, run_gpuprof, touch,
+                      wait_for_file)
+from test_top import Tmux, start_loop
+
+OPS = ("aten::mm", "aten::add", "aten::relu")
+LIBTORCH = Path("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0")
+# A busy process without torch: spins until WORKDIR/stop-spinner exists.
+SPINNER = """
+import os, sys
+stop = os.path.join(sys.argv[1], "stop-spinner")
+open(os.path.join(sys.argv[1], "spinner-ready"), "w").close()
+x = 0
+while not os.path.exists(stop):
+    for i in range(20000):
+        x = (x * 31 + i) % 1000003
+"""
+STOPPED_RE = re.compile(
+    r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach [\d.]+ ms; (?P<events>\d+) events, (?P<lost>\d+) lost"
+    r"(?:; (?P<samples>\d+) samples, (?P<samples_lost>\d+) lost)?; (?P<seen>\d+) processes seen, "
+    r"(?P<traced>\d+) traced; wrote ", re.M)
+
+
+def start_counts(procs, workdir, name, steps, env=None):
+    proc = procs.start_workload("torch_counts.py", workdir, name, str(steps), name=f"counts-{name}", env=env)
+    pid = int(wait_for_file(workdir, f"ready-{name}", timeout=180, watch=[proc]))
+    return proc, pid
+
+
+def finish_counts(workdir, runs, watch):
+    """Waits for each process's truth, lets it exit, checks its results; {name: truth}."""
+    truths = {}
+    for name, (proc, pid) in runs.items():
+        truths[name] = json.loads(wait_for_file(workdir, f"truth-{name}", timeout=180, watch=[proc, *watch]))
+        assert truths[name]["pid"] == pid
+    for name, (proc, pid) in runs.items():
+        touch(workdir, f"exit-{name}")
+        assert proc.wait(timeout=60) == 0, proc.describe()
+        assert truths[name]["ok"], truths[name]
+    return truths
+
+
+def sections(report_text):
+    """The per-process sections of a system-wide table: {pid: (header, table text)}."""
+    out = {}
+    for block in re.split(r"\n(?=== Process )", report_text):
+        m = re.match(r"== Process (\d+) \(([^)]*)\): (.*)", block)
+        if m:
+            out[int(m.group(1))] = (block.splitlines()[0], block)
+    return out
+
+
+def folded_roots(path, *extra):
+    """report --folded --metric samples, summed per root frame."""
+    folded = run_gpuprof("report", path, "--folded", "--metric", "samples", *extra)
+    assert folded.returncode == 0, folded.stderr
+    roots = {}
+    for line in folded.stdout.splitlines():
+        stack, count = line.rsplit(" ", 1)
+        roots[stack.split(";")[0]] = roots.get(stack.split(";")[0], 0) + int(count)
+    return roots
+
+
+def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
+    early, early_pid = start_counts(procs, workdir, "early", 300)
+    spinner = procs.start([TARGET_PYTHON, "-c", SPINNER, str(workdir)], "spinner")
+    wait_for_file(workdir, "spinner-ready", timeout=60, watch=[spinner])
+    out = tmp_path / "all.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[early])
+    # Two more start after gpuprof: their libtorch_cpu is the same file,
+    # already probed; the kernel puts the probes in as they map it.
+    runs = {"early": (early, early_pid)}
+    runs["late1"] = start_counts(procs, workdir, "late1", 500)
+    runs["late2"] = start_counts(procs, workdir, "late2", 700)
+    touch(workdir, "go")
+    truths = finish_counts(workdir, runs, [gp])
+    time.sleep(1)  # the spinner alone for a moment
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    touch(workdir, "stop-spinner")
+    assert spinner.wait(timeout=30) == 0, spinner.describe()
+    stderr = gp.stderr()
+    m = STOPPED_RE.search(stderr)
+    assert m and int(m.group("lost")) == 0 and int(m.group("samples_lost")) == 0, stderr
+    assert int(m.group("traced")) >= 3, stderr
+    for name, (proc, pid) in runs.items():
+        assert re.search(rf"^gpuprof: process {pid} \(python3\) runs {re.escape(str(LIBTORCH))}$", stderr, re.M), (
+            name, stderr)
+
+    report = run_gpuprof("report", out, "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    found = sections(report.stdout)
+    for name, (proc, pid) in runs.items():
+        assert pid in found, (name, pid, report.stdout)
+        header, text = found[pid]
+        assert f"torch_counts.py {workdir} {name}" in header, header
+        assert f"libtorch_cpu: {LIBTORCH}" in text, text
+        calls = parse_table(text).calls()
+        for op in OPS:
+            assert calls.get(op) == truths[name]["calls"][op], (name, op, calls, truths[name])
+    # The spinner ran no op: no section, but its samples are there.
+    assert spinner.popen.pid not in found, report.stdout
+    assert re.search(rf"Processes with CPU samples only \(\d+\): .*\b{spinner.popen.pid} python3 \(\d+\)",
+                     report.stdout), report.stdout
+    roots = folded_roots(out)
+    assert roots.get(f"python3-{spinner.popen.pid}", 0) >= 50, roots  # ~99 Hz for seconds, shared CPUs
+    for name, (proc, pid) in runs.items():
+        assert roots.get(f"python3-{pid}", 0) > 0, (name, roots)
+
+    # --pid / --comm choose processes; the table is then that process's.
+    one = run_gpuprof("report", out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
+    assert one.returncode == 0, one.stderr
+    assert list(sections(one.stdout)) == [runs["late1"][1]], one.stdout
+    assert folded_roots(out, "--pid", str(spinner.popen.pid)) == {
+        f"python3-{spinner.popen.pid}": roots[f"python3-{spinner.popen.pid}"]}
+    python = run_gpuprof("report", out, "--comm", "python3")
+    assert python.returncode == 0 and set(sections(python.stdout)) == {pid for _, pid in runs.values()}, python.stdout
+    none = run_gpuprof("report", out, "--comm", "no-such-command")
+    assert none.returncode == 2, none.stdout
+    assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr
+
+    # One trace process per process, named, with its own op events.
+    trace_path = tmp_path / "all.json"
+    trace = run_gpuprof("report", out, "--chrome-trace", trace_path)
+    assert trace.returncode == 0, trace.stderr
+    events = json.loads(trace_path.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    for name, (proc, pid) in runs.items():
+        assert names.get(pid) == f"python3 ({pid})", names
+        mm = [e for e in events if e.get("ph") == "X" and e["pid"] == pid and e["name"] == "aten::mm"]
+        assert len(mm) == truths[name]["calls"]["aten::mm"], (name, len(mm))
+
+
+def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
+    # A copy of libtorch_cpu under another path is another file: the kernel
+    # does not share probes between them, so gpuprof must attach to each.
+    copy_dir = tmp_path / "other-torch"
+    copy_dir.mkdir()
+    copy = copy_dir / "libtorch_cpu.so.1.13"
+    shutil.copyfile(LIBTORCH, copy)
+    out = tmp_path / "two.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    runs = {"system": start_counts(procs, workdir, "system", 400),
+            "copy": start_counts(procs, workdir, "copy", 600,
+                                 env={**os.environ, "LD_LIBRARY_PATH": str(copy_dir)})}
+    maps = Path(f"/proc/{runs['copy'][1]}/maps").read_text()
+    assert str(copy) in maps and str(LIBTORCH) not in maps, "the copy is not what the process loaded"
+    touch(workdir, "go")
+    truths = finish_counts(workdir, runs, [gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    stderr = gp.stderr()
+    for path in (LIBTORCH, copy):
+        assert re.search(rf"^gpuprof: tracing {re.escape(str(path))}: \d+ ops", stderr, re.M), (path, stderr)
+    report = run_gpuprof("report", out, "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    found = sections(report.stdout)
+    for name, path in (("system", LIBTORCH), ("copy", copy)):
+        header, text = found[runs[name][1]]
+        assert f"libtorch_cpu: {path}" in text, text
+        calls = parse_table(text).calls()
+        for op in OPS:
+            assert calls.get(op) == truths[name]["calls"][op], (name, op, calls, truths[name])
+
+
+def test_sigkill_of_record_a_leaves_every_process_right(procs, workdir, tmp_path):
+    links_before = live_bpf_link_ids()
+    runs = {"a": start_counts(procs, workdir, "a", 20000), "b": start_counts(procs, workdir, "b", 20000)}
+    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", tmp_path / "killed.gpuprof")
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    touch(workdir, "go")
+    time.sleep(1.0)  # in the middle of both loops, probes firing
+    assert all(proc.running() for proc, _ in runs.values())
+    gp.send(signal.SIGKILL)
+    gp.wait(timeout=30)
+    finish_counts(workdir, runs, [])  # right results, exit 0
+    deadline = time.monotonic() + 10
+    while live_bpf_link_ids() - links_before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not live_bpf_link_ids() - links_before, "BPF links left after gpuprof was killed"
+    # What was written before the kill reads, with both processes in it.
+    report = run_gpuprof("report", tmp_path / "killed.gpuprof")
+    assert report.returncode == 0, report.stderr
+    assert {pid for _, pid in runs.values()} <= set(sections(report.stdout)), report.stdout
+
+
+def test_bad_system_wide_arguments_say_why(tmp_path):
+    both = run_gpuprof("record", "-a", "-p", "1")
+    assert both.returncode != 0 and "excludes" in both.stderr, both.stderr
+    shapes = run_gpuprof("record", "-a", "--record-shapes", "-o", tmp_path / "x")
+    assert shapes.returncode == 2 and "-a (system-wide) does not take --record-shapes" in shapes.stderr, shapes.stderr
+    lines = run_gpuprof("top", "-a", "--lines")
+    assert lines.returncode == 2 and "--lines" in lines.stderr, lines.stderr
+    # --pid on the recording of one process says what it is.
+    one = tmp_path / "one.gpuprof"
+    rec = run_gpuprof("record", "-o", one, "-q", "--", TARGET_PYTHON, "-c",
+                      "import torch; torch.add(torch.ones(2), 1)")
+    assert rec.returncode == 0, rec.stderr
+    wrong = run_gpuprof("report", one, "--pid", "1")
+    assert wrong.returncode == 2 and "system-wide recording (record -a)" in wrong.stderr, wrong.stderr
+
+
+def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):
+    target, pid = start_loop(procs, workdir, steps=10 ** 8)
+    touch(workdir, "go")
+    other, other_pid = start_counts(procs, workdir, "idle", 10)
+    tmux = Tmux(tmp_path, width=150, height=30)
+    try:
+        tmux.start(f"{GPUPROF} top -a -i 0.5; echo TOP-EXITED $?; sleep 60")
+        screen = tmux.wait_for(rf"^[> ]\s*{pid}\s+python3\s+[\d.]+\s+\d+ ", timeout=120)
+        assert re.search(r"^gpuprof top -a - \d+ processes, [2-9]\d* running PyTorch", screen, re.M), screen
+        assert re.search(rf"^[> ]\s*{other_pid}\s+python3 ", screen, re.M), screen
+        # Select the loop (the busiest is first; move until it is marked).
+        for _ in range(10):
+            if re.search(rf"^>\s*{pid}\s", tmux.screen(), re.M):
+                break
+            tmux.keys("Down")
+            time.sleep(0.3)
+        assert re.search(rf"^>\s*{pid}\s", tmux.screen(), re.M), tmux.screen()
+        tmux.keys("Enter")
+        screen = tmux.wait_for(r"^aten::mm ")
+        assert re.search(rf"^gpuprof top - {pid} \(python3\)", screen, re.M), screen
+        tmux.keys("Escape")
+        tmux.wait_for(r"^gpuprof top -a - ")
+        tmux.keys("q")
+        tmux.wait_for(r"^TOP-EXITED 0$")
+        assert target.running(), target.describe()
+    finally:
+        tmux.kill()
+    touch(workdir, "exit-idle")
+    assert other.wait(timeout=60) == 0, other.describe()
