@@ -3815,6 +3815,87 @@ TEST_F(RecordFileTest, StatsProblemsAndUnresolvedSymbolsRoundTrip) {
   EXPECT_NE(err.find("corrupt chunk 5 (STATS)"), std::string::npos) << err;
 }
 
+
+// System-wide recordings (record -a): PROCESSES, THREAD_PROCESSES, MORE_OPS.
+ProcessInfo listed_process(int32_t pid, const std::string& comm, const std::string& libtorch = "") {
+  return {pid, comm, comm + " job.py", libtorch, "", ""};
+}
+Bytes processes_payload(const std::vector<ProcessInfo>& processes) {
+  Bytes b;
+  b.u32(static_cast<uint32_t>(processes.size()));
+  for (const ProcessInfo& p : processes) b.i32(p.pid).str(p.comm).str(p.cmdline).str(p.libtorch_path).str(p.libtorch_build_id);
+  return b;
+}
+
+TEST_F(RecordFileTest, SystemWideTablesRoundTripAndExtendTheOpTable) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, &err)) << err;
+  EXPECT_EQ(w.ops_defined(), 0u);
+  // Events may name ops only once a MORE_OPS chunk defined them.
+  gp_event e = make_events(1)[0];
+  e.kind = GP_EV_OP_ENTRY;
+  e.op_id = 1;
+  EXPECT_FALSE(w.append_events(&e, 1, &err));
+  ASSERT_TRUE(w.add_ops(sample_ops(), &err)) << err;
+  EXPECT_EQ(w.ops_defined(), sample_ops().size());
+  ASSERT_TRUE(w.append_events(&e, 1, &err)) << err;
+  const std::vector<OpInfo> more = {{"aten::mm", "", "_ZN2at4_ops2mm4callE", 2, 2}};
+  ASSERT_TRUE(w.add_ops(more, &err)) << err;
+  e.op_id = static_cast<uint32_t>(sample_ops().size());  // the second file's first op
+  ASSERT_TRUE(w.append_events(&e, 1, &err)) << err;
+  ASSERT_TRUE(w.add_processes({listed_process(10, "python3"), listed_process(11, "bash")}, &err)) << err;
+  ASSERT_TRUE(w.add_thread_processes({{10, 10}, {12, 10}, {11, 11}}, &err)) << err;
+  // A process defined again (it loaded libtorch later) keeps its place.
+  ASSERT_TRUE(w.add_processes({listed_process(10, "python3", "/usr/lib/libtorch_cpu.so")}, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  std::vector<OpInfo> all = sample_ops();
+  all.push_back(more[0]);
+  EXPECT_EQ(rec->ops, all);
+  ASSERT_EQ(rec->events.size(), 2u);
+  EXPECT_EQ(rec->events[1].op_id, sample_ops().size());
+  EXPECT_EQ(rec->processes, (std::vector<ProcessInfo>{listed_process(10, "python3", "/usr/lib/libtorch_cpu.so"),
+                                                      listed_process(11, "bash")}));
+  EXPECT_EQ(rec->thread_processes, (std::vector<ThreadProcess>{{10, 10}, {12, 10}, {11, 11}}));
+  expect_every_flipped_byte_is_caught(read_bytes(path_));
+}
+
+TEST_F(RecordFileTest, BadSystemWideTablesAreRefusedAndClearErrors) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  EXPECT_FALSE(w.add_processes({listed_process(0, "swapper")}, &err));
+  EXPECT_EQ(err, path_ + ": not recording a process: it has pid 0");
+  ASSERT_TRUE(w.add_thread_processes({{5, 5}}, &err)) << err;
+  EXPECT_FALSE(w.add_thread_processes({{6, 5}, {5, 5}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording a thread's process: thread repeats tid 5");
+  EXPECT_FALSE(w.add_thread_processes({{7, 0}}, &err));
+  EXPECT_FALSE(w.add_ops({{"aten::x", "", "s", -2, 0}}, &err));
+  EXPECT_EQ(w.ops_defined(), sample_ops().size());  // a refused call changes nothing
+  ASSERT_TRUE(w.add_thread_processes({{6, 5}}, &err)) << err;  // 6 was not kept by the refused call
+
+  const std::vector<uint8_t> prefix = v2_prefix(0, sample_ops(), GP_RECORD_FORMAT_VERSION);
+  auto expect_error = [&](ChunkType type, const Bytes& payload, const std::string& problem) {
+    std::string e;
+    const std::vector<uint8_t> file = cat(prefix, chunk_of(type, payload));
+    EXPECT_FALSE(read_recording_bytes(file, &e, "f").has_value()) << problem;
+    EXPECT_EQ(e, "f: corrupt chunk 5 (" + std::string(type == ChunkType::PROCESSES ? "PROCESSES"
+                                                       : type == ChunkType::MORE_OPS ? "MORE_OPS"
+                                                                                     : "THREAD_PROCESSES") +
+                     ")" + at_offset(prefix) + problem);
+  };
+  expect_error(ChunkType::PROCESSES, processes_payload({listed_process(-3, "x")}), "process 0 has pid -3");
+  expect_error(ChunkType::PROCESSES, Bytes().u32(1000000), "process count 1000000 does not fit the payload");
+  expect_error(ChunkType::THREAD_PROCESSES, Bytes().u32(1).u32(1).u32(1).u32(1), "thread 1 repeats tid 1");
+  expect_error(ChunkType::THREAD_PROCESSES, Bytes().u32(1).u32(0), "thread 0 has tid 1, pid 0");
+  expect_error(ChunkType::THREAD_PROCESSES, Bytes().u32(1), "payload of 4 bytes is not a whole number of 8-byte thread processes");
+  expect_error(ChunkType::MORE_OPS, Bytes().u32(0).u32(0), "first_id 0 but 3 ops are defined");
+  // Version 2 files never had them: skipped there as unknown chunks.
+  const std::vector<uint8_t> v2 = cat(v2_prefix(0), chunk_of(ChunkType::PROCESSES, Bytes().u32(1000000)));
+  EXPECT_TRUE(read_recording_bytes(v2, &err, "f").has_value()) << err;
+}
 }  // namespace
 }  // namespace gpuprof
 

@@ -2,6 +2,8 @@
 // intervals, and the screen text (golden files for the batch layout).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstdio>
 #include <string>
@@ -264,6 +266,40 @@ TEST(TopView, SortKeysCycleAndColumnsPickThem) {
   EXPECT_EQ(parse_top_sort("cpu_time"), TopSort::cpu_time);
   EXPECT_EQ(parse_top_sort("self_cuda_time_total"), TopSort::self_cuda_time_total);
   EXPECT_EQ(parse_top_sort("self_cuda_memory_usage"), std::nullopt);
+}
+
+
+TEST(TopView, ProcessListPutsTracedProcessesFirstAndKeepsTheSelectionInView) {
+  std::vector<TopProcessRow> rows = {
+      {.pid = 30, .comm = "spin", .cmdline = "spin", .cpu_percent = 99.0},
+      {.pid = 10, .comm = "python3", .cmdline = "python3 a.py", .cpu_percent = 50.0, .ops_per_s = 100, .traced = true},
+      {.pid = 20, .comm = "python3", .cmdline = "python3 b.py", .cpu_percent = 80.0, .ops_per_s = 9000,
+       .launches_per_s = 12, .traced = true, .launches = true},
+      {.pid = 40, .comm = "bash", .cmdline = "bash", .cpu_percent = -1}};
+  const std::vector<TopProcessRow> sorted = sort_top_processes(rows);
+  std::vector<int> order;
+  for (const TopProcessRow& r : sorted) order.push_back(r.pid);
+  EXPECT_EQ(order, (std::vector<int>{20, 10, 30, 40}));  // traced by ops/s, then by CPU %
+  TopViewOptions options;
+  options.height = 0;
+  options.width = 120;
+  const std::string text = render_top_processes(sorted, 1, 2.5, 0, options);
+  EXPECT_EQ(text,
+            "gpuprof top -a - 4 processes, 2 running PyTorch (traced) - 2.5 s\n"
+            "\n"
+            "     PID  COMMAND             CPU %       OPS/S  LAUNCHES/S  COMMAND LINE\n"
+            "      20  python3              80.0        9000          12  python3 b.py\n"
+            "      10  python3              50.0         100           -  python3 a.py\n"
+            "      30  spin                 99.0           -           -  spin\n"
+            "      40  bash                    -           -           -  bash\n");
+  // On the screen: the selection is marked and stays in view on a short screen.
+  options.height = 6;
+  options.help_line = true;
+  const std::string screen = render_top_processes(sorted, 3, 2.5, 7, options);
+  EXPECT_NE(screen.find("7 events LOST"), std::string::npos) << screen;
+  EXPECT_NE(screen.find(">     40  bash"), std::string::npos) << screen;
+  EXPECT_EQ(screen.find("     20  python3"), std::string::npos) << screen;  // scrolled out
+  EXPECT_EQ(std::count(screen.begin(), screen.end(), '\n'), 6) << screen;
 }
 
 }  // namespace
