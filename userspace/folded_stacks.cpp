@@ -8,6 +8,7 @@
 #include "call_tree.h"
 #include "op_timeline.h"
 #include "process_filter.h"
+#include "utf8.h"
 
 namespace gpuprof {
 namespace {
@@ -108,7 +109,7 @@ std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::stri
 
 std::string folded_frame_name(std::string_view name) {
   if (name.empty()) return "_";
-  std::string out(name);
+  std::string out = valid_utf8(name);
   for (char& c : out) {
     const auto byte = static_cast<unsigned char>(c);
     if (c == ';') {

@@ -97,7 +97,9 @@ std::string format_folded(const FoldedStacks& folded);
 // takes the last single space. So, as torch's export_stacks does for ' ',
 // ';', '\t' and '\n': ';' becomes ':' and every whitespace or other ASCII
 // control byte becomes '_'. A frame then has no space at all, and a line
-// reads one way only. Other bytes (UTF-8 included) are kept. An empty name
+// reads one way only. Other bytes (UTF-8 included) are kept, but a byte
+// that starts no valid UTF-8 sequence (a name read from freed memory, a
+// binary comm) becomes U+FFFD, as in the Chrome trace. An empty name
 // becomes "_" (flamegraph.pl would drop an empty last frame).
 std::string folded_frame_name(std::string_view name);
 

@@ -673,9 +673,10 @@ RecordOutcome SystemSession::run() {
 }
 
 bool SystemSession::finish() {
+  // Sampling stops first: gpuprof's own teardown is no part of the picture.
+  if (sampler_) sampler_->stop();
   const uint64_t detach_start = now_ns();
   if (tracer_) tracer_->detach();
-  if (sampler_) sampler_->stop();
   if (launch_tracer_) launch_tracer_->detach();
   const double detach_ms = (now_ns() - detach_start) / 1e6;
   loads_.reset();

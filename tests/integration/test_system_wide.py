@@ -125,6 +125,9 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
                      report.stdout), report.stdout
     roots = folded_roots(out)
     assert roots.get(f"python3-{spinner.popen.pid}", 0) >= 50, roots  # ~99 Hz for seconds, shared CPUs
+    # Its interpreter was found: its samples carry its Python frames.
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--pid", str(spinner.popen.pid)).stdout
+    assert re.search(r"^python3-\d+;<string>\(\d+\):_<module>", folded, re.M), folded[:2000]
     for name, (proc, pid) in runs.items():
         assert roots.get(f"python3-{pid}", 0) > 0, (name, roots)
 

@@ -281,6 +281,10 @@ TEST(FoldedStacks, FrameNameRules) {
   EXPECT_EQ(folded_frame_name("a  b\t\tc"), "a__b__c");  // each byte, as torch's translate
   EXPECT_EQ(folded_frame_name("cr\rlf\nvt\vff\fdel\x7f" "bell\a"), "cr_lf_vt_ff_del_bell_");
   EXPECT_EQ(folded_frame_name("op 12"), "op_12");
+  // Bytes that start no valid UTF-8 sequence (freed memory, a binary comm): U+FFFD; valid ones kept.
+  EXPECT_EQ(folded_frame_name("caf\xC3\xA9(1):_f"), "caf\xC3\xA9(1):_f");
+  EXPECT_EQ(folded_frame_name("x\xFFy\xC3"), "x\xEF\xBF\xBDy\xEF\xBF\xBD");
+  EXPECT_EQ(folded_frame_name("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
   EXPECT_EQ(folded_frame_name(""), "_");
   EXPECT_EQ(folded_frame_name("-"), "-");
   EXPECT_EQ(folded_frame_name("\xe2\x86\x92"), "\xe2\x86\x92");  // UTF-8 is kept
