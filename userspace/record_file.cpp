@@ -75,9 +75,9 @@ const char* type_name(uint32_t type) {
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
-  // Version 3 added PROCESSES, THREAD_PROCESSES and MORE_OPS late: older
-  // builds of version 3 skip them as unknown.
-  return type >= 1 && type <= (version >= 3 ? 25u : version >= 2 ? 22u : 6u);
+  // Version 3 added no type; version 4 is version 3 with PROCESSES,
+  // THREAD_PROCESSES and MORE_OPS (system-wide recordings).
+  return type >= 1 && type <= (version >= 4 ? 25u : version >= 2 ? 22u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.

@@ -13,7 +13,7 @@
 //
 //   file header, 16 bytes
 //     0  char[8] magic     "GPUPROF\0"
-//     8  u32     version   GP_RECORD_FORMAT_VERSION (3; versions 1 and 2 are
+//     8  u32     version   GP_RECORD_FORMAT_VERSION (4; versions 1 to 3 are
 //                          still read)
 //    12  u32     hdr_size  16 (size of this header; anything else is corrupt)
 //   then chunks, back to back until the end of the file:
@@ -121,17 +121,16 @@
 //                system-wide recording (record -a, Recording::processes), in
 //                the order gpuprof found them; pid > 0; a pid defined
 //                again replaces its earlier description in place (a process
-//                that loaded libtorch after it was first seen) (version 3,
-//                added late: a build that does not know it skips it)
+//                that loaded libtorch after it was first seen) (version 4)
 //   THREAD_PROCESSES n x {u32 tid, u32 pid} (8 bytes each): the process of
 //                each thread of a system-wide recording
 //                (Recording::thread_processes); tid and pid > 0, each tid
-//                defined once across the file (version 3, added late)
+//                defined once across the file (version 4)
 //   MORE_OPS     u32 first_id, u32 count, then count x op (as in OP_TABLE):
 //                ops of a libtorch_cpu that a system-wide recording found
 //                after it began, appended to the op table; first_id must
-//                equal the number of ops defined before it (version 3,
-//                added late; events after it may name them)
+//                equal the number of ops defined before it (version 4;
+//                events after it may name them)
 //   STATS        u64 events_recorded, u64 events_lost, u32 entry_probes,
 //                u32 exit_probes, u32 ops_without_exit, str stop_reason,
 //                u64 mem_events_lost, u64 shapes_unknown, str tensor_layout,
@@ -245,7 +244,7 @@
 
 namespace gpuprof {
 
-inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 3;
+inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 4;
 inline constexpr char kRecordMagic[8] = {'G', 'P', 'U', 'P', 'R', 'O', 'F', '\0'};
 inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;
@@ -310,9 +309,9 @@ enum class ChunkType : uint32_t {
   GPU_ACTIVITIES = 20,        // version 2
   CUPTI_SHIM = 21,            // version 2
   THREAD_NAMES = 22,          // version 2
-  PROCESSES = 23,             // version 3, added late
-  THREAD_PROCESSES = 24,      // version 3, added late
-  MORE_OPS = 25,              // version 3, added late
+  PROCESSES = 23,             // version 4
+  THREAD_PROCESSES = 24,      // version 4
+  MORE_OPS = 25,              // version 4
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).

@@ -91,7 +91,7 @@ def test_a_launched_command_ends_top_with_a_summary(tmp_path):
 
 
 def test_bad_arguments_say_why(tmp_path):
-    for args, message in [(["top"], "give either -p PID or -- COMMAND"),
+    for args, message in [(["top"], "give -p PID, -- COMMAND or -a"),
                           (["top", "-p", "1", "--sort-by", "self_cuda_memory_usage"], "unknown sort key"),
                           (["top", "-p", "1", "--ring-buffer", "3"], "power of two")]:
         result = run_gpuprof(*args)

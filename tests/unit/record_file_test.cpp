@@ -556,13 +556,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(4), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(5), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 4, "
-            "this gpuprof reads version 3");
+            "new.gpuprof was written by a newer gpuprof: record format version 5, "
+            "this gpuprof reads version 4");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 3)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 4)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -3892,9 +3892,11 @@ TEST_F(RecordFileTest, BadSystemWideTablesAreRefusedAndClearErrors) {
   expect_error(ChunkType::THREAD_PROCESSES, Bytes().u32(1).u32(0), "thread 0 has tid 1, pid 0");
   expect_error(ChunkType::THREAD_PROCESSES, Bytes().u32(1), "payload of 4 bytes is not a whole number of 8-byte thread processes");
   expect_error(ChunkType::MORE_OPS, Bytes().u32(0).u32(0), "first_id 0 but 3 ops are defined");
-  // Version 2 files never had them: skipped there as unknown chunks.
-  const std::vector<uint8_t> v2 = cat(v2_prefix(0), chunk_of(ChunkType::PROCESSES, Bytes().u32(1000000)));
-  EXPECT_TRUE(read_recording_bytes(v2, &err, "f").has_value()) << err;
+  // Version 3 files never had them: skipped there as unknown chunks.
+  const std::vector<uint8_t> v3 = cat(v2_prefix(0, sample_ops(), 3), chunk_of(ChunkType::PROCESSES, Bytes().u32(1000000)));
+  auto old = read_recording_bytes(v3, &err, "f");
+  ASSERT_TRUE(old.has_value()) << err;
+  EXPECT_TRUE(old->processes.empty());
 }
 }  // namespace
 }  // namespace gpuprof
