@@ -107,6 +107,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		s->user_ip = BPF_CORE_READ(user, ip);
 	}
 	s->reserved = 0;
+	if (bpf_get_current_comm(s->comm, sizeof(s->comm)))
+		s->comm[0] = 0;
 	s->kernel_depth = 0;
 	depth = walk_python(py);
 	if (depth > GP_MAX_PY_FRAMES)

@@ -281,6 +281,7 @@ struct gp_cpu_sample {
 	__u32 py_depth;  /* 28: Python frames in `frames`, innermost first (0: none) */
 	__u32 kernel_depth; /* 32: kernel return addresses after them, innermost first */
 	__u32 reserved;  /* 36: 0 */
+	char comm[16];   /* 40: the thread's name (system-wide: names a process gone before it is read) */
 	/*
 	 * py_depth x {code, instr} (struct gp_py_frame), then kernel_depth
 	 * kernel addresses; only those words go to the ring. The kernel stack
@@ -406,7 +407,7 @@ static_assert(sizeof(struct gp_fork) == 16, "gp_fork is shared with BPF");
 static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
 static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
 static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");
-static_assert(sizeof(struct gp_cpu_sample) == 40 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
+static_assert(sizeof(struct gp_cpu_sample) == 56 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
 static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
 static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
 #else

@@ -124,6 +124,10 @@ bool CpuSampler::set_process_python(uint32_t pid, const gp_python_config& config
   return bpf_map_update_elem(bpf_map__fd(skel_->maps.python_of_process), &pid, &config, BPF_ANY) == 0;
 }
 
+void CpuSampler::forget_process_python(uint32_t pid) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.python_of_process), &pid);
+}
+
 void CpuSampler::set_sampling(bool on) {
   __atomic_store_n(&skel_->bss->sampling_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }

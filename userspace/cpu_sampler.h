@@ -35,6 +35,8 @@ class CpuSampler {
   // System-wide sampling (tgid 0): where one process's CPython frames are;
   // false when the map is full (its samples stay without Python frames).
   bool set_process_python(uint32_t pid, const gp_python_config& config);
+  // ... and forgets it once the process has exited (its pid may come back).
+  void forget_process_python(uint32_t pid);
   // Closes the perf events. Samples already in the ring buffer stay readable.
   void stop();
 

@@ -49,6 +49,10 @@ constexpr size_t kAddressCacheEntries = 16384;
 constexpr size_t kStackCacheEntries = 4096;
 constexpr uint64_t kPythonEpochNs = 100'000'000;
 constexpr uint64_t kPythonRetryNs = 500'000'000;
+// How often exited processes are let go (their symbols, their interpreter),
+// and how long their description stays for events still on their way.
+constexpr uint64_t kReapIntervalNs = 2'000'000'000;
+constexpr uint64_t kExitedGraceNs = 10'000'000'000;
 
 uint64_t now_ns() {
   timespec ts;
@@ -132,6 +136,7 @@ struct Process {
   std::unique_ptr<PythonStackNamer> python;
   bool python_final = false;  // the answer will not change
   uint64_t python_checked_ns = 0;
+  uint64_t exited_ns = 0;  // when gpuprof found it gone (0: alive)
 };
 
 // A library load waiting for its mapping to show in the maps.
@@ -153,7 +158,8 @@ class SystemSession {
   void retry_pending_loads();
   bool trace_libtorch(uint32_t pid);
   bool trace_launches(uint32_t pid);
-  Process& process(uint32_t pid);
+  // `comm_if_gone`: the name to give a process already gone from /proc.
+  Process& process(uint32_t pid, const char* comm_if_gone = nullptr);
   void note_thread(uint32_t tid, uint32_t pid);
   void setup_python(uint32_t pid, Process& p);
   void on_op_event(const gp_event& event);
@@ -163,6 +169,7 @@ class SystemSession {
   std::optional<uint32_t> frame_id(const std::string& name);
   std::optional<uint32_t> stack_id(const std::vector<uint32_t>& frames);
   void new_python_epoch();
+  void reap_exited();
   bool flush_tables();
   bool finish();
   void stop(const char* reason) {
@@ -214,17 +221,21 @@ class SystemSession {
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> launch_name_of_function_;  // (pid, function)
   std::unordered_map<std::string, uint32_t> launch_name_ids_;
   uint64_t python_epoch_ns_ = 0;
+  uint64_t last_reap_ns_ = 0;
   uint64_t samples_recorded_ = 0;
   uint64_t launches_recorded_ = 0;
 };
 
-Process& SystemSession::process(uint32_t pid) {
+Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
   auto [it, inserted] = processes_.try_emplace(pid);
   if (inserted) {
-    it->second.info = describe_process(static_cast<int>(pid));
-    it->second.info.pid = static_cast<int32_t>(pid);
-    it->second.info.hostname.clear();  // the recording's, not each process's
-    if (it->second.info.comm.empty()) it->second.info.comm = "[exited]";
+    ProcessInfo& info = it->second.info;
+    info = describe_process(static_cast<int>(pid));
+    info.pid = static_cast<int32_t>(pid);
+    info.hostname.clear();  // the recording's, not each process's
+    if (info.comm.empty() && comm_if_gone && *comm_if_gone) info.comm = comm_if_gone;
+    if (info.comm.empty()) info.comm = "[exited]";
+    if (info.cmdline.empty() && !process_alive(static_cast<int>(pid))) info.cmdline = "[exited before gpuprof read it]";
   }
   return it->second;
 }
@@ -405,6 +416,35 @@ void SystemSession::setup_python(uint32_t pid, Process& p) {
                                                 PythonPathShortener::for_process(static_cast<int>(pid)));
 }
 
+// A machine runs processes without end: what gpuprof keeps per process
+// (mapped ELF images, a code-object reader, a slot in the sampler's map)
+// goes when the process does; its description (in the file already) stays
+// a little longer for the samples and events still on their way, then goes
+// too. A pid seen after that is a new process, described again (the reader
+// keeps the latest description of a pid).
+void SystemSession::reap_exited() {
+  const uint64_t now = now_ns();
+  if (now - last_reap_ns_ < kReapIntervalNs) return;
+  last_reap_ns_ = now;
+  std::vector<uint32_t> gone;
+  for (auto& [pid, p] : processes_) {
+    if (p.exited_ns) {
+      if (now - p.exited_ns > kExitedGraceNs && p.info_written) gone.push_back(pid);
+      continue;
+    }
+    if (process_alive(static_cast<int>(pid))) continue;
+    p.exited_ns = now;
+    if (p.python && sampler_) sampler_->forget_process_python(pid);
+    p.python.reset();
+    p.python_final = true;
+    p.symbolizer.reset();
+  }
+  for (uint32_t pid : gone) processes_.erase(pid);
+  std::erase_if(frame_of_address_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
+  std::erase_if(frame_of_python_, [&](const auto& entry) { return !processes_.count(std::get<0>(entry.first)); });
+  std::erase_if(launch_name_of_function_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
+}
+
 void SystemSession::new_python_epoch() {
   const uint64_t now = now_ns();
   if (now - python_epoch_ns_ < kPythonEpochNs) return;
@@ -454,8 +494,10 @@ void SystemSession::on_op_event(const gp_event& event) {
 // As record -p does (record_session.cpp), with the caches keyed by process.
 void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
   if (!write_error_.empty()) return;
+  char comm[sizeof sample.comm + 1] = {};
+  std::memcpy(comm, sample.comm, sizeof sample.comm);
+  Process& p = process(sample.pid, comm);  // before note_thread, which would describe it without the name
   note_thread(sample.tid, sample.pid);
-  Process& p = process(sample.pid);
   setup_python(sample.pid, p);
   uint32_t leaf;
   const auto address_key = std::make_pair(sample.pid, sample.user_ip);
@@ -464,8 +506,8 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
   } else {
     std::string name = "[unknown]";
     if (sample.user_ip != 0) {
-      if (!p.symbolizer) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
-      name = p.symbolizer->symbolize(sample.user_ip);
+      if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
+      if (p.symbolizer) name = p.symbolizer->symbolize(sample.user_ip);
     } else {
       name = "[kernel thread]";
     }
@@ -632,8 +674,11 @@ RecordOutcome SystemSession::run() {
     timerfd_settime(timer.get(), 0, &spec, nullptr);
   }
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, signals.fd(), timer.get(),
-                 config_.input_fd}) {
+  // The sample ring is polled too (unlike record -p): a sample is read and
+  // its process's maps and interpreter looked at within ms, while a
+  // short-lived process still runs.
+  for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, sampler_ ? sampler_->poll_fd() : -1,
+                 signals.fd(), timer.get(), config_.input_fd}) {
     if (fd < 0) continue;
     epoll_event ev = {};
     ev.events = EPOLLIN;
@@ -664,6 +709,7 @@ RecordOutcome SystemSession::run() {
       std::string err;
       if (flush_tables() && write_error_.empty() && !writer_->flush(&err)) write_failed(err);
       last_flush = now;
+      reap_exited();  // after the flush: only processes whose description is written
     }
     if (!write_error_.empty()) stop("write error");
     if (config_.on_tick && !config_.on_tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");

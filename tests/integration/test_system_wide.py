@@ -254,3 +254,27 @@ def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):
         tmux.kill()
     touch(workdir, "exit-idle")
     assert other.wait(timeout=60) == 0, other.describe()
+
+
+def test_short_lived_processes_keep_their_name_and_python_frames(procs, workdir, tmp_path):
+    # Processes that live ~0.2 s: gpuprof reads each sample within ms (the
+    # sample ring is polled), so it names the process and walks its Python
+    # frames while it runs; the name also travels with the sample for one
+    # that is gone already.
+    out = tmp_path / "short.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-F", "199", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    pids = []
+    for _ in range(12):
+        short = procs.start([TARGET_PYTHON, "-c", "import time\nt = time.monotonic()\n"
+                             "while time.monotonic() - t < 0.2:\n    sum(range(1000))\n"], "short")
+        assert short.wait(timeout=60) == 0, short.describe()
+        pids.append(short.popen.pid)
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    roots = folded_roots(out)
+    named = [pid for pid in pids if roots.get(f"python3-{pid}", 0) > 0]
+    assert len(named) >= 10, (pids, {k: v for k, v in roots.items() if "python3" in k or "exited" in k})
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--comm", "python3").stdout
+    with_frames = {int(m.group(1)) for m in re.finditer(r"^python3-(\d+);<string>\(\d+\):_<module>", folded, re.M)}
+    assert len(with_frames & set(pids)) >= 8, (pids, with_frames)
