@@ -144,6 +144,7 @@ struct PendingLoad {
   uint32_t pid;
   uint32_t kind;  // enum gp_library_kind
   uint64_t since_ns;
+  uint64_t tried_ns = 0;
 };
 
 class SystemSession {
@@ -176,19 +177,22 @@ class SystemSession {
     if (!stopped_) outcome_.stop_reason = reason;
     stopped_ = true;
   }
-  void write_failed(const std::string& error) {
-    if (write_error_.empty()) write_error_ = error;
-  }
   void warn(const std::string& what) {
     std::fprintf(stderr, "gpuprof: warning: %s\n", what.c_str());
     if (stats_.problems.size() < 64 &&
         std::find(stats_.problems.begin(), stats_.problems.end(), what) == stats_.problems.end())
       stats_.problems.push_back(what);
   }
-  RecordOutcome failed(std::string message) {
+  // Records the error that ends the session; false, for `return fail(...)`.
+  bool fail(std::string message) {
     outcome_.ok = false;
     outcome_.error = std::move(message);
-    return outcome_;
+    return false;
+  }
+  // Write errors are kept (the first) and end the session at the next turn.
+  bool write_failed(const std::string& error) {
+    if (write_error_.empty()) write_error_ = error;
+    return false;
   }
 
   const RecordConfig& config_;
@@ -206,6 +210,9 @@ class SystemSession {
   std::map<FileId, uint32_t> libtorch_files_;  // -> the op id of its first op
   std::map<FileId, LaunchSites> launch_sites_;  // libcudart files read
   std::set<FileId> launch_files_refused_;
+  // The first libcudart probed, for the file's CUDA_RUNTIME (what a report
+  // of launches names); every traced process's launches are recorded.
+  std::optional<CudaRuntimeInfo> cuda_runtime_;
   std::unordered_map<uint32_t, Process> processes_;
   std::unordered_map<uint32_t, uint32_t> process_of_tid_;
   std::vector<ThreadProcess> pending_threads_;  // not yet in the file
@@ -260,9 +267,9 @@ bool SystemSession::flush_tables() {
       fresh.push_back(p.info);
       p.info_written = true;
     }
-  if (!fresh.empty() && !writer_->add_processes(fresh, &err)) return write_failed(err), false;
+  if (!fresh.empty() && !writer_->add_processes(fresh, &err)) return write_failed(err);
   if (!pending_threads_.empty() && !writer_->add_thread_processes(pending_threads_, &err))
-    return write_failed(err), false;
+    return write_failed(err);
   pending_threads_.clear();
   return true;
 }
@@ -321,10 +328,12 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
 }
 
 // Launch probes on the process's libcudart, with its pid: libcudart is
-// mapped by every CUDA program, and only PyTorch processes are traced.
+// mapped by every CUDA program, and only PyTorch processes are traced (one
+// that maps libcudart before libtorch_cpu gets them from trace_libtorch).
 bool SystemSession::trace_launches(uint32_t pid) {
-  Process& p = process(pid);
-  if (!p.traced || p.launches_attached) return true;
+  auto known = processes_.find(pid);
+  if (known == processes_.end() || !known->second.traced || known->second.launches_attached) return true;
+  Process& p = known->second;
   auto library = find_mapped_library(static_cast<int>(pid), "libcudart");
   if (!library) return false;
   auto id = file_id(library->path_for_us);
@@ -357,6 +366,8 @@ bool SystemSession::trace_launches(uint32_t pid) {
     warn("no CUDA launches in process " + std::to_string(pid) + ": " + error);
   } else {
     p.launches_attached = true;
+    if (!cuda_runtime_)
+      cuda_runtime_ = CudaRuntimeInfo{library->path_in_target, static_cast<uint32_t>(sites->second.offsets.size()), 0};
     // Kernel names come from the process's own libraries: its maps now.
     if (!p.symbolizer) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(pid));
     p.symbolizer->refresh_maps();
@@ -366,10 +377,18 @@ bool SystemSession::trace_launches(uint32_t pid) {
   return true;
 }
 
+// Each waiting load is looked at again every 10 ms at most (a libtorch
+// process's maps are long) until its mapping shows, for kLoadPatienceNs.
 void SystemSession::retry_pending_loads() {
+  constexpr uint64_t kRetryNs = 10'000'000;
   const uint64_t now = now_ns();
   std::vector<PendingLoad> waiting;
-  for (const PendingLoad& load : pending_loads_) {
+  for (PendingLoad& load : pending_loads_) {
+    if (load.tried_ns && now - load.tried_ns < kRetryNs) {
+      waiting.push_back(load);
+      continue;
+    }
+    load.tried_ns = now;
     const bool done = load.kind == GP_LOAD_LIBTORCH ? trace_libtorch(load.pid) : trace_launches(load.pid);
     if (!done && now - load.since_ns < kLoadPatienceNs && process_alive(static_cast<int>(load.pid)))
       waiting.push_back(load);
@@ -486,7 +505,10 @@ void SystemSession::on_op_event(const gp_event& event) {
   std::string err;
   const uint64_t index = stats_.events_recorded;
   note_thread(event.tid, event.pid);
-  if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
+  if (!writer_->append_events(&event, 1, &err)) {
+    write_failed(err);
+    return;
+  }
   stats_.events_recorded++;
   if (config_.on_op_event) config_.on_op_event(event, index);
 }
@@ -542,7 +564,10 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
                    .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
   const uint64_t sample_index = writer_->samples_appended();
   std::string err;
-  if (!writer_->append_samples(&record, 1, &err)) return write_failed(err);
+  if (!writer_->append_samples(&record, 1, &err)) {
+    write_failed(err);
+    return;
+  }
   samples_recorded_++;
   if (config_.on_sample) config_.on_sample(record, stack);
   if (!sample.in_kernel || sample.kernel_depth == 0) return;
@@ -601,7 +626,10 @@ void SystemSession::on_launch(const gp_launch_event& event) {
   launch.name_id = launch_name_id(pid, event);
   std::string err;
   if (!write_error_.empty()) return;
-  if (!writer_->append_launches(&launch, 1, &err)) return write_failed(err);
+  if (!writer_->append_launches(&launch, 1, &err)) {
+    write_failed(err);
+    return;
+  }
   launches_recorded_++;
   if (config_.on_launch) config_.on_launch(launch, pid);
 }
@@ -609,7 +637,7 @@ void SystemSession::on_launch(const gp_launch_event& event) {
 bool SystemSession::begin() {
   std::string error;
   auto writer = RecordWriter::create(config_.output_path, &error, config_.output_mode);
-  if (!writer) return failed(error), false;
+  if (!writer) return fail(error);
   writer_.emplace(std::move(*writer));
   ProcessInfo system = describe_process(getpid());
   system.pid = 0;
@@ -621,7 +649,7 @@ bool SystemSession::begin() {
   RecordOptions options;
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;
-  if (!writer_->begin(system, clock, {}, options, &error)) return failed(error), false;
+  if (!writer_->begin(system, clock, {}, options, &error)) return fail(error);
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
   if (config_.on_begin) config_.on_begin(system, {}, clock.start_monotonic_ns);
   return true;
@@ -629,11 +657,16 @@ bool SystemSession::begin() {
 
 RecordOutcome SystemSession::run() {
   std::string error;
-  if (std::string missing = missing_privileges(); !missing.empty()) return failed(missing);
+  if (std::string missing = missing_privileges(); !missing.empty()) {
+    fail(missing);
+    return outcome_;
+  }
   // Capabilities (setcap) are not enough to watch other users' processes.
-  if (getuid() != 0)
-    return failed("record -a watches every process on the machine: run it as root (capabilities "
-                  "suffice only for your own processes, with -p)");
+  if (getuid() != 0) {
+    fail("record -a watches every process on the machine: run it as root (capabilities suffice only "
+         "for your own processes, with -p)");
+    return outcome_;
+  }
   SignalGuard signals;
   if (!begin()) return outcome_;
   if (config_.ops) {
@@ -643,18 +676,27 @@ RecordOutcome SystemSession::run() {
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
     tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
-    if (!tracer_) return failed(error);
+    if (!tracer_) {
+      fail(error);
+      return outcome_;
+    }
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
     loads_ = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }, &error);
-    if (!loads_) return failed(error);
+    if (!loads_) {
+      fail(error);
+      return outcome_;
+    }
     tracer_->set_tracing(true);
     scan_processes();
   }
   if (config_.sample_hz) {
     kernel_symbols_ = KernelSymbols::load();
     sampler_ = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }, &error);
-    if (!sampler_) return failed(error);
+    if (!sampler_) {
+      fail(error);
+      return outcome_;
+    }
     sampler_->set_sampling(true);
   }
   std::fprintf(stderr, "gpuprof: system-wide: %s%s; %u PyTorch process%s traced now, more as they load libtorch_cpu%s\n",
@@ -734,9 +776,13 @@ bool SystemSession::finish() {
   stats_.stop_reason = outcome_.stop_reason;
   std::string error;
   flush_tables();
-  if (!write_error_.empty()) return failed(write_error_), false;
+  if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->set_thread_names(thread_names_->names(), &error)) warn(error);
-  if (!writer_->finish(stats_, now_ns(), &error)) return failed(error), false;
+  if (cuda_runtime_) {
+    cuda_runtime_->launches_lost = launch_tracer_->lost();
+    if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) warn(error);
+  }
+  if (!writer_->finish(stats_, now_ns(), &error)) return fail(error);
   std::string more;
   if (config_.sample_hz)
     more += "; " + std::to_string(samples_recorded_) + " samples, " + std::to_string(stats_.samples_lost) + " lost";

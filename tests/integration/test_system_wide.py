@@ -21,6 +21,7 @@ import pytest
 
 from conftest import (GPUPROF, TARGET_PYTHON, live_bpf_link_ids, parse_table, run_gpuprof, touch,
                       wait_for_file)
+from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
 from test_top import Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
@@ -278,3 +279,24 @@ def test_short_lived_processes_keep_their_name_and_python_frames(procs, workdir,
     folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--comm", "python3").stdout
     with_frames = {int(m.group(1)) for m in re.finditer(r"^python3-(\d+);<string>\(\d+\):_<module>", folded, re.M)}
     assert len(with_frames & set(pids)) >= 8, (pids, with_frames)
+
+
+def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):
+    # The stand-in libtorch_cpu of test_cuda_launches.py, which launches
+    # through the real libcudart: a third libtorch file, its process's
+    # libcudart probed with that process's pid; every launch charged to its op.
+    target = procs.start([DRIVER, str(LAUNCH_STEPS), workdir / "ready", workdir / "go"], "launch_driver")
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    out = tmp_path / "launches.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-q", "-o", out)
+    gp.wait_for_stderr(rf"^gpuprof: process {pid}: CUDA launches: 6 entry points in \S*libcudart", timeout=120,
+                       watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert f"launches {6 * LAUNCH_STEPS} unexpected errors 0" in target.stdout(), target.describe()
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    check_launches(out)
+    report = run_gpuprof("report", out)
+    header, text = sections(report.stdout)[pid]
+    assert f"{6 * LAUNCH_STEPS} CUDA launches" in text, text
