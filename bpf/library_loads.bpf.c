@@ -22,6 +22,7 @@
 #include <bpf/bpf_core_read.h>
 
 #include "events.h"
+#include "task_files.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -33,20 +34,6 @@ struct {
 } loads SEC(".maps");
 
 __u64 loads_lost = 0;
-
-static __always_inline struct file *fd_to_file(unsigned long fd)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *file = NULL;
-
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-	return file;
-}
 
 static __always_inline int starts_with(const char *name, const char *prefix, int len)
 {

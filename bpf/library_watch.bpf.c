@@ -19,6 +19,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "task_files.bpf.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define PROT_EXEC_BIT 0x4
@@ -56,20 +58,6 @@ static __always_inline int has_watched_prefix(const unsigned char *name)
 			return 0;
 	}
 	return 1;
-}
-
-static __always_inline struct file *fd_to_file(unsigned long fd)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
-	struct file *file = NULL;
-
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-	return file;
 }
 
 SEC("tracepoint/syscalls/sys_enter_mmap")

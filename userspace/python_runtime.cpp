@@ -294,4 +294,26 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
   return std::nullopt;
 }
 
+std::optional<gp_python_config> python_walk_config(const PythonRuntime& runtime, std::string* why) {
+  std::optional<uint64_t> slot = glibc_tls_slot_address(0, runtime.tss_key);
+  if (!slot) {
+    *why = "the interpreter's thread-state key is beyond glibc's first 32";
+    return std::nullopt;
+  }
+  const PythonOffsets& o = runtime.offsets;
+  gp_python_config config{};
+  config.tls_offset = *slot;
+  config.enabled = 1;
+  config.tstate_cframe = o.tstate_cframe;
+  static_assert(GP_PY_NO_CFRAME == PythonOffsets::kNoField);
+  config.cframe_frame = o.cframe_current_frame;
+  config.frame_code = o.frame_code;
+  config.frame_previous = o.frame_previous;
+  config.frame_instr = o.frame_prev_instr;
+  config.frame_owner = o.frame_owner;
+  config.owner_cshim = o.frame_owner_cshim;
+  config.frame_localsplus = o.frame_localsplus;
+  return config;
+}
+
 }  // namespace gpuprof

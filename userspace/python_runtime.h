@@ -9,6 +9,7 @@
 // from 3.13 on).
 #pragma once
 
+#include "events.h"
 #include "python_offsets.h"
 
 #include <cstddef>
@@ -45,6 +46,12 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why,
 // fs base is fsbase (struct pthread specific_1stblock[key].data); nullopt for
 // key >= 32 (second-level blocks).
 std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key);
+
+// What the BPF frame walk (bpf/python_frames.bpf.h) needs to walk the
+// frames of `runtime` (enabled): its offsets, and the thread state's TLS
+// slot at fs base + tls_offset; nullopt when the key is beyond glibc's
+// first 32 (*why says so).
+std::optional<gp_python_config> python_walk_config(const PythonRuntime& runtime, std::string* why);
 
 // process_vm_readv of len bytes; true only when all of them were read.
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len);

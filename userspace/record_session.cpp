@@ -4,14 +4,12 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -21,6 +19,7 @@
 #include <unordered_map>
 
 #include "dispatcher_catalog.h"
+#include "bounded_cache.h"
 #include "cupti_shim_state.h"
 #include "gpu_activity_names.h"
 #include "launch_tracer.h"
@@ -40,6 +39,7 @@
 #include "record_file.h"
 #include "record_outputs.h"
 #include "schedule.h"
+#include "session_loop.h"
 #include "shape_collector.h"
 #include "system_session.h"
 #include "target_process.h"
@@ -69,33 +69,7 @@ constexpr int kPollTimeoutMs = 100;
 constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
 
-uint64_t clock_ns(clockid_t clock) {
-  timespec ts;
-  clock_gettime(clock, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 double ms_since(uint64_t start_ns) { return (clock_ns(CLOCK_MONOTONIC) - start_ns) / 1e6; }
-
-// Blocks the signals the session reads through a signalfd, and restores the
-// previous mask when the session ends (so a second Ctrl-C while waiting for a
-// launched command kills gpuprof, not the command).
-class SignalGuard {
- public:
-  SignalGuard() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
-    sigprocmask(SIG_BLOCK, &set, &old_);
-    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  }
-  ~SignalGuard() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t old_;
-  UniqueFd fd_;
-};
 
 // Orders word sequences of any container alike, so that a map keyed by
 // vectors can be searched with a span.
@@ -106,20 +80,6 @@ struct LexicographicLess {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   }
 };
-
-// The caches in front of the interned frame names and stacks are keyed by
-// instruction addresses, which vary without end (a sample's leaf lands
-// anywhere in a function, a kernel stack's leaf too): each is emptied when
-// it holds `limit` entries, so the collector's memory stays bounded for any
-// run length (docs/long-runs.md): a few MiB each at most. The ids they map
-// to stay valid: names and stacks are interned for the whole recording, and
-// a forgotten address is resolved again to the same id.
-constexpr size_t kAddressCacheEntries = 16384;  // one address -> a frame id
-constexpr size_t kStackCacheEntries = 4096;     // a stack of addresses -> a stack id
-template <typename Cache>
-void keep_bounded(Cache& cache, size_t limit) {
-  if (cache.size() >= limit) cache.clear();
-}
 
 // "Look again at most every 100 ms": the polls for things a target maps or
 // sets up late (libcudart, the CUPTI shim, the interpreter), which read
@@ -900,28 +860,15 @@ void Session::setup_python(int pid) {
   std::string why;
   bool may_change = false;
   auto runtime = find_python_runtime(pid, &why, &may_change);
-  std::optional<uint64_t> slot = runtime ? glibc_tls_slot_address(0, runtime->tss_key) : std::nullopt;
-  if (!runtime || !slot) {
-    python_missing_ = runtime ? "the interpreter's thread-state key is beyond glibc's first 32" : why;
+  std::optional<gp_python_config> config = runtime ? python_walk_config(*runtime, &why) : std::nullopt;
+  if (!config) {
+    python_missing_ = why;
     python_may_appear_ = python_may_appear_ && !runtime && may_change;
     return;
   }
   python_may_appear_ = false;
-  const PythonOffsets& o = runtime->offsets;
-  gp_python_config config{};
-  config.tls_offset = *slot;
-  config.enabled = 1;
-  config.tstate_cframe = o.tstate_cframe;
-  static_assert(GP_PY_NO_CFRAME == PythonOffsets::kNoField);
-  config.cframe_frame = o.cframe_current_frame;
-  config.frame_code = o.frame_code;
-  config.frame_previous = o.frame_previous;
-  config.frame_instr = o.frame_prev_instr;
-  config.frame_owner = o.frame_owner;
-  config.owner_cshim = o.frame_owner_cshim;
-  config.frame_localsplus = o.frame_localsplus;
-  python_config_ = config;
-  python_ = std::make_unique<PythonStackNamer>(pid, o, PythonPathShortener::for_process(pid));
+  python_config_ = *config;
+  python_ = std::make_unique<PythonStackNamer>(pid, runtime->offsets, PythonPathShortener::for_process(pid));
   if (config_.verbose) std::fprintf(stderr, "gpuprof: Python frames: %s\n", runtime->description.c_str());
 }
 
@@ -1224,7 +1171,7 @@ RecordOutcome Session::run() {
     }
   }
 
-  SignalGuard signals;
+  SignalGuard signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   signal_fd_ = signals.fd();
   if (!config_.command.empty()) {
     if (config_.ops) inject_cupti_shim();
@@ -1274,34 +1221,16 @@ RecordOutcome Session::run() {
     if (!attached) return outcome_;
   }
 
-  UniqueFd timer;
-  if (config_.duration_s > 0) {
-    timer.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-    itimerspec spec = {};
-    double whole;
-    spec.it_value.tv_nsec = static_cast<long>(std::modf(config_.duration_s, &whole) * 1e9);
-    spec.it_value.tv_sec = static_cast<time_t>(whole);
-    timerfd_settime(timer.get(), 0, &spec, nullptr);
-  }
-
+  UniqueFd timer = duration_timer(config_.duration_s);
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) {
-    if (fd < 0) continue;
-    epoll_event ev = {};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev);
-  }
+  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) epoll_watch(epoll.get(), fd);
 
   uint64_t last_flush = clock_ns(CLOCK_MONOTONIC);
   if (launched_) handle_child_state();  // it may already be stopped or gone
   bool fork_fd_polled = false;
   while (!stopped_) {
     if (fork_watch_ && !fork_fd_polled) {  // --follow-forks: attach to a child as soon as it is forked
-      epoll_event ev = {};
-      ev.events = EPOLLIN;
-      ev.data.fd = fork_watch_->poll_fd();
-      epoll_ctl(epoll.get(), EPOLL_CTL_ADD, ev.data.fd, &ev);
+      epoll_watch(epoll.get(), fork_watch_->poll_fd());
       fork_fd_polled = true;
     }
     epoll_event events[4];

@@ -5,12 +5,10 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "bounded_cache.h"
 #include "cpu_sampler.h"
 #include "dispatcher_catalog.h"
 #include "kernel_symbols.h"
@@ -32,6 +31,7 @@
 #include "python_runtime.h"
 #include "python_stacks.h"
 #include "record_file.h"
+#include "session_loop.h"
 #include "target_process.h"
 #include "thread_names.h"
 #include "unique_fd.h"
@@ -44,9 +44,6 @@ constexpr uint64_t kFlushIntervalNs = 250'000'000;
 // A library load is seen at the mmap's entry: the mapping is in the maps
 // file once the call returns. Looked for again on each turn until then.
 constexpr uint64_t kLoadPatienceNs = 2'000'000'000;
-// Caches keyed by addresses are emptied at these sizes (docs/long-runs.md).
-constexpr size_t kAddressCacheEntries = 16384;
-constexpr size_t kStackCacheEntries = 4096;
 constexpr uint64_t kPythonEpochNs = 100'000'000;
 constexpr uint64_t kPythonRetryNs = 500'000'000;
 // How often exited processes are let go (their symbols, their interpreter),
@@ -54,22 +51,7 @@ constexpr uint64_t kPythonRetryNs = 500'000'000;
 constexpr uint64_t kReapIntervalNs = 2'000'000'000;
 constexpr uint64_t kExitedGraceNs = 10'000'000'000;
 
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-uint64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-template <typename Cache>
-void keep_bounded(Cache& cache, size_t limit) {
-  if (cache.size() >= limit) cache.clear();
-}
+uint64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
 
 // A file as the kernel knows it: the same library through different paths
 // (another mount namespace, a symlink) is one set of probes.
@@ -107,23 +89,6 @@ std::vector<int> all_pids() {
   }
   return pids;
 }
-
-class SignalGuard {
- public:
-  SignalGuard() {
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
-    sigprocmask(SIG_BLOCK, &set, &old_);
-    fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
-  }
-  ~SignalGuard() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t old_;
-  UniqueFd fd_;
-};
 
 // What the session knows of one process.
 struct Process {
@@ -412,26 +377,14 @@ void SystemSession::setup_python(uint32_t pid, Process& p) {
   std::string why;
   bool may_change = false;
   auto runtime = find_python_runtime(static_cast<int>(pid), &why, &may_change);
-  std::optional<uint64_t> slot = runtime ? glibc_tls_slot_address(0, runtime->tss_key) : std::nullopt;
-  if (!runtime || !slot) {
+  std::optional<gp_python_config> config = runtime ? python_walk_config(*runtime, &why) : std::nullopt;
+  if (!config) {
     p.python_final = runtime || !may_change || !process_alive(static_cast<int>(pid));
     return;
   }
   p.python_final = true;
-  const PythonOffsets& o = runtime->offsets;
-  gp_python_config config{};
-  config.tls_offset = *slot;
-  config.enabled = 1;
-  config.tstate_cframe = o.tstate_cframe;
-  config.cframe_frame = o.cframe_current_frame;
-  config.frame_code = o.frame_code;
-  config.frame_previous = o.frame_previous;
-  config.frame_instr = o.frame_prev_instr;
-  config.frame_owner = o.frame_owner;
-  config.owner_cshim = o.frame_owner_cshim;
-  config.frame_localsplus = o.frame_localsplus;
-  if (!sampler_->set_process_python(pid, config)) return;
-  p.python = std::make_unique<PythonStackNamer>(static_cast<int>(pid), o,
+  if (!sampler_->set_process_python(pid, *config)) return;
+  p.python = std::make_unique<PythonStackNamer>(static_cast<int>(pid), runtime->offsets,
                                                 PythonPathShortener::for_process(static_cast<int>(pid)));
 }
 
@@ -644,7 +597,7 @@ bool SystemSession::begin() {
   system.comm = "[system-wide]";
   system.cmdline = "gpuprof record -a";
   ClockInfo clock;
-  clock.start_realtime_ns = realtime_ns();
+  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
   clock.start_monotonic_ns = now_ns();
   RecordOptions options;
   options.ops = config_.ops;
@@ -667,7 +620,7 @@ RecordOutcome SystemSession::run() {
          "for your own processes, with -p)");
     return outcome_;
   }
-  SignalGuard signals;
+  SignalGuard signals({SIGINT, SIGTERM, SIGHUP});
   if (!begin()) return outcome_;
   if (config_.ops) {
     TracerSinks sinks;
@@ -706,27 +659,14 @@ RecordOutcome SystemSession::run() {
                config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
   outcome_.ok = true;
 
-  UniqueFd timer;
-  if (config_.duration_s > 0) {
-    timer.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-    itimerspec spec = {};
-    double whole;
-    spec.it_value.tv_nsec = static_cast<long>(std::modf(config_.duration_s, &whole) * 1e9);
-    spec.it_value.tv_sec = static_cast<time_t>(whole);
-    timerfd_settime(timer.get(), 0, &spec, nullptr);
-  }
+  UniqueFd timer = duration_timer(config_.duration_s);
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
   // The sample ring is polled too (unlike record -p): a sample is read and
   // its process's maps and interpreter looked at within ms, while a
   // short-lived process still runs.
   for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, sampler_ ? sampler_->poll_fd() : -1,
-                 signals.fd(), timer.get(), config_.input_fd}) {
-    if (fd < 0) continue;
-    epoll_event ev = {};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev);
-  }
+                 signals.fd(), timer.get(), config_.input_fd})
+    epoll_watch(epoll.get(), fd);
   uint64_t last_flush = now_ns();
   while (!stopped_) {
     epoll_event events[4];

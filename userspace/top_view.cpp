@@ -262,7 +262,8 @@ std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_
        right("LAUNCHES/S", 10) + "  COMMAND LINE");
   // Rows that fit: the status, blank and header lines, and the help line.
   size_t room = sorted.size();
-  if (options.height > 0) room = options.height > 4 + options.help_line ? options.height - 3 - options.help_line : 1;
+  const size_t fixed_lines = 3 + (options.help_line ? 1 : 0);
+  if (options.height > 0) room = options.height > fixed_lines ? options.height - fixed_lines : 1;
   const size_t first = selected >= room ? selected - room + 1 : 0;
   for (size_t i = first; i < sorted.size() && i < first + room; ++i) {
     const TopProcessRow& r = sorted[i];

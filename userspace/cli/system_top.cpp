@@ -39,13 +39,8 @@ class SystemTop {
   }
 
   int run() {
-    const bool interactive = !options_.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
     std::optional<StderrCapture> capture;
-    if (interactive) {
-      std::string error;
-      screen_ = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
-      if (screen_) capture.emplace();
-    }
+    screen_ = enter_screen(options_.batch, capture);
     RecordConfig config;
     config.system_wide = true;
     config.output_path = "/dev/null";  // nothing kept on disk: the view is live

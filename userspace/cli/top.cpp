@@ -40,13 +40,8 @@ class Top {
   }
 
   int run() {
-    const bool interactive = !options_.batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
     std::optional<StderrCapture> capture;
-    if (interactive) {
-      std::string error;
-      screen_ = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
-      if (screen_) capture.emplace();
-    }
+    screen_ = enter_screen(options_.batch, capture);
     RecordConfig config;
     config.pid = options_.pid;
     config.command = options_.command;

@@ -60,4 +60,12 @@ void StderrCapture::release() {
   capture_ = -1;
 }
 
+std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture>& capture) {
+  if (batch || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return nullptr;
+  std::string error;
+  std::unique_ptr<FullScreen> screen = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
+  if (screen) capture.emplace();
+  return screen;
+}
+
 }  // namespace gpuprof::cli

@@ -3,6 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "terminal.h"
 
 namespace gpuprof::cli {
 
@@ -28,5 +32,9 @@ class StderrCapture {
  private:
   int saved_ = -1, capture_ = -1;
 };
+
+// The full screen of an interactive top (stdin and stdout terminals, no
+// --batch), with stderr captured while it is up; nullptr for batch output.
+std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture>& capture);
 
 }  // namespace gpuprof::cli
