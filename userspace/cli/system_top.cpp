@@ -127,7 +127,8 @@ class SystemTop {
         move_selection(1);
       } else if ((key == '\n' || key == '\r') && !drilled_) {
         const auto sorted = rows();
-        if (selected_ < sorted.size() && sorted[selected_].traced) drilled_ = sorted[selected_].pid;
+        const size_t at = selected_index(sorted);
+        if (at < sorted.size() && sorted[at].traced) drilled_ = sorted[at].pid;
       } else if ((key == 27 || key == 127 || key == 8 || key == 'b') && drilled_) {
         drilled_.reset();
       } else if (key == 's') {
@@ -144,11 +145,22 @@ class SystemTop {
     return true;
   }
 
+  // The selection follows its process as the list reorders each refresh
+  // (the first row when it has none, or its process is gone).
+  size_t selected_index(const std::vector<TopProcessRow>& sorted) const {
+    for (size_t i = 0; i < sorted.size(); i++)
+      if (selected_pid_ && sorted[i].pid == *selected_pid_) return i;
+    return 0;
+  }
+
   void move_selection(int by) {
-    const size_t n = processes_.size();
-    if (n == 0 || drilled_) return;
-    if (by < 0 && selected_ > 0) selected_--;
-    if (by > 0 && selected_ + 1 < n) selected_++;
+    if (drilled_) return;
+    const auto sorted = rows();
+    if (sorted.empty()) return;
+    size_t at = selected_index(sorted);
+    if (by < 0 && at > 0) at--;
+    if (by > 0 && at + 1 < sorted.size()) at++;
+    selected_pid_ = sorted[at].pid;
   }
 
   std::string render(size_t width, size_t height, bool help, uint64_t lost) const {
@@ -174,7 +186,8 @@ class SystemTop {
         return text;
       }
     }
-    return render_top_processes(rows(), selected_, elapsed_s, lost, view);
+    const auto sorted = rows();
+    return render_top_processes(sorted, selected_index(sorted), elapsed_s, lost, view);
   }
 
   bool tick(uint64_t now_ns, uint64_t lost) {
@@ -182,6 +195,12 @@ class SystemTop {
     route_calls();
     if (now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9)) {
       const double seconds = (now_ns - last_roll_ns_) / 1e9;
+      // A process gone since the last refresh leaves the list (as in top),
+      // unless its table is the one on the screen.
+      std::erase_if(processes_, [&](const auto& entry) {
+        return !entry.second.cpu.ok && entry.second.cpu_percent < 0 && entry.first != drilled_.value_or(0) &&
+               !read_process_cpu(entry.first).ok;
+      });
       for (auto& [pid, w] : processes_) {
         const ProcessCpu cpu = read_process_cpu(pid);
         w.cpu_percent = cpu.ok && w.cpu.ok && clock_ticks_ > 0
@@ -223,7 +242,7 @@ class SystemTop {
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
   TimelineBuilder timeline_;
   TopViewOptions view_;
-  size_t selected_ = 0;
+  std::optional<int> selected_pid_;
   std::optional<int> drilled_;  // the process whose op table is shown
   std::pair<size_t, size_t> drawn_size_;
   uint64_t start_ns_ = 0, last_roll_ns_ = 0;
