@@ -13,6 +13,7 @@
 #include "gpu_kernel_table.h"
 #include "launch_table.h"
 #include "op_table.h"
+#include "process_filter.h"
 #include "record_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -29,8 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)format_op_table(profile, table);
     (void)format_profile_notes(profile);
   }
-  for (FoldedMetric metric : {FoldedMetric::kSelfCpuTime, FoldedMetric::kSamples, FoldedMetric::kSelfCudaTime})
+  for (FoldedMetric metric : {FoldedMetric::kSelfCpuTime, FoldedMetric::kSamples, FoldedMetric::kSelfCudaTime}) {
     (void)format_folded(folded_stacks(*recording, metric));
+    (void)format_folded(folded_stacks_by_process(*recording, metric));
+  }
+  // System-wide recordings: each process on its own, as report's sections.
+  for (const auto& [pid, activity] : process_activity(*recording))
+    (void)format_op_table(aggregate(select_processes(*recording, {pid})), TableOptions{});
   (void)format_launch_table(summarize_launches(*recording), -1);
   (void)format_gpu_kernel_table(summarize_gpu_kernels(*recording), -1);
   size_t bytes = 0;
