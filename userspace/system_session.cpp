@@ -640,8 +640,12 @@ RecordOutcome SystemSession::run() {
       fail(error);
       return outcome_;
     }
-    tracer_->set_tracing(true);
     scan_processes();
+    // The files found so far have every site in place: their processes'
+    // first events are whole calls. A file found later is attached while
+    // the program runs (its process may be mid-call for those ~100 ms; the
+    // timeline counts such calls as running at the start).
+    tracer_->set_tracing(true);
   }
   if (config_.sample_hz) {
     kernel_symbols_ = KernelSymbols::load();
