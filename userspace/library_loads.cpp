@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "library_loads.skel.h"
+#include "tracefs.h"
 
 namespace gpuprof {
 
@@ -19,6 +20,7 @@ std::unique_ptr<LibraryLoads> LibraryLoads::load(std::function<void(const gp_lib
     *error = std::string("cannot load the library-load watcher (mmap tracepoint): ") + std::strerror(errno);
     return nullptr;
   }
+  if (!ensure_tracefs(error)) return nullptr;
   if (library_loads_bpf__attach(loads->skel_) != 0) {
     *error = std::string("cannot attach the library-load watcher (mmap tracepoint): ") + std::strerror(errno);
     return nullptr;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "library_watch.skel.h"
+#include "tracefs.h"
 
 namespace gpuprof {
 
@@ -23,6 +24,7 @@ std::unique_ptr<LibraryWatch> LibraryWatch::load(int tgid, std::string* error) {
              std::strerror(-err);
     return nullptr;
   }
+  if (!ensure_tracefs(error)) return nullptr;
   if (int err = library_watch_bpf__attach(watch->skel_); err != 0) {
     *error = std::string("cannot attach the library watcher: ") + std::strerror(-err);
     return nullptr;

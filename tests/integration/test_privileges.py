@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GPUPROF, WORKLOADS, live_bpf_link_ids, parse_table, touch, wait_for_file
+from conftest import GPUPROF, WORKLOADS, error_lines, live_bpf_link_ids, parse_table, touch, wait_for_file
 
 USER = "gpuprof-test"
 
@@ -112,3 +112,25 @@ def test_without_capabilities_the_reason_is_given(tmp_path, test_user, capable_g
     assert ("gpuprof: error: gpuprof needs root or the capabilities CAP_BPF and CAP_PERFMON (this process lacks "
             "CAP_BPF and CAP_PERFMON)") in result.stderr, result.stderr
     assert "setcap cap_bpf,cap_perfmon+ep" in result.stderr
+
+
+def test_launch_mode_needs_root_to_read_tracefs(user_tmp, test_user, capable_gpuprof):
+    """Launch mode finds the mmap tracepoint in tracefs, which is root's: a
+    capable gpuprof run by a user says so (and what to do instead) before the
+    command runs a single line."""
+    gpuprof, _ = capable_gpuprof
+    work = shared_dir(user_tmp, "launch")
+    marker = work / "command-ran"
+    tracefs = "/sys/kernel/tracing"
+    if not os.path.exists(f"{tracefs}/events"):  # tracefs mounted, as root sees it
+        assert subprocess.run(["mount", "-t", "tracefs", "nodev", tracefs]).returncode == 0
+    assert (os.stat(tracefs).st_mode & 0o777) == 0o700, "tracefs is expected to be root's (mode 0700)"
+    result = subprocess.run(as_user(test_user, gpuprof, "record", "-q", "-o", work / "f.gpuprof", "--",
+                                    "/usr/bin/python3", "-c", f"open({str(marker)!r}, 'w')"),
+                            capture_output=True, text=True, timeout=60, cwd=work)
+    assert result.returncode == 1, result
+    assert error_lines(result.stderr) == [
+        "gpuprof: error: the mmap tracepoint that launch mode and -a watch library loads with is found in tracefs "
+        "(/sys/kernel/tracing), which only root may read: run gpuprof as root for `-- CMD` and `-a`; with "
+        "capabilities, start the command yourself and use -p PID (docs/privileges.md)"], result.stderr
+    assert not marker.exists(), "the command ran unprofiled"
