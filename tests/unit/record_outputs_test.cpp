@@ -15,6 +15,7 @@
 #include "output_switcher.h"
 #include "probe_events.h"
 #include "record_file.h"
+#include "recordings.h"
 #include "schedule.h"
 #include "test_files.h"
 
@@ -40,7 +41,7 @@ class OutputsTest : public testing::Test {
     process.pid = 42;
     process.comm = "python3";
     ClockInfo clock{.start_monotonic_ns = 1000, .start_realtime_ns = 5000, .end_monotonic_ns = 0};
-    return RecordOutputs(process, clock, {OpInfo{.name = "aten::add"}, OpInfo{.name = std::string(kProfilerStepOp)}},
+    return RecordOutputs(process, clock, {test::op("aten::add"), test::op(std::string(kProfilerStepOp))},
                          options, 0640);
   }
   static Recording read(const std::string& p) {
@@ -298,8 +299,12 @@ TEST_F(OutputsTest, CycleOutputsInEachFormat) {
     EXPECT_FALSE(fs::exists(record)) << name;
     std::string text;
     ASSERT_TRUE(test::read_file(path(name), &text));
-    if (format == cli::CycleFormat::table) EXPECT_THAT(text, testing::HasSubstr("aten::add"));
-    if (format == cli::CycleFormat::folded) EXPECT_EQ(text, "aten::add 4\n");
+    if (format == cli::CycleFormat::table) {
+      EXPECT_THAT(text, testing::HasSubstr("aten::add"));
+    }
+    if (format == cli::CycleFormat::folded) {
+      EXPECT_EQ(text, "aten::add 4\n");
+    }
     if (format == cli::CycleFormat::chrome_trace) {
       const auto json = nlohmann::json::parse(text);
       size_t adds = 0;

@@ -126,8 +126,11 @@ TEST(StepFrames, NestTheTopLevelCallsOfTheirStep) {
   // The last step is still running at the end: it ends at its thread's last event.
   EXPECT_EQ(steps[2].start_ns, 400u);
   EXPECT_EQ(steps[2].end_ns, 400u);
-  for (const OpCall& c : t.calls)
-    if (c.op_id == kOp) EXPECT_EQ(c.depth, 1u);
+  for (const OpCall& c : t.calls) {
+    if (c.op_id == kOp) {
+      EXPECT_EQ(c.depth, 1u);
+    }
+  }
   EXPECT_EQ(t.calls_open_at_end, 0u);
   EXPECT_EQ(t.calls_unwound, 0u);
   EXPECT_EQ(t.steps_inside_calls, 0u);

@@ -70,14 +70,7 @@ class SystemTop {
       w.launch_seen = true;
     };
     config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
-    if (screen_) config.input_fd = STDIN_FILENO;
-    const RecordOutcome outcome = run_record_session(config);
-    if (screen_) screen_->restore();
-    if (capture) capture->release();
-    if (!outcome.ok && outcome.error.size()) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
-      return 1;
-    }
+    if (!run_top_session(config, screen_.get(), capture)) return 1;
     return 0;
   }
 

@@ -74,14 +74,9 @@ class Top {
       samples_.add(sample, python_stack);
     };
     config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
-    if (screen_) config.input_fd = STDIN_FILENO;
-    const RecordOutcome outcome = run_record_session(config);
-    if (screen_) screen_->restore();
-    if (capture) capture->release();
-    if (!outcome.ok && outcome.error.size()) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
-      return 1;
-    }
+    const std::optional<RecordOutcome> ended = run_top_session(config, screen_.get(), capture);
+    if (!ended) return 1;
+    const RecordOutcome& outcome = *ended;
     // The target exited, or the user stopped: a last look at everything.
     if (table_) {
       const std::vector<OpCall> calls = timeline_.take_calls();

@@ -68,4 +68,17 @@ std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture
   return screen;
 }
 
+std::optional<RecordOutcome> run_top_session(RecordConfig& config, FullScreen* screen,
+                                             std::optional<StderrCapture>& capture) {
+  if (screen) config.input_fd = STDIN_FILENO;
+  const RecordOutcome outcome = run_record_session(config);
+  if (screen) screen->restore();
+  if (capture) capture->release();
+  if (!outcome.ok && outcome.error.size()) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
+    return std::nullopt;
+  }
+  return outcome;
+}
+
 }  // namespace gpuprof::cli

@@ -1,11 +1,12 @@
 // cli/top_support.h: what both tops (top -p / --, top -a) read of a process
-// and do with stderr while the screen is full.
+// and do with stderr and the session while the screen is full.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 
+#include "record_session.h"
 #include "terminal.h"
 
 namespace gpuprof::cli {
@@ -36,5 +37,10 @@ class StderrCapture {
 // The full screen of an interactive top (stdin and stdout terminals, no
 // --batch), with stderr captured while it is up; nullptr for batch output.
 std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture>& capture);
+
+// Runs a top's record session, keys read from stdin while the screen is up.
+// The terminal and stderr are given back before the session's error, if
+// any, is printed. Nothing when the session failed.
+std::optional<RecordOutcome> run_top_session(RecordConfig& config, FullScreen* screen, std::optional<StderrCapture>& capture);
 
 }  // namespace gpuprof::cli
