@@ -13,14 +13,15 @@ namespace {
 // /sys/kernel/tracing (libbpf.c: use_debugfs()).
 constexpr const char* kDebugfsTracing = "/sys/kernel/debug/tracing";
 constexpr const char* kTracefs = "/sys/kernel/tracing";
+constexpr const char* kTracefsEvents = "/sys/kernel/tracing/events";
 
-bool exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+bool exists(const char* path) { return access(path, F_OK) == 0; }
 
 }  // namespace
 
 bool ensure_tracefs(std::string* error) {
   if (exists(kDebugfsTracing)) return true;
-  if (exists(std::string(kTracefs) + "/events")) return true;
+  if (exists(kTracefsEvents)) return true;
   if (errno == EACCES) {
     // Mounted, but tracefs is root's (mode 0700): CAP_BPF and CAP_PERFMON
     // do not let a user read a tracepoint's id there.
@@ -30,7 +31,6 @@ bool ensure_tracefs(std::string* error) {
     return false;
   }
   if (mount("nodev", kTracefs, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return true;
-  if (errno == EBUSY && exists(std::string(kTracefs) + "/events")) return true;  // mounted meanwhile
   *error = std::string("the mmap tracepoint needs tracefs, which is not mounted, and mounting it at ") + kTracefs +
            " failed (" + std::strerror(errno) + "): mount it as root with `mount -t tracefs nodev " + kTracefs + "`";
   return false;

@@ -550,20 +550,22 @@ def torch_percentages(torch_ops):
 # Probe leftovers.
 
 
-def uprobe_events_mentioning(word):
-    """Lines of the tracefs uprobe_events file (legacy uprobes) that mention `word`.
-
-    tracefs is mounted first where nothing mounted it (as gpuprof itself
-    does), so that a missing file can never read as "no uprobes left".
-    """
-    for base in ("/sys/kernel/debug/tracing", "/sys/kernel/tracing"):
-        path = Path(base) / "uprobe_events"
-        if path.exists():
-            return [line for line in path.read_text().splitlines() if word in line]
+def tracefs_dir():
+    """The tracefs directory libbpf uses, mounted first where nothing mounted
+    it (as gpuprof itself does), so that a missing tracefs never reads as an
+    empty one."""
+    for base in (Path("/sys/kernel/debug/tracing"), Path("/sys/kernel/tracing")):
+        if (base / "events").exists():
+            return base
     mounted = subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True,
                              text=True)
     assert mounted.returncode == 0, f"tracefs is not mounted and mounting it failed: {mounted.stderr}"
-    return [line for line in Path("/sys/kernel/tracing/uprobe_events").read_text().splitlines() if word in line]
+    return Path("/sys/kernel/tracing")
+
+
+def uprobe_events_mentioning(word):
+    """Lines of the tracefs uprobe_events file (legacy uprobes) that mention `word`."""
+    return [line for line in (tracefs_dir() / "uprobe_events").read_text().splitlines() if word in line]
 
 
 def uprobe_links_of(gpuprof_pid):

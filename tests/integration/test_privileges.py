@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GPUPROF, WORKLOADS, error_lines, live_bpf_link_ids, parse_table, touch, wait_for_file
+from conftest import (GPUPROF, WORKLOADS, error_lines, live_bpf_link_ids, parse_table, touch, tracefs_dir,
+                      wait_for_file)
 
 USER = "gpuprof-test"
 
@@ -121,10 +122,8 @@ def test_launch_mode_needs_root_to_read_tracefs(user_tmp, test_user, capable_gpu
     gpuprof, _ = capable_gpuprof
     work = shared_dir(user_tmp, "launch")
     marker = work / "command-ran"
-    tracefs = "/sys/kernel/tracing"
-    if not os.path.exists(f"{tracefs}/events"):  # tracefs mounted, as root sees it
-        assert subprocess.run(["mount", "-t", "tracefs", "nodev", tracefs]).returncode == 0
-    assert (os.stat(tracefs).st_mode & 0o777) == 0o700, "tracefs is expected to be root's (mode 0700)"
+    tracefs = tracefs_dir()  # mounted, as root sees it
+    assert (os.stat(tracefs).st_mode & 0o777) == 0o700, f"{tracefs} is expected to be root's (mode 0700)"
     result = subprocess.run(as_user(test_user, gpuprof, "record", "-q", "-o", work / "f.gpuprof", "--",
                                     "/usr/bin/python3", "-c", f"open({str(marker)!r}, 'w')"),
                             capture_output=True, text=True, timeout=60, cwd=work)

@@ -70,8 +70,7 @@ class SystemTop {
       w.launch_seen = true;
     };
     config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
-    if (!run_top_session(config, screen_.get(), capture)) return 1;
-    return 0;
+    return run_top_session(config, screen_.get(), capture) ? 0 : 1;
   }
 
  private:
