@@ -31,6 +31,8 @@ bool ensure_tracefs(std::string* error) {
     return false;
   }
   if (mount("nodev", kTracefs, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return true;
+  // EBUSY: tracefs is already mounted there, by someone since the look above.
+  if (errno == EBUSY && exists(kTracefsEvents)) return true;
   *error = std::string("the mmap tracepoint needs tracefs, which is not mounted, and mounting it at ") + kTracefs +
            " failed (" + std::strerror(errno) + "): mount it as root with `mount -t tracefs nodev " + kTracefs + "`";
   return false;
