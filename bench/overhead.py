@@ -2,7 +2,7 @@
 """gpuprof overhead benchmark: baseline vs torch.profiler vs gpuprof's two exit modes, side by side.
 
     sudo /usr/bin/python3 bench/overhead.py [--rounds 8] [--shapes-memory] [--sampling] [--stacks] [--keep]
-                                            [--json FILE]
+                                            [--json FILE] [--chroot /srv/gpuprof-trixie]
 
 Starts bench/overhead_target.py (with --python, default /usr/bin/python3, which
 has torch) and, in one process, times two workloads -- a small-op chain of
@@ -178,8 +178,16 @@ def virt():
 
 
 class Target:
-    def __init__(self, python, args):
-        cmd = [python, "-u", os.path.join(HERE, "overhead_target.py")] + args
+    def __init__(self, python, args, chroot=None):
+        """python: the interpreter; chroot: run it there (the script is copied in)."""
+        script = os.path.join(HERE, "overhead_target.py")
+        if chroot:
+            inside = "/opt/gpuprof-bench/overhead_target.py"
+            os.makedirs(os.path.join(chroot, os.path.dirname(inside).lstrip("/")), exist_ok=True)
+            shutil.copyfile(script, os.path.join(chroot, inside.lstrip("/")))
+            cmd = ["chroot", chroot, python, "-u", inside] + args
+        else:
+            cmd = [python, "-u", script] + args
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         _children.append(self.p)
 
@@ -964,6 +972,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpuprof", default=os.path.join(ROOT, "build", "gpuprof"))
     ap.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch + torchvision")
+    ap.add_argument("--chroot", metavar="ROOT",
+                    help="run the workload's --python in this chroot (scripts/torch2-chroot.sh: torch 2.6, "
+                         "CPython 3.13, a CET-built libtorch)")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--small-links", type=int, default=79, help="mm/add/relu links per small-op step (7 ops each)")
     ap.add_argument("--small-steps", type=int, default=200)
@@ -1001,9 +1012,11 @@ def main():
             "(sudo /usr/bin/python3 bench/overhead.py)")
     if not os.access(a.gpuprof, os.X_OK):
         die(f"{a.gpuprof} not found; build it with `make -C {ROOT} build/gpuprof`")
-    chk = subprocess.run([a.python, "-c", "import torch, torchvision"], capture_output=True, text=True)
+    python_argv = (["chroot", a.chroot] if a.chroot else []) + [a.python]
+    chk = subprocess.run(python_argv + ["-c", "import torch, torchvision"], capture_output=True, text=True)
     if chk.returncode != 0:
-        die(f"{a.python} cannot import torch/torchvision (use --python):\n{chk.stderr.strip()}")
+        die(f"{' '.join(python_argv)} cannot import torch/torchvision (use --python, --chroot):\n"
+            f"{chk.stderr.strip()}")
 
     workdir = tempfile.mkdtemp(prefix="gpuprof-overhead-")
     t_begin = time.monotonic()
@@ -1019,7 +1032,7 @@ def main():
                                "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
                                "--duration-recordings", str(a.duration_recordings), "--threads", "1"]
                     + [arg for v in variants for arg in ("--variant", v)]
-                    + [arg for v in EXIT_MODES for arg in ("--duration-variant", v)])
+                    + [arg for v in EXIT_MODES for arg in ("--duration-variant", v)], chroot=a.chroot)
     kind, arg = target.recv()
     if kind != "READY":
         die(f"unexpected message from workload: {kind} {arg}")

@@ -123,6 +123,15 @@ def count_ops(wl):
             sum(n.startswith("aten::") for n in folded), op_tree(events))
 
 
+def start_ns(e):
+    """An event's start (torch 1.13 keeps microseconds, 2.x nanoseconds)."""
+    return e.start_ns() if hasattr(e, "start_ns") else 1000 * e.start_us()
+
+
+def duration_ns(e):
+    return e.duration_ns() if hasattr(e, "duration_ns") else 1000 * e.duration_us()
+
+
 def op_tree(events):
     """Per aten op name, over one step: calls, direct child calls and all descendant calls.
 
@@ -136,10 +145,10 @@ def op_tree(events):
         if e.name().startswith("aten::"):
             by_thread.setdefault(e.start_thread_id(), []).append(e)
     for evs in by_thread.values():
-        evs.sort(key=lambda e: (e.start_us(), -e.duration_us()))
-        stack = []  # (end_us, name) of the open calls
+        evs.sort(key=lambda e: (start_ns(e), -duration_ns(e)))
+        stack = []  # (end_ns, name) of the open calls
         for e in evs:
-            start = e.start_us()
+            start = start_ns(e)
             while stack and stack[-1][0] <= start:
                 stack.pop()
             for i, (_, name) in enumerate(stack):
@@ -149,7 +158,7 @@ def op_tree(events):
                     t["children"] += 1
             t = tree.setdefault(e.name(), {"calls": 0, "children": 0, "descendants": 0})
             t["calls"] += 1
-            stack.append((start + e.duration_us(), e.name()))
+            stack.append((start + duration_ns(e), e.name()))
     return tree
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Chrome trace size: gpuprof's against torch.profiler's, for the same region.
 
-    sudo /usr/bin/python3 bench/trace_size.py [--python /usr/bin/python3] [--keep DIR]
+    sudo /usr/bin/python3 bench/trace_size.py [--python /usr/bin/python3] [--chroot ROOT] [--keep DIR]
 
-Runs tests/workloads/resnet_region.py (one resnet18 forward pass, batch 5,
+Runs tests/workloads/region.py (one resnet18 forward pass, batch 5,
 224x224) with torch.profiler (CPU) around the region and `gpuprof record -p
 PID` attached over the same region, then compares torch's
 prof.export_chrome_trace() of the region with `gpuprof report
@@ -14,14 +14,18 @@ Exit status 1 if gpuprof's trace is larger than torch's.
 
 torch's export depends on its build: Debian's torch 1.13 (CPU, no Kineto)
 writes its legacy EventList trace (a bare event list, integer microseconds,
-empty args); Kineto builds (pip wheels, torch 2.x) write bigger events
-(External id, Record function id, ...). The script prints which it got.
+empty args); Kineto builds (torch 2.x: --chroot /srv/gpuprof-trixie, the
+torch 2.6 of scripts/torch2-chroot.sh) write bigger events (External id,
+Record function id, ...), like with like. The script prints which it got.
+With --chroot the workload runs in that chroot (copied in; the handshake
+directory must be under /tmp, which the chroot shares).
 """
 import argparse
 import gzip
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,7 +34,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 GPUPROF = ROOT / "build" / "gpuprof"
-WORKLOAD = ROOT / "tests" / "workloads" / "resnet_region.py"
+WORKLOADS = ROOT / "tests" / "workloads"
+CHROOT_WORKLOADS = "/opt/gpuprof-tests/workloads"
 TIMEOUT_S = 180
 
 
@@ -74,6 +79,7 @@ def gzipped_size(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--python", default="/usr/bin/python3", help="interpreter with torch and torchvision")
+    parser.add_argument("--chroot", metavar="ROOT", help="run --python in this chroot (torch 2.x, Kineto)")
     parser.add_argument("--keep", help="keep the traces in this directory")
     args = parser.parse_args()
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="gpuprof-trace-size-"))
@@ -82,9 +88,14 @@ def main():
     handshake.mkdir(exist_ok=True)
     for name in ("ready", "go", "region-done", "dump", "torch_ops.json"):
         (handshake / name).unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(WORKLOAD.parent)}
-    target = subprocess.Popen([args.python, str(WORKLOAD), str(handshake), "--torch-trace"],
-                              env=env, stdout=subprocess.DEVNULL)
+    if args.chroot:
+        inside = pathlib.Path(args.chroot) / CHROOT_WORKLOADS.lstrip("/")
+        shutil.rmtree(inside, ignore_errors=True)
+        shutil.copytree(WORKLOADS, inside, ignore=shutil.ignore_patterns("__pycache__"))
+        argv = ["chroot", args.chroot, args.python, f"{CHROOT_WORKLOADS}/region.py"]
+    else:
+        argv = [args.python, str(WORKLOADS / "region.py")]
+    target = subprocess.Popen(argv + [str(handshake), "--torch-trace"], stdout=subprocess.DEVNULL)
     recording = work / "resnet.gpuprof"
     try:
         wait_for(handshake / "ready", [target])
@@ -112,7 +123,9 @@ def main():
     rows = [("torch.profiler export_chrome_trace", theirs, op_calls(theirs_doc)),
             ("gpuprof report --chrome-trace", ours, op_calls(ours_doc))]
     kind = "legacy EventList (no Kineto)" if isinstance(theirs_doc, list) else "Kineto"
-    print(f"resnet18 forward (batch 5), same region, this machine; torch's trace: {kind}")
+    torch_version = subprocess.run(argv[:-1] + ["-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    print(f"resnet18 forward (batch 5), same region, this machine; torch {torch_version}, its trace: {kind}")
     print(f"{'trace':40} {'op calls':>9} {'bytes':>12} {'gzipped':>10}")
     for name, path, calls in rows:
         print(f"{name:40} {calls:9d} {path.stat().st_size:12d} {gzipped_size(path):10d}")

@@ -36,6 +36,15 @@ enum gp_event_kind {
 	 * the last repeat). Record format version 3 and later.
 	 */
 	GP_EV_STEP = 4,
+	/*
+	 * Written by the recorder, never by BPF: a recording window ends here
+	 * (record --schedule: the last recorded step of a cycle is over).
+	 * Every op frame open on any thread ends at ts_ns and counts as a call,
+	 * as torch.profiler ends the ranges open when its active steps end;
+	 * events stamped before it that arrive after it are not counted. tid,
+	 * pid and sp are 0, op_id GP_NO_OP. Record format version 5 and later.
+	 */
+	GP_EV_CUT = 5,
 };
 
 /* op_id of events that belong to no operator (GP_EV_CATCH). */

@@ -5,6 +5,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
+# The torch 2.x tier: a Debian trixie chroot with torch 2.6 (docs/testing.md).
+scripts/torch2-chroot.sh || exit 1
 
 mkdir -p build/test-results
 build/gpuprof_unit_tests --gtest_output=xml:build/test-results/unit.xml

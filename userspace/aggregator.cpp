@@ -288,6 +288,8 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   });
 
   profile.calls_unwound = timeline.calls_unwound;
+  profile.calls_cut = timeline.calls_cut;
+  profile.events_after_cut = timeline.events_after_cut;
   profile.exits_without_entry = timeline.exits_without_entry;
   profile.calls_open_at_end = timeline.calls_open_at_end;
   profile.events_unknown_kind = timeline.events_unknown_kind;

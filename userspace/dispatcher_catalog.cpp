@@ -10,6 +10,21 @@
 
 namespace gpuprof {
 
+std::string exitless_ops_warning(const DispatcherCatalog& catalog) {
+  if (catalog.exitless_ops.empty()) return "";
+  constexpr size_t kNamed = 3;
+  std::string names;
+  for (size_t i = 0; i < catalog.exitless_ops.size() && i < kNamed; i++) {
+    const OpInfo& op = catalog.ops[catalog.exitless_ops[i]];
+    names += (i ? ", " : "") + op.name + (op.overload.empty() ? "" : "." + op.overload);
+  }
+  if (catalog.exitless_ops.size() > kNamed) names += ", ...";
+  const size_t n = catalog.exitless_ops.size();
+  return std::to_string(n) + " of " + std::to_string(catalog.ops.size()) + (n == 1 ? " ops has" : " ops have") +
+         " no exit probe (no `ret` found in the body): " + names +
+         "; such a call ends at its thread's next event, so its times are not measured";
+}
+
 std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,
                                                          std::string* error) {
   auto elf = ElfImage::open(path, error);
@@ -51,9 +66,11 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
   catalog.schemas_found = resolver.schema_count();
   catalog.build_id = elf->build_id();
   for (const Entry& entry : entries) {
-    auto entry_offset = elf->file_offset(entry.symbol.address);
     auto body = elf->bytes_at(entry.symbol.address, entry.symbol.size);
-    if (!entry_offset || body.empty()) continue;
+    if (body.empty()) continue;
+    BodyExits exits = find_body_exits(body, entry.symbol.address);
+    auto entry_offset = elf->file_offset(exits.entry_address);
+    if (!entry_offset) continue;
     const auto op_id = static_cast<uint32_t>(catalog.ops.size());
     OpName name = resolver.resolve(entry.struct_name);
     catalog.ops.push_back(OpInfo{name.torch_name(), name.overload, std::string(entry.symbol.name)});
@@ -62,10 +79,12 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     if (!catalog.arg_plans.back().ok) catalog.ops_without_arg_plan++;
     catalog.sites.add(*entry_offset, GP_COOKIE(GP_EV_OP_ENTRY, op_id));
     catalog.entry_sites++;
-
-    BodyExits exits = find_body_exits(body, entry.symbol.address);
-    if (!exits.first_is_push) catalog.entries_single_stepped++;
-    if (exits.ret_addresses.empty()) catalog.ops_without_exit++;
+    if (!exits.entry_emulated) catalog.entries_single_stepped++;
+    if (exits.entry_after_endbr) catalog.entries_after_endbr++;
+    if (exits.ret_addresses.empty()) {
+      catalog.ops_without_exit++;
+      catalog.exitless_ops.push_back(op_id);
+    }
     for (uint64_t ret : exits.ret_addresses) {
       const EmulatedExit* emulated = nullptr;
       if (exit_mode == ExitMode::emulated)

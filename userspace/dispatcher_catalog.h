@@ -40,7 +40,9 @@ struct DispatcherCatalog {
   uint32_t exit_sites = 0;
   uint32_t exit_sites_single_stepped = 0;  // exits probed on the `ret` itself
   uint32_t ops_without_exit = 0;      // no `ret` found: such calls end by sp reconciliation
-  uint32_t entries_single_stepped = 0;  // first instruction not a push: slower probe
+  std::vector<uint32_t> exitless_ops;  // their op ids
+  uint32_t entries_single_stepped = 0;  // entry site not a push: slower probe
+  uint32_t entries_after_endbr = 0;     // entry site after a leading endbr64 (CET builds)
   size_t schemas_found = 0;
   // Where each op's tensor arguments are at its entry (record
   // --record-shapes); index == op id. !ok plans say why in `why`.
@@ -48,6 +50,10 @@ struct DispatcherCatalog {
   uint32_t ops_without_arg_plan = 0;  // arg_plans that are !ok
   std::string build_id;
 };
+
+// "" when every op has an exit probe; else a warning that counts and names
+// (the first few of) those without: their calls' times are meaningless.
+std::string exitless_ops_warning(const DispatcherCatalog& catalog);
 
 // nullopt with *error when the file cannot be read or exports no
 // dispatcher entry points (it is not a libtorch_cpu).

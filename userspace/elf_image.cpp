@@ -65,7 +65,12 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string* err
     return std::nullopt;
   }
   state->size = static_cast<size_t>(st.st_size);
-  void* map = mmap(nullptr, state->size, PROT_READ, MAP_PRIVATE, state->fd, 0);
+  // MAP_SHARED, never MAP_PRIVATE: the kernel plants other sessions'
+  // uprobe breakpoints (a pid-less link of `record -a`, bpftrace, perf
+  // probe) in every private mapping of the file that may execute, gpuprof's
+  // own included, so a private mapping can show int3 bytes where the code
+  // is. Shared mappings are never probed: they show the file's true bytes.
+  void* map = mmap(nullptr, state->size, PROT_READ, MAP_SHARED, state->fd, 0);
   if (map == MAP_FAILED) {
     *error = "cannot map " + path + ": " + std::strerror(errno);
     return std::nullopt;

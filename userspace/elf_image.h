@@ -25,8 +25,9 @@ struct ElfSymbol {
 
 class ElfImage {
  public:
-  // Maps the file read-only. nullopt (and *error set) if it cannot be opened
-  // or is not a 64-bit ELF file.
+  // Maps the file read-only and shared (its true bytes, whoever probes it).
+  // nullopt (and *error set) if it cannot be opened or is not a 64-bit ELF
+  // file.
   static std::optional<ElfImage> open(const std::string& path, std::string* error);
 
   ElfImage(ElfImage&&) noexcept;

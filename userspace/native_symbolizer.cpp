@@ -284,33 +284,15 @@ bool NativeSymbolizer::read_maps() {
   maps_read_ = true;
   maps_reads_++;
   last_read_ = std::chrono::steady_clock::now();
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/maps");
-  if (!in) return false;
-  std::vector<Mapping> fresh;
-  std::string line;
-  while (std::getline(in, line)) {
-    // start-end perms offset dev inode [path]
-    Mapping m;
-    unsigned long long start, end, offset;
-    int consumed = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %*s %llx %*s %*s%n", &start, &end, &offset, &consumed) < 3 ||
-        consumed == 0)
-      continue;
-    m.start = start;
-    m.end = end;
-    m.offset = offset;
-    size_t p = static_cast<size_t>(consumed);
-    while (p < line.size() && line[p] == ' ') p++;
-    std::string path = line.substr(p);
-    if (path.starts_with("/")) m.path = std::move(path);  // else [heap], [vdso], anon, ...
-    fresh.push_back(std::move(m));
-  }
+  std::vector<MapsEntry> fresh = gpuprof::read_maps(pid_).value_or(std::vector<MapsEntry>{});
+  for (MapsEntry& m : fresh)
+    if (!m.is_file()) m.path.clear();  // [heap], [vdso], anonymous: no file to name
   // A process that has exited (a zombie) shows no mappings: keep the last
   // ones known, so that what it ran can still be named.
   if (fresh.empty()) return false;
-  std::sort(fresh.begin(), fresh.end(), [](const Mapping& a, const Mapping& b) { return a.start < b.start; });
+  std::sort(fresh.begin(), fresh.end(), [](const MapsEntry& a, const MapsEntry& b) { return a.start < b.start; });
   bool changed = fresh.size() != mappings_.size() ||
-                 !std::equal(fresh.begin(), fresh.end(), mappings_.begin(), [](const Mapping& a, const Mapping& b) {
+                 !std::equal(fresh.begin(), fresh.end(), mappings_.begin(), [](const MapsEntry& a, const MapsEntry& b) {
                    return a.start == b.start && a.end == b.end && a.offset == b.offset && a.path == b.path;
                  });
   if (changed) {
@@ -320,33 +302,33 @@ bool NativeSymbolizer::read_maps() {
   return true;
 }
 
-const NativeSymbolizer::Mapping* NativeSymbolizer::find_mapping(uint64_t address) const {
+const MapsEntry* NativeSymbolizer::find_mapping(uint64_t address) const {
   auto it = std::upper_bound(mappings_.begin(), mappings_.end(), address,
-                             [](uint64_t a, const Mapping& m) { return a < m.start; });
+                             [](uint64_t a, const MapsEntry& m) { return a < m.start; });
   if (it == mappings_.begin()) return nullptr;
   --it;
   return address < it->end ? &*it : nullptr;
 }
 
-NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const std::string& path) {
+NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const MapsEntry& mapping) {
+  const std::string& path = mapping.path;
   auto it = files_.find(path);
   if (it != files_.end()) return *it->second;
   auto file = std::make_unique<FileSymbols>();
   file->name = base_name(path);
-  std::string real = path;
-  constexpr std::string_view kDeleted = " (deleted)";
-  if (std::string_view(real).ends_with(kDeleted)) real.resize(real.size() - kDeleted.size());
-  // Through the target's root (its mount namespace); once the target is
-  // gone, that path is too: the same path in ours is the best left.
-  if (!file->load("/proc/" + std::to_string(pid_) + "/root" + real)) file->load(real);
+  // As target_maps.h opens a target's files; once the target is gone, the
+  // same path in gpuprof's mount namespace is the best left.
+  std::string error;
+  auto openable = openable_path(pid_, mapping, &error);
+  if (!openable || !file->load(*openable)) file->load(path);
   return *files_.emplace(path, std::move(file)).first->second;
 }
 
 std::string NativeSymbolizer::symbolize_uncached(uint64_t address) {
-  const Mapping* m = find_mapping(address);
+  const MapsEntry* m = find_mapping(address);
   if (!m) return kUnknown;
   if (m->path.empty()) return kUnknown;
-  FileSymbols& file = file_symbols(m->path);
+  FileSymbols& file = file_symbols(*m);
   uint64_t file_offset = address - m->start + m->offset;
   std::optional<uint64_t> vaddr = file.vaddr_of_offset(file_offset);
   if (!vaddr) return hex_offset(file.name, file_offset);
@@ -358,9 +340,9 @@ std::string NativeSymbolizer::symbolize_uncached(uint64_t address) {
 std::optional<std::string> NativeSymbolizer::function_starting_at(uint64_t address) {
   try {
     if (!maps_read_ || !find_mapping(address)) read_maps();
-    const Mapping* m = find_mapping(address);
+    const MapsEntry* m = find_mapping(address);
     if (!m || m->path.empty()) return std::nullopt;
-    FileSymbols& file = file_symbols(m->path);
+    FileSymbols& file = file_symbols(*m);
     std::optional<uint64_t> vaddr = file.vaddr_of_offset(address - m->start + m->offset);
     if (!vaddr) return std::nullopt;
     const FileSymbols::Symbol* sym = file.lookup(*vaddr);

@@ -17,7 +17,8 @@
 // Addresses to files: /proc/PID/maps, read on the first symbolize() and read
 // again when an address lies outside every known mapping (libraries are
 // loaded late), at most once per min_reread_interval. Files are opened as
-// /proc/PID/root/<path>, so a target in another mount namespace works.
+// target_maps.h finds them (chroots and containers), by their path once the
+// target is gone.
 // Runtime address -> file offset (through the mapping) -> ELF virtual address
 // (through the PT_LOAD segment holding that file offset).
 //
@@ -43,6 +44,8 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "target_maps.h"
 
 namespace gpuprof {
 
@@ -83,17 +86,11 @@ class NativeSymbolizer {
   int maps_reads() const { return maps_reads_; }
 
  private:
-  struct Mapping {
-    uint64_t start = 0;
-    uint64_t end = 0;
-    uint64_t offset = 0;
-    std::string path;  // "" for anonymous / pseudo mappings ([heap], [vdso], ...)
-  };
   struct FileSymbols;
 
   bool read_maps();
-  const Mapping* find_mapping(uint64_t address) const;
-  FileSymbols& file_symbols(const std::string& path);
+  const MapsEntry* find_mapping(uint64_t address) const;
+  FileSymbols& file_symbols(const MapsEntry& mapping);
   std::string symbolize_uncached(uint64_t address);
 
   int pid_;
@@ -101,7 +98,7 @@ class NativeSymbolizer {
   std::chrono::steady_clock::time_point last_read_{};
   bool maps_read_ = false;
   int maps_reads_ = 0;
-  std::vector<Mapping> mappings_;  // sorted by start
+  std::vector<MapsEntry> mappings_;  // sorted by start
   std::unordered_map<std::string, std::unique_ptr<FileSymbols>> files_;
   std::unordered_map<uint64_t, std::string> cache_;
 };

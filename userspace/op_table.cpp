@@ -439,6 +439,14 @@ std::string format_profile_notes(const Profile& profile) {
     out += "gpuprof: " + counted(profile.calls_unwound, "call", "calls") +
            " ended by exception unwinding (counted; their end time is the catch)\n";
   }
+  if (profile.calls_cut != 0) {
+    out += "gpuprof: " + counted(profile.calls_cut, "call was", "calls were") +
+           " still running when a cycle of recorded steps ended (counted, ending there, as torch.profiler does)\n";
+  }
+  if (profile.events_after_cut != 0) {
+    out += "gpuprof: " + counted(profile.events_after_cut, "event", "events") +
+           " of a cycle of recorded steps arrived after its end (not counted)\n";
+  }
   if (profile.exits_without_entry != 0) {
     out += "gpuprof: " +
            counted(profile.exits_without_entry, "op was", "ops were") +

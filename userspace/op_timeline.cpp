@@ -29,6 +29,13 @@ struct ThreadState {
 class Builder {
  public:
   void add(const gp_event& event, uint64_t index) {
+    if (event.kind == GP_EV_CUT) return on_cut(event);
+    if (event.ts_ns < last_cut_ns_) {
+      // Stamped before the window that a cut closed, arriving after it (from
+      // another CPU's ring position): it belongs to no window any more.
+      ++timeline_.events_after_cut;
+      return;
+    }
     ThreadState& thread = thread_of(event.tid);
     switch (event.kind) {
       case GP_EV_OP_ENTRY:
@@ -139,6 +146,24 @@ class Builder {
   // A step frame sits below every op frame of its thread (op_timeline.h).
   static constexpr uint64_t kStepFrameSp = UINT64_MAX;
 
+  // The end of a recording window: every open frame of every thread ends
+  // here, an ordinary call (torch ends the ranges open when its active steps
+  // end), the step frame included.
+  void on_cut(const gp_event& event) {
+    // Thread by thread in tid order, so that the calls come out the same
+    // way every time (a cut is rare: the sort costs nothing).
+    std::vector<ThreadState*> threads;
+    for (auto& [tid, thread] : threads_) threads.push_back(&thread);
+    std::sort(threads.begin(), threads.end(), [](const ThreadState* a, const ThreadState* b) { return a->tid < b->tid; });
+    for (ThreadState* state : threads) {
+      ThreadState& thread = *state;
+      for (const OpenFrame& frame : thread.stack) timeline_.calls_cut += frame.entry_sp != kStepFrameSp;
+      while (!thread.stack.empty()) close_top(thread, event.ts_ns, /*unwound=*/false);
+      thread.last_event_ns = std::max<uint64_t>(thread.last_event_ns, event.ts_ns);
+    }
+    last_cut_ns_ = std::max<uint64_t>(last_cut_ns_, event.ts_ns);
+  }
+
   void on_step(ThreadState& thread, const gp_event& event, uint64_t index) {
     if (!thread.stack.empty()) {
       if (thread.stack.back().entry_sp != kStepFrameSp) {
@@ -194,6 +219,7 @@ class Builder {
   }
 
   std::unordered_map<uint32_t, ThreadState> threads_;
+  uint64_t last_cut_ns_ = 0;
   ThreadState* cached_thread_ = nullptr;
   uint32_t cached_tid_ = 0;
   Timeline timeline_;

@@ -55,6 +55,16 @@
 // (torch ends its last range when profiling stops); op frames open above it
 // are not calls, as always.
 //
+// Cuts (events.h GP_EV_CUT, written by the recorder where a schedule's
+// cycle of recorded steps ends): every frame open on any thread ends at the
+// cut, an ordinary call (calls_cut counts the op frames), as torch.profiler
+// ends the ranges still open when its active steps end. Without the cut,
+// such a frame's exit, dropped in the unrecorded steps, would leave it open
+// until the thread's next recorded event, one or many steps later. An event
+// stamped before the last cut that comes after it (another CPU's event, a
+// few microseconds late in the ring) belongs to a window already closed: it
+// is not counted (events_after_cut).
+//
 // Each thread (tid) has its own stack. Events of one thread must be in the
 // order they happened (the recorder keeps that); events of different threads
 // may interleave in any way, and the pid field is not looked at.
@@ -101,6 +111,8 @@ struct Timeline {
   uint64_t calls_open_at_end = 0;    // frames still open after the last event
   uint64_t events_unknown_kind = 0;  // events with a kind events.h lacks; ignored
   uint64_t steps_inside_calls = 0;   // STEP events that found op frames open (above)
+  uint64_t calls_cut = 0;            // calls ended by a CUT (above); in `calls`, not unwound
+  uint64_t events_after_cut = 0;     // events stamped before a cut that came after it; ignored
   // Calls whose children's durations exceeded their own, so self time was
   // clamped at 0. Only possible when a thread's events are out of time
   // order; tests expect 0.

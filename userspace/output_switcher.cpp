@@ -75,12 +75,28 @@ int64_t OutputSwitcher::step_at(uint64_t ts_ns) const {
   return static_cast<int64_t>((ts_ns - s.start_ns) / s.step_ns);
 }
 
-bool OutputSwitcher::open_cycle(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters,
-                                std::string* error) {
+bool OutputSwitcher::open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters,
+                                 std::string* error) {
+  window_ = cycle;
+  window_cut_ = false;
+  cycle_first_step_ = cycle_last_step_ = step;
+  if (!plan_.cycle_path) return true;
   if (!outputs_.open(RecordOutputs::kCycle, plan_.cycle_path(cycle), start_ns, counters, error)) return false;
   open_cycle_ = cycle;
-  cycle_first_step_ = cycle_last_step_ = step;
   return true;
+}
+
+// The window's end: a CUT event (events.h) in every open file, so that the
+// calls still running end there in each of them alike, then the cycle's
+// own file is closed.
+bool OutputSwitcher::end_window(uint64_t end_ns, const RecordStats& counters, std::string* error) {
+  if (window_ < 0 || window_cut_) return true;
+  window_cut_ = true;
+  const gp_event cut{.ts_ns = end_ns, .sp = 0, .tid = 0, .pid = 0, .op_id = GP_NO_OP,
+                     .kind = GP_EV_CUT, .payload_bytes = 0};
+  if (!outputs_.append_events(&cut, 1, error)) return false;
+  cuts_++;
+  return close_cycle(counters, end_ns, error);
 }
 
 bool OutputSwitcher::close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error) {
@@ -88,7 +104,6 @@ bool OutputSwitcher::close_cycle(const RecordStats& counters, uint64_t end_ns, s
   const std::string path = outputs_.path(RecordOutputs::kCycle);
   const int64_t cycle = open_cycle_;
   open_cycle_ = -1;
-  last_closed_cycle_ = std::max(last_closed_cycle_, cycle);
   if (!outputs_.close(RecordOutputs::kCycle, counters, end_ns, error)) return false;
   cycles_saved_++;
   if (plan_.cycle_done) plan_.cycle_done(path, cycle, cycle_first_step_, cycle_last_step_);
@@ -100,32 +115,49 @@ bool OutputSwitcher::on_step(const gp_event& step, const RecordStats& counters, 
   const int64_t cycle = cycle_of_step(plan_.schedule, number);
   steps_.emplace_back(step.ts_ns, cycle >= 0);
   if (steps_.size() > kStepsRemembered) steps_.pop_front();
-  if (!plan_.cycle_path) return true;
-  if (open_cycle_ >= 0 && cycle != open_cycle_) {
-    // The step that ends the cycle closes its last ProfilerStep frame there.
-    gp_event closing = step;
-    closing.op_id = GP_NO_OP;
-    if (!outputs_.append_to(RecordOutputs::kCycle, closing, error)) return false;
-    if (!close_cycle(counters, step.ts_ns, error)) return false;
+  if (cycle == window_ && cycle >= 0) {
+    cycle_last_step_ = number;
+    return true;
   }
-  if (cycle >= 0 && open_cycle_ < 0) return open_cycle(cycle, number, step.ts_ns, counters, error);
-  if (cycle >= 0) cycle_last_step_ = number;
-  return true;
+  // The step that ends a cycle ends its window (on every thread).
+  if (!end_window(step.ts_ns, counters, error)) return false;
+  if (cycle < 0) {
+    window_ = -1;
+    return true;
+  }
+  return open_window(cycle, number, step.ts_ns, counters, error);
+}
+
+// Time mode: cycle c records steps first_step(c) .. first_step(c) + active - 1.
+int64_t OutputSwitcher::first_step(int64_t cycle) const {
+  const gp_schedule& s = plan_.schedule;
+  return static_cast<int64_t>(s.skip_first + static_cast<uint64_t>(cycle) * (s.wait + s.warmup + s.active) +
+                              s.wait + s.warmup);
+}
+
+uint64_t OutputSwitcher::window_end_ns() const {
+  const gp_schedule& s = plan_.schedule;
+  return s.start_ns + static_cast<uint64_t>(first_step(window_) + static_cast<int64_t>(s.active)) * s.step_ns;
 }
 
 bool OutputSwitcher::before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now,
                                    std::string* error) {
-  if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME || !plan_.cycle_path) return true;
+  if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME) return true;
   const int64_t step = step_at(ts_ns);
   const int64_t cycle = cycle_of_step(plan_.schedule, step);
-  if (cycle == open_cycle_ || cycle < 0 || cycle <= last_closed_cycle_) {  // stragglers: main file only
-    if (cycle >= 0 && cycle == open_cycle_) cycle_last_step_ = std::max(cycle_last_step_, step);
-    return true;
-  }
+  // Not recorded (a clock read racing a boundary), the window being
+  // written, or a straggler of an earlier window (the timeline leaves out
+  // what is stamped before a cut): nothing to switch.
+  if (cycle < 0 || cycle <= window_) return true;
   const RecordStats counters = counters_now();
-  if (!close_cycle(counters, ts_ns, error)) return false;
-  const uint64_t start = plan_.schedule.start_ns + static_cast<uint64_t>(step) * plan_.schedule.step_ns;
-  return open_cycle(cycle, step, start, counters, error);
+  if (!end_window(window_end_ns(), counters, error)) return false;
+  const int64_t first = first_step(cycle);
+  // The cycle's file holds its steps as the schedule has them, from the start.
+  if (!open_window(cycle, first, plan_.schedule.start_ns + static_cast<uint64_t>(first) * plan_.schedule.step_ns,
+                   counters, error))
+    return false;
+  cycle_last_step_ = first + static_cast<int64_t>(plan_.schedule.active) - 1;
+  return true;
 }
 
 bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
@@ -141,10 +173,12 @@ bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
 }
 
 bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::string* error) {
-  if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && open_cycle_ >= 0 && now_ns > kCycleGraceNs &&
-      cycle_of_step(plan_.schedule, step_at(now_ns - kCycleGraceNs)) != open_cycle_) {
-    const uint64_t end = plan_.schedule.start_ns + static_cast<uint64_t>(cycle_last_step_ + 1) * plan_.schedule.step_ns;
-    if (!close_cycle(counters, end, error)) return false;
+  // A time-mode window whose end passed long enough ago that its records
+  // have all arrived (the target went quiet after it: no later record
+  // switched): it ends now.
+  if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && window_ >= 0 && !window_cut_ &&
+      now_ns >= window_end_ns() + kCycleGraceNs) {
+    if (!end_window(window_end_ns(), counters, error)) return false;
   }
   if (!outputs_.is_open(RecordOutputs::kMain) || !(plan_.rotate_bytes || plan_.rotate_ns)) return true;
   const bool full = plan_.rotate_bytes && outputs_.bytes_written(RecordOutputs::kMain) >= plan_.rotate_bytes;
@@ -164,6 +198,16 @@ bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::str
 }
 
 bool OutputSwitcher::finish(const RecordStats& counters, uint64_t end_ns, std::string* error) {
+  // A time-mode cycle whose steps are all over ends where they do; one cut
+  // short by the stop (or any op-mode cycle) ends at the stop, its running
+  // calls not counted, as anywhere else.
+  if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && window_ >= 0 && !window_cut_) {
+    if (end_ns >= window_end_ns()) {
+      if (!end_window(window_end_ns(), counters, error)) return false;
+    } else {
+      cycle_last_step_ = std::min(cycle_last_step_, step_at(end_ns));
+    }
+  }
   bool ok = close_cycle(counters, end_ns, error);
   std::string main_error;
   if (!outputs_.close(RecordOutputs::kMain, counters, end_ns, &main_error) && ok) {

@@ -12,6 +12,15 @@
 // It also answers, for the records that BPF cannot gate (CPU samples, CUDA
 // launches, CUPTI records: other BPF programs or the shim), whether their
 // time falls in a recorded step.
+//
+// With a schedule, each cycle's recorded steps are a window; where a window
+// ends (op mode: at the step event that ends the cycle; time mode: at the
+// end of its last step, known once a record of a later cycle arrives, or
+// kCycleGraceNs after it), a CUT event (events.h) goes into every open file
+// before the cycle's file is closed: the calls still running end there in
+// the main file and in the cycle's file alike (op_timeline.h), as
+// torch.profiler ends its ranges when its active steps end, instead of
+// waiting for exits that the unrecorded steps drop.
 #pragma once
 
 #include <cstdint>
@@ -73,20 +82,26 @@ class OutputSwitcher {
 
   uint64_t files_rotated() const { return rotations_; }
   uint64_t cycles_saved() const { return cycles_saved_; }
+  uint64_t cuts() const { return cuts_; }
 
  private:
   int64_t step_at(uint64_t ts_ns) const;  // time mode; -1 before the start
-  bool open_cycle(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters, std::string* error);
+  int64_t first_step(int64_t cycle) const;  // time mode
+  uint64_t window_end_ns() const;           // time mode: the end of window_'s last step
+  bool open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters, std::string* error);
+  bool end_window(uint64_t end_ns, const RecordStats& counters, std::string* error);
   bool close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error);
 
   OutputPlan plan_;
   RecordOutputs outputs_;
   uint64_t rotation_ = 1;  // number of the main file open now (with --rotate)
   uint64_t rotations_ = 0;
+  int64_t window_ = -1;       // the cycle whose window records are written into (-1: none)
+  bool window_cut_ = false;  // its CUT is written
   int64_t open_cycle_ = -1;  // cycle whose file is open
-  int64_t last_closed_cycle_ = -1;  // never opened again
   int64_t cycle_first_step_ = -1, cycle_last_step_ = -1;
   uint64_t cycles_saved_ = 0;
+  uint64_t cuts_ = 0;
   // Op mode: (start time, recorded) of the latest steps, oldest first.
   std::deque<std::pair<uint64_t, bool>> steps_;
 };

@@ -1,6 +1,7 @@
 #include "python_runtime.h"
 
 #include "elf_image.h"
+#include "target_maps.h"
 
 #include <capstone/capstone.h>
 #include <elf.h>
@@ -22,30 +23,6 @@ std::string hex(uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-struct Mapping {
-  uint64_t start = 0, offset = 0;
-  std::string path;
-};
-
-std::vector<Mapping> read_maps(int pid) {
-  std::vector<Mapping> out;
-  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    size_t slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    Mapping m;
-    m.path = line.substr(slash);
-    if (m.path.ends_with(" (deleted)")) continue;
-    unsigned long long start = 0, offset = 0;
-    if (std::sscanf(line.c_str(), "%llx-%*x %*s %llx", &start, &offset) != 2) continue;
-    m.start = start;
-    m.offset = offset;
-    out.push_back(std::move(m));
-  }
-  return out;
 }
 
 // The virtual address (page-aligned) of the PT_LOAD segment at file offset 0.
@@ -200,20 +177,27 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
   bool ignored = false;
   if (!may_change) may_change = &ignored;
   *may_change = false;
-  std::vector<Mapping> maps = read_maps(pid);
-  if (maps.empty()) {
+  auto read = read_maps(pid);
+  if (!read || read->empty()) {
     *why = "cannot read /proc/" + std::to_string(pid) + "/maps";
     return std::nullopt;
   }
+  const std::vector<MapsEntry>& maps = *read;
   std::set<std::string> seen;
   std::string last_reason = "no mapped python3.x executable or libpython3.x.so defines _PyRuntime";
-  for (const Mapping& m : maps) {
-    std::string_view base = std::string_view(m.path).substr(m.path.rfind('/') + 1);
-    if (!looks_like_python_file(base) || !seen.insert(m.path).second) continue;
+  for (const MapsEntry& m : maps) {
+    if (!m.is_file() || !looks_like_python_file(m.base_name()) || !seen.insert(m.path).second) continue;
     PythonRuntime rt;
     rt.path_in_target = m.path;
-    rt.path_for_us = "/proc/" + std::to_string(pid) + "/root" + m.path;
     std::string err;
+    auto path = openable_path(pid, m, &err);
+    if (!path) {
+      // Said if no other file defines the runtime: a process in a chroot
+      // whose interpreter gpuprof cannot open must not read as "no Python".
+      last_reason = err;
+      continue;
+    }
+    rt.path_for_us = *path;
     auto elf = ElfImage::open(rt.path_for_us, &err);
     if (!elf) continue;
     auto runtime = elf->symbol_value("_PyRuntime");
@@ -225,8 +209,8 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
     }
     // Load bias: the mapping at file offset 0 minus the first PT_LOAD's address.
     std::optional<uint64_t> map0;
-    for (const Mapping& k : maps)
-      if (k.path == m.path && k.offset == 0) {
+    for (const MapsEntry& k : maps)
+      if (k.path == m.path && k.inode == m.inode && k.offset == 0) {
         map0 = k.start;
         break;
       }

@@ -412,9 +412,12 @@ bool mem_event_ok(const gp_mem_event& e) {
 }
 
 // The event rules of record_file.h, shared by writer and reader.
-// GP_EV_STEP events (schedules) came with version 3.
-uint16_t last_event_kind(uint32_t version) { return version >= 3 ? GP_EV_STEP : GP_EV_CATCH; }
+// GP_EV_STEP events (schedules) came with version 3, GP_EV_CUT with 5.
+uint16_t last_event_kind(uint32_t version) {
+  return version >= 5 ? GP_EV_CUT : version >= 3 ? GP_EV_STEP : GP_EV_CATCH;
+}
 bool event_ok(const gp_event& e, size_t nops, uint32_t version) {
+  if (e.kind == GP_EV_CUT && version >= 5) return e.op_id == GP_NO_OP;
   if (e.kind == GP_EV_CATCH || (e.kind == GP_EV_STEP && version >= 3))
     return e.op_id == GP_NO_OP || e.op_id < nops;
   return (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_OP_EXIT) && e.op_id < nops;

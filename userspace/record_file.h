@@ -13,7 +13,7 @@
 //
 //   file header, 16 bytes
 //     0  char[8] magic     "GPUPROF\0"
-//     8  u32     version   GP_RECORD_FORMAT_VERSION (4; versions 1 to 3 are
+//     8  u32     version   GP_RECORD_FORMAT_VERSION (5; versions 1 to 4 are
 //                          still read)
 //    12  u32     hdr_size  16 (size of this header; anything else is corrupt)
 //   then chunks, back to back until the end of the file:
@@ -190,7 +190,8 @@
 // Events: GP_EV_OP_ENTRY / GP_EV_OP_EXIT need op_id < ops.size(); GP_EV_CATCH
 // carries GP_NO_OP (an op id in range is tolerated); GP_EV_STEP (version 3
 // only: version 3 is version 2 plus step events) carries GP_NO_OP or an op
-// id in range (the ProfilerStep op, see schedule.h); payload_bytes is 0.
+// id in range (the ProfilerStep op, see schedule.h); GP_EV_CUT (version 5:
+// version 4 plus cuts) carries GP_NO_OP; payload_bytes is 0.
 // Entry shapes: event_index strictly increasing across the file and naming
 // a GP_EV_OP_ENTRY event of an EVENTS chunk before it (not necessarily the
 // one just before: shapes may be decoded long after their event); shape_id
@@ -244,7 +245,7 @@
 
 namespace gpuprof {
 
-inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 4;
+inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 5;
 inline constexpr char kRecordMagic[8] = {'G', 'P', 'U', 'P', 'R', 'O', 'F', '\0'};
 inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;

@@ -76,14 +76,6 @@ bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_
   return writer.finish(own, end_monotonic_ns, error);
 }
 
-bool RecordOutputs::append_to(Output output, const gp_event& event, std::string* error) {
-  File& file = files_[output];
-  if (!file.writer) return true;
-  if (!file.writer->append_events(&event, 1, error)) return false;
-  file.events++;
-  return true;
-}
-
 bool RecordOutputs::append_events(const gp_event* events, size_t count, std::string* error) {
   const bool ok = each(error, [&](File& f, std::string& err) {
     if (!f.writer->append_events(events, count, &err)) return false;

@@ -51,10 +51,6 @@ class RecordOutputs {
   // file's own), END. The output is closed even when this fails.
   bool close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
 
-  // One event to one file only, counted in no index: the step that ends a
-  // cycle, written to that cycle's file just before it is closed.
-  bool append_to(Output output, const gp_event& event, std::string* error);
-
   // RecordWriter's calls (record_file.h), for every open file.
   bool append_events(const gp_event* events, size_t count, std::string* error);
   bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);

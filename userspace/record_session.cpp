@@ -301,6 +301,8 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                config_.exit_mode == ExitMode::emulated ? "emulated" : "on ret",
                catalog->exit_sites_single_stepped,
                config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+  if (std::string exitless = exitless_ops_warning(*catalog); !exitless.empty())
+    std::fprintf(stderr, "gpuprof: warning: %s\n", exitless.c_str());
   if (config_.verbose)
     std::fprintf(stderr,
                  "gpuprof: %zu schemas read; %u ops without a ret; %u entries single-stepped; "
@@ -362,6 +364,10 @@ bool Session::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& op
 void Session::on_fork(const gp_fork& fork) {
   const int child = static_cast<int>(fork.child_pid);
   auto library = find_mapped_library(child, "libtorch_cpu");
+  if (!library.unreadable.empty()) {
+    warn("--follow-forks: child " + std::to_string(child) + " not traced: " + library.unreadable);
+    return;
+  }
   if (!library) {
     std::fprintf(stderr, "gpuprof: %d (forked by %u) has no libtorch_cpu mapped any more: not followed\n", child,
                  fork.parent_pid);
@@ -499,9 +505,9 @@ bool Session::needs_libc10() const {
 void Session::try_attach_memory() {
   if (!config_.profile_memory || !attached_ || memory_attached_ || !memory_error_.empty()) return;
   auto libc10 = find_mapped_library(target_pid_, "libc10.so");
-  if (!libc10) return;
-  std::string error;
-  if (tracer_->attach_memory(libc10->path_for_us, target_pid_, &error)) {
+  std::string error = libc10.unreadable;
+  if (!libc10 && error.empty()) return;
+  if (libc10 && tracer_->attach_memory(libc10->path_for_us, target_pid_, &error)) {
     memory_attached_ = true;
     if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
   } else {
@@ -518,16 +524,18 @@ void Session::try_attach_launches(bool now) {
   if (!attached_ || (!needs_libcudart() && !needs_libcuda()) || !launch_retry_.due(now)) return;
   std::string error;
   if (needs_libcudart()) {
-    if (auto libcudart = find_mapped_library(target_pid_, "libcudart")) {
-      if (!attach_launch_library(*libcudart, LaunchApi::runtime, &error)) {
+    if (auto libcudart = find_mapped_library(target_pid_, "libcudart"); libcudart || !libcudart.unreadable.empty()) {
+      error = libcudart.unreadable;
+      if (!libcudart || !attach_launch_library(*libcudart, LaunchApi::runtime, &error)) {
         launch_error_ = error;
         warn("no CUDA launches: " + error);
       }
     }
   }
   if (needs_libcuda()) {
-    if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so")) {
-      if (!attach_launch_library(*libcuda, LaunchApi::driver, &error)) {
+    if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so"); libcuda || !libcuda.unreadable.empty()) {
+      error = libcuda.unreadable;
+      if (!libcuda || !attach_launch_library(*libcuda, LaunchApi::driver, &error)) {
         driver_error_ = error;
         warn("no CUDA driver API launches: " + error);
       }
@@ -549,7 +557,7 @@ bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api,
   if (api == LaunchApi::runtime) {
     // The driver calls libcudart makes inside its launches are those
     // launches: the driver probes skip calls returning into it.
-    if (auto range = mapped_address_range(target_pid_, library.path_in_target))
+    if (auto range = mapped_address_range(target_pid_, library))
       launch_tracer_->set_runtime_range(range->first, range->second);
     cuda_runtime_ = CudaRuntimeInfo{library.path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
     std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
@@ -598,9 +606,9 @@ bool Session::ensure_launch_tracer(std::string* error) {
 void Session::try_attach_shim(bool now) {
   if (!attached_ || !needs_shim() || !shim_retry_.due(now)) return;
   auto shim = find_mapped_library(target_pid_, kShimFilePrefix);
-  if (!shim) return;
-  std::string error;
-  if (!ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
+  std::string error = shim.unreadable;
+  if (!shim && error.empty()) return;
+  if (!shim || !ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
     shim_error_ = error;
     warn("no GPU times: " + error);
     return;
@@ -762,13 +770,13 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   const std::span<const uint64_t> shape_words = payload.shape_words;
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
-  const uint64_t index = stats_.events_recorded;  // its index in the recording's events
-  if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's file may close or open here
+  if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
     const bool switched = event.kind == GP_EV_STEP
                               ? switcher_->on_step(event, counters_now(), &err)
                               : switcher_->before_record(event.ts_ns, [this] { return counters_now(); }, &err);
     if (!switched) return write_failed(err);
   }
+  const uint64_t index = writer_->events_appended();  // its index in the recording's events
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
   if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;
@@ -1002,9 +1010,9 @@ void Session::try_attach_catch() {
   if (!attached_ || tracer_->catch_attached()) return;
   last_catch_try_ns_ = clock_ns(CLOCK_MONOTONIC);
   auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
-  if (!libstdcxx) return;
-  std::string error;
-  if (!tracer_->attach_catch(libstdcxx->path_for_us, target_pid_, &error) && config_.verbose)
+  std::string error = libstdcxx.unreadable;
+  if (!libstdcxx && error.empty()) return;
+  if ((!libstdcxx || !tracer_->attach_catch(libstdcxx->path_for_us, target_pid_, &error)) && config_.verbose)
     std::fprintf(stderr, "gpuprof: no catch probe: %s\n", error.c_str());
 }
 
@@ -1023,6 +1031,8 @@ void Session::handle_child_state() {
         try_attach_shim(/*now=*/true);
       } else if (auto library = find_mapped_library(target_pid_, "libtorch_cpu")) {
         attach_library(target_pid_, *library);
+      } else if (!library.unreadable.empty()) {
+        fail(library.unreadable);
       } else {
         fail("the launched command mapped a libtorch_cpu that /proc does not show");
       }
@@ -1150,7 +1160,7 @@ RecordOutcome Session::run() {
     fail(missing);
     return outcome_;
   }
-  std::optional<MappedLibrary> library;
+  LibraryLookup library;
   if (config_.pid > 0) {
     target_pid_ = config_.pid;
     if (!process_alive(target_pid_)) {
@@ -1163,6 +1173,10 @@ RecordOutcome Session::run() {
       return outcome_;
     }
     library = find_mapped_library(target_pid_, "libtorch_cpu");
+    if (!library.unreadable.empty() && config_.ops) {
+      fail(library.unreadable);
+      return outcome_;
+    }
     if (!library && config_.ops) {
       fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
            ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "

@@ -20,6 +20,15 @@ struct Insn {
 
 bool is_reg(const cs_x86_op& op, x86_reg reg) { return op.type == X86_OP_REG && op.reg == reg; }
 
+// What arch/x86/kernel/uprobes.c emulates at a probe (one trap) instead of
+// single-stepping out of line (several): `push reg` (push_setup_xol_ops)
+// and relative jumps, jccs and calls (branch_setup_xol_ops).
+bool kernel_emulates(const Insn& insn) {
+  if (insn.id == X86_INS_PUSH) return insn.x86.op_count == 1 && insn.x86.operands[0].type == X86_OP_REG;
+  const bool relative = insn.x86.op_count == 1 && insn.x86.operands[0].type == X86_OP_IMM;
+  return relative && insn.is_branch && insn.id != X86_INS_RET;
+}
+
 // `sub %fs:0x28,%reg` or `xor %fs:0x28,%reg`: the stack-protector compare.
 bool is_canary_compare(const Insn& insn) {
   if (insn.id != X86_INS_SUB && insn.id != X86_INS_XOR) return false;
@@ -128,13 +137,22 @@ BodyExits find_body_exits(std::span<const uint8_t> code, uint64_t address) {
       if (group == CS_GRP_JUMP && insn.x86.op_count == 1 && insn.x86.operands[0].type == X86_OP_IMM)
         branch_targets.insert(static_cast<uint64_t>(insn.x86.operands[0].imm));
     }
-    if (insns.empty()) exits.first_is_push = insn.id == X86_INS_PUSH;
     if (insn.id == X86_INS_RET || insn.id == X86_INS_RETF) exits.ret_addresses.push_back(insn.address);
     insns.push_back(insn);
   }
   exits.decoded_whole_body = size == 0;
   cs_free(raw, 1);
   cs_close(&handle);
+
+  if (!insns.empty()) {
+    size_t entry = 0;
+    if (insns[0].id == X86_INS_ENDBR64 && insns.size() > 1 && !branch_targets.count(insns[1].address)) {
+      entry = 1;
+      exits.entry_after_endbr = true;
+    }
+    exits.entry_address = insns[entry].address;
+    exits.entry_emulated = kernel_emulates(insns[entry]);
+  }
 
   // For each ret: the nearest canary `jne` before it, with a straight-line
   // epilogue that nothing in the body jumps into.

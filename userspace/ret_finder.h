@@ -38,7 +38,14 @@ struct BodyExits {
   // order of ret_addresses.
   std::vector<EmulatedExit> emulated_exits;
   bool decoded_whole_body = false;  // false if capstone stopped early (data in text?)
-  bool first_is_push = false;       // entry probe is emulated (one trap) when true
+  // Where the entry probe goes: the first instruction, or the one after a
+  // leading `endbr64` (CET builds: the kernel single-steps endbr64, while it
+  // emulates the `push` that usually follows; nothing changes the registers
+  // or the stack in between). The first instruction when a branch of the
+  // body targets the one after it (the probe would then fire twice).
+  uint64_t entry_address = 0;
+  bool entry_emulated = false;  // a push: the kernel emulates it (one trap)
+  bool entry_after_endbr = false;
 };
 
 // code: the function's bytes; address: its virtual address.

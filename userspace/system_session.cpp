@@ -61,12 +61,6 @@ struct FileId {
   auto operator<=>(const FileId&) const = default;
 };
 
-std::optional<FileId> file_id(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileId{st.st_dev, st.st_ino};
-}
-
 // The process a thread belongs to ("Tgid:" of /proc/TID/status); 0 when
 // the thread is gone.
 uint32_t process_of_thread(uint32_t tid) {
@@ -96,6 +90,7 @@ struct Process {
   bool info_written = false;  // info as it stands is in the file
   bool traced = false;        // maps a libtorch_cpu that has its probes
   bool launches_attached = false;
+  bool unreadable_reported = false;  // its libtorch_cpu cannot be opened: said once
   std::unique_ptr<NativeSymbolizer> symbolizer;  // for samples and kernel names, on first use
   // Python frames of its samples, when it runs a CPython gpuprof knows.
   std::unique_ptr<PythonStackNamer> python;
@@ -243,17 +238,23 @@ bool SystemSession::flush_tables() {
 // already (then the kernel put them in this process when it mapped it).
 bool SystemSession::trace_libtorch(uint32_t pid) {
   auto library = find_mapped_library(static_cast<int>(pid), "libtorch_cpu");
+  if (!library.unreadable.empty()) {
+    Process& p = process(pid);
+    if (!p.unreadable_reported)
+      warn("process " + std::to_string(pid) + " (" + p.info.comm + ") not traced: " + library.unreadable);
+    p.unreadable_reported = true;
+    return true;
+  }
   if (!library) return false;
-  auto id = file_id(library->path_for_us);
-  if (!id) return false;
+  const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
   Process& p = process(pid);
-  if (!libtorch_files_.count(*id)) {
+  if (!libtorch_files_.count(id)) {
     std::string error;
     auto catalog = load_dispatcher_catalog(library->path_for_us, config_.exit_mode, &error);
     if (!catalog) {
       warn("pid " + std::to_string(pid) + " (" + p.info.comm + "): " + library->path_in_target +
            " not traced: " + error);
-      libtorch_files_.emplace(*id, UINT32_MAX);  // not tried again
+      libtorch_files_.emplace(id, UINT32_MAX);  // not tried again
       return true;
     }
     const uint32_t base = static_cast<uint32_t>(writer_->ops_defined());
@@ -269,18 +270,20 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     const uint64_t start = now_ns();
     if (!tracer_->attach_ops(library->path_for_us, sites, 0, &error)) {
       warn(library->path_in_target + " not traced: " + error);
-      libtorch_files_.emplace(*id, UINT32_MAX);
+      libtorch_files_.emplace(id, UINT32_MAX);
       return true;
     }
-    libtorch_files_.emplace(*id, base);
+    libtorch_files_.emplace(id, base);
     stats_.entry_probes += catalog->entry_sites;
     stats_.exit_probes += catalog->exit_sites;
     stats_.ops_without_exit += catalog->ops_without_exit;
     std::fprintf(stderr, "gpuprof: tracing %s: %zu ops, %u entry + %u exit probes (attach %.1f ms), for every process that maps it\n",
                  library->path_in_target.c_str(), catalog->ops.size(), catalog->entry_sites, catalog->exit_sites,
                  (now_ns() - start) / 1e6);
+    if (std::string exitless = exitless_ops_warning(*catalog); !exitless.empty())
+      std::fprintf(stderr, "gpuprof: warning: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
   }
-  if (libtorch_files_[*id] == UINT32_MAX || p.traced) return true;
+  if (libtorch_files_[id] == UINT32_MAX || p.traced) return true;
   p.traced = true;
   traced_processes_++;
   p.info.libtorch_path = library->path_in_target;
@@ -300,19 +303,24 @@ bool SystemSession::trace_launches(uint32_t pid) {
   if (known == processes_.end() || !known->second.traced || known->second.launches_attached) return true;
   Process& p = known->second;
   auto library = find_mapped_library(static_cast<int>(pid), "libcudart");
+  if (!library.unreadable.empty()) {
+    warn("no CUDA launches in process " + std::to_string(pid) + ": " + library.unreadable);
+    p.launches_attached = true;  // said once
+    return true;
+  }
   if (!library) return false;
-  auto id = file_id(library->path_for_us);
-  if (!id || launch_files_refused_.count(*id)) return true;
+  const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
+  if (launch_files_refused_.count(id)) return true;
   std::string error;
-  auto sites = launch_sites_.find(*id);
+  auto sites = launch_sites_.find(id);
   if (sites == launch_sites_.end()) {
     auto found = find_launch_sites(library->path_for_us, LaunchApi::runtime, &error);
     if (!found) {
-      launch_files_refused_.insert(*id);
+      launch_files_refused_.insert(id);
       warn("no CUDA launches from " + library->path_in_target + ": " + error);
       return true;
     }
-    sites = launch_sites_.emplace(*id, std::move(*found)).first;
+    sites = launch_sites_.emplace(id, std::move(*found)).first;
   }
   if (!launch_tracer_) {
     LaunchSinks sinks;
@@ -322,7 +330,7 @@ bool SystemSession::trace_launches(uint32_t pid) {
     sinks.dropped = [](uint64_t) {};
     launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), &error);
     if (!launch_tracer_) {
-      launch_files_refused_.insert(*id);
+      launch_files_refused_.insert(id);
       warn("no CUDA launches: " + error);
       return true;
     }
@@ -365,8 +373,7 @@ void SystemSession::retry_pending_loads() {
 void SystemSession::scan_processes() {
   const uint32_t self = static_cast<uint32_t>(getpid());
   for (int pid : all_pids())
-    if (static_cast<uint32_t>(pid) != self && find_mapped_library(pid, "libtorch_cpu"))
-      trace_libtorch(static_cast<uint32_t>(pid));
+    if (static_cast<uint32_t>(pid) != self) trace_libtorch(static_cast<uint32_t>(pid));
 }
 
 void SystemSession::setup_python(uint32_t pid, Process& p) {

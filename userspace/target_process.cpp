@@ -2,6 +2,7 @@
 
 #include "elf_image.h"
 
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,61 +52,21 @@ ProcessInfo describe_process(int pid) {
   return info;
 }
 
-std::optional<MappedLibrary> find_mapped_library(int pid, std::string_view name_prefix) {
-  std::ifstream maps(proc_path(pid, "maps"));
-  std::string line;
-  while (std::getline(maps, line)) {
-    // address perms offset dev inode pathname
-    size_t slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    std::string path = line.substr(slash);
-    if (path.ends_with(" (deleted)")) continue;
-    std::string_view base = std::string_view(path).substr(path.rfind('/') + 1);
-    if (!base.starts_with(name_prefix)) continue;
-    return MappedLibrary{path, proc_path(pid, "root") + path};
-  }
-  return std::nullopt;
-}
-
-std::optional<std::pair<uint64_t, uint64_t>> mapped_address_range(int pid, std::string_view path_in_target) {
-  std::ifstream maps(proc_path(pid, "maps"));
-  std::string line;
-  std::optional<std::pair<uint64_t, uint64_t>> range;
-  while (std::getline(maps, line)) {
-    size_t slash = line.find('/');
-    if (slash == std::string::npos || std::string_view(line).substr(slash) != path_in_target) continue;
-    unsigned long long start = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx", &start, &end) != 2) continue;
-    if (!range) range = std::pair<uint64_t, uint64_t>{start, end};
-    range->first = std::min<uint64_t>(range->first, start);
-    range->second = std::max<uint64_t>(range->second, end);
-  }
-  return range;
-}
-
 std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,
                                               std::string_view symbol) {
-  std::ifstream maps(proc_path(pid, "maps"));
-  std::string line;
+  auto maps = read_maps(pid);
+  if (!maps) return std::nullopt;
+  auto library = find_mapped_library(pid, *maps, name_prefix);
+  if (!library) return std::nullopt;
   std::optional<uint64_t> base;
-  std::string path;
-  while (std::getline(maps, line)) {
-    // address perms offset dev inode pathname
-    size_t slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    path = line.substr(slash);
-    std::string_view name = std::string_view(path).substr(path.rfind('/') + 1);
-    if (!name.starts_with(name_prefix)) continue;
-    unsigned long long start = 0, offset = 0;
-    char perms[8];
-    if (std::sscanf(line.c_str(), "%llx-%*x %7s %llx", &start, perms, &offset) == 3 && offset == 0) {
-      base = start;
+  for (const MapsEntry& entry : *maps)
+    if (entry.offset == 0 && entry.inode == library->inode && makedev(entry.dev_major, entry.dev_minor) == library->dev) {
+      base = entry.start;
       break;
     }
-  }
   if (!base) return std::nullopt;
   std::string error;
-  auto elf = ElfImage::open(proc_path(pid, "root") + path, &error);
+  auto elf = ElfImage::open(library->path_for_us, &error);
   if (!elf) return std::nullopt;
   std::optional<uint64_t> value = elf->symbol_value(symbol);
   if (!value) return std::nullopt;

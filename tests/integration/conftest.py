@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -41,6 +42,43 @@ TARGET_PYTHON = "/usr/bin/python3"
 # CPython builds of this machine's image (not installed by the project), for
 # the interpreter-version tests: pyenv_python(12) -> .../3.12.x/bin/python3.
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
+
+# The torch 2.x tier (scripts/torch2-chroot.sh): a plain Debian trixie chroot
+# with torch 2.6 and CPython 3.13. Its processes run from the host's view
+# like a container's, but /proc/PID/maps names their files as the host sees
+# them. The workloads are copied in at the start of the session.
+TORCH2_ROOT = Path(os.environ.get("GPUPROF_TORCH2_ROOT", "/srv/gpuprof-trixie"))
+CHROOT_WORKLOADS = "/opt/gpuprof-tests/workloads"
+
+
+@dataclass(frozen=True)
+class TorchEnv:
+    """Where a workload runs: the host's torch 1.13 or the chroot's torch 2.6."""
+    id: str
+    python: tuple  # the argv that starts its interpreter
+    workloads: str  # tests/workloads as that interpreter sees it
+    root: str = ""  # the chroot ("" on the host)
+    libtorch_version: str = ""  # how its libtorch_cpu file name ends
+
+    def argv(self, script, *args):
+        return [*self.python, f"{self.workloads}/{script}", *args]
+
+    def __str__(self):
+        return self.id
+
+
+HOST_TORCH = TorchEnv("torch1.13", ("/usr/bin/python3",), str(WORKLOADS), "", "1.13")
+CHROOT_TORCH = TorchEnv("torch2.6", ("chroot", str(TORCH2_ROOT), "/usr/bin/python3"), CHROOT_WORKLOADS,
+                        str(TORCH2_ROOT), "2.6")
+# Every feature that touches a target is tested on both.
+TORCH_ENVS = [HOST_TORCH, CHROOT_TORCH]
+TORCH_ENV_IDS = [env.id for env in TORCH_ENVS]
+
+
+@pytest.fixture(params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def torch_env(request):
+    """Parametrizes a test over both torches."""
+    return request.param
 
 
 def pyenv_python(minor):
@@ -93,9 +131,34 @@ def integration_environment():
             problems.append(f"{TARGET_PYTHON} cannot import torch and torchvision:\n{probe.stderr.strip()}")
     except (OSError, subprocess.TimeoutExpired) as e:
         problems.append(f"cannot run {TARGET_PYTHON}: {e}")
+    problems += _prepare_torch2_chroot()
     if problems:
         pytest.fail("gpuprof integration tests cannot run here:\n  - " + "\n  - ".join(problems),
                     pytrace=False)
+
+
+def _prepare_torch2_chroot():
+    """Copies the workloads into the torch 2.x chroot; returns what is wrong with it."""
+    python = TORCH2_ROOT / "usr" / "bin" / "python3"
+    if not python.exists():
+        return [f"the torch 2.x chroot is missing ({TORCH2_ROOT}): run scripts/torch2-chroot.sh "
+                "(scripts/test.sh does)"]
+    mounted = [subprocess.run(["mountpoint", "-q", str(TORCH2_ROOT / m)]).returncode == 0 for m in ("tmp", "proc")]
+    if not all(mounted):
+        return [f"{TORCH2_ROOT}/tmp or /proc is not bind-mounted: run scripts/torch2-chroot.sh"]
+    if (TORCH2_ROOT / str(TORCH2_ROOT).lstrip("/")).exists():
+        return [f"{TORCH2_ROOT}{TORCH2_ROOT} exists: it hides the chroot path bugs this tier tests; remove it"]
+    dest = TORCH2_ROOT / CHROOT_WORKLOADS.lstrip("/")
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(WORKLOADS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    try:
+        probe = subprocess.run([*CHROOT_TORCH.python, "-c", "import torch, torchvision; print(torch.__version__)"],
+                               capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return [f"cannot run the chroot's python: {e}"]
+    if probe.returncode != 0 or not probe.stdout.startswith("2."):
+        return [f"the chroot's python cannot import torch 2.x and torchvision: {probe.stdout} {probe.stderr.strip()}"]
+    return []
 
 
 # --------------------------------------------------------------------------
@@ -208,8 +271,10 @@ class Procs:
         self.started.append(proc)
         return proc
 
-    def start_workload(self, script, *args, name=None, python=TARGET_PYTHON, **kwargs):
-        return self.start([python, WORKLOADS / script, *args], name or Path(script).stem, **kwargs)
+    def start_workload(self, script, *args, name=None, python=None, torch_env=HOST_TORCH, **kwargs):
+        """Starts tests/workloads/SCRIPT under torch_env's interpreter (or `python`)."""
+        argv = [python, WORKLOADS / script, *args] if python else torch_env.argv(script, *args)
+        return self.start(argv, name or Path(script).stem, **kwargs)
 
     def start_gpuprof(self, *args, name="gpuprof", **kwargs):
         return self.start([GPUPROF, *args], name, **kwargs)
@@ -304,17 +369,17 @@ class RegionRun:
 
 
 def run_profiled_region(procs, script, workdir, record_file, *script_args, startup_timeout=180,
-                        gpuprof_args=()):
+                        gpuprof_args=(), torch_env=HOST_TORCH):
     """Runs a workload that follows the region protocol under both profilers.
 
-    The protocol (tests/workloads/resnet_region.py has the long version): the
+    The protocol (tests/workloads/region.py has the long version): the
     script writes `ready` (its pid) when warmed up and waits for `go`; we
     attach `gpuprof record -p PID` and create `go` once gpuprof says it is
     tracing; the script runs its torch.profiler region, writes `region-done`
     and waits for `dump`; we stop gpuprof with SIGINT and wait for it; then
     `dump` makes the script write torch_ops.json and exit 0.
     """
-    target = procs.start_workload(script, workdir, *script_args)
+    target = procs.start_workload(script, workdir, *script_args, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=startup_timeout, watch=[target]))
     assert pid == target.pid
 
@@ -340,18 +405,24 @@ def run_profiled_region(procs, script, workdir, record_file, *script_args, start
 
 
 @contextlib.contextmanager
-def resnet_region_run(tmp_path_factory, name, *script_args, gpuprof_args=()):
-    """run_profiled_region() of resnet_region.py for a module-scoped fixture:
-    its own directories and processes, cleaned up when the fixture ends."""
+def region_run(tmp_path_factory, name, *script_args, workload="resnet18", gpuprof_args=(), torch_env=HOST_TORCH):
+    """run_profiled_region() of region.py (one workload) for a module-scoped
+    fixture: its own directories and processes, cleaned up when it ends."""
     tmp = tmp_path_factory.mktemp(name)
     workdir = tmp / "handshake"
     workdir.mkdir()
     procs = Procs(tmp)
     try:
-        yield run_profiled_region(procs, "resnet_region.py", workdir, tmp / "resnet.gpuprof", *script_args,
-                                  gpuprof_args=gpuprof_args)
+        yield run_profiled_region(procs, "region.py", workdir, tmp / f"{workload}.gpuprof", "--workload", workload,
+                                  *script_args, gpuprof_args=gpuprof_args, torch_env=torch_env)
     finally:
         procs.cleanup()
+
+
+def resnet_region_run(tmp_path_factory, name, *script_args, gpuprof_args=(), torch_env=HOST_TORCH):
+    """region_run() of resnet18, torch.profiler's recipe model."""
+    return region_run(tmp_path_factory, name, *script_args, workload="resnet18", gpuprof_args=gpuprof_args,
+                      torch_env=torch_env)
 
 
 def describe_count_diff(gp_calls, torch_calls):
@@ -364,6 +435,11 @@ def describe_count_diff(gp_calls, torch_calls):
     return "\n".join(lines)
 
 
+def run_workload(torch_env, script, *args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
+    """Runs tests/workloads/SCRIPT under torch_env to completion; returns the CompletedProcess (text)."""
+    return _run_in_own_group(torch_env.argv(script, *args), timeout, **kwargs)
+
+
 def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
     """Runs TARGET_PYTHON with args to completion; returns the CompletedProcess (text)."""
     return _run_in_own_group([TARGET_PYTHON, *args], timeout, **kwargs)
@@ -374,7 +450,7 @@ def run_python(*args, timeout=DEFAULT_TIMEOUT_S, **kwargs):
 
 TRACING_RE = re.compile(
     r"^gpuprof: tracing (?P<pid>\d+) \((?P<comm>[^)]*)\): (?P<ops>\d+) ops, (?P<entry>\d+) entry \+ "
-    r"(?P<exit>\d+) exit probes on (?P<lib>\S+) \(attach (?P<attach_ms>[\d.]+) ms\)"
+    r"(?P<exit>\d+) exit probes on (?P<lib>\S+(?: \(deleted\))?) \(attach (?P<attach_ms>[\d.]+) ms\)"
     r"(?:; exits (?P<exit_mode>emulated|on ret) \((?P<single_stepped>\d+) single-stepped\))?")
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
@@ -613,13 +689,19 @@ def measure_rate(workdir, label, watch, timeout=60):
 
 
 @pytest.fixture(scope="session")
-def busy_loop_baseline(tmp_path_factory):
-    """busy_loop.py's result run without gpuprof: (result dict, stdout)."""
-    workdir = tmp_path_factory.mktemp("busy-loop-baseline")
-    touch(workdir, "stop")
-    run = run_python(WORKLOADS / "busy_loop.py", workdir, timeout=120)
-    assert run.returncode == 0, run.stderr
-    return json.loads((workdir / "result.json").read_text()), run.stdout
+def busy_loop_baselines(tmp_path_factory):
+    """busy_loop.py's result run without gpuprof, per torch: baseline(torch_env) -> (result dict, stdout)."""
+    cache = {}
+
+    def baseline(torch_env):
+        if torch_env.id not in cache:
+            workdir = tmp_path_factory.mktemp(f"busy-loop-baseline-{torch_env}")
+            touch(workdir, "stop")
+            run = run_workload(torch_env, "busy_loop.py", workdir, timeout=120)
+            assert run.returncode == 0, run.stderr
+            cache[torch_env.id] = json.loads((workdir / "result.json").read_text()), run.stdout
+        return cache[torch_env.id]
+    return baseline
 
 
 # Host speed on this kind of VM wanders by up to 2x for a second or more with

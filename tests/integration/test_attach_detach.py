@@ -5,6 +5,7 @@ detach must be quick, and the target must not notice: same results as
 without gpuprof, and full speed once the last gpuprof is gone. The 20 cycles
 run once per exit mode (module fixture); each test checks one property.
 """
+import itertools
 import json
 import os
 import signal
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from conftest import (RECORD_VARIANTS, Procs, back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
+from conftest import (RECORD_VARIANTS, TORCH_ENVS, Procs, back_to_full_speed, live_bpf_link_ids, machine_snapshot, measure_rate,
                       measure_recovered_rate, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof,
                       touch, uprobe_links_of, wait_for_file, wait_until)
 
@@ -47,6 +48,7 @@ class Cycle:
 @dataclass
 class CyclesRun:
     exit_mode: str
+    torch_env: object
     cycles: list = field(default_factory=list)
     before: dict = None
     after: list = None
@@ -58,20 +60,22 @@ class CyclesRun:
     stdout: str = ""
 
 
-@pytest.fixture(scope="module", params=list(RECORD_VARIANTS))
-def cycles_run(request, tmp_path_factory, busy_loop_baseline):
-    tmp = tmp_path_factory.mktemp(f"attach-detach-{request.param}")
+@pytest.fixture(scope="module", params=list(itertools.product(RECORD_VARIANTS, TORCH_ENVS)),
+                ids=lambda p: f"{p[0]}-{p[1]}")
+def cycles_run(request, tmp_path_factory):
+    variant, torch_env = request.param
+    tmp = tmp_path_factory.mktemp(f"attach-detach-{variant}-{torch_env}")
     workdir = tmp / "handshake"
     workdir.mkdir()
     procs = Procs(tmp)
-    run = CyclesRun(exit_mode=RECORD_VARIANTS[request.param][0])
+    run = CyclesRun(exit_mode=RECORD_VARIANTS[variant][0], torch_env=torch_env)
     try:
-        target = procs.start_workload("busy_loop.py", workdir)
+        target = procs.start_workload("busy_loop.py", workdir, torch_env=torch_env)
         wait_for_file(workdir, "ready", timeout=120, watch=[target])
         run.before = measure_rate(workdir, "before", watch=[target])
         for n in range(CYCLES):
             record_file = tmp / f"cycle{n}.gpuprof"
-            mode_args = RECORD_VARIANTS[request.param][1]
+            mode_args = RECORD_VARIANTS[variant][1]
             if n % 2 == 0:  # stopped by -d
                 done = run_gpuprof("record", "-p", target.pid, "-d", RECORD_S, "-o", record_file, *mode_args,
                                    timeout=60)
@@ -133,8 +137,8 @@ def test_every_cycle_records_the_loop_in_one_window(cycles_run):
         assert not [note for note in table.notes if "exception unwinding" in note], context
 
 
-def test_target_unaffected(cycles_run, busy_loop_baseline):
-    baseline_result, baseline_stdout = busy_loop_baseline
+def test_target_unaffected(cycles_run, busy_loop_baselines):
+    baseline_result, baseline_stdout = busy_loop_baselines(cycles_run.torch_env)
     assert cycles_run.target_status == 0, cycles_run.target_description
     assert cycles_run.result["mismatches"] == 0, cycles_run.result
     assert cycles_run.result["reference"] == baseline_result["reference"]

@@ -19,15 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_PYTHON, resnet_region_run, run_gpuprof
+from conftest import TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, resnet_region_run, run_gpuprof
 
 from chrome_trace_checks import structural_problems, x_events
 
 
-@pytest.fixture(scope="module")
-def region(tmp_path_factory):
-    with resnet_region_run(tmp_path_factory, "chrome-trace", "--shapes-memory",
-                           gpuprof_args=("--record-shapes", "--profile-memory", "--with-stack", "-F", "199")) as run:
+@pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def region(request, tmp_path_factory):
+    with resnet_region_run(tmp_path_factory, f"chrome-trace-{request.param}", "--shapes-memory",
+                           gpuprof_args=("--record-shapes", "--profile-memory", "--with-stack", "-F", "199"),
+                           torch_env=request.param) as run:
         yield run
 
 
@@ -68,7 +69,7 @@ def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_
             sf = frames[sf].get("parent")
         return names
 
-    assert any(any("resnet_region.py" in name for name in chain(s["sf"])) for s in samples)
+    assert any(any("region.py" in name for name in chain(s["sf"])) for s in samples)
     # --with-stack: calls carry their entry's Python stack.
     assert any("torch/nn/modules/conv.py" in name for name in chain(first_conv["sf"])), chain(first_conv["sf"])
     assert f"{len(calls)} op calls" in result.stderr, result.stderr

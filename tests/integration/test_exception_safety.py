@@ -12,29 +12,29 @@ import re
 
 import pytest
 
-from conftest import (RECORD_VARIANTS, WORKLOADS, parse_stopped_line, parse_table, parse_tracing_line, run_python,
-                      touch, wait_for_file)
+from conftest import (RECORD_VARIANTS, TORCH_ENV_IDS, TORCH_ENVS, parse_stopped_line, parse_table,
+                      parse_tracing_line, run_workload, touch, wait_for_file)
 
 MM_ERRORS = 1000
 ERROR_REPEATS = 10  # exceptions.py's repeats of each other error kind
 
 
-@pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
-    """The workload's result without gpuprof."""
-    workdir = tmp_path_factory.mktemp("exceptions-baseline")
+@pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def baseline(request, tmp_path_factory):
+    """The workload's result without gpuprof, on one torch: (torch_env, result, stdout)."""
+    workdir = tmp_path_factory.mktemp(f"exceptions-baseline-{request.param}")
     touch(workdir, "go")
-    run = run_python(WORKLOADS / "exceptions.py", workdir, MM_ERRORS, timeout=120)
+    run = run_workload(request.param, "exceptions.py", workdir, MM_ERRORS, timeout=120)
     assert run.returncode == 0, run.stderr
-    return json.loads((workdir / "result.json").read_text()), run.stdout
+    return request.param, json.loads((workdir / "result.json").read_text()), run.stdout
 
 
 @pytest.mark.parametrize("variant", RECORD_VARIANTS)
 def test_exceptions_through_traced_ops(procs, workdir, tmp_path, baseline, variant):
     exit_mode, record_args = RECORD_VARIANTS[variant]
-    baseline_result, baseline_stdout = baseline
+    torch_env, baseline_result, baseline_stdout = baseline
     record_file = tmp_path / "exceptions.gpuprof"
-    target = procs.start_workload("exceptions.py", workdir, MM_ERRORS)
+    target = procs.start_workload("exceptions.py", workdir, MM_ERRORS, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     gp = procs.start_gpuprof("record", "-p", pid, "-o", record_file, "--row-limit", "-1", *record_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])

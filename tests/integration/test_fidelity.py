@@ -11,17 +11,21 @@ import json
 
 import pytest
 
-from conftest import EXIT_MODES, describe_count_diff, resnet_region_run, run_gpuprof, torch_percentages
+import itertools
+
+from conftest import EXIT_MODES, TORCH_ENVS, describe_count_diff, resnet_region_run, run_gpuprof, torch_percentages
 
 SELF_PCT_THRESHOLD = 5.0  # compare Self CPU % for ops at least this heavy in torch's table
 SELF_PCT_TOLERANCE = 3.0  # percentage points
 
 
-@pytest.fixture(scope="module", params=EXIT_MODES)
+@pytest.fixture(scope="module", params=list(itertools.product(EXIT_MODES, TORCH_ENVS)),
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def resnet_run(request, tmp_path_factory):
-    with resnet_region_run(tmp_path_factory, f"fidelity-{request.param}",
-                           gpuprof_args=("--exit-mode", request.param)) as run:
-        assert run.tracing["exit_mode"] == request.param, run.gpuprof.stderr()
+    exit_mode, torch_env = request.param
+    with resnet_region_run(tmp_path_factory, f"fidelity-{exit_mode}-{torch_env}", torch_env=torch_env,
+                           gpuprof_args=("--exit-mode", exit_mode)) as run:
+        assert run.tracing["exit_mode"] == exit_mode, run.gpuprof.stderr()
         yield run
 
 
@@ -38,7 +42,7 @@ def test_same_ops_and_call_counts(resnet_run):
         # Say whether torch's table post-processing explains the difference:
         # its raw events vs its table (EventList._remove_dup_nodes folds a
         # call into a parent of the same name when it is the only child).
-        raw = json.loads((resnet_run.record_file.parent / "handshake" / "torch_raw_counts.json").read_text())
+        raw = json.loads((resnet_run.workdir / "torch_raw_counts.json").read_text())
         raw_notes = "\n".join(f"  {name}: torch.profiler raw events {raw.get(name)}"
                                for name in sorted(set(gp_calls) | set(torch_calls))
                                if gp_calls.get(name) != torch_calls.get(name))

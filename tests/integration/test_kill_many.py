@@ -50,7 +50,9 @@ def code_differences(pid, limit=5):
         set(LIBRARIES), mappings
     with open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
         for start, end, offset, path in mappings:
-            with open(f"/proc/{pid}/root{path}", "rb") as lib:
+            # The mapped file itself, whatever namespace or chroot it is in
+            # (read(2): its true bytes, never a probed private mapping).
+            with open(f"/proc/{pid}/map_files/{start:x}-{end:x}", "rb") as lib:
                 for at in range(start, end, CHUNK):
                     n = min(CHUNK, end - at)
                     mem.seek(at)
@@ -67,10 +69,10 @@ def code_differences(pid, limit=5):
     return diffs
 
 
-def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir, tmp_path):
+def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir, tmp_path, torch_env):
     rng = random.Random(SEED)
     print(f"seed {SEED} (GPUPROF_KILL_SEED replays it)")
-    target = procs.start_workload("kill_target.py", workdir)
+    target = procs.start_workload("kill_target.py", workdir, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     assert code_differences(pid) == [], "the target's code differs from its files before any gpuprof ran"
     links_before = live_bpf_link_ids()  # other tools' (another gpuprof's) links are not ours to count

@@ -12,19 +12,19 @@ import re
 
 import pytest
 
-from conftest import (TARGET_PYTHON, WORKLOADS, describe_count_diff, error_lines, load_torch_ops,
+from conftest import (HOST_TORCH, TORCH_ENV_IDS, TORCH_ENVS, describe_count_diff, error_lines, load_torch_ops,
                       parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof)
 
 LOGADDEXP_CALLS = 13  # first_ops.py's constants
 HYPOT_CALLS = 5
 
 
-@pytest.fixture(scope="module")
-def launch_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("launch")
+@pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def launch_run(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"launch-{request.param}")
     record_file = tmp / "launch.gpuprof"
     run = run_gpuprof("record", "-o", record_file, "--row-limit", "-1", "--",
-                      TARGET_PYTHON, WORKLOADS / "first_ops.py", tmp, timeout=120)
+                      *request.param.argv("first_ops.py", tmp), timeout=120)
     return run, record_file, tmp
 
 
@@ -55,15 +55,15 @@ def test_launch_counts_every_op_from_the_first(launch_run):
     check_first_ops_run(run, workdir, "emulated")  # the default exit mode
 
 
-def test_launch_counts_every_op_from_the_first_ret_mode(tmp_path):
+def test_launch_counts_every_op_from_the_first_ret_mode(tmp_path, torch_env):
     run = run_gpuprof("record", "-o", tmp_path / "launch.gpuprof", "--row-limit", "-1", "--exit-mode", "ret",
-                      "--", TARGET_PYTHON, WORKLOADS / "first_ops.py", tmp_path, timeout=120)
+                      "--", *torch_env.argv("first_ops.py", tmp_path), timeout=120)
     check_first_ops_run(run, tmp_path, "ret")
 
 
 def test_launched_command_exit_status_is_reported(tmp_path):
     run = run_gpuprof("record", "-o", tmp_path / "f.gpuprof", "-q", "--",
-                      TARGET_PYTHON, WORKLOADS / "first_ops.py", tmp_path, "7", timeout=120)
+                      *HOST_TORCH.argv("first_ops.py", tmp_path, "7"), timeout=120)
     context = f"exit {run.returncode}\nstderr:\n{run.stderr}\nstdout:\n{run.stdout}"
     pid = parse_tracing_line(run.stderr)["pid"]
     assert re.search(rf"^gpuprof: {pid} exited with status 7$", run.stderr, re.M), context

@@ -15,7 +15,7 @@ import signal
 
 import pytest
 
-from conftest import TARGET_PYTHON, pyenv_python, run_gpuprof, touch, wait_for_file
+from conftest import CHROOT_TORCH, HOST_TORCH, TARGET_PYTHON, pyenv_python, run_gpuprof, touch, wait_for_file
 
 SECONDS = 4
 TOLERANCE_POINTS = 5.0
@@ -32,8 +32,8 @@ def folded_samples(out):
     return pairs
 
 
-def record_workload(procs, workdir, tmp_path, *args):
-    target = procs.start_workload("mm_dominated.py", workdir, SECONDS)
+def record_workload(procs, workdir, tmp_path, *args, torch_env=HOST_TORCH):
+    target = procs.start_workload("mm_dominated.py", workdir, SECONDS, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     out = tmp_path / "sampled.gpuprof"
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, *args)
@@ -54,8 +54,9 @@ def record_workload(procs, workdir, tmp_path, *args):
     return truth, events, samples, stacks, stderr
 
 
-def test_samples_under_the_dominant_op(procs, workdir, tmp_path):
-    truth, events, samples, stacks, stderr = record_workload(procs, workdir, tmp_path, "-F", "499")
+def test_samples_under_the_dominant_op(procs, workdir, tmp_path, torch_env):
+    truth, events, samples, stacks, stderr = record_workload(procs, workdir, tmp_path, "-F", "499",
+                                                             torch_env=torch_env)
     assert events > 0, stderr
     # 499 Hz for ~SECONDS of one busy thread: hundreds of samples.
     assert samples >= 0.5 * 499 * truth["cpu_s"], (samples, truth)
@@ -99,14 +100,24 @@ def test_sampling_options_are_checked(tmp_path):
     assert bad.returncode == 2, bad.stderr
 
 
-# Debian's 3.11 (with torch) and the pyenv 3.12 and 3.13 of this machine's
-# image: 3.12's C shim frames, 3.13's _Py_DebugOffsets. By minor version.
-INTERPRETERS = {"3.11-debian": None, "3.12": 12, "3.13": 13}
+# Debian's 3.11 (with torch), the pyenv 3.12 and 3.13 of this machine's
+# image (3.12's C shim frames, 3.13's _Py_DebugOffsets), and Debian trixie's
+# 3.13 in the torch 2.x chroot (its files as the host sees them). By minor
+# version, or the torch environment that runs it.
+INTERPRETERS = {"3.11-debian": HOST_TORCH, "3.12": 12, "3.13": 13, "3.13-chroot": CHROOT_TORCH}
 
 
 def interpreter(key):
-    minor = INTERPRETERS[key]
-    return TARGET_PYTHON if minor is None else pyenv_python(minor)
+    """The interpreter's argv."""
+    which = INTERPRETERS[key]
+    return list(which.python) if not isinstance(which, int) else [pyenv_python(which)]
+
+
+def start_with(procs, key, script, *args):
+    which = INTERPRETERS[key]
+    if isinstance(which, int):
+        return procs.start_workload(script, *args, python=pyenv_python(which))
+    return procs.start_workload(script, *args, torch_env=which)
 
 
 @pytest.mark.parametrize("version", INTERPRETERS)
@@ -116,7 +127,7 @@ def test_python_frames_known_answer(procs, workdir, tmp_path, version):
     # frames must split the same way, naming the right file, lines and
     # functions in torch's Source Location form, "path(line): name". The
     # script does not import torch: --no-ops samples any process.
-    target = procs.start_workload("two_functions.py", workdir, SECONDS, python=interpreter(version))
+    target = start_with(procs, version, "two_functions.py", workdir, SECONDS)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     out = tmp_path / "python.gpuprof"
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "-F", "999", "--no-ops")
@@ -200,12 +211,12 @@ LOOP = ("import time\n"
         "spin()\n")
 
 
-@pytest.mark.parametrize("version", ["3.12", "3.13"])
+@pytest.mark.parametrize("version", ["3.12", "3.13", "3.13-chroot"])
 def test_launched_no_ops_finds_the_interpreter_late(tmp_path, version):
     # `record --no-ops -- CMD` samples from the exec, before the interpreter
     # is up; its frames must show up once it is (looked for every 100 ms).
     out = tmp_path / "launched.gpuprof"
-    made = run_gpuprof("record", "-F", "499", "--no-ops", "-o", out, "--", interpreter(version), "-c", LOOP)
+    made = run_gpuprof("record", "-F", "499", "--no-ops", "-o", out, "--", *interpreter(version), "-c", LOOP)
     assert made.returncode == 0, made.stderr
     assert "without Python frames" not in made.stderr, made.stderr
     assert "CPU samples. Read them with: gpuprof report" in made.stdout, made.stdout

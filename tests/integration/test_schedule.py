@@ -7,6 +7,7 @@ says exactly which steps it holds. gpuprof must record the same steps as
 torch's schedule function, cycle by cycle as torch's on_trace_ready sees
 them, with one ProfilerStep#N frame per recorded step.
 """
+import collections
 import gzip
 import json
 import re
@@ -15,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import parse_table, run_gpuprof, touch, wait_for_file, wait_until
+from conftest import HOST_TORCH, parse_table, run_gpuprof, touch, wait_for_file, wait_until
 
 STEPS = 20
 SCHEDULES = [
@@ -117,38 +118,87 @@ def test_on_cycle_formats(procs, workdir, tmp_path):
         assert muls == torch_run["cycles"][cycle]["aten::mul"]
 
 
-def test_step_time_records_only_active_slices(procs, workdir, tmp_path):
-    """--step-time: step n is [n T, (n+1) T) from the attach; only the active slices are recorded."""
-    target = procs.start_workload("busy_loop.py", workdir)
-    wait_for_file(workdir, "ready", timeout=120, watch=[target])
-    step_s = 0.25
-    whole = tmp_path / "all.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", target.pid, "-d", "2.6", "-o", whole, "-q",
-                             "--schedule", "wait=2,active=1", "--step-time", str(step_s),
-                             "--on-cycle", str(tmp_path / "t{cycle}.gpuprof"))
-    assert gp.wait(timeout=60) == 0, gp.describe()
-    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", gp.stderr(), re.M)
-    # Steps 2, 5, 8 are recorded (cycles 0..2) in 2.6 s of 0.25 s steps (10 steps and a bit).
-    assert [(int(c), int(a), int(b)) for c, a, b, _ in written] == [(0, 2, 2), (1, 5, 5), (2, 8, 8)], gp.stderr()
-    for _, _, _, path in written:
-        assert report_table(path).calls().get("aten::add", 0) > 10
-    # The whole file: three bursts of op calls, each within one step, apart by the two waiting steps.
-    trace = tmp_path / "all.json"
-    assert run_gpuprof("report", whole, "--chrome-trace", trace).returncode == 0
-    starts = sorted(e["ts"] for e in json.loads(trace.read_text())["traceEvents"]
-                    if e.get("ph") == "X" and e.get("cat") == "cpu_op")
-    bursts = [[starts[0], starts[0]]]
-    for ts in starts[1:]:
-        if ts - bursts[-1][1] > 0.3e6:
-            bursts.append([ts, ts])
-        bursts[-1][1] = ts
-    assert len(bursts) == 3, bursts
-    for first, last in bursts:
-        assert last - first <= step_s * 1e6, bursts
-    for a, b in zip(bursts, bursts[1:]):
-        assert b[0] - a[0] == pytest.approx(3 * step_s * 1e6, abs=0.1e6), bursts
-    touch(workdir, "stop")
-    assert target.wait(timeout=60) == 0, target.describe()
+# --step-time: the two schedules of the defect report (steps of 0.5 s here
+# instead of 1 s), the loop's iterations timed by the loop itself.
+STEP_TIME_S = 0.5
+STEP_TIME_CASES = {
+    "active=2": ("wait=1,active=2,repeat=1", [(0, 1, 2)]),
+    "three-cycles": ("wait=1,active=1,repeat=3", [(0, 1, 1), (1, 3, 3), (2, 5, 5)]),
+}
+
+
+def trace_of(path, out):
+    made = run_gpuprof("report", path, "--chrome-trace", out)
+    assert made.returncode == 0, made.stderr
+    doc = json.loads(out.read_text())
+    zero = int(re.search(r"CLOCK_MONOTONIC (\d+) ns", doc["otherData"]["time zero"]).group(1))
+    calls = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    return zero, calls
+
+
+def check_step_time_cycles(tmp_path, whole, stderr, cycles, iterations):
+    """Every cycle output holds exactly the whole recording's calls that start
+    in its steps; no call outlasts a step; nothing unwound; the loop's own
+    timing of its sigmoid calls brackets the count."""
+    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", stderr, re.M)
+    assert [(int(c), int(a), int(b)) for c, a, b, _ in written] == cycles, stderr
+    whole_zero, whole_calls = trace_of(whole, tmp_path / "whole.json")
+    assert not [e for e in whole_calls if e.get("args", {}).get("unwound")], "a call marked unwound"
+    assert max(e["dur"] for e in whole_calls) <= STEP_TIME_S * 1e6, max(e["dur"] for e in whole_calls)
+    whole_table = report_table(whole)
+    assert not [n for n in whole_table.notes if "exception unwinding" in n], whole_table.text
+    in_cycles = 0
+    for cycle, first, last, path in written:
+        zero, calls = trace_of(path, tmp_path / f"cycle{cycle}.json")
+        # The cycle file starts at its first step; the steps are the schedule's.
+        start, end = zero, zero + (int(last) - int(first) + 1) * int(STEP_TIME_S * 1e9)
+        expected = collections.Counter(e["name"] for e in whole_calls
+                                       if start <= whole_zero + e["ts"] * 1000 < end)
+        got = collections.Counter(e["name"] for e in calls)
+        assert got == expected, (cycle, got, expected)
+        table = report_table(path)
+        assert {k: v for k, v in table.calls().items()} == dict(expected), (cycle, table.text)
+        assert max(e["dur"] for e in calls) <= STEP_TIME_S * 1e6
+        # 50 mm per iteration; the first and last iteration may be cut by the edges.
+        sigmoids = got["aten::sigmoid"]
+        assert 50 * (sigmoids - 1) <= got["aten::mm"] <= 50 * (sigmoids + 1), (cycle, got)
+        # The loop's own clock: every sigmoid it made inside the window, and
+        # at most the two straddling the window's edges besides.
+        inside = sum(1 for t0, t1 in iterations if t0 >= start and t1 < end)
+        touching = sum(1 for t0, t1 in iterations if t1 >= start and t0 < end)
+        assert inside <= got["aten::sigmoid"] <= touching <= inside + 2, (cycle, inside, got, touching)
+        in_cycles += sum(got.values())
+    # The whole file holds nothing but the cycles' calls.
+    assert in_cycles == len(whole_calls), (in_cycles, len(whole_calls))
+
+
+@pytest.mark.parametrize("case", STEP_TIME_CASES)
+def test_step_time_cycles_hold_exactly_their_steps(procs, workdir, tmp_path, torch_env, case):
+    spec, cycles = STEP_TIME_CASES[case]
+    seconds = STEP_TIME_S * (cycles[-1][2] + 1) + 1.5
+    target = procs.start_workload("sigmoid_mm_loop.py", workdir, str(seconds), torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    whole = tmp_path / "whole.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", whole, "--schedule", spec,
+                             "--step-time", str(STEP_TIME_S), "--on-cycle", str(tmp_path / "c{cycle}.gpuprof"))
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=120) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()  # the target's exit stops it
+    iterations = json.loads((workdir / "iterations.json").read_text())["sigmoid"]
+    check_step_time_cycles(tmp_path, whole, gp.stderr(), cycles, iterations)
+
+
+def test_step_time_in_launch_mode(tmp_path):
+    spec, cycles = STEP_TIME_CASES["three-cycles"]
+    whole = tmp_path / "whole.gpuprof"
+    run = run_gpuprof("record", "-q", "-o", whole, "--schedule", spec, "--step-time", str(STEP_TIME_S),
+                      "--on-cycle", str(tmp_path / "c{cycle}.gpuprof"), "--",
+                      *HOST_TORCH.argv("sigmoid_mm_loop.py", tmp_path, str(STEP_TIME_S * 6 + 1.5), "--now"),
+                      timeout=120)
+    assert run.returncode == 0, run.stderr
+    iterations = json.loads((tmp_path / "iterations.json").read_text())["sigmoid"]
+    check_step_time_cycles(tmp_path, whole, run.stderr, cycles, iterations)
 
 
 def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):

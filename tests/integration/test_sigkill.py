@@ -24,10 +24,11 @@ DURING_MAX_FRACTION = 0.6
 
 
 @pytest.mark.parametrize("variant", RECORD_VARIANTS)
-def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baseline, variant):
-    baseline_result, baseline_stdout = busy_loop_baseline
+def test_sigkill_leaves_target_and_partial_file_usable(procs, workdir, tmp_path, busy_loop_baselines, variant,
+                                                      torch_env):
+    baseline_result, baseline_stdout = busy_loop_baselines(torch_env)
     record_file = tmp_path / "killed.gpuprof"
-    target = procs.start_workload("busy_loop.py", workdir)
+    target = procs.start_workload("busy_loop.py", workdir, torch_env=torch_env)
     wait_for_file(workdir, "ready", timeout=120, watch=[target])
     before = measure_rate(workdir, "before", watch=[target])
 

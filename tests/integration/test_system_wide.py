@@ -19,13 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (GPUPROF, TARGET_PYTHON, live_bpf_link_ids, parse_table, run_gpuprof, touch,
-                      wait_for_file)
+from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, live_bpf_link_ids, parse_table,
+                      run_gpuprof, touch, wait_for_file)
 from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
 from test_top import Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
 LIBTORCH = Path("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0")
+# The torch 2.x chroot's, as the host (and gpuprof) names it.
+CHROOT_LIBTORCH = Path(str(CHROOT_TORCH.root) + "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0")
 # A busy process without torch: spins until WORKDIR/stop-spinner exists.
 SPINNER = """
 import os, sys
@@ -42,8 +44,9 @@ STOPPED_RE = re.compile(
     r"(?P<traced>\d+) traced; wrote ", re.M)
 
 
-def start_counts(procs, workdir, name, steps, env=None):
-    proc = procs.start_workload("torch_counts.py", workdir, name, str(steps), name=f"counts-{name}", env=env)
+def start_counts(procs, workdir, name, steps, env=None, torch_env=HOST_TORCH):
+    proc = procs.start_workload("torch_counts.py", workdir, name, str(steps), name=f"counts-{name}", env=env,
+                                torch_env=torch_env)
     pid = int(wait_for_file(workdir, f"ready-{name}", timeout=180, watch=[proc]))
     return proc, pid
 
@@ -94,6 +97,10 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     runs = {"early": (early, early_pid)}
     runs["late1"] = start_counts(procs, workdir, "late1", 500)
     runs["late2"] = start_counts(procs, workdir, "late2", 700)
+    # A torch 2.6 process in a plain chroot: another libtorch file, named in
+    # its maps as the host sees it, with its CPython 3.13 frames.
+    runs["chroot"] = start_counts(procs, workdir, "chroot", 600, torch_env=CHROOT_TORCH)
+    libtorch_of = {name: CHROOT_LIBTORCH if name == "chroot" else LIBTORCH for name in runs}
     touch(workdir, "go")
     truths = finish_counts(workdir, runs, [gp])
     time.sleep(1)  # the spinner alone for a moment
@@ -104,10 +111,12 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     stderr = gp.stderr()
     m = STOPPED_RE.search(stderr)
     assert m and int(m.group("lost")) == 0 and int(m.group("samples_lost")) == 0, stderr
-    assert int(m.group("traced")) >= 3, stderr
+    # At least ours: other torch jobs may share the machine.
+    assert int(m.group("traced")) >= len(runs), stderr
+    assert "not traced" not in stderr, stderr
     for name, (proc, pid) in runs.items():
-        assert re.search(rf"^gpuprof: process {pid} \(python3\) runs {re.escape(str(LIBTORCH))}$", stderr, re.M), (
-            name, stderr)
+        assert re.search(rf"^gpuprof: process {pid} \(python3\) runs {re.escape(str(libtorch_of[name]))}$", stderr,
+                         re.M), (name, stderr)
 
     report = run_gpuprof("report", out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
@@ -116,7 +125,7 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
         assert pid in found, (name, pid, report.stdout)
         header, text = found[pid]
         assert f"torch_counts.py {workdir} {name}" in header, header
-        assert f"libtorch_cpu: {LIBTORCH}" in text, text
+        assert f"libtorch_cpu: {libtorch_of[name]}" in text, text
         calls = parse_table(text).calls()
         for op in OPS:
             assert calls.get(op) == truths[name]["calls"][op], (name, op, calls, truths[name])
@@ -131,6 +140,10 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert re.search(r"^python3-\d+;<string>\(\d+\):_<module>", folded, re.M), folded[:2000]
     for name, (proc, pid) in runs.items():
         assert roots.get(f"python3-{pid}", 0) > 0, (name, roots)
+    # The chroot's CPython 3.13 was found and walked.
+    chroot_pid = runs["chroot"][1]
+    folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--pid", str(chroot_pid)).stdout
+    assert re.search(rf"^python3-{chroot_pid};torch_counts\.py\(\d+\):_<module>", folded, re.M), folded[:2000]
 
     # --pid / --comm choose processes; the table is then that process's.
     one = run_gpuprof("report", out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
@@ -139,7 +152,8 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert folded_roots(out, "--pid", str(spinner.popen.pid)) == {
         f"python3-{spinner.popen.pid}": roots[f"python3-{spinner.popen.pid}"]}
     python = run_gpuprof("report", out, "--comm", "python3")
-    assert python.returncode == 0 and set(sections(python.stdout)) == {pid for _, pid in runs.values()}, python.stdout
+    # Every one of ours (and whatever else ran python3 with torch meanwhile).
+    assert python.returncode == 0 and {pid for _, pid in runs.values()} <= set(sections(python.stdout)), python.stdout
     none = run_gpuprof("report", out, "--comm", "no-such-command")
     assert none.returncode == 2, none.stdout
     assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr

@@ -17,12 +17,12 @@ from conftest import RECORD_VARIANTS, describe_count_diff, run_profiled_region
 
 
 @pytest.mark.parametrize("variant", RECORD_VARIANTS)
-def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path, variant):
+def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path, variant, torch_env):
     # With shapes, four threads probing at once share the BPF side's per-CPU
     # scratch under preemption (op_tracer.bpf.c): counts must not suffer.
     exit_mode, record_args = RECORD_VARIANTS[variant]
     run = run_profiled_region(procs, "threads_region.py", workdir, tmp_path / "threads.gpuprof",
-                              gpuprof_args=record_args)
+                              gpuprof_args=record_args, torch_env=torch_env)
     assert run.tracing["exit_mode"] == exit_mode, run.gpuprof.stderr()
     assert run.stopped["lost"] == 0, run.gpuprof.stderr()
 

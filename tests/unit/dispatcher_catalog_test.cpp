@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -25,6 +26,12 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   EXPECT_GE(catalog->exit_sites, 2900u);
   EXPECT_LE(catalog->ops_without_exit, 10u);
   EXPECT_EQ(catalog->entries_single_stepped, 0u);  // every body starts with a push
+  EXPECT_EQ(catalog->entries_after_endbr, 0u);     // not a CET build
+  // One op's body ends in a tail jump: named in the warning.
+  EXPECT_EQ(catalog->ops_without_exit, 1u);
+  EXPECT_EQ(exitless_ops_warning(*catalog),
+            "1 of 2952 ops has no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out; "
+            "such a call ends at its thread's next event, so its times are not measured");
   EXPECT_EQ(catalog->sites.offsets.size(), catalog->entry_sites + catalog->exit_sites);
   EXPECT_EQ(catalog->build_id.size(), 40u);
 
@@ -80,6 +87,27 @@ TEST(DispatcherCatalog, EmulatedExitsOnDebianLibtorch113) {
     computed++;
   }
   EXPECT_EQ(computed, emulated->exit_sites);
+}
+
+// The torch 2.x test tier's libtorch (scripts/torch2-chroot.sh; the test
+// fails, never skips, without it): CET-built, so every op body starts with
+// endbr64 and every entry site is the push after it.
+std::string trixie_libtorch() {
+  const char* root = std::getenv("GPUPROF_TORCH2_ROOT");
+  return std::string(root ? root : "/srv/gpuprof-trixie") + "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0";
+}
+
+TEST(DispatcherCatalog, CetBuiltLibtorch26) {
+  std::string error;
+  auto catalog = load_dispatcher_catalog(trixie_libtorch(), ExitMode::emulated, &error);
+  ASSERT_TRUE(catalog) << error << " (run scripts/torch2-chroot.sh)";
+  EXPECT_EQ(catalog->ops.size(), 3144u);  // research: 3144 at::_ops::*::call in 2.6
+  EXPECT_EQ(catalog->entries_after_endbr, 3144u);
+  EXPECT_EQ(catalog->entries_single_stepped, 0u);
+  EXPECT_EQ(catalog->ops_without_exit, 0u);
+  EXPECT_EQ(exitless_ops_warning(*catalog), "");
+  EXPECT_EQ(catalog->exit_sites_single_stepped, 0u);
+  EXPECT_EQ(catalog->exit_sites, 3144u);
 }
 
 TEST(DispatcherCatalog, RefusesLibrariesWithoutDispatcher) {

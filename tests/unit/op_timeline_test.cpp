@@ -319,6 +319,42 @@ TEST(OpTimeline, UnwoundEndIsNeverBeforeTheFramesEntry) {
   EXPECT_THAT(t.calls, ElementsAre(unwound(kA, 50, 50, 0, 0)));
 }
 
+TEST(OpTimeline, ACutEndsEveryOpenFrameOnEveryThreadAsACall) {
+  // Thread 1 is inside P > A, thread 2 inside B when the window ends at 50;
+  // their exits fell in unrecorded steps. The next window's calls are whole.
+  Timeline t = build({
+      op_entry(10, 1000, kP, 1), op_entry(20, 900, kA, 1),
+      op_entry(30, 1000, kB, 2),
+      cut_at(50),
+      op_entry(200, 1000, kC, 1), op_exit(210, 1000, kC, 1),
+  });
+  EXPECT_THAT(t.calls, ElementsAre(returned(kA, 20, 50, 30, 1, 1), returned(kP, 10, 50, 10, 0, 1),
+                                   returned(kB, 30, 50, 20, 0, 2), returned(kC, 200, 210, 10, 0, 1)));
+  EXPECT_EQ(t.calls_cut, 3u);
+  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.calls_open_at_end, 0u);
+}
+
+TEST(OpTimeline, EventsStampedBeforeACutThatComeAfterItAreLeftOut) {
+  // Thread 2's exit at 45 was behind the cut at 50 in the ring: its call
+  // already ended at the cut; the late ENTRY at 48 opens nothing.
+  Timeline t = build({
+      op_entry(30, 1000, kB, 2), cut_at(50),
+      op_exit(45, 1000, kB, 2), op_entry(48, 900, kA, 2),
+      op_entry(60, 1000, kC, 2), op_exit(70, 1000, kC, 2),
+  });
+  EXPECT_THAT(t.calls, ElementsAre(returned(kB, 30, 50, 20, 0, 2), returned(kC, 60, 70, 10, 0, 2)));
+  EXPECT_EQ(t.events_after_cut, 2u);
+  EXPECT_EQ(t.exits_without_entry, 0u);
+}
+
+TEST(OpTimeline, ACutClosesTheStepFrameToo) {
+  Timeline t = build_timeline(std::vector{step_at(5, 0, kE), op_entry(10, 1000, kA), cut_at(50)});
+  for (OpCall& call : t.calls) call.entry_index = 0;
+  EXPECT_THAT(t.calls, ElementsAre(returned(kA, 10, 50, 40, 1), returned(kE, 5, 50, 5, 0)));
+  EXPECT_EQ(t.calls_cut, 1u);  // the op; the step frame is a step
+}
+
 TEST(OpTimeline, ChildrenOutlastingTheirParentClampSelfTimeAndSaySo) {
   // Only possible with out-of-order timestamps on one thread.
   Timeline t = build_timeline(std::vector{op_entry(0, 1000, kP), op_entry(10, 900, kA),

@@ -556,13 +556,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(5), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(6), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 5, "
-            "this gpuprof reads version 4");
+            "new.gpuprof was written by a newer gpuprof: record format version 6, "
+            "this gpuprof reads version 5");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 4)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 5)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -610,6 +610,13 @@ TEST_F(RecordFileTest, EventsOutsideTheOpTableAreRejected) {
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
   EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
   EXPECT_EQ(err, at + ": event 3 has unknown kind 9");
+  ev[3].kind = GP_EV_CUT;  // a cut names no op (version 5)
+  chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
+  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_EQ(err, at + ": event 3 has op_id 0, but the op table has 3 ops");
+  ev[3].op_id = GP_NO_OP;
+  chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
+  EXPECT_TRUE(read_recording_bytes(cat(prefix, chunk), &err, "f")) << err;
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), std::vector<uint8_t>(33, 0));
   EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
   EXPECT_EQ(err, at + ": payload of 33 bytes is not a whole number of 32-byte events");

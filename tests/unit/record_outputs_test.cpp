@@ -85,7 +85,6 @@ TEST_F(OutputsTest, AFileOpenedLaterHasEveryDefinitionWithTheSameIds) {
   ASSERT_TRUE(out.append_entry_stack(2, 0, &err)) << err;
   CpuSample s1{.ts_ns = 3150, .tid = 100, .frame_id = 2, .in_kernel = false, .python_stack = 0};
   ASSERT_TRUE(out.append_samples(&s1, 1, &err)) << err;
-  EXPECT_TRUE(out.append_to(RecordOutputs::kCycle, step_at(3300, 4, GP_NO_OP), &err)) << err;
 
   RecordStats end = counters;
   end.events_lost = 10;
@@ -104,14 +103,13 @@ TEST_F(OutputsTest, AFileOpenedLaterHasEveryDefinitionWithTheSameIds) {
   EXPECT_EQ(cycle.sample_frames, (std::vector<std::string>{"f0", "f1", "f2"}));
   EXPECT_EQ(cycle.sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}}));
   EXPECT_EQ(cycle.launch_names, (std::vector<std::string>{"k0"}));
-  ASSERT_EQ(cycle.events.size(), 3u);  // its two, and the closing step
+  ASSERT_EQ(cycle.events.size(), 2u);  // its two
   EXPECT_EQ(cycle.events[0].ts_ns, 3100u);
-  EXPECT_EQ(cycle.events[2].kind, GP_EV_STEP);
   ASSERT_EQ(cycle.entry_stacks.size(), 1u);
   EXPECT_EQ(cycle.entry_stacks[0].event_index, 0u);  // global 2 is its event 0
   ASSERT_EQ(cycle.samples.size(), 1u);
   EXPECT_EQ(cycle.samples[0].frame_id, 2u);
-  EXPECT_EQ(cycle.stats.events_recorded, 3u);
+  EXPECT_EQ(cycle.stats.events_recorded, 2u);
   EXPECT_EQ(cycle.stats.events_lost, 3u);  // lost while it was open
   EXPECT_EQ(cycle.clock.start_monotonic_ns, 3000u);
   EXPECT_EQ(cycle.clock.start_realtime_ns, 7000u);  // shifted as much
@@ -165,6 +163,13 @@ TEST_F(OutputsTest, CyclesOpenAtTheirFirstStepAndCloseAtTheNextOnesStep) {
       const gp_event calls[] = {op_entry(ts + 10, 500, 0), op_exit(ts + 20, 500, 0)};
       ASSERT_TRUE(sw.outputs().append_events(calls, 2, &err));
     }
+    if (step == 2) {
+      // Another thread enters an op late in the cycle's last step; its exit
+      // falls in step 3, which is not recorded (BPF drops it).
+      gp_event late = op_entry(ts + 900, 700, 0);
+      late.tid = 200;
+      ASSERT_TRUE(sw.outputs().append_events(&late, 1, &err));
+    }
     EXPECT_EQ(sw.recorded_at(ts + 500), recorded) << step;
   }
   EXPECT_TRUE(sw.recorded_at(3500));   // step 1
@@ -181,10 +186,18 @@ TEST_F(OutputsTest, CyclesOpenAtTheirFirstStepAndCloseAtTheNextOnesStep) {
     const Recording rec = read(d.path);
     const Timeline t = build_timeline(rec.events);
     EXPECT_EQ(t.calls_open_at_end, 0u);
+    EXPECT_EQ(t.calls_unwound, 0u);
     size_t steps = 0, adds = 0;
     for (const OpCall& c : t.calls) (c.op_id == 1 ? steps : adds)++;
-    EXPECT_EQ(steps, 2u);  // both its steps, each closed by the next step event
-    EXPECT_EQ(adds, 2u);
+    EXPECT_EQ(steps, 2u);  // both its steps: the first closed by the next step event, the last by the cut
+    EXPECT_EQ(adds, d.cycle == 0 ? 3u : 2u);
+    // The late call of cycle 0 ends where the cycle does (step 3 starts at
+    // 5000), as torch.profiler ends it: counted, not unwound.
+    EXPECT_EQ(t.calls_cut, d.cycle == 0 ? 1u : 0u);
+    for (const OpCall& c : t.calls)
+      if (c.tid == 200) {
+        EXPECT_EQ((std::pair{c.start_ns, c.end_ns}), (std::pair<uint64_t, uint64_t>{4900, 5000}));
+      }
   }
 }
 
@@ -213,11 +226,65 @@ TEST_F(OutputsTest, TimeStepsGateAndSplitCycles) {
   ASSERT_TRUE(sw.before_record(1120, counters, &err));  // a straggler of a closed cycle: no new file
   ASSERT_TRUE(sw.finish({}, 1400, &err));
   ASSERT_EQ(done.size(), 2u);
-  EXPECT_EQ(done[0].first, 1);
-  EXPECT_EQ(done[1].first, 3);
-  EXPECT_EQ(read(done[0].path).events.size(), 2u);
-  EXPECT_EQ(read(done[1].path).events.size(), 2u);
+  EXPECT_EQ((std::pair{done[0].first, done[0].last}), (std::pair<int64_t, int64_t>{1, 1}));
+  EXPECT_EQ((std::pair{done[1].first, done[1].last}), (std::pair<int64_t, int64_t>{3, 3}));
+  // Each holds its two records, then the CUT at the end of its step.
+  for (auto [d, end] : {std::pair{done[0], 1200u}, std::pair{done[1], 1400u}}) {
+    const Recording rec = read(d.path);
+    ASSERT_EQ(rec.events.size(), 3u) << d.path;
+    EXPECT_EQ(rec.events[2].kind, GP_EV_CUT);
+    EXPECT_EQ(rec.events[2].ts_ns, end);
+  }
   EXPECT_EQ(read(done[1].path).clock.start_monotonic_ns, 1300u);
+  EXPECT_EQ(sw.cuts(), 2u);
+}
+
+// issue: --step-time cycles held a fraction of their steps (the first cycle
+// was closed as soon as it opened) and a call open at a step's end stretched
+// over the unrecorded steps to the next recorded one.
+TEST_F(OutputsTest, TimeCyclesHoldTheirWholeStepsAndCutOpenCalls) {
+  OutputPlan plan;
+  plan.main_path = path("main");
+  plan.schedule = op_schedule(1, 2, 1);  // steps 1 and 2 recorded, one cycle
+  plan.schedule.mode = GP_SCHEDULE_BY_TIME;
+  plan.schedule.step_ns = 1'000'000'000;
+  std::vector<Done> done;
+  plan.cycle_path = [&](int64_t c) { return path("w" + std::to_string(c)); };
+  plan.cycle_done = [&](const std::string& p, int64_t c, int64_t a, int64_t b) { done.push_back({p, c, a, b}); };
+  OutputSwitcher sw(plan, outputs());
+  std::string err;
+  const uint64_t t0 = 10'000'000'000;
+  ASSERT_TRUE(sw.begin(t0, {}, &err));
+  sw.start_time_steps(t0);
+  auto counters = [] { return RecordStats{}; };
+  // Calls every 100 ms through steps 1 and 2; the loop's tick comes in
+  // between, as the session's would (the first cycle used to close at once).
+  uint64_t sp = 500;
+  for (uint64_t ts = t0 + 1'000'000'000; ts < t0 + 3'000'000'000; ts += 100'000'000) {
+    ASSERT_TRUE(sw.tick(ts, {}, &err)) << err;
+    ASSERT_TRUE(sw.before_record(ts, counters, &err)) << err;
+    const gp_event e[] = {op_entry(ts, sp, 0), op_exit(ts + 1000, sp, 0)};
+    ASSERT_TRUE(sw.outputs().append_events(e, 2, &err));
+  }
+  // The last call of step 2 runs past its end: its exit is dropped.
+  const uint64_t open_at = t0 + 2'999'000'000;
+  ASSERT_TRUE(sw.before_record(open_at, counters, &err));
+  const gp_event open = op_entry(open_at, sp, 0);
+  ASSERT_TRUE(sw.outputs().append_events(&open, 1, &err));
+  ASSERT_TRUE(sw.tick(t0 + 4'000'000'000, {}, &err));  // not yet: 2 s of grace
+  EXPECT_EQ(done.size(), 0u);
+  ASSERT_TRUE(sw.tick(t0 + 5'000'000'000, {}, &err));
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ((std::pair{done[0].first, done[0].last}), (std::pair<int64_t, int64_t>{1, 2}));
+  ASSERT_TRUE(sw.finish({}, t0 + 6'000'000'000, &err));
+  for (const std::string& file : {path("main"), path("w0")}) {
+    const Timeline t = build_timeline(read(file).events);
+    EXPECT_EQ(t.calls.size(), 21u) << file;  // 20 whole calls, and the one cut at the step's end
+    EXPECT_EQ(t.calls_cut, 1u);
+    EXPECT_EQ(t.calls_unwound, 0u);
+    EXPECT_EQ(t.calls_open_at_end, 0u);
+    EXPECT_EQ(t.calls.back().end_ns, t0 + 3'000'000'000);
+  }
 }
 
 TEST_F(OutputsTest, RotationKeepsTheLastFiles) {

@@ -14,7 +14,9 @@ TEST(FindBodyExits, FindsEveryRetAndOnlyRets) {
   const std::vector<uint8_t> code = {0x55, 0xb8, 0xc3, 0xc3, 0xc3, 0xc3, 0x85, 0xff,
                                      0x74, 0x01, 0xc3, 0x5d, 0xc3};
   BodyExits exits = find_body_exits(code, 0x1000);
-  EXPECT_TRUE(exits.first_is_push);
+  EXPECT_TRUE(exits.entry_emulated);
+  EXPECT_EQ(exits.entry_address, 0x1000u);
+  EXPECT_FALSE(exits.entry_after_endbr);
   EXPECT_TRUE(exits.decoded_whole_body);
   EXPECT_EQ(exits.ret_addresses, (std::vector<uint64_t>{0x100a, 0x100c}));
 }
@@ -23,8 +25,37 @@ TEST(FindBodyExits, RetWithImmediateAndNoPush) {
   // sub rsp, 8; add rsp, 8; ret 0x10
   const std::vector<uint8_t> code = {0x48, 0x83, 0xec, 0x08, 0x48, 0x83, 0xc4, 0x08, 0xc2, 0x10, 0x00};
   BodyExits exits = find_body_exits(code, 0x2000);
-  EXPECT_FALSE(exits.first_is_push);
+  EXPECT_FALSE(exits.entry_emulated);
   EXPECT_EQ(exits.ret_addresses, (std::vector<uint64_t>{0x2008}));
+}
+
+// CET builds (-fcf-protection, torch 2.x): the kernel single-steps endbr64
+// but emulates the push after it, which sees the same registers and stack.
+TEST(FindBodyExits, EntryAfterEndbr64) {
+  // endbr64; push r15; push rbp; pop rbp; pop r15; ret
+  const std::vector<uint8_t> code = {0xf3, 0x0f, 0x1e, 0xfa, 0x41, 0x57, 0x55, 0x5d, 0x41, 0x5f, 0xc3};
+  BodyExits exits = find_body_exits(code, 0x5000);
+  EXPECT_TRUE(exits.entry_after_endbr);
+  EXPECT_EQ(exits.entry_address, 0x5004u);
+  EXPECT_TRUE(exits.entry_emulated);  // push r15 (REX.B push): emulated
+  EXPECT_EQ(exits.ret_addresses, (std::vector<uint64_t>{0x500a}));
+}
+
+TEST(FindBodyExits, EntryAfterEndbr64NotEmulated) {
+  // endbr64; sub rsp, 8; add rsp, 8; ret: the site moves, the count says single-stepped
+  const std::vector<uint8_t> code = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x83, 0xec, 0x08, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+  BodyExits exits = find_body_exits(code, 0x6000);
+  EXPECT_EQ(exits.entry_address, 0x6004u);
+  EXPECT_FALSE(exits.entry_emulated);
+}
+
+TEST(FindBodyExits, EndbrKeptWhenTheBodyJumpsBackAfterIt) {
+  // endbr64; push rbp; test edi,edi; je -> push (0x7004); pop rbp; ret
+  const std::vector<uint8_t> code = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x85, 0xff, 0x74, 0xfb, 0x5d, 0xc3};
+  BodyExits exits = find_body_exits(code, 0x7000);
+  EXPECT_FALSE(exits.entry_after_endbr);  // a probe on the push would fire once per loop turn
+  EXPECT_EQ(exits.entry_address, 0x7000u);
+  EXPECT_FALSE(exits.entry_emulated);
 }
 
 TEST(FindBodyExits, TailJumpBodyHasNoExit) {
