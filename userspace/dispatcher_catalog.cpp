@@ -10,7 +10,7 @@
 
 namespace gpuprof {
 
-std::string exitless_ops_warning(const DispatcherCatalog& catalog) {
+std::string describe_exitless_ops(const DispatcherCatalog& catalog) {
   if (catalog.exitless_ops.empty()) return "";
   constexpr size_t kNamed = 3;
   std::string names;
@@ -21,8 +21,7 @@ std::string exitless_ops_warning(const DispatcherCatalog& catalog) {
   if (catalog.exitless_ops.size() > kNamed) names += ", ...";
   const size_t n = catalog.exitless_ops.size();
   return std::to_string(n) + " of " + std::to_string(catalog.ops.size()) + (n == 1 ? " ops has" : " ops have") +
-         " no exit probe (no `ret` found in the body): " + names +
-         "; such a call ends at its thread's next event, so its times are not measured";
+         " no exit probe (no `ret` found in the body): " + names;
 }
 
 std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,

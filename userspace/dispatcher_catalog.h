@@ -51,9 +51,10 @@ struct DispatcherCatalog {
   std::string build_id;
 };
 
-// "" when every op has an exit probe; else a warning that counts and names
-// (the first few of) those without: their calls' times are meaningless.
-std::string exitless_ops_warning(const DispatcherCatalog& catalog);
+// "" when every op has an exit probe; else a line that counts and names
+// (the first few of) those without (printed with -v; exitless_calls.h
+// warns when such an op is called).
+std::string describe_exitless_ops(const DispatcherCatalog& catalog);
 
 // nullopt with *error when the file cannot be read or exports no
 // dispatcher entry points (it is not a libtorch_cpu).

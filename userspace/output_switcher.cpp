@@ -150,14 +150,24 @@ bool OutputSwitcher::before_record(uint64_t ts_ns, const std::function<RecordSta
   // what is stamped before a cut): nothing to switch.
   if (cycle < 0 || cycle <= window_) return true;
   const RecordStats counters = counters_now();
-  if (!end_window(window_end_ns(), counters, error)) return false;
-  const int64_t first = first_step(cycle);
-  // The cycle's file holds its steps as the schedule has them, from the start.
-  if (!open_window(cycle, first, plan_.schedule.start_ns + static_cast<uint64_t>(first) * plan_.schedule.step_ns,
-                   counters, error))
-    return false;
-  cycle_last_step_ = first + static_cast<int64_t>(plan_.schedule.active) - 1;
+  // Cycles that passed with no record are written too (empty), then this one opens.
+  while (window_ < cycle)
+    if (!next_time_window(counters, /*end_it=*/window_ + 1 < cycle, error)) return false;
   return true;
+}
+
+// Ends the window in progress and opens the next cycle's, from its first
+// step as the schedule has it; end_it: that cycle is over already (no
+// record came in it), its window ends at once.
+bool OutputSwitcher::next_time_window(const RecordStats& counters, bool end_it, std::string* error) {
+  const gp_schedule& s = plan_.schedule;
+  if (window_ >= 0 && !end_window(window_end_ns(), counters, error)) return false;
+  const int64_t cycle = window_ + 1;
+  const int64_t first = first_step(cycle);
+  if (!open_window(cycle, first, s.start_ns + static_cast<uint64_t>(first) * s.step_ns, counters, error))
+    return false;
+  cycle_last_step_ = first + static_cast<int64_t>(s.active) - 1;
+  return !end_it || end_window(window_end_ns(), counters, error);
 }
 
 bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
@@ -179,6 +189,18 @@ bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::str
   if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && window_ >= 0 && !window_cut_ &&
       now_ns >= window_end_ns() + kCycleGraceNs) {
     if (!end_window(window_end_ns(), counters, error)) return false;
+  }
+  // Time-mode cycles come by the clock, as torch's on_trace_ready comes for
+  // every cycle: one that began long enough ago with no record to open it
+  // (the target called no op then) is opened now, and ended if it is over.
+  while (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && plan_.schedule.step_ns) {
+    const gp_schedule& s = plan_.schedule;
+    const int64_t next = window_ + 1;
+    if (s.repeat && static_cast<uint64_t>(next) >= s.repeat) break;
+    const uint64_t start = s.start_ns + static_cast<uint64_t>(first_step(next)) * s.step_ns;
+    if (now_ns < start + kCycleGraceNs) break;
+    const uint64_t end = start + s.active * s.step_ns;
+    if (!next_time_window(counters, /*end_it=*/now_ns >= end + kCycleGraceNs, error)) return false;
   }
   if (!outputs_.is_open(RecordOutputs::kMain) || !(plan_.rotate_bytes || plan_.rotate_ns)) return true;
   const bool full = plan_.rotate_bytes && outputs_.bytes_written(RecordOutputs::kMain) >= plan_.rotate_bytes;

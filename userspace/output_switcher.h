@@ -90,6 +90,7 @@ class OutputSwitcher {
   uint64_t window_end_ns() const;           // time mode: the end of window_'s last step
   bool open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters, std::string* error);
   bool end_window(uint64_t end_ns, const RecordStats& counters, std::string* error);
+  bool next_time_window(const RecordStats& counters, bool end_it, std::string* error);
   bool close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error);
 
   OutputPlan plan_;

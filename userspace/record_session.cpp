@@ -28,6 +28,7 @@
 #include "op_tracer.h"
 #include "cpu_sampler.h"
 #include "elf_image.h"
+#include "exitless_calls.h"
 #include "fork_watch.h"
 #include "native_symbolizer.h"
 #include "output_switcher.h"
@@ -241,6 +242,7 @@ class Session {
   std::string shim_error_;
   RetryEvery100ms shim_retry_;
   uint64_t launches_recorded_ = 0;
+  ExitlessCalls exitless_;
   std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
   // --follow-forks: the op probe sites (as attached to the target) for each
@@ -301,8 +303,9 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                config_.exit_mode == ExitMode::emulated ? "emulated" : "on ret",
                catalog->exit_sites_single_stepped,
                config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
-  if (std::string exitless = exitless_ops_warning(*catalog); !exitless.empty())
-    std::fprintf(stderr, "gpuprof: warning: %s\n", exitless.c_str());
+  exitless_.add_ops(0, *catalog);
+  if (std::string exitless = describe_exitless_ops(*catalog); !exitless.empty() && config_.verbose)
+    std::fprintf(stderr, "gpuprof: %s\n", exitless.c_str());
   if (config_.verbose)
     std::fprintf(stderr,
                  "gpuprof: %zu schemas read; %u ops without a ret; %u entries single-stepped; "
@@ -781,6 +784,7 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
+  if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
   if (shapes_ && event.kind == GP_EV_OP_ENTRY) {
     if (!shape_words.empty())
       shapes_->add_entry(index, event.op_id, shape_words);
@@ -1115,6 +1119,7 @@ bool Session::finish() {
       std::fprintf(stderr, "gpuprof: CUPTI shim: %s\n", cupti_shim_state_text(cupti_shim_->state));
   }
   thread_names_->poll();
+  if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   update_file_info();
   if (!write_error_.empty()) return fail(write_error_);
   if (!switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);

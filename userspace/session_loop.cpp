@@ -4,6 +4,7 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <unistd.h>
 
 #include <cmath>
 
@@ -17,7 +18,17 @@ SignalGuard::SignalGuard(std::initializer_list<int> signals) {
   fd_.reset(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
 }
 
-SignalGuard::~SignalGuard() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
+SignalGuard::~SignalGuard() {
+  // A signal that came while the session was already stopping (a Ctrl-C as
+  // the target exits) asked for what is done: taken here, not left pending
+  // to kill gpuprof the moment the old mask is back.
+  if (fd_.get() >= 0) {
+    signalfd_siginfo info;
+    while (read(fd_.get(), &info, sizeof(info)) == sizeof(info)) {
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old_, nullptr);
+}
 
 UniqueFd duration_timer(double seconds) {
   UniqueFd timer;

@@ -21,7 +21,8 @@ inline uint64_t clock_ns(clockid_t clock) {
 
 // Blocks `signals` while the session reads them through fd(), and restores
 // the previous mask when it ends (so that a second Ctrl-C while waiting for
-// a launched command kills gpuprof, not the command).
+// a launched command kills gpuprof, not the command); what arrived and was
+// not read by then is discarded first, never delivered late.
 class SignalGuard {
  public:
   explicit SignalGuard(std::initializer_list<int> signals);

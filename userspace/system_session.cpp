@@ -21,6 +21,7 @@
 #include "bounded_cache.h"
 #include "cpu_sampler.h"
 #include "dispatcher_catalog.h"
+#include "exitless_calls.h"
 #include "kernel_symbols.h"
 #include "launch_tracer.h"
 #include "library_loads.h"
@@ -45,7 +46,12 @@ constexpr uint64_t kFlushIntervalNs = 250'000'000;
 // file once the call returns. Looked for again on each turn until then.
 constexpr uint64_t kLoadPatienceNs = 2'000'000'000;
 constexpr uint64_t kPythonEpochNs = 100'000'000;
-constexpr uint64_t kPythonRetryNs = 500'000'000;
+// A process whose interpreter is not up yet (its first samples come while
+// CPython starts) is looked at again soon, then less and less often: a
+// process that lives 0.2 s must get its frames, and one that never runs
+// Python must not cost a maps read per sample.
+constexpr uint64_t kPythonFirstRetryNs = 10'000'000;
+constexpr uint64_t kPythonLastRetryNs = 1'000'000'000;
 // How often exited processes are let go (their symbols, their interpreter),
 // and how long their description stays for events still on their way.
 constexpr uint64_t kReapIntervalNs = 2'000'000'000;
@@ -96,6 +102,7 @@ struct Process {
   std::unique_ptr<PythonStackNamer> python;
   bool python_final = false;  // the answer will not change
   uint64_t python_checked_ns = 0;
+  uint64_t python_retry_ns = kPythonFirstRetryNs;  // doubles after each miss
   uint64_t exited_ns = 0;  // when gpuprof found it gone (0: alive)
 };
 
@@ -191,6 +198,7 @@ class SystemSession {
   uint64_t last_reap_ns_ = 0;
   uint64_t samples_recorded_ = 0;
   uint64_t launches_recorded_ = 0;
+  ExitlessCalls exitless_;
 };
 
 Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
@@ -280,12 +288,20 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     std::fprintf(stderr, "gpuprof: tracing %s: %zu ops, %u entry + %u exit probes (attach %.1f ms), for every process that maps it\n",
                  library->path_in_target.c_str(), catalog->ops.size(), catalog->entry_sites, catalog->exit_sites,
                  (now_ns() - start) / 1e6);
-    if (std::string exitless = exitless_ops_warning(*catalog); !exitless.empty())
-      std::fprintf(stderr, "gpuprof: warning: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
+    exitless_.add_ops(base, *catalog);
+    if (std::string exitless = describe_exitless_ops(*catalog); !exitless.empty() && config_.verbose)
+      std::fprintf(stderr, "gpuprof: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
   }
   if (libtorch_files_[id] == UINT32_MAX || p.traced) return true;
   p.traced = true;
   traced_processes_++;
+  // Described again: a process seen before it exec'd into Python (`chroot
+  // ... python3`, a shell) had another name and command line then.
+  ProcessInfo now = describe_process(static_cast<int>(pid));
+  if (!now.comm.empty()) {
+    p.info.comm = now.comm;
+    p.info.cmdline = now.cmdline;
+  }
   p.info.libtorch_path = library->path_in_target;
   p.info_written = false;  // defined again, with its libtorch
   if (config_.on_process) config_.on_process(p.info);
@@ -379,7 +395,8 @@ void SystemSession::scan_processes() {
 void SystemSession::setup_python(uint32_t pid, Process& p) {
   if (p.python || p.python_final) return;
   const uint64_t now = now_ns();
-  if (p.python_checked_ns && now - p.python_checked_ns < kPythonRetryNs) return;
+  if (p.python_checked_ns && now - p.python_checked_ns < p.python_retry_ns) return;
+  if (p.python_checked_ns) p.python_retry_ns = std::min(2 * p.python_retry_ns, kPythonLastRetryNs);
   p.python_checked_ns = now;
   std::string why;
   bool may_change = false;
@@ -470,6 +487,7 @@ void SystemSession::on_op_event(const gp_event& event) {
     return;
   }
   stats_.events_recorded++;
+  if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
   if (config_.on_op_event) config_.on_op_event(event, index);
 }
 
@@ -725,6 +743,7 @@ bool SystemSession::finish() {
   stats_.events_lost = tracer_ ? tracer_->events_lost() : 0;
   if (sampler_) stats_.samples_lost = sampler_->lost();
   stats_.stop_reason = outcome_.stop_reason;
+  if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   std::string error;
   flush_tables();
   if (!write_error_.empty()) return fail(write_error_);

@@ -1,10 +1,14 @@
 #include "uprobe_multi.h"
 
+#include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace gpuprof {
 namespace {
@@ -31,6 +35,47 @@ static_assert(sizeof(LinkCreateUprobeMulti) == 64);
 constexpr int kBpfLinkCreate = 28;
 constexpr size_t kBpfAttrSize = 160;  // > any field we set; zero-filled tail
 
+// What the helper task hands back (it shares our memory).
+struct LinkRequest {
+  unsigned char* attr;
+  long result;  // the link fd, or -errno
+};
+
+int create_link(void* arg) {
+  auto* request = static_cast<LinkRequest*>(arg);
+  // Out of gpuprof's process group and deaf to every signal: what kills
+  // gpuprof (Ctrl-C, kill -9 of the group) must not reach this syscall.
+  syscall(__NR_setsid);
+  sigset_t all;
+  sigfillset(&all);
+  syscall(__NR_rt_sigprocmask, SIG_BLOCK, &all, nullptr, sizeof(uint64_t));
+  const long fd = syscall(__NR_bpf, kBpfLinkCreate, request->attr, kBpfAttrSize);
+  request->result = fd >= 0 ? fd : -errno;
+  return 0;
+}
+
+// BPF_LINK_CREATE run by a helper task that shares gpuprof's memory and fd
+// table (CLONE_VM | CLONE_FILES) but is a process of its own. Registering
+// thousands of uprobes takes up to a second, and a SIGKILL of the task
+// doing it midway leaves the breakpoints already planted in the target
+// for good (seen on kernel 6.18: tests/integration/test_kill_many.py):
+// killed here, gpuprof dies, the helper finishes its syscall, and its exit
+// closes the new link, which removes every breakpoint cleanly.
+long create_link_unkillable(unsigned char* attr) {
+  constexpr size_t kStackBytes = 64 * 1024;
+  static thread_local std::vector<unsigned char> stack(kStackBytes);
+  LinkRequest request{attr, -EINVAL};
+  const int child = clone(create_link, stack.data() + stack.size(), CLONE_VM | CLONE_FILES, &request);
+  if (child < 0) {  // no task to spare: do it here, as before
+    const long fd = syscall(__NR_bpf, kBpfLinkCreate, attr, kBpfAttrSize);
+    return fd >= 0 ? fd : -errno;
+  }
+  int status = 0;
+  while (waitpid(child, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  return request.result;
+}
+
 }  // namespace
 
 std::optional<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::string& binary_path,
@@ -51,9 +96,9 @@ std::optional<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::s
   link.cnt = static_cast<uint32_t>(offsets.size());
   link.pid = static_cast<uint32_t>(pid);
   std::memcpy(attr, &link, sizeof(link));
-  long fd = syscall(__NR_bpf, kBpfLinkCreate, attr, sizeof(attr));
+  const long fd = create_link_unkillable(attr);
   if (fd < 0) {
-    int err = errno;
+    const int err = static_cast<int>(-fd);
     *error = "uprobe_multi attach to " + binary_path + " failed: " + std::strerror(err);
     if (err == EINVAL || err == EOPNOTSUPP)
       *error += " (the kernel needs CONFIG_UPROBES and uprobe_multi, Linux 6.6 or later)";

@@ -77,9 +77,10 @@ def check_probe_sites(gp, torch_env):
     # -v: every entry site is one the kernel emulates (a push, after endbr64 on 2.6).
     assert re.search(r"^gpuprof: \d+ schemas read; \d+ ops without a ret; 0 entries single-stepped;", stderr,
                      re.M), stderr
-    # Only the library's own exit-less op, if any, is named.
-    exitless = re.findall(r"^gpuprof: warning: (\d+) of \d+ ops? ha(?:s|ve) no exit probe", stderr, re.M)
+    # -v names the library's own exit-less op, if any; none was called.
+    exitless = re.findall(r"^gpuprof: (\d+) of \d+ ops ha(?:s|ve) no exit probe", stderr, re.M)
     assert exitless == ([] if torch_env.id == "torch2.6" else ["1"]), stderr
+    assert "without an exit probe" not in stderr, stderr
 
 
 def heavy_rows_have_time(table):

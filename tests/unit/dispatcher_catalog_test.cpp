@@ -10,6 +10,7 @@
 #include <set>
 
 #include "events.h"
+#include "exitless_calls.h"
 
 namespace gpuprof {
 namespace {
@@ -29,9 +30,18 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   EXPECT_EQ(catalog->entries_after_endbr, 0u);     // not a CET build
   // One op's body ends in a tail jump: named in the warning.
   EXPECT_EQ(catalog->ops_without_exit, 1u);
-  EXPECT_EQ(exitless_ops_warning(*catalog),
-            "1 of 2952 ops has no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out; "
-            "such a call ends at its thread's next event, so its times are not measured");
+  EXPECT_EQ(describe_exitless_ops(*catalog),
+            "1 of 2952 ops has no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out");
+  ExitlessCalls calls;
+  calls.add_ops(10, *catalog);
+  EXPECT_EQ(calls.warning(), "");  // none called: nothing to say
+  const uint32_t exitless = 10 + catalog->exitless_ops[0];
+  calls.on_entry(exitless - 1);
+  calls.on_entry(exitless);
+  calls.on_entry(exitless);
+  calls.on_entry(100000);
+  EXPECT_EQ(calls.warning(), "2 calls of ops without an exit probe: aten::_cudnn_rnn_backward.out (2); each ends "
+                             "at its thread's next event, so their times are not measured");
   EXPECT_EQ(catalog->sites.offsets.size(), catalog->entry_sites + catalog->exit_sites);
   EXPECT_EQ(catalog->build_id.size(), 40u);
 
@@ -105,7 +115,7 @@ TEST(DispatcherCatalog, CetBuiltLibtorch26) {
   EXPECT_EQ(catalog->entries_after_endbr, 3144u);
   EXPECT_EQ(catalog->entries_single_stepped, 0u);
   EXPECT_EQ(catalog->ops_without_exit, 0u);
-  EXPECT_EQ(exitless_ops_warning(*catalog), "");
+  EXPECT_EQ(describe_exitless_ops(*catalog), "");
   EXPECT_EQ(catalog->exit_sites_single_stepped, 0u);
   EXPECT_EQ(catalog->exit_sites, 3144u);
 }

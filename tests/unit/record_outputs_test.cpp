@@ -287,6 +287,39 @@ TEST_F(OutputsTest, TimeCyclesHoldTheirWholeStepsAndCutOpenCalls) {
   }
 }
 
+// torch calls on_trace_ready for every cycle, ops or not: a --step-time
+// cycle in which the target called no op is still written (empty).
+TEST_F(OutputsTest, TimeCyclesWithoutRecordsAreStillWritten) {
+  OutputPlan plan;
+  plan.schedule = op_schedule(1, 1, 3);  // steps 1, 3, 5: three cycles
+  plan.schedule.mode = GP_SCHEDULE_BY_TIME;
+  plan.schedule.step_ns = 100;
+  std::vector<Done> done;
+  plan.cycle_path = [&](int64_t c) { return path("e" + std::to_string(c)); };
+  plan.cycle_done = [&](const std::string& p, int64_t c, int64_t a, int64_t b) { done.push_back({p, c, a, b}); };
+  OutputSwitcher sw(plan, outputs());
+  std::string err;
+  ASSERT_TRUE(sw.begin(0, {}, &err));
+  sw.start_time_steps(1'000'000'000);
+  auto counters = [] { return RecordStats{}; };
+  // Only cycle 1 (step 3) sees a record; the grace is 2 s.
+  ASSERT_TRUE(sw.before_record(1'000'000'350, counters, &err));
+  const gp_event e = op_entry(1'000'000'350, 500, 0);
+  ASSERT_TRUE(sw.outputs().append_events(&e, 1, &err));
+  ASSERT_TRUE(sw.tick(3'000'001'000, {}, &err)) << err;  // cycle 2 (step 5) ended 2 s ago and more
+  ASSERT_TRUE(sw.finish({}, 3'000'001'000, &err)) << err;
+  ASSERT_EQ(done.size(), 3u);
+  for (int64_t c = 0; c < 3; c++) {
+    EXPECT_EQ(done[c].cycle, c);
+    EXPECT_EQ(done[c].first, 1 + 2 * c);
+    EXPECT_EQ(done[c].last, 1 + 2 * c);
+  }
+  // Cycle 0 was over when cycle 1's record came: its (empty) window ends first.
+  EXPECT_EQ(read(done[0].path).events.size(), 1u);  // the cut
+  EXPECT_EQ(read(done[1].path).events.size(), 2u);  // its record and the cut
+  EXPECT_EQ(read(done[2].path).events.size(), 1u);
+}
+
 TEST_F(OutputsTest, RotationKeepsTheLastFiles) {
   OutputPlan plan;
   plan.main_path = path("run.gpuprof");

@@ -178,7 +178,7 @@ std::string format_table_report(const Recording& recording, const Profile& profi
            " --folded --metric samples\n";
   else if (profile.rows.empty())
     text = "No operator calls were recorded (" + std::to_string(recording.events.size()) +
-           " events).\n";
+           (recording.events.size() == 1 ? " event" : " events") + ").\n";
   std::string notes = format_profile_notes(profile) +
                       format_recording_notes(recording, profile, options.group_by_input_shape);
   if (recording.cuda_runtime)
