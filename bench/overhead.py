@@ -979,6 +979,9 @@ def main():
     ap.add_argument("--small-links", type=int, default=79, help="mm/add/relu links per small-op step (7 ops each)")
     ap.add_argument("--small-steps", type=int, default=200)
     ap.add_argument("--resnet-steps", type=int, default=8)
+    ap.add_argument("--train-steps", type=int, default=0,
+                    help="also time N steps of a small MLP's training step (Adam) per phase: the ranges, "
+                         "engine and node rows' probes (0: not)")
     ap.add_argument("--duration-recordings", type=int, default=20,
                     help="one-step resnet18 recordings per exit mode for the duration-agreement check")
     ap.add_argument("--shapes-memory", action="store_true",
@@ -1030,6 +1033,7 @@ def main():
         (SAMPLING_VARIANTS if a.sampling else []) + (STACK_VARIANTS if a.stacks else [])
     target = Target(a.python, ["--rounds", str(a.rounds), "--small-links", str(a.small_links),
                                "--small-steps", str(a.small_steps), "--resnet-steps", str(a.resnet_steps),
+                               "--train-steps", str(a.train_steps),
                                "--duration-recordings", str(a.duration_recordings), "--threads", "1"]
                     + [arg for v in variants for arg in ("--variant", v)]
                     + [arg for v in EXIT_MODES for arg in ("--duration-variant", v)], chroot=a.chroot)

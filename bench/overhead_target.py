@@ -105,11 +105,37 @@ class ResNet18:
         return self.model(self.x)
 
 
+class TrainStep:
+    """One training step of a small MLP (Linear 64-128, ReLU, Linear 128-10,
+    log_softmax + nll_loss, batch 32) with Adam: zero_grad, forward, backward,
+    step. Besides aten ops, torch.profiler (and gpuprof) record its
+    Optimizer ranges, the autograd engine's rows and the backward nodes'."""
+
+    name = "train-step"
+
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.x = torch.randn(32, 64)
+        self.y = torch.randint(0, 10, (32,))
+
+    def step(self):
+        with torch.enable_grad():
+            self.opt.zero_grad()
+            logits = self.model(self.x)
+            loss = torch.nn.functional.nll_loss(torch.nn.functional.log_softmax(logits, dim=1), self.y)
+            loss.backward()
+            self.opt.step()
+
+
 def count_ops(wl):
-    """aten:: ops per step as torch.profiler records them, nested ops included.
+    """Rows per step as torch.profiler records them, nested ones included: its
+    aten ops, and for a training step its ranges, engine and node rows too
+    (gpuprof probes every one of them).
 
     Counts the raw profiler events (one per RecordFunction, i.e. per dispatcher
-    call, which is what both profilers pay for). prof.events() is one less per
+    call or range, which is what both profilers pay for). prof.events() is one less per
     redispatch to a same-named op with no other child (e.g. div_.Scalar ->
     div_.Tensor inside mean), which EventList._remove_dup_nodes folds into its
     parent; that count is returned too.
@@ -117,10 +143,9 @@ def count_ops(wl):
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         wl.step()
     events = list(prof.profiler.kineto_results.events())
-    raw = [e.name() for e in events]
-    folded = [e.name for e in prof.events()]
-    return (sum(n.startswith("aten::") for n in raw), len(raw),
-            sum(n.startswith("aten::") for n in folded), op_tree(events))
+    raw = [e.name() for e in events if e.name() != "[memory]"]
+    folded = [e.name for e in prof.events() if e.name != "[memory]"]
+    return len(raw), len(raw), len(folded), op_tree(events)
 
 
 def start_ns(e):
@@ -264,6 +289,7 @@ def main():
     ap.add_argument("--resnet-steps", type=int, default=8)
     ap.add_argument("--resnet-warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--train-steps", type=int, default=0, help="also time a training step (0: not)")
     ap.add_argument("--duration-recordings", type=int, default=20)
     ap.add_argument("--variant", action="append", required=True, dest="variants",
                     help="a variant to time, in the order of the first round (repeat)")
@@ -278,6 +304,8 @@ def main():
         (SmallOps(a.small_links), a.small_warmup, a.small_steps),
         (ResNet18(), a.resnet_warmup, a.resnet_steps),
     ]
+    if a.train_steps:
+        workloads.append((TrainStep(), 3, a.train_steps))
     info = {"torch": torch.__version__, "torchvision": torchvision.__version__,
             "threads": torch.get_num_threads(), "workloads": {}}
     for wl, warmup, steps in workloads:

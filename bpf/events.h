@@ -45,19 +45,57 @@ enum gp_event_kind {
 	 * pid and sp are 0, op_id GP_NO_OP. Record format version 5 and later.
 	 */
 	GP_EV_CUT = 5,
+	/*
+	 * A torch.profiler row that is no C++ call of its own, begun and ended
+	 * by RecordFunction objects (record format version 5 and later):
+	 *   - a record_function range (user code, the optimizers'
+	 *     Optimizer.step#X.step): begun in
+	 *     torch::autograd::profiler::record_function_enter_new(name, args),
+	 *     whose RecordFunction is constructed with RecordScope::USER_SCOPE;
+	 *     op_id is GP_NO_OP in the ring, the payload carries the name, and
+	 *     the recorder turns the name into an op of the recording;
+	 *   - a RECORD_FUNCTION guard that torch opens directly inside an op's
+	 *     kernel (VariableType's `detach`, `detach_`): op_id names it.
+	 * sp holds the RecordFunction object's address: the key that pairs
+	 * BEGIN and END, which come from RecordFunction::end() or its
+	 * destructor, maybe on another thread.
+	 */
+	GP_EV_RANGE_BEGIN = 6,
+	GP_EV_RANGE_END = 7,
 };
+
+/*
+ * Probe sites that are no event of their own (cookie kinds past the event
+ * kinds): they only arm what the next RecordFunction constructor on the
+ * thread begins, or end what one began (bpf/op_tracer.bpf.c).
+ */
+enum gp_site_kind {
+	GP_SITE_RANGE_ENTER = 16, /* record_function_enter_new(name, args): rsi = &name */
+	GP_SITE_RECORD_CTOR = 17, /* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope */
+	GP_SITE_RECORD_END = 18,  /* RecordFunction::end() or ~RecordFunction(): rdi = this */
+};
+
+/* at::RecordScope values (c10 record_function.h, the same in 1.13 and 2.x). */
+#define GP_RECORD_SCOPE_FUNCTION 0
+#define GP_RECORD_SCOPE_USER 7
+
+/* Range names longer than this many bytes are cut (the payload says the length). */
+#define GP_RANGE_NAME_BYTES 256
 
 /* op_id of events that belong to no operator (GP_EV_CATCH). */
 #define GP_NO_OP 0xffffffffu
 
 /*
  * uprobe_multi cookie layout; one BPF program serves every site:
- *   bits  0..31  op id (GP_NO_OP for catches)
- *   bits 32..39  event kind (enum gp_event_kind)
+ *   bits  0..31  op id (GP_NO_OP for catches and the gp_site_kind sites)
+ *   bits 32..39  event kind (enum gp_event_kind) or site kind (enum gp_site_kind)
  *   bit  40      the site is not where the entry sp is: compute it (below)
  *   bit  41      ... from rbp (1) or rsp (0) at the site
  *   bit  42      ENTRY of a step op (GP_COOKIE_STEP, record --step-op)
- *   bits 48..63  ... plus this signed offset
+ *   bit  43      ENTRY/EXIT of an op with a guard range (GP_COOKIE_GUARD)
+ *   bit  44      ENTRY of Engine::evaluate_function (GP_COOKIE_NODE_ARG)
+ *   bits 48..63  exits: ... plus this signed offset; guarded entries: the
+ *                guard range's op id
  * Exit sites on the stack-protector branch before a `ret` (see
  * userspace/ret_finder.h) use bits 40..63 so that every event carries the
  * op's entry sp, which the timeline matches entries and exits by.
@@ -65,6 +103,21 @@ enum gp_event_kind {
 #define GP_COOKIE_SP_COMPUTED (1ull << 40)
 /* bit 42: an ENTRY site of a step op (record --step-op): a step starts. */
 #define GP_COOKIE_STEP (1ull << 42)
+/*
+ * bit 43: an op whose kernel opens a RECORD_FUNCTION guard of its own
+ * (aten::detach: "detach"): at ENTRY, the next RecordScope::FUNCTION
+ * RecordFunction on the thread begins the range op in bits 48..63; at EXIT
+ * it can no longer come.
+ */
+#define GP_COOKIE_GUARD (1ull << 43)
+#define GP_COOKIE_GUARD_OP(cookie) ((__u32)((cookie) >> 48))
+/*
+ * bit 44: ENTRY of Engine::evaluate_function(graph_task, Node* func, ...):
+ * the payload (after the stack, if any) is one word, func's vtable pointer,
+ * which names the node (the recorder: "autograd::engine::evaluate_function:
+ * AddmmBackward0").
+ */
+#define GP_COOKIE_NODE_ARG (1ull << 44)
 #define GP_COOKIE_SP_FROM_RBP (1ull << 41)
 #define GP_COOKIE(kind, op_id) (((__u64)(kind) << 32) | (__u64)(op_id))
 #define GP_COOKIE_FRAME_EXIT(op_id, from_rbp, offset)                          \

@@ -251,6 +251,7 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
  */
 static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes)
 {
+	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
 	__u32 zero = 0;
 	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
 	struct entry_record *r;
@@ -276,6 +277,16 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 		depth = walk_python(&python);
 		r->words[0] = depth;
 		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
+	}
+	if (cookie & GP_COOKIE_NODE_ARG) {
+		/* The node's class, by its vtable (0: unreadable). */
+		if (bpf_probe_read_user(&vptr, sizeof(vptr), (void *)node))
+			vptr = 0;
+		__u32 at = st.n;
+
+		if (at < GP_PAYLOAD_WORDS)
+			r->words[at] = vptr;
+		st.n = at + 1;
 	}
 	bpf_loop(GP_MAX_TENSOR_ARGS, capture_slot, &st, 0);
 	words = st.n;
@@ -351,6 +362,151 @@ static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie)
 	return step_recorded;
 }
 
+/*
+ * Ranges (events.h, GP_EV_RANGE_BEGIN). What the next RecordFunction
+ * constructor on a thread begins: a record_function range (armed by
+ * record_function_enter_new, scope USER_SCOPE, the name read from its
+ * argument then) or an op's own guard (armed by the op's ENTRY, scope
+ * FUNCTION). One per thread: a new arming replaces a stale one.
+ */
+struct range_arming {
+	__u64 name; /* user: the std::string* argument of record_function_enter_new */
+	__u32 scope; /* the RecordScope the constructor must have */
+	__u32 op; /* guard: the range op; user: GP_NO_OP */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct range_arming);
+} range_armed SEC(".maps");
+
+/* Ranges begun and not ended: (pid, RecordFunction*) -> range op. LRU: a
+ * range whose end never comes (its object leaked) cannot fill it. */
+struct range_key {
+	__u64 object;
+	__u32 pid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct range_key);
+	__type(value, __u32);
+} open_ranges SEC(".maps");
+
+/* RANGE_BEGIN: [stack][name length][name bytes], or no payload (a guard). */
+static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm)
+{
+	__u32 zero = 0, depth, at = 0;
+	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_record *r;
+	__u64 name[2] = {}; /* std::string: char *_M_p, size_t _M_string_length */
+	__u64 len = 0;
+	long flags;
+
+	if (!scratch || READ_ONCE_BUSY(scratch)) {
+		__sync_fetch_and_add(&events_lost, 1);
+		return;
+	}
+	WRITE_ONCE_BUSY(scratch, 1);
+	r = &scratch->record;
+	fill_event(&r->event, ctx, 0);
+	r->event.kind = GP_EV_RANGE_BEGIN;
+	r->event.op_id = arm->op;
+	r->event.sp = object;
+	if (stacks_on) {
+		depth = walk_python(&python);
+		r->words[0] = depth;
+		at = 1 + depth * GP_ENTRY_FRAME_WORDS;
+	}
+	if (arm->op == GP_NO_OP) {
+		if (bpf_probe_read_user(name, sizeof(name), (void *)arm->name))
+			name[1] = 0;
+		len = name[1] < GP_RANGE_NAME_BYTES ? name[1] : GP_RANGE_NAME_BYTES;
+		if (at < GP_PAYLOAD_WORDS - 1 - GP_RANGE_NAME_BYTES / 8) {
+			r->words[at] = name[1];
+			if (len && bpf_probe_read_user(&r->words[at + 1], len, (void *)name[0]))
+				r->words[at] = 0;
+			at += 1 + (len + 7) / 8;
+		}
+	}
+	r->event.payload_bytes = at * 8;
+	submit_flags_for(&events, &flags);
+	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + at * 8, flags))
+		__sync_fetch_and_add(&events_lost, 1);
+	WRITE_ONCE_BUSY(scratch, 0);
+}
+
+static __always_inline void on_record_ctor(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct range_arming *armed = bpf_map_lookup_elem(&range_armed, &tid);
+	struct range_arming arm;
+	struct range_key key = {.object = PT_REGS_PARM1(ctx), .pid = bpf_get_current_pid_tgid() >> 32};
+
+	if (!armed || armed->scope != (__u32)PT_REGS_PARM2(ctx))
+		return;
+	arm = *armed;
+	bpf_map_delete_elem(&range_armed, &tid);
+	if (!schedule_allows(ctx, 0))
+		return;
+	bpf_map_update_elem(&open_ranges, &key, &arm.op, BPF_ANY);
+	emit_range_begin(ctx, key.object, &arm);
+}
+
+static __always_inline void on_record_end(struct pt_regs *ctx)
+{
+	struct range_key key = {.object = PT_REGS_PARM1(ctx), .pid = bpf_get_current_pid_tgid() >> 32};
+	__u32 *op = bpf_map_lookup_elem(&open_ranges, &key);
+	struct gp_event *e;
+	__u32 range_op;
+	long flags;
+
+	if (!op)
+		return;
+	range_op = *op;
+	bpf_map_delete_elem(&open_ranges, &key);
+	if (!schedule_allows(ctx, 0))
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&events_lost, 1);
+		return;
+	}
+	fill_event(e, ctx, 0);
+	e->kind = GP_EV_RANGE_END;
+	e->op_id = range_op;
+	e->sp = key.object;
+	submit_flags_for(&events, &flags);
+	bpf_ringbuf_submit(e, flags);
+}
+
+/* Arms (or, at an EXIT, disarms) the thread's next RecordFunction. */
+static __always_inline void arm_range(struct pt_regs *ctx, __u64 cookie)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u32 kind = GP_COOKIE_KIND(cookie);
+	struct range_arming arm = {.name = 0, .scope = GP_RECORD_SCOPE_FUNCTION, .op = GP_COOKIE_GUARD_OP(cookie)};
+
+	if (kind == GP_EV_OP_EXIT) {
+		/* The op's guard did not come (its kernel ran below autograd). */
+		struct range_arming *armed = bpf_map_lookup_elem(&range_armed, &tid);
+
+		if (armed && armed->scope == GP_RECORD_SCOPE_FUNCTION)
+			bpf_map_delete_elem(&range_armed, &tid);
+		return;
+	}
+	if (kind == GP_SITE_RANGE_ENTER) {
+		arm.name = PT_REGS_PARM2(ctx); /* the returned intrusive_ptr's slot is rdi */
+		arm.scope = GP_RECORD_SCOPE_USER;
+		arm.op = GP_NO_OP;
+	}
+	bpf_map_update_elem(&range_armed, &tid, &arm, BPF_ANY);
+}
+
 SEC("uprobe")
 int on_op_probe(struct pt_regs *ctx)
 {
@@ -360,9 +516,22 @@ int on_op_probe(struct pt_regs *ctx)
 
 	if (!tracing_on)
 		return 0;
+	switch (GP_COOKIE_KIND(cookie)) {
+	case GP_SITE_RANGE_ENTER:
+		arm_range(ctx, cookie);
+		return 0;
+	case GP_SITE_RECORD_CTOR:
+		on_record_ctor(ctx);
+		return 0;
+	case GP_SITE_RECORD_END:
+		on_record_end(ctx);
+		return 0;
+	}
 	if (!schedule_allows(ctx, cookie))
 		return 0;
-	if ((shapes_on || stacks_on) && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
+	if (cookie & GP_COOKIE_GUARD)
+		arm_range(ctx, cookie);
+	if ((shapes_on || stacks_on || (cookie & GP_COOKIE_NODE_ARG)) && GP_COOKIE_KIND(cookie) == GP_EV_OP_ENTRY) {
 		__u32 op = GP_COOKIE_OP(cookie), shapes = 0;
 		const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
 
@@ -372,7 +541,8 @@ int on_op_probe(struct pt_regs *ctx)
 				raw_entries_left--;
 			shapes = 1;
 		}
-		if ((shapes || stacks_on) && emit_entry_with_payload(ctx, cookie, shapes))
+		if ((shapes || stacks_on || (cookie & GP_COOKIE_NODE_ARG)) &&
+		    emit_entry_with_payload(ctx, cookie, shapes))
 			return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);

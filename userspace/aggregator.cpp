@@ -227,7 +227,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     call.self_ns = self_ns[i];
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
-    OpRow& row = index.row_of(op_display_name(recording.ops, call.op_id), shapes, has_inputs,
+    OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
                               stack_groups.of(call));
     ++row.calls;
     row.cpu_total_ns += call.duration_ns();
@@ -289,6 +289,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
 
   profile.calls_unwound = timeline.calls_unwound;
   profile.calls_cut = timeline.calls_cut;
+  profile.ranges_ended_elsewhere = timeline.ranges_ended_elsewhere;
   profile.events_after_cut = timeline.events_after_cut;
   profile.exits_without_entry = timeline.exits_without_entry;
   profile.calls_open_at_end = timeline.calls_open_at_end;

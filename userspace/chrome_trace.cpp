@@ -263,7 +263,10 @@ class TraceWriter {
         note_thread(call.tid);
         begin_event();
         const bool step = is_step(r_, call);
-        common("X", step ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid), call.tid, call.start_ns);
+        // As Kineto files them: record_function ranges (ProfilerStep#N
+        // too) as user annotations, everything else as CPU ops.
+        const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
+        common("X", user ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid), call.tid, call.start_ns);
         out_ += ",\"dur\":";
         append_us(out_, static_cast<int64_t>(call.duration_ns()));
         if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
@@ -277,6 +280,10 @@ class TraceWriter {
         }
         out_ += ",\"args\":{\"call\":";
         append_number(out_, call.entry_index);
+        if (step) {  // gpuprof's own step (record --schedule), apart from the target's ProfilerStep ranges
+          out_ += ",\"step\":";
+          append_number(out_, r_.events[call.entry_index].sp);
+        }
         if (r_.options.shapes && !step) {
           out_ += ",\"Input Dims\":";
           auto it = shape_of_entry.find(call.entry_index);

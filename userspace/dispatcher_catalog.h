@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "events.h"
 #include "op_args.h"
 #include "recording.h"
 
@@ -41,6 +42,16 @@ struct DispatcherCatalog {
   uint32_t exit_sites_single_stepped = 0;  // exits probed on the `ret` itself
   uint32_t ops_without_exit = 0;      // no `ret` found: such calls end by sp reconciliation
   std::vector<uint32_t> exitless_ops;  // their op ids
+  // Past the aten ops (autograd_names.h): backward nodes' apply, the
+  // engine's evaluate_function (GP_NO_OP when absent), the ranges kernels
+  // open ("detach"), and the sites that arm, begin and end ranges.
+  uint32_t node_ops = 0;
+  uint32_t evaluate_function_op = GP_NO_OP;
+  uint32_t range_sites = 0;
+  uint32_t unexported_range_enters = 0;  // range_enters.h (torch 1.13's record_function)
+  // Address points of backward nodes' vtables (what a Node's vptr holds)
+  // -> node name, sorted: evaluate_function's node is named from them.
+  std::vector<std::pair<uint64_t, std::string>> node_vtables;
   uint32_t entries_single_stepped = 0;  // entry site not a push: slower probe
   uint32_t entries_after_endbr = 0;     // entry site after a leading endbr64 (CET builds)
   size_t schemas_found = 0;
@@ -55,6 +66,12 @@ struct DispatcherCatalog {
 // (the first few of) those without (printed with -v; exitless_calls.h
 // warns when such an op is called).
 std::string describe_exitless_ops(const DispatcherCatalog& catalog);
+
+// The catalog's sites for a recording where its ops start at first_op
+// (record -a: one catalog per libtorch file, one op table): every op id in
+// the cookies moved, guard range ids included (those must stay below 2^16:
+// beyond, the sites lose their guard, and *lost_guards says so).
+ProbeSites sites_for_ops_from(const DispatcherCatalog& catalog, uint32_t first_op, bool* lost_guards);
 
 // nullopt with *error when the file cannot be read or exports no
 // dispatcher entry points (it is not a libtorch_cpu).

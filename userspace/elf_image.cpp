@@ -108,6 +108,14 @@ void ElfImage::for_each_function(const std::function<void(const ElfSymbol&)>& fn
   });
 }
 
+void ElfImage::for_each_code_or_data_symbol(
+    const std::function<void(const ElfSymbol&, bool is_function)>& fn) const {
+  for_each_symbol([&](const ElfSymbol& sym, uint8_t type) {
+    if ((type == STT_FUNC || type == STT_OBJECT) && sym.address != 0) fn(sym, type == STT_FUNC);
+    return false;
+  });
+}
+
 std::optional<uint64_t> ElfImage::symbol_value(std::string_view wanted) const {
   std::optional<uint64_t> result;
   for_each_symbol([&](const ElfSymbol& sym, uint8_t) {
@@ -162,6 +170,27 @@ void ElfImage::for_each_string(const char* section, size_t min_len,
     }
     return true;
   });
+}
+
+std::optional<std::pair<uint64_t, uint64_t>> ElfImage::section(const char* name) const {
+  std::optional<std::pair<uint64_t, uint64_t>> found;
+  state_->for_each_section([&](Elf_Scn*, const GElf_Shdr& shdr) {
+    if (state_->section_name(shdr) != name) return false;
+    found = std::pair<uint64_t, uint64_t>{shdr.sh_addr, shdr.sh_size};
+    return true;
+  });
+  return found;
+}
+
+std::optional<uint64_t> ElfImage::first_load_address() const {
+  size_t count = 0;
+  if (elf_getphdrnum(state_->elf, &count) != 0) return std::nullopt;
+  for (size_t i = 0; i < count; i++) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(state_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD && phdr.p_offset == 0)
+      return phdr.p_vaddr & ~uint64_t{0xfff};
+  }
+  return std::nullopt;
 }
 
 std::string ElfImage::build_id() const {

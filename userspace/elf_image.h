@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpuprof {
@@ -40,6 +41,10 @@ class ElfImage {
   // symbol present in both is reported twice; callers dedupe by address).
   void for_each_function(const std::function<void(const ElfSymbol&)>& fn) const;
 
+  // Calls fn(symbol, is_function) for every defined symbol of .dynsym and
+  // .symtab that is a function (STT_FUNC) or data (STT_OBJECT: vtables...).
+  void for_each_code_or_data_symbol(const std::function<void(const ElfSymbol&, bool is_function)>& fn) const;
+
   // st_value of the defined symbol (any type) with this name, from
   // .symtab or .dynsym; nullopt when there is none.
   std::optional<uint64_t> symbol_value(std::string_view name) const;
@@ -55,6 +60,14 @@ class ElfImage {
   // characters in the named section (e.g. ".rodata").
   void for_each_string(const char* section, size_t min_len,
                        const std::function<void(std::string_view)>& fn) const;
+
+  // The virtual address and size of the named section; nullopt when absent.
+  std::optional<std::pair<uint64_t, uint64_t>> section(const char* name) const;
+
+  // The virtual address (page-aligned) of the PT_LOAD segment at file
+  // offset 0: where a mapping of offset 0 puts address 0 of the file is
+  // its start minus this. nullopt when the file has no such segment.
+  std::optional<uint64_t> first_load_address() const;
 
   // Hex GNU build-id, "" when the file has none.
   std::string build_id() const;

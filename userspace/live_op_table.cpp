@@ -7,12 +7,12 @@ namespace gpuprof {
 
 // Rows are found by name: overloads of one op share a row, as in the table.
 LiveOpRow& LiveOpTable::row_of(uint32_t op_id) {
-  if (op_id < ops_.size()) {
+  if (op_id < ops_.size() && ops_[op_id].kind != OpKind::user_range) {  // no string built for most calls
     LiveOpRow& row = current_[ops_[op_id].name];
     if (row.name.empty()) row.name = ops_[op_id].name;
     return row;
   }
-  const std::string name = op_display_name(ops_, op_id);
+  const std::string name = op_table_name(ops_, op_id);
   LiveOpRow& row = current_[name];
   if (row.name.empty()) row.name = name;
   return row;

@@ -443,6 +443,10 @@ std::string format_profile_notes(const Profile& profile) {
     out += "gpuprof: " + counted(profile.calls_cut, "call was", "calls were") +
            " still running when a cycle of recorded steps ended (counted, ending there, as torch.profiler does)\n";
   }
+  if (profile.ranges_ended_elsewhere != 0) {
+    out += "gpuprof: " + counted(profile.ranges_ended_elsewhere, "range", "ranges") +
+           " ended where none was open (begun before the recording, or async: ended on another thread; not counted)\n";
+  }
   if (profile.events_after_cut != 0) {
     out += "gpuprof: " + counted(profile.events_after_cut, "event", "events") +
            " of a cycle of recorded steps arrived after its end (not counted)\n";

@@ -17,6 +17,7 @@ struct OpenFrame {
   uint64_t entry_index;       // index of the ENTRY event in the input
   uint32_t children = 0;      // direct children closed so far
   int64_t last_child = -1;    // index in Timeline::calls of the latest one
+  uint64_t range = 0;         // a range frame: its RecordFunction's address (0: a call or a step)
 };
 
 struct ThreadState {
@@ -49,6 +50,12 @@ class Builder {
         break;
       case GP_EV_STEP:
         on_step(thread, event, index);
+        break;
+      case GP_EV_RANGE_BEGIN:
+        on_range_begin(thread, event, index);
+        break;
+      case GP_EV_RANGE_END:
+        on_range_end(thread, event);
         break;
       default:
         ++timeline_.events_unknown_kind;
@@ -165,23 +172,85 @@ class Builder {
   }
 
   void on_step(ThreadState& thread, const gp_event& event, uint64_t index) {
-    if (!thread.stack.empty()) {
-      if (thread.stack.back().entry_sp != kStepFrameSp) {
-        ++timeline_.steps_inside_calls;  // the step frame (if any) stays open
-        return;
-      }
-      close_top(thread, event.ts_ns, /*unwound=*/false);
+    const bool step_below = !thread.stack.empty() && thread.stack.front().entry_sp == kStepFrameSp;
+    if (!thread.stack.empty() && !step_below) {
+      ++timeline_.steps_inside_calls;  // no step frame to end, none can go under open calls
+      return;
     }
-    if (event.op_id == GP_NO_OP) return;  // a step that is not recorded
-    thread.ran_ops = true;
-    thread.stack.push_back(OpenFrame{
+    OpenFrame next{
         .op_id = event.op_id,
         .entry_ns = event.ts_ns,
         .entry_sp = kStepFrameSp,
         .child_ns = 0,
         .depth = 0,
         .entry_index = index,
+    };
+    if (step_below && thread.stack.size() > 1) {
+      // The step op was called inside a range or a call (the optimizer's
+      // foreach op inside Optimizer.step#X.step): the step ends under them,
+      // and they go on in the next one.
+      end_bottom_step(thread, event.ts_ns);
+      if (event.op_id != GP_NO_OP) thread.stack.insert(thread.stack.begin(), next);
+      return;
+    }
+    if (step_below) close_top(thread, event.ts_ns, /*unwound=*/false);
+    if (event.op_id == GP_NO_OP) return;  // a step that is not recorded
+    thread.ran_ops = true;
+    thread.stack.push_back(next);
+  }
+
+  // Ends the step frame at the bottom of the thread's stack, under frames
+  // that stay open: a call of its own, with the children closed so far.
+  void end_bottom_step(ThreadState& thread, uint64_t end_ns) {
+    const OpenFrame frame = thread.stack.front();
+    thread.stack.erase(thread.stack.begin());
+    const uint64_t duration = std::max(end_ns, frame.entry_ns) - frame.entry_ns;
+    timeline_.calls.push_back(OpCall{
+        .tid = thread.tid,
+        .op_id = frame.op_id,
+        .start_ns = frame.entry_ns,
+        .end_ns = frame.entry_ns + duration,
+        .self_ns = duration - std::min(frame.child_ns, duration),
+        .depth = 0,
+        .unwound = false,
+        .entry_index = frame.entry_index,
     });
+    timeline_.child_count.push_back(frame.children);
+    timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
+  }
+
+  // Ranges (events.h, GP_EV_RANGE_BEGIN): frames of their own, which no sp
+  // rule closes from below: at the bottom of the stack, above any step, or,
+  // begun inside a call, right above it (sp one less than the call's, so
+  // that the calls made inside the range nest above it and the call's exit
+  // finds it gone, as it must be by then).
+  void on_range_begin(ThreadState& thread, const gp_event& event, uint64_t index) {
+    thread.ran_ops = true;
+    const uint64_t below = thread.stack.empty() ? kStepFrameSp : thread.stack.back().entry_sp;
+    thread.stack.push_back(OpenFrame{
+        .op_id = event.op_id,
+        .entry_ns = event.ts_ns,
+        .entry_sp = below - 1,
+        .child_ns = 0,
+        .depth = static_cast<uint32_t>(thread.stack.size()),
+        .entry_index = index,
+        .range = event.sp,
+    });
+  }
+
+  void on_range_end(ThreadState& thread, const gp_event& event) {
+    auto it = std::find_if(thread.stack.rbegin(), thread.stack.rend(),
+                           [&](const OpenFrame& f) { return f.range == event.sp; });
+    if (it == thread.stack.rend()) {
+      // Begun before the recording, or on another thread (an async range,
+      // ended by a future's callback): not a frame of this thread.
+      ++timeline_.ranges_ended_elsewhere;
+      return;
+    }
+    // Calls begun inside the range and still open left without a `ret`.
+    const size_t keep = thread.stack.size() - static_cast<size_t>(it - thread.stack.rbegin());
+    while (thread.stack.size() > keep) close_top(thread, thread.last_event_ns, /*unwound=*/true);
+    close_top(thread, event.ts_ns, /*unwound=*/false);
   }
 
   template <typename IsGone>

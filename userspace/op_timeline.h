@@ -49,11 +49,11 @@
 // next STEP event closes it (an ordinary call, not unwound) and opens the
 // next step's frame when that step is recorded too; so the top-level calls
 // of a step are its children, as under torch's ProfilerStep#N ranges. A STEP
-// that finds op frames open on its thread (the step op was called inside
-// another op) changes nothing and is counted (steps_inside_calls). A step
-// frame still open when the events end closes at its thread's last event
-// (torch ends its last range when profiling stops); op frames open above it
-// are not calls, as always.
+// that finds frames open on its thread and no step frame under them (the
+// first step op called inside another op) changes nothing and is counted
+// (steps_inside_calls). A step frame still open when the events end closes
+// at its thread's last event (torch ends its last range when profiling
+// stops); op frames open above it are not calls, as always.
 //
 // Cuts (events.h GP_EV_CUT, written by the recorder where a schedule's
 // cycle of recorded steps ends): every frame open on any thread ends at the
@@ -64,6 +64,20 @@
 // stamped before the last cut that comes after it (another CPU's event, a
 // few microseconds late in the ring) belongs to a window already closed: it
 // is not counted (events_after_cut).
+//
+// Ranges (events.h, GP_EV_RANGE_BEGIN/END: record_function ranges, a
+// kernel's own RECORD_FUNCTION guard) are frames too, keyed by their
+// RecordFunction's address (in sp), which the sp rules never close from
+// below: begun with no call open, one sits above the thread's step frame
+// and earlier ranges; begun inside a call, right above that call (its sp
+// less one), so that the call's EXIT finds it gone, as it must be. A
+// RANGE_END closes its range, and any call still open above it as unwound;
+// an END whose range is not open on its thread (begun before the
+// recording, or an async range that a future's callback ended on another
+// thread) changes nothing and is counted (ranges_ended_elsewhere). A STEP
+// whose thread has a step frame at the bottom ends it even under open
+// ranges or calls (the optimizer's foreach op, a usual --step-op, runs
+// inside its Optimizer.step range): they go on in the next step.
 //
 // Each thread (tid) has its own stack. Events of one thread must be in the
 // order they happened (the recorder keeps that); events of different threads
@@ -112,6 +126,7 @@ struct Timeline {
   uint64_t events_unknown_kind = 0;  // events with a kind events.h lacks; ignored
   uint64_t steps_inside_calls = 0;   // STEP events that found op frames open (above)
   uint64_t calls_cut = 0;            // calls ended by a CUT (above); in `calls`, not unwound
+  uint64_t ranges_ended_elsewhere = 0;  // RANGE_ENDs of no range open on their thread (below)
   uint64_t events_after_cut = 0;     // events stamped before a cut that came after it; ignored
   // Calls whose children's durations exceeded their own, so self time was
   // clamped at 0. Only possible when a thread's events are out of time

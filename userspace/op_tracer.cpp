@@ -49,7 +49,7 @@ int OpTracer::on_op_record(void* ctx, void* data, size_t size) {
     payload.stack_words = rest.subspan(1, stack_words - stack_words % GP_ENTRY_FRAME_WORDS);
     rest = rest.subspan(1 + stack_words);
   }
-  payload.shape_words = rest;
+  payload.words = rest;
   self->sinks_.op(event, payload);
   return 0;
 }

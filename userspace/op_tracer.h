@@ -23,14 +23,16 @@ struct ring_buffer;
 
 namespace gpuprof {
 
-// What followed an ENTRY in the ring (events.h): with Python stacks on,
-// has_stack and the frames, GP_ENTRY_FRAME_WORDS words each, innermost
-// first (none: the thread had no Python frames); then the shape slots
-// ("Input shapes"), empty when the entry has none.
+// What followed an ENTRY or a RANGE_BEGIN in the ring (events.h): with
+// Python stacks on, has_stack and the frames, GP_ENTRY_FRAME_WORDS words
+// each, innermost first (none: the thread had no Python frames); then the
+// event's own words: an ENTRY's shape slots ("Input shapes"), or
+// evaluate_function's node vtable pointer (GP_COOKIE_NODE_ARG), or a
+// RANGE_BEGIN's name; empty when there are none.
 struct EntryPayload {
   bool has_stack = false;
   std::span<const uint64_t> stack_words;
-  std::span<const uint64_t> shape_words;
+  std::span<const uint64_t> words;
 };
 
 // Where the ring buffers' records go. `op` gets every op/catch event with

@@ -38,11 +38,11 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
   out.complete = recording.complete;
   out.incomplete_reason = recording.incomplete_reason;
 
-  std::unordered_map<uint64_t, uint64_t> event_index;  // old -> new, kept ENTRY events only
+  std::unordered_map<uint64_t, uint64_t> event_index;  // old -> new, kept frame-opening events only
   for (size_t i = 0; i < recording.events.size(); i++) {
     const gp_event& e = recording.events[i];
     if (!pids.count(e.pid)) continue;
-    if (e.kind == GP_EV_OP_ENTRY) event_index.emplace(i, out.events.size());
+    if (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_RANGE_BEGIN) event_index.emplace(i, out.events.size());
     out.events.push_back(e);
   }
   for (const EntryShapes& s : recording.entry_shapes)

@@ -67,6 +67,7 @@ struct Profile {
   uint64_t calls_unwound = 0;        // frames ended by exception unwinding
   uint64_t calls_cut = 0;            // calls running when a schedule's recorded steps ended: cut there
   uint64_t events_after_cut = 0;     // events stamped before such a cut that arrived after it (ignored)
+  uint64_t ranges_ended_elsewhere = 0;  // record_function ranges ended on another thread, or begun before (not shown)
   uint64_t exits_without_entry = 0;  // ops already running when recording began
   uint64_t calls_open_at_end = 0;    // ops still running when recording stopped (not counted)
   uint64_t events_lost = 0;          // copied from RecordStats

@@ -25,22 +25,6 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-// The virtual address (page-aligned) of the PT_LOAD segment at file offset 0.
-std::optional<uint64_t> first_load_vaddr(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  Elf64_Ehdr eh{};
-  if (!in.read(reinterpret_cast<char*>(&eh), sizeof(eh))) return std::nullopt;
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64)
-    return std::nullopt;
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph{};
-    in.seekg(static_cast<std::streamoff>(eh.e_phoff + uint64_t(i) * eh.e_phentsize));
-    if (!in.read(reinterpret_cast<char*>(&ph), sizeof(ph))) return std::nullopt;
-    if (ph.p_type == PT_LOAD && ph.p_offset == 0) return ph.p_vaddr & ~uint64_t(0xfff);
-  }
-  return std::nullopt;
-}
-
 bool looks_like_python_file(std::string_view base) {
   return base.starts_with("python3") || base.starts_with("libpython3");
 }
@@ -214,7 +198,7 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
         map0 = k.start;
         break;
       }
-    auto vaddr0 = first_load_vaddr(rt.path_for_us);
+    auto vaddr0 = elf->first_load_address();
     if (!map0 || !vaddr0) {
       *why = "cannot compute the load address of " + m.path;
       return std::nullopt;

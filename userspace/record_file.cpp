@@ -152,6 +152,11 @@ void op_fields(IO& io, O& op, uint32_t version) {
     io.i32(op.arg_count);
     io.u32(op.tensor_args);
   }
+  if (version >= 5) {
+    uint32_t kind = static_cast<uint32_t>(op.kind);
+    io.u32(kind);
+    if constexpr (!std::is_const_v<O>) op.kind = static_cast<OpKind>(kind);
+  }
 }
 // A u32 count, then that many str; a count that cannot fit the payload
 // stops the decoder at once.
@@ -255,10 +260,12 @@ std::string thread_process_problem(const ThreadProcess& t, const std::unordered_
 }
 
 // Smallest encoded OP_TABLE entry: three empty strings (and two i32s).
-size_t min_op_bytes(uint32_t version) { return version >= 2 ? 20 : 12; }
+size_t min_op_bytes(uint32_t version) { return version >= 5 ? 24 : version >= 2 ? 20 : 12; }
 
 // The op table rule of record_file.h, shared by writer and reader.
 std::string op_problem(const OpInfo& op, size_t i) {
+  if (static_cast<uint32_t>(op.kind) > static_cast<uint32_t>(OpKind::user_range))
+    return "op " + std::to_string(i) + " has unknown kind " + std::to_string(static_cast<uint32_t>(op.kind));
   if (op.arg_count >= -1 && op.tensor_args <= static_cast<uint32_t>(std::max(op.arg_count, 0)))
     return "";
   return "op " + std::to_string(i) + " has arg_count " + std::to_string(op.arg_count) +
@@ -414,10 +421,13 @@ bool mem_event_ok(const gp_mem_event& e) {
 // The event rules of record_file.h, shared by writer and reader.
 // GP_EV_STEP events (schedules) came with version 3, GP_EV_CUT with 5.
 uint16_t last_event_kind(uint32_t version) {
-  return version >= 5 ? GP_EV_CUT : version >= 3 ? GP_EV_STEP : GP_EV_CATCH;
+  return version >= 5 ? GP_EV_RANGE_END : version >= 3 ? GP_EV_STEP : GP_EV_CATCH;
 }
 bool event_ok(const gp_event& e, size_t nops, uint32_t version) {
   if (e.kind == GP_EV_CUT && version >= 5) return e.op_id == GP_NO_OP;
+  // A range's end whose beginning came before the recording names no op.
+  if (e.kind == GP_EV_RANGE_END && version >= 5) return e.op_id == GP_NO_OP || e.op_id < nops;
+  if (e.kind == GP_EV_RANGE_BEGIN && version >= 5) return e.op_id < nops;
   if (e.kind == GP_EV_CATCH || (e.kind == GP_EV_STEP && version >= 3))
     return e.op_id == GP_NO_OP || e.op_id < nops;
   return (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_OP_EXIT) && e.op_id < nops;
@@ -573,7 +583,8 @@ std::string read_pairs(std::span<const uint8_t> payload, const PairChunk& c, uin
 auto entry_event(const Recording& rec) {
   return [&rec](uint64_t index) -> std::string {
     const uint16_t kind = rec.events[index].kind;
-    return kind == GP_EV_OP_ENTRY
+    // A range's beginning opens a frame too (version 5: its Python stack).
+    return kind == GP_EV_OP_ENTRY || kind == GP_EV_RANGE_BEGIN
                ? ""
                : ", which is not an ENTRY event (kind " + std::to_string(kind) + ")";
   };
@@ -1222,7 +1233,7 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
   if (options_.shapes || options_.with_stack) {  // for append_shapes, append_entry_stack
     const uint64_t first = events_appended();
     for (size_t i = 0; i < count; ++i)
-      if (events[i].kind == GP_EV_OP_ENTRY) entries_.set(first + i);
+      if (events[i].kind == GP_EV_OP_ENTRY || events[i].kind == GP_EV_RANGE_BEGIN) entries_.set(first + i);
   }
   const auto* src = reinterpret_cast<const uint8_t*>(events);
   size_t left = count * sizeof(gp_event);

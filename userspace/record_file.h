@@ -193,7 +193,8 @@
 // id in range (the ProfilerStep op, see schedule.h); GP_EV_CUT (version 5:
 // version 4 plus cuts) carries GP_NO_OP; payload_bytes is 0.
 // Entry shapes: event_index strictly increasing across the file and naming
-// a GP_EV_OP_ENTRY event of an EVENTS chunk before it (not necessarily the
+// a GP_EV_OP_ENTRY (entry stacks: or, version 5, GP_EV_RANGE_BEGIN) event
+// of an EVENTS chunk before it (not necessarily the
 // one just before: shapes may be decoded long after their event); shape_id
 // < the number of shapes defined by the SHAPES chunks before it. Memory
 // events: kind in GP_MEM_CPU_ALLOC..GP_MEM_DEVICE. Samples: frame_id names a

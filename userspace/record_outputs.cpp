@@ -76,6 +76,12 @@ bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_
   return writer.finish(own, end_monotonic_ns, error);
 }
 
+std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
+  ops_.push_back(op);
+  return static_cast<uint32_t>(ops_.size() - 1);
+}
+
 bool RecordOutputs::append_events(const gp_event* events, size_t count, std::string* error) {
   const bool ok = each(error, [&](File& f, std::string& err) {
     if (!f.writer->append_events(events, count, &err)) return false;

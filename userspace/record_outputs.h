@@ -51,6 +51,10 @@ class RecordOutputs {
   // file's own), END. The output is closed even when this fails.
   bool close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
 
+  // An op defined during the recording (runtime_ops.h), in every open file
+  // and in the op table of those opened later; its id.
+  std::optional<uint32_t> add_op(const OpInfo& op, std::string* error);
+
   // RecordWriter's calls (record_file.h), for every open file.
   bool append_events(const gp_event* events, size_t count, std::string* error);
   bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);

@@ -28,7 +28,9 @@
 #include "op_tracer.h"
 #include "cpu_sampler.h"
 #include "elf_image.h"
+#include "autograd_names.h"
 #include "exitless_calls.h"
+#include "runtime_ops.h"
 #include "fork_watch.h"
 #include "native_symbolizer.h"
 #include "output_switcher.h"
@@ -243,6 +245,7 @@ class Session {
   RetryEvery100ms shim_retry_;
   uint64_t launches_recorded_ = 0;
   ExitlessCalls exitless_;
+  std::optional<RuntimeOps> runtime_ops_;  // from begin_record on
   std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
   // --follow-forks: the op probe sites (as attached to the target) for each
@@ -263,6 +266,11 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::vector<OpInfo> ops = catalog->ops;
   if (!setup_schedule(*catalog, ops)) return false;
   if (!begin_record(pid, ops, &library, catalog->build_id)) return false;
+  if (auto bias = load_bias(pid, library))
+    runtime_ops_->add_process(static_cast<uint32_t>(pid), 0, *catalog, *bias);
+  else
+    warn("backward nodes' engine rows are named " + std::string(kUnknownNode) + ": the load address of " +
+         library.path_in_target + " is unknown");
   if (config_.with_stack) {
     setup_python(pid);
     if (python_config_)
@@ -383,6 +391,7 @@ void Session::on_fork(const gp_fork& fork) {
     return;
   }
   children_followed_++;
+  runtime_ops_->add_forked(static_cast<uint32_t>(child), fork.parent_pid);
   std::fprintf(stderr, "gpuprof: following %d (forked by %u): attach %.1f ms\n", child, fork.parent_pid,
                ms_since(start));
 }
@@ -440,6 +449,11 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
   if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
   writer_ = &switcher_->outputs();
+  runtime_ops_.emplace([this](const OpInfo& op, std::string* error) {
+    auto id = writer_->add_op(op, error);
+    if (id && config_.on_ops) config_.on_ops(*id, {op});
+    return id;
+  });
   if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
   return true;
 }
@@ -769,10 +783,15 @@ void Session::on_launch(const gp_launch_event& event) {
     write_failed(err);
 }
 
-void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
-  const std::span<const uint64_t> shape_words = payload.shape_words;
+void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!writer_ || !write_error_.empty()) return;
   std::string err;
+  gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
+  const bool named_by_payload = event.kind == GP_EV_RANGE_BEGIN || runtime_ops_->names_by_node(event.op_id);
+  if (!runtime_ops_->name(event, payload.words, &err)) {
+    if (!err.empty()) write_failed(err);
+    return;
+  }
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
     const bool switched = event.kind == GP_EV_STEP
                               ? switcher_->on_step(event, counters_now(), &err)
@@ -785,13 +804,13 @@ void Session::on_op_event(const gp_event& event, const EntryPayload& payload) {
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
   if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
-  if (shapes_ && event.kind == GP_EV_OP_ENTRY) {
-    if (!shape_words.empty())
-      shapes_->add_entry(index, event.op_id, shape_words);
+  if (shapes_ && event.kind == GP_EV_OP_ENTRY && !named_by_payload) {
+    if (!payload.words.empty())
+      shapes_->add_entry(index, event.op_id, payload.words);
     else if (event.op_id < catalog_tensor_args_.size() && catalog_tensor_args_[event.op_id] > 0)
       shapes_->note_entry_without_shapes(event.op_id);
   }
-  if (python_config_ && config_.with_stack && event.kind == GP_EV_OP_ENTRY) {
+  if (python_config_ && config_.with_stack && (event.kind == GP_EV_OP_ENTRY || event.kind == GP_EV_RANGE_BEGIN)) {
     if (!payload.has_stack)
       entries_without_stack_++;
     else if (!payload.stack_words.empty())

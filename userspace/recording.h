@@ -18,6 +18,16 @@ namespace gpuprof {
 
 // One traced operator. Its id is its index in Recording::ops and the op_id of
 // its events.
+// What a row of the op table is (record format version 5; older files
+// hold aten ops only).
+enum class OpKind : uint32_t {
+  aten = 0,             // an at::_ops::<op>::call
+  autograd_node = 1,    // a backward node's apply ("AddmmBackward0")
+  autograd_engine = 2,  // Engine::evaluate_function of one node's class
+  guard_range = 3,      // a RECORD_FUNCTION guard a kernel opens ("detach")
+  user_range = 4,       // a record_function range ("model_inference", "Optimizer.step#SGD.step")
+};
+
 struct OpInfo {
   std::string name;      // torch.profiler's name: "aten::add"
   std::string overload;  // schema overload name: "Tensor" ("" when none)
@@ -29,6 +39,7 @@ struct OpInfo {
   // "[[], [], ...]" and no per-entry record.
   int32_t arg_count = -1;
   uint32_t tensor_args = 0;
+  OpKind kind = OpKind::aten;
   bool operator==(const OpInfo&) const = default;
 };
 
@@ -219,6 +230,15 @@ struct ThreadName {
 // rather than being dropped.
 inline std::string op_display_name(const std::vector<OpInfo>& ops, uint32_t op_id) {
   return op_id < ops.size() ? ops[op_id].name : "<unknown op " + std::to_string(op_id) + ">";
+}
+
+// An op's row in a table, as key_averages() keys it: torch folds its own
+// "ProfilerStep#N" ranges (a record_function of the target's own
+// torch.profiler loop) into one "ProfilerStep*" row.
+inline std::string op_table_name(const std::vector<OpInfo>& ops, uint32_t op_id) {
+  if (op_id < ops.size() && ops[op_id].kind == OpKind::user_range && ops[op_id].name.starts_with("ProfilerStep#"))
+    return "ProfilerStep*";
+  return op_display_name(ops, op_id);
 }
 
 struct Recording {

@@ -22,6 +22,7 @@
 #include "cpu_sampler.h"
 #include "dispatcher_catalog.h"
 #include "exitless_calls.h"
+#include "runtime_ops.h"
 #include "kernel_symbols.h"
 #include "launch_tracer.h"
 #include "library_loads.h"
@@ -130,7 +131,7 @@ class SystemSession {
   Process& process(uint32_t pid, const char* comm_if_gone = nullptr);
   void note_thread(uint32_t tid, uint32_t pid);
   void setup_python(uint32_t pid, Process& p);
-  void on_op_event(const gp_event& event);
+  void on_op_event(const gp_event& event, const EntryPayload& payload);
   void on_cpu_sample(const gp_cpu_sample& sample);
   void on_launch(const gp_launch_event& event);
   uint32_t launch_name_id(uint32_t pid, const gp_launch_event& event);
@@ -174,7 +175,14 @@ class SystemSession {
   std::unique_ptr<LaunchTracer> launch_tracer_;
   std::unique_ptr<ThreadNameCollector> thread_names_;
   KernelSymbols kernel_symbols_;
-  std::map<FileId, uint32_t> libtorch_files_;  // -> the op id of its first op
+  // libtorch_cpu files looked at: the op id of their first op (UINT32_MAX:
+  // not traced) and their catalog (runtime_ops.h names their rows with it).
+  struct TracedFile {
+    uint32_t first_op = UINT32_MAX;
+    std::shared_ptr<const DispatcherCatalog> catalog;
+  };
+  std::map<FileId, TracedFile> libtorch_files_;
+  std::optional<RuntimeOps> runtime_ops_;
   std::map<FileId, LaunchSites> launch_sites_;  // libcudart files read
   std::set<FileId> launch_files_refused_;
   // The first libcudart probed, for the file's CUDA_RUNTIME (what a report
@@ -262,13 +270,14 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     if (!catalog) {
       warn("pid " + std::to_string(pid) + " (" + p.info.comm + "): " + library->path_in_target +
            " not traced: " + error);
-      libtorch_files_.emplace(id, UINT32_MAX);  // not tried again
+      libtorch_files_.emplace(id, TracedFile{});  // not tried again
       return true;
     }
     const uint32_t base = static_cast<uint32_t>(writer_->ops_defined());
-    ProbeSites sites = catalog->sites;
-    for (uint64_t& cookie : sites.cookies)
-      if (GP_COOKIE_OP(cookie) != GP_NO_OP) cookie = (cookie & ~0xffffffffull) | (GP_COOKIE_OP(cookie) + base);
+    bool lost_guards = false;
+    ProbeSites sites = sites_for_ops_from(*catalog, base, &lost_guards);
+    if (lost_guards)
+      warn(library->path_in_target + ": too many ops in this recording for its ops' own ranges (detach): not shown");
     // The ops are in the table before the first event can name them.
     if (!writer_->add_ops(catalog->ops, &error)) {
       write_failed(error);
@@ -278,23 +287,27 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     const uint64_t start = now_ns();
     if (!tracer_->attach_ops(library->path_for_us, sites, 0, &error)) {
       warn(library->path_in_target + " not traced: " + error);
-      libtorch_files_.emplace(id, UINT32_MAX);
+      libtorch_files_.emplace(id, TracedFile{});
       return true;
     }
-    libtorch_files_.emplace(id, base);
+    libtorch_files_.emplace(id, TracedFile{base, std::make_shared<const DispatcherCatalog>(std::move(*catalog))});
     stats_.entry_probes += catalog->entry_sites;
     stats_.exit_probes += catalog->exit_sites;
     stats_.ops_without_exit += catalog->ops_without_exit;
     std::fprintf(stderr, "gpuprof: tracing %s: %zu ops, %u entry + %u exit probes (attach %.1f ms), for every process that maps it\n",
                  library->path_in_target.c_str(), catalog->ops.size(), catalog->entry_sites, catalog->exit_sites,
                  (now_ns() - start) / 1e6);
-    exitless_.add_ops(base, *catalog);
-    if (std::string exitless = describe_exitless_ops(*catalog); !exitless.empty() && config_.verbose)
+    const DispatcherCatalog& traced = *libtorch_files_[id].catalog;
+    exitless_.add_ops(base, traced);
+    if (std::string exitless = describe_exitless_ops(traced); !exitless.empty() && config_.verbose)
       std::fprintf(stderr, "gpuprof: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
   }
-  if (libtorch_files_[id] == UINT32_MAX || p.traced) return true;
+  const TracedFile& file = libtorch_files_[id];
+  if (file.first_op == UINT32_MAX || p.traced) return true;
   p.traced = true;
   traced_processes_++;
+  if (auto bias = load_bias(static_cast<int>(pid), *library))
+    runtime_ops_->add_process(pid, file.first_op, *file.catalog, *bias);
   // Described again: a process seen before it exec'd into Python (`chroot
   // ... python3`, a shell) had another name and command line then.
   ProcessInfo now = describe_process(static_cast<int>(pid));
@@ -477,9 +490,14 @@ std::optional<uint32_t> SystemSession::stack_id(const std::vector<uint32_t>& fra
   return it->second;
 }
 
-void SystemSession::on_op_event(const gp_event& event) {
+void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!write_error_.empty()) return;
   std::string err;
+  gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
+  if (!runtime_ops_->name(event, payload.words, &err)) {
+    if (!err.empty()) write_failed(err);
+    return;
+  }
   const uint64_t index = stats_.events_recorded;
   note_thread(event.tid, event.pid);
   if (!writer_->append_events(&event, 1, &err)) {
@@ -628,6 +646,12 @@ bool SystemSession::begin() {
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;
   if (!writer_->begin(system, clock, {}, options, &error)) return fail(error);
+  runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
+    const auto id = static_cast<uint32_t>(writer_->ops_defined());
+    if (!writer_->add_ops({op}, add_error)) return std::nullopt;
+    if (config_.on_ops) config_.on_ops(id, {op});
+    return id;
+  });
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
   if (config_.on_begin) config_.on_begin(system, {}, clock.start_monotonic_ns);
   return true;
@@ -649,7 +673,7 @@ RecordOutcome SystemSession::run() {
   if (!begin()) return outcome_;
   if (config_.ops) {
     TracerSinks sinks;
-    sinks.op = [this](const gp_event& event, const EntryPayload&) { on_op_event(event); };
+    sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
     sinks.memory = [](const gp_mem_event&) {};
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;

@@ -1,5 +1,7 @@
 #include "target_maps.h"
 
+#include "elf_image.h"
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -154,6 +156,23 @@ LibraryLookup find_mapped_library(int pid, std::string_view name_prefix) {
   auto maps = read_maps(pid);
   if (!maps) return {};
   return find_mapped_library(pid, *maps, name_prefix);
+}
+
+std::optional<uint64_t> load_bias(int pid, const MappedLibrary& library) {
+  auto maps = read_maps(pid);
+  if (!maps) return std::nullopt;
+  std::optional<uint64_t> start;
+  for (const MapsEntry& entry : *maps)
+    if (entry.offset == 0 && entry.inode == library.inode && makedev(entry.dev_major, entry.dev_minor) == library.dev) {
+      start = entry.start;
+      break;
+    }
+  if (!start) return std::nullopt;
+  std::string error;
+  auto elf = ElfImage::open(library.path_for_us, &error);
+  auto first = elf ? elf->first_load_address() : std::nullopt;
+  if (!first) return std::nullopt;
+  return *start - *first;
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> mapped_address_range(int pid, const MappedLibrary& library) {

@@ -74,6 +74,11 @@ struct LibraryLookup {
 LibraryLookup find_mapped_library(int pid, std::string_view name_prefix);
 LibraryLookup find_mapped_library(int pid, const std::vector<MapsEntry>& maps, std::string_view name_prefix);
 
+// Runtime address - ELF virtual address of the library in process pid
+// (where its mapping of file offset 0 starts, less its first PT_LOAD's
+// address); nullopt when that mapping or the file cannot be read.
+std::optional<uint64_t> load_bias(int pid, const MappedLibrary& library);
+
 // [lo, hi): from the lowest start to the highest end of the target's
 // mappings of the file with this device and inode; nullopt when none.
 std::optional<std::pair<uint64_t, uint64_t>> mapped_address_range(int pid, const MappedLibrary& library);

@@ -13,6 +13,7 @@ import json
 import re
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,6 +50,23 @@ def mul_count(steps):
     return sum(step + 1 for step in steps)
 
 
+def step_frames(path, tmp_path):
+    """(gpuprof's step numbers, the target's own ProfilerStep#N ranges) in a
+    recording's trace. The workload runs torch.profiler with the same
+    schedule, whose prof.step() opens record_function("ProfilerStep#N")
+    ranges: gpuprof records those too (their table row is ProfilerStep*,
+    shared with its own steps, as key_averages() folds them); its own step
+    frames carry args.step."""
+    trace = tmp_path / (Path(path).name + ".json")
+    result = run_gpuprof("report", path, "--chrome-trace", trace)
+    assert result.returncode == 0, result.stderr
+    events = [e for e in json.loads(trace.read_text())["traceEvents"]
+              if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
+    ours = sorted(e["args"]["step"] for e in events if "step" in e["args"])
+    assert all(int(e["name"].split("#")[1]) == e["args"]["step"] for e in events if "step" in e["args"])
+    return ours, [e for e in events if "step" not in e["args"]]
+
+
 @pytest.mark.parametrize("spec", SCHEDULES)
 def test_schedule_records_the_steps_torch_records(procs, workdir, tmp_path, spec):
     whole = tmp_path / "all.gpuprof"
@@ -62,15 +80,10 @@ def test_schedule_records_the_steps_torch_records(procs, workdir, tmp_path, spec
     calls = table.calls()
     assert calls.get("aten::mul") == mul_count(recorded), (recorded, table.text)
     assert calls.get("aten::frac") == len(recorded), table.text
-    assert calls.get("ProfilerStep*") == len(recorded), table.text
-
     # Its trace names each step frame after its step, as torch does.
-    trace = tmp_path / "all.json"
-    result = run_gpuprof("report", whole, "--chrome-trace", trace)
-    assert result.returncode == 0, result.stderr
-    events = json.loads(trace.read_text())["traceEvents"]
-    steps = sorted(int(e["name"].split("#")[1]) for e in events if e.get("name", "").startswith("ProfilerStep#"))
-    assert steps == recorded
+    ours, theirs = step_frames(whole, tmp_path)
+    assert ours == recorded
+    assert calls.get("ProfilerStep*") == len(ours) + len(theirs), table.text
 
     # One file per cycle, each holding what torch's on_trace_ready saw.
     cycles = torch_run["cycles"]
@@ -82,7 +95,9 @@ def test_schedule_records_the_steps_torch_records(procs, workdir, tmp_path, spec
         assert got.get("aten::frac") == torch_counts["aten::frac"], (cycle, got, torch_counts)
         in_cycle = [s for s in recorded if int(first) <= s <= int(last)]
         assert got.get("aten::mul") == mul_count(in_cycle)
-        assert got.get("ProfilerStep*") == len(in_cycle)
+        ours, theirs = step_frames(path, tmp_path)
+        assert ours == in_cycle
+        assert got.get("ProfilerStep*") == len(ours) + len(theirs)
 
 
 def test_on_cycle_formats(procs, workdir, tmp_path):
@@ -108,11 +123,13 @@ def test_on_cycle_formats(procs, workdir, tmp_path):
     for cycle in range(2):
         lines = (sub / f"c{cycle}.folded").read_text().splitlines()
         assert lines and all(re.fullmatch(r".+ \d+", line) for line in lines), lines
-        assert any(line.startswith("ProfilerStep*;aten::mul ") for line in lines), lines
+        # The muls of a step, under gpuprof's step frame (and the target's own
+        # ProfilerStep range, when the range began in a recorded step).
+        assert any(re.fullmatch(r"ProfilerStep\*(;ProfilerStep#\d+)?;aten::mul \d+", line) for line in lines), lines
     sub, torch_run, _ = outputs["json.gz"]
     for cycle in range(2):
         events = json.loads(gzip.decompress((sub / f"c{cycle}.json.gz").read_bytes()))["traceEvents"]
-        steps = [e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")]
+        steps = [e["name"] for e in events if "step" in e.get("args", {})]
         assert len(steps) == 2, steps
         muls = sum(1 for e in events if e.get("name") == "aten::mul")
         assert muls == torch_run["cycles"][cycle]["aten::mul"]

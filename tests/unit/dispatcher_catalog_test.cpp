@@ -21,17 +21,32 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   std::string error;
   auto catalog = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
   ASSERT_TRUE(catalog) << error;
-  // research.md section 4: 2952 at::_ops::*::call in 1.13.
-  EXPECT_EQ(catalog->ops.size(), 2952u);
-  EXPECT_EQ(catalog->entry_sites, 2952u);
-  EXPECT_GE(catalog->exit_sites, 2900u);
-  EXPECT_LE(catalog->ops_without_exit, 10u);
-  EXPECT_EQ(catalog->entries_single_stepped, 0u);  // every body starts with a push
+  // research.md section 4: 2952 at::_ops::*::call in 1.13, then the 596
+  // generated backward nodes and 8 others, the engine's evaluate_function,
+  // and the two ranges kernels open ("detach", "detach_").
+  std::map<OpKind, size_t> kinds;
+  for (const OpInfo& op : catalog->ops) kinds[op.kind]++;
+  EXPECT_EQ(kinds, (std::map<OpKind, size_t>{{OpKind::aten, 2952}, {OpKind::autograd_node, 604},
+                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2}}));
+  for (size_t i = 0; i < 2952; i++) ASSERT_EQ(catalog->ops[i].kind, OpKind::aten);  // aten ops first
+  EXPECT_EQ(catalog->node_ops, 604u);
+  EXPECT_EQ(catalog->ops[catalog->evaluate_function_op].kind, OpKind::autograd_engine);
+  EXPECT_EQ(catalog->ops[3557].name, "detach");
+  EXPECT_EQ(catalog->ops[3558].name, "detach_");
+  // record_function_enter_new, the static enter of 1.13's record_function
+  // (range_enters.h), RecordFunction(RecordScope), end(), ~RecordFunction().
+  EXPECT_EQ(catalog->range_sites, 5u);
+  EXPECT_EQ(catalog->unexported_range_enters, 1u);
+  EXPECT_EQ(catalog->entry_sites, 2952u + 604 + 1);
+  EXPECT_GE(catalog->exit_sites, 3500u);
+  // Every body starts with a push but torch::autograd::Error::apply's.
+  EXPECT_EQ(catalog->entries_single_stepped, 1u);
   EXPECT_EQ(catalog->entries_after_endbr, 0u);     // not a CET build
-  // One op's body ends in a tail jump: named in the warning.
-  EXPECT_EQ(catalog->ops_without_exit, 1u);
+  // One op's body ends in a tail jump, and Error::apply only throws.
+  EXPECT_EQ(catalog->ops_without_exit, 2u);
   EXPECT_EQ(describe_exitless_ops(*catalog),
-            "1 of 2952 ops has no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out");
+            "2 of 3559 ops have no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out, "
+            "torch::autograd::Error");
   ExitlessCalls calls;
   calls.add_ops(10, *catalog);
   EXPECT_EQ(calls.warning(), "");  // none called: nothing to say
@@ -42,7 +57,7 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   calls.on_entry(100000);
   EXPECT_EQ(calls.warning(), "2 calls of ops without an exit probe: aten::_cudnn_rnn_backward.out (2); each ends "
                              "at its thread's next event, so their times are not measured");
-  EXPECT_EQ(catalog->sites.offsets.size(), catalog->entry_sites + catalog->exit_sites);
+  EXPECT_EQ(catalog->sites.offsets.size(), catalog->entry_sites + catalog->exit_sites + catalog->range_sites);
   EXPECT_EQ(catalog->build_id.size(), 40u);
 
   std::map<std::string, std::set<std::string>> overloads;
@@ -53,30 +68,71 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   EXPECT_TRUE(overloads.count("aten::mkldnn_convolution"));
   EXPECT_TRUE(overloads["aten::relu"].count(""));
   EXPECT_TRUE(overloads["aten::relu_"].count(""));
-  for (const auto& [name, _] : overloads) EXPECT_TRUE(name.starts_with("aten::")) << name;
+  for (const auto& [name, _] : overloads) {
+    const OpInfo& op = *std::find_if(catalog->ops.begin(), catalog->ops.end(),
+                                     [&](const OpInfo& o) { return o.name == name; });
+    EXPECT_EQ(name.starts_with("aten::"), op.kind == OpKind::aten) << name;
+  }
+  // torch.profiler's names of backward nodes: generated ones short, others qualified.
+  EXPECT_TRUE(overloads.count("AddmmBackward0"));
+  EXPECT_TRUE(overloads.count("torch::autograd::AccumulateGrad"));
+  EXPECT_TRUE(overloads.count("torch::autograd::CopySlices"));
 
-  // Every op has exactly one entry site, cookies name their op and kind.
+  // Every op but the ranges has exactly one entry site; cookies name their
+  // op and kind; the entry-only range sites name none.
   std::vector<int> entries(catalog->ops.size());
+  size_t range_sites = 0, guarded_entries = 0, guarded_exits = 0;
   for (size_t i = 0; i < catalog->sites.size(); i++) {
     uint64_t cookie = catalog->sites.cookies[i];
-    ASSERT_LT(GP_COOKIE_OP(cookie), catalog->ops.size());
     uint16_t kind = GP_COOKIE_KIND(cookie);
+    if (kind >= GP_SITE_RANGE_ENTER) {
+      ASSERT_LE(kind, GP_SITE_RECORD_END);
+      ASSERT_EQ(GP_COOKIE_OP(cookie), GP_NO_OP);
+      range_sites++;
+      continue;
+    }
+    ASSERT_LT(GP_COOKIE_OP(cookie), catalog->ops.size());
     ASSERT_TRUE(kind == GP_EV_OP_ENTRY || kind == GP_EV_OP_EXIT);
     if (kind == GP_EV_OP_ENTRY) entries[GP_COOKIE_OP(cookie)]++;
+    if (cookie & GP_COOKIE_GUARD) {
+      const std::string& op = catalog->ops[GP_COOKIE_OP(cookie)].name;
+      ASSERT_EQ(op, "aten::" + std::string(op.ends_with("_") ? "detach_" : "detach"));
+      if (kind == GP_EV_OP_ENTRY) {
+        guarded_entries++;
+        EXPECT_EQ(catalog->ops[GP_COOKIE_GUARD_OP(cookie)].name, op.substr(6));  // "aten::detach" -> "detach"
+      } else {
+        guarded_exits++;
+      }
+    }
+    EXPECT_EQ((cookie & GP_COOKIE_NODE_ARG) != 0,
+              kind == GP_EV_OP_ENTRY && GP_COOKIE_OP(cookie) == catalog->evaluate_function_op);
   }
-  for (int n : entries) EXPECT_EQ(n, 1);
+  EXPECT_EQ(range_sites, 5u);
+  EXPECT_EQ(guarded_entries, 2u);
+  EXPECT_GE(guarded_exits, 2u);
+  for (size_t op = 0; op < entries.size(); op++)
+    EXPECT_EQ(entries[op], catalog->ops[op].kind == OpKind::guard_range ? 0 : 1) << catalog->ops[op].name;
+  // A node's vtable names it: evaluate_function's rows come from it.
+  auto named = [&](const std::string& node) {
+    return std::count_if(catalog->node_vtables.begin(), catalog->node_vtables.end(),
+                         [&](const auto& v) { return v.second == node; });
+  };
+  EXPECT_EQ(named("AddmmBackward0"), 1);
+  EXPECT_EQ(named("torch::autograd::AccumulateGrad"), 1);
 
   // One argument plan per op (tests/unit/op_args_test.cpp checks them): all
-  // but the 20 ops without a schema and one with 19 tensor arguments.
+  // aten ops but the 20 without a schema and one with 19 tensor arguments;
+  // none for the others.
   ASSERT_EQ(catalog->arg_plans.size(), catalog->ops.size());
-  EXPECT_EQ(catalog->ops_without_arg_plan, 21u);
+  EXPECT_EQ(catalog->ops_without_arg_plan, 21u + 604 + 1 + 2);
   size_t not_ok = 0;
   for (const OpArgPlan& plan : catalog->arg_plans) not_ok += !plan.ok;
   EXPECT_EQ(not_ok, catalog->ops_without_arg_plan);
 }
 
-// Every libtorch 1.13 body has a stack-protector check before its ret, so
-// the emulated mode needs no single-stepped exit at all.
+// Every libtorch 1.13 op body has a stack-protector check before its ret,
+// so the emulated mode needs no single-stepped exit for ops; one backward
+// node's apply (torch::autograd::Identity, rarely run) has none.
 TEST(DispatcherCatalog, EmulatedExitsOnDebianLibtorch113) {
   std::string error;
   auto emulated = load_dispatcher_catalog(kDebianLibtorch, ExitMode::emulated, &error);
@@ -84,19 +140,22 @@ TEST(DispatcherCatalog, EmulatedExitsOnDebianLibtorch113) {
   ASSERT_TRUE(emulated && ret) << error;
   EXPECT_EQ(emulated->exit_sites, ret->exit_sites);
   EXPECT_EQ(ret->exit_sites_single_stepped, ret->exit_sites);
-  EXPECT_EQ(emulated->exit_sites_single_stepped, 0u);
+  EXPECT_EQ(emulated->exit_sites_single_stepped, 1u);
   EXPECT_EQ(emulated->ops, ret->ops);
   size_t computed = 0;
   for (uint64_t cookie : emulated->sites.cookies) {
     if (GP_COOKIE_KIND(cookie) != GP_EV_OP_EXIT) continue;
-    ASSERT_TRUE(cookie & GP_COOKIE_SP_COMPUTED);
+    if (!(cookie & GP_COOKIE_SP_COMPUTED)) {
+      EXPECT_EQ(emulated->ops[GP_COOKIE_OP(cookie)].name, "torch::autograd::Identity");
+      continue;
+    }
     int64_t offset = GP_COOKIE_SP_OFFSET(cookie);
     // rbp frames: rbp + 8; rsp frames: above the locals, a few KiB at most.
     if (cookie & GP_COOKIE_SP_FROM_RBP) EXPECT_EQ(offset, 8);
     else EXPECT_TRUE(offset > 0 && offset < 8192) << offset;
     computed++;
   }
-  EXPECT_EQ(computed, emulated->exit_sites);
+  EXPECT_EQ(computed, emulated->exit_sites - 1);
 }
 
 // The torch 2.x test tier's libtorch (scripts/torch2-chroot.sh; the test
@@ -111,13 +170,16 @@ TEST(DispatcherCatalog, CetBuiltLibtorch26) {
   std::string error;
   auto catalog = load_dispatcher_catalog(trixie_libtorch(), ExitMode::emulated, &error);
   ASSERT_TRUE(catalog) << error << " (run scripts/torch2-chroot.sh)";
-  EXPECT_EQ(catalog->ops.size(), 3144u);  // research: 3144 at::_ops::*::call in 2.6
-  EXPECT_EQ(catalog->entries_after_endbr, 3144u);
-  EXPECT_EQ(catalog->entries_single_stepped, 0u);
-  EXPECT_EQ(catalog->ops_without_exit, 0u);
-  EXPECT_EQ(describe_exitless_ops(*catalog), "");
-  EXPECT_EQ(catalog->exit_sites_single_stepped, 0u);
-  EXPECT_EQ(catalog->exit_sites, 3144u);
+  // research: 3144 at::_ops::*::call in 2.6; 704 backward nodes.
+  std::map<OpKind, size_t> kinds;
+  for (const OpInfo& op : catalog->ops) kinds[op.kind]++;
+  EXPECT_EQ(kinds, (std::map<OpKind, size_t>{{OpKind::aten, 3144}, {OpKind::autograd_node, 704},
+                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2}}));
+  EXPECT_EQ(catalog->entries_after_endbr, 3144u + 704 + 1);
+  EXPECT_EQ(catalog->entries_single_stepped, 1u);  // Error::apply's first instruction after endbr64
+  EXPECT_EQ(catalog->ops_without_exit, 1u);        // Error::apply only throws
+  EXPECT_EQ(catalog->exit_sites_single_stepped, 2u);  // Identity and UndefinedGradBackward: rarely run
+  EXPECT_EQ(catalog->range_sites, 5u);  // 2.6 keeps the static legacy enter too
 }
 
 TEST(DispatcherCatalog, RefusesLibrariesWithoutDispatcher) {

@@ -49,7 +49,7 @@ Timeline build(const std::vector<gp_event>& events) {
     EXPECT_LT(call.entry_index, events.size());
     if (call.entry_index < events.size()) {
       const gp_event& entry = events[call.entry_index];
-      EXPECT_EQ(entry.kind, GP_EV_OP_ENTRY);
+      EXPECT_TRUE(entry.kind == GP_EV_OP_ENTRY || entry.kind == GP_EV_RANGE_BEGIN) << entry.kind;
       EXPECT_EQ(entry.op_id, call.op_id);
       EXPECT_EQ(entry.ts_ns, call.start_ns);
       EXPECT_EQ(entry.tid, call.tid);
@@ -353,6 +353,50 @@ TEST(OpTimeline, ACutClosesTheStepFrameToo) {
   for (OpCall& call : t.calls) call.entry_index = 0;
   EXPECT_THAT(t.calls, ElementsAre(returned(kA, 10, 50, 40, 1), returned(kE, 5, 50, 5, 0)));
   EXPECT_EQ(t.calls_cut, 1u);  // the op; the step frame is a step
+}
+
+gp_event range_begin(uint64_t ts, uint64_t object, uint32_t op, uint32_t tid = kTid) {
+  return probe_event(GP_EV_RANGE_BEGIN, ts, object, op, tid);
+}
+gp_event range_end(uint64_t ts, uint64_t object, uint32_t op, uint32_t tid = kTid) {
+  return probe_event(GP_EV_RANGE_END, ts, object, op, tid);
+}
+
+TEST(OpTimeline, ARangeHoldsTheCallsMadeInIt) {
+  // with record_function("model_inference"): A(B), A
+  Timeline t = build({
+      range_begin(0, 0xabc, kE),
+      op_entry(10, 1000, kA), op_entry(12, 900, kB), op_exit(14, 900, kB), op_exit(20, 1000, kA),
+      op_entry(30, 1000, kA), op_exit(40, 1000, kA),
+      range_end(50, 0xabc, kE),
+  });
+  EXPECT_THAT(t.calls, ElementsAre(returned(kB, 12, 14, 2, 2), returned(kA, 10, 20, 8, 1),
+                                   returned(kA, 30, 40, 10, 1), returned(kE, 0, 50, 30, 0)));
+}
+
+TEST(OpTimeline, ARangeInsideACallSitsAboveIt) {
+  // A guard range a kernel opens (detach), with a call inside; the call
+  // that holds it returns after it ends.
+  Timeline t = build({
+      op_entry(0, 1000, kA), range_begin(5, 0x10, kE), op_entry(6, 800, kB), op_exit(8, 800, kB),
+      range_end(9, 0x10, kE), op_exit(10, 1000, kA),
+  });
+  EXPECT_THAT(t.calls, ElementsAre(returned(kB, 6, 8, 2, 2), returned(kE, 5, 9, 2, 1), returned(kA, 0, 10, 6, 0)));
+  // A range still open when the call that holds it returns was left:
+  // closed as unwound by the exit.
+  t = build({op_entry(0, 1000, kA), range_begin(5, 0x10, kE), op_exit(10, 1000, kA)});
+  EXPECT_THAT(t.calls, ElementsAre(unwound(kE, 5, 5, 0, 1), returned(kA, 0, 10, 10, 0)));
+}
+
+TEST(OpTimeline, RangesNestAndEndsOfOthersAreCounted) {
+  Timeline t = build({
+      range_begin(0, 0x1, kD), range_begin(5, 0x2, kE), op_entry(6, 1000, kA),
+      range_end(8, 0x2, kE),  // A is still open above it: it was left
+      range_end(9, 0x99, kE),  // no such range on this thread
+      range_end(10, 0x1, kD),
+  });
+  EXPECT_THAT(t.calls, ElementsAre(unwound(kA, 6, 6, 0, 2), returned(kE, 5, 8, 3, 1), returned(kD, 0, 10, 7, 0)));
+  EXPECT_EQ(t.ranges_ended_elsewhere, 1u);
 }
 
 TEST(OpTimeline, ChildrenOutlastingTheirParentClampSelfTimeAndSaySo) {

@@ -152,6 +152,7 @@ Bytes ops_payload(const std::vector<OpInfo>& ops, uint32_t version) {
   for (const OpInfo& op : ops) {
     b.str(op.name).str(op.overload).str(op.symbol);
     if (version >= 2) b.i32(op.arg_count).u32(op.tensor_args);
+    if (version >= 5) b.u32(static_cast<uint32_t>(op.kind));
   }
   return b;
 }
@@ -162,7 +163,7 @@ std::vector<uint8_t> v2_prefix_without_options(const std::vector<OpInfo>& ops = 
   std::vector<uint8_t> f = encode_record_header(version);
   f = cat(f, chunk_of(ChunkType::PROCESS, process_payload()));
   f = cat(f, chunk_of(ChunkType::CLOCK, clock_payload()));
-  return cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, 2)));
+  return cat(f, chunk_of(ChunkType::OP_TABLE, ops_payload(ops, std::max<uint32_t>(version, 2))));
 }
 // ... and with the 4-byte OPTIONS.
 std::vector<uint8_t> v2_prefix(uint32_t flags, const std::vector<OpInfo>& ops = sample_ops(), uint32_t version = 2) {

@@ -152,20 +152,37 @@ TEST(StepFrames, NoOpRuleClosesThem) {
   EXPECT_EQ(t.exits_without_entry, 1u);
 }
 
-TEST(StepFrames, AStepInsideACallChangesNothingAndIsCounted) {
+// The step op called inside a call (or a range: the optimizer's foreach op
+// inside Optimizer.step#X.step): the step ends under the open call, which
+// goes on in the next step.
+TEST(StepFrames, AStepInsideACallEndsTheStepUnderIt) {
   const std::vector<gp_event> events = {
       step_at(100, 0, kStepOp),
       op_entry(110, 5000, kOp),
-      step_at(120, 1, kStepOp),  // the step op called inside an op: no new frame
+      step_at(120, 1, kStepOp),
       op_exit(130, 5000, kOp),
       step_at(200, 2, GP_NO_OP),
   };
   const Timeline t = build_timeline(events);
+  EXPECT_EQ(t.steps_inside_calls, 0u);
+  ASSERT_EQ(t.calls.size(), 3u);
+  EXPECT_EQ((std::tuple{t.calls[0].op_id, t.calls[0].start_ns, t.calls[0].end_ns}),
+            (std::tuple{kStepOp, uint64_t{100}, uint64_t{120}}));
+  EXPECT_EQ((std::tuple{t.calls[1].op_id, t.calls[1].start_ns, t.calls[1].end_ns}),
+            (std::tuple{kOp, uint64_t{110}, uint64_t{130}}));
+  EXPECT_EQ((std::tuple{t.calls[2].op_id, t.calls[2].start_ns, t.calls[2].end_ns, t.calls[2].self_ns}),
+            (std::tuple{kStepOp, uint64_t{120}, uint64_t{200}, uint64_t{60}}));  // the call is its child
+  EXPECT_EQ(t.calls[2].depth, 0u);
+}
+
+// With no step frame under it (the first step op called inside a call),
+// nothing can go under the open call: counted.
+TEST(StepFrames, AFirstStepInsideACallIsCounted) {
+  const std::vector<gp_event> events = {op_entry(110, 5000, kOp), step_at(120, 0, kStepOp), op_exit(130, 5000, kOp)};
+  const Timeline t = build_timeline(events);
   EXPECT_EQ(t.steps_inside_calls, 1u);
-  ASSERT_EQ(t.calls.size(), 2u);
-  EXPECT_EQ(t.calls[1].op_id, kStepOp);
-  EXPECT_EQ(t.calls[1].start_ns, 100u);
-  EXPECT_EQ(t.calls[1].end_ns, 200u);
+  ASSERT_EQ(t.calls.size(), 1u);
+  EXPECT_EQ(t.calls[0].op_id, kOp);
 }
 
 TEST(StepFrames, ThreadsAreApart) {

@@ -57,6 +57,12 @@ class Top {
       start_ns_ = last_roll_ns_ = start_ns;
       cpu_ = read_process_cpu(pid_);
     };
+    // Rows named at run time (record_function ranges, the engine's rows):
+    // the table reads ops_ by reference.
+    config.on_ops = [this](uint32_t first_id, const std::vector<OpInfo>& ops) {
+      ops_.resize(first_id);
+      ops_.insert(ops_.end(), ops.begin(), ops.end());
+    };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
     config.on_gpu_correlation = [this](const GpuCorrelation& launch) {
       gpu_ = true;
