@@ -185,6 +185,7 @@ class Session {
   RecordOutcome outcome_;
   int target_pid_ = 0;
   std::optional<LaunchedCommand> launched_;
+  std::optional<ProcessInfo> launched_info_;  // --no-ops launch: the command, described before it runs
   bool child_exited_ = false;
   std::unique_ptr<LibraryWatch> watch_;
   std::unique_ptr<OpTracer> tracer_;
@@ -428,7 +429,7 @@ void Session::update_file_info() {
 bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
                            const std::string& build_id) {
   std::string error;
-  ProcessInfo process = describe_process(pid);
+  ProcessInfo process = launched_info_ ? *launched_info_ : describe_process(pid);
   if (library) process.libtorch_path = library->path_in_target;
   process.libtorch_build_id = build_id;
   ClockInfo clock;
@@ -464,9 +465,10 @@ bool Session::attach_sampling_only(int pid) {
   if (!begin_record(pid, {}, nullptr, "")) return false;
   attached_ = true;
   if (!start_sampling(pid)) return false;
-  std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
-               describe_process(pid).comm.c_str(), config_.sample_hz, sampler_->cpus(),
-               config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+  if (!launched_)
+    std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
+                 describe_process(pid).comm.c_str(), config_.sample_hz, sampler_->cpus(),
+                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
   return true;
 }
 
@@ -1237,13 +1239,23 @@ RecordOutcome Session::run() {
 
   UniqueFd pidfd;
   if (launched_ && !config_.ops) {
+    // Sampling is on before the command runs: it is sampled from its exec.
+    // Until then the child is gpuprof waiting at its gate: the recording
+    // describes the command instead.
+    python_may_appear_ = true;
+    launched_info_ = describe_launched_command(target_pid_, config_.command);
+    if (!attach_sampling_only(target_pid_)) {
+      launched_->abandon();
+      return outcome_;
+    }
     if (!launched_->start(&error)) {
       fail(error);
       return outcome_;
     }
     std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
-    python_may_appear_ = true;
-    if (!attach_sampling_only(target_pid_)) stop("error");
+    std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", target_pid_,
+                 launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(),
+                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
   } else if (launched_) {
     watch_->arm("libtorch_cpu");
     if (!launched_->start(&error)) {

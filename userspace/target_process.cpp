@@ -52,6 +52,15 @@ ProcessInfo describe_process(int pid) {
   return info;
 }
 
+ProcessInfo describe_launched_command(int pid, const std::vector<std::string>& argv) {
+  ProcessInfo info = describe_process(pid);  // the hostname; comm and cmdline are still gpuprof's
+  info.comm.clear();
+  info.cmdline.clear();
+  if (!argv.empty()) info.comm = argv[0].substr(argv[0].rfind('/') + 1).substr(0, 15);
+  for (const std::string& arg : argv) info.cmdline += (info.cmdline.empty() ? "" : " ") + arg;
+  return info;
+}
+
 std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,
                                               std::string_view symbol) {
   auto maps = read_maps(pid);

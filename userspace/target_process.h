@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "recording.h"
 #include "target_maps.h"
@@ -16,6 +17,10 @@ bool process_alive(int pid);
 
 // pid, comm, cmdline and hostname; the libtorch fields are left empty.
 ProcessInfo describe_process(int pid);
+
+// The same for a command about to be exec'd as pid: comm as the kernel will
+// set it (the executable's base name, at most 15 characters), the argv.
+ProcessInfo describe_launched_command(int pid, const std::vector<std::string>& argv);
 
 // The address in the target of a symbol (data or code) of the mapped library
 // whose file name starts with name_prefix: the library's load address (its

@@ -770,3 +770,35 @@ def machine_snapshot():
     lines.append("gpuprof processes now (another gpuprof attaching or detaching at the same time "
                  f"slows ours down several times): {others}")
     return "\n".join(lines)
+
+
+def process_cpu_ns(pid):
+    """CPU time (ns) of all live threads of pid, from /proc/PID/task/*/schedstat
+    (sum_exec_runtime: exact to the nanosecond, where /proc/PID/stat counts
+    10 ms ticks)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that has just exited
+            total += int((task / "schedstat").read_text().split()[0])
+    return total
+
+
+# gpuprof samples with one CPU-clock perf event per CPU at HZ and keeps the
+# target's samples: a thread is sampled every 1/HZ s of its own CPU time, so
+# the count is HZ x the CPU time it had while sampling was on. What bounds
+# the difference: each thread's last partial period (one sample per thread),
+# the tick that delivers an expired period late (hrtimer slack on a VM), and
+# the milliseconds between the CPU-time readings and gpuprof's attach/stop,
+# which the tests place where the target is idle. 5% covers the VM's hrtimer
+# slack seen here (bench/overhead.py measures the rate: 0.99-1.00 x HZ).
+SAMPLE_RATE_TOLERANCE = 0.05
+
+
+def assert_samples_match_cpu_time(samples, hz, cpu_s, slack=1, why=""):
+    """samples within SAMPLE_RATE_TOLERANCE of hz x cpu_s, give or take slack
+    samples (one per thread for the last partial periods, by default)."""
+    expected = hz * cpu_s
+    low, high = (1 - SAMPLE_RATE_TOLERANCE) * expected - slack, (1 + SAMPLE_RATE_TOLERANCE) * expected + slack
+    assert low <= samples <= high, (
+        f"{samples} samples for {cpu_s:.3f} CPU-seconds at {hz} Hz: {samples / expected:.3f} x the "
+        f"{expected:.0f} due (allowed {low:.0f} to {high:.0f}) {why}")
