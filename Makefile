@@ -48,7 +48,8 @@ BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUI
 .SECONDARY: $(BPF_OBJS) $(SKELS)
 
 FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver \
-                 $(BUILD)/tests/fake_libtorch/memory_driver $(BUILD)/tests/fake_libtorch/launch_driver
+                 $(BUILD)/tests/fake_libtorch/memory_driver $(BUILD)/tests/fake_libtorch/launch_driver \
+                 $(BUILD)/tests/fake_libtorch/planted_driver
 # Debian's real libc10 (python3-torch), which the fake CUDA memory ops call.
 LIBC10 := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libc10.so.*))
 CUDA_HOME ?= /usr/local/cuda
@@ -109,7 +110,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # (shared/research.md section 4), not in a tail jump.
 # Its CUDA-launch ops call the real libcudart of /usr/local/cuda (no GPU
 # needed: without a driver every launch fails harmlessly).
-$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_cuda_memory.cpp tests/fake_libtorch/fake_cuda_launch.cpp tests/fake_libtorch/fake_ops.h
+$(BUILD)/tests/fake_libtorch/libtorch_cpu.so: tests/fake_libtorch/fake_ops.cpp tests/fake_libtorch/fake_cuda_memory.cpp tests/fake_libtorch/fake_cuda_launch.cpp tests/fake_libtorch/fake_planted.cpp tests/fake_libtorch/fake_ops.h
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)test -n "$(LIBC10)" || { echo "libc10 (python3-torch) not found: run scripts/setup.sh" >&2; exit 1; }
@@ -124,6 +125,10 @@ $(BUILD)/tests/fake_libtorch/launch_driver: tests/fake_libtorch/launch_driver.cp
 		-L$(CUDA_HOME)/lib64 -lcudart -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,$(CUDA_HOME)/lib64 -o $@
 
 $(BUILD)/tests/fake_libtorch/memory_driver: tests/fake_libtorch/memory_driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -o $@
+
+$(BUILD)/tests/fake_libtorch/planted_driver: tests/fake_libtorch/planted_driver.cpp tests/fake_libtorch/fake_ops.h $(BUILD)/tests/fake_libtorch/libtorch_cpu.so
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -o $@
 

@@ -140,8 +140,13 @@ class StackGroups {
 
 }  // namespace
 
+const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times) {
+  return raw_times || !recording.probe_costs ? nullptr : &*recording.probe_costs;
+}
+
 Profile aggregate(const Recording& recording, const AggregateOptions& options) {
-  const Timeline timeline = build_timeline(recording.events);
+  const ProbeCosts* costs = compensation_costs(recording, options.raw_times);
+  const Timeline timeline = build_timeline(recording.events, costs);
   const bool memory = recording.options.memory;
   MemoryAttribution mem;
   if (memory) mem = attribute_memory(timeline, recording.mem_events);
@@ -202,7 +207,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
       if (int64_t p = tree.parent[i]; p >= 0) total_gpu[p] += total_gpu[i];
     }
   }
-  for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].self_ns;
+  for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].compensated_self_ns();
   for (size_t i = 0; i < n; i++) {
     const size_t into = folded_into[i];
     if (into == i) continue;
@@ -230,7 +235,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
                               stack_groups.of(call));
     ++row.calls;
-    row.cpu_total_ns += call.duration_ns();
+    row.cpu_total_ns += call.compensated_ns();
     row.self_cpu_ns += call.self_ns;
     row.cpu_mem += total_cpu[i];
     row.self_cpu_mem += self_cpu[i];
@@ -287,6 +292,9 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     return a.on_gpu < b.on_gpu;
   });
 
+  profile.compensation = costs ? std::optional<ProbeCosts>(*costs) : std::nullopt;
+  profile.raw_times_asked = options.raw_times;
+  profile.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
   profile.calls_unwound = timeline.calls_unwound;
   profile.calls_cut = timeline.calls_cut;
   profile.ranges_ended_elsewhere = timeline.ranges_ended_elsewhere;

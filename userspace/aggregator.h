@@ -28,10 +28,18 @@ namespace gpuprof {
 // --with-stack), rows are per (name, [input shapes,] top N frames of the
 // call's Python stack): torch's key_averages(group_by_stack_n=N). A call's
 // stack is that of its ENTRY (Recording::entry_stacks), innermost first.
+//
+// Times are compensated for the probes' cost (op_timeline.h,
+// "Compensation") when the recording holds its probe calibration, unless
+// raw_times; Profile::compensation says which.
 struct AggregateOptions {
   bool group_by_input_shape = false;
   int group_by_stack_n = 0;
+  bool raw_times = false;  // --raw-times: durations as the probes stamped them
 };
+
+// The costs to compensate op times by, per those rules: nullptr for raw times.
+const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times);
 Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
 
 }  // namespace gpuprof

@@ -141,6 +141,15 @@ class TraceWriter {
     out_ += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
     append_number(out_, base_ns_);
     out_ += " ns\"";
+    // Tables take the probes' time out of op times (docs/overhead.md); a
+    // trace cannot without moving every later event of the thread.
+    out_ += ",\"times\":\"raw: as the probes stamped them, the probes' own time included";
+    if (r_.probe_costs) {
+      out_ += " (about ";
+      append_number(out_, r_.probe_costs->total_ns());
+      out_ += " ns per op call, calibrated when recording)";
+    }
+    out_ += '"';
     if (!options_.ops_pattern.empty()) {
       out_ += ",\"ops\":\"";
       append_json_string(out_, options_.ops_pattern);

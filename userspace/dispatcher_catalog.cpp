@@ -104,6 +104,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     catalog.sites.add(*entry_offset, GP_COOKIE(GP_EV_OP_ENTRY, op_id) | entry_bits);
     catalog.entry_sites++;
     if (!exits.entry_emulated) catalog.entries_single_stepped++;
+    uint8_t sites = exits.entry_emulated ? 0 : kEntrySingleStepped;
+    size_t stepped_exits = 0;
     if (exits.entry_after_endbr) catalog.entries_after_endbr++;
     if (exits.ret_addresses.empty()) {
       catalog.ops_without_exit++;
@@ -122,9 +124,13 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
       } else {
         catalog.sites.add(*offset, GP_COOKIE(GP_EV_OP_EXIT, op_id) | exit_bits);
         catalog.exit_sites_single_stepped++;
+        stepped_exits++;
       }
       catalog.exit_sites++;
     }
+    if (2 * stepped_exits > exits.ret_addresses.size()) sites |= kExitSingleStepped;
+    catalog.op_sites.resize(op_id + 1, 0);
+    catalog.op_sites[op_id] = sites;
     return op_id;
   };
   OpArgPlan no_plan;

@@ -53,6 +53,9 @@ struct DispatcherCatalog {
   // -> node name, sorted: evaluate_function's node is named from them.
   std::vector<std::pair<uint64_t, std::string>> node_vtables;
   uint32_t entries_single_stepped = 0;  // entry site not a push: slower probe
+  // Per op id: kEntrySingleStepped / kExitSingleStepped (recording.h) when
+  // its entry, or most of its exits, are single-stepped (probe costs).
+  std::vector<uint8_t> op_sites;
   uint32_t entries_after_endbr = 0;     // entry site after a leading endbr64 (CET builds)
   size_t schemas_found = 0;
   // Where each op's tensor arguments are at its entry (record

@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "aggregator.h"
 #include "call_tree.h"
 #include "op_timeline.h"
 #include "process_filter.h"
@@ -121,8 +122,8 @@ std::string folded_frame_name(std::string_view name) {
   return out;
 }
 
-FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
-  const Timeline timeline = build_timeline(recording.events);
+FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric, bool raw_times) {
+  const Timeline timeline = build_timeline(recording.events, compensation_costs(recording, raw_times));
   const CallTree tree = build_call_tree(timeline);
   const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
   const auto& calls = timeline.calls;
@@ -256,8 +257,8 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
     }
   } else {
     for (size_t i = 0; i < calls.size(); i++) {
-      self_ns[node_of[folded_into[i]]] += calls[i].self_ns;
-      out.self_ns_total += calls[i].self_ns;
+      self_ns[node_of[folded_into[i]]] += calls[i].compensated_self_ns();
+      out.self_ns_total += calls[i].compensated_self_ns();
     }
   }
   for (uint32_t node = 1; node < trie.size(); node++) {
@@ -273,17 +274,18 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric) {
   out.calls_unwound = timeline.calls_unwound;
   out.exits_without_entry = timeline.exits_without_entry;
   out.calls_open_at_end = timeline.calls_open_at_end;
+  out.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
   return out;
 }
 
-FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric) {
-  if (!is_system_wide(recording)) return folded_stacks(recording, metric);
+FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric, bool raw_times) {
+  if (!is_system_wide(recording)) return folded_stacks(recording, metric, raw_times);
   FoldedStacks out;
   for (const auto& [pid, activity] : process_activity(recording)) {
     if (activity.events == 0 && (metric != FoldedMetric::kSamples || activity.samples == 0)) continue;
     const Recording one = select_processes(recording, {pid});
     const std::string root = folded_frame_name(process_frame(one.process)) + ";";
-    FoldedStacks part = folded_stacks(one, metric);
+    FoldedStacks part = folded_stacks(one, metric, raw_times);
     for (FoldedStack& s : part.stacks) out.stacks.push_back({root + s.stack, s.value});
     out.self_ns_total += part.self_ns_total;
     out.stacks_below_1us += part.stacks_below_1us;
@@ -292,6 +294,7 @@ FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric m
     out.calls_unwound += part.calls_unwound;
     out.exits_without_entry += part.exits_without_entry;
     out.calls_open_at_end += part.calls_open_at_end;
+    out.calls_shorter_than_probes += part.calls_shorter_than_probes;
   }
   std::sort(out.stacks.begin(), out.stacks.end(),
             [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });

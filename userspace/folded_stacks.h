@@ -80,13 +80,17 @@ struct FoldedStacks {
   uint64_t calls_unwound = 0;
   uint64_t exits_without_entry = 0;
   uint64_t calls_open_at_end = 0;
+  uint64_t calls_shorter_than_probes = 0;  // compensated to 0 (op_timeline.h)
 };
 
-FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric = FoldedMetric::kSelfCpuTime);
+// Self times are compensated for the probes' cost as the table's are
+// (aggregator.h), unless raw_times.
+FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric = FoldedMetric::kSelfCpuTime,
+                           bool raw_times = false);
 
 // A system-wide recording's stacks (record -a), each rooted at its process
 // ("python3-4242;..."); the recording of one process: folded_stacks().
-FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric);
+FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric, bool raw_times = false);
 
 // "stack value\n" per stack, in order: the text flamegraph.pl and speedscope read.
 std::string format_folded(const FoldedStacks& folded);

@@ -22,8 +22,8 @@ void LiveOpTable::add(const std::vector<OpCall>& calls) {
   for (const OpCall& call : calls) {
     LiveOpRow& row = row_of(call.op_id);
     row.calls++;
-    row.self_ns += call.self_ns;
-    row.total_ns += call.duration_ns();
+    row.self_ns += call.compensated_self_ns();
+    row.total_ns += call.compensated_ns();
   }
 }
 

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "cli/calibrate.h"
 #include "cli/record.h"
 #include "cli/report.h"
 #include "cli/top.h"
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   gpuprof::cli::add_report_command(app, report);
   gpuprof::cli::TopOptions top;
   gpuprof::cli::add_top_command(app, top);
+  gpuprof::cli::CalibrateOptions calibrate;
+  gpuprof::cli::add_calibrate_command(app, calibrate);
   app.footer(
       "Examples:\n"
       "  sudo gpuprof record -p 4242                       # attach; Ctrl-C (or -d 10) stops\n"
@@ -37,5 +40,6 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand("record")) return gpuprof::cli::run_record(record);
   if (app.got_subcommand("top")) return gpuprof::cli::run_top(top);
+  if (app.got_subcommand("calibrate")) return gpuprof::cli::run_calibrate(calibrate);
   return gpuprof::cli::run_report(report);
 }

@@ -9,6 +9,8 @@
 #include <charconv>
 #include <cstdint>
 
+#include "probe_calibration.h"
+
 namespace gpuprof {
 
 namespace {
@@ -433,8 +435,26 @@ std::string format_op_table(const Profile& profile, const TableOptions& options)
   return out;
 }
 
+std::string format_compensation_note(const Profile& profile) {
+  std::string out;
+  if (profile.compensation) {
+    out += "gpuprof: " + describe_probe_costs(*profile.compensation) + "; --raw-times shows times as measured\n";
+  } else if (profile.raw_times_asked) {
+    out += "gpuprof: times as measured (--raw-times): each call's own probe hits and those of the calls inside it are in them\n";
+  } else {
+    out += "gpuprof: times as measured: the recording holds no probe calibration (record -a, an older gpuprof, "
+           "or a failed calibration: see its warnings), so the probes' own time is in them\n";
+  }
+  if (profile.calls_shorter_than_probes != 0)
+    out += "gpuprof: " + counted(profile.calls_shorter_than_probes, "call was", "calls were") +
+           " shorter than their probes' estimated time (compensated to 0): the calibration may overestimate; "
+           "compare with --raw-times\n";
+  return out;
+}
+
 std::string format_profile_notes(const Profile& profile) {
   std::string out;
+  if (!profile.rows.empty()) out += format_compensation_note(profile);
   if (profile.calls_unwound != 0) {
     out += "gpuprof: " + counted(profile.calls_unwound, "call", "calls") +
            " ended by exception unwinding (counted; their end time is the catch)\n";

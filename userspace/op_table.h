@@ -116,11 +116,15 @@ struct TableOptions {
 // (Python str semantics), assuming UTF-8.
 std::string format_op_table(const Profile& profile, const TableOptions& options);
 
-// gpuprof's own notes, printed after the table: one line per non-zero
-// honesty counter of the profile (unwound calls, ops already running at the
-// start, calls still running at the end, lost events), each ending in '\n'.
-// Empty when there is nothing to say.
+// gpuprof's own notes, printed after the table: what the times are
+// (compensated for the probes' cost, or raw: format_compensation_note, when
+// there are rows), then one line per non-zero honesty counter of the
+// profile (unwound calls, ops already running at the start, calls still
+// running at the end, lost events), each ending in '\n'.
 std::string format_profile_notes(const Profile& profile);
+// The first of them alone: what was removed per call and how it was
+// calibrated (docs/overhead.md, "Compensation"), or why times are raw.
+std::string format_compensation_note(const Profile& profile);
 
 // torch's _format_time: "0.500us", "1.234ms", "12.000s" (from microseconds).
 std::string format_time_us(double time_us);

@@ -8,11 +8,19 @@
 namespace gpuprof {
 namespace {
 
+// A moment of a thread: a timestamp, and the probe time (compensation,
+// op_timeline.h) the thread had spent up to it.
+struct Moment {
+  uint64_t ns = 0;
+  uint64_t probe_ns = 0;
+};
+
 struct OpenFrame {
   uint32_t op_id;
-  uint64_t entry_ns;
+  Moment entry;
   uint64_t entry_sp;
   uint64_t child_ns;  // summed durations of direct children closed so far
+  uint64_t child_compensated_ns = 0;  // and their compensated durations
   uint32_t depth;
   uint64_t entry_index;       // index of the ENTRY event in the input
   uint32_t children = 0;      // direct children closed so far
@@ -23,12 +31,16 @@ struct OpenFrame {
 struct ThreadState {
   uint32_t tid = 0;
   std::vector<OpenFrame> stack;  // entry_sp strictly decreasing towards back()
-  uint64_t last_event_ns = 0;    // timestamp of this thread's previous event
+  Moment last_event;             // this thread's previous event
+  Moment event;                  // the event being added
+  uint64_t probe_ns = 0;         // probe time spent by the events added so far
   bool ran_ops = false;          // saw an ENTRY or EXIT
 };
 
 class Builder {
  public:
+  explicit Builder(const ProbeCosts* costs) : costs_(costs) {}
+
   void add(const gp_event& event, uint64_t index) {
     if (event.kind == GP_EV_CUT) return on_cut(event);
     if (event.ts_ns < last_cut_ns_) {
@@ -38,6 +50,8 @@ class Builder {
       return;
     }
     ThreadState& thread = thread_of(event.tid);
+    const ProbeCost cost = cost_of(event);
+    thread.event = Moment{event.ts_ns, thread.probe_ns + cost.before_ns};
     switch (event.kind) {
       case GP_EV_OP_ENTRY:
         on_entry(thread, event, index);
@@ -59,9 +73,10 @@ class Builder {
         break;
       default:
         ++timeline_.events_unknown_kind;
-        return;  // not an event of this thread's history: last_event_ns stays
+        return;  // not an event of this thread's history: last_event stays
     }
-    thread.last_event_ns = event.ts_ns;
+    thread.probe_ns += cost.before_ns + cost.after_ns;
+    thread.last_event = thread.event;
   }
 
   // Calls are at most the ENTRY events; reserving them up front saves the
@@ -77,7 +92,7 @@ class Builder {
       timeline_.calls_open_at_end += thread.stack.size() - (step_open ? 1 : 0);
       if (step_open) {
         thread.stack.resize(1);
-        close_top(thread, thread.last_event_ns, /*unwound=*/false);
+        close_top(thread, thread.last_event, /*unwound=*/false);
       }
       if (thread.ran_ops) ++timeline_.threads;
     }
@@ -110,15 +125,33 @@ class Builder {
     return *cached_thread_;
   }
 
+  // The probe hit each kind of event was stamped in (op_timeline.h,
+  // "Compensation").
+  ProbeCost cost_of(const gp_event& event) const {
+    if (!costs_) return {};
+    switch (event.kind) {
+      case GP_EV_OP_ENTRY:
+        return costs_->entry_of(event.op_id);
+      case GP_EV_OP_EXIT:
+        return costs_->exit_of(event.op_id);
+      case GP_EV_RANGE_BEGIN:
+      case GP_EV_RANGE_END:
+      case GP_EV_CATCH:
+        return costs_->entry;
+      default:
+        return {};  // a STEP rides on its op's ENTRY hit
+    }
+  }
+
   void on_entry(ThreadState& thread, const gp_event& event, uint64_t index) {
     thread.ran_ops = true;
     // Frames at or below this sp are gone: the new call took their slot.
-    close_unwound_while(thread, thread.last_event_ns, [&](const OpenFrame& top) {
+    close_unwound_while(thread, thread.last_event, [&](const OpenFrame& top) {
       return top.entry_sp <= event.sp;
     });
     thread.stack.push_back(OpenFrame{
         .op_id = event.op_id,
-        .entry_ns = event.ts_ns,
+        .entry = thread.event,
         .entry_sp = event.sp,
         .child_ns = 0,
         .depth = static_cast<uint32_t>(thread.stack.size()),
@@ -129,12 +162,12 @@ class Builder {
   void on_exit(ThreadState& thread, const gp_event& event) {
     thread.ran_ops = true;
     // Frames strictly below this sp were nested in the returning call.
-    close_unwound_while(thread, thread.last_event_ns, [&](const OpenFrame& top) {
+    close_unwound_while(thread, thread.last_event, [&](const OpenFrame& top) {
       return top.entry_sp < event.sp;
     });
     if (!thread.stack.empty() && thread.stack.back().entry_sp == event.sp &&
         thread.stack.back().op_id == event.op_id) {
-      close_top(thread, event.ts_ns, /*unwound=*/false);
+      close_top(thread, thread.event, /*unwound=*/false);
     } else {
       // Its ENTRY came before we attached (or was lost). Whatever is open
       // stays open: an EXIT below the top frame is a call nested in it.
@@ -145,7 +178,7 @@ class Builder {
   void on_catch(ThreadState& thread, const gp_event& event) {
     // The catcher's frame holds event.sp; calls it made that the exception
     // left had their return address at that slot or below.
-    close_unwound_while(thread, event.ts_ns, [&](const OpenFrame& top) {
+    close_unwound_while(thread, thread.event, [&](const OpenFrame& top) {
       return top.entry_sp <= event.sp;
     });
   }
@@ -165,8 +198,10 @@ class Builder {
     for (ThreadState* state : threads) {
       ThreadState& thread = *state;
       for (const OpenFrame& frame : thread.stack) timeline_.calls_cut += frame.entry_sp != kStepFrameSp;
-      while (!thread.stack.empty()) close_top(thread, event.ts_ns, /*unwound=*/false);
-      thread.last_event_ns = std::max<uint64_t>(thread.last_event_ns, event.ts_ns);
+      // Every hit of the thread so far came before the cut.
+      const Moment cut{event.ts_ns, thread.probe_ns};
+      while (!thread.stack.empty()) close_top(thread, cut, /*unwound=*/false);
+      if (thread.last_event.ns < event.ts_ns) thread.last_event = cut;
     }
     last_cut_ns_ = std::max<uint64_t>(last_cut_ns_, event.ts_ns);
   }
@@ -179,7 +214,7 @@ class Builder {
     }
     OpenFrame next{
         .op_id = event.op_id,
-        .entry_ns = event.ts_ns,
+        .entry = thread.event,
         .entry_sp = kStepFrameSp,
         .child_ns = 0,
         .depth = 0,
@@ -189,11 +224,11 @@ class Builder {
       // The step op was called inside a range or a call (the optimizer's
       // foreach op inside Optimizer.step#X.step): the step ends under them,
       // and they go on in the next one.
-      end_bottom_step(thread, event.ts_ns);
+      end_bottom_step(thread, thread.event);
       if (event.op_id != GP_NO_OP) thread.stack.insert(thread.stack.begin(), next);
       return;
     }
-    if (step_below) close_top(thread, event.ts_ns, /*unwound=*/false);
+    if (step_below) close_top(thread, thread.event, /*unwound=*/false);
     if (event.op_id == GP_NO_OP) return;  // a step that is not recorded
     thread.ran_ops = true;
     thread.stack.push_back(next);
@@ -201,22 +236,10 @@ class Builder {
 
   // Ends the step frame at the bottom of the thread's stack, under frames
   // that stay open: a call of its own, with the children closed so far.
-  void end_bottom_step(ThreadState& thread, uint64_t end_ns) {
+  void end_bottom_step(ThreadState& thread, Moment end) {
     const OpenFrame frame = thread.stack.front();
     thread.stack.erase(thread.stack.begin());
-    const uint64_t duration = std::max(end_ns, frame.entry_ns) - frame.entry_ns;
-    timeline_.calls.push_back(OpCall{
-        .tid = thread.tid,
-        .op_id = frame.op_id,
-        .start_ns = frame.entry_ns,
-        .end_ns = frame.entry_ns + duration,
-        .self_ns = duration - std::min(frame.child_ns, duration),
-        .depth = 0,
-        .unwound = false,
-        .entry_index = frame.entry_index,
-    });
-    timeline_.child_count.push_back(frame.children);
-    timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
+    push_call(thread.tid, frame, end, 0, /*unwound=*/false);
   }
 
   // Ranges (events.h, GP_EV_RANGE_BEGIN): frames of their own, which no sp
@@ -229,7 +252,7 @@ class Builder {
     const uint64_t below = thread.stack.empty() ? kStepFrameSp : thread.stack.back().entry_sp;
     thread.stack.push_back(OpenFrame{
         .op_id = event.op_id,
-        .entry_ns = event.ts_ns,
+        .entry = thread.event,
         .entry_sp = below - 1,
         .child_ns = 0,
         .depth = static_cast<uint32_t>(thread.stack.size()),
@@ -249,58 +272,77 @@ class Builder {
     }
     // Calls begun inside the range and still open left without a `ret`.
     const size_t keep = thread.stack.size() - static_cast<size_t>(it - thread.stack.rbegin());
-    while (thread.stack.size() > keep) close_top(thread, thread.last_event_ns, /*unwound=*/true);
-    close_top(thread, event.ts_ns, /*unwound=*/false);
+    while (thread.stack.size() > keep) close_top(thread, thread.last_event, /*unwound=*/true);
+    close_top(thread, thread.event, /*unwound=*/false);
   }
 
   template <typename IsGone>
-  void close_unwound_while(ThreadState& thread, uint64_t end_ns, IsGone is_gone) {
+  void close_unwound_while(ThreadState& thread, Moment end, IsGone is_gone) {
     while (!thread.stack.empty() && is_gone(thread.stack.back())) {
-      close_top(thread, end_ns, /*unwound=*/true);
+      close_top(thread, end, /*unwound=*/true);
     }
   }
 
-  void close_top(ThreadState& thread, uint64_t end_ns, bool unwound) {
+  void close_top(ThreadState& thread, Moment end, bool unwound) {
     const OpenFrame frame = thread.stack.back();
     thread.stack.pop_back();
-    end_ns = std::max(end_ns, frame.entry_ns);
-    const uint64_t duration = end_ns - frame.entry_ns;
-    if (frame.child_ns > duration) ++timeline_.self_time_clamped;
-    timeline_.calls.push_back(OpCall{
-        .tid = thread.tid,
-        .op_id = frame.op_id,
-        .start_ns = frame.entry_ns,
-        .end_ns = end_ns,
-        .self_ns = duration - std::min(frame.child_ns, duration),
-        .depth = frame.depth,
-        .unwound = unwound,
-        .entry_index = frame.entry_index,
-    });
-    timeline_.child_count.push_back(frame.children);
-    timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
+    if (frame.child_ns > std::max(end.ns, frame.entry.ns) - frame.entry.ns) ++timeline_.self_time_clamped;
+    const OpCall& call = push_call(thread.tid, frame, end, frame.depth, unwound);
     if (unwound) ++timeline_.calls_unwound;
     if (!thread.stack.empty()) {
       OpenFrame& parent = thread.stack.back();
-      parent.child_ns += duration;
+      parent.child_ns += call.duration_ns();
+      parent.child_compensated_ns += call.compensated_ns();
       parent.children++;
       parent.last_child = static_cast<int64_t>(timeline_.calls.size() - 1);
     }
+  }
+
+  // The call a closed frame makes, with its compensation (op_timeline.h).
+  const OpCall& push_call(uint32_t tid, const OpenFrame& frame, Moment end, uint32_t depth, bool unwound) {
+    const uint64_t end_ns = std::max(end.ns, frame.entry.ns);
+    const uint64_t duration = end_ns - frame.entry.ns;
+    const uint64_t self = duration - std::min(frame.child_ns, duration);
+    uint64_t probe = end.probe_ns > frame.entry.probe_ns ? end.probe_ns - frame.entry.probe_ns : 0;
+    if (probe > duration) {
+      ++timeline_.calls_shorter_than_probes;
+      probe = duration;
+    }
+    const uint64_t compensated = duration - probe;
+    const uint64_t compensated_self = compensated - std::min(frame.child_compensated_ns, compensated);
+    timeline_.calls.push_back(OpCall{
+        .tid = tid,
+        .op_id = frame.op_id,
+        .start_ns = frame.entry.ns,
+        .end_ns = end_ns,
+        .self_ns = self,
+        .depth = depth,
+        .unwound = unwound,
+        .entry_index = frame.entry_index,
+        .probe_ns = probe,
+        .self_probe_ns = self - std::min(compensated_self, self),
+    });
+    timeline_.child_count.push_back(frame.children);
+    timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
+    return timeline_.calls.back();
   }
 
   std::unordered_map<uint32_t, ThreadState> threads_;
   uint64_t last_cut_ns_ = 0;
   ThreadState* cached_thread_ = nullptr;
   uint32_t cached_tid_ = 0;
+  const ProbeCosts* costs_;  // nullptr: no compensation
   Timeline timeline_;
 };
 
 }  // namespace
 
 struct TimelineBuilder::State {
+  explicit State(const ProbeCosts* costs) : builder(costs) {}
   Builder builder;
 };
 
-TimelineBuilder::TimelineBuilder() : state_(std::make_unique<State>()) {}
+TimelineBuilder::TimelineBuilder(const ProbeCosts* costs) : state_(std::make_unique<State>(costs)) {}
 TimelineBuilder::~TimelineBuilder() = default;
 TimelineBuilder::TimelineBuilder(TimelineBuilder&&) noexcept = default;
 TimelineBuilder& TimelineBuilder::operator=(TimelineBuilder&&) noexcept = default;
@@ -310,8 +352,8 @@ std::vector<OpCall> TimelineBuilder::take_calls() { return state_->builder.take_
 uint64_t TimelineBuilder::open_frames() const { return state_->builder.open_frames(); }
 Timeline TimelineBuilder::finish() && { return std::move(state_->builder).finish(); }
 
-Timeline build_timeline(std::span<const gp_event> events) {
-  TimelineBuilder builder;
+Timeline build_timeline(std::span<const gp_event> events, const ProbeCosts* costs) {
+  TimelineBuilder builder(costs);
   builder.reserve_calls(static_cast<size_t>(
       std::count_if(events.begin(), events.end(),
                     [](const gp_event& e) { return e.kind == GP_EV_OP_ENTRY; })));

@@ -79,6 +79,21 @@
 // ranges or calls (the optimizer's foreach op, a usual --step-op, runs
 // inside its Optimizer.step range): they go on in the next step.
 //
+// Compensation (build_timeline with ProbeCosts; docs/overhead.md): every
+// event was stamped inside a probe hit that cost its thread `before` ns
+// ahead of the timestamp and `after` ns behind it (ENTRY, RANGE_BEGIN,
+// RANGE_END and CATCH: the entry cost; EXIT: the exit cost; a STEP comes
+// from its step op's ENTRY hit and costs nothing more). Per thread, the
+// probe time spent up to a moment is known: the sum over its earlier
+// events, plus `before` at an event's own timestamp, plus everything up to
+// a cut. A call's probe_ns is the probe time between its two ends (its own
+// entry's `after`, its exit's `before`, all of its descendants' hits); its
+// compensated duration is its duration less that, and its compensated self
+// time that less its direct children's compensated durations: so an op
+// loses its own probes' time inside its interval and its children's hits
+// outside theirs, as the issue of record puts it. A call shorter than its
+// probe time compensates to 0 and is counted (calls_shorter_than_probes).
+//
 // Each thread (tid) has its own stack. Events of one thread must be in the
 // order they happened (the recorder keeps that); events of different threads
 // may interleave in any way, and the pid field is not looked at.
@@ -90,6 +105,7 @@
 #include <vector>
 
 #include "events.h"
+#include "recording.h"
 
 namespace gpuprof {
 
@@ -103,8 +119,14 @@ struct OpCall {
   uint32_t depth = 0;     // open frames below it at entry (0: outermost seen)
   bool unwound = false;   // ended without an EXIT
   uint64_t entry_index = 0;  // index of its ENTRY in the events given to build_timeline
+  // Compensation (above): the probes' time inside [start, end], and inside
+  // its self time; 0 when built without ProbeCosts.
+  uint64_t probe_ns = 0;
+  uint64_t self_probe_ns = 0;
 
   uint64_t duration_ns() const { return end_ns - start_ns; }
+  uint64_t compensated_ns() const { return duration_ns() - probe_ns; }
+  uint64_t compensated_self_ns() const { return self_ns - self_probe_ns; }
   bool operator==(const OpCall&) const = default;
 };
 
@@ -132,19 +154,23 @@ struct Timeline {
   // clamped at 0. Only possible when a thread's events are out of time
   // order; tests expect 0.
   uint64_t self_time_clamped = 0;
+  // Compensation (above): calls whose probe time exceeded their duration
+  // (compensated to 0). Many mean the calibration overestimates.
+  uint64_t calls_shorter_than_probes = 0;
   uint32_t threads = 0;  // threads with at least one ENTRY or EXIT
 };
 
 // One pass over the events, O(n) amortized: every frame is pushed and popped
 // at most once. Never fails; odd input shows up in the counters.
-Timeline build_timeline(std::span<const gp_event> events);
+// With `costs`, calls also carry their compensation (above).
+Timeline build_timeline(std::span<const gp_event> events, const ProbeCosts* costs = nullptr);
 
 // The same rules, fed one event at a time (build_timeline() is this over a
 // span): what a live view (gpuprof top) uses, taking the completed calls as
 // they come.
 class TimelineBuilder {
  public:
-  TimelineBuilder();
+  explicit TimelineBuilder(const ProbeCosts* costs = nullptr);
   ~TimelineBuilder();
   TimelineBuilder(TimelineBuilder&&) noexcept;
   TimelineBuilder& operator=(TimelineBuilder&&) noexcept;

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "recording.h"
 
 namespace gpuprof {
 
@@ -73,6 +76,13 @@ struct Profile {
   uint64_t events_lost = 0;          // copied from RecordStats
   uint64_t events_unknown_kind = 0;  // events of a kind this build does not know; ignored
   uint32_t threads = 0;              // threads that ran traced ops
+
+  // Compensation (op_timeline.h): the probe costs taken out of the times
+  // (none: raw times, asked for or for want of a calibration), and the calls
+  // shorter than their probes' estimated time (compensated to 0).
+  std::optional<ProbeCosts> compensation;
+  bool raw_times_asked = false;
+  uint64_t calls_shorter_than_probes = 0;
 
   // What the recording holds beyond op times.
   bool memory_recorded = false;  // record --profile-memory: the memory columns apply

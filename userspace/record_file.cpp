@@ -69,15 +69,15 @@ const char* type_name(uint32_t type) {
       "SAMPLES",      "SAMPLE_STACKS", "ENTRY_STACKS", "SAMPLE_KERNEL_STACKS",
       "LAUNCH_NAMES", "LAUNCHES",      "CUDA_RUNTIME", "GPU_CORRELATIONS",
       "GPU_ACTIVITIES", "CUPTI_SHIM",  "THREAD_NAMES", "PROCESSES",
-      "THREAD_PROCESSES", "MORE_OPS"};
-  return type >= 1 && type <= 25 ? names[type] : "unknown type";
+      "THREAD_PROCESSES", "MORE_OPS", "PROBE_COSTS"};
+  return type >= 1 && type <= 26 ? names[type] : "unknown type";
 }
 
 // Whether `type` is a chunk type of format `version` (others are skipped).
 bool known_type(uint32_t type, uint32_t version) {
   // Version 3 added no type; version 4 is version 3 with PROCESSES,
   // THREAD_PROCESSES and MORE_OPS (system-wide recordings).
-  return type >= 1 && type <= (version >= 4 ? 25u : version >= 2 ? 22u : 6u);
+  return type >= 1 && type <= (version >= 5 ? 26u : version >= 4 ? 25u : version >= 2 ? 22u : 6u);
 }
 
 // Builds a chunk: kRecordChunkHeaderSize bytes of room, then the payload.
@@ -199,6 +199,24 @@ void cuda_runtime_fields(IO& io, C& c) {
   io.str(c.libcudart_path);
   io.u32(c.entry_points);
   io.u64(c.launches_lost);
+}
+template <typename IO, typename C>
+void probe_costs_fields(IO& io, C& c) {
+  io.u32(c.entry.before_ns);
+  io.u32(c.entry.after_ns);
+  io.u32(c.exit.before_ns);
+  io.u32(c.exit.after_ns);
+  io.u32(c.entry_stepped.before_ns);
+  io.u32(c.entry_stepped.after_ns);
+  io.u32(c.exit_stepped.before_ns);
+  io.u32(c.exit_stepped.after_ns);
+  std::string sites(c.op_sites.begin(), c.op_sites.end());
+  io.str(sites);
+  if constexpr (!std::is_const_v<C>) c.op_sites.assign(sites.begin(), sites.end());
+  io.u32(c.calls);
+  io.u32(c.rounds);
+  io.u32(c.spread_permille);
+  io.u64(c.took_ns);
 }
 template <typename IO, typename C>
 void cupti_shim_fields(IO& io, C& c) {
@@ -484,6 +502,7 @@ struct Seen {
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
   bool cuda_runtime = false;
   bool cupti_shim = false;
+  bool probe_costs = false;
   bool thread_names = false;
   std::unordered_set<uint32_t> tids;   // THREAD_PROCESSES so far
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
@@ -803,7 +822,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
                     t == ChunkType::LAUNCHES || t == ChunkType::CUDA_RUNTIME ||
                     t == ChunkType::GPU_CORRELATIONS || t == ChunkType::GPU_ACTIVITIES ||
                     t == ChunkType::CUPTI_SHIM || t == ChunkType::PROCESSES ||
-                    t == ChunkType::THREAD_PROCESSES || t == ChunkType::MORE_OPS;
+                    t == ChunkType::THREAD_PROCESSES || t == ChunkType::MORE_OPS ||
+                    t == ChunkType::PROBE_COSTS;
   if ((data || t == ChunkType::STATS) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
@@ -821,7 +841,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     return name + " chunk in a recording without the with_stack option";
   if ((t == ChunkType::EVENTS || t == ChunkType::LAUNCH_NAMES || t == ChunkType::LAUNCHES ||
        t == ChunkType::CUDA_RUNTIME || t == ChunkType::GPU_CORRELATIONS ||
-       t == ChunkType::GPU_ACTIVITIES || t == ChunkType::CUPTI_SHIM) &&
+       t == ChunkType::GPU_ACTIVITIES || t == ChunkType::CUPTI_SHIM || t == ChunkType::PROBE_COSTS) &&
       !rec.options.ops)
     return name + " chunk in a recording without ops (the no-ops option)";
   Decoder d{payload};
@@ -932,6 +952,14 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::CUPTI_SHIM:
       if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());
+      break;
+    case ChunkType::PROBE_COSTS:
+      if (!first(seen.probe_costs)) return "duplicate PROBE_COSTS chunk";
+      probe_costs_fields(d, rec.probe_costs.emplace());
+      for (size_t op = 0; d.ok && op < rec.probe_costs->op_sites.size(); op++)
+        if (rec.probe_costs->op_sites[op] > (kEntrySingleStepped | kExitSingleStepped))
+          return "op " + std::to_string(op) + "'s probe sites are " +
+                 std::to_string(rec.probe_costs->op_sites[op]) + ", not 0 to 3";
       break;
     case ChunkType::THREAD_NAMES:
       if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
@@ -1637,6 +1665,23 @@ bool RecordWriter::add_processes(const std::vector<ProcessInfo>& processes, std:
     listed_process_fields(e, p);
   }
   return write_chunk(ChunkType::PROCESSES, e.b, error);
+}
+
+bool RecordWriter::set_probe_costs(const ProbeCosts& costs, std::string* error) {
+  if (!check_state(State::kBegun, "set_probe_costs", error)) return false;
+  if (!options_.ops) {
+    *error = path_ + ": not recording probe costs: the recording was begun without ops (no-ops option)";
+    return false;
+  }
+  if (probe_costs_written_) {
+    *error = path_ + ": not recording probe costs: already recorded";
+    return false;
+  }
+  Encoder e;
+  probe_costs_fields(e, std::as_const(costs));
+  if (!write_chunk(ChunkType::PROBE_COSTS, e.b, error)) return false;
+  probe_costs_written_ = true;
+  return true;
 }
 
 bool RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {

@@ -112,6 +112,14 @@
 //   CUPTI_SHIM   str shim_path, u32 state, u64 records_dropped, u64
 //                events_lost: the CUPTI shim as gpuprof found it
 //                (Recording::cupti_shim); at most once
+//   PROBE_COSTS  {u32 before_ns, u32 after_ns} of an emulated entry, an
+//                emulated exit, a single-stepped entry and a single-stepped
+//                exit; str op_sites (a byte per op id, bits 1 and 2 only);
+//                u32 calls, u32 rounds, u32 spread_permille, u64 took_ns:
+//                the op probes' calibrated costs
+//                (Recording::probe_costs); at most once; not with the
+//                no-ops option (version 5; a build without it skips the
+//                chunk and reports raw times)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
@@ -314,6 +322,7 @@ enum class ChunkType : uint32_t {
   PROCESSES = 23,             // version 4
   THREAD_PROCESSES = 24,      // version 4
   MORE_OPS = 25,              // version 4
+  PROBE_COSTS = 26,           // version 5
 };
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
@@ -469,6 +478,9 @@ class RecordWriter {
   //   add_ops: a MORE_OPS chunk: the ops get ids ops_defined() onwards and
   //            events may name them from now on.
   bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
+  // The op probes' calibrated costs: one PROBE_COSTS chunk, written at once
+  // (a killed recorder's file keeps them); once per recording with ops.
+  bool set_probe_costs(const ProbeCosts& costs, std::string* error);
   bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
   size_t ops_defined() const { return ops_count_; }
@@ -583,6 +595,7 @@ class RecordWriter {
   std::vector<uint8_t> pending_gpu_correlations_;  // GPU_CORRELATIONS
   std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
   std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
+  bool probe_costs_written_ = false;               // PROBE_COSTS (set_probe_costs)
   std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
   std::unordered_set<uint32_t> tids_defined_;      // THREAD_PROCESSES written
   uint64_t offset_ = 0;

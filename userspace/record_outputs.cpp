@@ -45,6 +45,7 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
     if (!writer->add_sample_stack(stack, error)) return false;
   for (const std::string& name : launch_names_)
     if (!writer->add_launch_name(name, error)) return false;
+  if (probe_costs_ && !writer->set_probe_costs(*probe_costs_, error)) return false;
   file.writer.emplace(std::move(*writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
@@ -80,6 +81,11 @@ std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* err
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
   ops_.push_back(op);
   return static_cast<uint32_t>(ops_.size() - 1);
+}
+
+bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {
+  probe_costs_ = costs;
+  return each(error, [&](File& f, std::string& err) { return f.writer->set_probe_costs(costs, &err); });
 }
 
 bool RecordOutputs::append_events(const gp_event* events, size_t count, std::string* error) {

@@ -35,6 +35,7 @@
 #include "native_symbolizer.h"
 #include "output_switcher.h"
 #include "privileges.h"
+#include "probe_calibration.h"
 #include "kernel_symbols.h"
 #include "python_paths.h"
 #include "python_runtime.h"
@@ -169,6 +170,8 @@ class Session {
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
   bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
+  std::optional<ProbeCosts> calibrate(const DispatcherCatalog& catalog);
+  void record_probe_costs(const ProbeCosts& costs);
   void on_fork(const gp_fork& fork);
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
@@ -257,6 +260,7 @@ class Session {
   // CUPTI correlation ids of launches made in recorded steps (--schedule):
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;
+  bool probe_costs_recorded_ = false;
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
@@ -266,7 +270,10 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   if (config_.record_shapes) setup_shapes(*catalog);
   std::vector<OpInfo> ops = catalog->ops;
   if (!setup_schedule(*catalog, ops)) return false;
+  // Before the recording's clock starts: its time zero stays at the attach.
+  std::optional<ProbeCosts> costs = calibrate(*catalog);
   if (!begin_record(pid, ops, &library, catalog->build_id)) return false;
+  if (costs) record_probe_costs(*costs);
   if (auto bias = load_bias(pid, library))
     runtime_ops_->add_process(static_cast<uint32_t>(pid), 0, *catalog, *bias);
   else
@@ -422,6 +429,29 @@ void Session::update_file_info() {
     writer_->set_cupti_shim(shim);
   }
   writer_->set_thread_names(thread_names_->names());
+}
+
+// Calibrates the op probes' costs on gpuprof's own code (probe_calibration.h),
+// once per session, before the target's probes go in: the target does not
+// wait on it.
+std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
+  if (std::exchange(probe_costs_recorded_, true)) return std::nullopt;
+  std::string error;
+  auto costs = calibrate_probe_costs(&error);
+  if (!costs) {
+    warn("reports will show raw op times (the probes' cost is in them): " + error);
+    return std::nullopt;
+  }
+  costs->op_sites = catalog.op_sites;
+  return costs;
+}
+
+// Records them, so that reports can take them out of op times.
+void Session::record_probe_costs(const ProbeCosts& costs) {
+  std::string error;
+  if (!writer_->set_probe_costs(costs, &error)) return write_failed(error);
+  if (config_.on_probe_costs) config_.on_probe_costs(costs);
+  if (config_.verbose) std::fprintf(stderr, "gpuprof: %s\n", describe_probe_costs(costs).c_str());
 }
 
 // The record file's header: the process, the clocks, the op table (empty

@@ -54,6 +54,9 @@ struct RecordConfig {
   // recording begins (after the probes are in).
   std::function<void(const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns)> on_begin;
   std::function<void(const gp_event&, uint64_t index)> on_op_event;
+  // The probes' calibrated costs, before the first op event (none when the
+  // calibration failed: times stay raw).
+  std::function<void(const ProbeCosts&)> on_probe_costs;
   // CPU samples (-F HZ): each frame name once, as it is first defined (ids
   // from 0, Recording::sample_frames), then each sample with its Python
   // stack (frame ids, outermost first; empty without Python frames).

@@ -6,6 +6,7 @@
 // another machine without the target's libraries.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -217,6 +218,53 @@ struct CuptiShimInfo {
   bool operator==(const CuptiShimInfo&) const = default;
 };
 
+// What one hit of an op probe costs the traced thread, split at the BPF
+// timestamp the event carries: `before_ns` passes between the probed
+// instruction and the timestamp (the trap, the BPF program up to
+// bpf_ktime_get_ns), `after_ns` between the timestamp and the thread's next
+// instruction (the rest of the program, the emulation or single-step, the
+// return to user mode).
+struct ProbeCost {
+  uint32_t before_ns = 0;
+  uint32_t after_ns = 0;
+  bool operator==(const ProbeCost&) const = default;
+};
+
+// The op probes' costs as record calibrated them on gpuprof's own code at
+// attach (probe_calibration.h; docs/overhead.md, "Compensation"), per kind
+// of probed instruction: the kernel emulates a push or a jcc in the trap,
+// and single-steps anything else (a `ret`, a `sub`) out of line, which
+// costs more. Reports remove them from op times unless asked for raw times.
+inline constexpr uint8_t kEntrySingleStepped = 1;  // ProbeCosts::op_sites bits
+inline constexpr uint8_t kExitSingleStepped = 2;
+struct ProbeCosts {
+  ProbeCost entry;          // an entry probe on an emulated push
+  ProbeCost exit;           // an exit probe on an emulated jcc (the stack-protector branch)
+  ProbeCost entry_stepped;  // an entry probe on a single-stepped instruction
+  ProbeCost exit_stepped;   // an exit probe on a single-stepped `ret`
+  // Per op id, how its sites were probed (kEntrySingleStepped,
+  // kExitSingleStepped: most of its exits); ops past the end (named at run
+  // time: ranges, backward nodes) have emulated sites.
+  std::vector<uint8_t> op_sites;
+  uint32_t calls = 0;   // calibration calls per probe kind in the rounds kept
+  uint32_t rounds = 0;  // rounds run until the estimate was stable
+  uint32_t spread_permille = 0;  // spread of the kept rounds' totals, per mille of their median
+  uint64_t took_ns = 0;          // the calibration's wall time, loading included
+  // An op's two hits, or those of op_id's sites.
+  uint32_t total_ns() const { return entry.before_ns + entry.after_ns + exit.before_ns + exit.after_ns; }
+  ProbeCost entry_of(uint32_t op_id) const {
+    return op_id < op_sites.size() && (op_sites[op_id] & kEntrySingleStepped) ? entry_stepped : entry;
+  }
+  ProbeCost exit_of(uint32_t op_id) const {
+    return op_id < op_sites.size() && (op_sites[op_id] & kExitSingleStepped) ? exit_stepped : exit;
+  }
+  // Ops with a single-stepped entry or exit.
+  size_t ops_single_stepped() const {
+    return static_cast<size_t>(std::count_if(op_sites.begin(), op_sites.end(), [](uint8_t s) { return s != 0; }));
+  }
+  bool operator==(const ProbeCosts&) const = default;
+};
+
 // A thread of the target as gpuprof first saw it: its name
 // (/proc/PID/task/TID/comm: "python3", "pt_autograd_0").
 struct ThreadName {
@@ -284,6 +332,8 @@ struct Recording {
   std::vector<GpuCorrelation> gpu_correlations;
   std::vector<GpuActivity> gpu_activities;
   std::optional<CuptiShimInfo> cupti_shim;
+  // The probes' calibrated costs (recordings with ops, from this build on).
+  std::optional<ProbeCosts> probe_costs;
   // Names of the threads that ran ops, were sampled or launched, read when
   // gpuprof first saw each (written at the end: a killed recorder has none).
   std::vector<ThreadName> thread_names;

@@ -90,6 +90,7 @@ void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_
                        " of " + fixed(status.elapsed_s, 1) + " s, " + std::string(sorted_by);
   if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
   if (options.paused) second += ", PAUSED";
+  if (!status.times.empty()) second += ", " + status.times;
   if (!status.state.empty()) second += " - " + status.state;
   line(second);
   // The third line: the GPU's figures when the CUPTI shim sends them, else blank.

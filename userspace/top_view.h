@@ -35,6 +35,7 @@ struct TopStatus {
   uint64_t events_lost = 0;
   std::string state;        // "" while tracing; else what is going on ("waiting for libtorch_cpu")
   bool gpu = false;         // the CUPTI shim sends GPU records: GPU figures and the Self CUDA column
+  std::string times;        // what op times are: compensated for the probes' cost, or raw
 };
 
 struct TopViewOptions {

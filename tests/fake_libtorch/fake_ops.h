@@ -48,4 +48,15 @@ struct cuda_driver_launch {
   static int call(int kernels);
 };
 
+// fake_planted.cpp: known durations (compensation test), and the time the
+// calls really spun (ns; more than planted when a spin lost its CPU).
+extern long planted_parent_spun_ns;
+extern long planted_child_spun_ns;
+struct planted_child {
+  static long call(long ns);  // spins ns of CLOCK_MONOTONIC time
+};
+struct planted_parent {
+  static long call(long self_ns, long children, long child_ns);  // self_ns of its own, children x planted_child
+};
+
 }  // namespace at::_ops

@@ -1,6 +1,8 @@
 """Structural checks of a Chrome trace (the Trace Event Format), as viewers
 rely on them; the same rules as tests/unit/chrome_trace_test.cpp."""
 import collections
+import json
+import re
 
 
 def x_events(doc, cat):
@@ -74,3 +76,158 @@ def structural_problems(doc):
         if pid not in named_processes:
             problems.append(f"process {pid} has no name")
     return problems
+
+
+# --------------------------------------------------------------------------
+# Reading a trace exactly: times in nanoseconds, events compared by content.
+
+
+def ns(us):
+    """A trace time (microseconds, written exactly to the nanosecond) in ns."""
+    return round(us * 1000)
+
+
+def span_ns(e):
+    """[start, end] of an event in ns since the recording started (end ==
+    start for instants and counters)."""
+    start = ns(e["ts"])
+    return start, start + ns(e.get("dur", 0))
+
+
+def frame_chain(doc, sf):
+    """The names of a stack, outermost first, from an event's sf."""
+    frames = doc["stackFrames"]
+    names = []
+    while sf:
+        names.append(frames[sf]["name"])
+        sf = frames[sf].get("parent")
+    return tuple(reversed(names))
+
+
+def canonical(doc, e, without_call=False):
+    """An event as comparable text: its stack by frame names (sf ids are
+    numbered per trace), optionally without args.call (the call's index among
+    its recording's events: renumbered when a recording is cut to some
+    processes)."""
+    e = dict(e)
+    if "sf" in e:
+        e["sf"] = frame_chain(doc, e["sf"])
+    if without_call and "call" in e.get("args", {}):
+        e["args"] = {k: v for k, v in e["args"].items() if k != "call"}
+    return json.dumps(e, sort_keys=True)
+
+
+def trace_events(doc, keep=lambda e: True, without_call=False):
+    """The events other than track metadata for which keep(e) holds, as a
+    multiset of canonical() texts."""
+    return collections.Counter(canonical(doc, e, without_call) for e in doc["traceEvents"]
+                               if e["ph"] != "M" and keep(e))
+
+
+def track_names(doc, keep=lambda e: True):
+    """{(M name, pid, tid): name} of the process_name and thread_name events."""
+    return {(e["name"], e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"]
+            if e["ph"] == "M" and e["name"] in ("process_name", "thread_name") and keep(e)}
+
+
+def tracks_of(doc, keep, always_pids=()):
+    """The track names a cut of `doc` must carry: its threads that have a
+    kept event (counters sit on no thread track) and their processes."""
+    threads = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] not in ("M", "C") and keep(e)}
+    pids = {pid for pid, _ in threads} | set(always_pids)
+    return track_names(doc, lambda m: (m["pid"], m["tid"]) in threads if m["name"] == "thread_name"
+                       else m["pid"] in pids)
+
+
+def in_time_range(from_ns=None, until_ns=None):
+    """--time-range's rule (userspace/chrome_trace.cpp, overlaps()): an event
+    is kept when its [start, end] meets [from, until], both ends included; an
+    open side has no bound. (Not for flows: an arrow goes with its GPU
+    activity, whose span its "f" event does not carry.)"""
+    def keep(e):
+        start, end = span_ns(e)
+        return (from_ns is None or end >= from_ns) and (until_ns is None or start <= until_ns)
+    return keep
+
+
+def op_calls(doc):
+    """The complete events of op calls (record_function ranges included)."""
+    return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+
+
+def calls_under(doc, pattern):
+    """--ops's rule: the calls whose name `pattern` matches (searched) and
+    every call nested in one of them on its thread; as ids of events.
+    gpuprof nests by depth (userspace/call_tree.cpp), this by time: they
+    differ only for a zero-length call at the very nanosecond its sibling
+    ends, which entry and exit probes a few hundred ns apart never make.
+    (gpuprof matches a --schedule step frame by its op's name, not by its
+    "ProfilerStep#N": not for recordings with steps.)"""
+    calls = op_calls(doc)
+    matched = [c for c in calls if re.search(pattern, c["name"])]
+    kept = set()
+    for c in calls:
+        start, end = span_ns(c)
+        for m in matched:
+            m_start, m_end = span_ns(m)
+            if m["tid"] == c["tid"] and m_start <= start and end <= m_end:
+                kept.add(id(c))
+                break
+    return kept
+
+
+def innermost_call(doc, e):
+    """The innermost call of e's thread whose [start, end] holds e's time
+    (both ends included; userspace/call_tree.h innermost_calls_at), or None."""
+    ts = ns(e["ts"])
+    holding = [c for c in op_calls(doc) if c["tid"] == e["tid"] and span_ns(c)[0] <= ts <= span_ns(c)[1]]
+    # Nested calls: the innermost started last (and, starting together, ends first).
+    return max(holding, key=lambda c: (span_ns(c)[0], -span_ns(c)[1]), default=None)
+
+
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def under_ops(doc, pattern):
+    """What --ops PATTERN keeps of `doc`: the calls of calls_under(), the
+    samples and CUDA launches whose innermost call is one of them, every
+    counter (memory levels are process-wide). GPU activities and their flows
+    go by the launch that their correlation id names, which a trace does not
+    hold: this rule refuses a trace that has them."""
+    assert not any(e["ph"] in ("s", "f") or e.get("cat") in GPU_CATEGORIES for e in doc["traceEvents"]), \
+        "under_ops() has no rule for GPU activities and flows"
+    kept = calls_under(doc, pattern)
+
+    def keep(e):
+        if e["ph"] == "C":
+            return True
+        if e["ph"] == "X" and e.get("cat") != "cuda_runtime":
+            return id(e) in kept
+        inner = innermost_call(doc, e)  # a sample, or a launch (an instant on its thread)
+        return inner is not None and id(inner) in kept
+    return keep
+
+
+def trace_stats(doc):
+    """What `gpuprof: wrote OUT from FILE: ...` must count in doc (every
+    event, metadata included)."""
+    events = doc["traceEvents"]
+    return {"events": len(events), "calls": len(op_calls(doc)),
+            "samples": sum(e["ph"] == "i" for e in events),
+            "gpu": sum(e["ph"] == "X" and e.get("cat") in GPU_CATEGORIES for e in events),
+            "flows": sum(e["ph"] == "s" for e in events), "counters": sum(e["ph"] == "C" for e in events)}
+
+
+WROTE_RE = re.compile(
+    r"^gpuprof: wrote (?P<out>.+) from (?P<input>.+): (?P<events>\d+) trace events \((?P<calls>\d+) op calls, "
+    r"(?P<samples>\d+) samples, (?P<gpu>\d+) GPU activities, (?P<flows>\d+) flows, (?P<counters>\d+) counter "
+    r"values\)(?P<size>, [\d.]+ [kM]B)?$", re.M)
+
+
+def wrote_line(stderr):
+    """The `gpuprof: wrote OUT from FILE: N trace events (...)` line: (OUT,
+    FILE, its counts as trace_stats() names them, its size text or None)."""
+    m = WROTE_RE.search(stderr)
+    assert m, f"no 'gpuprof: wrote' line in:\n{stderr}"
+    counts = {k: int(m.group(k)) for k in ("events", "calls", "samples", "gpu", "flows", "counters")}
+    return m.group("out"), m.group("input"), counts, m.group("size")

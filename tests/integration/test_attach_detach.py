@@ -40,6 +40,10 @@ class Cycle:
     stderr: str
     target_alive: bool
     snapshot: str = ""  # machine_snapshot() when attach + detach was slow
+    # Loop steps (busy_loop.py's marks) the recording must hold at least
+    # (None where not knowable) and can hold at most.
+    steps_min: int = None
+    steps_max: int = None
 
     def context(self):
         return f"exit {self.returncode}\nstderr:\n{self.stderr}\nstdout:\n{self.stdout}"
@@ -60,6 +64,12 @@ class CyclesRun:
     stdout: str = ""
 
 
+def loop_steps(workdir, label, target):
+    """busy_loop.py's count of loop steps run so far (its mark-LABEL request)."""
+    touch(workdir, f"mark-{label}")
+    return int(wait_for_file(workdir, f"marked-{label}", timeout=60, watch=[target]))
+
+
 @pytest.fixture(scope="module", params=list(itertools.product(RECORD_VARIANTS, TORCH_ENVS)),
                 ids=lambda p: f"{p[0]}-{p[1]}")
 def cycles_run(request, tmp_path_factory):
@@ -76,18 +86,34 @@ def cycles_run(request, tmp_path_factory):
         for n in range(CYCLES):
             record_file = tmp / f"cycle{n}.gpuprof"
             mode_args = RECORD_VARIANTS[variant][1]
+            # The loop runs through every attach and detach (that is what the
+            # attach gate is for); marks before gpuprof starts and after it
+            # has exited hold the whole recording between them.
+            steps_before = loop_steps(workdir, f"{n}-before", target)
+            steps_in = steps_out = None
             if n % 2 == 0:  # stopped by -d
+                # Its window ends on gpuprof's own timer: nothing the loop
+                # can mark is known to lie inside it, so only the outer
+                # bound applies (the SIGINT cycles bound the window below).
                 done = run_gpuprof("record", "-p", target.pid, "-d", RECORD_S, "-o", record_file, *mode_args,
                                    timeout=60)
                 cycle = Cycle("duration", done.returncode, done.stdout, done.stderr, target.running())
             else:  # stopped by SIGINT (Ctrl-C)
                 gp = procs.start_gpuprof("record", "-p", target.pid, "-o", record_file, *mode_args)
                 gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+                # Attached before this mark, detached after the next: every
+                # step between them is in the recording.
+                steps_in = loop_steps(workdir, f"{n}-in", target)
                 run.link_ids |= {link["link_id"] for link in uprobe_links_of(gp.pid)}
                 time.sleep(RECORD_S)
+                steps_out = loop_steps(workdir, f"{n}-out", target)
                 gp.send(signal.SIGINT)
                 rc = gp.wait(timeout=60)
                 cycle = Cycle("interrupted", rc, gp.stdout(), gp.stderr(), target.running())
+            if cycle.target_alive:
+                cycle.steps_max = loop_steps(workdir, f"{n}-after", target) - steps_before
+                if steps_in is not None:
+                    cycle.steps_min = steps_out - steps_in
             run.cycles.append(cycle)
             try:
                 slow = (parse_tracing_line(cycle.stderr)["attach_ms"] + parse_stopped_line(cycle.stderr)["detach_ms"]
@@ -127,7 +153,14 @@ def test_every_cycle_records_the_loop_in_one_window(cycles_run):
         assert stopped["lost"] == 0, context
         table = parse_table(cycle.stdout)
         calls = table.calls()
-        assert calls.get("aten::add", 0) > 0 and calls.get("aten::mul", 0) > 0, context
+        # Each loop step calls torch.add and torch.mul once: the recording
+        # holds the steps between the marks around its window, and none
+        # outside the marks around gpuprof's whole run.
+        low = cycle.steps_min if cycle.steps_min is not None else 1
+        for op in ("aten::add", "aten::mul"):
+            assert low <= calls.get(op, 0) <= cycle.steps_max, (
+                f"{op}: {calls.get(op, 0)} calls, loop steps between the marks: at least {cycle.steps_min}, "
+                f"at most {cycle.steps_max}\n{context}")
         # One clean window (the attach gate): every op of a loop step counted
         # the same number of times, give or take the step running at the
         # start or at the end.

@@ -4,24 +4,42 @@ One resnet18 forward pass, profiled by torch.profiler (record_shapes) and by
 gpuprof (--record-shapes --profile-memory --with-stack -F 199) at once: the
 trace must be a well-formed Trace Event Format document (the same
 structural checks as the C++ unit tests), hold exactly torch's raw op calls
-(one X event per call, same counts), with torch's "Input Dims", memory
-counters and CPU samples whose stacks reach the workload's Python frames;
---ops and --time-range cut it down, .gz compresses it; and the real viewer
-(speedscope, in headless Chromium) opens it and the folded stacks of the
-same recording.
+(one X event per call, same counts), with torch's "Input Dims", one counter
+value per counted memory event and one instant per CPU sample that the
+recording counted, with their stacks; a cut (--ops, --time-range, both,
+and --pid/--comm of a `record -a` file) must hold exactly the whole trace's
+events that its rule keeps (chrome_trace_checks.py); `-` writes the same
+document to stdout, .gz compresses it; and the real viewer (speedscope, in
+headless Chromium) opens it and the folded stacks of the same recording.
 """
 import collections
 import gzip
 import json
 import re
+import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, resnet_region_run, run_gpuprof
+from conftest import (TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, Procs, RegionRun, TorchEnv, resnet_region_run,
+                      run_gpuprof, run_program, touch)
 
-from chrome_trace_checks import structural_problems, x_events
+from chrome_trace_checks import (frame_chain, in_time_range, op_calls, span_ns, structural_problems, trace_events,
+                                 trace_stats, track_names, tracks_of, under_ops, wrote_line, x_events)
+from test_system_wide import finish_counts, start_counts
+
+
+@dataclass
+class Traced:
+    """The resnet18 region's run, and the torch it ran on."""
+    run: RegionRun
+    torch_env: TorchEnv
+
+    @property
+    def record_file(self):
+        return self.run.record_file
 
 
 @pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
@@ -29,16 +47,58 @@ def region(request, tmp_path_factory):
     with resnet_region_run(tmp_path_factory, f"chrome-trace-{request.param}", "--shapes-memory",
                            gpuprof_args=("--record-shapes", "--profile-memory", "--with-stack", "-F", "199"),
                            torch_env=request.param) as run:
-        yield run
+        yield Traced(run, request.param)
 
 
 def export(record_file, out, *args):
+    """report --chrome-trace OUT: the trace, and the run; its `wrote` line
+    must name OUT and count exactly what the trace holds."""
     result = run_gpuprof("report", str(record_file), "--chrome-trace", str(out), *args)
     assert result.returncode == 0, result.stderr
-    assert re.search(rf"^gpuprof: wrote {re.escape(str(out))} from ", result.stderr, re.M), result.stderr
     opener = gzip.open if str(out).endswith(".gz") else open
     with opener(out, "rt", encoding="utf-8") as f:
-        return json.load(f), result
+        doc = json.load(f)
+    written, source, counts, size = wrote_line(result.stderr)
+    assert (written, source, counts) == (str(out), str(record_file), trace_stats(doc)), result.stderr
+    on_disk = Path(out).stat().st_size
+    assert size == (f", {on_disk / 1e3:.1f} kB" if on_disk < 1e6 else f", {on_disk / 1e6:.1f} MB"), (size, on_disk)
+    return doc, result
+
+
+def assert_cut(whole, cut, keep, always_pids=(), without_call=False):
+    """A cut of `whole` (--time-range, --ops, --pid/--comm) holds exactly
+    the events of `whole` that keep() holds, as a multiset (stacks compared
+    by their frames' names: sf ids are numbered per trace), and names
+    exactly the tracks those events sit on."""
+    assert structural_problems(cut) == []
+    expected, got = trace_events(whole, keep, without_call), trace_events(cut, without_call=without_call)
+    assert got == expected, (f"missing: {list((expected - got).elements())[:5]}\n"
+                             f"extra: {list((got - expected).elements())[:5]}")
+    assert track_names(cut) == tracks_of(whole, keep, always_pids), (track_names(cut), tracks_of(whole, keep))
+    return expected
+
+
+def kinds(events):
+    """How many of each ph a trace_events() multiset holds."""
+    return collections.Counter(json.loads(e)["ph"] for e in events.elements())
+
+
+def memory_not_counted(record_file):
+    """The releases the report says it did not count (of tensors allocated
+    before the recording started): they make no counter value."""
+    report = run_gpuprof("report", str(record_file))
+    assert report.returncode == 0, report.stderr
+    m = re.search(r"^Not counted: (\d+) releases of tensors allocated before the recording started", report.stdout,
+                  re.M)
+    return int(m.group(1)) if m else 0, report.stdout
+
+
+def format_memory(n):
+    """torch's table format of a byte count (torch.autograd.profiler_util._format_memory)."""
+    for unit, size in (("Gb", 1 << 30), ("Mb", 1 << 20), ("Kb", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} b"
 
 
 def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_path):
@@ -46,7 +106,7 @@ def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_
     assert structural_problems(doc) == []
     calls = x_events(doc, "cpu_op")
     # One complete event per call: torch's raw (unfolded) calls of the region.
-    raw = json.loads((region.workdir / "torch_raw_counts.json").read_text())
+    raw = json.loads((region.run.workdir / "torch_raw_counts.json").read_text())
     torch_counts = {name: n for name, n in raw.items() if name.startswith("aten::")}
     ours = collections.Counter(e["name"] for e in calls)
     assert ours == collections.Counter(torch_counts), (ours, torch_counts)
@@ -54,45 +114,183 @@ def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_
     first_conv = min((e for e in calls if e["name"] == "aten::conv2d"), key=lambda e: e["ts"])
     assert first_conv["args"]["Input Dims"][:2] == [[5, 3, 224, 224], [64, 3, 7, 7]], first_conv
     assert first_conv["dur"] > 0 and isinstance(first_conv["args"]["call"], int)
-    # Memory counters (--profile-memory) and CPU samples (-F) with stacks.
-    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
-    assert counters and all(e["name"] == "CPU memory" for e in counters), counters[:3]
-    assert max(e["args"]["bytes"] for e in counters) > 5 * 64 * 112 * 112 * 4  # the stem conv's output
+    # Every CPU sample gpuprof counted when it stopped is an instant event.
+    stopped = region.run.stopped
     samples = [e for e in doc["traceEvents"] if e["ph"] == "i"]
-    assert len(samples) > 5, len(samples)
-    frames = doc["stackFrames"]
+    assert len(samples) == stopped["samples"], (len(samples), stopped)
+    # One counter value per memory event recorded, but for the releases of
+    # tensors allocated before the recording (not counted, as in the table);
+    # all CPU memory (no CUDA here), peaking where the report's peak is.
+    not_counted, report = memory_not_counted(region.record_file)
+    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
+    assert len(counters) == stopped["mem_events"] - not_counted, (len(counters), stopped, not_counted)
+    assert {e["name"] for e in counters} == {"CPU memory"}, counters[:3]
+    peak = max(counters, key=lambda e: (e["args"]["bytes"], -e["ts"]))  # the first to reach it
+    assert (f"CPU tensor memory peak (net of what the recording saw allocated and freed): "
+            f"{format_memory(peak['args']['bytes'])} at {peak['ts'] / 1e6:.3f} s after the start,") in report, \
+        (peak, report)
+    # The recording began while region.py waited in main() for `go`: a
+    # main-thread sample's outermost frame is the module's line that calls
+    # main() (a sample names the line running then); torch's intra-op worker
+    # threads have no Python frames.
+    script = (Path(__file__).resolve().parents[1] / "workloads" / "region.py").read_text().splitlines()
+    main_call = f"region.py({script.index('    sys.exit(main())') + 1}): <module>"
+    pid = region.run.tracing["pid"]
+    for s in samples:
+        stack = frame_chain(doc, s["sf"])
+        assert (stack[0] == main_call) == (s["tid"] == pid), (s, stack)
+    # --with-stack: a call carries its entry's Python stack, each frame at
+    # its function's first line (docs/stacks.md): every conv2d is called
+    # from nn.Conv2d._conv_forward, under region.py's module.
+    conv_forward = run_program(*region.torch_env.python, "-c",
+                               "import torch; print(torch.nn.Conv2d._conv_forward.__code__.co_firstlineno)",
+                               timeout=120)
+    assert conv_forward.returncode == 0, conv_forward.stderr
+    for conv in (e for e in calls if e["name"] == "aten::conv2d"):
+        stack = frame_chain(doc, conv["sf"])
+        assert (stack[0], stack[-1]) == ("region.py(1): <module>",
+                                         f"torch/nn/modules/conv.py({conv_forward.stdout.strip()}): _conv_forward"), \
+            stack
 
-    def chain(sf):
-        names = []
-        while sf:
-            names.append(frames[sf]["name"])
-            sf = frames[sf].get("parent")
-        return names
 
-    assert any(any("region.py" in name for name in chain(s["sf"])) for s in samples)
-    # --with-stack: calls carry their entry's Python stack.
-    assert any("torch/nn/modules/conv.py" in name for name in chain(first_conv["sf"])), chain(first_conv["sf"])
-    assert f"{len(calls)} op calls" in result.stderr, result.stderr
-
-
-def test_ops_and_time_range_cut_the_trace_down(region, tmp_path):
+def test_ops_keeps_the_matched_calls_what_they_call_and_their_samples(region, tmp_path):
     whole, _ = export(region.record_file, tmp_path / "whole.json")
-    convs, _ = export(region.record_file, tmp_path / "convs.json.gz", "--ops", "^aten::conv2d$")
-    assert structural_problems(convs) == []
-    kept = collections.Counter(e["name"] for e in x_events(convs, "cpu_op"))
-    # Every aten::conv2d call and the calls nested in it; nothing else.
-    assert kept["aten::conv2d"] == sum(1 for e in x_events(whole, "cpu_op") if e["name"] == "aten::conv2d")
-    assert "aten::mkldnn_convolution" in kept and "aten::relu" not in kept and "aten::linear" not in kept, kept
-    assert (tmp_path / "convs.json.gz").stat().st_size < (tmp_path / "whole.json").stat().st_size / 10
-    # A time range: what overlaps it, kept whole.
-    starts = sorted(e["ts"] for e in x_events(whole, "cpu_op"))
-    middle = starts[len(starts) // 2] / 1e6
-    cut, _ = export(region.record_file, tmp_path / "cut.json", "--time-range", f"{middle}:{middle + 0.002}")
-    assert structural_problems(cut) == []
-    cut_calls = x_events(cut, "cpu_op")
-    assert 0 < len(cut_calls) < len(x_events(whole, "cpu_op"))
-    for e in cut_calls:
-        assert e["ts"] + e["dur"] >= middle * 1e6 - 0.001 and e["ts"] <= (middle + 0.002) * 1e6 + 0.001, e
+    # Anchored (exactly aten::conv2d, .gz output), searched (any op whose
+    # name holds batch_norm: aten::batch_norm, aten::_batch_norm_impl_index,
+    # aten::native_batch_norm), and an op nested in others (conv2d ->
+    # convolution -> _convolution -> mkldnn_convolution: its callers stay out).
+    for pattern, out in (("^aten::conv2d$", "convs.json.gz"), ("batch_norm", "bn.json"),
+                         ("mkldnn_convolution", "mkldnn.json")):
+        cut, _ = export(region.record_file, tmp_path / out, "--ops", pattern)
+        assert_cut(whole, cut, under_ops(whole, pattern), always_pids=[region.run.tracing["pid"]])
+        assert cut["otherData"]["ops"] == pattern, cut["otherData"]
+        # What the comparison covered (were the rule and gpuprof both to keep
+        # nothing, they would agree): every call the pattern matches.
+        matched = collections.Counter(e["name"] for e in op_calls(whole) if re.search(pattern, e["name"]))
+        assert {name: n for name, n in collections.Counter(e["name"] for e in op_calls(cut)).items()
+                if name in matched} == matched
+    # conv2d's calls are where most CPU time goes: the rule for samples is
+    # exercised (a sample inside a convolution is kept, its stack whole).
+    assert kinds(trace_events(whole, under_ops(whole, "^aten::conv2d$")))["i"] > 0
+
+
+def time_range_around_a_sample(doc):
+    """A range (ns) that holds the middle CPU sample and a memory counter,
+    and starts and ends exactly on a call's end and a call's start (both
+    ends are included): from the end of the last call that ended before the
+    sample, to the start of the first call that starts 10 ms after it and
+    after the first counter value that follows it."""
+    samples = sorted((e for e in doc["traceEvents"] if e["ph"] == "i"), key=lambda e: e["ts"])
+    sample_ns = span_ns(samples[len(samples) // 2])[0]
+    counter_ns = min(span_ns(e)[0] for e in doc["traceEvents"] if e["ph"] == "C" and span_ns(e)[0] >= sample_ns)
+    spans = [span_ns(c) for c in op_calls(doc)]
+    from_ns = max(end for start, end in spans if end < sample_ns)
+    until_ns = min(start for start, end in spans if start > max(sample_ns + 10_000_000, counter_ns))
+    return from_ns, until_ns
+
+
+def seconds(ns):
+    """A --time-range bound: ns written exactly as seconds."""
+    return f"{ns // 10**9}.{ns % 10**9:09d}"
+
+
+def test_time_range_keeps_what_overlaps_it_whole(region, tmp_path):
+    whole, _ = export(region.record_file, tmp_path / "whole.json")
+    pid = region.run.tracing["pid"]
+    from_ns, until_ns = time_range_around_a_sample(whole)
+    for text, keep in ((f"{seconds(from_ns)}:{seconds(until_ns)}", in_time_range(from_ns, until_ns)),
+                       (f"{seconds(from_ns)}:", in_time_range(from_ns, None)),
+                       (f":{seconds(until_ns)}", in_time_range(None, until_ns))):
+        cut, _ = export(region.record_file, tmp_path / "cut.json", "--time-range", text)
+        kept = assert_cut(whole, cut, keep, always_pids=[pid])
+        # What the comparison covered: calls, samples and counters, and the
+        # calls on the bounds (ending at FROM, starting at UNTIL).
+        assert set(kinds(kept)) == {"X", "i", "C"}, (text, kinds(kept))
+        spans = [span_ns(c) for c in op_calls(cut)]
+        assert (text.endswith(":") or any(start == until_ns for start, end in spans)) and \
+            (text.startswith(":") or any(end == from_ns for start, end in spans)), (text, from_ns, until_ns)
+    # With --ops: what both keep.
+    ops = under_ops(whole, "conv")
+    both = in_time_range(from_ns, until_ns)
+    cut, _ = export(region.record_file, tmp_path / "conv-cut.json", "--ops", "conv", "--time-range",
+                    f"{seconds(from_ns)}:{seconds(until_ns)}")
+    assert_cut(whole, cut, lambda e: ops(e) and both(e), always_pids=[pid])
+
+
+def test_trace_to_standard_output(region, tmp_path):
+    # `-`: the same document as a file gets, on stdout; the `wrote` line
+    # says "the trace" and no size (no file on disk).
+    made = run_gpuprof("report", str(region.record_file), "--chrome-trace", "-", "--ops", "relu")
+    assert made.returncode == 0, made.stderr
+    export(region.record_file, tmp_path / "relu.json", "--ops", "relu")
+    assert made.stdout == (tmp_path / "relu.json").read_text()
+    written, source, counts, size = wrote_line(made.stderr)
+    assert (written, source, counts, size) == ("the trace", str(region.record_file),
+                                               trace_stats(json.loads(made.stdout)), None), made.stderr
+
+
+def test_pid_and_comm_are_refused_on_the_recording_of_one_process(region, tmp_path):
+    # They choose processes of a record -a file; region's file is `record -p`.
+    tracing = region.run.tracing
+    for args in (["--pid", str(tracing["pid"])], ["--comm", tracing["comm"]]):
+        out = tmp_path / "one.json"
+        refused = run_gpuprof("report", str(region.record_file), "--chrome-trace", str(out), *args)
+        assert refused.returncode == 2 and refused.stdout == "" and not out.exists(), refused
+        assert refused.stderr == (f"gpuprof: error: --pid/--comm choose processes of a system-wide recording "
+                                  f"(record -a); {region.record_file} records process {tracing['pid']} "
+                                  f"({tracing['comm']}) alone\n"), refused.stderr
+
+
+@dataclass
+class SystemWide:
+    record_file: Path
+    pids: dict  # torch_counts.py's name -> pid
+
+
+@pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def system_wide(request, tmp_path_factory):
+    """`record -a -F 99` while two torch_counts.py processes run their loops
+    (and whatever else runs on this shared machine)."""
+    tmp = tmp_path_factory.mktemp(f"chrome-trace-all-{request.param}")
+    workdir = tmp / "handshake"
+    workdir.mkdir()
+    procs = Procs(tmp)
+    try:
+        runs = {name: start_counts(procs, workdir, name, steps, torch_env=request.param)
+                for name, steps in (("a", 200), ("b", 300))}
+        record_file = tmp / "all.gpuprof"
+        gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", record_file)
+        gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[proc for proc, _ in runs.values()])
+        touch(workdir, "go")
+        finish_counts(workdir, runs, [gp])
+        gp.send(signal.SIGINT)
+        assert gp.wait(timeout=120) == 0, gp.describe()
+        yield SystemWide(record_file, {name: pid for name, (_, pid) in runs.items()})
+    finally:
+        procs.cleanup()
+
+
+def test_pid_and_comm_cut_a_system_wide_trace_to_those_processes(system_wide, tmp_path):
+    whole, _ = export(system_wide.record_file, tmp_path / "all.json")
+    a, b = system_wide.pids["a"], system_wide.pids["b"]
+    processes = {pid: name for (what, pid, _), name in track_names(whole).items() if what == "process_name"}
+    python3 = {pid for pid, name in processes.items() if name == f"python3 ({pid})"}
+    assert {a, b} <= python3, processes
+    # --pid and --comm: a process must match both; repeated: any of them.
+    for args, pids in ((["--pid", a], {a}), (["--pid", a, "--pid", b], {a, b}),
+                       (["--comm", "python3"], python3), (["--pid", b, "--comm", "python3"], {b})):
+        cut, _ = export(system_wide.record_file, tmp_path / "cut.json", *map(str, args))
+        # The calls' ids are their entries' indices among the events of the
+        # processes kept: renumbered; everything else is as in the whole.
+        assert_cut(whole, cut, lambda e: e["pid"] in pids, without_call=True)
+        # What the comparison covered: each of our processes' op calls and
+        # samples (its loop takes most of a CPU-second: about 80 at 99 Hz).
+        for pid in pids & {a, b}:
+            assert {"X", "i"} <= {e["ph"] for e in cut["traceEvents"] if e["pid"] == pid}, (args, pid)
+    none = run_gpuprof("report", str(system_wide.record_file), "--chrome-trace", str(tmp_path / "none.json"),
+                       "--pid", str(a), "--comm", "no-such-command")
+    assert none.returncode == 2 and f"gpuprof: error: no process of {system_wide.record_file} matches --pid/--comm" \
+        in none.stderr and not (tmp_path / "none.json").exists(), none.stderr
 
 
 def test_bad_arguments_are_refused_with_the_reason(region, tmp_path):

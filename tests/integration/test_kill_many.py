@@ -19,7 +19,6 @@ from conftest import live_bpf_link_ids, run_gpuprof, touch, uprobe_events_mentio
 
 ROUNDS = 50
 SEED = int(os.environ.get("GPUPROF_KILL_SEED", "20261122"))
-MAX_DELAY_S = 1.5
 VARIANTS = [[], ["--record-shapes"], ["--with-stack"], ["-F", "999"], ["--profile-memory"],
             ["--record-shapes", "--profile-memory", "--with-stack", "-F", "99"]]
 LIBRARIES = ("libtorch_cpu", "libc10", "libstdc++")
@@ -77,27 +76,34 @@ def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir,
     assert code_differences(pid) == [], "the target's code differs from its files before any gpuprof ran"
     links_before = live_bpf_link_ids()  # other tools' (another gpuprof's) links are not ours to count
 
+    # How long gpuprof takes to attach here (its catalog of a torch 2.x
+    # libtorch takes longer to build, and a loaded machine stretches it):
+    # the kills are spread over twice that, so that both phases are hit.
+    started = time.monotonic()
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", tmp_path / "calibrate.gpuprof", name="gpuprof-calibrate")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+    max_delay_s = 2 * (time.monotonic() - started)
+    # The check sees breakpoints while they are in: it can fail.
+    diffs = code_differences(pid)
+    assert diffs and all(d[1] == "0xcc" for d in diffs), diffs
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    print(f"attached in {max_delay_s / 2:.2f} s: kills spread over {max_delay_s:.2f} s")
+
     phases = {"before tracing": 0, "tracing": 0}
     files = []
-    checked_attached = False
     for r in range(ROUNDS):
         variant = VARIANTS[r % len(VARIANTS)]
         out = tmp_path / f"k{r}.gpuprof"
         gp = procs.start_gpuprof("record", "-p", pid, "-o", out, *variant, name=f"gpuprof{r}")
-        if not checked_attached and r == 1:
-            # The check sees breakpoints while they are in: it can fail.
-            gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-            diffs = code_differences(pid)
-            assert diffs and all(d[1] == "0xcc" for d in diffs), diffs
-            checked_attached = True
-        delay = rng.uniform(0, MAX_DELAY_S)
+        delay = rng.uniform(0, max_delay_s)
         time.sleep(delay)
         tracing = "gpuprof: tracing" in gp.stderr()
         phases["tracing" if tracing else "before tracing"] += 1
         gp.popen.send_signal(signal.SIGKILL)
         gp.wait(timeout=30)
         assert target.running(), f"round {r}: the target died\n{target.describe()}"
-        files.append(out)
+        files.append((out, tracing))
         print(f"round {r:2d}: {' '.join(variant) or '(default)':55} killed after {delay:.2f} s "
               f"({'tracing' if tracing else 'before tracing'})")
     print(phases)
@@ -115,12 +121,18 @@ def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir,
     result = json.loads((workdir / "result.json").read_text())
     assert result["mismatches"] == 0 and result["errors_caught"] == result["cycles"] > 0, result
 
-    # What the killed recorders left is a readable (incomplete) recording or nothing.
-    readable = 0
-    for path in files[::5]:
-        if not path.exists() or path.stat().st_size < 16:
+    # What the killed recorders left: a recorder killed while tracing had
+    # written the file's header and mandatory chunks before its tracing line
+    # (docs/record-file.md), so its file reports every complete chunk (exit 0,
+    # the lost tail named). Killed before that: no file, or a stub that
+    # `report` refuses as truncated (exit 1), never anything else.
+    for path, tracing in files:
+        if not path.exists():
+            assert not tracing, f"{path}: killed while tracing, but no file"
             continue
         report = run_gpuprof("report", path)
-        assert report.returncode == 0 or re.search(r"is truncated", report.stderr), (path, report.stderr)
-        readable += report.returncode == 0
-    print(f"{readable} of {len(files[::5])} sampled files readable")
+        if tracing:
+            assert report.returncode == 0, (path, report.stderr)
+        else:
+            assert report.returncode == 0 or (report.returncode == 1 and "is truncated" in report.stderr), (
+                path, report.returncode, report.stderr)

@@ -1,8 +1,11 @@
 """gpuprof with file capabilities (CAP_BPF, CAP_PERFMON) instead of root:
 it works on the invoking user's own processes and refuses, before
 attaching anything, a process that user could not ptrace."""
+import json
 import os
 import pwd
+import re
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -10,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (GPUPROF, WORKLOADS, error_lines, live_bpf_link_ids, parse_table, touch, tracefs_dir,
-                      wait_for_file)
+from conftest import (GPUPROF, WORKLOADS, assert_samples_match_cpu_time, error_lines, live_bpf_link_ids,
+                      parse_table, process_cpu, run_gpuprof, touch, tracefs_dir, wait_for_file)
 
 USER = "gpuprof-test"
 
@@ -85,21 +88,38 @@ def test_capabilities_watch_own_processes_only(procs, user_tmp, test_user, capab
     assert not (root_dir / "r.gpuprof").exists()
     assert root_target.running()
 
-    # The user's own process: recorded, with samples and stacks.
+    # The user's own process: recorded, with samples and stacks. The
+    # workload counts its torch.mm calls between `go` and truth.json, and
+    # sleeps around them: the recording holds exactly those calls, and the
+    # samples of exactly the CPU time between the two readings.
     own_dir = shared_dir(tmp_path, "own")
-    own_target = procs.start(as_user(test_user, "/usr/bin/python3", WORKLOADS / "busy_loop.py", own_dir),
+    own_target = procs.start(as_user(test_user, "/usr/bin/python3", WORKLOADS / "mm_dominated.py", own_dir, "2"),
                              "own_target", cwd=WORKLOADS)
     pid = int(wait_for_file(own_dir, "ready", timeout=120, watch=[own_target]))
     assert pid == own_target.pid
     out = own_dir / "own.gpuprof"
-    ok = subprocess.run(as_user(test_user, gpuprof, "record", "-p", pid, "-d", "1", "-F", "99", "--with-stack",
-                                "-o", out), capture_output=True, text=True, timeout=120)
-    assert ok.returncode == 0, ok.stderr
-    assert "warning" not in ok.stderr, ok.stderr
-    table = parse_table(ok.stdout)
-    assert table.calls().get("aten::add", 0) > 100, ok.stdout
+    gp = procs.start(as_user(test_user, gpuprof, "record", "-p", pid, "-F", "99", "--with-stack", "-o", out),
+                     "gpuprof", cwd=own_dir)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[own_target])
+    cpu0, runs0 = process_cpu(pid)
+    touch(own_dir, "go")
+    truth = json.loads(wait_for_file(own_dir, "truth.json", timeout=120, watch=[own_target, gp]))
+    cpu1, runs1 = process_cpu(pid)
+    cpu_s = (cpu1 - cpu0) / 1e9
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    assert "warning" not in gp.stderr(), gp.stderr()
+    assert parse_table(gp.stdout()).calls().get("aten::mm") == truth["mm_calls"], (gp.stdout(), truth)
+    stopped = re.search(r"; (\d+) samples, (\d+) lost;", gp.stderr())
+    assert stopped and stopped.group(2) == "0", gp.stderr()
+    assert_samples_match_cpu_time(int(stopped.group(1)), 99, cpu_s, runs=runs1 - runs0)
     assert os.stat(out).st_uid == uid  # written as the user, not as root
-    touch(own_dir, "stop")
+    # --with-stack as the user: the calls' Python stacks name the workload.
+    folded = run_gpuprof("report", out, "--folded")
+    assert folded.returncode == 0, folded.stderr
+    mm_stacks = [line for line in folded.stdout.splitlines() if line.rsplit(" ", 1)[0].endswith(";aten::mm")]
+    assert mm_stacks and all("mm_dominated.py(" in line.split(";")[0] for line in mm_stacks), folded.stdout
+    touch(own_dir, "exit")
     assert own_target.wait(timeout=60) == 0, own_target.describe()
     touch(root_dir, "stop")
     assert root_target.wait(timeout=60) == 0, root_target.describe()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CHROOT_TORCH, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time, process_cpu_ns,
+from conftest import (CHROOT_TORCH, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time, process_cpu,
                       pyenv_python, run_gpuprof, touch, wait_for_file)
 
 SECONDS = 4
@@ -43,10 +43,11 @@ def record_workload(procs, workdir, tmp_path, *args, torch_env=HOST_TORCH):
     # The target's CPU time while sampled: it waits for `go` (asleep) when
     # these are read, so the readings and gpuprof's attach and stop enclose
     # the same CPU time.
-    cpu0 = process_cpu_ns(pid)
+    cpu0, runs0 = process_cpu(pid)
     touch(workdir, "go")
     truth = json.loads(wait_for_file(workdir, "truth.json", timeout=120, watch=[target, gp]))
-    truth["sampled_cpu_s"] = (process_cpu_ns(pid) - cpu0) / 1e9
+    cpu1, runs1 = process_cpu(pid)
+    truth["sampled_cpu_s"], truth["sampled_runs"] = (cpu1 - cpu0) / 1e9, runs1 - runs0
     gp.send(signal.SIGINT)  # before the interpreter's teardown, which is no part of the loop
     assert gp.wait(timeout=60) == 0, gp.describe()
     touch(workdir, "exit")
@@ -65,7 +66,7 @@ def test_samples_under_the_dominant_op(procs, workdir, tmp_path, torch_env):
     truth, events, samples, stacks, stderr = record_workload(procs, workdir, tmp_path, "-F", "499",
                                                              torch_env=torch_env)
     assert events > 0, stderr
-    assert_samples_match_cpu_time(samples, 499, truth["sampled_cpu_s"], why=str(truth))
+    assert_samples_match_cpu_time(samples, 499, truth["sampled_cpu_s"], why=str(truth), runs=truth["sampled_runs"])
     # Python frames come first, then the op path: its outermost op decides.
     def outermost_op(stack):
         return next((f for f in stack.split(";") if f.startswith("aten::")), None)
@@ -86,7 +87,7 @@ def test_no_ops_samples_only(procs, workdir, tmp_path):
     truth, events, samples, stacks, stderr = record_workload(procs, workdir, tmp_path, "-F", "999", "--no-ops")
     assert events == 0, stderr  # no op probes at all
     assert re.search(r"^gpuprof: sampling \d+ \(\S+\) at 999 Hz on \d+ CPUs, no op tracing", stderr, re.M), stderr
-    assert_samples_match_cpu_time(samples, 999, truth["sampled_cpu_s"], why=str(truth))
+    assert_samples_match_cpu_time(samples, 999, truth["sampled_cpu_s"], why=str(truth), runs=truth["sampled_runs"])
     # No op frames: Python frames, then the native leaf (and [kernel]).
     assert not [s for s in stacks if "aten::" in s], stacks
     def leaf(stack):
@@ -138,17 +139,18 @@ def test_python_frames_known_answer(procs, workdir, tmp_path, version):
     out = tmp_path / "python.gpuprof"
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "-F", "999", "--no-ops")
     gp.wait_for_stderr(r"^gpuprof: sampling ", timeout=60, watch=[target])
-    cpu0 = process_cpu_ns(pid)  # asleep until `go`, as in record_workload
+    cpu0, runs0 = process_cpu(pid)  # asleep until `go`, as in record_workload
     touch(workdir, "go")
     truth = json.loads(wait_for_file(workdir, "truth.json", timeout=120, watch=[target, gp]))
-    sampled_cpu_s = (process_cpu_ns(pid) - cpu0) / 1e9
+    cpu1, runs1 = process_cpu(pid)
+    sampled_cpu_s = (cpu1 - cpu0) / 1e9
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
     assert "without Python frames" not in gp.stderr(), gp.stderr()
     samples = int(re.search(r"; (\d+) samples, 0 lost;", gp.stderr()).group(1))
-    assert_samples_match_cpu_time(samples, 999, sampled_cpu_s)
+    assert_samples_match_cpu_time(samples, 999, sampled_cpu_s, runs=runs1 - runs0)
     # Spaces become "_" in folded frames, as in torch's export_stacks.
     frame_re = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\):_(?P<name>\S+)$")
     in_function = {"seventy": 0, "thirty": 0}
@@ -283,21 +285,20 @@ def test_no_ops_attaches_to_a_process_without_torch(procs, workdir, tmp_path):
     traced = run_gpuprof("record", "-p", pid, "-d", "1", "-o", tmp_path / "ops.gpuprof")
     assert traced.returncode == 1, traced.stderr
     assert "has no libtorch_cpu mapped" in traced.stderr and "--no-ops" in traced.stderr, traced.stderr
-    # Sampled while it computes (CPU-clock samples: a thread polling for
-    # `go` is mostly asleep and may get none in a second).
+    # Sampled from before `go` to after its truth: the samples are those of
+    # the CPU time it used in between (read from schedstat, as above),
+    # however much of a CPU a busy machine left it.
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-F", "199", "--no-ops", "-o", tmp_path / "samples.gpuprof")
+    gp.wait_for_stderr(r"^gpuprof: sampling ", timeout=60, watch=[target])
+    cpu0, runs0 = process_cpu(pid)
     touch(workdir, "go")
-    cpu0 = process_cpu_ns(pid)
-    sampled = run_gpuprof("record", "-p", pid, "-d", "1", "-q", "-F", "199", "--no-ops",
-                          "-o", tmp_path / "samples.gpuprof")
-    cpu_s = (process_cpu_ns(pid) - cpu0) / 1e9
-    assert sampled.returncode == 0, sampled.stderr
-    m = re.search(r"; \d+ events, 0 lost; (\d+) samples, 0 lost;", sampled.stderr)
-    assert m, sampled.stderr
-    # The target computes throughout (one thread, SECONDS long): the -d 1
-    # window is a second of its CPU time, inside the readings around the
-    # whole command (which add gpuprof's start and stop, a busy target's too).
-    samples = int(m.group(1))
-    assert 0.95 * 199 * 1.0 - 1 <= samples <= 1.05 * 199 * cpu_s + 1, (samples, cpu_s)
-    wait_for_file(workdir, "truth.json", timeout=60, watch=[target])
+    wait_for_file(workdir, "truth.json", timeout=60, watch=[target, gp])
+    cpu1, runs1 = process_cpu(pid)
+    cpu_s = (cpu1 - cpu0) / 1e9
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    m = re.search(r"; \d+ events, 0 lost; (\d+) samples, 0 lost;", gp.stderr())
+    assert m, gp.stderr()
+    assert_samples_match_cpu_time(int(m.group(1)), 199, cpu_s, runs=runs1 - runs0)
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()

@@ -10,6 +10,7 @@ them, with one ProfilerStep#N frame per recorded step.
 import collections
 import gzip
 import json
+import os
 import re
 import signal
 import time
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HOST_TORCH, parse_table, run_gpuprof, touch, wait_for_file, wait_until
+from conftest import (HOST_TORCH, parse_stopped_line, parse_table, run_gpuprof, touch, wait_for_file,
+                      wait_until)
 
 STEPS = 20
 SCHEDULES = [
@@ -223,47 +225,164 @@ def test_step_time_in_launch_mode(tmp_path):
     check_step_time_cycles(tmp_path, whole, run.stderr, cycles, iterations)
 
 
-def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
-    """--rotate SIZE --keep N: only the last N files stay, each a complete recording."""
-    target = procs.start_workload("busy_loop.py", workdir)
-    wait_for_file(workdir, "ready", timeout=120, watch=[target])
-    out = tmp_path / "long.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", target.pid, "-o", out, "--rotate", "2M", "--keep", "2")
+# The rotation tests run fixed_count.py: exactly N calls of aten::add spread
+# over SECONDS, and no other op while gpuprof records. At a switch the call
+# running then (one at most: one thread, and aten::add calls no other op) is
+# in neither file: the old file counts it "still running when recording
+# stopped (not counted)", the new one "already running when recording began
+# (their exits were ignored)" (docs/schedules.md: "a file's first op calls
+# may be exits without entries"). So the files together hold exactly N calls
+# less the ones their notes say were cut.
+STILL_RUNNING_RE = re.compile(r"^gpuprof: (\d+) calls? still running when recording stopped \(not counted\)$", re.M)
+ALREADY_RUNNING_RE = re.compile(r"^gpuprof: (\d+) ops? (?:was|were) already running when recording began", re.M)
+
+
+def note_count(regex, text):
+    m = regex.search(text)
+    return int(m.group(1)) if m else 0
+
+
+def rotated_files(out):
+    """out.1, out.2, ... as they are on disk, in order."""
+    return sorted(out.parent.glob(out.name + ".*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+
+
+def record_fixed_count(procs, workdir, tmp_path, n, seconds, *rotate_args, save_to=None):
+    """fixed_count.py's N calls recorded from before the first to after the
+    last, split by `record --rotate ...`; the recording stops (SIGINT) once
+    the workload is done. save_to: a directory where each rotated file is
+    hard-linked as soon as it appears, so that the files --keep deletes can
+    still be read (the link keeps the inode; gpuprof deletes a file only
+    after it closed it, --keep files later). Returns gpuprof's Proc and the
+    base path."""
+    target = procs.start_workload("fixed_count.py", workdir, str(n), str(seconds))
+    pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
+    out = tmp_path / "rot.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-o", out, *rotate_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    wait_until(lambda: (tmp_path / "long.gpuprof.5").exists(), 60, "a fifth file", watch=[target, gp])
+    touch(workdir, "go")
+
+    def done():
+        if save_to is not None:
+            for path in rotated_files(out):
+                if not (save_to / path.name).exists():
+                    os.link(path, save_to / path.name)
+        return (workdir / "done").exists()
+
+    wait_until(done, 120, "fixed_count.py to make its calls", watch=[target, gp])
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
-    names = sorted((p.name for p in tmp_path.glob("long.gpuprof*")), key=lambda n: int(n.rsplit(".", 1)[1]))
-    numbers = [int(n.rsplit(".", 1)[1]) for n in names]
-    assert len(names) == 2 and numbers[1] == numbers[0] + 1 and numbers[0] >= 4, names
-    assert f"; wrote {out}.1 to {out}.{numbers[1]} (the last 2 kept)" in gp.stderr(), gp.stderr()
-    for name in names:
-        path = tmp_path / name
-        assert path.stat().st_mode & 0o777 == 0o600
+    touch(workdir, "check")  # its result checks run ops of their own: after the stop
+    assert target.wait(timeout=60) == 0, target.describe()
+    return gp, out
+
+
+def assert_files_hold_the_calls(paths, n, stderr):
+    """The files of one rotated recording of fixed_count.py's N calls hold
+    them all, but for the calls running at a switch, which their notes name."""
+    numbers = [int(p.name.rsplit(".", 1)[1]) for p in paths]
+    assert numbers == list(range(1, len(paths) + 1)), numbers
+    adds, still_running, already_running = [], [], []
+    for path in paths:
         result = run_gpuprof("report", path)
         assert result.returncode == 0 and "incomplete" not in result.stderr, result.stderr
-        assert parse_table(result.stdout).calls().get("aten::add", 0) > 0
-    # A file closes at the first check (every 100 ms) after it holds 2 MiB: the
-    # busy loop writes some 8 MB/s here, so one check's worth more at most.
-    assert 2 << 20 <= (tmp_path / names[0]).stat().st_size <= 6 << 20
-    touch(workdir, "stop")
-    assert target.wait(timeout=60) == 0, target.describe()
+        assert path.stat().st_mode & 0o777 == 0o600
+        if "No operator calls were recorded" in result.stdout:  # the target idle after its calls
+            calls, notes = {}, result.stdout
+        else:
+            table = parse_table(result.stdout)
+            calls, notes = table.calls(), "\n".join(table.notes)
+        assert set(calls) <= {"aten::add"}, (path, result.stdout)
+        adds.append(calls.get("aten::add", 0))
+        still_running.append(note_count(STILL_RUNNING_RE, notes))
+        already_running.append(note_count(ALREADY_RUNNING_RE, notes))
+    files = list(zip([p.name for p in paths], adds, still_running, already_running))
+    # The call cut by a switch is the one the next file saw end; nothing ran
+    # before the first file or after the last.
+    assert already_running == [0] + still_running[:-1] and still_running[-1] == 0, files
+    assert all(cut <= 1 for cut in still_running), files  # one thread, one call at a time
+    assert sum(adds) == n - sum(still_running), files
+    # Each call is an entry and an exit in some file, the cut ones too.
+    assert parse_stopped_line(stderr)["events"] == 2 * n, stderr
+    assert parse_stopped_line(stderr)["lost"] == 0, stderr
+    return files
+
+
+def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
+    """--rotate SIZE --keep N: only the last N files stay, each a complete
+    recording; all the files, the deleted ones too, hold every call."""
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    # 60,000 calls over 5 s: a file holds some 9,000 calls (1 MiB with its
+    # dictionaries, 430 KiB of them) and is full after 0.75 s, so 6 or 7
+    # files, each deleted by --keep 2 some 1.5 s after it appeared: time
+    # enough to link it.
+    n, seconds, size = 60000, 5, 1 << 20
+    gp, out = record_fixed_count(procs, workdir, tmp_path, n, seconds, "--rotate", "1M", "--keep", "2",
+                                 save_to=saved)
+    kept = rotated_files(out)
+    every = rotated_files(saved / out.name)
+    assert len(every) >= 5, [p.name for p in every]
+    assert [p.name for p in kept] == [p.name for p in every[-2:]], ([p.name for p in kept], gp.stderr())
+    assert all(p.stat().st_ino == (saved / p.name).stat().st_ino for p in kept)
+    assert f"; wrote {out}.1 to {out}.{len(every)} (the last 2 kept)" in gp.stderr(), gp.stderr()
+    files = assert_files_hold_the_calls(every, n, gp.stderr())
+    # A file closes at the first check (every 100 ms) after it holds 1 MiB;
+    # the writer's buffers (64 KiB per chunk type) go out at the close: at
+    # this pace (12,000 calls a second, some 60 bytes each) one check's
+    # worth of calls and the buffers more at most. The last file is closed
+    # by the stop, not by its size.
+    for path in every[:-1]:
+        assert size <= path.stat().st_size <= size + (128 << 10) + 2 * (64 << 10), (path.name, files)
+
+
+def assert_switched_by_time(paths, seconds, recorded_s, tmp_path):
+    """Each file of a --rotate SECONDS recording spans SECONDS at least (its
+    start, the trace's time zero, to the next file's): a switch comes at the
+    first check (every 100 ms) after that, later on a busy machine, so the
+    count is bounded from above only by the rule; from below, the workload's
+    own calls outlast a switch."""
+    starts = [trace_of(path, tmp_path / (path.name + ".json"))[0] for path in paths]
+    spans = [(b - a) / 1e9 for a, b in zip(starts, starts[1:])]
+    assert all(span >= seconds for span in spans), spans
+    assert 2 <= len(paths) <= recorded_s / seconds + 1, ([p.name for p in paths], recorded_s)
 
 
 def test_rotate_by_time(procs, workdir, tmp_path):
-    target = procs.start_workload("busy_loop.py", workdir)
-    wait_for_file(workdir, "ready", timeout=120, watch=[target])
-    out = tmp_path / "t.gpuprof"
-    result = run_gpuprof("record", "-p", target.pid, "-o", out, "-d", "1.9", "--rotate", "0.5", "-q")  # seconds
-    assert result.returncode == 0, result.stderr
-    # 1.9 s of tracing after an attach of a few hundred ms (the first file
-    # starts before it): 4 or 5 files of 0.5 s.
-    names = sorted(p.name for p in tmp_path.glob("t.gpuprof*"))
-    assert names in ([f"t.gpuprof.{n}" for n in range(1, k + 1)] for k in (4, 5)), names
-    total = sum(report_table(tmp_path / name).calls().get("aten::add", 0) for name in names)
-    assert total > 100
-    touch(workdir, "stop")
-    assert target.wait(timeout=60) == 0, target.describe()
+    """--rotate SECONDS: a file per SECONDS of recording, all of them holding every call."""
+    started = time.monotonic()
+    gp, out = record_fixed_count(procs, workdir, tmp_path, 20000, 2, "--rotate", "0.5")
+    recorded_s = time.monotonic() - started  # more than gpuprof's recording, from before it started
+    paths = rotated_files(out)
+    assert_switched_by_time(paths, 0.5, recorded_s, tmp_path)
+    assert_files_hold_the_calls(paths, 20000, gp.stderr())
+
+
+# Every unit docs/schedules.md lists for --rotate, in a real run, with
+# amounts small enough that the files switch, so that a unit read as another
+# shows: 0.006m read as MiB would be refused (under 64K), 0.0001G is 105 KiB.
+@pytest.mark.parametrize("limit, seconds", [("0.0001h", 0.36), ("0.006m", 0.36), ("0.3s", 0.3)])
+def test_rotate_time_units(procs, workdir, tmp_path, limit, seconds):
+    started = time.monotonic()
+    gp, out = record_fixed_count(procs, workdir, tmp_path, 5000, 1.5, "--rotate", limit)
+    recorded_s = time.monotonic() - started
+    paths = rotated_files(out)
+    assert_switched_by_time(paths, seconds, recorded_s, tmp_path)
+    assert_files_hold_the_calls(paths, 5000, gp.stderr())
+
+
+# A file's dictionaries alone take some 430 KiB (the op table of
+# libtorch_cpu), so 0.0001G (105 KiB) switches at every check; read as
+# MiB or KiB it would be refused (under 64K).
+@pytest.mark.parametrize("limit, size", [("0.0001G", int(0.0001 * (1 << 30))), ("448K", 448 << 10),
+                                         ("0.5M", 1 << 19)])
+def test_rotate_size_units(procs, workdir, tmp_path, limit, size):
+    gp, out = record_fixed_count(procs, workdir, tmp_path, 5000, 1.5, "--rotate", limit)
+    paths = rotated_files(out)
+    assert len(paths) >= 2, [p.name for p in paths]
+    for path in paths[:-1]:  # closed by their size (the last one by the stop)
+        assert path.stat().st_size >= size, (path.name, path.stat().st_size, size)
+    assert_files_hold_the_calls(paths, 5000, gp.stderr())
 
 
 @pytest.mark.parametrize("args, message", [

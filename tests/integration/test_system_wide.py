@@ -9,22 +9,26 @@ file (a copy loaded through LD_LIBRARY_PATH), must be traced as well; a
 SIGKILLed `record -a` must leave every process running with right results
 and no probe behind.
 """
+import contextlib
 import json
+import math
 import os
 import re
 import shutil
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, live_bpf_link_ids, parse_table,
-                      run_gpuprof, touch, wait_for_file)
+from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time,
+                      live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file, wait_until)
 from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
 from test_top import Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
+HZ = 99  # the sampling rate of the tests that check samples
 LIBTORCH = Path("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0")
 # The torch 2.x chroot's, as the host (and gpuprof) names it.
 CHROOT_LIBTORCH = Path(str(CHROOT_TORCH.root) + "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.2.6.0")
@@ -44,6 +48,77 @@ STOPPED_RE = re.compile(
     r"(?P<traced>\d+) traced; wrote ", re.M)
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat (R, S, T, Z...)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def stop_and_wait(proc):
+    """SIGSTOPs proc and waits until it is stopped: its CPU time no longer moves."""
+    proc.send(signal.SIGSTOP)
+    wait_until(lambda: process_state(proc.pid) == "T", 30, f"{proc.name} to stop", watch=[proc])
+
+
+def run_delay_s(pid):
+    """Seconds the live threads of pid waited, runnable, for a CPU (schedstat)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that has just exited
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
+@dataclass
+class CpuUse:
+    cpu_s: float  # CPU time
+    waited_s: float  # time runnable but waiting for a CPU (run_delay)
+
+    def __sub__(self, other):
+        return CpuUse(self.cpu_s - other.cpu_s, self.waited_s - other.waited_s)
+
+
+def cpu_use_now(pid):
+    return CpuUse(process_cpu_ns(pid) / 1e9, run_delay_s(pid))
+
+
+def cpu_use_at_exit(proc, timeout=60):
+    """The CPU use of a process that has exited, read while it is a zombie (not
+    yet reaped): /proc/PID/stat's utime + stime, threads gone before it
+    included, in clock ticks (the kernel scales them to the exact runtime);
+    its main thread's wait for a CPU."""
+    wait_until(lambda: process_state(proc.pid) == "Z", timeout, f"{proc.name} to exit")
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return CpuUse((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), run_delay_s(proc.pid))
+
+
+# cpu_use_at_exit() counts in clock ticks: up to one tick off, i.e. this many
+# samples at HZ, besides the last partial period of the process's thread.
+def tick_slack(hz):
+    return 1 + hz / os.sysconf("SC_CLK_TCK")
+
+
+def assert_samples_match_shared_cpu_time(samples, hz, uses, slack=1.0, why=""):
+    """assert_samples_match_cpu_time() for processes (their CpuUse list) that
+    may have shared a CPU with others: gpuprof samples each CPU every 1/HZ s
+    and keeps whoever runs there then, so while a process time-shares a CPU
+    it is sampled at a tick with the chance of its share: binomial. Over a
+    stretch where it ran c s and waited w s, the variance is HZ c w / (c + w)
+    samples, at most HZ x min(c, w) (seen here: 0.91-1.09 x for ~130-600 due
+    among 5 busy processes on 2 CPUs; 1.00-1.01 x for the same processes run
+    one at a time). Four standard deviations are allowed besides conftest's
+    tolerance."""
+    cpu_s = sum(use.cpu_s for use in uses)
+    variance = hz * sum(min(use.cpu_s, use.waited_s) for use in uses)
+    assert_samples_match_cpu_time(samples, hz, cpu_s, slack=slack + 4 * math.sqrt(variance),
+                                  why=f"(waited {[round(use.waited_s, 3) for use in uses]} s) {why}")
+
+
+def samples_of(roots, pid):
+    """Samples of one process, under whatever comm it had (a chroot's
+    process is `chroot` until it execs its python3)."""
+    return sum(count for root, count in roots.items() if root.rsplit("-", 1)[-1] == str(pid))
+
+
 def start_counts(procs, workdir, name, steps, env=None, torch_env=HOST_TORCH):
     proc = procs.start_workload("torch_counts.py", workdir, name, str(steps), name=f"counts-{name}", env=env,
                                 torch_env=torch_env)
@@ -51,14 +126,17 @@ def start_counts(procs, workdir, name, steps, env=None, torch_env=HOST_TORCH):
     return proc, pid
 
 
-def finish_counts(workdir, runs, watch):
-    """Waits for each process's truth, lets it exit, checks its results; {name: truth}."""
+def finish_counts(workdir, runs, watch, cpu_uses=None):
+    """Waits for each process's truth, lets it exit, checks its results; {name: truth}.
+    cpu_uses: a dict that gets each process's CpuUse over its life."""
     truths = {}
     for name, (proc, pid) in runs.items():
         truths[name] = json.loads(wait_for_file(workdir, f"truth-{name}", timeout=180, watch=[proc, *watch]))
         assert truths[name]["pid"] == pid
     for name, (proc, pid) in runs.items():
         touch(workdir, f"exit-{name}")
+        if cpu_uses is not None:
+            cpu_uses[name] = cpu_use_at_exit(proc)
         assert proc.wait(timeout=60) == 0, proc.describe()
         assert truths[name]["ok"], truths[name]
     return truths
@@ -89,9 +167,16 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     early, early_pid = start_counts(procs, workdir, "early", 300)
     spinner = procs.start([TARGET_PYTHON, "-c", SPINNER, str(workdir)], "spinner")
     wait_for_file(workdir, "spinner-ready", timeout=60, watch=[spinner])
+    # The spinner is held stopped while sampling starts and ends, so that its
+    # CPU time read then is the CPU time it had at those moments.
+    stop_and_wait(spinner)
     out = tmp_path / "all.gpuprof"
-    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", out)
-    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[early])
+    gp = procs.start_gpuprof("record", "-a", "-F", str(HZ), "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[early])  # printed once sampling is on
+    spinner_use_before = cpu_use_now(spinner.pid)
+    # The early process waits for `go`: it uses next to no CPU until then.
+    early_use_before = cpu_use_now(early_pid)
+    spinner.send(signal.SIGCONT)
     # Two more start after gpuprof: their libtorch_cpu is the same file,
     # already probed; the kernel puts the probes in as they map it.
     runs = {"early": (early, early_pid)}
@@ -102,10 +187,15 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     runs["chroot"] = start_counts(procs, workdir, "chroot", 600, torch_env=CHROOT_TORCH)
     libtorch_of = {name: CHROOT_LIBTORCH if name == "chroot" else LIBTORCH for name in runs}
     touch(workdir, "go")
-    truths = finish_counts(workdir, runs, [gp])
+    cpu_uses = {}
+    truths = finish_counts(workdir, runs, [gp], cpu_uses=cpu_uses)
+    cpu_uses["early"] -= early_use_before
     time.sleep(1)  # the spinner alone for a moment
+    stop_and_wait(spinner)
+    spinner_use = cpu_use_now(spinner.pid) - spinner_use_before
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=120) == 0, gp.describe()
+    spinner.send(signal.SIGCONT)
     touch(workdir, "stop-spinner")
     assert spinner.wait(timeout=30) == 0, spinner.describe()
     stderr = gp.stderr()
@@ -134,12 +224,20 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert re.search(rf"Processes with CPU samples only \(\d+\): .*\b{spinner.popen.pid} python3 \(\d+\)",
                      report.stdout), report.stdout
     roots = folded_roots(out)
-    assert roots.get(f"python3-{spinner.popen.pid}", 0) >= 50, roots  # ~99 Hz for seconds, shared CPUs
+    # Every process is sampled every 1/HZ s of its CPU time while sampling
+    # is on: the spinner for the CPU time it had between start and stop.
+    assert_samples_match_shared_cpu_time(samples_of(roots, spinner.pid), HZ, [spinner_use], why=f"spinner; {roots}")
     # Its interpreter was found: its samples carry its Python frames.
     folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--pid", str(spinner.popen.pid)).stdout
     assert re.search(r"^python3-\d+;<string>\(\d+\):_<module>", folded, re.M), folded[:2000]
+    # The torch processes: the late ones from their start, the early one
+    # from when sampling started, each to its exit (before gpuprof stopped).
     for name, (proc, pid) in runs.items():
-        assert roots.get(f"python3-{pid}", 0) > 0, (name, roots)
+        assert_samples_match_shared_cpu_time(samples_of(roots, pid), HZ, [cpu_uses[name]], slack=tick_slack(HZ),
+                                             why=f"{name}; {roots}")
+    # Together (their deviations partly cancel: a tighter bound).
+    assert_samples_match_shared_cpu_time(sum(samples_of(roots, pid) for _, pid in runs.values()), HZ,
+                                         list(cpu_uses.values()), slack=len(runs) * tick_slack(HZ), why=str(roots))
     # The chroot's CPython 3.13 was found and walked.
     chroot_pid = runs["chroot"][1]
     folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--pid", str(chroot_pid)).stdout
@@ -203,12 +301,15 @@ def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
             assert calls.get(op) == truths[name]["calls"][op], (name, op, calls, truths[name])
 
 
+COUNTS_STEPS_MIDWAY = 8000
+
+
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "detach"])
 def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp_path, stop):
     # gpuprof killed, or detaching (Ctrl-C), while two processes run their
     # loops under its probes.
     links_before = live_bpf_link_ids()
-    runs = {"a": start_counts(procs, workdir, "a", 8000), "b": start_counts(procs, workdir, "b", 8000)}
+    runs = {name: start_counts(procs, workdir, name, COUNTS_STEPS_MIDWAY) for name in ("a", "b")}
     gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", tmp_path / "killed.gpuprof")
     gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
     touch(workdir, "go")
@@ -223,9 +324,32 @@ def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp
         time.sleep(0.1)
     assert not live_bpf_link_ids() - links_before, "BPF links left after gpuprof was killed"
     # What was written before the kill reads, with both processes in it.
-    report = run_gpuprof("report", tmp_path / "killed.gpuprof")
+    report = run_gpuprof("report", tmp_path / "killed.gpuprof", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
-    assert {pid for _, pid in runs.values()} <= set(sections(report.stdout)), report.stdout
+    found = sections(report.stdout)
+    # DEFECT: a SIGKILLed `record -a` file (no END chunk) sometimes reports
+    # as one process: a single table of every process's ops merged, no
+    # `== Process` sections (2 of 3 runs on 2026-11-25 while other tests
+    # loaded the machine; the SIGINT file always has them).
+    assert {pid for _, pid in runs.values()} <= set(found), report.stdout
+    if stop == signal.SIGKILL:
+        # A killed gpuprof leaves the file as far as it had written it; which
+        # of the last events made it is not knowable from outside.
+        return
+    for name, (proc, pid) in runs.items():
+        # Detached midway: the window holds each process's calls from `go`
+        # (both were traced before it) to the detach, i.e. the first p calls
+        # of the sequence mm, add, relu, relu repeated. Where the detach
+        # falls in it depends on scheduling on a shared machine; that it
+        # falls within the loop is known (1 s into loops of several seconds).
+        calls = parse_table(found[pid][1]).calls()
+        recorded = {op: calls.get(op, 0) for op in OPS}
+        p = sum(recorded.values())
+        steps, rest = divmod(p, 4)
+        prefix = {"aten::mm": steps + (rest >= 1), "aten::add": steps + (rest >= 2),
+                  "aten::relu": 2 * steps + max(0, rest - 2)}
+        assert recorded == prefix, (name, recorded, found[pid][1])
+        assert 0 < steps < COUNTS_STEPS_MIDWAY, (name, recorded)
 
 
 def test_bad_system_wide_arguments_say_why(tmp_path):
@@ -281,22 +405,34 @@ def test_short_lived_processes_keep_their_name_and_python_frames(procs, workdir,
     # frames while it runs; the name also travels with the sample for one
     # that is gone already.
     out = tmp_path / "short.gpuprof"
-    gp = procs.start_gpuprof("record", "-a", "-F", "199", "-q", "-o", out)
+    hz = 199
+    gp = procs.start_gpuprof("record", "-a", "-F", str(hz), "-q", "-o", out)
     gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
-    pids = []
+    cpu_uses = {}
     for _ in range(12):
         short = procs.start([TARGET_PYTHON, "-c", "import time\nt = time.monotonic()\n"
                              "while time.monotonic() - t < 0.2:\n    sum(range(1000))\n"], "short")
+        cpu_uses[short.pid] = cpu_use_at_exit(short)
         assert short.wait(timeout=60) == 0, short.describe()
-        pids.append(short.popen.pid)
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=120) == 0, gp.describe()
     roots = folded_roots(out)
-    named = [pid for pid in pids if roots.get(f"python3-{pid}", 0) > 0]
-    assert len(named) >= 10, (pids, {k: v for k, v in roots.items() if "python3" in k or "exited" in k})
+    # Each was sampled for its whole life, under its own name (other jobs
+    # of the shared machine may have run beside it: the binomial bound).
+    ours = {k: v for k, v in roots.items() if "python3" in k}
+    for pid, use in cpu_uses.items():
+        assert_samples_match_shared_cpu_time(roots.get(f"python3-{pid}", 0), hz, [use], slack=tick_slack(hz),
+                                             why=f"pid {pid}; {ours}")
+    assert_samples_match_shared_cpu_time(sum(roots.get(f"python3-{pid}", 0) for pid in cpu_uses), hz,
+                                         list(cpu_uses.values()), slack=len(cpu_uses) * tick_slack(hz), why=str(ours))
+    # docs/system-wide.md: samples are read within ms, which covers
+    # processes that live tens of ms: each of these (~0.2 s of its own code)
+    # has samples in its <module>.
+    # DEFECT: on this shared 2-core machine only 3 or 5 of the 12 had them
+    # while other tests ran (all 12 when it was quieter; 2026-11-25).
     folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--comm", "python3").stdout
     with_frames = {int(m.group(1)) for m in re.finditer(r"^python3-(\d+);<string>\(\d+\):_<module>", folded, re.M)}
-    assert len(with_frames & set(pids)) >= 8, (pids, with_frames)
+    assert set(cpu_uses) <= with_frames, (sorted(cpu_uses), sorted(with_frames))
 
 
 def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):

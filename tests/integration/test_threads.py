@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from conftest import RECORD_VARIANTS, describe_count_diff, run_profiled_region
+from conftest import RECORD_VARIANTS, counter_notes, describe_count_diff, run_profiled_region
 
 
 @pytest.mark.parametrize("variant", RECORD_VARIANTS)
@@ -45,5 +45,5 @@ def test_threads_call_counts_match_torch_profiler(procs, workdir, tmp_path, vari
     # Nesting kept per thread: nothing unwound, nothing open, no orphan exit.
     # No call unwound, left open or unmatched (samples in code without a
     # symbol are noted with -F: not about nesting).
-    nesting_notes = [n for n in run.table.notes if "without a symbol" not in n]
+    nesting_notes = [n for n in counter_notes(run.table) if "without a symbol" not in n]
     assert nesting_notes == [], "\n".join(run.table.notes)

@@ -410,5 +410,73 @@ TEST(OpTimeline, ChildrenOutlastingTheirParentClampSelfTimeAndSaySo) {
   EXPECT_EQ(t.self_time_clamped, 1u);
 }
 
+
+// Compensation (op_timeline.h): entry hits cost 100 ns before their
+// timestamp and 200 after, exit hits 300 and 400.
+const ProbeCosts kCosts{.entry = {100, 200}, .exit = {300, 400}};
+
+TEST(OpTimeline, CompensationTakesEachCallsProbeTimeOut) {
+  const std::vector<gp_event> events{op_entry(1000, 1000, kP), op_entry(2000, 900, kA), op_exit(3000, 900, kA),
+                                     op_entry(3500, 900, kB), op_exit(4200, 900, kB), op_exit(6000, 1000, kP)};
+  Timeline t = build_timeline(events, &kCosts);
+  ASSERT_EQ(t.calls.size(), 3u);
+  // A child holds its entry's after-part and its exit's before-part.
+  EXPECT_EQ(t.calls[0].op_id, kA);
+  EXPECT_EQ(t.calls[0].probe_ns, 200u + 300u);
+  EXPECT_EQ(t.calls[0].compensated_ns(), 1000u - 500u);
+  EXPECT_EQ(t.calls[0].compensated_self_ns(), 500u);
+  EXPECT_EQ(t.calls[1].compensated_ns(), 700u - 500u);
+  // The parent's interval holds its own parts and both children's whole
+  // hits; its self time loses its own parts and the children's outer parts
+  // (entry before, exit after: 100 + 400 each).
+  const OpCall& p = t.calls[2];
+  EXPECT_EQ(p.op_id, kP);
+  EXPECT_EQ(p.duration_ns(), 5000u);
+  EXPECT_EQ(p.self_ns, 5000u - 1000u - 700u);
+  EXPECT_EQ(p.probe_ns, 200u + 2 * 1000u + 300u);
+  EXPECT_EQ(p.compensated_ns(), 5000u - 2500u);
+  EXPECT_EQ(p.compensated_self_ns(), p.self_ns - 500u - 2 * 500u);
+  EXPECT_EQ(p.compensated_self_ns(), p.compensated_ns() - t.calls[0].compensated_ns() - t.calls[1].compensated_ns());
+  EXPECT_EQ(t.calls_shorter_than_probes, 0u);
+  // Without costs, nothing is taken out and the calls are those of the raw build.
+  Timeline raw = build_timeline(events);
+  for (size_t i = 0; i < raw.calls.size(); i++) {
+    EXPECT_EQ(raw.calls[i].compensated_ns(), raw.calls[i].duration_ns());
+    EXPECT_EQ(raw.calls[i].compensated_self_ns(), raw.calls[i].self_ns);
+    OpCall c = t.calls[i];
+    c.probe_ns = c.self_probe_ns = 0;
+    EXPECT_EQ(c, raw.calls[i]);
+  }
+}
+
+TEST(OpTimeline, CompensationNeverGoesBelowZeroAndCountsTheCallsItClamps) {
+  // A 300 ns call cannot hold 500 ns of probe time: 0, and counted; its
+  // parent keeps what is left.
+  Timeline t = build_timeline(std::vector{op_entry(0, 1000, kP), op_entry(1000, 900, kA), op_exit(1300, 900, kA),
+                                          op_exit(4000, 1000, kP)},
+                              &kCosts);
+  ASSERT_EQ(t.calls.size(), 2u);
+  EXPECT_EQ(t.calls[0].compensated_ns(), 0u);
+  EXPECT_EQ(t.calls[0].compensated_self_ns(), 0u);
+  EXPECT_EQ(t.calls_shorter_than_probes, 1u);
+  EXPECT_EQ(t.calls[1].compensated_ns(), 4000u - (200u + 1000u + 300u));
+  EXPECT_EQ(t.calls[1].compensated_self_ns(), t.calls[1].compensated_ns());
+}
+
+TEST(OpTimeline, CompensationCountsEveryHitBeforeACutAndUnwoundEndsAtTheLastEvent) {
+  // P is open at the cut: every hit of its thread so far is inside it. A's
+  // exception end is the thread's last event before B's entry (A's
+  // nested C exit at 3000: C's hit's before-part is in A, its after-part not).
+  Timeline t = build_timeline(std::vector{op_entry(0, 1000, kP), op_entry(1000, 900, kA), op_entry(2000, 800, kC),
+                                          op_exit(3000, 800, kC), op_entry(5000, 900, kB), cut_at(8000)},
+                              &kCosts);
+  ASSERT_EQ(t.calls.size(), 4u);
+  EXPECT_EQ(t.calls[1].op_id, kA);
+  EXPECT_TRUE(t.calls[1].unwound);
+  EXPECT_EQ(t.calls[1].probe_ns, 200u + 300u + 300u);  // A's after, C's whole entry, C's exit's before
+  EXPECT_EQ(t.calls[3].op_id, kP);
+  EXPECT_EQ(t.calls[3].probe_ns, 200u + 3 * 300u + 700u);  // P's after, A, C, B entries whole, C's exit whole
+}
+
 }  // namespace
 }  // namespace gpuprof

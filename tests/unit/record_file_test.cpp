@@ -3909,3 +3909,74 @@ TEST_F(RecordFileTest, BadSystemWideTablesAreRefusedAndClearErrors) {
 }  // namespace
 }  // namespace gpuprof
 
+
+namespace gpuprof {
+namespace {
+
+Bytes probe_costs_payload(const ProbeCosts& c) {
+  Bytes b;
+  for (const ProbeCost& p : {c.entry, c.exit, c.entry_stepped, c.exit_stepped}) b.u32(p.before_ns).u32(p.after_ns);
+  return b.str(std::string(c.op_sites.begin(), c.op_sites.end())).u32(c.calls).u32(c.rounds).u32(c.spread_permille)
+      .u64(c.took_ns);
+}
+ProbeCosts sample_probe_costs() {
+  ProbeCosts c;
+  c.entry = {5100, 910};
+  c.exit = {5090, 840};
+  c.entry_stepped = {5200, 17700};
+  c.exit_stepped = {5100, 17500};
+  c.op_sites = {0, kEntrySingleStepped, 0, kEntrySingleStepped | kExitSingleStepped};
+  c.calls = 600;
+  c.rounds = 4;
+  c.spread_permille = 14;
+  c.took_ns = 250'000'000;
+  return c;
+}
+
+TEST_F(RecordFileTest, ProbeCostsAreWrittenAtOnceAndReadBack) {
+  std::string err;
+  {
+    RecordWriter w = must_create();
+    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+    ASSERT_TRUE(w.set_probe_costs(sample_probe_costs(), &err)) << err;
+    // Written at once: a killed recorder's file has them.
+    const std::vector<uint8_t> expect =
+        cat(written_prefix(0), chunk_of(ChunkType::PROBE_COSTS, probe_costs_payload(sample_probe_costs())));
+    EXPECT_EQ(read_bytes(path_), expect);
+    EXPECT_FALSE(w.set_probe_costs(sample_probe_costs(), &err));
+    EXPECT_NE(err.find("already recorded"), std::string::npos) << err;
+    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  }
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->probe_costs, sample_probe_costs());
+  EXPECT_EQ(rec->probe_costs->entry_of(1), sample_probe_costs().entry_stepped);
+  EXPECT_EQ(rec->probe_costs->exit_of(1), sample_probe_costs().exit);
+  EXPECT_EQ(rec->probe_costs->exit_of(3), sample_probe_costs().exit_stepped);
+  EXPECT_EQ(rec->probe_costs->entry_of(99), sample_probe_costs().entry);  // named at run time: emulated
+  EXPECT_EQ(rec->probe_costs->ops_single_stepped(), 2u);
+}
+
+TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
+  std::string err;
+  const std::vector<uint8_t> prefix = written_prefix(0);
+  ProbeCosts bad = sample_probe_costs();
+  bad.op_sites[2] = 4;  // no such bit
+  expect_error(cat(prefix, chunk_of(ChunkType::PROBE_COSTS, probe_costs_payload(bad))),
+               "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(prefix) + "op 2's probe sites are 4, not 0 to 3");
+  const Bytes one = probe_costs_payload(sample_probe_costs());
+  const std::vector<uint8_t> with_one = cat(prefix, chunk_of(ChunkType::PROBE_COSTS, one));
+  expect_error(cat(with_one, chunk_of(ChunkType::PROBE_COSTS, one)),
+               "f: corrupt chunk 6 (PROBE_COSTS)" + at_offset(with_one) + "duplicate PROBE_COSTS chunk");
+  const std::vector<uint8_t> no_ops = written_prefix(8);
+  expect_error(cat(no_ops, chunk_of(ChunkType::PROBE_COSTS, one)),
+               "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(no_ops) +
+                   "PROBE_COSTS chunk in a recording without ops (the no-ops option)");
+  // Type 26 meant nothing in version 4: skipped like any unknown chunk.
+  auto v4 = read_recording_bytes(cat(v2_prefix(0, sample_ops(), 4), chunk_of(ChunkType::PROBE_COSTS, one)), &err, "f");
+  ASSERT_TRUE(v4.has_value()) << err;
+  EXPECT_EQ(v4->probe_costs, std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuprof

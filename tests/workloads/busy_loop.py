@@ -13,6 +13,11 @@ looks at WORKDIR for requests from the test:
   measure-LABEL   measure the loop's speed now: MEASURE_WINDOWS windows of
                   MEASURE_WINDOW_S seconds each; writes rate-LABEL, JSON
                   {"best": steps/s, "median": steps/s, "windows": [steps/s...]}
+  mark-LABEL      write marked-LABEL: the number of loop steps run so far
+                  (requests are answered between cycles, so it counts
+                  whole cycles: that many torch.add calls, and as many
+                  torch.mul). Marks around a recording bound the calls it
+                  can hold.
   stop            finish: write result.json {"reference", "cycles",
                   "mismatches"}, print `checksum <reference as hex>` and exit
                   0 if no cycle mismatched, 1 otherwise.
@@ -66,6 +71,8 @@ def main():
             sys.stderr.write("busy_loop.py: no `stop` after %s s\n" % MAX_RUN_S)
             return 3
         for name in sorted(entries):
+            if name.startswith("mark-") and "marked-" + name[len("mark-"):] not in entries:
+                signal_file(workdir, "marked-" + name[len("mark-"):], str(cycles * CYCLE_STEPS))
             if name.startswith("measure-") and "rate-" + name[len("measure-"):] not in entries:
                 rates = []
                 for _ in range(MEASURE_WINDOWS):

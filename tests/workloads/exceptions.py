@@ -14,14 +14,18 @@ Usage: exceptions.py WORKDIR [MM_ERRORS]
          three ops deep (aten::linear -> aten::matmul -> aten::mm);
   4. computes the checksum again, writes `result.json` ({checksum_before,
      checksum_after, caught: {kind: n}, messages: {kind: [first lines]}})
-     and prints `checksum <hex>`; exits 0 only if every exception was caught
-     and both checksums agree.
+     and `brackets.json` ({kind: [[t0, t1], ...]}: CLOCK_MONOTONIC ns
+     read just before each throwing statement and in its except block, so
+     that the throwing calls, entered after t0 and ended at the catch, lie
+     inside) and prints `checksum <hex>`; exits 0 only if every exception
+     was caught and both checksums agree.
 
 Every wait is bounded (WAIT_TIMEOUT_S); a timeout exits with status 3.
 """
 import json
 import os
 import sys
+import time
 
 from handshake import signal_file, wait_for_file  # noqa: E402
 
@@ -67,13 +71,17 @@ def main():
     ]
     caught = {}
     messages = {}
+    brackets = {}
     for kind, repeats, error_type, action in cases:
         caught[kind] = 0
+        brackets[kind] = []
         seen = []
         for _ in range(repeats):
+            t0 = time.monotonic_ns()
             try:
                 action()
             except error_type as e:
+                brackets[kind].append((t0, time.monotonic_ns()))
                 caught[kind] += 1
                 first_line = str(e).splitlines()[0] if str(e) else ""
                 if first_line not in seen:
@@ -83,6 +91,7 @@ def main():
     after = checksum()
     result = {"checksum_before": before, "checksum_after": after, "caught": caught, "messages": messages}
     signal_file(workdir, "result.json", json.dumps(result, indent=1, sort_keys=True))
+    signal_file(workdir, "brackets.json", json.dumps(brackets))
     print("checksum %s" % after)
     expected = {kind: repeats for kind, repeats, _, _ in cases}
     if caught != expected or before != after:

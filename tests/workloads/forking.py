@@ -4,10 +4,14 @@ Usage: forking.py WORKDIR
 
 Writes `ready` (its pid), waits for `go`, then forks a child that runs
 torch.cumsum for CHILD_S seconds and itself forks a grandchild that runs
-torch.exp as long; the parent meanwhile runs torch.add. Each process
-checks its own results and exits non-zero on a wrong one; each writes how
-many calls it made (calls-parent, calls-child, calls-grandchild). The parent
-exits with status 0 only if its children did.
+torch.exp as long; the parent meanwhile runs torch.add 2000 times. The
+child and the grandchild first write their pid (pid-child, pid-grandchild)
+and wait for go-child / go-grandchild, which the test writes once gpuprof
+follows them (or at once when it does not), so that every call they make is
+traced. Each process checks its own results and exits non-zero on a wrong
+one; each writes how many calls of its op it made (calls-parent,
+calls-child, calls-grandchild). The parent exits with status 0 only if its
+children did.
 """
 import os
 import sys
@@ -29,6 +33,11 @@ def run_for(seconds, step):
     return n
 
 
+def wait_to_be_followed(workdir, role):
+    signal_file(workdir, "pid-" + role, str(os.getpid()))
+    wait_for_file(workdir, "go-" + role)
+
+
 def main():
     workdir = sys.argv[1]
     signal_file(workdir, "ready", str(os.getpid()))
@@ -37,11 +46,13 @@ def main():
     if child == 0:
         grandchild = os.fork()
         if grandchild == 0:
+            wait_to_be_followed(workdir, "grandchild")
             x = torch.zeros(8, dtype=torch.float64)
             n = run_for(CHILD_S, lambda: torch.exp(x))
             ok = torch.equal(torch.exp(x), torch.ones(8, dtype=torch.float64))
             signal_file(workdir, "calls-grandchild", str(n + 1))  # and the check
             os._exit(0 if ok else 1)
+        wait_to_be_followed(workdir, "child")
         x = torch.ones(8, dtype=torch.float64)
         n = run_for(CHILD_S, lambda: torch.cumsum(x, 0))
         ok = torch.equal(torch.cumsum(x, 0), torch.arange(1, 9, dtype=torch.float64))

@@ -5,7 +5,7 @@ for `go`; then loops for SECONDS: a 256x256 torch.mm (inside aten::mm) and a
 stretch of pure Python arithmetic (outside any op) sized to take about 40%
 of the mm's time, measuring with the thread's CPU clock how much of its CPU
 time was spent inside the torch.mm calls; writes that as `truth.json`
-{"mm_fraction": f, "cpu_s": s}, waits for `exit` (so that the recording can
+{"mm_fraction": f, "cpu_s": s, "mm_calls": n}, waits for `exit` (so that the recording can
 stop before the interpreter's teardown) and exits.
 """
 import json
@@ -38,6 +38,7 @@ def main():
     signal_file(workdir, "ready", str(os.getpid()))
     wait_for_file(workdir, "go")
     in_mm = 0
+    mm_calls = 0
     start = time.thread_time_ns()
     end = time.monotonic() + seconds
     x = 0
@@ -46,12 +47,14 @@ def main():
         t0 = time.thread_time_ns()
         torch.mm(a, b)
         in_mm += time.thread_time_ns() - t0
+        mm_calls += 1
         # A Python stretch of random length: a loop of fixed period can run in
         # step with the sampling clock and bias the samples' split.
         for i in range(int(iterations * stretches.uniform(0.5, 1.5))):  # pure Python, no op
             x = (x * 31 + i) % 1000003
     total = time.thread_time_ns() - start
-    signal_file(workdir, "truth.json", json.dumps({"mm_fraction": in_mm / total, "cpu_s": total / 1e9}))
+    signal_file(workdir, "truth.json", json.dumps({"mm_fraction": in_mm / total, "cpu_s": total / 1e9,
+                                                     "mm_calls": mm_calls}))
     wait_for_file(workdir, "exit")
     return 0
 

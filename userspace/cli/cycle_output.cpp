@@ -71,12 +71,13 @@ bool write_cycle_output(const std::string& record_path, const std::string& outpu
     ok = export_chrome_trace(*recording, output_path, trace) == 0;
     if (!ok) *error = "could not write " + output_path;
   } else if (ok && format == CycleFormat::folded) {
-    ok = write_text(output_path, format_folded(folded_stacks(*recording, FoldedMetric::kSelfCpuTime)), mode, error);
+    ok = write_text(output_path, format_folded(folded_stacks(*recording, FoldedMetric::kSelfCpuTime, table.raw_times)), mode, error);
   } else if (ok) {
     auto sort_key = parse_sort_key(table.sort_by, error);
     AggregateOptions aggregate_options;
     aggregate_options.group_by_input_shape = table.group_by_input_shape;
     aggregate_options.group_by_stack_n = table.group_by_stack_n;
+    aggregate_options.raw_times = table.raw_times;
     ok = sort_key && write_text(output_path,
                                 format_table_report(*recording, aggregate(*recording, aggregate_options), table,
                                                     *sort_key, output_path),

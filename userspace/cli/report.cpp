@@ -65,8 +65,8 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
 
 // report --folded: the stacks on stdout, nothing else there; the notes the
 // table would print under it go to stderr.
-int print_folded(const Recording& recording, FoldedMetric metric) {
-  const FoldedStacks folded = folded_stacks_by_process(recording, metric);
+int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times) {
+  const FoldedStacks folded = folded_stacks_by_process(recording, metric, raw_times);
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -76,6 +76,12 @@ int print_folded(const Recording& recording, FoldedMetric metric) {
   counters.calls_open_at_end = folded.calls_open_at_end;
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
+  if (metric == FoldedMetric::kSelfCpuTime && !recording.events.empty()) {
+    counters.compensation = raw_times || !recording.probe_costs ? std::nullopt : recording.probe_costs;
+    counters.raw_times_asked = raw_times;
+    counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
+    notes = format_compensation_note(counters) + notes;
+  }
   if (folded.gpu_ns_outside_ops)
     notes += "gpuprof: " + std::to_string(folded.gpu_ns_outside_ops / 1000) +
              " us of GPU time launched outside any op (or before the recording) are in no stack\n";
@@ -97,6 +103,9 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
   command.add_option("--sort-by", options.sort_by, "sort key, as in key_averages().table(sort_by=...): " + keys)
       ->capture_default_str();
   command.add_option("--row-limit", options.row_limit, "rows to print (-1: all)")->capture_default_str();
+  command.add_flag("--raw-times", options.raw_times,
+                   "op times as the probes stamped them, the probes' own time included (default: that time, "
+                   "calibrated when recording, is taken out; docs/overhead.md)");
   command.add_flag("--group-by-input-shape", options.group_by_input_shape,
                    "one row per op and input shapes, as key_averages(group_by_input_shape=True) "
                    "(needs a recording made with --record-shapes)");
@@ -225,6 +234,7 @@ std::string format_system_report(const Recording& recording, const ReportOptions
   std::map<uint32_t, const ProcessInfo*> info;
   for (const ProcessInfo& p : recording.processes) info[static_cast<uint32_t>(p.pid)] = &p;
   AggregateOptions aggregate_options;
+  aggregate_options.raw_times = options.raw_times;
   TableOptions table;
   table.sort_by = sort_key;
   table.row_limit = options.row_limit;
@@ -327,7 +337,7 @@ int run_report(const ReportOptions& options) {
     return 2;
   }
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
-  if (metric) return print_folded(*recording, *metric);
+  if (metric) return print_folded(*recording, *metric, options.raw_times);
   if (options.launches || options.kernels) {
     const std::string text =
         options.launches ? format_launch_table(summarize_launches(*recording), options.row_limit)
@@ -352,6 +362,7 @@ int run_report(const ReportOptions& options) {
   AggregateOptions aggregate_options;
   aggregate_options.group_by_input_shape = options.group_by_input_shape;
   aggregate_options.group_by_stack_n = options.group_by_stack_n;
+  aggregate_options.raw_times = options.raw_times;
   Profile profile = aggregate(*recording, aggregate_options);
   if (std::string why = sort_key_unavailable(*sort_key, profile); !why.empty()) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());

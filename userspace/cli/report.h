@@ -24,6 +24,7 @@ struct ReportOptions {
   int row_limit = 100;
   bool group_by_input_shape = false;  // rows per (name, input shapes), with an Input Shapes column
   int group_by_stack_n = 0;  // > 0: rows per (name, top N Python frames), with a Source Location column
+  bool raw_times = false;    // times as the probes stamped them (docs/overhead.md, "Compensation")
   // report only: folded stacks instead of the table (docs/folded.md).
   bool folded = false;
   std::string metric = "self_cpu_time";

@@ -64,6 +64,12 @@ class Top {
       ops_.insert(ops_.end(), ops.begin(), ops.end());
     };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    // Calibrated before the target's probes go in, so before any op event.
+    config.on_probe_costs = [this](const ProbeCosts& costs) {
+      if (options_.raw_times) return;
+      costs_ = costs;
+      timeline_ = TimelineBuilder(&*costs_);
+    };
     config.on_gpu_correlation = [this](const GpuCorrelation& launch) {
       gpu_ = true;
       gpu_join_.launch(launch, clock_now_ns());
@@ -114,6 +120,9 @@ class Top {
     status.elapsed_s = last_tick_ns_ > start_ns_ ? (last_tick_ns_ - start_ns_) / 1e9 : 0;
     status.events_lost = lost;
     status.gpu = gpu_;
+    char removed[48];
+    std::snprintf(removed, sizeof removed, "probes -%.2f us/call", costs_ ? costs_->total_ns() / 1000.0 : 0);
+    status.times = costs_ ? removed : "raw times";
     return status;
   }
 
@@ -226,6 +235,7 @@ class Top {
   std::unique_ptr<FullScreen> screen_;
   std::vector<OpInfo> ops_;
   std::optional<LiveOpTable> table_;
+  std::optional<ProbeCosts> costs_;  // op times are compensated by them (op_timeline.h)
   TimelineBuilder timeline_;
   TopViewOptions view_;
   LiveSampleTable samples_;
@@ -268,6 +278,9 @@ void add_top_command(CLI::App& app, TopOptions& options) {
                   "self_cpu_time_total, cpu_time_total, cpu_time, self_cuda_time_total (with the CUPTI shim) "
                   "or count (s cycles them)")
       ->capture_default_str();
+  top->add_flag("--raw-times", options.raw_times,
+                "op times as the probes stamped them, the probes' own time included (default: that time, "
+                "calibrated at attach, is taken out; docs/overhead.md)");
   top->add_option("--ring-buffer", options.ring_buffer_mb, "probe ring buffer size in MiB (a power of two)")
       ->capture_default_str();
   top->add_option("-F,--freq", options.sample_hz,

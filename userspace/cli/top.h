@@ -21,6 +21,7 @@ struct TopOptions {
   uint32_t sample_hz = 0;   // -F: CPU samples for the Python lines view (0: none)
   bool python_lines = false;  // --lines: start on (batch: print) the Python lines view
   uint32_t ring_buffer_mb = 32;
+  bool raw_times = false;   // op times with the probes' own time in them
 };
 
 void add_top_command(CLI::App& app, TopOptions& options);

@@ -1,0 +1,276 @@
+// probe_calibration.cpp: the calibration of probe_calibration.h.
+#include "probe_calibration.h"
+
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "elf_image.h"
+#include "events.h"
+#include "op_tracer.h"
+
+// The probed instructions, each the first of a function of its own so that
+// its file offset is its symbol's: a push (emulated entry), a jne (emulated
+// exit: it falls through to the `ret` whatever the flags, and the kernel
+// emulates it the same way taken or not), a sub (single-stepped entry) and
+// a ret (single-stepped exit). gpuprof_calibration_plain is
+// gpuprof_calibration_push without a probe: the cost of the two clock reads
+// around a call.
+asm(R"(
+    .pushsection .text
+    .p2align 4
+    .globl gpuprof_calibration_push
+    .type gpuprof_calibration_push, @function
+gpuprof_calibration_push:
+    push %rbp
+    pop %rbp
+    ret
+    .size gpuprof_calibration_push, .-gpuprof_calibration_push
+    .p2align 4
+    .globl gpuprof_calibration_jcc
+    .type gpuprof_calibration_jcc, @function
+gpuprof_calibration_jcc:
+    jne 1f
+1:  ret
+    .size gpuprof_calibration_jcc, .-gpuprof_calibration_jcc
+    .p2align 4
+    .globl gpuprof_calibration_ret
+    .type gpuprof_calibration_ret, @function
+gpuprof_calibration_ret:
+    ret
+    .size gpuprof_calibration_ret, .-gpuprof_calibration_ret
+    .p2align 4
+    .globl gpuprof_calibration_sub
+    .type gpuprof_calibration_sub, @function
+gpuprof_calibration_sub:
+    sub $8, %rsp
+    add $8, %rsp
+    ret
+    .size gpuprof_calibration_sub, .-gpuprof_calibration_sub
+    .p2align 4
+    .globl gpuprof_calibration_plain
+    .type gpuprof_calibration_plain, @function
+gpuprof_calibration_plain:
+    push %rbp
+    pop %rbp
+    ret
+    .size gpuprof_calibration_plain, .-gpuprof_calibration_plain
+    .popsection
+)");
+
+extern "C" void gpuprof_calibration_push();
+extern "C" void gpuprof_calibration_jcc();
+extern "C" void gpuprof_calibration_ret();
+extern "C" void gpuprof_calibration_sub();
+extern "C" void gpuprof_calibration_plain();
+
+namespace gpuprof {
+namespace {
+
+constexpr int kCallsPerRound = 200;
+constexpr int kMinRounds = 3;
+constexpr int kStableRounds = 3;
+constexpr double kStableSpread = 0.05;  // of the kept rounds' median total
+constexpr int kMaxRounds = 20;
+constexpr int kWarmupCalls = 50;      // first hits fault in the BPF program's pages
+constexpr int kConsumeTimeoutMs = 1000;
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // bpf_ktime_get_ns()'s clock
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+template <typename T>
+T median(std::vector<T> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// The two clock reads of one call: before and after it.
+struct Bracket {
+  uint64_t t0 = 0, t1 = 0;
+};
+
+// The four kinds of probed instruction, in the order a round hits them.
+enum Kind { kPush, kJcc, kSub, kRet, kKinds };
+constexpr void (*kProbed[kKinds])() = {gpuprof_calibration_push, gpuprof_calibration_jcc, gpuprof_calibration_sub,
+                                       gpuprof_calibration_ret};
+constexpr const char* kSymbols[kKinds] = {"gpuprof_calibration_push", "gpuprof_calibration_jcc",
+                                          "gpuprof_calibration_sub", "gpuprof_calibration_ret"};
+
+struct RoundParts {
+  ProbeCost part[kKinds];
+  uint32_t total() const {
+    uint32_t sum = 0;
+    for (const ProbeCost& p : part) sum += p.before_ns + p.after_ns;
+    return sum;
+  }
+};
+
+class Calibrator {
+ public:
+  bool start(std::string* error) {
+    TracerConfig config;
+    config.ring_buffer_bytes = 1u << 20;  // two rounds' events, many times over
+    config.mem_ring_buffer_bytes = 4096;
+    tracer_ = OpTracer::load(config,
+                             {.op = [this](const gp_event& e, const EntryPayload&) { stamps_.push_back(e); },
+                              .memory = [](const gp_mem_event&) {}},
+                             error);
+    if (!tracer_) return false;
+    auto elf = ElfImage::open("/proc/self/exe", error);
+    if (!elf) return false;
+    std::optional<uint64_t> offsets[kKinds];
+    elf->for_each_function([&](const ElfSymbol& sym) {
+      for (int k = 0; k < kKinds; k++)
+        if (sym.name == kSymbols[k]) offsets[k] = elf->file_offset(sym.address);
+    });
+    for (const auto& offset : offsets)
+      if (!offset) {
+        *error = "gpuprof's own calibration functions are not in its symbol table (a stripped build?)";
+        return false;
+      }
+    // The cookies of op sites: op 0 emulated, op 1 single-stepped; an
+    // emulated exit computes the entry sp from rsp.
+    ProbeSites sites;
+    sites.add(*offsets[kPush], GP_COOKIE(GP_EV_OP_ENTRY, 0));
+    sites.add(*offsets[kJcc], GP_COOKIE_FRAME_EXIT(0, 0, 8));
+    sites.add(*offsets[kSub], GP_COOKIE(GP_EV_OP_ENTRY, 1));
+    sites.add(*offsets[kRet], GP_COOKIE(GP_EV_OP_EXIT, 1));
+    if (!tracer_->attach_ops("/proc/self/exe", sites, getpid(), error)) return false;
+    tracer_->set_tracing(true);
+    return true;
+  }
+
+  // The clock reads' own cost, around an unprobed call.
+  uint64_t clock_cost() {
+    std::vector<uint64_t> d(kCallsPerRound);
+    for (uint64_t& x : d) {
+      const uint64_t t0 = now_ns();
+      gpuprof_calibration_plain();
+      x = now_ns() - t0;
+    }
+    return median(d);
+  }
+
+  bool round(int calls, uint64_t clock_ns, RoundParts* parts, std::string* error) {
+    std::vector<Bracket> brackets(static_cast<size_t>(calls) * kKinds);
+    stamps_.clear();
+    for (size_t i = 0; i < brackets.size(); i++) {
+      brackets[i].t0 = now_ns();
+      kProbed[i % kKinds]();
+      brackets[i].t1 = now_ns();
+    }
+    if (!collect(brackets.size(), error)) return false;
+    std::vector<int64_t> before[kKinds], after[kKinds];
+    const uint32_t tid = static_cast<uint32_t>(gettid());
+    for (size_t i = 0; i < stamps_.size(); i++) {
+      const gp_event& e = stamps_[i];
+      const size_t kind = i % kKinds;
+      const bool entry = kind == kPush || kind == kSub;
+      if (e.tid != tid || e.kind != (entry ? GP_EV_OP_ENTRY : GP_EV_OP_EXIT) || e.op_id != (kind >= kSub ? 1u : 0u)) {
+        *error = "probe calibration: event " + std::to_string(i) + " is not the expected hit";
+        return false;
+      }
+      before[kind].push_back(static_cast<int64_t>(e.ts_ns) - static_cast<int64_t>(brackets[i].t0));
+      after[kind].push_back(static_cast<int64_t>(brackets[i].t1) - static_cast<int64_t>(e.ts_ns));
+    }
+    auto part = [&](const std::vector<int64_t>& v) {
+      const int64_t ns = median(v) - static_cast<int64_t>(clock_ns / 2);
+      return static_cast<uint32_t>(std::max<int64_t>(ns, 0));
+    };
+    for (int k = 0; k < kKinds; k++) parts->part[k] = {part(before[k]), part(after[k])};
+    return true;
+  }
+
+ private:
+  bool collect(size_t expected, std::string* error) {
+    const uint64_t deadline = now_ns() + kConsumeTimeoutMs * 1000000ull;
+    while (stamps_.size() < expected) {
+      if (tracer_->consume() < 0 || now_ns() > deadline) break;
+      if (stamps_.size() < expected) {
+        pollfd p{.fd = tracer_->poll_fd(), .events = POLLIN, .revents = 0};
+        poll(&p, 1, 10);
+      }
+    }
+    if (stamps_.size() != expected || tracer_->events_lost() != 0) {
+      *error = "probe calibration: " + std::to_string(stamps_.size()) + " of " + std::to_string(expected) +
+               " probe hits came back";
+      return false;
+    }
+    return true;
+  }
+
+  std::unique_ptr<OpTracer> tracer_;
+  std::vector<gp_event> stamps_;
+};
+
+}  // namespace
+
+std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
+  const uint64_t started = now_ns();
+  Calibrator calibrator;
+  if (!calibrator.start(error)) return std::nullopt;
+  RoundParts parts;
+  if (!calibrator.round(kWarmupCalls, 0, &parts, error)) return std::nullopt;
+  const uint64_t clock_ns = calibrator.clock_cost();
+  std::vector<RoundParts> rounds;
+  double spread = 0;
+  while (static_cast<int>(rounds.size()) < kMaxRounds) {
+    if (!calibrator.round(kCallsPerRound, clock_ns, &parts, error)) return std::nullopt;
+    rounds.push_back(parts);
+    if (static_cast<int>(rounds.size()) < std::max(kMinRounds, kStableRounds)) continue;
+    std::vector<uint32_t> totals;
+    for (size_t i = rounds.size() - kStableRounds; i < rounds.size(); i++) totals.push_back(rounds[i].total());
+    const auto [lo, hi] = std::minmax_element(totals.begin(), totals.end());
+    spread = static_cast<double>(*hi - *lo) / std::max<uint32_t>(median(totals), 1);
+    if (spread <= kStableSpread) break;
+  }
+  const std::vector<RoundParts> kept(rounds.end() - kStableRounds, rounds.end());
+  auto median_of = [&](Kind k) {
+    std::vector<uint32_t> before, after;
+    for (const RoundParts& r : kept) {
+      before.push_back(r.part[k].before_ns);
+      after.push_back(r.part[k].after_ns);
+    }
+    return ProbeCost{median(before), median(after)};
+  };
+  ProbeCosts costs;
+  costs.entry = median_of(kPush);
+  costs.exit = median_of(kJcc);
+  costs.entry_stepped = median_of(kSub);
+  costs.exit_stepped = median_of(kRet);
+  costs.calls = kStableRounds * kCallsPerRound;
+  costs.rounds = static_cast<uint32_t>(rounds.size());
+  costs.spread_permille = static_cast<uint32_t>(spread * 1000 + 0.5);
+  costs.took_ns = now_ns() - started;
+  return costs;
+}
+
+std::string describe_probe_costs(const ProbeCosts& costs, bool every_kind) {
+  auto us = [](uint32_t ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", ns / 1000.0);
+    return std::string(buf);
+  };
+  char spread[32];
+  std::snprintf(spread, sizeof spread, "%.1f%%", costs.spread_permille / 10.0);
+  auto pair = [&](const ProbeCost& c) { return us(c.before_ns) + " + " + us(c.after_ns) + " us"; };
+  std::string stepped;
+  const size_t ops = costs.ops_single_stepped();
+  if (ops || every_kind)
+    stepped = "; " + (every_kind ? std::string("single-stepped sites") :
+                      std::to_string(ops) + (ops == 1 ? " op" : " ops") + " with single-stepped sites") +
+              ": entry " + pair(costs.entry_stepped) + ", exit " + pair(costs.exit_stepped);
+  return us(costs.total_ns()) + " us of probe time removed per call (entry " + pair(costs.entry) + ", exit " +
+         pair(costs.exit) + ", before + after the timestamp" + stepped +
+         "), calibrated at attach on gpuprof's own probes (" + std::to_string(costs.calls) + " calls, " +
+         std::to_string(costs.rounds) + " rounds, spread " + spread + ")";
+}
+
+}  // namespace gpuprof
