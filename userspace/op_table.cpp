@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cstdint>
 
-#include "probe_calibration.h"
+#include "probe_costs_text.h"
 
 namespace gpuprof {
 

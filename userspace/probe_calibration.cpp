@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "elf_image.h"
@@ -250,27 +249,6 @@ std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
   costs.spread_permille = static_cast<uint32_t>(spread * 1000 + 0.5);
   costs.took_ns = now_ns() - started;
   return costs;
-}
-
-std::string describe_probe_costs(const ProbeCosts& costs, bool every_kind) {
-  auto us = [](uint32_t ns) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f", ns / 1000.0);
-    return std::string(buf);
-  };
-  char spread[32];
-  std::snprintf(spread, sizeof spread, "%.1f%%", costs.spread_permille / 10.0);
-  auto pair = [&](const ProbeCost& c) { return us(c.before_ns) + " + " + us(c.after_ns) + " us"; };
-  std::string stepped;
-  const size_t ops = costs.ops_single_stepped();
-  if (ops || every_kind)
-    stepped = "; " + (every_kind ? std::string("single-stepped sites") :
-                      std::to_string(ops) + (ops == 1 ? " op" : " ops") + " with single-stepped sites") +
-              ": entry " + pair(costs.entry_stepped) + ", exit " + pair(costs.exit_stepped);
-  return us(costs.total_ns()) + " us of probe time removed per call (entry " + pair(costs.entry) + ", exit " +
-         pair(costs.exit) + ", before + after the timestamp" + stepped +
-         "), calibrated at attach on gpuprof's own probes (" + std::to_string(costs.calls) + " calls, " +
-         std::to_string(costs.rounds) + " rounds, spread " + spread + ")";
 }
 
 }  // namespace gpuprof

@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 
+#include "probe_costs_text.h"
 #include "recording.h"
 
 namespace gpuprof {
@@ -46,8 +47,5 @@ namespace gpuprof {
 // op_sites is left empty: the caller knows its op sites' kinds.
 std::optional<ProbeCosts> calibrate_probe_costs(std::string* error);
 
-// One line for reports: what is removed per call and how it was measured;
-// the single-stepped kinds when some op has such sites, or every_kind.
-std::string describe_probe_costs(const ProbeCosts& costs, bool every_kind = false);
 
 }  // namespace gpuprof
