@@ -105,6 +105,13 @@ def test_the_table_says_what_was_removed(planted):
 def test_repeated_calibrations_agree():
     # On the machine of the tests, nothing else running meanwhile but what
     # a CI machine runs: each calibration's total within 10% of the median.
+    # Settled first: right after the previous test's session (thousands of
+    # probes removed, its files written), the first calibrations of a run
+    # read up to 24% higher (seen in CI, 2026-11-25: 13.9, 13.4, then 11.1
+    # to 11.2 us); two calibrations are printed, not judged.
+    settle = run_gpuprof("calibrate", "-n", "2", timeout=120)
+    assert settle.returncode == 0, settle.stderr
+    print(settle.stdout)
     cal = run_gpuprof("calibrate", "-n", "5", timeout=120)
     assert cal.returncode == 0, cal.stderr
     lines = re.findall(r"^([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +

@@ -16,6 +16,7 @@
 #include "record_file.h"
 #include "record_session.h"
 #include "schedule.h"
+#include "session_loop.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -299,28 +300,36 @@ int run_record(RecordOptions options) {
   config.with_stack = options.with_stack;
   config.follow_forks = options.follow_forks;
   config.verbose = options.verbose;
-  RecordOutcome outcome = run_record_session(config);
-
   int status = 0;
-  if (!outcome.ok) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
-    status = 1;
-  }
-  if (outcome.ok && !options.table.trace.output.empty()) {
-    auto recording = read_recording(options.output_path, &error);
-    const int traced = recording ? export_chrome_trace(*recording, options.output_path, options.table.trace) : 1;
-    if (!recording) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    if (traced != 0) status = traced;
-  }
-  // A recording that was written is reported even after a late error.
-  if (!options.quiet && !options.output_path.empty() && options.rotate.empty() &&
-      (outcome.ok || outcome.error.find("write") == std::string::npos)) {
-    struct stat st;
-    if (stat(options.output_path.c_str(), &st) == 0 && outcome.stop_reason.size()) {
-      options.table.input_path = options.output_path;
-      ReportOptions table = options.table;
-      table.trace = {};  // written above; the table is printed either way
-      if (outcome.ok && status == 0) status = run_report(table);
+  RecordOutcome outcome;
+  {
+    // Held from before the session until the trace and the table are out:
+    // the session takes SIGINT, SIGTERM and SIGHUP as its stop signals; one
+    // that comes after the recording stopped (a Ctrl-C as the target exits)
+    // asked for what is done and must not cut them short, nor kill gpuprof
+    // the moment the session gives the signals back: drained here.
+    SignalGuard late_stops({SIGINT, SIGTERM, SIGHUP});
+    outcome = run_record_session(config);
+    if (!outcome.ok) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
+      status = 1;
+    }
+    if (outcome.ok && !options.table.trace.output.empty()) {
+      auto recording = read_recording(options.output_path, &error);
+      const int traced = recording ? export_chrome_trace(*recording, options.output_path, options.table.trace) : 1;
+      if (!recording) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      if (traced != 0) status = traced;
+    }
+    // A recording that was written is reported even after a late error.
+    if (!options.quiet && !options.output_path.empty() && options.rotate.empty() &&
+        (outcome.ok || outcome.error.find("write") == std::string::npos)) {
+      struct stat st;
+      if (stat(options.output_path.c_str(), &st) == 0 && outcome.stop_reason.size()) {
+        options.table.input_path = options.output_path;
+        ReportOptions table = options.table;
+        table.trace = {};  // written above; the table is printed either way
+        if (outcome.ok && status == 0) status = run_report(table);
+      }
     }
   }
   if (outcome.target_running && outcome.stop_reason != "terminated") {
