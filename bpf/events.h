@@ -84,6 +84,9 @@ enum gp_site_kind {
 
 /* op_id of events that belong to no operator (GP_EV_CATCH). */
 #define GP_NO_OP 0xffffffffu
+/* libcudart copies in one target whose driver calls the launch probes skip
+ * (launch_tracer.bpf.c): torch's, torchvision's, ... */
+#define GP_MAX_RUNTIMES 4
 
 /*
  * uprobe_multi cookie layout; one BPF program serves every site:

@@ -34,9 +34,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set by userspace once every site is in place, cleared before detach. */
 __u32 tracing_on = 0;
 __u64 launches_lost = 0;
-/* libcudart's mapping in the target (0, 0 until it is known). */
-__u64 runtime_lo = 0;
-__u64 runtime_hi = 0;
+/* The mappings of the target's libcudarts (a process can map several:
+ * torch's, and torchvision's own copy), [lo, hi) each; unused ones 0, 0. */
+__u64 runtime_lo[GP_MAX_RUNTIMES] = {};
+__u64 runtime_hi[GP_MAX_RUNTIMES] = {};
 __u64 driver_calls_from_runtime = 0;
 
 struct {
@@ -92,10 +93,13 @@ int on_launch(struct pt_regs *ctx)
 		__u64 return_address = 0;
 
 		/* At entry, rsp points at the return address. */
-		if (!bpf_probe_read_user(&return_address, 8, (void *)sp) && return_address >= runtime_lo &&
-		    return_address < runtime_hi) {
-			__sync_fetch_and_add(&driver_calls_from_runtime, 1);
-			return 0;
+		if (!bpf_probe_read_user(&return_address, 8, (void *)sp)) {
+			for (int i = 0; i < GP_MAX_RUNTIMES; i++) {
+				if (return_address >= runtime_lo[i] && return_address < runtime_hi[i]) {
+					__sync_fetch_and_add(&driver_calls_from_runtime, 1);
+					return 0;
+				}
+			}
 		}
 	}
 	e = bpf_ringbuf_reserve(&launches, sizeof(*e), 0);

@@ -142,9 +142,13 @@ bool LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int
   return true;
 }
 
-void LaunchTracer::set_runtime_range(uint64_t lo, uint64_t hi) {
-  __atomic_store_n(&skel_->bss->runtime_hi, hi, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&skel_->bss->runtime_lo, lo, __ATOMIC_SEQ_CST);
+bool LaunchTracer::add_runtime_range(uint64_t lo, uint64_t hi) {
+  if (runtime_ranges_ == GP_MAX_RUNTIMES) return false;
+  // lo first: a half-written slot (hi still 0) matches nothing.
+  __atomic_store_n(&skel_->bss->runtime_lo[runtime_ranges_], lo, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&skel_->bss->runtime_hi[runtime_ranges_], hi, __ATOMIC_SEQ_CST);
+  runtime_ranges_++;
+  return true;
 }
 
 uint64_t LaunchTracer::driver_calls_from_runtime() const {

@@ -62,9 +62,10 @@ class LaunchTracer {
 
   // path reachable from gpuprof (/proc/PID/root/...). Tracing starts at once.
   bool attach(const std::string& path, const LaunchSites& sites, int pid, std::string* error);
-  // libcudart's address range in the target: driver launches called from
-  // there are skipped (counted by driver_calls_from_runtime()).
-  void set_runtime_range(uint64_t lo, uint64_t hi);
+  // A libcudart's address range in the target: driver launches called
+  // from there are skipped (counted by driver_calls_from_runtime()). Up to
+  // GP_MAX_RUNTIMES; false when they are taken.
+  bool add_runtime_range(uint64_t lo, uint64_t hi);
   uint64_t driver_calls_from_runtime() const;
   // The shim's USDT probes (gpuprof:launch, gpuprof:activity,
   // gpuprof:dropped) in the file at path (reachable from gpuprof).
@@ -83,6 +84,7 @@ class LaunchTracer {
   LaunchSinks sinks_;
   std::vector<UprobeMultiLink> links_;
   std::vector<bpf_link*> shim_links_;
+  size_t runtime_ranges_ = 0;
 };
 
 }  // namespace gpuprof

@@ -20,10 +20,13 @@
 //    less the first read, `after` = the second read less the timestamp, each
 //    less half the cost of the two reads around an unprobed call;
 //  * in rounds of kCallsPerRound hits of each kind, in turn, each part the
-//    median of its round, until the last kStableRounds
-//    rounds' totals lie within kStableSpread of their median (or
-//    kMaxRounds: the spread is recorded either way). The estimate is the
-//    median of the kept rounds' parts.
+//    median of its round, at least kMinRounds and for kMinRoundsNs, until
+//    kStableRounds consecutive rounds' totals lie within kStableSpread of
+//    their median (or kMaxRoundsNs: the spread is recorded either way). Of the windows
+//    that agree, the one of the lowest total is kept (a slow phase of the
+//    machine only ever inflates rounds); the estimate is the median of its
+//    rounds' parts. record calibrates again at detach and keeps the lower
+//    (recording.h, ProbeCosts).
 //
 // What it does not see (docs/overhead.md, "Limits"): the target's caches
 // (its hits come between real ops, the calibration's back to back), other
@@ -40,7 +43,7 @@
 
 namespace gpuprof {
 
-// Runs the calibration in the calling thread (about 0.1 s on the machine of
+// Runs the calibration in the calling thread (about 0.5 s on the machine of
 // docs/overhead.md). Fails (nullopt, *error says why) when the BPF programs
 // cannot be loaded or attached to gpuprof's own file, or when events go
 // missing.

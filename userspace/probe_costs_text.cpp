@@ -20,9 +20,14 @@ std::string describe_probe_costs(const ProbeCosts& costs, bool every_kind) {
     stepped = "; " + (every_kind ? std::string("single-stepped sites") :
                       std::to_string(ops) + (ops == 1 ? " op" : " ops") + " with single-stepped sites") +
               ": entry " + pair(costs.entry_stepped) + ", exit " + pair(costs.exit_stepped);
+  std::string when = ", calibrated at attach", both;
+  if (costs.attach_total_ns || costs.detach_total_ns) {
+    when = ", calibrated at attach and at detach";
+    both = us(costs.attach_total_ns) + " and " + us(costs.detach_total_ns) + " us, the lower kept; ";
+  }
   return us(costs.total_ns()) + " us of probe time removed per call (entry " + pair(costs.entry) + ", exit " +
          pair(costs.exit) + ", before + after the timestamp" + stepped +
-         "), calibrated at attach on gpuprof's own probes (" + std::to_string(costs.calls) + " calls, " +
+         ")" + when + " on gpuprof's own probes (" + both + std::to_string(costs.calls) + " calls, " +
          std::to_string(costs.rounds) + " rounds, spread " + spread + ")";
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <vector>
@@ -56,25 +57,42 @@ bool detect_version(const ElfImage& elf, const std::string& path, int* major, in
   return false;
 }
 
-// Decodes, from PyGILState_GetThisThreadState's code, the (ELF virtual)
-// address of autoTSSkey._key. Three shapes are known:
-//   non-PIC (Debian's /usr/bin/python3.11): mov edi, dword [rip+&_key];
-//     jmp pthread_getspecific  -> the load reads _key itself;
-//   PIC (a libpython3.11.so): mov rax, [rip+GOT(_PyRuntime)];
-//     lea rdi, [rax+off]; jmp PyThread_tss_get -> rdi = &Py_tss_t, _key at +4;
-//   PIC, 3.12/3.13: lea rbx, [rax+off]; mov rdi, rbx;
-//     call PyThread_tss_is_created -> the same &Py_tss_t, through rbx.
-// Registers holding _PyRuntime-relative pointers are tracked until the first
-// call/jmp that follows a load of edi/rdi. GOT slots are read from the target.
-std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const ElfImage& elf,
-                                               uint64_t function, uint64_t runtime,
-                                               std::string* why) {
+// The (ELF) code of PyGILState_GetThisThreadState, decoded by
+// decode_tss_key_address (python_runtime.h), GOT slots read from the target.
+std::optional<uint64_t> find_tss_key_address(int pid, uint64_t bias, const ElfImage& elf, uint64_t function,
+                                             uint64_t runtime, std::string* why) {
   auto code = elf.bytes_at(function, 64);
   if (code.empty()) code = elf.bytes_at(function, 32);
   if (code.empty()) {
     *why = "cannot read the code of PyGILState_GetThisThreadState";
     return std::nullopt;
   }
+  return decode_tss_key_address(
+      code, function, runtime,
+      [&](uint64_t slot) -> std::optional<uint64_t> {
+        uint64_t value = 0;
+        if (!read_target_memory(pid, bias + slot, &value, 8)) return std::nullopt;
+        return value - bias;
+      },
+      why);
+}
+
+}  // namespace
+
+// Four shapes are known:
+//   non-PIC (Debian's /usr/bin/python3.11): mov edi, dword [rip+&_key];
+//     jmp pthread_getspecific  -> the load reads _key itself;
+//   non-PIE, 3.12 (Ubuntu 24.04's /usr/bin/python3.12): mov edi, &Py_tss_t
+//     (an immediate); call PyThread_tss_is_created -> _key at +4;
+//   PIC (a libpython3.11.so): mov rax, [rip+GOT(_PyRuntime)];
+//     lea rdi, [rax+off]; jmp PyThread_tss_get -> rdi = &Py_tss_t, _key at +4;
+//   PIC, 3.12/3.13: lea rbx, [rax+off]; mov rdi, rbx;
+//     call PyThread_tss_is_created -> the same &Py_tss_t, through rbx.
+// Registers holding _PyRuntime-relative pointers are tracked until the first
+// call/jmp that follows a load of edi/rdi.
+std::optional<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
+                                               const std::function<std::optional<uint64_t>(uint64_t)>& read_got,
+                                               std::string* why) {
   csh handle;
   if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
     *why = "capstone cs_open failed";
@@ -84,6 +102,8 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
   cs_insn* insn = nullptr;
   size_t n = cs_disasm(handle, code.data(), code.size(), function, 0, &insn);
   auto in_runtime = [&](uint64_t a) { return a >= runtime && a < runtime + (1u << 20); };
+  // edi and rdi are one register here (a 32-bit mov zero-extends).
+  auto wide = [](unsigned reg) { return reg == X86_REG_EDI ? static_cast<unsigned>(X86_REG_RDI) : reg; };
   std::map<unsigned, uint64_t> ptr;      // 64-bit register -> pointer into _PyRuntime (vaddr)
   std::optional<uint64_t> found;         // address of _key
   for (size_t i = 0; i < n; ++i) {
@@ -97,11 +117,20 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
     if ((id != X86_INS_MOV && id != X86_INS_LEA) || !in.detail) continue;
     const cs_x86& x = in.detail->x86;
     if (x.op_count != 2 || x.operands[0].type != X86_OP_REG) continue;
-    unsigned dst = x.operands[0].reg;
+    unsigned dst = wide(x.operands[0].reg);
+    if (id == X86_INS_MOV && x.operands[1].type == X86_OP_IMM) {
+      // mov edi, &Py_tss_t (a non-PIE executable's absolute address).
+      const uint64_t imm = static_cast<uint64_t>(x.operands[1].imm);
+      ptr.erase(dst);
+      if (!in_runtime(imm)) continue;
+      ptr[dst] = imm;
+      if (dst == X86_REG_RDI) found = imm + 4;  // &Py_tss_t -> &_key
+      continue;
+    }
     if (id == X86_INS_MOV && x.operands[1].type == X86_OP_REG) {
       // mov rdi, rbx (pyenv's 3.12/3.13: the &Py_tss_t is kept in a
       // callee-saved register across PyThread_tss_is_created).
-      auto src = ptr.find(x.operands[1].reg);
+      auto src = ptr.find(wide(x.operands[1].reg));
       if (src == ptr.end()) {
         ptr.erase(dst);
         continue;
@@ -126,12 +155,10 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
         if (dst == X86_REG_RDI) found = *addr + 4;  // &Py_tss_t -> &_key
       }
     } else if (x.operands[1].size == 4 && in_runtime(*addr)) {
-      if (dst == X86_REG_EDI) found = *addr;  // _key itself
+      if (dst == X86_REG_RDI) found = *addr;  // _key itself
     } else if (x.operands[1].size == 8 && !in_runtime(*addr)) {
       // A GOT slot holding &_PyRuntime?
-      uint64_t value = 0;
-      if (read_target_memory(pid, bias + *addr, &value, 8) && value == bias + runtime)
-        ptr[dst] = runtime;
+      if (read_got(*addr) == runtime) ptr[dst] = runtime;
     }
   }
   if (n) cs_free(insn, n);
@@ -139,8 +166,6 @@ std::optional<uint64_t> decode_tss_key_address(int pid, uint64_t bias, const Elf
   if (!found) *why = "no load of autoTSSkey found in PyGILState_GetThisThreadState";
   return found;
 }
-
-}  // namespace
 
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len) {
   if (len == 0) return true;
@@ -231,7 +256,7 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
       return std::nullopt;
     }
     rt.offsets = *offsets;
-    auto key_vaddr = decode_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime, why);
+    auto key_vaddr = find_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime, why);
     if (!key_vaddr) return std::nullopt;
     rt.tss_key_field_offset = *key_vaddr - *runtime;
     rt.tss_key_address = rt.load_bias + *key_vaddr;

@@ -14,7 +14,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace gpuprof {
@@ -52,6 +54,15 @@ std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key);
 // slot at fs base + tls_offset; nullopt when the key is beyond glibc's
 // first 32 (*why says so).
 std::optional<gp_python_config> python_walk_config(const PythonRuntime& runtime, std::string* why);
+
+// The (ELF virtual) address of autoTSSkey._key, decoded from the machine
+// code of PyGILState_GetThisThreadState (`code`, at ELF address `function`)
+// in a file whose _PyRuntime is at ELF address `runtime`; read_got reads a
+// GOT slot (an ELF address) as an ELF address. nullopt (*why) when no known
+// shape matches (python_runtime.cpp lists them).
+std::optional<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
+                                               const std::function<std::optional<uint64_t>(uint64_t)>& read_got,
+                                               std::string* why);
 
 // process_vm_readv of len bytes; true only when all of them were read.
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len);

@@ -502,7 +502,7 @@ struct Seen {
   bool process = false, clock = false, ops = false, options = false, stats = false, end = false;
   bool cuda_runtime = false;
   bool cupti_shim = false;
-  bool probe_costs = false;
+  int probe_costs = 0;  // PROBE_COSTS chunks: attach's, then detach's
   bool thread_names = false;
   std::unordered_set<uint32_t> tids;   // THREAD_PROCESSES so far
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
@@ -953,14 +953,27 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());
       break;
-    case ChunkType::PROBE_COSTS:
-      if (!first(seen.probe_costs)) return "duplicate PROBE_COSTS chunk";
-      probe_costs_fields(d, rec.probe_costs.emplace());
-      for (size_t op = 0; d.ok && op < rec.probe_costs->op_sites.size(); op++)
-        if (rec.probe_costs->op_sites[op] > (kEntrySingleStepped | kExitSingleStepped))
-          return "op " + std::to_string(op) + "'s probe sites are " +
-                 std::to_string(rec.probe_costs->op_sites[op]) + ", not 0 to 3";
+    case ChunkType::PROBE_COSTS: {
+      if (++seen.probe_costs > 2) return "a third PROBE_COSTS chunk (at most attach's and detach's)";
+      ProbeCosts costs;
+      probe_costs_fields(d, costs);
+      for (size_t op = 0; d.ok && op < costs.op_sites.size(); op++)
+        if (costs.op_sites[op] > (kEntrySingleStepped | kExitSingleStepped))
+          return "op " + std::to_string(op) + "'s probe sites are " + std::to_string(costs.op_sites[op]) +
+                 ", not 0 to 3";
+      if (!d.ok) break;
+      if (seen.probe_costs == 1) {
+        rec.probe_costs = std::move(costs);
+        break;
+      }
+      // Detach's calibration: the lower of the two is kept (recording.h).
+      const uint32_t attach_total = rec.probe_costs->total_ns();
+      const uint32_t detach_total = costs.total_ns();
+      if (detach_total < attach_total) rec.probe_costs = std::move(costs);
+      rec.probe_costs->attach_total_ns = attach_total;
+      rec.probe_costs->detach_total_ns = detach_total;
       break;
+    }
     case ChunkType::THREAD_NAMES:
       if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
       thread_names_fields(d, rec.thread_names);
@@ -1673,14 +1686,14 @@ bool RecordWriter::set_probe_costs(const ProbeCosts& costs, std::string* error) 
     *error = path_ + ": not recording probe costs: the recording was begun without ops (no-ops option)";
     return false;
   }
-  if (probe_costs_written_) {
-    *error = path_ + ": not recording probe costs: already recorded";
+  if (probe_costs_written_ == 2) {
+    *error = path_ + ": not recording probe costs: attach's and detach's already recorded";
     return false;
   }
   Encoder e;
   probe_costs_fields(e, std::as_const(costs));
   if (!write_chunk(ChunkType::PROBE_COSTS, e.b, error)) return false;
-  probe_costs_written_ = true;
+  probe_costs_written_++;
   return true;
 }
 

@@ -117,9 +117,11 @@
 //                exit; str op_sites (a byte per op id, bits 1 and 2 only);
 //                u32 calls, u32 rounds, u32 spread_permille, u64 took_ns:
 //                the op probes' calibrated costs
-//                (Recording::probe_costs); at most once; not with the
-//                no-ops option (version 5; a build without it skips the
-//                chunk and reports raw times)
+//                (Recording::probe_costs); at most twice: at attach, and
+//                again at detach, the lower total kept by the reader
+//                (recording.h, ProbeCosts); not with the no-ops option
+//                (version 5; a build without it skips the chunk and
+//                reports raw times)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
@@ -478,8 +480,8 @@ class RecordWriter {
   //   add_ops: a MORE_OPS chunk: the ops get ids ops_defined() onwards and
   //            events may name them from now on.
   bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
-  // The op probes' calibrated costs: one PROBE_COSTS chunk, written at once
-  // (a killed recorder's file keeps them); once per recording with ops.
+  // The op probes' calibrated costs: a PROBE_COSTS chunk, written at once
+  // (a killed recorder's file keeps them); at attach, and again at detach.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
   bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
@@ -595,7 +597,7 @@ class RecordWriter {
   std::vector<uint8_t> pending_gpu_correlations_;  // GPU_CORRELATIONS
   std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
   std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
-  bool probe_costs_written_ = false;               // PROBE_COSTS (set_probe_costs)
+  int probe_costs_written_ = 0;                    // PROBE_COSTS chunks (set_probe_costs)
   std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
   std::unordered_set<uint32_t> tids_defined_;      // THREAD_PROCESSES written
   uint64_t offset_ = 0;

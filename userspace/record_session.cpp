@@ -70,6 +70,7 @@ std::optional<std::string> shim_next_to_executable() {
 }
 
 constexpr int kPollTimeoutMs = 100;
+constexpr size_t kMaxLibcudarts = GP_MAX_RUNTIMES;  // copies of libcudart probed in one target
 constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
 
@@ -85,21 +86,24 @@ struct LexicographicLess {
   }
 };
 
-// "Look again at most every 100 ms": the polls for things a target maps or
-// sets up late (libcudart, the CUPTI shim, the interpreter), which read
-// /proc or ELF files and must not do so on every turn of the loop.
-class RetryEvery100ms {
+// "Look again at most every 100 ms" (or another period): the polls for
+// things a target maps or sets up late (libcudart, the CUPTI shim, the
+// interpreter), which read /proc or ELF files and must not do so on every
+// turn of the loop.
+class RetryEvery {
  public:
-  // True when the last try was 100 ms ago or more (or `now` forces it); then
-  // counts as a try.
+  explicit RetryEvery(uint64_t period_ns = 100'000'000) : period_ns_(period_ns) {}
+  // True when the last try was a period ago or more (or `now` forces it);
+  // then counts as a try.
   bool due(bool now = false) {
     const uint64_t t = clock_ns(CLOCK_MONOTONIC);
-    if (!now && t - last_ns_ < 100'000'000) return false;
+    if (!now && t - last_ns_ < period_ns_) return false;
     last_ns_ = t;
     return true;
   }
 
  private:
+  uint64_t period_ns_;
   uint64_t last_ns_ = 0;
 };
 
@@ -132,6 +136,8 @@ class Session {
   void try_find_undefined_tensor();
   bool needs_libc10() const;
   bool needs_libcudart() const;
+  bool looks_for_more_libcudarts() const;
+  void attach_new_libcudarts();
   bool needs_libcuda() const { return config_.ops && !driver_probed_ && driver_error_.empty(); }
   void on_op_event(const gp_event& event, const EntryPayload& payload);
   void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words);
@@ -172,6 +178,7 @@ class Session {
   void update_file_info();
   std::optional<ProbeCosts> calibrate(const DispatcherCatalog& catalog);
   void record_probe_costs(const ProbeCosts& costs);
+  void calibrate_at_detach();
   void on_fork(const gp_fork& fork);
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
@@ -217,7 +224,7 @@ class Session {
   // Launched with --no-ops, sampling starts before the interpreter is up:
   // the lookup is retried while its answer may still change.
   bool python_may_appear_ = false;
-  RetryEvery100ms python_retry_;
+  RetryEvery python_retry_;
   std::unique_ptr<PythonStackNamer> python_;
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (code, instr) -> frame id
   std::map<std::vector<uint32_t>, uint32_t> stack_ids_;                 // frame ids -> stack id
@@ -236,7 +243,13 @@ class Session {
   // Driver API launches: probes on the target's libcuda once it is mapped.
   bool driver_probed_ = false;
   std::string driver_error_;
-  RetryEvery100ms launch_retry_;
+  RetryEvery launch_retry_;
+  // The libcudarts probed (a process may map several copies: torch's, and
+  // torchvision's own), and those that could not be; another copy is
+  // looked for every second once the first is probed.
+  std::vector<MappedLibrary> libcudarts_;
+  std::vector<MappedLibrary> libcudarts_refused_;
+  RetryEvery more_libcudarts_retry_{1'000'000'000};
   std::unique_ptr<NativeSymbolizer> kernel_symbolizer_;
   std::unordered_map<uint64_t, uint32_t> launch_name_of_function_;
   std::unordered_map<std::string, uint32_t> launch_name_ids_;
@@ -245,8 +258,13 @@ class Session {
   std::optional<CuptiShimInfo> cupti_shim_;
   std::optional<uint64_t> shim_state_address_;
   bool gpu_records_seen_ = false;
+  // GPU activities that began before the recording did (CUPTI delivers its
+  // buffers late: a job started with the shim hands over, after the attach,
+  // what ran before it): left out like the ops called before the attach.
+  uint64_t record_start_ns_ = 0;
+  uint64_t gpu_activities_before_start_ = 0;
   std::string shim_error_;
-  RetryEvery100ms shim_retry_;
+  RetryEvery shim_retry_;
   uint64_t launches_recorded_ = 0;
   ExitlessCalls exitless_;
   std::optional<RuntimeOps> runtime_ops_;  // from begin_record on
@@ -261,6 +279,8 @@ class Session {
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;
   bool probe_costs_recorded_ = false;
+  // Attach's calibration, and the op sites' kinds, for detach's.
+  std::optional<ProbeCosts> attach_costs_;
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
@@ -443,7 +463,27 @@ std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
     return std::nullopt;
   }
   costs->op_sites = catalog.op_sites;
+  attach_costs_ = costs;
   return costs;
+}
+
+// Once the target's probes are out: a calibration at attach can catch a
+// transient slow phase of the machine (up to +24% seen right after another
+// session's probes were torn down, docs/overhead.md), which would take too
+// much out of every call; the reader keeps the lower of the two.
+void Session::calibrate_at_detach() {
+  if (!attach_costs_ || !config_.calibrate_at_detach) return;
+  std::string error;
+  auto costs = calibrate_probe_costs(&error);
+  if (!costs) {
+    if (config_.verbose) std::fprintf(stderr, "gpuprof: no calibration at detach (attach's kept): %s\n", error.c_str());
+    return;
+  }
+  costs->op_sites = attach_costs_->op_sites;
+  if (!writer_->set_probe_costs(*costs, &error)) return write_failed(error);
+  if (config_.verbose)
+    std::fprintf(stderr, "gpuprof: calibrated again at detach: %.2f us per call (attach's: %.2f us; the lower is kept)\n",
+                 costs->total_ns() / 1000.0, attach_costs_->total_ns() / 1000.0);
 }
 
 // Records them, so that reports can take them out of op times.
@@ -465,6 +505,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   ClockInfo clock;
   clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
   clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+  record_start_ns_ = clock.start_monotonic_ns;
   RecordOptions options;
   options.shapes = config_.record_shapes;
   options.memory = config_.profile_memory;
@@ -541,7 +582,11 @@ void Session::try_find_undefined_tensor() {
 }
 
 bool Session::needs_libcudart() const {
-  return config_.ops && !cuda_runtime_ && launch_error_.empty();
+  return config_.ops && libcudarts_.empty() && launch_error_.empty();
+}
+
+bool Session::looks_for_more_libcudarts() const {
+  return config_.ops && !libcudarts_.empty() && libcudarts_.size() < kMaxLibcudarts;
 }
 
 bool Session::needs_libc10() const {
@@ -570,17 +615,11 @@ void Session::try_attach_memory() {
 // CUDA call, or when Triton loads it), looked for every 100 ms (launch mode
 // also stops the command when it maps them: `now`).
 void Session::try_attach_launches(bool now) {
-  if (!attached_ || (!needs_libcudart() && !needs_libcuda()) || !launch_retry_.due(now)) return;
+  if (!attached_) return;
+  if (looks_for_more_libcudarts() && more_libcudarts_retry_.due(now)) attach_new_libcudarts();
+  if ((!needs_libcudart() && !needs_libcuda()) || !launch_retry_.due(now)) return;
   std::string error;
-  if (needs_libcudart()) {
-    if (auto libcudart = find_mapped_library(target_pid_, "libcudart"); libcudart || !libcudart.unreadable.empty()) {
-      error = libcudart.unreadable;
-      if (!libcudart || !attach_launch_library(*libcudart, LaunchApi::runtime, &error)) {
-        launch_error_ = error;
-        warn("no CUDA launches: " + error);
-      }
-    }
-  }
+  if (needs_libcudart()) attach_new_libcudarts();
   if (needs_libcuda()) {
     if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so"); libcuda || !libcuda.unreadable.empty()) {
       error = libcuda.unreadable;
@@ -589,6 +628,36 @@ void Session::try_attach_launches(bool now) {
         warn("no CUDA driver API launches: " + error);
       }
     }
+  }
+}
+
+// Every libcudart the target maps gets the launch probes: a launch through
+// a copy left unprobed would be seen only as a driver call, unnamed.
+void Session::attach_new_libcudarts() {
+  std::string unreadable;
+  auto same = [](const MappedLibrary& a, const MappedLibrary& b) { return a.dev == b.dev && a.inode == b.inode; };
+  for (const MappedLibrary& library : find_mapped_libraries(target_pid_, "libcudart", &unreadable)) {
+    auto is = [&](const MappedLibrary& known) { return same(known, library); };
+    if (std::any_of(libcudarts_.begin(), libcudarts_.end(), is) ||
+        std::any_of(libcudarts_refused_.begin(), libcudarts_refused_.end(), is))
+      continue;
+    std::string error;
+    if (libcudarts_.size() == kMaxLibcudarts) {
+      error = "gpuprof probes at most " + std::to_string(kMaxLibcudarts) + " copies of libcudart";
+    } else if (attach_launch_library(library, LaunchApi::runtime, &error)) {
+      continue;
+    }
+    libcudarts_refused_.push_back(library);
+    if (libcudarts_.empty()) {
+      launch_error_ = error;
+      warn("no CUDA launches: " + error);
+      return;
+    }
+    warn("no CUDA launches through " + library.path_in_target + ": " + error);
+  }
+  if (libcudarts_.empty() && !unreadable.empty()) {
+    launch_error_ = unreadable;
+    warn("no CUDA launches: " + unreadable);
   }
 }
 
@@ -607,8 +676,15 @@ bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api,
     // The driver calls libcudart makes inside its launches are those
     // launches: the driver probes skip calls returning into it.
     if (auto range = mapped_address_range(target_pid_, library))
-      launch_tracer_->set_runtime_range(range->first, range->second);
-    cuda_runtime_ = CudaRuntimeInfo{library.path_in_target, static_cast<uint32_t>(sites->offsets.size()), 0};
+      launch_tracer_->add_runtime_range(range->first, range->second);
+    libcudarts_.push_back(library);
+    const auto entry_points = static_cast<uint32_t>(sites->offsets.size());
+    if (!cuda_runtime_) {
+      cuda_runtime_ = CudaRuntimeInfo{library.path_in_target, entry_points, 0};
+    } else {  // a second copy: the file's CUDA_RUNTIME names them all
+      cuda_runtime_->libcudart_path += ", " + library.path_in_target;
+      cuda_runtime_->entry_points += entry_points;
+    }
     std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
                  library.path_in_target.c_str());
   } else {
@@ -734,6 +810,10 @@ void Session::on_gpu_activity(const gp_gpu_activity& a) {
   gpu_records_seen_ = true;
   if (!writer_ || !write_error_.empty()) return;
   if (a.start_ns == 0 && a.end_ns == 0) return;  // CUPTI could not time it (the shim's contract)
+  if (a.start_ns < record_start_ns_) {
+    gpu_activities_before_start_++;
+    return;
+  }
   if (config_.schedule.mode != GP_SCHEDULE_OFF && !recorded_correlations_.count(a.correlation) &&
       !recorded_at(a.start_ns))
     return;  // launched outside the recorded steps
@@ -1142,6 +1222,7 @@ bool Session::finish() {
   if (sampler_) sampler_->consume();
   if (launch_tracer_) launch_tracer_->consume();
   if (!writer_) return false;
+  calibrate_at_detach();
   if (shapes_) {
     bool was_calibrated = shapes_->calibrated();
     shapes_->finish();
@@ -1186,6 +1267,9 @@ bool Session::finish() {
   if (launch_tracer_ && launch_tracer_->driver_calls_from_runtime())
     memory += " (" + std::to_string(launch_tracer_->driver_calls_from_runtime()) +
               " driver calls made by libcudart's own launches not counted again)";
+  if (gpu_activities_before_start_)
+    memory += "; " + std::to_string(gpu_activities_before_start_) +
+              " GPU activities that began before the recording left out";
   if (config_.follow_forks)
     memory += "; " + std::to_string(children_followed_) + " child processes followed" +
               (fork_watch_ && fork_watch_->lost() ? " (" + std::to_string(fork_watch_->lost()) + " forks missed)" : "");

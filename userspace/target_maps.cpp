@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace gpuprof {
@@ -156,6 +157,26 @@ LibraryLookup find_mapped_library(int pid, std::string_view name_prefix) {
   auto maps = read_maps(pid);
   if (!maps) return {};
   return find_mapped_library(pid, *maps, name_prefix);
+}
+
+std::vector<MappedLibrary> find_mapped_libraries(int pid, std::string_view name_prefix, std::string* unreadable) {
+  std::vector<MappedLibrary> found;
+  auto maps = read_maps(pid);
+  if (!maps) return found;
+  std::set<std::pair<uint64_t, uint64_t>> seen;  // (dev, inode)
+  for (const MapsEntry& entry : *maps) {
+    if (!entry.is_file() || !entry.base_name().starts_with(name_prefix)) continue;
+    const uint64_t dev = makedev(entry.dev_major, entry.dev_minor);
+    if (!seen.insert({dev, entry.inode}).second) continue;
+    std::string why;
+    auto path = openable_path(pid, entry, &why);
+    if (!path) {
+      if (unreadable->empty()) *unreadable = why;
+      continue;
+    }
+    found.push_back(MappedLibrary{entry.path + (entry.deleted ? std::string(kDeleted) : ""), *path, dev, entry.inode});
+  }
+  return found;
 }
 
 std::optional<uint64_t> load_bias(int pid, const MappedLibrary& library) {

@@ -72,6 +72,10 @@ struct LibraryLookup {
 // ("libtorch_cpu", "libstdc++"), deleted files included (a library replaced
 // on disk is still what the process runs; map_files opens it).
 LibraryLookup find_mapped_library(int pid, std::string_view name_prefix);
+// Every file whose name starts with name_prefix, once each (a process may
+// map several copies of one library: torch's libcudart and torchvision's);
+// *unreadable says why one that is mapped could not be opened.
+std::vector<MappedLibrary> find_mapped_libraries(int pid, std::string_view name_prefix, std::string* unreadable);
 LibraryLookup find_mapped_library(int pid, const std::vector<MapsEntry>& maps, std::string_view name_prefix);
 
 // Runtime address - ELF virtual address of the library in process pid

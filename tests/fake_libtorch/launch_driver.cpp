@@ -20,6 +20,15 @@
 // cuLaunchKernel and 1 cuLaunchKernelEx, as Triton launches. The runtime
 // launches then fail with cudaErrorStubLibrary instead (libcudart finds the
 // stub), as harmlessly.
+//
+// With LAUNCH_DRIVER_WARMUP=N it runs N steps before writing READY_FILE and
+// keeps their CUPTI records queued (as CUDA keeps a buffer until it fills or
+// is flushed): they reach the shim with the first step after GO_FILE.
+//
+// With LAUNCH_DRIVER_SECOND_LIBCUDART=PATH (a copy of libcudart under
+// another name, as torchvision ships its own) it loads that copy too, and
+// each step makes 2 more scale_kernel<float> launches from main through
+// the copy's cudaLaunchKernel.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -60,15 +69,18 @@ int main(int argc, char** argv) {
   void (*deliver)() = inject_cupti();
   auto cupti_launch = reinterpret_cast<uint64_t (*)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t)>(
       dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
-  if (argc > 3) {
-    // Written whole, then renamed into place: the test never reads it half written.
-    const std::string ready = argv[2], partial = ready + ".partial";
-    std::ofstream(partial) << getpid() << "\n";
-    std::rename(partial.c_str(), ready.c_str());
-    while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
+  using LaunchKernel = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+  LaunchKernel second_launch = nullptr;
+  if (const char* copy = std::getenv("LAUNCH_DRIVER_SECOND_LIBCUDART")) {
+    void* lib = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    second_launch = lib ? reinterpret_cast<LaunchKernel>(dlsym(lib, "cudaLaunchKernel")) : nullptr;
+    if (!second_launch) {
+      std::printf("cannot load cudaLaunchKernel from %s: %s\n", copy, dlerror());
+      return 1;
+    }
   }
   long launched = 0;
-  for (int step = 0; step < steps; ++step) {
+  auto step = [&](bool deliver_records) {
     launched += at::_ops::cuda_linear::call(3);
     launched += at::_ops::cuda_replay::call(0xabc);
     if (libcuda) launched += at::_ops::cuda_driver_launch::call(2);
@@ -83,8 +95,26 @@ int main(int argc, char** argv) {
     launched += 1;
     if (status != cudaErrorInsufficientDriver && status != cudaErrorStubLibrary && status != cudaSuccess)
       std::printf("unexpected %d\n", status);
-    if (deliver) deliver();
+    for (int i = 0; second_launch && i < 2; i++) {
+      status = second_launch(reinterpret_cast<const void*>(&gpuprof_test::scale_kernel<float>), dim3(2, 1, 1),
+                             dim3(64, 1, 1), args, 0, nullptr);
+      launched += 1;
+      if (status != cudaErrorInsufficientDriver && status != cudaErrorStubLibrary && status != cudaSuccess)
+        std::printf("unexpected %d from the second libcudart\n", status);
+    }
+    if (deliver && deliver_records) deliver();
+  };
+  const char* warmup = std::getenv("LAUNCH_DRIVER_WARMUP");
+  for (int i = 0; warmup && i < std::atoi(warmup); i++) step(false);
+  if (argc > 3) {
+    // Written whole, then renamed into place: the test never reads it half written.
+    const std::string ready = argv[2], partial = ready + ".partial";
+    std::ofstream(partial) << getpid() << "\n";
+    std::rename(partial.c_str(), ready.c_str());
+    while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
   }
+  launched = 0;  // the steps gpuprof records
+  for (int i = 0; i < steps; ++i) step(true);
   std::printf("steps %d launches %ld unexpected errors %d\n", steps, launched,
               at::_ops::cuda_launch_errors::call(0));
   return 0;

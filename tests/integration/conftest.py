@@ -355,6 +355,22 @@ def run_program(*argv, timeout=DEFAULT_TIMEOUT_S, env=None):
     return _run_in_own_group(argv, timeout, env=None if env is None else {**os.environ, **env})
 
 
+def record_launch_driver(procs, workdir, out, steps, env=None):
+    """tests/fake_libtorch's launch_driver STEPS (with env) started and
+    waiting at its ready file; `record -p PID -q -o out` attached, then the
+    steps run: both must exit 0. Returns (target, gpuprof)."""
+    driver = FAKE_LIBTORCH / "launch_driver"
+    target = procs.start([driver, str(steps), workdir / "ready", workdir / "go"], "launch_driver",
+                         env={**os.environ, **(env or {})})
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    return target, gp
+
+
 @dataclass
 class RegionRun:
     """The outcome of run_profiled_region()."""

@@ -22,9 +22,10 @@ API, as Triton does:
 """
 import os
 import re
+import shutil
 import signal
 
-from conftest import FAKE_LIBTORCH, GPUPROF, run_gpuprof, run_program, touch, wait_for_file
+from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
@@ -67,13 +68,13 @@ def parse_launch_table(text):
     return rows, lines[seps[2] + 1:]
 
 
-def check_launches(out, expected=EXPECTED):
+def check_launches(out, expected=EXPECTED, through=r"\S*libcudart\.so\.\d+", outside=STEPS):
     report = run_gpuprof("report", str(out), "--launches")
     assert report.returncode == 0, report.stderr
     rows, footer = parse_launch_table(report.stdout)
     assert rows == expected, report.stdout
     total = sum(expected.values())
-    assert re.match(rf"{total} CUDA launches \({STEPS} outside any op\) through \S*libcudart\.so\.\d+$",
+    assert re.match(rf"{total} CUDA launches \({outside} outside any op\) through {through}$",
                     footer[0]), report.stdout
     return report
 
@@ -99,14 +100,8 @@ def test_launched_command(tmp_path):
 
 def test_attached_to_a_running_process(procs, workdir, tmp_path):
     # -p PID on a process started without anything special.
-    target = procs.start([DRIVER, str(STEPS), workdir / "ready", workdir / "go"], "launch_driver")
-    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
     out = tmp_path / "attached.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    touch(workdir, "go")
-    assert target.wait(timeout=60) == 0, target.describe()
-    assert gp.wait(timeout=60) == 0, gp.describe()
+    target, _ = record_launch_driver(procs, workdir, out, STEPS)
     assert f"launches {6 * STEPS} unexpected errors 0" in target.stdout(), target.describe()
     check_launches(out)
 
@@ -137,15 +132,8 @@ def test_driver_api_launches_of_a_running_process(procs, workdir, tmp_path):
     # charged to its op with its CUfunction, grid, block and stream.
     alone = run_program(DRIVER, str(STEPS), env=WITH_DRIVER_API)
     assert alone.returncode == 0 and f"launches {9 * STEPS} unexpected errors 0" in alone.stdout, alone.stdout
-    target = procs.start([DRIVER, str(STEPS), workdir / "ready", workdir / "go"], "launch_driver",
-                         env={**os.environ, **WITH_DRIVER_API})
-    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
     out = tmp_path / "driver.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    touch(workdir, "go")
-    assert target.wait(timeout=60) == 0, target.describe()
-    assert gp.wait(timeout=60) == 0, gp.describe()
+    target, gp = record_launch_driver(procs, workdir, out, STEPS, WITH_DRIVER_API)
     assert target.stdout() == alone.stdout, target.describe()
     assert re.search(r"^gpuprof: CUDA driver API launches: 4 entry points in \S*/stubs/libcuda\.so$",
                      gp.stderr(), re.M), gp.stderr()
@@ -164,3 +152,28 @@ def test_driver_api_launches_of_a_launched_command(tmp_path):
     assert alone.stdout in result.stdout, result.stdout
     assert "gpuprof: CUDA driver API launches: 4 entry points in " in result.stderr, result.stderr
     check_launches(out, EXPECTED_WITH_DRIVER_API)
+
+
+def test_every_copy_of_libcudart_is_probed(procs, workdir, tmp_path):
+    # torchvision ships its own libcudart (libcudart.<hash>.so.13) beside
+    # torch's: a process maps both, and launches go through either. Seen on
+    # an H200 with torch 2.11 (docs/gpu.md): with one copy probed, resnet18's
+    # launches through the other were unnamed driver calls. Here the driver
+    # loads a copy under such a name and makes 2 launches per step through it.
+    copy = tmp_path / "libcudart.0123abcd.so.13"
+    shutil.copy("/usr/local/cuda/lib64/libcudart.so.13", copy)
+    env = {"LAUNCH_DRIVER_SECOND_LIBCUDART": str(copy)}
+    alone = run_program(DRIVER, str(STEPS), env=env)
+    assert alone.returncode == 0 and f"launches {8 * STEPS} unexpected errors 0" in alone.stdout, alone.stdout
+    out = tmp_path / "copies.gpuprof"
+    target, gp = record_launch_driver(procs, workdir, out, STEPS, env)
+    assert target.stdout() == alone.stdout, target.describe()
+    probed = re.findall(r"^gpuprof: CUDA launches: 6 entry points in (\S+)$", gp.stderr(), re.M)
+    assert sorted(probed) == sorted([os.path.realpath("/usr/local/cuda/lib64/libcudart.so.13"), str(copy)]), \
+        gp.stderr()
+    stopped = re.search(r"; (\d+) CUDA launches, (\d+) lost", gp.stderr())
+    assert stopped and stopped.groups() == (str(8 * STEPS), "0"), gp.stderr()
+    # main's own launch, grid (1, 1, 1), and the copy's two, grid (2, 1, 1): one row of mixed shapes.
+    expected = {key: n for key, n in EXPECTED.items() if key[0] != "[no op]"}
+    expected[("[no op]", SCALE, "cudaLaunchKernel", "mixed", "mixed", "default")] = 3 * STEPS
+    check_launches(out, expected, through=r"\S*/libcudart\S*\.so\.13, \S*/libcudart\S*\.so\.13", outside=3 * STEPS)

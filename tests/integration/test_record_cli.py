@@ -362,6 +362,8 @@ NO_EXIT_PROBE_RE = re.compile(r"^gpuprof: (\d+) of (\d+) ops? (?:has|have) no ex
 SUMMARY_RE = re.compile(r"^gpuprof: (\d+) schemas read; (\d+) ops without a ret; (\d+) entries single-stepped; ")
 # The probe calibration at attach (docs/overhead.md, "Compensation").
 CALIBRATION_RE = re.compile(r"^gpuprof: [\d.]+ us of probe time removed per call \(.*\), calibrated at attach ")
+DETACH_CALIBRATION_RE = re.compile(r"^gpuprof: calibrated again at detach: [\d.]+ us per call \(attach's: [\d.]+ us; "
+                                   r"the lower is kept\)$")
 # docs/record.md: in Debian's 1.13, aten::_cudnn_rnn_backward.out's body ends in a tail jump.
 KNOWN_WITHOUT_EXIT = {"torch1.13": "aten::_cudnn_rnn_backward.out"}
 VERBOSE_HYPOT_CALLS = 3
@@ -371,7 +373,7 @@ def without_verbose_lines(lines):
     """stderr lines but -v's own, numbers (pids, times) blanked."""
     return [re.sub(r"\d+(\.\d+)?", "N", line) for line in lines
             if not (line.startswith("libbpf: ") or NO_EXIT_PROBE_RE.match(line) or SUMMARY_RE.match(line)
-                    or CALIBRATION_RE.match(line))]
+                    or CALIBRATION_RE.match(line) or DETACH_CALIBRATION_RE.match(line))]
 
 
 def test_verbose_adds_libbpf_log_and_probe_details_only(tmp_path, torch_env):
@@ -393,7 +395,8 @@ def test_verbose_adds_libbpf_log_and_probe_details_only(tmp_path, torch_env):
     quiet, _ = runs[False]
     verbose, _ = runs[True]
     assert not [line for line in quiet if line.startswith("libbpf: ") or NO_EXIT_PROBE_RE.match(line)
-                or SUMMARY_RE.match(line) or CALIBRATION_RE.match(line)], "\n".join(quiet)
+                or SUMMARY_RE.match(line) or CALIBRATION_RE.match(line) or DETACH_CALIBRATION_RE.match(line)], \
+        "\n".join(quiet)
     # libbpf's log: its length is libbpf's business; that it is there is ours.
     assert any(line.startswith("libbpf: loading object ") for line in verbose), "\n".join(verbose[:20])
     ops = parse_tracing_line("\n".join(verbose))["ops"]
@@ -401,7 +404,8 @@ def test_verbose_adds_libbpf_log_and_probe_details_only(tmp_path, torch_env):
     summary = [m for m in map(SUMMARY_RE.match, verbose) if m]
     details = "\n".join(line for line in verbose if not line.startswith("libbpf: "))
     calibration = [line for line in verbose if CALIBRATION_RE.match(line)]
-    assert len(no_exit) == 1 and len(summary) == 1 and len(calibration) == 1, details
+    at_detach = [line for line in verbose if DETACH_CALIBRATION_RE.match(line)]
+    assert len(no_exit) == 1 and len(summary) == 1 and len(calibration) == 1 and len(at_detach) == 1, details
     count, of_ops, names = int(no_exit[0].group(1)), int(no_exit[0].group(2)), no_exit[0].group(3).split(", ")
     assert (of_ops, len(names), int(summary[0].group(2))) == (ops, count, count), details
     if torch_env.id in KNOWN_WITHOUT_EXIT:

@@ -264,4 +264,63 @@ TEST_F(DebugOffsets313, RefusesWhatIsNot313sLayout) {
   EXPECT_TRUE(parse(&why)) << why;
 }
 
+// decode_tss_key_address on the shapes of PyGILState_GetThisThreadState
+// that interpreters in use compile to (python_runtime.cpp lists them).
+static std::optional<uint64_t> no_got(uint64_t) { return std::nullopt; }
+
+TEST(DecodeTssKey, UbuntuPython312NonPieImmediate) {
+  // Ubuntu 24.04's /usr/bin/python3.12 (3.12.3, non-PIE), as objdump shows
+  // it: PyGILState_GetThisThreadState at 0x608290, _PyRuntime at 0xb363c0.
+  const std::vector<uint8_t> code = {
+      0xf3, 0x0f, 0x1e, 0xfa,              // endbr64
+      0x55,                                // push %rbp
+      0xbf, 0xc8, 0x69, 0xb3, 0x00,        // mov $0xb369c8,%edi  (&_PyRuntime.autoTSSkey)
+      0x48, 0x89, 0xe5,                    // mov %rsp,%rbp
+      0xe8, 0x2e, 0x82, 0x00, 0x00,        // call PyThread_tss_is_created
+      0x85, 0xc0,                          // test %eax,%eax
+      0x0f, 0x84, 0xab, 0xa5, 0xea, 0xff,  // je ...
+      0xbf, 0xc8, 0x69, 0xb3, 0x00,        // mov $0xb369c8,%edi
+      0x5d,                                // pop %rbp
+      0xe9, 0x2b, 0x82, 0x00, 0x00};       // jmp PyThread_tss_get
+  std::string why;
+  auto key = decode_tss_key_address(code, 0x608290, 0xb363c0, no_got, &why);
+  ASSERT_TRUE(key.has_value()) << why;
+  EXPECT_EQ(*key, 0xb369ccu);  // Py_tss_t._key, after _is_initialized
+}
+
+TEST(DecodeTssKey, NonPicLoadOfTheKeyItself) {
+  // mov 0x124e(%rip),%edi at 0x1000 reads 0x2254: the key itself.
+  const std::vector<uint8_t> code = {0x8b, 0x3d, 0x4e, 0x12, 0x00, 0x00,  // mov edi, [rip+0x124e]
+                                     0xe9, 0x00, 0x00, 0x00, 0x00};       // jmp pthread_getspecific
+  std::string why;
+  auto key = decode_tss_key_address(code, 0x1000, 0x2000, no_got, &why);
+  ASSERT_TRUE(key.has_value()) << why;
+  EXPECT_EQ(*key, 0x2254u);
+}
+
+TEST(DecodeTssKey, PicThroughTheGotAndACalleeSavedRegister) {
+  const std::vector<uint8_t> code = {0x48, 0x8b, 0x05, 0xf9, 0x2f, 0x00, 0x00,  // mov rax, [rip+0x2ff9]: GOT 0x4000
+                                     0x48, 0x8d, 0x98, 0x70, 0x08, 0x00, 0x00,  // lea rbx, [rax+0x870]
+                                     0x48, 0x89, 0xdf,                          // mov rdi, rbx
+                                     0xe8, 0x00, 0x00, 0x00, 0x00};             // call PyThread_tss_is_created
+  std::string why;
+  auto got = [](uint64_t slot) -> std::optional<uint64_t> {
+    return slot == 0x4000 ? std::optional<uint64_t>(0x400000) : std::nullopt;
+  };
+  auto key = decode_tss_key_address(code, 0x1000, 0x400000, got, &why);  // _PyRuntime at 0x400000
+  ASSERT_TRUE(key.has_value()) << why;
+  EXPECT_EQ(*key, 0x400874u);
+  // The same code when the GOT slot holds something else: no key.
+  EXPECT_FALSE(decode_tss_key_address(code, 0x1000, 0x400000, no_got, &why).has_value());
+  EXPECT_EQ(why, "no load of autoTSSkey found in PyGILState_GetThisThreadState");
+}
+
+TEST(DecodeTssKey, AnImmediateOutsideTheRuntimeIsNotTheKey) {
+  const std::vector<uint8_t> code = {0xbf, 0x00, 0x10, 0x00, 0x00,  // mov $0x1000,%edi
+                                     0xe9, 0x00, 0x00, 0x00, 0x00};
+  std::string why;
+  EXPECT_FALSE(decode_tss_key_address(code, 0x500, 0x2000, no_got, &why).has_value());
+}
+
+
 }  // namespace gpuprof

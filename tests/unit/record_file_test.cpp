@@ -3943,18 +3943,49 @@ TEST_F(RecordFileTest, ProbeCostsAreWrittenAtOnceAndReadBack) {
     const std::vector<uint8_t> expect =
         cat(written_prefix(0), chunk_of(ChunkType::PROBE_COSTS, probe_costs_payload(sample_probe_costs())));
     EXPECT_EQ(read_bytes(path_), expect);
-    EXPECT_FALSE(w.set_probe_costs(sample_probe_costs(), &err));
-    EXPECT_NE(err.find("already recorded"), std::string::npos) << err;
     ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   }
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
-  EXPECT_EQ(rec->probe_costs, sample_probe_costs());
+  EXPECT_EQ(rec->probe_costs, sample_probe_costs());  // one calibration: no totals of two
+  EXPECT_EQ(rec->probe_costs->attach_total_ns, 0u);
   EXPECT_EQ(rec->probe_costs->entry_of(1), sample_probe_costs().entry_stepped);
   EXPECT_EQ(rec->probe_costs->exit_of(1), sample_probe_costs().exit);
   EXPECT_EQ(rec->probe_costs->exit_of(3), sample_probe_costs().exit_stepped);
   EXPECT_EQ(rec->probe_costs->entry_of(99), sample_probe_costs().entry);  // named at run time: emulated
   EXPECT_EQ(rec->probe_costs->ops_single_stepped(), 2u);
+}
+
+// Calibrated again at detach: the lower total is kept, whichever came first,
+// and both totals are said; a third calibration is refused.
+TEST_F(RecordFileTest, TheLowerOfAttachAndDetachCalibrationsIsKept) {
+  ProbeCosts low = sample_probe_costs();
+  ProbeCosts high = sample_probe_costs();
+  high.entry.before_ns += 2000;  // a transient slow phase at one of them
+  high.rounds = 7;
+  const uint32_t low_total = low.total_ns(), high_total = high.total_ns();
+  ASSERT_EQ(high_total, low_total + 2000);
+  for (bool detach_lower : {true, false}) {
+    SCOPED_TRACE(detach_lower ? "detach's lower" : "attach's lower");
+    std::string err;
+    const ProbeCosts& at_attach = detach_lower ? high : low;
+    const ProbeCosts& at_detach = detach_lower ? low : high;
+    {
+      RecordWriter w = must_create();
+      ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+      ASSERT_TRUE(w.set_probe_costs(at_attach, &err)) << err;
+      ASSERT_TRUE(w.set_probe_costs(at_detach, &err)) << err;
+      EXPECT_FALSE(w.set_probe_costs(low, &err));
+      EXPECT_NE(err.find("attach's and detach's already recorded"), std::string::npos) << err;
+      ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+    }
+    auto rec = read_recording(path_, &err);
+    ASSERT_TRUE(rec.has_value()) << err;
+    ProbeCosts want = low;
+    want.attach_total_ns = at_attach.total_ns();
+    want.detach_total_ns = at_detach.total_ns();
+    EXPECT_EQ(rec->probe_costs, want);
+  }
 }
 
 TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
@@ -3966,8 +3997,10 @@ TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
                "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(prefix) + "op 2's probe sites are 4, not 0 to 3");
   const Bytes one = probe_costs_payload(sample_probe_costs());
   const std::vector<uint8_t> with_one = cat(prefix, chunk_of(ChunkType::PROBE_COSTS, one));
-  expect_error(cat(with_one, chunk_of(ChunkType::PROBE_COSTS, one)),
-               "f: corrupt chunk 6 (PROBE_COSTS)" + at_offset(with_one) + "duplicate PROBE_COSTS chunk");
+  const std::vector<uint8_t> with_two = cat(with_one, chunk_of(ChunkType::PROBE_COSTS, one));
+  expect_error(cat(with_two, chunk_of(ChunkType::PROBE_COSTS, one)),
+               "f: corrupt chunk 7 (PROBE_COSTS)" + at_offset(with_two) +
+                   "a third PROBE_COSTS chunk (at most attach's and detach's)");
   const std::vector<uint8_t> no_ops = written_prefix(8);
   expect_error(cat(no_ops, chunk_of(ChunkType::PROBE_COSTS, one)),
                "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(no_ops) +
