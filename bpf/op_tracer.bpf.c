@@ -228,11 +228,16 @@ static long capture_slot(__u64 i, void *data)
 	return 0;
 }
 
-static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, __u64 cookie)
+/*
+ * `now` is the event's timestamp: the moment the schedule judged it by
+ * (schedule_allows), so that an event lands in the step its timestamp
+ * says, even at a step's edge.
+ */
+static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, __u64 cookie, __u64 now)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	e->ts_ns = bpf_ktime_get_ns();
+	e->ts_ns = now;
 	e->sp = PT_REGS_SP(ctx);
 	if (cookie & GP_COOKIE_SP_COMPUTED)
 		e->sp = ((cookie & GP_COOKIE_SP_FROM_RBP) ? PT_REGS_FP(ctx) : e->sp) +
@@ -249,7 +254,7 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
  * shape slots when `shapes`. Returns 0 when the scratch is in use (the
  * caller sends a plain ENTRY).
  */
-static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes)
+static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes, __u64 now)
 {
 	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
 	__u32 zero = 0;
@@ -272,7 +277,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 		return 0;
 	WRITE_ONCE_BUSY(scratch, 1);
 	r = &scratch->record;
-	fill_event(&r->event, ctx, cookie);
+	fill_event(&r->event, ctx, cookie, now);
 	if (stacks_on) {
 		depth = walk_python(&python);
 		r->words[0] = depth;
@@ -319,7 +324,7 @@ __u64 steps_started = 0; /* the number of the next step */
 __u32 step_recorded = 0;
 
 /* Emits the GP_EV_STEP event of a step op's entry: step number in sp. */
-static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 step, __u32 recorded)
+static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 step, __u32 recorded, __u64 now)
 {
 	struct gp_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	long flags;
@@ -328,7 +333,7 @@ static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 s
 		__sync_fetch_and_add(&events_lost, 1);
 		return;
 	}
-	fill_event(e, ctx, cookie);
+	fill_event(e, ctx, cookie, now);
 	e->sp = (__u64)step;
 	e->kind = GP_EV_STEP;
 	e->op_id = recorded ? schedule.step_marker_op : GP_NO_OP;
@@ -336,8 +341,11 @@ static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 s
 	bpf_ringbuf_submit(e, flags);
 }
 
-/* Whether the schedule lets this event through (1 without a schedule). */
-static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie)
+/*
+ * Whether the schedule lets an event of moment `now` (its timestamp) through
+ * (1 without a schedule).
+ */
+static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie, __u64 now)
 {
 	__s64 step;
 	__u32 recorded;
@@ -345,8 +353,6 @@ static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie)
 	if (schedule.mode == GP_SCHEDULE_OFF)
 		return 1;
 	if (schedule.mode == GP_SCHEDULE_BY_TIME) {
-		__u64 now = bpf_ktime_get_ns();
-
 		if (now < schedule.start_ns || !schedule.step_ns)
 			return 0;
 		return gp_schedule_action(&schedule, (now - schedule.start_ns) / schedule.step_ns) >=
@@ -357,7 +363,7 @@ static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie)
 		steps_started = step + 1;
 		recorded = gp_schedule_action(&schedule, step) >= GP_ACTION_RECORD;
 		step_recorded = recorded;
-		emit_step(ctx, cookie, step, recorded);
+		emit_step(ctx, cookie, step, recorded, now);
 	}
 	return step_recorded;
 }
@@ -398,7 +404,8 @@ struct {
 } open_ranges SEC(".maps");
 
 /* RANGE_BEGIN: [stack][name length][name bytes], or no payload (a guard). */
-static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm)
+static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm,
+					     __u64 now)
 {
 	__u32 zero = 0, depth, at = 0;
 	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
@@ -413,7 +420,7 @@ static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, 
 	}
 	WRITE_ONCE_BUSY(scratch, 1);
 	r = &scratch->record;
-	fill_event(&r->event, ctx, 0);
+	fill_event(&r->event, ctx, 0, now);
 	r->event.kind = GP_EV_RANGE_BEGIN;
 	r->event.op_id = arm->op;
 	r->event.sp = object;
@@ -449,12 +456,14 @@ static __always_inline void on_record_ctor(struct pt_regs *ctx)
 
 	if (!armed || armed->scope != (__u32)PT_REGS_PARM2(ctx))
 		return;
+	__u64 now = bpf_ktime_get_ns();
+
 	arm = *armed;
 	bpf_map_delete_elem(&range_armed, &tid);
-	if (!schedule_allows(ctx, 0))
+	if (!schedule_allows(ctx, 0, now))
 		return;
 	bpf_map_update_elem(&open_ranges, &key, &arm.op, BPF_ANY);
-	emit_range_begin(ctx, key.object, &arm);
+	emit_range_begin(ctx, key.object, &arm, now);
 }
 
 static __always_inline void on_record_end(struct pt_regs *ctx)
@@ -467,16 +476,18 @@ static __always_inline void on_record_end(struct pt_regs *ctx)
 
 	if (!op)
 		return;
+	__u64 now = bpf_ktime_get_ns();
+
 	range_op = *op;
 	bpf_map_delete_elem(&open_ranges, &key);
-	if (!schedule_allows(ctx, 0))
+	if (!schedule_allows(ctx, 0, now))
 		return;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&events_lost, 1);
 		return;
 	}
-	fill_event(e, ctx, 0);
+	fill_event(e, ctx, 0, now);
 	e->kind = GP_EV_RANGE_END;
 	e->op_id = range_op;
 	e->sp = key.object;
@@ -527,7 +538,9 @@ int on_op_probe(struct pt_regs *ctx)
 		on_record_end(ctx);
 		return 0;
 	}
-	if (!schedule_allows(ctx, cookie))
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!schedule_allows(ctx, cookie, now))
 		return 0;
 	if (cookie & GP_COOKIE_GUARD)
 		arm_range(ctx, cookie);
@@ -542,7 +555,7 @@ int on_op_probe(struct pt_regs *ctx)
 			shapes = 1;
 		}
 		if ((shapes || stacks_on || (cookie & GP_COOKIE_NODE_ARG)) &&
-		    emit_entry_with_payload(ctx, cookie, shapes))
+		    emit_entry_with_payload(ctx, cookie, shapes, now))
 			return 0;
 	}
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -550,7 +563,7 @@ int on_op_probe(struct pt_regs *ctx)
 		__sync_fetch_and_add(&events_lost, 1);
 		return 0;
 	}
-	fill_event(e, ctx, cookie);
+	fill_event(e, ctx, cookie, now);
 	submit_flags_for(&events, &flags);
 	bpf_ringbuf_submit(e, flags);
 	return 0;
@@ -595,7 +608,9 @@ int on_memory_probe(struct pt_regs *ctx)
 	if (!tracing_on)
 		return 0;
 	/* Allocator events follow the op events' schedule (never a step start). */
-	if (!schedule_allows(ctx, 0))
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!schedule_allows(ctx, 0, now))
 		return 0;
 	if (kind == GP_MEM_CPU_ALLOC) {
 		addr = p2;
@@ -618,7 +633,7 @@ int on_memory_probe(struct pt_regs *ctx)
 		__sync_fetch_and_add(&mem_events_lost, 1);
 		return 0;
 	}
-	m->ts_ns = bpf_ktime_get_ns();
+	m->ts_ns = now;
 	m->addr = addr;
 	m->bytes = bytes;
 	m->total_allocated = total;

@@ -7,7 +7,11 @@
 // configuration (grid, block, stream), most launches first; the
 // launches made outside every op are the rows of "[no op]". Kernel times
 // come from CUPTI (the shim), not from here: this table counts launches and
-// names kernels, which the launch probes alone can do on any job.
+// names kernels, which the launch probes alone can do on any job whose
+// kernels' host stubs have symbols. Where they have none (a pip wheel's
+// libtorch_cuda) or the launch is a driver call (cuDNN, cuBLAS), the name
+// CUPTI gave the kernel is taken when the shim ran, joined through the
+// shim's correlation id on the launching thread.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,7 @@ struct LaunchSummary {
   std::string libcudart_path;  // when traced
   uint64_t launches = 0;
   uint64_t outside_ops = 0;  // launches under no op
+  uint64_t named_by_cupti = 0;  // launches the probes could not name, named from CUPTI's records
   uint64_t lost = 0;         // dropped by the ring buffer
   std::vector<LaunchRow> rows;  // most launches first, then op, kernel, api
 };

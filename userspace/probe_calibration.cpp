@@ -214,25 +214,77 @@ class Calibrator {
   std::vector<gp_event> stamps_;
 };
 
+// Each part of each kind, a statistic of the chosen rounds' medians.
+ProbeCosts costs_of(const std::vector<RoundParts>& rounds, uint32_t (*statistic)(std::vector<uint32_t>)) {
+  auto of = [&](Kind k) {
+    std::vector<uint32_t> before, after;
+    for (const RoundParts& r : rounds) {
+      before.push_back(r.part[k].before_ns);
+      after.push_back(r.part[k].after_ns);
+    }
+    return ProbeCost{statistic(before), statistic(after)};
+  };
+  ProbeCosts costs;
+  costs.entry = of(kPush);
+  costs.exit = of(kJcc);
+  costs.entry_stepped = of(kSub);
+  costs.exit_stepped = of(kRet);
+  return costs;
+}
+
+uint32_t median_u32(std::vector<uint32_t> v) { return median(std::move(v)); }
+
+// The mean of the middle 80%: the time-average a job pays through the
+// machine's phases, without the odd round an interrupt stretched.
+uint32_t trimmed_mean(std::vector<uint32_t> v) {
+  std::sort(v.begin(), v.end());
+  const size_t cut = v.size() / 10;
+  uint64_t sum = 0;
+  for (size_t i = cut; i < v.size() - cut; i++) sum += v[i];
+  return static_cast<uint32_t>(sum / (v.size() - 2 * cut));
+}
+
 }  // namespace
 
-std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
-  const uint64_t started = now_ns();
+struct ProbeCalibrator::Impl {
   Calibrator calibrator;
-  if (!calibrator.start(error)) return std::nullopt;
-  RoundParts parts;
-  if (!calibrator.round(kWarmupCalls, 0, &parts, error)) return std::nullopt;
-  const uint64_t clock_ns = calibrator.clock_cost();
-  // Rounds until some kStableRounds consecutive ones agree, at least
-  // kMinRounds and kMinRoundsNs; of the windows that agree, the one of the
-  // lowest median total is kept: a slow phase of the machine (another
-  // session's teardown, the host's own load) inflates rounds, nothing
-  // deflates them.
-  const uint64_t rounds_started = now_ns();
+  uint64_t clock_ns = 0;
   std::vector<RoundParts> rounds;
+  uint64_t started_ns = 0;
+};
+
+ProbeCalibrator::ProbeCalibrator() : impl_(std::make_unique<Impl>()) {}
+ProbeCalibrator::~ProbeCalibrator() = default;
+
+std::unique_ptr<ProbeCalibrator> ProbeCalibrator::start(std::string* error) {
+  std::unique_ptr<ProbeCalibrator> c(new ProbeCalibrator());
+  c->impl_->started_ns = now_ns();
+  RoundParts warmup;
+  if (!c->impl_->calibrator.start(error) || !c->impl_->calibrator.round(kWarmupCalls, 0, &warmup, error))
+    return nullptr;
+  c->impl_->clock_ns = c->impl_->calibrator.clock_cost();
+  return c;
+}
+
+bool ProbeCalibrator::round(std::string* error) {
+  RoundParts parts;
+  if (!impl_->calibrator.round(kCallsPerRound, impl_->clock_ns, &parts, error)) return false;
+  impl_->rounds.push_back(parts);
+  return true;
+}
+
+size_t ProbeCalibrator::rounds() const { return impl_->rounds.size(); }
+
+// Rounds until some kStableRounds consecutive ones agree, at least
+// kMinRounds and kMinRoundsNs; of the windows that agree, the one of the
+// lowest median total is kept: a slow phase of the machine (another
+// session's teardown, the host's own load) inflates rounds, nothing
+// deflates them.
+std::optional<ProbeCosts> ProbeCalibrator::calibrate(std::string* error) {
+  const uint64_t rounds_started = now_ns();
   auto window_spread = [&](size_t first, uint32_t* median_total) {
     std::vector<uint32_t> totals;
-    for (size_t i = first; i < first + kStableRounds; i++) totals.push_back(rounds[i].total());
+    for (size_t i = first; i < first + kStableRounds; i++) totals.push_back(impl_->rounds[i].total());
     const auto [lo, hi] = std::minmax_element(totals.begin(), totals.end());
     *median_total = median(totals);
     return static_cast<double>(*hi - *lo) / std::max<uint32_t>(*median_total, 1);
@@ -240,44 +292,55 @@ std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
   std::optional<size_t> best;  // the first round of the window kept
   uint32_t best_total = 0;
   double spread = 0;
-  while (static_cast<int>(rounds.size()) < kMaxRounds && now_ns() - rounds_started < kMaxRoundsNs) {
-    if (!calibrator.round(kCallsPerRound, clock_ns, &parts, error)) return std::nullopt;
-    rounds.push_back(parts);
-    if (static_cast<int>(rounds.size()) < kStableRounds) continue;
+  size_t run = 0;
+  while (static_cast<int>(run) < kMaxRounds && now_ns() - rounds_started < kMaxRoundsNs) {
+    if (!round(error)) return std::nullopt;
+    run++;
+    if (static_cast<int>(run) < kStableRounds) continue;
     uint32_t total = 0;
-    const size_t first = rounds.size() - kStableRounds;
+    const size_t first = impl_->rounds.size() - kStableRounds;
     const double s = window_spread(first, &total);
     if (s <= kStableSpread && (!best || total < best_total)) {
       best = first;
       best_total = total;
       spread = s;
     }
-    if (best && static_cast<int>(rounds.size()) >= kMinRounds && now_ns() - rounds_started >= kMinRoundsNs) break;
+    if (best && static_cast<int>(run) >= kMinRounds && now_ns() - rounds_started >= kMinRoundsNs) break;
   }
   if (!best) {  // none agreed: the last rounds, their spread recorded
-    best = rounds.size() - kStableRounds;
+    best = impl_->rounds.size() - kStableRounds;
     spread = window_spread(*best, &best_total);
   }
-  const std::vector<RoundParts> kept(rounds.begin() + static_cast<std::ptrdiff_t>(*best),
-                                     rounds.begin() + static_cast<std::ptrdiff_t>(*best + kStableRounds));
-  auto median_of = [&](Kind k) {
-    std::vector<uint32_t> before, after;
-    for (const RoundParts& r : kept) {
-      before.push_back(r.part[k].before_ns);
-      after.push_back(r.part[k].after_ns);
-    }
-    return ProbeCost{median(before), median(after)};
-  };
-  ProbeCosts costs;
-  costs.entry = median_of(kPush);
-  costs.exit = median_of(kJcc);
-  costs.entry_stepped = median_of(kSub);
-  costs.exit_stepped = median_of(kRet);
+  const std::vector<RoundParts> kept(impl_->rounds.begin() + static_cast<std::ptrdiff_t>(*best),
+                                     impl_->rounds.begin() + static_cast<std::ptrdiff_t>(*best + kStableRounds));
+  ProbeCosts costs = costs_of(kept, median_u32);
   costs.calls = kStableRounds * kCallsPerRound;
-  costs.rounds = static_cast<uint32_t>(rounds.size());
+  costs.rounds = static_cast<uint32_t>(run);
   costs.spread_permille = static_cast<uint32_t>(spread * 1000 + 0.5);
-  costs.took_ns = now_ns() - started;
+  costs.took_ns = now_ns() - impl_->started_ns;
   return costs;
+}
+
+std::optional<ProbeCosts> ProbeCalibrator::through_rounds() const {
+  const std::vector<RoundParts>& rounds = impl_->rounds;
+  if (rounds.size() < static_cast<size_t>(kMinRounds)) return std::nullopt;
+  ProbeCosts costs = costs_of(rounds, trimmed_mean);
+  std::vector<uint32_t> totals;
+  for (const RoundParts& r : rounds) totals.push_back(r.total());
+  std::sort(totals.begin(), totals.end());
+  const uint32_t p10 = totals[totals.size() / 10], p90 = totals[totals.size() - 1 - totals.size() / 10];
+  costs.calls = static_cast<uint32_t>(rounds.size()) * kCallsPerRound;
+  costs.rounds = static_cast<uint32_t>(rounds.size());
+  costs.spread_permille =
+      static_cast<uint32_t>(1000.0 * (p90 - p10) / std::max<uint32_t>(median(totals), 1) + 0.5);
+  costs.took_ns = now_ns() - impl_->started_ns;
+  return costs;
+}
+
+std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
+  auto calibrator = ProbeCalibrator::start(error);
+  if (!calibrator) return std::nullopt;
+  return calibrator->calibrate(error);
 }
 
 }  // namespace gpuprof

@@ -25,7 +25,8 @@
 //    their median (or kMaxRoundsNs: the spread is recorded either way). Of the windows
 //    that agree, the one of the lowest total is kept (a slow phase of the
 //    machine only ever inflates rounds); the estimate is the median of its
-//    rounds' parts. record calibrates again at detach and keeps the lower
+//    rounds' parts. record keeps running rounds through the recording
+//    (ProbeCalibrator below) and writes their estimate at detach
 //    (recording.h, ProbeCosts).
 //
 // What it does not see (docs/overhead.md, "Limits"): the target's caches
@@ -35,6 +36,7 @@
 // memory.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -42,6 +44,34 @@
 #include "recording.h"
 
 namespace gpuprof {
+
+// A calibration kept through a recording: its BPF programs stay loaded and
+// attached to gpuprof's own functions, so that rounds can be run now and
+// then in the calling thread while the target runs. On the machine of
+// docs/overhead.md a probe hit costs 20% more in slow phases of the host
+// that can last seconds: an estimate from rounds spread through the
+// recording pays what the job paid, one taken at attach only what the
+// machine cost then.
+class ProbeCalibrator {
+ public:
+  // Loads and attaches the calibration's probes, and warms them up.
+  static std::unique_ptr<ProbeCalibrator> start(std::string* error);
+  ~ProbeCalibrator();
+  // One round (kCallsPerRound hits of each kind, about 10 ms on that
+  // machine), kept for through_rounds().
+  bool round(std::string* error);
+  size_t rounds() const;
+  // Rounds until the estimate is stable, as calibrate_probe_costs() below.
+  std::optional<ProbeCosts> calibrate(std::string* error);
+  // Every round run so far (those of calibrate() too): each part the mean
+  // of the middle 80% of the rounds' medians; nullopt under kMinRounds.
+  std::optional<ProbeCosts> through_rounds() const;
+
+ private:
+  ProbeCalibrator();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Runs the calibration in the calling thread (about 0.5 s on the machine of
 // docs/overhead.md). Fails (nullopt, *error says why) when the BPF programs

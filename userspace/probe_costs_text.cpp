@@ -20,14 +20,13 @@ std::string describe_probe_costs(const ProbeCosts& costs, bool every_kind) {
     stepped = "; " + (every_kind ? std::string("single-stepped sites") :
                       std::to_string(ops) + (ops == 1 ? " op" : " ops") + " with single-stepped sites") +
               ": entry " + pair(costs.entry_stepped) + ", exit " + pair(costs.exit_stepped);
-  std::string when = ", calibrated at attach", both;
-  if (costs.attach_total_ns || costs.detach_total_ns) {
-    when = ", calibrated at attach and at detach";
-    both = us(costs.attach_total_ns) + " and " + us(costs.detach_total_ns) + " us, the lower kept; ";
-  }
-  return us(costs.total_ns()) + " us of probe time removed per call (entry " + pair(costs.entry) + ", exit " +
-         pair(costs.exit) + ", before + after the timestamp" + stepped +
-         ")" + when + " on gpuprof's own probes (" + both + std::to_string(costs.calls) + " calls, " +
+  const std::string head = us(costs.total_ns()) + " us of probe time removed per call (entry " + pair(costs.entry) +
+                           ", exit " + pair(costs.exit) + ", before + after the timestamp" + stepped + ")";
+  if (costs.attach_total_ns || costs.recording_total_ns)
+    return head + ", calibrated through the recording on gpuprof's own probes (" + std::to_string(costs.rounds) +
+           " rounds of " + std::to_string(costs.rounds ? costs.calls / costs.rounds : 0) + " calls, spread " + spread +
+           "; " + us(costs.attach_total_ns) + " us at attach)";
+  return head + ", calibrated at attach on gpuprof's own probes (" + std::to_string(costs.calls) + " calls, " +
          std::to_string(costs.rounds) + " rounds, spread " + spread + ")";
 }
 

@@ -954,7 +954,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       cupti_shim_fields(d, rec.cupti_shim.emplace());
       break;
     case ChunkType::PROBE_COSTS: {
-      if (++seen.probe_costs > 2) return "a third PROBE_COSTS chunk (at most attach's and detach's)";
+      if (++seen.probe_costs > 2) return "a third PROBE_COSTS chunk (at most attach's and the recording's)";
       ProbeCosts costs;
       probe_costs_fields(d, costs);
       for (size_t op = 0; d.ok && op < costs.op_sites.size(); op++)
@@ -966,12 +966,11 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
         rec.probe_costs = std::move(costs);
         break;
       }
-      // Detach's calibration: the lower of the two is kept (recording.h).
+      // The calibration through the recording supersedes attach's (recording.h).
       const uint32_t attach_total = rec.probe_costs->total_ns();
-      const uint32_t detach_total = costs.total_ns();
-      if (detach_total < attach_total) rec.probe_costs = std::move(costs);
+      rec.probe_costs = std::move(costs);
       rec.probe_costs->attach_total_ns = attach_total;
-      rec.probe_costs->detach_total_ns = detach_total;
+      rec.probe_costs->recording_total_ns = rec.probe_costs->total_ns();
       break;
     }
     case ChunkType::THREAD_NAMES:
@@ -1687,7 +1686,7 @@ bool RecordWriter::set_probe_costs(const ProbeCosts& costs, std::string* error) 
     return false;
   }
   if (probe_costs_written_ == 2) {
-    *error = path_ + ": not recording probe costs: attach's and detach's already recorded";
+    *error = path_ + ": not recording probe costs: attach's and the recording's already recorded";
     return false;
   }
   Encoder e;

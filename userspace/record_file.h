@@ -118,8 +118,9 @@
 //                u32 calls, u32 rounds, u32 spread_permille, u64 took_ns:
 //                the op probes' calibrated costs
 //                (Recording::probe_costs); at most twice: at attach, and
-//                again at detach, the lower total kept by the reader
-//                (recording.h, ProbeCosts); not with the no-ops option
+//                at detach from rounds spread through the recording, which
+//                supersedes it (recording.h, ProbeCosts); not with the
+//                no-ops option
 //                (version 5; a build without it skips the chunk and
 //                reports raw times)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
@@ -481,7 +482,7 @@ class RecordWriter {
   //            events may name them from now on.
   bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
   // The op probes' calibrated costs: a PROBE_COSTS chunk, written at once
-  // (a killed recorder's file keeps them); at attach, and again at detach.
+  // (a killed recorder's file keeps them); at attach, then through the recording.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
   bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);

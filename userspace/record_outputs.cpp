@@ -84,8 +84,7 @@ std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* err
 }
 
 bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {
-  // A file opened later gets the lower calibration (recording.h).
-  if (!probe_costs_ || costs.total_ns() < probe_costs_->total_ns()) probe_costs_ = costs;
+  probe_costs_ = costs;  // the latest, for a file opened later
   return each(error, [&](File& f, std::string& err) { return f.writer->set_probe_costs(costs, &err); });
 }
 

@@ -71,6 +71,9 @@ std::optional<std::string> shim_next_to_executable() {
 
 constexpr int kPollTimeoutMs = 100;
 constexpr size_t kMaxLibcudarts = GP_MAX_RUNTIMES;  // copies of libcudart probed in one target
+// A probe calibration round (about 10 ms of gpuprof's own CPU on the machine
+// of docs/overhead.md) this often while recording: 4% of a core.
+constexpr uint64_t kCalibrationRoundIntervalNs = 250'000'000;
 constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
 
@@ -178,7 +181,8 @@ class Session {
   void update_file_info();
   std::optional<ProbeCosts> calibrate(const DispatcherCatalog& catalog);
   void record_probe_costs(const ProbeCosts& costs);
-  void calibrate_at_detach();
+  void calibration_round();
+  void record_calibration_through_recording();
   void on_fork(const gp_fork& fork);
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
@@ -279,8 +283,11 @@ class Session {
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;
   bool probe_costs_recorded_ = false;
-  // Attach's calibration, and the op sites' kinds, for detach's.
+  // Attach's calibration (and the op sites' kinds), and the calibrator that
+  // keeps running rounds through the recording (probe_calibration.h).
   std::optional<ProbeCosts> attach_costs_;
+  std::unique_ptr<ProbeCalibrator> calibrator_;
+  RetryEvery calibration_retry_{kCalibrationRoundIntervalNs};
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
@@ -457,33 +464,47 @@ void Session::update_file_info() {
 std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
   if (std::exchange(probe_costs_recorded_, true)) return std::nullopt;
   std::string error;
-  auto costs = calibrate_probe_costs(&error);
+  auto calibrator = ProbeCalibrator::start(&error);
+  auto costs = calibrator ? calibrator->calibrate(&error) : std::nullopt;
   if (!costs) {
     warn("reports will show raw op times (the probes' cost is in them): " + error);
     return std::nullopt;
   }
   costs->op_sites = catalog.op_sites;
   attach_costs_ = costs;
+  if (config_.calibrate_through_recording) calibrator_ = std::move(calibrator);
   return costs;
 }
 
-// Once the target's probes are out: a calibration at attach can catch a
-// transient slow phase of the machine (up to +24% seen right after another
-// session's probes were torn down, docs/overhead.md), which would take too
-// much out of every call; the reader keeps the lower of the two.
-void Session::calibrate_at_detach() {
-  if (!attach_costs_ || !config_.calibrate_at_detach) return;
+// A calibration round now and then while the target runs: on the machine
+// of docs/overhead.md the probes' cost moves by 20% with the host's phases,
+// for seconds at a time, so the rounds follow the recording.
+void Session::calibration_round() {
+  if (!calibrator_ || !calibration_retry_.due()) return;
   std::string error;
-  auto costs = calibrate_probe_costs(&error);
-  if (!costs) {
-    if (config_.verbose) std::fprintf(stderr, "gpuprof: no calibration at detach (attach's kept): %s\n", error.c_str());
-    return;
+  if (!calibrator_->round(&error)) {
+    if (config_.verbose) std::fprintf(stderr, "gpuprof: calibration rounds stopped: %s\n", error.c_str());
+    calibrator_.reset();
   }
+}
+
+// Once the target's probes are out: the estimate from every round, written
+// after attach's, which it supersedes (recording.h, ProbeCosts).
+void Session::record_calibration_through_recording() {
+  if (!calibrator_ || !attach_costs_) return;
+  std::string error;
+  // Two rounds more: a recording shorter than the rounds' period still
+  // gets an estimate (from attach's rounds and these).
+  for (int i = 0; i < 2 && calibrator_->round(&error); i++) {
+  }
+  auto costs = calibrator_->through_rounds();
+  calibrator_.reset();
+  if (!costs) return;
   costs->op_sites = attach_costs_->op_sites;
   if (!writer_->set_probe_costs(*costs, &error)) return write_failed(error);
   if (config_.verbose)
-    std::fprintf(stderr, "gpuprof: calibrated again at detach: %.2f us per call (attach's: %.2f us; the lower is kept)\n",
-                 costs->total_ns() / 1000.0, attach_costs_->total_ns() / 1000.0);
+    std::fprintf(stderr, "gpuprof: calibrated through the recording: %.2f us per call from %u rounds (at attach: %.2f us)\n",
+                 costs->total_ns() / 1000.0, costs->rounds, attach_costs_->total_ns() / 1000.0);
 }
 
 // Records them, so that reports can take them out of op times.
@@ -1222,7 +1243,7 @@ bool Session::finish() {
   if (sampler_) sampler_->consume();
   if (launch_tracer_) launch_tracer_->consume();
   if (!writer_) return false;
-  calibrate_at_detach();
+  record_calibration_through_recording();
   if (shapes_) {
     bool was_calibrated = shapes_->calibrated();
     shapes_->finish();
@@ -1418,6 +1439,7 @@ RecordOutcome Session::run() {
     try_attach_shim();
     read_shim_state();
     try_find_undefined_tensor();
+    calibration_round();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {
       std::string err;

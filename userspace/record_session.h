@@ -57,10 +57,10 @@ struct RecordConfig {
   // The probes' calibrated costs, before the first op event (none when the
   // calibration failed: times stay raw).
   std::function<void(const ProbeCosts&)> on_probe_costs;
-  // Calibrate them again after the probes are out, for the file (the lower
-  // of the two is kept: recording.h, ProbeCosts); top, whose table is gone
-  // when it stops, does not.
-  bool calibrate_at_detach = true;
+  // Keep calibrating through the recording, a round every 250 ms, and
+  // write that estimate at detach (it supersedes attach's: recording.h,
+  // ProbeCosts); top, whose table is gone when it stops, does not.
+  bool calibrate_through_recording = true;
   // CPU samples (-F HZ): each frame name once, as it is first defined (ids
   // from 0, Recording::sample_frames), then each sample with its Python
   // stack (frame ids, outermost first; empty without Python frames).

@@ -250,13 +250,13 @@ struct ProbeCosts {
   uint32_t rounds = 0;  // rounds run until the estimate was stable
   uint32_t spread_permille = 0;  // spread of the kept rounds' totals, per mille of their median
   uint64_t took_ns = 0;          // the calibration's wall time, loading included
-  // When record calibrated again at detach (a second PROBE_COSTS chunk),
-  // both calibrations' totals: the lower one is the estimate kept, since a
-  // transient slow phase of the machine (another session's probes being
-  // torn down) inflates a calibration, never deflates it. 0: one
-  // calibration. Not in the chunk: the reader sets them.
+  // When record wrote its calibration through the recording at detach (a
+  // second PROBE_COSTS chunk, rounds spread through the recording: what
+  // the job paid through the machine's slow and fast phases), the two
+  // totals; the second is the estimate kept. 0: one calibration (at
+  // attach: a killed recorder, top). Not in the chunk: the reader sets them.
   uint32_t attach_total_ns = 0;
-  uint32_t detach_total_ns = 0;
+  uint32_t recording_total_ns = 0;
   // An op's two hits, or those of op_id's sites.
   uint32_t total_ns() const { return entry.before_ns + entry.after_ns + exit.before_ns + exit.after_ns; }
   ProbeCost entry_of(uint32_t op_id) const {

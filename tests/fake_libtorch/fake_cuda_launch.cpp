@@ -49,6 +49,13 @@ int g_errors = 0;  // launches that did not return cudaErrorInsufficientDriver
 constexpr uint32_t kRuntimeDomain = 2;
 constexpr uint32_t kCbidLaunchKernel = 211, kCbidLaunchKernelExC = 430, kCbidGraphLaunch = 311;
 constexpr uint32_t kCbidMemcpyAsync = 41, kCbidMemsetAsync = 51;
+// The driver API's (cupti_driver_cbid.h), for cuda_driver_launch.
+constexpr uint32_t kDriverDomain = 1;
+constexpr uint32_t kCbidCuLaunchKernel = 307, kCbidCuLaunchKernelEx = 652;
+// What CUPTI names the kernels of cuda_driver_launch's CUfunctions (names
+// a Triton kernel has: not C++, not mangled).
+constexpr const char* kDriverKernelName = "triton_poi_fused_add_0";
+constexpr const char* kDriverKernelExName = "triton_red_fused_sum_1";
 // CUpti_ActivityMemcpyKind HtoD; CUpti_ActivityMemoryKind pageable, device.
 constexpr uint8_t kMemcpyHtoD = 1, kPageable = 1, kDevice = 3;
 
@@ -182,6 +189,8 @@ __attribute__((noinline)) int cuda_driver_launch::call(int kernels) {
     int status = api.launch_kernel(reinterpret_cast<void*>(0xf00d0001), kernels, 1, 1, 64, 2, 1, 0,
                                    reinterpret_cast<void*>(0x61), params, nullptr);
     if (status != kCudaErrorStubLibrary) g_errors++;
+    if (fake_cupti().launch)  // CUPTI inside that launch: driver domain
+      fake_cupti().launch(kDriverDomain, kCbidCuLaunchKernel, kDriverKernelName, 800, 0, 0x61);
   }
   CUlaunchConfig config = {};
   config.gridDimX = 9;
@@ -193,6 +202,8 @@ __attribute__((noinline)) int cuda_driver_launch::call(int kernels) {
   config.hStream = reinterpret_cast<CUstream>(0x62);
   if (api.launch_kernel_ex(&config, reinterpret_cast<void*>(0xf00d0002), params, nullptr) != kCudaErrorStubLibrary)
     g_errors++;
+  if (fake_cupti().launch)
+    fake_cupti().launch(kDriverDomain, kCbidCuLaunchKernelEx, kDriverKernelExName, 900, 0, 0x62);
   return kernels + 1 + guard[0];
 }
 

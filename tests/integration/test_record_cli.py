@@ -362,8 +362,8 @@ NO_EXIT_PROBE_RE = re.compile(r"^gpuprof: (\d+) of (\d+) ops? (?:has|have) no ex
 SUMMARY_RE = re.compile(r"^gpuprof: (\d+) schemas read; (\d+) ops without a ret; (\d+) entries single-stepped; ")
 # The probe calibration at attach (docs/overhead.md, "Compensation").
 CALIBRATION_RE = re.compile(r"^gpuprof: [\d.]+ us of probe time removed per call \(.*\), calibrated at attach ")
-DETACH_CALIBRATION_RE = re.compile(r"^gpuprof: calibrated again at detach: [\d.]+ us per call \(attach's: [\d.]+ us; "
-                                   r"the lower is kept\)$")
+DETACH_CALIBRATION_RE = re.compile(r"^gpuprof: calibrated through the recording: [\d.]+ us per call from \d+ rounds "
+                                   r"\(at attach: [\d.]+ us\)$")
 # docs/record.md: in Debian's 1.13, aten::_cudnn_rnn_backward.out's body ends in a tail jump.
 KNOWN_WITHOUT_EXIT = {"torch1.13": "aten::_cudnn_rnn_backward.out"}
 VERBOSE_HYPOT_CALLS = 3

@@ -3956,9 +3956,9 @@ TEST_F(RecordFileTest, ProbeCostsAreWrittenAtOnceAndReadBack) {
   EXPECT_EQ(rec->probe_costs->ops_single_stepped(), 2u);
 }
 
-// Calibrated again at detach: the lower total is kept, whichever came first,
-// and both totals are said; a third calibration is refused.
-TEST_F(RecordFileTest, TheLowerOfAttachAndDetachCalibrationsIsKept) {
+// The calibration through the recording (written at detach) supersedes
+// attach's, whichever is lower, and both totals are said; a third is refused.
+TEST_F(RecordFileTest, TheRecordingsCalibrationSupersedesAttachs) {
   ProbeCosts low = sample_probe_costs();
   ProbeCosts high = sample_probe_costs();
   high.entry.before_ns += 2000;  // a transient slow phase at one of them
@@ -3966,7 +3966,7 @@ TEST_F(RecordFileTest, TheLowerOfAttachAndDetachCalibrationsIsKept) {
   const uint32_t low_total = low.total_ns(), high_total = high.total_ns();
   ASSERT_EQ(high_total, low_total + 2000);
   for (bool detach_lower : {true, false}) {
-    SCOPED_TRACE(detach_lower ? "detach's lower" : "attach's lower");
+    SCOPED_TRACE(detach_lower ? "the recording's lower" : "attach's lower");
     std::string err;
     const ProbeCosts& at_attach = detach_lower ? high : low;
     const ProbeCosts& at_detach = detach_lower ? low : high;
@@ -3976,14 +3976,14 @@ TEST_F(RecordFileTest, TheLowerOfAttachAndDetachCalibrationsIsKept) {
       ASSERT_TRUE(w.set_probe_costs(at_attach, &err)) << err;
       ASSERT_TRUE(w.set_probe_costs(at_detach, &err)) << err;
       EXPECT_FALSE(w.set_probe_costs(low, &err));
-      EXPECT_NE(err.find("attach's and detach's already recorded"), std::string::npos) << err;
+      EXPECT_NE(err.find("attach's and the recording's already recorded"), std::string::npos) << err;
       ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
     }
     auto rec = read_recording(path_, &err);
     ASSERT_TRUE(rec.has_value()) << err;
-    ProbeCosts want = low;
+    ProbeCosts want = at_detach;
     want.attach_total_ns = at_attach.total_ns();
-    want.detach_total_ns = at_detach.total_ns();
+    want.recording_total_ns = at_detach.total_ns();
     EXPECT_EQ(rec->probe_costs, want);
   }
 }
@@ -4000,7 +4000,7 @@ TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
   const std::vector<uint8_t> with_two = cat(with_one, chunk_of(ChunkType::PROBE_COSTS, one));
   expect_error(cat(with_two, chunk_of(ChunkType::PROBE_COSTS, one)),
                "f: corrupt chunk 7 (PROBE_COSTS)" + at_offset(with_two) +
-                   "a third PROBE_COSTS chunk (at most attach's and detach's)");
+                   "a third PROBE_COSTS chunk (at most attach's and the recording's)");
   const std::vector<uint8_t> no_ops = written_prefix(8);
   expect_error(cat(no_ops, chunk_of(ChunkType::PROBE_COSTS, one)),
                "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(no_ops) +

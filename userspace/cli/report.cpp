@@ -77,7 +77,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
   if (metric == FoldedMetric::kSelfCpuTime && !recording.events.empty()) {
-    counters.compensation = raw_times || !recording.probe_costs ? std::nullopt : recording.probe_costs;
+    if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) counters.compensation = *costs;
     counters.raw_times_asked = raw_times;
     counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
     notes = format_compensation_note(counters) + notes;

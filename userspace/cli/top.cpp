@@ -65,7 +65,7 @@ class Top {
     };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
     // Calibrated before the target's probes go in, so before any op event.
-    config.calibrate_at_detach = false;  // the table is gone when top stops
+    config.calibrate_through_recording = false;  // the table is gone when top stops
     config.on_probe_costs = [this](const ProbeCosts& costs) {
       if (options_.raw_times) return;
       costs_ = costs;
