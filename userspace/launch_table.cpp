@@ -42,19 +42,23 @@ std::string stream_name(uint64_t stream) {
   return hex;
 }
 
-// The probes name a launch by the symbol at its host function; a wheel's
-// stripped libtorch_cuda ("[unknown kernel 0x...]") and cuDNN's or cuBLAS's
-// driver launches ("[CUfunction 0x...]") leave them unnamed.
-bool unnamed(const std::string& name) {
-  return name.starts_with("[unknown kernel ") || name.starts_with("[CUfunction ");
-}
+// The probes name a runtime launch by the symbol at its host function; a
+// wheel's stripped libtorch_cuda leaves them "[unknown kernel 0x...]".
+bool unnamed(const std::string& name) { return name.starts_with("[unknown kernel "); }
 
-// Per launch, the name CUPTI gave its kernel when the probes could not
-// (docs/cuda.md): the CUPTI shim publishes a correlation id on the
+// The runtime API's CUPTI domain: its correlation id is the one a kernel
+// launched through it carries.
+constexpr uint32_t kRuntimeDomain = 2;
+
+// Per runtime launch, the name CUPTI gave its kernel when the probes could
+// not (docs/cuda.md): the CUPTI shim publishes a correlation id on the
 // launching thread inside the launch call, and the kernel's activity
-// carries it. A launch's correlations are its thread's from the launch's
-// moment up to its next launch; the first of them with a kernel activity
-// names it (the runtime and the driver domain publish one each).
+// carries it. A launch's correlations are its thread's runtime-domain ones
+// from the launch's moment up to its next launch; the first of them with a
+// kernel activity names it. Driver launches (cuDNN's, cuBLAS's) are left as
+// "[CUfunction 0x...]": on an H200 (docs/gpu.md) their correlations did not
+// follow their probe hits in time, and the join named them after the next
+// op's kernels.
 std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
   std::vector<std::optional<uint32_t>> names(recording.launches.size());
   if (recording.gpu_activities.empty()) return names;
@@ -63,7 +67,7 @@ std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
     if (a.kind == GpuActivityKind::kernel) kernel_of.emplace(a.correlation_id, a.name_id);
   std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> correlations;  // tid -> (ts, id)
   for (const GpuCorrelation& c : recording.gpu_correlations)
-    correlations[c.tid].push_back({c.ts_ns, c.correlation_id});
+    if (c.domain == kRuntimeDomain) correlations[c.tid].push_back({c.ts_ns, c.correlation_id});
   std::unordered_map<uint32_t, std::vector<size_t>> launches;  // tid -> launch indices
   for (size_t i = 0; i < recording.launches.size(); ++i) launches[recording.launches[i].tid].push_back(i);
   for (auto& [tid, ids] : correlations) std::stable_sort(ids.begin(), ids.end());
@@ -76,7 +80,7 @@ std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
     const auto& ids = thread->second;
     for (size_t k = 0; k < indices.size(); ++k) {
       const CudaLaunch& l = recording.launches[indices[k]];
-      if (l.api == GP_LAUNCH_GRAPH || l.name_id >= recording.launch_names.size() ||
+      if ((l.api != GP_LAUNCH_KERNEL && l.api != GP_LAUNCH_KERNEL_EXC) || l.name_id >= recording.launch_names.size() ||
           !unnamed(recording.launch_names[l.name_id]))
         continue;
       const uint64_t until = k + 1 < indices.size() ? recording.launches[indices[k + 1]].ts_ns : UINT64_MAX;

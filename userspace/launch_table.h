@@ -9,9 +9,8 @@
 // come from CUPTI (the shim), not from here: this table counts launches and
 // names kernels, which the launch probes alone can do on any job whose
 // kernels' host stubs have symbols. Where they have none (a pip wheel's
-// libtorch_cuda) or the launch is a driver call (cuDNN, cuBLAS), the name
-// CUPTI gave the kernel is taken when the shim ran, joined through the
-// shim's correlation id on the launching thread.
+// libtorch_cuda), the name CUPTI gave the kernel is taken when the shim
+// ran, joined through the shim's correlation id on the launching thread.
 #pragma once
 
 #include <cstdint>

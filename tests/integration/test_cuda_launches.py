@@ -152,14 +152,12 @@ def test_driver_api_launches_of_a_launched_command(tmp_path):
     assert result.returncode == 0, result.stderr
     assert alone.stdout in result.stdout, result.stdout
     assert "gpuprof: CUDA driver API launches: 4 entry points in " in result.stderr, result.stderr
-    # With the shim, a launch the probes cannot name (a CUfunction is no
-    # host symbol) takes the name CUPTI gave its kernel: the stand-in names
-    # the driver launches' kernels as Triton's are named.
-    expected = {(op, {"[CUfunction 0xf00d0001]": "triton_poi_fused_add_0",
-                      "[CUfunction 0xf00d0002]": "triton_red_fused_sum_1"}.get(kernel, kernel), *rest): n
-                for (op, kernel, *rest), n in EXPECTED_WITH_DRIVER_API.items()}
-    assert len(expected) == len(EXPECTED_WITH_DRIVER_API) and expected != EXPECTED_WITH_DRIVER_API
-    check_launches(out, expected, from_cupti=3 * STEPS)
+    # The stand-in CUPTI names the driver launches' kernels (as Triton's are
+    # named) and publishes their correlation ids, but driver launches keep
+    # their CUfunction: CUPTI names only runtime launches the probes could
+    # not name (launch_table.h; on a GPU the driver launches' ids did not
+    # follow their probe hits, docs/gpu.md).
+    check_launches(out, EXPECTED_WITH_DRIVER_API)
 
 
 def test_every_copy_of_libcudart_is_probed(procs, workdir, tmp_path):
