@@ -361,7 +361,7 @@ struct gp_cpu_sample {
  * Where the sampled thread's CPython frames are (userspace/python_runtime.h
  * finds the values for the target's interpreter): the thread state is at
  * fsbase + tls_offset (glibc's slot of the interpreter's TSS key), its
- * frame chain as research.md section 5 describes. Field offsets in bytes;
+ * frame chain as docs/stacks.md describes. Field offsets in bytes;
  * frame_owner 0xffff when the version has no owner field.
  */
 #define GP_PY_NO_CFRAME 0xffff /* cframe_frame: 3.13+, no _PyCFrame between */

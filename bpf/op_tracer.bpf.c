@@ -12,7 +12,7 @@
  * this program runs.
  *
  * No return probes: they abort the target when a C++ exception crosses the
- * probed frame (shared/research.md section 1).
+ * probed frame (docs/exit-modes.md).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

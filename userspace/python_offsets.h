@@ -1,7 +1,7 @@
 // python_offsets.h: where a CPython frame walker finds what it reads.
 //
 // 3.11 and 3.12 have no self-description: their offsets are tables checked
-// on these machines (shared/research.md section 5). From 3.13 on, the
+// against real interpreters (tests/unit/python_runtime_test.cpp). From 3.13 on, the
 // interpreter publishes them in _Py_DebugOffsets at _PyRuntime+0 (the struct
 // CPython keeps for out-of-process debuggers); that struct's own layout is
 // versioned, so it is parsed only for the versions whose layout is known

@@ -717,7 +717,7 @@ bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api,
 }
 
 // `record -- CMD`: the CUDA driver of CMD loads the shim at cuInit from
-// CUDA_INJECTION64_PATH (research.md section 6). A value the user set is
+// CUDA_INJECTION64_PATH (docs/cuda.md). A value the user set is
 // theirs: kept, and said.
 void Session::inject_cupti_shim() {
   if (const char* set = std::getenv("CUDA_INJECTION64_PATH")) {

@@ -1,8 +1,8 @@
 // uprobe_multi.h: one BPF link for thousands of uprobes.
 //
 // Debian's libbpf 1.1 has no bpf_program__attach_uprobe_multi, so the link
-// is created with the raw BPF_LINK_CREATE command (kernel 6.6+); the
-// attr layout is in shared/research.md section 3. Attaching ~9000 sites
+// is created with the raw BPF_LINK_CREATE command (kernel 6.6+), its attr
+// laid out as the kernel's uapi bpf.h gives it. Attaching ~9000 sites
 // this way takes milliseconds; detaching is closing the fd. One perf-event
 // uprobe per site would take seconds to attach and minutes to detach.
 //

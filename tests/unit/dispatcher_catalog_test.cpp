@@ -21,7 +21,7 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   std::string error;
   auto catalog = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
   ASSERT_TRUE(catalog) << error;
-  // research.md section 4: 2952 at::_ops::*::call in 1.13, then the 596
+  // Debian's 1.13: 2952 at::_ops::*::call, then the 596
   // generated backward nodes and 8 others, the engine's evaluate_function,
   // and the two ranges kernels open ("detach", "detach_").
   std::map<OpKind, size_t> kinds;
