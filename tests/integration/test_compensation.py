@@ -13,6 +13,7 @@
 """
 import re
 import statistics
+import time
 
 import pytest
 
@@ -127,31 +128,57 @@ def test_the_table_says_what_was_removed(planted):
     assert parse_table(again.stdout).text.strip() in rec.stdout
 
 
+# This VM's host slows its CPUs by up to 2x for 0.2 s to several seconds
+# (2026-11-26: a fixed loop took 76-78 ms, then 157-173 ms, alternating
+# with calibrations that read 11.3 us, then 13.6-13.9 us), and a calibration
+# measures the machine as it is. Each calibration is bracketed by a fixed
+# pure-CPU loop (the control); only calibrations whose both controls ran
+# within STEADY_CONTROL of the fastest control are judged: repeatability at
+# one machine speed, which is what the calibration promises.
+STEADY_CONTROL = 0.15
+JUDGED_CALIBRATIONS = 5
+MAX_CALIBRATIONS = 25
+CALIBRATION_AGREEMENT = 0.10
+
+
+def control_loop_ms():
+    """Milliseconds a fixed pure-CPU loop takes here now: the machine's speed."""
+    start = time.perf_counter()
+    x = 0
+    for i in range(2_000_000):
+        x += i * i
+    return (time.perf_counter() - start) * 1000
+
+
 def test_repeated_calibrations_agree():
-    # On the machine of the tests, nothing else running meanwhile but what
-    # a CI machine runs: each calibration's total within 10% of the median.
-    # Settled first: right after the previous test's session (thousands of
-    # probes removed, its files written), the first calibrations of a run
-    # read up to 24% higher (seen in CI, 2026-11-25: 13.9, 13.4, then 11.1
-    # to 11.2 us); two calibrations are printed, not judged.
-    settle = run_gpuprof("calibrate", "-n", "2", timeout=120)
-    assert settle.returncode == 0, settle.stderr
-    print(settle.stdout)
-    cal = run_gpuprof("calibrate", "-n", "5", timeout=120)
-    assert cal.returncode == 0, cal.stderr
-    lines = re.findall(r"^([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +
-                       r", before \+ after the timestamp; single-stepped sites: entry " + PAIR + ", exit " + PAIR,
-                       cal.stdout, re.M)
-    assert len(lines) == 5, cal.stdout
-    print(cal.stdout)
-    totals = [float(line[0]) for line in lines]
+    readings = []  # (control before ms, control after ms, calibrate's line)
+    steady = []
+    for _ in range(MAX_CALIBRATIONS):
+        before = control_loop_ms()
+        cal = run_gpuprof("calibrate", "-n", "1", timeout=120)
+        after = control_loop_ms()
+        assert cal.returncode == 0, cal.stderr
+        line = re.search(r"^([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +
+                         r", before \+ after the timestamp; single-stepped sites: entry " + PAIR + ", exit " + PAIR +
+                         ".*$", cal.stdout, re.M)
+        assert line, cal.stdout
+        readings.append((before, after, line))
+        fastest = min(min(b, a) for b, a, _ in readings)
+        steady = [r for r in readings if max(r[0], r[1]) <= (1 + STEADY_CONTROL) * fastest]
+        if len(steady) >= JUDGED_CALIBRATIONS:
+            break
+    report = "\n".join(f"control {b:.0f} / {a:.0f} ms: {line.group(0)}" for b, a, line in readings)
+    print(report)
+    assert len(steady) >= JUDGED_CALIBRATIONS, (
+        f"the machine's speed never held for {JUDGED_CALIBRATIONS} calibrations in {MAX_CALIBRATIONS}:\n{report}")
+    totals = [float(line.group(1)) for _, _, line in steady]
     median = statistics.median(totals)
-    assert all(abs(t - median) <= 0.10 * median for t in totals), cal.stdout
-    for line in lines:
-        entry_after, exit_after, stepped_entry_after, stepped_exit_after = (float(line[i]) for i in (2, 4, 6, 8))
+    assert all(abs(t - median) <= CALIBRATION_AGREEMENT * median for t in totals), report
+    for _, _, line in readings:
+        entry_after, exit_after, stepped_entry_after, stepped_exit_after = (float(line.group(i)) for i in (3, 5, 7, 9))
         # A single-step out of line (after the timestamp) costs more than
         # an emulation.
-        assert stepped_entry_after > entry_after and stepped_exit_after > exit_after, cal.stdout
+        assert stepped_entry_after > entry_after and stepped_exit_after > exit_after, report
 
 
 def test_calibrate_refuses_bad_arguments():
