@@ -89,6 +89,19 @@ $(BUILD)/libgpuprof.a: $(APP_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# --version names the commit and the build date: build/build_info.h is
+# rewritten only when they change, so that main.o rebuilds just then.
+$(BUILD)/build_info.h: FORCE
+	$(Q)mkdir -p $(dir $@)
+	$(Q)printf '#define GPUPROF_COMMIT "%s"\n#define GPUPROF_BUILD_DATE "%s"\n' \
+	  "$$(git describe --always --dirty 2>/dev/null || echo unknown)" "$$(date -u +%Y-%m-%d)" > $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(MAIN_OBJ): $(BUILD)/build_info.h
+
+.PHONY: FORCE
+FORCE:
+
 $(BUILD)/gpuprof: $(MAIN_OBJ) $(BUILD)/libgpuprof.a
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@

@@ -56,9 +56,7 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
 
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit) {
   if (!summary.shim)
-    return "No GPU times: the target did not have gpuprof's CUPTI shim loaded (record -- CMD "
-           "injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
-           "libgpuprof_cupti.so; see docs/cuda.md).\n";
+    return std::string("No GPU times: ") + kNoCuptiShimReason + ".\n";
   const size_t shown = row_limit < 0 ? summary.rows.size()
                                      : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
   std::vector<std::vector<std::string>> cells = {{"Operator", "Kernel", "Calls", "GPU total", "GPU avg"}};

@@ -47,5 +47,9 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording);
 
 // The table, then totals and what is missing; row_limit < 0: every row.
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit);
+// Why a recording has no GPU times, and how to get them.
+inline constexpr const char* kNoCuptiShimReason =
+    "the target did not have gpuprof's CUPTI shim loaded (record -- CMD injects it; for -p, start the job "
+    "with CUDA_INJECTION64_PATH=<dir of gpuprof>/libgpuprof_cupti.so; see docs/cuda.md)";
 
 }  // namespace gpuprof

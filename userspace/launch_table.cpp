@@ -148,8 +148,7 @@ LaunchSummary summarize_launches(const Recording& recording) {
 
 std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
   if (!summary.traced)
-    return "No CUDA launches were traced: the target had no libcudart mapped while recording "
-           "(a CPU-only PyTorch, or a CUDA runtime linked statically).\n";
+    return std::string("No CUDA launches were traced: ") + kNoCudaRuntimeReason + ".\n";
   const size_t shown = row_limit < 0 ? summary.rows.size()
                                      : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
   std::vector<std::vector<std::string>> cells = {

@@ -52,5 +52,9 @@ const char* launch_api_name(uint16_t api);
 
 // The table, then a line of totals; row_limit < 0: every row.
 std::string format_launch_table(const LaunchSummary& summary, int row_limit);
+// Why a recording has no CUDA launches at all (not even an empty table).
+inline constexpr const char* kNoCudaRuntimeReason =
+    "the target had no libcudart mapped while recording (a CPU-only PyTorch, or a CUDA runtime linked "
+    "statically)";
 
 }  // namespace gpuprof

@@ -2,7 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "build_info.h"  // build/, written by the Makefile
+
 #include "cli/calibrate.h"
+#include "cli/option_checks.h"
 #include "cli/record.h"
 #include "cli/report.h"
 #include "cli/top.h"
@@ -11,7 +14,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gpuprof: torch.profiler's operator tables for a running PyTorch process, "
                "without changing or restarting it"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gpuprof 0.1.0");
+  app.set_version_flag("--version", "gpuprof 0.1.0 (commit " GPUPROF_COMMIT ", built " GPUPROF_BUILD_DATE ")");
   gpuprof::cli::RecordOptions record;
   gpuprof::cli::ReportOptions report;
   gpuprof::cli::add_record_command(app, record);
@@ -26,6 +29,22 @@ int main(int argc, char** argv) {
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
       "  gpuprof report run.gpuprof --sort-by self_cpu_time_total --row-limit 10\n"
       "  sudo gpuprof top -p 4242                          # live view; q quits\n");
+  std::vector<std::string> commands;
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(sub->get_name());
+  // A mistyped command reads better as one than as CLI11's "A subcommand
+  // is required".
+  if (argc > 1 && argv[1][0] != '-' && gpuprof::cli::subcommand_in(2, argv, commands).empty()) {
+    const std::string nearest = gpuprof::cli::nearest_name(argv[1], commands);
+    std::string all;
+    for (const auto& name : commands) all += (all.empty() ? "" : ", ") + name;
+    if (!nearest.empty())
+      std::fprintf(stderr, "gpuprof: error: unknown command '%s': did you mean '%s'? (see gpuprof --help)\n",
+                   argv[1], nearest.c_str());
+    else
+      std::fprintf(stderr, "gpuprof: error: unknown command '%s': the commands are %s (see gpuprof --help)\n",
+                   argv[1], all.c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -35,7 +54,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpuprof: error: %s (see gpuprof --help)\n", e.what());
+    // The help that lists the option the error is about.
+    const std::string command = gpuprof::cli::subcommand_in(argc, argv, commands);
+    std::fprintf(stderr, "gpuprof: error: %s (see gpuprof %s--help)\n", e.what(),
+                 command.empty() ? "" : (command + " ").c_str());
     return 2;
   }
   if (app.got_subcommand("record")) return gpuprof::cli::run_record(record);

@@ -40,13 +40,16 @@ uint64_t effective_capabilities() {
   return static_cast<uint64_t>(data[0].effective) | static_cast<uint64_t>(data[1].effective) << 32;
 }
 
-std::string missing_privileges() {
+std::string missing_privileges(const std::string& root_only) {
   if (geteuid() == 0) return "";
   const uint64_t caps = effective_capabilities();
   std::string missing;
   if (!(caps >> kCapBpf & 1)) missing = "CAP_BPF";
   if (!(caps >> kCapPerfmon & 1)) missing += std::string(missing.empty() ? "" : " and ") + "CAP_PERFMON";
   if (missing.empty()) return "";
+  if (!root_only.empty())
+    return root_only + " needs root: run it with sudo (file capabilities are enough only for -p PID on your "
+                       "own processes; this process lacks " + missing + ": docs/privileges.md)";
   return "gpuprof needs root or the capabilities CAP_BPF and CAP_PERFMON (this process lacks " + missing +
          "): run it with sudo, or give the binary file capabilities: sudo setcap cap_bpf,cap_perfmon+ep " +
          "$(command -v gpuprof) (docs/privileges.md)";

@@ -13,8 +13,10 @@
 namespace gpuprof {
 
 // "" when the process may load and attach gpuprof's BPF programs; otherwise
-// one line saying what is missing and how to get it.
-std::string missing_privileges();
+// one line saying what is missing and how to get it. `root_only` names the
+// mode when only root can run it (launch mode, -a: tracefs is root's,
+// docs/privileges.md): then setcap, which would not do, is not suggested.
+std::string missing_privileges(const std::string& root_only = "");
 
 // "" when the invoking user may watch `pid`: the real user is root, or the
 // kernel's ptrace access check (PTRACE_MODE_ATTACH_REALCREDS, the check of

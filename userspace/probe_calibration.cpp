@@ -273,8 +273,6 @@ bool ProbeCalibrator::round(std::string* error) {
   return true;
 }
 
-size_t ProbeCalibrator::rounds() const { return impl_->rounds.size(); }
-
 // Rounds until some kStableRounds consecutive ones agree, at least
 // kMinRounds and kMinRoundsNs; of the windows that agree, the one of the
 // lowest median total is kept: a slow phase of the machine (another

@@ -60,7 +60,6 @@ class ProbeCalibrator {
   // One round (kCallsPerRound hits of each kind, about 10 ms on that
   // machine), kept for through_rounds().
   bool round(std::string* error);
-  size_t rounds() const;
   // Rounds until the estimate is stable, as calibrate_probe_costs() below.
   std::optional<ProbeCosts> calibrate(std::string* error);
   // Every round run so far (those of calibrate() too): each part the mean

@@ -282,7 +282,7 @@ class Session {
   // CUPTI correlation ids of launches made in recorded steps (--schedule):
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;
-  bool probe_costs_recorded_ = false;
+  bool calibration_tried_ = false;  // once per session, failed or not
   // Attach's calibration (and the op sites' kinds), and the calibrator that
   // keeps running rounds through the recording (probe_calibration.h).
   std::optional<ProbeCosts> attach_costs_;
@@ -345,7 +345,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
                catalog->exit_sites, library.path_in_target.c_str(), attach_ms,
                config_.exit_mode == ExitMode::emulated ? "emulated" : "on ret",
                catalog->exit_sites_single_stepped,
-               config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+               stop_hint(config_).c_str());
   exitless_.add_ops(0, *catalog);
   if (std::string exitless = describe_exitless_ops(*catalog); !exitless.empty() && config_.verbose)
     std::fprintf(stderr, "gpuprof: %s\n", exitless.c_str());
@@ -462,7 +462,7 @@ void Session::update_file_info() {
 // once per session, before the target's probes go in: the target does not
 // wait on it.
 std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
-  if (std::exchange(probe_costs_recorded_, true)) return std::nullopt;
+  if (std::exchange(calibration_tried_, true)) return std::nullopt;
   std::string error;
   auto calibrator = ProbeCalibrator::start(&error);
   auto costs = calibrator ? calibrator->calibrate(&error) : std::nullopt;
@@ -560,7 +560,7 @@ bool Session::attach_sampling_only(int pid) {
   if (!launched_)
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
                  describe_process(pid).comm.c_str(), config_.sample_hz, sampler_->cpus(),
-                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+                 stop_hint(config_).c_str());
   return true;
 }
 
@@ -1308,16 +1308,18 @@ bool Session::finish() {
   } else if (written.empty()) {
     written = std::to_string(switcher_->cycles_saved()) + " cycle files";
   }
-  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s; wrote %s\n",
+  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
                outcome_.stop_reason.c_str(), detach_ms,
                static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(), written.c_str());
+               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(),
+               wrote_part(config_, written).c_str());
   return true;
 }
 
 RecordOutcome Session::run() {
   std::string error;
-  if (std::string missing = missing_privileges(); !missing.empty()) {
+  if (std::string missing = missing_privileges(config_.pid > 0 ? "" : "launch mode (-- CMD)");
+      !missing.empty()) {
     fail(missing);
     return outcome_;
   }
@@ -1390,7 +1392,7 @@ RecordOutcome Session::run() {
     std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", target_pid_,
                  launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(),
-                 config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+                 stop_hint(config_).c_str());
   } else if (launched_) {
     watch_->arm("libtorch_cpu");
     if (!launched_->start(&error)) {
@@ -1476,6 +1478,14 @@ RecordOutcome Session::run() {
 }
 
 }  // namespace
+
+std::string stop_hint(const RecordConfig& config) {
+  return config.duration_s > 0 ? "" : "; " + config.stop_key + " to stop";
+}
+
+std::string wrote_part(const RecordConfig& config, const std::string& files) {
+  return config.output_path == kLiveOnly ? "" : "; wrote " + files;
+}
 
 RecordOutcome run_record_session(const RecordConfig& config) {
   return config.system_wide ? run_system_session(config) : Session(config).run();

@@ -21,11 +21,15 @@
 
 namespace gpuprof {
 
+// The output of a session whose events only feed a live view (top): the
+// writer writes to it as to any file, and the stop line names no file.
+inline const std::string kLiveOnly = "/dev/null";
+
 struct RecordConfig {
   int pid = 0;                       // -p: attach to this process
   bool system_wide = false;          // -a: every process (system_session.h)
   std::vector<std::string> command;  // -- CMD...: launch this
-  std::string output_path;
+  std::string output_path;  // kLiveOnly: nothing kept (top)
   mode_t output_mode = 0600;  // --mode: the record file's permissions (file_mode.h)
   double duration_s = 0;  // 0: until stopped
   uint32_t ring_buffer_bytes = 32u << 20;
@@ -61,6 +65,8 @@ struct RecordConfig {
   // write that estimate at detach (it supersedes attach's: recording.h,
   // ProbeCosts); top, whose table is gone when it stops, does not.
   bool calibrate_through_recording = true;
+  // How the user stops an open-ended session, for the start line (top: q).
+  std::string stop_key = "Ctrl-C";
   // CPU samples (-F HZ): each frame name once, as it is first defined (ids
   // from 0, Recording::sample_frames), then each sample with its Python
   // stack (frame ids, outermost first; empty without Python frames).
@@ -82,6 +88,11 @@ struct RecordConfig {
   std::function<void(const CudaLaunch&, uint32_t pid)> on_launch;
   int input_fd = -1;
 };
+
+// "; KEY to stop" for the start line of a session without -d, else "".
+std::string stop_hint(const RecordConfig& config);
+// "; wrote FILES" for the stop line ("" for kLiveOnly).
+std::string wrote_part(const RecordConfig& config, const std::string& files);
 
 struct RecordOutcome {
   bool ok = false;

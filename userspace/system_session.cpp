@@ -659,7 +659,7 @@ bool SystemSession::begin() {
 
 RecordOutcome SystemSession::run() {
   std::string error;
-  if (std::string missing = missing_privileges(); !missing.empty()) {
+  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) {
     fail(missing);
     return outcome_;
   }
@@ -709,7 +709,7 @@ RecordOutcome SystemSession::run() {
                config_.ops ? "ops in every PyTorch process" : "no ops",
                config_.sample_hz ? (", CPU samples of every process at " + std::to_string(config_.sample_hz) + " Hz").c_str() : "",
                traced_processes_, traced_processes_ == 1 ? "" : "es",
-               config_.duration_s > 0 ? "" : "; Ctrl-C to stop");
+               stop_hint(config_).c_str());
   outcome_.ok = true;
 
   UniqueFd timer = duration_timer(config_.duration_s);
@@ -785,9 +785,10 @@ bool SystemSession::finish() {
             " lost";
   more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
           " traced";
-  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s; wrote %s\n",
+  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
                outcome_.stop_reason.c_str(), detach_ms, static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), more.c_str(), config_.output_path.c_str());
+               static_cast<unsigned long long>(stats_.events_lost), more.c_str(),
+               wrote_part(config_, config_.output_path).c_str());
   return true;
 }
 

@@ -473,7 +473,7 @@ TRACING_RE = re.compile(
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach (?P<detach_ms>[\d.]+) ms; (?P<events>\d+) events, "
     r"(?P<lost>\d+) lost(?:; (?P<samples>\d+) samples, (?P<samples_lost>\d+) lost)?"
-    r"(?:; (?P<mem_events>\d+) memory events, (?P<mem_lost>\d+) lost)?; wrote (?P<path>.+)$")
+    r"(?:; (?P<mem_events>\d+) memory events, (?P<mem_lost>\d+) lost)?(?:; wrote (?P<path>.+))?$")
 
 
 def _parse_line(regex, stderr, what):
@@ -495,7 +495,7 @@ def parse_tracing_line(stderr):
 
 
 def parse_stopped_line(stderr):
-    """The `gpuprof: stopped (REASON); detach X ms; N events, M lost; wrote F` line."""
+    """The `gpuprof: stopped (REASON); detach X ms; N events, M lost; wrote F` line (top: no `wrote`)."""
     m = _parse_line(STOPPED_RE, stderr, "'gpuprof: stopped'")
     d = m.groupdict()
     return {"reason": d["reason"], "detach_ms": float(d["detach_ms"]), "events": int(d["events"]),

@@ -41,3 +41,21 @@ def test_mode_applies_to_both_files_and_bad_modes_are_refused(tmp_path):
     assert not (tmp_path / "d.gpuprof").exists()  # refused before anything ran
     alone = run_gpuprof("report", str(out), "--mode", "600")
     assert alone.returncode != 0 and "--chrome-trace" in alone.stderr, alone.stderr
+
+
+def test_a_previous_recording_at_the_output_path_is_kept_as_old(tmp_path):
+    # perf's convention for the default name and -o alike (a recording was
+    # silently replaced with -o): the previous file becomes FILE.old, once.
+    out = tmp_path / "run.gpuprof"
+    first = run_gpuprof("record", "-q", "-o", str(out), "--", TARGET_PYTHON, "-c", CODE)
+    assert first.returncode == 0, first.stderr
+    first_bytes = out.read_bytes()
+    second = run_gpuprof("record", "-q", "-o", str(out), "--", TARGET_PYTHON, "-c", CODE + "; torch.zeros(2)")
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "run.gpuprof.old").read_bytes() == first_bytes
+    assert "aten::zeros" in run_gpuprof("report", str(out)).stdout
+    assert "aten::zeros" not in run_gpuprof("report", str(tmp_path / "run.gpuprof.old")).stdout
+    # A device is written to as it is, never renamed.
+    null = run_gpuprof("record", "-q", "-o", "/dev/null", "--", TARGET_PYTHON, "-c", CODE)
+    assert null.returncode == 0, null.stderr
+    assert os.path.exists("/dev/null") and not os.path.exists("/dev/null.old")

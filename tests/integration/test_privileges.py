@@ -135,6 +135,22 @@ def test_without_capabilities_the_reason_is_given(tmp_path, test_user, capable_g
     assert "setcap cap_bpf,cap_perfmon+ep" in result.stderr
 
 
+@pytest.mark.parametrize("mode_args, mode", [
+    (("--", "/usr/bin/true"), "launch mode (-- CMD)"),
+    (("-a",), "-a (every process)"),
+])
+def test_without_capabilities_root_only_modes_ask_for_root(tmp_path, test_user, capable_gpuprof, mode_args, mode):
+    # Launch mode and -a need root whatever the capabilities (tracefs is
+    # root's): setcap would not help, so it is not suggested.
+    _, plain = capable_gpuprof
+    result = subprocess.run(as_user(test_user, plain, "record", "-d", "1", "-o", tmp_path / "x", *mode_args),
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result
+    assert error_lines(result.stderr) == [
+        f"gpuprof: error: {mode} needs root: run it with sudo (file capabilities are enough only for -p PID on "
+        "your own processes; this process lacks CAP_BPF and CAP_PERFMON: docs/privileges.md)"], result.stderr
+
+
 def test_launch_mode_needs_root_to_read_tracefs(user_tmp, test_user, capable_gpuprof):
     """Launch mode finds the mmap tracepoint in tracefs, which is root's: a
     capable gpuprof run by a user says so (and what to do instead) before the

@@ -6,6 +6,7 @@
 #include "python_code.h"
 #include "python_runtime.h"
 
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -44,6 +45,20 @@ struct SleepingPython {
     }
   }
 };
+
+// Polls until the child is inside time.sleep (blocked in clock_nanosleep,
+// syscall 230, or nanosleep, 35): its frames hold still only then; read
+// while `import time` runs, a frame below may be reused under the reader
+// (seen under load: an owner byte of 0 below 3.13's module frame).
+bool wait_until_sleeping(int pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+    long nr = -1;
+    if (in >> nr && (nr == 230 || nr == 35)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
 
 // Polls until the interpreter has initialized autoTSSkey (or 10 s pass).
 std::optional<PythonRuntime> wait_for_runtime(int pid, std::string* why) {
@@ -123,6 +138,7 @@ static void check_python(const char* python, int minor, bool debian) {
   // start-up imports are over: retry while the child is still importing).
   const PythonOffsets& o = rt->offsets;
   PythonCodeResolver resolver(child.pid, o);
+  ASSERT_TRUE(wait_until_sleeping(child.pid)) << "the child never reached time.sleep";
   std::string text;
   uint64_t frame = 0;
   for (int attempt = 0; attempt < 100 && text != "<string>(1): <module>"; ++attempt) {

@@ -5,11 +5,14 @@
 #include <sys/wait.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <regex>
 
 #include "chrome_trace.h"
 #include "cli/cycle_output.h"
+#include "cli/option_checks.h"
 #include "cli/trace_export.h"
 #include "file_mode.h"
 #include "op_tracer.h"
@@ -23,10 +26,17 @@ namespace {
 
 constexpr const char* kDefaultOutput = "gpuprof.data";
 
-// perf's convention: the previous default-named recording is kept once.
-void keep_previous_default_output() {
+// perf's convention, for the default name and -o alike: a previous
+// recording at the output path is kept once, as PATH.old (a device or a
+// pipe, such as /dev/null, is written to as it is).
+bool keep_previous_output(const std::string& path) {
   struct stat st;
-  if (stat(kDefaultOutput, &st) == 0) rename(kDefaultOutput, "gpuprof.data.old");
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return true;
+  const std::string old = path + ".old";
+  if (rename(path.c_str(), old.c_str()) == 0) return true;
+  std::fprintf(stderr, "gpuprof: error: cannot keep the previous %s as %s: %s\n", path.c_str(), old.c_str(),
+               std::strerror(errno));
+  return false;
 }
 
 }  // namespace
@@ -46,7 +56,7 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_option("-o,--output", options.output_path,
                      "record file (default: gpuprof.data, the previous one kept as gpuprof.data.old)");
   record->add_option("-d,--duration", options.duration_s, "stop after this many seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds());
   record->add_option("--ring-buffer", options.ring_buffer_mb,
                      "BPF ring buffer size in MiB (power of two); raise it if events are lost")
       ->capture_default_str()
@@ -65,7 +75,7 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_option("-F,--freq", options.sample_hz,
                      "also take CPU samples of the target's threads at this many Hz (perf CPU clock); "
                      "report them with report --folded --metric samples")
-      ->check(CLI::Range(1, 100000));
+      ->check(sample_rate());
   record->add_flag("--with-stack", options.with_stack,
                    "record the Python stack at every op call (torch.profiler's with_stack); report "
                    "them with --group-by-stack-n N, and in folded stacks");
@@ -144,6 +154,7 @@ int run_record(RecordOptions options) {
     std::fprintf(stderr, "gpuprof: error: give -p PID, -- COMMAND or -a (see gpuprof record --help)\n");
     return 2;
   }
+  warn_if_high_sample_rate(options.sample_hz);
   if (options.system_wide) {
     // What needs one target's layout or schedule is refused, not ignored.
     std::string refused;
@@ -260,10 +271,9 @@ int run_record(RecordOptions options) {
                          "--chrome-trace or --rotate\n");
     return 2;
   }
-  if (main_file && options.output_path.empty()) {
-    keep_previous_default_output();
-    options.output_path = kDefaultOutput;
-  }
+  if (main_file && options.output_path.empty()) options.output_path = kDefaultOutput;
+  // A rotating recording writes OUTPUT.1, OUTPUT.2, ... and never OUTPUT.
+  if (main_file && options.rotate.empty() && !keep_previous_output(options.output_path)) return 1;
   if (cycle_format) {
     const std::string tmpl = options.on_cycle;
     const CycleFormat format = *cycle_format;

@@ -329,11 +329,19 @@ int run_report(const ReportOptions& options) {
                  options.input_path.c_str());
     return 2;
   }
-  if (metric == FoldedMetric::kSelfCudaTime && !recording->cupti_shim) {
-    std::fprintf(stderr,
-                 "gpuprof: error: --metric self_cuda_time: %s has no GPU times: the target did not have "
-                 "gpuprof's CUPTI shim loaded (see docs/cuda.md)\n",
-                 options.input_path.c_str());
+  // One rule for every view of data the recording cannot hold: an error
+  // that says why, exit 2 (an empty view of data that was recorded is not).
+  const char* gpu_view = metric == FoldedMetric::kSelfCudaTime ? "--metric self_cuda_time"
+                         : options.kernels                     ? "--kernels"
+                                                               : nullptr;
+  if (gpu_view && !recording->cupti_shim) {
+    std::fprintf(stderr, "gpuprof: error: %s: %s has no GPU times: %s\n", gpu_view, options.input_path.c_str(),
+                 kNoCuptiShimReason);
+    return 2;
+  }
+  if (options.launches && !recording->cuda_runtime) {
+    std::fprintf(stderr, "gpuprof: error: --launches: %s has no CUDA launches: %s\n", options.input_path.c_str(),
+                 kNoCudaRuntimeReason);
     return 2;
   }
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);

@@ -43,7 +43,8 @@ class SystemTop {
     screen_ = enter_screen(options_.batch, capture);
     RecordConfig config;
     config.system_wide = true;
-    config.output_path = "/dev/null";  // nothing kept on disk: the view is live
+    config.output_path = kLiveOnly;  // nothing kept on disk: the view is live
+    config.stop_key = options_.batch ? "Ctrl-C" : "q";
     config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
     config.sample_hz = options_.sample_hz;
     config.on_begin = [this](const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns) {

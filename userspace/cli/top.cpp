@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli/option_checks.h"
 #include "cli/system_top.h"
 #include "cli/top_support.h"
 #include "live_gpu_join.h"
@@ -45,7 +46,8 @@ class Top {
     RecordConfig config;
     config.pid = options_.pid;
     config.command = options_.command;
-    config.output_path = "/dev/null";  // nothing kept on disk: the view is live
+    config.output_path = kLiveOnly;  // nothing kept on disk: the view is live
+    config.stop_key = options_.batch ? "Ctrl-C" : "q";
     config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
     config.on_begin = [this](const ProcessInfo& process, const std::vector<OpInfo>& ops, uint64_t start_ns) {
       ops_ = ops;
@@ -287,7 +289,7 @@ void add_top_command(CLI::App& app, TopOptions& options) {
   top->add_option("-F,--freq", options.sample_hz,
                   "also sample the target's CPU at HZ for the Python lines view (tab): where its CPU time "
                   "goes by innermost Python frame")
-      ->check(CLI::Range(1u, 10000u));
+      ->check(sample_rate());
   top->add_flag("--lines", options.python_lines, "start on the Python lines view (with --batch: print it)");
   top->footer(
       "Keys: q quit, s next sort key, 2-6 sort by that column, / filter by name (Enter applies,\n"
@@ -309,6 +311,7 @@ int run_top(const TopOptions& options) {
     std::fprintf(stderr, "gpuprof: error: give -p PID, -- COMMAND or -a (see gpuprof top --help)\n");
     return 2;
   }
+  warn_if_high_sample_rate(options.sample_hz);
   if (options.system_wide && options.python_lines) {
     std::fprintf(stderr, "gpuprof: error: --lines shows one process's Python lines: use top -p PID -F HZ --lines\n");
     return 2;

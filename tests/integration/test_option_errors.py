@@ -1,0 +1,126 @@
+"""What a user who mistypes gets (issue 21, item 6): one `gpuprof: error:`
+line that says what is allowed and which --help to read, exit 2.
+
+  * `-d -1`, `-d 0`: "a number of seconds above 0" (CLI11's own check
+    printed a range up to DBL_MAX that included the rejected 0);
+  * a mistyped command: the nearest one suggested, or the list;
+  * an error about a command's option points to that command's --help;
+  * -F: one rule for record and top, the kernel's current maximum
+    (kernel.perf_event_max_sample_rate), and a warning above 10 kHz;
+  * a view of data the recording cannot hold (`--launches` without
+    libcudart, `--kernels` without the CUPTI shim): an error, as
+    `--metric self_cuda_time` already was, not a table that exits 0;
+  * --version names the commit and the build date (item 11).
+
+The privilege messages of launch mode and -a are in test_privileges.py.
+"""
+import datetime
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, TARGET_PYTHON, error_lines, run_gpuprof
+
+KERNEL_MAX_HZ = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "abc"])
+def test_duration_must_be_seconds_above_zero(value, tmp_path):
+    result = run_gpuprof("record", "-d", value, "-o", str(tmp_path / "x"), "--", "/usr/bin/true")
+    assert result.returncode == 2, result
+    assert error_lines(result.stderr) == [
+        f"gpuprof: error: --duration: must be a number of seconds above 0, not {value} "
+        "(see gpuprof record --help)"], result.stderr
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("recrod", "unknown command 'recrod': did you mean 'record'?"),
+    ("reprot", "unknown command 'reprot': did you mean 'report'?"),
+    ("tpo", "unknown command 'tpo': did you mean 'top'?"),
+    ("calib", "unknown command 'calib': did you mean 'calibrate'?"),
+    ("trace", "unknown command 'trace': the commands are record, report, top, calibrate"),
+])
+def test_a_mistyped_command_is_named(typed, said):
+    result = run_gpuprof(typed, "-p", "1")
+    assert result.returncode == 2, result
+    assert error_lines(result.stderr) == [f"gpuprof: error: {said} (see gpuprof --help)"], result.stderr
+
+
+@pytest.mark.parametrize("command", ["record", "report", "top", "calibrate"])
+def test_an_option_error_points_to_its_commands_help(command):
+    result = run_gpuprof(command, "--no-such-option")
+    assert result.returncode == 2, result
+    assert error_lines(result.stderr) == [
+        f"gpuprof: error: The following argument was not expected: --no-such-option (see gpuprof {command} --help)"
+    ], result.stderr
+
+
+@pytest.mark.parametrize("command", ["record", "top"])
+def test_sample_rate_is_bounded_by_the_kernel_alike_in_record_and_top(command, tmp_path):
+    over = run_gpuprof(command, "-F", str(KERNEL_MAX_HZ + 1), "-p", "1")
+    assert over.returncode == 2, over
+    assert error_lines(over.stderr) == [
+        f"gpuprof: error: --freq: {KERNEL_MAX_HZ + 1} Hz is more than the kernel allows now: at most "
+        f"{KERNEL_MAX_HZ} (kernel.perf_event_max_sample_rate, which the kernel lowers when sampling takes too "
+        f"long) (see gpuprof {command} --help)"], over.stderr
+    zero = run_gpuprof(command, "-F", "0", "-p", "1")
+    assert zero.returncode == 2, zero
+    assert error_lines(zero.stderr) == [
+        f"gpuprof: error: --freq: must be a whole number of Hz, 1 or more, not 0 (see gpuprof {command} --help)"
+    ], zero.stderr
+
+
+def test_a_high_sample_rate_is_warned_about(tmp_path):
+    # 20 kHz is allowed (top refused anything over 10 kHz, record took up to
+    # 100 kHz): it is recorded, with one warning before the start line.
+    out = tmp_path / "fast.gpuprof"
+    result = run_gpuprof("record", "-q", "--no-ops", "-F", "20000", "-o", str(out), "--", "/usr/bin/sleep", "0.2")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("gpuprof: warning:")]
+    assert warnings == [
+        "gpuprof: warning: -F 20000: above 10000 Hz the target pays for every sample and the machine may not "
+        "deliver the rate (the stop line counts what was lost); perf's default is 4000 Hz"], result.stderr
+    assert out.stat().st_size > 0
+
+
+@pytest.fixture(scope="module")
+def cpu_only_recording(tmp_path_factory):
+    """A real torch job recorded without libcudart (a CPU-only PyTorch)."""
+    out = tmp_path_factory.mktemp("cpu-only") / "cpu.gpuprof"
+    made = run_gpuprof("record", "-q", "-o", str(out), "--", TARGET_PYTHON, "-c",
+                       "import torch; torch.ones(4).add(1)")
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+@pytest.mark.parametrize("view, said", [
+    (("--launches",), "--launches: {out} has no CUDA launches: the target had no libcudart mapped while recording "
+                      "(a CPU-only PyTorch, or a CUDA runtime linked statically)"),
+    (("--kernels",), "--kernels: {out} has no GPU times: the target did not have gpuprof's CUPTI shim loaded "
+                     "(record -- CMD injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
+                     "libgpuprof_cupti.so; see docs/cuda.md)"),
+    (("--folded", "--metric", "self_cuda_time"),
+     "--metric self_cuda_time: {out} has no GPU times: the target did not have gpuprof's CUPTI shim loaded "
+     "(record -- CMD injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
+     "libgpuprof_cupti.so; see docs/cuda.md)"),
+])
+def test_a_cuda_view_of_a_cpu_only_recording_is_an_error(cpu_only_recording, view, said):
+    result = run_gpuprof("report", str(cpu_only_recording), *view)
+    assert result.returncode == 2 and not result.stdout, result
+    assert error_lines(result.stderr) == ["gpuprof: error: " + said.format(out=cpu_only_recording)], result.stderr
+
+
+def test_version_names_the_commit_and_the_build_date():
+    # A bug report needs the build: --version names the commit it was built
+    # from (one of this repository's) and the day.
+    result = run_gpuprof("--version")
+    assert result.returncode == 0, result
+    m = re.fullmatch(r"gpuprof \d+\.\d+\.\d+ \(commit ([0-9a-f]{7,40})(-dirty)?, built (\d{4}-\d{2}-\d{2})\)\n",
+                     result.stdout)
+    assert m, result.stdout
+    known = subprocess.run(["git", "-C", str(REPO_ROOT), "cat-file", "-e", m.group(1) + "^{commit}"], capture_output=True)
+    assert known.returncode == 0, f"{m.group(1)} is no commit of {REPO_ROOT}"
+    built = datetime.date.fromisoformat(m.group(3))
+    assert built <= datetime.datetime.now(datetime.timezone.utc).date(), m.group(0)
