@@ -1937,9 +1937,24 @@ std::optional<Recording> read_recording(const std::string& path, std::string* er
     *error = "cannot open " + path + ": " + std::strerror(errno);
     return std::nullopt;
   }
-  if (!S_ISREG(st.st_mode)) {
-    *error = path + " is not a regular file";
+  if (S_ISDIR(st.st_mode)) {
+    *error = path + " is a directory, not a record file";
     return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    // A pipe (report <(zcat run.gpuprof.gz)) or a device: no size to seek
+    // within, so it is read whole first.
+    std::vector<uint8_t> bytes;
+    uint8_t chunk[1 << 16];
+    for (ssize_t n; (n = ::read(fd.get(), chunk, sizeof chunk)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        *error = "cannot read " + path + ": " + std::strerror(errno);
+        return std::nullopt;
+      }
+      bytes.insert(bytes.end(), chunk, chunk + n);
+    }
+    return read_recording_bytes(bytes, error, path);
   }
   Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
   return parse(src, path, error);

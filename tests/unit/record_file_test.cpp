@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <thread>
 
 namespace gpuprof {
 namespace {
@@ -450,6 +451,41 @@ TEST_F(RecordFileTest, RoundTripsAFullRecording) {
   EXPECT_TRUE(same_events(mem->events, events));
 }
 
+// report <(zcat run.gpuprof.gz): a pipe has no size to seek within; it is
+// read whole, and gives what the file gives.
+TEST_F(RecordFileTest, ReadsARecordingFromAPipe) {
+  std::vector<gp_event> events = make_events(13);
+  std::string err;
+  {
+    RecordWriter w = must_create();
+    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+    ASSERT_TRUE(w.append_events(events.data(), events.size(), &err)) << err;
+    ASSERT_TRUE(w.finish(sample_stats(), 9'000'000'000ULL, &err)) << err;
+  }
+  const std::vector<uint8_t> bytes = read_bytes(path_);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  // The writer runs alongside the reader, as zcat would (a recording may
+  // be larger than the pipe's buffer).
+  std::thread writer([&] {
+    for (size_t at = 0; at < bytes.size();) {
+      const ssize_t n = write(fds[1], bytes.data() + at, bytes.size() - at);
+      if (n <= 0) break;
+      at += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+  });
+  auto rec = read_recording("/dev/fd/" + std::to_string(fds[0]), &err);
+  writer.join();
+  close(fds[0]);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->process, sample_process());
+  EXPECT_EQ(rec->ops, sample_ops());
+  EXPECT_TRUE(same_events(rec->events, events));
+  EXPECT_EQ(rec->stats, sample_stats());
+  EXPECT_TRUE(rec->complete);
+}
+
 TEST_F(RecordFileTest, RoundTripsEmptyStringsOpsAndEvents) {
   std::string err;
   RecordWriter w = must_create();
@@ -710,7 +746,7 @@ TEST_F(RecordFileTest, EmptyMissingAndNonRegularFiles) {
   EXPECT_FALSE(read_recording(missing, &err));
   EXPECT_EQ(err, "cannot open " + missing + ": " + std::strerror(ENOENT));
   EXPECT_FALSE(read_recording(dir_, &err));
-  EXPECT_EQ(err, dir_ + " is not a regular file");
+  EXPECT_EQ(err, dir_ + " is a directory, not a record file");
   std::string nodir = dir_ + "/no/such/dir.gpuprof";
   EXPECT_FALSE(RecordWriter::create(nodir, &err));
   EXPECT_EQ(err, "cannot create " + nodir + ": " + std::strerror(ENOENT));

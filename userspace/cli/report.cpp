@@ -18,6 +18,18 @@
 namespace gpuprof::cli {
 namespace {
 
+// CPU samples the ring buffer had no room for: how many, and what share of
+// those taken, for the table's notes and --folded --metric samples alike.
+std::string samples_lost_note(const Recording& recording) {
+  const uint64_t lost = recording.stats.samples_lost;
+  if (!lost) return "";
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%", 100.0 * lost / (lost + recording.samples.size()));
+  return "gpuprof: " + std::to_string(lost) + " CPU samples lost (" + share + " of the " +
+         std::to_string(lost + recording.samples.size()) +
+         " taken; sample ring buffer full): sample counts are short by that much; try a lower -F\n";
+}
+
 std::string peak_line(const char* what, const MemoryPeakInfo& peak) {
   char at[64];
   std::snprintf(at, sizeof(at), "%.3f s", peak.at_s);
@@ -51,9 +63,7 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
     out += "gpuprof: " + std::to_string(stats.symbols_unresolved) +
            " CPU samples or CUDA launches are in code without a symbol (FILE+0x...: a stripped library, "
            "install its debug symbols; [unknown]: JIT or anonymous code)\n";
-  if (stats.samples_lost)
-    out += "gpuprof: " + std::to_string(stats.samples_lost) +
-           " CPU samples lost (sample ring buffer full); try a lower -F\n";
+  out += samples_lost_note(recording);
   if (recording.options.shapes && grouped) {
     if (!stats.tensor_layout.empty()) out += stats.tensor_layout + "\n";
     if (stats.shapes_unknown)
@@ -88,6 +98,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
   if (folded.stacks_below_1us)
     notes += "gpuprof: " + std::to_string(folded.stacks_below_1us) +
              " stacks left out: their calls add up to under 1 us of self time\n";
+  if (metric == FoldedMetric::kSamples) notes += samples_lost_note(recording);
   if (folded.stacks.empty())
     notes += "gpuprof: no stack has 1 us of self time or more (" + std::to_string(recording.events.size()) +
              " events): the folded output is empty\n";

@@ -1,6 +1,7 @@
 #include "cli/trace_export.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <regex>
 
@@ -33,6 +34,22 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
       ->type_name("PATTERN")
       ->needs(trace);
 }
+
+namespace {
+
+// Seconds from the recording's start to its end (to its last event or
+// sample when it never finished: gpuprof was killed).
+double recorded_seconds(const Recording& recording) {
+  uint64_t end = recording.clock.end_monotonic_ns;
+  if (!end) {
+    for (const auto& e : recording.events) end = std::max<uint64_t>(end, e.ts_ns);
+    for (const auto& s : recording.samples) end = std::max(end, s.ts_ns);
+  }
+  const uint64_t start = recording.clock.start_monotonic_ns;
+  return end > start ? (end - start) / 1e9 : 0.0;
+}
+
+}  // namespace
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options) {
@@ -82,8 +99,13 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
   if (uint64_t bytes = file->bytes_on_disk())
     std::fprintf(stderr, bytes < 1'000'000 ? ", %.1f kB" : ", %.1f MB", bytes < 1'000'000 ? bytes / 1e3 : bytes / 1e6);
   std::fprintf(stderr, "\n");
-  if (stats.op_calls == 0 && (!options.ops.empty() || !options.time_range.empty()))
-    std::fprintf(stderr, "gpuprof: warning: no op call matched --ops/--time-range\n");
+  if (stats.op_calls == 0 && (!options.ops.empty() || !options.time_range.empty())) {
+    std::string cut = options.ops.empty() ? "" : "--ops " + options.ops;
+    if (!options.time_range.empty()) cut += (cut.empty() ? "" : " and ") + ("--time-range " + options.time_range);
+    // What the range can be measured against: the recording's own length.
+    std::fprintf(stderr, "gpuprof: warning: no op call matched %s; %s spans 0 to %.3f s\n", cut.c_str(),
+                 input_path.c_str(), recorded_seconds(recording));
+  }
   return 0;
 }
 

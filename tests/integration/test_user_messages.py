@@ -1,5 +1,6 @@
-"""What a user who mistypes gets (issue 21, item 6): one `gpuprof: error:`
-line that says what is allowed and which --help to read, exit 2.
+"""What a user is told (issue 21, items 6, 8 and 11). A mistake gets one
+`gpuprof: error:` line that says what is allowed and which --help to read,
+exit 2:
 
   * `-d -1`, `-d 0`: "a number of seconds above 0" (CLI11's own check
     printed a range up to DBL_MAX that included the rejected 0);
@@ -10,13 +11,16 @@ line that says what is allowed and which --help to read, exit 2.
   * a view of data the recording cannot hold (`--launches` without
     libcudart, `--kernels` without the CUPTI shim): an error, as
     `--metric self_cuda_time` already was, not a table that exits 0;
-  * --version names the commit and the build date (item 11).
+  * --version names the commit and the build date (item 11);
+  * a trace cut that keeps no op call says how long the recording is.
 
 The privilege messages of launch mode and -a are in test_privileges.py.
 """
 import datetime
+import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -87,12 +91,15 @@ def test_a_high_sample_rate_is_warned_about(tmp_path):
 
 @pytest.fixture(scope="module")
 def cpu_only_recording(tmp_path_factory):
-    """A real torch job recorded without libcudart (a CPU-only PyTorch)."""
+    """A real torch job recorded without libcudart (a CPU-only PyTorch):
+    (path, seconds the record command took)."""
     out = tmp_path_factory.mktemp("cpu-only") / "cpu.gpuprof"
+    began = time.monotonic()
     made = run_gpuprof("record", "-q", "-o", str(out), "--", TARGET_PYTHON, "-c",
                        "import torch; torch.ones(4).add(1)")
+    took = time.monotonic() - began
     assert made.returncode == 0, made.stderr
-    return out
+    return out, took
 
 
 @pytest.mark.parametrize("view, said", [
@@ -107,9 +114,26 @@ def cpu_only_recording(tmp_path_factory):
      "libgpuprof_cupti.so; see docs/cuda.md)"),
 ])
 def test_a_cuda_view_of_a_cpu_only_recording_is_an_error(cpu_only_recording, view, said):
-    result = run_gpuprof("report", str(cpu_only_recording), *view)
+    out, _ = cpu_only_recording
+    result = run_gpuprof("report", str(out), *view)
     assert result.returncode == 2 and not result.stdout, result
-    assert error_lines(result.stderr) == ["gpuprof: error: " + said.format(out=cpu_only_recording)], result.stderr
+    assert error_lines(result.stderr) == ["gpuprof: error: " + said.format(out=out)], result.stderr
+
+
+def test_an_empty_time_range_cut_says_the_recordings_length(cpu_only_recording, tmp_path):
+    out, took = cpu_only_recording
+    whole = tmp_path / "whole.json"
+    assert run_gpuprof("report", str(out), "--chrome-trace", str(whole)).returncode == 0
+    last_end_s = max(e["ts"] + e.get("dur", 0) for e in json.loads(whole.read_text())["traceEvents"]
+                     if e["ph"] in ("X", "i")) / 1e6
+    cut = run_gpuprof("report", str(out), "--chrome-trace", str(tmp_path / "cut.json"), "--time-range", "1000:1001")
+    assert cut.returncode == 0, cut.stderr
+    m = re.fullmatch(rf"gpuprof: warning: no op call matched --time-range 1000:1001; {re.escape(str(out))} spans "
+                     r"0 to ([\d.]+) s", cut.stderr.splitlines()[-1])
+    assert m, cut.stderr
+    # From the start of the recording to its detach: after its last event,
+    # within the record command's own run.
+    assert last_end_s - 0.0005 <= float(m.group(1)) <= took, (m.group(0), last_end_s, took)
 
 
 def test_version_names_the_commit_and_the_build_date():
