@@ -21,13 +21,19 @@ BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
 
-APP_SRCS   := $(filter-out userspace/main.cpp,$(wildcard userspace/*.cpp userspace/cli/*.cpp))
+# userspace/ holds one folder per stage of the pipeline (docs/architecture.md),
+# each a static library; dependencies point down this list, which is also
+# the link order (scripts/check_layout.py checks the includes).
+STAGES     := cli live output analyze collect target probe python torch symbols record base
+STAGE_LIBS := $(foreach s,$(STAGES),$(BUILD)/lib/libgpuprof_$(s).a)
+APP_SRCS   := $(foreach s,$(STAGES),$(wildcard userspace/$(s)/*.cpp))
 APP_OBJS   := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(APP_SRCS))
 MAIN_OBJ   := $(BUILD)/obj/userspace/main.o
+stage_objs  = $(patsubst %.cpp,$(BUILD)/obj/%.o,$(wildcard userspace/$(1)/*.cpp))
+# Only the probe stage loads BPF skeletons: only its objects wait for them.
+PROBE_OBJS := $(filter $(BUILD)/obj/userspace/probe/%,$(APP_OBJS))
 TEST_SRCS  := $(wildcard tests/unit/*.cpp)
 TEST_OBJS  := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS))
-TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
-TEST_HELPERS := $(patsubst tests/helpers/%.c,$(BUILD)/tests/%,$(TEST_HELPER_SRCS))
 
 CXXFLAGS   ?= -O2 -g
 CXXFLAGS   += -std=c++20 -Wall -Wextra -Werror=return-type -MMD -MP \
@@ -43,9 +49,11 @@ LDLIBS     += $(STATIC_LIBS) -lpthread
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -D__BPF__ -Ibpf -I$(BUILD) \
               -I/usr/include/$(shell $(CC) -dumpmachine)
 
-.PHONY: all test check integration bench clean fuzz
+.PHONY: all test check integration bench clean fuzz layout
+# The stage libraries' prerequisites are their folders' objects.
+.SECONDEXPANSION:
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS) $(SKELS)
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(APP_OBJS)
 
 FAKE_LIBTORCH := $(BUILD)/tests/fake_libtorch/libtorch_cpu.so $(BUILD)/tests/fake_libtorch/driver \
                  $(BUILD)/tests/fake_libtorch/memory_driver $(BUILD)/tests/fake_libtorch/launch_driver \
@@ -61,7 +69,7 @@ SHIM := $(BUILD)/libgpuprof_cupti.so
 FAKE_CUPTI := $(BUILD)/tests/fake_cupti/libcupti.so.13 $(BUILD)/tests/fake_cupti/cupti_driver \
               $(BUILD)/tests/fake_cupti/noflush/libcupti.so.13 $(BUILD)/tests/fake_cupti/nots/libcupti.so.13
 
-all: $(BUILD)/gpuprof $(SHIM) $(TEST_HELPERS) $(FAKE_LIBTORCH) $(FAKE_CUPTI)
+all: $(BUILD)/gpuprof $(SHIM) $(FAKE_LIBTORCH) $(FAKE_CUPTI)
 
 $(BUILD):
 	$(Q)mkdir -p $@
@@ -80,13 +88,16 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
-$(BUILD)/obj/%.o: %.cpp $(SKELS)
+$(BUILD)/obj/%.o: %.cpp
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/libgpuprof.a: $(APP_OBJS)
+$(PROBE_OBJS): $(SKELS)
+
+$(BUILD)/lib/libgpuprof_%.a: $$(call stage_objs,$$*)
 	$(call msg,AR,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 # --version names the commit and the build date: build/build_info.h is
@@ -102,20 +113,15 @@ $(MAIN_OBJ): $(BUILD)/build_info.h
 .PHONY: FORCE
 FORCE:
 
-$(BUILD)/gpuprof: $(MAIN_OBJ) $(BUILD)/libgpuprof.a
+$(BUILD)/gpuprof: $(MAIN_OBJ) $(STAGE_LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(BUILD)/gpuprof_unit_tests: $(TEST_OBJS) $(BUILD)/libgpuprof.a
+# Unit tests of the stages below the test objects' own includes; the
+# stage libraries in link order (their dependencies point down).
+$(BUILD)/gpuprof_unit_tests: $(TEST_OBJS) $(STAGE_LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) $^ -lgmock -lgtest_main -lgtest $(LDLIBS) -o $@
-
-# Small native programs the tests probe (built without optimisation tricks
-# that would change their instruction layout).
-$(BUILD)/tests/%: tests/helpers/%.c
-	$(call msg,CC,$@)
-	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) -O1 -g -fno-omit-frame-pointer $< -o $@
 
 # A stand-in libtorch_cpu for exception-path and CUDA-memory integration
 # tests (see tests/fake_libtorch/). Named like the real one so that gpuprof
@@ -180,7 +186,11 @@ $(BUILD)/tests/fake_cupti/cupti_driver: tests/fake_cupti/cupti_driver.cpp tests/
 	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I$(CUDA_HOME)/include $< -o $@ -L$(dir $@) -l:libcupti.so.13 \
 		-Wl,-rpath,'$$ORIGIN'
 
-test: $(BUILD)/gpuprof_unit_tests
+# The layout check first: an include that points up the pipeline fails it.
+layout:
+	/usr/bin/python3 scripts/check_layout.py
+
+test: layout $(BUILD)/gpuprof_unit_tests
 	$(BUILD)/gpuprof_unit_tests --gtest_brief=0
 
 integration: all
@@ -197,15 +207,15 @@ FUZZ_CXX     ?= clang++
 FUZZ_FLAGS   := -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SRCS    := $(wildcard tests/fuzz/*_fuzz.cpp)
 FUZZERS      := $(patsubst tests/fuzz/%.cpp,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
-# Every userspace file but those that load BPF skeletons (clang++ rejects the
-# skeletons' _Bool; no parser is there), in an archive: each fuzzer links only
-# what it calls.
-FUZZ_LIB_SRCS := $(filter-out userspace/main.cpp $(shell grep -l 'skel\.h"' userspace/*.cpp),$(wildcard userspace/*.cpp))
+# Every stage but probe (its BPF skeletons' _Bool is rejected by clang++),
+# collect and cli (they drive probe; no parser is there), in an archive:
+# each fuzzer links only what it calls.
+FUZZ_LIB_SRCS := $(filter-out $(foreach s,cli collect probe,userspace/$(s)/%),$(APP_SRCS))
 FUZZ_LIB_OBJS := $(patsubst %.cpp,$(BUILD)/fuzz-obj/%.o,$(FUZZ_LIB_SRCS))
 
 fuzz: $(FUZZERS)
 
-$(BUILD)/fuzz-obj/%.o: %.cpp $(SKELS)
+$(BUILD)/fuzz-obj/%.o: %.cpp
 	$(call msg,FUZZCXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(FUZZ_CXX) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -std=c++20 -MMD -MP -Iuserspace -Ibpf -I$(BUILD) \
@@ -223,4 +233,4 @@ $(BUILD)/fuzz/%: $(BUILD)/fuzz-obj/tests/fuzz/%.o $(BUILD)/fuzz-obj/libgpuprof_f
 clean:
 	rm -rf $(BUILD)
 
--include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d $(BUILD)/fuzz-obj/*/*/*.d)
+-include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d $(BUILD)/fuzz-obj/*/*/*.d $(BUILD)/fuzz-obj/*/*/*/*.d)

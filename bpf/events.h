@@ -5,7 +5,7 @@
  * Every event in the BPF ring buffer and in the record file's EVENTS chunks is
  * one struct gp_event: fixed-width fields, explicit padding, 32 bytes. The
  * layout is part of the record-file format: changing it means bumping
- * GP_RECORD_FORMAT_VERSION in userspace/record_file.h.
+ * GP_RECORD_FORMAT_VERSION in userspace/record/record_file.h.
  */
 #ifndef GPUPROF_EVENTS_H
 #define GPUPROF_EVENTS_H
@@ -24,7 +24,7 @@ enum gp_event_kind {
 	/*
 	 * Entry of __cxa_begin_catch in the target's libstdc++: a C++ catch
 	 * handler is starting. Every op frame whose entry sp is <= this sp was
-	 * unwound by the exception (see userspace/op_timeline.cpp).
+	 * unwound by the exception (see userspace/analyze/op_timeline.cpp).
 	 */
 	GP_EV_CATCH = 3,
 	/*
@@ -100,7 +100,7 @@ enum gp_site_kind {
  *   bits 48..63  exits: ... plus this signed offset; guarded entries: the
  *                guard range's op id
  * Exit sites on the stack-protector branch before a `ret` (see
- * userspace/ret_finder.h) use bits 40..63 so that every event carries the
+ * userspace/symbols/ret_finder.h) use bits 40..63 so that every event carries the
  * op's entry sp, which the timeline matches entries and exits by.
  */
 #define GP_COOKIE_SP_COMPUTED (1ull << 40)
@@ -238,14 +238,14 @@ static inline __u32 gp_schedule_action(const struct gp_schedule *s, __s64 step)
  *
  * For every op with tensor arguments userspace stores a gp_shape_plan in the
  * shape_plans map (index: op id): where each tensor argument sits at the
- * ::call's first instruction (userspace/op_args.h derives it from the
+ * ::call's first instruction (userspace/torch/op_args.h derives it from the
  * mangled signature and the schema). The ENTRY event of such an op is then
  * followed, in the same ring-buffer record, by payload_bytes of __u64 words,
  * one group per plan slot, in plan order:
  *   raw mode (layout not yet calibrated; tensor_layout_ready == 0):
  *     [status] then, when status is GP_SLOT_TENSOR, GP_RAW_WINDOW_WORDS words
  *     copied from the TensorImpl (userspace calibrates on them, see
- *     userspace/tensor_layout.h, and decodes them afterwards);
+ *     userspace/torch/tensor_layout.h, and decodes them afterwards);
  *   compact mode (after calibration):
  *     [status] then, when status is GP_SLOT_TENSOR: ndim, numel, and
  *     min(ndim, GP_MAX_DIMS) sizes (numel lets userspace verify every shape).
@@ -358,7 +358,7 @@ struct gp_cpu_sample {
 };
 
 /*
- * Where the sampled thread's CPython frames are (userspace/python_runtime.h
+ * Where the sampled thread's CPython frames are (userspace/python/python_runtime.h
  * finds the values for the target's interpreter): the thread state is at
  * fsbase + tls_offset (glibc's slot of the interpreter's TSS key), its
  * frame chain as docs/stacks.md describes. Field offsets in bytes;

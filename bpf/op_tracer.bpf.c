@@ -3,7 +3,7 @@
  * op_tracer.bpf.c: operator entry/exit events from libtorch's dispatcher.
  *
  * One program serves every probe site: userspace attaches it with
- * uprobe_multi links (raw BPF_LINK_CREATE, see userspace/uprobe_multi.cpp)
+ * uprobe_multi links (raw BPF_LINK_CREATE, see userspace/probe/uprobe_multi.cpp)
  * to the first instruction of every at::_ops::<op>::call, to the exits of
  * those bodies (the stack-protector branch before each `ret`, or the `ret`
  * itself), and to __cxa_begin_catch. The link cookie

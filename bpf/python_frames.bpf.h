@@ -7,7 +7,7 @@
  * The thread state is at fsbase + tls_offset (glibc's slot of the
  * interpreter's TSS key, which keeps the thread's state while the GIL is
  * released, e.g. inside an op), its frame chain as docs/stacks.md
- * describes; userspace/python_runtime.h finds the offsets for the
+ * describes; userspace/python/python_runtime.h finds the offsets for the
  * target's interpreter. Only reads of the target's memory, which fail
  * harmlessly (the walk stops) when a pointer is stale.
  *

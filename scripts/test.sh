@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: GoogleTest unit tests, then the integration tests that
+# Runs every test: the layout check, GoogleTest unit tests, then the integration tests that
 # attach real BPF to real PyTorch (root and a BPF-capable kernel required;
 # they fail, never skip, without them). Ends with one summary line.
 set -uo pipefail
@@ -9,6 +9,9 @@ scripts/setup.sh || exit 1
 scripts/torch2-chroot.sh || exit 1
 
 mkdir -p build/test-results
+# The layout of userspace/: includes point down the pipeline (docs/architecture.md).
+/usr/bin/python3 scripts/check_layout.py
+layout_status=$?
 build/gpuprof_unit_tests --gtest_output=xml:build/test-results/unit.xml
 unit_status=$?
 /usr/bin/python3 -m pytest -v -p no:cacheprovider --junitxml=build/test-results/integration.xml tests/integration
@@ -31,4 +34,4 @@ for name in ("unit", "integration"):
         passed += t - f - sk; failed += f; skipped += sk
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 PY
-if ((unit_status != 0 || integration_status != 0)); then exit 1; fi
+if ((layout_status != 0 || unit_status != 0 || integration_status != 0)); then exit 1; fi

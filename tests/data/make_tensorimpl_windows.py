@@ -4,7 +4,7 @@ memory for tests/unit/tensor_layout_test.cpp.
 
 In raw mode the BPF side copies GP_RAW_WINDOW_WORDS (32) words from the start
 of every TensorImpl an operator receives (bpf/events.h), and userspace finds
-the field offsets in them (userspace/tensor_layout.h). This script makes the
+the field offsets in them (userspace/torch/tensor_layout.h). This script makes the
 same windows from tensors of this process: for torch 1.13, Tensor._cdata is
 the TensorImpl*, so ctypes can read the 256 bytes directly. The tensors cover
 what operators see: 0-dim, undefined, 1..8 dims (more than 5 are stored out

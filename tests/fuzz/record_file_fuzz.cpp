@@ -7,14 +7,14 @@
 #include <span>
 #include <string>
 
-#include "aggregator.h"
-#include "chrome_trace.h"
-#include "folded_stacks.h"
-#include "gpu_kernel_table.h"
-#include "launch_table.h"
-#include "op_table.h"
-#include "process_filter.h"
-#include "record_file.h"
+#include "analyze/aggregator.h"
+#include "output/chrome_trace.h"
+#include "output/folded_stacks.h"
+#include "output/gpu_kernel_table.h"
+#include "output/launch_table.h"
+#include "output/op_table.h"
+#include "analyze/process_filter.h"
+#include "record/record_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpuprof;

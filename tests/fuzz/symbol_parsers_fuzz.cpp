@@ -10,11 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "gpu_activity_names.h"
-#include "native_symbolizer.h"
-#include "op_args.h"
-#include "op_names.h"
-#include "python_code.h"
+#include "record/gpu_activity_names.h"
+#include "symbols/native_symbolizer.h"
+#include "torch/op_args.h"
+#include "torch/op_names.h"
+#include "python/python_code.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpuprof;

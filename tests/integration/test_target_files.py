@@ -1,4 +1,4 @@
-"""A target's files, opened as the target maps them (userspace/target_maps.h).
+"""A target's files, opened as the target maps them (userspace/symbols/target_maps.h).
 
 - A process in a plain chroot: its maps name its files as the host sees them
   (<chroot>/usr/lib/...), so /proc/PID/root + path does not exist; every file

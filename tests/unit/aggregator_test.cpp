@@ -1,6 +1,6 @@
 // Tests of aggregate(): rows per op name, totals and the honesty counters.
-#include "aggregator.h"
-#include "op_table.h"
+#include "analyze/aggregator.h"
+#include "output/op_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // autograd_names_test.cpp: torch.profiler's names of backward nodes and ranges
 // from mangled symbols.
-#include "autograd_names.h"
+#include "torch/autograd_names.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // kind of data, and a structural validator (valid JSON, required fields,
 // X events properly nested per thread, every flow with both ends, every
 // stack frame and track defined) run on it and on cut-down traces.
-#include "chrome_trace.h"
+#include "output/chrome_trace.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "output_file.h"
+#include "base/output_file.h"
 #include "probe_events.h"
 #include "recordings.h"
 #include "test_files.h"

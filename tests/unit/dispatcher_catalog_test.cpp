@@ -1,7 +1,7 @@
 // dispatcher_catalog_test.cpp: the catalog of the real libtorch_cpu that
 // Debian's python3-torch installs (the test environment's setup installs
 // it; the test fails, never skips, without it).
-#include "dispatcher_catalog.h"
+#include "torch/dispatcher_catalog.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 
 #include "events.h"
-#include "exitless_calls.h"
+#include "torch/exitless_calls.h"
 
 namespace gpuprof {
 namespace {

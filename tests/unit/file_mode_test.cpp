@@ -1,7 +1,7 @@
 // Tests of the output files' permissions: --mode parsing, and record files
 // and traces created owner-only (or as asked), whatever the umask and
 // whatever mode a file they replace had.
-#include "file_mode.h"
+#include "base/file_mode.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <string>
 
-#include "output_file.h"
-#include "record_file.h"
+#include "base/output_file.h"
+#include "record/record_file.h"
 
 namespace gpuprof {
 namespace {

@@ -4,7 +4,7 @@
 // tests/golden/folded_<case>.txt, written by hand from the times in the case
 // (the comments give the arithmetic). The last tests check the stacks
 // against the table (aggregate()) on random event streams.
-#include "folded_stacks.h"
+#include "output/folded_stacks.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "aggregator.h"
+#include "analyze/aggregator.h"
 #include "probe_events.h"
 #include "recordings.h"
 #include "test_files.h"

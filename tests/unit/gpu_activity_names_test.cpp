@@ -1,6 +1,6 @@
 // Tests of the GPU activity names: kineto's (torch.profiler's) names for
 // CUPTI's kernel, memcpy and memset records.
-#include "gpu_activity_names.h"
+#include "record/gpu_activity_names.h"
 
 #include <gtest/gtest.h>
 

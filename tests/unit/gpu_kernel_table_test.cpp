@@ -1,6 +1,6 @@
 // Tests of summarize_gpu_kernels(): CUPTI's GPU activities -> the op whose
 // launch made them, joined by correlation id only.
-#include "gpu_kernel_table.h"
+#include "output/gpu_kernel_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Tests of format_input_shapes(): Python's str() of torch's input_shapes.
-#include "input_shapes.h"
+#include "analyze/input_shapes.h"
 
 #include <gtest/gtest.h>
 

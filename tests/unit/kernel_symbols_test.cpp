@@ -1,5 +1,5 @@
 // kernel_symbols_test.cpp: kallsyms text -> names, and the live table.
-#include "kernel_symbols.h"
+#include "symbols/kernel_symbols.h"
 
 #include <gtest/gtest.h>
 

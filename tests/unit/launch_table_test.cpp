@@ -1,6 +1,6 @@
 // Tests of summarize_launches() / format_launch_table(): CUDA kernel
 // launches -> the innermost op running on the launching thread.
-#include "launch_table.h"
+#include "output/launch_table.h"
 
 #include <gtest/gtest.h>
 

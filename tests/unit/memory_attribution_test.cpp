@@ -1,6 +1,6 @@
 // Tests of attribute_memory(): allocator events -> bytes per op call, with
 // torch.profiler's profile_memory meaning (memory_attribution.h).
-#include "memory_attribution.h"
+#include "analyze/memory_attribution.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "op_timeline.h"
+#include "analyze/op_timeline.h"
 #include "probe_events.h"
 
 namespace gpuprof {

@@ -1,5 +1,5 @@
 // native_symbolizer_test.cpp: addresses of this very process to frames.
-#include "native_symbolizer.h"
+#include "symbols/native_symbolizer.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -9,15 +9,15 @@
 // rdi..r9 and the stack words above the return address. The same check on
 // all 2952 at::_ops::*::call of Debian's libtorch 1.13, through
 // decltype(&at::_ops::<op>::call), agreed with every ok plan.
-#include "op_args.h"
+#include "torch/op_args.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "dispatcher_catalog.h"
-#include "op_names.h"
+#include "torch/dispatcher_catalog.h"
+#include "torch/op_names.h"
 
 namespace gpuprof {
 namespace {

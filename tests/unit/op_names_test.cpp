@@ -1,6 +1,6 @@
 // op_names_test.cpp: torch.profiler names from at::_ops symbols and real
 // libtorch schema strings (copied from Debian's libtorch_cpu 1.13 .rodata).
-#include "op_names.h"
+#include "torch/op_names.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // stacks) and table options; table_<case>.txt holds what torch 1.13's table()
 // returned for them (tests/golden/make_table_goldens.py). The formatter must
 // match byte for byte.
-#include "op_table.h"
+#include "output/op_table.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "op_timeline.h"
+#include "analyze/op_timeline.h"
 #include "probe_events.h"
 
 namespace gpuprof {

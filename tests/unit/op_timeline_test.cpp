@@ -2,7 +2,7 @@
 //
 // Stack pointers are small hand-picked numbers: the outermost call of a
 // thread at 1000, each nesting level 100 lower (stacks grow down).
-#include "op_timeline.h"
+#include "analyze/op_timeline.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // What can be checked of privileges.h from a root test run; the capability
 // and ptrace paths as another user are tests/integration/test_privileges.py.
-#include "privileges.h"
+#include "target/privileges.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,10 +1,10 @@
 // process_filter: one process out of a system-wide recording, and the
 // folded stacks rooted at each process.
-#include "process_filter.h"
+#include "analyze/process_filter.h"
 
 #include <gtest/gtest.h>
 
-#include "folded_stacks.h"
+#include "output/folded_stacks.h"
 
 namespace gpuprof {
 namespace {

@@ -2,8 +2,8 @@
 // the child reports each code object's address (id()) and, from co_lines(),
 // the line of every code unit; the resolver must agree reading its memory.
 #include "interpreters.h"
-#include "python_code.h"
-#include "python_runtime.h"
+#include "python/python_code.h"
+#include "python/python_runtime.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

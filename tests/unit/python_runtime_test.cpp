@@ -3,8 +3,8 @@
 // (3.11, 3.12, 3.13 in PIE-loaded libpython3.x.so), and the parser of 3.13's
 // _Py_DebugOffsets.
 #include "interpreters.h"
-#include "python_code.h"
-#include "python_runtime.h"
+#include "python/python_code.h"
+#include "python/python_runtime.h"
 
 #include <fstream>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // a live Debian /usr/bin/python3 (CPython 3.11): module calls named as
 // torch's Python tracer names them, paths shortened as torch shortens them.
 #include "interpreters.h"
-#include "python_stacks.h"
+#include "python/python_stacks.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "events.h"
-#include "python_paths.h"
+#include "python/python_paths.h"
 
 namespace gpuprof {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor_layout.h"
+#include "torch/tensor_layout.h"
 #include "test_files.h"
 
 namespace gpuprof::test {

@@ -1,6 +1,6 @@
 // record_file_test.cpp: the record file round trip and every way a file can
-// be cut, corrupted or foreign (format in userspace/record_file.h).
-#include "record_file.h"
+// be cut, corrupted or foreign (format in userspace/record/record_file.h).
+#include "record/record_file.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

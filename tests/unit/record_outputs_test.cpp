@@ -1,6 +1,6 @@
 // RecordOutputs (several record files of one recording), OutputSwitcher
 // (when they open and close: cycles, rotation) and --on-cycle's outputs.
-#include "record_outputs.h"
+#include "record/record_outputs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cycle_output.h"
-#include "op_timeline.h"
-#include "output_switcher.h"
+#include "analyze/op_timeline.h"
+#include "record/output_switcher.h"
 #include "probe_events.h"
-#include "record_file.h"
+#include "record/record_file.h"
 #include "recordings.h"
-#include "schedule.h"
+#include "record/schedule.h"
 #include "test_files.h"
 
 namespace gpuprof {

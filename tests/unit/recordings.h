@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "recording.h"
+#include "record/recording.h"
 
 namespace gpuprof::test {
 

@@ -1,5 +1,5 @@
 // ret_finder_test.cpp: exits are found by decoding, not by byte search.
-#include "ret_finder.h"
+#include "symbols/ret_finder.h"
 
 #include <gtest/gtest.h>
 

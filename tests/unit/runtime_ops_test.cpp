@@ -1,6 +1,6 @@
 // runtime_ops_test.cpp: rows named while the target runs: record_function
 // ranges by their name, evaluate_function by its node's vtable.
-#include "runtime_ops.h"
+#include "torch/runtime_ops.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
 // record --schedule: torch.profiler.schedule's decisions (the golden file is
 // torch's own, tests/golden/make_schedule_actions.py), its parsing, and the
 // step frames of the timeline.
-#include "schedule.h"
+#include "record/schedule.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "op_timeline.h"
+#include "analyze/op_timeline.h"
 #include "probe_events.h"
 #include "test_files.h"
 

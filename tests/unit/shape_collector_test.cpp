@@ -2,7 +2,7 @@
 // shapes") -> InputShapes. Raw payloads carry real TensorImpl windows from
 // torch 1.13 (tests/data/tensorimpl_windows_torch1.13.txt), so calibration
 // runs as it does on a live target.
-#include "shape_collector.h"
+#include "torch/shape_collector.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "input_shapes.h"
+#include "analyze/input_shapes.h"
 #include "real_tensor_windows.h"
 
 namespace gpuprof {

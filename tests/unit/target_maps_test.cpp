@@ -1,5 +1,5 @@
 // target_maps_test.cpp: parsing /proc/PID/maps, and opening mapped files.
-#include "target_maps.h"
+#include "symbols/target_maps.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>

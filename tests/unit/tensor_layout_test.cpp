@@ -3,7 +3,7 @@
 // and on real TensorImpl memory from torch 1.13
 // (tests/data/tensorimpl_windows_torch1.13.txt, written by
 // tests/data/make_tensorimpl_windows.py).
-#include "tensor_layout.h"
+#include "torch/tensor_layout.h"
 
 #include <gtest/gtest.h>
 

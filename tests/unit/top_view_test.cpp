@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "live_gpu_join.h"
-#include "live_op_table.h"
-#include "op_timeline.h"
+#include "live/live_gpu_join.h"
+#include "live/live_op_table.h"
+#include "analyze/op_timeline.h"
 #include "probe_events.h"
 #include "recordings.h"
 #include "test_files.h"
-#include "top_view.h"
+#include "live/top_view.h"
 
 namespace gpuprof {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "probe_calibration.h"
+#include "probe/probe_calibration.h"
 
 namespace gpuprof::cli {
 

@@ -4,11 +4,11 @@
 
 #include <cstdio>
 
-#include "aggregator.h"
+#include "analyze/aggregator.h"
 #include "cli/trace_export.h"
-#include "folded_stacks.h"
-#include "output_file.h"
-#include "record_file.h"
+#include "output/folded_stacks.h"
+#include "base/output_file.h"
+#include "record/record_file.h"
 
 namespace gpuprof::cli {
 namespace {

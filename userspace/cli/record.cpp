@@ -10,16 +10,15 @@
 #include <cstring>
 #include <regex>
 
-#include "chrome_trace.h"
+#include "output/chrome_trace.h"
 #include "cli/cycle_output.h"
 #include "cli/option_checks.h"
 #include "cli/trace_export.h"
-#include "file_mode.h"
-#include "op_tracer.h"
-#include "record_file.h"
-#include "record_session.h"
-#include "schedule.h"
-#include "session_loop.h"
+#include "base/file_mode.h"
+#include "record/record_file.h"
+#include "collect/record_session.h"
+#include "record/schedule.h"
+#include "base/session_loop.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -293,7 +292,6 @@ int run_record(RecordOptions options) {
         std::fprintf(stderr, "gpuprof: error: cycle %lld: %s\n", static_cast<long long>(cycle), why.c_str());
     };
   }
-  set_libbpf_verbose(options.verbose);
 
   config.pid = options.pid;
   config.system_wide = options.system_wide;

@@ -7,13 +7,13 @@
 #include <optional>
 #include <set>
 
-#include "aggregator.h"
-#include "cupti_shim_state.h"
-#include "folded_stacks.h"
-#include "gpu_kernel_table.h"
-#include "launch_table.h"
-#include "process_filter.h"
-#include "record_file.h"
+#include "analyze/aggregator.h"
+#include "record/cupti_shim_state.h"
+#include "output/folded_stacks.h"
+#include "output/gpu_kernel_table.h"
+#include "output/launch_table.h"
+#include "analyze/process_filter.h"
+#include "record/record_file.h"
 
 namespace gpuprof::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/trace_export.h"
-#include "op_table.h"
+#include "output/op_table.h"
 
 namespace CLI {
 class App;

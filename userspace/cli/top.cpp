@@ -16,13 +16,13 @@
 #include "cli/option_checks.h"
 #include "cli/system_top.h"
 #include "cli/top_support.h"
-#include "live_gpu_join.h"
-#include "live_op_table.h"
-#include "live_sample_table.h"
-#include "op_timeline.h"
-#include "record_session.h"
-#include "terminal.h"
-#include "top_view.h"
+#include "live/live_gpu_join.h"
+#include "live/live_op_table.h"
+#include "live/live_sample_table.h"
+#include "analyze/op_timeline.h"
+#include "collect/record_session.h"
+#include "base/terminal.h"
+#include "live/top_view.h"
 
 namespace gpuprof::cli {
 namespace {

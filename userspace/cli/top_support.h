@@ -6,8 +6,8 @@
 #include <memory>
 #include <optional>
 
-#include "record_session.h"
-#include "terminal.h"
+#include "collect/record_session.h"
+#include "base/terminal.h"
 
 namespace gpuprof::cli {
 

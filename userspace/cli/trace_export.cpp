@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <regex>
 
-#include "chrome_trace.h"
-#include "file_mode.h"
-#include "output_file.h"
-#include "recording.h"
+#include "output/chrome_trace.h"
+#include "base/file_mode.h"
+#include "base/output_file.h"
+#include "record/recording.h"
 
 namespace gpuprof::cli {
 

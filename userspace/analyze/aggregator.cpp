@@ -1,0 +1,310 @@
+// aggregator.cpp: fold the timeline's calls into one row per op name, or per
+// (name, input shapes, top stack frames) group.
+#include "analyze/aggregator.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+#include <string>
+#include <unordered_map>
+
+#include "analyze/call_tree.h"
+#include "analyze/gpu_attribution.h"
+#include "analyze/input_shapes.h"
+#include "analyze/memory_attribution.h"
+#include "analyze/op_timeline.h"
+
+namespace gpuprof {
+namespace {
+
+// Maps (op name, input shapes, stack group) to rows, creating a row the
+// first time a group completes a call, so ops that never ran get none.
+// Without shape grouping the shapes part of the key is always "", without
+// stack grouping the stack group always StackGroups::kNoStack.
+class RowIndex {
+ public:
+  RowIndex(std::vector<OpRow>& rows, const std::vector<std::vector<std::string>>& stacks)
+      : rows_(rows), stacks_(stacks) {}
+
+  OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs,
+                uint32_t stack_group, bool on_gpu = false) {
+    auto [it, inserted] = row_of_key_.try_emplace(
+        name + '\0' + shapes + '\0' + std::to_string(stack_group) + (on_gpu ? "\0gpu" : ""), rows_.size());
+    if (inserted) {
+      rows_.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs,
+                            .stack = stacks_[stack_group], .on_gpu = on_gpu});
+    }
+    return rows_[it->second];
+  }
+
+ private:
+  std::vector<OpRow>& rows_;
+  const std::vector<std::vector<std::string>>& stacks_;  // by stack group
+  std::unordered_map<std::string, size_t> row_of_key_;
+};
+
+// torch's str(input_shapes) of one call, and whether it has any argument.
+class ShapeNames {
+ public:
+  explicit ShapeNames(const Recording& recording) : recording_(recording) {
+    formatted_.reserve(recording.shapes.size());
+    for (const InputShapes& shapes : recording.shapes) formatted_.push_back(format_input_shapes(shapes));
+    shape_of_event_.reserve(recording.entry_shapes.size());
+    for (const EntryShapes& e : recording.entry_shapes) shape_of_event_[e.event_index] = e.shape_id;
+    // Ops that record nothing per call have one string for all their calls.
+    static_shapes_.resize(recording.ops.size());
+    for (size_t op = 0; op < recording.ops.size(); op++) {
+      const OpInfo& info = recording.ops[op];
+      if (info.arg_count >= 0 && info.tensor_args == 0)
+        static_shapes_[op] = format_input_shapes(InputShapes(info.arg_count, ArgShape(std::vector<int64_t>{})));
+    }
+  }
+
+  std::pair<std::string, bool> of(const OpCall& call) const {
+    if (auto it = shape_of_event_.find(call.entry_index); it != shape_of_event_.end())
+      return {formatted_[it->second], !recording_.shapes[it->second].empty()};
+    if (call.op_id < static_shapes_.size() && static_shapes_[call.op_id])  // nothing read per call: all []
+      return {*static_shapes_[call.op_id], recording_.ops[call.op_id].arg_count > 0};
+    return {kUnknownShapes, true};  // not readable, or lost with a killed recorder
+  }
+
+ private:
+  const Recording& recording_;
+  std::vector<std::string> formatted_;
+  std::unordered_map<uint64_t, uint32_t> shape_of_event_;
+  std::vector<std::optional<std::string>> static_shapes_;  // by op id
+};
+
+// torch's event.stack[:N] of each call: the first N frames of the Python
+// stack at its ENTRY, innermost first (recordings store stacks outermost
+// first). Calls run under many stacks that share their top N frames, so each
+// distinct frame list gets a small id, a stack group, and rows are keyed by
+// that id rather than by copies of the frames.
+class StackGroups {
+ public:
+  static constexpr uint32_t kNoStack = 0;  // the group of calls without Python frames
+
+  // n <= 0 (not grouped by stack): every call is in kNoStack.
+  StackGroups(const Recording& recording, int n) : recording_(recording), n_(n) {
+    frames_.emplace_back();  // kNoStack
+    group_of_frames_.emplace(frames_.front(), kNoStack);
+    if (n <= 0) return;
+    group_of_stack_.resize(recording.sample_stacks.size());
+    group_of_event_.reserve(recording.entry_stacks.size());
+    for (const EntryStack& e : recording.entry_stacks) group_of_event_[e.event_index] = group_of(e.stack_id);
+  }
+
+  // The call's group: kNoStack for an ENTRY without a recorded stack.
+  uint32_t of(const OpCall& call) const {
+    auto it = group_of_event_.find(call.entry_index);
+    return it == group_of_event_.end() ? kNoStack : it->second;
+  }
+
+  // The frames of each group, by group id.
+  const std::vector<std::vector<std::string>>& frames() const { return frames_; }
+
+ private:
+  // Entries share their stacks (sample_stacks are interned): each stack's
+  // group is looked up once.
+  uint32_t group_of(uint32_t stack_id) {
+    // A stack id outside the recording (a damaged file) is no stack, as in
+    // the folded stacks.
+    if (stack_id >= group_of_stack_.size()) return kNoStack;
+    std::optional<uint32_t>& group = group_of_stack_[stack_id];
+    if (!group) {
+      auto [it, inserted] = group_of_frames_.try_emplace(top_frames(stack_id), frames_.size());
+      if (inserted) frames_.push_back(it->first);
+      group = it->second;
+    }
+    return *group;
+  }
+
+  std::vector<std::string> top_frames(uint32_t stack_id) const {
+    const std::vector<uint32_t>& outermost_first = recording_.sample_stacks[stack_id];
+    const std::vector<std::string>& names = recording_.sample_frames;
+    std::vector<std::string> frames;
+    for (auto f = outermost_first.rbegin();
+         f != outermost_first.rend() && frames.size() < static_cast<size_t>(n_); ++f)
+      frames.push_back(*f < names.size() ? names[*f] : "[unknown]");
+    return frames;
+  }
+
+  const Recording& recording_;
+  const int n_;
+  std::vector<std::vector<std::string>> frames_;                  // by group
+  std::map<std::vector<std::string>, uint32_t> group_of_frames_;  // frames_, inverted
+  std::vector<std::optional<uint32_t>> group_of_stack_;           // by stack id, once seen
+  std::unordered_map<uint64_t, uint32_t> group_of_event_;         // by ENTRY event index
+};
+
+}  // namespace
+
+const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times) {
+  return raw_times || !recording.probe_costs ? nullptr : &*recording.probe_costs;
+}
+
+Profile aggregate(const Recording& recording, const AggregateOptions& options) {
+  const ProbeCosts* costs = compensation_costs(recording, options.raw_times);
+  const Timeline timeline = build_timeline(recording.events, costs);
+  const bool memory = recording.options.memory;
+  MemoryAttribution mem;
+  if (memory) mem = attribute_memory(timeline, recording.mem_events);
+
+  // torch.profiler's EventList._remove_dup_nodes (call_tree.h): a call
+  // whose only child has the same name absorbs it (aten::div_ calling
+  // aten::div_ is one row entry, not two). The child's self time and self
+  // memory become the parent's, and its children the parent's.
+  const size_t n = timeline.calls.size();
+  std::vector<uint64_t> self_ns(n);
+  // Memory: a call's total is its own bytes plus its descendants' (children
+  // complete before their parents, so one ascending pass sums them); its
+  // self bytes are its own, plus those of the same-name children it folds.
+  std::vector<int64_t> total_cpu(n, 0), total_cuda(n, 0), self_cpu(n, 0), self_cuda(n, 0);
+  if (memory) {
+    for (size_t i = 0; i < n; i++) {
+      total_cpu[i] += mem.own_cpu[i];
+      total_cuda[i] += mem.own_cuda[i];
+      self_cpu[i] = mem.own_cpu[i];
+      self_cuda[i] = mem.own_cuda[i];
+      if (int64_t p = mem.parent[i]; p >= 0) {
+        total_cpu[p] += total_cpu[i];
+        total_cuda[p] += total_cuda[i];
+      }
+    }
+  }
+  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
+  std::vector<bool> folded(n, false);
+  // GPU time: a call's own is that of the activities it launched itself.
+  // torch's _remove_dup_nodes REPLACES an absorbing call's kernels with the
+  // absorbed child's ("lift kernels up"), so a folded chain keeps the own
+  // GPU time of its deepest call only: the outer calls' own kernels drop out
+  // of the op rows (the GPU rows still count them). Calls complete innermost
+  // first, so the first absorbed call seen for a chain is its deepest. A
+  // call's total is its own plus its descendants' after that lifting (one
+  // ascending pass, children before parents, as for memory).
+  const bool gpu = recording.cupti_shim.has_value();
+  std::vector<uint64_t> self_gpu(n, 0), total_gpu(n, 0);
+  if (gpu) {
+    const CallTree tree = build_call_tree(timeline);
+    const std::vector<int64_t> launched_by = calls_of_gpu_activities(recording, timeline, tree);
+    std::vector<uint64_t> own_gpu(n, 0);
+    for (size_t a = 0; a < launched_by.size(); a++)
+      if (launched_by[a] >= 0) own_gpu[launched_by[a]] += gpu_activity_ns(recording.gpu_activities[a]);
+    self_gpu = own_gpu;
+    std::vector<bool> lifted(n, false);
+    for (size_t i = 0; i < n; i++) {
+      const size_t into = folded_into[i];
+      if (into == i) continue;
+      self_gpu[i] = 0;
+      if (!lifted[into]) {
+        lifted[into] = true;
+        self_gpu[into] = own_gpu[i];
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      total_gpu[i] += self_gpu[i];
+      if (int64_t p = tree.parent[i]; p >= 0) total_gpu[p] += total_gpu[i];
+    }
+  }
+  for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].compensated_self_ns();
+  for (size_t i = 0; i < n; i++) {
+    const size_t into = folded_into[i];
+    if (into == i) continue;
+    folded[i] = true;
+    self_ns[into] += self_ns[i];
+    self_cpu[into] += self_cpu[i];
+    self_cuda[into] += self_cuda[i];
+  }
+
+  Profile profile;
+  profile.memory_recorded = memory;
+  profile.gpu_recorded = gpu;
+  profile.grouped_by_input_shape = options.group_by_input_shape;
+  profile.group_by_stack_n = std::max(options.group_by_stack_n, 0);
+  const StackGroups stack_groups(recording, profile.group_by_stack_n);
+  RowIndex index(profile.rows, stack_groups.frames());
+  std::optional<ShapeNames> shape_names;
+  if (options.group_by_input_shape) shape_names.emplace(recording);
+  for (size_t i = 0; i < n; i++) {
+    if (folded[i]) continue;
+    OpCall call = timeline.calls[i];
+    call.self_ns = self_ns[i];
+    auto [shapes, has_inputs] =
+        shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
+    OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
+                              stack_groups.of(call));
+    ++row.calls;
+    row.cpu_total_ns += call.compensated_ns();
+    row.self_cpu_ns += call.self_ns;
+    row.cpu_mem += total_cpu[i];
+    row.self_cpu_mem += self_cpu[i];
+    row.cuda_mem += total_cuda[i];
+    row.self_cuda_mem += self_cuda[i];
+    row.self_cuda_ns += self_gpu[i];
+    row.cuda_total_ns += total_gpu[i];
+    if (call.unwound) ++row.unwound_calls;
+    profile.self_cpu_total_ns += call.self_ns;
+  }
+  if (memory && mem.outside_events > 0) {
+    // torch's top-level memory events: one "[memory]" call each, no time,
+    // no stack.
+    OpRow& row = index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false,
+                              StackGroups::kNoStack);
+    row.calls += mem.outside_events;
+    row.cpu_mem += mem.outside_cpu;
+    row.self_cpu_mem += mem.outside_cpu;
+    row.cuda_mem += mem.outside_cuda;
+    row.self_cuda_mem += mem.outside_cuda;
+  }
+  // torch's GPU rows: every activity, whatever launched it, under its name
+  // (kernel rows have no input shapes, "[]" when grouped, and no stack).
+  for (const GpuActivity& a : recording.gpu_activities) {
+    const std::string name = a.name_id < recording.launch_names.size()
+                                 ? recording.launch_names[a.name_id]
+                                 : "[GPU activity " + std::to_string(a.name_id) + "]";
+    OpRow& row = index.row_of(name, options.group_by_input_shape ? "[]" : "", false, StackGroups::kNoStack, true);
+    ++row.calls;
+    row.self_cuda_ns += gpu_activity_ns(a);
+    row.cuda_total_ns += gpu_activity_ns(a);
+  }
+  if (memory) {
+    auto peak_info = [&](const MemoryPeak& peak) {
+      MemoryPeakInfo info;
+      info.seen = peak.seen;
+      info.bytes = peak.bytes;
+      info.at_s = peak.at_ns >= recording.clock.start_monotonic_ns
+                      ? (peak.at_ns - recording.clock.start_monotonic_ns) / 1e9
+                      : 0;
+      if (peak.call >= 0) info.op = op_display_name(recording.ops, timeline.calls[peak.call].op_id);
+      info.device_index = peak.device_index;
+      return info;
+    };
+    profile.cpu_memory_peak = peak_info(mem.cpu_peak);
+    profile.cuda_memory_peak = peak_info(mem.cuda_peak);
+    profile.memory_unmatched_frees = mem.unmatched_frees;
+  }
+  // The order format_op_table() breaks ties in (op_table.h).
+  std::sort(profile.rows.begin(), profile.rows.end(), [](const OpRow& a, const OpRow& b) {
+    if (a.name != b.name) return a.name < b.name;
+    if (a.input_shapes != b.input_shapes) return a.input_shapes < b.input_shapes;
+    if (a.stack != b.stack) return a.stack < b.stack;
+    return a.on_gpu < b.on_gpu;
+  });
+
+  profile.compensation = costs ? std::optional<ProbeCosts>(*costs) : std::nullopt;
+  profile.raw_times_asked = options.raw_times;
+  profile.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
+  profile.calls_unwound = timeline.calls_unwound;
+  profile.calls_cut = timeline.calls_cut;
+  profile.ranges_ended_elsewhere = timeline.ranges_ended_elsewhere;
+  profile.events_after_cut = timeline.events_after_cut;
+  profile.exits_without_entry = timeline.exits_without_entry;
+  profile.calls_open_at_end = timeline.calls_open_at_end;
+  profile.events_unknown_kind = timeline.events_unknown_kind;
+  profile.events_lost = recording.stats.events_lost;
+  profile.threads = timeline.threads;
+  return profile;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,45 @@
+// aggregator.h: Recording -> Profile, the numbers of torch.profiler's
+// key_averages() table.
+//
+// Calls come from build_timeline() (op_timeline.h), which rebuilds each
+// thread's op nesting from the stack pointers of the probe events. Rows are
+// keyed by OpInfo::name, not by op id: the overloads of one op (add.Tensor,
+// add.Scalar) are separate ::call functions with their own ids, and torch
+// prints them as one row "aten::add".
+#pragma once
+
+#include "analyze/profile.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// One row per op name with at least one counted call (unwound calls count;
+// calls still open at the end do not), rows sorted by name. An op id outside
+// the recording's op table (a damaged file) gets its own row named
+// "<unknown op N>" rather than being dropped. Counters under the table come
+// from the timeline, events_lost from recording.stats.
+//
+// Grouped by input shape, rows are per (name, input shapes): torch's
+// key_averages(group_by_input_shape=True). With memory recorded, rows carry
+// torch's memory columns, and allocator events outside every op make a
+// "[memory]" row as in torch (zero time, one call per event).
+//
+// Grouped by stack (group_by_stack_n > 0, a recording made with
+// --with-stack), rows are per (name, [input shapes,] top N frames of the
+// call's Python stack): torch's key_averages(group_by_stack_n=N). A call's
+// stack is that of its ENTRY (Recording::entry_stacks), innermost first.
+//
+// Times are compensated for the probes' cost (op_timeline.h,
+// "Compensation") when the recording holds its probe calibration, unless
+// raw_times; Profile::compensation says which.
+struct AggregateOptions {
+  bool group_by_input_shape = false;
+  int group_by_stack_n = 0;
+  bool raw_times = false;  // --raw-times: durations as the probes stamped them
+};
+
+// The costs to compensate op times by, per those rules: nullptr for raw times.
+const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times);
+Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
+
+}  // namespace gpuprof

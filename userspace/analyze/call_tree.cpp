@@ -1,0 +1,113 @@
+// call_tree.cpp: parents and same-name folding of the timeline's calls.
+#include "analyze/call_tree.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace gpuprof {
+
+CallTree build_call_tree(const Timeline& timeline) {
+  const auto& calls = timeline.calls;
+  CallTree tree;
+  tree.parent.assign(calls.size(), -1);
+  std::unordered_map<uint32_t, size_t> thread_of_tid;
+  for (size_t i = 0; i < calls.size(); i++) {
+    auto [it, inserted] = thread_of_tid.try_emplace(calls[i].tid, tree.threads.size());
+    if (inserted) tree.threads.emplace_back();
+    tree.threads[it->second].push_back(i);
+  }
+  for (std::vector<size_t>& ids : tree.threads) {
+    // Parents first: by start, then by depth.
+    std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) {
+      if (calls[a].start_ns != calls[b].start_ns) return calls[a].start_ns < calls[b].start_ns;
+      return calls[a].depth < calls[b].depth;
+    });
+    std::vector<size_t> open;  // calls holding the sweep point, innermost last
+    for (size_t id : ids) {
+      while (!open.empty() && calls[open.back()].end_ns < calls[id].start_ns) open.pop_back();
+      // A call as deep or deeper does not enclose this one, even when it
+      // ends at the very timestamp this one starts (a sibling).
+      while (!open.empty() && calls[open.back()].depth >= calls[id].depth) open.pop_back();
+      tree.parent[id] = open.empty() ? -1 : static_cast<int64_t>(open.back());
+      open.push_back(id);
+    }
+  }
+  return tree;
+}
+
+std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::vector<OpInfo>& ops) {
+  const size_t n = timeline.calls.size();
+  std::vector<size_t> into(n);
+  for (size_t i = 0; i < n; i++) into[i] = i;
+  auto name_of = [&](uint32_t op_id) -> const std::string* {
+    return op_id < ops.size() ? &ops[op_id].name : nullptr;
+  };
+  // Children complete before their parents, so one pass in completion order
+  // sees every child's own chain already folded: absorbing a child hands its
+  // remaining children (after its own folds) to the absorber.
+  std::vector<uint32_t> child_count(timeline.child_count);
+  std::vector<int64_t> only_child(timeline.only_child);
+  for (size_t i = 0; i < n; i++) {
+    const std::string* name = name_of(timeline.calls[i].op_id);
+    if (name == nullptr) continue;
+    while (child_count[i] == 1 && only_child[i] >= 0) {
+      const auto child = static_cast<size_t>(only_child[i]);
+      const std::string* child_name = name_of(timeline.calls[child].op_id);
+      if (child_name == nullptr || *name != *child_name) break;
+      into[child] = i;
+      child_count[i] = child_count[child];
+      only_child[i] = only_child[child];
+    }
+  }
+  // An absorber completes after what it absorbs (into[j] > j), so walking
+  // down resolves chains to their outermost call.
+  for (size_t j = n; j-- > 0;) into[j] = into[into[j]];
+  return into;
+}
+
+std::vector<int64_t> innermost_calls_at(const Timeline& timeline, const CallTree& tree,
+                                        const std::vector<ThreadMoment>& moments) {
+  const auto& calls = timeline.calls;
+  std::vector<int64_t> out(moments.size(), -1);
+  std::unordered_map<uint32_t, std::vector<size_t>> moments_of;
+  for (size_t i = 0; i < moments.size(); i++) moments_of[moments[i].tid].push_back(i);
+  for (const std::vector<size_t>& ids : tree.threads) {
+    auto it = moments_of.find(calls[ids.front()].tid);
+    if (it == moments_of.end()) continue;
+    std::vector<size_t>& ms = it->second;
+    std::stable_sort(ms.begin(), ms.end(),
+                     [&](size_t a, size_t b) { return moments[a].ts_ns < moments[b].ts_ns; });
+    // Sweep the thread's calls parents first. The calls holding the sweep
+    // point are `innermost` and its chain of parents; a call that ended
+    // before a moment gives way to its parent.
+    int64_t innermost = -1;
+    size_t m = 0;
+    auto place_moments_before = [&](uint64_t ts, bool inclusive) {
+      while (m < ms.size() && (moments[ms[m]].ts_ns < ts || (inclusive && moments[ms[m]].ts_ns == ts))) {
+        const size_t i = ms[m++];
+        while (innermost >= 0 && calls[innermost].end_ns < moments[i].ts_ns) innermost = tree.parent[innermost];
+        out[i] = innermost;
+      }
+    };
+    for (size_t id : ids) {
+      place_moments_before(calls[id].start_ns, false);
+      innermost = static_cast<int64_t>(id);
+    }
+    place_moments_before(UINT64_MAX, true);
+  }
+  return out;
+}
+
+std::vector<std::string> op_names_at(const Recording& recording, const std::vector<ThreadMoment>& moments) {
+  const Timeline timeline = build_timeline(recording.events);
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, build_call_tree(timeline), moments);
+  std::vector<std::string> names(moments.size());
+  for (size_t i = 0; i < moments.size(); ++i) {
+    if (calls[i] < 0) continue;
+    names[i] = op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
+  }
+  return names;
+}
+
+}  // namespace gpuprof

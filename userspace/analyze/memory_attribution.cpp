@@ -1,0 +1,118 @@
+#include "analyze/memory_attribution.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <utility>
+
+#include "analyze/call_tree.h"
+
+namespace gpuprof {
+namespace {
+
+// An allocator event that counts, with its size resolved.
+struct Counted {
+  uint64_t ts_ns;
+  uint32_t tid;
+  int64_t cpu_bytes;
+  int64_t cuda_bytes;
+  bool device;
+  int64_t device_total;
+  int device_index;
+  int64_t call = -1;  // innermost op call running on tid, -1 if none
+};
+
+// Sizes of CPU releases from their allocations, across threads (a block
+// allocated on one thread may be released on another), in time order.
+std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_t* unmatched_frees) {
+  std::vector<size_t> order(events.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return events[a].ts_ns < events[b].ts_ns; });
+  std::unordered_map<uint64_t, int64_t> live;  // CPU block -> bytes
+  std::vector<Counted> counted;
+  counted.reserve(events.size());
+  for (size_t i : order) {
+    const gp_mem_event& e = events[i];
+    Counted c{.ts_ns = e.ts_ns, .tid = e.tid, .cpu_bytes = 0, .cuda_bytes = 0, .device = false,
+              .device_total = 0, .device_index = e.device_index};
+    switch (e.kind) {
+      case GP_MEM_CPU_ALLOC:
+        live[e.addr] = e.bytes;
+        c.cpu_bytes = e.bytes;
+        break;
+      case GP_MEM_CPU_FREE: {
+        auto it = live.find(e.addr);
+        if (it == live.end()) {
+          ++*unmatched_frees;
+          continue;
+        }
+        c.cpu_bytes = -it->second;
+        live.erase(it);
+        break;
+      }
+      case GP_MEM_DEVICE:
+        c.device = true;
+        c.cuda_bytes = e.bytes;
+        c.device_total = static_cast<int64_t>(e.total_allocated);
+        break;
+      default:
+        continue;
+    }
+    counted.push_back(c);
+  }
+  return counted;
+}
+
+}  // namespace
+
+std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events) {
+  uint64_t unmatched = 0;
+  std::vector<MemoryLevel> levels;
+  int64_t cpu_level = 0;
+  for (const Counted& c : resolve_sizes(events, &unmatched)) {
+    if (c.device) {
+      levels.push_back({c.ts_ns, c.device_index, c.device_total});
+    } else {
+      cpu_level += c.cpu_bytes;
+      levels.push_back({c.ts_ns, -1, cpu_level});
+    }
+  }
+  return levels;
+}
+
+MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_mem_event> events) {
+  MemoryAttribution out;
+  std::vector<Counted> counted = resolve_sizes(events, &out.unmatched_frees);
+  CallTree tree = build_call_tree(timeline);
+  std::vector<ThreadMoment> moments;
+  moments.reserve(counted.size());
+  for (const Counted& c : counted) moments.push_back({c.ts_ns, c.tid});
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+  for (size_t i = 0; i < counted.size(); i++) counted[i].call = calls[i];
+  out.parent = std::move(tree.parent);
+  out.own_cpu.assign(timeline.calls.size(), 0);
+  out.own_cuda.assign(timeline.calls.size(), 0);
+  int64_t cpu_level = 0;
+  for (const Counted& c : counted) {
+    if (c.call >= 0) {
+      out.own_cpu[c.call] += c.cpu_bytes;
+      out.own_cuda[c.call] += c.cuda_bytes;
+    } else {
+      ++out.outside_events;
+      out.outside_cpu += c.cpu_bytes;
+      out.outside_cuda += c.cuda_bytes;
+    }
+    if (c.device) {
+      if (!out.cuda_peak.seen || c.device_total > out.cuda_peak.bytes)
+        out.cuda_peak = {true, c.device_total, c.ts_ns, c.call, c.device_index};
+    } else {
+      cpu_level += c.cpu_bytes;
+      if (!out.cpu_peak.seen || cpu_level > out.cpu_peak.bytes)
+        out.cpu_peak = {true, cpu_level, c.ts_ns, c.call, -1};
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuprof

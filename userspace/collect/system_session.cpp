@@ -1,0 +1,800 @@
+#include "collect/system_session.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "base/bounded_cache.h"
+#include "probe/cpu_sampler.h"
+#include "torch/dispatcher_catalog.h"
+#include "torch/exitless_calls.h"
+#include "torch/runtime_ops.h"
+#include "symbols/kernel_symbols.h"
+#include "probe/launch_tracer.h"
+#include "probe/library_loads.h"
+#include "symbols/native_symbolizer.h"
+#include "probe/op_tracer.h"
+#include "target/privileges.h"
+#include "python/python_paths.h"
+#include "python/python_runtime.h"
+#include "python/python_stacks.h"
+#include "record/record_file.h"
+#include "base/session_loop.h"
+#include "target/target_process.h"
+#include "probe/thread_names.h"
+#include "base/unique_fd.h"
+
+namespace gpuprof {
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+constexpr uint64_t kFlushIntervalNs = 250'000'000;
+// A library load is seen at the mmap's entry: the mapping is in the maps
+// file once the call returns. Looked for again on each turn until then.
+constexpr uint64_t kLoadPatienceNs = 2'000'000'000;
+constexpr uint64_t kPythonEpochNs = 100'000'000;
+// A process whose interpreter is not up yet (its first samples come while
+// CPython starts) is looked at again soon, then less and less often: a
+// process that lives 0.2 s must get its frames, and one that never runs
+// Python must not cost a maps read per sample.
+constexpr uint64_t kPythonFirstRetryNs = 10'000'000;
+constexpr uint64_t kPythonLastRetryNs = 1'000'000'000;
+// How often exited processes are let go (their symbols, their interpreter),
+// and how long their description stays for events still on their way.
+constexpr uint64_t kReapIntervalNs = 2'000'000'000;
+constexpr uint64_t kExitedGraceNs = 10'000'000'000;
+
+uint64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
+// A file as the kernel knows it: the same library through different paths
+// (another mount namespace, a symlink) is one set of probes.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  auto operator<=>(const FileId&) const = default;
+};
+
+// The process a thread belongs to ("Tgid:" of /proc/TID/status); 0 when
+// the thread is gone.
+uint32_t process_of_thread(uint32_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<uint32_t>(std::strtoul(line.c_str() + 5, nullptr, 10));
+  return 0;
+}
+
+std::vector<int> all_pids() {
+  std::vector<int> pids;
+  if (DIR* proc = opendir("/proc")) {
+    while (dirent* entry = readdir(proc)) {
+      char* end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (pid > 0 && end && *end == 0) pids.push_back(static_cast<int>(pid));
+    }
+    closedir(proc);
+  }
+  return pids;
+}
+
+// What the session knows of one process.
+struct Process {
+  ProcessInfo info;
+  bool info_written = false;  // info as it stands is in the file
+  bool traced = false;        // maps a libtorch_cpu that has its probes
+  bool launches_attached = false;
+  bool unreadable_reported = false;  // its libtorch_cpu cannot be opened: said once
+  std::unique_ptr<NativeSymbolizer> symbolizer;  // for samples and kernel names, on first use
+  // Python frames of its samples, when it runs a CPython gpuprof knows.
+  std::unique_ptr<PythonStackNamer> python;
+  bool python_final = false;  // the answer will not change
+  uint64_t python_checked_ns = 0;
+  uint64_t python_retry_ns = kPythonFirstRetryNs;  // doubles after each miss
+  uint64_t exited_ns = 0;  // when gpuprof found it gone (0: alive)
+};
+
+// A library load waiting for its mapping to show in the maps.
+struct PendingLoad {
+  uint32_t pid;
+  uint32_t kind;  // enum gp_library_kind
+  uint64_t since_ns;
+  uint64_t tried_ns = 0;
+};
+
+class SystemSession {
+ public:
+  explicit SystemSession(const RecordConfig& config) : config_(config) {}
+  RecordOutcome run();
+
+ private:
+  bool begin();
+  void scan_processes();
+  void on_library_load(const gp_library_load& load) { pending_loads_.push_back({load.pid, load.kind, now_ns()}); }
+  void retry_pending_loads();
+  bool trace_libtorch(uint32_t pid);
+  bool trace_launches(uint32_t pid);
+  // `comm_if_gone`: the name to give a process already gone from /proc.
+  Process& process(uint32_t pid, const char* comm_if_gone = nullptr);
+  void note_thread(uint32_t tid, uint32_t pid);
+  void setup_python(uint32_t pid, Process& p);
+  void on_op_event(const gp_event& event, const EntryPayload& payload);
+  void on_cpu_sample(const gp_cpu_sample& sample);
+  void on_launch(const gp_launch_event& event);
+  uint32_t launch_name_id(uint32_t pid, const gp_launch_event& event);
+  std::optional<uint32_t> frame_id(const std::string& name);
+  std::optional<uint32_t> stack_id(const std::vector<uint32_t>& frames);
+  void new_python_epoch();
+  void reap_exited();
+  bool flush_tables();
+  bool finish();
+  void stop(const char* reason) {
+    if (!stopped_) outcome_.stop_reason = reason;
+    stopped_ = true;
+  }
+  void warn(const std::string& what) {
+    std::fprintf(stderr, "gpuprof: warning: %s\n", what.c_str());
+    if (stats_.problems.size() < 64 &&
+        std::find(stats_.problems.begin(), stats_.problems.end(), what) == stats_.problems.end())
+      stats_.problems.push_back(what);
+  }
+  // Records the error that ends the session; false, for `return fail(...)`.
+  bool fail(std::string message) {
+    outcome_.ok = false;
+    outcome_.error = std::move(message);
+    return false;
+  }
+  // Write errors are kept (the first) and end the session at the next turn.
+  bool write_failed(const std::string& error) {
+    if (write_error_.empty()) write_error_ = error;
+    return false;
+  }
+
+  const RecordConfig& config_;
+  RecordOutcome outcome_;
+  bool stopped_ = false;
+  std::optional<RecordWriter> writer_;
+  std::string write_error_;
+  RecordStats stats_;
+  std::unique_ptr<OpTracer> tracer_;
+  std::unique_ptr<LibraryLoads> loads_;
+  std::unique_ptr<CpuSampler> sampler_;
+  std::unique_ptr<LaunchTracer> launch_tracer_;
+  std::unique_ptr<ThreadNameCollector> thread_names_;
+  KernelSymbols kernel_symbols_;
+  // libtorch_cpu files looked at: the op id of their first op (UINT32_MAX:
+  // not traced) and their catalog (runtime_ops.h names their rows with it).
+  struct TracedFile {
+    uint32_t first_op = UINT32_MAX;
+    std::shared_ptr<const DispatcherCatalog> catalog;
+  };
+  std::map<FileId, TracedFile> libtorch_files_;
+  std::optional<RuntimeOps> runtime_ops_;
+  std::map<FileId, LaunchSites> launch_sites_;  // libcudart files read
+  std::set<FileId> launch_files_refused_;
+  // The first libcudart probed, for the file's CUDA_RUNTIME (what a report
+  // of launches names); every traced process's launches are recorded.
+  std::optional<CudaRuntimeInfo> cuda_runtime_;
+  std::unordered_map<uint32_t, Process> processes_;
+  std::unordered_map<uint32_t, uint32_t> process_of_tid_;
+  std::vector<ThreadProcess> pending_threads_;  // not yet in the file
+  std::vector<PendingLoad> pending_loads_;
+  uint32_t traced_processes_ = 0;
+  // Interning (the caches in front of the ids are bounded; the ids are not).
+  std::unordered_map<std::string, uint32_t> frame_ids_;
+  std::map<std::vector<uint32_t>, uint32_t> stack_ids_;
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> frame_of_address_;               // (pid, ip)
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, uint32_t> frame_of_python_;     // (pid, code, instr)
+  std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;
+  std::set<uint32_t> unresolved_frames_;
+  std::map<std::pair<uint32_t, uint64_t>, uint32_t> launch_name_of_function_;  // (pid, function)
+  std::unordered_map<std::string, uint32_t> launch_name_ids_;
+  uint64_t python_epoch_ns_ = 0;
+  uint64_t last_reap_ns_ = 0;
+  uint64_t samples_recorded_ = 0;
+  uint64_t launches_recorded_ = 0;
+  ExitlessCalls exitless_;
+};
+
+Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
+  auto [it, inserted] = processes_.try_emplace(pid);
+  if (inserted) {
+    ProcessInfo& info = it->second.info;
+    info = describe_process(static_cast<int>(pid));
+    info.pid = static_cast<int32_t>(pid);
+    info.hostname.clear();  // the recording's, not each process's
+    if (info.comm.empty() && comm_if_gone && *comm_if_gone) info.comm = comm_if_gone;
+    if (info.comm.empty()) info.comm = "[exited]";
+    if (info.cmdline.empty() && !process_alive(static_cast<int>(pid))) info.cmdline = "[exited before gpuprof read it]";
+  }
+  return it->second;
+}
+
+void SystemSession::note_thread(uint32_t tid, uint32_t pid) {
+  if (tid == 0 || pid == 0) return;
+  auto [it, inserted] = process_of_tid_.try_emplace(tid, pid);
+  if (!inserted) return;
+  pending_threads_.push_back({tid, pid});
+  Process& p = process(pid);
+  if (config_.on_thread) config_.on_thread(tid, pid);
+  if (!p.info_written && config_.on_process) config_.on_process(p.info);
+  thread_names_->saw(tid);
+}
+
+// The processes and threads found since the last flush, into the file.
+bool SystemSession::flush_tables() {
+  std::string err;
+  std::vector<ProcessInfo> fresh;
+  for (auto& [pid, p] : processes_)
+    if (!p.info_written) {
+      fresh.push_back(p.info);
+      p.info_written = true;
+    }
+  if (!fresh.empty() && !writer_->add_processes(fresh, &err)) return write_failed(err);
+  if (!pending_threads_.empty() && !writer_->add_thread_processes(pending_threads_, &err))
+    return write_failed(err);
+  pending_threads_.clear();
+  return true;
+}
+
+// Op probes on the libtorch_cpu `pid` maps, unless its file has them
+// already (then the kernel put them in this process when it mapped it).
+bool SystemSession::trace_libtorch(uint32_t pid) {
+  auto library = find_mapped_library(static_cast<int>(pid), "libtorch_cpu");
+  if (!library.unreadable.empty()) {
+    Process& p = process(pid);
+    if (!p.unreadable_reported)
+      warn("process " + std::to_string(pid) + " (" + p.info.comm + ") not traced: " + library.unreadable);
+    p.unreadable_reported = true;
+    return true;
+  }
+  if (!library) return false;
+  const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
+  Process& p = process(pid);
+  if (!libtorch_files_.count(id)) {
+    std::string error;
+    auto catalog = load_dispatcher_catalog(library->path_for_us, config_.exit_mode, &error);
+    if (!catalog) {
+      warn("pid " + std::to_string(pid) + " (" + p.info.comm + "): " + library->path_in_target +
+           " not traced: " + error);
+      libtorch_files_.emplace(id, TracedFile{});  // not tried again
+      return true;
+    }
+    const uint32_t base = static_cast<uint32_t>(writer_->ops_defined());
+    bool lost_guards = false;
+    ProbeSites sites = sites_for_ops_from(*catalog, base, &lost_guards);
+    if (lost_guards)
+      warn(library->path_in_target + ": too many ops in this recording for its ops' own ranges (detach): not shown");
+    // The ops are in the table before the first event can name them.
+    if (!writer_->add_ops(catalog->ops, &error)) {
+      write_failed(error);
+      return true;
+    }
+    if (config_.on_ops) config_.on_ops(base, catalog->ops);
+    const uint64_t start = now_ns();
+    if (!tracer_->attach_ops(library->path_for_us, sites, 0, &error)) {
+      warn(library->path_in_target + " not traced: " + error);
+      libtorch_files_.emplace(id, TracedFile{});
+      return true;
+    }
+    libtorch_files_.emplace(id, TracedFile{base, std::make_shared<const DispatcherCatalog>(std::move(*catalog))});
+    stats_.entry_probes += catalog->entry_sites;
+    stats_.exit_probes += catalog->exit_sites;
+    stats_.ops_without_exit += catalog->ops_without_exit;
+    std::fprintf(stderr, "gpuprof: tracing %s: %zu ops, %u entry + %u exit probes (attach %.1f ms), for every process that maps it\n",
+                 library->path_in_target.c_str(), catalog->ops.size(), catalog->entry_sites, catalog->exit_sites,
+                 (now_ns() - start) / 1e6);
+    const DispatcherCatalog& traced = *libtorch_files_[id].catalog;
+    exitless_.add_ops(base, traced);
+    if (std::string exitless = describe_exitless_ops(traced); !exitless.empty() && config_.verbose)
+      std::fprintf(stderr, "gpuprof: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
+  }
+  const TracedFile& file = libtorch_files_[id];
+  if (file.first_op == UINT32_MAX || p.traced) return true;
+  p.traced = true;
+  traced_processes_++;
+  if (auto bias = load_bias(static_cast<int>(pid), *library))
+    runtime_ops_->add_process(pid, file.first_op, *file.catalog, *bias);
+  // Described again: a process seen before it exec'd into Python (`chroot
+  // ... python3`, a shell) had another name and command line then.
+  ProcessInfo now = describe_process(static_cast<int>(pid));
+  if (!now.comm.empty()) {
+    p.info.comm = now.comm;
+    p.info.cmdline = now.cmdline;
+  }
+  p.info.libtorch_path = library->path_in_target;
+  p.info_written = false;  // defined again, with its libtorch
+  if (config_.on_process) config_.on_process(p.info);
+  std::fprintf(stderr, "gpuprof: process %u (%s) runs %s\n", pid, p.info.comm.c_str(),
+               library->path_in_target.c_str());
+  trace_launches(pid);
+  return true;
+}
+
+// Launch probes on the process's libcudart, with its pid: libcudart is
+// mapped by every CUDA program, and only PyTorch processes are traced (one
+// that maps libcudart before libtorch_cpu gets them from trace_libtorch).
+bool SystemSession::trace_launches(uint32_t pid) {
+  auto known = processes_.find(pid);
+  if (known == processes_.end() || !known->second.traced || known->second.launches_attached) return true;
+  Process& p = known->second;
+  auto library = find_mapped_library(static_cast<int>(pid), "libcudart");
+  if (!library.unreadable.empty()) {
+    warn("no CUDA launches in process " + std::to_string(pid) + ": " + library.unreadable);
+    p.launches_attached = true;  // said once
+    return true;
+  }
+  if (!library) return false;
+  const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
+  if (launch_files_refused_.count(id)) return true;
+  std::string error;
+  auto sites = launch_sites_.find(id);
+  if (sites == launch_sites_.end()) {
+    auto found = find_launch_sites(library->path_for_us, LaunchApi::runtime, &error);
+    if (!found) {
+      launch_files_refused_.insert(id);
+      warn("no CUDA launches from " + library->path_in_target + ": " + error);
+      return true;
+    }
+    sites = launch_sites_.emplace(id, std::move(*found)).first;
+  }
+  if (!launch_tracer_) {
+    LaunchSinks sinks;
+    sinks.launch = [this](const gp_launch_event& e) { on_launch(e); };
+    sinks.correlation = [](const gp_gpu_correlation&) {};
+    sinks.activity = [](const gp_gpu_activity&) {};
+    sinks.dropped = [](uint64_t) {};
+    launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), &error);
+    if (!launch_tracer_) {
+      launch_files_refused_.insert(id);
+      warn("no CUDA launches: " + error);
+      return true;
+    }
+  }
+  if (!launch_tracer_->attach(library->path_for_us, sites->second, static_cast<int>(pid), &error)) {
+    warn("no CUDA launches in process " + std::to_string(pid) + ": " + error);
+  } else {
+    p.launches_attached = true;
+    if (!cuda_runtime_)
+      cuda_runtime_ = CudaRuntimeInfo{library->path_in_target, static_cast<uint32_t>(sites->second.offsets.size()), 0};
+    // Kernel names come from the process's own libraries: its maps now.
+    if (!p.symbolizer) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(pid));
+    p.symbolizer->refresh_maps();
+    std::fprintf(stderr, "gpuprof: process %u: CUDA launches: %zu entry points in %s\n", pid,
+                 sites->second.offsets.size(), library->path_in_target.c_str());
+  }
+  return true;
+}
+
+// Each waiting load is looked at again every 10 ms at most (a libtorch
+// process's maps are long) until its mapping shows, for kLoadPatienceNs.
+void SystemSession::retry_pending_loads() {
+  constexpr uint64_t kRetryNs = 10'000'000;
+  const uint64_t now = now_ns();
+  std::vector<PendingLoad> waiting;
+  for (PendingLoad& load : pending_loads_) {
+    if (load.tried_ns && now - load.tried_ns < kRetryNs) {
+      waiting.push_back(load);
+      continue;
+    }
+    load.tried_ns = now;
+    const bool done = load.kind == GP_LOAD_LIBTORCH ? trace_libtorch(load.pid) : trace_launches(load.pid);
+    if (!done && now - load.since_ns < kLoadPatienceNs && process_alive(static_cast<int>(load.pid)))
+      waiting.push_back(load);
+  }
+  pending_loads_ = std::move(waiting);
+}
+
+// Every process that has a libtorch_cpu mapped when the recording starts.
+void SystemSession::scan_processes() {
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  for (int pid : all_pids())
+    if (static_cast<uint32_t>(pid) != self) trace_libtorch(static_cast<uint32_t>(pid));
+}
+
+void SystemSession::setup_python(uint32_t pid, Process& p) {
+  if (p.python || p.python_final) return;
+  const uint64_t now = now_ns();
+  if (p.python_checked_ns && now - p.python_checked_ns < p.python_retry_ns) return;
+  if (p.python_checked_ns) p.python_retry_ns = std::min(2 * p.python_retry_ns, kPythonLastRetryNs);
+  p.python_checked_ns = now;
+  std::string why;
+  bool may_change = false;
+  auto runtime = find_python_runtime(static_cast<int>(pid), &why, &may_change);
+  std::optional<gp_python_config> config = runtime ? python_walk_config(*runtime, &why) : std::nullopt;
+  if (!config) {
+    p.python_final = runtime || !may_change || !process_alive(static_cast<int>(pid));
+    return;
+  }
+  p.python_final = true;
+  if (!sampler_->set_process_python(pid, *config)) return;
+  p.python = std::make_unique<PythonStackNamer>(static_cast<int>(pid), runtime->offsets,
+                                                PythonPathShortener::for_process(static_cast<int>(pid)));
+}
+
+// A machine runs processes without end: what gpuprof keeps per process
+// (mapped ELF images, a code-object reader, a slot in the sampler's map)
+// goes when the process does; its description (in the file already) stays
+// a little longer for the samples and events still on their way, then goes
+// too. A pid seen after that is a new process, described again (the reader
+// keeps the latest description of a pid).
+void SystemSession::reap_exited() {
+  const uint64_t now = now_ns();
+  if (now - last_reap_ns_ < kReapIntervalNs) return;
+  last_reap_ns_ = now;
+  std::vector<uint32_t> gone;
+  for (auto& [pid, p] : processes_) {
+    if (p.exited_ns) {
+      if (now - p.exited_ns > kExitedGraceNs && p.info_written) gone.push_back(pid);
+      continue;
+    }
+    if (process_alive(static_cast<int>(pid))) continue;
+    p.exited_ns = now;
+    if (p.python && sampler_) sampler_->forget_process_python(pid);
+    p.python.reset();
+    p.python_final = true;
+    p.symbolizer.reset();
+  }
+  for (uint32_t pid : gone) processes_.erase(pid);
+  std::erase_if(frame_of_address_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
+  std::erase_if(frame_of_python_, [&](const auto& entry) { return !processes_.count(std::get<0>(entry.first)); });
+  std::erase_if(launch_name_of_function_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
+}
+
+void SystemSession::new_python_epoch() {
+  const uint64_t now = now_ns();
+  if (now - python_epoch_ns_ < kPythonEpochNs) return;
+  python_epoch_ns_ = now;
+  for (auto& [pid, p] : processes_)
+    if (p.python) p.python->next_epoch();
+  frame_of_python_.clear();
+}
+
+std::optional<uint32_t> SystemSession::frame_id(const std::string& name) {
+  auto [it, inserted] = frame_ids_.try_emplace(name, writer_->sample_frames_defined());
+  if (inserted) {
+    std::string err;
+    if (!writer_->add_sample_frame(name, &err)) {
+      frame_ids_.erase(it);
+      write_failed(err);
+      return std::nullopt;
+    }
+    if (config_.on_sample_frame) config_.on_sample_frame(it->second, name);
+  }
+  return it->second;
+}
+
+std::optional<uint32_t> SystemSession::stack_id(const std::vector<uint32_t>& frames) {
+  auto [it, inserted] = stack_ids_.try_emplace(frames, writer_->sample_stacks_defined());
+  if (inserted) {
+    std::string err;
+    if (!writer_->add_sample_stack(frames, &err)) {
+      stack_ids_.erase(it);
+      write_failed(err);
+      return std::nullopt;
+    }
+  }
+  return it->second;
+}
+
+void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload) {
+  if (!write_error_.empty()) return;
+  std::string err;
+  gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
+  if (!runtime_ops_->name(event, payload.words, &err)) {
+    if (!err.empty()) write_failed(err);
+    return;
+  }
+  const uint64_t index = stats_.events_recorded;
+  note_thread(event.tid, event.pid);
+  if (!writer_->append_events(&event, 1, &err)) {
+    write_failed(err);
+    return;
+  }
+  stats_.events_recorded++;
+  if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
+  if (config_.on_op_event) config_.on_op_event(event, index);
+}
+
+// As record -p does (record_session.cpp), with the caches keyed by process.
+void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
+  if (!write_error_.empty()) return;
+  char comm[sizeof sample.comm + 1] = {};
+  std::memcpy(comm, sample.comm, sizeof sample.comm);
+  Process& p = process(sample.pid, comm);  // before note_thread, which would describe it without the name
+  note_thread(sample.tid, sample.pid);
+  setup_python(sample.pid, p);
+  uint32_t leaf;
+  const auto address_key = std::make_pair(sample.pid, sample.user_ip);
+  if (auto known = frame_of_address_.find(address_key); known != frame_of_address_.end()) {
+    leaf = known->second;
+  } else {
+    std::string name = "[unknown]";
+    if (sample.user_ip != 0) {
+      if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
+      if (p.symbolizer) name = p.symbolizer->symbolize(sample.user_ip);
+    } else {
+      name = "[kernel thread]";
+    }
+    auto id = frame_id(name);
+    if (!id) return;
+    leaf = *id;
+    keep_bounded(frame_of_address_, kAddressCacheEntries);
+    frame_of_address_.emplace(address_key, leaf);
+    if (name == "[unknown]" || name.find("+0x") != std::string::npos) unresolved_frames_.insert(leaf);
+  }
+  if (unresolved_frames_.count(leaf)) stats_.symbols_unresolved++;
+  uint32_t python_stack = kNoPythonStack;
+  const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
+  std::vector<uint32_t> stack;
+  if (p.python && depth > 0) {
+    for (uint32_t i = depth; i-- > 0;) {  // innermost first in the sample
+      const auto key = std::make_tuple(sample.pid, sample.frames[2 * i], sample.frames[2 * i + 1]);
+      auto it = frame_of_python_.find(key);
+      if (it == frame_of_python_.end()) {
+        auto id = frame_id(p.python->frame(std::get<1>(key), std::get<2>(key)));
+        if (!id) return;
+        keep_bounded(frame_of_python_, kAddressCacheEntries);
+        it = frame_of_python_.emplace(key, *id).first;
+      }
+      stack.push_back(it->second);
+    }
+    auto id = stack_id(stack);
+    if (!id) return;
+    python_stack = *id;
+  }
+  CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = leaf,
+                   .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
+  const uint64_t sample_index = writer_->samples_appended();
+  std::string err;
+  if (!writer_->append_samples(&record, 1, &err)) {
+    write_failed(err);
+    return;
+  }
+  samples_recorded_++;
+  if (config_.on_sample) config_.on_sample(record, stack);
+  if (!sample.in_kernel || sample.kernel_depth == 0) return;
+  const uint64_t* ips = reinterpret_cast<const uint64_t*>(&sample.frames[2 * depth]);
+  std::vector<uint64_t> key(ips, ips + std::min<uint32_t>(sample.kernel_depth, GP_MAX_KERNEL_FRAMES));
+  auto known = stack_of_kernel_ips_.find(key);
+  if (known == stack_of_kernel_ips_.end()) {
+    std::vector<uint32_t> frames;
+    for (auto ip = key.rbegin(); ip != key.rend(); ++ip) {
+      auto id = frame_id(kernel_symbols_.frame(*ip));
+      if (!id) return;
+      frames.push_back(*id);
+    }
+    auto id = stack_id(frames);
+    if (!id) return;
+    keep_bounded(stack_of_kernel_ips_, kStackCacheEntries);
+    known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
+  }
+  if (!writer_->append_sample_kernel_stack(sample_index, known->second, &err)) write_failed(err);
+}
+
+uint32_t SystemSession::launch_name_id(uint32_t pid, const gp_launch_event& event) {
+  const auto key = std::make_pair(pid, event.api == GP_LAUNCH_GRAPH ? 0 : event.function);
+  if (auto it = launch_name_of_function_.find(key); it != launch_name_of_function_.end()) return it->second;
+  std::string name;
+  Process& p = process(pid);
+  if (event.api == GP_LAUNCH_GRAPH) {
+    name = "[CUDA graph]";
+  } else if (auto symbol = p.symbolizer ? p.symbolizer->function_starting_at(event.function) : std::nullopt) {
+    name = *symbol;
+  } else {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(event.function));
+    name = std::string("[unknown kernel ") + hex + "]";
+  }
+  auto [it, inserted] = launch_name_ids_.try_emplace(name, writer_->launch_names_defined());
+  std::string err;
+  if (inserted && !writer_->add_launch_name(name, &err)) write_failed(err);
+  launch_name_of_function_.emplace(key, it->second);
+  return it->second;
+}
+
+void SystemSession::on_launch(const gp_launch_event& event) {
+  if (!write_error_.empty()) return;
+  auto known = process_of_tid_.find(event.tid);
+  const uint32_t pid = known != process_of_tid_.end() ? known->second : process_of_thread(event.tid);
+  note_thread(event.tid, pid);
+  CudaLaunch launch;
+  launch.ts_ns = event.ts_ns;
+  launch.function = event.function;
+  launch.stream = event.stream;
+  std::copy(std::begin(event.grid), std::end(event.grid), launch.grid);
+  std::copy(std::begin(event.block), std::end(event.block), launch.block);
+  launch.tid = event.tid;
+  launch.api = event.api;
+  launch.name_id = launch_name_id(pid, event);
+  std::string err;
+  if (!write_error_.empty()) return;
+  if (!writer_->append_launches(&launch, 1, &err)) {
+    write_failed(err);
+    return;
+  }
+  launches_recorded_++;
+  if (config_.on_launch) config_.on_launch(launch, pid);
+}
+
+bool SystemSession::begin() {
+  std::string error;
+  auto writer = RecordWriter::create(config_.output_path, &error, config_.output_mode);
+  if (!writer) return fail(error);
+  writer_.emplace(std::move(*writer));
+  ProcessInfo system = describe_process(getpid());
+  system.pid = 0;
+  system.comm = "[system-wide]";
+  system.cmdline = "gpuprof record -a";
+  ClockInfo clock;
+  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+  clock.start_monotonic_ns = now_ns();
+  RecordOptions options;
+  options.ops = config_.ops;
+  options.sample_hz = config_.sample_hz;
+  if (!writer_->begin(system, clock, {}, options, &error)) return fail(error);
+  runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
+    const auto id = static_cast<uint32_t>(writer_->ops_defined());
+    if (!writer_->add_ops({op}, add_error)) return std::nullopt;
+    if (config_.on_ops) config_.on_ops(id, {op});
+    return id;
+  });
+  thread_names_ = std::make_unique<ThreadNameCollector>(0);
+  if (config_.on_begin) config_.on_begin(system, {}, clock.start_monotonic_ns);
+  return true;
+}
+
+RecordOutcome SystemSession::run() {
+  std::string error;
+  set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
+  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) {
+    fail(missing);
+    return outcome_;
+  }
+  // Capabilities (setcap) are not enough to watch other users' processes.
+  if (getuid() != 0) {
+    fail("record -a watches every process on the machine: run it as root (capabilities suffice only "
+         "for your own processes, with -p)");
+    return outcome_;
+  }
+  SignalGuard signals({SIGINT, SIGTERM, SIGHUP});
+  if (!begin()) return outcome_;
+  if (config_.ops) {
+    TracerSinks sinks;
+    sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
+    sinks.memory = [](const gp_mem_event&) {};
+    TracerConfig tracer_config;
+    tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
+    tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
+    if (!tracer_) {
+      fail(error);
+      return outcome_;
+    }
+    // Watch first, then scan: a process that maps libtorch in between is
+    // found twice, never missed.
+    loads_ = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }, &error);
+    if (!loads_) {
+      fail(error);
+      return outcome_;
+    }
+    scan_processes();
+    // The files found so far have every site in place: their processes'
+    // first events are whole calls. A file found later is attached while
+    // the program runs (its process may be mid-call for those ~100 ms; the
+    // timeline counts such calls as running at the start).
+    tracer_->set_tracing(true);
+  }
+  if (config_.sample_hz) {
+    kernel_symbols_ = KernelSymbols::load();
+    sampler_ = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }, &error);
+    if (!sampler_) {
+      fail(error);
+      return outcome_;
+    }
+    sampler_->set_sampling(true);
+  }
+  std::fprintf(stderr, "gpuprof: system-wide: %s%s; %u PyTorch process%s traced now, more as they load libtorch_cpu%s\n",
+               config_.ops ? "ops in every PyTorch process" : "no ops",
+               config_.sample_hz ? (", CPU samples of every process at " + std::to_string(config_.sample_hz) + " Hz").c_str() : "",
+               traced_processes_, traced_processes_ == 1 ? "" : "es",
+               stop_hint(config_).c_str());
+  outcome_.ok = true;
+
+  UniqueFd timer = duration_timer(config_.duration_s);
+  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+  // The sample ring is polled too (unlike record -p): a sample is read and
+  // its process's maps and interpreter looked at within ms, while a
+  // short-lived process still runs.
+  for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, sampler_ ? sampler_->poll_fd() : -1,
+                 signals.fd(), timer.get(), config_.input_fd})
+    epoll_watch(epoll.get(), fd);
+  uint64_t last_flush = now_ns();
+  while (!stopped_) {
+    epoll_event events[4];
+    int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
+    for (int i = 0; i < n; i++) {
+      if (events[i].data.fd == signals.fd()) {
+        signalfd_siginfo info;
+        while (read(signals.fd(), &info, sizeof info) == sizeof info)
+          stop(info.ssi_signo == SIGINT ? "interrupted" : "terminated");
+      } else if (events[i].data.fd == timer.get()) {
+        stop("duration");
+      }
+    }
+    if (loads_) loads_->consume();
+    retry_pending_loads();
+    new_python_epoch();
+    if (tracer_) tracer_->consume();
+    if (sampler_) sampler_->consume();
+    if (launch_tracer_) launch_tracer_->consume();
+    const uint64_t now = now_ns();
+    if (now - last_flush >= kFlushIntervalNs) {
+      std::string err;
+      if (flush_tables() && write_error_.empty() && !writer_->flush(&err)) write_failed(err);
+      last_flush = now;
+      reap_exited();  // after the flush: only processes whose description is written
+    }
+    if (!write_error_.empty()) stop("write error");
+    if (config_.on_tick && !config_.on_tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
+  }
+  if (!finish()) outcome_.ok = false;
+  return outcome_;
+}
+
+bool SystemSession::finish() {
+  // Sampling stops first: gpuprof's own teardown is no part of the picture.
+  if (sampler_) sampler_->stop();
+  const uint64_t detach_start = now_ns();
+  if (tracer_) tracer_->detach();
+  if (launch_tracer_) launch_tracer_->detach();
+  const double detach_ms = (now_ns() - detach_start) / 1e6;
+  loads_.reset();
+  if (tracer_) tracer_->consume();  // what was in flight when the probes went away
+  if (sampler_) sampler_->consume();
+  if (launch_tracer_) launch_tracer_->consume();
+  stats_.events_lost = tracer_ ? tracer_->events_lost() : 0;
+  if (sampler_) stats_.samples_lost = sampler_->lost();
+  stats_.stop_reason = outcome_.stop_reason;
+  if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
+  std::string error;
+  flush_tables();
+  if (!write_error_.empty()) return fail(write_error_);
+  if (!writer_->set_thread_names(thread_names_->names(), &error)) warn(error);
+  if (cuda_runtime_) {
+    cuda_runtime_->launches_lost = launch_tracer_->lost();
+    if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) warn(error);
+  }
+  if (!writer_->finish(stats_, now_ns(), &error)) return fail(error);
+  std::string more;
+  if (config_.sample_hz)
+    more += "; " + std::to_string(samples_recorded_) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
+  if (launch_tracer_)
+    more += "; " + std::to_string(launches_recorded_) + " CUDA launches, " + std::to_string(launch_tracer_->lost()) +
+            " lost";
+  more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
+          " traced";
+  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
+               outcome_.stop_reason.c_str(), detach_ms, static_cast<unsigned long long>(stats_.events_recorded),
+               static_cast<unsigned long long>(stats_.events_lost), more.c_str(),
+               wrote_part(config_, config_.output_path).c_str());
+  return true;
+}
+
+}  // namespace
+
+RecordOutcome run_system_session(const RecordConfig& config) { return SystemSession(config).run(); }
+
+}  // namespace gpuprof

@@ -1,0 +1,284 @@
+// top_view.cpp: one top screen as text (see the header).
+#include "live/top_view.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <vector>
+
+#include "output/op_table.h"
+
+namespace gpuprof {
+namespace {
+
+struct SortEntry {
+  std::string_view name;
+  TopSort sort;
+};
+constexpr std::array<SortEntry, 5> kSorts = {{{"self_cpu_time_total", TopSort::self_cpu_time_total},
+                                              {"cpu_time_total", TopSort::cpu_time_total},
+                                              {"cpu_time", TopSort::cpu_time},
+                                              {"self_cuda_time_total", TopSort::self_cuda_time_total},
+                                              {"count", TopSort::count}}};
+
+// Columns after Name, torch's headers, narrower than its 12 so that 80
+// columns leave the name some room.
+constexpr size_t kColumnWidth = 10;
+constexpr std::array<std::string_view, 5> kHeaders = {"Self CPU %", "Self CPU", "CPU total", "CPU avg",
+                                                      "# Calls"};
+constexpr std::string_view kCudaHeader = "Self CUDA";  // before # Calls, with GPU times
+constexpr size_t kMinNameWidth = 12;
+constexpr size_t kMaxNameWidth = 60;
+// Status lines, the blank line and the header above the rows.
+constexpr size_t kLinesAboveRows = 4;
+
+std::string fixed(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+// Right-aligned in `width`; cut from the left ("...") when longer.
+std::string right(std::string_view text, size_t width) {
+  if (text.size() > width) return std::string(text.substr(0, width));
+  return std::string(width - text.size(), ' ') + std::string(text);
+}
+
+// Left-aligned in `width`, cut with "..." when longer.
+std::string left(std::string_view text, size_t width) {
+  if (text.size() <= width) return std::string(text) + std::string(width - text.size(), ' ');
+  if (width <= 3) return std::string(text.substr(0, width));
+  return std::string(text.substr(0, width - 3)) + "...";
+}
+
+std::string cut(std::string line, size_t width) {
+  if (line.size() > width) line.resize(width);
+  return line;
+}
+
+double sort_value(const LiveOpRow& row, TopSort sort) {
+  switch (sort) {
+    case TopSort::self_cpu_time_total: return static_cast<double>(row.self_ns);
+    case TopSort::cpu_time_total: return static_cast<double>(row.total_ns);
+    case TopSort::cpu_time: return row.calls ? static_cast<double>(row.total_ns) / row.calls : 0;
+    case TopSort::self_cuda_time_total: return static_cast<double>(row.self_cuda_ns);
+    case TopSort::count: return static_cast<double>(row.calls);
+  }
+  return 0;
+}
+
+// The two status lines and the blank line under them.
+struct GpuFigures {
+  uint64_t kernels = 0;
+  uint64_t busy_ns = 0;
+  uint32_t devices = 0;
+};
+
+void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_t calls, const TopStatus& status,
+                   const TopViewOptions& options, std::string_view sorted_by,
+                   const std::optional<GpuFigures>& gpu = std::nullopt) {
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  const double seconds = end_ns > start_ns ? (end_ns - start_ns) / 1e9 : 0;
+  std::string first = "gpuprof top - " + std::to_string(status.pid) + " (" + status.comm + "), " +
+                      std::to_string(status.threads) + (status.threads == 1 ? " thread" : " threads");
+  if (status.cpu_percent >= 0) first += ", CPU " + fixed(status.cpu_percent, 1) + "%";
+  first += ", " + (seconds > 0 ? fixed(calls / seconds, 0) : std::string("0")) + " ops/s, " +
+           std::to_string(status.events_lost) + " events lost";
+  line(first);
+  std::string second = (options.since_start ? "since start (" + fixed(seconds, 1) + " s)"
+                                            : "last " + fixed(seconds, 1) + " s") +
+                       " of " + fixed(status.elapsed_s, 1) + " s, " + std::string(sorted_by);
+  if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
+  if (options.paused) second += ", PAUSED";
+  if (!status.times.empty()) second += ", " + status.times;
+  if (!status.state.empty()) second += " - " + status.state;
+  line(second);
+  // The third line: the GPU's figures when the CUPTI shim sends them, else blank.
+  if (status.gpu && gpu) {
+    const double busy = seconds > 0 && gpu->devices ? 100.0 * gpu->busy_ns / 1e9 / seconds / gpu->devices : 0;
+    line("GPU busy " + fixed(busy, 1) + "% (" + std::to_string(gpu->devices) +
+         (gpu->devices == 1 ? " device), " : " devices), ") +
+         (seconds > 0 ? fixed(gpu->kernels / seconds, 0) : std::string("0")) + " kernels/s");
+  } else {
+    line("");
+  }
+}
+
+// Rows that fit between the lines above them and the help line.
+size_t row_room(const TopViewOptions& options, size_t rows) {
+  if (options.height == 0) return rows;
+  const size_t below = options.help_line ? 1 : 0;
+  return options.height > kLinesAboveRows + below ? options.height - kLinesAboveRows - below : 0;
+}
+
+// The screen's last line, the help (or the filter being typed), padded
+// down to the bottom.
+void append_help(std::string& out, const TopViewOptions& options) {
+  if (!options.help_line) return;
+  size_t used = static_cast<size_t>(std::count(out.begin(), out.end(), '\n'));
+  while (options.height > 0 && used + 1 < options.height) {
+    out += '\n';
+    ++used;
+  }
+  if (!options.prompt.empty())
+    out += cut("filter: " + options.prompt + "_  (Enter: apply, Esc: cancel)", options.width);
+  else
+    out += cut(std::string("q quit  s/2-6 sort  / filter  t since start/interval  p pause  tab ") +
+                   (options.python_lines ? "ops" : "Python lines"),
+               options.width);
+}
+
+}  // namespace
+
+std::string_view top_sort_name(TopSort sort) {
+  for (const SortEntry& e : kSorts)
+    if (e.sort == sort) return e.name;
+  return "?";
+}
+
+std::optional<TopSort> parse_top_sort(std::string_view name) {
+  for (const SortEntry& e : kSorts)
+    if (e.name == name) return e.sort;
+  return std::nullopt;
+}
+
+TopSort next_top_sort(TopSort sort, bool gpu) {
+  for (size_t i = 0; i < kSorts.size(); ++i) {
+    if (kSorts[i].sort != sort) continue;
+    TopSort next = kSorts[(i + 1) % kSorts.size()].sort;
+    if (next == TopSort::self_cuda_time_total && !gpu) next = kSorts[(i + 2) % kSorts.size()].sort;
+    return next;
+  }
+  return TopSort::self_cpu_time_total;
+}
+
+std::optional<TopSort> top_sort_of_column(int column, bool gpu) {
+  switch (column) {
+    case 2:
+    case 3: return TopSort::self_cpu_time_total;
+    case 4: return TopSort::cpu_time_total;
+    case 5: return TopSort::cpu_time;
+    case 6: return gpu ? TopSort::self_cuda_time_total : TopSort::count;
+    case 7: return gpu ? std::optional<TopSort>(TopSort::count) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+std::string render_top(const LiveInterval& shown, const TopStatus& status, const TopViewOptions& options) {
+  // torch's columns that fit: with GPU times, Self CUDA joins before
+  // # Calls, and below 84 columns CPU avg gives it its place.
+  const bool cuda = status.gpu;
+  const bool avg = !cuda || options.width >= kMinNameWidth + 6 * (kColumnWidth + 2);
+  const size_t columns = kHeaders.size() + (cuda ? 1 : 0) - (avg ? 0 : 1);
+  const size_t width = std::max<size_t>(options.width, kMinNameWidth + columns * (kColumnWidth + 2));
+  std::string out;
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  append_status(out, shown.start_ns, shown.end_ns, shown.calls, status, options,
+                "sorted by " + std::string(top_sort_name(options.sort)),
+                GpuFigures{shown.gpu_kernels, shown.gpu_busy_ns, shown.gpu_devices});
+
+  const size_t fixed_width = columns * (kColumnWidth + 2);
+  const size_t name_width = std::clamp(width - fixed_width - 2, kMinNameWidth, kMaxNameWidth);
+  std::string header = left("Name", name_width) + "  ";
+  for (size_t h = 0; h < kHeaders.size(); ++h) {
+    if (kHeaders[h] == "CPU avg" && !avg) continue;
+    if (cuda && h + 1 == kHeaders.size()) header += right(kCudaHeader, kColumnWidth) + "  ";
+    header += right(kHeaders[h], kColumnWidth) + "  ";
+  }
+  line(header);
+
+  std::vector<const LiveOpRow*> rows;
+  for (const LiveOpRow& row : shown.rows)
+    if (options.filter.empty() || row.name.find(options.filter) != std::string::npos) rows.push_back(&row);
+  // Largest first; names break ties so that the order is stable.
+  std::sort(rows.begin(), rows.end(), [&](const LiveOpRow* a, const LiveOpRow* b) {
+    const double va = sort_value(*a, options.sort), vb = sort_value(*b, options.sort);
+    return va != vb ? va > vb : a->name < b->name;
+  });
+  const size_t room = row_room(options, rows.size());
+  const double self_total_us = shown.self_ns / 1000.0;
+  for (size_t i = 0; i < rows.size() && i < room; ++i) {
+    const LiveOpRow& r = *rows[i];
+    const double self_us = r.self_ns / 1000.0, total_us = r.total_ns / 1000.0;
+    std::string text = left(r.name, name_width) + "  ";
+    text += right(self_total_us > 0 ? fixed(self_us * 100.0 / self_total_us, 2) + "%" : "-", kColumnWidth) + "  ";
+    text += right(format_time_us(self_us), kColumnWidth) + "  ";
+    text += right(format_time_us(total_us), kColumnWidth) + "  ";
+    if (avg) text += right(format_time_us(r.calls ? total_us / r.calls : 0), kColumnWidth) + "  ";
+    if (cuda) text += right(format_time_us(r.self_cuda_ns / 1000.0), kColumnWidth) + "  ";
+    text += right(std::to_string(r.calls), kColumnWidth) + "  ";
+    line(text);
+  }
+  if (rows.empty()) line(shown.rows.empty() ? "(no op call completed)" : "(no op matches the filter)");
+  append_help(out, options);
+  return out;
+}
+
+std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const TopStatus& status,
+                             const TopViewOptions& options, uint32_t sample_hz) {
+  std::string out;
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  append_status(out, shown.start_ns, shown.end_ns, op_calls, status, options,
+                "Python lines by CPU samples" +
+                    (sample_hz ? " at " + std::to_string(sample_hz) + " Hz" : std::string()));
+  line(right("Samples", kColumnWidth) + "  " + right("%", 8) + "  Python line (innermost frame)");
+  std::vector<const LiveLineRow*> rows;
+  for (const LiveLineRow& row : shown.rows)
+    if (options.filter.empty() || row.line.find(options.filter) != std::string::npos) rows.push_back(&row);
+  const size_t room = row_room(options, rows.size());
+  for (size_t i = 0; i < rows.size() && i < room; ++i) {
+    const LiveLineRow& r = *rows[i];
+    line(right(std::to_string(r.samples), kColumnWidth) + "  " +
+         right(fixed(shown.samples ? 100.0 * r.samples / shown.samples : 0, 2) + "%", 8) + "  " + r.line);
+  }
+  if (sample_hz == 0)
+    line("(sampling is off: start top with -F 99 to see where the CPU time goes by Python line)");
+  else if (rows.empty())
+    line(shown.rows.empty() ? "(no sample yet)" : "(no line matches the filter)");
+  append_help(out, options);
+  return out;
+}
+
+std::vector<TopProcessRow> sort_top_processes(std::vector<TopProcessRow> rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const TopProcessRow& a, const TopProcessRow& b) {
+    if (a.traced != b.traced) return a.traced;
+    if (a.traced && a.ops_per_s != b.ops_per_s) return a.ops_per_s > b.ops_per_s;
+    if (a.cpu_percent != b.cpu_percent) return a.cpu_percent > b.cpu_percent;
+    return a.pid < b.pid;
+  });
+  return rows;
+}
+
+std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_t selected, double elapsed_s,
+                                 uint64_t events_lost, const TopViewOptions& options) {
+  std::string out;
+  auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
+  size_t traced = 0;
+  for (const TopProcessRow& r : sorted) traced += r.traced;
+  line("gpuprof top -a - " + std::to_string(sorted.size()) + " processes, " + std::to_string(traced) +
+       " running PyTorch (traced) - " + fixed(elapsed_s, 1) + " s" +
+       (events_lost ? " - " + std::to_string(events_lost) + " events LOST" : "") + (options.paused ? " - paused" : ""));
+  line("");
+  line(right("PID", 8) + "  " + left("COMMAND", 16) + "  " + right("CPU %", 7) + "  " + right("OPS/S", 10) + "  " +
+       right("LAUNCHES/S", 10) + "  COMMAND LINE");
+  // Rows that fit: the status, blank and header lines, and the help line.
+  size_t room = sorted.size();
+  const size_t fixed_lines = 3 + (options.help_line ? 1 : 0);
+  if (options.height > 0) room = options.height > fixed_lines ? options.height - fixed_lines : 1;
+  const size_t first = selected >= room ? selected - room + 1 : 0;
+  for (size_t i = first; i < sorted.size() && i < first + room; ++i) {
+    const TopProcessRow& r = sorted[i];
+    const std::string mark = options.help_line && i == selected ? ">" : " ";
+    line(mark + right(std::to_string(r.pid), 7) + "  " + left(r.comm, 16) + "  " +
+         right(r.cpu_percent < 0 ? "-" : fixed(r.cpu_percent, 1), 7) + "  " +
+         right(r.traced ? fixed(r.ops_per_s, 0) : "-", 10) + "  " +
+         right(r.launches ? fixed(r.launches_per_s, 0) : "-", 10) + "  " + r.cmdline);
+  }
+  if (sorted.empty()) line("(no process yet: PyTorch processes appear as they load libtorch_cpu)");
+  if (options.help_line)
+    line(options.prompt.empty() ? "Up/Down (j/k) select, Enter its op table, Esc back, p pause, q quit"
+                                : options.prompt);
+  return out;
+}
+
+}  // namespace gpuprof

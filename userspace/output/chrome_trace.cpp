@@ -1,0 +1,654 @@
+// chrome_trace.cpp: Recording -> Trace Event Format JSON (see the header).
+//
+// The document is written as it is built, in pieces, never held whole: a
+// long recording makes a trace of hundreds of MB. Only the stack-frame
+// dictionary is kept until the end (it is written after the events, which
+// JSON allows: object members have no order).
+#include "output/chrome_trace.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "analyze/call_tree.h"
+#include "record/gpu_activity_names.h"
+#include "analyze/gpu_attribution.h"
+#include "analyze/input_shapes.h"
+#include "output/launch_table.h"
+#include "analyze/memory_attribution.h"
+#include "analyze/op_timeline.h"
+#include "base/utf8.h"
+
+namespace gpuprof {
+namespace {
+
+// GPU devices get processes of their own, numbered above every Linux pid
+// (PID_MAX_LIMIT is 2^22) so that they never clash with the target's.
+constexpr int64_t kGpuPidBase = int64_t{1} << 22;
+constexpr size_t kFlushBytes = 64 << 10;
+
+// Appends `ns` as microseconds, exact to the nanosecond and without
+// trailing zeros: "-0.25", "12.345", "17". Integer arithmetic: no rounding
+// on the way.
+void append_us(std::string& out, int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;  // recordings are far from INT64_MIN
+  }
+  char buffer[32];
+  int n = std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(ns / 1000));
+  out.append(buffer, static_cast<size_t>(n));
+  int fraction = static_cast<int>(ns % 1000);
+  if (fraction == 0) return;
+  int digits = 3;
+  while (fraction % 10 == 0) {
+    fraction /= 10;
+    --digits;
+  }
+  n = std::snprintf(buffer, sizeof buffer, ".%0*d", digits, fraction);
+  out.append(buffer, static_cast<size_t>(n));
+}
+
+template <typename T>
+void append_number(std::string& out, T value) {
+  char buffer[32];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  out.append(buffer, result.ptr);
+}
+
+std::string hex(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+// The stackFrames dictionary: one node per (parent, name), ids from 1.
+class StackFrames {
+ public:
+  // The id of the innermost of `frames` (outermost first); 0 for none.
+  uint64_t intern(const std::vector<std::string_view>& frames) {
+    uint64_t parent = 0;
+    for (std::string_view name : frames) {
+      auto [it, inserted] = ids_.try_emplace({parent, std::string(name)}, nodes_.size() + 1);
+      if (inserted) nodes_.push_back({parent, std::string(name)});
+      parent = it->second;
+    }
+    return parent;
+  }
+
+  void write(std::string& out, const std::function<void()>& maybe_flush) const {
+    out += "\"stackFrames\":{";
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (i) out += ',';
+      out += '"';
+      append_number(out, i + 1);
+      out += "\":{\"name\":\"";
+      append_json_string(out, nodes_[i].name);
+      out += '"';
+      if (nodes_[i].parent) {
+        out += ",\"parent\":\"";
+        append_number(out, nodes_[i].parent);
+        out += '"';
+      }
+      out += '}';
+      maybe_flush();
+    }
+    out += '}';
+  }
+
+ private:
+  struct Node {
+    uint64_t parent;
+    std::string name;
+  };
+  std::vector<Node> nodes_;
+  std::map<std::pair<uint64_t, std::string>, uint64_t> ids_;
+};
+
+class TraceWriter {
+ public:
+  TraceWriter(const Recording& recording, const ChromeTraceOptions& options,
+              const std::function<void(std::string_view)>& write)
+      : r_(recording), options_(options), write_(write), base_ns_(recording.clock.start_monotonic_ns) {
+    const double inf = std::numeric_limits<double>::infinity();
+    from_ns_ = relative_bound(options.range.from_s.value_or(-inf));
+    until_ns_ = relative_bound(options.range.until_s.value_or(inf));
+    for (const ThreadProcess& t : recording.thread_processes) pid_of_tid_.emplace(t.tid, t.pid);
+  }
+
+  ChromeTraceStats run() {
+    out_ = "{\"traceEvents\":[";
+    const Timeline timeline = build_timeline(r_.events);
+    const CallTree tree = build_call_tree(timeline);
+    const std::vector<bool> kept = kept_calls(timeline, tree);
+    write_calls(timeline, tree, kept);
+    write_samples(timeline, tree, kept);
+    write_launches(timeline, tree, kept);
+    write_gpu(timeline, tree, kept);
+    write_memory();
+    write_metadata();
+    out_ += "],";
+    stack_frames_.write(out_, [this] { maybe_flush(); });
+    out_ += ",\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"gpuprof\",\"command\":\"";
+    append_json_string(out_, r_.process.cmdline);
+    out_ += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
+    append_number(out_, base_ns_);
+    out_ += " ns\"";
+    // Tables take the probes' time out of op times (docs/overhead.md); a
+    // trace cannot without moving every later event of the thread.
+    out_ += ",\"times\":\"raw: as the probes stamped them, the probes' own time included";
+    if (r_.probe_costs) {
+      out_ += " (about ";
+      append_number(out_, r_.probe_costs->total_ns());
+      out_ += " ns per op call, calibrated when recording)";
+    }
+    out_ += '"';
+    if (!options_.ops_pattern.empty()) {
+      out_ += ",\"ops\":\"";
+      append_json_string(out_, options_.ops_pattern);
+      out_ += '"';
+    }
+    out_ += "}}\n";
+    write_(out_);
+    out_.clear();
+    return stats_;
+  }
+
+ private:
+  // A bound in seconds since the start -> ns relative to base_ns_.
+  static int64_t relative_bound(double seconds) {
+    if (seconds <= -9e9) return std::numeric_limits<int64_t>::min();
+    if (seconds >= 9e9) return std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(std::llround(seconds * 1e9));
+  }
+  int64_t rel(uint64_t ts_ns) const { return static_cast<int64_t>(ts_ns - base_ns_); }
+  bool overlaps(uint64_t start_ns, uint64_t end_ns) const {
+    return rel(end_ns) >= from_ns_ && rel(start_ns) <= until_ns_;
+  }
+  bool in_range(uint64_t ts_ns) const { return overlaps(ts_ns, ts_ns); }
+
+  void maybe_flush() {
+    if (out_.size() < kFlushBytes) return;
+    write_(out_);
+    out_.clear();
+  }
+
+  // Starts an event object ("{"), after a comma when not the first.
+  void begin_event() {
+    if (stats_.events++) out_ += ',';
+    out_ += '\n';
+    out_ += '{';
+  }
+
+  void common(std::string_view ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
+              uint64_t ts_ns) {
+    out_ += "\"ph\":\"";
+    out_ += ph;
+    out_ += "\",\"cat\":\"";
+    out_ += cat;
+    out_ += "\",\"name\":\"";
+    append_json_string(out_, name);
+    out_ += "\",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+    out_ += ",\"ts\":";
+    append_us(out_, rel(ts_ns));
+  }
+
+  std::string op_name(uint32_t op_id) const { return op_display_name(r_.ops, op_id); }
+  // A step frame (op_timeline.h) is named after its step, as torch names
+  // its ranges: ProfilerStep#N.
+  static bool is_step(const Recording& r, const OpCall& call) {
+    return call.entry_index < r.events.size() && r.events[call.entry_index].kind == GP_EV_STEP;
+  }
+  std::string call_name(const OpCall& call) const {
+    if (is_step(r_, call)) return "ProfilerStep#" + std::to_string(r_.events[call.entry_index].sp);
+    return op_name(call.op_id);
+  }
+  std::string_view frame_name(uint32_t frame_id) const {
+    return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
+  }
+  void append_stack(std::vector<std::string_view>& frames, uint32_t stack_id) const {
+    if (stack_id >= r_.sample_stacks.size()) return;
+    for (uint32_t f : r_.sample_stacks[stack_id]) frames.push_back(frame_name(f));
+  }
+
+  // --ops: matching calls and everything nested in them; --time-range:
+  // calls overlapping it.
+  std::vector<bool> kept_calls(const Timeline& timeline, const CallTree& tree) const {
+    const size_t n = timeline.calls.size();
+    std::vector<bool> by_ops(n, !options_.ops.has_value());
+    if (options_.ops) {
+      std::vector<std::optional<bool>> matches(r_.ops.size() + 1);
+      for (const std::vector<size_t>& thread : tree.threads) {
+        for (size_t i : thread) {  // parents first
+          const uint32_t op = timeline.calls[i].op_id;
+          std::optional<bool>& m = matches[std::min<size_t>(op, r_.ops.size())];
+          if (!m || op >= r_.ops.size()) m = std::regex_search(op_name(op), *options_.ops);
+          by_ops[i] = *m || (tree.parent[i] >= 0 && by_ops[tree.parent[i]]);
+        }
+      }
+    }
+    std::vector<bool> kept(n);
+    for (size_t i = 0; i < n; ++i)
+      kept[i] = by_ops[i] && overlaps(timeline.calls[i].start_ns, timeline.calls[i].end_ns);
+    return kept;
+  }
+
+  // Is a moment on a thread inside a kept call? Without --ops every moment
+  // in the range counts, inside a call or not.
+  std::vector<bool> kept_moments(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept,
+                                 const std::vector<ThreadMoment>& moments) const {
+    std::vector<bool> out(moments.size());
+    if (!options_.ops) {
+      for (size_t i = 0; i < moments.size(); ++i) out[i] = in_range(moments[i].ts_ns);
+      return out;
+    }
+    const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+    for (size_t i = 0; i < moments.size(); ++i)
+      out[i] = calls[i] >= 0 && kept[calls[i]] && in_range(moments[i].ts_ns);
+    return out;
+  }
+
+  void note_thread(uint32_t tid) { threads_.insert(tid); }
+
+  void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
+    if (r_.options.shapes)
+      for (const EntryShapes& e : r_.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
+    for (const EntryStack& e : r_.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
+    for (const std::vector<size_t>& thread : tree.threads) {
+      for (size_t i : thread) {  // start order, parents before children
+        if (!kept[i]) continue;
+        const OpCall& call = timeline.calls[i];
+        note_thread(call.tid);
+        begin_event();
+        const bool step = is_step(r_, call);
+        // As Kineto files them: record_function ranges (ProfilerStep#N
+        // too) as user annotations, everything else as CPU ops.
+        const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
+        common("X", user ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid), call.tid, call.start_ns);
+        out_ += ",\"dur\":";
+        append_us(out_, static_cast<int64_t>(call.duration_ns()));
+        if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
+          std::vector<std::string_view> frames;
+          append_stack(frames, it->second);
+          if (uint64_t sf = stack_frames_.intern(frames)) {
+            out_ += ",\"sf\":\"";
+            append_number(out_, sf);
+            out_ += '"';
+          }
+        }
+        out_ += ",\"args\":{\"call\":";
+        append_number(out_, call.entry_index);
+        if (step) {  // gpuprof's own step (record --schedule), apart from the target's ProfilerStep ranges
+          out_ += ",\"step\":";
+          append_number(out_, r_.events[call.entry_index].sp);
+        }
+        if (r_.options.shapes && !step) {
+          out_ += ",\"Input Dims\":";
+          auto it = shape_of_entry.find(call.entry_index);
+          const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;
+          if (it != shape_of_entry.end() && it->second < r_.shapes.size())
+            append_dims(r_.shapes[it->second]);
+          else if (op && op->arg_count >= 0 && op->tensor_args == 0)  // nothing to read: all []
+            append_dims(InputShapes(static_cast<size_t>(op->arg_count), ArgShape(std::vector<int64_t>{})));
+          else
+            out_ += "null";  // not readable
+        }
+        if (call.unwound) out_ += ",\"unwound\":true";
+        out_ += "}}";
+        stats_.op_calls++;
+        maybe_flush();
+      }
+    }
+  }
+
+  void append_dims(const InputShapes& shapes) {
+    out_ += '[';
+    for (size_t a = 0; a < shapes.size(); ++a) {
+      if (a) out_ += ',';
+      if (!shapes[a]) {
+        out_ += "null";
+        continue;
+      }
+      out_ += '[';
+      for (size_t d = 0; d < shapes[a]->size(); ++d) {
+        if (d) out_ += ',';
+        append_number(out_, (*shapes[a])[d]);
+      }
+      out_ += ']';
+    }
+    out_ += ']';
+  }
+
+  void write_samples(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.samples.empty()) return;
+    std::vector<ThreadMoment> moments;
+    moments.reserve(r_.samples.size());
+    for (const CpuSample& s : r_.samples) moments.push_back({s.ts_ns, s.tid});
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
+    for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
+    std::vector<std::string_view> frames;
+    for (size_t i = 0; i < r_.samples.size(); ++i) {
+      if (!keep[i]) continue;
+      const CpuSample& s = r_.samples[i];
+      // Outermost first: Python frames, the native leaf, kernel frames (as
+      // in the folded stacks).
+      frames.clear();
+      if (s.python_stack != kNoPythonStack) append_stack(frames, s.python_stack);
+      frames.push_back(frame_name(s.frame_id));
+      if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(frames, k->second);
+      note_thread(s.tid);
+      begin_event();
+      common("i", "cpu_sample", frames.back(), pid_of(s.tid), s.tid, s.ts_ns);
+      out_ += ",\"s\":\"t\",\"sf\":\"";
+      append_number(out_, stack_frames_.intern(frames));
+      out_ += "\"}";
+      stats_.samples++;
+      maybe_flush();
+    }
+  }
+
+  std::string_view launch_name(uint32_t name_id) const {
+    return name_id < r_.launch_names.size() ? std::string_view(r_.launch_names[name_id]) : "[unknown kernel]";
+  }
+
+  void append_dim3(std::string_view key, const uint32_t (&d)[3]) {
+    out_ += ",\"";
+    out_ += key;
+    out_ += "\":[";
+    for (int i = 0; i < 3; ++i) {
+      if (i) out_ += ',';
+      append_number(out_, d[i]);
+    }
+    out_ += ']';
+  }
+
+  void write_launches(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.launches.empty()) return;
+    std::vector<ThreadMoment> moments;
+    moments.reserve(r_.launches.size());
+    for (const CudaLaunch& l : r_.launches) moments.push_back({l.ts_ns, l.tid});
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    for (size_t i = 0; i < r_.launches.size(); ++i) {
+      if (!keep[i]) continue;
+      const CudaLaunch& l = r_.launches[i];
+      note_thread(l.tid);
+      begin_event();
+      // Entry probes see the call, not its return: no duration.
+      common("X", "cuda_runtime", launch_api_name(l.api), pid_of(l.tid), l.tid, l.ts_ns);
+      out_ += ",\"dur\":0,\"args\":{\"kernel\":\"";
+      append_json_string(out_, launch_name(l.name_id));
+      out_ += '"';
+      if (l.api != GP_LAUNCH_GRAPH) {
+        append_dim3("grid", l.grid);
+        append_dim3("block", l.block);
+      }
+      out_ += ",\"stream\":\"";
+      out_ += hex(l.stream);
+      out_ += "\"}}";
+      maybe_flush();
+    }
+  }
+
+  // A stream runs its work one item at a time, but records can overlap
+  // (clock jitter, or a device that overlaps them): a slice that starts
+  // before the previous one on its track ended would break the track's
+  // nesting, so it goes to the stream's next free lane, a track of its own
+  // ("stream 7 (lane 1)"), tid = stream + lane * 2^32.
+  std::vector<std::pair<size_t, int64_t>> gpu_tracks(const std::vector<size_t>& activities) {
+    std::vector<size_t> order = activities;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      const GpuActivity& a = r_.gpu_activities[x];
+      const GpuActivity& b = r_.gpu_activities[y];
+      return std::tie(a.device, a.stream, a.start_ns, b.end_ns) < std::tie(b.device, b.stream, b.start_ns, a.end_ns);
+    });
+    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> lane_ends;  // (device, stream) -> per lane
+    std::vector<std::pair<size_t, int64_t>> placed;
+    placed.reserve(order.size());
+    for (size_t i : order) {
+      const GpuActivity& a = r_.gpu_activities[i];
+      std::vector<uint64_t>& ends = lane_ends[{a.device, a.stream}];
+      size_t lane = 0;
+      while (lane < ends.size() && a.start_ns < ends[lane]) ++lane;
+      if (lane == ends.size()) ends.push_back(0);
+      ends[lane] = std::max(a.end_ns, a.start_ns);
+      const int64_t tid = static_cast<int64_t>(a.stream) + static_cast<int64_t>(lane << 32);
+      gpu_tracks_.insert({a.device, tid});
+      placed.push_back({i, tid});
+    }
+    return placed;
+  }
+
+  void write_gpu(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (r_.gpu_activities.empty()) return;
+    const std::vector<int64_t> launched_by = calls_of_gpu_activities(r_, timeline, tree);
+    std::unordered_map<uint64_t, size_t> correlation_index;
+    for (size_t i = 0; i < r_.gpu_correlations.size(); ++i)
+      correlation_index.try_emplace(r_.gpu_correlations[i].correlation_id, i);
+    std::vector<size_t> wanted;
+    for (size_t i = 0; i < r_.gpu_activities.size(); ++i) {
+      const GpuActivity& a = r_.gpu_activities[i];
+      if (!overlaps(a.start_ns, a.end_ns)) continue;
+      if (options_.ops && (launched_by[i] < 0 || !kept[launched_by[i]])) continue;
+      wanted.push_back(i);
+    }
+    for (const auto& [i, tid] : gpu_tracks(wanted)) {
+      const GpuActivity& a = r_.gpu_activities[i];
+      const int64_t gpu_pid = kGpuPidBase + a.device;
+      const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
+                        : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
+                                                            : "gpu_memset";
+      begin_event();
+      common("X", cat, launch_name(a.name_id), gpu_pid, tid, a.start_ns);
+      out_ += ",\"dur\":";
+      append_us(out_, static_cast<int64_t>(gpu_activity_ns(a)));
+      out_ += ",\"args\":{\"correlation\":";
+      append_number(out_, a.correlation_id);
+      out_ += ",\"device\":";
+      append_number(out_, a.device);
+      out_ += ",\"stream\":";
+      append_number(out_, a.stream);
+      if (a.kind != GpuActivityKind::kernel) {
+        out_ += ",\"bytes\":";
+        append_number(out_, activity_byte_count(a.bytes));
+      }
+      out_ += "}}";
+      stats_.gpu_activities++;
+      // The arrow from the launch, when its launch was seen in the range:
+      // "s" binds to the slice enclosing the launch on the CPU thread, "f"
+      // (binding point "e": enclosing) to the activity itself.
+      auto c = correlation_index.find(a.correlation_id);
+      if (c != correlation_index.end() && in_range(r_.gpu_correlations[c->second].ts_ns)) {
+        const GpuCorrelation& launch = r_.gpu_correlations[c->second];
+        const uint64_t id = ++stats_.flows;
+        note_thread(launch.tid);
+        begin_event();
+        common("s", "ac2g", "ac2g", pid_of(launch.tid), launch.tid, launch.ts_ns);
+        out_ += ",\"id\":";
+        append_number(out_, id);
+        out_ += '}';
+        begin_event();
+        common("f", "ac2g", "ac2g", gpu_pid, tid, a.start_ns);
+        out_ += ",\"id\":";
+        append_number(out_, id);
+        out_ += ",\"bp\":\"e\"}";
+      }
+      maybe_flush();
+    }
+  }
+
+  void write_memory() {
+    if (r_.mem_events.empty()) return;
+    for (const MemoryLevel& level : memory_levels(r_.mem_events)) {
+      if (!in_range(level.ts_ns)) continue;
+      begin_event();
+      const std::string name =
+          level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
+      common("C", "memory", name, r_.process.pid, 0, level.ts_ns);
+      out_ += ",\"args\":{\"bytes\":";
+      append_number(out_, level.bytes);
+      out_ += "}}";
+      stats_.counters++;
+      maybe_flush();
+    }
+  }
+
+  // An "M" event; args_json is its args object's inside.
+  void metadata_event(std::string_view what, int64_t pid, int64_t tid, const std::string& args_json) {
+    begin_event();
+    out_ += "\"ph\":\"M\",\"name\":\"";
+    out_ += what;
+    out_ += "\",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+    out_ += ",\"args\":{";
+    out_ += args_json;
+    out_ += "}}";
+  }
+
+  void metadata(std::string_view what, int64_t pid, int64_t tid, const std::string& name) {
+    std::string args = "\"name\":\"";
+    append_json_string(args, name);
+    metadata_event(what, pid, tid, args + '"');
+  }
+
+  void sort_index(std::string_view what, int64_t pid, int64_t tid, int64_t index) {
+    metadata_event(what, pid, tid, "\"sort_index\":" + std::to_string(index));
+  }
+
+  // Names for the tracks that have events (the target's pid even without).
+  void write_metadata() {
+    // One track group per process: the target, or (record -a) each process
+    // that has events in the trace, in pid order.
+    std::map<int64_t, std::string> processes;
+    if (r_.processes.empty()) {
+      processes[r_.process.pid] = r_.process.comm.empty() ? "target" : r_.process.comm;
+    } else {
+      std::set<int64_t> used;
+      for (uint32_t tid : threads_) used.insert(pid_of(tid));
+      for (const ProcessInfo& p : r_.processes)
+        if (used.count(p.pid)) processes[p.pid] = p.comm;
+      for (int64_t pid : used) processes.try_emplace(pid, "process");
+    }
+    int64_t order = 0;
+    for (const auto& [pid, comm] : processes) {
+      metadata("process_name", pid, 0, comm + " (" + std::to_string(pid) + ")");
+      sort_index("process_sort_index", pid, 0, order++);
+    }
+    std::unordered_map<uint32_t, std::string> names;
+    for (const ThreadName& t : r_.thread_names) names.emplace(t.tid, t.name);
+    for (uint32_t tid : threads_) {
+      // Its comm ("pt_autograd_0"); viewers show the tid beside it.
+      auto known = names.find(tid);
+      const int64_t pid = pid_of(tid);
+      metadata("thread_name", pid, tid,
+               known != names.end() ? known->second
+                                    : "thread " + std::to_string(tid) +
+                                          (static_cast<int64_t>(tid) == pid ? " (main)" : ""));
+      // The main thread first, then by thread id.
+      sort_index("thread_sort_index", pid, tid, static_cast<int64_t>(tid) == pid ? 0 : tid);
+    }
+    std::set<uint32_t> devices;
+    for (const auto& [device, tid] : gpu_tracks_) devices.insert(device);
+    for (uint32_t device : devices) {
+      metadata("process_name", kGpuPidBase + device, 0, "GPU " + std::to_string(device));
+      sort_index("process_sort_index", kGpuPidBase + device, 0, order + device);
+    }
+    for (const auto& [device, tid] : gpu_tracks_) {
+      const int64_t lane = tid >> 32;
+      metadata("thread_name", kGpuPidBase + device, tid,
+               "stream " + std::to_string(tid & 0xffffffff) +
+                   (lane ? " (lane " + std::to_string(lane) + ")" : std::string()));
+    }
+  }
+
+  const Recording& r_;
+  const ChromeTraceOptions& options_;
+  const std::function<void(std::string_view)>& write_;
+  const uint64_t base_ns_;
+  int64_t from_ns_ = 0;
+  int64_t until_ns_ = 0;
+  std::string out_;
+  ChromeTraceStats stats_;
+  StackFrames stack_frames_;
+  std::set<uint32_t> threads_;
+  // record -a: each thread's process (a thread not listed is the target's).
+  std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
+  int64_t pid_of(uint32_t tid) const {
+    auto it = pid_of_tid_.find(tid);
+    return it == pid_of_tid_.end() ? r_.process.pid : it->second;
+  }
+  std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;  // (device, tid: stream and lane)
+};
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      if (size_t length = utf8_sequence_length(text, i)) {
+        out.append(text.substr(i, length));
+        i += length;
+      } else {
+        out += "\xEF\xBF\xBD";  // U+FFFD
+        ++i;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7F) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+}
+
+std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error) {
+  const size_t colon = text.find(':');
+  auto bad = [&](const std::string& why) {
+    *error = "--time-range " + std::string(text) + ": " + why +
+             " (want START:END in seconds since the recording started, e.g. 1.5:3 or 2:)";
+    return std::nullopt;
+  };
+  if (colon == std::string_view::npos) return bad("no ':'");
+  TraceTimeRange range;
+  auto parse = [&](std::string_view part, std::optional<double>* into) {
+    if (part.empty()) return true;
+    double value = 0;
+    auto result = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (result.ec != std::errc() || result.ptr != part.data() + part.size() || !std::isfinite(value) || value < 0)
+      return false;
+    *into = value;
+    return true;
+  };
+  if (!parse(text.substr(0, colon), &range.from_s)) return bad("START is not a number of seconds >= 0");
+  if (!parse(text.substr(colon + 1), &range.until_s)) return bad("END is not a number of seconds >= 0");
+  if (range.from_s && range.until_s && *range.until_s < *range.from_s) return bad("END is before START");
+  return range;
+}
+
+ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
+                                    const std::function<void(std::string_view)>& write) {
+  return TraceWriter(recording, options, write).run();
+}
+
+}  // namespace gpuprof

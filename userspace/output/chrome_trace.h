@@ -1,0 +1,86 @@
+// chrome_trace.h: a recording as a Chrome trace (the Trace Event Format that
+// chrome://tracing, Perfetto UI and speedscope open; what torch.profiler's
+// export_chrome_trace writes).
+//
+// What goes in (report FILE --chrome-trace OUT):
+//   * one process track for the target (its name, "python3 (1234)"), one
+//     thread track per thread that ran an op, was sampled or launched ("M"
+//     process_name / thread_name metadata);
+//   * every completed op call as a complete event ("ph":"X", "cat":"cpu_op")
+//     on its thread, nested by time; args: "call" (the call's id: the index
+//     of its ENTRY among the recording's events), "Input Dims" when shapes
+//     were recorded (torch's name; an unreadable argument is null),
+//     "unwound": true for a call that ended by exception unwinding; with
+//     --with-stack its entry's Python stack as "sf" (below);
+//   * CPU samples as instant events ("ph":"i", "s":"t", "cat":"cpu_sample")
+//     named by their innermost frame, with their whole stack (Python frames,
+//     the native leaf, kernel frames) as "sf";
+//   * CUDA launches seen by the uprobes as zero-length "cuda_runtime" events
+//     (cudaLaunchKernel, cuLaunchKernel, ...; args: kernel, grid, block,
+//     stream); with the CUPTI shim, GPU activities as complete events on one
+//     process per device ("GPU 0") and one thread per stream ("stream 7"),
+//     cat "kernel", "gpu_memcpy" or "gpu_memset" as torch's, with flow
+//     arrows ("s" at the launch on the CPU thread, "f" at the activity,
+//     cat "ac2g") joined by correlation id only;
+//   * memory (record --profile-memory) as counters ("ph":"C"): the CPU
+//     tensor bytes allocated since the recording started, and each CUDA
+//     device's allocator total.
+// Stacks are interned once in the trace's "stackFrames" dictionary (each
+// frame names its parent), which keeps traces with stacks small.
+//
+// Timestamps are CLOCK_MONOTONIC, in microseconds since the recording
+// started, printed exactly to the nanosecond ("12.345"); the GPU's are on the
+// same clock (the shim registers CLOCK_MONOTONIC with CUPTI).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// --time-range START:END, seconds since the recording started; either side
+// may be empty ("2.5:" is from 2.5 s to the end).
+struct TraceTimeRange {
+  std::optional<double> from_s;
+  std::optional<double> until_s;
+};
+// nullopt and *error (one line) for a malformed range.
+std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error);
+
+struct ChromeTraceOptions {
+  // Events that overlap the range are kept whole (cutting a call would
+  // break its nesting); nothing outside it.
+  TraceTimeRange range;
+  // --ops PATTERN (ECMAScript regex, searched in the op name): keep the
+  // calls that match and every call nested in them, with what they did
+  // (their samples, launches, GPU activities); memory counters stay.
+  std::optional<std::regex> ops;
+  std::string ops_pattern;  // as given, for the trace's metadata
+};
+
+struct ChromeTraceStats {
+  uint64_t events = 0;  // trace events written, metadata included
+  uint64_t op_calls = 0;
+  uint64_t samples = 0;
+  uint64_t gpu_activities = 0;
+  uint64_t flows = 0;  // launch -> activity arrows
+  uint64_t counters = 0;
+};
+
+// Writes the whole JSON document through `write` (called with pieces of
+// about 64 KiB); returns what it wrote.
+ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
+                                    const std::function<void(std::string_view)>& write);
+
+// JSON string contents: quotes, backslashes and control characters escaped;
+// bytes that are not valid UTF-8 become U+FFFD so that the document stays
+// valid JSON whatever a symbol or path holds.
+void append_json_string(std::string& out, std::string_view text);
+
+}  // namespace gpuprof

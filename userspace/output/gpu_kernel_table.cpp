@@ -1,0 +1,86 @@
+#include "output/gpu_kernel_table.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "analyze/call_tree.h"
+#include "analyze/gpu_attribution.h"
+#include "output/launch_table.h"
+#include "output/op_table.h"
+#include "base/text_table.h"
+
+namespace gpuprof {
+
+GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
+  GpuKernelSummary out;
+  if (recording.cupti_shim) {
+    out.shim = true;
+    out.state = recording.cupti_shim->state;
+    out.shim_path = recording.cupti_shim->shim_path;
+    out.dropped = recording.cupti_shim->records_dropped;
+    out.lost = recording.cupti_shim->events_lost;
+  }
+  const Timeline timeline = build_timeline(recording.events);
+  const std::vector<int64_t> calls = calls_of_gpu_activities(recording, timeline, build_call_tree(timeline));
+  std::map<std::pair<std::string, uint32_t>, GpuKernelRow> rows;  // (op, name id)
+  for (size_t i = 0; i < recording.gpu_activities.size(); ++i) {
+    const GpuActivity& a = recording.gpu_activities[i];
+    std::string op;
+    if (calls[i] == kLaunchNotSeenCall) {
+      op = kLaunchNotSeen;
+      out.launch_not_seen++;
+    } else if (calls[i] == kLaunchedOutsideOps) {
+      op = kNoOpName;
+      out.outside_ops++;
+    } else {
+      op = op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
+    }
+    GpuKernelRow& row = rows[{op, a.name_id}];
+    if (row.calls == 0) {
+      row.op = op;
+      row.kernel = a.name_id < recording.launch_names.size() ? recording.launch_names[a.name_id]
+                                                             : "[kernel " + std::to_string(a.name_id) + "]";
+    }
+    row.calls++;
+    row.total_ns += gpu_activity_ns(a);
+    out.activities++;
+    out.total_ns += gpu_activity_ns(a);
+  }
+  for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const GpuKernelRow& a, const GpuKernelRow& b) {
+    return std::tie(b.total_ns, a.op, a.kernel) < std::tie(a.total_ns, b.op, b.kernel);
+  });
+  return out;
+}
+
+std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit) {
+  if (!summary.shim)
+    return std::string("No GPU times: ") + kNoCuptiShimReason + ".\n";
+  const size_t shown = row_limit < 0 ? summary.rows.size()
+                                     : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
+  std::vector<std::vector<std::string>> cells = {{"Operator", "Kernel", "Calls", "GPU total", "GPU avg"}};
+  for (size_t i = 0; i < shown; ++i) {
+    const GpuKernelRow& r = summary.rows[i];
+    cells.push_back({r.op, r.kernel, std::to_string(r.calls), format_time_us(r.total_ns / 1e3),
+                     format_time_us(r.total_ns / 1e3 / static_cast<double>(r.calls))});
+  }
+  std::string out = format_text_table(cells, 3);
+  out += std::to_string(summary.activities) + " GPU activities, " + format_time_us(summary.total_ns / 1e3) +
+         " of GPU time (" + std::to_string(summary.outside_ops) + " launched outside any op, " +
+         std::to_string(summary.launch_not_seen) + " whose launch was not seen)";
+  if (shown < summary.rows.size())
+    out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
+  out += "\n";
+  if (summary.state != 1)
+    out += "WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state " + std::to_string(summary.state) +
+           "): see the target's stderr (gpuprof-cupti: ...)\n";
+  if (summary.dropped)
+    out += "WARNING: CUPTI dropped " + std::to_string(summary.dropped) + " records: GPU times are incomplete\n";
+  if (summary.lost)
+    out += "WARNING: " + std::to_string(summary.lost) +
+           " GPU records lost (ring buffer full): GPU times are incomplete\n";
+  return out;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,176 @@
+#include "output/launch_table.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+
+#include "analyze/call_tree.h"
+#include "base/text_table.h"
+
+namespace gpuprof {
+
+const char* launch_api_name(uint16_t api) {
+  switch (api) {
+    case GP_LAUNCH_KERNEL:
+      return "cudaLaunchKernel";
+    case GP_LAUNCH_KERNEL_EXC:
+      return "cudaLaunchKernelExC";
+    case GP_LAUNCH_GRAPH:
+      return "cudaGraphLaunch";
+    case GP_LAUNCH_DRIVER_KERNEL:
+      return "cuLaunchKernel";
+    case GP_LAUNCH_DRIVER_KERNEL_EX:
+      return "cuLaunchKernelEx";
+    default:
+      return "?";
+  }
+}
+
+namespace {
+
+std::string dims(const uint32_t (&d)[3]) {
+  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) + ")";
+}
+
+std::string stream_name(uint64_t stream) {
+  if (stream == 0) return "default";
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(stream));
+  return hex;
+}
+
+// The probes name a runtime launch by the symbol at its host function; a
+// wheel's stripped libtorch_cuda leaves them "[unknown kernel 0x...]".
+bool unnamed(const std::string& name) { return name.starts_with("[unknown kernel "); }
+
+// The runtime API's CUPTI domain: its correlation id is the one a kernel
+// launched through it carries.
+constexpr uint32_t kRuntimeDomain = 2;
+
+// Per runtime launch, the name CUPTI gave its kernel when the probes could
+// not (docs/cuda.md): the CUPTI shim publishes a correlation id on the
+// launching thread inside the launch call, and the kernel's activity
+// carries it. A launch's correlations are its thread's runtime-domain ones
+// from the launch's moment up to its next launch; the first of them with a
+// kernel activity names it. Driver launches (cuDNN's, cuBLAS's) are left as
+// "[CUfunction 0x...]": on an H200 (docs/gpu.md) their correlations did not
+// follow their probe hits in time, and the join named them after the next
+// op's kernels.
+std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
+  std::vector<std::optional<uint32_t>> names(recording.launches.size());
+  if (recording.gpu_activities.empty()) return names;
+  std::unordered_map<uint64_t, uint32_t> kernel_of;  // correlation id -> name id
+  for (const GpuActivity& a : recording.gpu_activities)
+    if (a.kind == GpuActivityKind::kernel) kernel_of.emplace(a.correlation_id, a.name_id);
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> correlations;  // tid -> (ts, id)
+  for (const GpuCorrelation& c : recording.gpu_correlations)
+    if (c.domain == kRuntimeDomain) correlations[c.tid].push_back({c.ts_ns, c.correlation_id});
+  std::unordered_map<uint32_t, std::vector<size_t>> launches;  // tid -> launch indices
+  for (size_t i = 0; i < recording.launches.size(); ++i) launches[recording.launches[i].tid].push_back(i);
+  for (auto& [tid, ids] : correlations) std::stable_sort(ids.begin(), ids.end());
+  for (auto& [tid, indices] : launches) {
+    std::stable_sort(indices.begin(), indices.end(), [&](size_t a, size_t b) {
+      return recording.launches[a].ts_ns < recording.launches[b].ts_ns;
+    });
+    auto thread = correlations.find(tid);
+    if (thread == correlations.end()) continue;
+    const auto& ids = thread->second;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const CudaLaunch& l = recording.launches[indices[k]];
+      if ((l.api != GP_LAUNCH_KERNEL && l.api != GP_LAUNCH_KERNEL_EXC) || l.name_id >= recording.launch_names.size() ||
+          !unnamed(recording.launch_names[l.name_id]))
+        continue;
+      const uint64_t until = k + 1 < indices.size() ? recording.launches[indices[k + 1]].ts_ns : UINT64_MAX;
+      for (auto it = std::lower_bound(ids.begin(), ids.end(), std::pair<uint64_t, uint64_t>{l.ts_ns, 0});
+           it != ids.end() && it->first < until; ++it)
+        if (auto kernel = kernel_of.find(it->second); kernel != kernel_of.end()) {
+          names[indices[k]] = kernel->second;
+          break;
+        }
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+LaunchSummary summarize_launches(const Recording& recording) {
+  LaunchSummary out;
+  if (recording.cuda_runtime) {
+    out.traced = true;
+    out.libcudart_path = recording.cuda_runtime->libcudart_path;
+    out.lost = recording.cuda_runtime->launches_lost;
+  }
+  std::vector<ThreadMoment> moments;
+  moments.reserve(recording.launches.size());
+  for (const CudaLaunch& l : recording.launches) moments.push_back({l.ts_ns, l.tid});
+  const std::vector<std::string> ops = op_names_at(recording, moments);
+  struct Count {
+    uint64_t n = 0;
+    std::string grid, block, stream;
+  };
+  const std::vector<std::optional<uint32_t>> from_cupti = cupti_names(recording);
+  auto name_of = [&](uint32_t name_id) {
+    return name_id < recording.launch_names.size() ? recording.launch_names[name_id]
+                                                   : "[kernel " + std::to_string(name_id) + "]";
+  };
+  std::map<std::tuple<std::string, std::string, uint16_t>, Count> counts;  // (op, kernel, api)
+  for (size_t i = 0; i < recording.launches.size(); ++i) {
+    const CudaLaunch& l = recording.launches[i];
+    const std::string op = ops[i].empty() ? kNoOpName : ops[i];
+    if (ops[i].empty()) out.outside_ops++;
+    if (from_cupti[i]) out.named_by_cupti++;
+    Count& c = counts[{op, name_of(from_cupti[i].value_or(l.name_id)), l.api}];
+    const bool graph = l.api == GP_LAUNCH_GRAPH;
+    const std::string grid = graph ? "-" : dims(l.grid), block = graph ? "-" : dims(l.block);
+    const std::string stream = stream_name(l.stream);
+    if (c.n++ == 0) {
+      c.grid = grid, c.block = block, c.stream = stream;
+    } else {
+      if (c.grid != grid) c.grid = "mixed";
+      if (c.block != block) c.block = "mixed";
+      if (c.stream != stream) c.stream = "mixed";
+    }
+    out.launches++;
+  }
+  for (const auto& [key, c] : counts) {
+    const auto& [op, kernel, api] = key;
+    out.rows.push_back({op, kernel, api, c.n, c.grid, c.block, c.stream});
+  }
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const LaunchRow& a, const LaunchRow& b) {
+    return std::tie(b.launches, a.op, a.kernel, a.api) < std::tie(a.launches, b.op, b.kernel, b.api);
+  });
+  return out;
+}
+
+std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
+  if (!summary.traced)
+    return std::string("No CUDA launches were traced: ") + kNoCudaRuntimeReason + ".\n";
+  const size_t shown = row_limit < 0 ? summary.rows.size()
+                                     : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
+  std::vector<std::vector<std::string>> cells = {
+      {"Operator", "Kernel", "Launched with", "Grid", "Block", "Stream", "Launches"}};
+  for (size_t i = 0; i < shown; ++i) {
+    const LaunchRow& r = summary.rows[i];
+    cells.push_back({r.op, r.kernel, launch_api_name(r.api), r.grid, r.block, r.stream,
+                     std::to_string(r.launches)});
+  }
+  std::string out = format_text_table(cells, 1);
+  out += std::to_string(summary.launches) + " CUDA launches (" + std::to_string(summary.outside_ops) +
+         " outside any op";
+  if (summary.named_by_cupti)
+    out += "; " + std::to_string(summary.named_by_cupti) + " named from CUPTI, their probe finding no symbol";
+  out += ") through " + summary.libcudart_path;
+  if (shown < summary.rows.size())
+    out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
+  out += "\n";
+  if (summary.lost)
+    out += "WARNING: " + std::to_string(summary.lost) +
+           " launches lost (ring buffer full): the counts are incomplete\n";
+  return out;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,60 @@
+// launch_table.h: CUDA kernel launches per operator (report --launches).
+//
+// Each launch recorded by the launch probes (launch_tracer.h) belongs to the
+// innermost op call running on its thread at that moment, as torch.profiler
+// puts a kernel under the op whose cudaLaunchKernel made it. The table has
+// one row per (op, kernel, launch API), counted, with its launch
+// configuration (grid, block, stream), most launches first; the
+// launches made outside every op are the rows of "[no op]". Kernel times
+// come from CUPTI (the shim), not from here: this table counts launches and
+// names kernels, which the launch probes alone can do on any job whose
+// kernels' host stubs have symbols. Where they have none (a pip wheel's
+// libtorch_cuda), the name CUPTI gave the kernel is taken when the shim
+// ran, joined through the shim's correlation id on the launching thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "record/recording.h"
+
+namespace gpuprof {
+
+inline constexpr const char* kNoOpName = "[no op]";
+
+struct LaunchRow {
+  std::string op;      // torch's op name, or kNoOpName
+  std::string kernel;  // Recording::launch_names
+  uint16_t api = 0;    // enum gp_launch_api
+  uint64_t launches = 0;
+  // The launch configuration when every launch of the row had the same
+  // one, else "mixed": "(x, y, z)" dims ("-" for graph launches) and the
+  // stream ("default" for stream 0, else its handle in hex).
+  std::string grid, block, stream;
+  bool operator==(const LaunchRow&) const = default;
+};
+
+struct LaunchSummary {
+  bool traced = false;         // a libcudart was probed (Recording::cuda_runtime)
+  std::string libcudart_path;  // when traced
+  uint64_t launches = 0;
+  uint64_t outside_ops = 0;  // launches under no op
+  uint64_t named_by_cupti = 0;  // launches the probes could not name, named from CUPTI's records
+  uint64_t lost = 0;         // dropped by the ring buffer
+  std::vector<LaunchRow> rows;  // most launches first, then op, kernel, api
+};
+
+LaunchSummary summarize_launches(const Recording& recording);
+
+// The cudart function behind an api: "cudaLaunchKernel", ...
+const char* launch_api_name(uint16_t api);
+
+// The table, then a line of totals; row_limit < 0: every row.
+std::string format_launch_table(const LaunchSummary& summary, int row_limit);
+// Why a recording has no CUDA launches at all (not even an empty table).
+inline constexpr const char* kNoCudaRuntimeReason =
+    "the target had no libcudart mapped while recording (a CPU-only PyTorch, or a CUDA runtime linked "
+    "statically)";
+
+}  // namespace gpuprof

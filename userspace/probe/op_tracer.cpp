@@ -1,0 +1,252 @@
+#include "probe/op_tracer.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <string_view>
+#include <algorithm>
+
+#include "symbols/elf_image.h"
+#include "op_tracer.skel.h"
+
+namespace gpuprof {
+namespace {
+
+bool g_libbpf_verbose = false;
+
+int print_libbpf(enum libbpf_print_level level, const char* fmt, va_list args) {
+  (void)level;
+  if (!g_libbpf_verbose) return 0;
+  return vfprintf(stderr, fmt, args);
+}
+
+}  // namespace
+
+// The payload is copied out of the ring (the sink may keep it) and split:
+// the Python stack first when stacks are on, then the shape slots.
+int OpTracer::on_op_record(void* ctx, void* data, size_t size) {
+  auto* self = static_cast<OpTracer*>(ctx);
+  if (size < sizeof(gp_event)) return 0;
+  gp_event event;
+  std::memcpy(&event, data, sizeof(event));
+  size_t payload_words = std::min<size_t>(event.payload_bytes, size - sizeof(event)) / 8;
+  uint64_t words[1 + GP_MAX_PY_FRAMES * GP_ENTRY_FRAME_WORDS +
+                 GP_MAX_TENSOR_ARGS * (1 + GP_RAW_WINDOW_WORDS)];
+  payload_words = std::min(payload_words, std::size(words));
+  std::memcpy(words, static_cast<const char*>(data) + sizeof(event), payload_words * 8);
+  event.payload_bytes = 0;
+  EntryPayload payload;
+  std::span<const uint64_t> rest(words, payload_words);
+  if (self->stacks_on_ && !rest.empty()) {
+    const size_t depth = std::min<uint64_t>(rest[0], GP_MAX_PY_FRAMES);
+    const size_t stack_words = std::min(rest.size() - 1, depth * GP_ENTRY_FRAME_WORDS);
+    payload.has_stack = true;
+    payload.stack_words = rest.subspan(1, stack_words - stack_words % GP_ENTRY_FRAME_WORDS);
+    rest = rest.subspan(1 + stack_words);
+  }
+  payload.words = rest;
+  self->sinks_.op(event, payload);
+  return 0;
+}
+
+namespace {
+
+int on_mem_record(void* ctx, void* data, size_t size) {
+  if (size < sizeof(gp_mem_event)) return 0;
+  gp_mem_event event;
+  std::memcpy(&event, data, sizeof(event));
+  auto& sink = static_cast<TracerSinks*>(ctx)->memory;
+  if (sink) sink(event);
+  return 0;
+}
+
+// libc10's accounting entry points; their signatures are stable from 1.13 to
+// 2.x (reportMemoryUsageToProfiler's size_t totals mangle as l or m).
+struct MemoryProbe {
+  const char* symbol_prefix;
+  gp_mem_kind kind;
+};
+constexpr MemoryProbe kMemoryProbes[] = {
+    {"_ZN3c1025ProfiledCPUMemoryReporter3NewEPvm", GP_MEM_CPU_ALLOC},
+    {"_ZN3c1025ProfiledCPUMemoryReporter6DeleteEPv", GP_MEM_CPU_FREE},
+    {"_ZN3c1027reportMemoryUsageToProfilerEPvl", GP_MEM_DEVICE},
+};
+
+std::string load_failure_hint(int err) {
+  if (err == EPERM || err == EACCES)
+    return "permission denied loading the BPF programs: gpuprof needs root, or CAP_BPF and CAP_PERFMON "
+           "(sudo, or setcap cap_bpf,cap_perfmon+ep on the binary: docs/privileges.md)";
+  return std::string("cannot load the BPF programs: ") + std::strerror(err) +
+         " (gpuprof needs a kernel with BPF, BTF and ring buffers, Linux 6.6 or later; "
+         "run with -v for libbpf's log)";
+}
+
+}  // namespace
+
+void set_libbpf_verbose(bool verbose) {
+  g_libbpf_verbose = verbose;
+  libbpf_set_print(print_libbpf);
+}
+
+std::unique_ptr<OpTracer> OpTracer::load(const TracerConfig& config, TracerSinks sinks,
+                                         std::string* error) {
+  libbpf_set_print(print_libbpf);
+  std::unique_ptr<OpTracer> tracer(new OpTracer());
+  tracer->sinks_ = std::move(sinks);
+  const uint32_t ring_buffer_bytes = config.ring_buffer_bytes;
+  tracer->skel_ = op_tracer_bpf__open();
+  if (!tracer->skel_) {
+    *error = load_failure_hint(errno);
+    return nullptr;
+  }
+  bpf_map__set_max_entries(tracer->skel_->maps.events, ring_buffer_bytes);
+  bpf_map__set_max_entries(tracer->skel_->maps.mem_events, config.mem_ring_buffer_bytes);
+  tracer->skel_->rodata->wakeup_bytes = ring_buffer_bytes / 4;
+  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_op_probe,
+                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_memory_probe,
+                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+  if (int err = op_tracer_bpf__load(tracer->skel_); err != 0) {
+    *error = load_failure_hint(-err);
+    return nullptr;
+  }
+  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.events), on_op_record,
+                                 tracer.get(), nullptr);
+  if (tracer->rb_ && ring_buffer__add(tracer->rb_, bpf_map__fd(tracer->skel_->maps.mem_events),
+                                      on_mem_record, &tracer->sinks_) != 0) {
+    ring_buffer__free(tracer->rb_);
+    tracer->rb_ = nullptr;
+  }
+  if (!tracer->rb_) {
+    *error = std::string("cannot open the BPF ring buffer: ") + std::strerror(errno);
+    return nullptr;
+  }
+  return tracer;
+}
+
+OpTracer::~OpTracer() {
+  detach();
+  if (rb_) ring_buffer__free(rb_);
+  if (skel_) op_tracer_bpf__destroy(skel_);
+}
+
+bool OpTracer::attach_ops(const std::string& path, const ProbeSites& sites, int pid, std::string* error) {
+  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_op_probe), path, sites.offsets,
+                                      sites.cookies, pid, error);
+  if (!link) return false;
+  op_links_.push_back(std::move(*link));
+  return true;
+}
+
+bool OpTracer::attach_catch(const std::string& libstdcxx_path, int pid, std::string* error) {
+  auto elf = ElfImage::open(libstdcxx_path, error);
+  if (!elf) return false;
+  std::optional<uint64_t> offset;
+  elf->for_each_function([&](const ElfSymbol& sym) {
+    if (!offset && sym.name == "__cxa_begin_catch") offset = elf->file_offset(sym.address);
+  });
+  if (!offset) {
+    *error = libstdcxx_path + " has no __cxa_begin_catch";
+    return false;
+  }
+  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_op_probe), libstdcxx_path,
+                                      {*offset}, {GP_COOKIE(GP_EV_CATCH, GP_NO_OP)}, pid, error);
+  if (!link) return false;
+  catch_link_ = std::move(*link);
+  return true;
+}
+
+bool OpTracer::attach_memory(const std::string& libc10_path, int pid, std::string* error) {
+  auto elf = ElfImage::open(libc10_path, error);
+  if (!elf) return false;
+  std::vector<uint64_t> offsets, cookies;
+  for (const MemoryProbe& probe : kMemoryProbes) {
+    std::optional<uint64_t> offset;
+    elf->for_each_function([&](const ElfSymbol& sym) {
+      if (!offset && std::string_view(sym.name).starts_with(probe.symbol_prefix))
+        offset = elf->file_offset(sym.address);
+    });
+    if (!offset) {
+      *error = libc10_path + " has no " + probe.symbol_prefix +
+               "...: this libc10 is not one gpuprof knows how to read memory from";
+      return false;
+    }
+    offsets.push_back(*offset);
+    cookies.push_back(probe.kind);
+  }
+  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_memory_probe), libc10_path,
+                                      offsets, cookies, pid, error);
+  if (!link) return false;
+  memory_link_ = std::move(*link);
+  return true;
+}
+
+bool OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error) {
+  if (plans.size() > GP_MAX_SHAPE_PLANS) plans = plans.first(GP_MAX_SHAPE_PLANS);
+  int fd = bpf_map__fd(skel_->maps.shape_plans);
+  for (uint32_t op = 0; op < plans.size(); op++) {
+    if (plans[op].count == 0) continue;
+    if (bpf_map_update_elem(fd, &op, &plans[op], BPF_ANY) != 0) {
+      *error = std::string("cannot store the shape plans: ") + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+void OpTracer::set_shapes(bool on, int32_t raw_entries) {
+  __atomic_store_n(&skel_->bss->raw_entries_left, raw_entries, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&skel_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_tensor_layout(const gp_tensor_layout& layout) {
+  skel_->bss->tensor_layout = layout;
+  __atomic_store_n(&skel_->bss->tensor_layout_ready, 1u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_undefined_tensor_impl(uint64_t address) {
+  __atomic_store_n(&skel_->bss->undefined_tensor_impl, address, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_python_stacks(const gp_python_config& config) {
+  skel_->bss->python = config;
+  stacks_on_ = true;
+  __atomic_store_n(&skel_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_schedule(const gp_schedule& schedule) {
+  skel_->bss->steps_started = 0;
+  skel_->bss->step_recorded = 0;
+  skel_->bss->schedule = schedule;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void OpTracer::set_tracing(bool on) {
+  __atomic_store_n(&skel_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+}
+
+void OpTracer::detach() {
+  set_tracing(false);
+  op_links_.clear();
+  catch_link_.reset();
+  memory_link_.reset();
+}
+
+int OpTracer::poll_fd() const { return ring_buffer__epoll_fd(rb_); }
+
+int OpTracer::consume() { return ring_buffer__consume(rb_); }
+
+uint64_t OpTracer::events_lost() const {
+  return __atomic_load_n(&skel_->bss->events_lost, __ATOMIC_RELAXED);
+}
+
+uint64_t OpTracer::mem_events_lost() const {
+  return __atomic_load_n(&skel_->bss->mem_events_lost, __ATOMIC_RELAXED);
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,120 @@
+// op_tracer.h: loads bpf/op_tracer.bpf.c and attaches it to one process.
+//
+// Lifecycle (libbpf-bootstrap style): open -> size the ring buffer -> load
+// -> attach links. Links are uprobe_multi links filtered to the target pid;
+// destroying the OpTracer (or gpuprof dying, even by SIGKILL) closes them
+// and the kernel removes every breakpoint from the target.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "torch/dispatcher_catalog.h"
+#include "events.h"
+#include "probe/uprobe_multi.h"
+
+struct op_tracer_bpf;
+struct ring_buffer;
+
+namespace gpuprof {
+
+// What followed an ENTRY or a RANGE_BEGIN in the ring (events.h): with
+// Python stacks on, has_stack and the frames, GP_ENTRY_FRAME_WORDS words
+// each, innermost first (none: the thread had no Python frames); then the
+// event's own words: an ENTRY's shape slots ("Input shapes"), or
+// evaluate_function's node vtable pointer (GP_COOKIE_NODE_ARG), or a
+// RANGE_BEGIN's name; empty when there are none.
+struct EntryPayload {
+  bool has_stack = false;
+  std::span<const uint64_t> stack_words;
+  std::span<const uint64_t> words;
+};
+
+// Where the ring buffers' records go. `op` gets every op/catch event with
+// its payload (empty but for ENTRY events that carry one). `memory` gets the
+// allocator events.
+struct TracerSinks {
+  std::function<void(const gp_event& event, const EntryPayload& payload)> op;
+  std::function<void(const gp_mem_event& event)> memory;
+};
+
+struct TracerConfig {
+  uint32_t ring_buffer_bytes = 32u << 20;     // op events (a power of two, >= page size)
+  uint32_t mem_ring_buffer_bytes = 8u << 20;  // memory events
+};
+
+class OpTracer {
+ public:
+  // Loads the BPF programs. Fails with a message that says what to do when
+  // not root or when the kernel lacks BPF, BTF or ring buffers.
+  static std::unique_ptr<OpTracer> load(const TracerConfig& config, TracerSinks sinks,
+                                        std::string* error);
+  ~OpTracer();
+
+  // One uprobe_multi link over every site of a libtorch_cpu. path must be
+  // reachable from gpuprof's mount namespace (/proc/PID/root/...).
+  bool attach_ops(const std::string& path, const ProbeSites& sites, int pid, std::string* error);
+
+  // Entry probe on __cxa_begin_catch in the target's libstdc++ (see
+  // GP_EV_CATCH). Optional: without it, unwound frames still end at the next
+  // event of their thread, with a less precise end time.
+  bool attach_catch(const std::string& libstdcxx_path, int pid, std::string* error);
+  bool catch_attached() const { return catch_link_.has_value(); }
+
+  // Entry probes on libc10's allocator accounting (gp_mem_kind in events.h):
+  // ProfiledCPUMemoryReporter::New/Delete and reportMemoryUsageToProfiler.
+  bool attach_memory(const std::string& libc10_path, int pid, std::string* error);
+
+  // Input shapes: one plan per op id (count 0: no tensor arguments to
+  // read); then set_shapes(true). Until set_tensor_layout(), entries carry
+  // raw TensorImpl windows for calibration.
+  bool set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error);
+  // raw_entries: how many entries may carry raw windows before calibration.
+  void set_shapes(bool on, int32_t raw_entries = 0);
+  void set_tensor_layout(const gp_tensor_layout& layout);
+  // Where c10::UndefinedTensorImpl::_singleton is in the target, so that
+  // undefined tensors read as [] (0: not known; they may then read as [0]).
+  void set_undefined_tensor_impl(uint64_t address);
+
+  // Python stacks at op entry (record --with-stack): where the target's
+  // frames are (python_frames.bpf.h); turns them on, before tracing starts.
+  void set_python_stacks(const gp_python_config& config);
+
+  // Gates event emission for every probe (see tracing_on in the BPF side).
+  void set_tracing(bool on);
+
+  // record --schedule (events.h, "Schedules"): before tracing starts. With
+  // GP_SCHEDULE_BY_OP, the step op's ENTRY sites carry GP_COOKIE_STEP.
+  void set_schedule(const gp_schedule& schedule);
+
+  // Removes every probe. Events already in the ring buffer stay readable.
+  void detach();
+
+  // fd to poll for readable events; consume() drains into the sink.
+  int poll_fd() const;
+  int consume();
+
+  uint64_t events_lost() const;
+  uint64_t mem_events_lost() const;
+
+ private:
+  OpTracer() = default;
+  static int on_op_record(void* ctx, void* data, size_t size);
+  op_tracer_bpf* skel_ = nullptr;
+  ring_buffer* rb_ = nullptr;
+  TracerSinks sinks_;
+  bool stacks_on_ = false;
+  std::vector<UprobeMultiLink> op_links_;
+  std::optional<UprobeMultiLink> catch_link_;
+  std::optional<UprobeMultiLink> memory_link_;
+};
+
+// libbpf prints nothing unless verbose (its warnings are for developers).
+void set_libbpf_verbose(bool verbose);
+
+}  // namespace gpuprof

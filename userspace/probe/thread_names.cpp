@@ -1,0 +1,81 @@
+// thread_names.cpp: /proc/PID/task/TID/comm once per thread, and the names
+// of exiting threads from bpf/thread_exits.bpf.c.
+#include "probe/thread_names.h"
+
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "events.h"
+#include "thread_exits.skel.h"
+
+namespace gpuprof {
+
+ThreadNameCollector::ThreadNameCollector(int pid) : pid_(pid) {}
+
+ThreadNameCollector::~ThreadNameCollector() {
+  if (exits_) ring_buffer__free(exits_);
+  if (skel_) thread_exits_bpf__destroy(skel_);
+}
+
+bool ThreadNameCollector::watch_exits(std::string* error) {
+  skel_ = thread_exits_bpf__open();
+  if (!skel_) {
+    *error = std::string("cannot open the thread exit watcher: ") + std::strerror(errno);
+    return false;
+  }
+  skel_->rodata->target_tgid = static_cast<__u32>(pid_);
+  if (int err = thread_exits_bpf__load(skel_); err != 0) {
+    *error = std::string("cannot load the thread exit watcher: ") + std::strerror(-err);
+    return false;
+  }
+  if (int err = thread_exits_bpf__attach(skel_); err != 0) {
+    *error = std::string("cannot attach the thread exit watcher: ") + std::strerror(-err);
+    return false;
+  }
+  exits_ = ring_buffer__new(bpf_map__fd(skel_->maps.exits), on_exit_record, this, nullptr);
+  if (!exits_) {
+    *error = std::string("cannot open the thread exit ring buffer: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+int ThreadNameCollector::on_exit_record(void* ctx, void* data, size_t size) {
+  if (size < sizeof(gp_thread_exit)) return 0;
+  gp_thread_exit e;
+  std::memcpy(&e, data, sizeof e);
+  e.comm[sizeof e.comm - 1] = 0;
+  // The name at exit is the thread's last (it may have renamed itself
+  // after /proc was read).
+  if (e.comm[0]) static_cast<ThreadNameCollector*>(ctx)->names_[e.tid] = e.comm;
+  return 0;
+}
+
+void ThreadNameCollector::poll() {
+  if (exits_) ring_buffer__consume(exits_);
+}
+
+std::string ThreadNameCollector::read_name(uint32_t tid) const {
+  std::ifstream comm("/proc/" + std::to_string(pid_) + "/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  if (name.empty()) {  // a thread of a followed child (--follow-forks): not in the target's task list
+    std::ifstream other("/proc/" + std::to_string(tid) + "/comm");
+    std::getline(other, name);
+  }
+  return name;
+}
+
+std::vector<ThreadName> ThreadNameCollector::names() const {
+  std::vector<ThreadName> out;
+  for (const auto& [tid, name] : names_)
+    if (tid != 0 && !name.empty()) out.push_back({tid, name});
+  std::sort(out.begin(), out.end(), [](const ThreadName& a, const ThreadName& b) { return a.tid < b.tid; });
+  return out;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,167 @@
+#include "python/python_offsets.h"
+
+#include <cstring>
+
+namespace gpuprof {
+
+std::optional<PythonOffsets> python_offsets_for(int major, int minor) {
+  if (major != 3) return std::nullopt;
+  PythonOffsets o;
+  if (minor == 11) {
+    o.tstate_cframe = 56;
+    o.cframe_current_frame = 8;
+    o.frame_code = 32;
+    o.frame_previous = 48;
+    o.frame_prev_instr = 56;
+    o.frame_is_entry = 68;
+    o.code_firstlineno = 72;
+    o.code_bytecode = 184;
+    o.str_ascii_data = 48;
+    o.str_compact_data = 72;
+    return o;
+  }
+  if (minor == 12) {
+    o.tstate_cframe = 56;
+    o.cframe_current_frame = 0;
+    o.frame_code = 0;
+    o.frame_previous = 8;
+    o.frame_prev_instr = 56;
+    o.frame_owner = 70;
+    o.frame_owner_cshim = 3;
+    o.code_firstlineno = 68;
+    o.code_bytecode = 192;
+    o.str_ascii_data = 40;
+    o.str_compact_data = 56;
+    return o;
+  }
+  return std::nullopt;
+}
+
+bool python_debug_offsets_known(int major, int minor) { return major == 3 && minor == 13; }
+
+namespace {
+
+// 3.13's _Py_DebugOffsets as uint64 words (Include/internal/pycore_runtime.h
+// of 3.13: cookie, version, free_threaded, then one group per object, each
+// group starting with the object's size).
+enum DebugWord : size_t {
+  kCookie = 0,
+  kVersion = 1,
+  kFreeThreaded = 2,
+  kThreadSize = 19,
+  kThreadCurrentFrame = 23,
+  kFrameSize = 28,
+  kFramePrevious = 29,
+  kFrameExecutable = 30,
+  kFrameInstrPtr = 31,
+  kFrameLocalsplus = 32,
+  kFrameOwner = 33,
+  kCodeSize = 34,
+  kCodeFilename = 35,
+  kCodeName = 36,
+  kCodeQualname = 37,
+  kCodeLinetable = 38,
+  kCodeFirstlineno = 39,
+  kCodeAdaptive = 43,
+  kObjectSize = 44,
+  kObjectType = 45,
+  kTypeSize = 46,
+  kTypeName = 47,
+  kBytesSize = 64,
+  kBytesObSize = 65,
+  kBytesSval = 66,
+  kUnicodeSize = 67,
+  kUnicodeState = 68,
+  kUnicodeLength = 69,
+  kUnicodeAsciiSize = 70,
+  kWords = 73,
+};
+static_assert(kWords * 8 == kPythonDebugOffsetsSize);
+
+}  // namespace
+
+std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes, size_t len,
+                                                               uint32_t expected_hex,
+                                                               std::string* why) {
+  std::string dummy;
+  if (!why) why = &dummy;
+  if (len < kPythonDebugOffsetsSize) {
+    *why = "_Py_DebugOffsets is cut short";
+    return std::nullopt;
+  }
+  uint64_t w[kWords];
+  std::memcpy(w, bytes, sizeof(w));
+  if (std::memcmp(&w[kCookie], "xdebugpy", 8) != 0) {
+    *why = "_PyRuntime does not start with the _Py_DebugOffsets cookie \"xdebugpy\"";
+    return std::nullopt;
+  }
+  const uint64_t version = w[kVersion];
+  if ((version >> 16) != (expected_hex >> 16)) {
+    *why = "_Py_DebugOffsets says version " + std::to_string((version >> 24) & 0xff) + "." +
+           std::to_string((version >> 16) & 0xff) + ", not the file's";
+    return std::nullopt;
+  }
+  if (w[kFreeThreaded]) {
+    *why = "free-threaded CPython builds are not supported";
+    return std::nullopt;
+  }
+  // Every field must lie inside its object, whose size the struct also
+  // gives: a layout other than 3.13's would fail this.
+  struct Field {
+    size_t word, size_word;
+  };
+  static constexpr Field kFields[] = {
+      {kThreadCurrentFrame, kThreadSize}, {kFramePrevious, kFrameSize},
+      {kFrameExecutable, kFrameSize},     {kFrameInstrPtr, kFrameSize},
+      {kFrameLocalsplus, kFrameSize},     {kFrameOwner, kFrameSize},
+      {kCodeFilename, kCodeSize},         {kCodeName, kCodeSize},
+      {kCodeQualname, kCodeSize},         {kCodeLinetable, kCodeSize},
+      {kCodeFirstlineno, kCodeSize},      {kObjectType, kObjectSize},
+      {kTypeName, kTypeSize},             {kBytesObSize, kBytesSize},
+      {kUnicodeState, kUnicodeSize},      {kUnicodeLength, kUnicodeSize},
+  };
+  for (const Field& f : kFields) {
+    if (w[f.size_word] == 0 || w[f.size_word] >= PythonOffsets::kNoField ||
+        w[f.word] >= w[f.size_word]) {
+      *why = "_Py_DebugOffsets word " + std::to_string(f.word) + " (" + std::to_string(w[f.word]) +
+             ") is not inside its object (" + std::to_string(w[f.size_word]) +
+             " bytes): not 3.13's layout";
+      return std::nullopt;
+    }
+  }
+  // The flexible arrays (localsplus, co_code_adaptive, ob_sval) start at
+  // their object's size or just before it.
+  if (w[kCodeAdaptive] > w[kCodeSize] || w[kBytesSval] > w[kBytesSize] ||
+      w[kUnicodeAsciiSize] > w[kUnicodeSize] || w[kUnicodeAsciiSize] == 0) {
+    *why = "_Py_DebugOffsets: array offsets beyond their objects: not 3.13's layout";
+    return std::nullopt;
+  }
+  auto u16 = [&](size_t word) { return static_cast<uint16_t>(w[word]); };
+  PythonOffsets o;
+  o.tstate_cframe = u16(kThreadCurrentFrame);
+  o.cframe_current_frame = PythonOffsets::kNoField;
+  o.frame_code = u16(kFrameExecutable);
+  o.frame_previous = u16(kFramePrevious);
+  o.frame_prev_instr = u16(kFrameInstrPtr);
+  o.frame_owner = u16(kFrameOwner);
+  o.frame_owner_cshim = 3;  // FRAME_OWNED_BY_CSTACK
+  o.frame_localsplus = u16(kFrameLocalsplus);
+  o.code_filename = u16(kCodeFilename);
+  o.code_name = u16(kCodeName);
+  o.code_qualname = u16(kCodeQualname);
+  o.code_linetable = u16(kCodeLinetable);
+  o.code_firstlineno = u16(kCodeFirstlineno);
+  o.code_bytecode = u16(kCodeAdaptive);
+  o.str_length = u16(kUnicodeLength);
+  o.str_state = u16(kUnicodeState);
+  o.str_ascii_data = u16(kUnicodeAsciiSize);
+  // PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 pointer.
+  o.str_compact_data = static_cast<uint16_t>(w[kUnicodeAsciiSize] + 16);
+  o.object_type = u16(kObjectType);
+  o.type_name = u16(kTypeName);
+  o.bytes_size = u16(kBytesObSize);
+  o.bytes_data = u16(kBytesSval);
+  return o;
+}
+
+}  // namespace gpuprof

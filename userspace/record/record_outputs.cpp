@@ -1,0 +1,170 @@
+#include "record/record_outputs.h"
+
+#include <algorithm>
+
+namespace gpuprof {
+
+RecordOutputs::RecordOutputs(ProcessInfo process, ClockInfo clock, std::vector<OpInfo> ops,
+                             RecordOptions options, mode_t mode)
+    : process_(std::move(process)),
+      clock_(clock),
+      ops_(std::move(ops)),
+      options_(options),
+      mode_(mode) {}
+
+template <typename Write>
+bool RecordOutputs::each(std::string* error, Write write) {
+  bool ok = true;
+  for (File& file : files_) {
+    if (!file.writer) continue;
+    std::string err;
+    if (!write(file, err) && ok) {
+      ok = false;
+      *error = err;
+    }
+  }
+  return ok;
+}
+
+bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_monotonic_ns,
+                         const RecordStats& counters_now, std::string* error) {
+  File& file = files_[output];
+  file = File{};
+  auto writer = RecordWriter::create(path, error, mode_);
+  if (!writer) return false;
+  ClockInfo clock = clock_;
+  if (start_monotonic_ns > clock_.start_monotonic_ns) {
+    clock.start_realtime_ns += start_monotonic_ns - clock_.start_monotonic_ns;
+    clock.start_monotonic_ns = start_monotonic_ns;
+  }
+  if (!writer->begin(process_, clock, ops_, options_, error)) return false;
+  // The dictionaries so far, with the ids the session already handed out.
+  for (const std::string& frame : frames_)
+    if (!writer->add_sample_frame(frame, error)) return false;
+  for (const std::vector<uint32_t>& stack : stacks_)
+    if (!writer->add_sample_stack(stack, error)) return false;
+  for (const std::string& name : launch_names_)
+    if (!writer->add_launch_name(name, error)) return false;
+  if (probe_costs_ && !writer->set_probe_costs(*probe_costs_, error)) return false;
+  file.writer.emplace(std::move(*writer));
+  file.path = path;
+  file.start_ns = clock.start_monotonic_ns;
+  file.first_event = events_;
+  file.first_sample = samples_;
+  file.counters_at_open = counters_now;
+  return true;
+}
+
+uint64_t RecordOutputs::bytes_written(Output output) const {
+  return files_[output].writer ? files_[output].writer->bytes_written() : 0;
+}
+
+bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns,
+                          std::string* error) {
+  File& file = files_[output];
+  if (!file.writer) return true;
+  RecordWriter writer = std::move(*file.writer);
+  file.writer.reset();
+  RecordStats own = stats;
+  own.events_recorded = file.events;
+  const RecordStats& at_open = file.counters_at_open;
+  own.events_lost -= std::min(own.events_lost, at_open.events_lost);
+  own.mem_events_lost -= std::min(own.mem_events_lost, at_open.mem_events_lost);
+  own.samples_lost -= std::min(own.samples_lost, at_open.samples_lost);
+  if (cuda_runtime_ && !writer.set_cuda_runtime(*cuda_runtime_, error)) return false;
+  if (cupti_shim_ && !writer.set_cupti_shim(*cupti_shim_, error)) return false;
+  if (!writer.set_thread_names(thread_names_, error)) return false;
+  return writer.finish(own, end_monotonic_ns, error);
+}
+
+std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
+  ops_.push_back(op);
+  return static_cast<uint32_t>(ops_.size() - 1);
+}
+
+bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {
+  probe_costs_ = costs;  // the latest, for a file opened later
+  return each(error, [&](File& f, std::string& err) { return f.writer->set_probe_costs(costs, &err); });
+}
+
+bool RecordOutputs::append_events(const gp_event* events, size_t count, std::string* error) {
+  const bool ok = each(error, [&](File& f, std::string& err) {
+    if (!f.writer->append_events(events, count, &err)) return false;
+    f.events += count;
+    return true;
+  });
+  events_ += count;
+  return ok;
+}
+
+bool RecordOutputs::append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error) {
+  return each(error, [&](File& f, std::string& err) {
+    return event_index < f.first_event || f.writer->append_shapes(event_index - f.first_event, shapes, &err);
+  });
+}
+
+bool RecordOutputs::append_mem_events(const gp_mem_event* events, size_t count, std::string* error) {
+  return each(error, [&](File& f, std::string& err) { return f.writer->append_mem_events(events, count, &err); });
+}
+
+bool RecordOutputs::add_sample_frame(const std::string& name, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_frame(name, &err); }))
+    return false;
+  frames_.push_back(name);
+  return true;
+}
+
+bool RecordOutputs::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_stack(frame_ids, &err); }))
+    return false;
+  stacks_.push_back(frame_ids);
+  return true;
+}
+
+bool RecordOutputs::append_samples(const CpuSample* samples, size_t count, std::string* error) {
+  const bool ok =
+      each(error, [&](File& f, std::string& err) { return f.writer->append_samples(samples, count, &err); });
+  samples_ += count;
+  return ok;
+}
+
+bool RecordOutputs::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
+  return each(error, [&](File& f, std::string& err) {
+    return event_index < f.first_event || f.writer->append_entry_stack(event_index - f.first_event, stack_id, &err);
+  });
+}
+
+bool RecordOutputs::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error) {
+  return each(error, [&](File& f, std::string& err) {
+    return sample_index < f.first_sample ||
+           f.writer->append_sample_kernel_stack(sample_index - f.first_sample, stack_id, &err);
+  });
+}
+
+bool RecordOutputs::add_launch_name(const std::string& name, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_launch_name(name, &err); }))
+    return false;
+  launch_names_.push_back(name);
+  return true;
+}
+
+bool RecordOutputs::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
+  return each(error, [&](File& f, std::string& err) { return f.writer->append_launches(launches, count, &err); });
+}
+
+bool RecordOutputs::append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error) {
+  return each(error,
+              [&](File& f, std::string& err) { return f.writer->append_gpu_correlations(correlations, count, &err); });
+}
+
+bool RecordOutputs::append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error) {
+  return each(error,
+              [&](File& f, std::string& err) { return f.writer->append_gpu_activities(activities, count, &err); });
+}
+
+bool RecordOutputs::flush(std::string* error) {
+  return each(error, [&](File& f, std::string& err) { return f.writer->flush(&err); });
+}
+
+}  // namespace gpuprof

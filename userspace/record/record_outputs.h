@@ -1,0 +1,118 @@
+// record_outputs.h: one recording written to several record files at once,
+// each opened and closed on its own: the main file (split by --rotate) and
+// the file of the schedule cycle in progress (--on-cycle).
+//
+// Every file is a complete recording on its own: the same process, op table
+// and options, and every frame, stack and kernel name it uses defined in it.
+// The dictionaries (frames, stacks, names) are kept here and defined again
+// at the top of each new file with the same ids, so the session interns
+// once and the ids it hands out stay valid in every file.
+//
+// Indices are global: event and sample indices count everything appended
+// since the recording began, open files or not, as the session numbers
+// them; each file translates them to its own. Shapes, entry stacks and
+// kernel stacks of an event (sample) that went to an earlier file are
+// dropped from a file that does not hold it (their event is not there).
+// Appends while a file is closed go nowhere: that is the point of closing.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/record_file.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class RecordOutputs {
+ public:
+  enum Output { kMain = 0, kCycle = 1 };
+
+  RecordOutputs(ProcessInfo process, ClockInfo clock, std::vector<OpInfo> ops, RecordOptions options,
+                mode_t mode);
+
+  // Creates `path` and begins a recording there whose CLOCK starts at
+  // start_monotonic_ns. `counters_now`: the session's counters at this
+  // moment; close() stores the lost counters as differences from them, so
+  // each file counts what it lost itself.
+  bool open(Output output, const std::string& path, uint64_t start_monotonic_ns,
+            const RecordStats& counters_now, std::string* error);
+  bool is_open(Output output) const { return files_[output].writer.has_value(); }
+  const std::string& path(Output output) const { return files_[output].path; }
+  uint64_t bytes_written(Output output) const;
+  uint64_t opened_at_ns(Output output) const { return files_[output].start_ns; }
+  // Finishes the file: its CUDA runtime, shim and thread names as last set,
+  // then STATS (stats with events_recorded and the lost counters made the
+  // file's own), END. The output is closed even when this fails.
+  bool close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
+
+  // An op defined during the recording (runtime_ops.h), in every open file
+  // and in the op table of those opened later; its id.
+  std::optional<uint32_t> add_op(const OpInfo& op, std::string* error);
+
+  // RecordWriter's calls (record_file.h), for every open file.
+  bool append_events(const gp_event* events, size_t count, std::string* error);
+  bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);
+  bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
+  bool add_sample_frame(const std::string& name, std::string* error);
+  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error);
+  bool append_samples(const CpuSample* samples, size_t count, std::string* error);
+  bool append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error);
+  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error);
+  bool add_launch_name(const std::string& name, std::string* error);
+  bool append_launches(const CudaLaunch* launches, size_t count, std::string* error);
+  bool append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error);
+  bool append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error);
+  void set_cuda_runtime(const CudaRuntimeInfo& info) { cuda_runtime_ = info; }
+  void set_cupti_shim(const CuptiShimInfo& info) { cupti_shim_ = info; }
+  void set_thread_names(std::vector<ThreadName> names) { thread_names_ = std::move(names); }
+  // The probes' calibrated costs: written at once to every open file (a
+  // killed recorder's files keep them) and to each file opened later.
+  bool set_probe_costs(const ProbeCosts& costs, std::string* error);
+  bool flush(std::string* error);
+
+  // Global counts (every file shares them).
+  uint32_t sample_frames_defined() const { return static_cast<uint32_t>(frames_.size()); }
+  uint32_t sample_stacks_defined() const { return static_cast<uint32_t>(stacks_.size()); }
+  uint32_t launch_names_defined() const { return static_cast<uint32_t>(launch_names_.size()); }
+  uint64_t events_appended() const { return events_; }
+  uint64_t samples_appended() const { return samples_; }
+
+ private:
+  struct File {
+    std::optional<RecordWriter> writer;
+    std::string path;
+    uint64_t start_ns = 0;
+    uint64_t first_event = 0;   // global index of its event 0
+    uint64_t first_sample = 0;  // global index of its sample 0
+    uint64_t events = 0;        // events appended to it
+    RecordStats counters_at_open;
+  };
+  // Runs `write` on every open file; the first failure wins (the file that
+  // failed is left as it is: its writer refuses further writes).
+  template <typename Write>
+  bool each(std::string* error, Write write);
+
+  ProcessInfo process_;
+  ClockInfo clock_;
+  std::vector<OpInfo> ops_;
+  RecordOptions options_;
+  mode_t mode_;
+  std::array<File, 2> files_;
+  std::vector<std::string> frames_;
+  std::vector<std::vector<uint32_t>> stacks_;
+  std::vector<std::string> launch_names_;
+  std::optional<CudaRuntimeInfo> cuda_runtime_;
+  std::optional<CuptiShimInfo> cupti_shim_;
+  std::vector<ThreadName> thread_names_;
+  std::optional<ProbeCosts> probe_costs_;
+  uint64_t events_ = 0;
+  uint64_t samples_ = 0;
+};
+
+}  // namespace gpuprof
