@@ -1,5 +1,6 @@
 """Structural checks of a Chrome trace (the Trace Event Format), as viewers
 rely on them; the same rules as tests/unit/chrome_trace_test.cpp."""
+import bisect
 import collections
 import json
 import re
@@ -49,7 +50,11 @@ def structural_problems(doc):
             if not isinstance(e.get("dur"), (int, float)) or e["dur"] < 0 or "cat" not in e:
                 problems.append(f"bad complete event: {e}")
                 continue
-            slices[key].append((e["ts"], e["ts"] + e["dur"]))
+            # In integer ns (gpuprof writes us with 3 decimals): in floats,
+            # ts + dur of a slice ending where the next begins came out
+            # 1e-11 past the next one's ts, and nested it wrongly.
+            start = round(e["ts"] * 1000)
+            slices[key].append((start, start + round(e["dur"] * 1000)))
         elif ph in ("s", "f"):
             flows[e.get("id")][0 if ph == "s" else 1] += 1
             if ph == "f" and e.get("bp") != "e":
@@ -67,8 +72,9 @@ def structural_problems(doc):
         for ts, end in sorted(spans, key=lambda s: (s[0], -s[1])):
             while open_ends and open_ends[-1] <= ts and not (open_ends[-1] == ts and end == ts):
                 open_ends.pop()
-            if open_ends and end > open_ends[-1] + 1e-9:
-                problems.append(f"slice [{ts}, {end}] on {key} overlaps its parent's end {open_ends[-1]}")
+            if open_ends and end > open_ends[-1]:
+                problems.append(f"slice [{ts / 1000}, {end / 1000}] on {key} overlaps its parent's end "
+                                f"{open_ends[-1] / 1000}")
             open_ends.append(end)
     for pid, tid in sorted(used):
         if (pid, tid) not in named_threads:
@@ -92,6 +98,13 @@ def span_ns(e):
     start for instants and counters)."""
     start = ns(e["ts"])
     return start, start + ns(e.get("dur", 0))
+
+
+def time_zero_ns(doc):
+    """The CLOCK_MONOTONIC instant (ns) a trace's timestamps count from (otherData)."""
+    m = re.search(r"CLOCK_MONOTONIC (\d+) ns", doc["otherData"]["time zero"])
+    assert m, doc["otherData"]
+    return int(m.group(1))
 
 
 def frame_chain(doc, sf):
@@ -140,7 +153,7 @@ def tracks_of(doc, keep, always_pids=()):
 
 
 def in_time_range(from_ns=None, until_ns=None):
-    """--time-range's rule (userspace/chrome_trace.cpp, overlaps()): an event
+    """--time-range's rule (userspace/output/chrome_trace.cpp, overlaps()): an event
     is kept when its [start, end] meets [from, until], both ends included; an
     open side has no bound. (Not for flows: an arrow goes with its GPU
     activity, whose span its "f" event does not carry.)"""
@@ -158,27 +171,42 @@ def op_calls(doc):
 def calls_under(doc, pattern):
     """--ops's rule: the calls whose name `pattern` matches (searched) and
     every call nested in one of them on its thread; as ids of events.
-    gpuprof nests by depth (userspace/call_tree.cpp), this by time: they
+    gpuprof nests by depth (userspace/analyze/call_tree.cpp), this by time: they
     differ only for a zero-length call at the very nanosecond its sibling
     ends, which entry and exit probes a few hundred ns apart never make.
     (gpuprof matches a --schedule step frame by its op's name, not by its
-    "ProfilerStep#N": not for recordings with steps.)"""
+    "ProfilerStep#N": not for recordings with steps.)
+    Calls of a thread nest or follow each other, so a call lies inside a
+    matched call exactly when it lies inside the outermost matched call
+    that starts last at or before it: found by bisection, for traces of
+    hundreds of thousands of calls."""
     calls = op_calls(doc)
-    matched = [c for c in calls if re.search(pattern, c["name"])]
-    kept = set()
+    matched = collections.defaultdict(list)
     for c in calls:
+        if re.search(pattern, c["name"]):
+            matched[c["tid"]].append(span_ns(c))
+    outermost = {}
+    for tid, spans in matched.items():
+        kept = []
+        for start, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            if not (kept and kept[-1][0] <= start and end <= kept[-1][1]):
+                kept.append((start, end))
+        outermost[tid] = ([start for start, _ in kept], kept)
+    kept_ids = set()
+    for c in calls:
+        if c["tid"] not in outermost:
+            continue
+        starts, spans = outermost[c["tid"]]
         start, end = span_ns(c)
-        for m in matched:
-            m_start, m_end = span_ns(m)
-            if m["tid"] == c["tid"] and m_start <= start and end <= m_end:
-                kept.add(id(c))
-                break
-    return kept
+        i = bisect.bisect_right(starts, start) - 1
+        if i >= 0 and end <= spans[i][1]:
+            kept_ids.add(id(c))
+    return kept_ids
 
 
 def innermost_call(doc, e):
     """The innermost call of e's thread whose [start, end] holds e's time
-    (both ends included; userspace/call_tree.h innermost_calls_at), or None."""
+    (both ends included; userspace/analyze/call_tree.h innermost_calls_at), or None."""
     ts = ns(e["ts"])
     holding = [c for c in op_calls(doc) if c["tid"] == e["tid"] and span_ns(c)[0] <= ts <= span_ns(c)[1]]
     # Nested calls: the innermost started last (and, starting together, ends first).

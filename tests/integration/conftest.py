@@ -702,6 +702,24 @@ def uprobe_links_of(gpuprof_pid):
     return links
 
 
+def bpf_link_ids_of(pid):
+    """Ids of every BPF link process `pid` holds (its fds, /proc/PID/fdinfo):
+    what it must leave behind, on a machine where others hold links too."""
+    ids = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:bpf_link":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd.name}") as f:
+                for line in f:
+                    if line.startswith("link_id:"):
+                        ids.add(int(line.split(":")[1]))
+                        break
+        except OSError:
+            continue
+    return ids
+
+
 def live_bpf_link_ids():
     """Ids of every BPF link in the system (bpftool, a build dependency of gpuprof)."""
     try:

@@ -11,6 +11,9 @@ and --pid/--comm of a `record -a` file) must hold exactly the whole trace's
 events that its rule keeps (chrome_trace_checks.py); `-` writes the same
 document to stdout, .gz compresses it; and the real viewer (speedscope, in
 headless Chromium) opens it and the folded stacks of the same recording.
+`record --chrome-trace` with --ops and --time-range writes, byte for byte,
+what report writes with the same cuts (sigmoid_mm_loop.py); `unwound: true`
+marks exactly the calls exceptions.py's exceptions ended.
 """
 import collections
 import gzip
@@ -24,10 +27,11 @@ from pathlib import Path
 import pytest
 
 from conftest import (TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, Procs, RegionRun, TorchEnv, resnet_region_run,
-                      run_gpuprof, run_program, touch)
+                      run_gpuprof, run_program, touch, wait_for_file)
 
-from chrome_trace_checks import (frame_chain, in_time_range, op_calls, span_ns, structural_problems, trace_events,
-                                 trace_stats, track_names, tracks_of, under_ops, wrote_line, x_events)
+from chrome_trace_checks import (frame_chain, in_time_range, op_calls, span_ns, structural_problems, time_zero_ns,
+                                 trace_events, trace_stats, track_names, tracks_of, under_ops, wrote_line, x_events)
+from test_exception_safety import ERROR_REPEATS, THROWING_OPS
 from test_system_wide import finish_counts, start_counts
 
 
@@ -59,10 +63,15 @@ def export(record_file, out, *args):
     with opener(out, "rt", encoding="utf-8") as f:
         doc = json.load(f)
     written, source, counts, size = wrote_line(result.stderr)
-    assert (written, source, counts) == (str(out), str(record_file), trace_stats(doc)), result.stderr
-    on_disk = Path(out).stat().st_size
-    assert size == (f", {on_disk / 1e3:.1f} kB" if on_disk < 1e6 else f", {on_disk / 1e6:.1f} MB"), (size, on_disk)
+    assert (written, source, counts, size) == (str(out), str(record_file), trace_stats(doc), size_text(out)), \
+        result.stderr
     return doc, result
+
+
+def size_text(path):
+    """How a `wrote` line gives the size of the file at `path`."""
+    on_disk = Path(path).stat().st_size
+    return f", {on_disk / 1e3:.1f} kB" if on_disk < 1e6 else f", {on_disk / 1e6:.1f} MB"
 
 
 def assert_cut(whole, cut, keep, always_pids=(), without_call=False):
@@ -432,3 +441,91 @@ def test_speedscope_refuses_what_is_not_a_profile(tmp_path):
                              "aten::conv2d"], capture_output=True, text=True, timeout=150)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Unrecognized format" in result.stderr, result.stderr
+
+
+# --------------------------------------------------------------------------
+# record --chrome-trace with --ops and --time-range.
+
+CUT_LOOP_S = 2.0  # sigmoid_mm_loop.py's loop, from `go`
+CUT_OPS = "sigmoid"
+# Inside the loop, which starts within milliseconds of the recording (the
+# test creates `go` once gpuprof says it traces): sigmoid calls before it,
+# in it and after it.
+CUT_FROM_NS, CUT_UNTIL_NS = 500_000_000, 1_500_000_000
+
+
+def test_record_writes_the_cut_trace_report_writes(procs, workdir, tmp_path, torch_env):
+    """docs/record.md: `record --chrome-trace OUT` with `--ops` and
+    `--time-range` writes, when the recording stops, the very trace that
+    `report FILE --chrome-trace OUT` with the same cuts writes from the same
+    recording: byte for byte; and that is what the cuts' rules keep of the
+    whole trace."""
+    target = procs.start_workload("sigmoid_mm_loop.py", workdir, str(CUT_LOOP_S), torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+    record_file, recorded = tmp_path / "loop.gpuprof", tmp_path / "recorded.json"
+    cuts = ("--ops", CUT_OPS, "--time-range", f"{seconds(CUT_FROM_NS)}:{seconds(CUT_UNTIL_NS)}")
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", record_file, "--chrome-trace", recorded, *cuts)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=120) == 0, target.describe()
+    assert gp.wait(timeout=120) == 0, gp.describe()  # the target's exit stops it
+    doc = json.loads(recorded.read_text())
+    written, source, counts, size = wrote_line(gp.stderr())
+    assert (written, source, counts, size) == (str(recorded), str(record_file), trace_stats(doc),
+                                               size_text(recorded)), gp.stderr()
+    export(record_file, tmp_path / "reported.json", *cuts)
+    assert recorded.read_bytes() == (tmp_path / "reported.json").read_bytes()
+
+    whole, _ = export(record_file, tmp_path / "whole.json")
+    ops, in_range = under_ops(whole, CUT_OPS), in_time_range(CUT_FROM_NS, CUT_UNTIL_NS)
+    assert_cut(whole, doc, lambda e: ops(e) and in_range(e), always_pids=[pid])
+    # What the comparison covered: both cuts cut. The loop's other calls
+    # (mm, relu) are out, and sigmoid calls on both sides of the range too.
+    sigmoids = [e for e in op_calls(whole) if e["name"] == "aten::sigmoid"]
+    kept = collections.Counter(e["name"] for e in op_calls(doc))
+    assert set(kept) == {"aten::sigmoid"}, kept
+    assert 0 < kept["aten::sigmoid"] < len(sigmoids), (kept, len(sigmoids))
+    assert kept["aten::sigmoid"] == sum(map(in_range, sigmoids))
+
+
+# --------------------------------------------------------------------------
+# Calls ended by exception unwinding: `unwound: true`.
+
+UNWOUND_MM_ERRORS = 20  # exceptions.py's mismatched torch.mm calls
+
+
+def test_unwound_marks_exactly_the_calls_an_exception_ended(procs, workdir, tmp_path, torch_env):
+    """docs/chrome-trace.md: a call that ended by exception unwinding has
+    `args.unwound: true`. exceptions.py throws through known ops
+    (test_exception_safety.py's THROWING_OPS) inside statements it brackets
+    with its own clock: every call of those ops inside its kind's brackets
+    carries it, and no other call (the ops those calls completed before the
+    throw, the checksum's) has the field at all."""
+    record_file = tmp_path / "exceptions.gpuprof"
+    target = procs.start_workload("exceptions.py", workdir, str(UNWOUND_MM_ERRORS), torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", record_file)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=180) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    doc, _ = export(record_file, tmp_path / "exceptions.json")
+    assert structural_problems(doc) == []
+    zero = time_zero_ns(doc)
+    brackets = json.loads((workdir / "brackets.json").read_text())
+
+    def thrown_through(call):
+        start, end = (zero + t for t in span_ns(call))
+        return any(call["name"] in ops and any(t0 <= start and end <= t1 for t0, t1 in brackets[kind])
+                   for kind, ops in THROWING_OPS.items())
+
+    calls = x_events(doc, "cpu_op")
+    unwound = [e for e in calls if "unwound" in e["args"]]
+    assert all(e["args"]["unwound"] is True for e in unwound), unwound[:3]
+    assert [e["args"]["call"] for e in unwound] == [e["args"]["call"] for e in calls if thrown_through(e)]
+    # Each statement threw through its ops once: the calls counted exactly.
+    expected = collections.Counter()
+    for kind, ops in THROWING_OPS.items():
+        for op in ops:
+            expected[op] += UNWOUND_MM_ERRORS if kind == "mm_shape" else ERROR_REPEATS
+    assert collections.Counter(e["name"] for e in unwound) == expected

@@ -25,6 +25,8 @@ import re
 import shutil
 import signal
 
+import pytest
+
 from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
@@ -66,6 +68,17 @@ def parse_launch_table(text):
         assert len(cells) == 7, line
         rows[tuple(cells[:6])] = int(cells[6])
     return rows, lines[seps[2] + 1:]
+
+
+# EXPECTED's rows as the table prints them: most launches first, ties by
+# operator, then kernel and API, in byte order ("[no op]" sorts before
+# "aten::"), as docs/cuda.md's example shows them.
+IN_TABLE_ORDER = [
+    ("aten::cuda_add", SCALE, "cudaLaunchKernel", "(3, 2, 3)", "(128, 1, 1)", "0x51"),
+    ("[no op]", SCALE, "cudaLaunchKernel", "(1, 1, 1)", "(32, 1, 1)", "default"),
+    ("aten::cuda_linear", REDUCE, "cudaLaunchKernelExC", "(7, 1, 1)", "(256, 2, 1)", "0x52"),
+    ("aten::cuda_replay", "[CUDA graph]", "cudaGraphLaunch", "-", "-", "0x53"),
+]
 
 
 def check_launches(out, expected=EXPECTED, through=r"\S*libcudart\.so\.\d+", outside=STEPS, from_cupti=0):
@@ -183,3 +196,31 @@ def test_every_copy_of_libcudart_is_probed(procs, workdir, tmp_path):
     expected = {key: n for key, n in EXPECTED.items() if key[0] != "[no op]"}
     expected[("[no op]", SCALE, "cudaLaunchKernel", "mixed", "mixed", "default")] = 3 * STEPS
     check_launches(out, expected, through=r"\S*/libcudart\S*\.so\.13, \S*/libcudart\S*\.so\.13", outside=3 * STEPS)
+
+
+@pytest.fixture(scope="module")
+def launch_mode_recording(tmp_path_factory):
+    """launch_driver STEPS recorded in launch mode, once for the module."""
+    out = tmp_path_factory.mktemp("launches") / "launches.gpuprof"
+    made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(STEPS))
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3, 4, 100, -1, None], ids=lambda n: f"row-limit-{n}")
+def test_row_limit_keeps_the_first_rows(launch_mode_recording, limit):
+    # --row-limit N: the first N rows of the whole table, in its order, and
+    # the footer (totals over every row) says how many rows it left out.
+    # None: no option, report's default limit (100) then.
+    assert set(IN_TABLE_ORDER) == set(EXPECTED)
+    report = run_gpuprof("report", str(launch_mode_recording), "--launches",
+                         *(() if limit is None else ("--row-limit", str(limit))))
+    assert report.returncode == 0, report.stderr
+    rows, footer = parse_launch_table(report.stdout)
+    shown = IN_TABLE_ORDER if limit is None or limit < 0 else IN_TABLE_ORDER[:limit]
+    assert list(rows.items()) == [(key, EXPECTED[key]) for key in shown], report.stdout
+    more = len(IN_TABLE_ORDER) - len(shown)
+    cut = re.escape(f"; {more} more rows (--row-limit -1 shows all)") if more else ""
+    assert len(footer) == 1 and re.fullmatch(
+        rf"{6 * STEPS} CUDA launches \({STEPS} outside any op\) through \S*libcudart\.so\.\d+{cut}",
+        footer[0]), report.stdout

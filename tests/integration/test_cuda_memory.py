@@ -14,15 +14,18 @@ peak are exercised exactly as on a GPU machine. One step:
     aten::cuda_malloc    +1 MiB
     aten::cuda_free      -1 MiB
 """
+import json
 import re
 
 import pytest
 
+from chrome_trace_checks import innermost_call, op_calls, structural_problems, trace_stats, wrote_line
 from conftest import FAKE_LIBTORCH, run_gpuprof, run_program
 from test_shapes_memory import parse_any_table
 
 DRIVER = FAKE_LIBTORCH / "memory_driver"
 STEPS = 10
+KIB, MIB = 1 << 10, 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +90,53 @@ def test_memory_sort_key_without_memory_is_refused(tmp_path):
                                      "with --profile-memory"), report.stderr
     grouped = run_gpuprof("report", str(out), "--group-by-input-shape")
     assert grouped.returncode == 2 and "--record-shapes" in grouped.stderr, grouped
+
+
+def expected_cuda_levels():
+    """(allocator total after the event, the op that made it) for each CUDA
+    allocator event of the run, in order: per step +3 MiB, +1 MiB, -1 MiB in
+    the nested ops, then +512 KiB in aten::cuda_step itself."""
+    levels = []
+    for step in range(STEPS):
+        base = step * (3 * MIB + 512 * KIB)
+        levels += [(base + 3 * MIB, "aten::cuda_malloc"), (base + 4 * MIB, "aten::cuda_malloc"),
+                   (base + 3 * MIB, "aten::cuda_free"), (base + 3 * MIB + 512 * KIB, "aten::cuda_step")]
+    return levels
+
+
+def test_chrome_trace_counter_is_the_allocators_total(recorded, tmp_path):
+    # docs/chrome-trace.md: a --profile-memory recording's trace has a
+    # counter (ph "C") `CUDA memory (device N)`, the caching allocator's
+    # total, one value per allocator event, at the event's moment. The run's
+    # totals are known (the stand-in keeps them as the allocator does), so
+    # the values are exact; the CPU-device report makes no counter.
+    _, result, out = recorded
+    trace = tmp_path / "memory.json"
+    export = run_gpuprof("report", str(out), "--chrome-trace", str(trace))
+    assert export.returncode == 0, export.stderr
+    doc = json.loads(trace.read_text())
+    assert structural_problems(doc) == []
+    written, source, counts, _ = wrote_line(export.stderr)
+    assert (written, source, counts) == (str(trace), str(out), trace_stats(doc)), export.stderr
+    # 4 op calls and 4 CUDA allocator events a step, nothing else.
+    assert {k: v for k, v in counts.items() if k != "events"} == {
+        "calls": 4 * STEPS, "samples": 0, "gpu": 0, "flows": 0, "counters": 4 * STEPS}, export.stderr
+    stopped = re.search(r"; (\d+) memory events, 0 lost;", result.stderr)
+    assert stopped and int(stopped.group(1)) == counts["counters"], result.stderr
+
+    calls = op_calls(doc)
+    (thread,) = {c["tid"] for c in calls}  # the driver runs its ops on one thread
+    (pid,) = {c["pid"] for c in calls}
+    counters = [e for e in doc["traceEvents"] if e["ph"] == "C"]
+    assert all((e["name"], e["cat"], e["pid"]) == ("CUDA memory (device 1)", "memory", pid) for e in counters), \
+        counters[:4]
+    assert [e["ts"] for e in counters] == sorted(e["ts"] for e in counters), "counter values out of time order"
+    # Counters sit on no thread: the op running at each one's moment is looked
+    # up on the driver's thread.
+    levels = [(e["args"]["bytes"], innermost_call(doc, {**e, "tid": thread})) for e in counters]
+    assert [(level, call and call["name"]) for level, call in levels] == expected_cuda_levels(), levels[:8]
+    # The peak the table's footer names is the first counter value at the top.
+    top = max(e["args"]["bytes"] for e in counters)
+    first_at_top = next(e for e in counters if e["args"]["bytes"] == top)
+    assert (f"CUDA memory peak (device 1, allocated): {top / MIB:.2f} Mb at {first_at_top['ts'] / 1e6:.3f} s "
+            "after the start, in aten::cuda_malloc") in result.stdout.splitlines(), result.stdout

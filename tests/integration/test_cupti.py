@@ -19,12 +19,23 @@ Per step:
 
 The stand-in names kernels as CUPTI does (mangled); gpuprof prints torch's
 names: demangled kernels, "Memcpy HtoD (Pageable -> Device)", "Memset (Device)".
+
+tests/workloads/cupti_by_hand.py plays the driver in a real torch process
+(both torches) through ctypes, for what launch_driver cannot do: a shim
+loaded but never initialized, no libcupti at all, and kernels launched
+before the attach that run after it ([launch not seen]).
 """
+import json
 import os
 import re
+import shutil
 import signal
 
-from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
+import pytest
+
+from chrome_trace_checks import structural_problems, trace_stats, wrote_line
+from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, run_gpuprof, run_program,
+                      touch, wait_for_file)
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -69,19 +80,28 @@ EXPECTED_CUDA_COLUMNS = {
 }
 
 
-def kernel_rows(out):
-    report = run_gpuprof("report", str(out), "--kernels")
+def kernel_table(out, *args):
+    """`report --kernels` (with args): its rows (op, kernel, calls, GPU total,
+    GPU avg) in printed order, the lines under the table, the whole text."""
+    report = run_gpuprof("report", str(out), "--kernels", *args)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
     rules = [i for i, line in enumerate(lines) if line.startswith("---")]
     assert len(rules) == 3, report.stdout
     assert re.split(r"\s{2,}", lines[rules[0] + 1].strip()) == ["Operator", "Kernel", "Calls", "GPU total",
                                                                  "GPU avg"], report.stdout
-    rows = set()
+    rows = []
     for line in lines[rules[1] + 1:rules[2]]:
         op, kernel, calls, total, avg = re.split(r"\s{2,}", line.strip())
-        rows.add((op, kernel, int(calls), total, avg))
+        rows.append((op, kernel, int(calls), total, avg))
     return rows, lines[rules[2] + 1:], report.stdout
+
+
+def kernel_rows(out):
+    """kernel_table() with its rows as a set (each row once)."""
+    rows, footer, text = kernel_table(out)
+    assert len(set(rows)) == len(rows), text
+    return set(rows), footer, text
 
 
 def cuda_columns(out, *args):
@@ -102,8 +122,8 @@ def cuda_columns(out, *args):
     return rows, lines[rules[2] + 1:], report.stdout
 
 
-def expected_cuda_cells(self_us, total_us, calls):
-    share = "0.00%" if self_us == 0 else f"{self_us * 100.0 / GPU_TOTAL_US:.2f}%"
+def expected_cuda_cells(self_us, total_us, calls, gpu_total_us=GPU_TOTAL_US):
+    share = "0.00%" if self_us == 0 else f"{self_us * 100.0 / gpu_total_us:.2f}%"
     return (f"{self_us:.3f}us", share, f"{total_us:.3f}us", f"{total_us / calls:.3f}us", str(calls))
 
 
@@ -203,21 +223,68 @@ def test_gpu_activities_from_before_the_attach_are_left_out(procs, workdir, tmp_
     assert rows == EXPECTED, text
 
 
-def test_cupti_taken_by_another_subscriber(procs, workdir, tmp_path):
-    # torch.profiler holds CUPTI: the shim steps aside, and gpuprof says so.
-    out = tmp_path / "taken.gpuprof"
-    target, gp = record_attached(procs, workdir, out, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM),
-                                                       "FAKE_CUPTI_TAKEN": "1"})
-    assert "CUPTI is taken by another subscriber" in target.stderr(), target.describe()
-    assert ("gpuprof: warning: no GPU times: the CUPTI shim found CUPTI taken by another subscriber "
-            "(torch.profiler?)") in gp.stderr(), gp.stderr()
+# The states of a shim that does not trace (docs/cuda.md's table), made with
+# launch_driver and the stand-in: state, the environment that makes it, what
+# gpuprof says ("the CUPTI shim ..."), the one line the shim writes on the
+# job's stderr. (States 0 and "no libcupti at all" are made in a torch
+# process: test_shim_in_a_torch_job_that_does_not_trace. launch_driver
+# cannot make them: without a libcupti to load it never initializes the shim.)
+NO_TIMES = "no GPU kernel times from gpuprof"
+NOT_TRACING = {
+    "disabled": (2, {"GPUPROF_CUPTI": "0"}, "is disabled (GPUPROF_CUPTI=0)",
+                 f"gpuprof-cupti: disabled by GPUPROF_CUPTI=0: {NO_TIMES}"),
+    # torch.profiler holds CUPTI: the shim steps aside.
+    "taken": (3, {"FAKE_CUPTI_TAKEN": "1"}, "found CUPTI taken by another subscriber (torch.profiler?)",
+              f"gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): {NO_TIMES}"),
+    # A libcupti without a function the shim requires (the stand-in built
+    # without its timestamp callback registration).
+    "libcupti-lacking-a-function": (
+        4, {"GPUPROF_CUPTI_LIBRARY": str(FAKE_CUPTI / "nots" / "libcupti.so.13")}, "found no libcupti",
+        f"gpuprof-cupti: libcupti {FAKE_CUPTI / 'nots' / 'libcupti.so.13'} has no "
+        f"cuptiActivityRegisterTimestampCallback (too old?): {NO_TIMES}"),
+    "cupti-error": (5, {"FAKE_CUPTI_FAIL": "cuptiActivityEnable"}, "failed in CUPTI (see the target's stderr)",
+                    f"gpuprof-cupti: cuptiActivityEnable failed: CUPTI_ERROR_UNKNOWN (999): {NO_TIMES}"),
+}
+# The op calls of launch_driver's STEPS steps (its last op counts its errors once).
+DRIVER_CALLS = {"aten::cuda_linear": STEPS, "aten::cuda_add": STEPS, "aten::cuda_replay": STEPS,
+                "aten::cuda_launch_errors": 1}
+
+
+def check_no_gpu_times(gp, out, state, why, calls):
+    """What record and report say of a shim in `state` (not tracing) that
+    gpuprof found in the target: record's warning, an empty --kernels with
+    the state, an op table of `calls` without CUDA columns, with a note."""
+    stderr = gp.stderr()
+    assert re.search(r"^gpuprof: CUPTI shim probes in \S*libgpuprof_cupti\.so$", stderr, re.M), stderr
+    assert f"gpuprof: warning: no GPU times: the CUPTI shim {why}" in stderr.splitlines(), stderr
+    assert "gpuprof: CUPTI shim: is tracing" not in stderr, stderr
     rows, footer, text = kernel_rows(out)
     assert rows == set(), text
-    assert any("gpuprof_cupti_state 3" in line for line in footer), text
-    table = run_gpuprof("report", str(out))
-    assert table.returncode == 0 and "Self CUDA" not in table.stdout, table.stdout + table.stderr
-    assert ("gpuprof: no CUDA time columns: the target's CUPTI shim found CUPTI taken by another subscriber "
-            "(torch.profiler?)") in table.stdout, table.stdout
+    assert footer == ["0 GPU activities, 0.000us of GPU time (0 launched outside any op, 0 whose launch was not seen)",
+                      f"WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state {state}): see the target's "
+                      "stderr (gpuprof-cupti: ...)"], text
+    report = run_gpuprof("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "Self CUDA" not in report.stdout, report.stdout
+    table = parse_table(report.stdout)
+    assert table.calls() == calls, report.stdout
+    assert f"gpuprof: no CUDA time columns: the target's CUPTI shim {why}" in table.notes, report.stdout
+    assert (f"0 GPU activities from CUPTI: gpuprof report {out} --kernels gives the GPU time per op and kernel"
+            in report.stdout.splitlines()), report.stdout
+
+
+@pytest.mark.parametrize("case", NOT_TRACING)
+def test_shim_that_does_not_trace_says_why(procs, workdir, tmp_path, case):
+    # -p PID on a job started with the shim: it read its state at the attach
+    # (the job waits at its ready file, initialized), so the state is exact.
+    state, env, why, shim_line = NOT_TRACING[case]
+    out = tmp_path / f"{case}.gpuprof"
+    target, gp = record_attached(procs, workdir, out, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM), **env})
+    # launch_driver says "injection ok" when it loaded the libcupti and the shim.
+    assert target.stdout() == f"injection ok\nsteps {STEPS} launches {6 * STEPS} unexpected errors 0\n", \
+        target.describe()
+    assert target.stderr().splitlines() == [shim_line], target.describe()
+    check_no_gpu_times(gp, out, state, why, DRIVER_CALLS)
 
 
 def test_without_the_shim_report_says_how_to_get_it(tmp_path):
@@ -227,11 +294,14 @@ def test_without_the_shim_report_says_how_to_get_it(tmp_path):
     made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, "2")
     assert made.returncode == 0, made.stderr
     assert "CUPTI shim" not in made.stderr, made.stderr
+    # A view of data the recording cannot hold is an error that says why
+    # (the one rule of report, docs/cuda.md).
     report = run_gpuprof("report", str(out), "--kernels")
-    assert report.returncode == 0, report.stderr
-    assert report.stdout.startswith("No GPU times: the target did not have gpuprof's CUPTI shim loaded "
-                                    "(record -- CMD injects it; for -p, start the job with "
-                                    "CUDA_INJECTION64_PATH="), report.stdout
+    assert report.returncode == 2 and not report.stdout, report
+    assert error_lines(report.stderr) == [
+        f"gpuprof: error: --kernels: {out} has no GPU times: the target did not have gpuprof's CUPTI shim loaded "
+        "(record -- CMD injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
+        "libgpuprof_cupti.so; see docs/cuda.md)"], report.stderr
     # No CUDA columns in the op table, and the CUDA sort keys say why.
     table = run_gpuprof("report", str(out))
     assert table.returncode == 0 and "aten::cuda_linear" in table.stdout, table.stdout + table.stderr
@@ -255,3 +325,137 @@ def test_sigkill_of_gpuprof_leaves_the_job_running(procs, workdir, tmp_path):
     gp.send(signal.SIGKILL)
     assert target.wait(timeout=120) == 0, target.describe()
     assert f"steps {steps} launches {6 * steps} unexpected errors 0" in target.stdout(), target.describe()
+
+
+@pytest.fixture(scope="module")
+def launch_mode_recording(tmp_path_factory):
+    """launch_driver STEPS with the stand-in, in launch mode, once for the module."""
+    out = tmp_path_factory.mktemp("kernels") / "kernels.gpuprof"
+    made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(STEPS), env=WITH_STAND_IN)
+    assert made.returncode == 0, made.stderr
+    return out
+
+
+# EXPECTED as `report --kernels` prints it: most GPU time first, ties by
+# operator and kernel in byte order ("[no op]" sorts before "aten::"), as in
+# docs/cuda.md's example.
+KERNELS_IN_TABLE_ORDER = [
+    ("aten::cuda_linear", REDUCE, STEPS, f"{5 * STEPS:.3f}us", "5.000us"),
+    ("aten::cuda_add", SCALE, 3 * STEPS, f"{3 * STEPS:.3f}us", "1.000us"),
+    ("aten::cuda_replay", "graph_kernel_b", STEPS, f"{3 * STEPS:.3f}us", "3.000us"),
+    ("aten::cuda_replay", "graph_kernel_a", STEPS, f"{2 * STEPS:.3f}us", "2.000us"),
+    ("aten::cuda_linear", "Memcpy HtoD (Pageable -> Device)", STEPS, f"{1.5 * STEPS:.3f}us", "1.500us"),
+    ("[no op]", SCALE, STEPS, f"{0.7 * STEPS:.3f}us", "0.700us"),
+    ("aten::cuda_replay", "Memset (Device)", STEPS, f"{0.5 * STEPS:.3f}us", "0.500us"),
+]
+
+
+@pytest.mark.parametrize("limit", [0, 1, 3, 6, 7, 100, -1, None], ids=lambda n: f"row-limit-{n}")
+def test_kernels_row_limit_keeps_the_first_rows(launch_mode_recording, limit):
+    # --row-limit N: the first N rows of the whole table, in its order; the
+    # totals are still of every activity, and the footer says how many rows
+    # were left out. None: no option (report's default limit, 100).
+    assert set(KERNELS_IN_TABLE_ORDER) == EXPECTED
+    rows, footer, text = kernel_table(launch_mode_recording, *(() if limit is None else ("--row-limit", str(limit))))
+    shown = KERNELS_IN_TABLE_ORDER if limit is None or limit < 0 else KERNELS_IN_TABLE_ORDER[:limit]
+    assert rows == shown, text
+    more = len(KERNELS_IN_TABLE_ORDER) - len(shown)
+    assert footer == [f"{9 * STEPS} GPU activities, {GPU_TOTAL_US:.3f}us of GPU time ({STEPS} launched outside any "
+                      "op, 0 whose launch was not seen)" +
+                      (f"; {more} more rows (--row-limit -1 shows all)" if more else "")], text
+
+
+# What tests/workloads/cupti_by_hand.py does after `go`: this many torch.add
+# calls, each followed by one traced_kernel (1 us) launched outside any op.
+BY_HAND_STEPS = 3
+# Before the attach it queued 2 queued_kernel (4 us each) behind a 600 s kernel.
+BY_HAND_QUEUED, BY_HAND_QUEUED_US = 2, 4.0
+
+
+def record_cupti_by_hand(procs, workdir, tmp_path, torch_env, mode, stand_in=None):
+    """cupti_by_hand.py MODE (initialize | load-only) under `record -p -q`
+    from its ready file to its exit. The shim and the stand-in (unless
+    stand_in names another libcupti) are copied under tmp_path, which the
+    torch 2.x chroot sees at the same path. Returns (target, gpuprof, record file)."""
+    shim = tmp_path / SHIM.name
+    shutil.copy(SHIM, shim)
+    if stand_in is None:
+        stand_in = tmp_path / STAND_IN.name
+        shutil.copy(STAND_IN, stand_in)
+    target = procs.start_workload("cupti_by_hand.py", workdir, shim, stand_in, mode, str(BY_HAND_STEPS),
+                                  torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+    out = tmp_path / f"{mode}.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])  # the shim is attached before
+    touch(workdir, "go")
+    assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    return target, gp, out
+
+
+def test_activities_whose_launch_was_not_seen(procs, workdir, tmp_path, torch_env):
+    # docs/cuda.md: an activity whose launch gpuprof did not see (made before
+    # it attached) is counted under [launch not seen]. cupti_by_hand.py
+    # launched two kernels before the attach, queued on their stream behind
+    # a 600 s kernel: they ran after the recording began (kept), their
+    # launches did not (no correlation id of theirs reached gpuprof). The
+    # 600 s kernel itself began before the recording: left out, and said.
+    target, gp, out = record_cupti_by_hand(procs, workdir, tmp_path, torch_env, "initialize")
+    assert target.stderr().splitlines() == [f"gpuprof-cupti: tracing kernels, memcpy and memset (libcupti: "
+                                            f"{tmp_path / STAND_IN.name})"], target.describe()
+    stderr = gp.stderr()
+    assert "gpuprof: CUPTI shim: is tracing kernels, memcpy and memset" in stderr.splitlines(), stderr
+    assert "; 1 GPU activities that began before the recording left out" in stderr, stderr
+    queued_us, traced_us = BY_HAND_QUEUED * BY_HAND_QUEUED_US, BY_HAND_STEPS * 1.0
+    rows, footer, text = kernel_table(out)
+    assert rows == [
+        ("[launch not seen]", "queued_kernel", BY_HAND_QUEUED, f"{queued_us:.3f}us", f"{BY_HAND_QUEUED_US:.3f}us"),
+        ("[no op]", "traced_kernel", BY_HAND_STEPS, f"{traced_us:.3f}us", "1.000us"),
+    ], text
+    assert footer == [f"{BY_HAND_QUEUED + BY_HAND_STEPS} GPU activities, {queued_us + traced_us:.3f}us of GPU time "
+                      f"({BY_HAND_STEPS} launched outside any op, {BY_HAND_QUEUED} whose launch was not seen)"], text
+    # torch's op table: a kernel row per kernel, every activity in it (those
+    # whose launch was not seen too, docs/cuda.md); aten::add launched none.
+    total_us = queued_us + traced_us
+    rows, footer, text = cuda_columns(out)
+    assert rows == {
+        "aten::add": expected_cuda_cells(0, 0, BY_HAND_STEPS, total_us),
+        "queued_kernel": expected_cuda_cells(queued_us, queued_us, BY_HAND_QUEUED, total_us),
+        "traced_kernel": expected_cuda_cells(traced_us, traced_us, BY_HAND_STEPS, total_us),
+    }, text
+    assert footer[1] == f"Self CUDA time total: {total_us:.3f}us", text
+    # The Chrome trace: every activity on its stream's track, an arrow from
+    # its launch only where the launch is in the trace (docs/chrome-trace.md).
+    trace = tmp_path / "trace.json"
+    export = run_gpuprof("report", str(out), "--chrome-trace", str(trace))
+    assert export.returncode == 0, export.stderr
+    doc = json.loads(trace.read_text())
+    assert structural_problems(doc) == []
+    _, _, counts, _ = wrote_line(export.stderr)
+    assert counts == trace_stats(doc), export.stderr
+    assert (counts["calls"], counts["gpu"], counts["flows"]) == (
+        BY_HAND_STEPS, BY_HAND_QUEUED + BY_HAND_STEPS, BY_HAND_STEPS), export.stderr
+
+
+# A torch job whose shim does not trace: cupti_by_hand.py's mode, its
+# libcupti, then as NOT_TRACING: state, what gpuprof says, the job's stderr.
+BY_HAND_NOT_TRACING = {
+    # State 0: the driver loaded the shim but never called its
+    # InitializeInjection: the shim did nothing, not a line on stderr.
+    "loaded-not-initialized": ("load-only", None, 0,
+                               "is loaded but not initialized (the driver has not called InitializeInjection yet)",
+                               []),
+    "no-libcupti": ("initialize", "/nonexistent/libcupti.so.13", 4, "found no libcupti",
+                    ["gpuprof-cupti: libcupti not found (tried /nonexistent/libcupti.so.13: /nonexistent/"
+                     "libcupti.so.13: cannot open shared object file: No such file or directory); install CUPTI "
+                     f"or set GPUPROF_CUPTI_LIBRARY=/path/to/libcupti.so: {NO_TIMES}"]),
+}
+
+
+@pytest.mark.parametrize("case", BY_HAND_NOT_TRACING)
+def test_shim_in_a_torch_job_that_does_not_trace(procs, workdir, tmp_path, torch_env, case):
+    mode, stand_in, state, why, shim_lines = BY_HAND_NOT_TRACING[case]
+    target, gp, out = record_cupti_by_hand(procs, workdir, tmp_path, torch_env, mode, stand_in)
+    assert target.stderr().splitlines() == shim_lines, target.describe()
+    check_no_gpu_times(gp, out, state, why, {"aten::add": BY_HAND_STEPS})

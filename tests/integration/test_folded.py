@@ -9,11 +9,12 @@ not run in this test: the lines are checked against the input rules of
 flamegraph.pl and speedscope instead (their line regexes, ported below).
 """
 import re
+import shlex
 from collections import Counter
 
 import pytest
 
-from conftest import error_lines, resnet_region_run, run_gpuprof, torch_table_name
+from conftest import GPUPROF, REPO_ROOT, error_lines, resnet_region_run, run_gpuprof, run_program, torch_table_name
 
 CONV_PATH = "aten::conv2d;aten::convolution;aten::_convolution;aten::mkldnn_convolution"
 # A folded line as gpuprof writes it: frames without spaces or ';' inside,
@@ -158,3 +159,62 @@ def test_metric_self_cpu_time_is_the_default(folded_run):
     explicit = run_gpuprof("report", run.record_file, "--folded", "--metric", "self_cpu_time")
     assert explicit.returncode == 0, explicit.stderr
     assert explicit.stdout == report.stdout
+
+
+def doc_example(doc, heading):
+    """The first code block under `heading` in docs/DOC: [(command, its
+    output lines)], a command being a `$ ` line and its `\\` continuations."""
+    text = (REPO_ROOT / "docs" / doc).read_text()
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 2)[1]
+    commands = []
+    continued = False
+    for line in block.splitlines():
+        if continued:
+            commands[-1][0] += " " + line.strip()
+        elif line.startswith("$ "):
+            commands.append([line[2:], []])
+        else:
+            commands[-1][1].append(line)
+        continued = commands[-1][0].endswith("\\")
+        if continued:
+            commands[-1][0] = commands[-1][0][:-1].rstrip()
+    return [(command, output) for command, output in commands]
+
+
+def doc_command_argv(command, tmp_path):
+    """A docs command line as run here: (argv, environment). Its leading
+    VAR=VALUE words are the environment, `sudo -E` is dropped (the tests run
+    as root), `gpuprof` is build/gpuprof, build/... paths are the repository's,
+    and the record file is under tmp_path."""
+    words = shlex.split(command)
+    env = {}
+    while "=" in words[0]:
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if words[:2] == ["sudo", "-E"]:
+        words = words[2:]
+
+    def here(word):
+        if word == "gpuprof":
+            return str(GPUPROF)
+        if word.startswith("build/"):
+            return str(REPO_ROOT / word)
+        return str(tmp_path / word) if word.endswith(".gpuprof") else word
+    return [here(w) for w in words], {name: here(value) for name, value in env.items()}
+
+
+def test_self_cuda_time_example_of_the_docs_is_a_real_run(tmp_path):
+    # docs/folded.md's --metric self_cuda_time example: its two commands run
+    # here (the stand-in CUPTI plants the GPU times, so the output is exact)
+    # print exactly the doc's lines: stdout, then report's stderr lines.
+    (record, _), (report, shown) = doc_example("folded.md", "## The value: `--metric self_cuda_time`")
+    argv, env = doc_command_argv(record, tmp_path)
+    assert argv[1] == "record", record
+    made = run_program(*argv, env=env)
+    assert made.returncode == 0, made.stderr
+    argv, env = doc_command_argv(report, tmp_path)
+    assert argv[1:3] == ["report", str(tmp_path / "run.gpuprof")], report
+    result = run_program(*argv, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() + result.stderr.splitlines() == shown, result

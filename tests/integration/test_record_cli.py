@@ -12,16 +12,23 @@
   * the sort keys on a real recording: rows in the key's order, and
     `--row-limit N` the first N rows of the unlimited table;
   * `--metric` without `--folded` and `--folded --row-limit`: refused;
-  * `-v`: libbpf's log and the probe details, on nothing else.
+  * `-v`: libbpf's log and the probe details, on nothing else;
+  * launch mode after the stop: after -d or Ctrl-C gpuprof waits for the
+    command (a second Ctrl-C kills gpuprof and leaves the command running),
+    after SIGTERM it leaves at once; the command's output is unchanged.
 """
+import json
 import re
 import signal
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
+from chrome_trace_checks import op_calls
 from conftest import (HOST_TORCH, TARGET_PYTHON, WORKLOADS, counter_notes, parse_stopped_line, parse_table, parse_time_us,
-                      parse_tracing_line, run_gpuprof, touch, wait_for_file)
+                      parse_tracing_line, run_gpuprof, touch, wait_for_file, wait_until)
 
 TABLE_WORKLOAD = "table_options.py"
 WORKLOAD_SOURCE = (WORKLOADS / TABLE_WORKLOAD).read_text()
@@ -271,10 +278,10 @@ def test_sort_key_orders_rows_and_row_limit_keeps_the_first(memory_recording, so
 
 
 @pytest.mark.parametrize("args,message", [
-    (("--metric", "self_cpu_time"), "gpuprof: error: --metric requires --folded (see gpuprof --help)"),
-    (("--metric", "samples"), "gpuprof: error: --metric requires --folded (see gpuprof --help)"),
-    (("--folded", "--row-limit", "5"), "gpuprof: error: --row-limit excludes --folded (see gpuprof --help)"),
-    (("--folded", "--row-limit", "-1"), "gpuprof: error: --row-limit excludes --folded (see gpuprof --help)"),
+    (("--metric", "self_cpu_time"), "gpuprof: error: --metric requires --folded (see gpuprof report --help)"),
+    (("--metric", "samples"), "gpuprof: error: --metric requires --folded (see gpuprof report --help)"),
+    (("--folded", "--row-limit", "5"), "gpuprof: error: --row-limit excludes --folded (see gpuprof report --help)"),
+    (("--folded", "--row-limit", "-1"), "gpuprof: error: --row-limit excludes --folded (see gpuprof report --help)"),
 ], ids=["metric-self_cpu_time", "metric-samples", "folded-row-limit-5", "folded-row-limit-all"])
 def test_refused_table_and_folded_mixes(memory_recording, args, message):
     result = run_gpuprof("report", memory_recording, *args)
@@ -414,3 +421,95 @@ def test_verbose_adds_libbpf_log_and_probe_details_only(tmp_path, torch_env):
     assert without_verbose_lines(verbose) == without_verbose_lines(quiet), (
         f"{without_verbose_lines(quiet)}\n{without_verbose_lines(verbose)}")
     assert runs[True][1].calls() == runs[False][1].calls()
+
+
+# --------------------------------------------------------------------------
+# Launch mode after the stop.
+
+LINGERING_CALLS = 7  # lingering_command.py's hypot calls
+# -d in launch mode counts from the command's start: long enough for it to
+# import torch and make its calls first (`import torch` alone took up to
+# 7 s in the torch 2.6 chroot with this shared machine loaded, 2026-11-26).
+LINGERING_DURATION_S = 20
+WAITING_RE = r"^gpuprof: waiting for (\d+) to exit \(Ctrl-C again leaves it running\)$"
+# How gpuprof is stopped -> (the signals sent, the stop line's reason,
+# whether gpuprof waits for the command, gpuprof's exit status).
+LAUNCH_STOPS = {
+    "ctrl-c": ((signal.SIGINT,), "interrupted", True, 0),
+    "duration": ((), "duration", True, 0),
+    # The second Ctrl-C comes while gpuprof waits: it kills gpuprof (the
+    # default action, its signals given back), not the command.
+    "ctrl-c-twice": ((signal.SIGINT, signal.SIGINT), "interrupted", False, -signal.SIGINT),
+    "sigterm": ((signal.SIGTERM,), "terminated", False, 0),
+}
+
+
+def trace_op_calls(record_file, out):
+    """The op calls of a recording, one per call: its Chrome trace's complete events."""
+    made = run_gpuprof("report", record_file, "--chrome-trace", out)
+    assert made.returncode == 0, made.stderr
+    return op_calls(json.loads(Path(out).read_text()))
+
+
+def process_gone_or_zombie(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("stop", list(LAUNCH_STOPS))
+def test_launch_mode_after_the_stop(procs, workdir, tmp_path, torch_env, stop):
+    """docs/record.md: in launch mode, when the stop came from -d or Ctrl-C,
+    gpuprof waits for CMD to exit (a second Ctrl-C leaves it running); on
+    SIGTERM it leaves at once and CMD runs on. Either way the recording is
+    finished at the stop and the command runs to its end, its output
+    unchanged. (Ctrl-C here is SIGINT to gpuprof alone, as `kill -INT`: a
+    terminal's Ctrl-C would signal the command too, which shares gpuprof's
+    process group.)"""
+    signals, reason, waits, status = LAUNCH_STOPS[stop]
+    record_file = tmp_path / "lingering.gpuprof"
+    duration = ("-d", str(LINGERING_DURATION_S)) if stop == "duration" else ()
+    gp = procs.start_gpuprof("record", "-o", record_file, "--row-limit", "-1", *duration, "--",
+                             *torch_env.argv("lingering_command.py", workdir, str(LINGERING_CALLS)))
+    wait_for_file(workdir, "made", timeout=180, watch=[gp])
+    pid = parse_tracing_line(gp.stderr())["pid"]
+    procs.track_pid(pid)  # not ours to wait for: killed at teardown if it is left
+    if signals:
+        gp.send(signals[0])
+    gp.wait_for_stderr(rf"^gpuprof: stopped \({reason}\)", timeout=LINGERING_DURATION_S + 60)
+    if waits or len(signals) == 2:
+        assert int(gp.wait_for_stderr(WAITING_RE).group(1)) == pid, gp.stderr()
+    if len(signals) == 2:
+        gp.send(signals[1])
+    if not waits:  # gone at once, the command left running
+        assert gp.wait(timeout=60) == status, gp.describe()
+    # The command is still at its `release` file, waited for or not.
+    time.sleep(1.0)  # time for gpuprof to leave if it was (wrongly) not waiting
+    assert not process_gone_or_zombie(pid), gp.describe()
+    assert gp.running() == waits, gp.describe()
+    touch(workdir, "release")
+    if waits:
+        # gpuprof stays until the command has exited: it reaped it.
+        assert gp.wait(timeout=60) == status, gp.describe()
+        assert (workdir / "finished").exists() and not Path(f"/proc/{pid}").exists(), gp.describe()
+    else:
+        wait_for_file(workdir, "finished")
+        wait_until(lambda: process_gone_or_zombie(pid), 60, f"the command {pid} to exit")
+
+    stderr = gp.stderr()
+    stopped = parse_stopped_line(stderr)
+    assert (stopped["reason"], stopped["lost"], stopped["path"]) == (reason, 0, str(record_file)), stderr
+    assert len(re.findall(WAITING_RE, stderr, re.M)) == (1 if waits or len(signals) == 2 else 0), stderr
+    reported = report(record_file, "--row-limit", "-1")
+    table = parse_table(reported.stdout)
+    assert table.calls()["aten::hypot"] == LINGERING_CALLS, (
+        f"{table.text}\n(-d: did {LINGERING_DURATION_S} s pass before the command made its calls?)")
+    # Every call of the recording ended before the stop (the command sat in
+    # Python's sleep): entry and exit of each, nothing lost, cut or unwound.
+    assert counter_notes(table) == [], table.text
+    assert stopped["events"] == 2 * len(trace_op_calls(record_file, tmp_path / "lingering.json")), stderr
+    # stdout: the command's line, the table (the one `report` prints), the
+    # command's last line, whether gpuprof was still there to see it or not.
+    assert gp.stdout() == (f"lingering: made {LINGERING_CALLS} hypot calls\n" + reported.stdout +
+                           "lingering: released\n"), gp.stdout()

@@ -6,6 +6,11 @@ step op) once and aten::mul i + 1 times, so the aten::mul count of a file
 says exactly which steps it holds. gpuprof must record the same steps as
 torch's schedule function, cycle by cycle as torch's on_trace_ready sees
 them, with one ProfilerStep#N frame per recorded step.
+A `.json` cycle output holds exactly the whole recording's events of its
+cycle's steps. overload_steps.py's known sequence of step-op calls checks
+`--step-op` given an op's name, one overload, and twice; its CPU spins
+check that -F keeps samples of recorded steps only; launch_driver with the
+stand-in CUPTI, that launches and GPU times are kept for recorded steps only.
 """
 import collections
 import gzip
@@ -18,8 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (HOST_TORCH, parse_stopped_line, parse_table, run_gpuprof, touch, wait_for_file,
-                      wait_until)
+from chrome_trace_checks import span_ns, structural_problems, time_zero_ns
+from conftest import (HOST_TORCH, assert_samples_match_cpu_time, parse_stopped_line, parse_table, run_gpuprof,
+                      run_program, touch, wait_for_file, wait_until)
+from test_cuda_launches import DRIVER as LAUNCH_DRIVER, EXPECTED as LAUNCHES, STEPS as LAUNCH_STEPS, check_launches
+from test_cupti import (EXPECTED as KERNELS, EXPECTED_CUDA_COLUMNS, GPU_TOTAL_US, SHIM, STAND_IN, cuda_columns,
+                        expected_cuda_cells, kernel_rows)
 
 STEPS = 20
 SCHEDULES = [
@@ -30,8 +39,8 @@ SCHEDULES = [
 ]
 
 
-def run_scheduled(procs, workdir, tmp_path, spec, *gpuprof_args):
-    target = procs.start_workload("scheduled_steps.py", workdir, str(STEPS), spec)
+def run_scheduled(procs, workdir, tmp_path, spec, *gpuprof_args, torch_env=HOST_TORCH):
+    target = procs.start_workload("scheduled_steps.py", workdir, str(STEPS), spec, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=120, watch=[target]))
     gp = procs.start_gpuprof("record", "-p", pid, "--schedule", spec, "--step-op", "aten::frac", *gpuprof_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
@@ -59,10 +68,7 @@ def step_frames(path, tmp_path):
     ranges: gpuprof records those too (their table row is ProfilerStep*,
     shared with its own steps, as key_averages() folds them); its own step
     frames carry args.step."""
-    trace = tmp_path / (Path(path).name + ".json")
-    result = run_gpuprof("report", path, "--chrome-trace", trace)
-    assert result.returncode == 0, result.stderr
-    events = [e for e in json.loads(trace.read_text())["traceEvents"]
+    events = [e for e in export_trace(path, tmp_path / (Path(path).name + ".json"))["traceEvents"]
               if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")]
     ours = sorted(e["args"]["step"] for e in events if "step" in e["args"])
     assert all(int(e["name"].split("#")[1]) == e["args"]["step"] for e in events if "step" in e["args"])
@@ -89,13 +95,13 @@ def test_schedule_records_the_steps_torch_records(procs, workdir, tmp_path, spec
 
     # One file per cycle, each holding what torch's on_trace_ready saw.
     cycles = torch_run["cycles"]
-    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", gp.stderr(), re.M)
-    assert [int(c) for c, _, _, _ in written] == list(range(len(cycles))), gp.stderr()
+    written = cycles_written(gp.stderr())
+    assert [c for c, _, _, _ in written] == list(range(len(cycles))), gp.stderr()
     for (cycle, first, last, path), torch_counts in zip(written, cycles):
         got = report_table(path).calls()
         assert got.get("aten::mul") == torch_counts["aten::mul"], (cycle, got, torch_counts)
         assert got.get("aten::frac") == torch_counts["aten::frac"], (cycle, got, torch_counts)
-        in_cycle = [s for s in recorded if int(first) <= s <= int(last)]
+        in_cycle = [s for s in recorded if first <= s <= last]
         assert got.get("aten::mul") == mul_count(in_cycle)
         ours, theirs = step_frames(path, tmp_path)
         assert ours == in_cycle
@@ -146,21 +152,31 @@ STEP_TIME_CASES = {
 }
 
 
-def trace_of(path, out):
+def export_trace(path, out):
+    """report PATH --chrome-trace OUT: the trace."""
     made = run_gpuprof("report", path, "--chrome-trace", out)
     assert made.returncode == 0, made.stderr
-    doc = json.loads(out.read_text())
-    zero = int(re.search(r"CLOCK_MONOTONIC (\d+) ns", doc["otherData"]["time zero"]).group(1))
+    return json.loads(Path(out).read_text())
+
+
+def trace_of(path, out):
+    doc = export_trace(path, out)
     calls = [e for e in doc["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
-    return zero, calls
+    return time_zero_ns(doc), calls
+
+
+def cycles_written(stderr):
+    """[(cycle, first step, last step, path)] of the `gpuprof: cycle N (steps A-B): wrote PATH` lines."""
+    return [(int(c), int(a), int(b), path) for c, a, b, path in
+            re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", stderr, re.M)]
 
 
 def check_step_time_cycles(tmp_path, whole, stderr, cycles, iterations):
     """Every cycle output holds exactly the whole recording's calls that start
     in its steps; no call outlasts a step; nothing unwound; the loop's own
     timing of its sigmoid calls brackets the count."""
-    written = re.findall(r"^gpuprof: cycle (\d+) \(steps (\d+)-(\d+)\): wrote (\S+)$", stderr, re.M)
-    assert [(int(c), int(a), int(b)) for c, a, b, _ in written] == cycles, stderr
+    written = cycles_written(stderr)
+    assert [(c, a, b) for c, a, b, _ in written] == cycles, stderr
     whole_zero, whole_calls = trace_of(whole, tmp_path / "whole.json")
     assert not [e for e in whole_calls if e.get("args", {}).get("unwound")], "a call marked unwound"
     assert max(e["dur"] for e in whole_calls) <= STEP_TIME_S * 1e6, max(e["dur"] for e in whole_calls)
@@ -170,7 +186,7 @@ def check_step_time_cycles(tmp_path, whole, stderr, cycles, iterations):
     for cycle, first, last, path in written:
         zero, calls = trace_of(path, tmp_path / f"cycle{cycle}.json")
         # The cycle file starts at its first step; the steps are the schedule's.
-        start, end = zero, zero + (int(last) - int(first) + 1) * int(STEP_TIME_S * 1e9)
+        start, end = zero, zero + (last - first + 1) * int(STEP_TIME_S * 1e9)
         expected = collections.Counter(e["name"] for e in whole_calls
                                        if start <= whole_zero + e["ts"] * 1000 < end)
         got = collections.Counter(e["name"] for e in calls)
@@ -412,3 +428,214 @@ def test_unknown_step_op_is_refused_before_tracing(procs, workdir, tmp_path):
     assert target.running()
     touch(workdir, "stop")
     assert target.wait(timeout=60) == 0, target.describe()
+
+
+# --------------------------------------------------------------------------
+# --on-cycle TEMPLATE.json: each cycle's Chrome trace.
+
+
+def absolute_x_events(doc):
+    """The complete events of a trace (calls, step frames, the target's own
+    ranges) as a multiset of texts with their times in CLOCK_MONOTONIC ns
+    (each trace counts from its own start) and without the call ids (each
+    file numbers its own events)."""
+    zero = time_zero_ns(doc)
+    texts = collections.Counter()
+    for e in doc["traceEvents"]:
+        if e["ph"] == "X":
+            start, end = span_ns(e)
+            args = {k: v for k, v in e.get("args", {}).items() if k != "call"}
+            texts[json.dumps({**e, "ts": zero + start, "dur": end - start, "args": args}, sort_keys=True)] += 1
+    return texts
+
+
+def step_frame_spans(doc):
+    """{step: [start, end] in CLOCK_MONOTONIC ns} of gpuprof's own step frames."""
+    zero = time_zero_ns(doc)
+    return {e["args"]["step"]: tuple(zero + t for t in span_ns(e)) for e in doc["traceEvents"]
+            if e["ph"] == "X" and "step" in e.get("args", {})}
+
+
+@pytest.mark.parametrize("spec", [SCHEDULES[0], SCHEDULES[3]], ids=["with-gaps", "back-to-back"])
+def test_on_cycle_json_holds_exactly_its_cycles_events(procs, workdir, tmp_path, torch_env, spec):
+    """docs/schedules.md: `.json` writes each cycle as a Chrome trace, which
+    holds exactly what the whole recording (-o) holds for that cycle's
+    steps: every complete event of the whole trace that starts in the cycle's
+    steps (from its first step frame's start to its last one's end: the
+    next step's op starts there), at the same CLOCK_MONOTONIC times; the
+    cycles together hold all of it. Back-to-back cycles meet at one instant;
+    a call running there ends at the cut in both files."""
+    whole = tmp_path / "all.gpuprof"
+    torch_run, gp = run_scheduled(procs, workdir, tmp_path, spec, "-o", whole, "-q",
+                                  "--on-cycle", str(tmp_path / "cycle_{cycle}.json"), torch_env=torch_env)
+    written = cycles_written(gp.stderr())
+    assert [(cycle, path) for cycle, _, _, path in written] == [
+        (cycle, str(tmp_path / f"cycle_{cycle}.json")) for cycle in range(len(torch_run["cycles"]))], gp.stderr()
+    whole_doc = export_trace(whole, tmp_path / "all.json")
+    whole_events = absolute_x_events(whole_doc)
+    frames = step_frame_spans(whole_doc)
+    assert sorted(frames) == torch_run["recorded_steps"], sorted(frames)
+    in_cycles = collections.Counter()
+    problems = {"whole": structural_problems(whole_doc)}
+    for (cycle, first, last, path), torch_counts in zip(written, torch_run["cycles"]):
+        doc = json.loads(Path(path).read_text())
+        problems[path] = structural_problems(doc)
+        assert Path(path).stat().st_mode & 0o777 == 0o600
+        steps = [s for s in torch_run["recorded_steps"] if first <= s <= last]
+        assert sorted(step_frame_spans(doc)) == steps, (cycle, sorted(step_frame_spans(doc)))
+        start, end = frames[steps[0]][0], frames[steps[-1]][1]
+        expected = collections.Counter({text: n for text, n in whole_events.items()
+                                        if start <= json.loads(text)["ts"] < end})
+        got = absolute_x_events(doc)
+        assert got == expected, (cycle, f"missing: {list((expected - got).elements())[:3]}",
+                                 f"extra: {list((got - expected).elements())[:3]}")
+        muls = sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "aten::mul")
+        assert muls == mul_count(steps) == torch_counts["aten::mul"], (cycle, muls, torch_counts)
+        in_cycles += got
+    assert in_cycles == whole_events
+    # Nested per thread, as docs/chrome-trace.md says every trace is. The
+    # target's own torch.profiler range (its ProfilerStep#N) opens in
+    # prof.step() at the end of a step and ends after the next step's op:
+    # it goes on into the next step, so gpuprof's step frames have a track
+    # of their own (on the thread's, torch 1.13 gave "slice [428.268,
+    # 753.733] on (29020, 29020) overlaps its parent's end 520.533").
+    assert all(found == [] for found in problems.values()), problems
+
+
+# --------------------------------------------------------------------------
+# --step-op: an op's name, one overload, repeated.
+#
+# overload_steps.py's iteration i calls aten::add.out (O) once,
+# aten::add.Tensor (T) i + 1 times, aten::mul.Tensor (M) once. Each call of
+# a step op starts a step (calls before the first belong to none), so with
+# --schedule skip_first=3,active=4,repeat=1 (steps 3 to 6 recorded):
+#   aten::add (every overload): [O] [T M] [O] ([T] [T M]) [O] ([T]) [T] [T M] ...
+#       steps 3-6 = [T] [T M] [O] [T]: 4 add, 1 mul
+#   aten::add.out: one step per iteration: iterations 3-6: 5+6+7+8 = 26 add, 4 mul
+#   aten::add.Tensor: O | [T M O] [T] [T M O] ([T] [T] [T M O]) ([T]) ...
+#       steps 3-6 = [T] [T] [T M O] [T]: 5 add, 1 mul
+#   aten::add.out and aten::mul: [O T] [M] [O T T] ([M] [O T T T] [M] [O T T T T]) ...
+#       steps 3-6: 9 add, 2 mul
+STEP_OP_ITERATIONS = 8
+STEP_OP_SCHEDULE = "skip_first=3,active=4,repeat=1"
+STEP_OP_CASES = {
+    "name": (("aten::add",), {"aten::add": 4, "aten::mul": 1}),
+    "overload-out": (("aten::add.out",), {"aten::add": 26, "aten::mul": 4}),
+    "overload-Tensor": (("aten::add.Tensor",), {"aten::add": 5, "aten::mul": 1}),
+    "repeated": (("aten::add.out", "aten::mul"), {"aten::add": 9, "aten::mul": 2}),
+}
+
+
+def run_overload_steps(procs, workdir, torch_env, iterations, spin_s, *gpuprof_args):
+    """overload_steps.py under `record -p PID GPUPROF_ARGS` from before its
+    first step op to its exit; both must exit 0."""
+    target = procs.start_workload("overload_steps.py", workdir, str(iterations), str(spin_s), torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", *gpuprof_args)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+    touch(workdir, "go")
+    assert target.wait(timeout=120) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()  # the target's exit stops it
+    return gp, json.loads((workdir / "iterations.json").read_text())
+
+
+@pytest.mark.parametrize("case", STEP_OP_CASES)
+def test_step_op_is_a_name_or_one_overload_and_repeats(procs, workdir, tmp_path, torch_env, case):
+    """docs/schedules.md: `--step-op NAME` (repeatable): each call of that
+    op starts a step; NAME is the table's name (every overload) or one
+    overload (`aten::add.Tensor`). The recorded steps hold exactly the calls
+    the rule puts in them (the table: the four cases differ), one step frame
+    each."""
+    step_ops, expected = STEP_OP_CASES[case]
+    whole = tmp_path / "steps.gpuprof"
+    run_overload_steps(procs, workdir, torch_env, STEP_OP_ITERATIONS, 0, "-o", whole, "--schedule", STEP_OP_SCHEDULE,
+                       *[arg for op in step_ops for arg in ("--step-op", op)])
+    table = report_table(whole)
+    assert table.calls() == {**expected, "ProfilerStep*": 4}, table.text
+    assert step_frames(whole, tmp_path) == ([3, 4, 5, 6], []), table.text
+
+
+# --------------------------------------------------------------------------
+# --schedule with -F, and with CUDA launches: only what falls in recorded steps.
+
+SAMPLED_ITERATIONS = 6
+SAMPLED_SCHEDULE = "skip_first=2,active=3,repeat=1"  # steps (iterations) 2, 3 and 4
+SPIN_S = 0.25  # CPU time each iteration spins
+SAMPLE_HZ = 199
+
+
+def test_samples_only_in_recorded_steps(procs, workdir, tmp_path, torch_env):
+    """docs/schedules.md: CPU samples are kept when their time falls in a
+    recorded step. overload_steps.py spins SPIN_S of CPU in every step: the
+    recording holds samples inside its recorded steps' frames only, as many
+    as HZ x the CPU time the workload measured over those steps (the
+    tightest bound sampling allows: conftest's), where steps 0, 1 and 5
+    would add some 50 each."""
+    whole = tmp_path / "sampled.gpuprof"
+    gp, iterations = run_overload_steps(procs, workdir, torch_env, SAMPLED_ITERATIONS, SPIN_S, "-o", whole,
+                                        "-F", str(SAMPLE_HZ), "--schedule", SAMPLED_SCHEDULE,
+                                        "--step-op", "aten::add.out")
+    doc = export_trace(whole, tmp_path / "sampled.json")
+    frames = step_frame_spans(doc)
+    assert sorted(frames) == [2, 3, 4], sorted(frames)
+    zero = time_zero_ns(doc)
+    samples = [zero + span_ns(e)[0] for e in doc["traceEvents"] if e["ph"] == "i"]
+    outside = [t for t in samples if not any(start <= t <= end for start, end in frames.values())]
+    assert outside == [], (len(outside), len(samples))
+    assert parse_stopped_line(gp.stderr())["samples"] == len(samples), gp.stderr()
+    cpu_ns, runs = iterations["cpu_ns"], iterations["runs"]
+    assert_samples_match_cpu_time(len(samples), SAMPLE_HZ, (cpu_ns[5] - cpu_ns[2]) / 1e9, runs=runs[5] - runs[2],
+                                  why=f"(steps 2-4; per iteration {[b - a for a, b in zip(cpu_ns, cpu_ns[1:])]} ns)")
+
+
+LAUNCH_SCHEDULE = "skip_first=2,active=3,repeat=1"
+LAUNCH_RECORDED = 3
+
+
+def test_cuda_launches_and_gpu_times_only_in_recorded_steps(tmp_path):
+    """docs/schedules.md: CUDA launches are kept when their time falls in a
+    recorded step, GPU activities when their launch was recorded.
+    launch_driver's step (tests/integration/test_cuda_launches.py) starts
+    with aten::cuda_linear; with the stand-in CUPTI each step's 6 launches
+    and 9 GPU activities (15.7 us) are known: exactly 3 steps' worth of each
+    table. The command's own output is unchanged."""
+    env = {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}
+    alone = run_program(LAUNCH_DRIVER, str(LAUNCH_STEPS), env={**env, "CUDA_INJECTION64_PATH": str(SHIM)})
+    assert alone.returncode == 0 and "injection ok" in alone.stdout, alone.stdout + alone.stderr
+    out = tmp_path / "steps.gpuprof"
+    result = run_gpuprof("record", "-q", "-o", out, "--schedule", LAUNCH_SCHEDULE, "--step-op", "aten::cuda_linear",
+                         "--", LAUNCH_DRIVER, str(LAUNCH_STEPS), env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == alone.stdout, result.stdout
+    stopped = re.search(r"; (\d+) CUDA launches, (\d+) lost", result.stderr)
+    assert stopped and stopped.groups() == (str(6 * LAUNCH_RECORDED), "0"), result.stderr
+
+    def per_recorded(n):  # a count over all of launch_driver's steps -> over the recorded ones
+        assert n % LAUNCH_STEPS == 0
+        return n // LAUNCH_STEPS * LAUNCH_RECORDED
+
+    def in_step(op):
+        # The launch main() makes outside every op lies inside the step's
+        # frame: the innermost call there, as torch.profiler charges it to
+        # its ProfilerStep#N range.
+        return "ProfilerStep*" if op == "[no op]" else op
+
+    check_launches(out, {(in_step(op), *rest): per_recorded(n) for (op, *rest), n in LAUNCHES.items()}, outside=0)
+    rows, footer, text = kernel_rows(out)
+    assert rows == {(in_step(op), kernel, per_recorded(calls),
+                     f"{float(total.removesuffix('us')) / LAUNCH_STEPS * LAUNCH_RECORDED:.3f}us", avg)
+                    for op, kernel, calls, total, avg in KERNELS}, text
+    assert footer[0] == (f"{9 * LAUNCH_RECORDED} GPU activities, {15.7 * LAUNCH_RECORDED:.3f}us of GPU time "
+                         f"(0 launched outside any op, 0 whose launch was not seen)"), text
+    # The op table with its CUDA columns: the steps' ops and torch's kernel
+    # rows (test_cupti.py's EXPECTED_CUDA_COLUMNS), without launch_driver's
+    # last op (called after its last step: unrecorded); the step frames'
+    # row holds the launch outside ops (0.7 us a step) and all of the step.
+    share = LAUNCH_RECORDED / LAUNCH_STEPS
+    rows, _, text = cuda_columns(out)
+    assert rows == {
+        "ProfilerStep*": expected_cuda_cells(0.7 * LAUNCH_RECORDED, 15.7 * LAUNCH_RECORDED, LAUNCH_RECORDED,
+                                             GPU_TOTAL_US * share),
+        **{name: expected_cuda_cells(self_us * share, total_us * share, per_recorded(calls), GPU_TOTAL_US * share)
+           for name, (self_us, total_us, calls) in EXPECTED_CUDA_COLUMNS.items()
+           if name != "aten::cuda_launch_errors"}}, text

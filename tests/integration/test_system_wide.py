@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time,
-                      live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file, wait_until)
+from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOADS, assert_samples_match_cpu_time,
+                      bpf_link_ids_of, live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file,
+                      wait_until)
 from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
-from test_top import Tmux, start_loop
+from test_top import REFRESH_LATENESS_S, Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
 HZ = 99  # the sampling rate of the tests that check samples
@@ -44,7 +45,9 @@ while not os.path.exists(stop):
 """
 STOPPED_RE = re.compile(
     r"^gpuprof: stopped \((?P<reason>[^)]*)\); detach [\d.]+ ms; (?P<events>\d+) events, (?P<lost>\d+) lost"
-    r"(?:; (?P<samples>\d+) samples, (?P<samples_lost>\d+) lost)?; (?P<seen>\d+) processes seen, "
+    r"(?:; (?P<samples>\d+) samples, (?P<samples_lost>\d+) lost)?"
+    # Other jobs on the machine may launch CUDA kernels (a stand-in's, here).
+    r"(?:; (?P<launches>\d+) CUDA launches, (?P<launches_lost>\d+) lost)?; (?P<seen>\d+) processes seen, "
     r"(?P<traced>\d+) traced; wrote ", re.M)
 
 
@@ -308,21 +311,26 @@ COUNTS_STEPS_MIDWAY = 8000
 def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp_path, stop):
     # gpuprof killed, or detaching (Ctrl-C), while two processes run their
     # loops under its probes.
-    links_before = live_bpf_link_ids()
     runs = {name: start_counts(procs, workdir, name, COUNTS_STEPS_MIDWAY) for name in ("a", "b")}
-    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", tmp_path / "killed.gpuprof")
+    record_file = tmp_path / "killed.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", record_file)
     gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    # Its own links: other sessions on this machine hold links of theirs.
+    links = bpf_link_ids_of(gp.pid)
+    assert links, "gpuprof holds no BPF link while tracing"
+    size_at_start = record_file.stat().st_size
     touch(workdir, "go")
     time.sleep(1.0)  # in the middle of both loops, probes firing
+    # Events on disk before the stop (a loaded machine may not have flushed
+    # any yet after 1 s; the killed file can only hold what was written).
+    wait_until(lambda: record_file.stat().st_size > size_at_start, 30, "events written to the record file",
+               watch=[gp])
     assert all(proc.running() for proc, _ in runs.values())
     gp.send(stop)
     status = gp.wait(timeout=60)
     assert stop == signal.SIGKILL or status == 0, gp.describe()
     finish_counts(workdir, runs, [])  # right results, exit 0
-    deadline = time.monotonic() + 10
-    while live_bpf_link_ids() - links_before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not live_bpf_link_ids() - links_before, "BPF links left after gpuprof was killed"
+    wait_until(lambda: not (links & live_bpf_link_ids()), 10, "gpuprof's BPF links to be released")
     # What was written before the kill reads, with both processes in it.
     report = run_gpuprof("report", tmp_path / "killed.gpuprof", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
@@ -454,3 +462,244 @@ def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):
     report = run_gpuprof("report", out)
     header, text = sections(report.stdout)[pid]
     assert f"{6 * LAUNCH_STEPS} CUDA launches" in text, text
+
+
+# top -a's process list (top_view.cpp): a header line, a blank line, the
+# column titles, then one row per process in fixed columns: the selection
+# mark, PID, COMMAND, CPU %, OPS/S, LAUNCHES/S, the command line.
+TOP_A_HEADER_RE = re.compile(r"gpuprof top -a - (\d+) processes, (\d+) running PyTorch \(traced\) - ([\d.]+) s"
+                             r"(?P<paused> - paused)?$")
+TOP_A_TITLES = f"{'PID':>8}  {'COMMAND':<16}  {'CPU %':>7}  {'OPS/S':>10}  {'LAUNCHES/S':>10}  COMMAND LINE"
+TOP_A_ROW_RE = re.compile(r"(?P<mark>[ >])(?P<pid>[ \d]{6}\d)  (?P<comm>.{16})  (?P<cpu>.{7})  (?P<ops>.{10})  "
+                          r"(?P<launches>.{10})(?:  (?P<cmdline>.*))?")
+TOP_A_BATCH_WIDTH = 200  # --batch prints lines of up to 200 columns
+CMDLINE_COLUMN = 61  # where the command line starts in a row
+
+
+@dataclass
+class ListedProcess:
+    pid: int
+    comm: str
+    cpu: str
+    ops: str
+    launches: str
+    cmdline: str
+    marked: bool
+
+
+def process_list(text):
+    """One top -a list (a --batch refresh or a screen): (header match, [ListedProcess] in list order)."""
+    lines = text.strip("\n").splitlines()
+    header = TOP_A_HEADER_RE.match(lines[0]) if lines else None
+    assert header and len(lines) >= 3 and lines[1] == "" and lines[2].rstrip() == TOP_A_TITLES, text
+    rows = []
+    for line in lines[3:]:
+        m = TOP_A_ROW_RE.fullmatch(line)
+        if not m:  # the screen's help line (or a row broken over lines: the header's count tells)
+            continue
+        rows.append(ListedProcess(int(m["pid"]), m["comm"].rstrip(), m["cpu"].strip(), m["ops"].strip(),
+                                  m["launches"].strip(), m["cmdline"] or "", m["mark"] == ">"))
+    return header, rows
+
+
+def batch_blocks(stdout):
+    """Each refresh of top -a --batch."""
+    return re.split(r"\n(?=gpuprof top -a - )", stdout.strip())
+
+
+def test_top_a_batch_lists_the_processes(procs, workdir, tmp_path):
+    # docs/system-wide.md: `top -a -b -n K` prints the list K times: every
+    # PyTorch process (traced: OPS/S, first, by ops/s), and with -F HZ every
+    # sampled process too (OPS/S "-", after them, by CPU %).
+    idle = {"idle": start_counts(procs, workdir, "idle", 10),
+            "idle26": start_counts(procs, workdir, "idle26", 10, torch_env=CHROOT_TORCH)}
+    loopdir = tmp_path / "loop"
+    loopdir.mkdir()
+    loop, loop_pid = start_loop(procs, loopdir, steps=10 ** 8)
+    touch(loopdir, "go")
+    # A process whose command line holds a newline near its start (idle, traced).
+    newline = procs.start([TARGET_PYTHON, "-X", "note\nover two lines", WORKLOADS / "torch_counts.py", workdir, "nl",
+                           "10"], "counts-nl")
+    wait_for_file(workdir, "ready-nl", timeout=180, watch=[newline])
+    spinner_file = tmp_path / "spinner.py"
+    spinner_file.write_text(SPINNER)
+    spinner = procs.start([TARGET_PYTHON, spinner_file, str(workdir)], "spinner")
+    wait_for_file(workdir, "spinner-ready", timeout=60, watch=[spinner])
+    command_lines = {pid: " ".join(proc.argv) for proc, pid in idle.values()}
+    # The chroot's process exec'd its python3: its own argv, as the chroot names its files.
+    command_lines[idle["idle26"][1]] = " ".join(CHROOT_TORCH.argv("torch_counts.py", str(workdir), "idle26", "10")[2:])
+    command_lines[spinner.pid] = " ".join(spinner.argv)
+    command_lines[loop_pid] = " ".join(loop.argv)
+
+    def check(rows, pids, first):
+        for pid in pids:
+            row = next((r for r in rows if r.pid == pid), None)
+            assert row and row.comm == "python3" and not row.marked, (pid, rows)
+            assert row.cmdline == command_lines[pid][:TOP_A_BATCH_WIDTH - CMDLINE_COLUMN], (row, command_lines[pid])
+        for proc, pid in idle.values():  # waiting for `go`: no op at all, no libcudart
+            assert next(r for r in rows if r.pid == pid).ops == "0", rows
+        assert all(r.launches == "-" for r in rows if r.pid in pids), rows
+        # The loop runs throughout (how fast depends on the CPU it gets on a
+        # shared machine): at least one op ends in each 1 s interval, but
+        # the first, which begins before the attach to every libtorch file
+        # (the chroot's too) and may hold little time after it.
+        assert first or int(next(r for r in rows if r.pid == loop_pid).ops) >= 1, rows
+        traced = [r for r in rows if r.ops != "-"]
+        assert rows[:len(traced)] == traced, rows
+        ops = [int(r.ops) for r in traced]
+        assert ops == sorted(ops, reverse=True), rows
+
+    printed = []
+    for args, refreshes in ((("-n", "3"), 3), (("-n", "2", "-F", str(HZ)), 2)):
+        began = time.monotonic()
+        result = run_gpuprof("top", "-a", "-b", "-i", "1", *args, timeout=180)
+        ran_s = time.monotonic() - began
+        assert result.returncode == 0, result.stderr
+        lists = [process_list(block) for block in batch_blocks(result.stdout)]
+        assert len(lists) == refreshes, result.stdout
+        # --interval 1: a refresh comes a second after the one before, or a
+        # little later (the first: after the start, which the attach to
+        # every libtorch file follows; the header shows the time since the
+        # start to 0.1 s).
+        assert ran_s >= refreshes, ran_s
+        elapsed = [float(header[3]) for header, _ in lists]
+        assert elapsed[0] >= 1, elapsed
+        assert all(1 - 0.1 <= b - a <= 1 + REFRESH_LATENESS_S + 0.05 for a, b in zip(elapsed, elapsed[1:])), elapsed
+        printed.append(result.stdout)
+        for k, (header, rows) in enumerate(lists):
+            sampled = "-F" in args
+            check(rows, [pid for _, pid in idle.values()] + [loop_pid] + ([spinner.pid] if sampled else []), k == 0)
+            spinner_row = next((r for r in rows if r.pid == spinner.pid), None)
+            if not sampled:  # no torch: only sampling finds it
+                assert spinner_row is None, rows
+                continue
+            # Its CPU % is read from /proc/PID/stat at each refresh; no bound
+            # is knowable here: its share of 2 busy CPUs, and the moments of
+            # the reads (not those of the interval's ends) on a loaded machine.
+            assert (spinner_row.ops, spinner_row.launches) == ("-", "-") and float(spinner_row.cpu) >= 0, spinner_row
+            others = [-1.0 if r.cpu == "-" else float(r.cpu) for r in rows if r.ops == "-"]
+            assert others == sorted(others, reverse=True), rows
+    touch(workdir, "stop-spinner")
+    assert spinner.wait(timeout=30) == 0, spinner.describe()
+    # The idle ones run their steps now, unharmed: right results, exit 0.
+    touch(workdir, "go")
+    finish_counts(workdir, {**idle, "nl": (newline, newline.pid)}, [])
+    assert loop.running(), loop.describe()
+    # The header counts the processes listed, one row (one line) each, and the traced ones.
+    # A command line is printed on one line, its newlines as spaces (the
+    # row of the process started as `python3 -X "note\nover two lines" ...`
+    # took two lines: top -a -b had N processes in the header and N + 1
+    # lines under the titles, and the screen's list likewise).
+    for stdout in printed:
+        for block in batch_blocks(stdout):
+            header, rows = process_list(block)
+            lines = block.strip().splitlines()[3:]
+            assert (int(header[1]), int(header[2])) == (len(lines), sum(r.ops != "-" for r in rows)), block
+            assert len(rows) == len(lines), block
+
+
+def test_top_a_keys_move_the_selection_one_row(procs, workdir, tmp_path):
+    # docs/top.md, docs/system-wide.md: Up/Down (j/k) select, Enter shows
+    # the selected process's op table, Esc goes back; p pauses. With a
+    # 10 min interval no refresh comes during the test, so every process is
+    # at 0 ops/s and unknown CPU %: the list is in pid order and only grows
+    # at its end (a process started later has a higher pid), so the rows
+    # above stay where they are and a key must move the mark by exactly one.
+    for name in ("a", "b", "c"):  # at least three rows
+        start_counts(procs, workdir, name, 10)
+    tmux = Tmux(tmp_path, width=200, height=40)
+
+    def listed():
+        """(pids in list order, the marked one, the header match) of the list
+        on the screen; None while it shows something else (a redraw halfway)."""
+        try:
+            header, rows = process_list(tmux.screen())
+        except AssertionError:
+            return None
+        marked = [r.pid for r in rows if r.marked]
+        return ([r.pid for r in rows], marked[0], header) if len(marked) == 1 else None
+
+    def wait_listed(condition, what):
+        return wait_until(lambda: seen if (seen := listed()) and condition(*seen) else None, 60, what)
+
+    try:
+        tmux.start(f"{GPUPROF} top -a -i 600; echo TOP-EXITED $?; sleep 60")
+        pids, marked, _ = wait_listed(lambda pids, marked, header: len(pids) >= 3, "three processes listed")
+        assert pids == sorted(pids) and marked == pids[0], (pids, marked)
+        for keys, expected in ((["j"], 1), (["j"], 2), (["k"], 1), (["Up"], 0),
+                               (["k", "j"], 1),  # k on the first row stays there
+                               (["Down"], 2)):
+            before = marked
+            tmux.keys(*keys)
+            pids, marked, _ = wait_listed(lambda pids, marked, header: marked != before,
+                                          f"the mark to move from {before} ({keys})")
+            assert marked == pids[expected], (keys, pids, before, marked)
+        tmux.keys("Enter")
+        drilled = tmux.wait_for(r"Esc: back to the process list$")
+        assert re.search(rf"^gpuprof top - {marked} \(", drilled, re.M), drilled
+        tmux.keys("Escape")
+        # Back on the list, the same process still selected.
+        assert wait_listed(lambda pids, now_marked, header: True, "the list again")[1] == marked, tmux.screen()
+        tmux.keys("p")
+        wait_listed(lambda pids, marked, header: header["paused"], "the list paused")
+        tmux.keys("p")
+        wait_listed(lambda pids, marked, header: not header["paused"], "the pause to end")
+        tmux.keys("q")
+        tmux.wait_for(r"^TOP-EXITED 0$")
+    finally:
+        tmux.kill()
+    # The op table's own help line, then the way back, each on its line
+    # (they were printed on one line, "... p pause  tab Python
+    # linesEsc: back to the process list": render_top's help line ends
+    # without a newline, and system_top.cpp appended to it).
+    assert re.search(r"^Esc: back to the process list$", drilled, re.M), drilled
+
+
+def test_pid_and_comm_choose_the_launches_of_those_processes(procs, workdir, tmp_path):
+    """docs/system-wide.md: `--pid` and `--comm` (repeatable; both: a process
+    must match both) keep only those processes, for every output, here
+    `report --launches`. Two stand-in drivers (test_cuda_launches.py's
+    per-step launches) run 10 and 20 steps under one `record -a`, each under
+    a command name of its own (a symlink to launch_driver: the kernel names
+    the process after the file it executed), unique to this test run so that
+    no other job's process matches."""
+    from test_cuda_launches import EXPECTED as LAUNCHES, parse_launch_table
+    steps = {"a": LAUNCH_STEPS, "b": 2 * LAUNCH_STEPS}
+    comms = {name: f"ld{name}{os.getpid() % 10 ** 7}" for name in steps}  # at most 15 characters, as comm
+    targets, pids = {}, {}
+    for name in steps:
+        link = tmp_path / comms[name]
+        link.symlink_to(DRIVER)
+        targets[name] = procs.start([link, str(steps[name]), workdir / f"ready-{name}", workdir / "go"],
+                                    f"driver-{name}")
+        pids[name] = int(wait_for_file(workdir, f"ready-{name}", timeout=60, watch=[targets[name]]))
+        assert Path(f"/proc/{pids[name]}/comm").read_text().strip() == comms[name]
+    out = tmp_path / "launches.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-q", "-o", out)
+    for name, pid in pids.items():
+        gp.wait_for_stderr(rf"^gpuprof: process {pid}: CUDA launches: 6 entry points in \S*libcudart", timeout=120,
+                           watch=list(targets.values()))
+    touch(workdir, "go")
+    for name, target in targets.items():
+        assert target.wait(timeout=60) == 0, target.describe()
+        assert f"steps {steps[name]} launches {6 * steps[name]} unexpected errors 0" in target.stdout(), \
+            target.describe()
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+
+    a, b = str(pids["a"]), str(pids["b"])
+    for args, names in ((["--pid", a], ("a",)), (["--pid", b], ("b",)), (["--pid", a, "--pid", b], ("a", "b")),
+                        (["--comm", comms["b"]], ("b",)), (["--comm", comms["a"], "--comm", comms["b"]], ("a", "b")),
+                        (["--pid", a, "--comm", comms["a"]], ("a",))):
+        report = run_gpuprof("report", out, "--launches", *args)
+        assert report.returncode == 0, (args, report.stderr)
+        rows, footer = parse_launch_table(report.stdout)
+        # These drivers' steps together: each row their steps' worth.
+        chosen_steps = sum(steps[name] for name in names)
+        expected = {key: n // LAUNCH_STEPS * chosen_steps for key, n in LAUNCHES.items()}
+        assert rows == expected, (args, report.stdout)
+        assert re.match(rf"{sum(expected.values())} CUDA launches \({chosen_steps} outside any op\) through ",
+                        footer[0]), (args, report.stdout)
+    mismatch = run_gpuprof("report", out, "--launches", "--pid", a, "--comm", comms["b"])
+    assert (mismatch.returncode, mismatch.stdout) == (2, ""), mismatch
+    assert f"gpuprof: error: no process of {out} matches --pid/--comm" in mismatch.stderr, mismatch.stderr

@@ -139,6 +139,36 @@ TEST(NativeSymbolizer, AnonymousMemoryIsUnknown) {
   munmap(anon, 8192);
 }
 
+// Anonymous executable memory is JIT code (oneDNN's convolution kernels):
+// "[jit]", named from /tmp/perf-PID.map when the process writes one.
+TEST(NativeSymbolizer, AnonymousExecutableMemoryIsJit) {
+  void* code = mmap(nullptr, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(code, MAP_FAILED);
+  const std::string map_path = "/tmp/perf-" + std::to_string(getpid()) + ".map";
+  std::remove(map_path.c_str());
+  {
+    NativeSymbolizer sym(getpid(), std::chrono::milliseconds(0));
+    EXPECT_EQ(sym.symbolize(addr_of(code) + 100), "[jit]");
+    void* data = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(data, MAP_FAILED);
+    EXPECT_EQ(sym.symbolize(addr_of(data) + 8), "[unknown]");  // not executable: no code
+    munmap(data, 4096);
+  }
+  {
+    std::ofstream map(map_path);
+    char line[128];
+    std::snprintf(line, sizeof line, "%lx 100 jit_conv_kernel_f32\n%lx 40 jit_pool\n",
+                  static_cast<unsigned long>(addr_of(code)), static_cast<unsigned long>(addr_of(code) + 0x1000));
+    map << line << "not a line\n";
+  }
+  NativeSymbolizer sym(getpid(), std::chrono::milliseconds(0));
+  EXPECT_EQ(sym.symbolize(addr_of(code) + 0x10), "[jit] jit_conv_kernel_f32");
+  EXPECT_EQ(sym.symbolize(addr_of(code) + 0x1020), "[jit] jit_pool");
+  EXPECT_EQ(sym.symbolize(addr_of(code) + 0x200), "[jit]");  // between the map's functions
+  std::remove(map_path.c_str());
+  munmap(code, 8192);
+}
+
 TEST(NativeSymbolizer, RereadsOfMapsAreRateLimited) {
   NativeSymbolizer sym(getpid(), std::chrono::hours(1));
   EXPECT_EQ(sym.symbolize(0), "[unknown]");

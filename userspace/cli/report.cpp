@@ -62,7 +62,7 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
   if (stats.symbols_unresolved)
     out += "gpuprof: " + std::to_string(stats.symbols_unresolved) +
            " CPU samples or CUDA launches are in code without a symbol (FILE+0x...: a stripped library, "
-           "install its debug symbols; [unknown]: JIT or anonymous code)\n";
+           "install its debug symbols; [unknown]: memory no file maps, such as the heap)\n";
   out += samples_lost_note(recording);
   if (recording.options.shapes && grouped) {
     if (!stats.tensor_layout.empty()) out += stats.tensor_layout + "\n";

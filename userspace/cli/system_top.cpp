@@ -20,6 +20,14 @@
 namespace gpuprof::cli {
 namespace {
 
+// A command line as one row: its control characters (a newline in an
+// argument) shown as spaces, so that every process takes one line.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return text;
+}
+
 // One process, as top -a follows it.
 struct Watched {
   ProcessInfo info;
@@ -92,7 +100,7 @@ class SystemTop {
       TopProcessRow r;
       r.pid = pid;
       r.comm = w.info.comm;
-      r.cmdline = w.info.cmdline;
+      r.cmdline = one_line(w.info.cmdline);
       r.cpu_percent = w.cpu_percent;
       r.ops_per_s = w.ops_per_s;
       r.launches_per_s = w.launches_per_s;
@@ -175,7 +183,8 @@ class SystemTop {
         if (!w->second.cpu.ok) status.state = "exited";
         if (help && view.height > 1) view.height--;  // room for the way back
         std::string text = render_top(view_.since_start ? w->second.table->since_start() : w->second.shown, status, view);
-        if (help) text += "Esc: back to the process list\n";
+        // render_top's help line ends without a newline (a screen's last line).
+        if (help) text += (text.empty() || text.back() == '\n' ? "" : "\n") + std::string("Esc: back to the process list");
         return text;
       }
     }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -98,8 +99,13 @@ class Top {
       table_->add(calls);
       for (const auto& [op_id, ns] : gpu_join_.calls(calls)) table_->add_gpu_time(op_id, ns);
       if (!options_.batch || refreshes_ == 0 || outcome.stop_reason == "target exited") {
-        table_->roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
-        samples_.roll(last_tick_ns_ ? last_tick_ns_ : start_ns_);
+        // The summary covers the whole run, to the stop (not to the last
+        // refresh: a run shorter than one interval had none).
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        last_tick_ns_ = std::max<uint64_t>(start_ns_, static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec);
+        table_->roll(last_tick_ns_);
+        samples_.roll(last_tick_ns_);
         TopViewOptions summary = view_;
         summary.since_start = true;
         summary.height = 0;

@@ -1291,6 +1291,10 @@ bool Session::finish() {
   if (gpu_activities_before_start_)
     memory += "; " + std::to_string(gpu_activities_before_start_) +
               " GPU activities that began before the recording left out";
+  // GPU records the ring had no room for (the shim's, docs/cuda.md): said
+  // here too, for top, whose tables hold no file to say it later.
+  if (launch_tracer_ && launch_tracer_->gpu_records_lost())
+    memory += "; " + std::to_string(launch_tracer_->gpu_records_lost()) + " GPU records lost (ring buffer full)";
   if (config_.follow_forks)
     memory += "; " + std::to_string(children_followed_) + " child processes followed" +
               (fork_watch_ && fork_watch_->lost() ? " (" + std::to_string(fork_watch_->lost()) + " forks missed)" : "");

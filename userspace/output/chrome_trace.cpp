@@ -259,6 +259,9 @@ class TraceWriter {
   }
 
   void note_thread(uint32_t tid) { threads_.insert(tid); }
+  // The track of a thread's step frames: above every Linux tid (at most
+  // 2^22), so it names no real thread.
+  static int64_t step_track(uint32_t tid) { return (int64_t{1} << 32) + tid; }
 
   void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
@@ -269,13 +272,21 @@ class TraceWriter {
       for (size_t i : thread) {  // start order, parents before children
         if (!kept[i]) continue;
         const OpCall& call = timeline.calls[i];
-        note_thread(call.tid);
-        begin_event();
         const bool step = is_step(r_, call);
+        // gpuprof's own step frames go on a track of their own beside their
+        // thread's: a range or call open when a step ends goes on into the
+        // next step (op_timeline.h), so on the thread's track it would cross
+        // the step frame's end, and viewers want a thread's slices nested.
+        if (step)
+          step_threads_.insert(call.tid);
+        else
+          note_thread(call.tid);
+        begin_event();
         // As Kineto files them: record_function ranges (ProfilerStep#N
         // too) as user annotations, everything else as CPU ops.
         const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
-        common("X", user ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid), call.tid, call.start_ns);
+        common("X", user ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid),
+               step ? step_track(call.tid) : call.tid, call.start_ns);
         out_ += ",\"dur\":";
         append_us(out_, static_cast<int64_t>(call.duration_ns()));
         if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
@@ -538,6 +549,7 @@ class TraceWriter {
     } else {
       std::set<int64_t> used;
       for (uint32_t tid : threads_) used.insert(pid_of(tid));
+      for (uint32_t tid : step_threads_) used.insert(pid_of(tid));
       for (const ProcessInfo& p : r_.processes)
         if (used.count(p.pid)) processes[p.pid] = p.comm;
       for (int64_t pid : used) processes.try_emplace(pid, "process");
@@ -559,6 +571,15 @@ class TraceWriter {
                                           (static_cast<int64_t>(tid) == pid ? " (main)" : ""));
       // The main thread first, then by thread id.
       sort_index("thread_sort_index", pid, tid, static_cast<int64_t>(tid) == pid ? 0 : tid);
+    }
+    for (uint32_t tid : step_threads_) {
+      auto known = names.find(tid);
+      const int64_t pid = pid_of(tid);
+      metadata("thread_name", pid, step_track(tid),
+               "steps of " + (known != names.end() ? known->second : "thread " + std::to_string(tid)) + " (" +
+                   std::to_string(tid) + ")");
+      // Right after its thread.
+      sort_index("thread_sort_index", pid, step_track(tid), static_cast<int64_t>(tid) == pid ? 0 : tid);
     }
     std::set<uint32_t> devices;
     for (const auto& [device, tid] : gpu_tracks_) devices.insert(device);
@@ -584,6 +605,7 @@ class TraceWriter {
   ChromeTraceStats stats_;
   StackFrames stack_frames_;
   std::set<uint32_t> threads_;
+  std::set<uint32_t> step_threads_;  // threads with step frames (on step_track(tid))
   // record -a: each thread's process (a thread not listed is the target's).
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
   int64_t pid_of(uint32_t tid) const {

@@ -22,8 +22,16 @@ namespace gpuprof {
 namespace {
 
 constexpr const char* kUnknown = "[unknown]";
+constexpr const char* kJit = "[jit]";
+// The perms read_maps() gives an anonymous executable mapping (its path is
+// cleared like any other non-file's).
+constexpr const char* kJitPerms = "jit";
 // Bound on cached results; the cache is dropped whole when it is reached.
 constexpr size_t kMaxCachedAddresses = 1 << 20;
+// Unmapped pages remembered (the set is dropped whole past it), and the
+// least time between two reads of the maps for a page not seen before.
+constexpr size_t kMaxUnmappedPages = 4096;
+constexpr std::chrono::milliseconds kMinRereadForNewPage{20};
 
 bool is_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -285,8 +293,14 @@ bool NativeSymbolizer::read_maps() {
   maps_reads_++;
   last_read_ = std::chrono::steady_clock::now();
   std::vector<MapsEntry> fresh = gpuprof::read_maps(pid_).value_or(std::vector<MapsEntry>{});
+  // [heap], [vdso], anonymous: no file to name; what runs in anonymous
+  // executable memory is JIT code (oneDNN's kernels, a JIT compiler's).
   for (MapsEntry& m : fresh)
-    if (!m.is_file()) m.path.clear();  // [heap], [vdso], anonymous: no file to name
+    if (!m.is_file()) {
+      if (m.path.empty() && m.executable()) m.perms = kJitPerms;
+      if (!m.path.starts_with("[v")) m.path.clear();  // [vdso] and [vsyscall] name their code
+    }
+  if (!fresh.empty()) read_jit_map();
   // A process that has exited (a zombie) shows no mappings: keep the last
   // ones known, so that what it ran can still be named.
   if (fresh.empty()) return false;
@@ -300,6 +314,33 @@ bool NativeSymbolizer::read_maps() {
     cache_.clear();  // an address may now belong to a different file
   }
   return true;
+}
+
+// perf's convention for JIT code: the process writes /tmp/perf-PID.map,
+// one "START SIZE name" line (hex) per function. Read from the target's
+// root, with the maps; absent (the usual case), JIT frames are "[jit]".
+void NativeSymbolizer::read_jit_map() {
+  jit_symbols_.clear();
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/root/tmp/perf-" + std::to_string(pid_) + ".map");
+  std::string line;
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const uint64_t start = std::strtoull(line.c_str(), &end, 16);
+    if (end == line.c_str() || *end != ' ') continue;
+    char* size_end = nullptr;
+    const uint64_t size = std::strtoull(end + 1, &size_end, 16);
+    if (size_end == end + 1 || *size_end != ' ' || size == 0) continue;
+    jit_symbols_.push_back({start, start + size, std::string(size_end + 1)});
+  }
+  std::sort(jit_symbols_.begin(), jit_symbols_.end(),
+            [](const JitSymbol& a, const JitSymbol& b) { return a.start < b.start; });
+}
+
+std::string NativeSymbolizer::jit_name(uint64_t address) const {
+  auto it = std::upper_bound(jit_symbols_.begin(), jit_symbols_.end(), address,
+                             [](uint64_t a, const JitSymbol& s) { return a < s.start; });
+  if (it != jit_symbols_.begin() && address < std::prev(it)->end) return std::string(kJit) + " " + std::prev(it)->name;
+  return kJit;
 }
 
 const MapsEntry* NativeSymbolizer::find_mapping(uint64_t address) const {
@@ -327,7 +368,8 @@ NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const MapsEntry& m
 std::string NativeSymbolizer::symbolize_uncached(uint64_t address) {
   const MapsEntry* m = find_mapping(address);
   if (!m) return kUnknown;
-  if (m->path.empty()) return kUnknown;
+  if (m->path.empty()) return m->perms == kJitPerms ? jit_name(address) : kUnknown;
+  if (!m->is_file()) return m->path;  // [vdso]
   FileSymbols& file = file_symbols(*m);
   uint64_t file_offset = address - m->start + m->offset;
   std::optional<uint64_t> vaddr = file.vaddr_of_offset(file_offset);
@@ -341,7 +383,7 @@ std::optional<std::string> NativeSymbolizer::function_starting_at(uint64_t addre
   try {
     if (!maps_read_ || !find_mapping(address)) read_maps();
     const MapsEntry* m = find_mapping(address);
-    if (!m || m->path.empty()) return std::nullopt;
+    if (!m || !m->is_file()) return std::nullopt;
     FileSymbols& file = file_symbols(*m);
     std::optional<uint64_t> vaddr = file.vaddr_of_offset(address - m->start + m->offset);
     if (!vaddr) return std::nullopt;
@@ -358,8 +400,17 @@ std::string NativeSymbolizer::symbolize(uint64_t address) {
     if (auto it = cache_.find(address); it != cache_.end()) return it->second;
     if (!maps_read_) read_maps();
     if (!find_mapping(address)) {
-      // Outside every known mapping: perhaps loaded since the last read.
-      if (std::chrono::steady_clock::now() - last_read_ < min_reread_interval_) return kUnknown;
+      // Outside every known mapping: perhaps mapped since the last read (a
+      // library loaded late, a JIT compiler's new code). A page not seen
+      // unmapped before is looked for at once (JIT code runs as soon as it
+      // is written), others at most once per min_reread_interval.
+      const auto now = std::chrono::steady_clock::now();
+      const bool new_page = unmapped_pages_.insert(address >> 12).second;
+      if (unmapped_pages_.size() > kMaxUnmappedPages) unmapped_pages_.clear();
+      const auto since_read = now - last_read_;
+      const auto wait = new_page ? std::min<std::chrono::steady_clock::duration>(kMinRereadForNewPage, min_reread_interval_)
+                                 : std::chrono::steady_clock::duration(min_reread_interval_);
+      if (since_read < wait) return kUnknown;
       read_maps();
       if (!find_mapping(address)) return kUnknown;  // not cached: it may be mapped later
     }

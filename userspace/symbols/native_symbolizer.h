@@ -3,8 +3,13 @@
 //
 //   "libtorch_cpu.so.1.13.0!at::native::addmm_impl_cpu_"  a symbol covers it
 //   "libfoo.so+0x1234"                                    a file maps it, no symbol covers it
-//   "[unknown]"                                           no file maps it ([anon], [heap],
-//                                                         [stack], [vdso], JIT code, unmapped)
+//   "[jit] name", "[jit]"                                 anonymous executable memory: JIT
+//                                                         code (oneDNN's kernels), named from
+//                                                         /tmp/perf-PID.map when the process
+//                                                         writes one (perf's convention)
+//   "[vdso]"                                              the kernel's vDSO (clock_gettime)
+//   "[unknown]"                                           no file maps it ([heap], [stack],
+//                                                         unmapped)
 //
 // Function names are demangled (abi::__cxa_demangle) and shortened by
 // short_function_name(): no parameter list, no trailing qualifiers or
@@ -43,6 +48,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "symbols/target_maps.h"
@@ -92,6 +98,8 @@ class NativeSymbolizer {
   const MapsEntry* find_mapping(uint64_t address) const;
   FileSymbols& file_symbols(const MapsEntry& mapping);
   std::string symbolize_uncached(uint64_t address);
+  void read_jit_map();
+  std::string jit_name(uint64_t address) const;
 
   int pid_;
   std::chrono::milliseconds min_reread_interval_;
@@ -101,6 +109,12 @@ class NativeSymbolizer {
   std::vector<MapsEntry> mappings_;  // sorted by start
   std::unordered_map<std::string, std::unique_ptr<FileSymbols>> files_;
   std::unordered_map<uint64_t, std::string> cache_;
+  struct JitSymbol {
+    uint64_t start, end;
+    std::string name;
+  };
+  std::vector<JitSymbol> jit_symbols_;  // /tmp/perf-PID.map, sorted by start
+  std::unordered_set<uint64_t> unmapped_pages_;  // pages of addresses no mapping held
 };
 
 }  // namespace gpuprof
