@@ -28,10 +28,8 @@ constexpr const char* kJit = "[jit]";
 constexpr const char* kJitPerms = "jit";
 // Bound on cached results; the cache is dropped whole when it is reached.
 constexpr size_t kMaxCachedAddresses = 1 << 20;
-// Unmapped pages remembered (the set is dropped whole past it), and the
-// least time between two reads of the maps for a page not seen before.
+// Unmapped pages remembered (the set is dropped whole past it).
 constexpr size_t kMaxUnmappedPages = 4096;
-constexpr std::chrono::milliseconds kMinRereadForNewPage{20};
 
 bool is_ident(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -293,11 +291,14 @@ bool NativeSymbolizer::read_maps() {
   maps_reads_++;
   last_read_ = std::chrono::steady_clock::now();
   std::vector<MapsEntry> fresh = gpuprof::read_maps(pid_).value_or(std::vector<MapsEntry>{});
-  // [heap], [vdso], anonymous: no file to name; what runs in anonymous
-  // executable memory is JIT code (oneDNN's kernels, a JIT compiler's).
+  // [heap], [vdso], anonymous: no file to name. Code that runs in
+  // anonymous memory is JIT code (oneDNN's kernels, a JIT compiler's),
+  // whatever the protection this read saw: a JIT writes its code into
+  // read-write memory and makes it executable after (and a sampled
+  // instruction pointer is always in code).
   for (MapsEntry& m : fresh)
     if (!m.is_file()) {
-      if (m.path.empty() && m.executable()) m.perms = kJitPerms;
+      if (m.path.empty()) m.perms = kJitPerms;
       if (!m.path.starts_with("[v")) m.path.clear();  // [vdso] and [vsyscall] name their code
     }
   if (!fresh.empty()) read_jit_map();
@@ -398,21 +399,23 @@ std::optional<std::string> NativeSymbolizer::function_starting_at(uint64_t addre
 std::string NativeSymbolizer::symbolize(uint64_t address) {
   try {
     if (auto it = cache_.find(address); it != cache_.end()) return it->second;
-    if (!maps_read_) read_maps();
+    const bool read_now = !maps_read_;
+    if (read_now) read_maps();
     if (!find_mapping(address)) {
       // Outside every known mapping: perhaps mapped since the last read (a
-      // library loaded late, a JIT compiler's new code). A page not seen
-      // unmapped before is looked for at once (JIT code runs as soon as it
-      // is written), others at most once per min_reread_interval.
-      const auto now = std::chrono::steady_clock::now();
-      const bool new_page = unmapped_pages_.insert(address >> 12).second;
-      if (unmapped_pages_.size() > kMaxUnmappedPages) unmapped_pages_.clear();
-      const auto since_read = now - last_read_;
-      const auto wait = new_page ? std::min<std::chrono::steady_clock::duration>(kMinRereadForNewPage, min_reread_interval_)
-                                 : std::chrono::steady_clock::duration(min_reread_interval_);
-      if (since_read < wait) return kUnknown;
-      read_maps();
-      if (!find_mapping(address)) return kUnknown;  // not cached: it may be mapped later
+      // library loaded late, a JIT compiler's new code, which runs as soon
+      // as it is written). A page not found unmapped by a read since is
+      // looked for at once; one that was, at most once per
+      // min_reread_interval (an address nothing will ever map).
+      const uint64_t page = address >> 12;
+      const bool known_unmapped = unmapped_pages_.count(page) != 0;
+      if (known_unmapped && std::chrono::steady_clock::now() - last_read_ < min_reread_interval_) return kUnknown;
+      if (!read_now) read_maps();
+      if (!find_mapping(address)) {
+        if (unmapped_pages_.size() >= kMaxUnmappedPages) unmapped_pages_.clear();
+        unmapped_pages_.insert(page);
+        return kUnknown;  // not cached: it may be mapped later
+      }
     }
     std::string result = symbolize_uncached(address);
     if (cache_.size() >= kMaxCachedAddresses) cache_.clear();

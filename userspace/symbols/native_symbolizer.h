@@ -3,8 +3,8 @@
 //
 //   "libtorch_cpu.so.1.13.0!at::native::addmm_impl_cpu_"  a symbol covers it
 //   "libfoo.so+0x1234"                                    a file maps it, no symbol covers it
-//   "[jit] name", "[jit]"                                 anonymous executable memory: JIT
-//                                                         code (oneDNN's kernels), named from
+//   "[jit] name", "[jit]"                                 anonymous memory: JIT code
+//                                                         (oneDNN's kernels), named from
 //                                                         /tmp/perf-PID.map when the process
 //                                                         writes one (perf's convention)
 //   "[vdso]"                                              the kernel's vDSO (clock_gettime)
