@@ -11,6 +11,7 @@
   model of many tiny ops comes to torch.profiler's shares is measured, not
   asserted: bench/compensation.py (docs/overhead.md, "Compensation").
 """
+import os
 import re
 import statistics
 import time
@@ -128,13 +129,14 @@ def test_the_table_says_what_was_removed(planted):
     assert parse_table(again.stdout).text.strip() in rec.stdout
 
 
-# This VM's host slows its CPUs by up to 2x for 0.2 s to several seconds
-# (2026-11-26: a fixed loop took 76-78 ms, then 157-173 ms, alternating
-# with calibrations that read 11.3 us, then 13.6-13.9 us), and a calibration
-# measures the machine as it is. Each calibration is bracketed by a fixed
-# pure-CPU loop (the control); only calibrations whose both controls ran
-# within STEADY_CONTROL of the fastest control are judged: repeatability at
-# one machine speed, which is what the calibration promises.
+# This VM's host runs its two vCPUs at different speeds, and changes them,
+# for 0.2 s to minutes (2026-11-26: a fixed loop took 53-57 ms or 92-102 ms,
+# and calibrations read 11.1-12.2 us or 13.6-15.0 us), and a calibration
+# measures the CPU it runs on as it is. So the test and every calibration
+# run pinned to one CPU, each calibration bracketed by a fixed pure-CPU loop
+# on that CPU (the control), and the calibrations judged are the largest
+# group whose controls all ran within STEADY_CONTROL of each other:
+# repeatability at one machine speed, which is what the calibration promises.
 STEADY_CONTROL = 0.15
 JUDGED_CALIBRATIONS = 5
 MAX_CALIBRATIONS = 25
@@ -150,24 +152,43 @@ def control_loop_ms():
     return (time.perf_counter() - start) * 1000
 
 
+def largest_steady_group(readings):
+    """The most readings (control before, control after, ...) whose controls
+    all lie within STEADY_CONTROL of the group's fastest."""
+    by_speed = sorted(readings, key=lambda r: min(r[0], r[1]))
+    best = []
+    for i, anchor in enumerate(by_speed):
+        floor = min(anchor[0], anchor[1])
+        group = [r for r in by_speed[i:] if max(r[0], r[1]) <= (1 + STEADY_CONTROL) * floor]
+        if len(group) > len(best):
+            best = group
+    return best
+
+
 def test_repeated_calibrations_agree():
-    readings = []  # (control before ms, control after ms, calibrate's line)
-    steady = []
-    for _ in range(MAX_CALIBRATIONS):
-        before = control_loop_ms()
-        cal = run_gpuprof("calibrate", "-n", "1", timeout=120)
-        after = control_loop_ms()
-        assert cal.returncode == 0, cal.stderr
-        line = re.search(r"^([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +
-                         r", before \+ after the timestamp; single-stepped sites: entry " + PAIR + ", exit " + PAIR +
-                         ".*$", cal.stdout, re.M)
-        assert line, cal.stdout
-        readings.append((before, after, line))
-        fastest = min(min(b, a) for b, a, _ in readings)
-        steady = [r for r in readings if max(r[0], r[1]) <= (1 + STEADY_CONTROL) * fastest]
-        if len(steady) >= JUDGED_CALIBRATIONS:
-            break
-    report = "\n".join(f"control {b:.0f} / {a:.0f} ms: {line.group(0)}" for b, a, line in readings)
+    cpu = min(os.sched_getaffinity(0))
+    saved_affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # gpuprof calibrate inherits it
+    try:
+        readings = []  # (control before ms, control after ms, calibrate's line)
+        steady = []
+        for _ in range(MAX_CALIBRATIONS):
+            before = control_loop_ms()
+            cal = run_gpuprof("calibrate", "-n", "1", timeout=120)
+            after = control_loop_ms()
+            assert cal.returncode == 0, cal.stderr
+            line = re.search(r"^([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +
+                             r", before \+ after the timestamp; single-stepped sites: entry " + PAIR + ", exit " + PAIR +
+                             ".*$", cal.stdout, re.M)
+            assert line, cal.stdout
+            readings.append((before, after, line))
+            steady = largest_steady_group(readings)
+            if len(steady) >= JUDGED_CALIBRATIONS:
+                break
+    finally:
+        os.sched_setaffinity(0, saved_affinity)
+    report = f"on CPU {cpu}:\n" + "\n".join(
+        f"control {b:.0f} / {a:.0f} ms: {line.group(0)}" for b, a, line in readings)
     print(report)
     assert len(steady) >= JUDGED_CALIBRATIONS, (
         f"the machine's speed never held for {JUDGED_CALIBRATIONS} calibrations in {MAX_CALIBRATIONS}:\n{report}")
