@@ -31,6 +31,7 @@ from conftest import (TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, Procs, RegionRun
 
 from chrome_trace_checks import (frame_chain, in_time_range, op_calls, span_ns, structural_problems, time_zero_ns,
                                  trace_events, trace_stats, track_names, tracks_of, under_ops, wrote_line, x_events)
+from speedscope_viewer import VIEWER, load_in_speedscope
 from test_exception_safety import ERROR_REPEATS, THROWING_OPS
 from test_system_wide import finish_counts, start_counts
 
@@ -394,24 +395,6 @@ def test_gpu_tracks_and_flow_arrows_from_the_cupti_shim(tmp_path):
 def doc_pid(events):
     return next(e["pid"] for e in events if e["ph"] == "M" and e["name"] == "process_name"
                 and not e["args"]["name"].startswith("GPU "))
-
-
-VIEWER = Path(__file__).resolve().parent.parent / "viewer"
-
-
-def load_in_speedscope(profile, screenshot, *names):
-    """tests/viewer/load_in_speedscope.mjs: the real speedscope (npm) in
-    headless Chromium (Debian's) imports the file the way a user does and
-    lists every name; scripts/setup.sh installs both."""
-    assert (VIEWER / "node_modules" / "speedscope").is_dir(), \
-        "tests/viewer/node_modules missing: run scripts/setup.sh (npm ci --prefix tests/viewer)"
-    assert Path("/usr/bin/chromium").exists(), "/usr/bin/chromium missing: run scripts/setup.sh"
-    result = subprocess.run(["node", str(VIEWER / "load_in_speedscope.mjs"), str(profile), str(screenshot), *names],
-                            capture_output=True, text=True, timeout=150)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"speedscope: imported {profile}" in result.stdout, result.stdout
-    assert screenshot.stat().st_size > 10_000, screenshot  # a rendered flame graph, not a blank page
-    return result.stdout
 
 
 def test_speedscope_opens_the_trace_and_the_folded_stacks(region, tmp_path):

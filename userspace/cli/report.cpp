@@ -166,10 +166,19 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
                      "/proc/PID/comm gives it, e.g. python3 (repeatable)");
   add_trace_export_options(*report, options.trace);
   CLI::Option* trace = report->get_option("--chrome-trace");
-  report->get_option("--mode")->needs(trace);  // report writes no other file
-  for (CLI::Option* other : {folded, launches, kernels}) trace->excludes(other);
-  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
-    trace->excludes(report->get_option(table_only));
+  add_speedscope_option(*report, options.trace);
+  CLI::Option* speedscope = report->get_option("--speedscope");
+  // --mode sets the permissions of the one file report writes.
+  report->parse_complete_callback([report] {
+    if (report->count("--mode") && !report->count("--chrome-trace") && !report->count("--speedscope"))
+      throw CLI::ValidationError("--mode", "sets the permissions of --chrome-trace's or --speedscope's file: give one");
+  });
+  for (CLI::Option* file : {trace, speedscope}) {
+    for (CLI::Option* other : {folded, launches, kernels}) file->excludes(other);
+    for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
+      file->excludes(report->get_option(table_only));
+  }
+  speedscope->excludes(trace);
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
@@ -181,6 +190,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --kernels\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace conv.json --ops conv --time-range 1:2.5\n"
+      "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
       "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"
       "  gpuprof report all.gpuprof --comm python3 --folded --metric samples\n");
 }
@@ -355,6 +365,7 @@ int run_report(const ReportOptions& options) {
                  kNoCudaRuntimeReason);
     return 2;
   }
+  if (!options.trace.speedscope.empty()) return export_speedscope(*recording, options.input_path, options.trace);
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
   if (metric) return print_folded(*recording, *metric, options.raw_times);
   if (options.launches || options.kernels) {

@@ -3,9 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <regex>
 
 #include "output/chrome_trace.h"
+#include "output/speedscope.h"
 #include "base/file_mode.h"
 #include "base/output_file.h"
 #include "record/recording.h"
@@ -35,7 +38,44 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
       ->needs(trace);
 }
 
+void add_speedscope_option(CLI::App& command, TraceExportOptions& options) {
+  command
+      .add_option("--speedscope", options.speedscope,
+                  "write the recording in speedscope's own format (JSON; gzipped when OUT ends in .gz; - for "
+                  "stdout): per thread its op calls under their Python frames, and its CPU samples; one frame "
+                  "per op; see docs/speedscope.md")
+      ->type_name("OUT");
+}
+
 namespace {
+
+// The output file of an export, opened with --mode's permissions; null
+// after saying why on stderr (*exit_code set).
+std::unique_ptr<OutputFile> open_export(const std::string& path, const TraceExportOptions& options, int* exit_code) {
+  std::string error;
+  auto mode = parse_file_mode(options.mode, &error);
+  if (!mode) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    *exit_code = 2;
+    return nullptr;
+  }
+  auto file = OutputFile::open(path, &error, *mode);
+  if (!file) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    *exit_code = 1;
+  }
+  return file;
+}
+
+// ", 12.3 kB" or ", 4.5 MB": what the file takes on disk; "" for stdout.
+std::string size_on_disk(const OutputFile& file) {
+  const uint64_t bytes = file.bytes_on_disk();
+  if (!bytes) return "";
+  char text[32];
+  std::snprintf(text, sizeof text, bytes < 1'000'000 ? ", %.1f kB" : ", %.1f MB",
+                bytes < 1'000'000 ? bytes / 1e3 : bytes / 1e6);
+  return text;
+}
 
 // Seconds from the recording's start to its end (to its last event or
 // sample when it never finished: gpuprof was killed).
@@ -73,16 +113,9 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
     }
     trace.ops_pattern = options.ops;
   }
-  auto mode = parse_file_mode(options.mode, &error);
-  if (!mode) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 2;
-  }
-  auto file = OutputFile::open(options.output, &error, *mode);
-  if (!file) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 1;
-  }
+  int exit_code = 0;
+  auto file = open_export(options.output, options, &exit_code);
+  if (!file) return exit_code;
   const ChromeTraceStats stats =
       write_chrome_trace(recording, trace, [&](std::string_view piece) { file->write(piece); });
   if (!file->close(&error)) {
@@ -96,9 +129,7 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
                static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.op_calls),
                static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.gpu_activities),
                static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.counters));
-  if (uint64_t bytes = file->bytes_on_disk())
-    std::fprintf(stderr, bytes < 1'000'000 ? ", %.1f kB" : ", %.1f MB", bytes < 1'000'000 ? bytes / 1e3 : bytes / 1e6);
-  std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "%s\n", size_on_disk(*file).c_str());
   if (stats.op_calls == 0 && (!options.ops.empty() || !options.time_range.empty())) {
     std::string cut = options.ops.empty() ? "" : "--ops " + options.ops;
     if (!options.time_range.empty()) cut += (cut.empty() ? "" : " and ") + ("--time-range " + options.time_range);
@@ -106,6 +137,27 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
     std::fprintf(stderr, "gpuprof: warning: no op call matched %s; %s spans 0 to %.3f s\n", cut.c_str(),
                  input_path.c_str(), recorded_seconds(recording));
   }
+  return 0;
+}
+
+int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {
+  int exit_code = 0;
+  auto file = open_export(options.speedscope, options, &exit_code);
+  if (!file) return exit_code;
+  const SpeedscopeStats stats = write_speedscope(recording, [&](std::string_view piece) { file->write(piece); });
+  std::string error;
+  if (!file->close(&error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu profiles (%llu op calls, %llu samples), %llu frames%s\n",
+               options.speedscope == "-" ? "the speedscope profile" : options.speedscope.c_str(), input_path.c_str(),
+               static_cast<unsigned long long>(stats.profiles), static_cast<unsigned long long>(stats.op_calls),
+               static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.frames),
+               size_on_disk(*file).c_str());
+  if (stats.profiles == 0)
+    std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n",
+                 input_path.c_str());
   return 0;
 }
 

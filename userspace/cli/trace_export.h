@@ -1,5 +1,6 @@
 // cli/trace_export.h: --chrome-trace OUT (report and record): a recording as
-// a Chrome/Perfetto trace, cut down by --time-range and --ops.
+// a Chrome/Perfetto trace, cut down by --time-range and --ops; --speedscope
+// OUT (report): the recording in speedscope's own format.
 #pragma once
 
 #include <string>
@@ -19,6 +20,7 @@ struct TraceExportOptions {
   std::string time_range;  // START:END, seconds since the recording started
   std::string ops;         // regex searched in op names
   std::string mode = "600";  // --mode: the trace file's permissions (octal)
+  std::string speedscope;    // --speedscope OUT: "" when not wanted; "-" for stdout; *.gz gzipped
 };
 
 // Adds --chrome-trace, --time-range and --ops (the last two need the first).
@@ -26,6 +28,13 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options);
 
 // Writes the trace of `recording` (read from input_path); prints one line
 // on stderr saying what was written. Returns the process exit code.
+// Adds --speedscope (report only: it is made from the whole file).
+void add_speedscope_option(CLI::App& command, TraceExportOptions& options);
+
+// Writes options.speedscope; one line on stderr says what was written.
+// Returns the process exit code.
+int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
+
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options);
 
