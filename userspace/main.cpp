@@ -5,6 +5,7 @@
 #include "build_info.h"  // build/, written by the Makefile
 
 #include "cli/calibrate.h"
+#include "cli/help_format.h"
 #include "cli/option_checks.h"
 #include "cli/record.h"
 #include "cli/report.h"
@@ -14,6 +15,8 @@ int main(int argc, char** argv) {
   CLI::App app{"gpuprof: torch.profiler's operator tables for a running PyTorch process, "
                "without changing or restarting it"};
   app.require_subcommand(1);
+  // Before the commands are added: they take their parent's formatter.
+  app.formatter(std::make_shared<gpuprof::cli::HelpFormatter>(gpuprof::cli::help_width()));
   app.set_version_flag("--version", "gpuprof 0.1.0 (commit " GPUPROF_COMMIT ", built " GPUPROF_BUILD_DATE ")");
   gpuprof::cli::RecordOptions record;
   gpuprof::cli::ReportOptions report;
@@ -23,6 +26,7 @@ int main(int argc, char** argv) {
   gpuprof::cli::add_top_command(app, top);
   gpuprof::cli::CalibrateOptions calibrate;
   gpuprof::cli::add_calibrate_command(app, calibrate);
+  gpuprof::cli::group_options_for_help(app);
   app.footer(
       "Examples:\n"
       "  sudo gpuprof record -p 4242                       # attach; Ctrl-C (or -d 10) stops\n"

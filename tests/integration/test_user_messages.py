@@ -12,14 +12,20 @@ exit 2:
     libcudart, `--kernels` without the CUPTI shim): an error, as
     `--metric self_cuda_time` already was, not a table that exits 0;
   * --version names the commit and the build date (item 11);
-  * a trace cut that keeps no op call says how long the recording is.
+  * a trace cut that keeps no op call says how long the recording is;
+  * --help (item 7): examples first, options in named groups, every line
+    wrapped to the terminal (or $COLUMNS), no CLI11 "Needs:"/"Excludes:".
 
 The privilege messages of launch mode and -a are in test_privileges.py.
 """
 import datetime
+import fcntl
 import json
+import os
 import re
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 
@@ -148,3 +154,58 @@ def test_version_names_the_commit_and_the_build_date():
     assert known.returncode == 0, f"{m.group(1)} is no commit of {REPO_ROOT}"
     built = datetime.date.fromisoformat(m.group(3))
     assert built <= datetime.datetime.now(datetime.timezone.utc).date(), m.group(0)
+
+
+HELP_GROUPS = {
+    "record": ["Positionals", "Target", "What to record", "Output", "Table", "Advanced"],
+    "report": ["Positionals", "What to print", "Table", "System-wide recordings", "Advanced"],
+    "top": ["Positionals", "Target", "View", "Advanced"],
+    "calibrate": ["Options"],
+}
+
+
+def help_sections(text):
+    """The section headings of a help text ("Examples:", "Target:", ...), in order."""
+    return [line[:-1] for line in text.splitlines() if re.fullmatch(r"[A-Z][A-Za-z -]*:", line)]
+
+
+def help_on_a_terminal(command, columns):
+    """`gpuprof COMMAND --help` with stdout on a pseudo-terminal COLUMNS wide."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {**os.environ, "COLUMNS": "200"}  # the terminal's width wins
+    proc = subprocess.run([str(REPO_ROOT / "build" / "gpuprof"), command, "--help"], stdout=slave,
+                          stderr=subprocess.PIPE, env=env, timeout=30)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal's other side is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.returncode == 0, proc.stderr
+    return b"".join(chunks).decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("command", sorted(HELP_GROUPS))
+def test_help_puts_examples_first_groups_options_and_fits_the_terminal(command):
+    narrow = run_gpuprof(command, "--help", env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    text = narrow.stdout
+    sections = help_sections(text)
+    assert sections == ["Examples"] + HELP_GROUPS[command], sections
+    assert "Other options" not in sections  # every option has its group
+    assert all(len(line) <= 80 for line in text.splitlines()), [l for l in text.splitlines() if len(l) > 80]
+    assert "Needs:" not in text and "Excludes:" not in text, text
+    # Wider: the descriptions use the width.
+    wide = run_gpuprof(command, "--help", env={"COLUMNS": "120"}).stdout
+    assert all(len(line) <= 120 for line in wide.splitlines())
+    if command != "calibrate":
+        assert max(len(line) for line in wide.splitlines()) > 80, wide
+        assert len(wide.splitlines()) < len(text.splitlines())
+    # On a terminal, its width, whatever $COLUMNS says.
+    assert help_on_a_terminal(command, 100) == run_gpuprof(command, "--help", env={"COLUMNS": "100"}).stdout
