@@ -25,6 +25,7 @@ tests/workloads/cupti_by_hand.py plays the driver in a real torch process
 loaded but never initialized, no libcupti at all, and kernels launched
 before the attach that run after it ([launch not seen]).
 """
+import collections
 import json
 import os
 import re
@@ -459,3 +460,48 @@ def test_shim_in_a_torch_job_that_does_not_trace(procs, workdir, tmp_path, torch
     target, gp, out = record_cupti_by_hand(procs, workdir, tmp_path, torch_env, mode, stand_in)
     assert target.stderr().splitlines() == shim_lines, target.describe()
     check_no_gpu_times(gp, out, state, why, {"aten::add": BY_HAND_STEPS})
+
+
+def time_us(text):
+    """A figure as format_time_us prints it ("1.500us", "2.000ms"), in us."""
+    value, unit = re.fullmatch(r"([\d.]+)(ns|us|ms|s)", text).groups()
+    return float(value) * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[unit]
+
+
+def test_gpu_breakdown_of_the_stand_in_records(launch_mode_recording):
+    """report --gpu (docs/gpu-time.md) on the launch driver's records through
+    the real shim and probes: what the stand-in planted exactly (kernels,
+    memcpy and memset time, activities per stream, every launch seen), and a
+    window that busy and the three kinds of idle time fill exactly (the gaps
+    themselves are the machine's timing). The breakdown's rules are checked
+    exactly on planted gaps in tests/unit/gpu_time_test.cpp."""
+    made = run_gpuprof("report", str(launch_mode_recording), "--gpu", "--row-limit", "-1")
+    assert made.returncode == 0, made.stderr
+    text = made.stdout
+    head = re.search(r"^GPU 0: (\d+) activities over (\S+) \(", text, re.M)
+    assert head and int(head.group(1)) == 9 * STEPS, text
+    window = time_us(head.group(2))
+    busy = re.search(r"^  busy [\d.]+% \((\S+)\), idle [\d.]+% \((\S+), (\d+) gaps\)$", text, re.M)
+    idle = re.search(r"^  idle: host wait [\d.]+% \((\S+): .*\), queued [\d.]+% \((\S+): [^)]*\)$", text, re.M)
+    assert busy and idle, text  # no "launch not seen": every launch was seen
+    parts = [time_us(busy.group(1)), time_us(idle.group(1)), time_us(idle.group(2))]
+    assert abs(sum(parts) - window) <= 0.002 * window, (parts, window)
+    assert abs(time_us(busy.group(2)) - parts[1] - parts[2]) <= 0.002 * window
+    kinds = re.search(r"^  time: compute [\d.]+% \((\S+)\), communication [\d.]+% \((\S+)\), memcpy [\d.]+% "
+                      r"\((\S+)\), memset [\d.]+% \((\S+)\) of the window$", text, re.M)
+    assert kinds, text
+    assert [time_us(kinds.group(i)) for i in (2, 3, 4)] == [0.0, 1.5 * STEPS, 0.5 * STEPS], text
+    assert re.search(rf"^  queue delay, launch to start \({9 * STEPS} activities whose launch was seen\)", text, re.M)
+    streams = re.search(r"^Stream .*\n-+.*\n((?:\d+ .*\n)+)", text, re.M)
+    assert sum(int(line.split()[1]) for line in streams.group(1).splitlines()) == 9 * STEPS, text
+    kernels = re.search(r"^Kernel .*\n-+.*\n((?:.*\n)+?)-+", text, re.M).group(1)
+    rows = {re.split(r"\s{2,}", line.strip())[0]: tuple(re.split(r"\s{2,}", line.strip())[1:3])
+            for line in kernels.splitlines()}
+    per_kernel = collections.defaultdict(lambda: [0, 0.0])
+    for _, kernel, calls, total, _ in EXPECTED:
+        per_kernel[kernel][0] += calls
+        per_kernel[kernel][1] += float(total[:-2])
+    assert rows == {k: (str(calls), f"{total:.3f}us") for k, (calls, total) in per_kernel.items()}, text
+    waits = re.search(r"^Operator .*\n-+.*\n((?:.*\n)+?)-+", text, re.M).group(1)
+    assert {re.split(r"\s{2,}", line)[0] for line in waits.splitlines()} <= {"[no op]", "aten::cuda_linear", "aten::cuda_add",
+                                                                 "aten::cuda_replay"}, text

@@ -118,6 +118,9 @@ def cpu_only_recording(tmp_path_factory):
      "--metric self_cuda_time: {out} has no GPU times: the target did not have gpuprof's CUPTI shim loaded "
      "(record -- CMD injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
      "libgpuprof_cupti.so; see docs/cuda.md)"),
+    (("--gpu",), "--gpu: {out} has no GPU times: the target did not have gpuprof's CUPTI shim loaded "
+                 "(record -- CMD injects it; for -p, start the job with CUDA_INJECTION64_PATH=<dir of gpuprof>/"
+                 "libgpuprof_cupti.so; see docs/cuda.md)"),
 ])
 def test_a_cuda_view_of_a_cpu_only_recording_is_an_error(cpu_only_recording, view, said):
     out, _ = cpu_only_recording

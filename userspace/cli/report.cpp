@@ -10,6 +10,8 @@
 #include "analyze/aggregator.h"
 #include "record/cupti_shim_state.h"
 #include "output/folded_stacks.h"
+#include "output/gpu_time_report.h"
+#include "analyze/gpu_time.h"
 #include "output/gpu_kernel_table.h"
 #include "output/launch_table.h"
 #include "analyze/process_filter.h"
@@ -159,6 +161,15 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   launches->excludes(folded);
   kernels->excludes(folded);
   kernels->excludes(launches);
+  CLI::Option* gpu = report->add_flag(
+      "--gpu", options.gpu,
+      "print where each GPU's time went instead of the table: busy and idle, idle split into host wait "
+      "(with what the launching thread ran) and queued, compute/communication/memcpy/memset time and "
+      "overlap, launch-to-start queue delay, streams, kernels by GPU time; needs the CUPTI shim's "
+      "records; --row-limit applies; see docs/gpu-time.md");
+  for (const char* table_only : {"--sort-by", "--group-by-input-shape", "--group-by-stack-n"})
+    gpu->excludes(report->get_option(table_only));
+  for (CLI::Option* other : {folded, launches, kernels}) gpu->excludes(other);
   report->add_option("--pid", options.pids,
                      "system-wide recordings (record -a): only this process (repeatable)");
   report->add_option("--comm", options.comms,
@@ -174,7 +185,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       throw CLI::ValidationError("--mode", "sets the permissions of --chrome-trace's or --speedscope's file: give one");
   });
   for (CLI::Option* file : {trace, speedscope}) {
-    for (CLI::Option* other : {folded, launches, kernels}) file->excludes(other);
+    for (CLI::Option* other : {folded, launches, kernels, gpu}) file->excludes(other);
     for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
       file->excludes(report->get_option(table_only));
   }
@@ -189,6 +200,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  flamegraph.pl run.folded > run.svg\n"
       "  gpuprof report run.gpuprof --launches --row-limit 20\n"
       "  gpuprof report run.gpuprof --kernels\n"
+      "  gpuprof report run.gpuprof --gpu                 # busy, idle and what it waited for\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
       "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
@@ -355,6 +367,7 @@ int run_report(const ReportOptions& options) {
   // that says why, exit 2 (an empty view of data that was recorded is not).
   const char* gpu_view = metric == FoldedMetric::kSelfCudaTime ? "--metric self_cuda_time"
                          : options.kernels                     ? "--kernels"
+                         : options.gpu                         ? "--gpu"
                                                                : nullptr;
   if (gpu_view && !recording->cupti_shim) {
     std::fprintf(stderr, "gpuprof: error: %s: %s has no GPU times: %s\n", gpu_view, options.input_path.c_str(),
@@ -369,6 +382,12 @@ int run_report(const ReportOptions& options) {
   if (!options.trace.speedscope.empty()) return export_speedscope(*recording, options.input_path, options.trace);
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
   if (metric) return print_folded(*recording, *metric, options.raw_times);
+  if (options.gpu) {
+    const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), summarize_gpu_kernels(*recording),
+                                                    options.row_limit);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
   if (options.launches || options.kernels) {
     const std::string text =
         options.launches ? format_launch_table(summarize_launches(*recording), options.row_limit)

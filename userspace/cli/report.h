@@ -32,6 +32,7 @@ struct ReportOptions {
   bool launches = false;
   // report only: GPU time per op and kernel (CUPTI shim) instead of the table.
   bool kernels = false;
+  bool gpu = false;  // --gpu: where each GPU's time went (docs/gpu-time.md)
   // report only, system-wide recordings (record -a): only these processes
   // (--pid PID, --comm NAME; repeatable; both: a process must match both).
   std::vector<int> pids;

@@ -72,6 +72,11 @@ std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_lim
   if (shown < summary.rows.size())
     out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
   out += "\n";
+  return out + format_gpu_record_warnings(summary);
+}
+
+std::string format_gpu_record_warnings(const GpuKernelSummary& summary) {
+  std::string out;
   if (summary.state != 1)
     out += "WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state " + std::to_string(summary.state) +
            "): see the target's stderr (gpuprof-cupti: ...)\n";

@@ -47,6 +47,9 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording);
 
 // The table, then totals and what is missing; row_limit < 0: every row.
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit);
+// One WARNING line each for a shim that was not tracing, records CUPTI
+// dropped and records the ring buffer lost: what every GPU view prints.
+std::string format_gpu_record_warnings(const GpuKernelSummary& summary);
 // Why a recording has no GPU times, and how to get them.
 inline constexpr const char* kNoCuptiShimReason =
     "the target did not have gpuprof's CUPTI shim loaded (record -- CMD injects it; for -p, start the job "
