@@ -23,9 +23,6 @@ namespace {
 
 constexpr const char* kUnknown = "[unknown]";
 constexpr const char* kJit = "[jit]";
-// The perms read_maps() gives an anonymous executable mapping (its path is
-// cleared like any other non-file's).
-constexpr const char* kJitPerms = "jit";
 // Bound on cached results; the cache is dropped whole when it is reached.
 constexpr size_t kMaxCachedAddresses = 1 << 20;
 // Unmapped pages remembered (the set is dropped whole past it).
@@ -291,16 +288,6 @@ bool NativeSymbolizer::read_maps() {
   maps_reads_++;
   last_read_ = std::chrono::steady_clock::now();
   std::vector<MapsEntry> fresh = gpuprof::read_maps(pid_).value_or(std::vector<MapsEntry>{});
-  // [heap], [vdso], anonymous: no file to name. Code that runs in
-  // anonymous memory is JIT code (oneDNN's kernels, a JIT compiler's),
-  // whatever the protection this read saw: a JIT writes its code into
-  // read-write memory and makes it executable after (and a sampled
-  // instruction pointer is always in code).
-  for (MapsEntry& m : fresh)
-    if (!m.is_file()) {
-      if (m.path.empty()) m.perms = kJitPerms;
-      if (!m.path.starts_with("[v")) m.path.clear();  // [vdso] and [vsyscall] name their code
-    }
   if (!fresh.empty()) read_jit_map();
   // A process that has exited (a zombie) shows no mappings: keep the last
   // ones known, so that what it ran can still be named.
@@ -369,8 +356,14 @@ NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const MapsEntry& m
 std::string NativeSymbolizer::symbolize_uncached(uint64_t address) {
   const MapsEntry* m = find_mapping(address);
   if (!m) return kUnknown;
-  if (m->path.empty()) return m->perms == kJitPerms ? jit_name(address) : kUnknown;
-  if (!m->is_file()) return m->path;  // [vdso]
+  // Code that runs in anonymous memory is JIT code (oneDNN's kernels, a JIT
+  // compiler's), whatever the protection the last read of the maps saw: a
+  // JIT writes its code into read-write memory and makes it executable
+  // after (and a sampled instruction pointer is always in code).
+  if (m->path.empty()) return jit_name(address);
+  // [vdso] and [vsyscall] name their code; [heap], [stack] and the like
+  // hold none to name.
+  if (!m->is_file()) return m->path.starts_with("[v") ? m->path : kUnknown;
   FileSymbols& file = file_symbols(*m);
   uint64_t file_offset = address - m->start + m->offset;
   std::optional<uint64_t> vaddr = file.vaddr_of_offset(file_offset);
