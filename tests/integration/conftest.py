@@ -674,21 +674,17 @@ def uprobe_events_mentioning(word):
     return [line for line in (tracefs_dir() / "uprobe_events").read_text().splitlines() if word in line]
 
 
-def uprobe_links_of(gpuprof_pid):
-    """The uprobe_multi BPF links a running gpuprof holds: [{link_id, pid, path, uprobe_cnt}].
-
-    Read from /proc/PID/fdinfo (the kernel prints link_type, link_id, pid and
-    path there for uprobe_multi links; the per-probe lines after them are
-    skipped).
-    """
+def bpf_links_of(pid):
+    """The BPF links process `pid` holds, each as the head of its
+    /proc/PID/fdinfo entry ({"link_type": ..., "link_id": ..., ...}; the
+    per-probe lines of uprobe_multi links, from "cookie" on, are skipped)."""
     links = []
-    fd_dir = Path(f"/proc/{gpuprof_pid}/fd")
-    for fd in fd_dir.iterdir():
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
             if os.readlink(fd) != "anon_inode:bpf_link":
                 continue
             info = {}
-            with open(f"/proc/{gpuprof_pid}/fdinfo/{fd.name}") as f:
+            with open(f"/proc/{pid}/fdinfo/{fd.name}") as f:
                 for line in f:
                     if line.startswith("cookie"):
                         break
@@ -696,28 +692,21 @@ def uprobe_links_of(gpuprof_pid):
                     info[key.strip()] = value.strip()
         except OSError:
             continue
-        if info.get("link_type") == "uprobe_multi":
-            links.append({"link_id": int(info["link_id"]), "pid": int(info.get("pid", -1)),
-                          "path": info.get("path", ""), "uprobe_cnt": int(info.get("uprobe_cnt", 0))})
+        links.append(info)
     return links
 
 
+def uprobe_links_of(gpuprof_pid):
+    """The uprobe_multi BPF links a running gpuprof holds: [{link_id, pid, path, uprobe_cnt}]."""
+    return [{"link_id": int(info["link_id"]), "pid": int(info.get("pid", -1)), "path": info.get("path", ""),
+             "uprobe_cnt": int(info.get("uprobe_cnt", 0))}
+            for info in bpf_links_of(gpuprof_pid) if info.get("link_type") == "uprobe_multi"]
+
+
 def bpf_link_ids_of(pid):
-    """Ids of every BPF link process `pid` holds (its fds, /proc/PID/fdinfo):
-    what it must leave behind, on a machine where others hold links too."""
-    ids = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            if os.readlink(fd) != "anon_inode:bpf_link":
-                continue
-            with open(f"/proc/{pid}/fdinfo/{fd.name}") as f:
-                for line in f:
-                    if line.startswith("link_id:"):
-                        ids.add(int(line.split(":")[1]))
-                        break
-        except OSError:
-            continue
-    return ids
+    """Ids of every BPF link process `pid` holds: what it must leave behind,
+    on a machine where others hold links too."""
+    return {int(info["link_id"]) for info in bpf_links_of(pid) if "link_id" in info}
 
 
 def live_bpf_link_ids():
