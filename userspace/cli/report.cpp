@@ -97,13 +97,17 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
   if (folded.gpu_ns_outside_ops)
     notes += "gpuprof: " + std::to_string(folded.gpu_ns_outside_ops / 1000) +
              " us of GPU time launched outside any op (or before the recording) are in no stack\n";
+  // What a stack's value is, in the notes.
+  const char* value = metric == FoldedMetric::kSelfCudaTime ? "GPU time" : "self time";
   if (folded.stacks_below_1us)
-    notes += "gpuprof: " + std::to_string(folded.stacks_below_1us) +
-             " stacks left out: their calls add up to under 1 us of self time\n";
+    notes += "gpuprof: " + std::to_string(folded.stacks_below_1us) + " stacks left out: their calls add up to under 1 us of " +
+             value + "\n";
   if (metric == FoldedMetric::kSamples) notes += samples_lost_note(recording);
-  if (folded.stacks.empty())
-    notes += "gpuprof: no stack has 1 us of self time or more (" + std::to_string(recording.events.size()) +
-             " events): the folded output is empty\n";
+  if (folded.stacks.empty() && metric == FoldedMetric::kSamples)
+    notes += "gpuprof: no CPU samples were taken: the folded output is empty\n";
+  else if (folded.stacks.empty())
+    notes += "gpuprof: no stack has 1 us of " + std::string(value) + " or more (" +
+             std::to_string(recording.events.size()) + " events): the folded output is empty\n";
   std::fwrite(notes.data(), 1, notes.size(), stderr);
   return 0;
 }
