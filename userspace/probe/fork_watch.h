@@ -8,9 +8,9 @@
 #include <string>
 
 #include "events.h"
+#include "probe/ring_reader.h"
 
 struct process_forks_bpf;
-struct ring_buffer;
 
 namespace gpuprof {
 
@@ -30,10 +30,8 @@ class ForkWatch {
 
  private:
   ForkWatch() = default;
-  static int on_record(void* ctx, void* data, size_t size);
   process_forks_bpf* skel_ = nullptr;
-  ring_buffer* rb_ = nullptr;
-  std::function<void(const gp_fork&)> on_fork_;
+  std::unique_ptr<RingReader> ring_;
 };
 
 }  // namespace gpuprof

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "events.h"
+#include "probe/ring_reader.h"
 
 struct library_loads_bpf;
-struct ring_buffer;
 
 namespace gpuprof {
 
@@ -29,10 +29,8 @@ class LibraryLoads {
 
  private:
   LibraryLoads() = default;
-  static int on_record(void* ctx, void* data, size_t size);
   library_loads_bpf* skel_ = nullptr;
-  ring_buffer* rb_ = nullptr;
-  std::function<void(const gp_library_load&)> on_load_;
+  std::unique_ptr<RingReader> ring_;
 };
 
 }  // namespace gpuprof

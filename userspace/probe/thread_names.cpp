@@ -17,7 +17,7 @@ namespace gpuprof {
 ThreadNameCollector::ThreadNameCollector(int pid) : pid_(pid) {}
 
 ThreadNameCollector::~ThreadNameCollector() {
-  if (exits_) ring_buffer__free(exits_);
+  exits_.reset();  // before the maps it reads
   if (skel_) thread_exits_bpf__destroy(skel_);
 }
 
@@ -36,27 +36,21 @@ bool ThreadNameCollector::watch_exits(std::string* error) {
     *error = std::string("cannot attach the thread exit watcher: ") + std::strerror(-err);
     return false;
   }
-  exits_ = ring_buffer__new(bpf_map__fd(skel_->maps.exits), on_exit_record, this, nullptr);
-  if (!exits_) {
-    *error = std::string("cannot open the thread exit ring buffer: ") + std::strerror(errno);
-    return false;
-  }
-  return true;
-}
-
-int ThreadNameCollector::on_exit_record(void* ctx, void* data, size_t size) {
-  if (size < sizeof(gp_thread_exit)) return 0;
-  gp_thread_exit e;
-  std::memcpy(&e, data, sizeof e);
-  e.comm[sizeof e.comm - 1] = 0;
-  // The name at exit is the thread's last (it may have renamed itself
-  // after /proc was read).
-  if (e.comm[0]) static_cast<ThreadNameCollector*>(ctx)->names_[e.tid] = e.comm;
-  return 0;
+  exits_ = RingReader::open<gp_thread_exit>(
+      bpf_map__fd(skel_->maps.exits),
+      [this](const gp_thread_exit& exit) {
+        gp_thread_exit e = exit;
+        e.comm[sizeof e.comm - 1] = 0;
+        // The name at exit is the thread's last (it may have renamed
+        // itself after /proc was read).
+        if (e.comm[0]) names_[e.tid] = e.comm;
+      },
+      "thread exit", error);
+  return exits_ != nullptr;
 }
 
 void ThreadNameCollector::poll() {
-  if (exits_) ring_buffer__consume(exits_);
+  if (exits_) exits_->consume();
 }
 
 std::string ThreadNameCollector::read_name(uint32_t tid) const {

@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "probe/ring_reader.h"
 #include "record/recording.h"
 
 struct thread_exits_bpf;
-struct ring_buffer;
 
 namespace gpuprof {
 
@@ -46,11 +46,10 @@ class ThreadNameCollector {
 
  private:
   std::string read_name(uint32_t tid) const;
-  static int on_exit_record(void* ctx, void* data, size_t size);
 
   int pid_;
   thread_exits_bpf* skel_ = nullptr;
-  ring_buffer* exits_ = nullptr;
+  std::unique_ptr<RingReader> exits_;
   uint32_t last_tid_ = 0;
   std::unordered_map<uint32_t, std::string> names_;  // "" when it could not be read
 };
