@@ -15,11 +15,22 @@
   * `-v`: libbpf's log and the probe details, on nothing else;
   * launch mode after the stop: after -d or Ctrl-C gpuprof waits for the
     command (a second Ctrl-C kills gpuprof and leaves the command running),
-    after SIGTERM it leaves at once; the command's output is unchanged.
+    after SIGTERM it leaves at once; the command's output is unchanged;
+  * the progress line (issue 21, item 2): on a terminal, redrawn in place
+    about once a second with counts that only grow and end at the stop
+    line's, erased before every other line, cut to the terminal's width;
+    none with -q or when stderr is not a terminal.
 """
+import fcntl
 import json
+import os
+import pty
 import re
+import select
 import signal
+import struct
+import subprocess
+import termios
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from chrome_trace_checks import op_calls
-from conftest import (HOST_TORCH, TARGET_PYTHON, WORKLOADS, counter_notes, parse_stopped_line, parse_table, parse_time_us,
+from conftest import (GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOADS, counter_notes, parse_stopped_line, parse_table, parse_time_us,
                       parse_tracing_line, run_gpuprof, touch, wait_for_file, wait_until)
 
 TABLE_WORKLOAD = "table_options.py"
@@ -513,3 +524,130 @@ def test_launch_mode_after_the_stop(procs, workdir, tmp_path, torch_env, stop):
     # command's last line, whether gpuprof was still there to see it or not.
     assert gp.stdout() == (f"lingering: made {LINGERING_CALLS} hypot calls\n" + reported.stdout +
                            "lingering: released\n"), gp.stdout()
+
+
+# --------------------------------------------------------------------------
+# The progress line on a terminal.
+
+ERASE = "\r\x1b[K"  # column 0, clear to the end of the line
+PROGRESS_RE = re.compile(
+    r"gpuprof: (?P<elapsed>\d+)s, (?P<rate>\d+) ops/s, (?P<events>\d+) events(?:, (?P<samples>\d+) samples)?"
+    r"(?:, (?P<gpu>\d+) GPU records)?, (?P<mb>[\d.]+) MB, (?P<lost>\d+) lost")
+# A line drawn: the erase, then the text up to the next control character.
+DRAWN_RE = re.compile(re.escape(ERASE) + r"(gpuprof: \d+s, [^\r\n\x1b]*)")
+SYSTEM_STOPPED_SAMPLES_RE = re.compile(r"^gpuprof: stopped \(duration\);.*; (\d+) samples, \d+ lost;", re.M)
+# Runs for a few seconds of its own clock after torch is imported, whatever the machine's load.
+TIMED_ADD_LOOP = ("import time, torch\na = torch.ones(3)\nend = time.monotonic() + 4\n"
+                  "while time.monotonic() < end: torch.add(a, a)")
+
+
+def run_on_terminal(tmp_path, *args, columns=200, timeout=180):
+    """gpuprof ARGS with its stderr on a pseudo-terminal `columns` wide and
+    its stdout in a file; returns (exit status, all written to the terminal,
+    with the terminal's \\r\\n as \\n, stdout)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    stdout_path = tmp_path / "on_terminal.stdout"
+    with open(stdout_path, "wb") as out:
+        proc = subprocess.Popen([str(GPUPROF), *map(str, args)], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=slave, start_new_session=True)
+    os.close(slave)
+    written = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not select.select([master], [], [], 1.0)[0]:
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: gpuprof and what it launched closed the terminal
+                break
+            if not data:
+                break
+            written += data
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+            pytest.fail(f"gpuprof {' '.join(map(str, args))} did not finish within {timeout} s:\n{written.decode()}")
+    finally:
+        os.close(master)
+    status = proc.wait(timeout=30)
+    return status, written.decode(errors="replace").replace("\r\n", "\n"), stdout_path.read_text()
+
+
+def progress_lines(terminal):
+    """The progress lines drawn, in order, each checked to be erased (or
+    redrawn) before anything else is written: no message shares its line."""
+    drawn = list(DRAWN_RE.finditer(terminal))
+    for m in drawn:
+        assert terminal.startswith(ERASE, m.end()), \
+            f"progress line {m.group(1)!r} not erased before what follows: {terminal[m.end():m.end() + 80]!r}"
+    return [m.group(1) for m in drawn]
+
+
+def without_progress(terminal):
+    """What the terminal shows once every progress line is erased: the plain lines."""
+    return DRAWN_RE.sub("", terminal).replace(ERASE, "")
+
+
+def assert_growing_to(progress, field, final):
+    values = [int(p[field]) for p in progress]
+    assert values == sorted(values), f"{field} went down: {values}"
+    assert values[-1] == final, f"the last progress line's {field} {values[-1]} != the stop line's {final}"
+
+
+def test_progress_line_on_a_terminal_counts_up_to_the_stop_line(tmp_path):
+    """docs/record.md: launch mode with -F, its stderr a terminal: lines
+    drawn about once a second (at least two while the 4 s loop runs, plus
+    the last one), each with every field, events and samples never going
+    down and ending at the stop line's counts; erased before each other line."""
+    status, terminal, stdout = run_on_terminal(tmp_path, "record", "-F", "99", "-o", tmp_path / "run.gpuprof",
+                                               "--", TARGET_PYTHON, "-c", TIMED_ADD_LOOP)
+    assert status == 0, terminal
+    lines = progress_lines(terminal)
+    progress = [PROGRESS_RE.fullmatch(line) for line in lines]
+    assert all(progress), lines
+    while_recording = [p for p in progress[:-1] if int(p["events"]) > 0]
+    assert len(while_recording) >= 2, lines
+    assert all(p["samples"] is not None for p in progress), lines
+    plain = without_progress(terminal)
+    assert "\x1b" not in plain and "\r" not in plain, repr(plain)
+    stopped = parse_stopped_line(plain)
+    assert stopped["reason"] == "target exited", plain
+    assert_growing_to(progress, "events", stopped["events"])
+    assert_growing_to(progress, "samples", stopped["samples"])
+    assert_growing_to(progress, "elapsed", int(progress[-1]["elapsed"]))
+    assert float(progress[-1]["mb"]) > 0 and max(int(p["rate"]) for p in while_recording) > 0, lines
+    assert "aten::add" in stdout  # the table, on stdout as ever
+
+
+def test_progress_line_of_record_all_and_cut_to_a_narrow_terminal(tmp_path):
+    """record -a (samples only, no torch needed) on a terminal 40 columns
+    wide: every line drawn is the start of a full progress line, at most 39
+    characters (never wrapped); at 200 columns the samples count grows to the stop line's."""
+    status, terminal, _ = run_on_terminal(tmp_path, "record", "-a", "--no-ops", "-F", "49", "-d", "3", "-q",
+                                          "-o", tmp_path / "narrow.gpuprof", columns=40)
+    assert status == 0, terminal
+    assert progress_lines(terminal) == [], "-q: no progress line"
+    status, terminal, _ = run_on_terminal(tmp_path, "record", "-a", "--no-ops", "-F", "49", "-d", "3",
+                                          "-o", tmp_path / "narrow.gpuprof", columns=40)
+    assert status == 0, terminal
+    narrow = progress_lines(terminal)
+    assert len(narrow) >= 3 and all(len(line) == 39 for line in narrow), narrow
+    assert all(line.startswith("gpuprof: ") and ", " in line for line in narrow), narrow
+    status, terminal, _ = run_on_terminal(tmp_path, "record", "-a", "--no-ops", "-F", "49", "-d", "3",
+                                          "-o", tmp_path / "wide.gpuprof")
+    assert status == 0, terminal
+    progress = [PROGRESS_RE.fullmatch(line) for line in progress_lines(terminal)]
+    assert len(progress) >= 3 and all(progress), terminal
+    stopped = SYSTEM_STOPPED_SAMPLES_RE.search(without_progress(terminal))
+    assert stopped, terminal
+    assert_growing_to(progress, "samples", int(stopped.group(1)))
+
+
+def test_no_progress_line_when_stderr_is_not_a_terminal(tmp_path):
+    """stderr a pipe (run_gpuprof): the stderr lines as before, no control characters."""
+    result = run_gpuprof("record", "-o", tmp_path / "run.gpuprof", "--", TARGET_PYTHON, "-c", TIMED_ADD_LOOP,
+                         timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "ops/s" not in result.stderr and "\x1b" not in result.stderr and "\r" not in result.stderr, result.stderr
+    assert parse_stopped_line(result.stderr)["events"] > 0

@@ -15,10 +15,15 @@ exit 2:
   * a trace cut that keeps no op call says how long the recording is;
   * --help (item 7): examples first, options in named groups, every line
     wrapped to the terminal (or $COLUMNS), no CLI11 "Needs:"/"Excludes:".
+  * a disk that fills (issue 21, item 5): mid-recording, an error that says
+    the file is valid up to its last complete chunk and that `gpuprof report
+    FILE` reads it, which it does without calling gpuprof killed; full from
+    the start, an error and no file left behind.
 
 The privilege messages of launch mode and -a are in test_privileges.py.
 """
 import datetime
+import errno
 import fcntl
 import json
 import os
@@ -31,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, TARGET_PYTHON, error_lines, run_gpuprof
+from conftest import REPO_ROOT, TARGET_PYTHON, error_lines, parse_table, run_gpuprof
 
 KERNEL_MAX_HZ = int(Path("/proc/sys/kernel/perf_event_max_sample_rate").read_text())
 
@@ -212,3 +217,60 @@ def test_help_puts_examples_first_groups_options_and_fits_the_terminal(command):
         assert len(wide.splitlines()) < len(text.splitlines())
     # On a terminal, its width, whatever $COLUMNS says.
     assert help_on_a_terminal(command, 100) == run_gpuprof(command, "--help", env={"COLUMNS": "100"}).stdout
+
+
+# --------------------------------------------------------------------------
+# A full disk: a tmpfs of SMALL_DISK_KB made for the test.
+
+SMALL_DISK_KB = 2048
+# Long enough to fill the small disk many times over (tens of MB of events).
+LONG_ADD_LOOP = ("import time, torch\na = torch.ones(3)\nend = time.monotonic() + 8\n"
+                 "while time.monotonic() < end: torch.add(a, a)")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SMALL_DISK_KB}k", "tmpfs", str(mount_point)], check=True)
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_a_disk_that_fills_while_recording_leaves_a_file_report_reads(small_disk):
+    record_file = small_disk / "run.gpuprof"
+    result = run_gpuprof("record", "-o", record_file, "--", TARGET_PYTHON, "-c", LONG_ADD_LOOP, timeout=180)
+    assert result.returncode == 1, result.stderr
+    assert error_lines(result.stderr) == [
+        f"gpuprof: error: cannot write {record_file}: No space left on device; {record_file} is valid up to "
+        f"its last complete chunk: gpuprof report {record_file} reads it"], result.stderr
+    assert result.stdout == ""  # no table: the recording failed
+    report = run_gpuprof("report", record_file)
+    assert report.returncode == 0, report.stderr
+    assert "killed" not in report.stdout + report.stderr and "incomplete" not in report.stderr, report.stderr
+    assert "gpuprof: warning: the disk filled: the recording stops there" in report.stdout + report.stderr
+    # Every chunk written before the disk filled: tens of thousands of calls
+    # fit in it (a file cut at its start would hold none).
+    assert parse_table(report.stdout).calls()["aten::add"] > 10000, report.stdout
+    # The command runs on to its end, gpuprof waiting for it, as after -d.
+    assert re.search(r"^gpuprof: waiting for \d+ to exit", result.stderr, re.M), result.stderr
+
+
+def test_a_disk_full_from_the_start_leaves_no_file(small_disk):
+    fd = os.open(small_disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"\0" * 65536)  # a short write fills the last page, the next one fails
+    except OSError as e:
+        assert e.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    record_file = small_disk / "run.gpuprof"
+    result = run_gpuprof("record", "-o", record_file, "--", TARGET_PYTHON, "-c", "import torch; torch.ones(3)",
+                         timeout=180)
+    assert result.returncode == 1, result.stderr
+    assert error_lines(result.stderr) == [
+        f"gpuprof: error: cannot write {record_file}: No space left on device"], result.stderr
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]

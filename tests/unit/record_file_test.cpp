@@ -347,7 +347,7 @@ void expect_every_cut_reads_the_complete_chunks(const std::vector<uint8_t>& file
     const Boundary& last = last_boundary_before(bounds, len);
     check(*rec, last);
     if (::testing::Test::HasFatalFailure()) return;
-    std::string reason = "no END chunk: the recorder did not finish (was it killed?)";
+    std::string reason = "no END chunk: the recorder did not finish (killed, or its disk full)";
     if (len > last.end)
       reason += "; ignored " + std::to_string(len - last.end) +
                 " bytes of a torn chunk at offset " + std::to_string(last.end);
@@ -577,7 +577,7 @@ TEST_F(RecordFileTest, WriterKilledBySigkillLeavesAReadableFile) {
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
-  EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (was it killed?)");
+  EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (killed, or its disk full)");
   EXPECT_TRUE(same_events(rec->events, flushed));
   EXPECT_EQ(rec->clock.end_monotonic_ns, 0u);
 }
@@ -3072,7 +3072,7 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithLaunches) {
   EXPECT_FALSE(torn->complete);
   EXPECT_EQ(torn->launches, first_n(full->launches, 2));
   EXPECT_EQ(torn->incomplete_reason,
-            "no END chunk: the recorder did not finish (was it killed?); ignored " +
+            "no END chunk: the recorder did not finish (killed, or its disk full); ignored " +
                 std::to_string(16 + 64 + 10) + " bytes of a torn chunk at offset " +
                 std::to_string(second_launches));
   // And any single flipped byte: a clear error or an incomplete recording.
@@ -3802,7 +3802,7 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithGpuActivities) {
   EXPECT_EQ(torn->launch_names, first_n(full->launch_names, 1 + 2 + 3));
   EXPECT_EQ(torn->cupti_shim, std::nullopt);
   EXPECT_EQ(torn->incomplete_reason,
-            "no END chunk: the recorder did not finish (was it killed?); ignored " +
+            "no END chunk: the recorder did not finish (killed, or its disk full); ignored " +
                 std::to_string(16 + 48 + 10) + " bytes of a torn chunk at offset " +
                 std::to_string(second));
   // And any single flipped byte: a clear error or an incomplete recording.
@@ -3824,7 +3824,7 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedGpuActivities) {
   auto rec = read_recording(path_, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
-  EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (was it killed?)");
+  EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (killed, or its disk full)");
   EXPECT_EQ(rec->launch_names, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(rec->gpu_correlations, first_n(c, 5));
   EXPECT_EQ(rec->gpu_activities, first_n(a, 5));

@@ -115,7 +115,9 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_option("--keep", options.keep, "with --rotate: keep only the last N files (bounded disk)")
       ->check(CLI::Range(1u, 1000000u))
       ->needs(rotate);
-  record->add_flag("-q,--quiet", options.quiet, "do not print the table when recording stops");
+  record->add_flag("-q,--quiet", options.quiet,
+                   "no progress line while recording (shown when stderr is a terminal) and no table when "
+                   "recording stops");
   record->add_flag("-v,--verbose", options.verbose, "print probe and libbpf details");
   add_table_options(*record, options.table);
   add_trace_export_options(*record, options.table.trace);
@@ -309,6 +311,7 @@ int run_record(RecordOptions options) {
   config.with_stack = options.with_stack;
   config.follow_forks = options.follow_forks;
   config.verbose = options.verbose;
+  config.progress = !options.quiet;  // drawn only when stderr is a terminal
   int status = 0;
   RecordOutcome outcome;
   {

@@ -45,6 +45,7 @@
 #include "record/schedule.h"
 #include "base/session_loop.h"
 #include "torch/shape_collector.h"
+#include "collect/progress_line.h"
 #include "collect/system_session.h"
 #include "target/target_process.h"
 #include "probe/thread_names.h"
@@ -176,6 +177,7 @@ class Session {
   void handle_signals();
   void handle_child_state();
   RecordStats counters_now() const;
+  ProgressCounters progress_counters(uint64_t now_ns) const;
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
   bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
@@ -194,6 +196,7 @@ class Session {
     return false;
   }
   bool finish();
+  bool close_after_write_error();
 
   const RecordConfig& config_;
   RecordOutcome outcome_;
@@ -270,6 +273,9 @@ class Session {
   std::string shim_error_;
   RetryEvery shim_retry_;
   uint64_t launches_recorded_ = 0;
+  uint64_t op_calls_recorded_ = 0;       // op entries: the progress line's ops/s
+  uint64_t gpu_activities_recorded_ = 0;
+  std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
   ExitlessCalls exitless_;
   std::optional<RuntimeOps> runtime_ops_;  // from begin_record on
   std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
@@ -438,6 +444,22 @@ RecordStats Session::counters_now() const {
   counters.events_lost = tracer_->events_lost();
   counters.mem_events_lost = tracer_->mem_events_lost();
   if (sampler_) counters.samples_lost = sampler_->lost();
+  return counters;
+}
+
+// The progress line's figures: counters kept anyway, and the BPF programs'
+// lost counters (memory-mapped reads).
+ProgressCounters Session::progress_counters(uint64_t now_ns) const {
+  ProgressCounters counters;
+  counters.now_ns = now_ns;
+  counters.op_calls = op_calls_recorded_;
+  counters.events = stats_.events_recorded;
+  if (config_.sample_hz) counters.samples = samples_recorded_;
+  if (cupti_shim_) counters.gpu_records = gpu_activities_recorded_;
+  if (writer_) counters.bytes_written = writer_->bytes_written(RecordOutputs::kMain);
+  counters.lost = tracer_->events_lost() + tracer_->mem_events_lost();
+  if (sampler_) counters.lost += sampler_->lost();
+  if (launch_tracer_) counters.lost += launch_tracer_->lost() + launch_tracer_->gpu_records_lost();
   return counters;
 }
 
@@ -852,7 +874,11 @@ void Session::on_gpu_activity(const gp_gpu_activity& a) {
   activity.name_id = gpu_activity_name_id(a);
   if (config_.on_gpu_activity) config_.on_gpu_activity(activity);
   std::string err;
-  if (write_error_.empty() && !writer_->append_gpu_activities(&activity, 1, &err)) write_failed(err);
+  if (!write_error_.empty()) return;
+  if (writer_->append_gpu_activities(&activity, 1, &err))
+    gpu_activities_recorded_++;
+  else
+    write_failed(err);
 }
 
 // The id of a kernel name in the record (defined on first use), shared by
@@ -936,7 +962,10 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (config_.on_op_event) config_.on_op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
-  if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
+  if (event.kind == GP_EV_OP_ENTRY) {
+    exitless_.on_entry(event.op_id);
+    op_calls_recorded_++;
+  }
   if (shapes_ && event.kind == GP_EV_OP_ENTRY && !named_by_payload) {
     if (!payload.words.empty())
       shapes_->add_entry(index, event.op_id, payload.words);
@@ -1274,7 +1303,9 @@ bool Session::finish() {
   thread_names_->poll();
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   update_file_info();
-  if (!write_error_.empty()) return fail(write_error_);
+  if (!write_error_.empty()) return close_after_write_error();
+  // The final counts, while the file is open (its size), for the stop line to erase.
+  if (progress_) progress_->last(progress_counters(clock_ns(CLOCK_MONOTONIC)));
   if (!switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
   if (sampler_ && !python_config_ && python_may_appear_)  // never came up: say so now
     note_problem("samples without Python frames: " + python_missing_);
@@ -1318,6 +1349,19 @@ bool Session::finish() {
                static_cast<unsigned long long>(stats_.events_lost), memory.c_str(),
                wrote_part(config_, written).c_str());
   return true;
+}
+
+// A full disk leaves the main file with every chunk written before, closed
+// with the room kept for that (RecordWriter::disk_full) or, where none could
+// be kept, ending at its last whole chunk: readable either way, and said so.
+bool Session::close_after_write_error() {
+  if (!writer_->disk_full(RecordOutputs::kMain)) return fail(write_error_);
+  const std::string path = writer_->path(RecordOutputs::kMain);
+  keep_problem("the disk filled: the recording stops there");
+  stats_.stop_reason = outcome_.stop_reason;
+  std::string ignored;  // the file may not close (no room kept): it is readable all the same
+  switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &ignored);
+  return fail(disk_full_error(write_error_, path));
 }
 
 RecordOutcome Session::run() {
@@ -1418,6 +1462,7 @@ RecordOutcome Session::run() {
   for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) epoll_watch(epoll.get(), fd);
 
   uint64_t last_flush = clock_ns(CLOCK_MONOTONIC);
+  progress_.emplace(config_.progress, last_flush);
   if (launched_) handle_child_state();  // it may already be stopped or gone
   bool fork_fd_polled = false;
   while (!stopped_) {
@@ -1458,7 +1503,8 @@ RecordOutcome Session::run() {
       update_file_info();
       if (!switcher_->tick(now, counters_now(), &err)) write_error_ = err;
     }
-    if (!write_error_.empty()) stop("write error");
+    if (!write_error_.empty()) stop(writer_ && writer_->disk_full(RecordOutputs::kMain) ? "disk full" : "write error");
+    if (progress_->active()) progress_->tick(progress_counters(now));
     if (config_.on_tick && !config_.on_tick(now, tracer_->events_lost())) stop("quit");
     if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
       try_attach_catch();
@@ -1486,6 +1532,10 @@ RecordOutcome Session::run() {
 
 std::string stop_hint(const RecordConfig& config) {
   return config.duration_s > 0 ? "" : "; " + config.stop_key + " to stop";
+}
+
+std::string disk_full_error(const std::string& write_error, const std::string& path) {
+  return write_error + "; " + path + " is valid up to its last complete chunk: gpuprof report " + path + " reads it";
 }
 
 std::string wrote_part(const RecordConfig& config, const std::string& files) {

@@ -41,6 +41,9 @@ struct RecordConfig {
   bool with_stack = false;      // --with-stack: the Python stack at every op entry
   bool follow_forks = false;    // --follow-forks: trace the ops of the target's child processes too
   bool verbose = false;
+  // A progress line on stderr while recording, when stderr is a terminal
+  // (record without -q: progress_line.h).
+  bool progress = false;
   // --schedule (schedule.h): mode GP_SCHEDULE_OFF for none; with
   // GP_SCHEDULE_BY_OP, step_ops names the step ops (--step-op).
   gp_schedule schedule = {};
@@ -91,6 +94,9 @@ struct RecordConfig {
 
 // "; KEY to stop" for the start line of a session without -d, else "".
 std::string stop_hint(const RecordConfig& config);
+// The session's error when the disk filled under the record file at `path`
+// (RecordWriter::disk_full): what failed, and that the file reads.
+std::string disk_full_error(const std::string& write_error, const std::string& path);
 // "; wrote FILES" for the stop line ("" for kLiveOnly).
 std::string wrote_part(const RecordConfig& config, const std::string& files);
 

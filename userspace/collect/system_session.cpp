@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/bounded_cache.h"
+#include "collect/progress_line.h"
 #include "probe/cpu_sampler.h"
 #include "torch/dispatcher_catalog.h"
 #include "torch/exitless_calls.h"
@@ -141,6 +142,7 @@ class SystemSession {
   void reap_exited();
   bool flush_tables();
   bool finish();
+  ProgressCounters progress_counters(uint64_t now) const;
   void stop(const char* reason) {
     if (!stopped_) outcome_.stop_reason = reason;
     stopped_ = true;
@@ -206,6 +208,8 @@ class SystemSession {
   uint64_t last_reap_ns_ = 0;
   uint64_t samples_recorded_ = 0;
   uint64_t launches_recorded_ = 0;
+  uint64_t op_calls_recorded_ = 0;  // op entries: the progress line's ops/s
+  std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
   ExitlessCalls exitless_;
 };
 
@@ -505,7 +509,10 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
     return;
   }
   stats_.events_recorded++;
-  if (event.kind == GP_EV_OP_ENTRY) exitless_.on_entry(event.op_id);
+  if (event.kind == GP_EV_OP_ENTRY) {
+    exitless_.on_entry(event.op_id);
+    op_calls_recorded_++;
+  }
   if (config_.on_op_event) config_.on_op_event(event, index);
 }
 
@@ -722,6 +729,7 @@ RecordOutcome SystemSession::run() {
                  signals.fd(), timer.get(), config_.input_fd})
     epoll_watch(epoll.get(), fd);
   uint64_t last_flush = now_ns();
+  progress_.emplace(config_.progress, last_flush);
   while (!stopped_) {
     epoll_event events[4];
     int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
@@ -747,11 +755,27 @@ RecordOutcome SystemSession::run() {
       last_flush = now;
       reap_exited();  // after the flush: only processes whose description is written
     }
-    if (!write_error_.empty()) stop("write error");
+    if (!write_error_.empty()) stop(writer_->disk_full() ? "disk full" : "write error");
+    if (progress_->active()) progress_->tick(progress_counters(now));
     if (config_.on_tick && !config_.on_tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
   }
   if (!finish()) outcome_.ok = false;
   return outcome_;
+}
+
+// The progress line's figures: counters kept anyway, and the BPF programs'
+// lost counters (memory-mapped reads). No GPU records: -a takes none.
+ProgressCounters SystemSession::progress_counters(uint64_t now) const {
+  ProgressCounters counters;
+  counters.now_ns = now;
+  counters.op_calls = op_calls_recorded_;
+  counters.events = stats_.events_recorded;
+  if (config_.sample_hz) counters.samples = samples_recorded_;
+  counters.bytes_written = writer_->bytes_written();
+  if (tracer_) counters.lost = tracer_->events_lost();
+  if (sampler_) counters.lost += sampler_->lost();
+  if (launch_tracer_) counters.lost += launch_tracer_->lost();
+  return counters;
 }
 
 bool SystemSession::finish() {
@@ -771,6 +795,15 @@ bool SystemSession::finish() {
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   std::string error;
   flush_tables();
+  if (!write_error_.empty() && writer_->disk_full()) {
+    // Closed with the room kept for it (RecordWriter::disk_full); where
+    // none could be kept it ends at its last whole chunk: readable both ways.
+    stats_.problems.push_back("the disk filled: the recording stops there");  // for report; the error says it now
+    stats_.events_recorded = writer_->events_written();  // those buffered then are not in the file
+    (void)writer_->set_thread_names(thread_names_->names(), &error);
+    (void)writer_->finish(stats_, now_ns(), &error);
+    return fail(disk_full_error(write_error_, config_.output_path));
+  }
   if (!write_error_.empty()) return fail(write_error_);
   if (!writer_->set_thread_names(thread_names_->names(), &error)) warn(error);
   if (cuda_runtime_) {
@@ -786,6 +819,7 @@ bool SystemSession::finish() {
             " lost";
   more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
           " traced";
+  if (progress_) progress_->last(progress_counters(now_ns()));
   std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
                outcome_.stop_reason.c_str(), detach_ms, static_cast<unsigned long long>(stats_.events_recorded),
                static_cast<unsigned long long>(stats_.events_lost), more.c_str(),

@@ -1122,7 +1122,7 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
                 ", before the " + seen.mandatory_names() + " chunks are complete");
   rec.complete = seen.end;
   if (!seen.end) {
-    rec.incomplete_reason = "no END chunk: the recorder did not finish (was it killed?)";
+    rec.incomplete_reason = "no END chunk: the recorder did not finish (killed, or its disk full)";
     if (torn_bytes > 0)
       rec.incomplete_reason += "; ignored " + std::to_string(torn_bytes) +
                                " bytes of a torn chunk at offset " + std::to_string(off);
@@ -1198,20 +1198,53 @@ std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::s
 bool RecordWriter::check_state(State want, const char* what, std::string* error) const {
   if (state_ == want && fd_.get() >= 0) return true;  // fd < 0: moved from
   *error = path_ + ": " + what +
-           (state_ == State::kFailed ? " after an earlier write error"
+           (state_ == State::kFailed || state_ == State::kDiskFull ? " after an earlier write error"
                                      : " called out of order (internal error)");
   return false;
 }
 
+// Keeps kRecordClosingReserve bytes allocated past the next `bytes`, in
+// steps of that much (one fallocate per step, not per chunk). A file system
+// out of room refuses: nothing of the chunk is written, and the room taken
+// before is there for finish().
+bool RecordWriter::keep_room_for(size_t bytes, std::string* error) {
+  if (closing_ || !can_reserve_ || offset_ + bytes + kRecordClosingReserve <= reserved_to_) return true;
+  const uint64_t to = offset_ + bytes + 2 * kRecordClosingReserve;
+  if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(to - offset_)) == 0) {
+    reserved_to_ = to;
+    return true;
+  }
+  const int why = errno;
+  if (why != ENOSPC && why != EDQUOT) {
+    can_reserve_ = false;  // no fallocate here (a pipe, /dev/null, a file system without it)
+    return true;
+  }
+  // A failed call may undo its whole range not yet written, the room kept
+  // before included (tmpfs does): take that much again.
+  if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(kRecordClosingReserve)) != 0)
+    can_reserve_ = false;
+  stop_writing(why, error);
+  return false;
+}
+
+void RecordWriter::stop_writing(int error_number, std::string* error) {
+  *error = "cannot write " + path_ + ": " + std::strerror(error_number);
+  state_ = (error_number == ENOSPC || error_number == EDQUOT) && !closing_ ? State::kDiskFull : State::kFailed;
+}
+
 // One write loop for the whole buffer: a killed writer tears at most this one.
 bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* error) {
+  if (!keep_room_for(bytes.size(), error)) return false;
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t r = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      *error = "cannot write " + path_ + ": " + std::strerror(r < 0 ? errno : EIO);
-      state_ = State::kFailed;
+      const int why = r < 0 ? errno : EIO;
+      // A torn chunk is cut off: the file ends at its last whole chunk.
+      if (done > 0 && ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0)
+        lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_SET);
+      stop_writing(why, error);
       return false;
     }
     done += static_cast<size_t>(r);
@@ -1249,8 +1282,14 @@ bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
   if (options.sample_hz > 0) f.u32(options.sample_hz);
   if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
       !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error) ||
-      !write_chunk(ChunkType::OPTIONS, f.b, error))
+      !write_chunk(ChunkType::OPTIONS, f.b, error)) {
+    // Without its mandatory chunks the file is no recording: no stub is
+    // left (a full disk at the start). Only a file this writer made.
+    struct stat st;
+    if (fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode)) unlink(path_.c_str());
+    state_ = State::kFailed;
     return false;
+  }
   ops_count_ = ops.size();
   options_ = options;
   state_ = State::kBegun;
@@ -1587,7 +1626,7 @@ bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std
 }
 
 bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
-  if (!check_state(State::kBegun, "set_cuda_runtime", error)) return false;
+  if (!disk_full() && !check_state(State::kBegun, "set_cuda_runtime", error)) return false;  // finish() writes it
   auto refuse = [&](const std::string& why) {
     *error = path_ + ": not recording the CUDA runtime: " + why;
     return false;
@@ -1653,7 +1692,7 @@ bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t c
 }
 
 bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
-  if (!check_state(State::kBegun, "set_cupti_shim", error)) return false;
+  if (!disk_full() && !check_state(State::kBegun, "set_cupti_shim", error)) return false;  // finish() writes it
   auto refuse = [&](const std::string& why) {
     *error = path_ + ": not recording the CUPTI shim: " + why;
     return false;
@@ -1732,7 +1771,7 @@ bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
 }
 
 bool RecordWriter::set_thread_names(const std::vector<ThreadName>& names, std::string* error) {
-  if (!check_state(State::kBegun, "set_thread_names", error)) return false;
+  if (!disk_full() && !check_state(State::kBegun, "set_thread_names", error)) return false;  // finish() writes it
   if (std::string problem = thread_names_problem(names); !problem.empty()) {
     *error = path_ + ": not recording the thread names: " + problem;
     return false;
@@ -1892,7 +1931,12 @@ bool RecordWriter::flush(std::string* error) {
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
-  if (!check_state(State::kBegun, "finish", error) || !flush(error)) return false;
+  if (state_ == State::kDiskFull && fd_.get() >= 0) {
+    closing_ = true;  // what is buffered is dropped: the room kept is the closing chunks'
+    state_ = State::kBegun;
+  } else if (!check_state(State::kBegun, "finish", error) || !flush(error)) {
+    return false;
+  }
   if (cuda_runtime_) {
     Encoder c;
     cuda_runtime_fields(c, *cuda_runtime_);
@@ -1913,6 +1957,7 @@ bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, s
   e.u64(end_monotonic_ns);
   if (!write_chunk(ChunkType::STATS, s.b, error) || !write_chunk(ChunkType::END, e.b, error))
     return false;
+  if (reserved_to_ > offset_) (void)!ftruncate(fd_.get(), static_cast<off_t>(offset_));  // the room kept, given back
   if (fd_.reset() != 0) {
     *error = "cannot write " + path_ + ": " + std::strerror(errno);
     state_ = State::kFailed;

@@ -265,6 +265,10 @@ inline constexpr size_t kRecordChunkHeaderSize = 16;
 inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // A thread name's longest (Linux's comm is 15 bytes; room for others).
 inline constexpr size_t kRecordMaxThreadName = 255;
+// The room a record writer keeps allocated past its file's end, for the
+// chunks that close the file after the disk filled (RecordWriter::disk_full).
+inline constexpr uint64_t kRecordClosingReserve = 128 << 10;
+
 // The writer emits an EVENTS chunk once this many payload bytes are buffered
 // (2048 events), and a LAUNCHES chunk (1024 launches; after the pending
 // launch names), a LAUNCH_NAMES chunk, a GPU_CORRELATIONS chunk (2048
@@ -499,7 +503,17 @@ class RecordWriter {
   // THREAD_NAMES chunk (when set_thread_names gave any), the STATS and END
   // chunks, then closes the file (a close error is reported).
   // stats are stored as given.
+  // After disk_full(): what was buffered is dropped and the closing chunks
+  // go into the room kept for them, so the file still ends properly.
   bool finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
+
+  // The file system had no room for the next chunk (ENOSPC, EDQUOT). The
+  // writer keeps kRecordClosingReserve bytes allocated past the file's end
+  // (fallocate, where the file system has it) and stops before a chunk that
+  // would eat into them: the file holds every chunk before, whole, and
+  // finish() can still close it. Where nothing could be kept, a chunk torn
+  // by the full disk is cut off again: the file ends at its last whole chunk.
+  bool disk_full() const { return state_ == State::kDiskFull; }
 
   // Bytes written to the file so far (the offset of the next chunk).
   uint64_t bytes_written() const { return offset_; }
@@ -530,7 +544,7 @@ class RecordWriter {
   }
 
  private:
-  enum class State { kCreated, kBegun, kFinished, kFailed };
+  enum class State { kCreated, kBegun, kFinished, kFailed, kDiskFull };
   // Which items of an appended sequence (events, samples) have a property
   // (ENTRY, in_kernel), for every item not below a mark that only rises:
   // older words are dropped now and then, so memory follows the distance
@@ -548,6 +562,8 @@ class RecordWriter {
   RecordWriter(int fd, std::string path);
   bool check_state(State want, const char* what, std::string* error) const;
   bool write_bytes(const std::vector<uint8_t>& bytes, std::string* error);
+  bool keep_room_for(size_t bytes, std::string* error);
+  void stop_writing(int error_number, std::string* error);
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
   bool flush_events(std::string* error);
   bool flush_mem_events(std::string* error);
@@ -602,6 +618,9 @@ class RecordWriter {
   std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
   std::unordered_set<uint32_t> tids_defined_;      // THREAD_PROCESSES written
   uint64_t offset_ = 0;
+  uint64_t reserved_to_ = 0;  // bytes [0, reserved_to_) are allocated (keep_room_for)
+  bool can_reserve_ = true;   // false where the file system has no fallocate
+  bool closing_ = false;      // finish() after a full disk: writing into the room kept
   uint64_t events_written_ = 0;
   uint64_t mem_events_written_ = 0;
   size_t ops_count_ = 0;  // for validating events (the reader's rules)

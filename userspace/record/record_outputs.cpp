@@ -66,7 +66,8 @@ bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_
   RecordWriter writer = std::move(*file.writer);
   file.writer.reset();
   RecordStats own = stats;
-  own.events_recorded = file.events;
+  // After a full disk, the events buffered then are not in the file.
+  own.events_recorded = writer.disk_full() ? writer.events_written() : file.events;
   const RecordStats& at_open = file.counters_at_open;
   own.events_lost -= std::min(own.events_lost, at_open.events_lost);
   own.mem_events_lost -= std::min(own.mem_events_lost, at_open.mem_events_lost);

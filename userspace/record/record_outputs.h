@@ -43,6 +43,9 @@ class RecordOutputs {
   bool open(Output output, const std::string& path, uint64_t start_monotonic_ns,
             const RecordStats& counters_now, std::string* error);
   bool is_open(Output output) const { return files_[output].writer.has_value(); }
+  // The disk had no room for `output`'s next chunk (RecordWriter::disk_full):
+  // close() still ends it properly, with the chunks written before.
+  bool disk_full(Output output) const { return is_open(output) && files_[output].writer->disk_full(); }
   const std::string& path(Output output) const { return files_[output].path; }
   uint64_t bytes_written(Output output) const;
   uint64_t opened_at_ns(Output output) const { return files_[output].start_ns; }
