@@ -89,9 +89,11 @@ void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_
                        " of " + fixed(status.elapsed_s, 1) + " s, " + std::string(sorted_by);
   if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
   if (options.paused) second += ", PAUSED";
-  if (!status.times.empty()) second += ", " + status.times;
-  if (!status.state.empty()) second += " - " + status.state;
-  line(second);
+  // What is going on ("stopped (target exited)") matters more than what
+  // the times are: on a narrow screen the times go first.
+  const std::string state = status.state.empty() ? "" : " - " + status.state;
+  const std::string times = status.times.empty() ? "" : ", " + status.times;
+  line(text_width(second + times + state) <= options.width ? second + times + state : second + state);
   // The third line: the GPU's figures when the CUPTI shim sends them, else blank.
   if (status.gpu && gpu) {
     const double busy = seconds > 0 && gpu->devices ? 100.0 * gpu->busy_ns / 1e9 / seconds / gpu->devices : 0;
