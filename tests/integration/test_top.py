@@ -538,35 +538,122 @@ def test_gpu_figures_of_a_job_started_with_the_cupti_shim(procs, workdir):
     calls = {"aten::cuda_linear": steps, "aten::cuda_replay": steps, "aten::cuda_add": steps,
              "aten::cuda_launch_errors": 1}
     shown = {name: (rows[name][4], int(rows[name][5])) for name in planted_us if name in rows}
-    # OPEN DEFECT (2026-11-26, the closing note): top credits a few GPU
-    # records fewer than were planted, every op alike, calls exact: 0.65%
-    # short in a fresh-clone CI run on an idle machine (cuda_linear
-    # 64.578ms of 65.000ms), 1.8-2.8% with three test sessions sharing the
-    # 2 cores; `record -p` of the same job has them all. The stop line
-    # (below) showed the shim's records lost by the ring buffer: top drains
-    # it less often than record does. Until that is fixed, the figures are
-    # held to the planted ones from below, within 5%, and to each other
-    # (the loss falls on every op alike).
+    # Every GPU record reaches top (its stop line below says none was
+    # lost), so the figures since the start are the planted ones, exactly.
+    # (They were 0.65-2.8% short while top's live join scanned every launch
+    # it held for each call that completed: main's own launch, outside every
+    # op, is held for 10 s, so the loop slowed as they piled up, drained the
+    # GPU ring less often than record's, and the ring overflowed.)
     expected_ms = {name: us * calls[name] / 1000 for name, us in planted_us.items()}
     assert {name: n for name, (_, n) in shown.items()} == calls, rows
-    got_ms = {name: parse_time_us(text) / 1000 for name, (text, _) in shown.items()}
-    for name, want in expected_ms.items():
-        assert 0.95 * want <= got_ms[name] <= want + 0.0005, (name, got_ms, expected_ms)
-    shares = [got_ms[n] / expected_ms[n] for n in expected_ms if expected_ms[n]]
-    assert max(shares) - min(shares) <= 0.005, (got_ms, expected_ms)
+    assert {name: text for name, (text, _) in shown.items()} == {
+        name: f"{ms:.3f}ms" if ms >= 1 else f"{ms * 1000:.3f}us" for name, ms in expected_ms.items()}, rows
     assert list(rows) == list(planted_us), rows
-    # kernels/s is the 7 per step over the time shown (to 0.1 s), rounded,
-    # less what is lost as above.
+    # kernels/s is the 7 per step over the time shown (to 0.1 s), rounded.
     seconds = float(m.group(1))
     kernels_per_s = int(re.fullmatch(r"GPU busy [\d.]+% \(1 device\), (\d+) kernels/s", gpu_line).group(1))
-    assert 0.95 * 7 * steps / (seconds + 0.05) - 0.5 <= kernels_per_s <= 7 * steps / max(seconds - 0.05, 1e-9) + 0.5, (
+    assert 7 * steps / (seconds + 0.05) - 0.5 <= kernels_per_s <= 7 * steps / max(seconds - 0.05, 1e-9) + 0.5, (
         gpu_line, second)
     # gpuprof's own stop line: two events per op call, and the launches
-    # (6 per step: the 4 of cuda_linear, the graph's, main's own).
-    # (The GPU records top's ring had no room for are counted at its end:
-    # the loss above, OPEN DEFECT.)
+    # (6 per step: the 4 of cuda_linear, the graph's, main's own); no GPU
+    # record lost (the line would end "; N GPU records lost (ring buffer
+    # full)").
     stopped = re.search(r"^gpuprof: stopped \(target exited\); detach [\d.]+ ms; (\d+) events, 0 lost; "
-                        r"(\d+) CUDA launches, 0 lost(?:; \d+ GPU records lost \(ring buffer full\))?$",
-                        top.stderr(), re.M)
+                        r"(\d+) CUDA launches, 0 lost$", top.stderr(), re.M)
     assert stopped, top.stderr()
     assert (int(stopped[1]), int(stopped[2])) == (2 * sum(calls.values()), 6 * steps), (stopped[0], calls)
+
+
+def screen_table(screen):
+    """The op table on a screen: (column headers after Name, [(name, cells)] in screen order)."""
+    lines = screen.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("Name"))
+    headers = re.split(r"\s{2,}", lines[header].strip())[1:]
+    rows = []
+    for line in lines[header + 1:]:
+        if not line.strip():
+            break
+        cells = re.split(r"\s{2,}", line.strip())
+        assert len(cells) == len(headers) + 1, (line, headers)
+        rows.append((cells[0], cells[1:]))
+    return headers, rows
+
+
+# docs/top.md, "Narrow terminals": the columns each width keeps for a sort
+# key (the unit tests hold the rule; here, what the screen shows).
+NARROW_COLUMNS = {
+    (70, "count"): ["Self CPU %", "Self CPU", "CPU total", "# Calls"],
+    (60, "count"): ["Self CPU %", "Self CPU", "CPU total", "# Calls"],
+    (70, "cpu_time"): ["Self CPU", "CPU total", "CPU avg", "# Calls"],
+    (60, "cpu_time"): ["Self CPU", "CPU total", "CPU avg", "# Calls"],
+}
+SORT_KEY_COLUMN = {"count": "# Calls", "cpu_time": "CPU avg"}
+
+
+def test_narrow_terminals_cut_no_number(procs, workdir, tmp_path):
+    # Issue 21, item 4: at 70 columns `# Calls` read `18` for 1865, and at
+    # 60 it was gone while being the sort key. A paused screen holds one
+    # interval's table, so the same rows at 200 columns are the full-width
+    # figures: every cell a narrow screen shows must be one of them,
+    # exactly, in the column of the same name, the sort key's column among
+    # them; the name may end in `…`. Then the summary top prints when it
+    # ends fits the terminal too.
+    target, pid = start_until_stop(procs, workdir)
+    tmux = Tmux(tmp_path, width=200, height=40)
+    try:
+        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
+        tmux.wait_for(rf"^gpuprof top - {pid} \(python3\)", timeout=120)
+        touch(workdir, "go")
+        tmux.wait_for(r"^aten::mm ")
+        tmux.keys("p")
+        tmux.steady_table(r", PAUSED, ")
+
+        def steady(pattern, width):
+            """The table once two captures agree, at `width` columns."""
+            assert tmux.run("resize-window", "-t", "t", "-x", str(width)).returncode == 0
+            deadline = time.monotonic() + 30
+            last = None
+            while time.monotonic() < deadline:
+                screen = tmux.screen()
+                lines = screen.splitlines()
+                if re.search(pattern, screen, re.M) and any(l.startswith("Name") for l in lines) and \
+                        max(len(l.rstrip()) for l in lines) <= width:
+                    table = screen_table(screen)
+                    if table == last:
+                        return screen, table
+                    last = table
+                time.sleep(0.1)
+            pytest.fail(f"no steady {width}-column screen with {pattern!r}:\n{tmux.screen()}")
+
+        for key, sort in (("6", "count"), ("5", "cpu_time")):
+            tmux.keys(key)
+            _, (all_headers, full) = steady(rf"sorted by {sort}, ", 200)
+            assert all_headers == ["Self CPU %", "Self CPU", "CPU total", "CPU avg", "# Calls"], all_headers
+            assert any(name == "aten::mm" for name, _ in full), full
+            for width in (70, 60):
+                screen, (headers, rows) = steady(rf"sorted by {sort}, ", width)
+                assert headers == NARROW_COLUMNS[width, sort] and SORT_KEY_COLUMN[sort] in headers, (width, screen)
+                assert len(rows) == len(full), (width, screen)
+                for (name, cells), (full_name, full_cells) in zip(rows, full):
+                    assert name == full_name or (name.endswith("…") and full_name.startswith(name[:-1])), \
+                        (width, name, full_name)
+                    assert cells == [full_cells[all_headers.index(h)] for h in headers], (width, name, cells, full_cells)
+        # The summary at the end, on a 60-column terminal: every line fits
+        # (the scrollback's lines joined back: a wrapped line is one), and
+        # its counts are the loop's steps, uncut.
+        assert tmux.run("resize-window", "-t", "t", "-x", "60").returncode == 0
+        steps = stop_until_stop(workdir, target)
+        tmux.wait_for(r"^TOP-EXITED 0$")
+        history = tmux.screen(history=True)
+    finally:
+        tmux.kill()
+    summary = history[history.rindex("gpuprof top - "):history.index("TOP-EXITED")]
+    summary_lines = [line for line in summary.splitlines() if not line.startswith("gpuprof: ")]
+    assert all(len(line.rstrip()) <= 60 for line in summary_lines), summary
+    headers, rows = screen_table(summary)
+    assert "# Calls" in headers, summary
+    calls = {name: int(cells[headers.index("# Calls")]) for name, cells in rows}
+    assert [calls.get(op) for op in ("aten::matmul", "aten::mm", "aten::add", "aten::relu", "aten::div")] == \
+        [steps] * 5, (steps, summary)
+    # top keeps no file: nothing says it wrote one.
+    assert "wrote" not in history, history

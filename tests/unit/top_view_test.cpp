@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "live/column_fit.h"
 #include "live/live_gpu_join.h"
 #include "live/live_op_table.h"
 #include "analyze/op_timeline.h"
@@ -131,7 +132,7 @@ TEST(TopView, EightyByTwentyFourScreenWithHelpAndFilterPrompt) {
   size_t lines = 0;
   for (size_t at = 0; at < screen.size(); at = screen.find('\n', at) + 1) {
     const size_t end = std::min(screen.find('\n', at), screen.size());
-    EXPECT_LE(end - at, 80u) << screen.substr(at, end - at);
+    EXPECT_LE(text_width(screen.substr(at, end - at)), 80u) << screen.substr(at, end - at);
     ++lines;
     if (screen.find('\n', at) == std::string::npos) break;
   }
@@ -242,6 +243,71 @@ TEST(TopView, GpuFiguresAndTheSelfCudaColumn) {
   expect_golden("screen_80x24_gpu", render_top(shown, status, options));
 }
 
+// A table line's cells, split where two or more spaces are.
+std::vector<std::string> cells_of(const std::string& line) {
+  std::vector<std::string> cells;
+  size_t at = line.find_first_not_of(' ');
+  while (at != std::string::npos) {
+    size_t end = line.find("  ", at);
+    cells.push_back(line.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? end : line.find_first_not_of(' ', end);
+  }
+  return cells;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return lines;
+}
+
+// docs/top.md, "Narrow terminals": on any screen from 40 columns, each row
+// shows the columns fit_top_columns keeps, every cell exactly as the full
+// width shows it (no digit cut), and no line is wider than the screen.
+TEST(TopView, NarrowScreensDropWholeColumnsAndKeepTheSortKeys) {
+  for (bool gpu : {false, true}) {
+    LiveInterval shown = sample_interval();
+    shown.rows[0].self_cuda_ns = 400'000'000;
+    TopStatus status = sample_status();
+    status.gpu = gpu;
+    for (TopSort sort : {TopSort::self_cpu_time_total, TopSort::cpu_time_total, TopSort::cpu_time,
+                         TopSort::self_cuda_time_total, TopSort::count}) {
+      if (sort == TopSort::self_cuda_time_total && !gpu) continue;
+      TopViewOptions options;
+      options.sort = sort;
+      options.height = 0;
+      options.width = 200;
+      const std::vector<std::string> wide = lines_of(render_top(shown, status, options));
+      const std::vector<std::string> all_headers = cells_of(wide[3]);
+      for (size_t width : {80, 70, 60, 40}) {
+        options.width = width;
+        const std::vector<std::string> narrow = lines_of(render_top(shown, status, options));
+        ASSERT_EQ(narrow.size(), wide.size());
+        for (const std::string& line : narrow) EXPECT_LE(text_width(line), width) << line;
+        const TopLayout layout = fit_top_columns(width, sort, gpu);
+        std::vector<std::string> headers = {"Name"};
+        for (TopColumn c : layout.columns) headers.emplace_back(top_column_header(c));
+        ASSERT_EQ(cells_of(narrow[3]), headers) << width;
+        for (size_t row = 4; row < wide.size(); ++row) {
+          const std::vector<std::string> full = cells_of(wide[row]), cut = cells_of(narrow[row]);
+          ASSERT_EQ(cut.size(), headers.size()) << narrow[row];
+          for (size_t c = 1; c < headers.size(); ++c) {
+            const size_t at = std::find(all_headers.begin(), all_headers.end(), headers[c]) - all_headers.begin();
+            EXPECT_EQ(cut[c], full[at]) << width << " " << headers[c] << ": " << narrow[row];
+          }
+          // The name, elided to its column, or whole.
+          EXPECT_TRUE(cut[0] == full[0] || (cut[0].ends_with("…") && full[0].starts_with(cut[0].substr(0, cut[0].size() - 3))))
+              << cut[0];
+        }
+      }
+    }
+  }
+}
+
 TEST(TopView, NothingYetAndNothingMatching) {
   TopViewOptions options;
   options.height = 0;
@@ -300,6 +366,35 @@ TEST(TopView, ProcessListPutsTracedProcessesFirstAndKeepsTheSelectionInView) {
   EXPECT_NE(screen.find(">     40  bash"), std::string::npos) << screen;
   EXPECT_EQ(screen.find("     20  python3"), std::string::npos) << screen;  // scrolled out
   EXPECT_EQ(std::count(screen.begin(), screen.end(), '\n'), 6) << screen;
+}
+
+// top -a on narrow screens (docs/top.md, "Narrow terminals"): COMMAND
+// narrows, then LAUNCHES/S goes; the PID and the sorted-by figures stay
+// whole, and only the command line is cut.
+TEST(TopView, ProcessListOnNarrowScreens) {
+  const std::vector<TopProcessRow> sorted = sort_top_processes(
+      {{.pid = 4194301, .comm = "python3-trainer-long", .cmdline = "python3 train.py --epochs 90", .cpu_percent = 180.5,
+        .ops_per_s = 123456, .launches_per_s = 98765, .traced = true, .launches = true}});
+  TopViewOptions options;
+  options.height = 0;
+  options.width = 60;
+  EXPECT_EQ(render_top_processes(sorted, 0, 2.5, 0, options),
+            "gpuprof top -a - 1 processes, 1 running PyTorch (traced)\n"
+            "\n"
+            "     PID  COMMAND             CPU %       OPS/S  LAUNCHES/S\n"
+            " 4194301  python3-trainer…    180.5      123456       98765\n");
+  options.width = 70;  // the command line gets what is left
+  EXPECT_EQ(render_top_processes(sorted, 0, 2.5, 0, options),
+            "gpuprof top -a - 1 processes, 1 running PyTorch (traced) - 2.5 s\n"
+            "\n"
+            "     PID  COMMAND             CPU %       OPS/S  LAUNCHES/S  COMMAND L\n"
+            " 4194301  python3-trainer…    180.5      123456       98765  python3 t\n");
+  options.width = 40;
+  EXPECT_EQ(render_top_processes(sorted, 0, 2.5, 0, options),
+            "gpuprof top -a - 1 processes\n"
+            "\n"
+            "     PID  COMMAND      CPU %       OPS/S\n"
+            " 4194301  python3-…    180.5      123456\n");
 }
 
 }  // namespace

@@ -76,6 +76,12 @@ void FullScreen::restore() {
   g_active = false;
 }
 
+std::optional<size_t> terminal_columns(int fd) {
+  winsize ws = {};
+  if (!isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return std::nullopt;
+  return ws.ws_col;
+}
+
 std::pair<size_t, size_t> FullScreen::size() const {
   winsize ws = {};
   if (ioctl(out_, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0 || ws.ws_row == 0) return {80, 24};

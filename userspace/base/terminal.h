@@ -11,11 +11,15 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 namespace gpuprof {
+
+// The width of the terminal `fd` is (columns); nullopt when it is not one.
+std::optional<size_t> terminal_columns(int fd);
 
 class FullScreen {
  public:

@@ -221,7 +221,7 @@ class SystemTop {
       ++refreshes_;
       redraw_ = true;
       if (!screen_) {
-        std::fputs((render(200, 0, false, lost) + "\n").c_str(), stdout);
+        std::fputs((render(printed_table_width(), 0, false, lost) + "\n").c_str(), stdout);
         std::fflush(stdout);
       }
       if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;

@@ -110,7 +110,7 @@ class Top {
         summary.since_start = true;
         summary.height = 0;
         summary.help_line = false;
-        summary.width = 200;
+        summary.width = printed_table_width();
         TopStatus status = status_now(lost_);
         status.state = "stopped (" + outcome.stop_reason + ")";
         std::fputs(render(summary, status, table_->since_start(), samples_.since_start()).c_str(), stdout);
@@ -206,7 +206,7 @@ class Top {
       if (!screen_) {
         TopViewOptions batch = view_;
         batch.height = 0;
-        batch.width = 200;
+        batch.width = printed_table_width();
         const std::string text = view_.since_start
                                      ? render(batch, status_now(lost), table_->since_start(), samples_.since_start())
                                      : render(batch, status_now(lost), shown_, shown_lines_);

@@ -36,6 +36,8 @@ ProcessCpu read_process_cpu(int pid) {
   return out;
 }
 
+size_t printed_table_width() { return terminal_columns(STDOUT_FILENO).value_or(200); }
+
 StderrCapture::StderrCapture() {
   saved_ = dup(STDERR_FILENO);
   capture_ = memfd_create("gpuprof-top-stderr", MFD_CLOEXEC);

@@ -20,6 +20,12 @@ struct ProcessCpu {
 };
 ProcessCpu read_process_cpu(int pid);
 
+// The width of what a top prints on its standard output (--batch
+// refreshes, the summary at the end): the terminal's, so that its tables
+// fit it as the screen's do (docs/top.md, "Narrow terminals"); 200 columns
+// into a file or a pipe.
+size_t printed_table_width();
+
 // Captures this process's stderr while the screen is full (the session's
 // progress lines would draw over it) and prints it once the screen is back.
 class StderrCapture {

@@ -2,11 +2,12 @@
 #include "live/live_gpu_join.h"
 
 #include <iterator>
+#include <map>
 
 namespace gpuprof {
 
 void LiveGpuJoin::launch(const GpuCorrelation& launch, uint64_t now_ns) {
-  launches_[launch.tid].push_back({launch, now_ns});
+  launches_[launch.tid].emplace(launch.ts_ns, PendingLaunch{launch, now_ns});
 }
 
 std::vector<LiveGpuJoin::Credit> LiveGpuJoin::calls(const std::vector<OpCall>& calls) {
@@ -14,14 +15,10 @@ std::vector<LiveGpuJoin::Credit> LiveGpuJoin::calls(const std::vector<OpCall>& c
   for (const OpCall& call : calls) {
     auto thread = launches_.find(call.tid);
     if (thread == launches_.end()) continue;
-    std::deque<PendingLaunch>& pending = thread->second;
-    for (auto it = pending.begin(); it != pending.end();) {
-      const GpuCorrelation& l = it->launch;
-      if (l.ts_ns < call.start_ns || l.ts_ns > call.end_ns) {
-        ++it;
-        continue;
-      }
-      op_of_correlation_[l.correlation_id] = {call.op_id, it->arrived_ns};
+    auto& pending = thread->second;
+    for (auto it = pending.lower_bound(call.start_ns); it != pending.end() && it->first <= call.end_ns;) {
+      const GpuCorrelation& l = it->second.launch;
+      op_of_correlation_[l.correlation_id] = {call.op_id, it->second.arrived_ns};
       if (auto w = waiting_.find(l.correlation_id); w != waiting_.end()) {
         credits.push_back({call.op_id, w->second.ns});
         waiting_.erase(w);
@@ -45,7 +42,7 @@ std::optional<LiveGpuJoin::Credit> LiveGpuJoin::activity(const GpuActivity& acti
 void LiveGpuJoin::expire(uint64_t now_ns) {
   auto old = [&](uint64_t arrived) { return now_ns > arrived && now_ns - arrived > kExpiryNs; };
   for (auto thread = launches_.begin(); thread != launches_.end();) {
-    while (!thread->second.empty() && old(thread->second.front().arrived_ns)) thread->second.pop_front();
+    std::erase_if(thread->second, [&](const auto& e) { return old(e.second.arrived_ns); });
     thread = thread->second.empty() ? launches_.erase(thread) : std::next(thread);
   }
   std::erase_if(op_of_correlation_, [&](const auto& e) { return old(e.second.arrived_ns); });

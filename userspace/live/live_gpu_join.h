@@ -15,7 +15,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -56,7 +56,10 @@ class LiveGpuJoin {
     GpuCorrelation launch;
     uint64_t arrived_ns = 0;
   };
-  std::unordered_map<uint32_t, std::deque<PendingLaunch>> launches_;  // by tid, in arrival order
+  // By tid, then by moment: a call takes the launches within its span, a
+  // lookup, not a scan (a launch outside every call, as a script's own
+  // kernel launch between ops, waits for its expiry: thousands of them).
+  std::unordered_map<uint32_t, std::multimap<uint64_t, PendingLaunch>> launches_;
   std::unordered_map<uint64_t, Assigned> op_of_correlation_;
   std::unordered_map<uint64_t, Waiting> waiting_;  // activity ns by correlation id
 };

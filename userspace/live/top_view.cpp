@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "live/column_fit.h"
 #include "output/op_table.h"
 
 namespace gpuprof {
@@ -21,14 +22,15 @@ constexpr std::array<SortEntry, 5> kSorts = {{{"self_cpu_time_total", TopSort::s
                                               {"self_cuda_time_total", TopSort::self_cuda_time_total},
                                               {"count", TopSort::count}}};
 
-// Columns after Name, torch's headers, narrower than its 12 so that 80
-// columns leave the name some room.
+// Columns after Name: at least torch's 12 less 2, so that 80 columns
+// leave the name some room.
 constexpr size_t kColumnWidth = 10;
-constexpr std::array<std::string_view, 5> kHeaders = {"Self CPU %", "Self CPU", "CPU total", "CPU avg",
-                                                      "# Calls"};
-constexpr std::string_view kCudaHeader = "Self CUDA";  // before # Calls, with GPU times
 constexpr size_t kMinNameWidth = 12;
 constexpr size_t kMaxNameWidth = 60;
+// The order in which columns go on a narrow screen (per TopColumn): the
+// derived ones first (CPU avg is CPU total / # Calls, Self CPU % a share of
+// Self CPU), Self CPU, torch's default sort key, last.
+constexpr std::array<int, kTopColumnCount> kDropRank = {1, 5, 2, 0, 4, 3};
 // Status lines, the blank line and the header above the rows.
 constexpr size_t kLinesAboveRows = 4;
 
@@ -38,23 +40,7 @@ std::string fixed(double value, int digits) {
   return buffer;
 }
 
-// Right-aligned in `width`; cut from the left ("...") when longer.
-std::string right(std::string_view text, size_t width) {
-  if (text.size() > width) return std::string(text.substr(0, width));
-  return std::string(width - text.size(), ' ') + std::string(text);
-}
-
-// Left-aligned in `width`, cut with "..." when longer.
-std::string left(std::string_view text, size_t width) {
-  if (text.size() <= width) return std::string(text) + std::string(width - text.size(), ' ');
-  if (width <= 3) return std::string(text.substr(0, width));
-  return std::string(text.substr(0, width - 3)) + "...";
-}
-
-std::string cut(std::string line, size_t width) {
-  if (line.size() > width) line.resize(width);
-  return line;
-}
+std::string cut(std::string_view line, size_t width) { return fit_text_line(line, width); }
 
 double sort_value(const LiveOpRow& row, TopSort sort) {
   switch (sort) {
@@ -65,6 +51,19 @@ double sort_value(const LiveOpRow& row, TopSort sort) {
     case TopSort::count: return static_cast<double>(row.calls);
   }
   return 0;
+}
+
+// The column a sort key orders (Self CPU % orders as Self CPU does: the
+// column kept for self_cpu_time_total is Self CPU).
+TopColumn sort_column(TopSort sort) {
+  switch (sort) {
+    case TopSort::self_cpu_time_total: return TopColumn::self_cpu;
+    case TopSort::cpu_time_total: return TopColumn::cpu_total;
+    case TopSort::cpu_time: return TopColumn::cpu_avg;
+    case TopSort::self_cuda_time_total: return TopColumn::self_cuda;
+    case TopSort::count: return TopColumn::calls;
+  }
+  return TopColumn::self_cpu;
 }
 
 // The two status lines and the blank line under them.
@@ -90,9 +89,11 @@ void append_status(std::string& out, uint64_t start_ns, uint64_t end_ns, uint64_
                        " of " + fixed(status.elapsed_s, 1) + " s, " + std::string(sorted_by);
   if (!options.filter.empty()) second += ", filter '" + options.filter + "'";
   if (options.paused) second += ", PAUSED";
-  if (!status.times.empty()) second += ", " + status.times;
-  if (!status.state.empty()) second += " - " + status.state;
-  line(second);
+  // What is going on ("stopped (target exited)") matters more than what
+  // the times are: on a narrow screen the times go first.
+  const std::string state = status.state.empty() ? "" : " - " + status.state;
+  const std::string times = status.times.empty() ? "" : ", " + status.times;
+  line(text_width(second + times + state) <= options.width ? second + times + state : second + state);
   // The third line: the GPU's figures when the CUPTI shim sends them, else blank.
   if (status.gpu && gpu) {
     const double busy = seconds > 0 && gpu->devices ? 100.0 * gpu->busy_ns / 1e9 / seconds / gpu->devices : 0;
@@ -164,28 +165,42 @@ std::optional<TopSort> top_sort_of_column(int column, bool gpu) {
   }
 }
 
+std::string_view top_column_header(TopColumn column) {
+  switch (column) {
+    case TopColumn::self_cpu_percent: return "Self CPU %";
+    case TopColumn::self_cpu: return "Self CPU";
+    case TopColumn::cpu_total: return "CPU total";
+    case TopColumn::cpu_avg: return "CPU avg";
+    case TopColumn::self_cuda: return "Self CUDA";
+    case TopColumn::calls: return "# Calls";
+  }
+  return "?";
+}
+
+TopLayout fit_top_columns(size_t width, TopSort sort, bool gpu, const std::array<size_t, kTopColumnCount>& widest) {
+  std::vector<TopColumn> all;
+  for (size_t c = 0; c < kTopColumnCount; ++c)
+    if (gpu || static_cast<TopColumn>(c) != TopColumn::self_cuda) all.push_back(static_cast<TopColumn>(c));
+  std::vector<FitColumn> fit_input;
+  for (TopColumn c : all) {
+    const size_t i = static_cast<size_t>(c);
+    fit_input.push_back({std::max({kColumnWidth, widest[i], top_column_header(c).size()}), kDropRank[i],
+                         c == sort_column(sort)});
+  }
+  const ColumnFit fit = fit_columns(width, kMinNameWidth, kMaxNameWidth, fit_input);
+  TopLayout layout;
+  layout.name_width = fit.name_width;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (fit.shown[i]) layout.columns.push_back(all[i]);
+  return layout;
+}
+
 std::string render_top(const LiveInterval& shown, const TopStatus& status, const TopViewOptions& options) {
-  // torch's columns that fit: with GPU times, Self CUDA joins before
-  // # Calls, and below 84 columns CPU avg gives it its place.
-  const bool cuda = status.gpu;
-  const bool avg = !cuda || options.width >= kMinNameWidth + 6 * (kColumnWidth + 2);
-  const size_t columns = kHeaders.size() + (cuda ? 1 : 0) - (avg ? 0 : 1);
-  const size_t width = std::max<size_t>(options.width, kMinNameWidth + columns * (kColumnWidth + 2));
   std::string out;
   auto line = [&](std::string text) { out += cut(std::move(text), options.width) + '\n'; };
   append_status(out, shown.start_ns, shown.end_ns, shown.calls, status, options,
                 "sorted by " + std::string(top_sort_name(options.sort)),
                 GpuFigures{shown.gpu_kernels, shown.gpu_busy_ns, shown.gpu_devices});
-
-  const size_t fixed_width = columns * (kColumnWidth + 2);
-  const size_t name_width = std::clamp(width - fixed_width - 2, kMinNameWidth, kMaxNameWidth);
-  std::string header = left("Name", name_width) + "  ";
-  for (size_t h = 0; h < kHeaders.size(); ++h) {
-    if (kHeaders[h] == "CPU avg" && !avg) continue;
-    if (cuda && h + 1 == kHeaders.size()) header += right(kCudaHeader, kColumnWidth) + "  ";
-    header += right(kHeaders[h], kColumnWidth) + "  ";
-  }
-  line(header);
 
   std::vector<const LiveOpRow*> rows;
   for (const LiveOpRow& row : shown.rows)
@@ -195,18 +210,34 @@ std::string render_top(const LiveInterval& shown, const TopStatus& status, const
     const double va = sort_value(*a, options.sort), vb = sort_value(*b, options.sort);
     return va != vb ? va > vb : a->name < b->name;
   });
-  const size_t room = row_room(options, rows.size());
+  rows.resize(std::min(rows.size(), row_room(options, rows.size())));
+  // Every cell of the rows shown, so that the columns are laid out on them.
   const double self_total_us = shown.self_ns / 1000.0;
-  for (size_t i = 0; i < rows.size() && i < room; ++i) {
-    const LiveOpRow& r = *rows[i];
-    const double self_us = r.self_ns / 1000.0, total_us = r.total_ns / 1000.0;
-    std::string text = left(r.name, name_width) + "  ";
-    text += right(self_total_us > 0 ? fixed(self_us * 100.0 / self_total_us, 2) + "%" : "-", kColumnWidth) + "  ";
-    text += right(format_time_us(self_us), kColumnWidth) + "  ";
-    text += right(format_time_us(total_us), kColumnWidth) + "  ";
-    if (avg) text += right(format_time_us(r.calls ? total_us / r.calls : 0), kColumnWidth) + "  ";
-    if (cuda) text += right(format_time_us(r.self_cuda_ns / 1000.0), kColumnWidth) + "  ";
-    text += right(std::to_string(r.calls), kColumnWidth) + "  ";
+  std::vector<std::array<std::string, kTopColumnCount>> cells;
+  std::array<size_t, kTopColumnCount> widest{};
+  for (const LiveOpRow* r : rows) {
+    const double self_us = r->self_ns / 1000.0, total_us = r->total_ns / 1000.0;
+    std::array<std::string, kTopColumnCount>& row = cells.emplace_back();
+    row[static_cast<size_t>(TopColumn::self_cpu_percent)] =
+        self_total_us > 0 ? fixed(self_us * 100.0 / self_total_us, 2) + "%" : "-";
+    row[static_cast<size_t>(TopColumn::self_cpu)] = format_time_us(self_us);
+    row[static_cast<size_t>(TopColumn::cpu_total)] = format_time_us(total_us);
+    row[static_cast<size_t>(TopColumn::cpu_avg)] = format_time_us(r->calls ? total_us / r->calls : 0);
+    row[static_cast<size_t>(TopColumn::self_cuda)] = format_time_us(r->self_cuda_ns / 1000.0);
+    row[static_cast<size_t>(TopColumn::calls)] = std::to_string(r->calls);
+    for (size_t c = 0; c < kTopColumnCount; ++c) widest[c] = std::max(widest[c], text_width(row[c]));
+  }
+  const TopLayout layout = fit_top_columns(options.width, options.sort, status.gpu, widest);
+  auto width_of = [&](TopColumn c) {
+    return std::max({kColumnWidth, widest[static_cast<size_t>(c)], top_column_header(c).size()});
+  };
+  std::string header = align_left_elided("Name", layout.name_width);
+  for (TopColumn c : layout.columns) header += std::string(kColumnGap, ' ') + align_right(top_column_header(c), width_of(c));
+  line(header);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string text = align_left_elided(rows[i]->name, layout.name_width);
+    for (TopColumn c : layout.columns)
+      text += std::string(kColumnGap, ' ') + align_right(cells[i][static_cast<size_t>(c)], width_of(c));
     line(text);
   }
   if (rows.empty()) line(shown.rows.empty() ? "(no op call completed)" : "(no op matches the filter)");
@@ -221,15 +252,17 @@ std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const To
   append_status(out, shown.start_ns, shown.end_ns, op_calls, status, options,
                 "Python lines by CPU samples" +
                     (sample_hz ? " at " + std::to_string(sample_hz) + " Hz" : std::string()));
-  line(right("Samples", kColumnWidth) + "  " + right("%", 8) + "  Python line (innermost frame)");
+  // The Python line, last, is the one cell a narrow screen cuts.
+  auto row_line = [&](std::string text) { out += cut_to_width(text, options.width) + '\n'; };
+  row_line(align_right("Samples", kColumnWidth) + "  " + align_right("%", 8) + "  Python line (innermost frame)");
   std::vector<const LiveLineRow*> rows;
   for (const LiveLineRow& row : shown.rows)
     if (options.filter.empty() || row.line.find(options.filter) != std::string::npos) rows.push_back(&row);
   const size_t room = row_room(options, rows.size());
   for (size_t i = 0; i < rows.size() && i < room; ++i) {
     const LiveLineRow& r = *rows[i];
-    line(right(std::to_string(r.samples), kColumnWidth) + "  " +
-         right(fixed(shown.samples ? 100.0 * r.samples / shown.samples : 0, 2) + "%", 8) + "  " + r.line);
+    row_line(align_right(std::to_string(r.samples), kColumnWidth) + "  " +
+             align_right(fixed(shown.samples ? 100.0 * r.samples / shown.samples : 0, 2) + "%", 8) + "  " + r.line);
   }
   if (sample_hz == 0)
     line("(sampling is off: start top with -F 99 to see where the CPU time goes by Python line)");
@@ -259,20 +292,45 @@ std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_
        " running PyTorch (traced) - " + fixed(elapsed_s, 1) + " s" +
        (events_lost ? " - " + std::to_string(events_lost) + " events LOST" : "") + (options.paused ? " - paused" : ""));
   line("");
-  line(right("PID", 8) + "  " + left("COMMAND", 16) + "  " + right("CPU %", 7) + "  " + right("OPS/S", 10) + "  " +
-       right("LAUNCHES/S", 10) + "  COMMAND LINE");
   // Rows that fit: the status, blank and header lines, and the help line.
   size_t room = sorted.size();
   const size_t fixed_lines = 3 + (options.help_line ? 1 : 0);
   if (options.height > 0) room = options.height > fixed_lines ? options.height - fixed_lines : 1;
   const size_t first = selected >= room ? selected - room + 1 : 0;
-  for (size_t i = first; i < sorted.size() && i < first + room; ++i) {
+  const size_t end = std::min(sorted.size(), first + room);
+  // The cells after COMMAND: CPU %, OPS/S, LAUNCHES/S (column_fit.h's rule:
+  // COMMAND narrows, then LAUNCHES/S goes; the list is sorted by the other
+  // two, which stay); the command line, last, takes what is left.
+  constexpr std::array<std::string_view, 3> kHeaders = {"CPU %", "OPS/S", "LAUNCHES/S"};
+  std::vector<std::array<std::string, 3>> cells;
+  std::array<size_t, 3> widths = {7, 10, 10};
+  for (size_t i = first; i < end; ++i) {
+    const TopProcessRow& r = sorted[i];
+    cells.push_back({r.cpu_percent < 0 ? "-" : fixed(r.cpu_percent, 1), r.traced ? fixed(r.ops_per_s, 0) : "-",
+                     r.launches ? fixed(r.launches_per_s, 0) : "-"});
+    for (size_t c = 0; c < 3; ++c) widths[c] = std::max(widths[c], text_width(cells.back()[c]));
+  }
+  size_t pid_width = 8;
+  for (size_t i = first; i < end; ++i) pid_width = std::max(pid_width, std::to_string(sorted[i].pid).size() + 1);
+  const ColumnFit fit = fit_columns(options.width, 7, 16,
+                                    {{pid_width, 9, true}, {widths[0], 1, true}, {widths[1], 2, true}, {widths[2], 0}});
+  auto row_line = [&](const std::string& pid, std::string_view command, const std::array<std::string, 3>& numbers,
+                      std::string_view cmdline) {
+    std::string text = align_right(pid, pid_width) + "  " + align_left_elided(command, fit.name_width);
+    for (size_t c = 0; c < 3; ++c)
+      if (fit.shown[c + 1]) text += "  " + align_right(numbers[c], widths[c]);
+    // Too narrow even for the kept columns: whole cells go, not digits.
+    const size_t used = text_width(text);
+    if (used > options.width) text = fit_text_line(text, options.width);
+    else if (options.width - used > kColumnGap) text = cut_to_width(text + "  " + std::string(cmdline), options.width);
+    out += text + '\n';
+  };
+  row_line("PID", "COMMAND", {std::string(kHeaders[0]), std::string(kHeaders[1]), std::string(kHeaders[2])},
+           "COMMAND LINE");
+  for (size_t i = first; i < end; ++i) {
     const TopProcessRow& r = sorted[i];
     const std::string mark = options.help_line && i == selected ? ">" : " ";
-    line(mark + right(std::to_string(r.pid), 7) + "  " + left(r.comm, 16) + "  " +
-         right(r.cpu_percent < 0 ? "-" : fixed(r.cpu_percent, 1), 7) + "  " +
-         right(r.traced ? fixed(r.ops_per_s, 0) : "-", 10) + "  " +
-         right(r.launches ? fixed(r.launches_per_s, 0) : "-", 10) + "  " + r.cmdline);
+    row_line(mark + align_right(std::to_string(r.pid), pid_width - 1), r.comm, cells[i - first], r.cmdline);
   }
   if (sorted.empty()) line("(no process yet: PyTorch processes appear as they load libtorch_cpu)");
   if (options.help_line)

@@ -4,11 +4,13 @@
 // interactive screen, the --batch output and the golden tests share it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "live/live_op_table.h"
 #include "live/live_sample_table.h"
@@ -25,6 +27,23 @@ TopSort next_top_sort(TopSort sort, bool gpu);
 // GPU times the Self CUDA column comes before # Calls): nullopt for the
 // Name column and past the last.
 std::optional<TopSort> top_sort_of_column(int column, bool gpu);
+
+// The op table's columns after Name, torch's, in screen order (Self CUDA
+// only with GPU times).
+enum class TopColumn { self_cpu_percent, self_cpu, cpu_total, cpu_avg, self_cuda, calls };
+constexpr size_t kTopColumnCount = 6;
+std::string_view top_column_header(TopColumn column);
+
+struct TopLayout {
+  size_t name_width = 0;
+  std::vector<TopColumn> columns;  // those shown, in screen order
+};
+// The columns of a `width`-wide table sorted by `sort` (column_fit.h's
+// rule): Name narrows to 12 first, then CPU avg, Self CPU %, CPU total,
+// # Calls, Self CUDA and Self CPU go in that order, except the sort key's
+// column. `widest`: per TopColumn, its widest cell (a column is at least
+// 10 wide).
+TopLayout fit_top_columns(size_t width, TopSort sort, bool gpu, const std::array<size_t, kTopColumnCount>& widest = {});
 
 struct TopStatus {
   int pid = 0;
@@ -50,8 +69,9 @@ struct TopViewOptions {
   bool python_lines = false;  // the help line names the view `tab` switches to
 };
 
-// Lines end in '\n'; no line is longer than options.width, and with a
-// height there are at most that many lines.
+// Lines end in '\n'; no line is longer than options.width, unless even the
+// narrowest name and the sort key's column do not fit (no number is ever
+// cut), and with a height there are at most that many lines.
 std::string render_top(const LiveInterval& shown, const TopStatus& status, const TopViewOptions& options);
 
 // The second view (top -F HZ, `tab`): the hottest Python lines by CPU
