@@ -63,10 +63,10 @@ struct DataChunk {
   size_t items_before;  // items of its type in the chunks before it
 };
 
-// record_file.h, "Corrupt chunks": a file the reader accepts whole, with one
-// bit of one data chunk's payload flipped, reads with that chunk alone lost
-// and every other chunk's events, memory events, samples, launches, GPU
-// correlations and activities exactly.
+// record_file.h, "Corrupt chunks": a file the reader accepts whole (and that
+// ends on a chunk boundary), with one bit of one data chunk's payload
+// flipped, reads with that chunk alone lost and every other chunk's events,
+// memory events, samples, launches, GPU correlations and activities exactly.
 void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Recording& whole) {
   const std::map<uint32_t, size_t> item_bytes = {
       {static_cast<uint32_t>(ChunkType::EVENTS), sizeof(gp_event)},
@@ -81,7 +81,10 @@ void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Record
     uint32_t type, len;
     std::memcpy(&type, data + off, 4);
     std::memcpy(&len, data + off + 4, 4);
-    if (len > size - off - kRecordChunkHeaderSize) break;  // a torn last chunk
+    // A torn last chunk: skipping may read its bytes as a damaged length
+    // and a chunk inside them (record_file.h), which the whole file did not
+    // have. Only files that end on a chunk boundary have one reading.
+    if (len > size - off - kRecordChunkHeaderSize) return;
     const auto item = item_bytes.find(type);
     // Version 1 knows EVENTS alone: the other numbers are unknown chunks there.
     if (item != item_bytes.end() && (whole.format_version >= 2 || type == static_cast<uint32_t>(ChunkType::EVENTS))) {
@@ -98,8 +101,11 @@ void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Record
   std::string error;
   auto got = read_recording_bytes(bad, &error, "fuzz.gpuprof", CorruptChunks::skip);
   if (!got) broken(("a corrupt data chunk made the file unreadable: " + error).c_str());
-  if (got->lost_chunks.size() != 1 || got->lost_chunks[0].offset != c.offset)
-    broken("a corrupt data chunk was not the one chunk lost");
+  if (got->lost_chunks.size() != 1 || got->lost_chunks[0].offset != c.offset) {
+    std::string said = "the chunk at offset " + std::to_string(c.offset) + " was corrupted; lost:";
+    for (const LostChunk& lost : got->lost_chunks) said += "\n  " + lost.message;
+    broken(said.c_str());
+  }
   // Each kind of item: all of them, but those of the lost chunk when it held that kind.
   auto kept = [&](const auto& got_items, const auto& whole_items, ChunkType type) {
     const bool here = c.type == static_cast<uint32_t>(type);
