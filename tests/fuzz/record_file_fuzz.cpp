@@ -1,11 +1,19 @@
 // libFuzzer target: the record-file reader, and what every report does with
 // what it accepts. The reader promises that a file it returns can be indexed
 // without checks (record_file.h): the aggregator, the tables, folded stacks
-// and the Chrome trace run on every accepted input to hold it to that.
+// and the Chrome trace run on every accepted input to hold it to that, on
+// what it reads with corrupt chunks skipped (as report does). And a file
+// read whole, with one data chunk corrupted, must lose that chunk alone.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "analyze/aggregator.h"
 #include "output/chrome_trace.h"
@@ -16,10 +24,111 @@
 #include "analyze/process_filter.h"
 #include "record/record_file.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace gpuprof;
+namespace {
+
+using namespace gpuprof;
+
+[[noreturn]] void broken(const char* promise) {
+  std::fprintf(stderr, "record_file_fuzz: %s\n", promise);
+  std::abort();
+}
+
+template <typename T>
+bool same_item(const T& a, const T& b) {
+  if constexpr (std::is_same_v<T, gp_event> || std::is_same_v<T, gp_mem_event>)
+    return std::memcmp(&a, &b, sizeof a) == 0;  // raw copies of the file's bytes
+  else
+    return a == b;
+}
+// Whether got is whole without its items [from, from + n).
+template <typename T>
+bool whole_but(const std::vector<T>& got, const std::vector<T>& whole, size_t from, size_t n) {
+  if (from + n > whole.size() || got.size() + n != whole.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!same_item(got[i], whole[i < from ? i : i + n])) return false;
+  return true;
+}
+
+uint64_t fnv1a(const uint8_t* data, size_t size) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ULL;
+  return h;
+}
+
+// The data chunks: the types whose payloads are items counted across the
+// file, and the size of one.
+struct DataChunk {
+  size_t offset, payload;
+  uint32_t type;
+  size_t items_before;  // items of its type in the chunks before it
+};
+
+// record_file.h, "Corrupt chunks": a file the reader accepts whole (and that
+// ends on a chunk boundary), with one bit of one data chunk's payload
+// flipped, reads with that chunk alone lost and every other chunk's events,
+// memory events, samples, launches, GPU correlations and activities exactly.
+void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Recording& whole) {
+  const std::map<uint32_t, size_t> item_bytes = {
+      {static_cast<uint32_t>(ChunkType::EVENTS), sizeof(gp_event)},
+      {static_cast<uint32_t>(ChunkType::MEM_EVENTS), sizeof(gp_mem_event)},
+      {static_cast<uint32_t>(ChunkType::SAMPLES), kRecordSampleBytes},
+      {static_cast<uint32_t>(ChunkType::LAUNCHES), kRecordLaunchBytes},
+      {static_cast<uint32_t>(ChunkType::GPU_CORRELATIONS), kRecordGpuCorrelationBytes},
+      {static_cast<uint32_t>(ChunkType::GPU_ACTIVITIES), kRecordGpuActivityBytes}};
+  std::vector<DataChunk> chunks;
+  std::map<uint32_t, size_t> items;  // by type, so far
+  for (size_t off = kRecordHeaderSize; size - off >= kRecordChunkHeaderSize;) {
+    uint32_t type, len;
+    std::memcpy(&type, data + off, 4);
+    std::memcpy(&len, data + off + 4, 4);
+    // A torn last chunk: skipping may read its bytes as a damaged length
+    // and a chunk inside them (record_file.h), which the whole file did not
+    // have. Only files that end on a chunk boundary have one reading.
+    if (len > size - off - kRecordChunkHeaderSize) return;
+    const auto item = item_bytes.find(type);
+    // Version 1 knows EVENTS alone: the other numbers are unknown chunks there.
+    if (item != item_bytes.end() && (whole.format_version >= 2 || type == static_cast<uint32_t>(ChunkType::EVENTS))) {
+      if (len > 0) chunks.push_back({off, len, type, items[type]});
+      items[type] += len / item->second;
+    }
+    off += kRecordChunkHeaderSize + len;
+  }
+  if (chunks.empty()) return;
+  const uint64_t h = fnv1a(data, size);
+  const DataChunk& c = chunks[h % chunks.size()];
+  std::vector<uint8_t> bad(data, data + size);
+  bad[c.offset + kRecordChunkHeaderSize + (h >> 16) % c.payload] ^= static_cast<uint8_t>(1u << (h >> 8) % 8);
   std::string error;
-  auto recording = read_recording_bytes(std::span<const uint8_t>(data, size), &error, "fuzz.gpuprof");
+  auto got = read_recording_bytes(bad, &error, "fuzz.gpuprof", CorruptChunks::skip);
+  if (!got) broken(("a corrupt data chunk made the file unreadable: " + error).c_str());
+  if (got->lost_chunks.size() != 1 || got->lost_chunks[0].offset != c.offset) {
+    std::string said = "the chunk at offset " + std::to_string(c.offset) + " was corrupted; lost:";
+    for (const LostChunk& lost : got->lost_chunks) said += "\n  " + lost.message;
+    broken(said.c_str());
+  }
+  // Each kind of item: all of them, but those of the lost chunk when it held that kind.
+  auto kept = [&](const auto& got_items, const auto& whole_items, ChunkType type) {
+    const bool here = c.type == static_cast<uint32_t>(type);
+    return whole_but(got_items, whole_items, here ? c.items_before : 0, here ? c.payload / item_bytes.at(c.type) : 0);
+  };
+  if (!kept(got->events, whole.events, ChunkType::EVENTS) ||
+      !kept(got->mem_events, whole.mem_events, ChunkType::MEM_EVENTS) ||
+      !kept(got->samples, whole.samples, ChunkType::SAMPLES) ||
+      !kept(got->launches, whole.launches, ChunkType::LAUNCHES) ||
+      !kept(got->gpu_correlations, whole.gpu_correlations, ChunkType::GPU_CORRELATIONS) ||
+      !kept(got->gpu_activities, whole.gpu_activities, ChunkType::GPU_ACTIVITIES))
+    broken("a corrupt data chunk lost items of other chunks");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string error;
+  const std::span<const uint8_t> input(data, size);
+  if (auto whole = read_recording_bytes(input, &error, "fuzz.gpuprof")) check_one_corrupt_data_chunk(data, size, *whole);
+  // What report reads (corrupt chunks skipped, placeholders for what they
+  // defined) goes through every output.
+  auto recording = read_recording_bytes(input, &error, "fuzz.gpuprof", CorruptChunks::skip);
   if (!recording) return 0;
   AggregateOptions grouped;
   grouped.group_by_input_shape = recording->options.shapes;

@@ -1,12 +1,15 @@
 """Nothing is lost silently: what the recorder could not attach, read or name,
 and what the ring buffer dropped, is counted in the record file and shown
-under the table with a hint of what to change."""
+under the table with a hint of what to change; a corrupt chunk of a record
+file is skipped and named on stderr, the rest reported (`--strict` refuses)."""
+import collections
 import re
+import struct
 import signal
 import subprocess
 import time
 
-from conftest import GPUPROF, parse_stopped_line, run_gpuprof, touch, wait_for_file
+from conftest import GPUPROF, parse_stopped_line, parse_table, run_gpuprof, touch, wait_for_file
 
 TORCH_ONELINER = ("import torch\n"
                   "x = torch.ones(64, dtype=torch.float64)\n"
@@ -80,3 +83,77 @@ def test_samples_without_symbols_are_counted(tmp_path):
     else:
         assert m and int(m.group(1)) == unresolved, (unresolved, report.stdout)
     assert unresolved > 0, "python3.11's static functions have no symbols: some samples land there"
+
+
+def record_chunks(data):
+    """(offset, type, payload) of each chunk of a record file (docs/record-file.md: a
+    16-byte file header, then chunks of {u32 type, u32 length, u32 reserved, u32 crc})."""
+    chunks, off = [], 16
+    while off + 16 <= len(data):
+        chunk_type, length = struct.unpack_from("<II", data, off)
+        chunks.append((off, chunk_type, data[off + 16:off + 16 + length]))
+        off += 16 + length
+    return chunks
+
+
+EVENTS, OP_TABLE = 4, 3
+ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/events.h)
+
+
+def op_table_names(payload):
+    """The op names of a version 5 OP_TABLE payload: u32 count, then per op three
+    strings (name, overload, symbol) and u32 arg count, tensor args and kind."""
+    (count,), pos, names = struct.unpack_from("<I", payload, 0), 4, []
+    for _ in range(count):
+        strings = []
+        for _ in range(3):
+            (n,) = struct.unpack_from("<I", payload, pos)
+            strings.append(payload[pos + 4:pos + 4 + n].decode())
+            pos += 4 + n
+        names.append(strings[0])
+        pos += 12
+    return names
+
+
+def calls_opened(payload, names):
+    """The calls each op name begins in an EVENTS payload (32-byte gp_events: op_id at 24, kind at 28)."""
+    calls = collections.Counter()
+    for off in range(0, len(payload), 32):
+        op_id, kind = struct.unpack_from("<IH", payload, off + 24)
+        if kind in (ENTRY, RANGE_BEGIN):
+            calls[names[op_id]] += 1
+    return calls
+
+
+def test_a_corrupt_events_chunk_is_skipped_and_named_and_strict_refuses(tmp_path):
+    """docs/report.md, "Corrupt recordings": one flipped byte inside an EVENTS chunk in the
+    middle of a real recording costs that chunk's calls and nothing else."""
+    out = tmp_path / "c.gpuprof"
+    result = run_gpuprof("record", "-q", "-o", out, "--", "/usr/bin/python3", "-c", TORCH_ONELINER)
+    assert result.returncode == 0, result.stderr
+    whole = run_gpuprof("report", out, "--row-limit", "-1")
+    assert whole.returncode == 0 and "warning" not in whole.stderr, whole.stderr
+    data = bytearray(out.read_bytes())
+    chunks = record_chunks(data)
+    names = op_table_names(next(payload for _, t, payload in chunks if t == OP_TABLE))
+    events = [(i, off, payload) for i, (off, t, payload) in enumerate(chunks) if t == EVENTS]
+    assert len(events) >= 3, f"{len(events)} EVENTS chunks: the workload should make many"
+    number, offset, payload = events[len(events) // 2]
+    lost = calls_opened(payload, names)
+    assert sum(lost.values()) > 0
+    data[offset + 16 + len(payload) // 2] ^= 0x01
+    out.write_bytes(bytes(data))
+
+    report = run_gpuprof("report", out, "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    said = (f"gpuprof: warning: {out}: corrupt chunk {number + 1} (EVENTS) at offset {offset}: checksum mismatch; "
+            f"skipped: lost {len(payload) // 32} events")
+    assert report.stderr.splitlines() == [said], report.stderr
+    before, after = parse_table(whole.stdout).calls(), parse_table(report.stdout).calls()
+    expected = {name: before[name] - lost[name] for name in before if before[name] > lost[name]}
+    assert after == expected, (lost, before, after)
+
+    strict = run_gpuprof("report", out, "--strict")
+    assert strict.returncode == 1 and strict.stdout == "", strict.stdout
+    assert strict.stderr.splitlines() == [
+        f"gpuprof: error: {out}: corrupt chunk {number + 1} at offset {offset}: checksum mismatch"], strict.stderr

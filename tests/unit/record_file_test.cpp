@@ -1,6 +1,7 @@
 // record_file_test.cpp: the record file round trip and every way a file can
 // be cut, corrupted or foreign (format in userspace/record/record_file.h).
 #include "record/record_file.h"
+#include "record_samples.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,60 +21,7 @@
 namespace gpuprof {
 namespace {
 
-ProcessInfo sample_process() {
-  return {4242,
-          "python3",
-          "python3 train.py --epochs 1",
-          "/opt/torch/lib/libtorch_cpu.so",
-          "0123456789abcdef",
-          "gpu-node-7"};
-}
-ClockInfo sample_clock() { return {1'000'000'000ULL, 1'700'000'000'000'000'000ULL, 0}; }
-std::vector<OpInfo> sample_ops() {
-  return {{"aten::add", "Tensor", "_ZN2at4_ops10add_Tensor4callE", 3, 2},
-          {"aten::mm", "", "_ZN2at4_ops2mm4callE", 2, 2},
-          {"aten::conv2d", "", "_ZN2at4_ops6conv2d4callE", -1, 0}};
-}
-RecordStats sample_stats() {
-  RecordStats s;
-  s.events_recorded = 13;
-  s.events_lost = 2;
-  s.entry_probes = 3;
-  s.exit_probes = 5;
-  s.ops_without_exit = 1;
-  s.mem_events_lost = 11;
-  s.shapes_unknown = 17;
-  s.samples_lost = 19;
-  s.tensor_layout = "ndim@16 sizes@24 numel@64 inline 5";
-  s.stop_reason = "signal";
-  return s;
-}
-
-// n valid events, distinct per `seed`: entries, exits and catches.
-std::vector<gp_event> make_events(size_t n, uint32_t seed = 0) {
-  std::vector<gp_event> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    gp_event& e = v[i];
-    e.ts_ns = 5'000'000'000ULL + seed * 1000003ULL + i * 17;
-    e.sp = 0x7ffd00000000ULL + i * 8;
-    e.tid = 100 + seed;
-    e.pid = 4242;
-    e.kind = static_cast<uint16_t>(i % 3 + 1);
-    e.op_id = e.kind == GP_EV_CATCH ? GP_NO_OP : static_cast<uint32_t>((i + seed) % 3);
-    e.payload_bytes = 0;
-  }
-  return v;
-}
-
-bool same_events(const std::vector<gp_event>& a, const std::vector<gp_event>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(gp_event)) == 0);
-}
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using namespace record_samples;
 
 std::vector<uint8_t> cat(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -357,11 +305,17 @@ void expect_every_cut_reads_the_complete_chunks(const std::vector<uint8_t>& file
 // Any single flipped byte of `file`: a clear error, or (a length pointing
 // past the end) an incomplete recording that says what it ignored. Never
 // complete.
+// Skipping corrupt chunks instead (report without --strict): a flip in the
+// file header or the four mandatory chunks reads as before; any later one
+// loses its chunk alone, said in one lost_chunks entry, and every other
+// chunk's events are read exactly (or, in the last chunk's length, reads as
+// a torn last chunk, as before).
 void expect_every_flipped_byte_is_caught(const std::vector<uint8_t>& file) {
+  const std::vector<ChunkSpan> chunks = chunks_of(file);
   for (size_t i = 0; i < file.size(); ++i) {
     std::vector<uint8_t> flipped = file;
     flipped[i] ^= 0xff;
-    std::string err;
+    std::string err, skip_err;
     auto rec = read_recording_bytes(flipped, &err, "f");
     if (rec) {
       EXPECT_FALSE(rec->complete) << "byte " << i;
@@ -369,6 +323,32 @@ void expect_every_flipped_byte_is_caught(const std::vector<uint8_t>& file) {
     } else {
       EXPECT_EQ(err.rfind("f", 0), 0u) << err;
     }
+    auto kept = read_recording_bytes(flipped, &skip_err, "f", CorruptChunks::skip);
+    const auto in = std::find_if(chunks.begin(), chunks.end(),
+                                 [&](const ChunkSpan& c) { return i < c.offset + c.bytes; });
+    ASSERT_NE(in, chunks.end());
+    const size_t number = static_cast<size_t>(in - chunks.begin()) + 1;
+    if (i < 16 || number <= 4) {  // PROCESS, CLOCK, OP_TABLE, OPTIONS: nothing reads without them
+      EXPECT_EQ(kept.has_value(), rec.has_value()) << "byte " << i;
+      if (!kept) {
+        EXPECT_EQ(skip_err, err) << "byte " << i;
+      }
+      continue;
+    }
+    ASSERT_TRUE(kept.has_value()) << "byte " << i << ": " << skip_err;
+    if (kept->lost_chunks.empty() && in + 1 == chunks.end()) {
+      // The last chunk's length pointing past the end: a torn chunk, said.
+      EXPECT_FALSE(kept->complete) << "byte " << i;
+      EXPECT_NE(kept->incomplete_reason.find("bytes of a torn chunk at offset " + std::to_string(in->offset)),
+                std::string::npos)
+          << "byte " << i << ": " << kept->incomplete_reason;
+      continue;
+    }
+    ASSERT_EQ(kept->lost_chunks.size(), 1u) << "byte " << i;
+    EXPECT_EQ(kept->lost_chunks[0].index, number) << "byte " << i;
+    EXPECT_EQ(kept->lost_chunks[0].offset, in->offset) << "byte " << i;
+    EXPECT_EQ(kept->lost_chunks[0].bytes, in->bytes) << "byte " << i;
+    EXPECT_TRUE(same_events(kept->events, events_but(file, in->offset))) << "byte " << i;
   }
 }
 

@@ -35,7 +35,7 @@ const std::map<std::string, Groups>& option_groups() {
           "--speedscope", "--gpu", "--mode"}},
         {"Table", {"--sort-by", "--row-limit", "--raw-times", "--group-by-input-shape", "--group-by-stack-n"}},
         {"System-wide recordings", {"--pid", "--comm"}},
-        {"Advanced", {"--help"}}}},
+        {"Advanced", {"--strict", "--help"}}}},
       {"top",
        {{"Target", {"--pid", "--all-processes"}},
         {"View", {"--interval", "--batch", "--iterations", "--sort-by", "--raw-times", "--lines", "--freq"}},

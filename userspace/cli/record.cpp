@@ -327,9 +327,8 @@ int run_record(RecordOptions options) {
       status = 1;
     }
     if (outcome.ok && !options.table.trace.output.empty()) {
-      auto recording = read_recording(options.output_path, &error);
+      auto recording = read_recording_for_output(options.output_path, false);
       const int traced = recording ? export_chrome_trace(*recording, options.output_path, options.table.trace) : 1;
-      if (!recording) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
       if (traced != 0) status = traced;
     }
     // A recording that was written is reported even after a late error.

@@ -179,6 +179,9 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   report->add_option("--comm", options.comms,
                      "system-wide recordings (record -a): only processes with this name, as "
                      "/proc/PID/comm gives it, e.g. python3 (repeatable)");
+  report->add_flag("--strict", options.strict,
+                   "refuse a recording with a corrupt chunk (exit 1) instead of skipping the chunk, saying on "
+                   "stderr what it held, and reporting the rest (exit 0); see docs/report.md");
   add_trace_export_options(*report, options.trace);
   CLI::Option* trace = report->get_option("--chrome-trace");
   add_speedscope_option(*report, options.trace);
@@ -205,6 +208,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --launches --row-limit 20\n"
       "  gpuprof report run.gpuprof --kernels\n"
       "  gpuprof report run.gpuprof --gpu                 # busy, idle and what it waited for\n"
+      "  gpuprof report run.gpuprof --strict                       # exit 1 on a corrupt chunk\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
       "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
@@ -319,6 +323,17 @@ std::string format_system_report(const Recording& recording, const ReportOptions
   return out;
 }
 
+std::optional<Recording> read_recording_for_output(const std::string& path, bool strict) {
+  std::string error;
+  auto recording = read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+  if (!recording) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return std::nullopt;
+  }
+  for (const LostChunk& lost : recording->lost_chunks) std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
+  return recording;
+}
+
 int run_report(const ReportOptions& options) {
   std::string error;
   std::optional<FoldedMetric> metric;
@@ -334,11 +349,8 @@ int run_report(const ReportOptions& options) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 2;
   }
-  auto recording = read_recording(options.input_path, &error);
-  if (!recording) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 1;
-  }
+  auto recording = read_recording_for_output(options.input_path, options.strict);
+  if (!recording) return 1;
   if (!recording->complete)
     std::fprintf(stderr,
                  "gpuprof: warning: %s is incomplete (%s); reporting its %zu complete events\n",

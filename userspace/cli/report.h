@@ -2,9 +2,11 @@
 // or (--folded) its folded stacks for flamegraph.pl and speedscope.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "cli/trace_export.h"
+#include "record/recording.h"
 #include "output/op_table.h"
 
 namespace CLI {
@@ -12,7 +14,6 @@ class App;
 }
 
 namespace gpuprof {
-struct Recording;
 struct Profile;
 }  // namespace gpuprof
 
@@ -39,6 +40,9 @@ struct ReportOptions {
   std::vector<std::string> comms;
   // --chrome-trace OUT: a trace file instead of (report) or besides (record) the table.
   TraceExportOptions trace;
+  // report only: a corrupt chunk is an error (exit 1) instead of skipped and
+  // said on stderr (docs/report.md, "Corrupt recordings").
+  bool strict = false;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,
@@ -50,6 +54,10 @@ void add_report_command(CLI::App& app, ReportOptions& options);
 // The table and the notes under it, as `report` prints them.
 std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
                                 SortKey sort_key, const std::string& input_path);
+
+// Reads a recording for an output: corrupt chunks skipped, one warning line
+// on stderr for each, or (strict) refused. nullopt after printing the error.
+std::optional<Recording> read_recording_for_output(const std::string& path, bool strict);
 
 // Reads, aggregates and prints. Returns the process exit code.
 int run_report(const ReportOptions& options);

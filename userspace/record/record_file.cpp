@@ -2,6 +2,7 @@
 #include "record/record_file.h"
 
 #include "base/file_mode.h"
+#include "record/chunk_salvage.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -322,7 +323,7 @@ void encode_sample(const CpuSample& s, uint8_t* out) {
 // One launch as stored in a LAUNCHES chunk: {u64 ts_ns, u64 function, u64
 // stream, u32 grid[3], u32 block[3], u32 tid, u16 api, u16 reserved, u32
 // name_id, u32 reserved}, reserved fields 0.
-constexpr size_t kLaunchBytes = 64;
+constexpr size_t kLaunchBytes = kRecordLaunchBytes;
 static_assert(kRecordEventsChunkBytes % kLaunchBytes == 0);
 void encode_launch(const CudaLaunch& l, uint8_t* out) {
   std::memset(out, 0, kLaunchBytes);
@@ -357,7 +358,7 @@ std::string hex(uint32_t v) {
 
 // One correlation as stored in a GPU_CORRELATIONS chunk: {u64 ts_ns, u64
 // correlation_id, u32 tid, u32 cbid, u32 domain, u32 reserved}, reserved 0.
-constexpr size_t kGpuCorrelationBytes = 32;
+constexpr size_t kGpuCorrelationBytes = kRecordGpuCorrelationBytes;
 static_assert(kRecordEventsChunkBytes % kGpuCorrelationBytes == 0);
 void encode_gpu_correlation(const GpuCorrelation& c, uint8_t* out) {
   std::memset(out, 0, kGpuCorrelationBytes);
@@ -379,7 +380,7 @@ std::string gpu_correlation_problem(const GpuCorrelation& c) {
 // end_ns, u64 correlation_id, u64 bytes, u32 device, u32 stream, u16 kind,
 // u16 reserved, u32 name_id}, reserved 0. 64 KiB is not a whole number of
 // them: a full chunk holds 1366 (65,568 bytes), far under the cap.
-constexpr size_t kGpuActivityBytes = 48;
+constexpr size_t kGpuActivityBytes = kRecordGpuActivityBytes;
 static_assert(kRecordEventsChunkBytes + kGpuActivityBytes <= kRecordMaxChunkPayload);
 void encode_gpu_activity(const GpuActivity& a, uint8_t* out) {
   const auto kind = static_cast<uint16_t>(a.kind);
@@ -508,6 +509,7 @@ struct Seen {
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
+  Salvage salvage;  // what the chunks lost so far leave to place (chunk_salvage.h)
   bool mandatory() const { return process && clock && ops && (options || version < 2); }
   const char* mandatory_names() const {
     return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";
@@ -561,20 +563,24 @@ struct PairChunk {
   const char* pairs;  // "entry shapes"
   const char* index;  // "event_index"
   const char* items;  // what index counts: "events"
-  size_t item_count;  // items read before the chunk
+  const FileItems& file_items;  // the items of the file before the chunk, read or lost
   const char* id;     // "shape_id"
   const char* ids;    // "shapes"
   size_t id_count;    // ids defined before the chunk
 };
 
+// What a pair's id names (read_pairs' known_id).
+enum class IdFate { defined, lost, undefined };
+
 // Checks the pairs of a PairChunk payload: indices strictly increasing from
-// next_index (across chunks) and below item_count, the item each names
-// acceptable to item_problem (which returns "" or the end of a sentence),
-// ids below id_count. Hands each pair to add(index, id) and moves
-// next_index past it.
-template <typename ItemProblem, typename Add>
+// next_index (across chunks) and below the file's item count, the item each
+// names acceptable to item_problem (which returns "" or the end of a
+// sentence), ids defined (known_id). Hands each pair to add(index among the
+// items read, id) and moves next_index past it; a pair naming an item or an
+// id of a lost chunk (chunk_salvage.h) is dropped.
+template <typename KnownId, typename ItemProblem, typename Add>
 std::string read_pairs(std::span<const uint8_t> payload, const PairChunk& c, uint64_t& next_index,
-                       ItemProblem item_problem, Add add) {
+                       KnownId known_id, ItemProblem item_problem, Add add) {
   if (payload.size() % kPairBytes != 0) return not_whole(payload.size(), kPairBytes, c.pairs);
   for (size_t i = 0; i < payload.size() / kPairBytes; ++i) {
     const uint64_t index = get<uint64_t>(payload.data() + i * kPairBytes);
@@ -585,15 +591,21 @@ std::string read_pairs(std::span<const uint8_t> payload, const PairChunk& c, uin
     };
     if (index < next_index)
       return has(c.index, index) + ", not above the previous " + std::to_string(next_index - 1);
-    if (index >= c.item_count)
-      return has(c.index, index) + ", but only " + std::to_string(c.item_count) + " " + c.items +
+    const uint64_t item_count = c.file_items.total();
+    if (c.file_items.placeable(index) && index >= item_count)
+      return has(c.index, index) + ", but only " + std::to_string(item_count) + " " + c.items +
              " precede it";
-    if (std::string problem = item_problem(index); !problem.empty())
-      return has(c.index, index) + problem;
-    if (id >= c.id_count)
+    // Where the item is among those read; dropped when it was lost, or
+    // when it comes after a loss that could not be counted.
+    const std::optional<uint64_t> kept = c.file_items.placeable(index) ? c.file_items.kept(index) : std::nullopt;
+    const uint64_t kept_index = kept.value_or(0);
+    if (kept.has_value())
+      if (std::string problem = item_problem(kept_index); !problem.empty()) return has(c.index, index) + problem;
+    const IdFate fate = known_id(id);
+    if (fate == IdFate::undefined)
       return has(c.id, id) + ", but " + std::to_string(c.id_count) + " " + c.ids + " are defined";
     next_index = index + 1;
-    add(index, id);
+    if (kept.has_value() && fate == IdFate::defined) add(kept_index, id);
   }
   return "";
 }
@@ -609,11 +621,24 @@ auto entry_event(const Recording& rec) {
   };
 }
 
+// read_pairs' known_id for pairs naming stacks: a stack a lost chunk may
+// have defined is a placeholder.
+auto known_stack(Recording& rec, Seen& seen) {
+  return [&rec, &seen](uint32_t id) {
+    return seen.salvage.stacks.reach(rec.sample_stacks, id) ? IdFate::defined : IdFate::undefined;
+  };
+}
+
 // Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes.
 std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
-  const PairChunk c{"entry shape",     "entry shapes", "event_index", "events",
-                    rec.events.size(), "shape_id",     "shapes",      rec.shapes.size()};
-  return read_pairs(payload, c, seen.next_entry_index, entry_event(rec),
+  const PairChunk c{"entry shape",         "entry shapes", "event_index", "events",
+                    seen.salvage.events, "shape_id",     "shapes",      rec.shapes.size()};
+  auto known_shape = [&](uint32_t id) {
+    return id >= seen.salvage.shapes_from ? IdFate::lost
+           : id < rec.shapes.size()      ? IdFate::defined
+                                         : IdFate::undefined;
+  };
+  return read_pairs(payload, c, seen.next_entry_index, known_shape, entry_event(rec),
                     [&](uint64_t index, uint32_t id) {
                       rec.entry_shapes.push_back({index, id});
                     });
@@ -621,9 +646,9 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
 
 // Checks and appends an ENTRY_STACKS payload to rec.entry_stacks.
 std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
-  const PairChunk c{"entry stack",     "entry stacks", "event_index", "events",
-                    rec.events.size(), "stack_id",     "stacks",      rec.sample_stacks.size()};
-  return read_pairs(payload, c, seen.next_stack_entry_index, entry_event(rec),
+  const PairChunk c{"entry stack",         "entry stacks", "event_index", "events",
+                    seen.salvage.events, "stack_id",     "stacks",      rec.sample_stacks.size()};
+  return read_pairs(payload, c, seen.next_stack_entry_index, known_stack(rec, seen), entry_event(rec),
                     [&](uint64_t index, uint32_t id) {
                       rec.entry_stacks.push_back({index, id});
                     });
@@ -632,12 +657,12 @@ std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, 
 // Checks and appends a SAMPLE_KERNEL_STACKS payload to rec.sample_kernel_stacks.
 std::string read_sample_kernel_stacks(std::span<const uint8_t> payload, Recording& rec,
                                       Seen& seen) {
-  const PairChunk c{"kernel stack",     "kernel stacks", "sample_index", "samples",
-                    rec.samples.size(), "stack_id",      "stacks",       rec.sample_stacks.size()};
+  const PairChunk c{"kernel stack",       "kernel stacks", "sample_index", "samples",
+                    seen.salvage.samples, "stack_id",      "stacks",       rec.sample_stacks.size()};
   auto in_kernel = [&rec](uint64_t index) -> std::string {
     return rec.samples[index].in_kernel ? "" : ", which is not an in-kernel sample";
   };
-  return read_pairs(payload, c, seen.next_kernel_sample_index, in_kernel,
+  return read_pairs(payload, c, seen.next_kernel_sample_index, known_stack(rec, seen), in_kernel,
                     [&](uint64_t index, uint32_t id) {
                       rec.sample_kernel_stacks.push_back({index, id});
                     });
@@ -645,12 +670,13 @@ std::string read_sample_kernel_stacks(std::span<const uint8_t> payload, Recordin
 
 // Decodes a {u32 first_id, u32 count, count x str} payload (SAMPLE_FRAMES,
 // LAUNCH_NAMES) into names; `what` names one of them in errors ("frame").
-std::string read_names(Decoder& d, std::vector<std::string>& names, const std::string& what) {
+std::string read_names(Decoder& d, std::vector<std::string>& names, LostIds<std::string>& lost,
+                       const std::string& what) {
   uint32_t first_id, count;
   d.u32(first_id);
   d.u32(count);
   if (!d.ok) return "payload too short";
-  if (first_id != names.size())
+  if (first_id != names.size() && !lost.resume(names, first_id))
     return "first_id " + std::to_string(first_id) + ", but " + std::to_string(names.size()) + " " +
            what + "s are defined";
   if (count > d.left() / 4)  // each name takes at least its u32 length
@@ -661,22 +687,22 @@ std::string read_names(Decoder& d, std::vector<std::string>& names, const std::s
 }
 
 // Decodes a SAMPLE_FRAMES payload into rec.sample_frames.
-std::string read_sample_frames(Decoder& d, Recording& rec) {
-  return read_names(d, rec.sample_frames, "frame");
+std::string read_sample_frames(Decoder& d, Recording& rec, Salvage& salvage) {
+  return read_names(d, rec.sample_frames, salvage.frames, "frame");
 }
 
 // Decodes a LAUNCH_NAMES payload into rec.launch_names.
-std::string read_launch_names(Decoder& d, Recording& rec) {
-  return read_names(d, rec.launch_names, "launch name");
+std::string read_launch_names(Decoder& d, Recording& rec, Salvage& salvage) {
+  return read_names(d, rec.launch_names, salvage.launch_names, "launch name");
 }
 
 // Decodes a SAMPLE_STACKS payload into rec.sample_stacks.
-std::string read_sample_stacks(Decoder& d, Recording& rec) {
+std::string read_sample_stacks(Decoder& d, Recording& rec, Salvage& salvage) {
   uint32_t first_id, count;
   d.u32(first_id);
   d.u32(count);
   if (!d.ok) return "payload too short";
-  if (first_id != rec.sample_stacks.size())
+  if (first_id != rec.sample_stacks.size() && !salvage.stacks.resume(rec.sample_stacks, first_id))
     return "first_id " + std::to_string(first_id) + ", but " +
            std::to_string(rec.sample_stacks.size()) + " stacks are defined";
   if (count > d.left() / 4)  // each stack takes at least its u32 n
@@ -695,7 +721,7 @@ std::string read_sample_stacks(Decoder& d, Recording& rec) {
     stack.resize(n);
     for (uint32_t j = 0; j < n; ++j) {
       d.u32(stack[j]);
-      if (stack[j] >= rec.sample_frames.size())
+      if (!salvage.frames.reach(rec.sample_frames, stack[j]))
         return id + " has frame_id " + std::to_string(stack[j]) + ", but " +
                std::to_string(rec.sample_frames.size()) + " frames are defined";
     }
@@ -704,7 +730,7 @@ std::string read_sample_stacks(Decoder& d, Recording& rec) {
 }
 
 // Checks and appends a SAMPLES payload to rec.samples.
-std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
+std::string read_samples(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
   if (payload.size() % kRecordSampleBytes != 0)
     return not_whole(payload.size(), kRecordSampleBytes, "samples");
   const size_t n = payload.size() / kRecordSampleBytes;
@@ -713,10 +739,10 @@ std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
     const uint32_t flags = get<uint32_t>(p + 20);
     CpuSample s{get<uint64_t>(p), get<uint32_t>(p + 8), get<uint32_t>(p + 12),
                 (flags & kRecordSampleInKernel) != 0, get<uint32_t>(p + 16)};
-    if (s.frame_id >= rec.sample_frames.size())
+    if (!salvage.frames.reach(rec.sample_frames, s.frame_id))
       return "sample " + std::to_string(i) + " has frame_id " + std::to_string(s.frame_id) +
              ", but " + std::to_string(rec.sample_frames.size()) + " frames are defined";
-    if (s.python_stack != kNoPythonStack && s.python_stack >= rec.sample_stacks.size())
+    if (s.python_stack != kNoPythonStack && !salvage.stacks.reach(rec.sample_stacks, s.python_stack))
       return "sample " + std::to_string(i) + " has python_stack " +
              std::to_string(s.python_stack) + ", but " +
              std::to_string(rec.sample_stacks.size()) + " stacks are defined";
@@ -727,11 +753,12 @@ std::string read_samples(std::span<const uint8_t> payload, Recording& rec) {
     }
     rec.samples.push_back(s);
   }
+  salvage.samples.read(n);
   return "";
 }
 
 // Checks and appends a LAUNCHES payload to rec.launches.
-std::string read_launches(std::span<const uint8_t> payload, Recording& rec) {
+std::string read_launches(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
   if (payload.size() % kLaunchBytes != 0)
     return not_whole(payload.size(), kLaunchBytes, "launches");
   const size_t n = payload.size() / kLaunchBytes;
@@ -746,6 +773,7 @@ std::string read_launches(std::span<const uint8_t> payload, Recording& rec) {
     l.tid = get<uint32_t>(p + 48);
     l.api = get<uint16_t>(p + 52);
     l.name_id = get<uint32_t>(p + 56);
+    salvage.launch_names.reach(rec.launch_names, l.name_id);  // a lost kernel name: its placeholder
     if (std::string problem = launch_problem(l, rec.launch_names.size()); !problem.empty())
       return "launch " + std::to_string(i) + " has " + problem;
     const uint32_t reserved[2] = {get<uint16_t>(p + 54), get<uint32_t>(p + 60)};
@@ -781,7 +809,7 @@ std::string read_gpu_correlations(std::span<const uint8_t> payload, Recording& r
 }
 
 // Checks and appends a GPU_ACTIVITIES payload to rec.gpu_activities.
-std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec) {
+std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
   if (payload.size() % kGpuActivityBytes != 0)
     return not_whole(payload.size(), kGpuActivityBytes, "GPU activities");
   const size_t n = payload.size() / kGpuActivityBytes;
@@ -796,6 +824,7 @@ std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec
     a.stream = get<uint32_t>(p + 36);
     a.kind = static_cast<GpuActivityKind>(get<uint16_t>(p + 40));  // checked just below
     a.name_id = get<uint32_t>(p + 44);
+    salvage.launch_names.reach(rec.launch_names, a.name_id);  // a lost kernel name: its placeholder
     if (std::string problem = gpu_activity_problem(a, rec.launch_names.size()); !problem.empty())
       return "GPU activity " + std::to_string(i) + " has " + problem;
     if (const uint16_t reserved = get<uint16_t>(p + 42); reserved != 0)
@@ -898,15 +927,19 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
         std::memcpy(rec.events.data() + base, payload.data(), payload.size());
       for (size_t i = base; i < rec.events.size(); ++i) {
         const gp_event& e = rec.events[i];
+        if (e.op_id != GP_NO_OP) seen.salvage.ops.reach(rec.ops, e.op_id);  // a lost op: its placeholder
         if (!event_ok(e, rec.ops.size(), seen.version))
           return "event " + std::to_string(i - base) + event_problem(e, rec.ops.size(), seen.version);
         if (e.payload_bytes != 0)
           return "event " + std::to_string(i - base) + " has payload_bytes " +
                  std::to_string(e.payload_bytes) + " (always 0 in a record file)";
       }
+      seen.salvage.events.read(rec.events.size() - base);
       return "";
     }
     case ChunkType::SHAPES:
+      // After a lost SHAPES chunk no shape id can be placed (Salvage::shapes_from).
+      if (seen.salvage.shapes_from != UINT64_MAX) return "";
       if (std::string problem = read_shapes(d, rec); !problem.empty()) return problem;
       break;
     case ChunkType::ENTRY_SHAPES:
@@ -925,22 +958,22 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       return "";
     }
     case ChunkType::SAMPLE_FRAMES:
-      if (std::string problem = read_sample_frames(d, rec); !problem.empty()) return problem;
+      if (std::string problem = read_sample_frames(d, rec, seen.salvage); !problem.empty()) return problem;
       break;
     case ChunkType::SAMPLE_STACKS:
-      if (std::string problem = read_sample_stacks(d, rec); !problem.empty()) return problem;
+      if (std::string problem = read_sample_stacks(d, rec, seen.salvage); !problem.empty()) return problem;
       break;
     case ChunkType::SAMPLES:
-      return read_samples(payload, rec);
+      return read_samples(payload, rec, seen.salvage);
     case ChunkType::ENTRY_STACKS:
       return read_entry_stacks(payload, rec, seen);
     case ChunkType::SAMPLE_KERNEL_STACKS:
       return read_sample_kernel_stacks(payload, rec, seen);
     case ChunkType::LAUNCH_NAMES:
-      if (std::string problem = read_launch_names(d, rec); !problem.empty()) return problem;
+      if (std::string problem = read_launch_names(d, rec, seen.salvage); !problem.empty()) return problem;
       break;
     case ChunkType::LAUNCHES:
-      return read_launches(payload, rec);
+      return read_launches(payload, rec, seen.salvage);
     case ChunkType::CUDA_RUNTIME:
       if (!first(seen.cuda_runtime)) return "duplicate CUDA_RUNTIME chunk";
       cuda_runtime_fields(d, rec.cuda_runtime.emplace());
@@ -948,7 +981,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::GPU_CORRELATIONS:
       return read_gpu_correlations(payload, rec);
     case ChunkType::GPU_ACTIVITIES:
-      return read_gpu_activities(payload, rec);
+      return read_gpu_activities(payload, rec, seen.salvage);
     case ChunkType::CUPTI_SHIM:
       if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());
@@ -1016,7 +1049,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       uint32_t first_id, count;
       d.u32(first_id);
       d.u32(count);
-      if (d.ok && first_id != rec.ops.size())
+      if (d.ok && first_id != rec.ops.size() && !seen.salvage.ops.resume(rec.ops, first_id))
         return "first_id " + std::to_string(first_id) + " but " + std::to_string(rec.ops.size()) +
                " ops are defined";
       if (count > d.left() / min_op_bytes(seen.version))
@@ -1033,7 +1066,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       stats_fields(d, rec.stats, seen.version);
       break;
     case ChunkType::END:
-      if (!seen.stats) return "END chunk without a STATS chunk";
+      if (!seen.stats && !seen.salvage.stats) return "END chunk without a STATS chunk";
       d.u64(rec.clock.end_monotonic_ns);
       seen.end = true;
       break;
@@ -1043,7 +1076,112 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
   return "";
 }
 
-std::optional<Recording> parse(Source& src, const std::string& name, std::string* error) {
+// Whether a chunk that passes its checksum starts at `at`: of any type when
+// any_type (where a trusted length ends), else of a known type of `version`
+// with a zero reserved field (a place to go on from after a damaged length:
+// anything else the writer never wrote). nullopt on an I/O error.
+std::optional<bool> chunk_at(Source& src, uint64_t at, uint32_t version, bool any_type, std::string* error) {
+  if (src.size() - at < kRecordChunkHeaderSize) return false;
+  std::span<const uint8_t> bytes;
+  if (!src.read(at, kRecordChunkHeaderSize, &bytes, error)) return std::nullopt;
+  uint8_t hdr[kRecordChunkHeaderSize];
+  std::memcpy(hdr, bytes.data(), sizeof hdr);
+  const uint32_t len = get<uint32_t>(hdr + 4);
+  if (!any_type && (!known_type(get<uint32_t>(hdr), version) || get<uint32_t>(hdr + 8) != 0)) return false;
+  if (len > kRecordMaxChunkPayload || src.size() - at - kRecordChunkHeaderSize < len) return false;
+  if (!src.read(at + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
+  return chunk_crc(hdr, bytes.data(), len) == get<uint32_t>(hdr + 12);
+}
+
+// The first offset from `from` on where chunk_at finds a chunk of a known
+// type; src.size() when there is none. nullopt on an I/O error.
+std::optional<uint64_t> next_chunk(Source& src, uint64_t from, uint32_t version, std::string* error) {
+  constexpr size_t kWindow = 64u << 10;  // header positions looked at per read
+  const uint64_t size = src.size();
+  std::vector<uint8_t> window;
+  for (uint64_t base = from; base < size && size - base >= kRecordChunkHeaderSize;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(size - base, kWindow + kRecordChunkHeaderSize - 1));
+    std::span<const uint8_t> bytes;
+    if (!src.read(base, n, &bytes, error)) return std::nullopt;
+    window.assign(bytes.begin(), bytes.end());  // chunk_at reads over the source's buffer
+    const size_t positions = n - (kRecordChunkHeaderSize - 1);
+    for (size_t i = 0; i < positions; ++i) {
+      const uint8_t* h = window.data() + i;
+      // The cheap tests first: most positions fail them.
+      if (!known_type(get<uint32_t>(h), version) || get<uint32_t>(h + 8) != 0 ||
+          get<uint32_t>(h + 4) > size - base - i - kRecordChunkHeaderSize)
+        continue;
+      const std::optional<bool> found = chunk_at(src, base + i, version, false, error);
+      if (!found) return std::nullopt;
+      if (*found) return base + i;
+    }
+    base += positions;
+  }
+  return size;
+}
+
+// A corrupt chunk the reader skips (record_file.h, "Corrupt chunks").
+struct Skipped {
+  uint64_t end = 0;                // where the next chunk begins (the file's size: none)
+  std::optional<ChunkType> type;   // what it was, nullopt when that cannot be told
+  std::string how;                 // said after the damage: "" or how its extent was found
+  bool rest = false;               // no chunk follows: the rest of the file is lost
+};
+
+// The type of a chunk whose checksum fails: the header's when known, unless
+// the checksum matches with another known type in its place (only the type
+// field was damaged); with `len` in place of the header's (the length was
+// damaged), only a match confirms the header's type.
+std::optional<ChunkType> damaged_type(const uint8_t* hdr, std::span<const uint8_t> payload, uint32_t version,
+                                      bool len_damaged) {
+  uint8_t fixed[kRecordChunkHeaderSize];
+  std::memcpy(fixed, hdr, sizeof fixed);
+  const uint32_t len = static_cast<uint32_t>(payload.size()), crc = get<uint32_t>(hdr + 12);
+  std::memcpy(fixed + 4, &len, 4);
+  const uint32_t said = get<uint32_t>(hdr);
+  auto matches = [&](uint32_t type) {
+    std::memcpy(fixed, &type, 4);
+    return chunk_crc(fixed, payload.data(), len) == crc;
+  };
+  if (len_damaged) return known_type(said, version) && matches(said) ? std::optional(ChunkType(said)) : std::nullopt;
+  for (uint32_t type = 1; known_type(type, version); ++type)
+    if (type != said && matches(type)) return ChunkType(type);
+  return known_type(said, version) ? std::optional(ChunkType(said)) : std::nullopt;
+}
+
+// Where the corrupt chunk at `off` (header hdr) ends and what it was: where
+// its length says when a chunk passing its checksum starts there (or the
+// file ends there) and no chunk of a known type passing its checksum starts
+// before (a length damaged into pointing at a later chunk would skip good
+// chunks); otherwise at the first such chunk after it (the length was
+// damaged); otherwise at the end of the file.
+std::optional<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hdr, uint32_t version,
+                                    std::string* error) {
+  const uint64_t size = src.size();
+  const uint32_t len = get<uint32_t>(hdr + 4);
+  const std::optional<uint64_t> next = next_chunk(src, off + 1, version, error);
+  if (!next) return std::nullopt;
+  std::span<const uint8_t> payload;
+  if (len <= kRecordMaxChunkPayload && size - off - kRecordChunkHeaderSize >= len) {
+    const uint64_t end = off + kRecordChunkHeaderSize + len;
+    const std::optional<bool> ends_there = end == size ? true : chunk_at(src, end, version, true, error);
+    if (!ends_there) return std::nullopt;
+    if (*ends_there && *next >= end) {
+      if (!src.read(off + kRecordChunkHeaderSize, len, &payload, error)) return std::nullopt;
+      return Skipped{end, damaged_type(hdr, payload, version, false), "", false};
+    }
+  }
+  if (*next == size)
+    return Skipped{size, std::nullopt, " (no chunk follows it that passes its checksum: the rest of the file is lost)",
+                   true};
+  const uint64_t payload_bytes = *next - off >= kRecordChunkHeaderSize ? *next - off - kRecordChunkHeaderSize : 0;
+  if (!src.read(off + kRecordChunkHeaderSize, static_cast<size_t>(payload_bytes), &payload, error))
+    return std::nullopt;
+  return Skipped{*next, damaged_type(hdr, payload, version, true),
+                 " (its length is damaged: the next chunk is at offset " + std::to_string(*next) + ")", false};
+}
+
+std::optional<Recording> parse(Source& src, const std::string& name, std::string* error, CorruptChunks corrupt) {
   auto fail = [&](std::string msg) -> std::optional<Recording> {
     *error = std::move(msg);
     return std::nullopt;
@@ -1078,6 +1216,7 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
   seen.version = version;
   uint64_t off = kRecordHeaderSize;
   uint64_t torn_bytes = 0;  // bytes of a torn final chunk
+  bool rest_lost = false;   // a corrupt chunk after which no chunk could be found
   for (uint64_t index = 1; off < size && !seen.end; ++index) {
     const std::string where = name + ": corrupt chunk " + std::to_string(index);
     const std::string at = " at offset " + std::to_string(off) + ": ";
@@ -1088,16 +1227,41 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
       std::memcpy(hdr, bytes.data(), sizeof hdr);
     }
     const uint32_t type = get<uint32_t>(hdr), len = get<uint32_t>(hdr + 4);
-    if (len > kRecordMaxChunkPayload)  // refused before anything is allocated
-      return fail(where + at + "payload length " + std::to_string(len) + " exceeds the limit of " +
-                  std::to_string(kRecordMaxChunkPayload) + " bytes");
-    if (avail < sizeof hdr || avail - sizeof hdr < len) {  // the file ends inside this chunk
-      torn_bytes = avail;
-      break;
+    // Corrupt chunks are skipped once the mandatory chunks are read (record_file.h).
+    const bool skip = corrupt == CorruptChunks::skip && seen.mandatory();
+    std::string damage;  // what is wrong with the chunk, "" when nothing
+    if (len > kRecordMaxChunkPayload) {  // refused before anything is allocated
+      damage = "payload length " + std::to_string(len) + " exceeds the limit of " +
+               std::to_string(kRecordMaxChunkPayload) + " bytes";
+    } else if (avail < sizeof hdr || avail - sizeof hdr < len) {  // the file ends inside this chunk
+      // A torn last chunk (the recorder was killed), unless a chunk follows:
+      // then the length is damaged.
+      std::optional<uint64_t> next = skip ? next_chunk(src, off + 1, version, error) : size;
+      if (!next) return std::nullopt;
+      if (*next == size) {
+        torn_bytes = avail;
+        break;
+      }
+      damage = "payload length " + std::to_string(len) + " points past the end of the file";
+    } else {
+      if (!src.read(off + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
+      if (chunk_crc(hdr, bytes.data(), len) != get<uint32_t>(hdr + 12)) damage = "checksum mismatch";
     }
-    if (!src.read(off + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
-    if (chunk_crc(hdr, bytes.data(), len) != get<uint32_t>(hdr + 12))
-      return fail(where + at + "checksum mismatch");
+    if (!damage.empty()) {
+      if (!skip) return fail(where + at + damage);
+      const std::optional<Skipped> skipped = skip_corrupt(src, off, hdr, version, error);
+      if (!skipped) return std::nullopt;
+      const uint64_t bytes_lost = skipped->end - off;
+      const uint64_t payload_lost = bytes_lost > kRecordChunkHeaderSize ? bytes_lost - kRecordChunkHeaderSize : 0;
+      const std::string kind =
+          skipped->type ? std::string(" (") + type_name(static_cast<uint32_t>(*skipped->type)) + ")" : "";
+      const std::string lost = seen.salvage.lose(skipped->type, payload_lost, rec);
+      rec.lost_chunks.push_back(
+          {index, off, bytes_lost, where + kind + at + damage + skipped->how + "; skipped: lost " + lost});
+      rest_lost = skipped->rest;
+      off = skipped->end;
+      continue;
+    }
     if (type == static_cast<uint32_t>(ChunkType::EVENTS) && rec.events.capacity() == 0)
       rec.events.reserve(static_cast<size_t>((size - off) / sizeof(gp_event)));  // <= the file
     if (type == static_cast<uint32_t>(ChunkType::SAMPLES) && rec.samples.capacity() == 0)
@@ -1120,8 +1284,13 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
   if (!seen.mandatory())
     return fail(name + " is truncated: it ends at offset " + std::to_string(size) +
                 ", before the " + seen.mandatory_names() + " chunks are complete");
+  seen.salvage.finish(rec);
   rec.complete = seen.end;
-  if (!seen.end) {
+  if (rest_lost) {
+    rec.incomplete_reason = "its end was lost with a corrupt chunk";
+  } else if (seen.salvage.end) {
+    rec.incomplete_reason = "its END chunk was corrupt";
+  } else if (!seen.end) {
     rec.incomplete_reason = "no END chunk: the recorder did not finish (killed, or its disk full)";
     if (torn_bytes > 0)
       rec.incomplete_reason += "; ignored " + std::to_string(torn_bytes) +
@@ -1970,12 +2139,12 @@ bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, s
 // ---- reading ----
 
 std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, std::string* error,
-                                              const std::string& name) {
+                                              const std::string& name, CorruptChunks corrupt) {
   Source src(bytes);
-  return parse(src, name, error);
+  return parse(src, name, error, corrupt);
 }
 
-std::optional<Recording> read_recording(const std::string& path, std::string* error) {
+std::optional<Recording> read_recording(const std::string& path, std::string* error, CorruptChunks corrupt) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
@@ -1999,10 +2168,10 @@ std::optional<Recording> read_recording(const std::string& path, std::string* er
       }
       bytes.insert(bytes.end(), chunk, chunk + n);
     }
-    return read_recording_bytes(bytes, error, path);
+    return read_recording_bytes(bytes, error, path, corrupt);
   }
   Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
-  return parse(src, path, error);
+  return parse(src, path, error, corrupt);
 }
 
 }  // namespace gpuprof

@@ -7,7 +7,8 @@
 // loop, so a recorder killed by SIGKILL leaves a file that is readable up to
 // its last complete chunk. The reader validates everything: a truncated,
 // corrupt or foreign file gives one clear error message, never a crash, a
-// silently skipped bad chunk or an allocation larger than the file.
+// silently skipped bad chunk or an allocation larger than the file (asked
+// to, it skips a corrupt chunk and says so: "Corrupt chunks" below).
 //
 // Layout (all integers little-endian, fixed width; offsets in bytes):
 //
@@ -198,6 +199,38 @@
 //     (a corrupted length that points past the end of the file looks the same:
 //     it is reported as a torn chunk, never ignored silently).
 //
+// Corrupt chunks (CorruptChunks::skip; report without --strict): a chunk
+// whose checksum does not match, whose length is above the cap, or whose
+// length points past the end of the file while a valid chunk follows, is
+// skipped once the mandatory chunks are read (before them nothing can be
+// read: the error stands). Where the next chunk begins: where the chunk's
+// length says when a chunk passing its checksum starts there (or the file
+// ends there); otherwise the length itself is damaged, and the reader scans
+// byte by byte for the next place where a chunk of a known type with a zero
+// reserved field passes its checksum (the crc covers the header, so a
+// damaged header cannot pass); with none, the rest of the file is lost. The
+// type is the header's, unless the checksum matches with another known type
+// (only the type field was damaged). Then (chunk_salvage.h):
+//   - events and samples of the lost chunk are missing, and pairs naming
+//     them by index (entry shapes and stacks, kernel stacks) are dropped;
+//     later indices are mapped past them. An ENTRY whose EXIT was lost is
+//     closed by the sp rules (op_timeline.h), as an EXIT lost in the ring
+//     buffer; an EXIT whose ENTRY was lost counts as an exit without entry;
+//   - a lost frame, stack, kernel name or op (MORE_OPS) definition reads as
+//     a placeholder ("[lost frame]", a stack of the one frame "[lost
+//     stack]", "[lost kernel name]", "[lost op]"), the ids it may have
+//     defined bounded by its bytes; SHAPES chunks carry no first id, so from
+//     a lost one on no shape id can be placed: those entry shapes are
+//     dropped (the calls show unknown shapes) and later SHAPES are ignored;
+//   - a lost once-only chunk (CUDA_RUNTIME, CUPTI_SHIM, THREAD_NAMES, STATS,
+//     PROBE_COSTS) reads as absent; a lost END leaves the recording
+//     incomplete; a chunk whose type cannot be told drops the later entry
+//     shapes, entry stacks and kernel stacks (their indices cannot be
+//     placed) and lets every dictionary have placeholders.
+// Each lost chunk is one Recording::lost_chunks entry whose message is
+// today's error followed by "; skipped: lost WHAT". A chunk that passes its
+// checksum but breaks another rule is still an error: the writer made it.
+//
 // Events: GP_EV_OP_ENTRY / GP_EV_OP_EXIT need op_id < ops.size(); GP_EV_CATCH
 // carries GP_NO_OP (an op id in range is tolerated); GP_EV_STEP (version 3
 // only: version 3 is version 2 plus step events) carries GP_NO_OP or an op
@@ -290,6 +323,10 @@ inline constexpr size_t kRecordMemEventsChunkBytes = 1600 * sizeof(gp_mem_event)
 // SAMPLE_KERNEL_STACKS chunk once the pending kernel stacks do.
 inline constexpr size_t kRecordSampleBytes = 24;
 inline constexpr size_t kRecordSamplesChunkBytes = 2730 * kRecordSampleBytes;
+// Sizes of one launch, GPU correlation and GPU activity in their chunks.
+inline constexpr size_t kRecordLaunchBytes = 64;
+inline constexpr size_t kRecordGpuCorrelationBytes = 32;
+inline constexpr size_t kRecordGpuActivityBytes = 48;
 // Most frames in one SAMPLE_STACKS stack.
 inline constexpr uint32_t kRecordMaxSampleStackDepth = 4096;
 // SAMPLES flags.
@@ -637,11 +674,20 @@ class RecordWriter {
   uint64_t next_kernel_sample_index_ = 0;  // append_sample_kernel_stack needs >= this
 };
 
+// What the reader does with a chunk whose checksum or length is wrong
+// (above, "Corrupt chunks").
+enum class CorruptChunks {
+  refuse,  // an error naming the chunk (report --strict)
+  skip,    // skipped, said in Recording::lost_chunks; the rest is read (report)
+};
+
 // Reads and validates a whole record file (see the rules above). On failure
 // returns nullopt and sets *error to one line starting with the path.
-std::optional<Recording> read_recording(const std::string& path, std::string* error);
+std::optional<Recording> read_recording(const std::string& path, std::string* error,
+                                        CorruptChunks corrupt = CorruptChunks::refuse);
 // The same for a file already in memory; `name` stands for the path in errors.
 std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, std::string* error,
-                                              const std::string& name = "<memory>");
+                                              const std::string& name = "<memory>",
+                                              CorruptChunks corrupt = CorruptChunks::refuse);
 
 }  // namespace gpuprof

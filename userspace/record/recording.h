@@ -296,6 +296,18 @@ inline std::string op_table_name(const std::vector<OpInfo>& ops, uint32_t op_id)
   return op_display_name(ops, op_id);
 }
 
+// A chunk the reader skipped because it was corrupt (record_file.h,
+// "Corrupt chunks"; docs/record-file.md): where it was and what it held.
+struct LostChunk {
+  uint64_t index = 0;   // its number in the file, the first chunk being 1
+  uint64_t offset = 0;  // where it began
+  uint64_t bytes = 0;   // the bytes skipped, its header included
+  // The whole line report prints for it, starting with the file's name:
+  // "F: corrupt chunk 42 (EVENTS) at offset 367777: checksum mismatch;
+  // skipped: lost 2048 events".
+  std::string message;
+};
+
 struct Recording {
   uint32_t format_version = 0;
   ProcessInfo process;
@@ -357,6 +369,10 @@ struct Recording {
   // When !complete: one line saying why and how many trailing bytes (a torn
   // chunk) were ignored, for report to print as a warning.
   std::string incomplete_reason;
+  // Chunks skipped as corrupt (read_recording with CorruptChunks::skip), in
+  // file order; what they held is missing from the fields above, and what
+  // named it reads with placeholders ("[lost frame]", "[lost op]", ...).
+  std::vector<LostChunk> lost_chunks;
 };
 
 }  // namespace gpuprof
