@@ -38,6 +38,9 @@ struct ReportOptions {
   std::vector<std::string> comms;
   // --chrome-trace OUT: a trace file instead of (report) or besides (record) the table.
   TraceExportOptions trace;
+  // record's own table: record said on stderr what its stop line says
+  // (stacks with frames not read), which report does not repeat.
+  bool recorder_said_its_counts = false;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,
