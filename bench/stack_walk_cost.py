@@ -63,7 +63,13 @@ def one_run(gpuprof, levels, seconds, hz):
         gp = subprocess.Popen([gpuprof, "record", "-p", str(pid), "-q", "-o", work / "out.gpuprof", "-F", str(hz),
                                "--with-stack"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while not program_stats(gp.pid).get("on_op_probe") and time.monotonic() < deadline:
+        while not program_stats(gp.pid).get("on_op_probe"):
+            if time.monotonic() > deadline:
+                gp.kill()
+                target.kill()
+                sys.exit("bpftool -j prog show lists no on_op_probe program of gpuprof's: it must list programs "
+                         "with their pids (a bpftool built with BPF skeletons, and a kernel that lets it "
+                         "enumerate programs)")
             time.sleep(0.2)
         time.sleep(1)  # attach done: the probes are all in
         before = program_stats(gp.pid)
