@@ -46,7 +46,7 @@ struct {
 
 /*
  * A sample is built here and copied to the ring: the frame walk runs in a
- * bpf_loop callback (verified once, not 48 times), which reaches the sample
+ * bpf_loop callback (verified once, not once per frame), which reaches the sample
  * through this map. perf_event programs run with interrupts off, so the
  * per-CPU copy is never shared.
  */
@@ -73,7 +73,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gp_cpu_sample *s;
-	__u32 user_mode, zero = 0, depth, kernel_depth, tgid = pid_tgid >> 32;
+	__u32 user_mode, zero = 0, depth, not_read, kernel_depth, tgid = pid_tgid >> 32;
 	const struct gp_python_config *py = &python;
 
 	if (!sampling_on)
@@ -106,14 +106,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 		s->user_ip = BPF_CORE_READ(user, ip);
 	}
-	s->reserved = 0;
 	if (bpf_get_current_comm(s->comm, sizeof(s->comm)))
 		s->comm[0] = 0;
 	s->kernel_depth = 0;
-	depth = walk_python(py);
+	depth = walk_python(py, &not_read);
 	if (depth > GP_MAX_PY_FRAMES)
 		depth = GP_MAX_PY_FRAMES;
 	s->py_depth = depth;
+	s->py_not_read = not_read;
 	if (!user_mode) {
 		/* The innermost GP_MAX_KERNEL_FRAMES, right after the Python frames. */
 		long bytes = bpf_get_stack(ctx, &s->frames[depth * 2], GP_MAX_KERNEL_FRAMES * 8, 0);

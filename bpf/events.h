@@ -325,7 +325,21 @@ struct gp_mem_event {
  * CPU samples (record -F HZ), from bpf/cpu_sampler.bpf.c, their own ring
  * buffer: perf-event CPU-clock samples of the target's threads.
  */
-#define GP_MAX_PY_FRAMES 48
+/*
+ * Python frames read per stack (bpf/python_frames.bpf.h): the innermost
+ * GP_PY_INNER_FRAMES and the outermost GP_PY_OUTER_FRAMES (a power of two).
+ * A deeper stack keeps both ends; the frames between are counted, not read:
+ * "not read" below, printed as a frame "[N frames not read]" between the
+ * two (docs/stacks.md). The walk follows at most GP_PY_MAX_WALK frames of
+ * the chain; GP_PY_ROOT_NOT_REACHED in "not read" says it stopped before
+ * the chain's end (that, or a frame it could not read): the outermost
+ * frame kept is then not the root.
+ */
+#define GP_PY_INNER_FRAMES 64
+#define GP_PY_OUTER_FRAMES 64
+#define GP_MAX_PY_FRAMES (GP_PY_INNER_FRAMES + GP_PY_OUTER_FRAMES)
+#define GP_PY_MAX_WALK 2048 /* C shim frames included: twice CPython's default recursion limit */
+#define GP_PY_ROOT_NOT_REACHED 0x80000000u
 /* System-wide sampling: processes whose Python frames can be walked. */
 #define GP_MAX_PYTHON_PROCESSES 4096
 
@@ -345,7 +359,7 @@ struct gp_cpu_sample {
 	__u32 in_kernel; /* 24: 1 when the sample interrupted the thread in the kernel */
 	__u32 py_depth;  /* 28: Python frames in `frames`, innermost first (0: none) */
 	__u32 kernel_depth; /* 32: kernel return addresses after them, innermost first */
-	__u32 reserved;  /* 36: 0 */
+	__u32 py_not_read; /* 36: Python frames not read after the innermost GP_PY_INNER_FRAMES (see GP_MAX_PY_FRAMES) */
 	char comm[16];   /* 40: the thread's name (system-wide: names a process gone before it is read) */
 	/*
 	 * py_depth x {code, instr} (struct gp_py_frame), then kernel_depth
@@ -382,7 +396,9 @@ struct gp_python_config {
 /*
  * Python stacks of op entries (record --with-stack): when on, the payload
  * of every ENTRY starts with the stack, before any shape slots:
- *   [depth] then depth x {code, instr, first local} words, innermost first
+ *   [depth | not_read << 32] then depth x {code, instr, first local} words,
+ *   innermost first (not_read: the frames between the innermost
+ *   GP_PY_INNER_FRAMES and the others, see GP_MAX_PY_FRAMES)
  * (the first local is `self` in nn.Module.__call__, see
  * bpf/python_frames.bpf.h). An ENTRY without payload has no known stack.
  */

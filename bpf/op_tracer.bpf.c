@@ -270,7 +270,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 		.raw = !tensor_layout_ready,
 		.shapes = shapes,
 	};
-	__u32 words, depth;
+	__u32 words, depth, not_read;
 	long flags;
 
 	if (!scratch || READ_ONCE_BUSY(scratch))
@@ -279,8 +279,8 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 	r = &scratch->record;
 	fill_event(&r->event, ctx, cookie, now);
 	if (stacks_on) {
-		depth = walk_python(&python);
-		r->words[0] = depth;
+		depth = walk_python(&python, &not_read);
+		r->words[0] = depth | (__u64)not_read << 32;
 		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}
 	if (cookie & GP_COOKIE_NODE_ARG) {
@@ -407,7 +407,7 @@ struct {
 static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm,
 					     __u64 now)
 {
-	__u32 zero = 0, depth, at = 0;
+	__u32 zero = 0, depth, not_read, at = 0;
 	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
 	struct entry_record *r;
 	__u64 name[2] = {}; /* std::string: char *_M_p, size_t _M_string_length */
@@ -425,8 +425,8 @@ static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, 
 	r->event.op_id = arm->op;
 	r->event.sp = object;
 	if (stacks_on) {
-		depth = walk_python(&python);
-		r->words[0] = depth;
+		depth = walk_python(&python, &not_read);
+		r->words[0] = depth | (__u64)not_read << 32;
 		at = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}
 	if (arm->op == GP_NO_OP) {

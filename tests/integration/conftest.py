@@ -625,6 +625,29 @@ TIMES_NOTE_RE = re.compile(r"^gpuprof: (?:[\d.]+ us of probe time removed per ca
 SHORTER_THAN_PROBES_RE = re.compile(r"^gpuprof: \d+ calls? (?:was|were) shorter than their probes' estimated time")
 
 
+def parse_stack_table(text):
+    """A table with a Source Location column -> [(name, calls, [frames])]."""
+    lines = text.splitlines()
+    start = next(i for i in range(len(lines) - 2)
+                 if lines[i].startswith("-") and "Name" in lines[i + 1])
+    header, sep = lines[start + 1], lines[start]
+    assert header.rstrip().endswith("Source Location"), header
+    src_at = header.index("Source Location")
+    calls_end = header.index("# of Calls") + len("# of Calls")
+    rows = []
+    for line in lines[start + 3:]:
+        if line == sep:
+            break
+        name = line[:src_at].strip().split("  ")[0]
+        source = line[src_at:].strip()
+        if name:
+            calls = int(line[:calls_end].split()[-1])
+            rows.append((name, calls, [source] if source else []))
+        elif source:
+            rows[-1][2].append(source)
+    return rows
+
+
 def counter_notes(table):
     """The notes under a table but those saying what its times are
     (compensated for the probes, and how many calls compensated to 0; or

@@ -21,36 +21,13 @@ import re
 
 import pytest
 
-from conftest import TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, resnet_region_run, run_gpuprof
+from conftest import TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, parse_stack_table, resnet_region_run, run_gpuprof
 
 N = 5  # the issue's --group-by-stack-n 5
 
 
 def python_entries(stack):
     return [entry for entry in stack if not entry.startswith("<built-in ")]
-
-
-def parse_stack_table(text):
-    """A table with a Source Location column -> [(name, calls, [frames])]."""
-    lines = text.splitlines()
-    start = next(i for i in range(len(lines) - 2)
-                 if lines[i].startswith("-") and "Name" in lines[i + 1])
-    header, sep = lines[start + 1], lines[start]
-    assert header.rstrip().endswith("Source Location"), header
-    src_at = header.index("Source Location")
-    calls_end = header.index("# of Calls") + len("# of Calls")
-    rows = []
-    for line in lines[start + 3:]:
-        if line == sep:
-            break
-        name = line[:src_at].strip().split("  ")[0]
-        source = line[src_at:].strip()
-        if name:
-            calls = int(line[:calls_end].split()[-1])
-            rows.append((name, calls, [source] if source else []))
-        elif source:
-            rows[-1][2].append(source)
-    return rows
 
 
 # Where torch.profiler(with_stack=True) works (see the top of this file).

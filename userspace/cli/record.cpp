@@ -339,6 +339,7 @@ int run_record(RecordOptions options) {
         options.table.input_path = options.output_path;
         ReportOptions table = options.table;
         table.trace = {};  // written above; the table is printed either way
+        table.recorder_said_its_counts = true;
         if (outcome.ok && status == 0) status = run_report(table);
       }
     }

@@ -15,6 +15,7 @@
 #include "output/gpu_kernel_table.h"
 #include "output/launch_table.h"
 #include "analyze/process_filter.h"
+#include "record/frames_not_read.h"
 #include "record/record_file.h"
 
 namespace gpuprof::cli {
@@ -394,6 +395,10 @@ int run_report(const ReportOptions& options) {
     std::fprintf(stderr, "gpuprof: error: --launches: %s has no CUDA launches: %s\n", options.input_path.c_str(),
                  kNoCudaRuntimeReason);
     return 2;
+  }
+  if (!options.recorder_said_its_counts) {
+    if (std::string cuts = stack_cuts_note(count_stack_cuts(*recording)); !cuts.empty())
+      std::fputs(cuts.c_str(), stderr);
   }
   if (!options.trace.speedscope.empty()) return export_speedscope(*recording, options.input_path, options.trace);
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);

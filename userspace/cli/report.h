@@ -43,6 +43,9 @@ struct ReportOptions {
   // report only: a corrupt chunk is an error (exit 1) instead of skipped and
   // said on stderr (docs/report.md, "Corrupt recordings").
   bool strict = false;
+  // record's own table: record said on stderr what its stop line says
+  // (stacks with frames not read), which report does not repeat.
+  bool recorder_said_its_counts = false;
 };
 
 // Adds the table options (--sort-by, --row-limit, --group-by-input-shape,

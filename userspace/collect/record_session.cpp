@@ -40,6 +40,7 @@
 #include "python/python_paths.h"
 #include "python/python_runtime.h"
 #include "python/python_stacks.h"
+#include "record/frames_not_read.h"
 #include "record/record_file.h"
 #include "record/record_outputs.h"
 #include "record/schedule.h"
@@ -144,7 +145,7 @@ class Session {
   void attach_new_libcudarts();
   bool needs_libcuda() const { return config_.ops && !driver_probed_ && driver_error_.empty(); }
   void on_op_event(const gp_event& event, const EntryPayload& payload);
-  void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words);
+  void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words, PythonStackCut cut);
   std::optional<uint32_t> stack_id(const std::vector<std::string>& frames_outermost_first);
   void record_kernel_stack(uint64_t sample_index, std::span<const uint64_t> ips);
   void setup_python(int pid);
@@ -238,6 +239,7 @@ class Session {
   // Raw entry frames -> stack id; looked up by span (transparent compare).
   std::map<std::vector<uint64_t>, uint32_t, LexicographicLess> stack_of_entry_words_;
   uint64_t entries_without_stack_ = 0;  // ENTRY events whose stack could not be captured
+  StackCuts stack_cuts_;                // samples and entries whose stacks have frames not read
   uint64_t python_epoch_ns_ = 0;
   std::unique_ptr<KernelSymbols> kernel_symbols_;
   std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;  // innermost first -> stack id
@@ -976,23 +978,46 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
     if (!payload.has_stack)
       entries_without_stack_++;
     else if (!payload.stack_words.empty())
-      record_entry_stack(index, payload.stack_words);
+      record_entry_stack(index, payload.stack_words, PythonStackCut::from_event(payload.stack_not_read));
   }
 }
 
 // Nested ops of one Python call carry the same frames: the raw words are
-// interned first, so most entries cost one lookup.
-void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words) {
-  auto known = stack_of_entry_words_.find(frame_words);  // no copy of the words: most are known
+// interned first, so most entries cost one lookup. A cut stack's key ends
+// with its not-read word (one word more than whole frames: no uncut key
+// can equal it).
+void Session::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words, PythonStackCut cut) {
+  std::vector<uint64_t> cut_key;
+  if (cut.cut()) {
+    cut_key.assign(frame_words.begin(), frame_words.end());
+    cut_key.push_back(uint64_t{cut.not_read} | uint64_t{cut.root_not_reached} << 32);
+  }
+  const std::span<const uint64_t> key = cut.cut() ? std::span<const uint64_t>(cut_key) : frame_words;
+  auto known = stack_of_entry_words_.find(key);  // no copy of the words: most are known
   if (known == stack_of_entry_words_.end()) {
-    std::vector<std::string> frames = python_->entry_stack(frame_words);
-    std::reverse(frames.begin(), frames.end());  // the record keeps the outermost first
+    const uint32_t depth = static_cast<uint32_t>(frame_words.size() / GP_ENTRY_FRAME_WORDS);
+    // Named in two parts when cut: the frames on either side of the cut
+    // were not called from one another.
+    const size_t inner = std::min<size_t>(depth, PythonStackCut::innermost_kept()) * GP_ENTRY_FRAME_WORDS;
+    std::vector<std::string> names = python_->entry_stack(frame_words.first(cut.cut() ? inner : frame_words.size()));
+    if (cut.cut()) {
+      std::vector<std::string> outer = python_->entry_stack(frame_words.subspan(inner));
+      names.insert(names.end(), outer.begin(), outer.end());
+    }
+    std::vector<std::string> frames;  // the record keeps the outermost first
+    cut.outermost_first(
+        depth, [&](uint32_t i) { return names[i]; }, [](std::string marker) { return marker; },
+        [&](std::string frame) {
+          frames.push_back(std::move(frame));
+          return true;
+        });
     auto id = stack_id(frames);
     if (!id) return;
-    std::vector<uint64_t> key(frame_words.begin(), frame_words.end());
     keep_bounded(stack_of_entry_words_, kStackCacheEntries);
-    known = stack_of_entry_words_.emplace(std::move(key), *id).first;
+    known = stack_of_entry_words_.emplace(std::vector<uint64_t>(key.begin(), key.end()), *id).first;
   }
+  stack_cuts_.entries++;
+  stack_cuts_.entries_cut += cut.cut();
   std::string err;
   if (!writer_->append_entry_stack(event_index, known->second, &err)) write_failed(err);
 }
@@ -1116,17 +1141,26 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   std::vector<uint32_t> stack;
   if (python_ && depth > 0) {
     // Innermost first in the sample; the record keeps the outermost first.
-    for (uint32_t i = depth; i-- > 0;) {
+    auto frame = [&](uint32_t i) -> std::optional<uint32_t> {
       const auto key = std::make_pair(sample.frames[2 * i], sample.frames[2 * i + 1]);
       auto it = frame_of_python_.find(key);
       if (it == frame_of_python_.end()) {
         auto id = sample_frame_id(python_->frame(key.first, key.second));
-        if (!id) return;
+        if (!id) return std::nullopt;
         keep_bounded(frame_of_python_, kAddressCacheEntries);
         it = frame_of_python_.emplace(key, *id).first;
       }
-      stack.push_back(it->second);
-    }
+      return it->second;
+    };
+    const PythonStackCut cut = PythonStackCut::from_event(sample.py_not_read);
+    if (!cut.outermost_first(depth, frame, [&](const std::string& marker) { return sample_frame_id(marker); },
+                             [&](std::optional<uint32_t> id) {
+                               if (id) stack.push_back(*id);
+                               return id.has_value();
+                             }))
+      return;
+    stack_cuts_.samples++;
+    stack_cuts_.samples_cut += cut.cut();
     auto [it, inserted] = stack_ids_.try_emplace(stack, writer_->sample_stacks_defined());
     if (inserted && !writer_->add_sample_stack(stack, &err)) {
       stack_ids_.erase(it);
@@ -1343,6 +1377,7 @@ bool Session::finish() {
   } else if (written.empty()) {
     written = std::to_string(switcher_->cycles_saved()) + " cycle files";
   }
+  if (std::string cuts = stack_cuts_note(stack_cuts_); !cuts.empty()) std::fputs(cuts.c_str(), stderr);
   std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
                outcome_.stop_reason.c_str(), detach_ms,
                static_cast<unsigned long long>(stats_.events_recorded),

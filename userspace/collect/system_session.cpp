@@ -33,6 +33,7 @@
 #include "python/python_paths.h"
 #include "python/python_runtime.h"
 #include "python/python_stacks.h"
+#include "record/frames_not_read.h"
 #include "record/record_file.h"
 #include "base/session_loop.h"
 #include "target/target_process.h"
@@ -207,6 +208,7 @@ class SystemSession {
   uint64_t python_epoch_ns_ = 0;
   uint64_t last_reap_ns_ = 0;
   uint64_t samples_recorded_ = 0;
+  StackCuts stack_cuts_;  // samples whose Python stacks have frames not read
   uint64_t launches_recorded_ = 0;
   uint64_t op_calls_recorded_ = 0;  // op entries: the progress line's ops/s
   std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
@@ -548,17 +550,26 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
   const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
   std::vector<uint32_t> stack;
   if (p.python && depth > 0) {
-    for (uint32_t i = depth; i-- > 0;) {  // innermost first in the sample
+    auto frame = [&](uint32_t i) -> std::optional<uint32_t> {  // innermost first in the sample
       const auto key = std::make_tuple(sample.pid, sample.frames[2 * i], sample.frames[2 * i + 1]);
       auto it = frame_of_python_.find(key);
       if (it == frame_of_python_.end()) {
         auto id = frame_id(p.python->frame(std::get<1>(key), std::get<2>(key)));
-        if (!id) return;
+        if (!id) return std::nullopt;
         keep_bounded(frame_of_python_, kAddressCacheEntries);
         it = frame_of_python_.emplace(key, *id).first;
       }
-      stack.push_back(it->second);
-    }
+      return it->second;
+    };
+    const PythonStackCut cut = PythonStackCut::from_event(sample.py_not_read);
+    if (!cut.outermost_first(depth, frame, [&](const std::string& marker) { return frame_id(marker); },
+                             [&](std::optional<uint32_t> id) {
+                               if (id) stack.push_back(*id);
+                               return id.has_value();
+                             }))
+      return;
+    stack_cuts_.samples++;
+    stack_cuts_.samples_cut += cut.cut();
     auto id = stack_id(stack);
     if (!id) return;
     python_stack = *id;
@@ -819,6 +830,7 @@ bool SystemSession::finish() {
             " lost";
   more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
           " traced";
+  if (std::string cuts = stack_cuts_note(stack_cuts_); !cuts.empty()) std::fputs(cuts.c_str(), stderr);
   if (progress_) progress_->last(progress_counters(now_ns()));
   std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
                outcome_.stop_reason.c_str(), detach_ms, static_cast<unsigned long long>(stats_.events_recorded),

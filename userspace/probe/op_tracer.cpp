@@ -43,9 +43,10 @@ int OpTracer::on_op_record(void* ctx, void* data, size_t size) {
   EntryPayload payload;
   std::span<const uint64_t> rest(words, payload_words);
   if (self->stacks_on_ && !rest.empty()) {
-    const size_t depth = std::min<uint64_t>(rest[0], GP_MAX_PY_FRAMES);
+    const size_t depth = std::min<uint64_t>(rest[0] & 0xffffffffu, GP_MAX_PY_FRAMES);
     const size_t stack_words = std::min(rest.size() - 1, depth * GP_ENTRY_FRAME_WORDS);
     payload.has_stack = true;
+    payload.stack_not_read = static_cast<uint32_t>(rest[0] >> 32);
     payload.stack_words = rest.subspan(1, stack_words - stack_words % GP_ENTRY_FRAME_WORDS);
     rest = rest.subspan(1 + stack_words);
   }

@@ -25,13 +25,15 @@ namespace gpuprof {
 
 // What followed an ENTRY or a RANGE_BEGIN in the ring (events.h): with
 // Python stacks on, has_stack and the frames, GP_ENTRY_FRAME_WORDS words
-// each, innermost first (none: the thread had no Python frames); then the
+// each, innermost first (none: the thread had no Python frames), with the
+// word that says which frames were not read (bpf/events.h); then the
 // event's own words: an ENTRY's shape slots ("Input shapes"), or
 // evaluate_function's node vtable pointer (GP_COOKIE_NODE_ARG), or a
 // RANGE_BEGIN's name; empty when there are none.
 struct EntryPayload {
   bool has_stack = false;
   std::span<const uint64_t> stack_words;
+  uint32_t stack_not_read = 0;  // PythonStackCut::from_event (record/frames_not_read.h)
   std::span<const uint64_t> words;
 };
 
