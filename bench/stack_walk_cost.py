@@ -43,14 +43,27 @@ def wait_for(path, proc, timeout=180):
 
 
 def program_stats(pid):
-    """{name: (run_time_ns, run_cnt)} of the BPF programs process `pid` holds."""
-    progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], check=True, capture_output=True,
-                                      text=True).stdout)
+    """{name: (run_time_ns, run_cnt)} of the BPF programs process `pid` holds.
+
+    From /proc/PID/fdinfo of its bpf-prog fds (the kernel prints prog_id,
+    run_time_ns and run_cnt there): Debian's bpftool lists no owning pids
+    (it is built without BPF iterators), so its `pids` cannot say whose a
+    program is. Names come from `bpftool prog show id N`."""
     stats = {}
-    for p in progs:
-        if p.get("name") in PROGRAMS and any(o.get("pid") == pid for o in p.get("pids", [])):
-            t, n = stats.get(p["name"], (0, 0))
-            stats[p["name"]] = (t + p.get("run_time_ns", 0), n + p.get("run_cnt", 0))
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd) != "anon_inode:bpf-prog":
+                continue
+            info = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/fdinfo/{fd.name}").read_text().splitlines()
+                        if ":" in line)
+        except OSError:
+            continue
+        prog_id = int(info["prog_id"])
+        shown = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(prog_id)], check=True,
+                                          capture_output=True, text=True).stdout)
+        if shown.get("name") in PROGRAMS:
+            t, n = stats.get(shown["name"], (0, 0))
+            stats[shown["name"]] = (t + int(info.get("run_time_ns", 0)), n + int(info.get("run_cnt", 0)))
     return stats
 
 
