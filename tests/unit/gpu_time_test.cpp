@@ -106,7 +106,7 @@ TEST(GpuTime, NearestRankPercentiles) {
 // 6200 ns of busy = 48.4%); --row-limit 3 cuts the kernels.
 TEST(GpuTime, TheReportMatchesTheGoldenFile) {
   const Recording r = planted();
-  const std::string text = format_gpu_time_report(gpu_time_by_device(r), summarize_gpu_kernels(r), 3);
+  const std::string text = format_gpu_time_report(gpu_time_by_device(r), *r.cupti_shim, 3);
   std::string golden;
   ASSERT_TRUE(read_file(golden_dir() / "gpu_time_report.txt", &golden));
   EXPECT_EQ(text, golden) << text;

@@ -404,7 +404,7 @@ int run_report(const ReportOptions& options) {
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
   if (metric) return print_folded(*recording, *metric, options.raw_times);
   if (options.gpu) {
-    const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), summarize_gpu_kernels(*recording),
+    const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), *recording->cupti_shim,
                                                     options.row_limit);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;

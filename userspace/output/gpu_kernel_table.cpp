@@ -72,18 +72,18 @@ std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_lim
   if (shown < summary.rows.size())
     out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
   out += "\n";
-  return out + format_gpu_record_warnings(summary);
+  return out + format_gpu_record_warnings({summary.shim_path, summary.state, summary.dropped, summary.lost});
 }
 
-std::string format_gpu_record_warnings(const GpuKernelSummary& summary) {
+std::string format_gpu_record_warnings(const CuptiShimInfo& shim) {
   std::string out;
-  if (summary.state != 1)
-    out += "WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state " + std::to_string(summary.state) +
+  if (shim.state != 1)
+    out += "WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state " + std::to_string(shim.state) +
            "): see the target's stderr (gpuprof-cupti: ...)\n";
-  if (summary.dropped)
-    out += "WARNING: CUPTI dropped " + std::to_string(summary.dropped) + " records: GPU times are incomplete\n";
-  if (summary.lost)
-    out += "WARNING: " + std::to_string(summary.lost) +
+  if (shim.records_dropped)
+    out += "WARNING: CUPTI dropped " + std::to_string(shim.records_dropped) + " records: GPU times are incomplete\n";
+  if (shim.events_lost)
+    out += "WARNING: " + std::to_string(shim.events_lost) +
            " GPU records lost (ring buffer full): GPU times are incomplete\n";
   return out;
 }

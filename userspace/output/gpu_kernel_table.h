@@ -49,7 +49,7 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording);
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit);
 // One WARNING line each for a shim that was not tracing, records CUPTI
 // dropped and records the ring buffer lost: what every GPU view prints.
-std::string format_gpu_record_warnings(const GpuKernelSummary& summary);
+std::string format_gpu_record_warnings(const CuptiShimInfo& shim);
 // Why a recording has no GPU times, and how to get them.
 inline constexpr const char* kNoCuptiShimReason =
     "the target did not have gpuprof's CUPTI shim loaded (record -- CMD injects it; for -p, start the job "

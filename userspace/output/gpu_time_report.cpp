@@ -91,12 +91,12 @@ std::string format_device(const GpuDeviceTime& d, int row_limit) {
 
 }  // namespace
 
-std::string format_gpu_time_report(const std::vector<GpuDeviceTime>& devices, const GpuKernelSummary& summary,
+std::string format_gpu_time_report(const std::vector<GpuDeviceTime>& devices, const CuptiShimInfo& shim,
                                    int row_limit) {
   std::string out;
   for (const GpuDeviceTime& d : devices) out += (out.empty() ? "" : "\n") + format_device(d, row_limit);
   if (devices.empty()) out = "No GPU activities were recorded (the shim was loaded, the job ran no GPU work).\n";
-  out += format_gpu_record_warnings(summary);
+  out += format_gpu_record_warnings(shim);
   return out;
 }
 

@@ -14,9 +14,9 @@
 namespace gpuprof {
 
 // row_limit applies to the host-wait and kernel tables (< 0: every row).
-// `summary` gives the shim's state and lost records, warned about as
+// `shim` gives the shim's state and lost records, warned about as
 // --kernels does.
-std::string format_gpu_time_report(const std::vector<GpuDeviceTime>& devices, const GpuKernelSummary& summary,
+std::string format_gpu_time_report(const std::vector<GpuDeviceTime>& devices, const CuptiShimInfo& shim,
                                    int row_limit);
 
 }  // namespace gpuprof
