@@ -16,8 +16,13 @@ Prints, per workload, the Self CPU % of every op over --threshold % in any
 of the three tables, and the largest distance to torch.profiler's share of
 the compensated and of the raw table.
 
+Then "precision needed": what 3 points of torch.profiler's table allow per
+op call, against the probes' calibrated cost per call (docs/overhead.md,
+"Why the tiny-op transformer cannot match torch.profiler here").
+
 Usage: sudo /usr/bin/python3 bench/compensation.py [--chroot /srv/gpuprof-trixie]
            [--workload tiny_transformer --workload resnet18] [--gpuprof build/gpuprof]
+           [--rt-cpu CPU] [--keep DIR]
 """
 import argparse
 import json
@@ -53,6 +58,14 @@ def touch(path):
 
 
 def workload_argv(args, workdir, workload, *extra):
+    # --rt: the workload at real-time priority on one CPU, so that nothing of
+    # the machine's (other jobs, gpuprof's own threads) preempts it: what is
+    # left is the probes' own cost (docs/overhead.md, "Compensation").
+    prefix = ["chrt", "-f", "10", "taskset", "-c", str(args.rt_cpu)] if args.rt_cpu is not None else []
+    return prefix + _workload_argv(args, workdir, workload, *extra)
+
+
+def _workload_argv(args, workdir, workload, *extra):
     if args.chroot:
         dest = Path(args.chroot) / CHROOT_WORKLOADS.lstrip("/")
         shutil.rmtree(dest, ignore_errors=True)
@@ -67,6 +80,10 @@ def shares(self_us):
     return {name: 100.0 * v / total for name, v in self_us.items()} if total else {}
 
 
+def torch_self_us(ops):
+    return sum(v["self_cpu_time_total"] for v in ops.values())
+
+
 def torch_alone(args, tmp, workload):
     workdir = tmp / f"{workload}-torch"
     workdir.mkdir()
@@ -77,7 +94,9 @@ def torch_alone(args, tmp, workload):
     touch(workdir / "dump")
     proc.wait(timeout=TIMEOUT_S)
     ops = json.loads((workdir / "torch_ops.json").read_text())
-    return shares({name: v["self_cpu_time_total"] for name, v in ops.items()})
+    if args.keep:
+        shutil.copy(workdir / "torch_ops.json", Path(args.keep) / f"{workload}.torch_ops.json")
+    return shares({name: v["self_cpu_time_total"] for name, v in ops.items()}), torch_self_us(ops)
 
 
 TABLE_ROW = re.compile(r"^\s*(\S.*?)\s{2,}(-?[\d.]+)%\s+(\S+)\s+(-?[\d.]+)%\s+(\S+)\s+(\S+)\s+(\d+)\s*$")
@@ -85,6 +104,27 @@ TABLE_ROW = re.compile(r"^\s*(\S.*?)\s{2,}(-?[\d.]+)%\s+(\S+)\s+(-?[\d.]+)%\s+(\
 
 def table_shares(text):
     return {m.group(1): float(m.group(2)) for m in map(TABLE_ROW.match, text.splitlines()) if m}
+
+
+def table_calls(text):
+    return sum(int(m.group(7)) for m in map(TABLE_ROW.match, text.splitlines()) if m)
+
+
+def precision_needed(torch_us, calls, note, points=3.0):
+    """What `points` of torch.profiler's table allow per op call, against the
+    probes' calibrated cost per call and the calibration's own spread: the
+    estimate must be this exact for the tiny ops' rows to come out right."""
+    cost = re.search(r"([\d.]+) us of probe time removed per call", note)
+    spread = re.search(r"spread ([\d.]+)%", note)
+    if not cost or not calls or not torch_us:
+        return None
+    budget_us = points / 100.0 * torch_us / calls
+    cost_us = float(cost.group(1))
+    return (f"precision needed: {points:g} points of torch.profiler's table = {points / 100.0 * torch_us / 1000:.2f} ms "
+            f"of its {torch_us / 1000:.1f} ms Self CPU; over gpuprof's {calls} calls {budget_us:.3f} us per call, "
+            f"{100.0 * budget_us / cost_us:.2f}% of the {cost_us:.2f} us the probes cost per call "
+            f"(probes {calls * cost_us / torch_us:.1f}x the job's own time"
+            + (f"; the calibration's rounds spread {spread.group(1)}%)" if spread else ")"))
 
 
 def gpuprof_alone(args, tmp, workload):
@@ -106,11 +146,14 @@ def gpuprof_alone(args, tmp, workload):
     gp.communicate(timeout=TIMEOUT_S)
     touch(workdir / "dump")
     proc.wait(timeout=TIMEOUT_S)
+    if args.keep:
+        shutil.copy(record, Path(args.keep) / record.name)
     out = {}
     for label, extra in (("compensated", []), ("raw", ["--raw-times"])):
         report = subprocess.run([args.gpuprof, "report", str(record), "--row-limit", "-1", *extra],
                                 capture_output=True, text=True, check=True)
         out[label] = table_shares(report.stdout)
+        out[label + "_calls"] = table_calls(report.stdout)
         if label == "compensated":
             out["note"] = [line for line in report.stdout.splitlines() if "probe time removed" in line
                            or "shorter than their probes" in line]
@@ -124,6 +167,9 @@ def main():
     parser.add_argument("--chroot", help="run the workload in this torch 2.x chroot (scripts/torch2-chroot.sh)")
     parser.add_argument("--workload", action="append", help="region.py workload (repeatable)")
     parser.add_argument("--threshold", type=float, default=5.0)
+    parser.add_argument("--rt-cpu", type=int, metavar="CPU",
+                        help="run the workload at real-time priority (chrt -f 10) pinned to this CPU")
+    parser.add_argument("--keep", help="copy each gpuprof recording into this folder (WORKLOAD.gpuprof)")
     args = parser.parse_args()
     workloads = args.workload or ["tiny_transformer", "resnet18"]
     host = os.uname()
@@ -133,7 +179,7 @@ def main():
         tmp = Path(tmp_name)
         os.chmod(tmp, 0o755)
         for workload in workloads:
-            torch_pct = torch_alone(args, tmp, workload)
+            torch_pct, torch_us = torch_alone(args, tmp, workload)
             gp = gpuprof_alone(args, tmp, workload)
             names = sorted({n for table in (torch_pct, gp["compensated"], gp["raw"]) for n, p in table.items()
                             if p > args.threshold}, key=lambda n: -torch_pct.get(n, 0))
@@ -148,6 +194,9 @@ def main():
                       f"points ({worst})")
             for line in gp["note"]:
                 print("  " + line)
+            needed = precision_needed(torch_us, gp["raw_calls"], " ".join(gp["note"]))
+            if needed:
+                print("  " + needed)
 
 
 if __name__ == "__main__":
