@@ -9,7 +9,7 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev nlohmann-json3-dev
   python3-torch python3-torchvision python3-pytest tmux libcap2-bin
-  chromium
+  chromium golang-go
 )
 
 missing=()
@@ -28,7 +28,8 @@ if ((${#missing[@]})); then
 fi
 
 # speedscope + playwright-core for tests/viewer/load_in_speedscope.mjs (the
-# browser is the chromium package above). npm ci only when the lock file changed.
+# browser is the chromium package above), pprof-format for
+# tests/viewer/decode_pprof.mjs (golang-go above gives `go tool pprof`). npm ci only when the lock file changed.
 if ! command -v npm >/dev/null; then
   echo "setup: npm not found (needs Node.js >= 20): the viewer tests (tests/viewer) will fail" >&2
 elif [[ ! tests/viewer/node_modules/.package-lock.json -nt tests/viewer/package-lock.json ]]; then

@@ -32,7 +32,7 @@ const std::map<std::string, Groups>& option_groups() {
       {"report",
        {{"What to print",
          {"--folded", "--metric", "--launches", "--kernels", "--chrome-trace", "--time-range", "--ops",
-          "--speedscope", "--gpu", "--mode"}},
+          "--speedscope", "--pprof", "--gpu", "--mode"}},
         {"Table", {"--sort-by", "--row-limit", "--raw-times", "--group-by-input-shape", "--group-by-stack-n"}},
         {"System-wide recordings", {"--pid", "--comm"}},
         {"Advanced", {"--strict", "--help"}}}},

@@ -187,17 +187,23 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::Option* trace = report->get_option("--chrome-trace");
   add_speedscope_option(*report, options.trace);
   CLI::Option* speedscope = report->get_option("--speedscope");
+  add_pprof_option(*report, options.trace);
+  CLI::Option* pprof = report->get_option("--pprof");
   // --mode sets the permissions of the one file report writes.
   report->parse_complete_callback([report] {
-    if (report->count("--mode") && !report->count("--chrome-trace") && !report->count("--speedscope"))
-      throw CLI::ValidationError("--mode", "sets the permissions of --chrome-trace's or --speedscope's file: give one");
+    if (report->count("--mode") && !report->count("--chrome-trace") && !report->count("--speedscope") &&
+        !report->count("--pprof"))
+      throw CLI::ValidationError("--mode",
+                                 "sets the permissions of --chrome-trace's, --speedscope's or --pprof's file: give one");
   });
-  for (CLI::Option* file : {trace, speedscope}) {
+  for (CLI::Option* file : {trace, speedscope, pprof}) {
     for (CLI::Option* other : {folded, launches, kernels, gpu}) file->excludes(other);
     for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
       file->excludes(report->get_option(table_only));
   }
   speedscope->excludes(trace);
+  pprof->excludes(trace);
+  pprof->excludes(speedscope);
   report->footer(
       "Examples:\n"
       "  gpuprof report                                  # ./gpuprof.data\n"
@@ -213,6 +219,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
       "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
+      "  gpuprof report run.gpuprof --pprof run.pb.gz               # go tool pprof, Pyroscope, Parca\n"
       "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"
       "  gpuprof report all.gpuprof --comm python3 --folded --metric samples\n");
 }
@@ -401,6 +408,11 @@ int run_report(const ReportOptions& options) {
       std::fputs(cuts.c_str(), stderr);
   }
   if (!options.trace.speedscope.empty()) return export_speedscope(*recording, options.input_path, options.trace);
+  if (!options.trace.pprof.empty()) {
+    TraceExportOptions pprof = options.trace;
+    pprof.raw_times = options.raw_times;
+    return export_pprof(*recording, options.input_path, pprof);
+  }
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
   if (metric) return print_folded(*recording, *metric, options.raw_times);
   if (options.gpu) {

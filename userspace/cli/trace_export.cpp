@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "output/chrome_trace.h"
+#include "output/pprof.h"
 #include "output/speedscope.h"
 #include "base/file_mode.h"
 #include "base/output_file.h"
@@ -44,6 +45,15 @@ void add_speedscope_option(CLI::App& command, TraceExportOptions& options) {
                   "write the recording in speedscope's own format (JSON; gzipped when OUT ends in .gz; - for "
                   "stdout): per thread its op calls under their Python frames, and its CPU samples; one frame "
                   "per op; see docs/speedscope.md")
+      ->type_name("OUT");
+}
+
+void add_pprof_option(CLI::App& command, TraceExportOptions& options) {
+  command
+      .add_option("--pprof", options.pprof,
+                  "write a pprof profile (profile.proto; gzipped when OUT ends in .gz, as pprof, Pyroscope and "
+                  "Parca expect; - for stdout): calls and self CPU of op paths under their Python frames, CPU "
+                  "samples, GPU time; pid, comm and hostname labels; see docs/pprof.md")
       ->type_name("OUT");
 }
 
@@ -156,6 +166,28 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
                static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.frames),
                size_on_disk(*file).c_str());
   if (stats.profiles == 0)
+    std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n",
+                 input_path.c_str());
+  return 0;
+}
+
+int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {
+  int exit_code = 0;
+  auto file = open_export(options.pprof, options, &exit_code);
+  if (!file) return exit_code;
+  const PprofProfile profile = pprof_profile(recording, options.raw_times);
+  file->write(profile.data);
+  std::string error;
+  if (!file->close(&error)) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu samples of %llu sample types, %llu functions%s\n",
+               options.pprof == "-" ? "the pprof profile" : options.pprof.c_str(), input_path.c_str(),
+               static_cast<unsigned long long>(profile.stats.samples),
+               static_cast<unsigned long long>(profile.stats.sample_types),
+               static_cast<unsigned long long>(profile.stats.functions), size_on_disk(*file).c_str());
+  if (profile.stats.samples == 0)
     std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n",
                  input_path.c_str());
   return 0;

@@ -1,6 +1,7 @@
 // cli/trace_export.h: --chrome-trace OUT (report and record): a recording as
 // a Chrome/Perfetto trace, cut down by --time-range and --ops; --speedscope
-// OUT (report): the recording in speedscope's own format.
+// OUT (report): the recording in speedscope's own format; --pprof OUT
+// (report): a pprof profile.
 #pragma once
 
 #include <string>
@@ -21,6 +22,8 @@ struct TraceExportOptions {
   std::string ops;         // regex searched in op names
   std::string mode = "600";  // --mode: the trace file's permissions (octal)
   std::string speedscope;    // --speedscope OUT: "" when not wanted; "-" for stdout; *.gz gzipped
+  std::string pprof;         // --pprof OUT: "" when not wanted; "-" for stdout; *.gz gzipped
+  bool raw_times = false;    // --pprof: self_cpu as measured
 };
 
 // Adds --chrome-trace, --time-range and --ops (the last two need the first).
@@ -34,6 +37,13 @@ void add_speedscope_option(CLI::App& command, TraceExportOptions& options);
 // Writes options.speedscope; one line on stderr says what was written.
 // Returns the process exit code.
 int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
+
+// Adds --pprof (report only).
+void add_pprof_option(CLI::App& command, TraceExportOptions& options);
+
+// Writes options.pprof; one line on stderr says what was written.
+// Returns the process exit code.
+int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options);

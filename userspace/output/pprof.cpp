@@ -1,0 +1,312 @@
+// pprof.cpp: stack sums (analyze/stack_sums.h) as a profile.proto message.
+#include "output/pprof.h"
+
+#include <map>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "analyze/aggregator.h"
+#include "analyze/process_filter.h"
+#include "analyze/stack_sums.h"
+#include "output/protobuf_writer.h"
+
+namespace gpuprof {
+namespace {
+
+// profile.proto's field numbers (github.com/google/pprof, proto/profile.proto).
+namespace field {
+constexpr uint32_t kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kFunction = 5, kStringTable = 6, kTimeNanos = 9,
+                   kDurationNanos = 10, kPeriodType = 11, kPeriod = 12, kComment = 13, kDefaultSampleType = 14;
+constexpr uint32_t kValueTypeType = 1, kValueTypeUnit = 2;
+constexpr uint32_t kSampleLocationId = 1, kSampleValue = 2, kSampleLabel = 3;
+constexpr uint32_t kLabelKey = 1, kLabelStr = 2, kLabelNum = 3;
+constexpr uint32_t kMappingId = 1, kMappingFilename = 5, kMappingHasFunctions = 7;
+constexpr uint32_t kLocationId = 1, kLocationMappingId = 2, kLocationAddress = 3, kLocationLine = 4;
+constexpr uint32_t kLineFunctionId = 1, kLineLine = 2;
+constexpr uint32_t kFunctionId = 1, kFunctionName = 2, kFunctionSystemName = 3, kFunctionFilename = 4;
+}  // namespace field
+
+// A Python frame as torch names it: "path(line): name".
+struct PythonFrame {
+  std::string_view file, name;
+  int64_t line = 0;
+};
+std::optional<PythonFrame> parse_python_frame(std::string_view text) {
+  const size_t colon = text.find("): ");
+  if (colon == std::string_view::npos) return std::nullopt;
+  const size_t open = text.rfind('(', colon);
+  if (open == std::string_view::npos || open + 1 == colon) return std::nullopt;
+  int64_t line = 0;
+  bool negative = false;
+  for (size_t i = open + 1; i < colon; i++) {
+    const char c = text[i];
+    if (c == '-' && i == open + 1) {
+      negative = true;
+    } else if (c >= '0' && c <= '9') {
+      line = line * 10 + (c - '0');
+    } else {
+      return std::nullopt;
+    }
+  }
+  return PythonFrame{text.substr(0, open), text.substr(colon + 3), negative ? -line : line};
+}
+
+// A native leaf as the recording names it: "libblas.so.3!sgemm_" (its
+// file and symbol) or "libc.so.6+0x98109" (its file and the offset in it,
+// when no symbol covers it); anything else is a name alone.
+struct NativeFrame {
+  std::string_view file, symbol;
+  uint64_t offset = 0;
+};
+std::optional<NativeFrame> parse_native_frame(std::string_view text) {
+  if (size_t bang = text.find('!'); bang != std::string_view::npos && bang > 0)
+    return NativeFrame{text.substr(0, bang), text.substr(bang + 1), 0};
+  const size_t plus = text.rfind("+0x");
+  if (plus == std::string_view::npos || plus == 0 || plus + 3 == text.size()) return std::nullopt;
+  uint64_t offset = 0;
+  for (char c : text.substr(plus + 3)) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return std::nullopt;
+    offset = offset * 16 + static_cast<uint64_t>(digit);
+  }
+  return NativeFrame{text.substr(0, plus), "", offset};
+}
+
+class ProfileBuilder {
+ public:
+  // The columns, in the order of sample_type.
+  enum Column { kCalls, kSelfCpu, kSamples, kCpu, kGpu, kColumns };
+
+  explicit ProfileBuilder(const Recording& recording) {
+    strings_.push_back("");
+    string_ids_[""] = 0;
+    const bool ops = recording.options.ops;
+    const bool sampled = recording.options.sample_hz > 0;
+    const bool gpu = !recording.gpu_activities.empty();
+    const char* types[kColumns][2] = {{"calls", "count"}, {"self_cpu", "nanoseconds"}, {"samples", "count"},
+                                      {"cpu", "nanoseconds"}, {"gpu", "nanoseconds"}};
+    const bool wanted[kColumns] = {ops, ops, sampled, sampled, gpu};
+    for (int c = 0; c < kColumns; c++) {
+      if (!wanted[c]) continue;
+      index_of_[c] = static_cast<int>(columns_.size());
+      columns_.push_back({str(types[c][0]), str(types[c][1])});
+    }
+    if (sampled) period_ns_ = static_cast<int64_t>(1e9 / recording.options.sample_hz);
+    // pprof shows its first mapping as the profile's program ("File:"): the
+    // traced command, not whichever library a first sample landed in.
+    const std::string& cmdline = recording.process.cmdline;
+    mapping_of(is_system_wide(recording) ? "[all processes]"
+               : cmdline.empty()         ? recording.process.comm
+                                         : cmdline.substr(0, cmdline.find(' ')));
+  }
+
+  bool has(Column c) const { return index_of_[c] >= 0; }
+
+  // Adds one process's stacks of `metric` into column(s) `c`.
+  void add(const StackSums& sums, StackMetric metric, uint32_t process) {
+    std::vector<uint64_t> location_of(sums.frames.size());
+    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f]);
+    for (const StackSum& stack : sums.stacks) {
+      if (stack.value == 0) continue;
+      std::vector<uint64_t> leaf_first;
+      leaf_first.reserve(stack.frames.size());
+      for (auto it = stack.frames.rbegin(); it != stack.frames.rend(); ++it) leaf_first.push_back(location_of[*it]);
+      std::vector<int64_t>& values = samples_[{std::move(leaf_first), process}];
+      values.resize(columns_.size());
+      const auto v = static_cast<int64_t>(stack.value);
+      switch (metric) {
+        case StackMetric::kCalls: values[index_of_[kCalls]] += v; break;
+        case StackMetric::kSelfCpuTime: values[index_of_[kSelfCpu]] += v; break;
+        case StackMetric::kSamples:
+          values[index_of_[kSamples]] += v;
+          values[index_of_[kCpu]] += v * period_ns_;
+          break;
+        case StackMetric::kSelfCudaTime: values[index_of_[kGpu]] += v; break;
+      }
+    }
+  }
+
+  uint32_t process(const ProcessInfo& info) {
+    processes_.push_back({{"pid", std::nullopt, info.pid},
+                          {"comm", info.comm, 0},
+                          {"hostname", info.hostname, 0}});
+    return static_cast<uint32_t>(processes_.size() - 1);
+  }
+
+  PprofProfile finish(const Recording& recording, const std::string& comment) {
+    ProtobufWriter profile;
+    for (const auto& [type, unit] : columns_) {
+      ProtobufWriter vt;
+      vt.signed_varint(field::kValueTypeType, type);
+      vt.signed_varint(field::kValueTypeUnit, unit);
+      profile.message(field::kSampleType, vt);
+    }
+    for (const auto& [key, values] : samples_) {
+      ProtobufWriter s;
+      s.packed(field::kSampleLocationId, key.first);
+      s.packed(field::kSampleValue, values);
+      for (const Label& label : processes_[key.second]) {
+        ProtobufWriter l;
+        l.signed_varint(field::kLabelKey, str(label.key));
+        if (label.text) {
+          l.signed_varint(field::kLabelStr, str(*label.text));
+        } else {
+          l.signed_varint(field::kLabelNum, label.number);
+        }
+        s.message(field::kSampleLabel, l);
+      }
+      profile.message(field::kSample, s);
+    }
+    for (size_t i = 0; i < mappings_.size(); i++) {
+      ProtobufWriter m;
+      m.varint(field::kMappingId, i + 1);
+      m.signed_varint(field::kMappingFilename, mappings_[i]);
+      m.varint(field::kMappingHasFunctions, 1);
+      profile.message(field::kMapping, m);
+    }
+    for (size_t i = 0; i < locations_.size(); i++) {
+      ProtobufWriter loc, line;
+      loc.varint(field::kLocationId, i + 1);
+      loc.varint(field::kLocationMappingId, locations_[i].mapping);
+      loc.varint(field::kLocationAddress, locations_[i].address);
+      line.varint(field::kLineFunctionId, locations_[i].function);
+      line.signed_varint(field::kLineLine, locations_[i].line);
+      loc.message(field::kLocationLine, line);
+      profile.message(field::kLocation, loc);
+    }
+    for (size_t i = 0; i < functions_.size(); i++) {
+      ProtobufWriter fn;
+      fn.varint(field::kFunctionId, i + 1);
+      fn.signed_varint(field::kFunctionName, functions_[i].name);
+      fn.signed_varint(field::kFunctionSystemName, functions_[i].system_name);
+      fn.signed_varint(field::kFunctionFilename, functions_[i].filename);
+      profile.message(field::kFunction, fn);
+    }
+    const int64_t comment_id = str(comment);
+    const int64_t default_type = has(kSelfCpu) ? columns_[index_of_[kSelfCpu]].first
+                                 : has(kCpu)   ? columns_[index_of_[kCpu]].first
+                                               : 0;
+    const int64_t cpu = str("cpu"), nanoseconds = str("nanoseconds");
+    // The string table last: every str() above has been made.
+    for (const std::string& s : strings_) profile.string_always(field::kStringTable, s);
+    profile.signed_varint(field::kTimeNanos, static_cast<int64_t>(recording.clock.start_realtime_ns));
+    if (recording.clock.end_monotonic_ns > recording.clock.start_monotonic_ns)
+      profile.signed_varint(field::kDurationNanos,
+                            static_cast<int64_t>(recording.clock.end_monotonic_ns - recording.clock.start_monotonic_ns));
+    if (period_ns_) {
+      ProtobufWriter vt;
+      vt.signed_varint(field::kValueTypeType, cpu);
+      vt.signed_varint(field::kValueTypeUnit, nanoseconds);
+      profile.message(field::kPeriodType, vt);
+      profile.signed_varint(field::kPeriod, period_ns_);
+    }
+    profile.packed(field::kComment, std::vector<int64_t>{comment_id});
+    profile.signed_varint(field::kDefaultSampleType, default_type);
+    PprofProfile out;
+    out.data = profile.data();
+    out.stats = {.samples = samples_.size(), .functions = functions_.size(), .sample_types = columns_.size()};
+    return out;
+  }
+
+ private:
+  struct Label {
+    std::string key;
+    std::optional<std::string> text;  // a string label, or
+    int64_t number = 0;               // a numeric one
+  };
+  struct Function {
+    int64_t name, system_name, filename;
+  };
+  struct Location {
+    uint64_t function;
+    int64_t line;
+    uint64_t mapping = 0;  // 0: none
+    uint64_t address = 0;  // a native frame's offset in its file, when the recording has it
+  };
+
+  int64_t str(std::string_view s) {
+    auto [it, inserted] = string_ids_.try_emplace(std::string(s), static_cast<int64_t>(strings_.size()));
+    if (inserted) strings_.push_back(std::string(s));
+    return it->second;
+  }
+
+  // The location of a frame: one per frame (its function, line, mapping
+  // and address).
+  uint64_t location(const StackFrame& frame) {
+    std::string_view name = frame.name, file;
+    int64_t line = 0;
+    uint64_t mapping = 0, address = 0;
+    if (frame.kind == FrameKind::kPython) {
+      if (auto python = parse_python_frame(frame.name)) {
+        name = python->name;
+        file = python->file;
+        line = python->line;
+      }
+    } else if (frame.kind == FrameKind::kNative) {
+      if (auto native = parse_native_frame(frame.name)) {
+        if (!native->symbol.empty()) name = native->symbol;
+        mapping = mapping_of(native->file);
+        address = native->offset;
+      }
+    }
+    const Function fn{str(name), str(frame.name), str(file)};
+    auto [f, new_function] =
+        function_ids_.try_emplace(std::make_tuple(fn.name, fn.system_name, fn.filename), functions_.size() + 1);
+    if (new_function) functions_.push_back(fn);
+    auto [l, new_location] = location_ids_.try_emplace(std::make_tuple(f->second, line, mapping, address),
+                                                       locations_.size() + 1);
+    if (new_location) locations_.push_back({f->second, line, mapping, address});
+    return l->second;
+  }
+
+  uint64_t mapping_of(std::string_view file) {
+    auto [it, inserted] = mapping_ids_.try_emplace(str(file), mappings_.size() + 1);
+    if (inserted) mappings_.push_back(it->first);
+    return it->second;
+  }
+
+  std::vector<std::pair<int64_t, int64_t>> columns_;  // (type, unit) string ids
+  int index_of_[kColumns] = {-1, -1, -1, -1, -1};
+  int64_t period_ns_ = 0;
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, int64_t> string_ids_;
+  std::vector<Function> functions_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> function_ids_;
+  std::vector<Location> locations_;
+  std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> location_ids_;
+  std::vector<int64_t> mappings_;  // file name string ids
+  std::map<int64_t, uint64_t> mapping_ids_;
+  std::vector<std::vector<Label>> processes_;
+  std::map<std::pair<std::vector<uint64_t>, uint32_t>, std::vector<int64_t>> samples_;
+};
+
+}  // namespace
+
+PprofProfile pprof_profile(const Recording& recording, bool raw_times) {
+  ProfileBuilder builder(recording);
+  auto add_process = [&](const Recording& one) {
+    const uint32_t process = builder.process(one.process);
+    if (builder.has(ProfileBuilder::kCalls)) {
+      builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
+      builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);
+    }
+    if (builder.has(ProfileBuilder::kSamples))
+      builder.add(stack_sums(one, StackMetric::kSamples, raw_times), StackMetric::kSamples, process);
+    if (builder.has(ProfileBuilder::kGpu))
+      builder.add(stack_sums(one, StackMetric::kSelfCudaTime, raw_times), StackMetric::kSelfCudaTime, process);
+  };
+  if (is_system_wide(recording)) {
+    for (const auto& [pid, activity] : process_activity(recording))
+      if (activity.events || activity.samples) add_process(select_processes(recording, {pid}));
+  } else {
+    add_process(recording);
+  }
+  const bool compensated = compensation_costs(recording, raw_times) != nullptr;
+  return builder.finish(recording, compensated ? "gpuprof: self_cpu compensated for the probes' cost (--raw-times: as measured)"
+                                               : "gpuprof: self_cpu as measured");
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,44 @@
+// pprof.h: a recording as a pprof profile (profile.proto, gzipped by the
+// caller when the file name ends in .gz): report --pprof, docs/pprof.md.
+//
+// One profile, its sample types the recording's:
+//   calls/count, self_cpu/nanoseconds   traced ops (the op paths of
+//                                       --folded's self_cpu_time: Python
+//                                       frames of --with-stack, then ops)
+//   samples/count, cpu/nanoseconds      CPU samples (record -F HZ): Python
+//                                       frames, ops, native leaf, kernel
+//                                       frames; cpu = count x period
+//   gpu/nanoseconds                     GPU time each op launched itself
+//                                       (the CUPTI shim's records)
+// Each pprof sample is one distinct stack of one process, its values in
+// every column (0 where the stack has none of that kind). Self CPU is
+// compensated for the probes' cost as the table's is (raw with raw_times).
+// Frames are functions: a Python frame's file and line are the Function's
+// filename and the Line's line ("torch/nn/modules/conv.py(454): _conv_forward"
+// -> _conv_forward, torch/nn/modules/conv.py, 454); op, native and kernel
+// frames are their names (the recording keeps names, not addresses, of
+// native frames: no mappings). Labels on every sample: pid, comm and
+// hostname of its process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "record/recording.h"
+
+namespace gpuprof {
+
+struct PprofStats {
+  uint64_t samples = 0;  // pprof samples: distinct (stack, process)
+  uint64_t functions = 0;
+  uint64_t sample_types = 0;
+};
+
+struct PprofProfile {
+  std::string data;  // the serialized Profile message (not compressed)
+  PprofStats stats;
+};
+
+PprofProfile pprof_profile(const Recording& recording, bool raw_times = false);
+
+}  // namespace gpuprof
