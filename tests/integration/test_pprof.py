@@ -7,7 +7,6 @@ op, the folded stacks of both metrics line for line, the stop line's sample
 count; labels against the target; Python frames against the workload's
 source."""
 import ast
-import json
 import re
 import socket
 import subprocess
@@ -17,9 +16,9 @@ import pytest
 
 from conftest import (REPO_ROOT, TORCH_ENV_IDS, TORCH_ENVS, error_lines, parse_time_us, resnet_region_run,
                       run_gpuprof)
+from pprof_reader import decode, per_leaf_op, table_time
 
 SAMPLE_HZ = 199
-VIEWER = REPO_ROOT / "tests" / "viewer"
 REGION_PY = REPO_ROOT / "tests" / "workloads" / "region.py"
 PYTHON_FRAME = re.compile(r"^(.*)\((-?\d+)\): (.*)$")
 
@@ -35,15 +34,6 @@ def exported(request, tmp_path_factory):
         assert made.returncode == 0, made.stderr
         assert error_lines(made.stderr) == [], made.stderr
         yield run, decode(out), go_pprof("-raw", out), made.stderr, out
-
-
-def decode(profile):
-    assert (VIEWER / "node_modules" / "pprof-format").is_dir(), \
-        "tests/viewer/node_modules missing: run scripts/setup.sh (npm ci --prefix tests/viewer)"
-    result = subprocess.run(["node", str(VIEWER / "decode_pprof.mjs"), str(profile)], capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def go_pprof(*args):
@@ -77,15 +67,6 @@ def folded_lines(record_file, *metric):
         stack, _, value = line.rpartition(" ")
         out[stack] = int(value)
     return out
-
-
-def table_time(us):
-    """A time as the table prints it (torch's _format_time)."""
-    if us >= 1e6:
-        return f"{us / 1e6:.3f}s"
-    if us >= 1e3:
-        return f"{us / 1e3:.3f}ms"
-    return f"{us:.3f}us"
 
 
 def test_go_pprof_reads_the_same_profile(exported):
@@ -122,17 +103,14 @@ def test_calls_and_self_cpu_per_op_are_the_tables(exported):
     """Summed by leaf op, the calls and self_cpu columns are the table's # of
     Calls and Self CPU, row for row (Self CPU as the table prints it)."""
     run, doc, _, _, _ = exported
-    calls, self_ns = defaultdict(int), defaultdict(int)
-    for s in doc["samples"]:
-        if s["values"][0] or s["values"][1]:
-            calls[s["stack"][0]] += s["values"][0]
-            self_ns[s["stack"][0]] += s["values"][1]
+    ops = per_leaf_op(doc)
     table = run.table.rows
     assert table, run.gpuprof.stdout()
-    assert {op for op, n in calls.items() if n} == set(table), (sorted(calls), sorted(table))
+    assert {op for op, (n, _) in ops.items() if n} == set(table), (sorted(ops), sorted(table))
     for op, row in table.items():
-        assert calls[op] == row.calls, op
-        assert parse_time_us(table_time(self_ns[op] / 1000)) == row.self_cpu_us, (op, self_ns[op], row.self_cpu_us)
+        calls, self_ns = ops[op]
+        assert calls == row.calls, op
+        assert parse_time_us(table_time(self_ns / 1000)) == row.self_cpu_us, (op, self_ns, row.self_cpu_us)
 
 
 @pytest.mark.parametrize("metric", ["self_cpu_time", "samples"])

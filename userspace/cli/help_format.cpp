@@ -35,6 +35,7 @@ const std::map<std::string, Groups>& option_groups() {
           "--speedscope", "--pprof", "--gpu", "--mode"}},
         {"Table", {"--sort-by", "--row-limit", "--raw-times", "--group-by-input-shape", "--group-by-stack-n"}},
         {"System-wide recordings", {"--pid", "--comm"}},
+        {"Several recordings", {"--by"}},
         {"Advanced", {"--strict", "--help"}}}},
       {"top",
        {{"Target", {"--pid", "--all-processes"}},

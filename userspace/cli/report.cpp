@@ -9,6 +9,7 @@
 
 #include "analyze/aggregator.h"
 #include "record/cupti_shim_state.h"
+#include "cli/report_many.h"
 #include "output/folded_stacks.h"
 #include "output/gpu_time_report.h"
 #include "analyze/gpu_time.h"
@@ -135,8 +136,13 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
 
 void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
-  report->add_option("file", options.input_path, "record file written by gpuprof record")
-      ->capture_default_str();
+  report->add_option("file", options.input_paths,
+                     "record file written by gpuprof record (default: gpuprof.data); several: one table of all, "
+                     "or --by; see docs/fleet.md");
+  report->add_option("--by", options.by,
+                     "per op, its Self CPU in each file, process (pid) or host side by side: min, median, max "
+                     "and the slowest; one FILE or several")
+      ->type_name("file|pid|host");
   add_table_options(*report, options);
   CLI::Option* folded = report->add_flag(
       "--folded", options.folded,
@@ -342,7 +348,10 @@ std::optional<Recording> read_recording_for_output(const std::string& path, bool
   return recording;
 }
 
-int run_report(const ReportOptions& options) {
+int run_report(const ReportOptions& given) {
+  ReportOptions options = given;
+  if (!options.input_paths.empty()) options.input_path = options.input_paths.front();
+  if (options.input_paths.size() > 1 || !options.by.empty()) return run_report_many(options);
   std::string error;
   std::optional<FoldedMetric> metric;
   if (options.folded) {

@@ -1,0 +1,111 @@
+// cli/report_many.cpp: report A B ... (cli/report_many.h).
+#include "cli/report_many.h"
+
+#include <cstdio>
+
+#include "analyze/aggregator.h"
+#include "analyze/process_filter.h"
+#include "analyze/profile_merge.h"
+#include "output/op_table.h"
+#include "output/spread_table.h"
+
+namespace gpuprof::cli {
+namespace {
+
+// What one view of several recordings cannot show yet: refused, not ignored.
+const char* unsupported_option(const ReportOptions& o) {
+  if (o.folded) return "--folded";
+  if (o.launches) return "--launches";
+  if (o.kernels) return "--kernels";
+  if (o.gpu) return "--gpu";
+  if (!o.trace.output.empty()) return "--chrome-trace";
+  if (!o.trace.speedscope.empty()) return "--speedscope";
+  if (!o.trace.pprof.empty()) return "--pprof";
+  if (!o.pids.empty() || !o.comms.empty()) return "--pid/--comm";
+  return nullptr;
+}
+
+// "a.gpuprof: vm:4242 (python3)": a unit as the notes name it.
+std::string unit_name(const ProfileUnit& unit) {
+  return unit.file + ": " + spread_group(unit, SpreadKey::kPid);
+}
+
+}  // namespace
+
+int run_report_many(const ReportOptions& options) {
+  std::string error;
+  if (const char* option = unsupported_option(options)) {
+    std::fprintf(stderr, "gpuprof: error: %s reads one recording; several are read as one table or with --by\n",
+                 option);
+    return 2;
+  }
+  std::optional<SpreadKey> by;
+  if (!options.by.empty()) {
+    by = parse_spread_key(options.by, &error);
+    if (!by) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      return 2;
+    }
+  }
+  auto sort_key = parse_sort_key(options.sort_by, &error);
+  if (!sort_key) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 2;
+  }
+  AggregateOptions aggregate_options;
+  aggregate_options.raw_times = options.raw_times;
+  aggregate_options.group_by_input_shape = options.group_by_input_shape;
+  aggregate_options.group_by_stack_n = options.group_by_stack_n;
+  std::vector<ProfileUnit> units;
+  const std::vector<std::string> paths =
+      options.input_paths.empty() ? std::vector<std::string>{options.input_path} : options.input_paths;
+  for (const std::string& path : paths) {
+    auto recording = read_recording_for_output(path, options.strict);
+    if (!recording) return 1;
+    if (!recording->complete)
+      std::fprintf(stderr, "gpuprof: warning: %s is incomplete (%s); reporting its complete events\n", path.c_str(),
+                   recording->incomplete_reason.empty() ? "the recorder did not finish"
+                                                        : recording->incomplete_reason.c_str());
+    if (is_system_wide(*recording)) {
+      for (const auto& [pid, activity] : process_activity(*recording)) {
+        if (activity.events == 0) continue;
+        Recording one = select_processes(*recording, {pid});
+        units.push_back({path, one.process, aggregate(one, aggregate_options)});
+      }
+    } else {
+      units.push_back({path, recording->process, aggregate(*recording, aggregate_options)});
+    }
+  }
+  std::string out;
+  if (by) {
+    out = format_spread_table(op_spread(units, *by), options.by, options.row_limit);
+  } else {
+    out = std::to_string(paths.size()) + " recordings, " + std::to_string(units.size()) + " processes, one table:\n";
+    for (const ProfileUnit& unit : units) out += "  " + unit_name(unit) + "\n";
+    const Profile merged = merge_profiles(units);
+    TableOptions table;
+    table.sort_by = *sort_key;
+    table.row_limit = options.row_limit;
+    out += merged.rows.empty() ? "No operator calls were recorded.\n" : format_op_table(merged, table);
+    // Each recording was compensated with its own calibration: one line each
+    // (format_compensation_note), then the merged counters' notes, which
+    // leave the compensation line out for a profile without rows.
+    for (const ProfileUnit& unit : units) {
+      if (unit.profile.rows.empty()) continue;
+      const std::string note = format_compensation_note(unit.profile);
+      for (size_t at = 0, end; at < note.size(); at = end + 1) {
+        end = note.find('\n', at);
+        std::string_view line = std::string_view(note).substr(at, end - at);
+        if (line.starts_with("gpuprof: ")) line.remove_prefix(9);
+        out += "gpuprof: " + unit_name(unit) + ": " + std::string(line) + "\n";
+      }
+    }
+    Profile counters = merged;
+    counters.rows.clear();
+    out += format_profile_notes(counters);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace gpuprof::cli
