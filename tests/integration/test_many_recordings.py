@@ -106,3 +106,17 @@ def test_refusals(pair):
     assert folded.returncode == 2 and "--folded reads one recording" in folded.stderr, folded.stderr
     missing = run_gpuprof("report", files[0], files[0] + ".missing")
     assert missing.returncode == 1 and missing.stdout == "" and ".missing" in missing.stderr, missing.stderr
+
+
+def test_one_pprof_of_both(pair, tmp_path):
+    """--pprof over both files: each process's stacks labelled with its pid
+    and file, its values its own file's, exactly."""
+    out = tmp_path / "both.pb.gz"
+    made = run_gpuprof("report", *(str(r) for r, _, _ in pair.values()), "--pprof", str(out))
+    assert made.returncode == 0, made.stderr
+    assert f"gpuprof: wrote {out} from 2 recordings: 2 samples of 2 sample types, 1 functions" in made.stderr
+    doc = decode(out)
+    assert doc["sample_types"] == ["calls/count", "self_cpu/nanoseconds"]
+    got = {(s["labels"]["recording"], s["labels"]["pid"]): (s["stack"], s["values"]) for s in doc["samples"]}
+    assert got == {(str(record), pid): (["aten::add"], [calls, ns]) for record, pid, (calls, ns) in pair.values()}
+    assert [calls for _, _, (calls, _) in pair.values()] == list(CALLS.values())

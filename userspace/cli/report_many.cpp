@@ -8,6 +8,7 @@
 #include "analyze/profile_merge.h"
 #include "output/op_table.h"
 #include "output/spread_table.h"
+#include "cli/trace_export.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -20,7 +21,6 @@ const char* unsupported_option(const ReportOptions& o) {
   if (o.gpu) return "--gpu";
   if (!o.trace.output.empty()) return "--chrome-trace";
   if (!o.trace.speedscope.empty()) return "--speedscope";
-  if (!o.trace.pprof.empty()) return "--pprof";
   if (!o.pids.empty() || !o.comms.empty()) return "--pid/--comm";
   return nullptr;
 }
@@ -56,9 +56,9 @@ int run_report_many(const ReportOptions& options) {
   aggregate_options.raw_times = options.raw_times;
   aggregate_options.group_by_input_shape = options.group_by_input_shape;
   aggregate_options.group_by_stack_n = options.group_by_stack_n;
-  std::vector<ProfileUnit> units;
   const std::vector<std::string> paths =
       options.input_paths.empty() ? std::vector<std::string>{options.input_path} : options.input_paths;
+  std::vector<Recording> recordings;
   for (const std::string& path : paths) {
     auto recording = read_recording_for_output(path, options.strict);
     if (!recording) return 1;
@@ -66,14 +66,30 @@ int run_report_many(const ReportOptions& options) {
       std::fprintf(stderr, "gpuprof: warning: %s is incomplete (%s); reporting its complete events\n", path.c_str(),
                    recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                         : recording->incomplete_reason.c_str());
-    if (is_system_wide(*recording)) {
-      for (const auto& [pid, activity] : process_activity(*recording)) {
+    recordings.push_back(std::move(*recording));
+  }
+  if (!options.trace.pprof.empty()) {
+    if (by) {
+      std::fprintf(stderr, "gpuprof: error: --by prints a table; --pprof labels each process of the profile instead\n");
+      return 2;
+    }
+    std::vector<const Recording*> all;
+    for (const Recording& r : recordings) all.push_back(&r);
+    TraceExportOptions pprof = options.trace;
+    pprof.raw_times = options.raw_times;
+    return export_pprof(all, paths, pprof);
+  }
+  std::vector<ProfileUnit> units;
+  for (size_t i = 0; i < recordings.size(); i++) {
+    const Recording& recording = recordings[i];
+    if (is_system_wide(recording)) {
+      for (const auto& [pid, activity] : process_activity(recording)) {
         if (activity.events == 0) continue;
-        Recording one = select_processes(*recording, {pid});
-        units.push_back({path, one.process, aggregate(one, aggregate_options)});
+        Recording one = select_processes(recording, {pid});
+        units.push_back({paths[i], one.process, aggregate(one, aggregate_options)});
       }
     } else {
-      units.push_back({path, recording->process, aggregate(*recording, aggregate_options)});
+      units.push_back({paths[i], recording.process, aggregate(recording, aggregate_options)});
     }
   }
   std::string out;

@@ -172,24 +172,32 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
 }
 
 int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {
+  return export_pprof(std::vector<const Recording*>{&recording}, {input_path}, options);
+}
+
+int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
+                 const TraceExportOptions& options) {
   int exit_code = 0;
   auto file = open_export(options.pprof, options, &exit_code);
   if (!file) return exit_code;
-  const PprofProfile profile = pprof_profile(recording, options.raw_times);
+  std::vector<PprofInput> inputs;
+  for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({recordings[i], input_paths[i]});
+  const PprofProfile profile = pprof_profile(inputs, options.raw_times);
   file->write(profile.data);
   std::string error;
   if (!file->close(&error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;
   }
+  const std::string from = input_paths.size() == 1 ? input_paths.front()
+                                                   : std::to_string(input_paths.size()) + " recordings";
   std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu samples of %llu sample types, %llu functions%s\n",
-               options.pprof == "-" ? "the pprof profile" : options.pprof.c_str(), input_path.c_str(),
+               options.pprof == "-" ? "the pprof profile" : options.pprof.c_str(), from.c_str(),
                static_cast<unsigned long long>(profile.stats.samples),
                static_cast<unsigned long long>(profile.stats.sample_types),
                static_cast<unsigned long long>(profile.stats.functions), size_on_disk(*file).c_str());
   if (profile.stats.samples == 0)
-    std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n",
-                 input_path.c_str());
+    std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n", from.c_str());
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -44,6 +45,9 @@ void add_pprof_option(CLI::App& command, TraceExportOptions& options);
 // Writes options.pprof; one line on stderr says what was written.
 // Returns the process exit code.
 int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
+// Several recordings in one profile (report A B ... --pprof).
+int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
+                 const TraceExportOptions& options);
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options);

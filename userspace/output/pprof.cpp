@@ -80,33 +80,38 @@ class ProfileBuilder {
   // The columns, in the order of sample_type.
   enum Column { kCalls, kSelfCpu, kSamples, kCpu, kGpu, kColumns };
 
-  explicit ProfileBuilder(const Recording& recording) {
+  explicit ProfileBuilder(const std::vector<PprofInput>& inputs) {
     strings_.push_back("");
     string_ids_[""] = 0;
-    const bool ops = recording.options.ops;
-    const bool sampled = recording.options.sample_hz > 0;
-    const bool gpu = !recording.gpu_activities.empty();
+    bool wanted[kColumns] = {};
+    for (const PprofInput& in : inputs) {
+      const Recording& r = *in.recording;
+      wanted[kCalls] = wanted[kSelfCpu] = wanted[kCalls] || r.options.ops;
+      wanted[kSamples] = wanted[kCpu] = wanted[kSamples] || r.options.sample_hz > 0;
+      wanted[kGpu] = wanted[kGpu] || !r.gpu_activities.empty();
+      if (!period_ns_ && r.options.sample_hz > 0) period_ns_ = static_cast<int64_t>(1e9 / r.options.sample_hz);
+    }
     const char* types[kColumns][2] = {{"calls", "count"}, {"self_cpu", "nanoseconds"}, {"samples", "count"},
                                       {"cpu", "nanoseconds"}, {"gpu", "nanoseconds"}};
-    const bool wanted[kColumns] = {ops, ops, sampled, sampled, gpu};
     for (int c = 0; c < kColumns; c++) {
       if (!wanted[c]) continue;
       index_of_[c] = static_cast<int>(columns_.size());
       columns_.push_back({str(types[c][0]), str(types[c][1])});
     }
-    if (sampled) period_ns_ = static_cast<int64_t>(1e9 / recording.options.sample_hz);
     // pprof shows its first mapping as the profile's program ("File:"): the
     // traced command, not whichever library a first sample landed in.
-    const std::string& cmdline = recording.process.cmdline;
-    mapping_of(is_system_wide(recording) ? "[all processes]"
-               : cmdline.empty()         ? recording.process.comm
-                                         : cmdline.substr(0, cmdline.find(' ')));
+    const Recording& first = *inputs.front().recording;
+    const std::string& cmdline = first.process.cmdline;
+    mapping_of(inputs.size() > 1 || is_system_wide(first) ? "[several processes]"
+               : cmdline.empty()                          ? first.process.comm
+                                                          : cmdline.substr(0, cmdline.find(' ')));
   }
 
   bool has(Column c) const { return index_of_[c] >= 0; }
 
-  // Adds one process's stacks of `metric` into column(s) `c`.
-  void add(const StackSums& sums, StackMetric metric, uint32_t process) {
+  // Adds one process's stacks of `metric` into its column(s); samples are
+  // worth period_ns of CPU each.
+  void add(const StackSums& sums, StackMetric metric, uint32_t process, int64_t period_ns = 0) {
     std::vector<uint64_t> location_of(sums.frames.size());
     for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f]);
     for (const StackSum& stack : sums.stacks) {
@@ -122,21 +127,22 @@ class ProfileBuilder {
         case StackMetric::kSelfCpuTime: values[index_of_[kSelfCpu]] += v; break;
         case StackMetric::kSamples:
           values[index_of_[kSamples]] += v;
-          values[index_of_[kCpu]] += v * period_ns_;
+          values[index_of_[kCpu]] += v * period_ns;
           break;
         case StackMetric::kSelfCudaTime: values[index_of_[kGpu]] += v; break;
       }
     }
   }
 
-  uint32_t process(const ProcessInfo& info) {
-    processes_.push_back({{"pid", std::nullopt, info.pid},
-                          {"comm", info.comm, 0},
-                          {"hostname", info.hostname, 0}});
+  // The labels of one process's samples (and of its file, with several).
+  uint32_t process(const ProcessInfo& info, const std::string& file) {
+    std::vector<Label> labels = {{"pid", std::nullopt, info.pid}, {"comm", info.comm, 0}, {"hostname", info.hostname, 0}};
+    if (!file.empty()) labels.push_back({"recording", file, 0});
+    processes_.push_back(std::move(labels));
     return static_cast<uint32_t>(processes_.size() - 1);
   }
 
-  PprofProfile finish(const Recording& recording, const std::string& comment) {
+  PprofProfile finish(const Recording& first, const std::string& comment) {
     ProtobufWriter profile;
     for (const auto& [type, unit] : columns_) {
       ProtobufWriter vt;
@@ -192,10 +198,10 @@ class ProfileBuilder {
     const int64_t cpu = str("cpu"), nanoseconds = str("nanoseconds");
     // The string table last: every str() above has been made.
     for (const std::string& s : strings_) profile.string_always(field::kStringTable, s);
-    profile.signed_varint(field::kTimeNanos, static_cast<int64_t>(recording.clock.start_realtime_ns));
-    if (recording.clock.end_monotonic_ns > recording.clock.start_monotonic_ns)
+    profile.signed_varint(field::kTimeNanos, static_cast<int64_t>(first.clock.start_realtime_ns));
+    if (first.clock.end_monotonic_ns > first.clock.start_monotonic_ns)
       profile.signed_varint(field::kDurationNanos,
-                            static_cast<int64_t>(recording.clock.end_monotonic_ns - recording.clock.start_monotonic_ns));
+                            static_cast<int64_t>(first.clock.end_monotonic_ns - first.clock.start_monotonic_ns));
     if (period_ns_) {
       ProtobufWriter vt;
       vt.signed_varint(field::kValueTypeType, cpu);
@@ -286,27 +292,39 @@ class ProfileBuilder {
 }  // namespace
 
 PprofProfile pprof_profile(const Recording& recording, bool raw_times) {
-  ProfileBuilder builder(recording);
-  auto add_process = [&](const Recording& one) {
-    const uint32_t process = builder.process(one.process);
-    if (builder.has(ProfileBuilder::kCalls)) {
-      builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
-      builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);
+  return pprof_profile(std::vector<PprofInput>{{&recording, ""}}, raw_times);
+}
+
+PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times) {
+  ProfileBuilder builder(inputs);
+  bool compensated = true;
+  for (const PprofInput& in : inputs) {
+    const Recording& recording = *in.recording;
+    const int64_t period_ns =
+        recording.options.sample_hz > 0 ? static_cast<int64_t>(1e9 / recording.options.sample_hz) : 0;
+    const std::string file = inputs.size() > 1 ? in.file : "";
+    auto add_process = [&](const Recording& one) {
+      const uint32_t process = builder.process(one.process, file);
+      if (one.options.ops) {
+        builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
+        builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);
+      }
+      if (period_ns)
+        builder.add(stack_sums(one, StackMetric::kSamples, raw_times), StackMetric::kSamples, process, period_ns);
+      if (!one.gpu_activities.empty())
+        builder.add(stack_sums(one, StackMetric::kSelfCudaTime, raw_times), StackMetric::kSelfCudaTime, process);
+    };
+    if (is_system_wide(recording)) {
+      for (const auto& [pid, activity] : process_activity(recording))
+        if (activity.events || activity.samples) add_process(select_processes(recording, {pid}));
+    } else {
+      add_process(recording);
     }
-    if (builder.has(ProfileBuilder::kSamples))
-      builder.add(stack_sums(one, StackMetric::kSamples, raw_times), StackMetric::kSamples, process);
-    if (builder.has(ProfileBuilder::kGpu))
-      builder.add(stack_sums(one, StackMetric::kSelfCudaTime, raw_times), StackMetric::kSelfCudaTime, process);
-  };
-  if (is_system_wide(recording)) {
-    for (const auto& [pid, activity] : process_activity(recording))
-      if (activity.events || activity.samples) add_process(select_processes(recording, {pid}));
-  } else {
-    add_process(recording);
+    compensated = compensated && compensation_costs(recording, raw_times) != nullptr;
   }
-  const bool compensated = compensation_costs(recording, raw_times) != nullptr;
-  return builder.finish(recording, compensated ? "gpuprof: self_cpu compensated for the probes' cost (--raw-times: as measured)"
-                                               : "gpuprof: self_cpu as measured");
+  return builder.finish(*inputs.front().recording,
+                        compensated ? "gpuprof: self_cpu compensated for the probes' cost (--raw-times: as measured)"
+                                    : "gpuprof: self_cpu as measured");
 }
 
 }  // namespace gpuprof

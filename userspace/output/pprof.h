@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "record/recording.h"
 
@@ -40,5 +41,16 @@ struct PprofProfile {
 };
 
 PprofProfile pprof_profile(const Recording& recording, bool raw_times = false);
+
+// Several recordings in one profile (report A B ... --pprof): their
+// processes' samples side by side, each also labelled with its file
+// ("recording"). The sample types are those any of them has; a recording's
+// cpu values use its own period (the profile's period is the first
+// sampled recording's).
+struct PprofInput {
+  const Recording* recording;
+  std::string file;
+};
+PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times = false);
 
 }  // namespace gpuprof
