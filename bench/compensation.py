@@ -127,19 +127,25 @@ def precision_needed(torch_us, calls, note, points=3.0):
             + (f"; the calibration's rounds spread {spread.group(1)}%)" if spread else ")"))
 
 
-def gpuprof_alone(args, tmp, workload):
-    workdir = tmp / f"{workload}-gpuprof"
-    workdir.mkdir()
-    record = tmp / f"{workload}.gpuprof"
-    proc = subprocess.Popen(workload_argv(args, workdir, workload, "--no-torch-profiler"))
-    pid = wait_for(workdir / "ready", proc, "gpuprof run").strip()
-    gp = subprocess.Popen([args.gpuprof, "record", "-p", pid, "-q", "-o", str(record)], stderr=subprocess.PIPE,
+def start_recording(gpuprof, pid, record):
+    """`gpuprof record -p PID -q -o RECORD`, returned once it traces."""
+    gp = subprocess.Popen([gpuprof, "record", "-p", str(pid), "-q", "-o", str(record)], stderr=subprocess.PIPE,
                           text=True)
     line = gp.stderr.readline()
     while line and "tracing" not in line:
         line = gp.stderr.readline()
     if not line:
         sys.exit("gpuprof did not start tracing")
+    return gp
+
+
+def gpuprof_alone(args, tmp, workload):
+    workdir = tmp / f"{workload}-gpuprof"
+    workdir.mkdir()
+    record = tmp / f"{workload}.gpuprof"
+    proc = subprocess.Popen(workload_argv(args, workdir, workload, "--no-torch-profiler"))
+    pid = wait_for(workdir / "ready", proc, "gpuprof run").strip()
+    gp = start_recording(args.gpuprof, pid, record)
     touch(workdir / "go")
     wait_for(workdir / "region-done", proc, "gpuprof run")
     gp.send_signal(signal.SIGINT)

@@ -22,7 +22,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compensation import CHROOT_WORKLOADS, REPO, TABLE_ROW, TIMEOUT_S, WORKLOADS, touch, wait_for  # noqa: E402
+from compensation import (CHROOT_WORKLOADS, REPO, TABLE_ROW, TIMEOUT_S, WORKLOADS, start_recording,  # noqa: E402
+                          touch, wait_for)
 
 
 def workload_argv(args, workdir):
@@ -70,13 +71,7 @@ def main():
         record = tmp / "op.gpuprof"
         proc = subprocess.Popen(workload_argv(args, tmp), stdout=subprocess.PIPE, text=True)
         pid = wait_for(tmp / "ready", proc, "op_alone.py").strip()
-        gp = subprocess.Popen([args.gpuprof, "record", "-p", pid, "-q", "-o", str(record)], stderr=subprocess.PIPE,
-                              text=True)
-        line = gp.stderr.readline()
-        while line and "tracing" not in line:
-            line = gp.stderr.readline()
-        if not line:
-            sys.exit("gpuprof did not start tracing")
+        gp = start_recording(args.gpuprof, pid, record)
         touch(tmp / "go")
         wait_for(tmp / "done", proc, "op_alone.py")
         gp.send_signal(signal.SIGINT)
