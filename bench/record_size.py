@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""Record file size per op event, and the recorder's CPU per event.
+
+    sudo /usr/bin/python3 bench/record_size.py [--seconds 5] [--baseline GPUPROF] [--keep DIR]
+
+Runs tests/workloads/small_op_loop.py (torch.add on 1-element tensors, the
+smallest ops: the most events per second), attaches `gpuprof record -p PID
+-d SECONDS` to it, and prints for the file it wrote:
+  - bytes per op event: the file's size over the op events in it;
+  - the version 5 figure for the same events: the file as the version 5
+    writer would have written it (every chunk's payload before compression,
+    op events as 32-byte raw events), computed from the chunks themselves;
+  - the gpuprof process's CPU time (user + system, from wait4) per op event.
+With --baseline, the same for another gpuprof build (e.g. one of format
+version 5) run right after on the same loop, for a like-with-like CPU
+figure. docs/record-file.md, "Size", has the figures of this VM.
+"""
+import argparse
+import ctypes
+import os
+import pathlib
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GPUPROF = ROOT / "build" / "gpuprof"
+LOOP = ROOT / "tests" / "workloads" / "small_op_loop.py"
+OP_EVENTS, EVENTS = 27, 4
+RAW_EVENT_BYTES = 32
+
+
+def zstd_decompress():
+    """libzstd's ZSTD_decompress through ctypes (the chunk payloads' codec)."""
+    lib = ctypes.CDLL("libzstd.so.1")
+    lib.ZSTD_decompress.restype = ctypes.c_size_t
+    lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+
+    def decompress(data, size):
+        out = ctypes.create_string_buffer(size)
+        n = lib.ZSTD_decompress(out, size, data, len(data))
+        if lib.ZSTD_isError(n) or n != size:
+            sys.exit("record_size: a chunk does not decompress")
+        return out.raw
+    return decompress
+
+
+def measure_file(path, decompress):
+    """(op events, file bytes, bytes of the same file in format version 5)."""
+    data = path.read_bytes()
+    if data[:8] != b"GPUPROF\0":
+        sys.exit(f"record_size: {path} is not a record file")
+    version = struct.unpack_from("<I", data, 8)[0]
+    events, v5_bytes, off = 0, 16, 16
+    while off + 16 <= len(data):
+        ctype, length, raw = struct.unpack_from("<III", data, off)
+        payload = data[off + 16:off + 16 + length]
+        if version >= 6 and raw:
+            payload = decompress(payload, raw)
+        if ctype == OP_EVENTS and version >= 6:
+            count = struct.unpack_from("<I", payload, 8)[0]
+            events += count
+            v5_bytes += 16 + count * RAW_EVENT_BYTES
+        else:
+            if ctype == EVENTS:
+                events += len(payload) // RAW_EVENT_BYTES
+            v5_bytes += 16 + len(payload)
+        off += 16 + length
+    return events, len(data), v5_bytes
+
+
+def record(gpuprof, seconds, workdir, label):
+    """Records the loop for `seconds`: (record file, gpuprof's CPU seconds)."""
+    ready = workdir / f"ready-{label}"
+    out = workdir / f"{label}.gpuprof"
+    loop = subprocess.Popen([sys.executable, str(LOOP), str(seconds + 60), str(ready)],
+                            stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists() or not ready.read_text():
+            if loop.poll() is not None or time.monotonic() > deadline:
+                sys.exit("record_size: the loop did not start")
+            time.sleep(0.1)
+        rec = subprocess.Popen([str(gpuprof), "record", "-p", str(loop.pid), "-d", str(seconds), "-o", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(rec.pid, 0)
+        rec.returncode = os.waitstatus_to_exitcode(status)
+        err = rec.stderr.read().decode()
+        if rec.returncode != 0:
+            sys.exit(f"record_size: {gpuprof} record failed ({rec.returncode}): {err}")
+        return out, usage.ru_utime + usage.ru_stime
+    finally:
+        loop.send_signal(signal.SIGKILL)
+        loop.wait()
+
+
+def report(label, gpuprof, seconds, workdir, decompress):
+    path, cpu_s = record(gpuprof, seconds, workdir, label)
+    events, size, v5 = measure_file(path, decompress)
+    if events == 0:
+        sys.exit(f"record_size: {path} holds no op events")
+    print(f"{label}: {gpuprof}")
+    print(f"  op events        {events:,} in {seconds} s")
+    print(f"  file             {size:,} bytes, {size / events:.2f} bytes per op event")
+    print(f"  as version 5     {v5:,} bytes, {v5 / events:.2f} bytes per op event")
+    print(f"  gpuprof CPU      {cpu_s:.2f} s, {cpu_s * 1e9 / events:.0f} ns per op event")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--baseline", type=pathlib.Path, help="another gpuprof build to measure the same way")
+    parser.add_argument("--keep", type=pathlib.Path, help="keep the record files in this directory")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("record_size: run as root (gpuprof record attaches BPF probes)")
+    decompress = zstd_decompress()
+    with tempfile.TemporaryDirectory(prefix="record_size.") as tmp:
+        workdir = args.keep or pathlib.Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        report("this build", GPUPROF, args.seconds, workdir, decompress)
+        if args.baseline:
+            report("baseline", args.baseline, args.seconds, workdir, decompress)
+
+
+if __name__ == "__main__":
+    main()
