@@ -16,60 +16,32 @@ version 5) run right after on the same loop, for a like-with-like CPU
 figure. docs/record-file.md, "Size", has the figures of this VM.
 """
 import argparse
-import ctypes
 import os
 import pathlib
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "integration"))
+from record_chunks import EVENTS, OP_EVENTS, RAW_EVENT_BYTES, op_events, record_chunks  # noqa: E402
+
 GPUPROF = ROOT / "build" / "gpuprof"
 LOOP = ROOT / "tests" / "workloads" / "small_op_loop.py"
-OP_EVENTS, EVENTS = 27, 4
-RAW_EVENT_BYTES = 32
 
 
-def zstd_decompress():
-    """libzstd's ZSTD_decompress through ctypes (the chunk payloads' codec)."""
-    lib = ctypes.CDLL("libzstd.so.1")
-    lib.ZSTD_decompress.restype = ctypes.c_size_t
-    lib.ZSTD_decompress.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-    lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
-
-    def decompress(data, size):
-        out = ctypes.create_string_buffer(size)
-        n = lib.ZSTD_decompress(out, size, data, len(data))
-        if lib.ZSTD_isError(n) or n != size:
-            sys.exit("record_size: a chunk does not decompress")
-        return out.raw
-    return decompress
-
-
-def measure_file(path, decompress):
+def measure_file(path):
     """(op events, file bytes, bytes of the same file in format version 5)."""
     data = path.read_bytes()
     if data[:8] != b"GPUPROF\0":
         sys.exit(f"record_size: {path} is not a record file")
-    version = struct.unpack_from("<I", data, 8)[0]
-    events, v5_bytes, off = 0, 16, 16
-    while off + 16 <= len(data):
-        ctype, length, raw = struct.unpack_from("<III", data, off)
-        payload = data[off + 16:off + 16 + length]
-        if version >= 6 and raw:
-            payload = decompress(payload, raw)
-        if ctype == OP_EVENTS and version >= 6:
-            count = struct.unpack_from("<I", payload, 8)[0]
-            events += count
-            v5_bytes += 16 + count * RAW_EVENT_BYTES
-        else:
-            if ctype == EVENTS:
-                events += len(payload) // RAW_EVENT_BYTES
-            v5_bytes += 16 + len(payload)
-        off += 16 + length
+    events, v5_bytes = 0, 16
+    for _, chunk_type, payload, _ in record_chunks(data):
+        count = len(op_events(chunk_type, payload)) if chunk_type in (EVENTS, OP_EVENTS) else 0
+        events += count
+        v5_bytes += 16 + (count * RAW_EVENT_BYTES if chunk_type == OP_EVENTS else len(payload))
     return events, len(data), v5_bytes
 
 
@@ -98,9 +70,9 @@ def record(gpuprof, seconds, workdir, label):
         loop.wait()
 
 
-def report(label, gpuprof, seconds, workdir, decompress):
+def report(label, gpuprof, seconds, workdir):
     path, cpu_s = record(gpuprof, seconds, workdir, label)
-    events, size, v5 = measure_file(path, decompress)
+    events, size, v5 = measure_file(path)
     if events == 0:
         sys.exit(f"record_size: {path} holds no op events")
     print(f"{label}: {gpuprof}")
@@ -118,13 +90,12 @@ def main():
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("record_size: run as root (gpuprof record attaches BPF probes)")
-    decompress = zstd_decompress()
     with tempfile.TemporaryDirectory(prefix="record_size.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        report("this build", GPUPROF, args.seconds, workdir, decompress)
+        report("this build", GPUPROF, args.seconds, workdir)
         if args.baseline:
-            report("baseline", args.baseline, args.seconds, workdir, decompress)
+            report("baseline", args.baseline, args.seconds, workdir)
 
 
 if __name__ == "__main__":
