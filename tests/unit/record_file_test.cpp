@@ -250,6 +250,17 @@ size_t items_in(const std::vector<uint8_t>& file, const ChunkHeader& c) {
   }
 }
 
+// The types and item counts (items_in) of the chunks of the file at `path`
+// from offset `from` on: what a writer wrote since then, whatever their
+// bytes once compressed.
+using ChunkItems = std::vector<std::pair<ChunkType, size_t>>;
+ChunkItems chunks_since(const std::string& path, uint64_t from) {
+  const std::vector<uint8_t> file = read_bytes(path);
+  ChunkItems out;
+  for (const ChunkHeader& c : chunk_headers(file, from)) out.emplace_back(c.type, items_in(file, c));
+  return out;
+}
+
 // A chunk boundary and what the complete chunks before it hold.
 struct Boundary {
   uint64_t end;                       // where the last complete chunk ends
@@ -516,13 +527,15 @@ TEST_F(RecordFileTest, IncrementalWriterWithSeveralFlushesAndFullChunks) {
     ASSERT_TRUE(w.flush(&err)) << err;
     EXPECT_EQ(w.events_written(), all.size());
   }
-  EXPECT_EQ(w.bytes_written(), begin_end + 4 * kRecordChunkHeaderSize + all.size() * 32);
+  EXPECT_EQ(chunks_since(path_, begin_end),
+            (ChunkItems{{ChunkType::OP_EVENTS, 7}, {ChunkType::OP_EVENTS, 8}, {ChunkType::OP_EVENTS, 9},
+                        {ChunkType::OP_EVENTS, 10}}));
   // 5000 events: two full 2048-event chunks go out at once, 904 stay buffered.
   const uint64_t before = w.bytes_written();
   std::vector<gp_event> big = make_events(5000, 9);
   ASSERT_TRUE(w.append_events(big.data(), big.size(), &err)) << err;
   all.insert(all.end(), big.begin(), big.end());
-  EXPECT_EQ(w.bytes_written(), before + 2 * (kRecordChunkHeaderSize + kRecordEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::OP_EVENTS, 2048}, {ChunkType::OP_EVENTS, 2048}}));
   EXPECT_EQ(w.events_written(), all.size() - 904);
   ASSERT_TRUE(w.finish(sample_stats(), 7, &err)) << err;
   auto rec = read_recording(path_, &err);
@@ -595,13 +608,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(6), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(7), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 6, "
-            "this gpuprof reads version 5");
+            "new.gpuprof was written by a newer gpuprof: record format version 7, "
+            "this gpuprof reads version 6");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 5)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 6)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -613,12 +626,15 @@ TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
   RecordWriter w = must_create();
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
   std::vector<gp_event> ev = make_events(4);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
-  const uint64_t second_events = w.bytes_written() - 2 * (16 + 128);  // chunk 6
+  uint64_t second_events = 0;  // chunk 6
+  for (int i = 0; i < 3; ++i) {
+    if (i == 1) second_events = w.bytes_written();
+    ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
+  }
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
   std::vector<uint8_t> bad = file;
-  bad[second_events + 16 + 40] ^= 0x01;
+  bad[second_events + 16 + 20] ^= 0x01;
   EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
   EXPECT_EQ(
       err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
@@ -964,7 +980,7 @@ TEST_F(RecordFileTest, ManyMemoryEventsGoOutInFullChunks) {
   std::vector<gp_mem_event> mem = make_mem_events(4000, 3);
   ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
   // 1600-event chunks: two go out at once, 800 events stay buffered.
-  EXPECT_EQ(w.bytes_written(), before + 2 * (kRecordChunkHeaderSize + kRecordMemEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::MEM_EVENTS, 1600}, {ChunkType::MEM_EVENTS, 1600}}));
   EXPECT_EQ(w.mem_events_written(), 3200u);
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   auto rec = read_recording(path_, &err);
@@ -2726,9 +2742,8 @@ TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
   define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
   const uint64_t before = w.bytes_written();
   launch(2500, 2);
-  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
-  EXPECT_EQ(w.bytes_written(),
-            before + names_chunk + 2 * (kRecordChunkHeaderSize + kRecordEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before),
+            (ChunkItems{{ChunkType::LAUNCH_NAMES, 1}, {ChunkType::LAUNCHES, 1024}, {ChunkType::LAUNCHES, 1024}}));
   // Enough name definitions to go out on their own (64 KiB) without a flush.
   const uint64_t before_names = w.bytes_written();
   define(2500);
@@ -3281,14 +3296,14 @@ TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChu
   // 452 stay buffered.
   uint64_t before = w.bytes_written();
   correlate(2500, 2);
-  EXPECT_EQ(w.bytes_written(), before + kRecordChunkHeaderSize + kRecordEventsChunkBytes);
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::GPU_CORRELATIONS, 2048}}));
   // 3000 activities: two full chunks of 1366 (65,568 bytes) go out at once,
   // the pending name before them; 268 stay buffered.
   define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
   before = w.bytes_written();
   run(3000, 3);
-  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
-  EXPECT_EQ(w.bytes_written(), before + names_chunk + 2 * (kRecordChunkHeaderSize + 1366 * 48));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::LAUNCH_NAMES, 1}, {ChunkType::GPU_ACTIVITIES, 1366},
+                                                    {ChunkType::GPU_ACTIVITIES, 1366}}));
   define(1);
   run(100, 4);
   correlate(100, 4);
