@@ -10,7 +10,9 @@ smallest ops: the most events per second), attaches `gpuprof record -p PID
   - the version 5 figure for the same events: the file as the version 5
     writer would have written it (every chunk's payload before compression,
     op events as 32-byte raw events), computed from the chunks themselves;
-  - the gpuprof process's CPU time (user + system, from wait4) per op event.
+  - the gpuprof process's CPU time (user + system, from wait4) per op event:
+    that of a 1 s recording taken from it, over the events it recorded more
+    (attaching costs the same in both).
 With --baseline, the same for another gpuprof build (e.g. one of format
 version 5) run right after on the same loop, for a like-with-like CPU
 figure. docs/record-file.md, "Size", has the figures of this VM.
@@ -71,15 +73,21 @@ def record(gpuprof, seconds, workdir, label):
 
 
 def report(label, gpuprof, seconds, workdir):
-    path, cpu_s = record(gpuprof, seconds, workdir, label)
+    """Records the loop for 1 s and for 1 + seconds: the file figures of the
+    long run, and the CPU per event of what the long run recorded more (the
+    attach, the symbols and the probe calibration cost the same in both)."""
+    short, short_cpu = record(gpuprof, 1, workdir, label + "-short")
+    path, cpu_s = record(gpuprof, 1 + seconds, workdir, label)
+    short_events = measure_file(short)[0]
     events, size, v5 = measure_file(path)
-    if events == 0:
-        sys.exit(f"record_size: {path} holds no op events")
+    if events <= short_events:
+        sys.exit(f"record_size: {path} holds no more op events than the 1 s recording")
     print(f"{label}: {gpuprof}")
-    print(f"  op events        {events:,} in {seconds} s")
+    print(f"  op events        {events:,} in {1 + seconds} s")
     print(f"  file             {size:,} bytes, {size / events:.2f} bytes per op event")
     print(f"  as version 5     {v5:,} bytes, {v5 / events:.2f} bytes per op event")
-    print(f"  gpuprof CPU      {cpu_s:.2f} s, {cpu_s * 1e9 / events:.0f} ns per op event")
+    print(f"  gpuprof CPU      {cpu_s:.2f} s ({short_cpu:.2f} s for {short_events:,} events in 1 s): "
+          f"{(cpu_s - short_cpu) * 1e9 / (events - short_events):.0f} ns per op event recorded more")
 
 
 def main():
