@@ -4,6 +4,7 @@
 // and the Chrome trace run on every accepted input to hold it to that, on
 // what it reads with corrupt chunks skipped (as report does). And a file
 // read whole, with one data chunk corrupted, must lose that chunk alone.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -55,28 +56,32 @@ uint64_t fnv1a(const uint8_t* data, size_t size) {
   return h;
 }
 
-// The data chunks: the types whose payloads are items counted across the
-// file, and the size of one.
+// The data chunks: the types whose payloads are items counted across the file.
 struct DataChunk {
-  size_t offset, payload;
+  size_t offset, bytes;  // bytes: with its header
   uint32_t type;
-  size_t items_before;  // items of its type in the chunks before it
 };
+constexpr ChunkType kDataChunks[] = {ChunkType::EVENTS,   ChunkType::OP_EVENTS,        ChunkType::MEM_EVENTS,
+                                     ChunkType::SAMPLES,  ChunkType::LAUNCHES,         ChunkType::GPU_CORRELATIONS,
+                                     ChunkType::GPU_ACTIVITIES};
+
+// The items of the first `size` bytes of a file the reader accepts whole,
+// cut on a chunk boundary after its mandatory chunks: every such prefix reads.
+Recording prefix(const uint8_t* data, size_t size) {
+  std::string error;
+  auto rec = read_recording_bytes(std::span<const uint8_t>(data, size), &error, "fuzz.gpuprof");
+  if (!rec) broken(("a chunk-boundary prefix of a readable file is unreadable: " + error).c_str());
+  return std::move(*rec);
+}
 
 // record_file.h, "Corrupt chunks": a file the reader accepts whole (and that
 // ends on a chunk boundary), with one bit of one data chunk's payload
 // flipped, reads with that chunk alone lost and every other chunk's events,
 // memory events, samples, launches, GPU correlations and activities exactly.
+// What the chunk held comes from the prefixes that end before and after it
+// (its payload may be packed and compressed).
 void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Recording& whole) {
-  const std::map<uint32_t, size_t> item_bytes = {
-      {static_cast<uint32_t>(ChunkType::EVENTS), sizeof(gp_event)},
-      {static_cast<uint32_t>(ChunkType::MEM_EVENTS), sizeof(gp_mem_event)},
-      {static_cast<uint32_t>(ChunkType::SAMPLES), kRecordSampleBytes},
-      {static_cast<uint32_t>(ChunkType::LAUNCHES), kRecordLaunchBytes},
-      {static_cast<uint32_t>(ChunkType::GPU_CORRELATIONS), kRecordGpuCorrelationBytes},
-      {static_cast<uint32_t>(ChunkType::GPU_ACTIVITIES), kRecordGpuActivityBytes}};
   std::vector<DataChunk> chunks;
-  std::map<uint32_t, size_t> items;  // by type, so far
   for (size_t off = kRecordHeaderSize; size - off >= kRecordChunkHeaderSize;) {
     uint32_t type, len;
     std::memcpy(&type, data + off, 4);
@@ -85,19 +90,18 @@ void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Record
     // and a chunk inside them (record_file.h), which the whole file did not
     // have. Only files that end on a chunk boundary have one reading.
     if (len > size - off - kRecordChunkHeaderSize) return;
-    const auto item = item_bytes.find(type);
-    // Version 1 knows EVENTS alone: the other numbers are unknown chunks there.
-    if (item != item_bytes.end() && (whole.format_version >= 2 || type == static_cast<uint32_t>(ChunkType::EVENTS))) {
-      if (len > 0) chunks.push_back({off, len, type, items[type]});
-      items[type] += len / item->second;
-    }
+    const ChunkSpec* spec = find_chunk_spec(type, whole.format_version);
+    if (spec != nullptr && len > 0 && std::find(std::begin(kDataChunks), std::end(kDataChunks), spec->type) != std::end(kDataChunks))
+      chunks.push_back({off, kRecordChunkHeaderSize + len, type});
     off += kRecordChunkHeaderSize + len;
   }
   if (chunks.empty()) return;
   const uint64_t h = fnv1a(data, size);
   const DataChunk& c = chunks[h % chunks.size()];
+  const Recording before = prefix(data, c.offset), after = prefix(data, c.offset + c.bytes);
   std::vector<uint8_t> bad(data, data + size);
-  bad[c.offset + kRecordChunkHeaderSize + (h >> 16) % c.payload] ^= static_cast<uint8_t>(1u << (h >> 8) % 8);
+  bad[c.offset + kRecordChunkHeaderSize + (h >> 16) % (c.bytes - kRecordChunkHeaderSize)] ^=
+      static_cast<uint8_t>(1u << (h >> 8) % 8);
   std::string error;
   auto got = read_recording_bytes(bad, &error, "fuzz.gpuprof", CorruptChunks::skip);
   if (!got) broken(("a corrupt data chunk made the file unreadable: " + error).c_str());
@@ -106,17 +110,13 @@ void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Record
     for (const LostChunk& lost : got->lost_chunks) said += "\n  " + lost.message;
     broken(said.c_str());
   }
-  // Each kind of item: all of them, but those of the lost chunk when it held that kind.
-  auto kept = [&](const auto& got_items, const auto& whole_items, ChunkType type) {
-    const bool here = c.type == static_cast<uint32_t>(type);
-    return whole_but(got_items, whole_items, here ? c.items_before : 0, here ? c.payload / item_bytes.at(c.type) : 0);
+  // Each kind of item: all of them, but those the lost chunk held.
+  auto kept = [&](auto member) {
+    const size_t from = (before.*member).size(), n = (after.*member).size() - from;
+    return whole_but((*got).*member, whole.*member, from, n);
   };
-  if (!kept(got->events, whole.events, ChunkType::EVENTS) ||
-      !kept(got->mem_events, whole.mem_events, ChunkType::MEM_EVENTS) ||
-      !kept(got->samples, whole.samples, ChunkType::SAMPLES) ||
-      !kept(got->launches, whole.launches, ChunkType::LAUNCHES) ||
-      !kept(got->gpu_correlations, whole.gpu_correlations, ChunkType::GPU_CORRELATIONS) ||
-      !kept(got->gpu_activities, whole.gpu_activities, ChunkType::GPU_ACTIVITIES))
+  if (!kept(&Recording::events) || !kept(&Recording::mem_events) || !kept(&Recording::samples) ||
+      !kept(&Recording::launches) || !kept(&Recording::gpu_correlations) || !kept(&Recording::gpu_activities))
     broken("a corrupt data chunk lost items of other chunks");
 }
 

@@ -10,6 +10,7 @@ import subprocess
 import time
 
 from conftest import GPUPROF, parse_stopped_line, parse_table, run_gpuprof, touch, wait_for_file
+from record_chunks import OP_EVENTS, OP_TABLE, op_events, record_chunks
 
 TORCH_ONELINER = ("import torch\n"
                   "x = torch.ones(64, dtype=torch.float64)\n"
@@ -85,18 +86,6 @@ def test_samples_without_symbols_are_counted(tmp_path):
     assert unresolved > 0, "python3.11's static functions have no symbols: some samples land there"
 
 
-def record_chunks(data):
-    """(offset, type, payload) of each chunk of a record file (docs/record-file.md: a
-    16-byte file header, then chunks of {u32 type, u32 length, u32 reserved, u32 crc})."""
-    chunks, off = [], 16
-    while off + 16 <= len(data):
-        chunk_type, length = struct.unpack_from("<II", data, off)
-        chunks.append((off, chunk_type, data[off + 16:off + 16 + length]))
-        off += 16 + length
-    return chunks
-
-
-EVENTS, OP_TABLE = 4, 3
 ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/events.h)
 
 
@@ -115,18 +104,17 @@ def op_table_names(payload):
     return names
 
 
-def calls_opened(payload, names):
-    """The calls each op name begins in an EVENTS payload (32-byte gp_events: op_id at 24, kind at 28)."""
+def calls_opened(chunk_type, payload, names):
+    """The calls each op name begins in an events payload."""
     calls = collections.Counter()
-    for off in range(0, len(payload), 32):
-        op_id, kind = struct.unpack_from("<IH", payload, off + 24)
+    for kind, op_id in op_events(chunk_type, payload):
         if kind in (ENTRY, RANGE_BEGIN):
             calls[names[op_id]] += 1
     return calls
 
 
 def test_a_corrupt_events_chunk_is_skipped_and_named_and_strict_refuses(tmp_path):
-    """docs/report.md, "Corrupt recordings": one flipped byte inside an EVENTS chunk in the
+    """docs/report.md, "Corrupt recordings": one flipped byte inside an OP_EVENTS chunk in the
     middle of a real recording costs that chunk's calls and nothing else."""
     out = tmp_path / "c.gpuprof"
     result = run_gpuprof("record", "-q", "-o", out, "--", "/usr/bin/python3", "-c", TORCH_ONELINER)
@@ -135,19 +123,20 @@ def test_a_corrupt_events_chunk_is_skipped_and_named_and_strict_refuses(tmp_path
     assert whole.returncode == 0 and "warning" not in whole.stderr, whole.stderr
     data = bytearray(out.read_bytes())
     chunks = record_chunks(data)
-    names = op_table_names(next(payload for _, t, payload in chunks if t == OP_TABLE))
-    events = [(i, off, payload) for i, (off, t, payload) in enumerate(chunks) if t == EVENTS]
-    assert len(events) >= 3, f"{len(events)} EVENTS chunks: the workload should make many"
-    number, offset, payload = events[len(events) // 2]
-    lost = calls_opened(payload, names)
+    names = op_table_names(next(payload for _, t, payload, _ in chunks if t == OP_TABLE))
+    events = [(i, off, payload, stored) for i, (off, t, payload, stored) in enumerate(chunks) if t == OP_EVENTS]
+    assert len(events) >= 3, f"{len(events)} OP_EVENTS chunks: the workload should make many"
+    number, offset, payload, stored = events[len(events) // 2]
+    lost = calls_opened(OP_EVENTS, payload, names)
     assert sum(lost.values()) > 0
-    data[offset + 16 + len(payload) // 2] ^= 0x01
+    data[offset + 16 + stored // 2] ^= 0x01
     out.write_bytes(bytes(data))
 
     report = run_gpuprof("report", out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
-    said = (f"gpuprof: warning: {out}: corrupt chunk {number + 1} (EVENTS) at offset {offset}: checksum mismatch; "
-            f"skipped: lost {len(payload) // 32} events")
+    first_event = struct.unpack_from("<Q", payload, 0)[0]
+    said = (f"gpuprof: warning: {out}: corrupt chunk {number + 1} (OP_EVENTS) at offset {offset}: checksum mismatch; "
+            f"skipped: lost the op events of a chunk (from event {first_event} on: the next such chunk says how many)")
     assert report.stderr.splitlines() == [said], report.stderr
     before, after = parse_table(whole.stdout).calls(), parse_table(report.stdout).calls()
     expected = {name: before[name] - lost[name] for name in before if before[name] > lost[name]}

@@ -18,7 +18,14 @@ namespace {
 
 using namespace record_samples;
 
-constexpr uint32_t kEvents = static_cast<uint32_t>(ChunkType::EVENTS);
+// The writer's event chunks (packed, version 6).
+constexpr uint32_t kEvents = static_cast<uint32_t>(ChunkType::OP_EVENTS);
+// A byte in the middle of a chunk's payload.
+size_t mid_payload(const ChunkSpan& c) { return c.offset + 16 + (c.bytes - 16) / 2; }
+// What a lost OP_EVENTS chunk says: its count comes with the next one.
+std::string lost_events_from(uint64_t first) {
+  return "the op events of a chunk (from event " + std::to_string(first) + " on: the next such chunk says how many)";
+}
 
 class CorruptChunksTest : public ::testing::Test {
  protected:
@@ -78,9 +85,8 @@ std::function<void(RecordWriter&)> three_event_chunks() {
 TEST_F(CorruptChunksTest, ACorruptEventsChunkIsSkippedAndEveryOtherEventKept) {
   const std::vector<uint8_t> file = recording({}, three_event_chunks());
   const ChunkSpan middle = nth(file, kEvents, 1);
-  ASSERT_EQ(middle.bytes, 16u + 6 * 32);
   std::vector<uint8_t> bad = file;
-  bad[middle.offset + 16 + 70] ^= 0x01;  // one bit of the payload
+  bad[mid_payload(middle)] ^= 0x01;  // one bit of the payload
   const std::string at = "f: corrupt chunk " + std::to_string(number_of(file, middle));
   const std::string offset = " at offset " + std::to_string(middle.offset) + ": checksum mismatch";
   std::string err;
@@ -93,7 +99,7 @@ TEST_F(CorruptChunksTest, ACorruptEventsChunkIsSkippedAndEveryOtherEventKept) {
   EXPECT_TRUE(same_events(rec->events, events_but(file, middle.offset)));
   EXPECT_EQ(rec->events.size(), 4u + 5u);
   ASSERT_EQ(rec->lost_chunks.size(), 1u);
-  EXPECT_EQ(rec->lost_chunks[0].message, at + " (EVENTS)" + offset + "; skipped: lost 6 events");
+  EXPECT_EQ(rec->lost_chunks[0].message, at + " (OP_EVENTS)" + offset + "; skipped: lost " + lost_events_from(4));
   EXPECT_EQ(rec->lost_chunks[0].index, number_of(file, middle));
   EXPECT_EQ(rec->lost_chunks[0].offset, middle.offset);
   EXPECT_EQ(rec->lost_chunks[0].bytes, middle.bytes);
@@ -109,12 +115,12 @@ TEST_F(CorruptChunksTest, ADamagedTypeFieldIsFoundByTheChecksum) {
   const std::vector<uint8_t> file = recording({}, three_event_chunks());
   const ChunkSpan middle = nth(file, kEvents, 1);
   std::vector<uint8_t> bad = file;
-  bad[middle.offset] = 12;  // says SAMPLES; only EVENTS passes the checksum with this payload
+  bad[middle.offset] = 12;  // says SAMPLES; only OP_EVENTS passes the checksum with this payload
   std::string err;
   auto rec = skipping(bad, &err);
   ASSERT_TRUE(rec.has_value()) << err;
   ASSERT_EQ(rec->lost_chunks.size(), 1u);
-  EXPECT_NE(rec->lost_chunks[0].message.find("(EVENTS) at offset"), std::string::npos) << rec->lost_chunks[0].message;
+  EXPECT_NE(rec->lost_chunks[0].message.find("(OP_EVENTS) at offset"), std::string::npos) << rec->lost_chunks[0].message;
   EXPECT_TRUE(same_events(rec->events, events_but(file, middle.offset)));
 }
 
@@ -139,8 +145,8 @@ TEST_F(CorruptChunksTest, ADamagedLengthSkipsToTheNextChunkThatPassesItsChecksum
       const std::string& said = rec->lost_chunks[0].message;
       EXPECT_NE(said.find("its length is damaged: " + next), std::string::npos) << said;
       // Only the length was damaged: the checksum confirms the type.
-      EXPECT_NE(said.find("(EVENTS)"), std::string::npos) << said;
-      EXPECT_NE(said.find("; skipped: lost 6 events"), std::string::npos) << said;
+      EXPECT_NE(said.find("(OP_EVENTS)"), std::string::npos) << said;
+      EXPECT_NE(said.find("; skipped: lost " + lost_events_from(4)), std::string::npos) << said;
       EXPECT_TRUE(same_events(rec->events, events_but(file, middle.offset)));
       EXPECT_TRUE(rec->complete);
     }
@@ -214,7 +220,7 @@ TEST_F(CorruptChunksTest, EntryShapesAndStacksStillNameTheirEventsPastALostEvent
   });
   const ChunkSpan middle = nth(file, kEvents, 1);
   std::vector<uint8_t> bad = file;
-  bad[middle.offset + 40] ^= 0x01;
+  bad[mid_payload(middle)] ^= 0x01;
   std::string err;
   auto rec = skipping(bad, &err);
   ASSERT_TRUE(rec.has_value()) << err;
@@ -224,6 +230,16 @@ TEST_F(CorruptChunksTest, EntryShapesAndStacksStillNameTheirEventsPastALostEvent
   const std::vector<EntryStack> want_stacks = {{0, 0}, {3, 0}, {6, 0}, {9, 0}};
   EXPECT_EQ(rec->entry_stacks, want_stacks);
   EXPECT_EQ(rec->shapes[rec->entry_shapes[2].shape_id], shapes[2]);
+  // The last events chunk lost: no chunk after it says how many it held,
+  // and whatever names an event past those read names one of its.
+  bad = file;
+  const ChunkSpan last = nth(file, kEvents, 2);
+  bad[mid_payload(last)] ^= 0x01;
+  rec = skipping(bad, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  ASSERT_EQ(rec->events.size(), 12u);
+  EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{0, 0}, {3, 0}, {6, 1}, {9, 1}}));
+  EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}, {6, 0}, {9, 0}}));
 }
 
 // SHAPES chunks carry no first id: past a lost one no shape can be placed.

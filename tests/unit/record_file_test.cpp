@@ -1,5 +1,6 @@
 // record_file_test.cpp: the record file round trip and every way a file can
 // be cut, corrupted or foreign (format in userspace/record/record_file.h).
+#include "record/packed_events.h"
 #include "record/record_file.h"
 #include "record_samples.h"
 
@@ -82,6 +83,18 @@ std::vector<uint8_t> chunk_of(ChunkType type, const std::vector<uint8_t>& payloa
 }
 std::vector<uint8_t> chunk_of(ChunkType type, const Bytes& payload) {
   return chunk_of(type, payload.b);
+}
+// The chunk the writer writes for a payload (compressed where that makes
+// it smaller).
+std::vector<uint8_t> written_of(ChunkType type, const std::vector<uint8_t>& payload) {
+  return encode_written_chunk(type, payload);
+}
+std::vector<uint8_t> written_of(ChunkType type, const Bytes& payload) { return written_of(type, payload.b); }
+// The OP_EVENTS chunk the writer writes for events from first_event on.
+std::vector<uint8_t> written_events(const std::vector<gp_event>& ev, uint64_t first_event = 0) {
+  std::vector<uint8_t> payload;
+  pack_events(ev, first_event, payload);
+  return written_of(ChunkType::OP_EVENTS, payload);
 }
 // PROCESS and CLOCK payloads of the sample data (the same in versions 1 and 2).
 Bytes process_payload() {
@@ -193,40 +206,59 @@ std::vector<ChunkHeader> chunk_headers(const std::vector<uint8_t>& file, uint64_
 // CUPTI_SHIM add their one record; the mandatory chunks, STATS and END add
 // none.
 size_t items_in(const std::vector<uint8_t>& file, const ChunkHeader& c) {
+  std::string error;
+  const std::vector<uint8_t> payload =
+      chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, kRecordChunkHeaderSize + c.length), &error)
+          .value_or(std::vector<uint8_t>{});
+  EXPECT_EQ(error, "");
   auto count_at = [&](uint64_t payload_offset) {
-    uint32_t count;
-    std::memcpy(&count, &file[c.offset + kRecordChunkHeaderSize + payload_offset], 4);
+    uint32_t count = 0;
+    if (payload.size() >= payload_offset + 4) std::memcpy(&count, &payload[payload_offset], 4);
     return size_t{count};
   };
+  const size_t length = payload.size();  // before compression
   switch (c.type) {
     case ChunkType::EVENTS:
-      return c.length / 32;
+      return length / 32;
+    case ChunkType::OP_EVENTS:
+      return count_at(8);  // after u64 first_event
     case ChunkType::SHAPES:
       return count_at(0);
     case ChunkType::ENTRY_SHAPES:
     case ChunkType::ENTRY_STACKS:
     case ChunkType::SAMPLE_KERNEL_STACKS:
-      return c.length / 12;
+      return length / 12;
     case ChunkType::MEM_EVENTS:
-      return c.length / 40;
+      return length / 40;
     case ChunkType::SAMPLE_FRAMES:
     case ChunkType::SAMPLE_STACKS:
     case ChunkType::LAUNCH_NAMES:
       return count_at(4);
     case ChunkType::SAMPLES:
-      return c.length / 24;
+      return length / 24;
     case ChunkType::LAUNCHES:
-      return c.length / 64;
+      return length / 64;
     case ChunkType::GPU_CORRELATIONS:
-      return c.length / 32;
+      return length / 32;
     case ChunkType::GPU_ACTIVITIES:
-      return c.length / 48;
+      return length / 48;
     case ChunkType::CUDA_RUNTIME:
     case ChunkType::CUPTI_SHIM:
       return 1;
     default:
       return 0;
   }
+}
+
+// The types and item counts (items_in) of the chunks of the file at `path`
+// from offset `from` on: what a writer wrote since then, whatever their
+// bytes once compressed.
+using ChunkItems = std::vector<std::pair<ChunkType, size_t>>;
+ChunkItems chunks_since(const std::string& path, uint64_t from) {
+  const std::vector<uint8_t> file = read_bytes(path);
+  ChunkItems out;
+  for (const ChunkHeader& c : chunk_headers(file, from)) out.emplace_back(c.type, items_in(file, c));
+  return out;
 }
 
 // A chunk boundary and what the complete chunks before it hold.
@@ -245,7 +277,8 @@ std::vector<Boundary> boundaries(const std::vector<uint8_t>& file, uint64_t mand
   for (const ChunkHeader& c : chunk_headers(file, mandatory_end)) {
     Boundary b = bounds.back();
     b.end = c.end();
-    b.items[c.type] += items_in(file, c);
+    // Raw and packed events count as one sequence.
+    b.items[c.type == ChunkType::OP_EVENTS ? ChunkType::EVENTS : c.type] += items_in(file, c);
     bounds.push_back(b);
   }
   return bounds;
@@ -494,13 +527,15 @@ TEST_F(RecordFileTest, IncrementalWriterWithSeveralFlushesAndFullChunks) {
     ASSERT_TRUE(w.flush(&err)) << err;
     EXPECT_EQ(w.events_written(), all.size());
   }
-  EXPECT_EQ(w.bytes_written(), begin_end + 4 * kRecordChunkHeaderSize + all.size() * 32);
+  EXPECT_EQ(chunks_since(path_, begin_end),
+            (ChunkItems{{ChunkType::OP_EVENTS, 7}, {ChunkType::OP_EVENTS, 8}, {ChunkType::OP_EVENTS, 9},
+                        {ChunkType::OP_EVENTS, 10}}));
   // 5000 events: two full 2048-event chunks go out at once, 904 stay buffered.
   const uint64_t before = w.bytes_written();
   std::vector<gp_event> big = make_events(5000, 9);
   ASSERT_TRUE(w.append_events(big.data(), big.size(), &err)) << err;
   all.insert(all.end(), big.begin(), big.end());
-  EXPECT_EQ(w.bytes_written(), before + 2 * (kRecordChunkHeaderSize + kRecordEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::OP_EVENTS, 2048}, {ChunkType::OP_EVENTS, 2048}}));
   EXPECT_EQ(w.events_written(), all.size() - 904);
   ASSERT_TRUE(w.finish(sample_stats(), 7, &err)) << err;
   auto rec = read_recording(path_, &err);
@@ -573,13 +608,13 @@ TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
-  std::vector<uint8_t> bytes = cat(encode_record_header(6), encode_chunk(77, {}));
+  std::vector<uint8_t> bytes = cat(encode_record_header(7), encode_chunk(77, {}));
   EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
   EXPECT_EQ(err,
-            "new.gpuprof was written by a newer gpuprof: record format version 6, "
-            "this gpuprof reads version 5");
+            "new.gpuprof was written by a newer gpuprof: record format version 7, "
+            "this gpuprof reads version 6");
   EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
-  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 5)");
+  EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 6)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
   EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
@@ -591,12 +626,15 @@ TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
   RecordWriter w = must_create();
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
   std::vector<gp_event> ev = make_events(4);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
-  const uint64_t second_events = w.bytes_written() - 2 * (16 + 128);  // chunk 6
+  uint64_t second_events = 0;  // chunk 6
+  for (int i = 0; i < 3; ++i) {
+    if (i == 1) second_events = w.bytes_written();
+    ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
+  }
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
   std::vector<uint8_t> bad = file;
-  bad[second_events + 16 + 40] ^= 0x01;
+  bad[second_events + 16 + 20] ^= 0x01;
   EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
   EXPECT_EQ(
       err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
@@ -775,10 +813,10 @@ TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.flush(&err)) << err;
   ev[3].payload_bytes = 0;
   std::vector<uint8_t> expect = written_prefix(3);
-  expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shapes})));
-  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{3, 0}})));
-  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  expect = cat(expect, written_of(ChunkType::SHAPES, shapes_payload({shapes})));
+  expect = cat(expect, written_events(ev));
+  expect = cat(expect, written_of(ChunkType::ENTRY_SHAPES, entries_payload({{3, 0}})));
+  expect = cat(expect, written_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
 }
@@ -942,7 +980,7 @@ TEST_F(RecordFileTest, ManyMemoryEventsGoOutInFullChunks) {
   std::vector<gp_mem_event> mem = make_mem_events(4000, 3);
   ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
   // 1600-event chunks: two go out at once, 800 events stay buffered.
-  EXPECT_EQ(w.bytes_written(), before + 2 * (kRecordChunkHeaderSize + kRecordMemEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::MEM_EVENTS, 1600}, {ChunkType::MEM_EVENTS, 1600}}));
   EXPECT_EQ(w.mem_events_written(), 3200u);
   ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
   auto rec = read_recording(path_, &err);
@@ -1389,15 +1427,15 @@ TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(2, 99);
-  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+  expect = cat(expect, written_events(ev));
+  expect = cat(expect, written_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES,
                                 frames_payload(0, {"libtorch_cpu.so!at::native::add", ""})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
   // Frames only: the next ids.
   ASSERT_TRUE(w.add_sample_frame("[unknown]", &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"[unknown]"})));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"[unknown]"})));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   EXPECT_EQ(w.samples_written(), 2u);
@@ -1695,15 +1733,15 @@ TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
   ASSERT_TRUE(w.flush(&err)) << err;
   // A flush: SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES.
   std::vector<uint8_t> expect = written_sampled_prefix(4, 99);
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+  expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES,
                                 frames_payload(0, {"libtorch_cpu.so!at::native::add",
                                                    "train.py(42): main", "model.py(7): forward"})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1, 2}, {}})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1, 2}, {}})));
+  expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
   // Stacks only: the next ids.
   ASSERT_TRUE(w.add_sample_stack({2, 2, 1}, &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(2, {{2, 2, 1}})));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(2, {{2, 2, 1}})));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   // A full SAMPLES chunk written early takes the pending frames and stacks
@@ -1982,16 +2020,16 @@ TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.append_sample_kernel_stack(0, 1, &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(1 | 2 | 16, 99);
-  expect = cat(expect, chunk_of(ChunkType::SHAPES, shapes_payload({shape})));
-  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  expect = cat(expect, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}})));
-  expect = cat(expect, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES,
+  expect = cat(expect, written_of(ChunkType::SHAPES, shapes_payload({shape})));
+  expect = cat(expect, written_events(ev));
+  expect = cat(expect, written_of(ChunkType::ENTRY_SHAPES, entries_payload({{0, 0}})));
+  expect = cat(expect, written_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES,
                                 frames_payload(0, {"train.py(42): main", "[k] do_syscall_64"})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}, {1}})));
-  expect = cat(expect, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}, {3, 0}})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 1}})));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}, {1}})));
+  expect = cat(expect, written_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}, {3, 0}})));
+  expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 1}})));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   EXPECT_EQ(w.samples_written(), 2u);
@@ -2618,16 +2656,16 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(0, 99);
-  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
+  expect = cat(expect, written_events(ev));
   expect =
       cat(expect, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"[k] do_syscall_64"})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}})));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLES, samples_payload(samples)));
-  expect = cat(expect, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 0}})));
-  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+  expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}})));
+  expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
+  expect = cat(expect, written_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload({{0, 0}})));
+  expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES,
                                 launch_names_payload(0, {"void at::native::kernel<float>(float*)",
                                                          "[CUDA graph]"})));
-  expect = cat(expect, chunk_of(ChunkType::LAUNCHES, launches_payload(launches)));
+  expect = cat(expect, written_of(ChunkType::LAUNCHES, launches_payload(launches)));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   // The launch layout by offset: ts, function, stream, grid, block, tid, api,
@@ -2649,12 +2687,12 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
   EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
   ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
-  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+  expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES,
                                 launch_names_payload(2, {"[unknown kernel 0x1234]"})));
   expect =
       cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
-  expect = cat(expect, chunk_of(ChunkType::STATS, written_stats_payload()));
-  expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
+  expect = cat(expect, written_of(ChunkType::STATS, written_stats_payload()));
+  expect = cat(expect, written_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
   auto rec = read_recording_bytes(expect, &err, "f");
   ASSERT_TRUE(rec.has_value()) << err;
@@ -2704,9 +2742,8 @@ TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
   define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
   const uint64_t before = w.bytes_written();
   launch(2500, 2);
-  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
-  EXPECT_EQ(w.bytes_written(),
-            before + names_chunk + 2 * (kRecordChunkHeaderSize + kRecordEventsChunkBytes));
+  EXPECT_EQ(chunks_since(path_, before),
+            (ChunkItems{{ChunkType::LAUNCH_NAMES, 1}, {ChunkType::LAUNCHES, 1024}, {ChunkType::LAUNCHES, 1024}}));
   // Enough name definitions to go out on their own (64 KiB) without a flush.
   const uint64_t before_names = w.bytes_written();
   define(2500);
@@ -3136,15 +3173,15 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
   ASSERT_TRUE(w.flush(&err)) << err;
   std::vector<uint8_t> expect = written_prefix(0);
-  expect = cat(expect, chunk_of(ChunkType::EVENTS, events_payload(ev)));
-  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES,
+  expect = cat(expect, written_events(ev));
+  expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES,
                                 launch_names_payload(0, {"void at::native::kernel<float>(float*)",
                                                          "[memcpy HtoD]"})));
-  expect = cat(expect, chunk_of(ChunkType::LAUNCHES, launches_payload(launches)));
+  expect = cat(expect, written_of(ChunkType::LAUNCHES, launches_payload(launches)));
   expect =
       cat(expect, chunk_of(ChunkType::GPU_CORRELATIONS, gpu_correlations_payload(correlations)));
   const size_t correlations_at = expect.size() - 32 * 2;
-  expect = cat(expect, chunk_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(activities)));
+  expect = cat(expect, written_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(activities)));
   const size_t activities_at = expect.size() - 48 * 2;
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
@@ -3191,13 +3228,13 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
   EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
   ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
-  expect = cat(expect, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"[memset]"})));
-  expect = cat(expect, chunk_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(later)));
+  expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"[memset]"})));
+  expect = cat(expect, written_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(later)));
   expect =
       cat(expect, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
-  expect = cat(expect, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
-  expect = cat(expect, chunk_of(ChunkType::STATS, written_stats_payload()));
-  expect = cat(expect, chunk_of(ChunkType::END, Bytes().u64(9)));
+  expect = cat(expect, written_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
+  expect = cat(expect, written_of(ChunkType::STATS, written_stats_payload()));
+  expect = cat(expect, written_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
   auto rec = read_recording_bytes(expect, &err, "f");
   ASSERT_TRUE(rec.has_value()) << err;
@@ -3259,14 +3296,14 @@ TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChu
   // 452 stay buffered.
   uint64_t before = w.bytes_written();
   correlate(2500, 2);
-  EXPECT_EQ(w.bytes_written(), before + kRecordChunkHeaderSize + kRecordEventsChunkBytes);
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::GPU_CORRELATIONS, 2048}}));
   // 3000 activities: two full chunks of 1366 (65,568 bytes) go out at once,
   // the pending name before them; 268 stay buffered.
   define(1);  // "void ns::kernel_5<float>(float*)": 32 bytes
   before = w.bytes_written();
   run(3000, 3);
-  const size_t names_chunk = kRecordChunkHeaderSize + 8 + 4 + 32;
-  EXPECT_EQ(w.bytes_written(), before + names_chunk + 2 * (kRecordChunkHeaderSize + 1366 * 48));
+  EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::LAUNCH_NAMES, 1}, {ChunkType::GPU_ACTIVITIES, 1366},
+                                                    {ChunkType::GPU_ACTIVITIES, 1366}}));
   define(1);
   run(100, 4);
   correlate(100, 4);

@@ -7,9 +7,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "record/packed_events.h"
+#include "record/record_file.h"
 #include "record/recording.h"
 
 namespace gpuprof::record_samples {
@@ -90,15 +93,23 @@ inline std::vector<ChunkSpan> chunks_of(const std::vector<uint8_t>& file) {
   return chunks;
 }
 
-// The events of the EVENTS chunks of a well-formed file but the one at
-// `skipped` (an offset; SIZE_MAX: none), read straight from the bytes.
+// The events of the EVENTS and OP_EVENTS chunks of a well-formed file but
+// the one at `skipped` (an offset; SIZE_MAX: none), read chunk by chunk.
 inline std::vector<gp_event> events_but(const std::vector<uint8_t>& file, size_t skipped = SIZE_MAX) {
   std::vector<gp_event> events;
   for (const ChunkSpan& c : chunks_of(file)) {
-    if (c.type != 4 /* EVENTS */ || c.offset == skipped) continue;
-    const size_t base = events.size();
-    events.resize(base + (c.bytes - 16) / sizeof(gp_event));
-    std::memcpy(events.data() + base, file.data() + c.offset + 16, c.bytes - 16);
+    const bool raw = c.type == static_cast<uint32_t>(ChunkType::EVENTS);
+    if ((!raw && c.type != static_cast<uint32_t>(ChunkType::OP_EVENTS)) || c.offset == skipped) continue;
+    std::string error;
+    const auto payload = chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, c.bytes), &error);
+    if (!payload) return {};  // not the file's events: the caller's comparison fails
+    uint64_t first = 0;
+    if (!raw && !unpack_events(*payload, &first, events).empty()) return {};
+    if (raw) {
+      const size_t base = events.size();
+      events.resize(base + payload->size() / sizeof(gp_event));
+      if (!payload->empty()) std::memcpy(events.data() + base, payload->data(), payload->size());
+    }
   }
   return events;
 }

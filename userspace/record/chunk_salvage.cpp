@@ -12,7 +12,21 @@ void FileItems::lose(uint64_t n) {
   lost_ += n;
 }
 
+bool FileItems::resume(uint64_t first) {
+  if (first < total_) return false;
+  if (awaiting_) {
+    awaiting_ = false;
+    lose(first - total_);
+  } else if (uncounted_) {
+    total_ = first;  // what came before stays unplaceable (placeable())
+  } else if (first != total_) {
+    return false;
+  }
+  return true;
+}
+
 std::optional<uint64_t> FileItems::kept(uint64_t index) const {
+  if (awaiting_ && index >= awaiting_from_) return std::nullopt;
   auto after = std::upper_bound(gaps_.begin(), gaps_.end(), index,
                                 [](uint64_t i, const Gap& g) { return i < g.start; });
   if (after == gaps_.begin()) return index;  // before every gap
@@ -37,20 +51,34 @@ constexpr uint64_t kSmallestOp = 20;
 
 }  // namespace
 
-std::string Salvage::lose(std::optional<ChunkType> type, uint64_t payload_bytes, const Recording& rec) {
+std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, std::optional<uint64_t> raw_bytes,
+                          const Recording& rec) {
+  // Sizes and dictionary room from the payload before compression (a
+  // damaged header may say too much: at most the chunk cap, so memory stays
+  // bounded); counted items only from a stored payload, whose length the
+  // chunk after it confirmed.
+  const uint64_t payload_bytes = std::max<uint64_t>(stored_bytes, raw_bytes.value_or(0));
   auto from = [](const char* what, size_t id, const char* shown) {
     return std::string(what) + " from id " + std::to_string(id) + " on (what names them shows " + shown + ")";
   };
   const uint64_t pairs = payload_bytes / 12;  // {u64 index, u32 id}
   switch (type.value_or(static_cast<ChunkType>(0))) {
+    case ChunkType::OP_EVENTS:
+      events.lose_until_next();
+      return "the op events of a chunk (from event " + std::to_string(events.total()) +
+             " on: the next such chunk says how many)";
     case ChunkType::EVENTS:
-      if (payload_bytes % sizeof(gp_event) == 0)
+      if (raw_bytes.has_value())
+        events.lose_uncounted();
+      else if (payload_bytes % sizeof(gp_event) == 0)
         events.lose(payload_bytes / sizeof(gp_event));
       else
         events.lose_uncounted();
       return items(payload_bytes, sizeof(gp_event), "events");
     case ChunkType::SAMPLES:
-      if (payload_bytes % kRecordSampleBytes == 0)
+      if (raw_bytes.has_value())
+        samples.lose_uncounted();
+      else if (payload_bytes % kRecordSampleBytes == 0)
         samples.lose(payload_bytes / kRecordSampleBytes);
       else
         samples.lose_uncounted();

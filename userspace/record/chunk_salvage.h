@@ -31,24 +31,41 @@ class FileItems {
   void lose(uint64_t n);
   // A lost chunk held an unknown number of them: no later index can be placed.
   void lose_uncounted() {
-    if (!uncounted_) uncounted_from_ = total_;
+    if (!uncounted_) uncounted_from_ = awaiting_ ? awaiting_from_ : total_;
     uncounted_ = true;
+    awaiting_ = false;  // the count it awaited is lost with the rest
   }
+  // A lost chunk held items that the next chunk of them counts: its first
+  // index (OP_EVENTS' first_event) says how many, given to resume(). Until
+  // then every index from here on names a lost item.
+  void lose_until_next() {
+    if (!awaiting_) awaiting_from_ = total_;
+    awaiting_ = true;
+  }
+  bool awaiting_first() const { return awaiting_; }
+  // A chunk whose first item has index `first`: the items of the chunks lost
+  // since the last read one are first - total(). False when first cannot be
+  // (below total(), or above it with nothing lost).
+  bool resume(uint64_t first);
   // Items of the file so far, read or lost (an index names one when below it).
   uint64_t total() const { return total_; }
   // False for an index at or after an uncounted loss: what it names is unknown.
   bool placeable(uint64_t index) const { return !uncounted_ || index < uncounted_from_; }
   // The item at `index` among the file's as an index among those read;
-  // nullopt when it was in a lost chunk. index < total(), placeable.
+  // nullopt when it was in a lost chunk (or after one whose count is
+  // awaited). index < total() or awaited, placeable.
   std::optional<uint64_t> kept(uint64_t index) const;
+  // Whether `index` names an item of the file so far: below total(), or in
+  // the lost chunks whose count is awaited.
+  bool named(uint64_t index) const { return index < total_ || awaiting_; }
 
  private:
   struct Gap {
     uint64_t start, count, lost_before;  // lost_before: items lost before start
   };
   std::vector<Gap> gaps_;  // in file order
-  uint64_t total_ = 0, lost_ = 0, uncounted_from_ = 0;
-  bool uncounted_ = false;
+  uint64_t total_ = 0, lost_ = 0, uncounted_from_ = 0, awaiting_from_ = 0;
+  bool uncounted_ = false, awaiting_ = false;
 };
 
 // A dictionary numbered in order of definition (ids from 0, each chunk's
@@ -111,9 +128,12 @@ struct Salvage {
 
   // Takes the loss of a chunk of `type` (nullopt: its header is damaged and
   // what it was cannot be told) whose payload was payload_bytes long, read
-  // after the chunks that made `rec`. Returns what it held, for its line
-  // ("2048 events").
-  std::string lose(std::optional<ChunkType> type, uint64_t payload_bytes, const Recording& rec);
+  // after the chunks that made `rec`; raw_bytes is the size its header gives
+  // the payload before compression (chunk_compression.h), nullopt for a
+  // chunk stored as it is. Returns what it held, for its line ("2048
+  // events").
+  std::string lose(std::optional<ChunkType> type, uint64_t payload_bytes, std::optional<uint64_t> raw_bytes,
+                   const Recording& rec);
   // After the last chunk: the placeholder stacks become one "[lost stack]"
   // frame, added after every frame defined.
   void finish(Recording& rec) const;

@@ -14,18 +14,26 @@
 //
 //   file header, 16 bytes
 //     0  char[8] magic     "GPUPROF\0"
-//     8  u32     version   GP_RECORD_FORMAT_VERSION (5; versions 1 to 4 are
+//     8  u32     version   GP_RECORD_FORMAT_VERSION (6; versions 1 to 5 are
 //                          still read)
 //    12  u32     hdr_size  16 (size of this header; anything else is corrupt)
 //   then chunks, back to back until the end of the file:
 //     0  u32     type      ChunkType
 //     4  u32     length    payload bytes, at most kRecordMaxChunkPayload
-//     8  u32     reserved  0 (ignored by readers, but checksummed)
+//     8  u32     raw_length 0: the payload is stored as it is; version 6:
+//                          otherwise the payload is one zstd frame of this
+//                          many bytes (at most kRecordMaxChunkPayload), and
+//                          every rule below is about those bytes
+//                          (chunk_compression.h). Before version 6: 0,
+//                          ignored by readers, but checksummed.
 //    12  u32     crc       zlib crc32 of chunk bytes 0..11, then the payload
+//                          as stored
 //    16  u8[length] payload
 //
 //   The crc covers the chunk header too, so a flipped type or length byte is
-//   caught rather than misread as an unknown (skipped) chunk.
+//   caught rather than misread as an unknown (skipped) chunk. Every chunk
+//   type, with the version that brought it and the option it needs, is in
+//   one table: chunk_specs.h.
 //
 // Payloads of version 2 (str = u32 byte length + bytes, no NUL):
 //   PROCESS      i32 pid, str comm, str cmdline, str libtorch_path,
@@ -41,7 +49,11 @@
 //                be 0; then, only when bit 2 is set, u32 sample_hz (> 0).
 //                Without bit 2 the payload is the u32 flags alone
 //                (sample_hz 0).
-//   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0
+//   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0;
+//                the writer writes OP_EVENTS instead since version 6
+//   OP_EVENTS    u64 first_event, u32 count, count x packed event
+//                (packed_events.h): the same events, packed; first_event
+//                is the number of events before it in the file (version 6)
 //   SHAPES       u32 count, then count x {u32 nargs, nargs x {i32 ndim,
 //                ndim x i64 size}}: input shape lists, numbered from 0 in the
 //                order of definition across the file; ndim -1 is an argument
@@ -162,7 +174,7 @@
 //
 // A known chunk's payload must be consumed exactly: any layout change bumps
 // the format version. Order: PROCESS, CLOCK, OP_TABLE and (version 2)
-// OPTIONS once each, in any order, before any other known chunk; then EVENTS,
+// OPTIONS once each, in any order, before any other known chunk; then EVENTS, OP_EVENTS,
 // SHAPES, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES,
 // ENTRY_STACKS, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES,
 // GPU_CORRELATIONS and GPU_ACTIVITIES chunks and at most one CUDA_RUNTIME
@@ -257,7 +269,7 @@
 // names a launch name defined before it (the names are shared with
 // LAUNCHES). A GPU_CORRELATIONS (GPU_ACTIVITIES) payload that is not a
 // whole number of 32-byte correlations (48-byte activities) is corrupt.
-// A flush writes SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
+// A flush writes SHAPES, OP_EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES,
 // SAMPLE_STACKS, ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES,
 // LAUNCHES, GPU_CORRELATIONS, GPU_ACTIVITIES in this order (and a chunk
 // written early takes the pending chunks it depends on with it, before it:
@@ -268,8 +280,8 @@
 // shapes, the sample frames, the sample stacks, the samples and the launch
 // names without checks.
 //
-// Events are stored raw, so this format is defined for little-endian hosts
-// only (record_file.cpp static_asserts it).
+// Integers are stored as the host has them, so this format is defined for
+// little-endian hosts only (chunk_codecs.h static_asserts it).
 #pragma once
 
 #include <sys/types.h>
@@ -285,12 +297,14 @@
 #include <vector>
 
 #include "events.h"
+#include "record/chunk_specs.h"
+#include "record/chunk_compression.h"
 #include "record/recording.h"
 #include "base/unique_fd.h"
 
 namespace gpuprof {
 
-inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 5;
+inline constexpr uint32_t GP_RECORD_FORMAT_VERSION = 6;
 inline constexpr char kRecordMagic[8] = {'G', 'P', 'U', 'P', 'R', 'O', 'F', '\0'};
 inline constexpr size_t kRecordHeaderSize = 16;
 inline constexpr size_t kRecordChunkHeaderSize = 16;
@@ -310,6 +324,9 @@ inline constexpr uint64_t kRecordClosingReserve = 128 << 10;
 // definitions, correlations or activities are; flush() emits a smaller one
 // earlier.
 inline constexpr size_t kRecordEventsChunkBytes = 64u << 10;
+// The events of one OP_EVENTS chunk at most: as many as filled an EVENTS
+// chunk of version 5.
+inline constexpr size_t kRecordChunkEvents = kRecordEventsChunkBytes / sizeof(gp_event);
 // The writer emits a MEM_EVENTS chunk once this many payload bytes (1600
 // memory events) are buffered, flushes everything once the pending shape
 // definitions or entry shapes reach kRecordEventsChunkBytes, and writes an
@@ -340,40 +357,20 @@ inline constexpr uint32_t kRecordOptionSampled = 1u << 2;  // u32 sample_hz foll
 inline constexpr uint32_t kRecordOptionNoOps = 1u << 3;
 inline constexpr uint32_t kRecordOptionWithStack = 1u << 4;
 
-enum class ChunkType : uint32_t {
-  PROCESS = 1,
-  CLOCK = 2,
-  OP_TABLE = 3,
-  EVENTS = 4,
-  STATS = 5,
-  END = 6,
-  OPTIONS = 7,                // version 2
-  SHAPES = 8,                 // version 2
-  ENTRY_SHAPES = 9,           // version 2
-  MEM_EVENTS = 10,            // version 2
-  SAMPLE_FRAMES = 11,         // version 2
-  SAMPLES = 12,               // version 2
-  SAMPLE_STACKS = 13,         // version 2
-  ENTRY_STACKS = 14,          // version 2
-  SAMPLE_KERNEL_STACKS = 15,  // version 2
-  LAUNCH_NAMES = 16,          // version 2
-  LAUNCHES = 17,              // version 2
-  CUDA_RUNTIME = 18,          // version 2
-  GPU_CORRELATIONS = 19,      // version 2
-  GPU_ACTIVITIES = 20,        // version 2
-  CUPTI_SHIM = 21,            // version 2
-  THREAD_NAMES = 22,          // version 2
-  PROCESSES = 23,             // version 4
-  THREAD_PROCESSES = 24,      // version 4
-  MORE_OPS = 25,              // version 4
-  PROBE_COSTS = 26,           // version 5
-};
 
 // The 16-byte file header for `version` (kRecordMagic, version, 16).
 std::vector<uint8_t> encode_record_header(uint32_t version = GP_RECORD_FORMAT_VERSION);
 // One complete chunk (header with crc, then payload). Exposed for tests and
 // tools that build files by hand.
 std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payload);
+// The chunk RecordWriter writes for this payload: compressed where that
+// makes it smaller (chunk_compression.h), else as encode_chunk.
+std::vector<uint8_t> encode_written_chunk(ChunkType type, std::span<const uint8_t> payload);
+// The payload of one complete chunk of this version (header, then the bytes
+// stored) as it was before compression: decompressed when its header says
+// so. For tests and tools that walk a file's chunks; "" in *error or the
+// reason it cannot be.
+std::optional<std::vector<uint8_t>> chunk_payload(std::span<const uint8_t> chunk, std::string* error);
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
@@ -559,8 +556,12 @@ class RecordWriter {
   // Events accepted so far, written or buffered: the event_index the next
   // appended event gets.
   uint64_t events_appended() const {
-    return events_written_ + (pending_.size() - kRecordChunkHeaderSize) / sizeof(gp_event);
+    return events_written_ + pending_events_.size();
   }
+  // What the events written so far would have taken as version 5 EVENTS
+  // chunks (32 bytes each, and chunk headers): bench/record_size.py's
+  // figure of the format before.
+  uint64_t raw_event_bytes() const { return raw_event_bytes_; }
   // Distinct shape lists interned so far (written or buffered).
   uint32_t shapes_defined() const { return static_cast<uint32_t>(shape_ids_.size()); }
   // Memory events written in MEM_EVENTS chunks so far.
@@ -625,7 +626,11 @@ class RecordWriter {
   // Each pending_* buffer holds kRecordChunkHeaderSize bytes of room for the
   // chunk header, then the buffered payload: a chunk is sealed in place,
   // never copied.
-  std::vector<uint8_t> pending_;         // EVENTS
+  std::vector<gp_event> pending_events_;  // OP_EVENTS, packed by flush_events
+  std::vector<uint8_t> packed_;           // flush_events' chunk, reused
+  uint64_t raw_event_bytes_ = 0;          // raw_event_bytes()
+  ChunkCompressor compressor_;
+  std::vector<uint8_t> compressed_;  // write_chunk's compressed chunk, reused
   std::vector<uint8_t> pending_shapes_;  // SHAPES: u32 count, then definitions
   uint32_t pending_shape_count_ = 0;
   std::vector<uint8_t> pending_entries_;  // ENTRY_SHAPES

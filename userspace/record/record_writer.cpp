@@ -1,0 +1,847 @@
+// record_writer.cpp: RecordWriter (record_file.h): buffering each chunk
+// type until it is due, writing every chunk whole and after what it names,
+// compressed (chunk_compression.h), and keeping room to close the file on a
+// full disk.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "base/file_mode.h"
+#include "record/chunk_codecs.h"
+#include "record/packed_events.h"
+#include "record/record_file.h"
+
+namespace gpuprof {
+
+using namespace chunk_codec;
+
+// ---- RecordWriter ----
+
+namespace {
+// The room for a SHAPES chunk header and its u32 count.
+constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
+// The room for a SAMPLE_FRAMES chunk header, its u32 first_id and u32 count.
+constexpr size_t kFramesPrefix = kRecordChunkHeaderSize + 8;
+// The same for a SAMPLE_STACKS chunk.
+constexpr size_t kStacksPrefix = kRecordChunkHeaderSize + 8;
+// The same for a LAUNCH_NAMES chunk.
+constexpr size_t kLaunchNamesPrefix = kRecordChunkHeaderSize + 8;
+size_t payload_size(const std::vector<uint8_t>& chunk) {
+  return chunk.size() - kRecordChunkHeaderSize;
+}
+}  // namespace
+
+RecordWriter::RecordWriter(int fd, std::string path)
+    : fd_(fd),
+      path_(std::move(path)),
+      pending_shapes_(kShapesPrefix, 0),
+      pending_entries_(chunk_buffer()),
+      pending_mem_(chunk_buffer()),
+      pending_frames_(kFramesPrefix, 0),
+      pending_stacks_(kStacksPrefix, 0),
+      pending_samples_(chunk_buffer()),
+      pending_entry_stacks_(chunk_buffer()),
+      pending_kernel_stacks_(chunk_buffer()),
+      pending_launch_names_(kLaunchNamesPrefix, 0),
+      pending_launches_(chunk_buffer()),
+      pending_gpu_correlations_(chunk_buffer()),
+      pending_gpu_activities_(chunk_buffer()) {}
+
+std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (!set_file_mode(fd, mode)) {
+    *error = "cannot set the mode of " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    return std::nullopt;
+  }
+  return RecordWriter(fd, path);
+}
+
+bool RecordWriter::check_state(State want, const char* what, std::string* error) const {
+  if (state_ == want && fd_.get() >= 0) return true;  // fd < 0: moved from
+  *error = path_ + ": " + what +
+           (state_ == State::kFailed || state_ == State::kDiskFull ? " after an earlier write error"
+                                     : " called out of order (internal error)");
+  return false;
+}
+
+// Keeps kRecordClosingReserve bytes allocated past the next `bytes`, in
+// steps of that much (one fallocate per step, not per chunk). A file system
+// out of room refuses: nothing of the chunk is written, and the room taken
+// before is there for finish().
+bool RecordWriter::keep_room_for(size_t bytes, std::string* error) {
+  if (closing_ || !can_reserve_ || offset_ + bytes + kRecordClosingReserve <= reserved_to_) return true;
+  const uint64_t to = offset_ + bytes + 2 * kRecordClosingReserve;
+  if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(to - offset_)) == 0) {
+    reserved_to_ = to;
+    return true;
+  }
+  const int why = errno;
+  if (why != ENOSPC && why != EDQUOT) {
+    can_reserve_ = false;  // no fallocate here (a pipe, /dev/null, a file system without it)
+    return true;
+  }
+  // A failed call may undo its whole range not yet written, the room kept
+  // before included (tmpfs does): take that much again.
+  if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(kRecordClosingReserve)) != 0)
+    can_reserve_ = false;
+  stop_writing(why, error);
+  return false;
+}
+
+void RecordWriter::stop_writing(int error_number, std::string* error) {
+  *error = "cannot write " + path_ + ": " + std::strerror(error_number);
+  state_ = (error_number == ENOSPC || error_number == EDQUOT) && !closing_ ? State::kDiskFull : State::kFailed;
+}
+
+// One write loop for the whole buffer: a killed writer tears at most this one.
+bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* error) {
+  if (!keep_room_for(bytes.size(), error)) return false;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t r = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      const int why = r < 0 ? errno : EIO;
+      // A torn chunk is cut off: the file ends at its last whole chunk.
+      if (done > 0 && ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0)
+        lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_SET);
+      stop_writing(why, error);
+      return false;
+    }
+    done += static_cast<size_t>(r);
+  }
+  offset_ += bytes.size();
+  return true;
+}
+
+// Writes one chunk, its payload compressed where that makes it smaller
+// (chunk_compression.h): the header's reserved field then says its size
+// before.
+bool RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error) {
+  const size_t raw = payload_size(chunk);
+  if (raw > kRecordMaxChunkPayload) {
+    *error = path_ + ": " + chunk_type_name(static_cast<uint32_t>(type)) + " chunk of " +
+             std::to_string(raw) + " bytes exceeds the limit";
+    state_ = State::kFailed;
+    return false;
+  }
+  const std::span<const uint8_t> payload(chunk.data() + kRecordChunkHeaderSize, raw);
+  if (compresses(type) && compressor_.compress(payload, compressed_)) {
+    seal_chunk(compressed_, static_cast<uint32_t>(type), static_cast<uint32_t>(raw));
+    return write_bytes(compressed_, error);
+  }
+  seal_chunk(chunk, static_cast<uint32_t>(type));
+  return write_bytes(chunk, error);
+}
+
+bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
+                         const std::vector<OpInfo>& ops, const RecordOptions& options,
+                         std::string* error) {
+  if (!check_state(State::kCreated, "begin", error)) return false;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (std::string problem = op_problem(ops[i], i); !problem.empty()) {
+      *error = path_ + ": not recording op table: " + problem;
+      return false;
+    }
+  Encoder p, c, o, f;
+  process_fields(p, process);
+  clock_fields(c, clock);
+  o.u32(static_cast<uint32_t>(ops.size()));
+  for (const OpInfo& op : ops) op_fields(o, op, GP_RECORD_FORMAT_VERSION);
+  f.u32(option_flags(options));
+  if (options.sample_hz > 0) f.u32(options.sample_hz);
+  if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
+      !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error) ||
+      !write_chunk(ChunkType::OPTIONS, f.b, error)) {
+    // Without its mandatory chunks the file is no recording: no stub is
+    // left (a full disk at the start). Only a file this writer made.
+    struct stat st;
+    if (fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode)) unlink(path_.c_str());
+    state_ = State::kFailed;
+    return false;
+  }
+  ops_count_ = ops.size();
+  options_ = options;
+  state_ = State::kBegun;
+  return true;
+}
+
+bool RecordWriter::append_events(const gp_event* events, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_events", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ + ": not recording events: the recording was begun without ops (no-ops option)";
+    return false;
+  }
+  // Reject the whole batch before buffering any of it: a bad event written
+  // would make the file unreadable (the reader rejects it as corrupt).
+  for (size_t i = 0; i < count; ++i)
+    if (!event_ok(events[i], ops_count_, GP_RECORD_FORMAT_VERSION)) {
+      *error = path_ + ": not recording event" + event_problem(events[i], ops_count_, GP_RECORD_FORMAT_VERSION);
+      return false;
+    }
+  if (options_.shapes || options_.with_stack) {  // for append_shapes, append_entry_stack
+    const uint64_t first = events_appended();
+    for (size_t i = 0; i < count; ++i)
+      if (events[i].kind == GP_EV_OP_ENTRY || events[i].kind == GP_EV_RANGE_BEGIN) entries_.set(first + i);
+  }
+  while (count > 0) {
+    const size_t take = std::min(count, kRecordChunkEvents - pending_events_.size());
+    pending_events_.insert(pending_events_.end(), events, events + take);
+    events += take;
+    count -= take;
+    if (pending_events_.size() == kRecordChunkEvents && !flush_events(error)) return false;
+  }
+  return true;
+}
+
+void RecordWriter::IndexBits::set(uint64_t index) {
+  if (index < base_) return;  // forgotten already: never asked about again
+  const uint64_t word = (index - base_) / 64;
+  if (word >= words_.size()) words_.resize(static_cast<size_t>(word + 1), 0);
+  words_[word] |= uint64_t{1} << ((index - base_) % 64);
+}
+
+bool RecordWriter::IndexBits::test(uint64_t index) const {
+  if (index < base_) return false;
+  const uint64_t word = (index - base_) / 64;
+  return word < words_.size() && ((words_[word] >> ((index - base_) % 64)) & 1) != 0;
+}
+
+// In big steps: erasing the front moves every word after it.
+void RecordWriter::IndexBits::forget_below(uint64_t mark) {
+  const uint64_t drop = mark > base_ ? (mark - base_) / 64 : 0;
+  if (drop < 1024) return;
+  words_.erase(words_.begin(),
+               words_.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(drop, words_.size())));
+  base_ += drop * 64;
+}
+
+// Both cursors that ask about entries must be past an event before it is
+// forgotten.
+void RecordWriter::forget_old_entries() {
+  uint64_t mark = UINT64_MAX;
+  if (options_.shapes) mark = std::min(mark, next_entry_index_);
+  if (options_.with_stack) mark = std::min(mark, next_stack_entry_index_);
+  entries_.forget_below(mark);
+}
+
+bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes,
+                                 std::string* error) {
+  if (!check_state(State::kBegun, "append_shapes", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error =
+        path_ + ": not recording the shapes of event " + std::to_string(event_index) + ": " + why;
+    return false;
+  };
+  if (!options_.shapes) return refuse("the recording was begun without the shapes option");
+  if (event_index < next_entry_index_)
+    return refuse("not above the previous entry shape's event " +
+                  std::to_string(next_entry_index_ - 1));
+  if (event_index >= events_appended())
+    return refuse("only " + std::to_string(events_appended()) + " events were appended");
+  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
+  if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
+  for (size_t a = 0; a < shapes.size(); ++a)
+    if (shapes[a] && shapes[a]->size() > static_cast<size_t>(kRecordMaxShapeDims))
+      return refuse("argument " + std::to_string(a) + " has " + std::to_string(shapes[a]->size()) +
+                    " dims (at most " + std::to_string(kRecordMaxShapeDims) + ")");
+  std::string def = encode_shape(shapes);
+  if (def.size() > kRecordMaxChunkPayload - 4) return refuse("the shape list is too large");
+
+  auto it = shape_ids_.find(def);
+  if (it == shape_ids_.end()) {
+    if (shape_ids_.size() >= UINT32_MAX) return refuse("too many distinct shape lists");
+    // Keep the SHAPES chunk under the cap (flush writes the pending ones).
+    if (pending_shapes_.size() - kShapesPrefix + def.size() > kRecordMaxChunkPayload - 4 &&
+        !flush(error))
+      return false;
+    pending_shapes_.insert(pending_shapes_.end(), def.begin(), def.end());
+    ++pending_shape_count_;
+    const uint32_t id = static_cast<uint32_t>(shape_ids_.size());
+    it = shape_ids_.emplace(std::move(def), id).first;
+  }
+  append_pair(pending_entries_, event_index, it->second);
+  next_entry_index_ = event_index + 1;
+  forget_old_entries();
+  if (pending_shapes_.size() - kShapesPrefix >= kRecordEventsChunkBytes ||
+      payload_size(pending_entries_) >= kRecordEventsChunkBytes)
+    return flush(error);
+  return true;
+}
+
+bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_mem_events", error)) return false;
+  if (count > 0 && !options_.memory) {
+    *error = path_ +
+             ": not recording memory events: the recording was begun without the "
+             "memory option";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (!mem_event_ok(events[i])) {
+      *error = path_ + ": not recording memory event " + std::to_string(i) +
+               " of the batch: unknown kind " + std::to_string(events[i].kind);
+      return false;
+    }
+  const auto* src = reinterpret_cast<const uint8_t*>(events);
+  size_t left = count * sizeof(gp_mem_event);
+  while (left > 0) {
+    size_t buffered = payload_size(pending_mem_);
+    size_t take = std::min(left, kRecordMemEventsChunkBytes - buffered);  // whole events
+    pending_mem_.insert(pending_mem_.end(), src, src + take);
+    src += take;
+    left -= take;
+    if (buffered + take >= kRecordMemEventsChunkBytes && !flush_mem_events(error)) return false;
+  }
+  return true;
+}
+
+bool RecordWriter::add_sample_frame(const std::string& name, std::string* error) {
+  if (!check_state(State::kBegun, "add_sample_frame", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not defining sample frame " + std::to_string(frames_defined_) + ": " + why;
+    return false;
+  };
+  if (!has_frames(options_))
+    return refuse("the recording was begun without CPU sampling or the with_stack option");
+  if (frames_defined_ == UINT32_MAX) return refuse("too many frames");
+  const size_t def = 4 + name.size();
+  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  // Keep the SAMPLE_FRAMES chunk under the cap.
+  if (pending_frames_.size() - kFramesPrefix + def > kRecordMaxChunkPayload - 8 &&
+      !flush_sample_frames(error))
+    return false;
+  const uint32_t len = static_cast<uint32_t>(name.size());
+  const auto* l = reinterpret_cast<const uint8_t*>(&len);
+  pending_frames_.insert(pending_frames_.end(), l, l + 4);
+  pending_frames_.insert(pending_frames_.end(), name.begin(), name.end());
+  ++pending_frame_count_;
+  ++frames_defined_;
+  if (pending_frames_.size() - kFramesPrefix >= kRecordEventsChunkBytes)
+    return flush_sample_frames(error);
+  return true;
+}
+
+bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
+  if (!check_state(State::kBegun, "add_sample_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not defining sample stack " + std::to_string(stacks_defined_) + ": " + why;
+    return false;
+  };
+  if (!has_frames(options_))
+    return refuse("the recording was begun without CPU sampling or the with_stack option");
+  if (stacks_defined_ == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
+    return refuse("too many stacks");
+  if (frame_ids.size() > kRecordMaxSampleStackDepth)
+    return refuse(std::to_string(frame_ids.size()) + " frames (at most " +
+                  std::to_string(kRecordMaxSampleStackDepth) + ")");
+  for (size_t i = 0; i < frame_ids.size(); ++i)
+    if (frame_ids[i] >= frames_defined_)
+      return refuse("frame " + std::to_string(i) + " is frame_id " +
+                    std::to_string(frame_ids[i]) + ", but " + std::to_string(frames_defined_) +
+                    " frames are defined");
+  const uint32_t n = static_cast<uint32_t>(frame_ids.size());
+  const auto* b = reinterpret_cast<const uint8_t*>(&n);
+  pending_stacks_.insert(pending_stacks_.end(), b, b + 4);
+  if (n > 0) {
+    const auto* f = reinterpret_cast<const uint8_t*>(frame_ids.data());
+    pending_stacks_.insert(pending_stacks_.end(), f, f + 4 * size_t{n});
+  }
+  ++pending_stack_count_;
+  ++stacks_defined_;
+  // At most kRecordEventsChunkBytes + 4 + 4 * 4096 bytes: far under the cap.
+  if (pending_stacks_.size() - kStacksPrefix >= kRecordEventsChunkBytes)
+    return flush_sample_stacks(error);
+  return true;
+}
+
+bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_samples", error)) return false;
+  if (count > 0 && options_.sample_hz == 0) {
+    *error = path_ + ": not recording samples: the recording was begun without CPU sampling";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (samples[i].frame_id >= frames_defined_) {
+      *error = path_ + ": not recording sample " + std::to_string(i) + " of the batch: frame_id " +
+               std::to_string(samples[i].frame_id) + ", but " + std::to_string(frames_defined_) +
+               " frames are defined";
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i)
+    if (samples[i].python_stack != kNoPythonStack && samples[i].python_stack >= stacks_defined_) {
+      *error = path_ + ": not recording sample " + std::to_string(i) +
+               " of the batch: python_stack " + std::to_string(samples[i].python_stack) +
+               ", but " + std::to_string(stacks_defined_) + " stacks are defined";
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    if (samples[i].in_kernel) in_kernel_.set(samples_appended());  // for append_sample_kernel_stack
+    const size_t at = pending_samples_.size();
+    pending_samples_.resize(at + kRecordSampleBytes);
+    encode_sample(samples[i], pending_samples_.data() + at);
+    if (payload_size(pending_samples_) >= kRecordSamplesChunkBytes && !flush_samples(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
+  if (!check_state(State::kBegun, "append_entry_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error =
+        path_ + ": not recording the stack of event " + std::to_string(event_index) + ": " + why;
+    return false;
+  };
+  if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
+  if (event_index < next_stack_entry_index_)
+    return refuse("not above the previous entry stack's event " +
+                  std::to_string(next_stack_entry_index_ - 1));
+  if (event_index >= events_appended())
+    return refuse("only " + std::to_string(events_appended()) + " events were appended");
+  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
+  if (stack_id >= stacks_defined_)
+    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
+                  std::to_string(stacks_defined_) + " stacks are defined");
+  append_pair(pending_entry_stacks_, event_index, stack_id);
+  next_stack_entry_index_ = event_index + 1;
+  forget_old_entries();
+  if (payload_size(pending_entry_stacks_) >= kRecordEventsChunkBytes)
+    return flush_entry_stacks(error);
+  return true;
+}
+
+bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id,
+                                              std::string* error) {
+  if (!check_state(State::kBegun, "append_sample_kernel_stack", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the kernel stack of sample " + std::to_string(sample_index) +
+             ": " + why;
+    return false;
+  };
+  if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
+  if (sample_index < next_kernel_sample_index_)
+    return refuse("not above the previous kernel stack's sample " +
+                  std::to_string(next_kernel_sample_index_ - 1));
+  if (sample_index >= samples_appended())
+    return refuse("only " + std::to_string(samples_appended()) + " samples were appended");
+  if (!in_kernel_.test(sample_index)) return refuse("it is not an in-kernel sample");
+  if (stack_id >= stacks_defined_)
+    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
+                  std::to_string(stacks_defined_) + " stacks are defined");
+  append_pair(pending_kernel_stacks_, sample_index, stack_id);
+  next_kernel_sample_index_ = sample_index + 1;
+  in_kernel_.forget_below(next_kernel_sample_index_);
+  if (payload_size(pending_kernel_stacks_) >= kRecordEventsChunkBytes)
+    return flush_sample_kernel_stacks(error);
+  return true;
+}
+
+bool RecordWriter::add_launch_name(const std::string& name, std::string* error) {
+  if (!check_state(State::kBegun, "add_launch_name", error)) return false;
+  auto refuse = [&](const std::string& why) {
+    *error =
+        path_ + ": not defining launch name " + std::to_string(launch_names_defined_) + ": " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (launch_names_defined_ == UINT32_MAX) return refuse("too many names");
+  const size_t def = 4 + name.size();
+  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  // Keep the LAUNCH_NAMES chunk under the cap.
+  if (pending_launch_names_.size() - kLaunchNamesPrefix + def > kRecordMaxChunkPayload - 8 &&
+      !flush_launch_names(error))
+    return false;
+  const uint32_t len = static_cast<uint32_t>(name.size());
+  const auto* l = reinterpret_cast<const uint8_t*>(&len);
+  pending_launch_names_.insert(pending_launch_names_.end(), l, l + 4);
+  pending_launch_names_.insert(pending_launch_names_.end(), name.begin(), name.end());
+  ++pending_launch_name_count_;
+  ++launch_names_defined_;
+  if (pending_launch_names_.size() - kLaunchNamesPrefix >= kRecordEventsChunkBytes)
+    return flush_launch_names(error);
+  return true;
+}
+
+uint32_t RecordWriter::launch_names_defined() const { return launch_names_defined_; }
+
+bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
+  if (!check_state(State::kBegun, "append_launches", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error =
+        path_ + ": not recording launches: the recording was begun without ops (no-ops option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = launch_problem(launches[i], launch_names_defined_);
+        !problem.empty()) {
+      *error = path_ + ": not recording launch " + std::to_string(i) + " of the batch: " + problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_launches_.size();
+    pending_launches_.resize(at + kLaunchBytes);
+    encode_launch(launches[i], pending_launches_.data() + at);
+    if (payload_size(pending_launches_) >= kRecordEventsChunkBytes && !flush_launches(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
+  if (!disk_full() && !check_state(State::kBegun, "set_cuda_runtime", error)) return false;  // finish() writes it
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the CUDA runtime: " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (info.libcudart_path.size() > kRecordMaxChunkPayload - 16)  // str length, u32, u64
+    return refuse("the libcudart path is too long");
+  cuda_runtime_ = info;
+  return true;
+}
+
+bool RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count,
+                                           std::string* error) {
+  if (!check_state(State::kBegun, "append_gpu_correlations", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ +
+             ": not recording GPU correlations: the recording was begun without ops (no-ops "
+             "option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = gpu_correlation_problem(correlations[i]); !problem.empty()) {
+      *error = path_ + ": not recording GPU correlation " + std::to_string(i) +
+               " of the batch: " + problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_gpu_correlations_.size();
+    pending_gpu_correlations_.resize(at + kGpuCorrelationBytes);
+    encode_gpu_correlation(correlations[i], pending_gpu_correlations_.data() + at);
+    if (payload_size(pending_gpu_correlations_) >= kRecordEventsChunkBytes &&
+        !flush_gpu_correlations(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count,
+                                         std::string* error) {
+  if (!check_state(State::kBegun, "append_gpu_activities", error)) return false;
+  if (count > 0 && !options_.ops) {
+    *error = path_ +
+             ": not recording GPU activities: the recording was begun without ops (no-ops "
+             "option)";
+    return false;
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (std::string problem = gpu_activity_problem(activities[i], launch_names_defined_);
+        !problem.empty()) {
+      *error = path_ + ": not recording GPU activity " + std::to_string(i) + " of the batch: " +
+               problem;
+      return false;
+    }
+  for (size_t i = 0; i < count; ++i) {
+    const size_t at = pending_gpu_activities_.size();
+    pending_gpu_activities_.resize(at + kGpuActivityBytes);
+    encode_gpu_activity(activities[i], pending_gpu_activities_.data() + at);
+    if (payload_size(pending_gpu_activities_) >= kRecordEventsChunkBytes &&
+        !flush_gpu_activities(error))
+      return false;
+  }
+  return true;
+}
+
+bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
+  if (!disk_full() && !check_state(State::kBegun, "set_cupti_shim", error)) return false;  // finish() writes it
+  auto refuse = [&](const std::string& why) {
+    *error = path_ + ": not recording the CUPTI shim: " + why;
+    return false;
+  };
+  if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
+  if (info.shim_path.size() > kRecordMaxChunkPayload - 24)  // str length, u32, u64, u64
+    return refuse("the shim path is too long");
+  cupti_shim_ = info;
+  return true;
+}
+
+bool RecordWriter::add_processes(const std::vector<ProcessInfo>& processes, std::string* error) {
+  if (!check_state(State::kBegun, "add_processes", error)) return false;
+  Encoder e;
+  e.u32(static_cast<uint32_t>(processes.size()));
+  for (const ProcessInfo& p : processes) {
+    if (std::string problem = listed_process_problem(p); !problem.empty()) {
+      *error = path_ + ": not recording a process: it " + problem;
+      return false;
+    }
+    listed_process_fields(e, p);
+  }
+  return write_chunk(ChunkType::PROCESSES, e.b, error);
+}
+
+bool RecordWriter::set_probe_costs(const ProbeCosts& costs, std::string* error) {
+  if (!check_state(State::kBegun, "set_probe_costs", error)) return false;
+  if (!options_.ops) {
+    *error = path_ + ": not recording probe costs: the recording was begun without ops (no-ops option)";
+    return false;
+  }
+  if (probe_costs_written_ == 2) {
+    *error = path_ + ": not recording probe costs: attach's and the recording's already recorded";
+    return false;
+  }
+  Encoder e;
+  probe_costs_fields(e, std::as_const(costs));
+  if (!write_chunk(ChunkType::PROBE_COSTS, e.b, error)) return false;
+  probe_costs_written_++;
+  return true;
+}
+
+bool RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
+  if (!check_state(State::kBegun, "add_thread_processes", error)) return false;
+  std::unordered_set<uint32_t> defined = tids_defined_;
+  Encoder e;
+  for (const ThreadProcess& t : threads) {
+    if (std::string problem = thread_process_problem(t, defined); !problem.empty()) {
+      *error = path_ + ": not recording a thread's process: thread " + problem;
+      return false;
+    }
+    defined.insert(t.tid);
+    e.u32(t.tid);
+    e.u32(t.pid);
+  }
+  if (!write_chunk(ChunkType::THREAD_PROCESSES, e.b, error)) return false;
+  tids_defined_ = std::move(defined);
+  return true;
+}
+
+bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
+  if (!check_state(State::kBegun, "add_ops", error)) return false;
+  Encoder e;
+  e.u32(static_cast<uint32_t>(ops_count_));
+  e.u32(static_cast<uint32_t>(ops.size()));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::string problem = op_problem(ops[i], ops_count_ + i); !problem.empty()) {
+      *error = path_ + ": not recording ops: " + problem;
+      return false;
+    }
+    op_fields(e, ops[i], GP_RECORD_FORMAT_VERSION);
+  }
+  if (!write_chunk(ChunkType::MORE_OPS, e.b, error)) return false;
+  ops_count_ += ops.size();
+  return true;
+}
+
+bool RecordWriter::set_thread_names(const std::vector<ThreadName>& names, std::string* error) {
+  if (!disk_full() && !check_state(State::kBegun, "set_thread_names", error)) return false;  // finish() writes it
+  if (std::string problem = thread_names_problem(names); !problem.empty()) {
+    *error = path_ + ": not recording the thread names: " + problem;
+    return false;
+  }
+  if (names.size() > (kRecordMaxChunkPayload - 4) / (8 + kRecordMaxThreadName)) {
+    *error = path_ + ": not recording the thread names: too many threads";
+    return false;
+  }
+  thread_names_ = names;
+  return true;
+}
+
+bool RecordWriter::flush_sample_frames(std::string* error) {
+  if (pending_frame_count_ == 0) return true;
+  const uint32_t first_id = frames_defined_ - pending_frame_count_;
+  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize + 4, &pending_frame_count_, 4);
+  if (!write_chunk(ChunkType::SAMPLE_FRAMES, pending_frames_, error)) return false;
+  pending_frames_.resize(kFramesPrefix);
+  pending_frame_count_ = 0;
+  return true;
+}
+
+// SAMPLE_FRAMES before SAMPLE_STACKS: a file cut after either never has a
+// stack naming a frame it does not define.
+bool RecordWriter::flush_sample_stacks(std::string* error) {
+  if (!flush_sample_frames(error)) return false;
+  if (pending_stack_count_ == 0) return true;
+  const uint32_t first_id = stacks_defined_ - pending_stack_count_;
+  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize + 4, &pending_stack_count_, 4);
+  if (!write_chunk(ChunkType::SAMPLE_STACKS, pending_stacks_, error)) return false;
+  pending_stacks_.resize(kStacksPrefix);
+  pending_stack_count_ = 0;
+  return true;
+}
+
+// SAMPLE_FRAMES, then SAMPLE_STACKS, then SAMPLES: a file cut after any of
+// them never has a sample naming a frame or stack it does not define.
+bool RecordWriter::flush_samples(std::string* error) {
+  if (!flush_sample_stacks(error)) return false;
+  size_t bytes = payload_size(pending_samples_);
+  if (bytes == 0) return true;
+  if (!write_chunk(ChunkType::SAMPLES, pending_samples_, error)) return false;
+  samples_written_ += bytes / kRecordSampleBytes;
+  pending_samples_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// Packs the pending events into one OP_EVENTS chunk (packed_events.h);
+// write_chunk compresses it.
+bool RecordWriter::flush_events(std::string* error) {
+  if (pending_events_.empty()) return true;
+  packed_.resize(kRecordChunkHeaderSize);
+  pack_events(pending_events_, events_written_, packed_);
+  if (!write_chunk(ChunkType::OP_EVENTS, packed_, error)) return false;
+  events_written_ += pending_events_.size();
+  raw_event_bytes_ += kRecordChunkHeaderSize + pending_events_.size() * sizeof(gp_event);
+  pending_events_.clear();
+  return true;
+}
+
+bool RecordWriter::flush_mem_events(std::string* error) {
+  size_t bytes = payload_size(pending_mem_);
+  if (bytes == 0) return true;
+  if (!write_chunk(ChunkType::MEM_EVENTS, pending_mem_, error)) return false;
+  mem_events_written_ += bytes / sizeof(gp_mem_event);
+  pending_mem_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+bool RecordWriter::flush_shapes(std::string* error) {
+  if (pending_shape_count_ == 0) return true;
+  std::memcpy(pending_shapes_.data() + kRecordChunkHeaderSize, &pending_shape_count_, 4);
+  if (!write_chunk(ChunkType::SHAPES, pending_shapes_, error)) return false;
+  pending_shapes_.resize(kShapesPrefix);
+  pending_shape_count_ = 0;
+  return true;
+}
+
+// SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
+// never has an entry shape naming an undefined shape or an unwritten event.
+bool RecordWriter::flush_entry_shapes(std::string* error) {
+  if (!flush_shapes(error) || !flush_events(error)) return false;
+  if (payload_size(pending_entries_) == 0) return true;
+  if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
+  pending_entries_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// EVENTS, SAMPLE_FRAMES and SAMPLE_STACKS before ENTRY_STACKS: a file cut
+// after any of them never has an entry stack naming an unwritten event or an
+// undefined stack.
+bool RecordWriter::flush_entry_stacks(std::string* error) {
+  if (!flush_events(error) || !flush_sample_stacks(error)) return false;
+  if (payload_size(pending_entry_stacks_) == 0) return true;
+  if (!write_chunk(ChunkType::ENTRY_STACKS, pending_entry_stacks_, error)) return false;
+  pending_entry_stacks_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES before SAMPLE_KERNEL_STACKS: a
+// file cut after any of them never has a kernel stack naming an unwritten
+// sample or an undefined stack.
+bool RecordWriter::flush_sample_kernel_stacks(std::string* error) {
+  if (!flush_samples(error)) return false;
+  if (payload_size(pending_kernel_stacks_) == 0) return true;
+  if (!write_chunk(ChunkType::SAMPLE_KERNEL_STACKS, pending_kernel_stacks_, error)) return false;
+  pending_kernel_stacks_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+bool RecordWriter::flush_launch_names(std::string* error) {
+  if (pending_launch_name_count_ == 0) return true;
+  const uint32_t first_id = launch_names_defined_ - pending_launch_name_count_;
+  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize, &first_id, 4);
+  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize + 4,
+              &pending_launch_name_count_, 4);
+  if (!write_chunk(ChunkType::LAUNCH_NAMES, pending_launch_names_, error)) return false;
+  pending_launch_names_.resize(kLaunchNamesPrefix);
+  pending_launch_name_count_ = 0;
+  return true;
+}
+
+// LAUNCH_NAMES before LAUNCHES: a file cut after either never has a launch
+// naming a name it does not define.
+bool RecordWriter::flush_launches(std::string* error) {
+  if (!flush_launch_names(error)) return false;
+  if (payload_size(pending_launches_) == 0) return true;
+  if (!write_chunk(ChunkType::LAUNCHES, pending_launches_, error)) return false;
+  pending_launches_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+bool RecordWriter::flush_gpu_correlations(std::string* error) {
+  if (payload_size(pending_gpu_correlations_) == 0) return true;
+  if (!write_chunk(ChunkType::GPU_CORRELATIONS, pending_gpu_correlations_, error)) return false;
+  pending_gpu_correlations_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// LAUNCH_NAMES before GPU_ACTIVITIES: a file cut after either never has an
+// activity naming a name it does not define.
+bool RecordWriter::flush_gpu_activities(std::string* error) {
+  if (!flush_launch_names(error)) return false;
+  if (payload_size(pending_gpu_activities_) == 0) return true;
+  if (!write_chunk(ChunkType::GPU_ACTIVITIES, pending_gpu_activities_, error)) return false;
+  pending_gpu_activities_.resize(kRecordChunkHeaderSize);
+  return true;
+}
+
+// Each step writes what its chunk names first, so the file gets SHAPES,
+// EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS,
+// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES,
+// GPU_CORRELATIONS, GPU_ACTIVITIES (each when non-empty).
+bool RecordWriter::flush(std::string* error) {
+  if (!check_state(State::kBegun, "flush", error)) return false;
+  return flush_entry_shapes(error) && flush_mem_events(error) && flush_entry_stacks(error) &&
+         flush_sample_kernel_stacks(error) && flush_launches(error) &&
+         flush_gpu_correlations(error) && flush_gpu_activities(error);
+}
+
+bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
+  if (state_ == State::kDiskFull && fd_.get() >= 0) {
+    closing_ = true;  // what is buffered is dropped: the room kept is the closing chunks'
+    state_ = State::kBegun;
+  } else if (!check_state(State::kBegun, "finish", error) || !flush(error)) {
+    return false;
+  }
+  if (cuda_runtime_) {
+    Encoder c;
+    cuda_runtime_fields(c, *cuda_runtime_);
+    if (!write_chunk(ChunkType::CUDA_RUNTIME, c.b, error)) return false;
+  }
+  if (cupti_shim_) {
+    Encoder c;
+    cupti_shim_fields(c, *cupti_shim_);
+    if (!write_chunk(ChunkType::CUPTI_SHIM, c.b, error)) return false;
+  }
+  if (!thread_names_.empty()) {
+    Encoder c;
+    thread_names_fields(c, std::as_const(thread_names_));
+    if (!write_chunk(ChunkType::THREAD_NAMES, c.b, error)) return false;
+  }
+  Encoder s, e;
+  stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);
+  e.u64(end_monotonic_ns);
+  if (!write_chunk(ChunkType::STATS, s.b, error) || !write_chunk(ChunkType::END, e.b, error))
+    return false;
+  if (reserved_to_ > offset_) (void)!ftruncate(fd_.get(), static_cast<off_t>(offset_));  // the room kept, given back
+  if (fd_.reset() != 0) {
+    *error = "cannot write " + path_ + ": " + std::strerror(errno);
+    state_ = State::kFailed;
+    return false;
+  }
+  state_ = State::kFinished;
+  return true;
+}
+
+}  // namespace gpuprof
