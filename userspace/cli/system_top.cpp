@@ -49,6 +49,7 @@ class SystemTop {
   int run() {
     std::optional<StderrCapture> capture;
     screen_ = enter_screen(options_.batch, capture);
+    display_.emplace(screen_.get(), options_.iterations);
     RecordConfig config;
     config.system_wide = true;
     config.output_path = kLiveOnly;  // nothing kept on disk: the view is live
@@ -141,7 +142,7 @@ class SystemTop {
       } else if (drilled_ && key >= '1' && key <= '9') {
         if (auto sort = top_sort_of_column(key - '0', false)) view_.sort = *sort;
       }
-      redraw_ = true;
+      display_->changed();
     }
     return true;
   }
@@ -218,27 +219,16 @@ class SystemTop {
         }
       }
       last_roll_ns_ = now_ns;
-      ++refreshes_;
-      redraw_ = true;
-      if (!screen_) {
-        std::fputs((render(printed_table_width(), 0, false, lost) + "\n").c_str(), stdout);
-        std::fflush(stdout);
-      }
-      if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
+      if (!display_->refreshed([&](size_t width) { return render(width, 0, false, lost); })) return false;
     }
-    if (screen_ && screen_->size() != drawn_size_) redraw_ = true;
-    if (screen_ && redraw_) {
-      const auto [columns, rows] = screen_->size();
-      drawn_size_ = {columns, rows};
-      screen_->draw(render(columns, rows, true, lost));
-      redraw_ = false;
-    }
+    display_->draw([&](size_t columns, size_t rows) { return render(columns, rows, true, lost); });
     return true;
   }
 
   const TopOptions& options_;
   const long clock_ticks_;
   std::unique_ptr<FullScreen> screen_;
+  std::optional<TopDisplay> display_;  // from run on
   std::vector<OpInfo> ops_;  // every libtorch's ops, as the session numbers them
   std::map<int, Watched> processes_;
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
@@ -246,10 +236,7 @@ class SystemTop {
   TopViewOptions view_;
   std::optional<int> selected_pid_;
   std::optional<int> drilled_;  // the process whose op table is shown
-  std::pair<size_t, size_t> drawn_size_;
   uint64_t start_ns_ = 0, last_roll_ns_ = 0;
-  int refreshes_ = 0;
-  bool redraw_ = true;
 };
 
 }  // namespace

@@ -44,6 +44,7 @@ class Top {
   int run() {
     std::optional<StderrCapture> capture;
     screen_ = enter_screen(options_.batch, capture);
+    display_.emplace(screen_.get(), options_.iterations);
     RecordConfig config;
     config.pid = options_.pid;
     config.command = options_.command;
@@ -98,7 +99,7 @@ class Top {
       const std::vector<OpCall> calls = timeline_.take_calls();
       table_->add(calls);
       for (const auto& [op_id, ns] : gpu_join_.calls(calls)) table_->add_gpu_time(op_id, ns);
-      if (!options_.batch || refreshes_ == 0 || outcome.stop_reason == "target exited") {
+      if (!options_.batch || display_->refreshes() == 0 || outcome.stop_reason == "target exited") {
         // The summary covers the whole run, to the stop (not to the last
         // refresh: a run shorter than one interval had none).
         timespec now{};
@@ -156,7 +157,7 @@ class Top {
         } else if (key >= 32 && key < 127) {
           prompt_ += key;
         }
-        redraw_ = true;
+        display_->changed();
         continue;
       }
       switch (key) {
@@ -171,7 +172,7 @@ class Top {
           if (auto sort = top_sort_of_column(key - '0', gpu_)) view_.sort = *sort;
           break;
       }
-      redraw_ = true;
+      display_->changed();
     }
     return true;
   }
@@ -179,7 +180,7 @@ class Top {
   bool tick(uint64_t now_ns, uint64_t lost) {
     if (screen_ && !handle_keys()) return false;
     if (!table_) {  // not attached yet (launch mode: waiting for libtorch_cpu)
-      if (screen_ && redraw_) draw_waiting();
+      display_->draw_plain("gpuprof top - waiting for the target to load libtorch_cpu (q quits)\n");
       return true;
     }
     lost_ = lost;
@@ -201,47 +202,35 @@ class Top {
         shown_ = std::move(interval);
         shown_lines_ = std::move(lines);
       }
-      ++refreshes_;
-      redraw_ = true;
-      if (!screen_) {
-        TopViewOptions batch = view_;
-        batch.height = 0;
-        batch.width = printed_table_width();
-        const std::string text = view_.since_start
-                                     ? render(batch, status_now(lost), table_->since_start(), samples_.since_start())
-                                     : render(batch, status_now(lost), shown_, shown_lines_);
-        std::fputs((text + "\n").c_str(), stdout);
-        std::fflush(stdout);
-      }
-      if (options_.iterations > 0 && refreshes_ >= options_.iterations) return false;
+      if (!display_->refreshed([&](size_t width) {
+            TopViewOptions batch = view_;
+            batch.height = 0;
+            batch.width = width;
+            return render_view(batch, lost);
+          }))
+        return false;
     }
-    // A resized terminal is redrawn at once (checked every tick: one ioctl).
-    if (screen_ && screen_->size() != drawn_size_) redraw_ = true;
-    if (screen_ && redraw_) {
-      const auto [columns, rows] = screen_->size();
-      drawn_size_ = {columns, rows};
+    display_->draw([&](size_t columns, size_t rows) {
       TopViewOptions screen = view_;
       screen.width = columns;
       screen.height = rows;
       screen.help_line = true;
       screen.prompt = prompt_;
-      const std::string text = view_.since_start
-                                   ? render(screen, status_now(lost), table_->since_start(), samples_.since_start())
-                                   : render(screen, status_now(lost), shown_, shown_lines_);
-      screen_->draw(text);
-      redraw_ = false;
-    }
+      return render_view(screen, lost);
+    });
     return true;
   }
 
-  void draw_waiting() {
-    screen_->draw("gpuprof top - waiting for the target to load libtorch_cpu (q quits)\n");
-    redraw_ = false;
+  // The view as it stands: this interval's, or since the start (t).
+  std::string render_view(const TopViewOptions& view, uint64_t lost) const {
+    return view_.since_start ? render(view, status_now(lost), table_->since_start(), samples_.since_start())
+                             : render(view, status_now(lost), shown_, shown_lines_);
   }
 
   const TopOptions& options_;
   const long clock_ticks_;
   std::unique_ptr<FullScreen> screen_;
+  std::optional<TopDisplay> display_;  // from run on
   std::vector<OpInfo> ops_;
   std::optional<LiveOpTable> table_;
   std::optional<ProbeCosts> costs_;  // op times are compensated by them (op_timeline.h)
@@ -250,7 +239,6 @@ class Top {
   LiveSampleTable samples_;
   LiveGpuJoin gpu_join_;
   bool gpu_ = false;  // GPU records came: GPU figures and the Self CUDA column
-  std::pair<size_t, size_t> drawn_size_;  // the terminal size of the last redraw
   LiveInterval shown_;
   LiveLines shown_lines_;
   std::string prompt_;
@@ -259,8 +247,6 @@ class Top {
   uint64_t start_ns_ = 0, last_roll_ns_ = 0, last_tick_ns_ = 0, lost_ = 0;
   ProcessCpu cpu_;
   double cpu_percent_ = -1;
-  int refreshes_ = 0;
-  bool redraw_ = true;
 };
 
 }  // namespace

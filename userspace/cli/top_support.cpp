@@ -83,4 +83,30 @@ std::optional<RecordOutcome> run_top_session(RecordConfig& config, FullScreen* s
   return outcome;
 }
 
+bool TopDisplay::refreshed(const std::function<std::string(size_t width)>& batch_text) {
+  ++refreshes_;
+  redraw_ = true;
+  if (!screen_) {
+    std::fputs((batch_text(printed_table_width()) + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return iterations_ <= 0 || refreshes_ < iterations_;
+}
+
+void TopDisplay::draw(const std::function<std::string(size_t columns, size_t rows)>& screen_text) {
+  if (!screen_) return;
+  if (screen_->size() != drawn_size_) redraw_ = true;
+  if (!redraw_) return;
+  const auto [columns, rows] = screen_->size();
+  drawn_size_ = {columns, rows};
+  screen_->draw(screen_text(columns, rows));
+  redraw_ = false;
+}
+
+void TopDisplay::draw_plain(std::string_view text) {
+  if (!screen_ || !redraw_) return;
+  screen_->draw(text);
+  redraw_ = false;
+}
+
 }  // namespace gpuprof::cli

@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "collect/record_session.h"
 #include "base/terminal.h"
@@ -43,6 +46,33 @@ class StderrCapture {
 // The full screen of an interactive top (stdin and stdout terminals, no
 // --batch), with stderr captured while it is up; nullptr for batch output.
 std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture>& capture);
+
+// How a top shows its view: in batch mode each refresh is printed on
+// standard output (printed_table_width() wide), up to --iterations; on a
+// full screen the view is redrawn after a refresh, after a key changed it,
+// and when the terminal was resized (checked every tick: one ioctl).
+class TopDisplay {
+ public:
+  // screen: null in batch mode.
+  TopDisplay(FullScreen* screen, int iterations) : screen_(screen), iterations_(iterations) {}
+  // A new interval was rolled: in batch mode batch_text(width) is printed
+  // now. False once the last of --iterations is printed.
+  bool refreshed(const std::function<std::string(size_t width)>& batch_text);
+  // A key changed the view.
+  void changed() { redraw_ = true; }
+  // On a screen, when it needs it: screen_text(columns, rows), drawn.
+  void draw(const std::function<std::string(size_t columns, size_t rows)>& screen_text);
+  // On a screen, when it needs it: `text`, whatever its size (a waiting line).
+  void draw_plain(std::string_view text);
+  int refreshes() const { return refreshes_; }
+
+ private:
+  FullScreen* screen_;
+  int iterations_;
+  int refreshes_ = 0;
+  bool redraw_ = true;
+  std::pair<size_t, size_t> drawn_size_;  // the terminal size of the last redraw
+};
 
 // Runs a top's record session, keys read from stdin while the screen is up.
 // The terminal and stderr are given back before the session's error, if

@@ -27,6 +27,19 @@ struct ProgressCounters {
   uint64_t lost = 0;           // events, samples, launches, GPU records lost, together
 };
 
+// The figures a session counts itself (samples: with -F only); the
+// losses, which its BPF programs count, are added by the session.
+inline ProgressCounters progress_figures(uint64_t now_ns, uint64_t op_calls, uint64_t events,
+                                         std::optional<uint64_t> samples, uint64_t bytes_written) {
+  ProgressCounters counters;
+  counters.now_ns = now_ns;
+  counters.op_calls = op_calls;
+  counters.events = events;
+  counters.samples = samples;
+  counters.bytes_written = bytes_written;
+  return counters;
+}
+
 // The line for `now`; ops/s over the time since `before` (the previous
 // line's counters; none: since the start).
 std::string format_progress_line(const ProgressCounters& now, const ProgressCounters& before,

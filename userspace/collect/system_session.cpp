@@ -18,13 +18,16 @@
 #include <set>
 #include <unordered_map>
 
-#include "base/bounded_cache.h"
+#include "collect/diagnostics.h"
+#include "collect/interner.h"
+#include "collect/launch_collector.h"
 #include "collect/progress_line.h"
+#include "collect/record_sink.h"
+#include "collect/sample_collector.h"
 #include "probe/cpu_sampler.h"
 #include "torch/dispatcher_catalog.h"
 #include "torch/exitless_calls.h"
 #include "torch/runtime_ops.h"
-#include "symbols/kernel_symbols.h"
 #include "probe/launch_tracer.h"
 #include "probe/library_loads.h"
 #include "symbols/native_symbolizer.h"
@@ -136,48 +139,31 @@ class SystemSession {
   void on_op_event(const gp_event& event, const EntryPayload& payload);
   void on_cpu_sample(const gp_cpu_sample& sample);
   void on_launch(const gp_launch_event& event);
-  uint32_t launch_name_id(uint32_t pid, const gp_launch_event& event);
-  std::optional<uint32_t> frame_id(const std::string& name);
-  std::optional<uint32_t> stack_id(const std::vector<uint32_t>& frames);
   void new_python_epoch();
   void reap_exited();
   bool flush_tables();
   bool finish();
   ProgressCounters progress_counters(uint64_t now) const;
-  void stop(const char* reason) {
-    if (!stopped_) outcome_.stop_reason = reason;
-    stopped_ = true;
-  }
-  void warn(const std::string& what) {
-    std::fprintf(stderr, "gpuprof: warning: %s\n", what.c_str());
-    if (stats_.problems.size() < 64 &&
-        std::find(stats_.problems.begin(), stats_.problems.end(), what) == stats_.problems.end())
-      stats_.problems.push_back(what);
-  }
-  // Records the error that ends the session; false, for `return fail(...)`.
-  bool fail(std::string message) {
-    outcome_.ok = false;
-    outcome_.error = std::move(message);
-    return false;
-  }
-  // Write errors are kept (the first) and end the session at the next turn.
-  bool write_failed(const std::string& error) {
-    if (write_error_.empty()) write_error_ = error;
-    return false;
-  }
+  void stop(const char* reason) { diagnostics_.stop(reason); }
+  void warn(const std::string& what) { diagnostics_.warn(what); }
+  bool fail(std::string message) { return diagnostics_.fail(std::move(message)); }
+  bool write_failed(const std::string& error) { return diagnostics_.write_failed(error); }
 
   const RecordConfig& config_;
   RecordOutcome outcome_;
-  bool stopped_ = false;
-  std::optional<RecordWriter> writer_;
-  std::string write_error_;
   RecordStats stats_;
+  Diagnostics diagnostics_{stats_, outcome_};
+  std::optional<RecordWriter> writer_;
+  // The collectors, once the file is begun (record_sink.h).
+  std::optional<WriterSink<RecordWriter>> sink_;
+  std::optional<Interner> interner_;
+  std::optional<SampleCollector> samples_;  // -F HZ
+  std::optional<LaunchCollector> launches_;
   std::unique_ptr<OpTracer> tracer_;
   std::unique_ptr<LibraryLoads> loads_;
   std::unique_ptr<CpuSampler> sampler_;
   std::unique_ptr<LaunchTracer> launch_tracer_;
   std::unique_ptr<ThreadNameCollector> thread_names_;
-  KernelSymbols kernel_symbols_;
   // libtorch_cpu files looked at: the op id of their first op (UINT32_MAX:
   // not traced) and their catalog (runtime_ops.h names their rows with it).
   struct TracedFile {
@@ -196,20 +182,9 @@ class SystemSession {
   std::vector<ThreadProcess> pending_threads_;  // not yet in the file
   std::vector<PendingLoad> pending_loads_;
   uint32_t traced_processes_ = 0;
-  // Interning (the caches in front of the ids are bounded; the ids are not).
-  std::unordered_map<std::string, uint32_t> frame_ids_;
-  std::map<std::vector<uint32_t>, uint32_t> stack_ids_;
-  std::map<std::pair<uint32_t, uint64_t>, uint32_t> frame_of_address_;               // (pid, ip)
-  std::map<std::tuple<uint32_t, uint64_t, uint64_t>, uint32_t> frame_of_python_;     // (pid, code, instr)
-  std::map<std::vector<uint64_t>, uint32_t> stack_of_kernel_ips_;
-  std::set<uint32_t> unresolved_frames_;
-  std::map<std::pair<uint32_t, uint64_t>, uint32_t> launch_name_of_function_;  // (pid, function)
-  std::unordered_map<std::string, uint32_t> launch_name_ids_;
   uint64_t python_epoch_ns_ = 0;
   uint64_t last_reap_ns_ = 0;
-  uint64_t samples_recorded_ = 0;
   StackCuts stack_cuts_;  // samples whose Python stacks have frames not read
-  uint64_t launches_recorded_ = 0;
   uint64_t op_calls_recorded_ = 0;  // op entries: the progress line's ops/s
   std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
   ExitlessCalls exitless_;
@@ -455,9 +430,9 @@ void SystemSession::reap_exited() {
     p.symbolizer.reset();
   }
   for (uint32_t pid : gone) processes_.erase(pid);
-  std::erase_if(frame_of_address_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
-  std::erase_if(frame_of_python_, [&](const auto& entry) { return !processes_.count(std::get<0>(entry.first)); });
-  std::erase_if(launch_name_of_function_, [&](const auto& entry) { return !processes_.count(entry.first.first); });
+  auto forgotten = [&](uint32_t pid) { return !processes_.count(pid); };
+  if (samples_) samples_->forget(forgotten);
+  launches_->forget(forgotten);
 }
 
 void SystemSession::new_python_epoch() {
@@ -466,38 +441,11 @@ void SystemSession::new_python_epoch() {
   python_epoch_ns_ = now;
   for (auto& [pid, p] : processes_)
     if (p.python) p.python->next_epoch();
-  frame_of_python_.clear();
-}
-
-std::optional<uint32_t> SystemSession::frame_id(const std::string& name) {
-  auto [it, inserted] = frame_ids_.try_emplace(name, writer_->sample_frames_defined());
-  if (inserted) {
-    std::string err;
-    if (!writer_->add_sample_frame(name, &err)) {
-      frame_ids_.erase(it);
-      write_failed(err);
-      return std::nullopt;
-    }
-    if (config_.on_sample_frame) config_.on_sample_frame(it->second, name);
-  }
-  return it->second;
-}
-
-std::optional<uint32_t> SystemSession::stack_id(const std::vector<uint32_t>& frames) {
-  auto [it, inserted] = stack_ids_.try_emplace(frames, writer_->sample_stacks_defined());
-  if (inserted) {
-    std::string err;
-    if (!writer_->add_sample_stack(frames, &err)) {
-      stack_ids_.erase(it);
-      write_failed(err);
-      return std::nullopt;
-    }
-  }
-  return it->second;
+  if (samples_) samples_->new_python_epoch();
 }
 
 void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload) {
-  if (!write_error_.empty()) return;
+  if (!diagnostics_.writing()) return;
   std::string err;
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
   if (!runtime_ops_->name(event, payload.words, &err)) {
@@ -518,134 +466,29 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
   if (config_.on_op_event) config_.on_op_event(event, index);
 }
 
-// As record -p does (record_session.cpp), with the caches keyed by process.
+// Keyed by process: a leaf address and a code object mean something only in theirs.
 void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
-  if (!write_error_.empty()) return;
+  if (!diagnostics_.writing()) return;
   char comm[sizeof sample.comm + 1] = {};
   std::memcpy(comm, sample.comm, sizeof sample.comm);
   Process& p = process(sample.pid, comm);  // before note_thread, which would describe it without the name
   note_thread(sample.tid, sample.pid);
   setup_python(sample.pid, p);
-  uint32_t leaf;
-  const auto address_key = std::make_pair(sample.pid, sample.user_ip);
-  if (auto known = frame_of_address_.find(address_key); known != frame_of_address_.end()) {
-    leaf = known->second;
-  } else {
-    std::string name = "[unknown]";
-    if (sample.user_ip != 0) {
-      if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
-      if (p.symbolizer) name = p.symbolizer->symbolize(sample.user_ip);
-    } else {
-      name = "[kernel thread]";
-    }
-    auto id = frame_id(name);
-    if (!id) return;
-    leaf = *id;
-    keep_bounded(frame_of_address_, kAddressCacheEntries);
-    frame_of_address_.emplace(address_key, leaf);
-    if (name == "[unknown]" || name.find("+0x") != std::string::npos) unresolved_frames_.insert(leaf);
-  }
-  if (unresolved_frames_.count(leaf)) stats_.symbols_unresolved++;
-  uint32_t python_stack = kNoPythonStack;
-  const uint32_t depth = std::min<uint32_t>(sample.py_depth, GP_MAX_PY_FRAMES);
-  std::vector<uint32_t> stack;
-  if (p.python && depth > 0) {
-    auto frame = [&](uint32_t i) -> std::optional<uint32_t> {  // innermost first in the sample
-      const auto key = std::make_tuple(sample.pid, sample.frames[2 * i], sample.frames[2 * i + 1]);
-      auto it = frame_of_python_.find(key);
-      if (it == frame_of_python_.end()) {
-        auto id = frame_id(p.python->frame(std::get<1>(key), std::get<2>(key)));
-        if (!id) return std::nullopt;
-        keep_bounded(frame_of_python_, kAddressCacheEntries);
-        it = frame_of_python_.emplace(key, *id).first;
-      }
-      return it->second;
-    };
-    const PythonStackCut cut = PythonStackCut::from_event(sample.py_not_read);
-    if (!cut.outermost_first(depth, frame, [&](const std::string& marker) { return frame_id(marker); },
-                             [&](std::optional<uint32_t> id) {
-                               if (id) stack.push_back(*id);
-                               return id.has_value();
-                             }))
-      return;
-    stack_cuts_.samples++;
-    stack_cuts_.samples_cut += cut.cut();
-    auto id = stack_id(stack);
-    if (!id) return;
-    python_stack = *id;
-  }
-  CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = leaf,
-                   .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
-  const uint64_t sample_index = writer_->samples_appended();
-  std::string err;
-  if (!writer_->append_samples(&record, 1, &err)) {
-    write_failed(err);
-    return;
-  }
-  samples_recorded_++;
-  if (config_.on_sample) config_.on_sample(record, stack);
-  if (!sample.in_kernel || sample.kernel_depth == 0) return;
-  const uint64_t* ips = reinterpret_cast<const uint64_t*>(&sample.frames[2 * depth]);
-  std::vector<uint64_t> key(ips, ips + std::min<uint32_t>(sample.kernel_depth, GP_MAX_KERNEL_FRAMES));
-  auto known = stack_of_kernel_ips_.find(key);
-  if (known == stack_of_kernel_ips_.end()) {
-    std::vector<uint32_t> frames;
-    for (auto ip = key.rbegin(); ip != key.rend(); ++ip) {
-      auto id = frame_id(kernel_symbols_.frame(*ip));
-      if (!id) return;
-      frames.push_back(*id);
-    }
-    auto id = stack_id(frames);
-    if (!id) return;
-    keep_bounded(stack_of_kernel_ips_, kStackCacheEntries);
-    known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
-  }
-  if (!writer_->append_sample_kernel_stack(sample_index, known->second, &err)) write_failed(err);
-}
-
-uint32_t SystemSession::launch_name_id(uint32_t pid, const gp_launch_event& event) {
-  const auto key = std::make_pair(pid, event.api == GP_LAUNCH_GRAPH ? 0 : event.function);
-  if (auto it = launch_name_of_function_.find(key); it != launch_name_of_function_.end()) return it->second;
-  std::string name;
-  Process& p = process(pid);
-  if (event.api == GP_LAUNCH_GRAPH) {
-    name = "[CUDA graph]";
-  } else if (auto symbol = p.symbolizer ? p.symbolizer->function_starting_at(event.function) : std::nullopt) {
-    name = *symbol;
-  } else {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(event.function));
-    name = std::string("[unknown kernel ") + hex + "]";
-  }
-  auto [it, inserted] = launch_name_ids_.try_emplace(name, writer_->launch_names_defined());
-  std::string err;
-  if (inserted && !writer_->add_launch_name(name, &err)) write_failed(err);
-  launch_name_of_function_.emplace(key, it->second);
-  return it->second;
+  auto leaf = [&](uint64_t user_ip) -> std::string {
+    if (user_ip == 0) return "[kernel thread]";
+    if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
+    return p.symbolizer ? p.symbolizer->symbolize(user_ip) : "[unknown]";
+  };
+  samples_->record(sample, sample.pid, leaf, p.python.get());
 }
 
 void SystemSession::on_launch(const gp_launch_event& event) {
-  if (!write_error_.empty()) return;
+  if (!diagnostics_.writing()) return;
   auto known = process_of_tid_.find(event.tid);
   const uint32_t pid = known != process_of_tid_.end() ? known->second : process_of_thread(event.tid);
   note_thread(event.tid, pid);
-  CudaLaunch launch;
-  launch.ts_ns = event.ts_ns;
-  launch.function = event.function;
-  launch.stream = event.stream;
-  std::copy(std::begin(event.grid), std::end(event.grid), launch.grid);
-  std::copy(std::begin(event.block), std::end(event.block), launch.block);
-  launch.tid = event.tid;
-  launch.api = event.api;
-  launch.name_id = launch_name_id(pid, event);
-  std::string err;
-  if (!write_error_.empty()) return;
-  if (!writer_->append_launches(&launch, 1, &err)) {
-    write_failed(err);
-    return;
-  }
-  launches_recorded_++;
-  if (config_.on_launch) config_.on_launch(launch, pid);
+  auto launch = launches_->record(event, pid, process(pid).symbolizer.get());
+  if (launch && config_.on_launch) config_.on_launch(*launch, pid);
 }
 
 bool SystemSession::begin() {
@@ -671,6 +514,9 @@ bool SystemSession::begin() {
     return id;
   });
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
+  sink_.emplace(*writer_);
+  interner_.emplace(*sink_, diagnostics_, config_.on_sample_frame);
+  launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/false);
   if (config_.on_begin) config_.on_begin(system, {}, clock.start_monotonic_ns);
   return true;
 }
@@ -716,7 +562,7 @@ RecordOutcome SystemSession::run() {
     tracer_->set_tracing(true);
   }
   if (config_.sample_hz) {
-    kernel_symbols_ = KernelSymbols::load();
+    samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.on_sample);
     sampler_ = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }, &error);
     if (!sampler_) {
       fail(error);
@@ -741,7 +587,7 @@ RecordOutcome SystemSession::run() {
     epoll_watch(epoll.get(), fd);
   uint64_t last_flush = now_ns();
   progress_.emplace(config_.progress, last_flush);
-  while (!stopped_) {
+  while (!diagnostics_.stopped()) {
     epoll_event events[4];
     int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
     for (int i = 0; i < n; i++) {
@@ -762,11 +608,11 @@ RecordOutcome SystemSession::run() {
     const uint64_t now = now_ns();
     if (now - last_flush >= kFlushIntervalNs) {
       std::string err;
-      if (flush_tables() && write_error_.empty() && !writer_->flush(&err)) write_failed(err);
+      if (flush_tables() && diagnostics_.writing() && !writer_->flush(&err)) write_failed(err);
       last_flush = now;
       reap_exited();  // after the flush: only processes whose description is written
     }
-    if (!write_error_.empty()) stop(writer_->disk_full() ? "disk full" : "write error");
+    if (!diagnostics_.writing()) stop(writer_->disk_full() ? "disk full" : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));
     if (config_.on_tick && !config_.on_tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
   }
@@ -777,12 +623,10 @@ RecordOutcome SystemSession::run() {
 // The progress line's figures: counters kept anyway, and the BPF programs'
 // lost counters (memory-mapped reads). No GPU records: -a takes none.
 ProgressCounters SystemSession::progress_counters(uint64_t now) const {
-  ProgressCounters counters;
-  counters.now_ns = now;
-  counters.op_calls = op_calls_recorded_;
-  counters.events = stats_.events_recorded;
-  if (config_.sample_hz) counters.samples = samples_recorded_;
-  counters.bytes_written = writer_->bytes_written();
+  ProgressCounters counters =
+      progress_figures(now, op_calls_recorded_, stats_.events_recorded,
+                       config_.sample_hz ? std::optional<uint64_t>(samples_->recorded()) : std::nullopt,
+                       writer_->bytes_written());
   if (tracer_) counters.lost = tracer_->events_lost();
   if (sampler_) counters.lost += sampler_->lost();
   if (launch_tracer_) counters.lost += launch_tracer_->lost();
@@ -806,16 +650,16 @@ bool SystemSession::finish() {
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   std::string error;
   flush_tables();
-  if (!write_error_.empty() && writer_->disk_full()) {
+  if (!diagnostics_.writing() && writer_->disk_full()) {
     // Closed with the room kept for it (RecordWriter::disk_full); where
     // none could be kept it ends at its last whole chunk: readable both ways.
     stats_.problems.push_back("the disk filled: the recording stops there");  // for report; the error says it now
     stats_.events_recorded = writer_->events_written();  // those buffered then are not in the file
     (void)writer_->set_thread_names(thread_names_->names(), &error);
     (void)writer_->finish(stats_, now_ns(), &error);
-    return fail(disk_full_error(write_error_, config_.output_path));
+    return fail(disk_full_error(diagnostics_.write_error(), config_.output_path));
   }
-  if (!write_error_.empty()) return fail(write_error_);
+  if (!diagnostics_.writing()) return fail(diagnostics_.write_error());
   if (!writer_->set_thread_names(thread_names_->names(), &error)) warn(error);
   if (cuda_runtime_) {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
@@ -824,9 +668,9 @@ bool SystemSession::finish() {
   if (!writer_->finish(stats_, now_ns(), &error)) return fail(error);
   std::string more;
   if (config_.sample_hz)
-    more += "; " + std::to_string(samples_recorded_) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
+    more += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
   if (launch_tracer_)
-    more += "; " + std::to_string(launches_recorded_) + " CUDA launches, " + std::to_string(launch_tracer_->lost()) +
+    more += "; " + std::to_string(launches_->recorded()) + " CUDA launches, " + std::to_string(launch_tracer_->lost()) +
             " lost";
   more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
           " traced";

@@ -1,0 +1,50 @@
+// interner.h: the recording's one interner of frame names, stacks and
+// kernel names, shared by every collector of a session (samples, entry
+// stacks, launches, GPU activities).
+//
+// A name or stack gets its id when first used: the id is the count the
+// sink had defined before (record_sink.h), and the definition goes to the
+// sink at once, so that every record naming it follows it in the file.
+// A definition the sink refuses is a write error (diagnostics.h): the
+// frame or stack is not interned and its record is dropped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collect/diagnostics.h"
+#include "collect/record_sink.h"
+
+namespace gpuprof {
+
+class Interner {
+ public:
+  // on_frame (may be empty): each frame name as it is first defined (top's live tables).
+  using FrameDefined = std::function<void(uint32_t frame_id, const std::string& name)>;
+  Interner(RecordSink& sink, Diagnostics& diagnostics, FrameDefined on_frame)
+      : sink_(sink), diagnostics_(diagnostics), on_frame_(std::move(on_frame)) {}
+
+  std::optional<uint32_t> frame(const std::string& name);
+  std::optional<uint32_t> stack(const std::vector<uint32_t>& frame_ids);
+  // A stack of frame names, outermost first.
+  std::optional<uint32_t> stack_of_names(const std::vector<std::string>& frames_outermost_first);
+  // A kernel name, shared by launches and GPU activities. Its id stands
+  // even when the sink refused the definition (the write error ends the
+  // session).
+  uint32_t launch_name(const std::string& name);
+
+ private:
+  RecordSink& sink_;
+  Diagnostics& diagnostics_;
+  FrameDefined on_frame_;
+  std::unordered_map<std::string, uint32_t> frame_ids_;
+  std::map<std::vector<uint32_t>, uint32_t> stack_ids_;
+  std::unordered_map<std::string, uint32_t> launch_name_ids_;
+};
+
+}  // namespace gpuprof

@@ -1,0 +1,76 @@
+#include "collect/target_shapes.h"
+
+#include <cstdio>
+
+#include "target/target_process.h"
+
+namespace gpuprof {
+
+// Shape plans go to BPF before any probe fires; OpInfo records, per op,
+// what report needs to print the arguments that are not read per call.
+bool TargetShapes::setup(DispatcherCatalog& catalog) {
+  std::vector<gp_shape_plan> plans(catalog.ops.size());
+  for (size_t op = 0; op < catalog.ops.size() && op < catalog.arg_plans.size(); op++) {
+    const OpArgPlan& plan = catalog.arg_plans[op];
+    if (!plan.ok || op >= GP_MAX_SHAPE_PLANS) continue;
+    plans[op] = to_bpf_plan(plan);
+    catalog.ops[op].arg_count = static_cast<int32_t>(plan.arg_count);
+    catalog.ops[op].tensor_args = static_cast<uint32_t>(plan.tensors.size());
+  }
+  catalog_tensor_args_.clear();
+  for (const OpInfo& op : catalog.ops) catalog_tensor_args_.push_back(op.tensor_args);
+  std::vector<OpArgPlan> collector_plans = catalog.arg_plans;
+  for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
+  collector_.emplace(std::move(collector_plans));
+  std::string error;
+  if (!tracer_.set_shape_plans(plans, &error)) {
+    diagnostics_.warn("no input shapes: " + error);
+    for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
+    return false;
+  }
+  find_undefined_tensor();
+  tracer_.set_shapes(true, ShapeCollector::kRawEntryBudget);
+  return true;
+}
+
+// c10::UndefinedTensorImpl::_singleton lives in libc10, which launch mode
+// may see mapped only after libtorch_cpu.
+void TargetShapes::find_undefined_tensor() {
+  if (undefined_tensor_found_) return;
+  if (auto undefined = find_symbol_in_target(target_pid_, "libc10.so",
+                                              "_ZN3c1019UndefinedTensorImpl10_singletonE")) {
+    tracer_.set_undefined_tensor_impl(*undefined);
+    undefined_tensor_found_ = true;
+  }
+}
+
+// Calibration result to BPF, decoded shapes to the file.
+void TargetShapes::drain(RecordOutputs& writer) {
+  if (auto layout = collector_->take_new_layout()) {
+    tracer_.set_tensor_layout(*layout);
+    std::fprintf(stderr, "gpuprof: %s\n", collector_->status_line().c_str());
+  }
+  if (collector_->refused() && !refused_reported_) {
+    // No layout: stop paying for payloads that cannot be decoded.
+    tracer_.set_shapes(false);
+    refused_reported_ = true;
+    diagnostics_.warn("no input shapes: " + collector_->status_line());
+  }
+  for (ShapeCollector::Ready& ready : collector_->take_ready()) {
+    std::string err;
+    if (diagnostics_.writing() && !writer.append_shapes(ready.event_index, ready.shapes, &err))
+      diagnostics_.write_failed(err);
+  }
+}
+
+void TargetShapes::finish(RecordOutputs& writer, RecordStats& stats) {
+  bool was_calibrated = collector_->calibrated();
+  collector_->finish();
+  drain(writer);
+  if (!collector_->calibrated() || !was_calibrated)
+    std::fprintf(stderr, "gpuprof: %s\n", collector_->status_line().c_str());
+  stats.shapes_unknown = collector_->unknown_tensors();
+  stats.tensor_layout = collector_->status_line();
+}
+
+}  // namespace gpuprof
