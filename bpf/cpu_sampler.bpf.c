@@ -17,7 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "cpu_sampler_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

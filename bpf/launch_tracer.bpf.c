@@ -27,7 +27,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

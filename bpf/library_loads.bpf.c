@@ -21,7 +21,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "events.h"
+#include "library_loads_abi.h"
 #include "task_files.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -7,7 +7,7 @@
  * to the first instruction of every at::_ops::<op>::call, to the exits of
  * those bodies (the stack-protector branch before each `ret`, or the `ret`
  * itself), and to __cxa_begin_catch. The link cookie
- * says which op and which kind of site (GP_COOKIE in events.h). The links
+ * says which op and which kind of site (GP_COOKIE in op_tracer_abi.h). The links
  * carry the target's pid, so the kernel filters other processes out before
  * this program runs.
  *
@@ -18,7 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -44,7 +44,7 @@ __u64 events_lost = 0;
  */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
-/* Input shapes (events.h, "Input shapes"). Set by userspace. */
+/* Input shapes (op_tracer_abi.h, "Input shapes"). Set by userspace. */
 __u32 shapes_on = 0;
 /* 0 while the TensorImpl layout is unknown: entries carry raw windows. */
 __u32 tensor_layout_ready = 0;
@@ -69,7 +69,7 @@ struct {
 	__type(value, struct gp_shape_plan);
 } shape_plans SEC(".maps");
 
-/* Python stacks of op entries (events.h). Set by userspace. */
+/* Python stacks of op entries (op_tracer_abi.h). Set by userspace. */
 __u32 stacks_on = 0;
 struct gp_python_config python = {};
 
@@ -178,7 +178,7 @@ static __always_inline __u64 tensor_impl(__u64 address, __u8 kind, __u64 *status
 	return impl;
 }
 
-/* Appends slot i's payload (events.h, "Input shapes"); 1 stops the loop. */
+/* Appends slot i's payload (op_tracer_abi.h, "Input shapes"); 1 stops the loop. */
 static long capture_slot(__u64 i, void *data)
 {
 	struct capture_state *st = data;
@@ -313,7 +313,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 }
 
 /*
- * Schedule (events.h, "Schedules"). Set by userspace before tracing starts.
+ * Schedule (op_tracer_abi.h, "Schedules"). Set by userspace before tracing starts.
  * steps_started/step_recorded are updated by the step op's entry without
  * atomics: two threads starting a step at the same instant (a step op
  * called on several threads) may count one step; a step op is normally
@@ -369,7 +369,7 @@ static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie, __
 }
 
 /*
- * Ranges (events.h, GP_EV_RANGE_BEGIN). What the next RecordFunction
+ * Ranges (op_tracer_abi.h, GP_EV_RANGE_BEGIN). What the next RecordFunction
  * constructor on a thread begins: a record_function range (armed by
  * record_function_enter_new, scope USER_SCOPE, the name read from its
  * argument then) or an op's own guard (armed by the op's ENTRY, scope

@@ -13,7 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "thread_exits_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

@@ -97,7 +97,7 @@ def record_chunks(data):
 
 
 EVENTS, OP_TABLE = 4, 3
-ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/events.h)
+ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/op_tracer_abi.h)
 
 
 def op_table_names(payload):

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof::test {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "cpu_sampler_abi.h"
 
 struct cpu_sampler_bpf;
 struct ring_buffer;

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "events.h"
+#include "process_forks_abi.h"
 #include "probe/ring_reader.h"
 
 struct process_forks_bpf;

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
 #include "probe/uprobe_multi.h"
 
 struct launch_tracer_bpf;

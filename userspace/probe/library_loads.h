@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "events.h"
+#include "library_loads_abi.h"
 #include "probe/ring_reader.h"
 
 struct library_loads_bpf;

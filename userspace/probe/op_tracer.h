@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "torch/dispatcher_catalog.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "probe/uprobe_multi.h"
 
 struct op_tracer_bpf;
@@ -23,10 +23,10 @@ struct ring_buffer;
 
 namespace gpuprof {
 
-// What followed an ENTRY or a RANGE_BEGIN in the ring (events.h): with
+// What followed an ENTRY or a RANGE_BEGIN in the ring (op_tracer_abi.h): with
 // Python stacks on, has_stack and the frames, GP_ENTRY_FRAME_WORDS words
 // each, innermost first (none: the thread had no Python frames), with the
-// word that says which frames were not read (bpf/events.h); then the
+// word that says which frames were not read (bpf/abi_common.h); then the
 // event's own words: an ENTRY's shape slots ("Input shapes"), or
 // evaluate_function's node vtable pointer (GP_COOKIE_NODE_ARG), or a
 // RANGE_BEGIN's name; empty when there are none.
@@ -68,7 +68,7 @@ class OpTracer {
   bool attach_catch(const std::string& libstdcxx_path, int pid, std::string* error);
   bool catch_attached() const { return catch_link_.has_value(); }
 
-  // Entry probes on libc10's allocator accounting (gp_mem_kind in events.h):
+  // Entry probes on libc10's allocator accounting (gp_mem_kind in op_tracer_abi.h):
   // ProfiledCPUMemoryReporter::New/Delete and reportMemoryUsageToProfiler.
   bool attach_memory(const std::string& libc10_path, int pid, std::string* error);
 
@@ -90,7 +90,7 @@ class OpTracer {
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);
 
-  // record --schedule (events.h, "Schedules"): before tracing starts. With
+  // record --schedule (op_tracer_abi.h, "Schedules"): before tracing starts. With
   // GP_SCHEDULE_BY_OP, the step op's ENTRY sites carry GP_COOKIE_STEP.
   void set_schedule(const gp_schedule& schedule);
 

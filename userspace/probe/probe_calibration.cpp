@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "symbols/elf_image.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "probe/op_tracer.h"
 
 // The probed instructions, each the first of a function of its own so that

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "events.h"
+#include "thread_exits_abi.h"
 #include "thread_exits.skel.h"
 
 namespace gpuprof {

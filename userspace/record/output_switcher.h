@@ -30,7 +30,7 @@
 #include <string>
 #include <utility>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "record/record_outputs.h"
 
 namespace gpuprof {

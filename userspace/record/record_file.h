@@ -284,7 +284,8 @@
 #include <utility>
 #include <vector>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
+#include "op_tracer_abi.h"
 #include "record/recording.h"
 #include "base/unique_fd.h"
 

@@ -13,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 

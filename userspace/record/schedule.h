@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 
