@@ -126,6 +126,22 @@ TEST(Result, AssignOrReturnIntoAnExistingVariableAndIntoVoid) {
   EXPECT_EQ(out, "even 2");  // the first value was assigned before the second failed
 }
 
+TEST(Result, BridgesToErrorOutParameters) {
+  std::string error;
+  EXPECT_TRUE(succeeded(check_even(2), &error));
+  EXPECT_EQ(error, "");
+  EXPECT_FALSE(succeeded(check_even(7), &error));
+  EXPECT_EQ(error, "7 is odd");
+
+  error.clear();
+  std::unique_ptr<Base> made = value_or_error(make(true), &error);
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(made->id(), 2);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(value_or_error(make(false), &error), nullptr);
+  EXPECT_EQ(error, "cannot make it");
+}
+
 TEST(ResultDeathTest, ReadingTheWrongSideAborts) {
   EXPECT_DEATH((void)parse_positive(-1).value(), "value\\(\\) of a failed Result: not positive: -1");
   EXPECT_DEATH((void)parse_positive(1).error(), "error\\(\\) of a Result that holds a value");

@@ -115,6 +115,22 @@ class [[nodiscard]] Result<void> {
   bool failed_ = false;
 };
 
+// For callers still on `std::string* error` out-parameters (issue 27 moves
+// the stages to Result one by one): true, or false with *error set.
+inline bool succeeded(Result<void> result, std::string* error) {
+  if (result) return true;
+  *error = result.error();
+  return false;
+}
+// ... the value, or T{} (nullptr for the loaders' unique_ptrs) with *error set.
+template <typename T>
+  requires std::is_default_constructible_v<T>
+T value_or_error(Result<T> result, std::string* error) {
+  if (result) return std::move(result).value();
+  *error = result.error();
+  return T{};
+}
+
 }  // namespace gpuprof
 
 #define GP_RESULT_CONCAT_INNER(a, b) a##b

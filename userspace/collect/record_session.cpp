@@ -322,11 +322,11 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
       warn("--with-stack: no Python stacks: " + python_missing_);
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
-  if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
+  if (!succeeded(tracer_->attach_ops(library.path_for_us, catalog->sites, pid), &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
   if (config_.follow_forks) {
     probe_sites_ = catalog->sites;
-    fork_watch_ = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }, &error);
+    fork_watch_ = value_or_error(ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }), &error);
     if (!fork_watch_) warn("--follow-forks: children are not traced: " + error);
   }
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
@@ -429,7 +429,7 @@ void Session::on_fork(const gp_fork& fork) {
   }
   std::string error;
   const uint64_t start = clock_ns(CLOCK_MONOTONIC);
-  if (!tracer_->attach_ops(library->path_for_us, probe_sites_, child, &error)) {
+  if (!succeeded(tracer_->attach_ops(library->path_for_us, probe_sites_, child), &error)) {
     warn("--follow-forks: child " + std::to_string(child) + " not traced: " + error);
     return;
   }
@@ -488,8 +488,12 @@ void Session::update_file_info() {
 std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
   if (std::exchange(calibration_tried_, true)) return std::nullopt;
   std::string error;
-  auto calibrator = ProbeCalibrator::start(&error);
-  auto costs = calibrator ? calibrator->calibrate(&error) : std::nullopt;
+  auto calibrator = value_or_error(ProbeCalibrator::start(), &error);
+  std::optional<ProbeCosts> costs;
+  if (calibrator) {
+    if (auto calibrated = calibrator->calibrate()) costs = *calibrated;
+    else error = calibrated.error();
+  }
   if (!costs) {
     warn("reports will show raw op times (the probes' cost is in them): " + error);
     return std::nullopt;
@@ -506,7 +510,7 @@ std::optional<ProbeCosts> Session::calibrate(const DispatcherCatalog& catalog) {
 void Session::calibration_round() {
   if (!calibrator_ || !calibration_retry_.due()) return;
   std::string error;
-  if (!calibrator_->round(&error)) {
+  if (!succeeded(calibrator_->round(), &error)) {
     if (config_.verbose) std::fprintf(stderr, "gpuprof: calibration rounds stopped: %s\n", error.c_str());
     calibrator_.reset();
   }
@@ -519,7 +523,7 @@ void Session::record_calibration_through_recording() {
   std::string error;
   // Two rounds more: a recording shorter than the rounds' period still
   // gets an estimate (from attach's rounds and these).
-  for (int i = 0; i < 2 && calibrator_->round(&error); i++) {
+  for (int i = 0; i < 2 && calibrator_->round(); i++) {
   }
   auto costs = calibrator_->through_rounds();
   calibrator_.reset();
@@ -558,8 +562,8 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   options.ops = config_.ops;
   options.with_stack = config_.with_stack;
   thread_names_ = std::make_unique<ThreadNameCollector>(pid);
-  if (std::string why; !thread_names_->watch_exits(&why))
-    warn("threads that exit before gpuprof reads their events keep no name: " + why);
+  if (auto watching = thread_names_->watch_exits(); !watching)
+    warn("threads that exit before gpuprof reads their events keep no name: " + watching.error());
   OutputPlan plan = config_.outputs;
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
@@ -605,7 +609,7 @@ void Session::setup_shapes(DispatcherCatalog& catalog) {
   for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
   shapes_.emplace(std::move(collector_plans));
   std::string error;
-  if (!tracer_->set_shape_plans(plans, &error)) {
+  if (!succeeded(tracer_->set_shape_plans(plans), &error)) {
     warn("no input shapes: " + error);
     for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
     shapes_.reset();
@@ -646,7 +650,7 @@ void Session::try_attach_memory() {
   auto libc10 = find_mapped_library(target_pid_, "libc10.so");
   std::string error = libc10.unreadable;
   if (!libc10 && error.empty()) return;
-  if (libc10 && tracer_->attach_memory(libc10->path_for_us, target_pid_, &error)) {
+  if (libc10 && succeeded(tracer_->attach_memory(libc10->path_for_us, target_pid_), &error)) {
     memory_attached_ = true;
     if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
   } else {
@@ -707,9 +711,9 @@ void Session::attach_new_libcudarts() {
 }
 
 bool Session::attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error) {
-  auto sites = find_launch_sites(library.path_for_us, api, error);
-  if (!sites || !ensure_launch_tracer(error) ||
-      !launch_tracer_->attach(library.path_for_us, *sites, target_pid_, error))
+  auto sites = find_launch_sites(library.path_for_us, api);
+  if (!sites) return succeeded(std::move(sites).take_error(), error);
+  if (!ensure_launch_tracer(error) || !succeeded(launch_tracer_->attach(library.path_for_us, *sites, target_pid_), error))
     return false;
   if (!kernel_symbolizer_) {
     // The kernels' libraries are mapped by now (libtorch_cuda before the
@@ -767,7 +771,7 @@ bool Session::ensure_launch_tracer(std::string* error) {
   sinks.dropped = [this](uint64_t n) {
     if (cupti_shim_) cupti_shim_->records_dropped += n;
   };
-  launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), error);
+  launch_tracer_ = value_or_error(LaunchTracer::load(4u << 20, std::move(sinks)), error);
   return launch_tracer_ != nullptr;
 }
 
@@ -778,7 +782,7 @@ void Session::try_attach_shim(bool now) {
   auto shim = find_mapped_library(target_pid_, kShimFilePrefix);
   std::string error = shim.unreadable;
   if (!shim && error.empty()) return;
-  if (!shim || !ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
+  if (!shim || !ensure_launch_tracer(&error) || !succeeded(launch_tracer_->attach_shim(shim->path_for_us, target_pid_), &error)) {
     shim_error_ = error;
     warn("no GPU times: " + error);
     return;
@@ -1045,8 +1049,8 @@ bool Session::start_sampling(int pid) {
   std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
   kernel_symbols_ = std::make_unique<KernelSymbols>(KernelSymbols::load());
-  sampler_ = CpuSampler::start(
-      pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }, &error);
+  sampler_ = value_or_error(
+      CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }), &error);
   if (!sampler_) return fail(error);
   setup_python(pid);
   if (python_config_)
@@ -1231,7 +1235,7 @@ void Session::try_attach_catch() {
   auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
   std::string error = libstdcxx.unreadable;
   if (!libstdcxx && error.empty()) return;
-  if ((!libstdcxx || !tracer_->attach_catch(libstdcxx->path_for_us, target_pid_, &error)) && config_.verbose)
+  if ((!libstdcxx || !succeeded(tracer_->attach_catch(libstdcxx->path_for_us, target_pid_), &error)) && config_.verbose)
     std::fprintf(stderr, "gpuprof: no catch probe: %s\n", error.c_str());
 }
 
@@ -1444,14 +1448,14 @@ RecordOutcome Session::run() {
     launched_.emplace(std::move(*launched));
     target_pid_ = launched_->pid();
     outcome_.launched_pid = target_pid_;
-    watch_ = LibraryWatch::load(target_pid_, &error);
+    watch_ = value_or_error(LibraryWatch::load(target_pid_), &error);
   }
   TracerSinks sinks;
   sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
   sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
   TracerConfig tracer_config;
   tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-  if (error.empty()) tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
+  if (error.empty()) tracer_ = value_or_error(OpTracer::load(tracer_config, std::move(sinks)), &error);
   if (!tracer_) {
     if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
     fail(error);
