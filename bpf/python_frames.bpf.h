@@ -53,18 +53,11 @@ struct python_walk_state {
 	__u64 ring[GP_PY_OUTER_FRAMES];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct python_walk_state);
-} python_walks SEC(".maps");
+GP_PERCPU_SCRATCH(python_walks, struct python_walk_state);
 
 static __always_inline struct python_walk_state *python_walk(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&python_walks, &zero);
+	return gp_scratch(&python_walks);
 }
 
 /*
