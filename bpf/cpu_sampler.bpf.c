@@ -17,7 +17,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "cpu_sampler_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -39,10 +40,7 @@ struct {
 __u32 sampling_on = 0;
 __u64 samples_lost = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20); /* resized by userspace before load */
-} samples SEC(".maps");
+GP_RINGBUF(samples, 4 << 20); /* resized by userspace before load */
 
 /*
  * A sample is built here and copied to the ring: the frame walk runs in a
@@ -50,17 +48,11 @@ struct {
  * through this map. perf_event programs run with interrupts off, so the
  * per-CPU copy is never shared.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct gp_cpu_sample);
-} sample_scratch SEC(".maps");
+GP_PERCPU_SCRATCH(sample_scratch, struct gp_cpu_sample);
 
 static __always_inline __u64 *python_frames_dest(void)
 {
-	__u32 zero = 0;
-	struct gp_cpu_sample *s = bpf_map_lookup_elem(&sample_scratch, &zero);
+	struct gp_cpu_sample *s = gp_scratch(&sample_scratch);
 
 	return s ? s->frames : NULL;
 }
@@ -73,7 +65,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gp_cpu_sample *s;
-	__u32 user_mode, zero = 0, depth, not_read, kernel_depth, tgid = pid_tgid >> 32;
+	__u32 user_mode, depth, not_read, kernel_depth, tgid = pid_tgid >> 32;
 	const struct gp_python_config *py = &python;
 
 	if (!sampling_on)
@@ -85,7 +77,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	} else if (tgid != target_tgid) {
 		return 0;
 	}
-	s = bpf_map_lookup_elem(&sample_scratch, &zero);
+	s = gp_scratch(&sample_scratch);
 	if (!s)
 		return 0;
 	/*

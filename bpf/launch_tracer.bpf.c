@@ -27,7 +27,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "launch_tracer_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -40,15 +41,9 @@ __u64 runtime_lo[GP_MAX_RUNTIMES] = {};
 __u64 runtime_hi[GP_MAX_RUNTIMES] = {};
 __u64 driver_calls_from_runtime = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20); /* resized by userspace before load */
-} launches SEC(".maps");
+GP_RINGBUF(launches, 4 << 20); /* resized by userspace before load */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20); /* resized by userspace before load */
-} gpu SEC(".maps");
+GP_RINGBUF(gpu, 4 << 20); /* resized by userspace before load */
 
 __u64 gpu_records_lost = 0;
 
@@ -102,11 +97,9 @@ int on_launch(struct pt_regs *ctx)
 			}
 		}
 	}
-	e = bpf_ringbuf_reserve(&launches, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&launches_lost, 1);
+	e = gp_reserve(&launches, sizeof(*e), &launches_lost);
+	if (!e)
 		return 0;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tid = (__u32)bpf_get_current_pid_tgid();
@@ -172,19 +165,23 @@ int on_launch(struct pt_regs *ctx)
 	return 0;
 }
 
+/* Room for one record of the CUPTI shim on the "gpu" ring while tracing; NULL otherwise. */
+static __always_inline void *reserve_gpu_record(__u64 size)
+{
+	if (!tracing_on)
+		return NULL;
+	return gp_reserve(&gpu, size, &gpu_records_lost);
+}
+
 /* gpuprof:launch(u64 correlation_id, u32 domain, u32 cbid), on the launching thread. */
 SEC("usdt")
 int BPF_USDT(on_gpu_launch, __u64 correlation, __u32 domain, __u32 cbid)
 {
 	struct gp_gpu_correlation *c;
 
-	if (!tracing_on)
+	c = reserve_gpu_record(sizeof(*c));
+	if (!c)
 		return 0;
-	c = bpf_ringbuf_reserve(&gpu, sizeof(*c), 0);
-	if (!c) {
-		__sync_fetch_and_add(&gpu_records_lost, 1);
-		return 0;
-	}
 	c->type = GP_GPU_CORRELATION;
 	c->tid = (__u32)bpf_get_current_pid_tgid();
 	c->ts_ns = bpf_ktime_get_ns();
@@ -206,13 +203,9 @@ int BPF_USDT(on_gpu_activity, __u32 kind, __u64 correlation, __u64 start, __u64 
 {
 	struct gp_gpu_activity *a;
 
-	if (!tracing_on)
+	a = reserve_gpu_record(sizeof(*a));
+	if (!a)
 		return 0;
-	a = bpf_ringbuf_reserve(&gpu, sizeof(*a), 0);
-	if (!a) {
-		__sync_fetch_and_add(&gpu_records_lost, 1);
-		return 0;
-	}
 	a->type = GP_GPU_ACTIVITY;
 	a->kind = kind;
 	a->correlation = correlation;
@@ -235,13 +228,9 @@ int BPF_USDT(on_gpu_dropped, __u64 count)
 {
 	struct gp_gpu_dropped *d;
 
-	if (!tracing_on)
+	d = reserve_gpu_record(sizeof(*d));
+	if (!d)
 		return 0;
-	d = bpf_ringbuf_reserve(&gpu, sizeof(*d), 0);
-	if (!d) {
-		__sync_fetch_and_add(&gpu_records_lost, 1);
-		return 0;
-	}
 	d->type = GP_GPU_DROPPED;
 	d->reserved = 0;
 	d->count = count;

@@ -21,54 +21,34 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "library_loads_abi.h"
 #include "task_files.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define PROT_EXEC_BIT 0x4
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 << 10);
-} loads SEC(".maps");
+GP_RINGBUF(loads, 256 << 10);
 
 __u64 loads_lost = 0;
-
-static __always_inline int starts_with(const char *name, const char *prefix, int len)
-{
-	for (int i = 0; i < len; i++)
-		if (name[i] != prefix[i])
-			return 0;
-	return 1;
-}
 
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	unsigned long prot = ctx->args[2];
-	long fd = (long)ctx->args[4];
+	struct file *file = exec_mapping_file(ctx);
 	struct gp_library_load *load;
-	struct file *file;
-	char name[16] = {};
 	__u32 kind;
 
-	if (fd < 0 || !(prot & PROT_EXEC_BIT))
+	if (!file)
 		return 0;
-	file = fd_to_file(fd);
-	if (!file || bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry, d_name.name)) < 0)
-		return 0;
-	if (starts_with(name, "libtorch_cpu", 12))
+	if (file_name_starts_with(file, "libtorch_cpu", 12))
 		kind = GP_LOAD_LIBTORCH;
-	else if (starts_with(name, "libcudart", 9))
+	else if (file_name_starts_with(file, "libcudart", 9))
 		kind = GP_LOAD_LIBCUDART;
 	else
 		return 0;
-	load = bpf_ringbuf_reserve(&loads, sizeof(*load), 0);
-	if (!load) {
-		__sync_fetch_and_add(&loads_lost, 1);
+	load = gp_reserve(&loads, sizeof(*load), &loads_lost);
+	if (!load)
 		return 0;
-	}
 	load->ts_ns = bpf_ktime_get_ns();
 	load->pid = bpf_get_current_pid_tgid() >> 32;
 	load->kind = kind;

@@ -23,7 +23,6 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define PROT_EXEC_BIT 0x4
 #define SIGSTOP_NUM 19
 
 /* The launched process (thread group id). Set before load. */
@@ -41,38 +40,18 @@ __u32 stop_sent = 0;
  * "libcudart" (launch probes), one at a time, when the dynamic loader maps
  * them after libtorch_cpu.
  */
-#define WATCH_PREFIX_MAX 16
-char watch_prefix[WATCH_PREFIX_MAX] = {};
+char watch_prefix[GP_FILE_NAME_PREFIX_MAX] = {};
 __u32 watch_prefix_len = 0;
-
-static __always_inline int has_watched_prefix(const unsigned char *name)
-{
-	char buf[WATCH_PREFIX_MAX];
-
-	if (bpf_probe_read_kernel_str(buf, sizeof(buf), name) < 0)
-		return 0;
-	for (int i = 0; i < WATCH_PREFIX_MAX; i++) {
-		if (i >= watch_prefix_len)
-			return 1;
-		if (buf[i] != watch_prefix[i])
-			return 0;
-	}
-	return 1;
-}
 
 SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap_enter(struct trace_event_raw_sys_enter *ctx)
 {
-	unsigned long prot = ctx->args[2];
-	long fd = (long)ctx->args[4];
 	struct file *file;
 
-	if (!armed || fd < 0 || !(prot & PROT_EXEC_BIT))
+	if (!armed || (bpf_get_current_pid_tgid() >> 32) != watch_tgid)
 		return 0;
-	if ((bpf_get_current_pid_tgid() >> 32) != watch_tgid)
-		return 0;
-	file = fd_to_file(fd);
-	if (!file || !has_watched_prefix(BPF_CORE_READ(file, f_path.dentry, d_name.name)))
+	file = exec_mapping_file(ctx);
+	if (!file || !file_name_starts_with(file, watch_prefix, watch_prefix_len))
 		return 0;
 	/*
 	 * SIGSTOP does not interrupt the mmap: it is acted on at the return

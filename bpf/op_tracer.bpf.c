@@ -7,7 +7,7 @@
  * to the first instruction of every at::_ops::<op>::call, to the exits of
  * those bodies (the stack-protector branch before each `ret`, or the `ret`
  * itself), and to __cxa_begin_catch. The link cookie
- * says which op and which kind of site (GP_COOKIE in events.h). The links
+ * says which op and which kind of site (GP_COOKIE in op_tracer_abi.h). The links
  * carry the target's pid, so the kernel filters other processes out before
  * this program runs.
  *
@@ -18,14 +18,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "op_tracer_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 32 << 20); /* resized by userspace before load */
-} events SEC(".maps");
+GP_RINGBUF(events, 32 << 20); /* resized by userspace before load */
 
 /*
  * Set by userspace once every site of a link is in place, cleared before
@@ -44,7 +42,7 @@ __u64 events_lost = 0;
  */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
-/* Input shapes (events.h, "Input shapes"). Set by userspace. */
+/* Input shapes (op_tracer_abi.h, "Input shapes"). Set by userspace. */
 __u32 shapes_on = 0;
 /* 0 while the TensorImpl layout is unknown: entries carry raw windows. */
 __u32 tensor_layout_ready = 0;
@@ -69,7 +67,7 @@ struct {
 	__type(value, struct gp_shape_plan);
 } shape_plans SEC(".maps");
 
-/* Python stacks of op entries (events.h). Set by userspace. */
+/* Python stacks of op entries (op_tracer_abi.h). Set by userspace. */
 __u32 stacks_on = 0;
 struct gp_python_config python = {};
 
@@ -94,18 +92,12 @@ struct entry_scratch_value {
 	__u32 busy;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct entry_scratch_value);
-} entry_scratch SEC(".maps");
+GP_PERCPU_SCRATCH(entry_scratch, struct entry_scratch_value);
 
 /* The stack goes after the depth word of the record being built. */
 static __always_inline __u64 *python_frames_dest(void)
 {
-	__u32 zero = 0;
-	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_scratch_value *scratch = gp_scratch(&entry_scratch);
 
 	return scratch ? &scratch->record.words[1] : NULL;
 }
@@ -178,13 +170,13 @@ static __always_inline __u64 tensor_impl(__u64 address, __u8 kind, __u64 *status
 	return impl;
 }
 
-/* Appends slot i's payload (events.h, "Input shapes"); 1 stops the loop. */
+/* Appends slot i's payload (op_tracer_abi.h, "Input shapes"); 1 stops the loop. */
 static long capture_slot(__u64 i, void *data)
 {
 	struct capture_state *st = data;
-	__u32 zero = 0, op = st->op, n = st->n;
+	__u32 op = st->op, n = st->n;
 	const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
-	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_scratch_value *scratch = gp_scratch(&entry_scratch);
 	struct entry_record *r = scratch ? &scratch->record : NULL;
 	__u64 status, impl, ndim = 0, numel = 0, sizes_at;
 	__u64 *words;
@@ -257,8 +249,7 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
 static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes, __u64 now)
 {
 	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
-	__u32 zero = 0;
-	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	struct entry_scratch_value *scratch = gp_scratch(&entry_scratch);
 	struct entry_record *r;
 	struct capture_state st = {
 		.regs = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx),
@@ -313,7 +304,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 }
 
 /*
- * Schedule (events.h, "Schedules"). Set by userspace before tracing starts.
+ * Schedule (op_tracer_abi.h, "Schedules"). Set by userspace before tracing starts.
  * steps_started/step_recorded are updated by the step op's entry without
  * atomics: two threads starting a step at the same instant (a step op
  * called on several threads) may count one step; a step op is normally
@@ -326,13 +317,11 @@ __u32 step_recorded = 0;
 /* Emits the GP_EV_STEP event of a step op's entry: step number in sp. */
 static __always_inline void emit_step(struct pt_regs *ctx, __u64 cookie, __s64 step, __u32 recorded, __u64 now)
 {
-	struct gp_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct gp_event *e = gp_reserve(&events, sizeof(*e), &events_lost);
 	long flags;
 
-	if (!e) {
-		__sync_fetch_and_add(&events_lost, 1);
+	if (!e)
 		return;
-	}
 	fill_event(e, ctx, cookie, now);
 	e->sp = (__u64)step;
 	e->kind = GP_EV_STEP;
@@ -369,7 +358,7 @@ static __always_inline int schedule_allows(struct pt_regs *ctx, __u64 cookie, __
 }
 
 /*
- * Ranges (events.h, GP_EV_RANGE_BEGIN). What the next RecordFunction
+ * Ranges (op_tracer_abi.h, GP_EV_RANGE_BEGIN). What the next RecordFunction
  * constructor on a thread begins: a record_function range (armed by
  * record_function_enter_new, scope USER_SCOPE, the name read from its
  * argument then) or an op's own guard (armed by the op's ENTRY, scope
@@ -407,8 +396,8 @@ struct {
 static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm,
 					     __u64 now)
 {
-	__u32 zero = 0, depth, not_read, at = 0;
-	struct entry_scratch_value *scratch = bpf_map_lookup_elem(&entry_scratch, &zero);
+	__u32 depth, not_read, at = 0;
+	struct entry_scratch_value *scratch = gp_scratch(&entry_scratch);
 	struct entry_record *r;
 	__u64 name[2] = {}; /* std::string: char *_M_p, size_t _M_string_length */
 	__u64 len = 0;
@@ -482,11 +471,9 @@ static __always_inline void on_record_end(struct pt_regs *ctx)
 	bpf_map_delete_elem(&open_ranges, &key);
 	if (!schedule_allows(ctx, 0, now))
 		return;
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&events_lost, 1);
+	e = gp_reserve(&events, sizeof(*e), &events_lost);
+	if (!e)
 		return;
-	}
 	fill_event(e, ctx, 0, now);
 	e->kind = GP_EV_RANGE_END;
 	e->op_id = range_op;
@@ -558,11 +545,9 @@ int on_op_probe(struct pt_regs *ctx)
 		    emit_entry_with_payload(ctx, cookie, shapes, now))
 			return 0;
 	}
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&events_lost, 1);
+	e = gp_reserve(&events, sizeof(*e), &events_lost);
+	if (!e)
 		return 0;
-	}
 	fill_event(e, ctx, cookie, now);
 	submit_flags_for(&events, &flags);
 	bpf_ringbuf_submit(e, flags);
@@ -570,10 +555,7 @@ int on_op_probe(struct pt_regs *ctx)
 }
 
 /* Memory events (record --profile-memory): their own ring buffer. */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20); /* resized by userspace before load */
-} mem_events SEC(".maps");
+GP_RINGBUF(mem_events, 4 << 20); /* resized by userspace before load */
 
 __u64 mem_events_lost = 0;
 
@@ -628,11 +610,9 @@ int on_memory_probe(struct pt_regs *ctx)
 		if ((device & 0xff) == 0) /* CPU: counted through New/Delete */
 			return 0;
 	}
-	m = bpf_ringbuf_reserve(&mem_events, sizeof(*m), 0);
-	if (!m) {
-		__sync_fetch_and_add(&mem_events_lost, 1);
+	m = gp_reserve(&mem_events, sizeof(*m), &mem_events_lost);
+	if (!m)
 		return 0;
-	}
 	m->ts_ns = now;
 	m->addr = addr;
 	m->bytes = bytes;

@@ -17,7 +17,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "process_forks_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -29,10 +30,7 @@ struct {
 	__type(value, __u32);
 } followed SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 10);
-} forks SEC(".maps");
+GP_RINGBUF(forks, 64 << 10);
 
 __u64 forks_lost = 0;
 
@@ -49,11 +47,9 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (!bpf_map_lookup_elem(&followed, &parent_tgid))
 		return 0;
 	bpf_map_update_elem(&followed, &child_pid, &one, BPF_NOEXIST);
-	e = bpf_ringbuf_reserve(&forks, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&forks_lost, 1);
+	e = gp_reserve(&forks, sizeof(*e), &forks_lost);
+	if (!e)
 		return 0;
-	}
 	e->ts_ns = bpf_ktime_get_ns();
 	e->parent_pid = parent_tgid;
 	e->child_pid = child_pid;

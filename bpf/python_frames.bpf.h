@@ -14,7 +14,7 @@
  * A stack deeper than GP_MAX_PY_FRAMES keeps both ends: its
  * GP_PY_INNER_FRAMES innermost frames (the code that runs) and its
  * GP_PY_OUTER_FRAMES outermost (the root, which flame graphs hang the
- * sample from); the frames between are counted, not read (events.h). The
+ * sample from); the frames between are counted, not read (abi_common.h). The
  * chain runs from the innermost frame outward, so the whole chain is
  * followed (one or two reads per frame past the innermost ones), the
  * addresses of the last GP_PY_OUTER_FRAMES Python frames kept in a ring,
@@ -53,18 +53,11 @@ struct python_walk_state {
 	__u64 ring[GP_PY_OUTER_FRAMES];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct python_walk_state);
-} python_walks SEC(".maps");
+GP_PERCPU_SCRATCH(python_walks, struct python_walk_state);
 
 static __always_inline struct python_walk_state *python_walk(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&python_walks, &zero);
+	return gp_scratch(&python_walks);
 }
 
 /*
@@ -161,7 +154,7 @@ static long python_copy_outer(__u64 i, void *unused)
  * innermost GP_PY_INNER_FRAMES and the others copied, which were counted
  * but not read, with GP_PY_ROOT_NOT_REACHED when the walk stopped before
  * the chain's end: past GP_PY_MAX_WALK frames, or at a frame it could not
- * read (events.h).
+ * read (abi_common.h).
  */
 static __always_inline __u32 walk_python(const struct gp_python_config *python, __u32 *not_read)
 {

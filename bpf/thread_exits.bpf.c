@@ -13,7 +13,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "events.h"
+#include "common.bpf.h"
+#include "thread_exits_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -21,10 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u32 target_tgid = 0;
 __u64 exits_lost = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 << 10);
-} exits SEC(".maps");
+GP_RINGBUF(exits, 64 << 10);
 
 /*
  * A BTF tracepoint (raw, typed): attaching it needs no tracefs, so a
@@ -38,11 +36,9 @@ int BPF_PROG(on_thread_exit, struct task_struct *task)
 
 	if ((id >> 32) != target_tgid)
 		return 0;
-	e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&exits_lost, 1);
+	e = gp_reserve(&exits, sizeof(*e), &exits_lost);
+	if (!e)
 		return 0;
-	}
 	e->tid = (__u32)id;
 	e->reserved = 0;
 	if (bpf_get_current_comm(e->comm, sizeof(e->comm)))

@@ -3,7 +3,7 @@
 memory for tests/unit/tensor_layout_test.cpp.
 
 In raw mode the BPF side copies GP_RAW_WINDOW_WORDS (32) words from the start
-of every TensorImpl an operator receives (bpf/events.h), and userspace finds
+of every TensorImpl an operator receives (bpf/op_tracer_abi.h), and userspace finds
 the field offsets in them (userspace/torch/tensor_layout.h). This script makes the
 same windows from tensors of this process: for torch 1.13, Tensor._cdata is
 the TensorImpl*, so ctypes can read the 256 bytes directly. The tensors cover
@@ -26,7 +26,7 @@ import sys
 
 import torch
 
-WINDOW_WORDS = 32  # GP_RAW_WINDOW_WORDS in bpf/events.h
+WINDOW_WORDS = 32  # GP_RAW_WINDOW_WORDS in bpf/op_tracer_abi.h
 
 
 def undefined_tensor_impl_address():

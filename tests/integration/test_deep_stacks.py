@@ -4,7 +4,7 @@ deep_stack.py runs down LEVELS functions, each its own code object named
 level_k, into spin(), which calls torch.mm and loops in pure Python: any
 frame's name says how deep it is (level_k is frame k + 3 from the root,
 spin() frame LEVELS + 3). gpuprof reads the innermost 64 and the outermost
-64 frames of a stack (bpf/events.h) and names those between with one frame,
+64 frames of a stack (bpf/abi_common.h) and names those between with one frame,
 "[N frames not read]" (docs/stacks.md). So in every stack, CPU sample or op
 entry:
   * the outermost Python frame is the script's <module>, then main, then
@@ -24,7 +24,7 @@ import pytest
 from conftest import (Procs, TORCH_ENVS, parse_stack_table, run_gpuprof, touch, wait_for_file)
 from chrome_trace_checks import frame_chain, op_calls
 
-INNER = OUTER = 64  # bpf/events.h: GP_PY_INNER_FRAMES, GP_PY_OUTER_FRAMES
+INNER = OUTER = 64  # bpf/abi_common.h: GP_PY_INNER_FRAMES, GP_PY_OUTER_FRAMES
 SECONDS = 2
 HZ = 499
 DEEP, SHALLOW = 200, 100  # 203 and 103 frames under spin()

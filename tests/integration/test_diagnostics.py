@@ -86,7 +86,7 @@ def test_samples_without_symbols_are_counted(tmp_path):
     assert unresolved > 0, "python3.11's static functions have no symbols: some samples land there"
 
 
-ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/events.h)
+ENTRY, RANGE_BEGIN = 1, 6  # the events that open a call (bpf/op_tracer_abi.h)
 
 
 def op_table_names(payload):

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "torch/exitless_calls.h"
 
 namespace gpuprof {

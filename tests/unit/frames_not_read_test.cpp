@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyze/aggregator.h"
-#include "events.h"
+#include "abi_common.h"
 #include "output/folded_stacks.h"
 #include "probe_events.h"
 #include "recordings.h"

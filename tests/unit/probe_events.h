@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof::test {
 
@@ -34,7 +34,7 @@ inline gp_event step_at(uint64_t ts, uint64_t step, uint32_t marker_op, uint32_t
 // The end of a recording window (a schedule's cycle): every open frame ends.
 inline gp_event cut_at(uint64_t ts) { return probe_event(GP_EV_CUT, ts, 0, GP_NO_OP, 0); }
 
-// Allocator events (record --profile-memory), bpf/events.h struct gp_mem_event.
+// Allocator events (record --profile-memory), bpf/op_tracer_abi.h struct gp_mem_event.
 inline gp_mem_event mem_event(uint16_t kind, uint64_t ts, uint64_t addr, int64_t bytes, uint32_t tid) {
   return gp_mem_event{.ts_ns = ts, .addr = addr, .bytes = bytes, .total_allocated = 0, .tid = tid,
                       .kind = kind, .device_type = 0, .device_index = 0};

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "python/python_paths.h"
 
 namespace gpuprof {

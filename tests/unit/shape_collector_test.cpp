@@ -1,4 +1,4 @@
-// Tests of ShapeCollector: ENTRY shape payloads (bpf/events.h, "Input
+// Tests of ShapeCollector: ENTRY shape payloads (bpf/op_tracer_abi.h, "Input
 // shapes") -> InputShapes. Raw payloads carry real TensorImpl windows from
 // torch 1.13 (tests/data/tensorimpl_windows_torch1.13.txt), so calibration
 // runs as it does on a live target.

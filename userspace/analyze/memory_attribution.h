@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "analyze/op_timeline.h"
 
 namespace gpuprof {

@@ -242,7 +242,7 @@ class Builder {
     push_call(thread.tid, frame, end, 0, /*unwound=*/false);
   }
 
-  // Ranges (events.h, GP_EV_RANGE_BEGIN): frames of their own, which no sp
+  // Ranges (op_tracer_abi.h, GP_EV_RANGE_BEGIN): frames of their own, which no sp
   // rule closes from below: at the bottom of the stack, above any step, or,
   // begun inside a call, right above it (sp one less than the call's, so
   // that the calls made inside the range nest above it and the call's exit

@@ -1,7 +1,7 @@
 // op_timeline.h: per-thread operator nesting rebuilt from raw probe events.
 //
 // The BPF side sees only three things: an op's entry, a `ret` of an op's
-// ::call body, and the start of a C++ catch handler (events.h). There are no
+// ::call body, and the start of a C++ catch handler (op_tracer_abi.h). There are no
 // return probes (uretprobes rewrite the return address, and C++ unwinding
 // through a rewritten address aborts the process), so an op left by an
 // exception never produces its EXIT. build_timeline() recovers the call
@@ -42,7 +42,7 @@
 // entry sp: the first is then closed as unwound (ending at the thread's
 // previous event) and the second shows up as its sibling, not its child.
 //
-// Steps (record --schedule --step-op, events.h GP_EV_STEP): a STEP event
+// Steps (record --schedule --step-op, op_tracer_abi.h GP_EV_STEP): a STEP event
 // whose op_id is an op (a recorded step) opens a frame of that op (the
 // ProfilerStep op) under everything else on its thread: entry sp taken as
 // UINT64_MAX, so no ENTRY, EXIT or CATCH rule ever closes it. The thread's
@@ -55,7 +55,7 @@
 // at its thread's last event (torch ends its last range when profiling
 // stops); op frames open above it are not calls, as always.
 //
-// Cuts (events.h GP_EV_CUT, written by the recorder where a schedule's
+// Cuts (op_tracer_abi.h GP_EV_CUT, written by the recorder where a schedule's
 // cycle of recorded steps ends): every frame open on any thread ends at the
 // cut, an ordinary call (calls_cut counts the op frames), as torch.profiler
 // ends the ranges still open when its active steps end. Without the cut,
@@ -65,7 +65,7 @@
 // few microseconds late in the ring) belongs to a window already closed: it
 // is not counted (events_after_cut).
 //
-// Ranges (events.h, GP_EV_RANGE_BEGIN/END: record_function ranges, a
+// Ranges (op_tracer_abi.h, GP_EV_RANGE_BEGIN/END: record_function ranges, a
 // kernel's own RECORD_FUNCTION guard) are frames too, keyed by their
 // RecordFunction's address (in sp), which the sp rules never close from
 // below: begun with no call open, one sits above the thread's step frame
@@ -104,7 +104,7 @@
 #include <span>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -145,7 +145,7 @@ struct Timeline {
   uint64_t calls_unwound = 0;        // calls in `calls` with unwound set
   uint64_t exits_without_entry = 0;  // EXITs matching no open frame
   uint64_t calls_open_at_end = 0;    // frames still open after the last event
-  uint64_t events_unknown_kind = 0;  // events with a kind events.h lacks; ignored
+  uint64_t events_unknown_kind = 0;  // events with a kind op_tracer_abi.h lacks; ignored
   uint64_t steps_inside_calls = 0;   // STEP events that found op frames open (above)
   uint64_t calls_cut = 0;            // calls ended by a CUT (above); in `calls`, not unwound
   uint64_t ranges_ended_elsewhere = 0;  // RANGE_ENDs of no range open on their thread (below)

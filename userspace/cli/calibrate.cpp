@@ -27,10 +27,9 @@ void add_calibrate_command(CLI::App& app, CalibrateOptions& options) {
 int run_calibrate(const CalibrateOptions& options) {
   std::vector<uint32_t> totals;
   for (int i = 0; i < options.repeat; i++) {
-    std::string error;
-    auto costs = calibrate_probe_costs(&error);
+    auto costs = calibrate_probe_costs();
     if (!costs) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      std::fprintf(stderr, "gpuprof: error: %s\n", costs.error().c_str());
       return 1;
     }
     totals.push_back(costs->total_ns());

@@ -11,8 +11,12 @@ namespace gpuprof {
 std::optional<ProbeCosts> CalibrationRounds::at_attach(const DispatcherCatalog& catalog) {
   if (std::exchange(tried_, true)) return std::nullopt;
   std::string error;
-  auto calibrator = ProbeCalibrator::start(&error);
-  auto costs = calibrator ? calibrator->calibrate(&error) : std::nullopt;
+  auto calibrator = value_or_error(ProbeCalibrator::start(), &error);
+  std::optional<ProbeCosts> costs;
+  if (calibrator) {
+    if (auto calibrated = calibrator->calibrate()) costs = *calibrated;
+    else error = calibrated.error();
+  }
   if (!costs) {
     diagnostics_.warn("reports will show raw op times (the probes' cost is in them): " + error);
     return std::nullopt;
@@ -29,7 +33,7 @@ std::optional<ProbeCosts> CalibrationRounds::at_attach(const DispatcherCatalog& 
 void CalibrationRounds::round() {
   if (!calibrator_ || !retry_.due()) return;
   std::string error;
-  if (!calibrator_->round(&error)) {
+  if (!succeeded(calibrator_->round(), &error)) {
     if (config_.verbose) std::fprintf(stderr, "gpuprof: calibration rounds stopped: %s\n", error.c_str());
     calibrator_.reset();
   }
@@ -42,7 +46,7 @@ void CalibrationRounds::record_through_recording(RecordOutputs& writer) {
   std::string error;
   // Two rounds more: a recording shorter than the rounds' period still
   // gets an estimate (from attach's rounds and these).
-  for (int i = 0; i < 2 && calibrator_->round(&error); i++) {
+  for (int i = 0; i < 2 && calibrator_->round(); i++) {
   }
   auto costs = calibrator_->through_rounds();
   calibrator_.reset();

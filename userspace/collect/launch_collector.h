@@ -18,7 +18,7 @@
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/record_sink.h"
-#include "events.h"
+#include "launch_tracer_abi.h"
 #include "symbols/native_symbolizer.h"
 
 namespace gpuprof {

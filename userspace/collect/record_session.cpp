@@ -189,11 +189,11 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
       warn("--with-stack: no Python stacks: " + python_.missing());
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
-  if (!tracer_->attach_ops(library.path_for_us, catalog->sites, pid, &error)) return fail(error);
+  if (!succeeded(tracer_->attach_ops(library.path_for_us, catalog->sites, pid), &error)) return fail(error);
   double attach_ms = ms_since(attach_start);
   if (config_.follow_forks) {
     probe_sites_ = catalog->sites;
-    fork_watch_ = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }, &error);
+    fork_watch_ = value_or_error(ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }), &error);
     if (!fork_watch_) warn("--follow-forks: children are not traced: " + error);
   }
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
@@ -295,7 +295,7 @@ void Session::on_fork(const gp_fork& fork) {
   }
   std::string error;
   const uint64_t start = clock_ns(CLOCK_MONOTONIC);
-  if (!tracer_->attach_ops(library->path_for_us, probe_sites_, child, &error)) {
+  if (!succeeded(tracer_->attach_ops(library->path_for_us, probe_sites_, child), &error)) {
     warn("--follow-forks: child " + std::to_string(child) + " not traced: " + error);
     return;
   }
@@ -353,8 +353,8 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   options.ops = config_.ops;
   options.with_stack = config_.with_stack;
   thread_names_ = std::make_unique<ThreadNameCollector>(pid);
-  if (std::string why; !thread_names_->watch_exits(&why))
-    warn("threads that exit before gpuprof reads their events keep no name: " + why);
+  if (auto watching = thread_names_->watch_exits(); !watching)
+    warn("threads that exit before gpuprof reads their events keep no name: " + watching.error());
   OutputPlan plan = config_.outputs;
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
@@ -401,7 +401,7 @@ void Session::try_attach_memory() {
   auto libc10 = find_mapped_library(target_pid_, "libc10.so");
   std::string error = libc10.unreadable;
   if (!libc10 && error.empty()) return;
-  if (libc10 && tracer_->attach_memory(libc10->path_for_us, target_pid_, &error)) {
+  if (libc10 && succeeded(tracer_->attach_memory(libc10->path_for_us, target_pid_), &error)) {
     memory_attached_ = true;
     if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
   } else {
@@ -443,8 +443,8 @@ bool Session::start_sampling(int pid) {
   std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
   samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.on_sample);
-  sampler_ = CpuSampler::start(
-      pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }, &error);
+  sampler_ = value_or_error(
+      CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }), &error);
   if (!sampler_) return fail(error);
   python_.find(pid);
   if (python_.config())
@@ -502,7 +502,7 @@ void Session::try_attach_catch() {
   auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
   std::string error = libstdcxx.unreadable;
   if (!libstdcxx && error.empty()) return;
-  if ((!libstdcxx || !tracer_->attach_catch(libstdcxx->path_for_us, target_pid_, &error)) && config_.verbose)
+  if ((!libstdcxx || !succeeded(tracer_->attach_catch(libstdcxx->path_for_us, target_pid_), &error)) && config_.verbose)
     std::fprintf(stderr, "gpuprof: no catch probe: %s\n", error.c_str());
 }
 
@@ -652,14 +652,14 @@ RecordOutcome Session::run() {
     launched_.emplace(std::move(*launched));
     target_pid_ = launched_->pid();
     outcome_.launched_pid = target_pid_;
-    watch_ = LibraryWatch::load(target_pid_, &error);
+    watch_ = value_or_error(LibraryWatch::load(target_pid_), &error);
   }
   TracerSinks sinks;
   sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
   sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
   TracerConfig tracer_config;
   tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-  if (error.empty()) tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
+  if (error.empty()) tracer_ = value_or_error(OpTracer::load(tracer_config, std::move(sinks)), &error);
   if (!tracer_) {
     if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
     fail(error);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "torch/dispatcher_catalog.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "record/output_switcher.h"
 #include "record/recording.h"
 

@@ -20,7 +20,7 @@
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/record_sink.h"
-#include "events.h"
+#include "cpu_sampler_abi.h"
 #include "python/python_stacks.h"
 #include "record/frames_not_read.h"
 #include "symbols/kernel_symbols.h"

@@ -266,7 +266,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     }
     if (config_.on_ops) config_.on_ops(base, catalog->ops);
     const uint64_t start = now_ns();
-    if (!tracer_->attach_ops(library->path_for_us, sites, 0, &error)) {
+    if (!succeeded(tracer_->attach_ops(library->path_for_us, sites, 0), &error)) {
       warn(library->path_in_target + " not traced: " + error);
       libtorch_files_.emplace(id, TracedFile{});
       return true;
@@ -324,10 +324,10 @@ bool SystemSession::trace_launches(uint32_t pid) {
   std::string error;
   auto sites = launch_sites_.find(id);
   if (sites == launch_sites_.end()) {
-    auto found = find_launch_sites(library->path_for_us, LaunchApi::runtime, &error);
+    auto found = find_launch_sites(library->path_for_us, LaunchApi::runtime);
     if (!found) {
       launch_files_refused_.insert(id);
-      warn("no CUDA launches from " + library->path_in_target + ": " + error);
+      warn("no CUDA launches from " + library->path_in_target + ": " + found.error());
       return true;
     }
     sites = launch_sites_.emplace(id, std::move(*found)).first;
@@ -338,14 +338,14 @@ bool SystemSession::trace_launches(uint32_t pid) {
     sinks.correlation = [](const gp_gpu_correlation&) {};
     sinks.activity = [](const gp_gpu_activity&) {};
     sinks.dropped = [](uint64_t) {};
-    launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), &error);
+    launch_tracer_ = value_or_error(LaunchTracer::load(4u << 20, std::move(sinks)), &error);
     if (!launch_tracer_) {
       launch_files_refused_.insert(id);
       warn("no CUDA launches: " + error);
       return true;
     }
   }
-  if (!launch_tracer_->attach(library->path_for_us, sites->second, static_cast<int>(pid), &error)) {
+  if (!succeeded(launch_tracer_->attach(library->path_for_us, sites->second, static_cast<int>(pid)), &error)) {
     warn("no CUDA launches in process " + std::to_string(pid) + ": " + error);
   } else {
     p.launches_attached = true;
@@ -542,14 +542,14 @@ RecordOutcome SystemSession::run() {
     sinks.memory = [](const gp_mem_event&) {};
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-    tracer_ = OpTracer::load(tracer_config, std::move(sinks), &error);
+    tracer_ = value_or_error(OpTracer::load(tracer_config, std::move(sinks)), &error);
     if (!tracer_) {
       fail(error);
       return outcome_;
     }
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
-    loads_ = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }, &error);
+    loads_ = value_or_error(LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }), &error);
     if (!loads_) {
       fail(error);
       return outcome_;
@@ -563,7 +563,7 @@ RecordOutcome SystemSession::run() {
   }
   if (config_.sample_hz) {
     samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.on_sample);
-    sampler_ = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }, &error);
+    sampler_ = value_or_error(CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }), &error);
     if (!sampler_) {
       fail(error);
       return outcome_;

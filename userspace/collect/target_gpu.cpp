@@ -109,9 +109,9 @@ void TargetGpu::attach_new_libcudarts() {
 }
 
 bool TargetGpu::attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error) {
-  auto sites = find_launch_sites(library.path_for_us, api, error);
-  if (!sites || !ensure_launch_tracer(error) ||
-      !launch_tracer_->attach(library.path_for_us, *sites, target_pid_, error))
+  auto sites = find_launch_sites(library.path_for_us, api);
+  if (!sites) return succeeded(std::move(sites).take_error(), error);
+  if (!ensure_launch_tracer(error) || !succeeded(launch_tracer_->attach(library.path_for_us, *sites, target_pid_), error))
     return false;
   if (!kernel_symbolizer_) {
     // The kernels' libraries are mapped by now (libtorch_cuda before the
@@ -151,7 +151,7 @@ bool TargetGpu::ensure_launch_tracer(std::string* error) {
   sinks.dropped = [this](uint64_t n) {
     if (cupti_shim_) cupti_shim_->records_dropped += n;
   };
-  launch_tracer_ = LaunchTracer::load(4u << 20, std::move(sinks), error);
+  launch_tracer_ = value_or_error(LaunchTracer::load(4u << 20, std::move(sinks)), error);
   return launch_tracer_ != nullptr;
 }
 
@@ -162,7 +162,8 @@ void TargetGpu::try_attach_shim(bool now) {
   auto shim = find_mapped_library(target_pid_, kCuptiShimFilePrefix);
   std::string error = shim.unreadable;
   if (!shim && error.empty()) return;
-  if (!shim || !ensure_launch_tracer(&error) || !launch_tracer_->attach_shim(shim->path_for_us, target_pid_, &error)) {
+  if (!shim || !ensure_launch_tracer(&error) ||
+      !succeeded(launch_tracer_->attach_shim(shim->path_for_us, target_pid_), &error)) {
     shim_error_ = error;
     diagnostics_.warn("no GPU times: " + error);
     return;

@@ -24,7 +24,7 @@
 #include "collect/progress_line.h"
 #include "collect/record_session.h"
 #include "collect/retry_every.h"
-#include "events.h"
+#include "launch_tracer_abi.h"
 #include "probe/launch_tracer.h"
 #include "probe/thread_names.h"
 #include "record/output_switcher.h"

@@ -16,7 +16,7 @@
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/retry_every.h"
-#include "events.h"
+#include "abi_common.h"
 #include "probe/op_tracer.h"
 #include "python/python_stacks.h"
 #include "record/frames_not_read.h"

@@ -23,7 +23,7 @@ bool TargetShapes::setup(DispatcherCatalog& catalog) {
   for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
   collector_.emplace(std::move(collector_plans));
   std::string error;
-  if (!tracer_.set_shape_plans(plans, &error)) {
+  if (!succeeded(tracer_.set_shape_plans(plans), &error)) {
     diagnostics_.warn("no input shapes: " + error);
     for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
     return false;

@@ -56,25 +56,19 @@ std::vector<int> online_cpus() {
 
 }  // namespace
 
-std::unique_ptr<CpuSampler> CpuSampler::start(int tgid, uint32_t hz, Sink sink, std::string* error) {
-  std::unique_ptr<CpuSampler> sampler(new CpuSampler());
-  sampler->sink_ = std::move(sink);
-  sampler->skel_ = cpu_sampler_bpf__open();
-  if (!sampler->skel_) {
-    *error = std::string("cannot open the sampling BPF program: ") + std::strerror(errno);
-    return nullptr;
-  }
-  sampler->skel_->rodata->target_tgid = static_cast<uint32_t>(tgid);
-  if (int err = cpu_sampler_bpf__load(sampler->skel_); err != 0) {
-    *error = std::string("cannot load the sampling BPF program: ") + std::strerror(-err);
-    return nullptr;
-  }
-  sampler->rb_ = ring_buffer__new(bpf_map__fd(sampler->skel_->maps.samples), on_sample,
-                                  &sampler->sink_, nullptr);
-  if (!sampler->rb_) {
-    *error = std::string("cannot open the sample ring buffer: ") + std::strerror(errno);
-    return nullptr;
-  }
+CpuSampler::CpuSampler(Sink sink) : bpf_("the sampling BPF program"), sink_(std::move(sink)) {}
+
+Result<std::unique_ptr<CpuSampler>> CpuSampler::start(int tgid, uint32_t hz, Sink sink) {
+  std::unique_ptr<CpuSampler> sampler(new CpuSampler(std::move(sink)));
+  RETURN_IF_ERROR(sampler->bpf_.open());
+  sampler->bpf_->rodata->target_tgid = static_cast<uint32_t>(tgid);
+  RETURN_IF_ERROR(sampler->bpf_.load());
+  RETURN_IF_ERROR(sampler->bpf_.read_ring(sampler->bpf_->maps.samples, on_sample, &sampler->sink_, "sample"));
+  RETURN_IF_ERROR(sampler->open_perf_events(hz));
+  return sampler;
+}
+
+Result<void> CpuSampler::open_perf_events(uint32_t hz) {
   for (int cpu : online_cpus()) {
     perf_event_attr attr = {};
     attr.size = sizeof(attr);
@@ -83,69 +77,51 @@ std::unique_ptr<CpuSampler> CpuSampler::start(int tgid, uint32_t hz, Sink sink, 
     attr.freq = 1;
     attr.sample_freq = hz;
     int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
-    if (fd < 0) {
-      *error = "cannot open a CPU-clock perf event on CPU " + std::to_string(cpu) + ": " +
-               std::strerror(errno) + (errno == EINVAL ? " (is -F above kernel.perf_event_max_sample_rate?)" : "");
-      return nullptr;
-    }
-    sampler->perf_fds_.push_back(fd);
-    bpf_link* link = bpf_program__attach_perf_event(sampler->skel_->progs.on_cpu_sample, fd);
-    if (!link) {
-      *error = "cannot attach the sampling program on CPU " + std::to_string(cpu) + ": " +
-               std::strerror(errno);
-      return nullptr;
-    }
-    sampler->links_.push_back(link);
+    if (fd < 0)
+      return Error("cannot open a CPU-clock perf event on CPU " + std::to_string(cpu) + ": " + std::strerror(errno) +
+                   (errno == EINVAL ? " (is -F above kernel.perf_event_max_sample_rate?)" : ""));
+    perf_fds_.push_back(fd);
+    bpf_link* link = bpf_program__attach_perf_event(bpf_->progs.on_cpu_sample, fd);
+    if (!link)
+      return Error("cannot attach the sampling program on CPU " + std::to_string(cpu) + ": " + std::strerror(errno));
+    links_.push_back(link);
   }
-  if (sampler->links_.empty()) {
-    *error = "no online CPU to sample";
-    return nullptr;
-  }
-  return sampler;
+  if (links_.empty()) return Error("no online CPU to sample");
+  return {};
 }
 
-CpuSampler::~CpuSampler() {
-  stop();
-  if (rb_) ring_buffer__free(rb_);
-  if (skel_) cpu_sampler_bpf__destroy(skel_);
-}
+CpuSampler::~CpuSampler() { stop(); }
 
 // May run while sampling (a launched command's interpreter comes up late):
 // the program reads the fields only once `enabled` is set, so that goes last.
 void CpuSampler::set_python(const gp_python_config& config) {
   gp_python_config fields = config;
   fields.enabled = 0;
-  __atomic_store_n(&skel_->bss->python.enabled, 0u, __ATOMIC_SEQ_CST);
-  skel_->bss->python = fields;
-  __atomic_store_n(&skel_->bss->python.enabled, config.enabled, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->python.enabled, 0u, __ATOMIC_SEQ_CST);
+  bpf_->bss->python = fields;
+  __atomic_store_n(&bpf_->bss->python.enabled, config.enabled, __ATOMIC_SEQ_CST);
 }
 
 bool CpuSampler::set_process_python(uint32_t pid, const gp_python_config& config) {
-  return bpf_map_update_elem(bpf_map__fd(skel_->maps.python_of_process), &pid, &config, BPF_ANY) == 0;
+  return bpf_map_update_elem(bpf_map__fd(bpf_->maps.python_of_process), &pid, &config, BPF_ANY) == 0;
 }
 
 void CpuSampler::forget_process_python(uint32_t pid) {
-  bpf_map_delete_elem(bpf_map__fd(skel_->maps.python_of_process), &pid);
+  bpf_map_delete_elem(bpf_map__fd(bpf_->maps.python_of_process), &pid);
 }
 
 void CpuSampler::set_sampling(bool on) {
-  __atomic_store_n(&skel_->bss->sampling_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->sampling_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 
 void CpuSampler::stop() {
-  if (skel_) set_sampling(false);
+  if (bpf_) set_sampling(false);
   for (bpf_link* link : links_) bpf_link__destroy(link);
   links_.clear();
   for (int fd : perf_fds_) close(fd);
   perf_fds_.clear();
 }
 
-int CpuSampler::poll_fd() const { return ring_buffer__epoll_fd(rb_); }
-
-int CpuSampler::consume() { return ring_buffer__consume(rb_); }
-
-uint64_t CpuSampler::lost() const {
-  return __atomic_load_n(&skel_->bss->samples_lost, __ATOMIC_RELAXED);
-}
+uint64_t CpuSampler::lost() const { return read_bpf_counter(bpf_->bss->samples_lost); }
 
 }  // namespace gpuprof

@@ -10,13 +10,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "events.h"
+#include "base/result.h"
+#include "cpu_sampler_abi.h"
+#include "probe/bpf_program.h"
 
 struct cpu_sampler_bpf;
-struct ring_buffer;
 struct bpf_link;
 
 namespace gpuprof {
@@ -26,7 +26,7 @@ class CpuSampler {
   using Sink = std::function<void(const gp_cpu_sample&)>;
 
   // Loads and attaches; sampling starts with set_sampling(true).
-  static std::unique_ptr<CpuSampler> start(int tgid, uint32_t hz, Sink sink, std::string* error);
+  static Result<std::unique_ptr<CpuSampler>> start(int tgid, uint32_t hz, Sink sink);
   ~CpuSampler();
 
   void set_sampling(bool on);
@@ -40,15 +40,16 @@ class CpuSampler {
   // Closes the perf events. Samples already in the ring buffer stay readable.
   void stop();
 
-  int poll_fd() const;
-  int consume();
+  int poll_fd() const { return bpf_.poll_fd(); }
+  int consume() { return bpf_.consume(); }
   uint64_t lost() const;
   size_t cpus() const { return links_.size(); }
 
  private:
-  CpuSampler() = default;
-  cpu_sampler_bpf* skel_ = nullptr;
-  ring_buffer* rb_ = nullptr;
+  explicit CpuSampler(Sink sink);
+  // Opens a perf event on each online CPU with the program attached.
+  Result<void> open_perf_events(uint32_t hz);
+  BpfProgram<cpu_sampler_bpf> bpf_;
   Sink sink_;
   std::vector<bpf_link*> links_;
   std::vector<int> perf_fds_;

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 
-#include "events.h"
-#include "probe/ring_reader.h"
+#include "base/result.h"
+#include "probe/bpf_program.h"
+#include "process_forks_abi.h"
 
 struct process_forks_bpf;
 
@@ -16,22 +16,20 @@ namespace gpuprof {
 
 class ForkWatch {
  public:
-  // Watches `pid` and, transitively, every child it forks. nullptr and
-  // *error when the tracepoint program cannot be loaded.
-  static std::unique_ptr<ForkWatch> load(int pid, std::function<void(const gp_fork&)> on_fork,
-                                         std::string* error);
+  // Watches `pid` and, transitively, every child it forks; fails when the
+  // tracepoint program cannot be loaded.
+  static Result<std::unique_ptr<ForkWatch>> load(int pid, std::function<void(const gp_fork&)> on_fork);
   ~ForkWatch();
 
-  int poll_fd() const;
-  void consume();
+  int poll_fd() const { return bpf_.poll_fd(); }
+  void consume() { bpf_.consume(); }
   // Forks the ring buffer had no room for, and children beyond
   // GP_MAX_FOLLOWED_PROCESSES (not followed).
   uint64_t lost() const;
 
  private:
-  ForkWatch() = default;
-  process_forks_bpf* skel_ = nullptr;
-  std::unique_ptr<RingReader> ring_;
+  ForkWatch();
+  BpfProgram<process_forks_bpf> bpf_;
 };
 
 }  // namespace gpuprof

@@ -1,6 +1,5 @@
 #include "probe/launch_tracer.h"
 
-#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -8,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "symbols/elf_image.h"
+#include "probe/open_elf.h"
 #include "launch_tracer.skel.h"
 
 namespace gpuprof {
@@ -68,17 +67,16 @@ int on_gpu_record(void* ctx, void* data, size_t size) {
 
 }  // namespace
 
-std::optional<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api, std::string* error) {
-  auto elf = ElfImage::open(library_path, error);
-  if (!elf) return std::nullopt;
+Result<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api) {
+  ASSIGN_OR_RETURN(ElfImage elf, open_elf(library_path));
   LaunchSites sites;
   const std::span<const LaunchEntryPoint> entry_points =
       api == LaunchApi::runtime ? std::span<const LaunchEntryPoint>(kRuntimeEntryPoints)
                                 : std::span<const LaunchEntryPoint>(kDriverEntryPoints);
-  elf->for_each_function([&](const ElfSymbol& sym) {
+  elf.for_each_function([&](const ElfSymbol& sym) {
     for (const LaunchEntryPoint& entry : entry_points) {
       if (sym.name != entry.symbol) continue;
-      auto offset = elf->file_offset(sym.address);
+      auto offset = elf.file_offset(sym.address);
       bool seen = false;
       for (const std::string& s : sites.symbols) seen |= s == entry.symbol;
       if (!offset || seen) continue;  // .symtab and .dynsym both list it
@@ -87,97 +85,72 @@ std::optional<LaunchSites> find_launch_sites(const std::string& library_path, La
       sites.symbols.push_back(entry.symbol);
     }
   });
-  if (sites.offsets.empty()) {
-    *error = library_path + (api == LaunchApi::runtime
-                                 ? " has no cudaLaunchKernel, cudaLaunchKernelExC or cudaGraphLaunch"
-                                 : " has no cuLaunchKernel or cuLaunchKernelEx");
-    return std::nullopt;
-  }
+  if (sites.offsets.empty())
+    return Error(library_path + (api == LaunchApi::runtime
+                                     ? " has no cudaLaunchKernel, cudaLaunchKernelExC or cudaGraphLaunch"
+                                     : " has no cuLaunchKernel or cuLaunchKernelEx"));
   return sites;
 }
 
-std::unique_ptr<LaunchTracer> LaunchTracer::load(uint32_t ring_buffer_bytes, LaunchSinks sinks,
-                                                 std::string* error) {
-  std::unique_ptr<LaunchTracer> tracer(new LaunchTracer());
-  tracer->sinks_ = std::move(sinks);
-  tracer->skel_ = launch_tracer_bpf__open();
-  if (!tracer->skel_) {
-    *error = std::string("cannot open the launch BPF program: ") + std::strerror(errno);
-    return nullptr;
-  }
-  bpf_map__set_max_entries(tracer->skel_->maps.launches, ring_buffer_bytes);
-  bpf_map__set_max_entries(tracer->skel_->maps.gpu, ring_buffer_bytes);
-  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_launch,
-                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  if (int err = launch_tracer_bpf__load(tracer->skel_); err != 0) {
-    *error = std::string("cannot load the launch BPF program: ") + std::strerror(-err);
-    return nullptr;
-  }
-  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.launches), on_launch_record,
-                                 &tracer->sinks_, nullptr);
-  if (tracer->rb_ && ring_buffer__add(tracer->rb_, bpf_map__fd(tracer->skel_->maps.gpu), on_gpu_record,
-                                      &tracer->sinks_) != 0) {
-    *error = std::string("cannot open the GPU record ring buffer: ") + std::strerror(errno);
-    return nullptr;
-  }
-  if (!tracer->rb_) {
-    *error = std::string("cannot open the launch ring buffer: ") + std::strerror(errno);
-    return nullptr;
-  }
+LaunchTracer::LaunchTracer(LaunchSinks sinks) : bpf_("the launch BPF program"), sinks_(std::move(sinks)) {}
+
+Result<std::unique_ptr<LaunchTracer>> LaunchTracer::load(uint32_t ring_buffer_bytes, LaunchSinks sinks) {
+  std::unique_ptr<LaunchTracer> tracer(new LaunchTracer(std::move(sinks)));
+  BpfProgram<launch_tracer_bpf>& bpf = tracer->bpf_;
+  RETURN_IF_ERROR(bpf.open());
+  bpf_map__set_max_entries(bpf->maps.launches, ring_buffer_bytes);
+  bpf_map__set_max_entries(bpf->maps.gpu, ring_buffer_bytes);
+  expect_uprobe_multi(bpf->progs.on_launch);
+  RETURN_IF_ERROR(bpf.load());
+  RETURN_IF_ERROR(bpf.read_ring(bpf->maps.launches, on_launch_record, &tracer->sinks_, "launch"));
+  RETURN_IF_ERROR(bpf.read_ring(bpf->maps.gpu, on_gpu_record, &tracer->sinks_, "GPU record"));
   return tracer;
 }
 
-LaunchTracer::~LaunchTracer() {
-  detach();
-  if (rb_) ring_buffer__free(rb_);
-  if (skel_) launch_tracer_bpf__destroy(skel_);
-}
+LaunchTracer::~LaunchTracer() { detach(); }
 
-bool LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int pid, std::string* error) {
-  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_launch), path, sites.offsets,
-                                      sites.cookies, pid, error);
-  if (!link) return false;
-  links_.push_back(std::move(*link));
-  __atomic_store_n(&skel_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
-  return true;
+Result<void> LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int pid) {
+  ASSIGN_OR_RETURN(UprobeMultiLink link, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_launch), path,
+                                                                 sites.offsets, sites.cookies, pid));
+  links_.push_back(std::move(link));
+  __atomic_store_n(&bpf_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
+  return {};
 }
 
 bool LaunchTracer::add_runtime_range(uint64_t lo, uint64_t hi) {
   if (runtime_ranges_ == GP_MAX_RUNTIMES) return false;
   // lo first: a half-written slot (hi still 0) matches nothing.
-  __atomic_store_n(&skel_->bss->runtime_lo[runtime_ranges_], lo, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&skel_->bss->runtime_hi[runtime_ranges_], hi, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->runtime_lo[runtime_ranges_], lo, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->runtime_hi[runtime_ranges_], hi, __ATOMIC_SEQ_CST);
   runtime_ranges_++;
   return true;
 }
 
-uint64_t LaunchTracer::driver_calls_from_runtime() const {
-  return __atomic_load_n(&skel_->bss->driver_calls_from_runtime, __ATOMIC_RELAXED);
-}
+uint64_t LaunchTracer::driver_calls_from_runtime() const { return read_bpf_counter(bpf_->bss->driver_calls_from_runtime); }
 
-bool LaunchTracer::attach_shim(const std::string& path, int pid, std::string* error) {
+Result<void> LaunchTracer::attach_shim(const std::string& path, int pid) {
   const std::pair<bpf_program*, const char*> probes[] = {
-      {skel_->progs.on_gpu_launch, "launch"},
-      {skel_->progs.on_gpu_activity, "activity"},
-      {skel_->progs.on_gpu_dropped, "dropped"},
+      {bpf_->progs.on_gpu_launch, "launch"},
+      {bpf_->progs.on_gpu_activity, "activity"},
+      {bpf_->progs.on_gpu_dropped, "dropped"},
   };
   for (const auto& [program, name] : probes) {
     bpf_link* link = bpf_program__attach_usdt(program, pid, path.c_str(), "gpuprof", name, nullptr);
     if (!link) {
-      *error = std::string("cannot attach to the USDT probe gpuprof:") + name + " of " + path + ": " +
-               std::strerror(errno);
+      const int err = errno;
       for (bpf_link* l : shim_links_) bpf_link__destroy(l);
       shim_links_.clear();
-      return false;
+      return Error(std::string("cannot attach to the USDT probe gpuprof:") + name + " of " + path + ": " +
+                   std::strerror(err));
     }
     shim_links_.push_back(link);
   }
-  __atomic_store_n(&skel_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
-  return true;
+  __atomic_store_n(&bpf_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
+  return {};
 }
 
 void LaunchTracer::detach() {
-  if (skel_) __atomic_store_n(&skel_->bss->tracing_on, 0u, __ATOMIC_SEQ_CST);
+  if (bpf_) __atomic_store_n(&bpf_->bss->tracing_on, 0u, __ATOMIC_SEQ_CST);
   links_.clear();
   // Closing the USDT links also drops the semaphores the kernel raised:
   // the shim stops firing its probes.
@@ -185,14 +158,8 @@ void LaunchTracer::detach() {
   shim_links_.clear();
 }
 
-int LaunchTracer::consume() { return ring_buffer__consume(rb_); }
+uint64_t LaunchTracer::lost() const { return read_bpf_counter(bpf_->bss->launches_lost); }
 
-uint64_t LaunchTracer::lost() const {
-  return __atomic_load_n(&skel_->bss->launches_lost, __ATOMIC_RELAXED);
-}
-
-uint64_t LaunchTracer::gpu_records_lost() const {
-  return __atomic_load_n(&skel_->bss->gpu_records_lost, __ATOMIC_RELAXED);
-}
+uint64_t LaunchTracer::gpu_records_lost() const { return read_bpf_counter(bpf_->bss->gpu_records_lost); }
 
 }  // namespace gpuprof

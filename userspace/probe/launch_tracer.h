@@ -21,15 +21,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "base/result.h"
+#include "launch_tracer_abi.h"
+#include "probe/bpf_program.h"
 #include "probe/uprobe_multi.h"
 
 struct launch_tracer_bpf;
-struct ring_buffer;
 struct bpf_link;
 
 namespace gpuprof {
@@ -38,14 +38,14 @@ namespace gpuprof {
 enum class LaunchApi { runtime, driver };
 
 // The entry points of one libcudart (runtime) or libcuda (driver) file:
-// file offsets and their gp_launch_api cookies. nullopt (and *error) when
-// it has none of them.
+// file offsets and their gp_launch_api cookies. An error when it has none
+// of them.
 struct LaunchSites {
   std::vector<uint64_t> offsets;
   std::vector<uint64_t> cookies;
   std::vector<std::string> symbols;  // for messages, same order
 };
-std::optional<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api, std::string* error);
+Result<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api);
 
 // Where the records go.
 struct LaunchSinks {
@@ -57,11 +57,11 @@ struct LaunchSinks {
 
 class LaunchTracer {
  public:
-  static std::unique_ptr<LaunchTracer> load(uint32_t ring_buffer_bytes, LaunchSinks sinks, std::string* error);
+  static Result<std::unique_ptr<LaunchTracer>> load(uint32_t ring_buffer_bytes, LaunchSinks sinks);
   ~LaunchTracer();
 
   // path reachable from gpuprof (/proc/PID/root/...). Tracing starts at once.
-  bool attach(const std::string& path, const LaunchSites& sites, int pid, std::string* error);
+  Result<void> attach(const std::string& path, const LaunchSites& sites, int pid);
   // A libcudart's address range in the target: driver launches called
   // from there are skipped (counted by driver_calls_from_runtime()). Up to
   // GP_MAX_RUNTIMES; false when they are taken.
@@ -69,18 +69,17 @@ class LaunchTracer {
   uint64_t driver_calls_from_runtime() const;
   // The shim's USDT probes (gpuprof:launch, gpuprof:activity,
   // gpuprof:dropped) in the file at path (reachable from gpuprof).
-  bool attach_shim(const std::string& path, int pid, std::string* error);
+  Result<void> attach_shim(const std::string& path, int pid);
   // Removes the probes; launches already in the ring buffer stay readable.
   void detach();
 
-  int consume();
+  int consume() { return bpf_.consume(); }
   uint64_t lost() const;
   uint64_t gpu_records_lost() const;
 
  private:
-  LaunchTracer() = default;
-  launch_tracer_bpf* skel_ = nullptr;
-  ring_buffer* rb_ = nullptr;
+  explicit LaunchTracer(LaunchSinks sinks);
+  BpfProgram<launch_tracer_bpf> bpf_;
   LaunchSinks sinks_;
   std::vector<UprobeMultiLink> links_;
   std::vector<bpf_link*> shim_links_;

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <string>
 
-#include "events.h"
-#include "probe/ring_reader.h"
+#include "base/result.h"
+#include "library_loads_abi.h"
+#include "probe/bpf_program.h"
 
 struct library_loads_bpf;
 
@@ -18,19 +18,17 @@ namespace gpuprof {
 
 class LibraryLoads {
  public:
-  // Loads and attaches the tracepoint program; nullptr and *error if not.
-  static std::unique_ptr<LibraryLoads> load(std::function<void(const gp_library_load&)> on_load,
-                                            std::string* error);
+  // Loads and attaches the tracepoint program.
+  static Result<std::unique_ptr<LibraryLoads>> load(std::function<void(const gp_library_load&)> on_load);
   ~LibraryLoads();
-  int poll_fd() const;
-  void consume();
-  // Loads the ring buffer had no room for.
-  uint64_t lost() const;
+
+  int poll_fd() const { return bpf_.poll_fd(); }
+  void consume() { bpf_.consume(); }
+  uint64_t lost() const;  // loads the ring buffer had no room for
 
  private:
-  LibraryLoads() = default;
-  library_loads_bpf* skel_ = nullptr;
-  std::unique_ptr<RingReader> ring_;
+  LibraryLoads();
+  BpfProgram<library_loads_bpf> bpf_;
 };
 
 }  // namespace gpuprof

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <memory>
-#include <string>
 #include <string_view>
+
+#include "base/result.h"
+#include "probe/bpf_program.h"
 
 struct library_watch_bpf;
 
@@ -17,7 +19,7 @@ namespace gpuprof {
 
 class LibraryWatch {
  public:
-  static std::unique_ptr<LibraryWatch> load(int tgid, std::string* error);
+  static Result<std::unique_ptr<LibraryWatch>> load(int tgid);
   ~LibraryWatch();
 
   // Prefixes longer than 15 bytes are cut ("libgpuprof_cupti" matches as
@@ -27,8 +29,8 @@ class LibraryWatch {
   bool take_stop_sent();
 
  private:
-  LibraryWatch() = default;
-  library_watch_bpf* skel_ = nullptr;
+  LibraryWatch();
+  BpfProgram<library_watch_bpf> bpf_;
 };
 
 }  // namespace gpuprof

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <algorithm>
 
-#include "symbols/elf_image.h"
+#include "probe/open_elf.h"
 #include "op_tracer.skel.h"
 
 namespace gpuprof {
@@ -78,7 +78,11 @@ constexpr MemoryProbe kMemoryProbes[] = {
     {"_ZN3c1027reportMemoryUsageToProfilerEPvl", GP_MEM_DEVICE},
 };
 
-std::string load_failure_hint(int err) {
+// The op tracer is the first program a session loads: its failures say
+// what gpuprof needs.
+std::string load_failure_hint(const char* step, const std::string& what, int err) {
+  (void)step;
+  (void)what;
   if (err == EPERM || err == EACCES)
     return "permission denied loading the BPF programs: gpuprof needs root, or CAP_BPF and CAP_PERFMON "
            "(sudo, or setcap cap_bpf,cap_perfmon+ep on the binary: docs/privileges.md)";
@@ -94,141 +98,105 @@ void set_libbpf_verbose(bool verbose) {
   libbpf_set_print(print_libbpf);
 }
 
-std::unique_ptr<OpTracer> OpTracer::load(const TracerConfig& config, TracerSinks sinks,
-                                         std::string* error) {
+OpTracer::OpTracer(TracerSinks sinks) : bpf_("the BPF programs", load_failure_hint), sinks_(std::move(sinks)) {}
+
+Result<std::unique_ptr<OpTracer>> OpTracer::load(const TracerConfig& config, TracerSinks sinks) {
   libbpf_set_print(print_libbpf);
-  std::unique_ptr<OpTracer> tracer(new OpTracer());
-  tracer->sinks_ = std::move(sinks);
-  const uint32_t ring_buffer_bytes = config.ring_buffer_bytes;
-  tracer->skel_ = op_tracer_bpf__open();
-  if (!tracer->skel_) {
-    *error = load_failure_hint(errno);
-    return nullptr;
-  }
-  bpf_map__set_max_entries(tracer->skel_->maps.events, ring_buffer_bytes);
-  bpf_map__set_max_entries(tracer->skel_->maps.mem_events, config.mem_ring_buffer_bytes);
-  tracer->skel_->rodata->wakeup_bytes = ring_buffer_bytes / 4;
-  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_op_probe,
-                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  bpf_program__set_expected_attach_type(tracer->skel_->progs.on_memory_probe,
-                                        static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
-  if (int err = op_tracer_bpf__load(tracer->skel_); err != 0) {
-    *error = load_failure_hint(-err);
-    return nullptr;
-  }
-  tracer->rb_ = ring_buffer__new(bpf_map__fd(tracer->skel_->maps.events), on_op_record,
-                                 tracer.get(), nullptr);
-  if (tracer->rb_ && ring_buffer__add(tracer->rb_, bpf_map__fd(tracer->skel_->maps.mem_events),
-                                      on_mem_record, &tracer->sinks_) != 0) {
-    ring_buffer__free(tracer->rb_);
-    tracer->rb_ = nullptr;
-  }
-  if (!tracer->rb_) {
-    *error = std::string("cannot open the BPF ring buffer: ") + std::strerror(errno);
-    return nullptr;
-  }
+  std::unique_ptr<OpTracer> tracer(new OpTracer(std::move(sinks)));
+  BpfProgram<op_tracer_bpf>& bpf = tracer->bpf_;
+  RETURN_IF_ERROR(bpf.open());
+  bpf_map__set_max_entries(bpf->maps.events, config.ring_buffer_bytes);
+  bpf_map__set_max_entries(bpf->maps.mem_events, config.mem_ring_buffer_bytes);
+  bpf->rodata->wakeup_bytes = config.ring_buffer_bytes / 4;
+  expect_uprobe_multi(bpf->progs.on_op_probe);
+  expect_uprobe_multi(bpf->progs.on_memory_probe);
+  RETURN_IF_ERROR(bpf.load());
+  RETURN_IF_ERROR(bpf.read_ring(bpf->maps.events, on_op_record, tracer.get(), "BPF"));
+  RETURN_IF_ERROR(bpf.read_ring(bpf->maps.mem_events, on_mem_record, &tracer->sinks_, "BPF"));
   return tracer;
 }
 
-OpTracer::~OpTracer() {
-  detach();
-  if (rb_) ring_buffer__free(rb_);
-  if (skel_) op_tracer_bpf__destroy(skel_);
+OpTracer::~OpTracer() { detach(); }
+
+Result<void> OpTracer::attach_ops(const std::string& path, const ProbeSites& sites, int pid) {
+  ASSIGN_OR_RETURN(UprobeMultiLink link, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_op_probe), path,
+                                                                 sites.offsets, sites.cookies, pid));
+  op_links_.push_back(std::move(link));
+  return {};
 }
 
-bool OpTracer::attach_ops(const std::string& path, const ProbeSites& sites, int pid, std::string* error) {
-  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_op_probe), path, sites.offsets,
-                                      sites.cookies, pid, error);
-  if (!link) return false;
-  op_links_.push_back(std::move(*link));
-  return true;
-}
-
-bool OpTracer::attach_catch(const std::string& libstdcxx_path, int pid, std::string* error) {
-  auto elf = ElfImage::open(libstdcxx_path, error);
-  if (!elf) return false;
+Result<void> OpTracer::attach_catch(const std::string& libstdcxx_path, int pid) {
+  ASSIGN_OR_RETURN(ElfImage elf, open_elf(libstdcxx_path));
   std::optional<uint64_t> offset;
-  elf->for_each_function([&](const ElfSymbol& sym) {
-    if (!offset && sym.name == "__cxa_begin_catch") offset = elf->file_offset(sym.address);
+  elf.for_each_function([&](const ElfSymbol& sym) {
+    if (!offset && sym.name == "__cxa_begin_catch") offset = elf.file_offset(sym.address);
   });
-  if (!offset) {
-    *error = libstdcxx_path + " has no __cxa_begin_catch";
-    return false;
-  }
-  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_op_probe), libstdcxx_path,
-                                      {*offset}, {GP_COOKIE(GP_EV_CATCH, GP_NO_OP)}, pid, error);
-  if (!link) return false;
-  catch_link_ = std::move(*link);
-  return true;
+  if (!offset) return Error(libstdcxx_path + " has no __cxa_begin_catch");
+  ASSIGN_OR_RETURN(catch_link_, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_op_probe), libstdcxx_path,
+                                                        {*offset}, {GP_COOKIE(GP_EV_CATCH, GP_NO_OP)}, pid));
+  return {};
 }
 
-bool OpTracer::attach_memory(const std::string& libc10_path, int pid, std::string* error) {
-  auto elf = ElfImage::open(libc10_path, error);
-  if (!elf) return false;
+Result<void> OpTracer::attach_memory(const std::string& libc10_path, int pid) {
+  ASSIGN_OR_RETURN(ElfImage elf, open_elf(libc10_path));
   std::vector<uint64_t> offsets, cookies;
   for (const MemoryProbe& probe : kMemoryProbes) {
     std::optional<uint64_t> offset;
-    elf->for_each_function([&](const ElfSymbol& sym) {
+    elf.for_each_function([&](const ElfSymbol& sym) {
       if (!offset && std::string_view(sym.name).starts_with(probe.symbol_prefix))
-        offset = elf->file_offset(sym.address);
+        offset = elf.file_offset(sym.address);
     });
-    if (!offset) {
-      *error = libc10_path + " has no " + probe.symbol_prefix +
-               "...: this libc10 is not one gpuprof knows how to read memory from";
-      return false;
-    }
+    if (!offset)
+      return Error(libc10_path + " has no " + probe.symbol_prefix +
+                   "...: this libc10 is not one gpuprof knows how to read memory from");
     offsets.push_back(*offset);
     cookies.push_back(probe.kind);
   }
-  auto link = UprobeMultiLink::attach(bpf_program__fd(skel_->progs.on_memory_probe), libc10_path,
-                                      offsets, cookies, pid, error);
-  if (!link) return false;
-  memory_link_ = std::move(*link);
-  return true;
+  ASSIGN_OR_RETURN(memory_link_, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_memory_probe), libc10_path,
+                                                         offsets, cookies, pid));
+  return {};
 }
 
-bool OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error) {
+Result<void> OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans) {
   if (plans.size() > GP_MAX_SHAPE_PLANS) plans = plans.first(GP_MAX_SHAPE_PLANS);
-  int fd = bpf_map__fd(skel_->maps.shape_plans);
+  int fd = bpf_map__fd(bpf_->maps.shape_plans);
   for (uint32_t op = 0; op < plans.size(); op++) {
     if (plans[op].count == 0) continue;
-    if (bpf_map_update_elem(fd, &op, &plans[op], BPF_ANY) != 0) {
-      *error = std::string("cannot store the shape plans: ") + std::strerror(errno);
-      return false;
-    }
+    if (bpf_map_update_elem(fd, &op, &plans[op], BPF_ANY) != 0)
+      return Error(std::string("cannot store the shape plans: ") + std::strerror(errno));
   }
-  return true;
+  return {};
 }
 
 void OpTracer::set_shapes(bool on, int32_t raw_entries) {
-  __atomic_store_n(&skel_->bss->raw_entries_left, raw_entries, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&skel_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->raw_entries_left, raw_entries, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_tensor_layout(const gp_tensor_layout& layout) {
-  skel_->bss->tensor_layout = layout;
-  __atomic_store_n(&skel_->bss->tensor_layout_ready, 1u, __ATOMIC_SEQ_CST);
+  bpf_->bss->tensor_layout = layout;
+  __atomic_store_n(&bpf_->bss->tensor_layout_ready, 1u, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_undefined_tensor_impl(uint64_t address) {
-  __atomic_store_n(&skel_->bss->undefined_tensor_impl, address, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->undefined_tensor_impl, address, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_python_stacks(const gp_python_config& config) {
-  skel_->bss->python = config;
+  bpf_->bss->python = config;
   stacks_on_ = true;
-  __atomic_store_n(&skel_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_schedule(const gp_schedule& schedule) {
-  skel_->bss->steps_started = 0;
-  skel_->bss->step_recorded = 0;
-  skel_->bss->schedule = schedule;
+  bpf_->bss->steps_started = 0;
+  bpf_->bss->step_recorded = 0;
+  bpf_->bss->schedule = schedule;
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void OpTracer::set_tracing(bool on) {
-  __atomic_store_n(&skel_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&bpf_->bss->tracing_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 
 void OpTracer::detach() {
@@ -238,16 +206,8 @@ void OpTracer::detach() {
   memory_link_.reset();
 }
 
-int OpTracer::poll_fd() const { return ring_buffer__epoll_fd(rb_); }
+uint64_t OpTracer::events_lost() const { return read_bpf_counter(bpf_->bss->events_lost); }
 
-int OpTracer::consume() { return ring_buffer__consume(rb_); }
-
-uint64_t OpTracer::events_lost() const {
-  return __atomic_load_n(&skel_->bss->events_lost, __ATOMIC_RELAXED);
-}
-
-uint64_t OpTracer::mem_events_lost() const {
-  return __atomic_load_n(&skel_->bss->mem_events_lost, __ATOMIC_RELAXED);
-}
+uint64_t OpTracer::mem_events_lost() const { return read_bpf_counter(bpf_->bss->mem_events_lost); }
 
 }  // namespace gpuprof

@@ -14,19 +14,20 @@
 #include <string>
 #include <vector>
 
-#include "torch/dispatcher_catalog.h"
-#include "events.h"
+#include "base/result.h"
+#include "op_tracer_abi.h"
+#include "probe/bpf_program.h"
 #include "probe/uprobe_multi.h"
+#include "torch/dispatcher_catalog.h"
 
 struct op_tracer_bpf;
-struct ring_buffer;
 
 namespace gpuprof {
 
-// What followed an ENTRY or a RANGE_BEGIN in the ring (events.h): with
+// What followed an ENTRY or a RANGE_BEGIN in the ring (op_tracer_abi.h): with
 // Python stacks on, has_stack and the frames, GP_ENTRY_FRAME_WORDS words
 // each, innermost first (none: the thread had no Python frames), with the
-// word that says which frames were not read (bpf/events.h); then the
+// word that says which frames were not read (bpf/abi_common.h); then the
 // event's own words: an ENTRY's shape slots ("Input shapes"), or
 // evaluate_function's node vtable pointer (GP_COOKIE_NODE_ARG), or a
 // RANGE_BEGIN's name; empty when there are none.
@@ -54,28 +55,27 @@ class OpTracer {
  public:
   // Loads the BPF programs. Fails with a message that says what to do when
   // not root or when the kernel lacks BPF, BTF or ring buffers.
-  static std::unique_ptr<OpTracer> load(const TracerConfig& config, TracerSinks sinks,
-                                        std::string* error);
+  static Result<std::unique_ptr<OpTracer>> load(const TracerConfig& config, TracerSinks sinks);
   ~OpTracer();
 
   // One uprobe_multi link over every site of a libtorch_cpu. path must be
   // reachable from gpuprof's mount namespace (/proc/PID/root/...).
-  bool attach_ops(const std::string& path, const ProbeSites& sites, int pid, std::string* error);
+  Result<void> attach_ops(const std::string& path, const ProbeSites& sites, int pid);
 
   // Entry probe on __cxa_begin_catch in the target's libstdc++ (see
   // GP_EV_CATCH). Optional: without it, unwound frames still end at the next
   // event of their thread, with a less precise end time.
-  bool attach_catch(const std::string& libstdcxx_path, int pid, std::string* error);
+  Result<void> attach_catch(const std::string& libstdcxx_path, int pid);
   bool catch_attached() const { return catch_link_.has_value(); }
 
-  // Entry probes on libc10's allocator accounting (gp_mem_kind in events.h):
+  // Entry probes on libc10's allocator accounting (gp_mem_kind in op_tracer_abi.h):
   // ProfiledCPUMemoryReporter::New/Delete and reportMemoryUsageToProfiler.
-  bool attach_memory(const std::string& libc10_path, int pid, std::string* error);
+  Result<void> attach_memory(const std::string& libc10_path, int pid);
 
   // Input shapes: one plan per op id (count 0: no tensor arguments to
   // read); then set_shapes(true). Until set_tensor_layout(), entries carry
   // raw TensorImpl windows for calibration.
-  bool set_shape_plans(std::span<const gp_shape_plan> plans, std::string* error);
+  Result<void> set_shape_plans(std::span<const gp_shape_plan> plans);
   // raw_entries: how many entries may carry raw windows before calibration.
   void set_shapes(bool on, int32_t raw_entries = 0);
   void set_tensor_layout(const gp_tensor_layout& layout);
@@ -90,7 +90,7 @@ class OpTracer {
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);
 
-  // record --schedule (events.h, "Schedules"): before tracing starts. With
+  // record --schedule (op_tracer_abi.h, "Schedules"): before tracing starts. With
   // GP_SCHEDULE_BY_OP, the step op's ENTRY sites carry GP_COOKIE_STEP.
   void set_schedule(const gp_schedule& schedule);
 
@@ -98,17 +98,16 @@ class OpTracer {
   void detach();
 
   // fd to poll for readable events; consume() drains into the sink.
-  int poll_fd() const;
-  int consume();
+  int poll_fd() const { return bpf_.poll_fd(); }
+  int consume() { return bpf_.consume(); }
 
   uint64_t events_lost() const;
   uint64_t mem_events_lost() const;
 
  private:
-  OpTracer() = default;
+  explicit OpTracer(TracerSinks sinks);
   static int on_op_record(void* ctx, void* data, size_t size);
-  op_tracer_bpf* skel_ = nullptr;
-  ring_buffer* rb_ = nullptr;
+  BpfProgram<op_tracer_bpf> bpf_;
   TracerSinks sinks_;
   bool stacks_on_ = false;
   std::vector<UprobeMultiLink> op_links_;

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "symbols/elf_image.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "probe/op_tracer.h"
+#include "probe/open_elf.h"
 
 // The probed instructions, each the first of a function of its own so that
 // its file offset is its symbol's: a push (emulated entry), a jne (emulated
@@ -118,27 +118,21 @@ struct RoundParts {
 
 class Calibrator {
  public:
-  bool start(std::string* error) {
+  Result<void> start() {
     TracerConfig config;
     config.ring_buffer_bytes = 1u << 20;  // two rounds' events, many times over
     config.mem_ring_buffer_bytes = 4096;
-    tracer_ = OpTracer::load(config,
-                             {.op = [this](const gp_event& e, const EntryPayload&) { stamps_.push_back(e); },
-                              .memory = [](const gp_mem_event&) {}},
-                             error);
-    if (!tracer_) return false;
-    auto elf = ElfImage::open("/proc/self/exe", error);
-    if (!elf) return false;
+    ASSIGN_OR_RETURN(tracer_,
+                     OpTracer::load(config, {.op = [this](const gp_event& e, const EntryPayload&) { stamps_.push_back(e); },
+                                             .memory = [](const gp_mem_event&) {}}));
+    ASSIGN_OR_RETURN(ElfImage elf, open_elf("/proc/self/exe"));
     std::optional<uint64_t> offsets[kKinds];
-    elf->for_each_function([&](const ElfSymbol& sym) {
+    elf.for_each_function([&](const ElfSymbol& sym) {
       for (int k = 0; k < kKinds; k++)
-        if (sym.name == kSymbols[k]) offsets[k] = elf->file_offset(sym.address);
+        if (sym.name == kSymbols[k]) offsets[k] = elf.file_offset(sym.address);
     });
     for (const auto& offset : offsets)
-      if (!offset) {
-        *error = "gpuprof's own calibration functions are not in its symbol table (a stripped build?)";
-        return false;
-      }
+      if (!offset) return Error("gpuprof's own calibration functions are not in its symbol table (a stripped build?)");
     // The cookies of op sites: op 0 emulated, op 1 single-stepped; an
     // emulated exit computes the entry sp from rsp.
     ProbeSites sites;
@@ -146,9 +140,9 @@ class Calibrator {
     sites.add(*offsets[kJcc], GP_COOKIE_FRAME_EXIT(0, 0, 8));
     sites.add(*offsets[kSub], GP_COOKIE(GP_EV_OP_ENTRY, 1));
     sites.add(*offsets[kRet], GP_COOKIE(GP_EV_OP_EXIT, 1));
-    if (!tracer_->attach_ops("/proc/self/exe", sites, getpid(), error)) return false;
+    RETURN_IF_ERROR(tracer_->attach_ops("/proc/self/exe", sites, getpid()));
     tracer_->set_tracing(true);
-    return true;
+    return {};
   }
 
   // The clock reads' own cost, around an unprobed call.
@@ -162,7 +156,7 @@ class Calibrator {
     return median(d);
   }
 
-  bool round(int calls, uint64_t clock_ns, RoundParts* parts, std::string* error) {
+  Result<RoundParts> round(int calls, uint64_t clock_ns) {
     std::vector<Bracket> brackets(static_cast<size_t>(calls) * kKinds);
     stamps_.clear();
     for (size_t i = 0; i < brackets.size(); i++) {
@@ -170,17 +164,15 @@ class Calibrator {
       kProbed[i % kKinds]();
       brackets[i].t1 = now_ns();
     }
-    if (!collect(brackets.size(), error)) return false;
+    RETURN_IF_ERROR(collect(brackets.size()));
     std::vector<int64_t> before[kKinds], after[kKinds];
     const uint32_t tid = static_cast<uint32_t>(gettid());
     for (size_t i = 0; i < stamps_.size(); i++) {
       const gp_event& e = stamps_[i];
       const size_t kind = i % kKinds;
       const bool entry = kind == kPush || kind == kSub;
-      if (e.tid != tid || e.kind != (entry ? GP_EV_OP_ENTRY : GP_EV_OP_EXIT) || e.op_id != (kind >= kSub ? 1u : 0u)) {
-        *error = "probe calibration: event " + std::to_string(i) + " is not the expected hit";
-        return false;
-      }
+      if (e.tid != tid || e.kind != (entry ? GP_EV_OP_ENTRY : GP_EV_OP_EXIT) || e.op_id != (kind >= kSub ? 1u : 0u))
+        return Error("probe calibration: event " + std::to_string(i) + " is not the expected hit");
       before[kind].push_back(static_cast<int64_t>(e.ts_ns) - static_cast<int64_t>(brackets[i].t0));
       after[kind].push_back(static_cast<int64_t>(brackets[i].t1) - static_cast<int64_t>(e.ts_ns));
     }
@@ -188,12 +180,13 @@ class Calibrator {
       const int64_t ns = median(v) - static_cast<int64_t>(clock_ns / 2);
       return static_cast<uint32_t>(std::max<int64_t>(ns, 0));
     };
-    for (int k = 0; k < kKinds; k++) parts->part[k] = {part(before[k]), part(after[k])};
-    return true;
+    RoundParts parts;
+    for (int k = 0; k < kKinds; k++) parts.part[k] = {part(before[k]), part(after[k])};
+    return parts;
   }
 
  private:
-  bool collect(size_t expected, std::string* error) {
+  Result<void> collect(size_t expected) {
     const uint64_t deadline = now_ns() + kConsumeTimeoutMs * 1000000ull;
     while (stamps_.size() < expected) {
       if (tracer_->consume() < 0 || now_ns() > deadline) break;
@@ -202,12 +195,10 @@ class Calibrator {
         poll(&p, 1, 10);
       }
     }
-    if (stamps_.size() != expected || tracer_->events_lost() != 0) {
-      *error = "probe calibration: " + std::to_string(stamps_.size()) + " of " + std::to_string(expected) +
-               " probe hits came back";
-      return false;
-    }
-    return true;
+    if (stamps_.size() != expected || tracer_->events_lost() != 0)
+      return Error("probe calibration: " + std::to_string(stamps_.size()) + " of " + std::to_string(expected) +
+                   " probe hits came back");
+    return {};
   }
 
   std::unique_ptr<OpTracer> tracer_;
@@ -256,21 +247,19 @@ struct ProbeCalibrator::Impl {
 ProbeCalibrator::ProbeCalibrator() : impl_(std::make_unique<Impl>()) {}
 ProbeCalibrator::~ProbeCalibrator() = default;
 
-std::unique_ptr<ProbeCalibrator> ProbeCalibrator::start(std::string* error) {
+Result<std::unique_ptr<ProbeCalibrator>> ProbeCalibrator::start() {
   std::unique_ptr<ProbeCalibrator> c(new ProbeCalibrator());
   c->impl_->started_ns = now_ns();
-  RoundParts warmup;
-  if (!c->impl_->calibrator.start(error) || !c->impl_->calibrator.round(kWarmupCalls, 0, &warmup, error))
-    return nullptr;
+  RETURN_IF_ERROR(c->impl_->calibrator.start());
+  RETURN_IF_ERROR(c->impl_->calibrator.round(kWarmupCalls, 0));  // its parts are not kept
   c->impl_->clock_ns = c->impl_->calibrator.clock_cost();
   return c;
 }
 
-bool ProbeCalibrator::round(std::string* error) {
-  RoundParts parts;
-  if (!impl_->calibrator.round(kCallsPerRound, impl_->clock_ns, &parts, error)) return false;
+Result<void> ProbeCalibrator::round() {
+  ASSIGN_OR_RETURN(RoundParts parts, impl_->calibrator.round(kCallsPerRound, impl_->clock_ns));
   impl_->rounds.push_back(parts);
-  return true;
+  return {};
 }
 
 // Rounds until some kStableRounds consecutive ones agree, at least
@@ -278,7 +267,7 @@ bool ProbeCalibrator::round(std::string* error) {
 // lowest median total is kept: a slow phase of the machine (another
 // session's teardown, the host's own load) inflates rounds, nothing
 // deflates them.
-std::optional<ProbeCosts> ProbeCalibrator::calibrate(std::string* error) {
+Result<ProbeCosts> ProbeCalibrator::calibrate() {
   const uint64_t rounds_started = now_ns();
   auto window_spread = [&](size_t first, uint32_t* median_total) {
     std::vector<uint32_t> totals;
@@ -292,7 +281,7 @@ std::optional<ProbeCosts> ProbeCalibrator::calibrate(std::string* error) {
   double spread = 0;
   size_t run = 0;
   while (static_cast<int>(run) < kMaxRounds && now_ns() - rounds_started < kMaxRoundsNs) {
-    if (!round(error)) return std::nullopt;
+    RETURN_IF_ERROR(round());
     run++;
     if (static_cast<int>(run) < kStableRounds) continue;
     uint32_t total = 0;
@@ -335,10 +324,9 @@ std::optional<ProbeCosts> ProbeCalibrator::through_rounds() const {
   return costs;
 }
 
-std::optional<ProbeCosts> calibrate_probe_costs(std::string* error) {
-  auto calibrator = ProbeCalibrator::start(error);
-  if (!calibrator) return std::nullopt;
-  return calibrator->calibrate(error);
+Result<ProbeCosts> calibrate_probe_costs() {
+  ASSIGN_OR_RETURN(std::unique_ptr<ProbeCalibrator> calibrator, ProbeCalibrator::start());
+  return calibrator->calibrate();
 }
 
 }  // namespace gpuprof

@@ -38,8 +38,7 @@
 
 #include <memory>
 #include <optional>
-#include <string>
-
+#include "base/result.h"
 #include "record/probe_costs_text.h"
 #include "record/recording.h"
 
@@ -55,13 +54,13 @@ namespace gpuprof {
 class ProbeCalibrator {
  public:
   // Loads and attaches the calibration's probes, and warms them up.
-  static std::unique_ptr<ProbeCalibrator> start(std::string* error);
+  static Result<std::unique_ptr<ProbeCalibrator>> start();
   ~ProbeCalibrator();
   // One round (kCallsPerRound hits of each kind, about 10 ms on that
   // machine), kept for through_rounds().
-  bool round(std::string* error);
+  Result<void> round();
   // Rounds until the estimate is stable, as calibrate_probe_costs() below.
-  std::optional<ProbeCosts> calibrate(std::string* error);
+  Result<ProbeCosts> calibrate();
   // Every round run so far (those of calibrate() too): each part the mean
   // of the middle 80% of the rounds' medians; nullopt under kMinRounds.
   std::optional<ProbeCosts> through_rounds() const;
@@ -73,11 +72,11 @@ class ProbeCalibrator {
 };
 
 // Runs the calibration in the calling thread (about 0.5 s on the machine of
-// docs/overhead.md). Fails (nullopt, *error says why) when the BPF programs
+// docs/overhead.md). Fails (the error says why) when the BPF programs
 // cannot be loaded or attached to gpuprof's own file, or when events go
 // missing.
 // op_sites is left empty: the caller knows its op sites' kinds.
-std::optional<ProbeCosts> calibrate_probe_costs(std::string* error);
+Result<ProbeCosts> calibrate_probe_costs();
 
 
 }  // namespace gpuprof

@@ -1,16 +1,20 @@
-// ring_reader.h: a BPF ring buffer read as typed records, for the probe
-// wrappers whose records are few (forks, library loads, thread exits): each
-// record is copied into a Record (one shorter than a Record is skipped: a
-// BPF object of another build) and handed to a callback. Owns the libbpf
-// ring_buffer. The hot rings (op events, samples, launches) read their
-// records in place instead.
+// ring_reader.h: the BPF ring buffers of one program, read through one
+// libbpf ring_buffer (one epoll fd, one consume for all of them).
+//
+// The hot rings (op events, samples, launches) hand each record to a
+// plain function in place: no copy, no std::function per record. The rings
+// of few records (forks, library loads, thread exits) copy each into its
+// struct first (one shorter than the struct is skipped: a BPF object of
+// another build) and hand it to a callback.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <string>
+#include <vector>
+
+#include "base/result.h"
 
 struct ring_buffer;
 
@@ -18,35 +22,39 @@ namespace gpuprof {
 
 class RingReader {
  public:
-  // Reads the BPF_MAP_TYPE_RINGBUF map map_fd; nullptr and *error ("cannot
-  // open the WHAT ring buffer: ...") when libbpf cannot.
+  // libbpf's ring_buffer_sample_fn: reads one record in place; returns 0.
+  using ReadInPlace = int (*)(void* ctx, void* data, size_t size);
+
+  RingReader() = default;
+  ~RingReader();
+  RingReader(const RingReader&) = delete;
+  RingReader& operator=(const RingReader&) = delete;
+
+  // Reads the BPF_MAP_TYPE_RINGBUF map map_fd with read(ctx, ...). Fails
+  // with "cannot open the WHAT ring buffer: ..." when libbpf cannot.
+  Result<void> add(int map_fd, ReadInPlace read, void* ctx, const char* what);
+
+  // Reads map_fd's records as Records, copied out of the ring.
   template <typename Record>
-  static std::unique_ptr<RingReader> open(int map_fd, std::function<void(const Record&)> on_record,
-                                          const char* what, std::string* error) {
-    return open_raw(
-        map_fd,
+  Result<void> add(int map_fd, std::function<void(const Record&)> on_record, const char* what) {
+    auto& deliver = copied_.emplace_back(std::make_unique<Deliver>(
         [on_record = std::move(on_record)](const void* data, size_t size) {
           if (size < sizeof(Record)) return;
           Record record;
           std::memcpy(&record, data, sizeof record);
           on_record(record);
-        },
-        what, error);
+        }));
+    return add(map_fd, &deliver_copy, deliver.get(), what);
   }
-  ~RingReader();
-  RingReader(const RingReader&) = delete;
-  RingReader& operator=(const RingReader&) = delete;
 
   int poll_fd() const;  // readable when records wait
-  void consume();       // hands every waiting record to the callback
+  int consume();        // hands every waiting record over; libbpf's count or -errno
 
  private:
   using Deliver = std::function<void(const void*, size_t)>;
-  explicit RingReader(Deliver deliver) : deliver_(std::move(deliver)) {}
-  static std::unique_ptr<RingReader> open_raw(int map_fd, Deliver deliver, const char* what, std::string* error);
-  static int on_data(void* ctx, void* data, size_t size);
-  Deliver deliver_;
+  static int deliver_copy(void* ctx, void* data, size_t size);
   ring_buffer* rb_ = nullptr;
+  std::vector<std::unique_ptr<Deliver>> copied_;
 };
 
 }  // namespace gpuprof

@@ -2,42 +2,25 @@
 // of exiting threads from bpf/thread_exits.bpf.c.
 #include "probe/thread_names.h"
 
-#include <bpf/libbpf.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 
-#include "events.h"
+#include "thread_exits_abi.h"
 #include "thread_exits.skel.h"
 
 namespace gpuprof {
 
-ThreadNameCollector::ThreadNameCollector(int pid) : pid_(pid) {}
+ThreadNameCollector::ThreadNameCollector(int pid) : pid_(pid), exits_("the thread exit watcher") {}
 
-ThreadNameCollector::~ThreadNameCollector() {
-  exits_.reset();  // before the maps it reads
-  if (skel_) thread_exits_bpf__destroy(skel_);
-}
+ThreadNameCollector::~ThreadNameCollector() = default;
 
-bool ThreadNameCollector::watch_exits(std::string* error) {
-  skel_ = thread_exits_bpf__open();
-  if (!skel_) {
-    *error = std::string("cannot open the thread exit watcher: ") + std::strerror(errno);
-    return false;
-  }
-  skel_->rodata->target_tgid = static_cast<__u32>(pid_);
-  if (int err = thread_exits_bpf__load(skel_); err != 0) {
-    *error = std::string("cannot load the thread exit watcher: ") + std::strerror(-err);
-    return false;
-  }
-  if (int err = thread_exits_bpf__attach(skel_); err != 0) {
-    *error = std::string("cannot attach the thread exit watcher: ") + std::strerror(-err);
-    return false;
-  }
-  exits_ = RingReader::open<gp_thread_exit>(
-      bpf_map__fd(skel_->maps.exits),
+Result<void> ThreadNameCollector::watch_exits() {
+  RETURN_IF_ERROR(exits_.open());
+  exits_->rodata->target_tgid = static_cast<__u32>(pid_);
+  RETURN_IF_ERROR(exits_.load());
+  RETURN_IF_ERROR(exits_.attach());
+  RETURN_IF_ERROR(exits_.read_ring<gp_thread_exit>(
+      exits_->maps.exits,
       [this](const gp_thread_exit& exit) {
         gp_thread_exit e = exit;
         e.comm[sizeof e.comm - 1] = 0;
@@ -45,12 +28,13 @@ bool ThreadNameCollector::watch_exits(std::string* error) {
         // itself after /proc was read).
         if (e.comm[0]) names_[e.tid] = e.comm;
       },
-      "thread exit", error);
-  return exits_ != nullptr;
+      "thread exit"));
+  watching_exits_ = true;
+  return {};
 }
 
 void ThreadNameCollector::poll() {
-  if (exits_) exits_->consume();
+  if (watching_exits_) exits_.consume();
 }
 
 std::string ThreadNameCollector::read_name(uint32_t tid) const {

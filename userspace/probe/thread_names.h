@@ -15,7 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "probe/ring_reader.h"
+#include "base/result.h"
+#include "probe/bpf_program.h"
 #include "record/recording.h"
 
 struct thread_exits_bpf;
@@ -29,9 +30,9 @@ class ThreadNameCollector {
   ThreadNameCollector(const ThreadNameCollector&) = delete;
   ThreadNameCollector& operator=(const ThreadNameCollector&) = delete;
 
-  // Loads and attaches the exit tracepoint; false and *error if it cannot
-  // (the collector still works from /proc).
-  bool watch_exits(std::string* error);
+  // Loads and attaches the exit tracepoint; fails if it cannot (the
+  // collector still works from /proc).
+  Result<void> watch_exits();
   // Takes the names of the threads that exited since the last call.
   void poll();
 
@@ -48,8 +49,8 @@ class ThreadNameCollector {
   std::string read_name(uint32_t tid) const;
 
   int pid_;
-  thread_exits_bpf* skel_ = nullptr;
-  std::unique_ptr<RingReader> exits_;
+  BpfProgram<thread_exits_bpf> exits_;
+  bool watching_exits_ = false;
   uint32_t last_tid_ = 0;
   std::unordered_map<uint32_t, std::string> names_;  // "" when it could not be read
 };

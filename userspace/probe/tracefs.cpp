@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace gpuprof {
 namespace {
@@ -19,23 +20,21 @@ bool exists(const char* path) { return access(path, F_OK) == 0; }
 
 }  // namespace
 
-bool ensure_tracefs(std::string* error) {
-  if (exists(kDebugfsTracing)) return true;
-  if (exists(kTracefsEvents)) return true;
+Result<void> ensure_tracefs() {
+  if (exists(kDebugfsTracing)) return {};
+  if (exists(kTracefsEvents)) return {};
   if (errno == EACCES) {
     // Mounted, but tracefs is root's (mode 0700): CAP_BPF and CAP_PERFMON
     // do not let a user read a tracepoint's id there.
-    *error = std::string("the mmap tracepoint that launch mode and -a watch library loads with is found in "
-                         "tracefs (") + kTracefs + "), which only root may read: run gpuprof as root for "
-             "`-- CMD` and `-a`; with capabilities, start the command yourself and use -p PID (docs/privileges.md)";
-    return false;
+    return Error(std::string("the mmap tracepoint that launch mode and -a watch library loads with is found in "
+                             "tracefs (") + kTracefs + "), which only root may read: run gpuprof as root for "
+                 "`-- CMD` and `-a`; with capabilities, start the command yourself and use -p PID (docs/privileges.md)");
   }
-  if (mount("nodev", kTracefs, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return true;
+  if (mount("nodev", kTracefs, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return {};
   // EBUSY: tracefs is already mounted there, by someone since the look above.
-  if (errno == EBUSY && exists(kTracefsEvents)) return true;
-  *error = std::string("the mmap tracepoint needs tracefs, which is not mounted, and mounting it at ") + kTracefs +
-           " failed (" + std::strerror(errno) + "): mount it as root with `mount -t tracefs nodev " + kTracefs + "`";
-  return false;
+  if (errno == EBUSY && exists(kTracefsEvents)) return {};
+  return Error(std::string("the mmap tracepoint needs tracefs, which is not mounted, and mounting it at ") + kTracefs +
+               " failed (" + std::strerror(errno) + "): mount it as root with `mount -t tracefs nodev " + kTracefs + "`");
 }
 
 }  // namespace gpuprof

@@ -1,5 +1,6 @@
 #include "probe/uprobe_multi.h"
 
+#include <bpf/libbpf.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -78,14 +79,15 @@ long create_link_unkillable(unsigned char* attr) {
 
 }  // namespace
 
-std::optional<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::string& binary_path,
-                                                       const std::vector<uint64_t>& offsets,
-                                                       const std::vector<uint64_t>& cookies, int pid,
-                                                       std::string* error) {
-  if (offsets.empty() || offsets.size() != cookies.size() || pid < 0) {
-    *error = "internal: bad uprobe_multi request";
-    return std::nullopt;
-  }
+void expect_uprobe_multi(bpf_program* program) {
+  bpf_program__set_expected_attach_type(program, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
+}
+
+Result<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::string& binary_path,
+                                               const std::vector<uint64_t>& offsets,
+                                               const std::vector<uint64_t>& cookies, int pid) {
+  if (offsets.empty() || offsets.size() != cookies.size() || pid < 0)
+    return Error("internal: bad uprobe_multi request");
   alignas(8) unsigned char attr[kBpfAttrSize] = {};
   LinkCreateUprobeMulti link = {};
   link.prog_fd = static_cast<uint32_t>(prog_fd);
@@ -99,10 +101,10 @@ std::optional<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::s
   const long fd = create_link_unkillable(attr);
   if (fd < 0) {
     const int err = static_cast<int>(-fd);
-    *error = "uprobe_multi attach to " + binary_path + " failed: " + std::strerror(err);
+    std::string message = "uprobe_multi attach to " + binary_path + " failed: " + std::strerror(err);
     if (err == EINVAL || err == EOPNOTSUPP)
-      *error += " (the kernel needs CONFIG_UPROBES and uprobe_multi, Linux 6.6 or later)";
-    return std::nullopt;
+      message += " (the kernel needs CONFIG_UPROBES and uprobe_multi, Linux 6.6 or later)";
+    return Error(std::move(message));
   }
   return UprobeMultiLink(static_cast<int>(fd));
 }

@@ -11,15 +11,20 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "base/result.h"
+
+struct bpf_program;
 
 namespace gpuprof {
 
 // BPF_TRACE_UPROBE_MULTI; the program must be loaded with it as its
 // expected attach type.
 constexpr int kBpfTraceUprobeMulti = 48;
+// Before the skeleton's load: `program` is attached with UprobeMultiLink.
+void expect_uprobe_multi(bpf_program* program);
 
 class UprobeMultiLink {
  public:
@@ -27,10 +32,9 @@ class UprobeMultiLink {
   // cookie per offset, for process pid only (pid > 0), or for every
   // process that maps the file (pid 0: record -a). The kernel also plants
   // the breakpoints in mappings created later.
-  static std::optional<UprobeMultiLink> attach(int prog_fd, const std::string& binary_path,
-                                               const std::vector<uint64_t>& offsets,
-                                               const std::vector<uint64_t>& cookies, int pid,
-                                               std::string* error);
+  static Result<UprobeMultiLink> attach(int prog_fd, const std::string& binary_path,
+                                       const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
+                                       int pid);
   UprobeMultiLink(UprobeMultiLink&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   UprobeMultiLink& operator=(UprobeMultiLink&& other) noexcept;
   UprobeMultiLink(const UprobeMultiLink&) = delete;

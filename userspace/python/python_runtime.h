@@ -9,7 +9,7 @@
 // from 3.13 on).
 #pragma once
 
-#include "events.h"
+#include "abi_common.h"
 #include "python/python_offsets.h"
 
 #include <cstddef>

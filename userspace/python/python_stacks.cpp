@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "events.h"
+#include "abi_common.h"
 
 namespace gpuprof {
 

@@ -1,7 +1,7 @@
 // frames_not_read.h: the Python frames a recorded stack leaves out, and the
 // frames that say so.
 //
-// BPF reads at most GP_MAX_PY_FRAMES frames of a Python stack (bpf/events.h):
+// BPF reads at most GP_MAX_PY_FRAMES frames of a Python stack (bpf/abi_common.h):
 // a deeper stack keeps both ends, its GP_PY_INNER_FRAMES innermost frames
 // (the code that runs) and its GP_PY_OUTER_FRAMES outermost (the root, so
 // that a flame graph hangs the sample under its true root); the frames
@@ -32,7 +32,7 @@ std::string frames_not_read_frame(uint64_t count);
 bool is_frames_not_read_frame(std::string_view name);
 
 // What BPF's walk left out of one stack: the "not read" word of a CPU
-// sample or an op entry (bpf/events.h).
+// sample or an op entry (bpf/abi_common.h).
 struct PythonStackCut {
   uint32_t not_read = 0;          // frames between the innermost and the outermost kept
   bool root_not_reached = false;  // the walk stopped before the chain's end

@@ -86,7 +86,7 @@ bool OutputSwitcher::open_window(int64_t cycle, int64_t step, uint64_t start_ns,
   return true;
 }
 
-// The window's end: a CUT event (events.h) in every open file, so that the
+// The window's end: a CUT event (bpf/op_tracer_abi.h) in every open file, so that the
 // calls still running end there in each of them alike, then the cycle's
 // own file is closed.
 bool OutputSwitcher::end_window(uint64_t end_ns, const RecordStats& counters, std::string* error) {

@@ -16,7 +16,7 @@
 // With a schedule, each cycle's recorded steps are a window; where a window
 // ends (op mode: at the step event that ends the cycle; time mode: at the
 // end of its last step, known once a record of a later cycle arrives, or
-// kCycleGraceNs after it), a CUT event (events.h) goes into every open file
+// kCycleGraceNs after it), a CUT event (bpf/op_tracer_abi.h) goes into every open file
 // before the cycle's file is closed: the calls still running end there in
 // the main file and in the cycle's file alike (op_timeline.h), as
 // torch.profiler ends its ranges when its active steps end, instead of
@@ -30,7 +30,7 @@
 #include <string>
 #include <utility>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "record/record_outputs.h"
 
 namespace gpuprof {
@@ -65,7 +65,7 @@ class OutputSwitcher {
   // Time-mode schedules: step 0 starts now (when the tracing starts).
   void start_time_steps(uint64_t start_ns) { plan_.schedule.start_ns = start_ns; }
 
-  // Op-mode schedules: a STEP event (events.h) is about to be appended.
+  // Op-mode schedules: a STEP event (bpf/op_tracer_abi.h) is about to be appended.
   // Closes the cycle it ends, opens the one it starts.
   bool on_step(const gp_event& step, const RecordStats& counters, std::string* error);
   // Time-mode schedules: a record stamped ts_ns is about to be appended;

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 

@@ -49,7 +49,7 @@
 //                be 0; then, only when bit 2 is set, u32 sample_hz (> 0).
 //                Without bit 2 the payload is the u32 flags alone
 //                (sample_hz 0).
-//   EVENTS       n x struct gp_event (bpf/events.h, 32 bytes, raw), n >= 0;
+//   EVENTS       n x struct gp_event (bpf/op_tracer_abi.h, 32 bytes, raw), n >= 0;
 //                the writer writes OP_EVENTS instead since version 6
 //   OP_EVENTS    u64 first_event, u32 count, count x packed event
 //                (packed_events.h): the same events, packed; first_event
@@ -63,7 +63,7 @@
 //                the ENTRY event at event_index (its index among all the
 //                events of the file, i.e. in Recording::events) had the input
 //                shapes shape_id
-//   MEM_EVENTS   n x struct gp_mem_event (bpf/events.h, 40 bytes, raw)
+//   MEM_EVENTS   n x struct gp_mem_event (bpf/op_tracer_abi.h, 40 bytes, raw)
 //   SAMPLE_FRAMES u32 first_id, u32 count, then count x str name: frames
 //                of CPU samples and op-entry stacks
 //                (Recording::sample_frames), numbered from 0 in
@@ -104,7 +104,7 @@
 //                u32 block[3], u32 tid, u16 api, u16 reserved, u32 name_id,
 //                u32 reserved} (64 bytes each, packed): CUDA kernel launches
 //                (Recording::launches); api in GP_LAUNCH_KERNEL..
-//                GP_LAUNCH_GRAPH (enum gp_launch_api, bpf/events.h); name_id
+//                GP_LAUNCH_GRAPH (enum gp_launch_api, bpf/launch_tracer_abi.h); name_id
 //                < the number of names defined by the LAUNCH_NAMES chunks
 //                before it; both reserved fields 0
 //   CUDA_RUNTIME str libcudart_path, u32 entry_points, u64 launches_lost:
@@ -296,7 +296,8 @@
 #include <utility>
 #include <vector>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
+#include "op_tracer_abi.h"
 #include "record/chunk_specs.h"
 #include "record/chunk_compression.h"
 #include "record/recording.h"

@@ -13,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "events.h"
+#include "launch_tracer_abi.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 
@@ -151,7 +152,7 @@ struct CpuSample {
   bool operator==(const CpuSample&) const = default;
 };
 
-// One CUDA kernel launch (bpf/events.h, struct gp_launch_event): a call of
+// One CUDA kernel launch (bpf/launch_tracer_abi.h, struct gp_launch_event): a call of
 // a launch entry point of the target's libcudart on thread tid at ts_ns.
 // name_id indexes Recording::launch_names: the demangled symbol of the
 // host-side kernel function ("void at::native::vectorized_elementwise_kernel<...>(...)"),
@@ -320,7 +321,7 @@ struct Recording {
   std::vector<InputShapes> shapes;
   std::vector<EntryShapes> entry_shapes;
   // record --profile-memory: allocator events in the order each thread
-  // produced them (bpf/events.h, struct gp_mem_event).
+  // produced them (bpf/op_tracer_abi.h, struct gp_mem_event).
   std::vector<gp_mem_event> mem_events;
   // record -F HZ (options.sample_hz): CPU samples of the target's threads,
   // in time order per thread, and the interned native leaf frames they name

@@ -5,7 +5,7 @@
 // step whether the profiler records; the user's loop marks steps with
 // prof.step(). gpuprof marks them itself: a step starts at each call of a
 // step op (--step-op NAME, e.g. the optimizer's foreach op), or every
-// --step-time seconds. The decision is taken in BPF (events.h,
+// --step-time seconds. The decision is taken in BPF (bpf/op_tracer_abi.h,
 // gp_schedule_action, shared with this file), so steps that are not
 // recorded cost one probe hit per event and no ring-buffer traffic.
 //
@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 

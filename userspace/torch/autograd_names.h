@@ -39,7 +39,7 @@ std::string evaluate_function_row(std::string_view node);
 // e.g. a Python-defined Function's PyNode in libtorch_python).
 inline constexpr std::string_view kUnknownNode = "[node of another library]";
 
-// What a libtorch_cpu symbol is to the range machinery (events.h, ranges).
+// What a libtorch_cpu symbol is to the range machinery (op_tracer_abi.h, ranges).
 enum class RangeSite {
   none,
   enter,        // record_function_enter_new: arms a user range

@@ -7,7 +7,7 @@
 #include "symbols/elf_image.h"
 #include "symbols/function_starts.h"
 #include "symbols/range_enters.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "torch/op_names.h"
 #include "symbols/ret_finder.h"
 
@@ -194,7 +194,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
       catalog.evaluate_function_op = add_function(other.symbol, std::move(info), no_plan, GP_COOKIE_NODE_ARG, 0)
                                          .value_or(GP_NO_OP);
     } else {
-      // Entry-only sites: they arm, begin or end ranges (events.h).
+      // Entry-only sites: they arm, begin or end ranges (op_tracer_abi.h).
       const uint32_t kind = other.site == RangeSite::enter         ? GP_SITE_RANGE_ENTER
                             : other.site == RangeSite::constructor ? GP_SITE_RECORD_CTOR
                                                                    : GP_SITE_RECORD_END;

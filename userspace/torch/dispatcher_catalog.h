@@ -3,7 +3,7 @@
 // Scans the library once: each exported at::_ops::<op>::call becomes an op
 // (its torch.profiler name from op_names.h), with an entry site on its
 // first instruction and exit sites on its `ret` instructions. Sites are
-// FILE offsets with a cookie (GP_COOKIE in events.h) ready for one
+// FILE offsets with a cookie (GP_COOKIE in op_tracer_abi.h) ready for one
 // uprobe_multi link.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "torch/op_args.h"
 #include "record/recording.h"
 

@@ -52,7 +52,7 @@
 #include <string_view>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "torch/op_names.h"
 
 namespace gpuprof {

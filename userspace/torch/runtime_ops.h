@@ -3,7 +3,7 @@
 // Two kinds of torch.profiler row are named by an argument, not by the
 // function the probe sits on (autograd_names.h):
 //   - a record_function range: its name is record_function_enter_new's
-//     argument, which RANGE_BEGIN carries (events.h); its END pairs with it
+//     argument, which RANGE_BEGIN carries (op_tracer_abi.h); its END pairs with it
 //     by the RecordFunction object's address;
 //   - the engine's row of a node, "autograd::engine::evaluate_function:
 //     AddmmBackward0": its ENTRY carries the node's vtable pointer, named
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "torch/dispatcher_catalog.h"
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "record/recording.h"
 
 namespace gpuprof {

@@ -1,7 +1,7 @@
 // shape_collector.h: ENTRY shape payloads -> InputShapes, calibrating the
 // TensorImpl layout on the first tensors seen.
 //
-// The BPF side (events.h, "Input shapes") starts in raw mode: for each tensor
+// The BPF side (op_tracer_abi.h, "Input shapes") starts in raw mode: for each tensor
 // argument it copies a window of the TensorImpl. The collector keeps those
 // entries, feeds their windows to calibrate_tensor_layout() (tensor_layout.h)
 // and, once a layout is found, hands it to the caller (who gives it to BPF,
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 #include "torch/op_args.h"
 #include "record/recording.h"
 #include "torch/tensor_layout.h"

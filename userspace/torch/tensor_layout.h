@@ -6,7 +6,7 @@
 // the refcount fields, moving everything 8 bytes down) and no debug info is
 // available, so instead of trusting a table gpuprof calibrates: until it
 // knows the layout, BPF copies the first GP_RAW_WINDOW_WORDS words of every
-// argument's TensorImpl ("raw mode", bpf/events.h), and
+// argument's TensorImpl ("raw mode", bpf/op_tracer_abi.h), and
 // calibrate_tensor_layout() looks for the one structure all of them share:
 //
 //   c10::impl::SizesAndStrides  (1.13: @72)
@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "events.h"
+#include "op_tracer_abi.h"
 
 namespace gpuprof {
 

@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * events.h: the only header shared by the BPF programs and userspace.
+ * op_tracer_abi.h: bpf/op_tracer.bpf.c and its userspace half
+ * (userspace/probe/op_tracer.cpp): op events, the uprobe_multi cookies,
+ * schedules, input shapes and memory events.
  *
- * Every event in the BPF ring buffer and in the record file's EVENTS chunks is
- * one struct gp_event: fixed-width fields, explicit padding, 32 bytes. The
- * layout is part of the record-file format: changing it means bumping
+ * Every event in the op ring buffer and in the record file's EVENTS chunks
+ * is one struct gp_event: fixed-width fields, explicit padding, 32 bytes;
+ * MEM_EVENTS chunks hold struct gp_mem_event. These layouts are part of
+ * the record-file format: changing them means bumping
  * GP_RECORD_FORMAT_VERSION in userspace/record/record_file.h.
  */
-#ifndef GPUPROF_EVENTS_H
-#define GPUPROF_EVENTS_H
+#ifndef GPUPROF_OP_TRACER_ABI_H
+#define GPUPROF_OP_TRACER_ABI_H
 
-#ifdef __BPF__
-/* vmlinux.h provides __u16/__u32/__u64 on the BPF side. */
-#else
-#include <linux/types.h>
-#endif
+#include "abi_common.h"
 
 enum gp_event_kind {
 	/* Entry probe on the first instruction of at::_ops::<op>::call. */
@@ -84,9 +83,6 @@ enum gp_site_kind {
 
 /* op_id of events that belong to no operator (GP_EV_CATCH). */
 #define GP_NO_OP 0xffffffffu
-/* libcudart copies in one target whose driver calls the launch probes skip
- * (launch_tracer.bpf.c): torch's, torchvision's, ... */
-#define GP_MAX_RUNTIMES 4
 
 /*
  * uprobe_multi cookie layout; one BPF program serves every site:
@@ -146,36 +142,11 @@ struct gp_event {
 	                      *     in the record file */
 };
 
-#ifdef __cplusplus
-static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the record format");
-#else
-_Static_assert(sizeof(struct gp_event) == 32, "gp_event layout is part of the record format");
-#endif
 
-/*
- * record --follow-forks (bpf/process_forks.bpf.c): a followed process
- * forked a child process.
- */
-#define GP_MAX_FOLLOWED_PROCESSES 1024
-struct gp_fork {
-	__u64 ts_ns;
-	__u32 parent_pid; /* tgid */
-	__u32 child_pid;
-};
-
-/*
- * System-wide mode (record -a, bpf/library_loads.bpf.c): a process mapped a
- * library gpuprof attaches to. The mapping exists once the mmap returns.
- */
-enum gp_library_kind {
-	GP_LOAD_LIBTORCH = 1,  /* libtorch_cpu*: op probes */
-	GP_LOAD_LIBCUDART = 2, /* libcudart*: launch probes */
-};
-struct gp_library_load {
-	__u64 ts_ns;
-	__u32 pid; /* tgid */
-	__u32 kind; /* enum gp_library_kind */
-};
+GP_ABI_ASSERT(sizeof(struct gp_event) == 32 && GP_ABI_AT(gp_event, sp) == 8 &&
+	      GP_ABI_AT(gp_event, tid) == 16 && GP_ABI_AT(gp_event, pid) == 20 &&
+	      GP_ABI_AT(gp_event, op_id) == 24 && GP_ABI_AT(gp_event, kind) == 28 &&
+	      GP_ABI_AT(gp_event, payload_bytes) == 30, "gp_event layout is part of the record format");
 
 /*
  * Schedules (record --schedule): torch.profiler.schedule(skip_first, wait,
@@ -321,77 +292,16 @@ struct gp_mem_event {
 	__s8 device_index;     /* 39 */
 };
 
-/*
- * CPU samples (record -F HZ), from bpf/cpu_sampler.bpf.c, their own ring
- * buffer: perf-event CPU-clock samples of the target's threads.
- */
-/*
- * Python frames read per stack (bpf/python_frames.bpf.h): the innermost
- * GP_PY_INNER_FRAMES and the outermost GP_PY_OUTER_FRAMES (a power of two).
- * A deeper stack keeps both ends; the frames between are counted, not read:
- * "not read" below, printed as a frame "[N frames not read]" between the
- * two (docs/stacks.md). The walk follows at most GP_PY_MAX_WALK frames of
- * the chain; GP_PY_ROOT_NOT_REACHED in "not read" says it stopped before
- * the chain's end (that, or a frame it could not read): the outermost
- * frame kept is then not the root.
- */
-#define GP_PY_INNER_FRAMES 64
-#define GP_PY_OUTER_FRAMES 64
-#define GP_MAX_PY_FRAMES (GP_PY_INNER_FRAMES + GP_PY_OUTER_FRAMES)
-#define GP_PY_MAX_WALK 2048 /* C shim frames included: twice CPython's default recursion limit */
-#define GP_PY_ROOT_NOT_REACHED 0x80000000u
-/* System-wide sampling: processes whose Python frames can be walked. */
-#define GP_MAX_PYTHON_PROCESSES 4096
-
-struct gp_py_frame {
-	__u64 code;  /* the frame's code object (PyCodeObject *) */
-	__u64 instr; /* its last instruction pointer (prev_instr) */
-};
-
-/* Kernel stacks of samples: at most this many frames (the innermost). */
-#define GP_MAX_KERNEL_FRAMES 32
-
-struct gp_cpu_sample {
-	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
-	__u64 user_ip;   /*  8: the thread's user-space instruction pointer */
-	__u32 tid;       /* 16 */
-	__u32 pid;       /* 20 */
-	__u32 in_kernel; /* 24: 1 when the sample interrupted the thread in the kernel */
-	__u32 py_depth;  /* 28: Python frames in `frames`, innermost first (0: none) */
-	__u32 kernel_depth; /* 32: kernel return addresses after them, innermost first */
-	__u32 py_not_read; /* 36: Python frames not read after the innermost GP_PY_INNER_FRAMES (see GP_MAX_PY_FRAMES) */
-	char comm[16];   /* 40: the thread's name (system-wide: names a process gone before it is read) */
-	/*
-	 * py_depth x {code, instr} (struct gp_py_frame), then kernel_depth
-	 * kernel addresses; only those words go to the ring. The kernel stack
-	 * travels with its sample: a stack-trace map would lose the stacks
-	 * whose hash collides (no BPF_F_REUSE_STACKID: that would rename the
-	 * stacks of earlier samples).
-	 */
-	__u64 frames[GP_MAX_PY_FRAMES * 2 + GP_MAX_KERNEL_FRAMES];
-};
-
-/*
- * Where the sampled thread's CPython frames are (userspace/python/python_runtime.h
- * finds the values for the target's interpreter): the thread state is at
- * fsbase + tls_offset (glibc's slot of the interpreter's TSS key), its
- * frame chain as docs/stacks.md describes. Field offsets in bytes;
- * frame_owner 0xffff when the version has no owner field.
- */
-#define GP_PY_NO_CFRAME 0xffff /* cframe_frame: 3.13+, no _PyCFrame between */
-struct gp_python_config {
-	__u64 tls_offset;
-	__u32 enabled;
-	__u32 tstate_cframe; /* 3.11/3.12: the _PyCFrame; 3.13+: the current frame */
-	__u32 cframe_frame;  /* the current frame in the _PyCFrame, or GP_PY_NO_CFRAME */
-	__u32 frame_code;
-	__u32 frame_previous;
-	__u32 frame_instr;
-	__u32 frame_owner;
-	__u32 owner_cshim; /* frames with this owner are C shims: skipped */
-	__u32 frame_localsplus; /* the first local (argument) of the frame */
-	__u32 reserved;
-};
+GP_ABI_ASSERT(sizeof(struct gp_mem_event) == 40 && GP_ABI_AT(gp_mem_event, addr) == 8 &&
+	      GP_ABI_AT(gp_mem_event, bytes) == 16 && GP_ABI_AT(gp_mem_event, total_allocated) == 24 &&
+	      GP_ABI_AT(gp_mem_event, tid) == 32 && GP_ABI_AT(gp_mem_event, kind) == 36 &&
+	      GP_ABI_AT(gp_mem_event, device_type) == 38 && GP_ABI_AT(gp_mem_event, device_index) == 39,
+	      "gp_mem_event layout is part of the record format");
+GP_ABI_ASSERT(sizeof(struct gp_schedule) == 64 && GP_ABI_AT(gp_schedule, skip_first) == 8 &&
+	      GP_ABI_AT(gp_schedule, start_ns) == 56, "gp_schedule is shared with BPF");
+GP_ABI_ASSERT(sizeof(struct gp_shape_plan) == 34 && GP_ABI_AT(gp_shape_plan, args) == 2,
+	      "gp_shape_plan is shared with BPF");
+GP_ABI_ASSERT(sizeof(struct gp_tensor_layout) == 16, "gp_tensor_layout is shared with BPF");
 
 /*
  * Python stacks of op entries (record --with-stack): when on, the payload
@@ -404,95 +314,4 @@ struct gp_python_config {
  */
 #define GP_ENTRY_FRAME_WORDS 3
 
-/*
- * CUDA kernel launches (bpf/launch_tracer.bpf.c, its own ring buffer): an
- * entry probe on each launch entry point of the target's libcudart (runtime
- * API) and libcuda (driver API, which Triton and cuda-python call
- * directly). The cookie is the entry point's enum gp_launch_api.
- */
-enum gp_launch_api {
-	GP_LAUNCH_KERNEL = 1,     /* cudaLaunchKernel(func, grid, block, args, smem, stream) (and _ptsz) */
-	GP_LAUNCH_KERNEL_EXC = 2, /* cudaLaunchKernelExC(config, func, args) (and _ptsz) */
-	GP_LAUNCH_GRAPH = 3,      /* cudaGraphLaunch(graph_exec, stream) (and _ptsz) */
-	/* cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra) (and _ptsz) */
-	GP_LAUNCH_DRIVER_KERNEL = 4,
-	GP_LAUNCH_DRIVER_KERNEL_EX = 5, /* cuLaunchKernelEx(config, f, params, extra) (and _ptsz) */
-};
-
-struct gp_launch_event {
-	__u64 ts_ns;     /*  0: bpf_ktime_get_ns() */
-	__u64 function;  /*  8: host-side kernel function (its stub), the cudaGraphExec_t, or the CUfunction */
-	__u64 stream;    /* 16: cudaStream_t (0: the legacy default stream) */
-	__u32 grid[3];   /* 24: 0 for graph launches */
-	__u32 block[3];  /* 36 */
-	__u32 tid;       /* 48 */
-	__u16 api;       /* 52: enum gp_launch_api */
-	__u16 reserved;  /* 54 */
-};
-
-/*
- * CUPTI, through the injection shim's USDT probes (cupti_shim/
- * gpuprof_cupti_probes.h), on the launch tracer's "gpu" ring buffer. Each
- * record starts with its enum gp_gpu_record type.
- */
-enum gp_gpu_record {
-	GP_GPU_CORRELATION = 1, /* gpuprof:launch: a launch API entered, with its correlation id */
-	GP_GPU_ACTIVITY = 2,    /* gpuprof:activity: a kernel, memcpy or memset record */
-	GP_GPU_DROPPED = 3,     /* gpuprof:dropped: records CUPTI dropped */
-};
-
-#define GP_GPU_NAME_BYTES 256 /* kernel names longer than this are read again by userspace */
-
-struct gp_gpu_correlation {
-	__u32 type;        /*  0: GP_GPU_CORRELATION */
-	__u32 tid;         /*  4 */
-	__u64 ts_ns;       /*  8: bpf_ktime_get_ns() */
-	__u64 correlation; /* 16 */
-	__u32 domain;      /* 24: CUpti_CallbackDomain (1 driver, 2 runtime) */
-	__u32 cbid;        /* 28 */
-};
-
-struct gp_gpu_activity {
-	__u32 type;        /*  0: GP_GPU_ACTIVITY */
-	__u32 kind;        /*  4: 1 kernel, 2 memcpy, 3 memset */
-	__u64 correlation; /*  8 */
-	__u64 start_ns;    /* 16: CLOCK_MONOTONIC (the shim's timestamp callback) */
-	__u64 end_ns;      /* 24 */
-	__u64 bytes;       /* 32: memcpy: copy kind in bits 56..63 */
-	__u64 name_ptr;    /* 40: the kernel name in the target (0: none) */
-	__u32 device;      /* 48 */
-	__u32 stream;      /* 52 */
-	char name[GP_GPU_NAME_BYTES]; /* 56: NUL-terminated copy, maybe cut */
-};
-
-struct gp_gpu_dropped {
-	__u32 type; /* GP_GPU_DROPPED */
-	__u32 reserved;
-	__u64 count;
-};
-
-/*
- * A thread of the target exiting (bpf/thread_exits.bpf.c): its name then,
- * which gpuprof cannot read from /proc once the thread is gone.
- */
-struct gp_thread_exit {
-	__u32 tid;
-	__u32 reserved;
-	char comm[16]; /* TASK_COMM_LEN */
-};
-
-#ifdef __cplusplus
-static_assert(sizeof(struct gp_thread_exit) == 24, "gp_thread_exit is shared with BPF");
-static_assert(sizeof(struct gp_schedule) == 64, "gp_schedule is shared with BPF");
-static_assert(sizeof(struct gp_fork) == 16, "gp_fork is shared with BPF");
-static_assert(sizeof(struct gp_gpu_correlation) == 32, "gp_gpu_correlation is shared with BPF");
-static_assert(sizeof(struct gp_gpu_activity) == 56 + GP_GPU_NAME_BYTES, "gp_gpu_activity is shared with BPF");
-static_assert(sizeof(struct gp_launch_event) == 56, "gp_launch_event is shared with BPF");
-static_assert(sizeof(struct gp_cpu_sample) == 56 + 16 * GP_MAX_PY_FRAMES + 8 * GP_MAX_KERNEL_FRAMES, "gp_cpu_sample is shared with BPF");
-static_assert(sizeof(struct gp_shape_plan) == 34, "gp_shape_plan is shared with BPF");
-static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
-#else
-_Static_assert(sizeof(struct gp_mem_event) == 40, "gp_mem_event layout is part of the record format");
-#endif
-
-#endif /* GPUPROF_EVENTS_H */
+#endif /* GPUPROF_OP_TRACER_ABI_H */
