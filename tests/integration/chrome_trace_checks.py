@@ -2,8 +2,12 @@
 rely on them; the same rules as tests/unit/chrome_trace_test.cpp."""
 import bisect
 import collections
+import gzip
 import json
 import re
+from pathlib import Path
+
+from conftest import run_gpuprof
 
 
 def x_events(doc, cat):
@@ -259,3 +263,23 @@ def wrote_line(stderr):
     assert m, f"no 'gpuprof: wrote' line in:\n{stderr}"
     counts = {k: int(m.group(k)) for k in ("events", "calls", "samples", "gpu", "flows", "counters")}
     return m.group("out"), m.group("input"), counts, m.group("size")
+
+
+def export_chrome_trace(record_file, out, *args):
+    """report --chrome-trace OUT: the trace, and the run; its `wrote` line
+    must name OUT and count exactly what the trace holds."""
+    result = run_gpuprof("report", str(record_file), "--chrome-trace", str(out), *args)
+    assert result.returncode == 0, result.stderr
+    opener = gzip.open if str(out).endswith(".gz") else open
+    with opener(out, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    written, source, counts, size = wrote_line(result.stderr)
+    assert (written, source, counts, size) == (str(out), str(record_file), trace_stats(doc), size_text(out)), \
+        result.stderr
+    return doc, result
+
+
+def size_text(path):
+    """How a `wrote` line gives the size of the file at `path`."""
+    on_disk = Path(path).stat().st_size
+    return f", {on_disk / 1e3:.1f} kB" if on_disk < 1e6 else f", {on_disk / 1e6:.1f} MB"

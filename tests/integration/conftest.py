@@ -363,12 +363,19 @@ def record_launch_driver(procs, workdir, out, steps, env=None):
     target = procs.start([driver, str(steps), workdir / "ready", workdir / "go"], "launch_driver",
                          env={**os.environ, **(env or {})})
     pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+    return target, record_to_exit(procs, target, pid, workdir, "-q", "-o", out)
+
+
+def record_to_exit(procs, target, pid, workdir, *gpuprof_args, timeout=60):
+    """`record -p PID GPUPROF_ARGS` attached to a workload that waits at
+    `go` in workdir, then `go`: the workload runs to its exit, which stops
+    gpuprof; both must exit 0 within timeout. Returns gpuprof's Proc."""
+    gp = procs.start_gpuprof("record", "-p", pid, *gpuprof_args)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     touch(workdir, "go")
-    assert target.wait(timeout=60) == 0, target.describe()
-    assert gp.wait(timeout=60) == 0, gp.describe()
-    return target, gp
+    assert target.wait(timeout=timeout) == 0, target.describe()
+    assert gp.wait(timeout=timeout) == 0, gp.describe()
+    return gp
 
 
 @dataclass
@@ -910,6 +917,27 @@ def process_cpu(pid):
             total += int(fields[0])
             runs += int(fields[2])
     return total, runs
+
+
+@dataclass
+class CpuBetween:
+    """What cpu_between() read."""
+    truth: dict  # the workload's truth.json
+    cpu_s: float  # the process's CPU time between the two readings
+    runs: int  # stretches it ran on a CPU in between (process_cpu)
+
+
+def cpu_between(pid, workdir, watch, timeout=120):
+    """Starts a waiting workload with `go` in workdir and waits for its
+    truth.json, reading pid's CPU time (process_cpu) just before and just
+    after: a workload asleep at both readings used exactly that CPU time on
+    what its truth counts, so a sampler attached and stopped around them saw
+    the same."""
+    cpu0, runs0 = process_cpu(pid)
+    touch(workdir, "go")
+    truth = json.loads(wait_for_file(workdir, "truth.json", timeout=timeout, watch=watch))
+    cpu1, runs1 = process_cpu(pid)
+    return CpuBetween(truth=truth, cpu_s=(cpu1 - cpu0) / 1e9, runs=runs1 - runs0)
 
 
 # gpuprof samples with one CPU-clock perf event per CPU at HZ and keeps the

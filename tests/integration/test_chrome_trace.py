@@ -16,7 +16,6 @@ what report writes with the same cuts (sigmoid_mm_loop.py); `unwound: true`
 marks exactly the calls exceptions.py's exceptions ended.
 """
 import collections
-import gzip
 import json
 import re
 import signal
@@ -26,11 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, Procs, RegionRun, TorchEnv, resnet_region_run,
-                      run_gpuprof, run_program, touch, wait_for_file)
+from conftest import (TARGET_PYTHON, TORCH_ENV_IDS, TORCH_ENVS, Procs, RegionRun, TorchEnv, record_to_exit,
+                      resnet_region_run, run_gpuprof, run_program, touch, wait_for_file)
 
-from chrome_trace_checks import (frame_chain, in_time_range, op_calls, span_ns, structural_problems, time_zero_ns,
-                                 trace_events, trace_stats, track_names, tracks_of, under_ops, wrote_line, x_events)
+from chrome_trace_checks import (export_chrome_trace, frame_chain, in_time_range, op_calls, size_text, span_ns,
+                                 structural_problems, time_zero_ns, trace_events, trace_stats, track_names, tracks_of,
+                                 under_ops, wrote_line, x_events)
 from speedscope_viewer import VIEWER, load_in_speedscope
 from test_exception_safety import ERROR_REPEATS, THROWING_OPS
 from test_system_wide import finish_counts, start_counts
@@ -53,26 +53,6 @@ def region(request, tmp_path_factory):
                            gpuprof_args=("--record-shapes", "--profile-memory", "--with-stack", "-F", "199"),
                            torch_env=request.param) as run:
         yield Traced(run, request.param)
-
-
-def export(record_file, out, *args):
-    """report --chrome-trace OUT: the trace, and the run; its `wrote` line
-    must name OUT and count exactly what the trace holds."""
-    result = run_gpuprof("report", str(record_file), "--chrome-trace", str(out), *args)
-    assert result.returncode == 0, result.stderr
-    opener = gzip.open if str(out).endswith(".gz") else open
-    with opener(out, "rt", encoding="utf-8") as f:
-        doc = json.load(f)
-    written, source, counts, size = wrote_line(result.stderr)
-    assert (written, source, counts, size) == (str(out), str(record_file), trace_stats(doc), size_text(out)), \
-        result.stderr
-    return doc, result
-
-
-def size_text(path):
-    """How a `wrote` line gives the size of the file at `path`."""
-    on_disk = Path(path).stat().st_size
-    return f", {on_disk / 1e3:.1f} kB" if on_disk < 1e6 else f", {on_disk / 1e6:.1f} MB"
 
 
 def assert_cut(whole, cut, keep, always_pids=(), without_call=False):
@@ -112,7 +92,7 @@ def format_memory(n):
 
 
 def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_path):
-    doc, result = export(region.record_file, tmp_path / "resnet.json")
+    doc, result = export_chrome_trace(region.record_file, tmp_path / "resnet.json")
     assert structural_problems(doc) == []
     calls = x_events(doc, "cpu_op")
     # One complete event per call: torch's raw (unfolded) calls of the region.
@@ -164,14 +144,14 @@ def test_trace_holds_torchs_op_calls_with_shapes_memory_and_samples(region, tmp_
 
 
 def test_ops_keeps_the_matched_calls_what_they_call_and_their_samples(region, tmp_path):
-    whole, _ = export(region.record_file, tmp_path / "whole.json")
+    whole, _ = export_chrome_trace(region.record_file, tmp_path / "whole.json")
     # Anchored (exactly aten::conv2d, .gz output), searched (any op whose
     # name holds batch_norm: aten::batch_norm, aten::_batch_norm_impl_index,
     # aten::native_batch_norm), and an op nested in others (conv2d ->
     # convolution -> _convolution -> mkldnn_convolution: its callers stay out).
     for pattern, out in (("^aten::conv2d$", "convs.json.gz"), ("batch_norm", "bn.json"),
                          ("mkldnn_convolution", "mkldnn.json")):
-        cut, _ = export(region.record_file, tmp_path / out, "--ops", pattern)
+        cut, _ = export_chrome_trace(region.record_file, tmp_path / out, "--ops", pattern)
         assert_cut(whole, cut, under_ops(whole, pattern), always_pids=[region.run.tracing["pid"]])
         assert cut["otherData"]["ops"] == pattern, cut["otherData"]
         # What the comparison covered (were the rule and gpuprof both to keep
@@ -205,13 +185,13 @@ def seconds(ns):
 
 
 def test_time_range_keeps_what_overlaps_it_whole(region, tmp_path):
-    whole, _ = export(region.record_file, tmp_path / "whole.json")
+    whole, _ = export_chrome_trace(region.record_file, tmp_path / "whole.json")
     pid = region.run.tracing["pid"]
     from_ns, until_ns = time_range_around_a_sample(whole)
     for text, keep in ((f"{seconds(from_ns)}:{seconds(until_ns)}", in_time_range(from_ns, until_ns)),
                        (f"{seconds(from_ns)}:", in_time_range(from_ns, None)),
                        (f":{seconds(until_ns)}", in_time_range(None, until_ns))):
-        cut, _ = export(region.record_file, tmp_path / "cut.json", "--time-range", text)
+        cut, _ = export_chrome_trace(region.record_file, tmp_path / "cut.json", "--time-range", text)
         kept = assert_cut(whole, cut, keep, always_pids=[pid])
         # What the comparison covered: calls, samples and counters, and the
         # calls on the bounds (ending at FROM, starting at UNTIL).
@@ -222,7 +202,7 @@ def test_time_range_keeps_what_overlaps_it_whole(region, tmp_path):
     # With --ops: what both keep.
     ops = under_ops(whole, "conv")
     both = in_time_range(from_ns, until_ns)
-    cut, _ = export(region.record_file, tmp_path / "conv-cut.json", "--ops", "conv", "--time-range",
+    cut, _ = export_chrome_trace(region.record_file, tmp_path / "conv-cut.json", "--ops", "conv", "--time-range",
                     f"{seconds(from_ns)}:{seconds(until_ns)}")
     assert_cut(whole, cut, lambda e: ops(e) and both(e), always_pids=[pid])
 
@@ -232,7 +212,7 @@ def test_trace_to_standard_output(region, tmp_path):
     # says "the trace" and no size (no file on disk).
     made = run_gpuprof("report", str(region.record_file), "--chrome-trace", "-", "--ops", "relu")
     assert made.returncode == 0, made.stderr
-    export(region.record_file, tmp_path / "relu.json", "--ops", "relu")
+    export_chrome_trace(region.record_file, tmp_path / "relu.json", "--ops", "relu")
     assert made.stdout == (tmp_path / "relu.json").read_text()
     written, source, counts, size = wrote_line(made.stderr)
     assert (written, source, counts, size) == ("the trace", str(region.record_file),
@@ -281,7 +261,7 @@ def system_wide(request, tmp_path_factory):
 
 
 def test_pid_and_comm_cut_a_system_wide_trace_to_those_processes(system_wide, tmp_path):
-    whole, _ = export(system_wide.record_file, tmp_path / "all.json")
+    whole, _ = export_chrome_trace(system_wide.record_file, tmp_path / "all.json")
     a, b = system_wide.pids["a"], system_wide.pids["b"]
     processes = {pid: name for (what, pid, _), name in track_names(whole).items() if what == "process_name"}
     python3 = {pid for pid, name in processes.items() if name == f"python3 ({pid})"}
@@ -289,7 +269,7 @@ def test_pid_and_comm_cut_a_system_wide_trace_to_those_processes(system_wide, tm
     # --pid and --comm: a process must match both; repeated: any of them.
     for args, pids in ((["--pid", a], {a}), (["--pid", a, "--pid", b], {a, b}),
                        (["--comm", "python3"], python3), (["--pid", b, "--comm", "python3"], {b})):
-        cut, _ = export(system_wide.record_file, tmp_path / "cut.json", *map(str, args))
+        cut, _ = export_chrome_trace(system_wide.record_file, tmp_path / "cut.json", *map(str, args))
         # The calls' ids are their entries' indices among the events of the
         # processes kept: renumbered; everything else is as in the whole.
         assert_cut(whole, cut, lambda e: e["pid"] in pids, without_call=True)
@@ -402,7 +382,7 @@ def test_speedscope_opens_the_trace_and_the_folded_stacks(region, tmp_path):
     # each opened in the real viewer; screenshots stay under the test's tmp
     # directory (printed on failure).
     trace = tmp_path / "resnet.json"
-    export(region.record_file, trace)
+    export_chrome_trace(region.record_file, trace)
     names = ("aten::conv2d", "aten::batch_norm", "aten::relu_", "aten::max_pool2d", "aten::linear")
     shown = load_in_speedscope(trace, tmp_path / "trace.png", *names)
     for name in names:
@@ -447,19 +427,16 @@ def test_record_writes_the_cut_trace_report_writes(procs, workdir, tmp_path, tor
     pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
     record_file, recorded = tmp_path / "loop.gpuprof", tmp_path / "recorded.json"
     cuts = ("--ops", CUT_OPS, "--time-range", f"{seconds(CUT_FROM_NS)}:{seconds(CUT_UNTIL_NS)}")
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", record_file, "--chrome-trace", recorded, *cuts)
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    touch(workdir, "go")
-    assert target.wait(timeout=120) == 0, target.describe()
-    assert gp.wait(timeout=120) == 0, gp.describe()  # the target's exit stops it
+    gp = record_to_exit(procs, target, pid, workdir, "-q", "-o", record_file, "--chrome-trace", recorded, *cuts,
+                        timeout=120)
     doc = json.loads(recorded.read_text())
     written, source, counts, size = wrote_line(gp.stderr())
     assert (written, source, counts, size) == (str(recorded), str(record_file), trace_stats(doc),
                                                size_text(recorded)), gp.stderr()
-    export(record_file, tmp_path / "reported.json", *cuts)
+    export_chrome_trace(record_file, tmp_path / "reported.json", *cuts)
     assert recorded.read_bytes() == (tmp_path / "reported.json").read_bytes()
 
-    whole, _ = export(record_file, tmp_path / "whole.json")
+    whole, _ = export_chrome_trace(record_file, tmp_path / "whole.json")
     ops, in_range = under_ops(whole, CUT_OPS), in_time_range(CUT_FROM_NS, CUT_UNTIL_NS)
     assert_cut(whole, doc, lambda e: ops(e) and in_range(e), always_pids=[pid])
     # What the comparison covered: both cuts cut. The loop's other calls
@@ -487,12 +464,8 @@ def test_unwound_marks_exactly_the_calls_an_exception_ended(procs, workdir, tmp_
     record_file = tmp_path / "exceptions.gpuprof"
     target = procs.start_workload("exceptions.py", workdir, str(UNWOUND_MM_ERRORS), torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", record_file)
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    touch(workdir, "go")
-    assert target.wait(timeout=180) == 0, target.describe()
-    assert gp.wait(timeout=60) == 0, gp.describe()
-    doc, _ = export(record_file, tmp_path / "exceptions.json")
+    record_to_exit(procs, target, pid, workdir, "-q", "-o", record_file, timeout=180)
+    doc, _ = export_chrome_trace(record_file, tmp_path / "exceptions.json")
     assert structural_problems(doc) == []
     zero = time_zero_ns(doc)
     brackets = json.loads((workdir / "brackets.json").read_text())

@@ -26,7 +26,6 @@ loaded but never initialized, no libcupti at all, and kernels launched
 before the attach that run after it ([launch not seen]).
 """
 import collections
-import json
 import os
 import re
 import shutil
@@ -34,9 +33,9 @@ import signal
 
 import pytest
 
-from chrome_trace_checks import structural_problems, trace_stats, wrote_line
-from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, run_gpuprof, run_program,
-                      touch, wait_for_file)
+from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_line
+from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
+                      run_gpuprof, run_program, touch, wait_for_file)
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -387,11 +386,7 @@ def record_cupti_by_hand(procs, workdir, tmp_path, torch_env, mode, stand_in=Non
                                   torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
     out = tmp_path / f"{mode}.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])  # the shim is attached before
-    touch(workdir, "go")
-    assert target.wait(timeout=60) == 0, target.describe()
-    assert gp.wait(timeout=60) == 0, gp.describe()
+    gp = record_to_exit(procs, target, pid, workdir, "-q", "-o", out)  # the shim is attached before
     return target, gp, out
 
 
@@ -429,12 +424,9 @@ def test_activities_whose_launch_was_not_seen(procs, workdir, tmp_path, torch_en
     # The Chrome trace: every activity on its stream's track, an arrow from
     # its launch only where the launch is in the trace (docs/chrome-trace.md).
     trace = tmp_path / "trace.json"
-    export = run_gpuprof("report", str(out), "--chrome-trace", str(trace))
-    assert export.returncode == 0, export.stderr
-    doc = json.loads(trace.read_text())
+    doc, export = export_chrome_trace(out, trace)
     assert structural_problems(doc) == []
     _, _, counts, _ = wrote_line(export.stderr)
-    assert counts == trace_stats(doc), export.stderr
     assert (counts["calls"], counts["gpu"], counts["flows"]) == (
         BY_HAND_STEPS, BY_HAND_QUEUED + BY_HAND_STEPS, BY_HAND_STEPS), export.stderr
 

@@ -1,7 +1,6 @@
 """gpuprof with file capabilities (CAP_BPF, CAP_PERFMON) instead of root:
 it works on the invoking user's own processes and refuses, before
 attaching anything, a process that user could not ptrace."""
-import json
 import os
 import pwd
 import re
@@ -13,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (GPUPROF, WORKLOADS, assert_samples_match_cpu_time, error_lines, live_bpf_link_ids,
-                      parse_table, process_cpu, run_gpuprof, touch, tracefs_dir, wait_for_file)
+from conftest import (GPUPROF, WORKLOADS, assert_samples_match_cpu_time, cpu_between, error_lines,
+                      live_bpf_link_ids, parse_table, run_gpuprof, touch, tracefs_dir, wait_for_file)
 
 USER = "gpuprof-test"
 
@@ -101,18 +100,15 @@ def test_capabilities_watch_own_processes_only(procs, user_tmp, test_user, capab
     gp = procs.start(as_user(test_user, gpuprof, "record", "-p", pid, "-F", "99", "--with-stack", "-o", out),
                      "gpuprof", cwd=own_dir)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[own_target])
-    cpu0, runs0 = process_cpu(pid)
-    touch(own_dir, "go")
-    truth = json.loads(wait_for_file(own_dir, "truth.json", timeout=120, watch=[own_target, gp]))
-    cpu1, runs1 = process_cpu(pid)
-    cpu_s = (cpu1 - cpu0) / 1e9
+    between = cpu_between(pid, own_dir, watch=[own_target, gp])
+    truth = between.truth
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
     assert "warning" not in gp.stderr(), gp.stderr()
     assert parse_table(gp.stdout()).calls().get("aten::mm") == truth["mm_calls"], (gp.stdout(), truth)
     stopped = re.search(r"; (\d+) samples, (\d+) lost;", gp.stderr())
     assert stopped and stopped.group(2) == "0", gp.stderr()
-    assert_samples_match_cpu_time(int(stopped.group(1)), 99, cpu_s, runs=runs1 - runs0)
+    assert_samples_match_cpu_time(int(stopped.group(1)), 99, between.cpu_s, runs=between.runs)
     assert os.stat(out).st_uid == uid  # written as the user, not as root
     # --with-stack as the user: the calls' Python stacks name the workload.
     folded = run_gpuprof("report", out, "--folded")

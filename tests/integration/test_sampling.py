@@ -8,7 +8,6 @@ runs. two_functions.py splits pure Python work 70/30 between two functions:
 the samples' Python frames must split the same way and name the right file,
 lines and functions.
 """
-import json
 import os
 import re
 import signal
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CHROOT_TORCH, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time, process_cpu,
+from conftest import (CHROOT_TORCH, HOST_TORCH, TARGET_PYTHON, assert_samples_match_cpu_time, cpu_between,
                       pyenv_python, run_gpuprof, touch, wait_for_file)
 
 SECONDS = 4
@@ -44,11 +43,9 @@ def record_workload(procs, workdir, tmp_path, *args, torch_env=HOST_TORCH):
     # The target's CPU time while sampled: it waits for `go` (asleep) when
     # these are read, so the readings and gpuprof's attach and stop enclose
     # the same CPU time.
-    cpu0, runs0 = process_cpu(pid)
-    touch(workdir, "go")
-    truth = json.loads(wait_for_file(workdir, "truth.json", timeout=120, watch=[target, gp]))
-    cpu1, runs1 = process_cpu(pid)
-    truth["sampled_cpu_s"], truth["sampled_runs"] = (cpu1 - cpu0) / 1e9, runs1 - runs0
+    between = cpu_between(pid, workdir, watch=[target, gp])
+    truth = between.truth
+    truth["sampled_cpu_s"], truth["sampled_runs"] = between.cpu_s, between.runs
     gp.send(signal.SIGINT)  # before the interpreter's teardown, which is no part of the loop
     assert gp.wait(timeout=60) == 0, gp.describe()
     touch(workdir, "exit")
@@ -140,18 +137,15 @@ def test_python_frames_known_answer(procs, workdir, tmp_path, version):
     out = tmp_path / "python.gpuprof"
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "-F", "999", "--no-ops")
     gp.wait_for_stderr(r"^gpuprof: sampling ", timeout=60, watch=[target])
-    cpu0, runs0 = process_cpu(pid)  # asleep until `go`, as in record_workload
-    touch(workdir, "go")
-    truth = json.loads(wait_for_file(workdir, "truth.json", timeout=120, watch=[target, gp]))
-    cpu1, runs1 = process_cpu(pid)
-    sampled_cpu_s = (cpu1 - cpu0) / 1e9
+    between = cpu_between(pid, workdir, watch=[target, gp])  # asleep until `go`, as in record_workload
+    truth = between.truth
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
     assert "without Python frames" not in gp.stderr(), gp.stderr()
     samples = int(re.search(r"; (\d+) samples, 0 lost;", gp.stderr()).group(1))
-    assert_samples_match_cpu_time(samples, 999, sampled_cpu_s, runs=runs1 - runs0)
+    assert_samples_match_cpu_time(samples, 999, between.cpu_s, runs=between.runs)
     # Spaces become "_" in folded frames, as in torch's export_stacks.
     frame_re = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\):_(?P<name>\S+)$")
     in_function = {"seventy": 0, "thirty": 0}
@@ -291,16 +285,12 @@ def test_no_ops_attaches_to_a_process_without_torch(procs, workdir, tmp_path):
     # however much of a CPU a busy machine left it.
     gp = procs.start_gpuprof("record", "-p", pid, "-q", "-F", "199", "--no-ops", "-o", tmp_path / "samples.gpuprof")
     gp.wait_for_stderr(r"^gpuprof: sampling ", timeout=60, watch=[target])
-    cpu0, runs0 = process_cpu(pid)
-    touch(workdir, "go")
-    wait_for_file(workdir, "truth.json", timeout=60, watch=[target, gp])
-    cpu1, runs1 = process_cpu(pid)
-    cpu_s = (cpu1 - cpu0) / 1e9
+    between = cpu_between(pid, workdir, watch=[target, gp], timeout=60)
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
     m = re.search(r"; \d+ events, 0 lost; (\d+) samples, 0 lost;", gp.stderr())
     assert m, gp.stderr()
-    assert_samples_match_cpu_time(int(m.group(1)), 199, cpu_s, runs=runs1 - runs0)
+    assert_samples_match_cpu_time(int(m.group(1)), 199, between.cpu_s, runs=between.runs)
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
 

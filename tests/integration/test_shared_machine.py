@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (describe_count_diff, load_torch_ops, parse_table, parse_tracing_line, run_gpuprof, touch,
-                      tracefs_dir, wait_for_file)
+from conftest import (describe_count_diff, load_torch_ops, parse_table, parse_tracing_line, run_gpuprof,
+                      run_profiled_region, touch, tracefs_dir, wait_for_file)
 from test_system_wide import sections
 
 # Exit probes of the default (emulated) mode (tests/unit/dispatcher_catalog_test.cpp):
@@ -148,18 +148,10 @@ def foreign_uprobes(torch_env):
 
 
 def test_beside_a_foreign_uprobe(procs, workdir, tmp_path, torch_env, foreign_uprobes):
-    target = procs.start_workload("region.py", workdir, "--workload", "resnet18", torch_env=torch_env)
-    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
-    gp = procs.start_gpuprof("record", "-p", pid, "-v", "-o", tmp_path / "one.gpuprof", "--row-limit", "-1")
-    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
-    touch(workdir, "go")
-    wait_for_file(workdir, "region-done", timeout=120, watch=[target, gp])
-    gp.send(signal.SIGINT)
-    assert gp.wait(timeout=60) == 0, gp.describe()
-    touch(workdir, "dump")
-    assert target.wait(timeout=60) == 0, target.describe()
-    check_probe_sites(gp, torch_env)
-    table = region_counts_are_torchs(gp, workdir, "record -p beside legacy uprobes")
+    run = run_profiled_region(procs, "region.py", workdir, tmp_path / "one.gpuprof", "--workload", "resnet18",
+                              gpuprof_args=("-v",), torch_env=torch_env)
+    check_probe_sites(run.gpuprof, torch_env)
+    table = region_counts_are_torchs(run.gpuprof, workdir, "record -p beside legacy uprobes")
     heavy_rows_have_time(table)
     # The foreign probes fired (they were really there) and still are.
     hits = (tracefs_dir() / "uprobe_profile").read_text()

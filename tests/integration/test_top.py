@@ -227,6 +227,27 @@ class Tmux:
             time.sleep(0.1)
         pytest.fail(f"never saw {pattern!r} on a steady screen:\n{self.screen()}")
 
+    def top_paused_on_the_loop(self, pid, workdir):
+        """`top -p PID -i 0.5` started on a loop waiting at `go` (echoing
+        TOP-EXITED and its status when it ends), the loop let go, and paused
+        once aten::mm shows: steady_table() of the paused interval."""
+        self.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
+        # The status line shows once the probes are in: every step is traced.
+        self.wait_for(rf"^gpuprof top - {pid} \(python3\)", timeout=120)
+        touch(workdir, "go")
+        self.wait_for(r"^aten::mm ")
+        self.keys("p")
+        return self.steady_table(r", PAUSED, ")
+
+    def summary_when_the_loop_stops(self, workdir, target):
+        """The loop stopped (stop_until_stop) under top_paused_on_the_loop():
+        top ends with its summary. (the loop's steps, the scrollback, the
+        summary in it)."""
+        steps = stop_until_stop(workdir, target)
+        self.wait_for(r"^TOP-EXITED 0$")
+        history = self.screen(history=True)
+        return steps, history, history[history.rindex("gpuprof top - "):history.index("TOP-EXITED")]
+
     def kill(self):
         self.run("kill-server")
 
@@ -380,13 +401,7 @@ def test_keys_on_a_paused_table(procs, workdir, tmp_path, torch_env):
     target, pid = start_until_stop(procs, workdir, torch_env)
     tmux = Tmux(tmp_path, width=110, height=40)
     try:
-        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
-        # The status line shows once the probes are in: every step is traced.
-        tmux.wait_for(rf"^gpuprof top - {pid} \(python3\)", timeout=120)
-        touch(workdir, "go")
-        tmux.wait_for(r"^aten::mm ")
-        tmux.keys("p")
-        second, frozen = tmux.steady_table(r", PAUSED, ")
+        second, frozen = tmux.top_paused_on_the_loop(pid, workdir)
         assert "sorted by self_cpu_time_total" in second, second
         # All rows fit (40 lines: 4 above the rows, the help line below), so
         # every sort shows all of them.
@@ -429,12 +444,9 @@ def test_keys_on_a_paused_table(procs, workdir, tmp_path, torch_env):
                                          re.search(r"tab Python lines$", screen, re.M))
         assert list(rows.items()) == list(frozen.items()), rows
         # The loop ends while the screen is paused: top ends with the summary.
-        steps = stop_until_stop(workdir, target)
-        tmux.wait_for(r"^TOP-EXITED 0$")
-        history = tmux.screen(history=True)
+        steps, history, summary = tmux.summary_when_the_loop_stops(workdir, target)
     finally:
         tmux.kill()
-    summary = history[history.rindex("gpuprof top - "):history.index("TOP-EXITED")]
     (_, second, _, rows), = tables(summary)
     assert second.startswith("since start (") and second.endswith(" - stopped (target exited)"), second
     calls = {name: int(cells[COUNT_COLUMN]) for name, cells in rows.items()}
@@ -601,12 +613,7 @@ def test_narrow_terminals_cut_no_number(procs, workdir, tmp_path):
     target, pid = start_until_stop(procs, workdir)
     tmux = Tmux(tmp_path, width=200, height=40)
     try:
-        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5; echo TOP-EXITED $?; sleep 60")
-        tmux.wait_for(rf"^gpuprof top - {pid} \(python3\)", timeout=120)
-        touch(workdir, "go")
-        tmux.wait_for(r"^aten::mm ")
-        tmux.keys("p")
-        tmux.steady_table(r", PAUSED, ")
+        tmux.top_paused_on_the_loop(pid, workdir)
 
         def steady(pattern, width, want_headers=None):
             """The table once two captures agree, at `width` columns (and,
@@ -647,12 +654,9 @@ def test_narrow_terminals_cut_no_number(procs, workdir, tmp_path):
         # (the scrollback's lines joined back: a wrapped line is one), and
         # its counts are the loop's steps, uncut.
         assert tmux.run("resize-window", "-t", "t", "-x", "60").returncode == 0
-        steps = stop_until_stop(workdir, target)
-        tmux.wait_for(r"^TOP-EXITED 0$")
-        history = tmux.screen(history=True)
+        steps, history, summary = tmux.summary_when_the_loop_stops(workdir, target)
     finally:
         tmux.kill()
-    summary = history[history.rindex("gpuprof top - "):history.index("TOP-EXITED")]
     summary_lines = [line for line in summary.splitlines() if not line.startswith("gpuprof: ")]
     assert all(len(line.rstrip()) <= 60 for line in summary_lines), summary
     headers, rows = screen_table(summary)

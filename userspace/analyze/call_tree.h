@@ -44,6 +44,16 @@ struct ThreadMoment {
   uint32_t tid = 0;
 };
 
+// The moments of a list of records that carry ts_ns and tid (CPU samples,
+// launches, CUPTI correlations...), in the list's order.
+template <typename Records>
+std::vector<ThreadMoment> thread_moments(const Records& records) {
+  std::vector<ThreadMoment> moments;
+  moments.reserve(records.size());
+  for (const auto& r : records) moments.push_back({r.ts_ns, r.tid});
+  return moments;
+}
+
 // For each moment, the index in Timeline::calls of the innermost call of its
 // thread whose [start, end] holds it (both ends included); -1 outside every
 // call. Moments may come in any order.

@@ -7,16 +7,14 @@ namespace gpuprof {
 
 std::vector<int64_t> calls_of_gpu_activities(const Recording& recording, const Timeline& timeline,
                                              const CallTree& tree) {
-  std::vector<ThreadMoment> moments;
-  moments.reserve(recording.gpu_correlations.size());
-  for (const GpuCorrelation& c : recording.gpu_correlations) moments.push_back({c.ts_ns, c.tid});
-  const std::vector<int64_t> launching = innermost_calls_at(timeline, tree, moments);
+  const std::vector<GpuCorrelation>& launches = recording.gpu_correlations;
+  const std::vector<int64_t> launching = innermost_calls_at(timeline, tree, thread_moments(launches));
   // One launch per correlation id (the shim fires once per id); should a
   // damaged file repeat one, the first launch keeps it.
   std::unordered_map<uint64_t, int64_t> call_of_correlation;
-  call_of_correlation.reserve(moments.size());
-  for (size_t i = 0; i < moments.size(); ++i)
-    call_of_correlation.try_emplace(recording.gpu_correlations[i].correlation_id,
+  call_of_correlation.reserve(launches.size());
+  for (size_t i = 0; i < launches.size(); ++i)
+    call_of_correlation.try_emplace(launches[i].correlation_id,
                                     launching[i] < 0 ? kLaunchedOutsideOps : launching[i]);
   std::vector<int64_t> calls;
   calls.reserve(recording.gpu_activities.size());

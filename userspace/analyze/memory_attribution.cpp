@@ -85,10 +85,7 @@ MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_
   MemoryAttribution out;
   std::vector<Counted> counted = resolve_sizes(events, &out.unmatched_frees);
   CallTree tree = build_call_tree(timeline);
-  std::vector<ThreadMoment> moments;
-  moments.reserve(counted.size());
-  for (const Counted& c : counted) moments.push_back({c.ts_ns, c.tid});
-  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
+  const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, thread_moments(counted));
   for (size_t i = 0; i < counted.size(); i++) counted[i].call = calls[i];
   out.parent = std::move(tree.parent);
   out.own_cpu.assign(timeline.calls.size(), 0);

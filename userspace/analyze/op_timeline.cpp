@@ -53,24 +53,12 @@ class Builder {
     const ProbeCost cost = cost_of(event);
     thread.event = Moment{event.ts_ns, thread.probe_ns + cost.before_ns};
     switch (event.kind) {
-      case GP_EV_OP_ENTRY:
-        on_entry(thread, event, index);
-        break;
-      case GP_EV_OP_EXIT:
-        on_exit(thread, event);
-        break;
-      case GP_EV_CATCH:
-        on_catch(thread, event);
-        break;
-      case GP_EV_STEP:
-        on_step(thread, event, index);
-        break;
-      case GP_EV_RANGE_BEGIN:
-        on_range_begin(thread, event, index);
-        break;
-      case GP_EV_RANGE_END:
-        on_range_end(thread, event);
-        break;
+      case GP_EV_OP_ENTRY: on_entry(thread, event, index); break;
+      case GP_EV_OP_EXIT: on_exit(thread, event); break;
+      case GP_EV_CATCH: on_catch(thread, event); break;
+      case GP_EV_STEP: on_step(thread, event, index); break;
+      case GP_EV_RANGE_BEGIN: on_range_begin(thread, event, index); break;
+      case GP_EV_RANGE_END: on_range_end(thread, event); break;
       default:
         ++timeline_.events_unknown_kind;
         return;  // not an event of this thread's history: last_event stays

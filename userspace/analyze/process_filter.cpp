@@ -14,6 +14,11 @@ std::unordered_map<uint32_t, uint32_t> process_of_thread(const Recording& record
   return of;
 }
 
+template <typename... Members>
+void copy_members(Recording& to, const Recording& from, Members... members) {
+  ((to.*members = from.*members), ...);
+}
+
 }  // namespace
 
 Recording select_processes(const Recording& recording, const std::set<uint32_t>& pids) {
@@ -23,20 +28,11 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
     return it != of.end() && pids.count(it->second);
   };
   Recording out;
-  out.format_version = recording.format_version;
-  out.process = recording.process;
-  out.clock = recording.clock;
-  out.ops = recording.ops;
-  out.options = recording.options;
-  out.shapes = recording.shapes;
-  out.sample_frames = recording.sample_frames;
-  out.sample_stacks = recording.sample_stacks;
-  out.launch_names = recording.launch_names;
-  out.cuda_runtime = recording.cuda_runtime;
-  out.cupti_shim = recording.cupti_shim;
-  out.stats = recording.stats;
-  out.complete = recording.complete;
-  out.incomplete_reason = recording.incomplete_reason;
+  // Kept whole: the header, the dictionaries, the trailer.
+  copy_members(out, recording, &Recording::format_version, &Recording::process, &Recording::clock,
+               &Recording::ops, &Recording::options, &Recording::shapes, &Recording::sample_frames,
+               &Recording::sample_stacks, &Recording::launch_names, &Recording::cuda_runtime,
+               &Recording::cupti_shim, &Recording::stats, &Recording::complete, &Recording::incomplete_reason);
 
   std::unordered_map<uint64_t, uint64_t> event_index;  // old -> new, kept frame-opening events only
   for (size_t i = 0; i < recording.events.size(); i++) {

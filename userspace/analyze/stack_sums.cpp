@@ -9,6 +9,7 @@
 
 #include "analyze/aggregator.h"
 #include "analyze/call_tree.h"
+#include "analyze/gpu_attribution.h"
 #include "analyze/op_timeline.h"
 
 namespace gpuprof {
@@ -206,22 +207,16 @@ StackSums stack_sums(const Recording& recording, StackMetric metric, bool raw_ti
   }
   std::vector<uint64_t> self_ns(trie.size(), 0);  // or calls
   if (metric == StackMetric::kSelfCudaTime) {
-    // Each activity's launch (by correlation id) -> the call running there.
-    std::vector<ThreadMoment> moments;
-    moments.reserve(recording.gpu_correlations.size());
-    for (const GpuCorrelation& c : recording.gpu_correlations) moments.push_back({c.ts_ns, c.tid});
-    const std::vector<int64_t> launcher = innermost_calls_at(timeline, tree, moments);
-    std::unordered_map<uint64_t, int64_t> call_of_correlation;
-    for (size_t i = 0; i < moments.size(); i++)
-      call_of_correlation[recording.gpu_correlations[i].correlation_id] = launcher[i];
-    for (const GpuActivity& a : recording.gpu_activities) {
-      const uint64_t ns = a.end_ns - a.start_ns;
-      auto it = call_of_correlation.find(a.correlation_id);
-      if (it == call_of_correlation.end() || it->second < 0) {
+    // Each activity goes to the call that launched it, as in the table and
+    // report --kernels (gpu_attribution.h).
+    const std::vector<int64_t> launcher = calls_of_gpu_activities(recording, timeline, tree);
+    for (size_t i = 0; i < recording.gpu_activities.size(); i++) {
+      const uint64_t ns = gpu_activity_ns(recording.gpu_activities[i]);
+      if (launcher[i] < 0) {  // launched outside ops, or its launch not seen
         out.gpu_ns_outside_ops += ns;
         continue;
       }
-      self_ns[node_of[folded_into[static_cast<size_t>(it->second)]]] += ns;
+      self_ns[node_of[folded_into[static_cast<size_t>(launcher[i])]]] += ns;
       out.total += ns;
     }
   } else {

@@ -187,6 +187,14 @@ class TraceWriter {
     out_ += '{';
   }
 
+  // ,"pid":P,"tid":T: the track an event is drawn on.
+  void append_track(int64_t pid, int64_t tid) {
+    out_ += ",\"pid\":";
+    append_number(out_, pid);
+    out_ += ",\"tid\":";
+    append_number(out_, tid);
+  }
+
   void common(std::string_view ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
               uint64_t ts_ns) {
     out_ += "\"ph\":\"";
@@ -195,10 +203,8 @@ class TraceWriter {
     out_ += cat;
     out_ += "\",\"name\":\"";
     append_json_string(out_, name);
-    out_ += "\",\"pid\":";
-    append_number(out_, pid);
-    out_ += ",\"tid\":";
-    append_number(out_, tid);
+    out_ += '"';
+    append_track(pid, tid);
     out_ += ",\"ts\":";
     append_us(out_, rel(ts_ns));
   }
@@ -343,10 +349,7 @@ class TraceWriter {
 
   void write_samples(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     if (r_.samples.empty()) return;
-    std::vector<ThreadMoment> moments;
-    moments.reserve(r_.samples.size());
-    for (const CpuSample& s : r_.samples) moments.push_back({s.ts_ns, s.tid});
-    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, thread_moments(r_.samples));
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
     std::vector<std::string_view> frames;
@@ -387,10 +390,7 @@ class TraceWriter {
 
   void write_launches(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     if (r_.launches.empty()) return;
-    std::vector<ThreadMoment> moments;
-    moments.reserve(r_.launches.size());
-    for (const CudaLaunch& l : r_.launches) moments.push_back({l.ts_ns, l.tid});
-    const std::vector<bool> keep = kept_moments(timeline, tree, kept, moments);
+    const std::vector<bool> keep = kept_moments(timeline, tree, kept, thread_moments(r_.launches));
     for (size_t i = 0; i < r_.launches.size(); ++i) {
       if (!keep[i]) continue;
       const CudaLaunch& l = r_.launches[i];
@@ -520,10 +520,8 @@ class TraceWriter {
     begin_event();
     out_ += "\"ph\":\"M\",\"name\":\"";
     out_ += what;
-    out_ += "\",\"pid\":";
-    append_number(out_, pid);
-    out_ += ",\"tid\":";
-    append_number(out_, tid);
+    out_ += '"';
+    append_track(pid, tid);
     out_ += ",\"args\":{";
     out_ += args_json;
     out_ += "}}";

@@ -9,18 +9,13 @@
 #include "output/launch_table.h"
 #include "output/op_table.h"
 #include "base/text_table.h"
+#include "output/row_limit.h"
 
 namespace gpuprof {
 
 GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
   GpuKernelSummary out;
-  if (recording.cupti_shim) {
-    out.shim = true;
-    out.state = recording.cupti_shim->state;
-    out.shim_path = recording.cupti_shim->shim_path;
-    out.dropped = recording.cupti_shim->records_dropped;
-    out.lost = recording.cupti_shim->events_lost;
-  }
+  out.shim = recording.cupti_shim;
   const Timeline timeline = build_timeline(recording.events);
   const std::vector<int64_t> calls = calls_of_gpu_activities(recording, timeline, build_call_tree(timeline));
   std::map<std::pair<std::string, uint32_t>, GpuKernelRow> rows;  // (op, name id)
@@ -57,8 +52,7 @@ GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit) {
   if (!summary.shim)
     return std::string("No GPU times: ") + kNoCuptiShimReason + ".\n";
-  const size_t shown = row_limit < 0 ? summary.rows.size()
-                                     : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
+  const size_t shown = rows_shown(summary.rows.size(), row_limit);
   std::vector<std::vector<std::string>> cells = {{"Operator", "Kernel", "Calls", "GPU total", "GPU avg"}};
   for (size_t i = 0; i < shown; ++i) {
     const GpuKernelRow& r = summary.rows[i];
@@ -69,10 +63,9 @@ std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_lim
   out += std::to_string(summary.activities) + " GPU activities, " + format_time_us(summary.total_ns / 1e3) +
          " of GPU time (" + std::to_string(summary.outside_ops) + " launched outside any op, " +
          std::to_string(summary.launch_not_seen) + " whose launch was not seen)";
-  if (shown < summary.rows.size())
-    out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
+  if (shown < summary.rows.size()) out += "; " + rows_left_out(summary.rows.size(), shown);
   out += "\n";
-  return out + format_gpu_record_warnings({summary.shim_path, summary.state, summary.dropped, summary.lost});
+  return out + format_gpu_record_warnings(*summary.shim);
 }
 
 std::string format_gpu_record_warnings(const CuptiShimInfo& shim) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,11 @@ struct GpuKernelRow {
 };
 
 struct GpuKernelSummary {
-  bool shim = false;  // the recording found the shim in the target
-  uint32_t state = 0;  // its gpuprof_cupti_state (CuptiShimInfo)
-  std::string shim_path;
+  std::optional<CuptiShimInfo> shim;  // set when the recording found the shim in the target
   uint64_t activities = 0;
   uint64_t total_ns = 0;
   uint64_t launch_not_seen = 0;  // activities whose correlation id has no launch record
   uint64_t outside_ops = 0;      // activities launched under no op
-  uint64_t dropped = 0;          // CUPTI's dropped records
-  uint64_t lost = 0;             // gpuprof's ring buffer full
   std::vector<GpuKernelRow> rows;  // most GPU time first, then op, kernel
 };
 

@@ -5,6 +5,7 @@
 
 #include "base/text_table.h"
 #include "output/op_table.h"
+#include "output/row_limit.h"
 
 namespace gpuprof {
 namespace {
@@ -17,14 +18,8 @@ std::string percent(uint64_t part, uint64_t whole) {
 
 std::string time_of(uint64_t ns) { return format_time_us(ns / 1e3); }
 
-// "N more rows (--row-limit -1 shows all)" when rows were cut.
-size_t rows_shown(size_t rows, int row_limit) {
-  return row_limit < 0 ? rows : std::min(rows, static_cast<size_t>(row_limit));
-}
-
-std::string more_rows(size_t rows, size_t shown) {
-  return shown < rows ? std::to_string(rows - shown) + " more rows (--row-limit -1 shows all)\n" : "";
-}
+// rows_left_out()'s line, when rows were cut.
+std::string more_rows(size_t rows, size_t shown) { return shown < rows ? rows_left_out(rows, shown) + "\n" : ""; }
 
 std::string format_device(const GpuDeviceTime& d, int row_limit) {
   const uint64_t window = d.window_ns();

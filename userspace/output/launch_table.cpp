@@ -9,6 +9,7 @@
 
 #include "analyze/call_tree.h"
 #include "base/text_table.h"
+#include "output/row_limit.h"
 
 namespace gpuprof {
 
@@ -104,10 +105,7 @@ LaunchSummary summarize_launches(const Recording& recording) {
     out.libcudart_path = recording.cuda_runtime->libcudart_path;
     out.lost = recording.cuda_runtime->launches_lost;
   }
-  std::vector<ThreadMoment> moments;
-  moments.reserve(recording.launches.size());
-  for (const CudaLaunch& l : recording.launches) moments.push_back({l.ts_ns, l.tid});
-  const std::vector<std::string> ops = op_names_at(recording, moments);
+  const std::vector<std::string> ops = op_names_at(recording, thread_moments(recording.launches));
   struct Count {
     uint64_t n = 0;
     std::string grid, block, stream;
@@ -149,8 +147,7 @@ LaunchSummary summarize_launches(const Recording& recording) {
 std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
   if (!summary.traced)
     return std::string("No CUDA launches were traced: ") + kNoCudaRuntimeReason + ".\n";
-  const size_t shown = row_limit < 0 ? summary.rows.size()
-                                     : std::min(summary.rows.size(), static_cast<size_t>(row_limit));
+  const size_t shown = rows_shown(summary.rows.size(), row_limit);
   std::vector<std::vector<std::string>> cells = {
       {"Operator", "Kernel", "Launched with", "Grid", "Block", "Stream", "Launches"}};
   for (size_t i = 0; i < shown; ++i) {
@@ -164,8 +161,7 @@ std::string format_launch_table(const LaunchSummary& summary, int row_limit) {
   if (summary.named_by_cupti)
     out += "; " + std::to_string(summary.named_by_cupti) + " named from CUPTI, their probe finding no symbol";
   out += ") through " + summary.libcudart_path;
-  if (shown < summary.rows.size())
-    out += "; " + std::to_string(summary.rows.size() - shown) + " more rows (--row-limit -1 shows all)";
+  if (shown < summary.rows.size()) out += "; " + rows_left_out(summary.rows.size(), shown);
   out += "\n";
   if (summary.lost)
     out += "WARNING: " + std::to_string(summary.lost) +

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdint>
 
+#include "output/row_limit.h"
 #include "record/probe_costs_text.h"
 
 namespace gpuprof {
@@ -423,8 +424,7 @@ std::string format_op_table(const Profile& profile, const TableOptions& options)
   out += '\n';
   out += separator;
 
-  size_t shown = rows.size();
-  if (options.row_limit >= 0) shown = std::min(shown, static_cast<size_t>(options.row_limit));
+  const size_t shown = rows_shown(rows.size(), options.row_limit);
   for (size_t i = 0; i < shown; ++i) {
     append_line(out, row_cells(rows[i], self_total_us, self_cuda_total_us, layout), layout.columns);
     if (layout.has_stack) append_stack_lines(out, rows[i].row->stack, layout);
@@ -455,35 +455,28 @@ std::string format_compensation_note(const Profile& profile) {
 std::string format_profile_notes(const Profile& profile) {
   std::string out;
   if (!profile.rows.empty()) out += format_compensation_note(profile);
-  if (profile.calls_unwound != 0) {
-    out += "gpuprof: " + counted(profile.calls_unwound, "call", "calls") +
-           " ended by exception unwinding (counted; their end time is the catch)\n";
-  }
-  if (profile.calls_cut != 0) {
-    out += "gpuprof: " + counted(profile.calls_cut, "call was", "calls were") +
-           " still running when a cycle of recorded steps ended (counted, ending there, as torch.profiler does)\n";
-  }
-  if (profile.ranges_ended_elsewhere != 0) {
-    out += "gpuprof: " + counted(profile.ranges_ended_elsewhere, "range", "ranges") +
-           " ended where none was open (begun before the recording, or async: ended on another thread; not counted)\n";
-  }
-  if (profile.events_after_cut != 0) {
-    out += "gpuprof: " + counted(profile.events_after_cut, "event", "events") +
-           " of a cycle of recorded steps arrived after its end (not counted)\n";
-  }
-  if (profile.exits_without_entry != 0) {
-    out += "gpuprof: " +
-           counted(profile.exits_without_entry, "op was", "ops were") +
-           " already running when recording began (their exits were ignored)\n";
-  }
-  if (profile.calls_open_at_end != 0) {
-    out += "gpuprof: " + counted(profile.calls_open_at_end, "call", "calls") +
-           " still running when recording stopped (not counted)\n";
-  }
-  if (profile.events_lost != 0) {
-    out += "gpuprof: " + counted(profile.events_lost, "event", "events") +
-           " lost (ring buffer full); counts are low; try a larger --ring-buffer\n";
-  }
+  // Each count that is not zero gets its line: "gpuprof: N <noun> <what>".
+  struct CountNote {
+    uint64_t count;
+    const char* one;
+    const char* many;
+    const char* what;
+  };
+  const CountNote notes[] = {
+      {profile.calls_unwound, "call", "calls", " ended by exception unwinding (counted; their end time is the catch)"},
+      {profile.calls_cut, "call was", "calls were",
+       " still running when a cycle of recorded steps ended (counted, ending there, as torch.profiler does)"},
+      {profile.ranges_ended_elsewhere, "range", "ranges",
+       " ended where none was open (begun before the recording, or async: ended on another thread; not counted)"},
+      {profile.events_after_cut, "event", "events",
+       " of a cycle of recorded steps arrived after its end (not counted)"},
+      {profile.exits_without_entry, "op was", "ops were",
+       " already running when recording began (their exits were ignored)"},
+      {profile.calls_open_at_end, "call", "calls", " still running when recording stopped (not counted)"},
+      {profile.events_lost, "event", "events", " lost (ring buffer full); counts are low; try a larger --ring-buffer"},
+  };
+  for (const CountNote& note : notes)
+    if (note.count != 0) out += "gpuprof: " + counted(note.count, note.one, note.many) + note.what + "\n";
   return out;
 }
 

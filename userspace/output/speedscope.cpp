@@ -216,10 +216,7 @@ class SpeedscopeWriter {
   std::map<uint32_t, SampledProfile> sampled_profiles(const Timeline& timeline, const CallTree& tree) {
     std::map<uint32_t, SampledProfile> by_tid;
     if (r_.samples.empty()) return by_tid;
-    std::vector<ThreadMoment> moments;
-    moments.reserve(r_.samples.size());
-    for (const CpuSample& s : r_.samples) moments.push_back({s.ts_ns, s.tid});
-    const std::vector<int64_t> running = innermost_calls_at(timeline, tree, moments);
+    const std::vector<int64_t> running = innermost_calls_at(timeline, tree, thread_moments(r_.samples));
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
     std::vector<size_t> order(r_.samples.size());

@@ -5,35 +5,18 @@
 namespace gpuprof {
 
 std::optional<PythonOffsets> python_offsets_for(int major, int minor) {
+  // The fields that differ from PythonOffsets' defaults.
+  static constexpr PythonOffsets k311 = {
+      .tstate_cframe = 56, .cframe_current_frame = 8, .frame_code = 32, .frame_previous = 48,
+      .frame_prev_instr = 56, .frame_is_entry = 68, .code_firstlineno = 72, .code_bytecode = 184,
+      .str_ascii_data = 48, .str_compact_data = 72};
+  static constexpr PythonOffsets k312 = {
+      .tstate_cframe = 56, .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8,
+      .frame_prev_instr = 56, .frame_owner = 70, .frame_owner_cshim = 3, .code_firstlineno = 68,
+      .code_bytecode = 192, .str_ascii_data = 40, .str_compact_data = 56};
   if (major != 3) return std::nullopt;
-  PythonOffsets o;
-  if (minor == 11) {
-    o.tstate_cframe = 56;
-    o.cframe_current_frame = 8;
-    o.frame_code = 32;
-    o.frame_previous = 48;
-    o.frame_prev_instr = 56;
-    o.frame_is_entry = 68;
-    o.code_firstlineno = 72;
-    o.code_bytecode = 184;
-    o.str_ascii_data = 48;
-    o.str_compact_data = 72;
-    return o;
-  }
-  if (minor == 12) {
-    o.tstate_cframe = 56;
-    o.cframe_current_frame = 0;
-    o.frame_code = 0;
-    o.frame_previous = 8;
-    o.frame_prev_instr = 56;
-    o.frame_owner = 70;
-    o.frame_owner_cshim = 3;
-    o.code_firstlineno = 68;
-    o.code_bytecode = 192;
-    o.str_ascii_data = 40;
-    o.str_compact_data = 56;
-    return o;
-  }
+  if (minor == 11) return k311;
+  if (minor == 12) return k312;
   return std::nullopt;
 }
 

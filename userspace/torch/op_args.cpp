@@ -6,37 +6,10 @@
 #include <cstdlib>
 #include <memory>
 
+#include "torch/bracket_text.h"
+
 namespace gpuprof {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
-}
-
-// Splits at the commas outside <>, (), []; nullopt when they do not balance.
-std::optional<std::vector<std::string_view>> split_top_level(std::string_view text) {
-  std::vector<std::string_view> parts;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); i++) {
-    const char c = text[i];
-    if (c == '<' || c == '(' || c == '[') {
-      depth++;
-    } else if (c == '>' || c == ')' || c == ']') {
-      if (--depth < 0) return std::nullopt;
-    } else if (c == ',' && depth == 0) {
-      parts.push_back(trim(text.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  if (depth != 0) return std::nullopt;
-  parts.push_back(trim(text.substr(start)));
-  return parts;
-}
 
 // How one parameter is passed.
 enum class ArgClass {
@@ -129,8 +102,8 @@ std::optional<ParamInfo> classify_parameter(std::string_view type, bool std_opti
   if (type.ends_with("&")) {
     std::string_view base = type;
     while (base.ends_with("&")) base.remove_suffix(1);
-    base = trim(base);
-    if (base.ends_with(" const")) base = trim(base.substr(0, base.size() - 6));
+    base = trim_spaces(base);
+    if (base.ends_with(" const")) base = trim_spaces(base.substr(0, base.size() - 6));
     if (base == "at::Tensor") return ParamInfo{ArgClass::integer, GP_ARG_TENSOR};
     if (base == "c10::optional<at::Tensor>")
       return ParamInfo{ArgClass::integer, GP_ARG_OPT_TENSOR_C10};
@@ -169,7 +142,7 @@ std::optional<ParamInfo> classify_parameter(std::string_view type, bool std_opti
 
 // Strips a schema return's name: "Tensor(a!) values" -> "Tensor(a!)".
 std::string_view return_type(std::string_view one) {
-  one = trim(one);
+  one = trim_spaces(one);
   int depth = 0;
   for (size_t i = 0; i < one.size(); i++) {
     if (one[i] == '(' || one[i] == '[')
@@ -287,10 +260,10 @@ std::optional<std::vector<std::string>> demangled_parameters(std::string_view ma
     }
   }
   if (open == std::string_view::npos) return std::nullopt;
-  std::string_view list = trim(text.substr(open + 1, text.size() - open - 2));
+  std::string_view list = trim_spaces(text.substr(open + 1, text.size() - open - 2));
   std::vector<std::string> params;
   if (list.empty() || list == "void") return params;
-  auto parts = split_top_level(list);
+  auto parts = split_top_level(list, kCppBrackets);
   if (!parts) return std::nullopt;
   for (std::string_view part : *parts) {
     if (part.empty()) return std::nullopt;
@@ -300,12 +273,12 @@ std::optional<std::vector<std::string>> demangled_parameters(std::string_view ma
 }
 
 std::optional<bool> returns_in_memory(std::string_view returns) {
-  returns = trim(returns);
+  returns = trim_spaces(returns);
   if (returns.starts_with("(")) {
     if (!returns.ends_with(")")) return std::nullopt;
-    std::string_view inner = trim(returns.substr(1, returns.size() - 2));
+    std::string_view inner = trim_spaces(returns.substr(1, returns.size() - 2));
     if (inner.empty()) return false;  // () is void
-    auto parts = split_top_level(inner);
+    auto parts = split_top_level(inner, kCppBrackets);
     if (!parts) return std::nullopt;
     // (T) is one T; two or more are a std::tuple, returned in memory (even
     // std::tuple<at::Tensor&, at::Tensor&>: its copy constructor is not

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "torch/bracket_text.h"
+
 namespace gpuprof {
 namespace {
 
@@ -20,41 +22,6 @@ std::string_view take_identifier(std::string_view& text) {
 }
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)); }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-// Splits text at the commas outside brackets and quotes (not <>: alias
-// annotations such as "Tensor(a -> *)" hold a '>'); nullopt when the
-// brackets do not balance. Empty pieces are kept (trimmed).
-std::optional<std::vector<std::string_view>> split_top_level(std::string_view text) {
-  std::vector<std::string_view> parts;
-  int depth = 0;
-  char quote = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); i++) {
-    const char c = text[i];
-    if (quote) {
-      if (c == '\\') i++;
-      else if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '(' || c == '[' || c == '{') {
-      depth++;
-    } else if (c == ')' || c == ']' || c == '}') {
-      if (--depth < 0) return std::nullopt;
-    } else if (c == ',' && depth == 0) {
-      parts.push_back(trim(text.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  if (depth != 0 || quote) return std::nullopt;
-  parts.push_back(trim(text.substr(start)));
-  return parts;
-}
 
 std::string struct_name_of(const OpName& op) {
   return op.overload.empty() ? op.name : op.name + "_" + op.overload;
@@ -102,34 +69,21 @@ std::optional<OpName> parse_schema(std::string_view text) {
 std::optional<Schema> parse_full_schema(std::string_view text) {
   auto op = parse_schema(text);
   if (!op) return std::nullopt;
-  // The argument list runs from the '(' after the name to its match.
+  // The argument list runs from the '(' after the name to its match (only
+  // parentheses count here; split_top_level checks the other brackets).
+  constexpr BracketSyntax kParentheses{"(", ")", true};
   const size_t open = text.find('(');
-  int depth = 0;
-  char quote = 0;
-  size_t close = std::string_view::npos;
-  for (size_t i = open; i < text.size() && close == std::string_view::npos; i++) {
-    const char c = text[i];
-    if (quote) {
-      if (c == '\\') i++;
-      else if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '(') {
-      depth++;
-    } else if (c == ')' && --depth == 0) {
-      close = i;
-    }
-  }
+  const size_t close = closing_bracket(text, open, kParentheses);
   if (close == std::string_view::npos) return std::nullopt;
-  std::string_view rest = trim(text.substr(close + 1));
+  std::string_view rest = trim_spaces(text.substr(close + 1));
   if (!rest.starts_with("->")) return std::nullopt;
   Schema schema;
   schema.op = std::move(*op);
-  schema.returns = std::string(trim(rest.substr(2)));
+  schema.returns = std::string(trim_spaces(rest.substr(2)));
   if (schema.returns.empty()) return std::nullopt;
-  std::string_view args = trim(text.substr(open + 1, close - open - 1));
+  std::string_view args = trim_spaces(text.substr(open + 1, close - open - 1));
   if (!args.empty()) {
-    auto parts = split_top_level(args);
+    auto parts = split_top_level(args, kSchemaBrackets);
     if (!parts) return std::nullopt;
     for (std::string_view part : *parts) {
       if (part.empty()) return std::nullopt;
@@ -140,7 +94,7 @@ std::optional<Schema> parse_full_schema(std::string_view text) {
 }
 
 std::string_view schema_argument_type(std::string_view argument) {
-  argument = trim(argument);
+  argument = trim_spaces(argument);
   int depth = 0;
   for (size_t i = 0; i < argument.size(); i++) {
     const char c = argument[i];
