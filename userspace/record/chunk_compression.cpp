@@ -3,6 +3,9 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+#include <memory>
+
 #include "record/record_file.h"
 
 namespace gpuprof {
@@ -29,15 +32,38 @@ std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size,
     return "its compressed payload says " +
            (said == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("no size") : std::to_string(said) + " bytes") +
            ", its header " + std::to_string(raw_size);
-  out.resize(raw_size);
   // One context per reading thread, reused for every chunk.
   static thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   if (!ctx) return "cannot decompress it: out of memory";
-  const size_t n = ZSTD_decompressDCtx(ctx.get(), out.data(), out.size(), stored.data(), stored.size());
-  if (ZSTD_isError(n)) return std::string("its compressed payload does not decompress: ") + ZSTD_getErrorName(n);
-  if (n != raw_size)
-    return "its compressed payload decompresses to " + std::to_string(n) + " bytes, its header says " +
+  ZSTD_DCtx_reset(ctx.get(), ZSTD_reset_session_only);
+  // The output grows as the frame produces it: a damaged frame whose header
+  // claims the most a chunk may hold costs what it really holds before its
+  // error, not an allocation of the claim (the fuzzer makes such frames).
+  constexpr size_t kFirstOutput = 1u << 20;
+  out.resize(std::min<size_t>(raw_size, kFirstOutput));
+  ZSTD_inBuffer in{stored.data(), stored.size(), 0};
+  size_t produced = 0;
+  for (;;) {
+    ZSTD_outBuffer o{out.data(), out.size(), produced};
+    const size_t in_before = in.pos, out_before = produced;
+    const size_t left = ZSTD_decompressStream(ctx.get(), &o, &in);
+    if (ZSTD_isError(left)) return std::string("its compressed payload does not decompress: ") + ZSTD_getErrorName(left);
+    produced = o.pos;
+    if (left == 0) break;  // the frame is whole
+    if (produced == out.size() && out.size() < raw_size) {
+      out.resize(std::min<size_t>(raw_size, out.size() * 2));
+      continue;
+    }
+    if (in.pos == in_before && produced == out_before)  // stuck: no input left, or no room left
+      return in.pos == in.size ? std::string("its compressed payload ends inside its zstd frame")
+                               : "its compressed payload decompresses to more than the " + std::to_string(raw_size) +
+                                     " bytes its header says";
+  }
+  if (in.pos != in.size) return "its compressed payload has bytes after its zstd frame";
+  if (produced != raw_size)
+    return "its compressed payload decompresses to " + std::to_string(produced) + " bytes, its header says " +
            std::to_string(raw_size);
+  out.resize(produced);
   return "";
 }
 
