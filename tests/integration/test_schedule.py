@@ -278,16 +278,20 @@ def record_fixed_count(procs, workdir, tmp_path, n, seconds, *rotate_args, save_
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
     touch(workdir, "go")
 
-    def done():
+    def save():
         if save_to is not None:
             for path in rotated_files(out):
                 if not (save_to / path.name).exists():
                     os.link(path, save_to / path.name)
+
+    def done():
+        save()
         return (workdir / "done").exists()
 
     wait_until(done, 120, "fixed_count.py to make its calls", watch=[target, gp])
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=60) == 0, gp.describe()
+    save()  # a file begun after the last look (small files switch often) is still there: --keep keeps the last
     touch(workdir, "check")  # its result checks run ops of their own: after the stop
     assert target.wait(timeout=60) == 0, target.describe()
     return gp, out
@@ -329,12 +333,12 @@ def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
     recording; all the files, the deleted ones too, hold every call."""
     saved = tmp_path / "saved"
     saved.mkdir()
-    # 60,000 calls over 5 s: a file holds some 9,000 calls (1 MiB with its
-    # dictionaries, 430 KiB of them) and is full after 0.75 s, so 6 or 7
-    # files, each deleted by --keep 2 some 1.5 s after it appeared: time
-    # enough to link it.
-    n, seconds, size = 60000, 5, 1 << 20
-    gp, out = record_fixed_count(procs, workdir, tmp_path, n, seconds, "--rotate", "1M", "--keep", "2",
+    # 60,000 calls over 5 s: a file holds some 9,000 calls (100 KiB with its
+    # dictionaries, some 60 KiB of them, the rest op events at ~2 bytes each:
+    # record format 6) and is full after 0.75 s, so 6 or 7 files, each
+    # deleted by --keep 2 some 1.5 s after it appeared: time enough to link it.
+    n, seconds, size = 60000, 5, 100 << 10
+    gp, out = record_fixed_count(procs, workdir, tmp_path, n, seconds, "--rotate", "100K", "--keep", "2",
                                  save_to=saved)
     kept = rotated_files(out)
     every = rotated_files(saved / out.name)
@@ -343,10 +347,10 @@ def test_rotate_keeps_the_last_files(procs, workdir, tmp_path):
     assert all(p.stat().st_ino == (saved / p.name).stat().st_ino for p in kept)
     assert f"; wrote {out}.1 to {out}.{len(every)} (the last 2 kept)" in gp.stderr(), gp.stderr()
     files = assert_files_hold_the_calls(every, n, gp.stderr())
-    # A file closes at the first check (every 100 ms) after it holds 1 MiB;
+    # A file closes at the first check (every 100 ms) after it holds 100 KiB;
     # the writer's buffers (64 KiB per chunk type) go out at the close: at
-    # this pace (12,000 calls a second, some 60 bytes each) one check's
-    # worth of calls and the buffers more at most. The last file is closed
+    # this pace (12,000 calls a second) one check's worth of calls and the
+    # buffers more at most. The last file is closed
     # by the stop, not by its size.
     for path in every[:-1]:
         assert size <= path.stat().st_size <= size + (128 << 10) + 2 * (64 << 10), (path.name, files)
@@ -387,11 +391,12 @@ def test_rotate_time_units(procs, workdir, tmp_path, limit, seconds):
     assert_files_hold_the_calls(paths, 5000, gp.stderr())
 
 
-# A file's dictionaries alone take some 430 KiB (the op table of
-# libtorch_cpu), so 0.0001G (105 KiB) switches at every check; read as
-# MiB or KiB it would be refused (under 64K).
-@pytest.mark.parametrize("limit, size", [("0.0001G", int(0.0001 * (1 << 30))), ("448K", 448 << 10),
-                                         ("0.5M", 1 << 19)])
+# A file's dictionaries alone take some 60 KiB compressed (record format 6:
+# the op table of libtorch_cpu), and 5000 calls some 20 KiB of op events, so
+# each limit below is passed within a check or two; 0.0000625G read as MiB
+# or KiB would be refused (under 64K).
+@pytest.mark.parametrize("limit, size", [("0.0000625G", int(0.0000625 * (1 << 30))), ("66K", 66 << 10),
+                                         ("0.0625M", 1 << 16)])
 def test_rotate_size_units(procs, workdir, tmp_path, limit, size):
     gp, out = record_fixed_count(procs, workdir, tmp_path, 5000, 1.5, "--rotate", limit)
     paths = rotated_files(out)
