@@ -166,7 +166,7 @@ def test_version_names_the_commit_and_the_build_date():
 
 HELP_GROUPS = {
     "record": ["Positionals", "Target", "What to record", "Output", "Table", "Advanced"],
-    "report": ["Positionals", "What to print", "Table", "System-wide recordings", "Advanced"],
+    "report": ["Positionals", "What to print", "Table", "System-wide recordings", "Several recordings", "Advanced"],
     "top": ["Positionals", "Target", "View", "Advanced"],
     "calibrate": ["Options"],
 }
@@ -220,9 +220,12 @@ def test_help_puts_examples_first_groups_options_and_fits_the_terminal(command):
 
 
 # --------------------------------------------------------------------------
-# A full disk: a tmpfs of SMALL_DISK_KB made for the test.
+# A full disk: a tmpfs of SMALL_DISK_KB made for the test. Op events take
+# about 2 bytes each on disk (record format 6, compressed), so LONG_ADD_LOOP's
+# 8 s of calls fill 384 KiB (128 KiB of it the recorder's reserve) within
+# seconds, while tens of thousands of calls fit before that.
 
-SMALL_DISK_KB = 2048
+SMALL_DISK_KB = 384
 # Long enough to fill the small disk many times over (tens of MB of events).
 LONG_ADD_LOOP = ("import time, torch\na = torch.ones(3)\nend = time.monotonic() + 8\n"
                  "while time.monotonic() < end: torch.add(a, a)")
