@@ -61,8 +61,12 @@ def workload_argv(args, workdir, workload, *extra):
     # --rt: the workload at real-time priority on one CPU, so that nothing of
     # the machine's (other jobs, gpuprof's own threads) preempts it: what is
     # left is the probes' own cost (docs/overhead.md, "Compensation").
-    prefix = ["chrt", "-f", "10", "taskset", "-c", str(args.rt_cpu)] if args.rt_cpu is not None else []
-    return prefix + _workload_argv(args, workdir, workload, *extra)
+    return rt_prefix(args) + _workload_argv(args, workdir, workload, *extra)
+
+
+def rt_prefix(args):
+    """--rt-cpu CPU: the workload at real-time priority, pinned to CPU."""
+    return ["chrt", "-f", "10", "taskset", "-c", str(args.rt_cpu)] if args.rt_cpu is not None else []
 
 
 def _workload_argv(args, workdir, workload, *extra):

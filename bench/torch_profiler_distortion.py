@@ -22,12 +22,12 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compensation import (CHROOT_WORKLOADS, REPO, TABLE_ROW, TIMEOUT_S, WORKLOADS, start_recording,  # noqa: E402
-                          touch, wait_for)
+from compensation import (CHROOT_WORKLOADS, REPO, TABLE_ROW, TIMEOUT_S, WORKLOADS, rt_prefix,  # noqa: E402
+                          start_recording, touch, wait_for)
 
 
 def workload_argv(args, workdir):
-    prefix = ["chrt", "-f", "10", "taskset", "-c", str(args.rt_cpu)] if args.rt_cpu is not None else []
+    prefix = rt_prefix(args)
     tail = [str(workdir), "--op", args.op, "--calls", str(args.calls)]
     if args.chroot:
         dest = Path(args.chroot) / CHROOT_WORKLOADS.lstrip("/")
