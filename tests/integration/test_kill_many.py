@@ -124,8 +124,9 @@ def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir,
     # What the killed recorders left: a recorder killed while tracing had
     # written the file's header and mandatory chunks before its tracing line
     # (docs/record-file.md), so its file reports every complete chunk (exit 0,
-    # the lost tail named). Killed before that: no file, or a stub that
-    # `report` refuses as truncated (exit 1), never anything else.
+    # the lost tail named). Killed before that: no file, an empty file (killed
+    # between creating it and writing its header: CI saw 1 in 21) or a stub
+    # that `report` refuses as truncated (exit 1), never anything else.
     for path, tracing in files:
         if not path.exists():
             assert not tracing, f"{path}: killed while tracing, but no file"
@@ -134,5 +135,7 @@ def test_fifty_sigkills_leave_the_target_unharmed_and_unmodified(procs, workdir,
         if tracing:
             assert report.returncode == 0, (path, report.stderr)
         else:
-            assert report.returncode == 0 or (report.returncode == 1 and "is truncated" in report.stderr), (
+            refused_stub = report.returncode == 1 and ("is truncated" in report.stderr or
+                                                       "is empty: not a gpuprof record file" in report.stderr)
+            assert report.returncode == 0 or refused_stub, (
                 path, report.returncode, report.stderr)
