@@ -13,6 +13,7 @@
 """
 import os
 import re
+import signal
 import statistics
 import time
 
@@ -78,8 +79,9 @@ def test_planted_calls_are_all_there(planted):
     assert raw.calls() == expected, raw.text
 
 
-def test_compensated_times_are_the_planted_times(planted):
-    _, rec, compensated, raw, spun_us = planted
+def assert_planted_times(compensated, raw, spun_us):
+    """The compensated table shows the planted times, to within what this
+    machine allows (MAX_RESIDUE); the raw one visibly more."""
     planted_us = {"aten::planted_parent": CALLS * PARENT_SELF_NS / 1000,
                   "aten::planted_child": CALLS * CHILDREN * CHILD_NS / 1000}
     seen = {name: (compensated.rows[name].self_cpu_us, raw.rows[name].self_cpu_us) for name in spun_us}
@@ -99,6 +101,11 @@ def test_compensated_times_are_the_planted_times(planted):
     raw_total = raw.rows["aten::planted_parent"].cpu_total_us
     want_total = sum(spun_us.values())
     assert abs(parent_total - want_total) <= MAX_RESIDUE * (raw_total - want_total), (parent_total, summary)
+
+
+def test_compensated_times_are_the_planted_times(planted):
+    _, rec, compensated, raw, spun_us = planted
+    assert_planted_times(compensated, raw, spun_us)
 
 
 def test_the_table_says_what_was_removed(planted):
@@ -127,6 +134,47 @@ def test_the_table_says_what_was_removed(planted):
     again = run_gpuprof("report", out, "--row-limit", "-1")
     assert again.returncode == 0, again.stderr
     assert parse_table(again.stdout).text.strip() in rec.stdout
+
+
+def test_record_a_compensates_every_process(procs, tmp_path):
+    """record -a calibrates as record -p does: the planted driver, started
+    after gpuprof, shows the planted times in its process's table, and its
+    libtorch file's single-stepped sites (found after the start) are in the
+    estimate recorded at the end."""
+    out = tmp_path / "all.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-o", out, name="gpuprof-a")
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    # A first driver maps the fake libtorch: its file gets its probes then,
+    # and every later process that maps it has them from its first call.
+    first = procs.start([FAKE_LIBTORCH / "planted_driver", "100000000", "1000", "0", "0"], "first-driver")
+    gp.wait_for_stderr(r"^gpuprof: tracing \S*/fake_libtorch/libtorch_cpu\.so: 14 ops, ", timeout=60, watch=[first])
+    first.kill_hard()
+    planted_run = procs.start(["chrt", "-f", "10", FAKE_LIBTORCH / "planted_driver", str(CALLS), str(PARENT_SELF_NS),
+                               str(CHILDREN), str(CHILD_NS)], "planted-driver")
+    assert planted_run.wait(timeout=180) == 0, planted_run.describe()
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    spun = SPUN_RE.search(planted_run.stdout())
+    assert spun and int(spun.group(1)) == CALLS, planted_run.stdout()
+    spun_us = {"aten::planted_parent": int(spun.group(2)) / 1000, "aten::planted_child": int(spun.group(3)) / 1000}
+
+    pid = str(planted_run.pid)
+    report = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1")
+    raw = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1", "--raw-times")
+    assert report.returncode == 0 and raw.returncode == 0, report.stderr + raw.stderr
+    # --pid: that process's section only (its header, its table, its notes).
+    assert report.stdout.startswith(f"== Process {pid} (planted_driver): "), report.stdout
+    compensated, measured = parse_table(report.stdout), parse_table(raw.stdout)
+    expected = {"aten::planted_parent": CALLS, "aten::planted_child": CALLS * CHILDREN}
+    assert compensated.calls() == expected and measured.calls() == expected, report.stdout
+    assert_planted_times(compensated, measured, spun_us)
+    m = REMOVED_RE.search(report.stdout)
+    assert m, report.stdout
+    # The fake library's 4 ops with a single-stepped entry: its file was
+    # found after attach's estimate was recorded, so these sites came with
+    # the estimate recorded at the end.
+    assert m.group(6) == "4", m.group(0)
+    assert int(m.group(11)) >= 2, m.group(0)  # rounds through the recording
 
 
 # This VM's host runs its two vCPUs at different speeds, and changes them,

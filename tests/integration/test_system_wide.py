@@ -396,6 +396,9 @@ def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):
         tmux.keys("Enter")
         screen = tmux.wait_for(r"^aten::mm ")
         assert re.search(rf"^gpuprof top - {pid} \(python3\)", screen, re.M), screen
+        # Its times are compensated, as top -p's (docs/top.md): by the
+        # calibration top -a made before its first probes went in.
+        assert re.search(r", probes -\d+\.\d\d us/call\s*$", screen, re.M), screen
         tmux.keys("Escape")
         tmux.wait_for(r"^gpuprof top -a - ")
         tmux.keys("q")

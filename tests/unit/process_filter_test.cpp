@@ -49,6 +49,11 @@ Recording system_wide() {
   r.gpu_correlations = {{130, 7, 12, 1, 2}, {140, 8, 20, 1, 2}};
   r.gpu_activities = {{.start_ns = 131, .end_ns = 135, .correlation_id = 7},
                       {.start_ns = 141, .end_ns = 150, .correlation_id = 8}};
+  ProbeCosts costs;
+  costs.rounds = 37;
+  costs.op_sites = {0, 1, 0, 2};  // by op id, across both files
+  r.probe_costs = costs;
+  r.lost_chunks = {{42, 367777, 900, "f: corrupt chunk 42 (EVENTS) at offset 367777: checksum mismatch"}};
   r.complete = true;
   return r;
 }
@@ -72,6 +77,13 @@ TEST(ProcessFilter, SelectsOneProcessAndRenumbersIndices) {
   EXPECT_EQ(one.gpu_activities[0].correlation_id, 8u);
   EXPECT_EQ(one.thread_names, (std::vector<ThreadName>{{20, "python3"}}));
   EXPECT_EQ(one.ops, all.ops);  // dictionaries whole
+  // The calibration (op sites by the recording's op ids) and what was lost
+  // are the whole file's: each process's table is compensated and says so.
+  ASSERT_TRUE(one.probe_costs.has_value());
+  EXPECT_EQ(one.probe_costs->rounds, 37u);
+  EXPECT_EQ(one.probe_costs->op_sites, all.probe_costs->op_sites);
+  ASSERT_EQ(one.lost_chunks.size(), 1u);
+  EXPECT_EQ(one.lost_chunks[0].message, all.lost_chunks[0].message);
 
   const Recording spin = select_processes(all, {30});
   EXPECT_TRUE(spin.events.empty());

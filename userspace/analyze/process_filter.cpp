@@ -32,7 +32,8 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
   copy_members(out, recording, &Recording::format_version, &Recording::process, &Recording::clock,
                &Recording::ops, &Recording::options, &Recording::shapes, &Recording::sample_frames,
                &Recording::sample_stacks, &Recording::launch_names, &Recording::cuda_runtime,
-               &Recording::cupti_shim, &Recording::stats, &Recording::complete, &Recording::incomplete_reason);
+               &Recording::cupti_shim, &Recording::probe_costs, &Recording::stats, &Recording::complete,
+               &Recording::incomplete_reason, &Recording::lost_chunks);
 
   std::unordered_map<uint64_t, uint64_t> event_index;  // old -> new, kept frame-opening events only
   for (size_t i = 0; i < recording.events.size(); i++) {

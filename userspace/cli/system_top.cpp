@@ -74,6 +74,16 @@ class SystemTop {
     };
     config.on_thread = [this](uint32_t tid, uint32_t pid) { pid_of_tid_[tid] = pid; };
     config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
+    // Calibrated before the first probes go in, so before any op event;
+    // handed again with more op sites as libtorch files are found (the
+    // timeline reads costs_ by address: assigned in place).
+    config.calibrate_through_recording = false;  // the table is gone when top stops
+    config.on_probe_costs = [this](const ProbeCosts& costs) {
+      if (options_.raw_times) return;
+      const bool first = !costs_;
+      costs_ = costs;
+      if (first) timeline_ = TimelineBuilder(&*costs_);
+    };
     config.on_launch = [this](const CudaLaunch&, uint32_t pid) {
       Watched& w = processes_[static_cast<int>(pid)];
       w.launches++;
@@ -181,6 +191,7 @@ class SystemTop {
         status.cpu_percent = w->second.cpu_percent;
         status.elapsed_s = elapsed_s;
         status.events_lost = lost;
+        status.times = times_status(costs_);
         if (!w->second.cpu.ok) status.state = "exited";
         if (help && view.height > 1) view.height--;  // room for the way back
         std::string text = render_top(view_.since_start ? w->second.table->since_start() : w->second.shown, status, view);
@@ -232,6 +243,7 @@ class SystemTop {
   std::vector<OpInfo> ops_;  // every libtorch's ops, as the session numbers them
   std::map<int, Watched> processes_;
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
+  std::optional<ProbeCosts> costs_;  // op times are compensated by them (op_timeline.h)
   TimelineBuilder timeline_;
   TopViewOptions view_;
   std::optional<int> selected_pid_;

@@ -130,9 +130,7 @@ class Top {
     status.elapsed_s = last_tick_ns_ > start_ns_ ? (last_tick_ns_ - start_ns_) / 1e9 : 0;
     status.events_lost = lost;
     status.gpu = gpu_;
-    char removed[48];
-    std::snprintf(removed, sizeof removed, "probes -%.2f us/call", costs_ ? costs_->total_ns() / 1000.0 : 0);
-    status.times = costs_ ? removed : "raw times";
+    status.times = times_status(costs_);
     return status;
   }
 

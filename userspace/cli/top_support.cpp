@@ -36,6 +36,13 @@ ProcessCpu read_process_cpu(int pid) {
   return out;
 }
 
+std::string times_status(const std::optional<ProbeCosts>& costs) {
+  if (!costs) return "raw times";
+  char removed[48];
+  std::snprintf(removed, sizeof removed, "probes -%.2f us/call", costs->total_ns() / 1000.0);
+  return removed;
+}
+
 size_t printed_table_width() { return terminal_columns(STDOUT_FILENO).value_or(200); }
 
 StderrCapture::StderrCapture() {

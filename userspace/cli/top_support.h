@@ -29,6 +29,10 @@ ProcessCpu read_process_cpu(int pid);
 // into a file or a pipe.
 size_t printed_table_width();
 
+// What the status line says of op times: "probes -X us/call" (compensated
+// by `costs`), or "raw times".
+std::string times_status(const std::optional<ProbeCosts>& costs);
+
 // Captures this process's stderr while the screen is full (the session's
 // progress lines would draw over it) and prints it once the screen is back.
 class StderrCapture {

@@ -1,15 +1,18 @@
 #include "collect/calibration_rounds.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
+
+#include "record/probe_costs_text.h"
 
 namespace gpuprof {
 
 // Calibrates the op probes' costs on gpuprof's own code (probe_calibration.h),
 // once per session, before the target's probes go in: the target does not
 // wait on it.
-std::optional<ProbeCosts> CalibrationRounds::at_attach(const DispatcherCatalog& catalog) {
-  if (std::exchange(tried_, true)) return std::nullopt;
+bool CalibrationRounds::at_attach(const std::vector<uint8_t>& op_sites) {
+  if (std::exchange(tried_, true)) return false;
   std::string error;
   auto calibrator = value_or_error(ProbeCalibrator::start(), &error);
   std::optional<ProbeCosts> costs;
@@ -19,12 +22,21 @@ std::optional<ProbeCosts> CalibrationRounds::at_attach(const DispatcherCatalog& 
   }
   if (!costs) {
     diagnostics_.warn("reports will show raw op times (the probes' cost is in them): " + error);
-    return std::nullopt;
+    return false;
   }
-  costs->op_sites = catalog.op_sites;
+  costs->op_sites = op_sites;
   at_attach_ = costs;
   if (config_.calibrate_through_recording) calibrator_ = std::move(calibrator);
-  return costs;
+  return true;
+}
+
+void CalibrationRounds::add_op_sites(uint32_t first_op, const std::vector<uint8_t>& sites) {
+  if (!at_attach_) return;
+  std::vector<uint8_t>& all = at_attach_->op_sites;
+  if (all.size() < first_op + sites.size()) all.resize(first_op + sites.size(), 0);
+  std::copy(sites.begin(), sites.end(), all.begin() + first_op);
+  // A live view compensates with the sites it knows (top -a).
+  if (attach_recorded_ && config_.on_probe_costs) config_.on_probe_costs(*at_attach_);
 }
 
 // A calibration round now and then while the target runs: on the machine
@@ -41,7 +53,7 @@ void CalibrationRounds::round() {
 
 // Once the target's probes are out: the estimate from every round, written
 // after attach's, which it supersedes (recording.h, ProbeCosts).
-void CalibrationRounds::record_through_recording(RecordOutputs& writer) {
+void CalibrationRounds::record_rounds(const Store& store) {
   if (!calibrator_ || !at_attach_) return;
   std::string error;
   // Two rounds more: a recording shorter than the rounds' period still
@@ -52,18 +64,19 @@ void CalibrationRounds::record_through_recording(RecordOutputs& writer) {
   calibrator_.reset();
   if (!costs) return;
   costs->op_sites = at_attach_->op_sites;
-  if (!writer.set_probe_costs(*costs, &error)) return (void)diagnostics_.write_failed(error);
+  if (!store(*costs, &error)) return (void)diagnostics_.write_failed(error);
   if (config_.verbose)
     std::fprintf(stderr, "gpuprof: calibrated through the recording: %.2f us per call from %u rounds (at attach: %.2f us)\n",
                  costs->total_ns() / 1000.0, costs->rounds, at_attach_->total_ns() / 1000.0);
 }
 
-// Records them, so that reports can take them out of op times.
-void CalibrationRounds::record(const ProbeCosts& costs, RecordOutputs& writer) {
+// Records attach's, so that reports can take them out of op times.
+void CalibrationRounds::record_attach(const Store& store) {
+  if (!at_attach_ || std::exchange(attach_recorded_, true)) return;
   std::string error;
-  if (!writer.set_probe_costs(costs, &error)) return (void)diagnostics_.write_failed(error);
-  if (config_.on_probe_costs) config_.on_probe_costs(costs);
-  if (config_.verbose) std::fprintf(stderr, "gpuprof: %s\n", describe_probe_costs(costs).c_str());
+  if (!store(*at_attach_, &error)) return (void)diagnostics_.write_failed(error);
+  if (config_.on_probe_costs) config_.on_probe_costs(*at_attach_);
+  if (config_.verbose) std::fprintf(stderr, "gpuprof: %s\n", describe_probe_costs(*at_attach_).c_str());
 }
 
 }  // namespace gpuprof

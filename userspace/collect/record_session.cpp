@@ -173,9 +173,9 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::vector<OpInfo> ops = catalog->ops;
   if (!setup_schedule(*catalog, ops)) return false;
   // Before the recording's clock starts: its time zero stays at the attach.
-  std::optional<ProbeCosts> costs = calibration_.at_attach(*catalog);
+  calibration_.at_attach(catalog->op_sites);
   if (!begin_record(pid, ops, &library, catalog->build_id)) return false;
-  if (costs) calibration_.record(*costs, *writer_);
+  calibration_.record(*writer_);
   if (auto bias = load_bias(pid, library))
     runtime_ops_->add_process(static_cast<uint32_t>(pid), 0, *catalog, *bias);
   else

@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "collect/calibration_rounds.h"
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/launch_collector.h"
@@ -188,6 +189,9 @@ class SystemSession {
   uint64_t op_calls_recorded_ = 0;  // op entries: the progress line's ops/s
   std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
   ExitlessCalls exitless_;
+  // The op probes' cost, calibrated before the first file's probes go in
+  // and in rounds through the recording (calibration_rounds.h).
+  CalibrationRounds calibration_{config_, diagnostics_};
 };
 
 Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
@@ -265,6 +269,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
       return true;
     }
     if (config_.on_ops) config_.on_ops(base, catalog->ops);
+    calibration_.add_op_sites(base, catalog->op_sites);
     const uint64_t start = now_ns();
     if (!succeeded(tracer_->attach_ops(library->path_for_us, sites, 0), &error)) {
       warn(library->path_in_target + " not traced: " + error);
@@ -272,13 +277,13 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
       return true;
     }
     libtorch_files_.emplace(id, TracedFile{base, std::make_shared<const DispatcherCatalog>(std::move(*catalog))});
-    stats_.entry_probes += catalog->entry_sites;
-    stats_.exit_probes += catalog->exit_sites;
-    stats_.ops_without_exit += catalog->ops_without_exit;
+    const DispatcherCatalog& traced = *libtorch_files_[id].catalog;  // *catalog is moved from
+    stats_.entry_probes += traced.entry_sites;
+    stats_.exit_probes += traced.exit_sites;
+    stats_.ops_without_exit += traced.ops_without_exit;
     std::fprintf(stderr, "gpuprof: tracing %s: %zu ops, %u entry + %u exit probes (attach %.1f ms), for every process that maps it\n",
-                 library->path_in_target.c_str(), catalog->ops.size(), catalog->entry_sites, catalog->exit_sites,
+                 library->path_in_target.c_str(), traced.ops.size(), traced.entry_sites, traced.exit_sites,
                  (now_ns() - start) / 1e6);
-    const DispatcherCatalog& traced = *libtorch_files_[id].catalog;
     exitless_.add_ops(base, traced);
     if (std::string exitless = describe_exitless_ops(traced); !exitless.empty() && config_.verbose)
       std::fprintf(stderr, "gpuprof: %s: %s\n", library->path_in_target.c_str(), exitless.c_str());
@@ -547,6 +552,8 @@ RecordOutcome SystemSession::run() {
       fail(error);
       return outcome_;
     }
+    // Before any target's probes go in: no process waits on it.
+    calibration_.at_attach({});
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
     loads_ = value_or_error(LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }), &error);
@@ -555,6 +562,9 @@ RecordOutcome SystemSession::run() {
       return outcome_;
     }
     scan_processes();
+    // With the sites of the files found so far; those of files found later
+    // are in the estimate recorded at the end.
+    calibration_.record(*writer_);
     // The files found so far have every site in place: their processes'
     // first events are whole calls. A file found later is attached while
     // the program runs (its process may be mid-call for those ~100 ms; the
@@ -605,6 +615,7 @@ RecordOutcome SystemSession::run() {
     if (tracer_) tracer_->consume();
     if (sampler_) sampler_->consume();
     if (launch_tracer_) launch_tracer_->consume();
+    calibration_.round();
     const uint64_t now = now_ns();
     if (now - last_flush >= kFlushIntervalNs) {
       std::string err;
@@ -646,6 +657,7 @@ bool SystemSession::finish() {
   if (launch_tracer_) launch_tracer_->consume();
   stats_.events_lost = tracer_ ? tracer_->events_lost() : 0;
   if (sampler_) stats_.samples_lost = sampler_->lost();
+  if (diagnostics_.writing()) calibration_.record_through_recording(*writer_);
   stats_.stop_reason = outcome_.stop_reason;
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   std::string error;

@@ -442,7 +442,7 @@ std::string format_compensation_note(const Profile& profile) {
   } else if (profile.raw_times_asked) {
     out += "gpuprof: times as measured (--raw-times): each call's own probe hits and those of the calls inside it are in them\n";
   } else {
-    out += "gpuprof: times as measured: the recording holds no probe calibration (record -a, an older gpuprof, "
+    out += "gpuprof: times as measured: the recording holds no probe calibration (an older gpuprof, "
            "or a failed calibration: see its warnings), so the probes' own time is in them\n";
   }
   if (profile.calls_shorter_than_probes != 0)
