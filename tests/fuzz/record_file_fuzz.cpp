@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "analyze/aggregator.h"
+#include "analyze/module_tree.h"
 #include "output/chrome_trace.h"
 #include "output/folded_stacks.h"
 #include "output/gpu_kernel_table.h"
 #include "output/launch_table.h"
+#include "output/module_table.h"
 #include "output/op_table.h"
 #include "analyze/process_filter.h"
 #include "record/record_file.h"
@@ -161,6 +163,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // System-wide recordings: each process on its own, as report's sections.
   for (const auto& [pid, activity] : process_activity(*recording))
     (void)format_op_table(aggregate(select_processes(*recording, {pid})), TableOptions{});
+  if (recording->options.with_stack) {
+    ModuleTableOptions modules;
+    modules.show_events = true;
+    (void)format_module_table(build_module_tree(*recording), modules);
+  }
   (void)format_launch_table(summarize_launches(*recording), -1);
   (void)format_gpu_kernel_table(summarize_gpu_kernels(*recording), -1);
   size_t bytes = 0;

@@ -4066,3 +4066,67 @@ TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
 
 }  // namespace
 }  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+// record --with-modules: MODULE_NAMES (docs/record-file.md, docs/modules.md).
+TEST_F(RecordFileTest, ModuleNamesRoundTripAfterTheFramesTheyName) {
+  std::string err;
+  RecordOptions options;
+  options.with_stack = true;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
+  for (const char* frame : {"nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0"})
+    ASSERT_TRUE(w.add_sample_frame(frame, &err)) << err;
+  const std::vector<ModuleName> names = {{0, 1, "conv"}, {0, 2, "act"}};
+  ASSERT_TRUE(w.add_module_names(names, &err)) << err;
+  // What the reader would refuse, the writer refuses, and writes nothing.
+  EXPECT_FALSE(w.add_module_names({{0, 1, "ok"}, {0, 3, "fc"}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording module names: name 1 names frame 3, but 3 frames are defined");
+  EXPECT_FALSE(w.add_module_names({{0, 1, ""}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording module names: name 0 has a name of 0 bytes (1 to 255)");
+  ASSERT_TRUE(w.add_module_names({}, &err)) << err;  // nothing to write
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->module_names, names);
+  // The frames they name come first in the file: a file cut between the
+  // two never names an undefined frame.
+  std::vector<uint32_t> types;
+  for (const ChunkSpan& c : chunks_of(file)) types.push_back(c.type);
+  const auto frames_at = std::find(types.begin(), types.end(), static_cast<uint32_t>(ChunkType::SAMPLE_FRAMES));
+  const auto names_at = std::find(types.begin(), types.end(), static_cast<uint32_t>(ChunkType::MODULE_NAMES));
+  ASSERT_NE(names_at, types.end());
+  EXPECT_LT(frames_at, names_at);
+  EXPECT_EQ(std::count(types.begin(), types.end(), static_cast<uint32_t>(ChunkType::MODULE_NAMES)), 1);
+  expect_every_flipped_byte_is_caught(file);
+}
+
+TEST_F(RecordFileTest, BadModuleNamesAreRefusedWithClearErrors) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;  // no with_stack
+  EXPECT_FALSE(w.add_module_names({{0, 1, "conv"}}, &err));
+  EXPECT_EQ(err, path_ + ": not recording module names: the recording was begun without the with_stack option");
+
+  constexpr uint32_t kWithStack = 1u << 4;  // OPTIONS bit 4
+  const std::vector<uint8_t> prefix = written_prefix(kWithStack);
+  auto expect_error = [&](const Bytes& payload, const std::string& problem) {
+    std::string e;
+    EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk_of(ChunkType::MODULE_NAMES, payload)), &e, "f").has_value())
+        << problem;
+    EXPECT_EQ(e, "f: corrupt chunk 5 (MODULE_NAMES)" + at_offset(prefix) + problem);
+  };
+  expect_error(Bytes().u32(1).u32(0).u32(1).str("conv"), "module name 0 names frame 0, but 0 frames are defined");
+  expect_error(Bytes().u32(1000000), "payload too short");
+  // Without the with_stack option the chunk is not allowed at all.
+  std::string e;
+  const std::vector<uint8_t> plain = cat(written_prefix(0), chunk_of(ChunkType::MODULE_NAMES, Bytes().u32(0)));
+  EXPECT_FALSE(read_recording_bytes(plain, &e, "f").has_value());
+  EXPECT_NE(e.find("MODULE_NAMES"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace gpuprof

@@ -78,6 +78,9 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("--with-stack", options.with_stack,
                    "record the Python stack at every op call (torch.profiler's with_stack); report "
                    "them with --group-by-stack-n N, and in folded stacks");
+  record->add_flag("--with-modules", options.with_modules,
+                   "record which module call (layer1.0.conv1) each op runs in: --with-stack, and each module's "
+                   "attribute name read from the target; report them with report --modules (docs/modules.md)");
   record->add_flag("--follow-forks", options.follow_forks,
                    "also trace the ops of the processes the target forks (DataLoader workers, ...), and theirs; "
                    "without it children run untraced (and unharmed)");
@@ -157,6 +160,17 @@ int run_record(RecordOptions options) {
     return 2;
   }
   warn_if_high_sample_rate(options.sample_hz);
+  if (options.with_modules && options.system_wide) {
+    std::fprintf(stderr, "gpuprof: error: -a (system-wide) does not take --with-modules: record one process "
+                         "with -p for it\n");
+    return 2;
+  }
+  if (options.with_modules && options.no_ops) {
+    std::fprintf(stderr, "gpuprof: error: --with-modules finds each op's module: it needs op tracing (no --no-ops)\n");
+    return 2;
+  }
+  // The modules come from the op entries' Python stacks.
+  options.with_stack = options.with_stack || options.with_modules;
   if (options.system_wide) {
     // What needs one target's layout or schedule is refused, not ignored.
     std::string refused;
@@ -309,6 +323,7 @@ int run_record(RecordOptions options) {
   config.sample_hz = options.sample_hz;
   config.ops = !options.no_ops;
   config.with_stack = options.with_stack;
+  config.with_modules = options.with_modules;
   config.follow_forks = options.follow_forks;
   config.verbose = options.verbose;
   config.progress = !options.quiet;  // drawn only when stderr is a terminal

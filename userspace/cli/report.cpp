@@ -8,6 +8,8 @@
 #include <set>
 
 #include "analyze/aggregator.h"
+#include "analyze/module_tree.h"
+#include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/report_many.h"
 #include "output/folded_stacks.h"
@@ -181,6 +183,23 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   for (const char* table_only : {"--sort-by", "--group-by-input-shape", "--group-by-stack-n"})
     gpu->excludes(report->get_option(table_only));
   for (CLI::Option* other : {folded, launches, kernels}) gpu->excludes(other);
+  CLI::Option* modules = report->add_flag(
+      "--modules", options.modules,
+      "print the model's modules as a tree with the op time and calls under each (torchprof's layer "
+      "table) instead of the op table; needs a recording made with --with-modules (or --with-stack); "
+      "see docs/modules.md");
+  report->add_flag("--show-events", options.show_events, "--modules: each module's own ops under it")->needs(modules);
+  report->add_option("--module-paths", options.module_paths,
+                     "--modules: only these modules and what is under them, as dotted paths from the model "
+                     "(ResNet.layer1,ResNet.fc)")
+      ->delimiter(',')
+      ->needs(modules);
+  report->add_option("--depth", options.depth, "--modules: modules down to this depth (the model: 0)")
+      ->check(CLI::Range(0, 1000))
+      ->needs(modules);
+  for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
+    modules->excludes(report->get_option(table_only));
+  for (CLI::Option* other : {folded, launches, kernels, gpu}) modules->excludes(other);
   report->add_option("--pid", options.pids,
                      "system-wide recordings (record -a): only this process (repeatable)");
   report->add_option("--comm", options.comms,
@@ -203,7 +222,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
                                  "sets the permissions of --chrome-trace's, --speedscope's or --pprof's file: give one");
   });
   for (CLI::Option* file : {trace, speedscope, pprof}) {
-    for (CLI::Option* other : {folded, launches, kernels, gpu}) file->excludes(other);
+    for (CLI::Option* other : {folded, launches, kernels, gpu, modules}) file->excludes(other);
     for (const char* table_only : {"--sort-by", "--row-limit", "--group-by-input-shape", "--group-by-stack-n"})
       file->excludes(report->get_option(table_only));
   }
@@ -221,6 +240,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --launches --row-limit 20\n"
       "  gpuprof report run.gpuprof --kernels\n"
       "  gpuprof report run.gpuprof --gpu                 # busy, idle and what it waited for\n"
+      "  gpuprof report run.gpuprof --modules --show-events  # the layer table (record --with-modules)\n"
       "  gpuprof report run.gpuprof --strict                       # exit 1 on a corrupt chunk\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
@@ -228,6 +248,41 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --pprof run.pb.gz               # go tool pprof, Pyroscope, Parca\n"
       "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"
       "  gpuprof report all.gpuprof --comm python3 --folded --metric samples\n");
+}
+
+// --modules: the layer table (docs/modules.md).
+static int print_module_table(const Recording& recording, const ReportOptions& options) {
+  if (!recording.options.with_stack) {
+    std::fprintf(stderr,
+                 "gpuprof: error: --modules: %s has no Python stacks of op calls, which say what module each "
+                 "op ran in: record with --with-modules\n",
+                 options.input_path.c_str());
+    return 2;
+  }
+  const ModuleTree tree = build_module_tree(recording, options.raw_times);
+  if (auto unknown = unknown_module_paths(tree, options.module_paths); !unknown.empty()) {
+    std::string known;
+    for (size_t i = 0; i < tree.nodes.size() && i < 40; i++) known += (i ? ", " : "") + tree.path(i);
+    std::fprintf(stderr, "gpuprof: error: --module-paths: %s has no module %s; it has: %s%s\n",
+                 options.input_path.c_str(), unknown.front().c_str(), known.c_str(),
+                 tree.nodes.size() > 40 ? ", ..." : "");
+    return 2;
+  }
+  ModuleTableOptions table;
+  table.show_events = options.show_events;
+  table.paths = options.module_paths;
+  table.depth = options.depth;
+  std::string text = tree.nodes.empty() ? "No operator calls were recorded.\n" : format_module_table(tree, table);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::string notes;
+  if (recording.module_names.empty() && !tree.nodes.empty())
+    notes += "gpuprof: modules are named by torch's instance labels (Conv2d_18): the recording holds no "
+             "attribute names (record --with-modules reads them)\n";
+  if (tree.ops_without_stack)
+    notes += "gpuprof: " + std::to_string(tree.ops_without_stack) +
+             " op calls of Python threads had no Python stack read: they are under [stack not read]\n";
+  std::fwrite(notes.data(), 1, notes.size(), stderr);
+  return 0;
 }
 
 std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
@@ -437,6 +492,7 @@ int run_report(const ReportOptions& given) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
+  if (options.modules) return print_module_table(*recording, options);
   if (options.group_by_input_shape && !recording->options.shapes) {
     std::fprintf(stderr,
                  "gpuprof: error: %s has no input shapes: record with --record-shapes to group by "

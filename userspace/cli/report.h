@@ -39,6 +39,13 @@ struct ReportOptions {
   // report only: GPU time per op and kernel (CUPTI shim) instead of the table.
   bool kernels = false;
   bool gpu = false;  // --gpu: where each GPU's time went (docs/gpu-time.md)
+  // --modules: torchprof's layer table (docs/modules.md), with each
+  // module's own ops (--show-events), only some modules (--module-paths),
+  // down to a depth (--depth).
+  bool modules = false;
+  bool show_events = false;
+  std::vector<std::string> module_paths;
+  int depth = -1;
   // report only, system-wide recordings (record -a): only these processes
   // (--pid PID, --comm NAME; repeatable; both: a process must match both).
   std::vector<int> pids;

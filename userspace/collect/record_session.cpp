@@ -145,7 +145,7 @@ class Session final : public AttachCollectors {
   std::unique_ptr<NativeSymbolizer> symbolizer_;
   StackCuts stack_cuts_;  // samples and entries whose stacks have frames not read
   // The target's CPython (found once, for samples and entry stacks).
-  TargetPython python_{stack_cuts_, config_.verbose};
+  TargetPython python_{stack_cuts_, config_.verbose, config_.with_modules};
   std::string memory_error_;
   std::optional<TargetGpu> gpu_;
   uint64_t op_calls_recorded_ = 0;       // op entries: the progress line's ops/s

@@ -39,6 +39,7 @@ struct RecordConfig {
   uint32_t sample_hz = 0;       // -F HZ: CPU samples of the target's threads (0: none)
   bool ops = true;              // false (--no-ops): samples only, no op probes
   bool with_stack = false;      // --with-stack: the Python stack at every op entry
+  bool with_modules = false;    // --with-modules: and the module attribute names (python_stacks.h)
   bool follow_forks = false;    // --follow-forks: trace the ops of the target's child processes too
   bool verbose = false;
   // A progress line on stderr while recording, when stderr is a terminal

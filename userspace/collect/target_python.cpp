@@ -27,6 +27,11 @@ void TargetPython::find(int pid) {
   may_appear_ = false;
   config_ = *config;
   namer_ = std::make_unique<PythonStackNamer>(pid, runtime->offsets, PythonPathShortener::for_process(pid));
+  if (module_names_) {
+    module_attributes_ = std::make_unique<ModuleAttributes>(pid, runtime->offsets);
+    namer_->name_module_children(
+        [this](uint64_t parent, uint64_t child) { return module_attributes_->child_name(parent, child); });
+  }
   if (verbose_) std::fprintf(stderr, "gpuprof: Python frames: %s\n", runtime->description.c_str());
 }
 
@@ -72,6 +77,7 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
         });
     auto id = interner_->stack_of_names(frames);
     if (!id) return;
+    record_module_names();
     keep_bounded(stack_of_entry_words_, kStackCacheEntries);
     known = stack_of_entry_words_.emplace(std::vector<uint64_t>(key.begin(), key.end()), *id).first;
   }
@@ -79,6 +85,18 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
   cuts_.entries_cut += cut.cut();
   std::string err;
   if (!writer_->append_entry_stack(event_index, known->second, &err)) diagnostics_->write_failed(err);
+}
+
+// The module names entry_stack() read, by the frames just interned.
+void TargetPython::record_module_names() {
+  std::vector<ModuleName> names;
+  for (PythonStackNamer::ModuleEdge& edge : namer_->take_module_edges()) {
+    auto parent = interner_->frame(edge.parent_frame);
+    auto frame = interner_->frame(edge.frame);
+    if (parent && frame) names.push_back({*parent, *frame, std::move(edge.name)});
+  }
+  std::string err;
+  if (!names.empty() && !writer_->add_module_names(names, &err)) diagnostics_->write_failed(err);
 }
 
 }  // namespace gpuprof

@@ -18,6 +18,7 @@
 #include "collect/retry_every.h"
 #include "abi_common.h"
 #include "probe/op_tracer.h"
+#include "python/module_attributes.h"
 #include "python/python_stacks.h"
 #include "record/frames_not_read.h"
 #include "record/record_outputs.h"
@@ -27,7 +28,10 @@ namespace gpuprof {
 class TargetPython {
  public:
   // cuts: where entry stacks cut short are counted (with the samples').
-  TargetPython(StackCuts& cuts, bool verbose) : cuts_(cuts), verbose_(verbose) {}
+  // module_names: entry stacks also name module calls by their attribute
+  // in the enclosing module (record --with-modules; python_stacks.h).
+  TargetPython(StackCuts& cuts, bool verbose, bool module_names = false)
+      : cuts_(cuts), verbose_(verbose), module_names_(module_names) {}
 
   // Launched with --no-ops, sampling starts before the interpreter is up:
   // the lookup is retried while its answer may still change.
@@ -76,9 +80,12 @@ class TargetPython {
   };
 
   void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words, PythonStackCut cut);
+  void record_module_names();
 
   StackCuts& cuts_;
   const bool verbose_;
+  const bool module_names_;
+  std::unique_ptr<ModuleAttributes> module_attributes_;  // module_names_: the target's _modules dicts
   std::optional<gp_python_config> config_;
   std::string missing_;
   bool may_appear_ = false;

@@ -1,11 +1,15 @@
 #include "python/python_stacks.h"
 
 #include <cstring>
+#include <utility>
 
 #include "op_tracer_abi.h"
 
 namespace gpuprof {
+
 namespace {
+
+const std::string kUnknownModule = "nn.Module: [unknown]";
 
 constexpr const char kModuleFile[] = "torch/nn/modules/module.py";
 constexpr size_t kMaxTypeName = 256;
@@ -60,6 +64,7 @@ std::vector<std::string> PythonStackNamer::entry_stack(std::span<const uint64_t>
   const size_t depth = words.size() / GP_ENTRY_FRAME_WORDS;
   std::vector<std::string> stack;
   stack.reserve(depth);
+  std::vector<size_t> module_frames;  // indices of the module calls, innermost first
   for (size_t i = 0; i < depth; i++) {
     const uint64_t* f = &words[i * GP_ENTRY_FRAME_WORDS];
     CodeRole r = role(f[0]);
@@ -69,6 +74,16 @@ std::vector<std::string> PythonStackNamer::entry_stack(std::span<const uint64_t>
         role(words[(i + 1) * GP_ENTRY_FRAME_WORDS]) == CodeRole::wrapped_call_impl)
       r = CodeRole::plain;
     stack.push_back(r == CodeRole::plain ? function_frame(f[0]) : module_entry(f[2]));
+    if (r != CodeRole::plain) module_frames.push_back(i);
+  }
+  // Each module call in the one around it (the next module frame outwards).
+  for (size_t k = 0; child_name_ && k + 1 < module_frames.size(); k++) {
+    const size_t inner = module_frames[k], outer = module_frames[k + 1];
+    const uint64_t child = words[inner * GP_ENTRY_FRAME_WORDS + 2];
+    const uint64_t parent = words[outer * GP_ENTRY_FRAME_WORDS + 2];
+    if (stack[inner] == kUnknownModule || stack[outer] == kUnknownModule) continue;
+    if (!pairs_asked_.insert({parent, child}).second) continue;
+    if (auto name = child_name_(parent, child)) module_edges_.push_back({stack[outer], stack[inner], std::move(*name)});
   }
   return stack;
 }
@@ -76,7 +91,7 @@ std::vector<std::string> PythonStackNamer::entry_stack(std::span<const uint64_t>
 std::string PythonStackNamer::module_entry(uint64_t module) {
   if (auto it = modules_.find(module); it != modules_.end()) return it->second;
   auto cls = class_name(module);
-  if (!cls) return "nn.Module: [unknown]";  // not cached: the next read may work
+  if (!cls) return kUnknownModule;  // not cached: the next read may work
   const uint32_t n = instances_of_class_[*cls]++;
   return modules_.emplace(module, "nn.Module: " + *cls + "_" + std::to_string(n)).first->second;
 }

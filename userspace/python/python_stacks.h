@@ -29,11 +29,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "python/python_code.h"
@@ -63,6 +66,20 @@ class PythonStackNamer {
   // innermost first.
   std::vector<std::string> entry_stack(std::span<const uint64_t> words);
 
+  // record --with-modules: entry_stack() also names each module call
+  // inside another by its attribute in the outer module's _modules, asking
+  // `child_name(outer module, inner module)` once per pair of instances.
+  using ModuleChildName = std::function<std::optional<std::string>(uint64_t parent, uint64_t child)>;
+  void name_module_children(ModuleChildName child_name) { child_name_ = std::move(child_name); }
+  // A module frame's attribute name in its parent module frame's module.
+  struct ModuleEdge {
+    std::string parent_frame;  // "nn.Module: Sequential_0"
+    std::string frame;         // "nn.Module: BasicBlock_0"
+    std::string name;          // "0"
+  };
+  // The edges named since the last call.
+  std::vector<ModuleEdge> take_module_edges() { return std::exchange(module_edges_, {}); }
+
  private:
   enum class CodeRole { plain, call_impl, wrapped_call_impl };
   CodeRole role(uint64_t code);
@@ -79,6 +96,9 @@ class PythonStackNamer {
   std::unordered_map<uint64_t, std::string> functions_;           // code -> text at its first line
   std::unordered_map<uint64_t, std::string> modules_;            // instance -> "nn.Module: X_n"
   std::unordered_map<std::string, uint32_t> instances_of_class_;
+  ModuleChildName child_name_;
+  std::set<std::pair<uint64_t, uint64_t>> pairs_asked_;  // (parent, child) instances
+  std::vector<ModuleEdge> module_edges_;
 };
 
 }  // namespace gpuprof

@@ -240,6 +240,47 @@ void thread_names_fields(IO& io, N& names) {
   }
 }
 
+// MODULE_NAMES: the count, then each {parent_frame, frame, name}; a count
+// that cannot fit the payload stops the decoder at once.
+template <typename IO, typename N>
+void module_names_fields(IO& io, N& names) {
+  uint32_t count = static_cast<uint32_t>(names.size());
+  io.u32(count);
+  if constexpr (std::is_const_v<N>) {
+    for (const ModuleName& m : names) {
+      uint32_t parent = m.parent_frame, frame = m.frame;
+      std::string name = m.name;
+      io.u32(parent);
+      io.u32(frame);
+      io.str(name);
+    }
+  } else {
+    if (count > io.left() / 12) {  // 12: the smallest entry, two ids and an empty name
+      io.ok = false;
+      return;
+    }
+    names.resize(count);
+    for (ModuleName& m : names) {
+      io.u32(m.parent_frame);
+      io.u32(m.frame);
+      io.str(m.name);
+    }
+  }
+}
+
+// The MODULE_NAMES rules of record_file.h, shared by writer and reader:
+// both frames defined, a name of 1 to kRecordMaxModuleName bytes.
+inline std::string module_name_problem(const ModuleName& m, size_t frames_defined) {
+  for (uint32_t frame : {m.parent_frame, m.frame})
+    if (frame >= frames_defined)
+      return "names frame " + std::to_string(frame) + ", but " + std::to_string(frames_defined) +
+             " frames are defined";
+  if (m.name.empty() || m.name.size() > kRecordMaxModuleName)
+    return "has a name of " + std::to_string(m.name.size()) + " bytes (1 to " +
+           std::to_string(kRecordMaxModuleName) + ")";
+  return "";
+}
+
 // The THREAD_NAMES rules of record_file.h, shared by writer and reader.
 inline std::string thread_names_problem(const std::vector<ThreadName>& names) {
   std::unordered_set<uint32_t> seen;

@@ -502,6 +502,18 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       rec.probe_costs->recording_total_ns = rec.probe_costs->total_ns();
       break;
     }
+    case ChunkType::MODULE_NAMES: {
+      std::vector<ModuleName> names;
+      module_names_fields(d, names);
+      for (size_t i = 0; d.ok && i < names.size(); ++i) {
+        // A frame of a lost SAMPLE_FRAMES chunk: its placeholder.
+        for (uint32_t frame : {names[i].parent_frame, names[i].frame}) seen.salvage.frames.reach(rec.sample_frames, frame);
+        if (std::string problem = module_name_problem(names[i], rec.sample_frames.size()); !problem.empty())
+          return "module name " + std::to_string(i) + " " + problem;
+      }
+      if (d.ok) rec.module_names.insert(rec.module_names.end(), names.begin(), names.end());
+      break;
+    }
     case ChunkType::THREAD_NAMES:
       if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
       thread_names_fields(d, rec.thread_names);

@@ -38,6 +38,8 @@ constexpr ChunkSpec kSpecs[] = {
     {ChunkType::MORE_OPS, "MORE_OPS", 4, none, data},
     {ChunkType::PROBE_COSTS, "PROBE_COSTS", 5, ops, data},
     {ChunkType::OP_EVENTS, "OP_EVENTS", 6, ops, data},
+    // Came to version 6 after it was released: an older build skips it.
+    {ChunkType::MODULE_NAMES, "MODULE_NAMES", 6, with_stack, data},
 };
 
 constexpr bool in_type_order() {

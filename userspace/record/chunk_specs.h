@@ -40,6 +40,7 @@ enum class ChunkType : uint32_t {
   MORE_OPS = 25,
   PROBE_COSTS = 26,
   OP_EVENTS = 27,
+  MODULE_NAMES = 28,
 };
 
 // Where a chunk may stand in a file.

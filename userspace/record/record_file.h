@@ -136,6 +136,14 @@
 //                no-ops option
 //                (version 5; a build without it skips the chunk and
 //                reports raw times)
+//   MODULE_NAMES u32 count, count x {u32 parent_frame, u32 frame, str name}:
+//                record --with-modules: the attribute name of the module
+//                whose frame is `frame` in the module whose frame is
+//                parent_frame ("nn.Module: X_n" frames of SAMPLE_FRAMES,
+//                both defined before; Recording::module_names); names of 1
+//                to kRecordMaxModuleName bytes; any number of times; needs
+//                the with_stack option (version 6, added after its release:
+//                an older build skips it and names modules by their frames)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
@@ -313,6 +321,7 @@ inline constexpr size_t kRecordChunkHeaderSize = 16;
 inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // A thread name's longest (Linux's comm is 15 bytes; room for others).
 inline constexpr size_t kRecordMaxThreadName = 255;
+inline constexpr size_t kRecordMaxModuleName = 255;
 // The room a record writer keeps allocated past its file's end, for the
 // chunks that close the file after the disk filled (RecordWriter::disk_full).
 inline constexpr uint64_t kRecordClosingReserve = 128 << 10;
@@ -524,6 +533,9 @@ class RecordWriter {
   // (a killed recorder's file keeps them); at attach, then through the recording.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
   bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  // record --with-modules: module attribute names (a MODULE_NAMES chunk,
+  // written at once after the frames buffered so far, which they name).
+  bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
   size_t ops_defined() const { return ops_count_; }
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,

@@ -46,6 +46,7 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
   for (const std::string& name : launch_names_)
     if (!writer->add_launch_name(name, error)) return false;
   if (probe_costs_ && !writer->set_probe_costs(*probe_costs_, error)) return false;
+  if (!writer->add_module_names(module_names_, error)) return false;
   file.writer.emplace(std::move(*writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
@@ -82,6 +83,12 @@ std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* err
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
   ops_.push_back(op);
   return static_cast<uint32_t>(ops_.size() - 1);
+}
+
+bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_module_names(names, &err); })) return false;
+  module_names_.insert(module_names_.end(), names.begin(), names.end());
+  return true;
 }
 
 bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {

@@ -74,6 +74,8 @@ class RecordOutputs {
   void set_cuda_runtime(const CudaRuntimeInfo& info) { cuda_runtime_ = info; }
   void set_cupti_shim(const CuptiShimInfo& info) { cupti_shim_ = info; }
   void set_thread_names(std::vector<ThreadName> names) { thread_names_ = std::move(names); }
+  // Written at once to every open file and to each file opened later.
+  bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
   // The probes' calibrated costs: written at once to every open file (a
   // killed recorder's files keep them) and to each file opened later.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
@@ -113,6 +115,7 @@ class RecordOutputs {
   std::optional<CudaRuntimeInfo> cuda_runtime_;
   std::optional<CuptiShimInfo> cupti_shim_;
   std::vector<ThreadName> thread_names_;
+  std::vector<ModuleName> module_names_;
   std::optional<ProbeCosts> probe_costs_;
   uint64_t events_ = 0;
   uint64_t samples_ = 0;

@@ -626,6 +626,24 @@ bool RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& thread
   return true;
 }
 
+bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
+  if (!check_state(State::kBegun, "add_module_names", error)) return false;
+  if (names.empty()) return true;
+  if (!options_.with_stack) {
+    *error = path_ + ": not recording module names: the recording was begun without the with_stack option";
+    return false;
+  }
+  for (size_t i = 0; i < names.size(); ++i)
+    if (std::string problem = module_name_problem(names[i], frames_defined_); !problem.empty()) {
+      *error = path_ + ": not recording module names: name " + std::to_string(i) + " " + problem;
+      return false;
+    }
+  Encoder e;
+  module_names_fields(e, names);
+  // Their frames first: a file cut after either never names an undefined frame.
+  return flush_sample_frames(error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
+}
+
 bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
   if (!check_state(State::kBegun, "add_ops", error)) return false;
   Encoder e;

@@ -122,6 +122,17 @@ struct EntryShapes {
 
 // The Python stack at one op ENTRY (record --with-stack): events[event_index]
 // was called under sample_stacks[stack_id].
+// record --with-modules: the attribute name of a module in its parent
+// module's _modules (`layer1`, `0`, `conv1`), by their module frames in
+// Recording::sample_frames ("nn.Module: Sequential_0", "nn.Module:
+// BasicBlock_0"): a module shared by two parents has a name under each.
+struct ModuleName {
+  uint32_t parent_frame = 0;
+  uint32_t frame = 0;
+  std::string name;
+  bool operator==(const ModuleName&) const = default;
+};
+
 struct EntryStack {
   uint64_t event_index = 0;
   uint32_t stack_id = 0;
@@ -338,6 +349,8 @@ struct Recording {
   // `events`, ascending); entries that are not here had no Python frames
   // (a thread without Python, such as autograd's) or no readable stack.
   std::vector<EntryStack> entry_stacks;
+  // record --with-modules: the module frames' attribute names (ModuleName).
+  std::vector<ModuleName> module_names;
   // Kernel stacks of samples (by index in `samples`, ascending); in-kernel
   // samples that are not here have no known kernel stack.
   std::vector<SampleKernelStack> sample_kernel_stacks;

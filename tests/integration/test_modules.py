@@ -1,0 +1,112 @@
+"""report --modules: torchprof's layer table, from outside (docs/modules.md).
+
+The reference is torch.profiler in the same process: forward hooks open a
+record_function("module:<path>") per module call while it profiles a few
+forwards (tests/workloads/module_forward.py); then the same forwards run
+plain, with no hook, while `gpuprof record --with-modules` records them. For
+every module the two agree exactly: its path (the model's class, then the
+attribute names), its calls, and every aten op under it with its count; the
+tree's order is named_modules()'s.
+"""
+import json
+import re
+import signal
+
+import pytest
+
+from conftest import run_gpuprof, touch, wait_for_file
+
+FORWARDS = 3
+
+
+def parse_module_table(text):
+    """(module paths in table order, {path: calls}, {path: {op: calls}}) of
+    `report --modules --show-events`."""
+    lines = text.splitlines()
+    assert re.match(r"^Module +\| Self CPU total +\| CPU total +\| Number of Calls$", lines[0]), text
+    assert re.match(r"^-+\|-+\|-+\|-+$", lines[1]), text
+    order, calls, ops, stack = [], {}, {}, []
+    for line in lines[2:]:
+        cells = line.split(" | ")
+        assert len(cells) == 4, line
+        lead, branch, name = re.match(r"^([│ ]*)(├── |└── )?(\S.*?)\s*$", cells[0]).groups()
+        depth = len(lead) + 1 if branch else 0
+        assert re.match(r"^[\d.]+(us|ms|s)$", cells[1].strip()) and re.match(r"^[\d.]+(us|ms|s)$", cells[2].strip()), line
+        if "::" in name:  # an op row, one level under its module
+            path = ".".join(stack[:depth])
+            assert len(stack) == depth, (line, stack)
+            ops.setdefault(path, {})[name] = int(cells[3])
+            continue
+        del stack[depth:]
+        stack.append(name)
+        path = ".".join(stack)
+        order.append(path)
+        calls[path] = int(cells[3]) if cells[3].strip() else None
+    return order, calls, ops
+
+
+@pytest.mark.parametrize("model", ["resnet18", "encoder"])
+def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
+    target = procs.start_workload("module_forward.py", workdir, model, str(FORWARDS), torch_env=torch_env)
+    wait_for_file(workdir, "ready", timeout=300, watch=[target])
+    pid = int((workdir / "ready").read_text())
+    ref = json.loads((workdir / "reference.json").read_text())
+    out = workdir / "modules.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", str(pid), "--with-modules", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+    touch(workdir, "go")
+    wait_for_file(workdir, "done", timeout=300, watch=[target, gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    touch(workdir, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()  # unharmed
+
+    report = run_gpuprof("report", out, "--modules", "--show-events")
+    assert report.returncode == 0, report.stderr
+    assert "instance labels" not in report.stderr, report.stderr  # every module named by its attribute
+    order, calls, ops = parse_module_table(report.stdout)
+    # The modules torch's ranges saw, in named_modules() order; no op
+    # outside them (the script runs none), none without a stack.
+    called = [path for path in ref["named_modules"] if path in ref["calls"]]
+    assert order == called, (order, called)
+    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
+    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
+    aten = {path: by_op for path, by_op in aten.items() if by_op}
+    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+
+    # --depth 0: the model alone.
+    top = run_gpuprof("report", out, "--modules", "--depth", "0")
+    assert top.returncode == 0, top.stderr
+    assert top.stdout.splitlines()[2].startswith(called[0].split(".")[0] + " "), top.stdout
+    assert len(top.stdout.splitlines()) == 3, top.stdout
+
+
+def test_modules_need_stacks_and_known_paths(procs, workdir, tmp_path):
+    target = procs.start_workload("module_forward.py", workdir, "resnet18", "1")
+    wait_for_file(workdir, "ready", timeout=300, watch=[target])
+    pid = int((workdir / "ready").read_text())
+    plain, stacks = tmp_path / "plain.gpuprof", tmp_path / "stacks.gpuprof"
+    for out, extra in ((plain, ()), (stacks, ("--with-stack",))):
+        gp = procs.start_gpuprof("record", "-p", str(pid), "-o", out, *extra)
+        gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+        gp.send(signal.SIGINT)
+        assert gp.wait(timeout=120) == 0, gp.describe()
+    touch(workdir, "go")
+    wait_for_file(workdir, "done", timeout=300, watch=[target])
+    touch(workdir, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()
+
+    no_stacks = run_gpuprof("report", plain, "--modules")
+    assert no_stacks.returncode == 2, no_stacks.stdout
+    assert no_stacks.stderr == (f"gpuprof: error: --modules: {plain} has no Python stacks of op calls, which say "
+                                "what module each op ran in: record with --with-modules\n")
+    # A --with-stack recording with no op in it: no table, said.
+    empty = run_gpuprof("report", stacks, "--modules")
+    assert empty.returncode == 0 and empty.stdout == "No operator calls were recorded.\n", empty
+    unknown = run_gpuprof("report", stacks, "--modules", "--module-paths", "ResNet.nope")
+    assert unknown.returncode == 2 and "has no module ResNet.nope" in unknown.stderr, unknown.stderr
+    for bad in (("--show-events",), ("--depth", "1"), ("--modules", "--folded"), ("--modules", "--depth", "-1")):
+        refused = run_gpuprof("report", stacks, *bad)
+        assert refused.returncode == 2, (bad, refused.stderr)
+    system_wide = run_gpuprof("record", "-a", "--with-modules", "-o", tmp_path / "a.gpuprof")
+    assert system_wide.returncode == 2 and "does not take --with-modules" in system_wide.stderr, system_wide.stderr

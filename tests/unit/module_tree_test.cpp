@@ -1,0 +1,162 @@
+// module_tree / module_table: ops by the module call they ran in, on a
+// planted recording whose every figure is known (docs/modules.md).
+#include "analyze/module_tree.h"
+
+#include <gtest/gtest.h>
+
+#include "output/module_table.h"
+#include "probe_events.h"
+
+namespace gpuprof {
+namespace {
+
+using test::op_entry;
+using test::op_exit;
+
+enum Op : uint32_t { kConv2d, kConvolution, kRelu, kAdd, kLinear };
+enum Frame : uint32_t { kScript, kNet, kConv, kAct, kFc };
+enum Stack : uint32_t { kInConv, kInAct, kInNet, kInFc, kOutside };
+
+// A model Net(conv, act, fc) whose forward runs conv, act, an add of its
+// own, act again and fc; called twice back to back (no op between the
+// calls), then an add outside it; a thread without Python frames; an op of
+// the main thread whose stack was not read.
+Recording planted(bool with_names) {
+  Recording r;
+  r.options.with_stack = true;
+  r.ops = {{"aten::conv2d", "", ""}, {"aten::convolution", "", ""}, {"aten::relu", "", ""},
+           {"aten::add", "Tensor", ""}, {"aten::linear", "", ""}};
+  r.sample_frames = {"x.py(1): <module>", "nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0",
+                     "nn.Module: Linear_0"};
+  r.sample_stacks = {{kScript, kNet, kConv}, {kScript, kNet, kAct}, {kScript, kNet},
+                     {kScript, kNet, kFc}, {kScript}};
+  if (with_names) r.module_names = {{kNet, kConv, "conv"}, {kNet, kAct, "act"}, {kNet, kFc, "fc"}};
+  auto call = [&](uint64_t start, uint64_t end, uint32_t op, std::optional<uint32_t> stack, uint32_t tid = test::kTid,
+                  uint64_t sp = 900) {
+    if (stack) r.entry_stacks.push_back({r.events.size(), *stack});
+    r.events.push_back(op_entry(start, sp, op, tid));
+    r.events.push_back(op_exit(end, sp, op, tid));
+  };
+  for (uint64_t at : {0, 100'000}) {
+    // conv2d (9 us) calling convolution (7 us)
+    r.entry_stacks.push_back({r.events.size(), kInConv});
+    r.events.push_back(op_entry(at + 1'000, 900, kConv2d));
+    r.entry_stacks.push_back({r.events.size(), kInConv});
+    r.events.push_back(op_entry(at + 2'000, 800, kConvolution));
+    r.events.push_back(op_exit(at + 9'000, 800, kConvolution));
+    r.events.push_back(op_exit(at + 10'000, 900, kConv2d));
+    call(at + 11'000, at + 14'000, kRelu, kInAct);
+    call(at + 15'000, at + 16'000, kAdd, kInNet);
+    call(at + 17'000, at + 19'000, kRelu, kInAct);
+    call(at + 20'000, at + 25'000, kLinear, kInFc);
+  }
+  call(300'000, 301'000, kAdd, kOutside);
+  call(400'000, 402'000, kRelu, std::nullopt, 200);
+  call(500'000, 500'500, kLinear, std::nullopt);
+  r.complete = true;
+  return r;
+}
+
+const ModuleNode& node(const ModuleTree& tree, const std::string& path) {
+  for (size_t i = 0; i < tree.nodes.size(); i++)
+    if (tree.path(i) == path) return tree.nodes[i];
+  ADD_FAILURE() << "no module " << path;
+  static ModuleNode none;
+  return none;
+}
+
+TEST(ModuleTree, EachOpUnderTheModuleCallItRanIn) {
+  const ModuleTree tree = build_module_tree(planted(true));
+  ASSERT_EQ(tree.nodes.size(), 7u);
+  const ModuleNode& net = node(tree, "Net");
+  EXPECT_EQ(net.label, "Net_0");
+  // Called twice back to back: its first child opening again starts a call.
+  EXPECT_EQ(net.calls, 2u);
+  EXPECT_EQ(net.self_ns, 2'000u);  // its own add, twice
+  EXPECT_EQ(net.total_ns, 40'000u);
+  EXPECT_EQ(node(tree, "Net.conv").calls, 2u);
+  EXPECT_EQ(node(tree, "Net.conv").self_ns, 18'000u);
+  EXPECT_EQ(node(tree, "Net.act").calls, 4u);  // called twice per forward
+  EXPECT_EQ(node(tree, "Net.act").total_ns, 10'000u);
+  EXPECT_EQ(node(tree, "Net.fc").calls, 2u);
+  EXPECT_EQ(node(tree, "[no module]").self_ns, 1'000u);
+  EXPECT_EQ(node(tree, "[no Python frames]").self_ns, 2'000u);
+  EXPECT_EQ(node(tree, "[stack not read]").self_ns, 500u);
+  EXPECT_EQ(node(tree, "[no module]").calls, 0u);
+  EXPECT_EQ(tree.ops_without_stack, 1u);
+  // Children in first-seen order; the synthetic nodes after the model.
+  std::vector<std::string> children;
+  for (size_t c : net.children) children.push_back(tree.nodes[c].name);
+  EXPECT_EQ(children, (std::vector<std::string>{"conv", "act", "fc"}));
+  std::vector<std::string> tops;
+  for (size_t t : tree.tops) tops.push_back(tree.nodes[t].name);
+  EXPECT_EQ(tops, (std::vector<std::string>{"Net", "[no module]", "[stack not read]", "[no Python frames]"}));
+  // A nested op belongs to its outermost call's module: convolution under conv.
+  const ModuleNode& conv = node(tree, "Net.conv");
+  ASSERT_EQ(conv.ops.size(), 2u);
+  EXPECT_EQ(conv.ops[0].name, "aten::convolution");  // by self time
+  EXPECT_EQ(conv.ops[0].self_ns, 14'000u);
+  EXPECT_EQ(conv.ops[1].name, "aten::conv2d");
+  EXPECT_EQ(conv.ops[1].calls, 2u);
+  EXPECT_EQ(conv.ops[1].self_ns, 4'000u);
+  EXPECT_EQ(conv.ops[1].total_ns, 18'000u);
+}
+
+TEST(ModuleTree, WithoutAttributeNamesModulesKeepTorchsLabels) {
+  const ModuleTree tree = build_module_tree(planted(false));
+  EXPECT_EQ(node(tree, "Net.Conv2d_0").calls, 2u);
+  EXPECT_EQ(node(tree, "Net.ReLU_0").calls, 4u);
+}
+
+TEST(ModuleTree, ARecordingWithoutOpsHasNoNodes) {
+  Recording r;
+  r.options.with_stack = true;
+  const ModuleTree tree = build_module_tree(r);
+  EXPECT_TRUE(tree.nodes.empty());
+  EXPECT_TRUE(tree.tops.empty());
+}
+
+// torchprof's drawing, checked by hand: cells padded to their column and
+// joined by " | ", the rule's dashes joined by "|", `├── `/`└── ` per level
+// with a `│` for each ancestor that has siblings after it.
+TEST(ModuleTable, DrawsTheTreeAsTorchprof) {
+  const ModuleTree tree = build_module_tree(planted(true));
+  ModuleTableOptions options;
+  EXPECT_EQ(format_module_table(tree, options),
+            "Module             | Self CPU total | CPU total | Number of Calls\n"
+            "-------------------|----------------|-----------|----------------\n"
+            "Net                | 2.000us        | 40.000us  | 2\n"
+            "├── conv           | 18.000us       | 18.000us  | 2\n"
+            "├── act            | 10.000us       | 10.000us  | 4\n"
+            "└── fc             | 10.000us       | 10.000us  | 2\n"
+            "[no module]        | 1.000us        | 1.000us   |\n"
+            "[stack not read]   | 0.500us        | 0.500us   |\n"
+            "[no Python frames] | 2.000us        | 2.000us   |\n");
+  options.show_events = true;
+  options.paths = {"Net.conv"};
+  EXPECT_EQ(format_module_table(tree, options),
+            "Module                 | Self CPU total | CPU total | Number of Calls\n"
+            "-----------------------|----------------|-----------|----------------\n"
+            "Net                    |                |           |\n"
+            "└── conv               | 18.000us       | 18.000us  | 2\n"
+            " ├── aten::convolution | 14.000us       | 14.000us  | 2\n"
+            " └── aten::conv2d      | 4.000us        | 18.000us  | 2\n");
+  options = {};
+  options.depth = 0;
+  options.show_events = true;
+  EXPECT_EQ(format_module_table(tree, options),
+            "Module             | Self CPU total | CPU total | Number of Calls\n"
+            "-------------------|----------------|-----------|----------------\n"
+            "Net                | 2.000us        | 40.000us  | 2\n"
+            "└── aten::add      | 2.000us        | 2.000us   | 2\n"
+            "[no module]        | 1.000us        | 1.000us   |\n"
+            "└── aten::add      | 1.000us        | 1.000us   | 1\n"
+            "[stack not read]   | 0.500us        | 0.500us   |\n"
+            "└── aten::linear   | 0.500us        | 0.500us   | 1\n"
+            "[no Python frames] | 2.000us        | 2.000us   |\n"
+            "└── aten::relu     | 2.000us        | 2.000us   | 1\n");
+  EXPECT_EQ(unknown_module_paths(tree, {"Net.fc", "Net.nope"}), (std::vector<std::string>{"Net.nope"}));
+}
+
+}  // namespace
+}  // namespace gpuprof

@@ -1,0 +1,236 @@
+// module_tree.cpp: ops by the module call they ran in (module_tree.h).
+#include "analyze/module_tree.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "analyze/aggregator.h"
+#include "analyze/call_tree.h"
+#include "analyze/op_timeline.h"
+
+namespace gpuprof {
+namespace {
+
+constexpr std::string_view kModulePrefix = "nn.Module: ";
+constexpr const char* kNoModule = "[no module]";
+constexpr const char* kNoPythonFrames = "[no Python frames]";
+constexpr const char* kStackNotRead = "[stack not read]";
+constexpr uint32_t kNoFrame = UINT32_MAX;
+
+// "ResNet_0" -> "ResNet": the class of torch's instance label.
+std::string class_of(const std::string& label) {
+  const size_t underscore = label.rfind('_');
+  return underscore == std::string::npos ? label : label.substr(0, underscore);
+}
+
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(const Recording& r) : r_(r) {
+    for (const ModuleName& m : r.module_names) names_[{m.parent_frame, m.frame}] = m.name;
+    module_frame_.resize(r.sample_frames.size(), false);
+    for (size_t f = 0; f < r.sample_frames.size(); f++) module_frame_[f] = r.sample_frames[f].starts_with(kModulePrefix);
+  }
+
+  // The module frames of a stack, outermost first.
+  std::vector<uint32_t> module_path(uint32_t stack_id) const {
+    std::vector<uint32_t> path;
+    if (stack_id >= r_.sample_stacks.size()) return path;
+    for (uint32_t frame : r_.sample_stacks[stack_id])
+      if (frame < module_frame_.size() && module_frame_[frame]) path.push_back(frame);
+    return path;
+  }
+
+  // The node of a path of module frames (created as first seen).
+  size_t node_of(const std::vector<uint32_t>& path) {
+    if (path.empty()) return synthetic(no_module_, kNoModule);
+    int64_t parent = -1;
+    uint32_t parent_frame = kNoFrame;
+    size_t node = 0;
+    for (uint32_t frame : path) {
+      auto [it, inserted] = child_of_.try_emplace({parent, frame}, tree_.nodes.size());
+      if (inserted) add_node(parent, frame_label(frame), name_of(parent_frame, frame));
+      node = it->second;
+      parent = static_cast<int64_t>(node);
+      parent_frame = frame;
+    }
+    return node;
+  }
+
+  size_t no_python_frames() { return synthetic(no_python_, kNoPythonFrames); }
+  size_t stack_not_read() { return synthetic(not_read_, kStackNotRead); }
+
+  ModuleTree take() { return std::move(tree_); }
+  ModuleTree& tree() { return tree_; }
+
+ private:
+  std::string frame_label(uint32_t frame) const {
+    return r_.sample_frames[frame].substr(kModulePrefix.size());
+  }
+
+  std::string name_of(uint32_t parent_frame, uint32_t frame) const {
+    if (auto it = names_.find({parent_frame, frame}); it != names_.end()) return it->second;
+    const std::string label = frame_label(frame);
+    return parent_frame == kNoFrame ? class_of(label) : label;
+  }
+
+  size_t add_node(int64_t parent, std::string label, std::string name) {
+    ModuleNode n;
+    n.name = std::move(name);
+    n.label = std::move(label);
+    n.parent = parent;
+    n.depth = parent < 0 ? 0 : tree_.nodes[parent].depth + 1;
+    tree_.nodes.push_back(std::move(n));
+    const size_t id = tree_.nodes.size() - 1;
+    (parent < 0 ? tree_.tops : tree_.nodes[parent].children).push_back(id);
+    return id;
+  }
+
+  size_t synthetic(std::optional<size_t>& slot, const char* name) {
+    if (!slot) slot = add_node(-1, "", name);
+    return *slot;
+  }
+
+  const Recording& r_;
+  ModuleTree tree_;
+  std::map<std::pair<uint32_t, uint32_t>, std::string> names_;  // (parent frame, frame) -> attribute
+  std::vector<bool> module_frame_;
+  std::map<std::pair<int64_t, uint32_t>, size_t> child_of_;  // (parent node, frame) -> node
+  std::optional<size_t> no_module_, no_python_, not_read_;
+};
+
+// Counts the module calls that an op with module path `path` starts on a
+// thread whose previous op had the path `open` (module_tree.h): each module
+// frame that opens starts a call; and a module that stays open starts a new
+// call when its first child (the first module it ever called) opens again in
+// the same call, as when a model is called again with no op between its
+// calls (an inference loop). A module that calls its first child twice in
+// one forward is counted twice (docs/modules.md, "Limits").
+void count_module_calls(TreeBuilder& builder, const std::vector<uint32_t>& path, std::vector<uint32_t>& open,
+                        std::vector<bool>& first_child_seen) {
+  ModuleTree& tree = builder.tree();
+  size_t same = 0;
+  while (same < open.size() && same < path.size() && open[same] == path[same]) ++same;
+  std::vector<uint32_t> prefix(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(same));
+  first_child_seen.resize(same);
+  if (same > 0 && same < path.size()) {
+    // The deepest module that stays open, and the child that opens in it.
+    const size_t staying = builder.node_of(prefix);
+    prefix.push_back(path[same]);
+    const size_t opening = builder.node_of(prefix);
+    prefix.pop_back();
+    if (tree.nodes[staying].children.front() == opening) {
+      if (first_child_seen[same - 1]) tree.nodes[staying].calls++;
+      first_child_seen[same - 1] = true;
+    }
+  }
+  for (size_t k = same; k < path.size(); k++) {
+    prefix.push_back(path[k]);
+    const size_t opened = builder.node_of(prefix);
+    tree.nodes[opened].calls++;
+    // Its own first child opens with it when the path goes deeper.
+    const bool child_opens = k + 1 < path.size();
+    bool first = false;
+    if (child_opens) {
+      prefix.push_back(path[k + 1]);
+      first = tree.nodes[opened].children.front() == builder.node_of(prefix);
+      prefix.pop_back();
+    }
+    first_child_seen.push_back(first);
+  }
+  open = path;
+}
+
+}  // namespace
+
+std::string ModuleTree::path(size_t node) const {
+  std::string out = nodes[node].name;
+  for (int64_t p = nodes[node].parent; p >= 0; p = nodes[p].parent) out = nodes[p].name + "." + out;
+  return out;
+}
+
+ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
+  TreeBuilder builder(recording);
+  builder.tree().has_stacks = recording.options.with_stack;
+  const Timeline timeline = build_timeline(recording.events, compensation_costs(recording, raw_times));
+  const CallTree calls = build_call_tree(timeline);
+  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
+  std::unordered_map<uint64_t, uint32_t> stack_of_entry;
+  stack_of_entry.reserve(recording.entry_stacks.size());
+  for (const EntryStack& s : recording.entry_stacks) stack_of_entry.emplace(s.event_index, s.stack_id);
+  // The threads that ran Python at some op entry: an op of one of them
+  // without a stack had its stack lost, not a thread without Python.
+  std::unordered_map<uint32_t, bool> python_thread;
+  for (const OpCall& c : timeline.calls)
+    if (stack_of_entry.count(c.entry_index)) python_thread[c.tid] = true;
+
+  ModuleTree& tree = builder.tree();
+  std::vector<size_t> node_of_call(timeline.calls.size(), 0);
+  // Per node, its ops by name: index into ModuleNode::ops.
+  std::vector<std::unordered_map<std::string, size_t>> op_rows;
+  auto op_row = [&](size_t node, const std::string& name) -> ModuleOpRow& {
+    if (op_rows.size() < tree.nodes.size()) op_rows.resize(tree.nodes.size());
+    auto [it, inserted] = op_rows[node].try_emplace(name, tree.nodes[node].ops.size());
+    if (inserted) tree.nodes[node].ops.push_back({name, 0, 0, 0});
+    return tree.nodes[node].ops[it->second];
+  };
+
+  // Threads in the order of their first call: the tree's first-seen order
+  // does not depend on how the call tree lists its threads.
+  std::vector<const std::vector<size_t>*> threads;
+  for (const std::vector<size_t>& thread : calls.threads) threads.push_back(&thread);
+  std::stable_sort(threads.begin(), threads.end(), [&](const auto* a, const auto* b) {
+    return timeline.calls[a->front()].start_ns < timeline.calls[b->front()].start_ns;
+  });
+  for (const std::vector<size_t>* thread_calls : threads) {
+    const std::vector<size_t>& thread = *thread_calls;
+    std::vector<uint32_t> open;  // the module path of this thread's last outermost call
+    std::vector<bool> first_child_seen;  // per level of `open`: its module's current call opened its first child
+    for (size_t i : thread) {  // parents before children
+      const OpCall& call = timeline.calls[i];
+      size_t node;
+      if (calls.parent[i] >= 0) {
+        node = node_of_call[calls.parent[i]];
+      } else {
+        auto stack = stack_of_entry.find(call.entry_index);
+        if (stack == stack_of_entry.end()) {
+          const bool lost = python_thread.count(call.tid) != 0;
+          if (lost) tree.ops_without_stack++;
+          node = lost ? builder.stack_not_read() : builder.no_python_frames();
+          open.clear();
+          first_child_seen.clear();
+        } else {
+          const std::vector<uint32_t> path = builder.module_path(stack->second);
+          node = builder.node_of(path);
+          count_module_calls(builder, path, open, first_child_seen);
+        }
+        tree.nodes[node].self_ns += call.compensated_ns();
+      }
+      node_of_call[i] = node;
+      // As the op table counts (aggregator.h): a folded call's self time is
+      // its absorber's, of the same name.
+      ModuleOpRow& row = op_row(node, op_table_name(recording.ops, call.op_id));
+      row.self_ns += call.compensated_self_ns();
+      if (folded_into[i] == i) {
+        row.calls++;
+        row.total_ns += call.compensated_ns();
+      }
+    }
+  }
+  // Totals: children come after their parents in nodes.
+  for (ModuleNode& n : tree.nodes) n.total_ns = n.self_ns;
+  for (size_t i = tree.nodes.size(); i-- > 0;)
+    if (tree.nodes[i].parent >= 0) tree.nodes[tree.nodes[i].parent].total_ns += tree.nodes[i].total_ns;
+  // The model's modules first, the synthetic nodes after them, always in one order.
+  auto rank = [&](size_t top) {
+    const std::string& name = tree.nodes[top].name;
+    return !tree.nodes[top].label.empty() ? 0 : name == kNoModule ? 1 : name == kStackNotRead ? 2 : 3;
+  };
+  std::stable_sort(tree.tops.begin(), tree.tops.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  for (ModuleNode& n : tree.nodes)
+    std::stable_sort(n.ops.begin(), n.ops.end(),
+                     [](const ModuleOpRow& a, const ModuleOpRow& b) { return a.self_ns > b.self_ns; });
+  return builder.take();
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,73 @@
+// module_tree.h: the model's modules as a tree, with the op time and calls
+// under each: torchprof's layer table (docs/modules.md).
+//
+// Which module call an op ran in comes from the Python stack of its entry
+// (record --with-modules or --with-stack: Recording::entry_stacks): the
+// `nn.Module: Conv2d_18` frames torch's with_stack names module calls with,
+// one name per module instance. An op's module path is the list of those
+// frames in its outermost call's stack, outermost first; the tree is the
+// trie of the paths, children in the order they were first seen (the order
+// of the model's forward, which for torchvision's and torch's models is the
+// order of named_modules()). An op nested in another op belongs to the
+// module of its outermost call.
+//
+// A module's calls are counted on each thread as its frame opens: an op
+// whose path holds the module where the thread's previous op's path did not
+// (at that depth) starts a call. Two calls of one module with no op between
+// them at its parent's level (`self.relu(self.relu(x))`) count as one.
+//
+// Names: the root module by its class (`ResNet`), each child by its
+// attribute name in its parent's _modules (`layer1`, `0`, `conv1`) when the
+// recording holds it (Recording::module_names, record --with-modules), else
+// by torch's instance label (`Conv2d_18`). Ops with no module frame sit in
+// "[no module]" (the script's own ops, and the backward pass, which runs
+// in torch's autograd engine outside every forward), ops of threads without
+// Python frames in "[no Python frames]", ops of Python threads whose entry
+// stack was not read (a full ring, an unreadable frame) in "[stack not
+// read]". These synthetic nodes count no calls.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// One op name's calls directly in a module (not in a child module).
+struct ModuleOpRow {
+  std::string name;
+  uint64_t calls = 0;     // calls torch's table counts (same-name only children folded)
+  uint64_t self_ns = 0;   // compensated self time
+  uint64_t total_ns = 0;  // compensated duration
+};
+
+struct ModuleNode {
+  std::string name;   // "ResNet", "layer1", "conv1", "Conv2d_18", "[no module]"
+  std::string label;  // torch's instance label ("ResNet_0", "Conv2d_18"); "" for the synthetic nodes
+  int64_t parent = -1;  // index in ModuleTree::nodes; -1 for a top node
+  uint32_t depth = 0;   // 0 for a top node
+  std::vector<size_t> children;  // in first-seen order
+  uint64_t calls = 0;     // module calls (0 for a synthetic node)
+  uint64_t self_ns = 0;   // its ops' time not inside a child module
+  uint64_t total_ns = 0;  // self_ns and its children's total_ns
+  std::vector<ModuleOpRow> ops;  // its own ops, by self time, largest first
+};
+
+struct ModuleTree {
+  std::vector<ModuleNode> nodes;  // parents before children
+  std::vector<size_t> tops;       // the top nodes, in first-seen order
+  bool has_stacks = false;        // the recording holds entry stacks (--with-stack / --with-modules)
+  uint64_t ops_without_stack = 0; // op calls on Python threads whose entry stack was not read
+
+  // "ResNet.layer1.0.conv1": the names from the top node down.
+  std::string path(size_t node) const;
+};
+
+// raw_times: durations as the probes stamped them (default: compensated,
+// as the op table's).
+ModuleTree build_module_tree(const Recording& recording, bool raw_times = false);
+
+}  // namespace gpuprof
