@@ -1,4 +1,5 @@
-// python_offsets.h: where a CPython frame walker finds what it reads.
+// python_offsets.h: where a CPython frame walker (and the dict reader of
+// python_dicts.h) finds what it reads.
 //
 // 3.11 and 3.12 have no self-description: their offsets are tables checked
 // against real interpreters (tests/unit/python_runtime_test.cpp). From 3.13 on, the
