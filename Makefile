@@ -69,7 +69,11 @@ SHIM := $(BUILD)/libgpuprof_cupti.so
 FAKE_CUPTI := $(BUILD)/tests/fake_cupti/libcupti.so.13 $(BUILD)/tests/fake_cupti/cupti_driver \
               $(BUILD)/tests/fake_cupti/noflush/libcupti.so.13 $(BUILD)/tests/fake_cupti/nots/libcupti.so.13
 
-all: $(BUILD)/gpuprof $(SHIM) $(FAKE_LIBTORCH) $(FAKE_CUPTI)
+# Small programs the integration tests drive (tests/tools/), each linked
+# with the stage libraries it calls.
+TEST_TOOLS := $(BUILD)/tests/tools/module_names
+
+all: $(BUILD)/gpuprof $(SHIM) $(FAKE_LIBTORCH) $(FAKE_CUPTI) $(TEST_TOOLS)
 
 $(BUILD):
 	$(Q)mkdir -p $@
@@ -155,6 +159,12 @@ $(BUILD)/tests/fake_libtorch/driver: tests/fake_libtorch/driver.cpp tests/fake_l
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O2 -g $< -L$(dir $@) -l:libtorch_cpu.so -Wl,-rpath,'$$ORIGIN' -lpthread -o $@
 
+$(BUILD)/tests/tools/module_names: $(BUILD)/obj/tests/tools/module_names.o $(BUILD)/lib/libgpuprof_python.a \
+		$(BUILD)/lib/libgpuprof_symbols.a $(BUILD)/lib/libgpuprof_base.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CXX) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 # -fvisibility=hidden: it exports InitializeInjection and gpuprof_cupti_state
 # only; -z defs: nothing left for the target to resolve (libcupti is dlopened).
 $(SHIM): cupti_shim/gpuprof_cupti.cpp cupti_shim/gpuprof_cupti_probes.h
@@ -233,4 +243,4 @@ $(BUILD)/fuzz/%: $(BUILD)/fuzz-obj/tests/fuzz/%.o $(BUILD)/fuzz-obj/libgpuprof_f
 clean:
 	rm -rf $(BUILD)
 
--include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(wildcard $(BUILD)/fuzz-obj/*/*.d $(BUILD)/fuzz-obj/*/*/*.d $(BUILD)/fuzz-obj/*/*/*/*.d)
+-include $(APP_OBJS:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJS:.o=.d) $(BUILD)/obj/tests/tools/module_names.d $(wildcard $(BUILD)/fuzz-obj/*/*.d $(BUILD)/fuzz-obj/*/*/*.d $(BUILD)/fuzz-obj/*/*/*/*.d)

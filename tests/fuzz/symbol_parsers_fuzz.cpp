@@ -1,10 +1,12 @@
 // libFuzzer target: the parsers of text gpuprof reads from libraries and
 // targets: mangled at::_ops symbols, schema strings in libtorch's .rodata,
 // kernel names from CUPTI, demangled native symbols, and CPython line
-// tables read from the target's memory. The input is split at the first two
-// newlines into a symbol, a schema and the rest (a line table).
+// tables and dicts read from the target's memory. The input is split at the
+// first two newlines into a symbol, a schema and the rest (a line table, and
+// a pretend target memory for the dict reader).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 #include "torch/op_args.h"
 #include "torch/op_names.h"
 #include "python/python_code.h"
+#include "python/python_dicts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpuprof;
@@ -51,5 +54,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(table.data());
   for (int64_t index : {0, 1, 7, 64, 1000})
     (void)python_line_for_index(std::span<const uint8_t>(bytes, table.size()), 1, index);
+
+  // The same bytes as a target's memory at kBase: whatever its pointers and
+  // headers say, the dict reader stays inside it and ends.
+  constexpr uint64_t kBase = 0x10000;
+  const TargetMemoryReader read = [&](uint64_t address, void* buffer, size_t len) {
+    if (address < kBase || address - kBase > table.size() || len > table.size() - (address - kBase)) return false;
+    std::memcpy(buffer, bytes + (address - kBase), len);
+    return true;
+  };
+  for (int minor : {11, 12}) {
+    PythonDictReader reader(read, *python_offsets_for(3, minor));
+    for (uint64_t at : {0, 8, 32, 64}) {
+      (void)reader.dict_items(kBase + at);
+      (void)reader.instance_attribute(kBase + at, "_modules");
+      (void)reader.str(kBase + at, 256);
+    }
+  }
+  (void)parse_dict_keys_header(std::span<const uint8_t>(bytes, table.size()), *python_offsets_for(3, 11));
   return 0;
 }

@@ -101,6 +101,9 @@ TEST(PythonRuntime, TablesFor311And312DebugOffsetsFor313) {
   EXPECT_FALSE(python_offsets_for(2, 7));
   EXPECT_EQ(python_offsets_for(3, 11)->frame_code, 32);
   EXPECT_EQ(python_offsets_for(3, 12)->frame_code, 0);
+  // PyHeapTypeObject.ht_cached_keys, checked by module_attributes_test.cpp on live interpreters.
+  EXPECT_EQ(python_offsets_for(3, 11)->heap_type_cached_keys, 872);
+  EXPECT_EQ(python_offsets_for(3, 12)->heap_type_cached_keys, 880);
   EXPECT_TRUE(python_debug_offsets_known(3, 13));
   EXPECT_FALSE(python_debug_offsets_known(3, 12));
   EXPECT_FALSE(python_debug_offsets_known(3, 14));  // another layout of the struct itself
@@ -255,6 +258,14 @@ TEST_F(DebugOffsets313, MatchTheOffsetsCheckedByHand) {
   EXPECT_EQ(o->type_name, 24);
   EXPECT_EQ(o->bytes_size, 16);
   EXPECT_EQ(o->bytes_data, 32);
+  // Instance dicts (python/python_dicts.h): the struct's, then 3.13's own table.
+  EXPECT_EQ(o->type_flags, 168);
+  EXPECT_EQ(o->dict_keys, 32);
+  EXPECT_EQ(o->dict_values, 40);
+  EXPECT_EQ(o->heap_type_cached_keys, 880);
+  EXPECT_EQ(o->managed_dict, PythonOffsets::ManagedDict::kInlineValues);
+  EXPECT_EQ(o->values_array, 8);
+  EXPECT_EQ(o->values_valid, 3);
 }
 
 TEST_F(DebugOffsets313, RefusesWhatIsNot313sLayout) {
@@ -273,6 +284,10 @@ TEST_F(DebugOffsets313, RefusesWhatIsNot313sLayout) {
   EXPECT_NE(why.find("free-threaded"), std::string::npos) << why;
   bytes_ = good;
   set_word(29, 4096);  // frame.previous beyond sizeof(_PyInterpreterFrame)
+  EXPECT_FALSE(parse(&why));
+  EXPECT_NE(why.find("not 3.13's layout"), std::string::npos) << why;
+  bytes_ = good;
+  set_word(57, 48);  // dict.ma_keys at sizeof(PyDictObject)
   EXPECT_FALSE(parse(&why));
   EXPECT_NE(why.find("not 3.13's layout"), std::string::npos) << why;
   bytes_ = good;

@@ -1,5 +1,7 @@
 #include "python/python_code.h"
 
+#include "python/python_strings.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -42,24 +44,6 @@ struct Reader {
     return (u & 1) ? -static_cast<int32_t>(u >> 1) : static_cast<int32_t>(u >> 1);
   }
 };
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += char(0xe0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xf0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3f));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  }
-}
 
 }  // namespace
 
@@ -104,35 +88,10 @@ PythonCodeResolver::PythonCodeResolver(int pid, const PythonOffsets& offsets)
     : pid_(pid), off_(offsets) {}
 
 std::optional<std::string> PythonCodeResolver::read_str(uint64_t addr) {
-  if (!addr) return std::nullopt;
-  uint8_t head[64];
-  if (!read_target_memory(pid_, addr, head, sizeof(head))) return std::nullopt;
-  int64_t length;
-  std::memcpy(&length, head + off_.str_length, 8);
-  uint32_t state;
-  std::memcpy(&state, head + off_.str_state, 4);
-  if (length < 0 || uint64_t(length) > kMaxString) return std::nullopt;
-  unsigned kind = (state >> 2) & 7;
-  bool compact = (state >> 5) & 1;
-  bool ascii = (state >> 6) & 1;
-  if (!compact || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
-  uint64_t data = addr + (ascii ? off_.str_ascii_data : off_.str_compact_data);
-  std::vector<uint8_t> raw(length * kind);
-  if (!read_target_memory(pid_, data, raw.data(), raw.size())) return std::nullopt;
-  std::string out;
-  if (ascii) {
-    // Not ASCII after all: not a live str (freed memory read late).
-    if (std::any_of(raw.begin(), raw.end(), [](uint8_t b) { return b >= 0x80; })) return std::nullopt;
-    return std::string(raw.begin(), raw.end());
-  }
-  for (int64_t i = 0; i < length; ++i) {
-    uint32_t cp = 0;
-    if (kind == 1) cp = raw[i];
-    else if (kind == 2) cp = raw[2 * i] | (raw[2 * i + 1] << 8);
-    else std::memcpy(&cp, &raw[4 * i], 4);
-    append_utf8(out, cp);
-  }
-  return out;
+  const TargetMemoryReader read = [this](uint64_t address, void* buffer, size_t len) {
+    return read_target_memory(pid_, address, buffer, len);
+  };
+  return read_python_str(read, off_, addr, kMaxString);
 }
 
 std::optional<std::string> PythonCodeResolver::read_bytes(uint64_t addr) {

@@ -9,11 +9,13 @@ std::optional<PythonOffsets> python_offsets_for(int major, int minor) {
   static constexpr PythonOffsets k311 = {
       .tstate_cframe = 56, .cframe_current_frame = 8, .frame_code = 32, .frame_previous = 48,
       .frame_prev_instr = 56, .frame_is_entry = 68, .code_firstlineno = 72, .code_bytecode = 184,
-      .str_ascii_data = 48, .str_compact_data = 72};
+      .str_ascii_data = 48, .str_compact_data = 72, .heap_type_cached_keys = 872,
+      .managed_dict = PythonOffsets::ManagedDict::kValuesBeforeDict};
   static constexpr PythonOffsets k312 = {
       .tstate_cframe = 56, .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8,
       .frame_prev_instr = 56, .frame_owner = 70, .frame_owner_cshim = 3, .code_firstlineno = 68,
-      .code_bytecode = 192, .str_ascii_data = 40, .str_compact_data = 56};
+      .code_bytecode = 192, .str_ascii_data = 40, .str_compact_data = 56, .heap_type_cached_keys = 880,
+      .managed_dict = PythonOffsets::ManagedDict::kTaggedDictOrValues};
   if (major != 3) return std::nullopt;
   if (minor == 11) return k311;
   if (minor == 12) return k312;
@@ -50,6 +52,10 @@ enum DebugWord : size_t {
   kObjectType = 45,
   kTypeSize = 46,
   kTypeName = 47,
+  kTypeFlags = 49,
+  kDictSize = 56,
+  kDictKeys = 57,
+  kDictValues = 58,
   kBytesSize = 64,
   kBytesObSize = 65,
   kBytesSval = 66,
@@ -100,7 +106,9 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
       {kCodeFilename, kCodeSize},         {kCodeName, kCodeSize},
       {kCodeQualname, kCodeSize},         {kCodeLinetable, kCodeSize},
       {kCodeFirstlineno, kCodeSize},      {kObjectType, kObjectSize},
-      {kTypeName, kTypeSize},             {kBytesObSize, kBytesSize},
+      {kTypeName, kTypeSize},             {kTypeFlags, kTypeSize},
+      {kDictKeys, kDictSize},             {kDictValues, kDictSize},
+      {kBytesObSize, kBytesSize},
       {kUnicodeState, kUnicodeSize},      {kUnicodeLength, kUnicodeSize},
   };
   for (const Field& f : kFields) {
@@ -144,6 +152,23 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
   o.type_name = u16(kTypeName);
   o.bytes_size = u16(kBytesObSize);
   o.bytes_data = u16(kBytesSval);
+  o.type_flags = u16(kTypeFlags);
+  o.dict_keys = u16(kDictKeys);
+  o.dict_values = u16(kDictValues);
+  // What _Py_DebugOffsets leaves out: 3.13's own (Include/cpython/object.h,
+  // Include/internal/pycore_dict.h and pycore_object.h of 3.13, checked by
+  // tests/unit/module_attributes_test.cpp on live interpreters). The cached keys
+  // lie past the PyTypeObject, whose size the struct gives.
+  o.heap_type_cached_keys = 880;
+  if (o.heap_type_cached_keys < w[kTypeSize]) {
+    *why = "_Py_DebugOffsets: PyTypeObject is " + std::to_string(w[kTypeSize]) +
+           " bytes, past 3.13's ht_cached_keys: not 3.13's layout";
+    return std::nullopt;
+  }
+  o.managed_dict = PythonOffsets::ManagedDict::kInlineValues;
+  o.values_array = 8;
+  o.values_capacity = 0;
+  o.values_valid = 3;
   return o;
 }
 

@@ -1,4 +1,5 @@
-// python_offsets.h: where a CPython frame walker finds what it reads.
+// python_offsets.h: where a CPython frame walker (and the dict reader of
+// python_dicts.h) finds what it reads.
 //
 // 3.11 and 3.12 have no self-description: their offsets are tables checked
 // against real interpreters (tests/unit/python_runtime_test.cpp). From 3.13 on, the
@@ -51,6 +52,34 @@ struct PythonOffsets {
   // PyBytesObject
   uint16_t bytes_size = 16;
   uint16_t bytes_data = 32;
+
+  // Instance attributes and dicts (python/python_dicts.h).
+  // PyTypeObject
+  uint16_t type_flags = 168;        // tp_flags (unsigned long)
+  uint16_t type_dictoffset = 288;   // tp_dictoffset (Py_ssize_t): > 0 = the __dict__ slot of a non-managed type
+  uint16_t heap_type_cached_keys = 0;  // PyHeapTypeObject.ht_cached_keys: the keys its instances share
+  // Where an instance of a Py_TPFLAGS_MANAGED_DICT type keeps its attributes.
+  enum class ManagedDict : uint8_t {
+    kNone,                 // not known for this version
+    kValuesBeforeDict,     // 3.11: PyDictValues* at obj-32, PyDictObject* at obj-24 (one of them set)
+    kTaggedDictOrValues,   // 3.12: one word at obj-24: values-1 (low bit set) or the dict
+    kInlineValues,         // 3.13: dict at obj-24; without one, values inline at obj+16 (Py_TPFLAGS_INLINE_VALUES)
+  };
+  ManagedDict managed_dict = ManagedDict::kNone;
+  // PyDictObject
+  uint16_t dict_version = 24;  // ma_version_tag: changes with every change of the dict (3.11 to 3.13)
+  uint16_t dict_keys = 32;    // ma_keys
+  uint16_t dict_values = 40;  // ma_values: nullptr for a combined table
+  // PyDictKeysObject (one layout from 3.11 to 3.13, not free-threaded)
+  uint16_t keys_log2_size = 8;
+  uint16_t keys_log2_index_bytes = 9;
+  uint16_t keys_kind = 10;       // DICT_KEYS_GENERAL 0, _UNICODE 1, _SPLIT 2
+  uint16_t keys_nentries = 24;   // entries used (deleted ones included)
+  uint16_t keys_indices = 32;    // dk_indices; the entries follow, 1 << dk_log2_index_bytes later
+  // PyDictValues: the values array; 3.13 puts capacity and valid bytes before it
+  uint16_t values_array = 0;
+  uint16_t values_capacity = kNoField;
+  uint16_t values_valid = kNoField;
 };
 
 // The tables for CPython major.minor: 3.11 and 3.12 only (3.13 and later
