@@ -23,7 +23,8 @@ arguments). Each feature's gpuprof variant is then compared with
 torch.profiler's same feature, and with plain gpuprof (what the feature adds).
 
 With --stacks, torch.profiler with with_stack=True and gpuprof (emulated
-exits) with --with-stack join the rounds, compared the same way.
+exits) with --with-stack and with --with-modules join the rounds, compared
+the same way.
 
 With --sampling, three more gpuprof variants join the rounds: `-F 99 --no-ops`
 and `-F 999 --no-ops` (CPU-clock samples of the target's threads, no op
@@ -96,8 +97,10 @@ GPUPROF_VARIANTS = {
     "gpuprof (emulated exits, -F 99)": ["--exit-mode", "emulated", "-F", "99"],
     # --stacks: the Python stack at every op entry
     "gpuprof (+stack)": ["--exit-mode", "emulated", "--with-stack"],
+    # ... and the module attribute names read from it (docs/modules.md)
+    "gpuprof (+modules)": ["--exit-mode", "emulated", "--with-modules"],
 }
-GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY, GP_F99, GP_F999, GP_EMU_F99, GP_STACK = GPUPROF_VARIANTS
+GP_EMU, GP_RET, GP_SHAPES, GP_MEMORY, GP_F99, GP_F999, GP_EMU_F99, GP_STACK, GP_MODULES = GPUPROF_VARIANTS
 EXIT_MODES = {GP_EMU: "emulated", GP_RET: "ret"}  # the two exit modes: duration check, old --json files
 # torch.profiler variants (overhead_target.py holds their profile() arguments)
 TORCH_VARIANTS = ["torch.profiler", "torch.profiler+shapes", "torch.profiler+memory", "torch.profiler+stack"]
@@ -108,10 +111,11 @@ FEATURES = {  # feature: (gpuprof variant, torch.profiler variant)
     "shapes": (GP_SHAPES, "torch.profiler+shapes"),
     "memory": (GP_MEMORY, "torch.profiler+memory"),
     "stack": (GP_STACK, "torch.profiler+stack"),
+    "modules": (GP_MODULES, "torch.profiler+stack"),  # torch's with_stack names the module calls too
 }
 SHAPES_MEMORY_VARIANTS = ["torch.profiler+memory", GP_SHAPES, GP_MEMORY]
 # --stacks: with_stack on both sides
-STACK_VARIANTS = ["torch.profiler+stack", GP_STACK]
+STACK_VARIANTS = ["torch.profiler+stack", GP_STACK, GP_MODULES]
 # --sampling: CPU sampling costs per unit of time, not per op: judged as a % of the step time
 SAMPLING_VARIANTS = [GP_F99, GP_F999, GP_EMU_F99]
 SAMPLING_GOAL_PCT = 1.0  # the goal for samples alone at 99 Hz: under 1% of the step time

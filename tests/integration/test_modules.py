@@ -16,7 +16,7 @@ import pytest
 
 from conftest import run_gpuprof, touch, wait_for_file
 
-FORWARDS = 3
+FORWARDS = 5
 
 
 def parse_module_table(text):

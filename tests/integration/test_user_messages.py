@@ -166,7 +166,7 @@ def test_version_names_the_commit_and_the_build_date():
 
 HELP_GROUPS = {
     "record": ["Positionals", "Target", "What to record", "Output", "Table", "Advanced"],
-    "report": ["Positionals", "What to print", "Table", "System-wide recordings", "Several recordings", "Advanced"],
+    "report": ["Positionals", "What to print", "Table", "Modules", "System-wide recordings", "Several recordings", "Advanced"],
     "top": ["Positionals", "Target", "View", "Advanced"],
     "calibrate": ["Options"],
 }

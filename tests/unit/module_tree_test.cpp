@@ -30,7 +30,7 @@ Recording planted(bool with_names) {
                      "nn.Module: Linear_0"};
   r.sample_stacks = {{kScript, kNet, kConv}, {kScript, kNet, kAct}, {kScript, kNet},
                      {kScript, kNet, kFc}, {kScript}};
-  if (with_names) r.module_names = {{kNet, kConv, "conv"}, {kNet, kAct, "act"}, {kNet, kFc, "fc"}};
+  if (with_names) r.module_names = {{kNet, kConv, "conv", 0}, {kNet, kAct, "act", 1}, {kNet, kFc, "fc", 2}};
   auto call = [&](uint64_t start, uint64_t end, uint32_t op, std::optional<uint32_t> stack, uint32_t tid = test::kTid,
                   uint64_t sp = 900) {
     if (stack) r.entry_stacks.push_back({r.events.size(), *stack});
@@ -100,6 +100,19 @@ TEST(ModuleTree, EachOpUnderTheModuleCallItRanIn) {
   EXPECT_EQ(conv.ops[1].calls, 2u);
   EXPECT_EQ(conv.ops[1].self_ns, 4'000u);
   EXPECT_EQ(conv.ops[1].total_ns, 18'000u);
+}
+
+// Children as named_modules() lists them (their places in the parent's
+// _modules), not as the forward first calls them.
+TEST(ModuleTree, ChildrenInTheirPlacesInTheParentsModules) {
+  Recording r = planted(true);
+  r.module_names = {{kNet, kConv, "conv", 2}, {kNet, kAct, "act", 0}};  // fc: no recorded place
+  const ModuleTree tree = build_module_tree(r);
+  std::vector<std::string> children;
+  for (size_t c : node(tree, "Net").children) children.push_back(tree.nodes[c].name);
+  EXPECT_EQ(children, (std::vector<std::string>{"act", "conv", "Linear_0"}));
+  // Calls are still counted in the order the forward ran them.
+  EXPECT_EQ(node(tree, "Net").calls, 2u);
 }
 
 TEST(ModuleTree, WithoutAttributeNamesModulesKeepTorchsLabels) {

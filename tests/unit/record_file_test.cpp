@@ -4079,7 +4079,7 @@ TEST_F(RecordFileTest, ModuleNamesRoundTripAfterTheFramesTheyName) {
   ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
   for (const char* frame : {"nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0"})
     ASSERT_TRUE(w.add_sample_frame(frame, &err)) << err;
-  const std::vector<ModuleName> names = {{0, 1, "conv"}, {0, 2, "act"}};
+  const std::vector<ModuleName> names = {{0, 1, "conv", 0}, {0, 2, "act", 7}};
   ASSERT_TRUE(w.add_module_names(names, &err)) << err;
   // What the reader would refuse, the writer refuses, and writes nothing.
   EXPECT_FALSE(w.add_module_names({{0, 1, "ok"}, {0, 3, "fc"}}, &err));
@@ -4119,7 +4119,7 @@ TEST_F(RecordFileTest, BadModuleNamesAreRefusedWithClearErrors) {
         << problem;
     EXPECT_EQ(e, "f: corrupt chunk 5 (MODULE_NAMES)" + at_offset(prefix) + problem);
   };
-  expect_error(Bytes().u32(1).u32(0).u32(1).str("conv"), "module name 0 names frame 0, but 0 frames are defined");
+  expect_error(Bytes().u32(1).u32(0).u32(1).str("conv").u32(0), "module name 0 names frame 0, but 0 frames are defined");
   expect_error(Bytes().u32(1000000), "payload too short");
   // Without the with_stack option the chunk is not allowed at all.
   std::string e;

@@ -13,14 +13,17 @@ The script and the test take turns through files in WORKDIR:
           model's class, then named_modules()'s dotted name: ResNet.layer1.0.conv1);
           removes the hooks; writes `reference.json`, then `ready`; waits for `go`
   test:   attaches `gpuprof record -p PID --with-modules`, creates `go`
-  script: runs FORWARDS forwards back to back (no hooks, no profiler, no op
-          between them), writes `done`, waits for `exit` (no op runs meanwhile)
+  script: registers hooks that do nothing on every module (torch 2.x's
+          TransformerEncoderLayer runs another path when hooks are registered),
+          runs FORWARDS forwards back to back (no profiler, no op between
+          them), writes `done`, waits for `exit` (no op runs meanwhile)
 
 reference.json: {"named_modules": [path, ...] in named_modules() order,
 "calls": {path: module calls}, "ops": {path: {aten op: calls}}} where an op
-belongs to the innermost module range around it (torch's cpu_parent chain),
-"[no module]" outside every range; torch's table folds same-name only
-children (_remove_dup_nodes) before this, as gpuprof's does.
+belongs to the innermost module range around it (torch's cpu_parent chain;
+torch's table folds same-name only children, _remove_dup_nodes, before
+this, as gpuprof's does), each count the one most forwards agree on times
+FORWARDS (see reference()). Use FORWARDS of 3 or more.
 """
 import json
 import os
@@ -81,21 +84,54 @@ def reference(model, x, forwards):
                 first = min(event.cpu_children, key=lambda e: e.time_range.start)
                 if first.name == "aten::empty":
                     handles_made.add(id(first))
-    calls, ops = {}, {}
+    # Counted per forward (the root module's range each event is in), then
+    # each module's count per forward taken as the one most forwards agree
+    # on: torch builds its event tree from microsecond times, and on a
+    # rare tie puts an op in a neighbouring range (seen: one aten::empty
+    # of a BatchNorm in 9 forwards). The model is deterministic: every
+    # forward runs the same ops.
+    root = "module:" + type(model).__name__
+    per_forward = []  # [({path: calls}, {path: {op: calls}})]
+    forward_of = {}
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        if event.name == root:
+            forward_of[id(event)] = len(per_forward)
+            per_forward.append(({}, {}))
     for event in prof.events():
         if id(event) in handles_made:
             continue
+        top = event
+        while top.cpu_parent is not None:
+            top = top.cpu_parent
+        counts = per_forward[forward_of[id(top)]] if id(top) in forward_of else None
         if event.name.startswith("module:"):
-            path = event.name[len("module:"):]
-            calls[path] = calls.get(path, 0) + 1
+            if counts is not None:
+                path = event.name[len("module:"):]
+                counts[0][path] = counts[0].get(path, 0) + 1
+            continue
         if not event.name.startswith("aten::"):
             continue
         parent = event.cpu_parent
         while parent is not None and not parent.name.startswith("module:"):
             parent = parent.cpu_parent
-        path = parent.name[len("module:"):] if parent is not None else "[no module]"
-        by_op = ops.setdefault(path, {})
+        if counts is None:
+            raise SystemExit(f"{event.name} ran outside every forward")
+        by_op = counts[1].setdefault(parent.name[len("module:"):], {})
         by_op[event.name] = by_op.get(event.name, 0) + 1
+    assert len(per_forward) == forwards, (len(per_forward), forwards)
+
+    def agreed(values):
+        return max(set(values), key=values.count) * forwards
+
+    calls = {}
+    for path in {p for c, _ in per_forward for p in c}:
+        calls[path] = agreed([c.get(path, 0) for c, _ in per_forward])
+    ops = {}
+    for path in {p for _, o in per_forward for p in o}:
+        for op in {op for _, o in per_forward for op in o.get(path, {})}:
+            n = agreed([o.get(path, {}).get(op, 0) for _, o in per_forward])
+            if n:
+                ops.setdefault(path, {})[op] = n
     return {"named_modules": list(paths.values()), "calls": calls, "ops": ops}
 
 
@@ -110,6 +146,12 @@ def main():
         json.dump(ref, f)
     signal_file(workdir, "ready", str(os.getpid()))
     wait_for_file(workdir, "go")
+    # The same hooks as the reference's, doing nothing: torch 2.x's
+    # TransformerEncoderLayer takes its fused fast path only when no hook is
+    # registered, and the two runs must run the same code.
+    for module in module_paths(model):
+        module.register_forward_pre_hook(lambda module, args: None)
+        module.register_forward_hook(lambda module, args, out: None)
     with torch.no_grad():
         for _ in range(forwards):
             model(x)

@@ -27,7 +27,7 @@ std::string class_of(const std::string& label) {
 class TreeBuilder {
  public:
   explicit TreeBuilder(const Recording& r) : r_(r) {
-    for (const ModuleName& m : r.module_names) names_[{m.parent_frame, m.frame}] = m.name;
+    for (const ModuleName& m : r.module_names) names_[{m.parent_frame, m.frame}] = {m.name, m.position};
     module_frame_.resize(r.sample_frames.size(), false);
     for (size_t f = 0; f < r.sample_frames.size(); f++) module_frame_[f] = r.sample_frames[f].starts_with(kModulePrefix);
   }
@@ -49,7 +49,10 @@ class TreeBuilder {
     size_t node = 0;
     for (uint32_t frame : path) {
       auto [it, inserted] = child_of_.try_emplace({parent, frame}, tree_.nodes.size());
-      if (inserted) add_node(parent, frame_label(frame), name_of(parent_frame, frame));
+      if (inserted) {
+        auto [name, position] = name_of(parent_frame, frame);
+        tree_.nodes[add_node(parent, frame_label(frame), std::move(name))].position = position;
+      }
       node = it->second;
       parent = static_cast<int64_t>(node);
       parent_frame = frame;
@@ -68,10 +71,11 @@ class TreeBuilder {
     return r_.sample_frames[frame].substr(kModulePrefix.size());
   }
 
-  std::string name_of(uint32_t parent_frame, uint32_t frame) const {
+  // Its name and its place in its parent's _modules (kNoPosition: unknown).
+  std::pair<std::string, uint32_t> name_of(uint32_t parent_frame, uint32_t frame) const {
     if (auto it = names_.find({parent_frame, frame}); it != names_.end()) return it->second;
     const std::string label = frame_label(frame);
-    return parent_frame == kNoFrame ? class_of(label) : label;
+    return {parent_frame == kNoFrame ? class_of(label) : label, kNoPosition};
   }
 
   size_t add_node(int64_t parent, std::string label, std::string name) {
@@ -93,7 +97,8 @@ class TreeBuilder {
 
   const Recording& r_;
   ModuleTree tree_;
-  std::map<std::pair<uint32_t, uint32_t>, std::string> names_;  // (parent frame, frame) -> attribute
+  // (parent frame, frame) -> attribute name, place in the parent's _modules
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<std::string, uint32_t>> names_;
   std::vector<bool> module_frame_;
   std::map<std::pair<int64_t, uint32_t>, size_t> child_of_;  // (parent node, frame) -> node
   std::optional<size_t> no_module_, no_python_, not_read_;
@@ -227,6 +232,11 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
     return !tree.nodes[top].label.empty() ? 0 : name == kNoModule ? 1 : name == kStackNotRead ? 2 : 3;
   };
   std::stable_sort(tree.tops.begin(), tree.tops.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  // A module's children as named_modules() lists them (their places in
+  // its _modules), those without a known place after, as first seen.
+  for (ModuleNode& n : tree.nodes)
+    std::stable_sort(n.children.begin(), n.children.end(),
+                     [&](size_t a, size_t b) { return tree.nodes[a].position < tree.nodes[b].position; });
   for (ModuleNode& n : tree.nodes)
     std::stable_sort(n.ops.begin(), n.ops.end(),
                      [](const ModuleOpRow& a, const ModuleOpRow& b) { return a.self_ns > b.self_ns; });

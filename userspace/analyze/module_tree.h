@@ -6,10 +6,10 @@
 // `nn.Module: Conv2d_18` frames torch's with_stack names module calls with,
 // one name per module instance. An op's module path is the list of those
 // frames in its outermost call's stack, outermost first; the tree is the
-// trie of the paths, children in the order they were first seen (the order
-// of the model's forward, which for torchvision's and torch's models is the
-// order of named_modules()). An op nested in another op belongs to the
-// module of its outermost call.
+// trie of the paths, children in named_modules()'s order (their places in
+// the parent's _modules, recorded with their names), those without a
+// recorded place after them in the order they were first seen. An op nested
+// in another op belongs to the module of its outermost call.
 //
 // A module's calls are counted on each thread as its frame opens: an op
 // whose path holds the module where the thread's previous op's path did not
@@ -36,6 +36,8 @@
 
 namespace gpuprof {
 
+inline constexpr uint32_t kNoPosition = UINT32_MAX;
+
 // One op name's calls directly in a module (not in a child module).
 struct ModuleOpRow {
   std::string name;
@@ -48,8 +50,9 @@ struct ModuleNode {
   std::string name;   // "ResNet", "layer1", "conv1", "Conv2d_18", "[no module]"
   std::string label;  // torch's instance label ("ResNet_0", "Conv2d_18"); "" for the synthetic nodes
   int64_t parent = -1;  // index in ModuleTree::nodes; -1 for a top node
+  uint32_t position = kNoPosition;  // its place in its parent's _modules (recording.h, ModuleName)
   uint32_t depth = 0;   // 0 for a top node
-  std::vector<size_t> children;  // in first-seen order
+  std::vector<size_t> children;  // in named_modules() order where known, else first seen
   uint64_t calls = 0;     // module calls (0 for a synthetic node)
   uint64_t self_ns = 0;   // its ops' time not inside a child module
   uint64_t total_ns = 0;  // self_ns and its children's total_ns

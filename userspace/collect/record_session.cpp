@@ -53,6 +53,11 @@ namespace gpuprof {
 namespace {
 
 constexpr int kPollTimeoutMs = 100;
+// With --with-modules the ring is read more often: a module's class and
+// attribute name are read from the target when its first call's stack is
+// read, and the modules a short job calls last (resnet18's avgpool and fc)
+// are gone with the process if that is more than the job's exit away.
+constexpr int kModulesPollTimeoutMs = 10;
 constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
 
@@ -718,7 +723,7 @@ RecordOutcome Session::run() {
       fork_fd_polled = true;
     }
     epoll_event events[4];
-    int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
+    int n = epoll_wait(epoll.get(), events, 4, config_.with_modules ? kModulesPollTimeoutMs : kPollTimeoutMs);
     for (int i = 0; i < n; i++) {
       int fd = events[i].data.fd;
       if (fd == signal_fd_) handle_signals();

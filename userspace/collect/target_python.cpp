@@ -30,7 +30,11 @@ void TargetPython::find(int pid) {
   if (module_names_) {
     module_attributes_ = std::make_unique<ModuleAttributes>(pid, runtime->offsets);
     namer_->name_module_children(
-        [this](uint64_t parent, uint64_t child) { return module_attributes_->child_name(parent, child); });
+        [this](uint64_t parent, uint64_t child) -> std::optional<PythonStackNamer::ModuleChild> {
+          auto held = module_attributes_->held_path(parent, child);
+          if (!held) return std::nullopt;
+          return PythonStackNamer::ModuleChild{std::move(held->path), held->position};
+        });
   }
   if (verbose_) std::fprintf(stderr, "gpuprof: Python frames: %s\n", runtime->description.c_str());
 }
@@ -93,7 +97,7 @@ void TargetPython::record_module_names() {
   for (PythonStackNamer::ModuleEdge& edge : namer_->take_module_edges()) {
     auto parent = interner_->frame(edge.parent_frame);
     auto frame = interner_->frame(edge.frame);
-    if (parent && frame) names.push_back({*parent, *frame, std::move(edge.name)});
+    if (parent && frame) names.push_back({*parent, *frame, std::move(edge.name), edge.position});
   }
   std::string err;
   if (!names.empty() && !writer_->add_module_names(names, &err)) diagnostics_->write_failed(err);

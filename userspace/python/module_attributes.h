@@ -35,6 +35,21 @@ class ModuleAttributes {
   // one's names until clear().
   std::optional<std::string> child_name(uint64_t parent, uint64_t child);
 
+  // The dotted path under which `parent` holds `child` through modules it
+  // holds but does not call itself (a ModuleList, a ModuleDict):
+  // "layers.0" for a TransformerEncoder's first layer; child_name() when
+  // it holds the child directly. Searched breadth-first, at most
+  // kMaxPathDepth attributes deep, each level's names in sorted order (the
+  // shortest path, and the same one every time, when there are several).
+  // `position`: where the path's first attribute stands in parent's
+  // _modules (0 first): the order of named_modules().
+  struct HeldPath {
+    std::string path;
+    uint32_t position = 0;
+  };
+  std::optional<HeldPath> held_path(uint64_t parent, uint64_t child);
+  static constexpr int kMaxPathDepth = 3;
+
   // Forgets every parent read.
   void clear() { parents_.clear(); }
 
@@ -46,6 +61,7 @@ class ModuleAttributes {
     uint64_t modules = 0;  // its _modules dict (0: none found)
     uint64_t version = 0;  // _modules' ma_version_tag when read
     std::unordered_map<uint64_t, std::string> names;  // child address -> attribute name
+    std::unordered_map<std::string, uint32_t> positions;  // attribute name -> its place in _modules
   };
   void read_children(uint64_t parent, Parent* out);
 

@@ -83,7 +83,8 @@ std::vector<std::string> PythonStackNamer::entry_stack(std::span<const uint64_t>
     const uint64_t parent = words[outer * GP_ENTRY_FRAME_WORDS + 2];
     if (stack[inner] == kUnknownModule || stack[outer] == kUnknownModule) continue;
     if (!pairs_asked_.insert({parent, child}).second) continue;
-    if (auto name = child_name_(parent, child)) module_edges_.push_back({stack[outer], stack[inner], std::move(*name)});
+    if (auto found = child_name_(parent, child))
+      module_edges_.push_back({stack[outer], stack[inner], std::move(found->name), found->position});
   }
   return stack;
 }

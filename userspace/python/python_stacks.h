@@ -69,13 +69,20 @@ class PythonStackNamer {
   // record --with-modules: entry_stack() also names each module call
   // inside another by its attribute in the outer module's _modules, asking
   // `child_name(outer module, inner module)` once per pair of instances.
-  using ModuleChildName = std::function<std::optional<std::string>(uint64_t parent, uint64_t child)>;
+  // The child's name ("conv1", "layers.0") and where it stands among the
+  // parent's modules (0 first: named_modules()'s order).
+  struct ModuleChild {
+    std::string name;
+    uint32_t position = 0;
+  };
+  using ModuleChildName = std::function<std::optional<ModuleChild>(uint64_t parent, uint64_t child)>;
   void name_module_children(ModuleChildName child_name) { child_name_ = std::move(child_name); }
   // A module frame's attribute name in its parent module frame's module.
   struct ModuleEdge {
     std::string parent_frame;  // "nn.Module: Sequential_0"
     std::string frame;         // "nn.Module: BasicBlock_0"
     std::string name;          // "0"
+    uint32_t position = 0;     // its place among the parent's modules
   };
   // The edges named since the last call.
   std::vector<ModuleEdge> take_module_edges() { return std::exchange(module_edges_, {}); }

@@ -240,7 +240,7 @@ void thread_names_fields(IO& io, N& names) {
   }
 }
 
-// MODULE_NAMES: the count, then each {parent_frame, frame, name}; a count
+// MODULE_NAMES: the count, then each {parent_frame, frame, name, position}; a count
 // that cannot fit the payload stops the decoder at once.
 template <typename IO, typename N>
 void module_names_fields(IO& io, N& names) {
@@ -250,12 +250,14 @@ void module_names_fields(IO& io, N& names) {
     for (const ModuleName& m : names) {
       uint32_t parent = m.parent_frame, frame = m.frame;
       std::string name = m.name;
+      uint32_t position = m.position;
       io.u32(parent);
       io.u32(frame);
       io.str(name);
+      io.u32(position);
     }
   } else {
-    if (count > io.left() / 12) {  // 12: the smallest entry, two ids and an empty name
+    if (count > io.left() / 16) {  // 16: the smallest entry, two ids, an empty name, a position
       io.ok = false;
       return;
     }
@@ -264,6 +266,7 @@ void module_names_fields(IO& io, N& names) {
       io.u32(m.parent_frame);
       io.u32(m.frame);
       io.str(m.name);
+      io.u32(m.position);
     }
   }
 }

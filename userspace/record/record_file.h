@@ -136,10 +136,12 @@
 //                no-ops option
 //                (version 5; a build without it skips the chunk and
 //                reports raw times)
-//   MODULE_NAMES u32 count, count x {u32 parent_frame, u32 frame, str name}:
+//   MODULE_NAMES u32 count, count x {u32 parent_frame, u32 frame, str name,
+//                u32 position}:
 //                record --with-modules: the attribute name of the module
 //                whose frame is `frame` in the module whose frame is
 //                parent_frame ("nn.Module: X_n" frames of SAMPLE_FRAMES,
+//                position: the name's place in the parent's _modules,
 //                both defined before; Recording::module_names); names of 1
 //                to kRecordMaxModuleName bytes; any number of times; needs
 //                the with_stack option (version 6, added after its release:

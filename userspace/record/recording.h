@@ -130,6 +130,7 @@ struct ModuleName {
   uint32_t parent_frame = 0;
   uint32_t frame = 0;
   std::string name;
+  uint32_t position = 0;  // the name's place in the parent's _modules (0 first): named_modules()'s order
   bool operator==(const ModuleName&) const = default;
 };
 
