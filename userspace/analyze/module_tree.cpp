@@ -41,25 +41,27 @@ class TreeBuilder {
     return path;
   }
 
-  // The node of a path of module frames (created as first seen).
-  size_t node_of(const std::vector<uint32_t>& path) {
-    if (path.empty()) return synthetic(no_module_, kNoModule);
+  // The nodes of a path of module frames, outermost first (created as
+  // first seen).
+  std::vector<size_t> nodes_of(const std::vector<uint32_t>& path) {
+    std::vector<size_t> nodes;
+    nodes.reserve(path.size());
     int64_t parent = -1;
     uint32_t parent_frame = kNoFrame;
-    size_t node = 0;
     for (uint32_t frame : path) {
       auto [it, inserted] = child_of_.try_emplace({parent, frame}, tree_.nodes.size());
       if (inserted) {
         auto [name, position] = name_of(parent_frame, frame);
         tree_.nodes[add_node(parent, frame_label(frame), std::move(name))].position = position;
       }
-      node = it->second;
-      parent = static_cast<int64_t>(node);
+      nodes.push_back(it->second);
+      parent = static_cast<int64_t>(it->second);
       parent_frame = frame;
     }
-    return node;
+    return nodes;
   }
 
+  size_t no_module() { return synthetic(no_module_, kNoModule); }
   size_t no_python_frames() { return synthetic(no_python_, kNoPythonFrames); }
   size_t stack_not_read() { return synthetic(not_read_, kStackNotRead); }
 
@@ -104,46 +106,33 @@ class TreeBuilder {
   std::optional<size_t> no_module_, no_python_, not_read_;
 };
 
-// Counts the module calls that an op with module path `path` starts on a
-// thread whose previous op had the path `open` (module_tree.h): each module
-// frame that opens starts a call; and a module that stays open starts a new
-// call when its first child (the first module it ever called) opens again in
-// the same call, as when a model is called again with no op between its
-// calls (an inference loop). A module that calls its first child twice in
-// one forward is counted twice (docs/modules.md, "Limits").
-void count_module_calls(TreeBuilder& builder, const std::vector<uint32_t>& path, std::vector<uint32_t>& open,
+// Counts the module calls that an op under the module nodes `nodes`
+// (outermost first) starts on a thread whose previous op was under `open`
+// (module_tree.h): each module that opens starts a call; and a module that
+// stays open starts a new call when its first child (the first module it
+// ever called) opens again in the same call, as when a model is called
+// again with no op between its calls (an inference loop). A module that
+// calls its first child twice in one forward is counted twice
+// (docs/modules.md, "Limits").
+void count_module_calls(ModuleTree& tree, const std::vector<size_t>& nodes, std::vector<size_t>& open,
                         std::vector<bool>& first_child_seen) {
-  ModuleTree& tree = builder.tree();
   size_t same = 0;
-  while (same < open.size() && same < path.size() && open[same] == path[same]) ++same;
-  std::vector<uint32_t> prefix(path.begin(), path.begin() + static_cast<std::ptrdiff_t>(same));
+  while (same < open.size() && same < nodes.size() && open[same] == nodes[same]) ++same;
   first_child_seen.resize(same);
-  if (same > 0 && same < path.size()) {
-    // The deepest module that stays open, and the child that opens in it.
-    const size_t staying = builder.node_of(prefix);
-    prefix.push_back(path[same]);
-    const size_t opening = builder.node_of(prefix);
-    prefix.pop_back();
-    if (tree.nodes[staying].children.front() == opening) {
-      if (first_child_seen[same - 1]) tree.nodes[staying].calls++;
+  if (same > 0 && same < nodes.size()) {  // the deepest module that stays open, a child opening in it
+    ModuleNode& staying = tree.nodes[nodes[same - 1]];
+    if (staying.children.front() == nodes[same]) {
+      if (first_child_seen[same - 1]) staying.calls++;
       first_child_seen[same - 1] = true;
     }
   }
-  for (size_t k = same; k < path.size(); k++) {
-    prefix.push_back(path[k]);
-    const size_t opened = builder.node_of(prefix);
-    tree.nodes[opened].calls++;
+  for (size_t k = same; k < nodes.size(); k++) {
+    ModuleNode& opened = tree.nodes[nodes[k]];
+    opened.calls++;
     // Its own first child opens with it when the path goes deeper.
-    const bool child_opens = k + 1 < path.size();
-    bool first = false;
-    if (child_opens) {
-      prefix.push_back(path[k + 1]);
-      first = tree.nodes[opened].children.front() == builder.node_of(prefix);
-      prefix.pop_back();
-    }
-    first_child_seen.push_back(first);
+    first_child_seen.push_back(k + 1 < nodes.size() && opened.children.front() == nodes[k + 1]);
   }
-  open = path;
+  open = nodes;
 }
 
 }  // namespace
@@ -189,7 +178,7 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   });
   for (const std::vector<size_t>* thread_calls : threads) {
     const std::vector<size_t>& thread = *thread_calls;
-    std::vector<uint32_t> open;  // the module path of this thread's last outermost call
+    std::vector<size_t> open;  // the module nodes of this thread's last outermost call
     std::vector<bool> first_child_seen;  // per level of `open`: its module's current call opened its first child
     for (size_t i : thread) {  // parents before children
       const OpCall& call = timeline.calls[i];
@@ -205,9 +194,9 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
           open.clear();
           first_child_seen.clear();
         } else {
-          const std::vector<uint32_t> path = builder.module_path(stack->second);
-          node = builder.node_of(path);
-          count_module_calls(builder, path, open, first_child_seen);
+          const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(stack->second));
+          node = nodes.empty() ? builder.no_module() : nodes.back();
+          count_module_calls(tree, nodes, open, first_child_seen);
         }
         tree.nodes[node].self_ns += call.compensated_ns();
       }

@@ -49,9 +49,10 @@ std::optional<std::string> ModuleAttributes::child_name(uint64_t parent, uint64_
 std::optional<ModuleAttributes::HeldPath> ModuleAttributes::held_path(uint64_t parent, uint64_t child) {
   auto position_of = [&](const std::string& path) {
     const std::string first = path.substr(0, path.find('.'));
-    const auto& positions = parents_[parent].positions;
-    auto it = positions.find(first);
-    return it == positions.end() ? 0u : it->second;
+    auto held = parents_.find(parent);  // read by child_name()
+    if (held == parents_.end()) return 0u;
+    auto it = held->second.positions.find(first);
+    return it == held->second.positions.end() ? 0u : it->second;
   };
   if (auto name = child_name(parent, child)) return HeldPath{*name, position_of(*name)};
   // (module, its path from parent), one level at a time.
