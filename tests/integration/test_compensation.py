@@ -22,14 +22,16 @@ import pytest
 from conftest import FAKE_LIBTORCH, parse_table, run_gpuprof
 
 # planted_driver N SELF_NS CHILDREN CHILD_NS (tests/fake_libtorch/planted_driver.cpp).
-# About 2 s of calls: this VM's probe hits cost 20% more in slow phases of
+# About 1.2 s of calls: this VM's probe hits cost 20% more in slow phases of
 # 0.2 to 1.2 s (docs/overhead.md), and the calibration keeps the normal
 # phases' cost; a run as long as several phases pays their average, as a
-# real job does.
-CALLS = 10000
-PARENT_SELF_NS = 40_000
+# real job does. Spins short enough that the probes' time shows in the raw
+# figures (PLANTED_TOLERANCE) where a hit costs ~0.7 us (2026-11-26: a
+# child's two inner parts were 0.68 us; 14% of a 5 us spin).
+CALLS = 50000
+PARENT_SELF_NS = 8_000
 CHILDREN = 4
-CHILD_NS = 20_000
+CHILD_NS = 4_000
 PLANTED_TOLERANCE = 0.10
 # What compensation must take out of the probes' distortion (raw - spun):
 # at least 60%, leaving at most 40% of it. Not a 10% bound on the spun time
@@ -172,8 +174,9 @@ def test_record_a_compensates_every_process(procs, tmp_path):
     assert m, report.stdout
     # The fake library's 4 ops with a single-stepped entry: its file was
     # found after attach's estimate was recorded, so these sites came with
-    # the estimate recorded at the end.
-    assert m.group(6) == "4", m.group(0)
+    # the estimate recorded at the end. Other torch jobs on the machine
+    # (another test, a user's) add their libtorch's (1 for Debian's 1.13).
+    assert int(m.group(6)) >= 4, m.group(0)
     assert int(m.group(11)) >= 2, m.group(0)  # rounds through the recording
 
 

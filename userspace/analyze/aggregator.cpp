@@ -284,6 +284,12 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     profile.cuda_memory_peak = peak_info(mem.cuda_peak);
     profile.memory_unmatched_frees = mem.unmatched_frees;
   }
+  finish_profile(profile, timeline, recording, costs, options.raw_times);
+  return profile;
+}
+
+void finish_profile(Profile& profile, const Timeline& timeline, const Recording& recording,
+                    const ProbeCosts* costs, bool raw_times) {
   // The order format_op_table() breaks ties in (op_table.h).
   std::sort(profile.rows.begin(), profile.rows.end(), [](const OpRow& a, const OpRow& b) {
     if (a.name != b.name) return a.name < b.name;
@@ -293,7 +299,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   });
 
   profile.compensation = costs ? std::optional<ProbeCosts>(*costs) : std::nullopt;
-  profile.raw_times_asked = options.raw_times;
+  profile.raw_times_asked = raw_times;
   profile.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
   profile.calls_unwound = timeline.calls_unwound;
   profile.calls_cut = timeline.calls_cut;
@@ -304,7 +310,6 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   profile.events_unknown_kind = timeline.events_unknown_kind;
   profile.events_lost = recording.stats.events_lost;
   profile.threads = timeline.threads;
-  return profile;
 }
 
 }  // namespace gpuprof

@@ -8,6 +8,7 @@
 // prints them as one row "aten::add".
 #pragma once
 
+#include "analyze/op_timeline.h"
 #include "analyze/profile.h"
 #include "record/recording.h"
 
@@ -41,5 +42,11 @@ struct AggregateOptions {
 // The costs to compensate op times by, per those rules: nullptr for raw times.
 const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times);
 Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
+
+// What aggregate() does last, shared with a streamed aggregate
+// (streamed_aggregate.h): rows sorted as the table breaks ties, the
+// compensation and the timeline's counters.
+void finish_profile(Profile& profile, const Timeline& timeline, const Recording& recording,
+                    const ProbeCosts* costs, bool raw_times);
 
 }  // namespace gpuprof

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <utility>
 
 namespace gpuprof {
 namespace {
@@ -72,6 +73,11 @@ class Builder {
   void reserve_calls(size_t entries) { timeline_.calls.reserve(entries); }
 
   Timeline finish() && {
+    end();
+    return std::move(timeline_);
+  }
+  void end() {
+    if (std::exchange(ended_, true)) return;
     for (auto& [tid, thread] : threads_) {
       // A step in progress when the events end ends with its thread's last
       // event (torch ends its last ProfilerStep range when profiling stops);
@@ -84,15 +90,23 @@ class Builder {
       }
       if (thread.ran_ops) ++timeline_.threads;
     }
-    return std::move(timeline_);
   }
 
-  std::vector<OpCall> take_calls() {
-    std::vector<OpCall> calls = std::move(timeline_.calls);
+  std::vector<OpCall> take_calls() { return take_completed().calls; }
+  CompletedCalls take_completed() {
+    CompletedCalls done{.first = calls_taken_,
+                        .calls = std::move(timeline_.calls),
+                        .child_count = std::move(timeline_.child_count),
+                        .only_child = std::move(timeline_.only_child),
+                        .siblings = std::move(siblings_),
+                        .previous_sibling = std::move(previous_sibling_)};
+    calls_taken_ += done.calls.size();
     timeline_.calls.clear();
     timeline_.child_count.clear();
     timeline_.only_child.clear();
-    return calls;
+    siblings_.clear();
+    previous_sibling_.clear();
+    return done;
   }
 
   uint64_t open_frames() const {
@@ -282,7 +296,9 @@ class Builder {
       parent.child_ns += call.duration_ns();
       parent.child_compensated_ns += call.compensated_ns();
       parent.children++;
-      parent.last_child = static_cast<int64_t>(timeline_.calls.size() - 1);
+      siblings_.back() = parent.children;
+      previous_sibling_.back() = parent.last_child;
+      parent.last_child = static_cast<int64_t>(calls_taken_ + timeline_.calls.size() - 1);
     }
   }
 
@@ -312,6 +328,8 @@ class Builder {
     });
     timeline_.child_count.push_back(frame.children);
     timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
+    siblings_.push_back(0);  // close_top sets them when the call has a parent
+    previous_sibling_.push_back(-1);
     return timeline_.calls.back();
   }
 
@@ -321,6 +339,12 @@ class Builder {
   uint32_t cached_tid_ = 0;
   const ProbeCosts* costs_;  // nullptr: no compensation
   Timeline timeline_;
+  // Parallel to timeline_.calls (CompletedCalls); take_completed() moves
+  // them out with the calls, and calls_taken_ counts the calls moved.
+  std::vector<uint32_t> siblings_;
+  std::vector<int64_t> previous_sibling_;
+  uint64_t calls_taken_ = 0;
+  bool ended_ = false;  // end() ran
 };
 
 }  // namespace
@@ -337,7 +361,9 @@ TimelineBuilder& TimelineBuilder::operator=(TimelineBuilder&&) noexcept = defaul
 void TimelineBuilder::add(const gp_event& event, uint64_t index) { state_->builder.add(event, index); }
 void TimelineBuilder::reserve_calls(size_t entries) { state_->builder.reserve_calls(entries); }
 std::vector<OpCall> TimelineBuilder::take_calls() { return state_->builder.take_calls(); }
+CompletedCalls TimelineBuilder::take_completed() { return state_->builder.take_completed(); }
 uint64_t TimelineBuilder::open_frames() const { return state_->builder.open_frames(); }
+void TimelineBuilder::end() { state_->builder.end(); }
 Timeline TimelineBuilder::finish() && { return std::move(state_->builder).finish(); }
 
 Timeline build_timeline(std::span<const gp_event> events, const ProbeCosts* costs) {

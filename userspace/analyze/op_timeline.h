@@ -160,6 +160,22 @@ struct Timeline {
   uint32_t threads = 0;  // threads with at least one ENTRY or EXIT
 };
 
+// The calls a TimelineBuilder completed since its last take, with what
+// folding them as torch.profiler does needs (aggregator.h) when they are
+// taken as they come: indices count every call the builder completed,
+// taken before or not (calls[k] is call first + k).
+struct CompletedCalls {
+  uint64_t first = 0;
+  std::vector<OpCall> calls;
+  std::vector<uint32_t> child_count;  // as Timeline's
+  std::vector<int64_t> only_child;    // as Timeline's, an index as above
+  // The call's parent (the frame open below it when it ended): how many
+  // children it had closed with this one (0: no parent), and the one closed
+  // just before this one (-1: none).
+  std::vector<uint32_t> siblings;
+  std::vector<int64_t> previous_sibling;
+};
+
 // One pass over the events, O(n) amortized: every frame is pushed and popped
 // at most once. Never fails; odd input shows up in the counters.
 // With `costs`, calls also carry their compensation (above).
@@ -184,8 +200,14 @@ class TimelineBuilder {
   // Timeline::child_count/only_child bookkeeping is dropped: a live view
   // does not fold same-name children.
   std::vector<OpCall> take_calls();
+  // The same with their folding bookkeeping (CompletedCalls): a report
+  // that streams a recording (analyze/streamed_aggregate.h).
+  CompletedCalls take_completed();
   // Frames open now, on every thread.
   uint64_t open_frames() const;
+  // What the end of the events closes (a step still open ends with its
+  // thread's last event); no event may follow. finish() does it too.
+  void end();
   Timeline finish() &&;
 
  private:

@@ -6,9 +6,11 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include "analyze/aggregator.h"
 #include "analyze/module_tree.h"
+#include "analyze/streamed_aggregate.h"
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/report_many.h"
@@ -20,6 +22,7 @@
 #include "analyze/process_filter.h"
 #include "record/frames_not_read.h"
 #include "record/record_file.h"
+#include "record/record_stream.h"
 
 namespace gpuprof::cli {
 namespace {
@@ -297,12 +300,12 @@ std::string format_table_report(const Recording& recording, const Profile& profi
            " CPU samples. Read them with: gpuprof report " + input_path +
            " --folded --metric samples\n";
   else if (profile.rows.empty())
-    text = "No operator calls were recorded (" + std::to_string(recording.events.size()) +
-           (recording.events.size() == 1 ? " event" : " events") + ").\n";
+    text = "No operator calls were recorded (" + std::to_string(op_events_read(recording)) +
+           (op_events_read(recording) == 1 ? " event" : " events") + ").\n";
   std::string notes = format_profile_notes(profile) +
                       format_recording_notes(recording, profile, options.group_by_input_shape);
   if (recording.cuda_runtime)
-    notes += std::to_string(recording.launches.size()) + " CUDA kernel launches: gpuprof report " +
+    notes += std::to_string(launches_read(recording)) + " CUDA kernel launches: gpuprof report " +
              input_path + " --launches lists them per op\n";
   if (recording.cupti_shim) {
     notes += std::to_string(recording.gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
@@ -392,15 +395,69 @@ std::string format_system_report(const Recording& recording, const ReportOptions
   return out;
 }
 
-std::optional<Recording> read_recording_for_output(const std::string& path, bool strict) {
+std::optional<Recording> read_recording_for_output(const std::string& path, bool strict, RecordStream* stream,
+                                                   bool* whole_needed) {
   std::string error;
-  auto recording = read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+  const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
+  auto recording = stream ? read_recording_streamed(path, &error, corrupt, *stream, whole_needed)
+                          : read_recording(path, &error, corrupt);
   if (!recording) {
+    if (whole_needed && *whole_needed) return std::nullopt;
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return std::nullopt;
   }
   for (const LostChunk& lost : recording->lost_chunks) std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
   return recording;
+}
+
+// The first of a streamed report's two reads: every chunk but the events,
+// for what must be known before them (the probe costs, written last); a
+// recording it cannot stream it reads whole.
+class StreamingCheck : public RecordStream {
+ public:
+  bool wants(const Recording& head) override {
+    // -a recordings print a section per process; memory columns need every call.
+    accepted = head.process.pid != 0 && !head.options.memory;
+    return accepted;
+  }
+  void on_events(std::span<const gp_event>, uint64_t) override {}
+  bool accepted = false;
+};
+
+// report's plain op table, memory flat in the events: a first read for the
+// probe costs, a second that aggregates the events as they come
+// (streamed_aggregate.h). A Recording: one it read whole, as it could not
+// stream it; an int: the exit status of a read that failed.
+struct StreamedTable {
+  Recording recording;
+  Profile profile;
+};
+std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+  StreamingCheck check;
+  bool whole_needed = false;
+  std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
+  if (!head && !whole_needed) return 1;
+  if (!head) {  // GPU activities: their ops need every call
+    head = read_recording_for_output(path, strict);
+    if (!head) return 1;
+    return std::move(*head);
+  }
+  if (!check.accepted) return std::move(*head);  // read whole
+  StreamedAggregate aggregate(compensation_costs(*head, raw_times), raw_times);
+  std::string error;
+  std::optional<Recording> recording =
+      read_recording_streamed(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip, aggregate,
+                              &whole_needed);
+  if (!recording && whole_needed) {  // a recording still being written got GPU activities since
+    head = read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+    if (head) return std::move(*head);
+  }
+  if (!recording) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  Profile profile = std::move(aggregate).finish(*recording);
+  return StreamedTable{std::move(*recording), std::move(profile)};
 }
 
 int run_report(const ReportOptions& given) {
@@ -421,7 +478,25 @@ int run_report(const ReportOptions& given) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 2;
   }
-  auto recording = read_recording_for_output(options.input_path, options.strict);
+  // The plain table streams the events (docs/report.md, "Memory").
+  const bool plain_table = !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
+                           options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&
+                           !options.modules && options.pids.empty() && options.comms.empty() &&
+                           !options.group_by_input_shape && options.group_by_stack_n == 0;
+  std::optional<Recording> recording;
+  std::optional<Profile> streamed_profile;
+  if (plain_table) {
+    auto read = read_for_table(options.input_path, options.strict, options.raw_times);
+    if (const int* status = std::get_if<int>(&read)) return *status;
+    if (auto* streamed = std::get_if<StreamedTable>(&read)) {
+      recording = std::move(streamed->recording);
+      streamed_profile = std::move(streamed->profile);
+    } else {
+      recording = std::move(std::get<Recording>(read));
+    }
+  } else {
+    recording = read_recording_for_output(options.input_path, options.strict);
+  }
   if (!recording) return 1;
   if (!recording->complete)
     std::fprintf(stderr,
@@ -429,7 +504,7 @@ int run_report(const ReportOptions& given) {
                  options.input_path.c_str(),
                  recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                       : recording->incomplete_reason.c_str(),
-                 recording->events.size());
+                 op_events_read(*recording));
   if (!options.pids.empty() || !options.comms.empty()) {
     if (!is_system_wide(*recording)) {
       std::fprintf(stderr,
@@ -511,7 +586,7 @@ int run_report(const ReportOptions& given) {
   aggregate_options.group_by_input_shape = options.group_by_input_shape;
   aggregate_options.group_by_stack_n = options.group_by_stack_n;
   aggregate_options.raw_times = options.raw_times;
-  Profile profile = aggregate(*recording, aggregate_options);
+  Profile profile = streamed_profile ? std::move(*streamed_profile) : aggregate(*recording, aggregate_options);
   if (std::string why = sort_key_unavailable(*sort_key, profile); !why.empty()) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;

@@ -8,6 +8,7 @@
 
 #include "record/chunk_codecs.h"
 #include "record/packed_events.h"
+#include "record/record_stream.h"
 
 namespace gpuprof {
 
@@ -110,8 +111,10 @@ std::string read_pairs(std::span<const uint8_t> payload, const PairChunk& c, uin
 }
 
 // read_pairs' item_problem for pairs that name ENTRY events.
-auto entry_event(const Recording& rec) {
-  return [&rec](uint64_t index) -> std::string {
+// A streaming read no longer holds the event: not checked (record_stream.h).
+auto entry_event(const Recording& rec, const Seen& seen) {
+  return [&rec, &seen](uint64_t index) -> std::string {
+    if (seen.stream) return "";
     const uint16_t kind = rec.events[index].kind;
     // A range's beginning opens a frame too (version 5: its Python stack).
     return kind == GP_EV_OP_ENTRY || kind == GP_EV_RANGE_BEGIN
@@ -137,9 +140,9 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
            : id < rec.shapes.size()      ? IdFate::defined
                                          : IdFate::undefined;
   };
-  return read_pairs(payload, c, seen.next_entry_index, known_shape, entry_event(rec),
+  return read_pairs(payload, c, seen.next_entry_index, known_shape, entry_event(rec, seen),
                     [&](uint64_t index, uint32_t id) {
-                      rec.entry_shapes.push_back({index, id});
+                      if (!seen.stream) rec.entry_shapes.push_back({index, id});
                     });
 }
 
@@ -147,9 +150,11 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
 std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
   const PairChunk c{"entry stack",         "entry stacks", "event_index", "events",
                     seen.salvage.events, "stack_id",     "stacks",      rec.sample_stacks.size()};
-  return read_pairs(payload, c, seen.next_stack_entry_index, known_stack(rec, seen), entry_event(rec),
+  return read_pairs(payload, c, seen.next_stack_entry_index, known_stack(rec, seen), entry_event(rec, seen),
                     [&](uint64_t index, uint32_t id) {
-                      rec.entry_stacks.push_back({index, id});
+                      if (!seen.stream) return rec.entry_stacks.push_back({index, id});
+                      if (id >= rec.streamed_entry_stacks.size()) rec.streamed_entry_stacks.resize(id + 1);
+                      ++rec.streamed_entry_stacks[id];
                     });
 }
 
@@ -348,6 +353,11 @@ std::string check_events(size_t base, Recording& rec, Seen& seen) {
              " (always 0 in a record file)";
   }
   seen.salvage.events.read(rec.events.size() - base);
+  if (seen.stream) {  // handed on, not kept (record_stream.h)
+    seen.stream->on_events(std::span<const gp_event>(rec.events).subspan(base), rec.streamed_events);
+    rec.streamed_events += rec.events.size() - base;
+    rec.events.resize(base);
+  }
   return "";
 }
 
@@ -468,16 +478,29 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::LAUNCH_NAMES:
       if (std::string problem = read_launch_names(d, rec, seen.salvage); !problem.empty()) return problem;
       break;
-    case ChunkType::LAUNCHES:
-      return read_launches(payload, rec, seen.salvage);
+    case ChunkType::LAUNCHES: {
+      std::string problem = read_launches(payload, rec, seen.salvage);
+      if (seen.stream) {  // the op table only counts them
+        rec.streamed_launches += rec.launches.size();
+        rec.launches.clear();
+      }
+      return problem;
+    }
     case ChunkType::CUDA_RUNTIME:
       if (!first(seen.cuda_runtime)) return "duplicate CUDA_RUNTIME chunk";
       cuda_runtime_fields(d, rec.cuda_runtime.emplace());
       break;
-    case ChunkType::GPU_CORRELATIONS:
-      return read_gpu_correlations(payload, rec);
-    case ChunkType::GPU_ACTIVITIES:
-      return read_gpu_activities(payload, rec, seen.salvage);
+    case ChunkType::GPU_CORRELATIONS: {
+      std::string problem = read_gpu_correlations(payload, rec);
+      if (seen.stream) rec.gpu_correlations.clear();  // as launches
+      return problem;
+    }
+    case ChunkType::GPU_ACTIVITIES: {
+      std::string problem = read_gpu_activities(payload, rec, seen.salvage);
+      // Their ops need every call: a streaming read stops (record_stream.h).
+      if (seen.stream && !rec.gpu_activities.empty()) seen.gpu_activities_met = true;
+      return problem;
+    }
     case ChunkType::CUPTI_SHIM:
       if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());

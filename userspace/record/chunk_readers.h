@@ -14,6 +14,8 @@
 
 namespace gpuprof {
 
+class RecordStream;  // record_stream.h
+
 // What the reader has met, to enforce the order and rules of record_file.h.
 struct Seen {
   uint32_t version = 0;
@@ -26,7 +28,11 @@ struct Seen {
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
-  Salvage salvage;  // what the chunks lost so far leave to place (chunk_salvage.h)
+  Salvage salvage;
+  // A streaming read (record_stream.h): op events go here, not into the
+  // Recording; per-event records the op table leaves unused are dropped.
+  RecordStream* stream = nullptr;
+  bool gpu_activities_met = false;  // a streaming read cannot go on  // what the chunks lost so far leave to place (chunk_salvage.h)
   bool mandatory() const { return process && clock && ops && (options || version < 2); }
   const char* mandatory_names() const {
     return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";

@@ -52,6 +52,11 @@ StackCuts count_stack_cuts(const Recording& recording) {
     cuts.entries++;
     cuts.entries_cut += is_cut(entry.stack_id);
   }
+  // A streamed recording counts its entries per stack (record_stream.h).
+  for (uint32_t stack_id = 0; stack_id < recording.streamed_entry_stacks.size(); stack_id++) {
+    cuts.entries += recording.streamed_entry_stacks[stack_id];
+    if (is_cut(stack_id)) cuts.entries_cut += recording.streamed_entry_stacks[stack_id];
+  }
   return cuts;
 }
 

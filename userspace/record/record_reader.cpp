@@ -14,6 +14,7 @@
 #include "record/chunk_readers.h"
 #include "record/chunk_salvage.h"
 #include "record/record_file.h"
+#include "record/record_stream.h"
 
 namespace gpuprof {
 
@@ -180,7 +181,10 @@ std::optional<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hd
                  " (its length is damaged: the next chunk is at offset " + std::to_string(*next) + ")", false};
 }
 
-std::optional<Recording> parse(Source& src, const std::string& name, std::string* error, CorruptChunks corrupt) {
+// With a stream (record_stream.h): offered the recording once its mandatory
+// chunks are read; nullopt with *whole_needed set when it must be read whole.
+std::optional<Recording> parse(Source& src, const std::string& name, std::string* error, CorruptChunks corrupt,
+                               RecordStream* stream = nullptr, bool* whole_needed = nullptr) {
   auto fail = [&](std::string msg) -> std::optional<Recording> {
     *error = std::move(msg);
     return std::nullopt;
@@ -271,20 +275,28 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
       off = skipped->end;
       continue;
     }
-    if (type == static_cast<uint32_t>(ChunkType::EVENTS) && rec.events.capacity() == 0)
+    if (seen.stream) {
+      // Nothing per event is held: no room reserved for the file's worth.
+    } else if (type == static_cast<uint32_t>(ChunkType::EVENTS) && rec.events.capacity() == 0)
       rec.events.reserve(static_cast<size_t>((size - off) / sizeof(gp_event)));  // <= the file
-    if (type == static_cast<uint32_t>(ChunkType::SAMPLES) && rec.samples.capacity() == 0)
+    else if (type == static_cast<uint32_t>(ChunkType::SAMPLES) && rec.samples.capacity() == 0)
       rec.samples.reserve(static_cast<size_t>((size - off) / kRecordSampleBytes));  // 1.2 x file
-    if (type == static_cast<uint32_t>(ChunkType::LAUNCHES) && rec.launches.capacity() == 0)
+    else if (type == static_cast<uint32_t>(ChunkType::LAUNCHES) && rec.launches.capacity() == 0)
       rec.launches.reserve(static_cast<size_t>((size - off) / kLaunchBytes));  // <= the file
-    if (type == static_cast<uint32_t>(ChunkType::GPU_CORRELATIONS) &&
+    else if (type == static_cast<uint32_t>(ChunkType::GPU_CORRELATIONS) &&
         rec.gpu_correlations.capacity() == 0)  // 32 bytes each: <= the file
       rec.gpu_correlations.reserve(static_cast<size_t>((size - off) / kGpuCorrelationBytes));
-    if (type == static_cast<uint32_t>(ChunkType::GPU_ACTIVITIES) &&
+    else if (type == static_cast<uint32_t>(ChunkType::GPU_ACTIVITIES) &&
         rec.gpu_activities.capacity() == 0)  // 48 bytes each: <= the file
       rec.gpu_activities.reserve(static_cast<size_t>((size - off) / kGpuActivityBytes));
+    const bool had_mandatory = seen.mandatory();
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + chunk_type_name(type) + ")" + at + problem);
+    if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) seen.stream = stream;
+    if (seen.gpu_activities_met) {
+      *whole_needed = true;
+      return std::nullopt;
+    }
     off += kRecordChunkHeaderSize + len;
   }
   if (seen.end && off != size)
@@ -317,7 +329,10 @@ std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, st
   return parse(src, name, error, corrupt);
 }
 
-std::optional<Recording> read_recording(const std::string& path, std::string* error, CorruptChunks corrupt) {
+namespace {
+
+std::optional<Recording> read_file(const std::string& path, std::string* error, CorruptChunks corrupt,
+                                   RecordStream* stream, bool* whole_needed) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
@@ -341,9 +356,23 @@ std::optional<Recording> read_recording(const std::string& path, std::string* er
       }
       bytes.insert(bytes.end(), chunk, chunk + n);
     }
-    return read_recording_bytes(bytes, error, path, corrupt);
+    Source src(bytes);
+    return parse(src, path, error, corrupt, stream, whole_needed);
   }
   Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
-  return parse(src, path, error, corrupt);
+  return parse(src, path, error, corrupt, stream, whole_needed);
+}
+
+}  // namespace
+
+std::optional<Recording> read_recording(const std::string& path, std::string* error, CorruptChunks corrupt) {
+  return read_file(path, error, corrupt, nullptr, nullptr);
+}
+
+std::optional<Recording> read_recording_streamed(const std::string& path, std::string* error,
+                                                 CorruptChunks corrupt, RecordStream& stream,
+                                                 bool* whole_needed) {
+  *whole_needed = false;
+  return read_file(path, error, corrupt, &stream, whole_needed);
 }
 }  // namespace gpuprof

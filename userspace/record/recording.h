@@ -327,6 +327,13 @@ struct Recording {
   ClockInfo clock;
   std::vector<OpInfo> ops;
   std::vector<gp_event> events;
+  // A streaming read (record_stream.h) hands the op events on instead of
+  // keeping them in `events`, and drops the per-event records the op table
+  // leaves unused; what they were: how many events and launches, and how
+  // many op entries had each stack (by stack id; entry_stacks stays empty).
+  uint64_t streamed_events = 0;
+  uint64_t streamed_launches = 0;
+  std::vector<uint64_t> streamed_entry_stacks;
   RecordOptions options;
   // Input shapes, interned: entry_shapes points ENTRY events (by index in
   // `events`, ascending) at the distinct shape lists in `shapes`.

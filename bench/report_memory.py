@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""report's memory and speed against the events of a recording.
+
+    sudo /usr/bin/python3 bench/report_memory.py [--seconds 2,8] [--keep DIR]
+
+Records tests/workloads/small_op_loop.py (the most op events per second)
+for each number of seconds, then runs on each file, one after the other:
+  - `gpuprof report FILE`: the op table, which streams the events (a first
+    read for the probe costs, a second that aggregates as it reads;
+    docs/report.md, "Memory");
+  - `gpuprof report FILE --folded`: an output that reads the recording whole,
+    for comparison.
+and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+second, and, between the shortest and the longest recording, the RSS each
+grew by per million more events. Flat memory is 0 KB per million events.
+"""
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from record_size import GPUPROF, record  # noqa: E402
+
+
+def run_report(args):
+    """(peak RSS in KiB, wall seconds) of one gpuprof report run."""
+    start = time.monotonic()
+    proc = subprocess.Popen([str(GPUPROF), "report", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    err = proc.stderr.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"report_memory: gpuprof report {' '.join(args)} failed: {err}")
+    return usage.ru_maxrss, wall
+
+
+def measure(path):
+    """measure_file(path) in a child process: decoding the events in this one
+    would grow its RSS, which the gpuprof processes it forks would inherit in
+    their ru_maxrss."""
+    out = subprocess.run([sys.executable, "-c",
+                          "import sys; sys.path.insert(0, sys.argv[1]); from record_size import measure_file; "
+                          "print(*measure_file(__import__('pathlib').Path(sys.argv[2])))",
+                          str(pathlib.Path(__file__).resolve().parent), str(path)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", default="2,8", help="recording lengths, comma-separated")
+    parser.add_argument("--keep", type=pathlib.Path, help="keep the record files in this directory")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("report_memory: run as root (gpuprof record attaches BPF probes)")
+    lengths = [int(s) for s in args.seconds.split(",")]
+    if len(lengths) < 2:
+        sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
+    modes = {"table (streamed)": [], "--folded (whole)": ["--folded"]}
+    with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
+        workdir = args.keep or pathlib.Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        results = []  # (events, bytes, {mode: (rss, wall)})
+        for seconds in lengths:
+            path, _ = record(GPUPROF, seconds, workdir, f"loop-{seconds}s")
+            events, size = measure(path)
+            runs = {mode: run_report([str(path), *extra]) for mode, extra in modes.items()}
+            results.append((events, size, runs))
+            print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
+            for mode, (rss, wall) in runs.items():
+                print(f"  {mode:18} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
+                      f"{events / wall / 1e6:6.1f} M events/s")
+        (e0, _, r0), (e1, _, r1) = results[0], results[-1]
+        print(f"RSS growth from {e0:,} to {e1:,} events:")
+        for mode in modes:
+            grew = r1[mode][0] - r0[mode][0]
+            print(f"  {mode:18} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+// The streamed op table (analyze/streamed_aggregate.h, record/record_stream.h)
+// against aggregate() of the same recording read whole: row for row, counter
+// for counter, on random event streams that fold same-name children, unwind,
+// catch, step, cut and open ranges, fed in chunks of every size; and a
+// streaming read of a written file, which keeps nothing per event.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyze/aggregator.h"
+#include "analyze/streamed_aggregate.h"
+#include "probe_events.h"
+#include "record/record_file.h"
+#include "record/record_stream.h"
+#include "recordings.h"
+
+namespace gpuprof {
+namespace {
+
+using namespace ::gpuprof::test;
+
+// Names repeat across ids (overloads fold into one row, and into each
+// other: torch compares names); ids 5 and 6 are ranges and a step marker.
+std::vector<OpInfo> ops_of_the_streams() {
+  std::vector<OpInfo> ops = {op("aten::add", "Tensor"), op("aten::add", "Scalar"), op("aten::div_"),
+                             op("aten::mm"),            op("aten::div_", "Scalar"), op("my_range"),
+                             op("ProfilerStep#1")};
+  ops[5].kind = OpKind::user_range;
+  ops[6].kind = OpKind::user_range;
+  return ops;
+}
+
+ProbeCosts costs_of_the_streams() {
+  ProbeCosts costs;
+  costs.entry = {3, 4};
+  costs.exit = {2, 5};
+  costs.entry_stepped = {9, 11};
+  costs.exit_stepped = {7, 13};
+  costs.op_sites = {0, kEntrySingleStepped, kExitSingleStepped, 0, kEntrySingleStepped | kExitSingleStepped};
+  return costs;
+}
+
+// Mostly well nested calls, a child often of its parent's name; exceptions
+// (entries left open, then a catch or a deeper entry), stray exits, ranges,
+// steps and, rarely, a cut.
+std::vector<gp_event> random_events(uint32_t seed, size_t length) {
+  struct Frame {
+    uint64_t sp;
+    uint32_t op;
+  };
+  constexpr uint32_t kThreads = 3;
+  std::mt19937 rng(seed);
+  auto chance = [&](double p) { return std::uniform_real_distribution<>(0, 1)(rng) < p; };
+  auto pick = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  std::vector<std::vector<Frame>> stacks(kThreads);
+  std::vector<std::vector<uint64_t>> ranges(kThreads);
+  std::vector<uint64_t> step(kThreads, 1);
+  std::vector<gp_event> events;
+  uint64_t ts = 1000;
+  uint64_t range_object = 0x1000;
+  for (size_t i = 0; i < length; ++i) {
+    const uint32_t thread = static_cast<uint32_t>(pick(0, kThreads - 1));
+    const uint32_t tid = 10 + thread;
+    std::vector<Frame>& stack = stacks[thread];
+    ts += pick(1, 40);
+    const double action = std::uniform_real_distribution<>(0, 1)(rng);
+    if (action < 0.45) {
+      const uint64_t sp = stack.empty() ? 100000 - 64 * pick(0, 3) : stack.back().sp - 64 * pick(1, 2);
+      const uint32_t op = !stack.empty() && chance(0.4) ? stack.back().op : static_cast<uint32_t>(pick(0, 4));
+      while (!stack.empty() && stack.back().sp <= sp) stack.pop_back();
+      stack.push_back({sp, op});
+      events.push_back(op_entry(ts, sp, op, tid));
+    } else if (action < 0.88) {
+      if (!stack.empty() && chance(0.93)) {
+        events.push_back(op_exit(ts, stack.back().sp, stack.back().op, tid));
+        stack.pop_back();
+      } else if (!stack.empty() && chance(0.5)) {  // an exception caught two frames down
+        const size_t keep = stack.size() > 2 ? stack.size() - 2 : 0;
+        const uint64_t sp = keep ? stack[keep - 1].sp - 1 : 100000 + 64;
+        events.push_back(catch_at(ts, sp, tid));
+        stack.resize(keep);
+      } else {  // an exit of a call begun before the recording
+        events.push_back(op_exit(ts, 100000 + 64 * pick(1, 3), static_cast<uint32_t>(pick(0, 4)), tid));
+        stack.clear();
+      }
+    } else if (action < 0.93) {
+      events.push_back(probe_event(GP_EV_RANGE_BEGIN, ts, ++range_object, 5, tid));
+      ranges[thread].push_back(range_object);
+    } else if (action < 0.97) {
+      if (!ranges[thread].empty()) {
+        events.push_back(probe_event(GP_EV_RANGE_END, ts, ranges[thread].back(), 5, tid));
+        ranges[thread].pop_back();
+        stack.clear();  // calls begun inside it ended with it
+      } else {
+        events.push_back(probe_event(GP_EV_RANGE_END, ts, 0x99, 5, tid));  // ended elsewhere
+      }
+    } else if (action < 0.995) {
+      events.push_back(step_at(ts, ++step[thread], chance(0.8) ? 6 : GP_NO_OP, tid));
+    } else {
+      events.push_back(cut_at(ts));
+      for (auto& s : stacks) s.clear();
+      for (auto& r : ranges) r.clear();
+    }
+  }
+  return events;
+}
+
+void expect_same_profile(const Profile& streamed, const Profile& whole) {
+  ASSERT_EQ(streamed.rows.size(), whole.rows.size());
+  for (size_t i = 0; i < whole.rows.size(); i++) EXPECT_EQ(streamed.rows[i], whole.rows[i]) << whole.rows[i].name;
+  EXPECT_EQ(streamed.self_cpu_total_ns, whole.self_cpu_total_ns);
+  EXPECT_EQ(streamed.calls_unwound, whole.calls_unwound);
+  EXPECT_EQ(streamed.calls_cut, whole.calls_cut);
+  EXPECT_EQ(streamed.events_after_cut, whole.events_after_cut);
+  EXPECT_EQ(streamed.ranges_ended_elsewhere, whole.ranges_ended_elsewhere);
+  EXPECT_EQ(streamed.exits_without_entry, whole.exits_without_entry);
+  EXPECT_EQ(streamed.calls_open_at_end, whole.calls_open_at_end);
+  EXPECT_EQ(streamed.events_unknown_kind, whole.events_unknown_kind);
+  EXPECT_EQ(streamed.events_lost, whole.events_lost);
+  EXPECT_EQ(streamed.threads, whole.threads);
+  EXPECT_EQ(streamed.compensation, whole.compensation);
+  EXPECT_EQ(streamed.raw_times_asked, whole.raw_times_asked);
+  EXPECT_EQ(streamed.calls_shorter_than_probes, whole.calls_shorter_than_probes);
+  EXPECT_EQ(streamed.gpu_recorded, whole.gpu_recorded);
+  EXPECT_EQ(streamed.memory_recorded, whole.memory_recorded);
+}
+
+// The streamed Profile of `recording`, its events fed `chunk` at a time.
+Profile streamed_profile(const Recording& recording, size_t chunk, bool raw_times) {
+  StreamedAggregate streamed(compensation_costs(recording, raw_times), raw_times);
+  EXPECT_TRUE(streamed.wants(recording));
+  for (size_t at = 0; at < recording.events.size(); at += chunk) {
+    const size_t n = std::min(chunk, recording.events.size() - at);
+    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
+  }
+  return std::move(streamed).finish(recording);
+}
+
+TEST(StreamedAggregate, EqualsTheWholeAggregateOnRandomStreams) {
+  size_t folded_calls = 0;  // the streams must fold, or the test proves little
+  for (uint32_t seed = 1; seed <= 60; seed++) {
+    Recording recording = recording_of(ops_of_the_streams(), random_events(seed, 3000));
+    recording.probe_costs = costs_of_the_streams();
+    for (bool raw : {false, true}) {
+      const Profile whole = aggregate(recording, AggregateOptions{.raw_times = raw});
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + (raw ? " raw" : ""));
+        expect_same_profile(streamed_profile(recording, chunk, raw), whole);
+      }
+    }
+    const Timeline timeline = build_timeline(recording.events);
+    uint64_t calls = 0;
+    for (const OpRow& row : aggregate(recording).rows) calls += row.calls;
+    folded_calls += timeline.calls.size() - calls;
+  }
+  EXPECT_GT(folded_calls, 1000u);
+}
+
+TEST(StreamedAggregate, FoldsAChainOfSameNameCallsIntoItsOutermost) {
+  // aten::div_ (Scalar) -> aten::div_ -> aten::div_ (Scalar) -> aten::mm,
+  // then a second outer call with two children (no folding).
+  Recording recording = recording_of(ops_of_the_streams(),
+                                     {op_entry(0, 1000, 4), op_entry(10, 900, 2), op_entry(20, 800, 4),
+                                      op_entry(30, 700, 3), op_exit(40, 700, 3), op_exit(50, 800, 4),
+                                      op_exit(60, 900, 2), op_exit(100, 1000, 4), op_entry(200, 1000, 2),
+                                      op_entry(210, 900, 2), op_exit(220, 900, 2), op_entry(230, 900, 2),
+                                      op_exit(250, 900, 2), op_exit(300, 1000, 2)});
+  const Profile streamed = streamed_profile(recording, 3, true);
+  expect_same_profile(streamed, aggregate(recording, AggregateOptions{.raw_times = true}));
+  ASSERT_EQ(streamed.rows.size(), 2u);
+  EXPECT_EQ(streamed.rows[0].name, "aten::div_");
+  EXPECT_EQ(streamed.rows[0].calls, 4u);  // the chain's outermost, the second outer call and its two
+  EXPECT_EQ(streamed.rows[0].cpu_total_ns, 100u + 100u + 10u + 20u);
+  EXPECT_EQ(streamed.rows[0].self_cpu_ns, 90u + 70u + 10u + 20u);
+  EXPECT_EQ(streamed.rows[1].name, "aten::mm");
+  EXPECT_EQ(streamed.rows[1].calls, 1u);
+}
+
+TEST(StreamedAggregate, DeclinesMemoryRecordings) {
+  Recording recording = recording_of(ops_of_the_streams(), {});
+  recording.options.memory = true;
+  StreamedAggregate streamed(nullptr, false);
+  EXPECT_FALSE(streamed.wants(recording));
+}
+
+ProcessInfo process_4242() {
+  ProcessInfo process;
+  process.pid = 4242;
+  process.comm = "python3";
+  return process;
+}
+
+// A file written by RecordWriter, read streamed: the same Recording as read
+// whole but for what it hands on, and the same Profile.
+TEST(RecordStream, StreamedReadKeepsNothingPerEvent) {
+  char path[] = "/tmp/gpuprof-stream-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const std::vector<gp_event> events = random_events(7, 20000);
+  {
+    std::string error;
+    auto writer = RecordWriter::create(path, &error);
+    ASSERT_TRUE(writer) << error;
+    RecordOptions options;
+    options.with_stack = true;
+    ASSERT_TRUE(writer->begin(process_4242(), ClockInfo{}, ops_of_the_streams(), options,
+                              &error))
+        << error;
+    ASSERT_TRUE(writer->set_probe_costs(costs_of_the_streams(), &error)) << error;
+    ASSERT_TRUE(writer->append_events(events.data(), events.size(), &error)) << error;
+    ASSERT_TRUE(writer->add_sample_frame("train.py(3): main", &error)) << error;
+    ASSERT_TRUE(writer->add_sample_stack({0}, &error)) << error;
+    uint64_t stacked = 0;
+    for (uint64_t i = 0; i < events.size(); i++)
+      if (events[i].kind == GP_EV_OP_ENTRY && i % 3 == 0) {
+        ASSERT_TRUE(writer->append_entry_stack(i, 0, &error)) << error;
+        ++stacked;
+      }
+    ASSERT_TRUE(writer->finish(RecordStats{}, 0, &error)) << error;
+    ASSERT_GT(stacked, 1000u);
+  }
+  std::string error;
+  const auto whole = read_recording(path, &error);
+  ASSERT_TRUE(whole) << error;
+  ASSERT_TRUE(whole->probe_costs);
+  StreamedAggregate streamed(compensation_costs(*whole, false), false);
+  bool whole_needed = true;
+  const auto read = read_recording_streamed(path, &error, CorruptChunks::refuse, streamed, &whole_needed);
+  ::unlink(path);
+  ASSERT_TRUE(read) << error;
+  EXPECT_FALSE(whole_needed);
+  EXPECT_TRUE(read->events.empty());
+  EXPECT_EQ(read->streamed_events, whole->events.size());
+  EXPECT_EQ(op_events_read(*read), events.size());
+  EXPECT_TRUE(read->entry_stacks.empty());
+  ASSERT_EQ(read->streamed_entry_stacks.size(), 1u);
+  EXPECT_EQ(read->streamed_entry_stacks[0], whole->entry_stacks.size());
+  EXPECT_EQ(read->ops, whole->ops);
+  EXPECT_EQ(read->probe_costs, whole->probe_costs);
+  EXPECT_TRUE(read->complete);
+  expect_same_profile(std::move(streamed).finish(*read), aggregate(*whole));
+}
+
+}  // namespace
+}  // namespace gpuprof

@@ -1,0 +1,52 @@
+// record_stream.h: reading a record file without holding its op events, for
+// the outputs that need each event once, in file order (report's op table):
+// memory then grows with what the output keeps (ops, threads, open calls),
+// not with the events recorded (docs/record-file.md, "Streaming reads").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "op_tracer_abi.h"
+#include "record/record_file.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// What a streaming read hands its events to.
+class RecordStream {
+ public:
+  virtual ~RecordStream() = default;
+  // Asked once the mandatory chunks (process, clock, op table, options) are
+  // read: whether this recording can be streamed. Declining reads it whole.
+  virtual bool wants(const Recording& head) = 0;
+  // One chunk's op events, in file order, checked; `first` is the index of
+  // events[0] among the events read (OpCall::entry_index counts the same).
+  virtual void on_events(std::span<const gp_event> events, uint64_t first) = 0;
+};
+
+// read_recording, handing the op events to `stream` (when it wants them)
+// instead of keeping them. A streamed Recording has no events
+// (Recording::streamed_events counts them) and keeps no other per-event
+// record the op table leaves unused: entry shapes, entry stacks (counted
+// per stack), launches (counted) and GPU correlations are checked but
+// dropped, and an entry shape's or
+// stack's event is not checked to be an ENTRY (the events are gone by
+// then). A recording whose GPU activities turn up mid-stream cannot be
+// streamed (their ops need every call): the read stops, *whole_needed is
+// set, and the caller reads the file again with read_recording.
+std::optional<Recording> read_recording_streamed(const std::string& path, std::string* error,
+                                                 CorruptChunks corrupt, RecordStream& stream,
+                                                 bool* whole_needed);
+
+// The op events and CUDA launches of a recording, held or streamed.
+inline uint64_t op_events_read(const Recording& recording) {
+  return recording.events.size() + recording.streamed_events;
+}
+inline uint64_t launches_read(const Recording& recording) {
+  return recording.launches.size() + recording.streamed_launches;
+}
+
+}  // namespace gpuprof
