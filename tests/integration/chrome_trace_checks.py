@@ -172,6 +172,11 @@ def op_calls(doc):
     return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
 
 
+def module_calls(doc):
+    """The complete events of module calls (recordings with Python stacks)."""
+    return [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == "python_function"]
+
+
 def calls_under(doc, pattern):
     """--ops's rule: the calls whose name `pattern` matches (searched) and
     every call nested in one of them on its thread; as ids of events.
@@ -244,7 +249,7 @@ def trace_stats(doc):
     """What `gpuprof: wrote OUT from FILE: ...` must count in doc (every
     event, metadata included)."""
     events = doc["traceEvents"]
-    return {"events": len(events), "calls": len(op_calls(doc)),
+    return {"events": len(events), "calls": len(op_calls(doc)), "modules": len(module_calls(doc)),
             "samples": sum(e["ph"] == "i" for e in events),
             "gpu": sum(e["ph"] == "X" and e.get("cat") in GPU_CATEGORIES for e in events),
             "flows": sum(e["ph"] == "s" for e in events), "counters": sum(e["ph"] == "C" for e in events)}
@@ -252,7 +257,7 @@ def trace_stats(doc):
 
 WROTE_RE = re.compile(
     r"^gpuprof: wrote (?P<out>.+) from (?P<input>.+): (?P<events>\d+) trace events \((?P<calls>\d+) op calls, "
-    r"(?P<samples>\d+) samples, (?P<gpu>\d+) GPU activities, (?P<flows>\d+) flows, (?P<counters>\d+) counter "
+    r"(?P<modules>\d+) module calls, (?P<samples>\d+) samples, (?P<gpu>\d+) GPU activities, (?P<flows>\d+) flows, (?P<counters>\d+) counter "
     r"values\)(?P<size>, [\d.]+ [kM]B)?$", re.M)
 
 
@@ -261,7 +266,7 @@ def wrote_line(stderr):
     FILE, its counts as trace_stats() names them, its size text or None)."""
     m = WROTE_RE.search(stderr)
     assert m, f"no 'gpuprof: wrote' line in:\n{stderr}"
-    counts = {k: int(m.group(k)) for k in ("events", "calls", "samples", "gpu", "flows", "counters")}
+    counts = {k: int(m.group(k)) for k in ("events", "calls", "modules", "samples", "gpu", "flows", "counters")}
     return m.group("out"), m.group("input"), counts, m.group("size")
 
 

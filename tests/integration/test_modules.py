@@ -14,6 +14,7 @@ import signal
 
 import pytest
 
+from chrome_trace_checks import export_chrome_trace, module_calls, op_calls, structural_problems
 from conftest import run_gpuprof, touch, wait_for_file
 
 FORWARDS = 5
@@ -45,6 +46,42 @@ def parse_module_table(text):
     return order, calls, ops
 
 
+def trace_ops_by_module(doc, modules):
+    """{module path: {aten op: calls}} of a trace: each aten op slice counted
+    in the innermost module slice around it on its thread."""
+    by_thread = {}
+    for m in modules:
+        by_thread.setdefault((m["pid"], m["tid"]), []).append(
+            (round(m["ts"] * 1000), round((m["ts"] + m["dur"]) * 1000), m["name"].removeprefix("nn.Module: ")))
+    # torch's table folds a call into its parent when it is the parent's
+    # only child and has its name (aten::div_ calling aten::div_): so do
+    # the references' counts.
+    spans = sorted(((e["pid"], e["tid"]), round(e["ts"] * 1000), -round((e["ts"] + e["dur"]) * 1000), k)
+                   for k, e in enumerate(op_calls(doc)))
+    calls = op_calls(doc)
+    parent, children, stack = {}, {}, []
+    for thread, start, neg_end, k in spans:
+        while stack and (stack[-1][0] != thread or -stack[-1][2] <= start):
+            stack.pop()
+        if stack:
+            parent[k] = stack[-1][3]
+            children[stack[-1][3]] = children.get(stack[-1][3], 0) + 1
+        stack.append((thread, start, neg_end, k))
+    folded = {k for k, p in parent.items() if children[p] == 1 and calls[p]["name"] == calls[k]["name"]}
+    out = {}
+    for k, e in enumerate(calls):
+        if not e["name"].startswith("aten::") or k in folded:
+            continue
+        start = round(e["ts"] * 1000)
+        end = start + round(e["dur"] * 1000)
+        around = [m for m in by_thread.get((e["pid"], e["tid"]), []) if m[0] <= start and end <= m[1]]
+        if around:
+            path = max(around, key=lambda m: (m[0], -m[1], m[2].count(".")))[2]  # the innermost
+            out.setdefault(path, {}).setdefault(e["name"], 0)
+            out[path][e["name"]] += 1
+    return out
+
+
 @pytest.mark.parametrize("model", ["resnet18", "encoder"])
 def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     target = procs.start_workload("module_forward.py", workdir, model, str(FORWARDS), torch_env=torch_env)
@@ -73,6 +110,23 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
     aten = {path: by_op for path, by_op in aten.items() if by_op}
     assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+
+    # The Chrome trace's module slices: as many per module as torch's
+    # ranges, each aten op inside its module's slice (the innermost one
+    # around it), nested (no slice crosses another).
+    doc, _ = export_chrome_trace(out, workdir / "modules.json")
+    assert structural_problems(doc) == [], structural_problems(doc)[:5]
+    modules = module_calls(doc)
+    slice_calls = {}
+    for m in modules:
+        path = m["name"].removeprefix("nn.Module: ")
+        slice_calls[path] = slice_calls.get(path, 0) + 1
+    assert slice_calls == {path: ref["calls"][path] for path in called}, (slice_calls, ref["calls"])
+    in_trace = trace_ops_by_module(doc, modules)
+    assert in_trace == ref["ops"], [(path, op, in_trace.get(path, {}).get(op), ref["ops"].get(path, {}).get(op))
+                                    for path in sorted(set(in_trace) | set(ref["ops"]))
+                                    for op in sorted(set(in_trace.get(path, {})) | set(ref["ops"].get(path, {})))
+                                    if in_trace.get(path, {}).get(op) != ref["ops"].get(path, {}).get(op)]
 
     # --depth 0: the model alone.
     top = run_gpuprof("report", out, "--modules", "--depth", "0")

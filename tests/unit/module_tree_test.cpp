@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "output/module_table.h"
 #include "probe_events.h"
 
@@ -104,6 +106,28 @@ TEST(ModuleTree, EachOpUnderTheModuleCallItRanIn) {
 
 // Children as named_modules() lists them (their places in the parent's
 // _modules), not as the forward first calls them.
+// The Chrome trace's module slices: each call from its first op's start
+// to its last op's end, per thread, by start, parents first.
+TEST(ModuleTree, EachModuleCallSpansItsOps) {
+  const ModuleTree tree = build_module_tree(planted(true));
+  auto id = [&](const std::string& path) { return static_cast<size_t>(&node(tree, path) - tree.nodes.data()); };
+  std::vector<ModuleCall> want;
+  for (uint64_t at : {0, 100'000}) {
+    want.push_back({id("Net"), test::kTid, at + 1'000, at + 25'000});
+    want.push_back({id("Net.conv"), test::kTid, at + 1'000, at + 10'000});
+    want.push_back({id("Net.act"), test::kTid, at + 11'000, at + 14'000});
+    want.push_back({id("Net.act"), test::kTid, at + 17'000, at + 19'000});
+    want.push_back({id("Net.fc"), test::kTid, at + 20'000, at + 25'000});
+  }
+  EXPECT_EQ(tree.calls, want);
+  // As many as the calls counted.
+  for (const char* path : {"Net", "Net.conv", "Net.act", "Net.fc"})
+    EXPECT_EQ(std::count_if(tree.calls.begin(), tree.calls.end(),
+                            [&](const ModuleCall& c) { return c.node == id(path); }),
+              static_cast<ptrdiff_t>(node(tree, path).calls))
+        << path;
+}
+
 TEST(ModuleTree, ChildrenInTheirPlacesInTheParentsModules) {
   Recording r = planted(true);
   r.module_names = {{kNet, kConv, "conv", 2}, {kNet, kAct, "act", 0}};  // fc: no recorded place

@@ -106,6 +106,13 @@ class TreeBuilder {
   std::optional<size_t> no_module_, no_python_, not_read_;
 };
 
+// Ends the module calls open from `level` on (spans: one per level).
+void end_module_calls(ModuleTree& tree, std::vector<ModuleCall>& spans, size_t level) {
+  if (level >= spans.size()) return;
+  tree.calls.insert(tree.calls.end(), spans.begin() + static_cast<ptrdiff_t>(level), spans.end());
+  spans.resize(level);
+}
+
 // Counts the module calls that an op under the module nodes `nodes`
 // (outermost first) starts on a thread whose previous op was under `open`
 // (module_tree.h): each module that opens starts a call; and a module that
@@ -114,24 +121,36 @@ class TreeBuilder {
 // again with no op between its calls (an inference loop). A module that
 // calls its first child twice in one forward is counted twice
 // (docs/modules.md, "Limits").
+//
+// The calls open on the thread (one per level of `open`) are in `spans`:
+// those that end go to tree.calls, those that start are opened at the op's
+// start, and every open one is stretched to the op's end.
 void count_module_calls(ModuleTree& tree, const std::vector<size_t>& nodes, std::vector<size_t>& open,
-                        std::vector<bool>& first_child_seen) {
+                        std::vector<bool>& first_child_seen, std::vector<ModuleCall>& spans, const OpCall& op) {
   size_t same = 0;
   while (same < open.size() && same < nodes.size() && open[same] == nodes[same]) ++same;
   first_child_seen.resize(same);
+  size_t opens_from = same;  // the first level whose call starts with this op
   if (same > 0 && same < nodes.size()) {  // the deepest module that stays open, a child opening in it
     ModuleNode& staying = tree.nodes[nodes[same - 1]];
     if (staying.children.front() == nodes[same]) {
-      if (first_child_seen[same - 1]) staying.calls++;
+      if (first_child_seen[same - 1]) {
+        staying.calls++;
+        opens_from = same - 1;
+      }
       first_child_seen[same - 1] = true;
     }
   }
+  end_module_calls(tree, spans, opens_from);
   for (size_t k = same; k < nodes.size(); k++) {
     ModuleNode& opened = tree.nodes[nodes[k]];
     opened.calls++;
     // Its own first child opens with it when the path goes deeper.
     first_child_seen.push_back(k + 1 < nodes.size() && opened.children.front() == nodes[k + 1]);
   }
+  for (size_t k = opens_from; k < nodes.size(); k++)
+    spans.push_back({.node = nodes[k], .tid = op.tid, .start_ns = op.start_ns, .end_ns = op.end_ns});
+  for (ModuleCall& span : spans) span.end_ns = std::max(span.end_ns, op.end_ns);
   open = nodes;
 }
 
@@ -180,6 +199,7 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
     const std::vector<size_t>& thread = *thread_calls;
     std::vector<size_t> open;  // the module nodes of this thread's last outermost call
     std::vector<bool> first_child_seen;  // per level of `open`: its module's current call opened its first child
+    std::vector<ModuleCall> spans;       // per level of `open`: its module's current call
     for (size_t i : thread) {  // parents before children
       const OpCall& call = timeline.calls[i];
       size_t node;
@@ -193,10 +213,11 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
           node = lost ? builder.stack_not_read() : builder.no_python_frames();
           open.clear();
           first_child_seen.clear();
+          end_module_calls(tree, spans, 0);
         } else {
           const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(stack->second));
           node = nodes.empty() ? builder.no_module() : nodes.back();
-          count_module_calls(tree, nodes, open, first_child_seen);
+          count_module_calls(tree, nodes, open, first_child_seen, spans, call);
         }
         tree.nodes[node].self_ns += call.compensated_ns();
       }
@@ -210,6 +231,18 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
         row.total_ns += call.compensated_ns();
       }
     }
+    end_module_calls(tree, spans, 0);
+  }
+  // By thread (as the loop went), then start, parents first: a call ends
+  // (and is listed) after its children, so sort each thread's.
+  auto by_start = [&](const ModuleCall& a, const ModuleCall& b) {
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return tree.nodes[a.node].depth < tree.nodes[b.node].depth;
+  };
+  for (auto from = tree.calls.begin(); from != tree.calls.end();) {
+    auto to = std::find_if(from, tree.calls.end(), [&](const ModuleCall& c) { return c.tid != from->tid; });
+    std::sort(from, to, by_start);
+    from = to;
   }
   // Totals: children come after their parents in nodes.
   for (ModuleNode& n : tree.nodes) n.total_ns = n.self_ns;

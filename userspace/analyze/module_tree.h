@@ -59,8 +59,23 @@ struct ModuleNode {
   std::vector<ModuleOpRow> ops;  // its own ops, by self time, largest first
 };
 
+// One call of a module on one thread (a Chrome trace's module slice): from
+// the start of its first op to the end of its last (the outermost calls
+// counted in it), so a module call encloses its ops and its child modules'
+// calls, and calls of one thread never cross.
+struct ModuleCall {
+  size_t node = 0;
+  uint32_t tid = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  bool operator==(const ModuleCall&) const = default;
+};
+
 struct ModuleTree {
   std::vector<ModuleNode> nodes;  // parents before children
+  // Every module call counted in ModuleNode::calls, by thread, then start,
+  // parents before their children.
+  std::vector<ModuleCall> calls;
   std::vector<size_t> tops;       // the top nodes, in first-seen order
   bool has_stacks = false;        // the recording holds entry stacks (--with-stack / --with-modules)
   uint64_t ops_without_stack = 0; // op calls on Python threads whose entry stack was not read

@@ -133,10 +133,11 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
     return 1;
   }
   std::fprintf(stderr,
-               "gpuprof: wrote %s from %s: %llu trace events (%llu op calls, %llu samples, %llu GPU activities, "
-               "%llu flows, %llu counter values)",
+               "gpuprof: wrote %s from %s: %llu trace events (%llu op calls, %llu module calls, %llu samples, "
+               "%llu GPU activities, %llu flows, %llu counter values)",
                options.output == "-" ? "the trace" : options.output.c_str(), input_path.c_str(),
                static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.op_calls),
+               static_cast<unsigned long long>(stats.module_calls),
                static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.gpu_activities),
                static_cast<unsigned long long>(stats.flows), static_cast<unsigned long long>(stats.counters));
   std::fprintf(stderr, "%s\n", size_on_disk(*file).c_str());

@@ -23,6 +23,7 @@
 #include "analyze/input_shapes.h"
 #include "output/launch_table.h"
 #include "analyze/memory_attribution.h"
+#include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "base/utf8.h"
 
@@ -128,6 +129,7 @@ class TraceWriter {
     const Timeline timeline = build_timeline(r_.events);
     const CallTree tree = build_call_tree(timeline);
     const std::vector<bool> kept = kept_calls(timeline, tree);
+    write_modules();  // before the ops: a module call as long as its one op encloses it
     write_calls(timeline, tree, kept);
     write_samples(timeline, tree, kept);
     write_launches(timeline, tree, kept);
@@ -268,6 +270,29 @@ class TraceWriter {
   // The track of a thread's step frames: above every Linux tid (at most
   // 2^22), so it names no real thread.
   static int64_t step_track(uint32_t tid) { return (int64_t{1} << 32) + tid; }
+
+  // Module calls (module_tree.h) of a recording with Python stacks, as
+  // torch's with_modules traces show them: slices enclosing their ops.
+  void write_modules() {
+    if (!r_.options.with_stack || options_.ops) return;
+    const ModuleTree modules = build_module_tree(r_, /*raw_times=*/true);
+    std::vector<std::string> names(modules.nodes.size());
+    for (const ModuleCall& call : modules.calls) {
+      if (!overlaps(call.start_ns, call.end_ns)) continue;
+      std::string& name = names[call.node];
+      if (name.empty()) name = "nn.Module: " + modules.path(call.node);
+      note_thread(call.tid);
+      begin_event();
+      common("X", "python_function", name, pid_of(call.tid), call.tid, call.start_ns);
+      out_ += ",\"dur\":";
+      append_us(out_, static_cast<int64_t>(call.end_ns - call.start_ns));
+      out_ += ",\"args\":{\"module\":\"";
+      append_json_string(out_, modules.nodes[call.node].label);
+      out_ += "\"}}";
+      stats_.module_calls++;
+      maybe_flush();
+    }
+  }
 
   void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;

@@ -12,6 +12,13 @@
 //     were recorded (torch's name; an unreadable argument is null),
 //     "unwound": true for a call that ended by exception unwinding; with
 //     --with-stack its entry's Python stack as "sf" (below);
+//   * with --with-stack (--with-modules), every module call (module_tree.h)
+//     as a complete event ("cat":"python_function", as torch's with_modules
+//     traces file them) named "nn.Module: " and its path
+//     ("nn.Module: ResNet.layer1.0.conv1"), args "module": torch's instance
+//     label ("Conv2d_18"); from its first op's start to its last op's end,
+//     written before the ops so that one as long as its only op encloses
+//     it; left out with --ops;
 //   * CPU samples as instant events ("ph":"i", "s":"t", "cat":"cpu_sample")
 //     named by their innermost frame, with their whole stack (Python frames,
 //     the native leaf, kernel frames) as "sf";
@@ -67,6 +74,7 @@ struct ChromeTraceOptions {
 struct ChromeTraceStats {
   uint64_t events = 0;  // trace events written, metadata included
   uint64_t op_calls = 0;
+  uint64_t module_calls = 0;
   uint64_t samples = 0;
   uint64_t gpu_activities = 0;
   uint64_t flows = 0;  // launch -> activity arrows
