@@ -26,6 +26,23 @@ namespace {
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
+// Why an entry shape, entry stack or kernel stack cannot name item `index` of
+// the events or samples ("" when it can): each kind names, in rising order,
+// items appended already that have its property (ENTRY, in_kernel).
+std::string named_item_problem(uint64_t index, uint64_t next, const char* previous,
+                               uint64_t appended, const char* items, bool has_property,
+                               const char* property) {
+  if (index < next)
+    return std::string("not above the previous ") + previous + " " + std::to_string(next - 1);
+  if (index >= appended) return "only " + std::to_string(appended) + " " + items + " were appended";
+  if (!has_property) return std::string("it is not ") + property;
+  return "";
+}
+std::string stack_id_problem(uint32_t stack_id, uint32_t stacks) {
+  if (stack_id < stacks) return "";
+  return "stack_id " + std::to_string(stack_id) + ", but " + std::to_string(stacks) +
+         " stacks are defined";
+}
 }  // namespace
 
 RecordWriter::PendingChunk::PendingChunk(ChunkType type, Prefix prefix, size_t due_bytes,
@@ -325,12 +342,11 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
     return false;
   };
   if (!options_.shapes) return refuse("the recording was begun without the shapes option");
-  if (event_index < next_entry_index_)
-    return refuse("not above the previous entry shape's event " +
-                  std::to_string(next_entry_index_ - 1));
-  if (event_index >= events_appended())
-    return refuse("only " + std::to_string(events_appended()) + " events were appended");
-  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
+  if (std::string why = named_item_problem(event_index, next_entry_index_, "entry shape's event",
+                                           events_appended(), "events",
+                                           entries_.test(event_index), "an ENTRY event");
+      !why.empty())
+    return refuse(why);
   if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
   for (size_t a = 0; a < shapes.size(); ++a)
     if (shapes[a] && shapes[a]->size() > static_cast<size_t>(kRecordMaxShapeDims))
@@ -450,15 +466,11 @@ bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, s
     return false;
   };
   if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  if (event_index < next_stack_entry_index_)
-    return refuse("not above the previous entry stack's event " +
-                  std::to_string(next_stack_entry_index_ - 1));
-  if (event_index >= events_appended())
-    return refuse("only " + std::to_string(events_appended()) + " events were appended");
-  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
-  if (stack_id >= sample_stacks_defined())
-    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
-                  std::to_string(sample_stacks_defined()) + " stacks are defined");
+  std::string why = named_item_problem(event_index, next_stack_entry_index_,
+                                       "entry stack's event", events_appended(), "events",
+                                       entries_.test(event_index), "an ENTRY event");
+  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
+  if (!why.empty()) return refuse(why);
   append_pair(pending_[kEntryStacks].bytes, event_index, stack_id);
   next_stack_entry_index_ = event_index + 1;
   forget_old_entries();
@@ -474,15 +486,11 @@ bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t st
     return false;
   };
   if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
-  if (sample_index < next_kernel_sample_index_)
-    return refuse("not above the previous kernel stack's sample " +
-                  std::to_string(next_kernel_sample_index_ - 1));
-  if (sample_index >= samples_appended())
-    return refuse("only " + std::to_string(samples_appended()) + " samples were appended");
-  if (!in_kernel_.test(sample_index)) return refuse("it is not an in-kernel sample");
-  if (stack_id >= sample_stacks_defined())
-    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
-                  std::to_string(sample_stacks_defined()) + " stacks are defined");
+  std::string why = named_item_problem(sample_index, next_kernel_sample_index_,
+                                       "kernel stack's sample", samples_appended(), "samples",
+                                       in_kernel_.test(sample_index), "an in-kernel sample");
+  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
+  if (!why.empty()) return refuse(why);
   append_pair(pending_[kKernelStacks].bytes, sample_index, stack_id);
   next_kernel_sample_index_ = sample_index + 1;
   in_kernel_.forget_below(next_kernel_sample_index_);
