@@ -4128,5 +4128,79 @@ TEST_F(RecordFileTest, BadModuleNamesAreRefusedWithClearErrors) {
   EXPECT_NE(e.find("MODULE_NAMES"), std::string::npos) << e;
 }
 
+
+// The writer's one pending-chunk path: flush() writes every chunk type in
+// record_file.h's order, and a chunk due early takes the pending chunks it
+// names with it, before it.
+TEST_F(RecordFileTest, PendingChunksGoOutAfterWhatTheyName) {
+  std::string err;
+  RecordOptions o = stack_options(997);
+  o.shapes = o.memory = true;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  std::vector<gp_event> ev = make_events(3);  // an entry at 0
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.append_shapes(0, {Dims{2}}, &err)) << err;
+  std::vector<gp_mem_event> mem = make_mem_events(1);
+  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("a.py(1): f", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(w.append_entry_stack(0, 0, &err)) << err;
+  std::vector<CpuSample> samples = make_samples(2, 1);  // sample 1 in the kernel
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(w.append_sample_kernel_stack(1, 0, &err)) << err;
+  ASSERT_TRUE(w.add_launch_name("void k()", &err)) << err;
+  std::vector<CudaLaunch> launches = make_launches(1, 1);
+  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
+  std::vector<GpuCorrelation> correlations = make_gpu_correlations(1);
+  ASSERT_TRUE(w.append_gpu_correlations(correlations.data(), correlations.size(), &err)) << err;
+  std::vector<GpuActivity> activities = make_gpu_activities(1, 1);
+  ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
+  uint64_t before = w.bytes_written();
+  ASSERT_TRUE(w.flush(&err)) << err;
+  EXPECT_EQ(chunks_since(path_, before),
+            (ChunkItems{{ChunkType::SHAPES, 1}, {ChunkType::OP_EVENTS, 3},
+                        {ChunkType::ENTRY_SHAPES, 1}, {ChunkType::MEM_EVENTS, 1},
+                        {ChunkType::SAMPLE_FRAMES, 1}, {ChunkType::SAMPLE_STACKS, 1},
+                        {ChunkType::ENTRY_STACKS, 1}, {ChunkType::SAMPLES, 2},
+                        {ChunkType::SAMPLE_KERNEL_STACKS, 1}, {ChunkType::LAUNCH_NAMES, 1},
+                        {ChunkType::LAUNCHES, 1}, {ChunkType::GPU_CORRELATIONS, 1},
+                        {ChunkType::GPU_ACTIVITIES, 1}}));
+
+  // 5462 entry stacks (64 KiB) go out at once, after the 2 events left
+  // pending (8 chunks of 2048 went out as they came) and the new frame and
+  // stack.
+  const uint64_t first = w.events_appended();
+  ev = make_events(3 * 5462);  // entries at multiples of 3
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("b.py(2): g", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({0, 1}, &err)) << err;
+  before = w.bytes_written();
+  for (uint64_t k = 0; k < 5462; ++k) ASSERT_TRUE(w.append_entry_stack(first + 3 * k, 1, &err)) << err;
+  EXPECT_EQ(chunks_since(path_, before),
+            (ChunkItems{{ChunkType::OP_EVENTS, 2}, {ChunkType::SAMPLE_FRAMES, 1},
+                        {ChunkType::SAMPLE_STACKS, 1}, {ChunkType::ENTRY_STACKS, 5462}}));
+
+  // 5462 kernel stacks go out at once, after the new frame and stack and
+  // the 10 samples left pending (10 chunks of 2730 went out as they came).
+  const uint64_t first_sample = w.samples_appended();
+  samples = make_samples(5 * 5462, 2);  // in the kernel at 1, 6, 11, ...
+  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
+  ASSERT_TRUE(w.add_sample_stack({2}, &err)) << err;
+  before = w.bytes_written();
+  for (uint64_t k = 0; k < 5462; ++k)
+    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 5 * k + 1, 2, &err)) << err;
+  EXPECT_EQ(chunks_since(path_, before),
+            (ChunkItems{{ChunkType::SAMPLE_FRAMES, 1}, {ChunkType::SAMPLE_STACKS, 1},
+                        {ChunkType::SAMPLES, 10}, {ChunkType::SAMPLE_KERNEL_STACKS, 5462}}));
+  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->entry_stacks.size(), 5463u);
+  EXPECT_EQ(rec->sample_kernel_stacks.size(), 5463u);
+  EXPECT_EQ(rec->samples.size(), 2u + 5 * 5462);
+}
+
 }  // namespace
 }  // namespace gpuprof

@@ -16,12 +16,19 @@
 
 namespace gpuprof::cli {
 
+namespace {
+// The option of an export format: the file OUT it writes.
+CLI::Option* add_export_option(CLI::App& command, const char* name, std::string& out,
+                               const char* help) {
+  return command.add_option(name, out, help)->type_name("OUT");
+}
+}  // namespace
+
 void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
-  CLI::Option* trace = command.add_option(
-      "--chrome-trace", options.output,
+  CLI::Option* trace = add_export_option(
+      command, "--chrome-trace", options.output,
       "write a Chrome/Perfetto trace (JSON; gzipped when OUT ends in .gz; - for stdout): op calls, "
       "CPU samples, CUDA launches, GPU kernels with flow arrows, memory counters; see docs/chrome-trace.md");
-  trace->type_name("OUT");
   command.add_option("--time-range", options.time_range,
                      "with --chrome-trace: only what overlaps START:END, seconds since the recording "
                      "started (either side may be empty: 2.5:)")
@@ -40,21 +47,17 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
 }
 
 void add_speedscope_option(CLI::App& command, TraceExportOptions& options) {
-  command
-      .add_option("--speedscope", options.speedscope,
-                  "write the recording in speedscope's own format (JSON; gzipped when OUT ends in .gz; - for "
-                  "stdout): per thread its op calls under their Python frames, and its CPU samples; one frame "
-                  "per op; see docs/speedscope.md")
-      ->type_name("OUT");
+  add_export_option(command, "--speedscope", options.speedscope,
+                    "write the recording in speedscope's own format (JSON; gzipped when OUT ends in .gz; - "
+                    "for stdout): per thread its op calls under their Python frames, and its CPU samples; "
+                    "one frame per op; see docs/speedscope.md");
 }
 
 void add_pprof_option(CLI::App& command, TraceExportOptions& options) {
-  command
-      .add_option("--pprof", options.pprof,
-                  "write a pprof profile (profile.proto; gzipped when OUT ends in .gz, as pprof, Pyroscope and "
-                  "Parca expect; - for stdout): calls and self CPU of op paths under their Python frames, CPU "
-                  "samples, GPU time; pid, comm and hostname labels; see docs/pprof.md")
-      ->type_name("OUT");
+  add_export_option(command, "--pprof", options.pprof,
+                    "write a pprof profile (profile.proto; gzipped when OUT ends in .gz, as pprof, Pyroscope "
+                    "and Parca expect; - for stdout): calls and self CPU of op paths under their Python "
+                    "frames, CPU samples, GPU time; pid, comm and hostname labels; see docs/pprof.md");
 }
 
 namespace {

@@ -2,31 +2,32 @@
 
 namespace gpuprof {
 
-std::optional<uint32_t> Interner::frame(const std::string& name) {
-  auto [it, inserted] = frame_ids_.try_emplace(name, sink_.sample_frames_defined());
+template <typename Ids, typename Key, typename Define>
+std::optional<uint32_t> Interner::intern(Ids& ids, const Key& key, uint32_t next_id, Define define) {
+  auto [it, inserted] = ids.try_emplace(key, next_id);
   if (inserted) {
     std::string err;
-    if (!sink_.add_sample_frame(name, &err)) {
-      frame_ids_.erase(it);
+    if (!define(&err)) {
+      ids.erase(it);
       diagnostics_.write_failed(err);
       return std::nullopt;
     }
-    if (on_frame_) on_frame_(it->second, name);
   }
   return it->second;
 }
 
+std::optional<uint32_t> Interner::frame(const std::string& name) {
+  const uint32_t next_id = sink_.sample_frames_defined();
+  return intern(frame_ids_, name, next_id, [&](std::string* err) {
+    if (!sink_.add_sample_frame(name, err)) return false;
+    if (on_frame_) on_frame_(next_id, name);
+    return true;
+  });
+}
+
 std::optional<uint32_t> Interner::stack(const std::vector<uint32_t>& frame_ids) {
-  auto [it, inserted] = stack_ids_.try_emplace(frame_ids, sink_.sample_stacks_defined());
-  if (inserted) {
-    std::string err;
-    if (!sink_.add_sample_stack(frame_ids, &err)) {
-      stack_ids_.erase(it);
-      diagnostics_.write_failed(err);
-      return std::nullopt;
-    }
-  }
-  return it->second;
+  return intern(stack_ids_, frame_ids, sink_.sample_stacks_defined(),
+                [&](std::string* err) { return sink_.add_sample_stack(frame_ids, err); });
 }
 
 std::optional<uint32_t> Interner::stack_of_names(const std::vector<std::string>& frames_outermost_first) {

@@ -39,6 +39,11 @@ class Interner {
   uint32_t launch_name(const std::string& name);
 
  private:
+  // The id of key in ids. A key first seen gets next_id, and define(&err)
+  // writes its definition: one the sink refuses is said and not interned.
+  template <typename Ids, typename Key, typename Define>
+  std::optional<uint32_t> intern(Ids& ids, const Key& key, uint32_t next_id, Define define);
+
   RecordSink& sink_;
   Diagnostics& diagnostics_;
   FrameDefined on_frame_;

@@ -94,24 +94,42 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
     *why = "free-threaded CPython builds are not supported";
     return std::nullopt;
   }
-  // Every field must lie inside its object, whose size the struct also
-  // gives: a layout other than 3.13's would fail this.
+  // The fields it gives: each word, the word of its object's size, and the
+  // PythonOffsets field it sets. Every field must lie inside its object: a
+  // layout other than 3.13's would fail this. The flexible arrays
+  // (co_code_adaptive, ob_sval, the ASCII data) are checked below.
   struct Field {
     size_t word, size_word;
+    uint16_t PythonOffsets::*to;
+    bool flexible_array = false;
   };
+  using P = PythonOffsets;
   static constexpr Field kFields[] = {
-      {kThreadCurrentFrame, kThreadSize}, {kFramePrevious, kFrameSize},
-      {kFrameExecutable, kFrameSize},     {kFrameInstrPtr, kFrameSize},
-      {kFrameLocalsplus, kFrameSize},     {kFrameOwner, kFrameSize},
-      {kCodeFilename, kCodeSize},         {kCodeName, kCodeSize},
-      {kCodeQualname, kCodeSize},         {kCodeLinetable, kCodeSize},
-      {kCodeFirstlineno, kCodeSize},      {kObjectType, kObjectSize},
-      {kTypeName, kTypeSize},             {kTypeFlags, kTypeSize},
-      {kDictKeys, kDictSize},             {kDictValues, kDictSize},
-      {kBytesObSize, kBytesSize},
-      {kUnicodeState, kUnicodeSize},      {kUnicodeLength, kUnicodeSize},
+      {kThreadCurrentFrame, kThreadSize, &P::tstate_cframe},
+      {kFramePrevious, kFrameSize, &P::frame_previous},
+      {kFrameExecutable, kFrameSize, &P::frame_code},
+      {kFrameInstrPtr, kFrameSize, &P::frame_prev_instr},
+      {kFrameLocalsplus, kFrameSize, &P::frame_localsplus},
+      {kFrameOwner, kFrameSize, &P::frame_owner},
+      {kCodeFilename, kCodeSize, &P::code_filename},
+      {kCodeName, kCodeSize, &P::code_name},
+      {kCodeQualname, kCodeSize, &P::code_qualname},
+      {kCodeLinetable, kCodeSize, &P::code_linetable},
+      {kCodeFirstlineno, kCodeSize, &P::code_firstlineno},
+      {kObjectType, kObjectSize, &P::object_type},
+      {kTypeName, kTypeSize, &P::type_name},
+      {kTypeFlags, kTypeSize, &P::type_flags},
+      {kDictKeys, kDictSize, &P::dict_keys},
+      {kDictValues, kDictSize, &P::dict_values},
+      {kBytesObSize, kBytesSize, &P::bytes_size},
+      {kUnicodeState, kUnicodeSize, &P::str_state},
+      {kUnicodeLength, kUnicodeSize, &P::str_length},
+      {kCodeAdaptive, kCodeSize, &P::code_bytecode, true},
+      {kBytesSval, kBytesSize, &P::bytes_data, true},
+      {kUnicodeAsciiSize, kUnicodeSize, &P::str_ascii_data, true},
   };
   for (const Field& f : kFields) {
+    if (f.flexible_array) continue;
     if (w[f.size_word] == 0 || w[f.size_word] >= PythonOffsets::kNoField ||
         w[f.word] >= w[f.size_word]) {
       *why = "_Py_DebugOffsets word " + std::to_string(f.word) + " (" + std::to_string(w[f.word]) +
@@ -127,34 +145,12 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
     *why = "_Py_DebugOffsets: array offsets beyond their objects: not 3.13's layout";
     return std::nullopt;
   }
-  auto u16 = [&](size_t word) { return static_cast<uint16_t>(w[word]); };
   PythonOffsets o;
-  o.tstate_cframe = u16(kThreadCurrentFrame);
+  for (const Field& f : kFields) o.*f.to = static_cast<uint16_t>(w[f.word]);
   o.cframe_current_frame = PythonOffsets::kNoField;
-  o.frame_code = u16(kFrameExecutable);
-  o.frame_previous = u16(kFramePrevious);
-  o.frame_prev_instr = u16(kFrameInstrPtr);
-  o.frame_owner = u16(kFrameOwner);
   o.frame_owner_cshim = 3;  // FRAME_OWNED_BY_CSTACK
-  o.frame_localsplus = u16(kFrameLocalsplus);
-  o.code_filename = u16(kCodeFilename);
-  o.code_name = u16(kCodeName);
-  o.code_qualname = u16(kCodeQualname);
-  o.code_linetable = u16(kCodeLinetable);
-  o.code_firstlineno = u16(kCodeFirstlineno);
-  o.code_bytecode = u16(kCodeAdaptive);
-  o.str_length = u16(kUnicodeLength);
-  o.str_state = u16(kUnicodeState);
-  o.str_ascii_data = u16(kUnicodeAsciiSize);
   // PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 pointer.
   o.str_compact_data = static_cast<uint16_t>(w[kUnicodeAsciiSize] + 16);
-  o.object_type = u16(kObjectType);
-  o.type_name = u16(kTypeName);
-  o.bytes_size = u16(kBytesObSize);
-  o.bytes_data = u16(kBytesSval);
-  o.type_flags = u16(kTypeFlags);
-  o.dict_keys = u16(kDictKeys);
-  o.dict_values = u16(kDictValues);
   // What _Py_DebugOffsets leaves out: 3.13's own (Include/cpython/object.h,
   // Include/internal/pycore_dict.h and pycore_object.h of 3.13, checked by
   // tests/unit/module_attributes_test.cpp on live interpreters). The cached keys

@@ -147,22 +147,26 @@ void op_fields(IO& io, O& op, uint32_t version) {
     if constexpr (!std::is_const_v<O>) op.kind = static_cast<OpKind>(kind);
   }
 }
-// A u32 count, then that many str; a count that cannot fit the payload
-// stops the decoder at once.
-template <typename IO, typename L>
-void string_list(IO& io, L& list) {
+// A u32 count, then each item's fields (item_fields(io, item)); a count
+// that cannot fit the payload, each item taking at least min_item_bytes,
+// stops the decoder at once (it would read short).
+template <typename IO, typename L, typename ItemFields>
+void counted_list(IO& io, L& list, size_t min_item_bytes, ItemFields item_fields) {
   uint32_t count = static_cast<uint32_t>(list.size());
   io.u32(count);
-  if constexpr (std::is_const_v<L>) {
-    for (const std::string& item : list) io.str(item);
-  } else {
-    if (count > io.left() / 4) {  // 4: the smallest entry, an empty str
+  if constexpr (!std::is_const_v<L>) {
+    if (count > io.left() / min_item_bytes) {
       io.ok = false;
       return;
     }
     list.resize(count);
-    for (std::string& item : list) io.str(item);
   }
+  for (auto& item : list) item_fields(io, item);
+}
+// A u32 count, then that many str.
+template <typename IO, typename L>
+void string_list(IO& io, L& list) {
+  counted_list(io, list, 4, [](IO& io, auto& s) { io.str(s); });  // 4: an empty str
 }
 template <typename IO, typename S>
 void stats_fields(IO& io, S& s, uint32_t version) {
@@ -191,14 +195,10 @@ void cuda_runtime_fields(IO& io, C& c) {
 }
 template <typename IO, typename C>
 void probe_costs_fields(IO& io, C& c) {
-  io.u32(c.entry.before_ns);
-  io.u32(c.entry.after_ns);
-  io.u32(c.exit.before_ns);
-  io.u32(c.exit.after_ns);
-  io.u32(c.entry_stepped.before_ns);
-  io.u32(c.entry_stepped.after_ns);
-  io.u32(c.exit_stepped.before_ns);
-  io.u32(c.exit_stepped.after_ns);
+  for (auto* cost : {&c.entry, &c.exit, &c.entry_stepped, &c.exit_stepped}) {
+    io.u32(cost->before_ns);
+    io.u32(cost->after_ns);
+  }
   std::string sites(c.op_sites.begin(), c.op_sites.end());
   io.str(sites);
   if constexpr (!std::is_const_v<C>) c.op_sites.assign(sites.begin(), sites.end());
@@ -214,61 +214,25 @@ void cupti_shim_fields(IO& io, C& c) {
   io.u64(c.records_dropped);
   io.u64(c.events_lost);
 }
-// THREAD_NAMES: the count, then each {tid, name}; a count that cannot fit
-// the payload stops the decoder at once (it would read short).
+// THREAD_NAMES: the count, then each {tid, name}.
 template <typename IO, typename N>
 void thread_names_fields(IO& io, N& names) {
-  uint32_t count = static_cast<uint32_t>(names.size());
-  io.u32(count);
-  if constexpr (std::is_const_v<N>) {
-    for (const ThreadName& t : names) {
-      uint32_t tid = t.tid;
-      std::string name = t.name;
-      io.u32(tid);
-      io.str(name);
-    }
-  } else {
-    if (count > io.left() / 8) {  // 8: the smallest entry, a tid and an empty name
-      io.ok = false;
-      return;
-    }
-    names.resize(count);
-    for (ThreadName& t : names) {
-      io.u32(t.tid);
-      io.str(t.name);
-    }
-  }
+  counted_list(io, names, 8, [](IO& io, auto& t) {  // 8: a tid and an empty name
+    io.u32(t.tid);
+    io.str(t.name);
+  });
 }
 
-// MODULE_NAMES: the count, then each {parent_frame, frame, name, position}; a count
-// that cannot fit the payload stops the decoder at once.
+// MODULE_NAMES: the count, then each {parent_frame, frame, name, position}.
 template <typename IO, typename N>
 void module_names_fields(IO& io, N& names) {
-  uint32_t count = static_cast<uint32_t>(names.size());
-  io.u32(count);
-  if constexpr (std::is_const_v<N>) {
-    for (const ModuleName& m : names) {
-      uint32_t parent = m.parent_frame, frame = m.frame;
-      std::string name = m.name;
-      uint32_t position = m.position;
-      io.u32(parent);
-      io.u32(frame);
-      io.str(name);
-      io.u32(position);
-    }
-  } else {
-    if (count > io.left() / 16) {  // 16: the smallest entry, two ids, an empty name, a position
-      io.ok = false;
-      return;
-    }
-    names.resize(count);
-    for (ModuleName& m : names) {
-      io.u32(m.parent_frame);
-      io.u32(m.frame);
-      io.str(m.name);
-      io.u32(m.position);
-    }
-  }
+  // 16: two ids, an empty name, a position
+  counted_list(io, names, 16, [](IO& io, auto& m) {
+    io.u32(m.parent_frame);
+    io.u32(m.frame);
+    io.str(m.name);
+    io.u32(m.position);
+  });
 }
 
 // The MODULE_NAMES rules of record_file.h, shared by writer and reader:

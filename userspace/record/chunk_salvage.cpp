@@ -58,8 +58,21 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
   // bounded); counted items only from a stored payload, whose length the
   // chunk after it confirmed.
   const uint64_t payload_bytes = std::max<uint64_t>(stored_bytes, raw_bytes.value_or(0));
-  auto from = [](const char* what, size_t id, const char* shown) {
-    return std::string(what) + " from id " + std::to_string(id) + " on (what names them shows " + shown + ")";
+  // A sequence's fixed-size items (events, samples), counted only where
+  // the payload is stored and whole items.
+  auto counted = [&](FileItems& sequence, uint64_t size, const std::string& what) {
+    if (!raw_bytes.has_value() && payload_bytes % size == 0)
+      sequence.lose(payload_bytes / size);
+    else
+      sequence.lose_uncounted();
+    return items(payload_bytes, size, what);
+  };
+  // A dictionary's entries from the next id on: as many as the payload
+  // could hold, each at least `smallest` bytes.
+  auto dictionary = [&](auto& ids, uint64_t smallest, const char* what, size_t next_id, const char* shown) {
+    ids.lose(payload_bytes / smallest);
+    return std::string(what) + " from id " + std::to_string(next_id) + " on (what names them shows " + shown +
+           ")";
   };
   const uint64_t pairs = payload_bytes / 12;  // {u64 index, u32 id}
   switch (type.value_or(static_cast<ChunkType>(0))) {
@@ -68,21 +81,9 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
       return "the op events of a chunk (from event " + std::to_string(events.total()) +
              " on: the next such chunk says how many)";
     case ChunkType::EVENTS:
-      if (raw_bytes.has_value())
-        events.lose_uncounted();
-      else if (payload_bytes % sizeof(gp_event) == 0)
-        events.lose(payload_bytes / sizeof(gp_event));
-      else
-        events.lose_uncounted();
-      return items(payload_bytes, sizeof(gp_event), "events");
+      return counted(events, sizeof(gp_event), "events");
     case ChunkType::SAMPLES:
-      if (raw_bytes.has_value())
-        samples.lose_uncounted();
-      else if (payload_bytes % kRecordSampleBytes == 0)
-        samples.lose(payload_bytes / kRecordSampleBytes);
-      else
-        samples.lose_uncounted();
-      return items(payload_bytes, kRecordSampleBytes, "CPU samples");
+      return counted(samples, kRecordSampleBytes, "CPU samples");
     case ChunkType::MEM_EVENTS:
       return items(payload_bytes, sizeof(gp_mem_event), "memory events");
     case ChunkType::LAUNCHES:
@@ -103,17 +104,14 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
              " on (SHAPES chunks carry no first id, so later ones cannot be numbered: the calls naming "
              "those shapes show ?)";
     case ChunkType::SAMPLE_FRAMES:
-      frames.lose(payload_bytes / kSmallestName);
-      return from("the frame dictionary", rec.sample_frames.size(), kLostFrame);
+      return dictionary(frames, kSmallestName, "the frame dictionary", rec.sample_frames.size(), kLostFrame);
     case ChunkType::SAMPLE_STACKS:
-      stacks.lose(payload_bytes / kSmallestName);
-      return from("the stack dictionary", rec.sample_stacks.size(), kLostStack);
+      return dictionary(stacks, kSmallestName, "the stack dictionary", rec.sample_stacks.size(), kLostStack);
     case ChunkType::LAUNCH_NAMES:
-      launch_names.lose(payload_bytes / kSmallestName);
-      return from("the CUDA kernel name dictionary", rec.launch_names.size(), kLostKernelName);
+      return dictionary(launch_names, kSmallestName, "the CUDA kernel name dictionary", rec.launch_names.size(),
+                        kLostKernelName);
     case ChunkType::MORE_OPS:
-      ops.lose(payload_bytes / kSmallestOp);
-      return from("the op table", rec.ops.size(), kLostOp);
+      return dictionary(ops, kSmallestOp, "the op table", rec.ops.size(), kLostOp);
     case ChunkType::PROCESSES:
       return "process descriptions (command lines)";
     case ChunkType::THREAD_PROCESSES:

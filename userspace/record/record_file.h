@@ -491,7 +491,9 @@ class RecordWriter {
   bool add_launch_name(const std::string& name, std::string* error);
   // Launch names defined so far (written or buffered): the id the next
   // add_launch_name gets.
-  uint32_t launch_names_defined() const;
+  uint32_t launch_names_defined() const {
+    return static_cast<uint32_t>(pending_[kLaunchNames].appended());
+  }
   // Buffers CUDA launches (needs the ops option); writes the pending names
   // and a LAUNCHES chunk each time kRecordEventsChunkBytes are buffered. A
   // batch holding an api outside enum gp_launch_api or a name_id not yet
@@ -567,12 +569,10 @@ class RecordWriter {
   // Bytes written to the file so far (the offset of the next chunk).
   uint64_t bytes_written() const { return offset_; }
   // Events written in EVENTS chunks so far (not counting buffered ones).
-  uint64_t events_written() const { return events_written_; }
+  uint64_t events_written() const { return pending_[kEvents].written; }
   // Events accepted so far, written or buffered: the event_index the next
   // appended event gets.
-  uint64_t events_appended() const {
-    return events_written_ + pending_events_.size();
-  }
+  uint64_t events_appended() const { return pending_[kEvents].appended(); }
   // What the events written so far would have taken as version 5 EVENTS
   // chunks (32 bytes each, and chunk headers): bench/record_size.py's
   // figure of the format before.
@@ -580,21 +580,22 @@ class RecordWriter {
   // Distinct shape lists interned so far (written or buffered).
   uint32_t shapes_defined() const { return static_cast<uint32_t>(shape_ids_.size()); }
   // Memory events written in MEM_EVENTS chunks so far.
-  uint64_t mem_events_written() const { return mem_events_written_; }
+  uint64_t mem_events_written() const { return pending_[kMemEvents].written; }
   // Sample frames defined so far (written or buffered): the id the next
   // add_sample_frame gets.
-  uint32_t sample_frames_defined() const { return frames_defined_; }
+  uint32_t sample_frames_defined() const {
+    return static_cast<uint32_t>(pending_[kFrames].appended());
+  }
   // Sample stacks defined so far (written or buffered): the id the next
   // add_sample_stack gets.
-  uint32_t sample_stacks_defined() const { return stacks_defined_; }
+  uint32_t sample_stacks_defined() const {
+    return static_cast<uint32_t>(pending_[kStacks].appended());
+  }
   // Samples written in SAMPLES chunks so far.
-  uint64_t samples_written() const { return samples_written_; }
+  uint64_t samples_written() const { return pending_[kSamples].written; }
   // Samples accepted so far, written or buffered: the sample_index the next
   // appended sample gets.
-  uint64_t samples_appended() const {
-    return samples_written_ +
-           (pending_samples_.size() - kRecordChunkHeaderSize) / kRecordSampleBytes;
-  }
+  uint64_t samples_appended() const { return pending_[kSamples].appended(); }
 
  private:
   enum class State { kCreated, kBegun, kFinished, kFailed, kDiskFull };
@@ -618,19 +619,60 @@ class RecordWriter {
   bool keep_room_for(size_t bytes, std::string* error);
   void stop_writing(int error_number, std::string* error);
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
-  bool flush_events(std::string* error);
-  bool flush_mem_events(std::string* error);
-  bool flush_sample_frames(std::string* error);
-  bool flush_sample_stacks(std::string* error);  // flush_sample_frames first
-  bool flush_samples(std::string* error);  // flush_sample_stacks first
-  bool flush_shapes(std::string* error);
-  bool flush_entry_shapes(std::string* error);          // flush_shapes, flush_events first
-  bool flush_entry_stacks(std::string* error);          // flush_events, flush_sample_stacks first
-  bool flush_sample_kernel_stacks(std::string* error);  // flush_samples first
-  bool flush_launch_names(std::string* error);
-  bool flush_launches(std::string* error);  // flush_launch_names first
-  bool flush_gpu_correlations(std::string* error);
-  bool flush_gpu_activities(std::string* error);  // flush_launch_names first
+  // One chunk type's buffered items (record_writer.cpp's one flush path).
+  // bytes holds kRecordChunkHeaderSize bytes of room for the chunk header,
+  // the prefix, then the items: a chunk is sealed in place, never copied.
+  struct PendingChunk {
+    // What the payload starts with: nothing, u32 count (SHAPES), or u32
+    // first_id and u32 count (the other definition chunks).
+    enum class Prefix { kNone, kCount, kFirstIdAndCount };
+    PendingChunk(ChunkType type, Prefix prefix, size_t due_bytes, std::vector<size_t> after);
+    ChunkType type;
+    Prefix prefix;
+    size_t items_start;  // the header and the prefix
+    size_t due_bytes;    // written once this many bytes of items are buffered
+    // The pending chunks (indices into pending_) written before it: what
+    // its items name, so a file cut after it never names what it lacks.
+    std::vector<size_t> after;
+    std::vector<uint8_t> bytes;
+    uint32_t items = 0;    // buffered
+    uint64_t written = 0;  // items written in chunks before
+    uint64_t appended() const { return written + items; }
+    bool due() const { return bytes.size() - items_start >= due_bytes; }
+    // Whether `more` bytes of items would take the payload past the cap.
+    bool full_with(size_t more) const {
+      return bytes.size() - kRecordChunkHeaderSize + more > kRecordMaxChunkPayload;
+    }
+    uint8_t* grow(size_t n) {  // room for n more bytes of items
+      bytes.resize(bytes.size() + n);
+      return bytes.data() + bytes.size() - n;
+    }
+  };
+  // pending_'s chunks, in the order flush() writes them (record_file.h):
+  // each after the ones it names.
+  enum Pending : size_t {
+    kShapes, kEvents, kEntryShapes, kMemEvents, kFrames, kStacks, kEntryStacks, kSamples,
+    kKernelStacks, kLaunchNames, kLaunches, kGpuCorrelations, kGpuActivities, kPendingChunks
+  };
+  static std::vector<PendingChunk> pending_chunks();
+  // Writes pending_[which] when it holds items, after the chunks it names
+  // (each after its own), and starts it afresh.
+  bool write_pending(size_t which, std::string* error);
+  // Counts the item just put in pending_[which]; writes the chunk once due.
+  bool buffered_one(size_t which, std::string* error);
+  // Buffers records of record_bytes each, encode(record, out) putting one.
+  template <typename T, typename Encode>
+  bool buffer_records(size_t which, const T* records, size_t count, size_t record_bytes,
+                      Encode encode, std::string* error);
+  // Refuses a batch of records that need the ops option when it lacks it.
+  bool with_ops(const char* what, size_t count, std::string* error) const;
+  // Refuses a batch holding a record with a problem (the reader's rules,
+  // problem(record) is "" or what is wrong): nothing of it is buffered.
+  template <typename T, typename Problem>
+  bool batch_ok(const char* what, const T* records, size_t count, Problem problem,
+                std::string* error) const;
+  // A definition of SAMPLE_FRAMES or LAUNCH_NAMES: u32 length, then the name.
+  bool define_name(size_t which, const std::string& name, std::string* error);
   // Lets entries_ forget the events below every entry cursor in use.
   void forget_old_entries();
 
@@ -638,38 +680,12 @@ class RecordWriter {
   std::string path_;
   State state_ = State::kCreated;
   RecordOptions options_;
-  // Each pending_* buffer holds kRecordChunkHeaderSize bytes of room for the
-  // chunk header, then the buffered payload: a chunk is sealed in place,
-  // never copied.
-  std::vector<gp_event> pending_events_;  // OP_EVENTS, packed by flush_events
-  std::vector<uint8_t> packed_;           // flush_events' chunk, reused
-  uint64_t raw_event_bytes_ = 0;          // raw_event_bytes()
+  std::vector<PendingChunk> pending_ = pending_chunks();
+  std::vector<gp_event> events_;  // OP_EVENTS' items, packed (packed_events.h) when written
+  uint64_t raw_event_bytes_ = 0;  // raw_event_bytes()
   ChunkCompressor compressor_;
   std::vector<uint8_t> compressed_;  // write_chunk's compressed chunk, reused
-  std::vector<uint8_t> pending_shapes_;  // SHAPES: u32 count, then definitions
-  uint32_t pending_shape_count_ = 0;
-  std::vector<uint8_t> pending_entries_;  // ENTRY_SHAPES
-  std::vector<uint8_t> pending_mem_;      // MEM_EVENTS
-  // SAMPLE_FRAMES: u32 first_id, u32 count, then names
-  std::vector<uint8_t> pending_frames_;
-  uint32_t pending_frame_count_ = 0;
-  uint32_t frames_defined_ = 0;
-  // SAMPLE_STACKS: u32 first_id, u32 count, then stacks
-  std::vector<uint8_t> pending_stacks_;
-  uint32_t pending_stack_count_ = 0;
-  uint32_t stacks_defined_ = 0;
-  std::vector<uint8_t> pending_samples_;  // SAMPLES
-  uint64_t samples_written_ = 0;
-  std::vector<uint8_t> pending_entry_stacks_;   // ENTRY_STACKS
-  std::vector<uint8_t> pending_kernel_stacks_;  // SAMPLE_KERNEL_STACKS
-  // LAUNCH_NAMES: u32 first_id, u32 count, then names
-  std::vector<uint8_t> pending_launch_names_;
-  uint32_t pending_launch_name_count_ = 0;
-  uint32_t launch_names_defined_ = 0;
-  std::vector<uint8_t> pending_launches_;        // LAUNCHES
   std::optional<CudaRuntimeInfo> cuda_runtime_;  // CUDA_RUNTIME, written by finish()
-  std::vector<uint8_t> pending_gpu_correlations_;  // GPU_CORRELATIONS
-  std::vector<uint8_t> pending_gpu_activities_;    // GPU_ACTIVITIES
   std::optional<CuptiShimInfo> cupti_shim_;        // CUPTI_SHIM, written by finish()
   int probe_costs_written_ = 0;                    // PROBE_COSTS chunks (set_probe_costs)
   std::vector<ThreadName> thread_names_;           // THREAD_NAMES, written by finish()
@@ -678,8 +694,6 @@ class RecordWriter {
   uint64_t reserved_to_ = 0;  // bytes [0, reserved_to_) are allocated (keep_room_for)
   bool can_reserve_ = true;   // false where the file system has no fallocate
   bool closing_ = false;      // finish() after a full disk: writing into the room kept
-  uint64_t events_written_ = 0;
-  uint64_t mem_events_written_ = 0;
   size_t ops_count_ = 0;  // for validating events (the reader's rules)
   // Interning: a shape list's encoding in a SHAPES chunk -> its id.
   std::unordered_map<std::string, uint32_t> shape_ids_;

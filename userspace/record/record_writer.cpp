@@ -23,34 +23,134 @@ using namespace chunk_codec;
 // ---- RecordWriter ----
 
 namespace {
-// The room for a SHAPES chunk header and its u32 count.
-constexpr size_t kShapesPrefix = kRecordChunkHeaderSize + 4;
-// The room for a SAMPLE_FRAMES chunk header, its u32 first_id and u32 count.
-constexpr size_t kFramesPrefix = kRecordChunkHeaderSize + 8;
-// The same for a SAMPLE_STACKS chunk.
-constexpr size_t kStacksPrefix = kRecordChunkHeaderSize + 8;
-// The same for a LAUNCH_NAMES chunk.
-constexpr size_t kLaunchNamesPrefix = kRecordChunkHeaderSize + 8;
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
+// Why an entry shape, entry stack or kernel stack cannot name item `index` of
+// the events or samples ("" when it can): each kind names, in rising order,
+// items appended already that have its property (ENTRY, in_kernel).
+std::string named_item_problem(uint64_t index, uint64_t next, const char* previous,
+                               uint64_t appended, const char* items, bool has_property,
+                               const char* property) {
+  if (index < next)
+    return std::string("not above the previous ") + previous + " " + std::to_string(next - 1);
+  if (index >= appended) return "only " + std::to_string(appended) + " " + items + " were appended";
+  if (!has_property) return std::string("it is not ") + property;
+  return "";
+}
+std::string stack_id_problem(uint32_t stack_id, uint32_t stacks) {
+  if (stack_id < stacks) return "";
+  return "stack_id " + std::to_string(stack_id) + ", but " + std::to_string(stacks) +
+         " stacks are defined";
+}
 }  // namespace
 
-RecordWriter::RecordWriter(int fd, std::string path)
-    : fd_(fd),
-      path_(std::move(path)),
-      pending_shapes_(kShapesPrefix, 0),
-      pending_entries_(chunk_buffer()),
-      pending_mem_(chunk_buffer()),
-      pending_frames_(kFramesPrefix, 0),
-      pending_stacks_(kStacksPrefix, 0),
-      pending_samples_(chunk_buffer()),
-      pending_entry_stacks_(chunk_buffer()),
-      pending_kernel_stacks_(chunk_buffer()),
-      pending_launch_names_(kLaunchNamesPrefix, 0),
-      pending_launches_(chunk_buffer()),
-      pending_gpu_correlations_(chunk_buffer()),
-      pending_gpu_activities_(chunk_buffer()) {}
+RecordWriter::PendingChunk::PendingChunk(ChunkType type, Prefix prefix, size_t due_bytes,
+                                         std::vector<size_t> after)
+    : type(type),
+      prefix(prefix),
+      items_start(kRecordChunkHeaderSize + (prefix == Prefix::kNone    ? 0
+                                            : prefix == Prefix::kCount ? 4
+                                                                       : 8)),
+      due_bytes(due_bytes),
+      after(std::move(after)),
+      bytes(items_start, 0) {}
+
+// In the order of enum Pending; each names only chunks before it.
+std::vector<RecordWriter::PendingChunk> RecordWriter::pending_chunks() {
+  using P = PendingChunk::Prefix;
+  constexpr size_t k64K = kRecordEventsChunkBytes;
+  return {
+      {ChunkType::SHAPES, P::kCount, k64K, {}},
+      {ChunkType::OP_EVENTS, P::kNone, k64K, {}},  // due at kRecordChunkEvents events
+      {ChunkType::ENTRY_SHAPES, P::kNone, k64K, {kShapes, kEvents}},
+      {ChunkType::MEM_EVENTS, P::kNone, kRecordMemEventsChunkBytes, {}},
+      {ChunkType::SAMPLE_FRAMES, P::kFirstIdAndCount, k64K, {}},
+      {ChunkType::SAMPLE_STACKS, P::kFirstIdAndCount, k64K, {kFrames}},
+      {ChunkType::ENTRY_STACKS, P::kNone, k64K, {kEvents, kStacks}},
+      {ChunkType::SAMPLES, P::kNone, kRecordSamplesChunkBytes, {kStacks}},
+      {ChunkType::SAMPLE_KERNEL_STACKS, P::kNone, k64K, {kSamples}},
+      {ChunkType::LAUNCH_NAMES, P::kFirstIdAndCount, k64K, {}},
+      {ChunkType::LAUNCHES, P::kNone, k64K, {kLaunchNames}},
+      {ChunkType::GPU_CORRELATIONS, P::kNone, k64K, {}},
+      {ChunkType::GPU_ACTIVITIES, P::kNone, k64K, {kLaunchNames}},
+  };
+}
+
+RecordWriter::RecordWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+// The one way a buffered chunk goes out, early (due, or full) or at flush():
+// what it names first, so a file cut after any chunk never has an item naming
+// a definition, event or sample it does not hold.
+bool RecordWriter::write_pending(size_t which, std::string* error) {
+  for (size_t first : pending_[which].after)
+    if (!write_pending(first, error)) return false;
+  PendingChunk& c = pending_[which];
+  if (c.items == 0) return true;
+  uint8_t* prefix = c.bytes.data() + kRecordChunkHeaderSize;
+  if (which == kEvents) {  // packed now, from the events as appended
+    c.bytes.resize(kRecordChunkHeaderSize);
+    pack_events(events_, c.written, c.bytes);
+  } else if (c.prefix == PendingChunk::Prefix::kCount) {
+    std::memcpy(prefix, &c.items, 4);
+  } else if (c.prefix == PendingChunk::Prefix::kFirstIdAndCount) {
+    const uint32_t first_id = static_cast<uint32_t>(c.written);
+    std::memcpy(prefix, &first_id, 4);
+    std::memcpy(prefix + 4, &c.items, 4);
+  }
+  if (!write_chunk(c.type, c.bytes, error)) return false;
+  if (which == kEvents) {
+    raw_event_bytes_ += kRecordChunkHeaderSize + events_.size() * sizeof(gp_event);
+    events_.clear();
+  }
+  c.written += c.items;
+  c.items = 0;
+  c.bytes.resize(c.items_start);
+  return true;
+}
+
+bool RecordWriter::buffered_one(size_t which, std::string* error) {
+  ++pending_[which].items;
+  return !pending_[which].due() || write_pending(which, error);
+}
+
+template <typename T, typename Encode>
+bool RecordWriter::buffer_records(size_t which, const T* records, size_t count,
+                                  size_t record_bytes, Encode encode, std::string* error) {
+  for (size_t i = 0; i < count; ++i) {
+    encode(records[i], pending_[which].grow(record_bytes));
+    if (!buffered_one(which, error)) return false;
+  }
+  return true;
+}
+
+bool RecordWriter::with_ops(const char* what, size_t count, std::string* error) const {
+  if (count == 0 || options_.ops) return true;
+  *error = path_ + ": not recording " + what +
+           ": the recording was begun without ops (no-ops option)";
+  return false;
+}
+
+template <typename T, typename Problem>
+bool RecordWriter::batch_ok(const char* what, const T* records, size_t count, Problem problem,
+                            std::string* error) const {
+  for (size_t i = 0; i < count; ++i)
+    if (std::string why = problem(records[i]); !why.empty()) {
+      *error = path_ + ": not recording " + what + " " + std::to_string(i) + " of the batch: " + why;
+      return false;
+    }
+  return true;
+}
+
+bool RecordWriter::define_name(size_t which, const std::string& name, std::string* error) {
+  PendingChunk& c = pending_[which];
+  const uint32_t len = static_cast<uint32_t>(name.size());
+  // Keep the chunk under the cap.
+  if (c.full_with(4 + name.size()) && !write_pending(which, error)) return false;
+  std::memcpy(c.grow(4), &len, 4);
+  c.bytes.insert(c.bytes.end(), name.begin(), name.end());
+  return buffered_one(which, error);
+}
 
 std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
@@ -178,10 +278,7 @@ bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
 
 bool RecordWriter::append_events(const gp_event* events, size_t count, std::string* error) {
   if (!check_state(State::kBegun, "append_events", error)) return false;
-  if (count > 0 && !options_.ops) {
-    *error = path_ + ": not recording events: the recording was begun without ops (no-ops option)";
-    return false;
-  }
+  if (!with_ops("events", count, error)) return false;
   // Reject the whole batch before buffering any of it: a bad event written
   // would make the file unreadable (the reader rejects it as corrupt).
   for (size_t i = 0; i < count; ++i)
@@ -195,11 +292,12 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
       if (events[i].kind == GP_EV_OP_ENTRY || events[i].kind == GP_EV_RANGE_BEGIN) entries_.set(first + i);
   }
   while (count > 0) {
-    const size_t take = std::min(count, kRecordChunkEvents - pending_events_.size());
-    pending_events_.insert(pending_events_.end(), events, events + take);
+    const size_t take = std::min(count, kRecordChunkEvents - events_.size());
+    events_.insert(events_.end(), events, events + take);
+    pending_[kEvents].items += static_cast<uint32_t>(take);
     events += take;
     count -= take;
-    if (pending_events_.size() == kRecordChunkEvents && !flush_events(error)) return false;
+    if (events_.size() == kRecordChunkEvents && !write_pending(kEvents, error)) return false;
   }
   return true;
 }
@@ -244,12 +342,11 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
     return false;
   };
   if (!options_.shapes) return refuse("the recording was begun without the shapes option");
-  if (event_index < next_entry_index_)
-    return refuse("not above the previous entry shape's event " +
-                  std::to_string(next_entry_index_ - 1));
-  if (event_index >= events_appended())
-    return refuse("only " + std::to_string(events_appended()) + " events were appended");
-  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
+  if (std::string why = named_item_problem(event_index, next_entry_index_, "entry shape's event",
+                                           events_appended(), "events",
+                                           entries_.test(event_index), "an ENTRY event");
+      !why.empty())
+    return refuse(why);
   if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
   for (size_t a = 0; a < shapes.size(); ++a)
     if (shapes[a] && shapes[a]->size() > static_cast<size_t>(kRecordMaxShapeDims))
@@ -262,20 +359,18 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
   if (it == shape_ids_.end()) {
     if (shape_ids_.size() >= UINT32_MAX) return refuse("too many distinct shape lists");
     // Keep the SHAPES chunk under the cap (flush writes the pending ones).
-    if (pending_shapes_.size() - kShapesPrefix + def.size() > kRecordMaxChunkPayload - 4 &&
-        !flush(error))
-      return false;
-    pending_shapes_.insert(pending_shapes_.end(), def.begin(), def.end());
-    ++pending_shape_count_;
+    PendingChunk& defs = pending_[kShapes];
+    if (defs.full_with(def.size()) && !flush(error)) return false;
+    defs.bytes.insert(defs.bytes.end(), def.begin(), def.end());
+    ++defs.items;
     const uint32_t id = static_cast<uint32_t>(shape_ids_.size());
     it = shape_ids_.emplace(std::move(def), id).first;
   }
-  append_pair(pending_entries_, event_index, it->second);
+  append_pair(pending_[kEntryShapes].bytes, event_index, it->second);
+  ++pending_[kEntryShapes].items;
   next_entry_index_ = event_index + 1;
   forget_old_entries();
-  if (pending_shapes_.size() - kShapesPrefix >= kRecordEventsChunkBytes ||
-      payload_size(pending_entries_) >= kRecordEventsChunkBytes)
-    return flush(error);
+  if (pending_[kShapes].due() || pending_[kEntryShapes].due()) return flush(error);
   return true;
 }
 
@@ -287,82 +382,54 @@ bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, s
              "memory option";
     return false;
   }
-  for (size_t i = 0; i < count; ++i)
-    if (!mem_event_ok(events[i])) {
-      *error = path_ + ": not recording memory event " + std::to_string(i) +
-               " of the batch: unknown kind " + std::to_string(events[i].kind);
-      return false;
-    }
-  const auto* src = reinterpret_cast<const uint8_t*>(events);
-  size_t left = count * sizeof(gp_mem_event);
-  while (left > 0) {
-    size_t buffered = payload_size(pending_mem_);
-    size_t take = std::min(left, kRecordMemEventsChunkBytes - buffered);  // whole events
-    pending_mem_.insert(pending_mem_.end(), src, src + take);
-    src += take;
-    left -= take;
-    if (buffered + take >= kRecordMemEventsChunkBytes && !flush_mem_events(error)) return false;
-  }
-  return true;
+  auto kind_problem = [](const gp_mem_event& e) {
+    return mem_event_ok(e) ? std::string() : "unknown kind " + std::to_string(e.kind);
+  };
+  auto copy = [](const gp_mem_event& e, uint8_t* out) { std::memcpy(out, &e, sizeof e); };
+  return batch_ok("memory event", events, count, kind_problem, error) &&
+         buffer_records(kMemEvents, events, count, sizeof(gp_mem_event), copy, error);
 }
 
 bool RecordWriter::add_sample_frame(const std::string& name, std::string* error) {
   if (!check_state(State::kBegun, "add_sample_frame", error)) return false;
   auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not defining sample frame " + std::to_string(frames_defined_) + ": " + why;
+    *error = path_ + ": not defining sample frame " + std::to_string(sample_frames_defined()) +
+             ": " + why;
     return false;
   };
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
-  if (frames_defined_ == UINT32_MAX) return refuse("too many frames");
-  const size_t def = 4 + name.size();
-  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
-  // Keep the SAMPLE_FRAMES chunk under the cap.
-  if (pending_frames_.size() - kFramesPrefix + def > kRecordMaxChunkPayload - 8 &&
-      !flush_sample_frames(error))
-    return false;
-  const uint32_t len = static_cast<uint32_t>(name.size());
-  const auto* l = reinterpret_cast<const uint8_t*>(&len);
-  pending_frames_.insert(pending_frames_.end(), l, l + 4);
-  pending_frames_.insert(pending_frames_.end(), name.begin(), name.end());
-  ++pending_frame_count_;
-  ++frames_defined_;
-  if (pending_frames_.size() - kFramesPrefix >= kRecordEventsChunkBytes)
-    return flush_sample_frames(error);
-  return true;
+  if (sample_frames_defined() == UINT32_MAX) return refuse("too many frames");
+  if (4 + name.size() > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  return define_name(kFrames, name, error);
 }
 
 bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
   if (!check_state(State::kBegun, "add_sample_stack", error)) return false;
   auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not defining sample stack " + std::to_string(stacks_defined_) + ": " + why;
+    *error = path_ + ": not defining sample stack " + std::to_string(sample_stacks_defined()) +
+             ": " + why;
     return false;
   };
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
-  if (stacks_defined_ == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
+  if (sample_stacks_defined() == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
     return refuse("too many stacks");
   if (frame_ids.size() > kRecordMaxSampleStackDepth)
     return refuse(std::to_string(frame_ids.size()) + " frames (at most " +
                   std::to_string(kRecordMaxSampleStackDepth) + ")");
+  const uint32_t frames = sample_frames_defined();
   for (size_t i = 0; i < frame_ids.size(); ++i)
-    if (frame_ids[i] >= frames_defined_)
+    if (frame_ids[i] >= frames)
       return refuse("frame " + std::to_string(i) + " is frame_id " +
-                    std::to_string(frame_ids[i]) + ", but " + std::to_string(frames_defined_) +
+                    std::to_string(frame_ids[i]) + ", but " + std::to_string(frames) +
                     " frames are defined");
   const uint32_t n = static_cast<uint32_t>(frame_ids.size());
-  const auto* b = reinterpret_cast<const uint8_t*>(&n);
-  pending_stacks_.insert(pending_stacks_.end(), b, b + 4);
-  if (n > 0) {
-    const auto* f = reinterpret_cast<const uint8_t*>(frame_ids.data());
-    pending_stacks_.insert(pending_stacks_.end(), f, f + 4 * size_t{n});
-  }
-  ++pending_stack_count_;
-  ++stacks_defined_;
+  PendingChunk& stacks = pending_[kStacks];
+  std::memcpy(stacks.grow(4), &n, 4);
+  if (n > 0) std::memcpy(stacks.grow(4 * size_t{n}), frame_ids.data(), 4 * size_t{n});
   // At most kRecordEventsChunkBytes + 4 + 4 * 4096 bytes: far under the cap.
-  if (pending_stacks_.size() - kStacksPrefix >= kRecordEventsChunkBytes)
-    return flush_sample_stacks(error);
-  return true;
+  return buffered_one(kStacks, error);
 }
 
 bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::string* error) {
@@ -371,29 +438,24 @@ bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::s
     *error = path_ + ": not recording samples: the recording was begun without CPU sampling";
     return false;
   }
+  const uint32_t frames = sample_frames_defined(), stacks = sample_stacks_defined();
+  auto frame_problem = [&](const CpuSample& s) {
+    if (s.frame_id < frames) return std::string();
+    return "frame_id " + std::to_string(s.frame_id) + ", but " + std::to_string(frames) +
+           " frames are defined";
+  };
+  auto stack_problem = [&](const CpuSample& s) {
+    if (s.python_stack == kNoPythonStack || s.python_stack < stacks) return std::string();
+    return "python_stack " + std::to_string(s.python_stack) + ", but " + std::to_string(stacks) +
+           " stacks are defined";
+  };
+  if (!batch_ok("sample", samples, count, frame_problem, error) ||
+      !batch_ok("sample", samples, count, stack_problem, error))
+    return false;
+  const uint64_t first = samples_appended();
   for (size_t i = 0; i < count; ++i)
-    if (samples[i].frame_id >= frames_defined_) {
-      *error = path_ + ": not recording sample " + std::to_string(i) + " of the batch: frame_id " +
-               std::to_string(samples[i].frame_id) + ", but " + std::to_string(frames_defined_) +
-               " frames are defined";
-      return false;
-    }
-  for (size_t i = 0; i < count; ++i)
-    if (samples[i].python_stack != kNoPythonStack && samples[i].python_stack >= stacks_defined_) {
-      *error = path_ + ": not recording sample " + std::to_string(i) +
-               " of the batch: python_stack " + std::to_string(samples[i].python_stack) +
-               ", but " + std::to_string(stacks_defined_) + " stacks are defined";
-      return false;
-    }
-  for (size_t i = 0; i < count; ++i) {
-    if (samples[i].in_kernel) in_kernel_.set(samples_appended());  // for append_sample_kernel_stack
-    const size_t at = pending_samples_.size();
-    pending_samples_.resize(at + kRecordSampleBytes);
-    encode_sample(samples[i], pending_samples_.data() + at);
-    if (payload_size(pending_samples_) >= kRecordSamplesChunkBytes && !flush_samples(error))
-      return false;
-  }
-  return true;
+    if (samples[i].in_kernel) in_kernel_.set(first + i);  // for append_sample_kernel_stack
+  return buffer_records(kSamples, samples, count, kRecordSampleBytes, encode_sample, error);
 }
 
 bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
@@ -404,21 +466,15 @@ bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, s
     return false;
   };
   if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  if (event_index < next_stack_entry_index_)
-    return refuse("not above the previous entry stack's event " +
-                  std::to_string(next_stack_entry_index_ - 1));
-  if (event_index >= events_appended())
-    return refuse("only " + std::to_string(events_appended()) + " events were appended");
-  if (!entries_.test(event_index)) return refuse("it is not an ENTRY event");
-  if (stack_id >= stacks_defined_)
-    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
-                  std::to_string(stacks_defined_) + " stacks are defined");
-  append_pair(pending_entry_stacks_, event_index, stack_id);
+  std::string why = named_item_problem(event_index, next_stack_entry_index_,
+                                       "entry stack's event", events_appended(), "events",
+                                       entries_.test(event_index), "an ENTRY event");
+  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
+  if (!why.empty()) return refuse(why);
+  append_pair(pending_[kEntryStacks].bytes, event_index, stack_id);
   next_stack_entry_index_ = event_index + 1;
   forget_old_entries();
-  if (payload_size(pending_entry_stacks_) >= kRecordEventsChunkBytes)
-    return flush_entry_stacks(error);
-  return true;
+  return buffered_one(kEntryStacks, error);
 }
 
 bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id,
@@ -430,72 +486,36 @@ bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t st
     return false;
   };
   if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
-  if (sample_index < next_kernel_sample_index_)
-    return refuse("not above the previous kernel stack's sample " +
-                  std::to_string(next_kernel_sample_index_ - 1));
-  if (sample_index >= samples_appended())
-    return refuse("only " + std::to_string(samples_appended()) + " samples were appended");
-  if (!in_kernel_.test(sample_index)) return refuse("it is not an in-kernel sample");
-  if (stack_id >= stacks_defined_)
-    return refuse("stack_id " + std::to_string(stack_id) + ", but " +
-                  std::to_string(stacks_defined_) + " stacks are defined");
-  append_pair(pending_kernel_stacks_, sample_index, stack_id);
+  std::string why = named_item_problem(sample_index, next_kernel_sample_index_,
+                                       "kernel stack's sample", samples_appended(), "samples",
+                                       in_kernel_.test(sample_index), "an in-kernel sample");
+  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
+  if (!why.empty()) return refuse(why);
+  append_pair(pending_[kKernelStacks].bytes, sample_index, stack_id);
   next_kernel_sample_index_ = sample_index + 1;
   in_kernel_.forget_below(next_kernel_sample_index_);
-  if (payload_size(pending_kernel_stacks_) >= kRecordEventsChunkBytes)
-    return flush_sample_kernel_stacks(error);
-  return true;
+  return buffered_one(kKernelStacks, error);
 }
 
 bool RecordWriter::add_launch_name(const std::string& name, std::string* error) {
   if (!check_state(State::kBegun, "add_launch_name", error)) return false;
   auto refuse = [&](const std::string& why) {
-    *error =
-        path_ + ": not defining launch name " + std::to_string(launch_names_defined_) + ": " + why;
+    *error = path_ + ": not defining launch name " + std::to_string(launch_names_defined()) +
+             ": " + why;
     return false;
   };
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
-  if (launch_names_defined_ == UINT32_MAX) return refuse("too many names");
-  const size_t def = 4 + name.size();
-  if (def > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
-  // Keep the LAUNCH_NAMES chunk under the cap.
-  if (pending_launch_names_.size() - kLaunchNamesPrefix + def > kRecordMaxChunkPayload - 8 &&
-      !flush_launch_names(error))
-    return false;
-  const uint32_t len = static_cast<uint32_t>(name.size());
-  const auto* l = reinterpret_cast<const uint8_t*>(&len);
-  pending_launch_names_.insert(pending_launch_names_.end(), l, l + 4);
-  pending_launch_names_.insert(pending_launch_names_.end(), name.begin(), name.end());
-  ++pending_launch_name_count_;
-  ++launch_names_defined_;
-  if (pending_launch_names_.size() - kLaunchNamesPrefix >= kRecordEventsChunkBytes)
-    return flush_launch_names(error);
-  return true;
+  if (launch_names_defined() == UINT32_MAX) return refuse("too many names");
+  if (4 + name.size() > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
+  return define_name(kLaunchNames, name, error);
 }
-
-uint32_t RecordWriter::launch_names_defined() const { return launch_names_defined_; }
 
 bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
   if (!check_state(State::kBegun, "append_launches", error)) return false;
-  if (count > 0 && !options_.ops) {
-    *error =
-        path_ + ": not recording launches: the recording was begun without ops (no-ops option)";
-    return false;
-  }
-  for (size_t i = 0; i < count; ++i)
-    if (std::string problem = launch_problem(launches[i], launch_names_defined_);
-        !problem.empty()) {
-      *error = path_ + ": not recording launch " + std::to_string(i) + " of the batch: " + problem;
-      return false;
-    }
-  for (size_t i = 0; i < count; ++i) {
-    const size_t at = pending_launches_.size();
-    pending_launches_.resize(at + kLaunchBytes);
-    encode_launch(launches[i], pending_launches_.data() + at);
-    if (payload_size(pending_launches_) >= kRecordEventsChunkBytes && !flush_launches(error))
-      return false;
-  }
-  return true;
+  const uint32_t names = launch_names_defined();
+  auto problem = [&](const CudaLaunch& l) { return launch_problem(l, names); };
+  return with_ops("launches", count, error) && batch_ok("launch", launches, count, problem, error) &&
+         buffer_records(kLaunches, launches, count, kLaunchBytes, encode_launch, error);
 }
 
 bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
@@ -514,54 +534,21 @@ bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* er
 bool RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count,
                                            std::string* error) {
   if (!check_state(State::kBegun, "append_gpu_correlations", error)) return false;
-  if (count > 0 && !options_.ops) {
-    *error = path_ +
-             ": not recording GPU correlations: the recording was begun without ops (no-ops "
-             "option)";
-    return false;
-  }
-  for (size_t i = 0; i < count; ++i)
-    if (std::string problem = gpu_correlation_problem(correlations[i]); !problem.empty()) {
-      *error = path_ + ": not recording GPU correlation " + std::to_string(i) +
-               " of the batch: " + problem;
-      return false;
-    }
-  for (size_t i = 0; i < count; ++i) {
-    const size_t at = pending_gpu_correlations_.size();
-    pending_gpu_correlations_.resize(at + kGpuCorrelationBytes);
-    encode_gpu_correlation(correlations[i], pending_gpu_correlations_.data() + at);
-    if (payload_size(pending_gpu_correlations_) >= kRecordEventsChunkBytes &&
-        !flush_gpu_correlations(error))
-      return false;
-  }
-  return true;
+  return with_ops("GPU correlations", count, error) &&
+         batch_ok("GPU correlation", correlations, count, gpu_correlation_problem, error) &&
+         buffer_records(kGpuCorrelations, correlations, count, kGpuCorrelationBytes,
+                        encode_gpu_correlation, error);
 }
 
 bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count,
                                          std::string* error) {
   if (!check_state(State::kBegun, "append_gpu_activities", error)) return false;
-  if (count > 0 && !options_.ops) {
-    *error = path_ +
-             ": not recording GPU activities: the recording was begun without ops (no-ops "
-             "option)";
-    return false;
-  }
-  for (size_t i = 0; i < count; ++i)
-    if (std::string problem = gpu_activity_problem(activities[i], launch_names_defined_);
-        !problem.empty()) {
-      *error = path_ + ": not recording GPU activity " + std::to_string(i) + " of the batch: " +
-               problem;
-      return false;
-    }
-  for (size_t i = 0; i < count; ++i) {
-    const size_t at = pending_gpu_activities_.size();
-    pending_gpu_activities_.resize(at + kGpuActivityBytes);
-    encode_gpu_activity(activities[i], pending_gpu_activities_.data() + at);
-    if (payload_size(pending_gpu_activities_) >= kRecordEventsChunkBytes &&
-        !flush_gpu_activities(error))
-      return false;
-  }
-  return true;
+  const uint32_t names = launch_names_defined();
+  auto problem = [&](const GpuActivity& a) { return gpu_activity_problem(a, names); };
+  return with_ops("GPU activities", count, error) &&
+         batch_ok("GPU activity", activities, count, problem, error) &&
+         buffer_records(kGpuActivities, activities, count, kGpuActivityBytes, encode_gpu_activity,
+                        error);
 }
 
 bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
@@ -634,14 +621,15 @@ bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::s
     return false;
   }
   for (size_t i = 0; i < names.size(); ++i)
-    if (std::string problem = module_name_problem(names[i], frames_defined_); !problem.empty()) {
+    if (std::string problem = module_name_problem(names[i], sample_frames_defined());
+        !problem.empty()) {
       *error = path_ + ": not recording module names: name " + std::to_string(i) + " " + problem;
       return false;
     }
   Encoder e;
   module_names_fields(e, names);
   // Their frames first: a file cut after either never names an undefined frame.
-  return flush_sample_frames(error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
+  return write_pending(kFrames, error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
 }
 
 bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
@@ -675,154 +663,13 @@ bool RecordWriter::set_thread_names(const std::vector<ThreadName>& names, std::s
   return true;
 }
 
-bool RecordWriter::flush_sample_frames(std::string* error) {
-  if (pending_frame_count_ == 0) return true;
-  const uint32_t first_id = frames_defined_ - pending_frame_count_;
-  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize, &first_id, 4);
-  std::memcpy(pending_frames_.data() + kRecordChunkHeaderSize + 4, &pending_frame_count_, 4);
-  if (!write_chunk(ChunkType::SAMPLE_FRAMES, pending_frames_, error)) return false;
-  pending_frames_.resize(kFramesPrefix);
-  pending_frame_count_ = 0;
-  return true;
-}
-
-// SAMPLE_FRAMES before SAMPLE_STACKS: a file cut after either never has a
-// stack naming a frame it does not define.
-bool RecordWriter::flush_sample_stacks(std::string* error) {
-  if (!flush_sample_frames(error)) return false;
-  if (pending_stack_count_ == 0) return true;
-  const uint32_t first_id = stacks_defined_ - pending_stack_count_;
-  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize, &first_id, 4);
-  std::memcpy(pending_stacks_.data() + kRecordChunkHeaderSize + 4, &pending_stack_count_, 4);
-  if (!write_chunk(ChunkType::SAMPLE_STACKS, pending_stacks_, error)) return false;
-  pending_stacks_.resize(kStacksPrefix);
-  pending_stack_count_ = 0;
-  return true;
-}
-
-// SAMPLE_FRAMES, then SAMPLE_STACKS, then SAMPLES: a file cut after any of
-// them never has a sample naming a frame or stack it does not define.
-bool RecordWriter::flush_samples(std::string* error) {
-  if (!flush_sample_stacks(error)) return false;
-  size_t bytes = payload_size(pending_samples_);
-  if (bytes == 0) return true;
-  if (!write_chunk(ChunkType::SAMPLES, pending_samples_, error)) return false;
-  samples_written_ += bytes / kRecordSampleBytes;
-  pending_samples_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-// Packs the pending events into one OP_EVENTS chunk (packed_events.h);
-// write_chunk compresses it.
-bool RecordWriter::flush_events(std::string* error) {
-  if (pending_events_.empty()) return true;
-  packed_.resize(kRecordChunkHeaderSize);
-  pack_events(pending_events_, events_written_, packed_);
-  if (!write_chunk(ChunkType::OP_EVENTS, packed_, error)) return false;
-  events_written_ += pending_events_.size();
-  raw_event_bytes_ += kRecordChunkHeaderSize + pending_events_.size() * sizeof(gp_event);
-  pending_events_.clear();
-  return true;
-}
-
-bool RecordWriter::flush_mem_events(std::string* error) {
-  size_t bytes = payload_size(pending_mem_);
-  if (bytes == 0) return true;
-  if (!write_chunk(ChunkType::MEM_EVENTS, pending_mem_, error)) return false;
-  mem_events_written_ += bytes / sizeof(gp_mem_event);
-  pending_mem_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-bool RecordWriter::flush_shapes(std::string* error) {
-  if (pending_shape_count_ == 0) return true;
-  std::memcpy(pending_shapes_.data() + kRecordChunkHeaderSize, &pending_shape_count_, 4);
-  if (!write_chunk(ChunkType::SHAPES, pending_shapes_, error)) return false;
-  pending_shapes_.resize(kShapesPrefix);
-  pending_shape_count_ = 0;
-  return true;
-}
-
-// SHAPES before EVENTS before ENTRY_SHAPES: a file cut after any of them
-// never has an entry shape naming an undefined shape or an unwritten event.
-bool RecordWriter::flush_entry_shapes(std::string* error) {
-  if (!flush_shapes(error) || !flush_events(error)) return false;
-  if (payload_size(pending_entries_) == 0) return true;
-  if (!write_chunk(ChunkType::ENTRY_SHAPES, pending_entries_, error)) return false;
-  pending_entries_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-// EVENTS, SAMPLE_FRAMES and SAMPLE_STACKS before ENTRY_STACKS: a file cut
-// after any of them never has an entry stack naming an unwritten event or an
-// undefined stack.
-bool RecordWriter::flush_entry_stacks(std::string* error) {
-  if (!flush_events(error) || !flush_sample_stacks(error)) return false;
-  if (payload_size(pending_entry_stacks_) == 0) return true;
-  if (!write_chunk(ChunkType::ENTRY_STACKS, pending_entry_stacks_, error)) return false;
-  pending_entry_stacks_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-// SAMPLE_FRAMES, SAMPLE_STACKS and SAMPLES before SAMPLE_KERNEL_STACKS: a
-// file cut after any of them never has a kernel stack naming an unwritten
-// sample or an undefined stack.
-bool RecordWriter::flush_sample_kernel_stacks(std::string* error) {
-  if (!flush_samples(error)) return false;
-  if (payload_size(pending_kernel_stacks_) == 0) return true;
-  if (!write_chunk(ChunkType::SAMPLE_KERNEL_STACKS, pending_kernel_stacks_, error)) return false;
-  pending_kernel_stacks_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-bool RecordWriter::flush_launch_names(std::string* error) {
-  if (pending_launch_name_count_ == 0) return true;
-  const uint32_t first_id = launch_names_defined_ - pending_launch_name_count_;
-  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize, &first_id, 4);
-  std::memcpy(pending_launch_names_.data() + kRecordChunkHeaderSize + 4,
-              &pending_launch_name_count_, 4);
-  if (!write_chunk(ChunkType::LAUNCH_NAMES, pending_launch_names_, error)) return false;
-  pending_launch_names_.resize(kLaunchNamesPrefix);
-  pending_launch_name_count_ = 0;
-  return true;
-}
-
-// LAUNCH_NAMES before LAUNCHES: a file cut after either never has a launch
-// naming a name it does not define.
-bool RecordWriter::flush_launches(std::string* error) {
-  if (!flush_launch_names(error)) return false;
-  if (payload_size(pending_launches_) == 0) return true;
-  if (!write_chunk(ChunkType::LAUNCHES, pending_launches_, error)) return false;
-  pending_launches_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-bool RecordWriter::flush_gpu_correlations(std::string* error) {
-  if (payload_size(pending_gpu_correlations_) == 0) return true;
-  if (!write_chunk(ChunkType::GPU_CORRELATIONS, pending_gpu_correlations_, error)) return false;
-  pending_gpu_correlations_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-// LAUNCH_NAMES before GPU_ACTIVITIES: a file cut after either never has an
-// activity naming a name it does not define.
-bool RecordWriter::flush_gpu_activities(std::string* error) {
-  if (!flush_launch_names(error)) return false;
-  if (payload_size(pending_gpu_activities_) == 0) return true;
-  if (!write_chunk(ChunkType::GPU_ACTIVITIES, pending_gpu_activities_, error)) return false;
-  pending_gpu_activities_.resize(kRecordChunkHeaderSize);
-  return true;
-}
-
-// Each step writes what its chunk names first, so the file gets SHAPES,
-// EVENTS, ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS,
-// ENTRY_STACKS, SAMPLES, SAMPLE_KERNEL_STACKS, LAUNCH_NAMES, LAUNCHES,
-// GPU_CORRELATIONS, GPU_ACTIVITIES (each when non-empty).
+// Each chunk after what it names, so the file gets them in the order of
+// enum Pending (each when non-empty).
 bool RecordWriter::flush(std::string* error) {
   if (!check_state(State::kBegun, "flush", error)) return false;
-  return flush_entry_shapes(error) && flush_mem_events(error) && flush_entry_stacks(error) &&
-         flush_sample_kernel_stacks(error) && flush_launches(error) &&
-         flush_gpu_correlations(error) && flush_gpu_activities(error);
+  for (size_t which = 0; which < kPendingChunks; ++which)
+    if (!write_pending(which, error)) return false;
+  return true;
 }
 
 bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {

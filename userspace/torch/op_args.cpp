@@ -52,45 +52,52 @@ constexpr KnownType kCommonByValue[] = {
     {"c10::Stream", ArgClass::integer_pair},  // {Device, int64_t id}
 };
 
-// libtorch up to 2.2 has its own c10::optional: checked against 1.13.
-constexpr KnownType kC10OptionalByValue[] = {
-    {"c10::optional<c10::ScalarType>", ArgClass::integer},
-    {"c10::optional<bool>", ArgClass::integer},
-    {"c10::optional<c10::Layout>", ArgClass::integer},
-    {"c10::optional<c10::MemoryFormat>", ArgClass::integer},
-    {"c10::optional<c10::Device>", ArgClass::integer},  // 3 bytes
-    {"c10::optional<c10::QScheme>", ArgClass::integer},
-    {"c10::optional<c10::SymInt>", ArgClass::integer},    // invisible reference
-    {"c10::optional<at::Generator>", ArgClass::integer},  // invisible reference
+// By-value optionals, by the type they hold, with their class under each
+// optional (nullopt: not seen there). libtorch up to 2.2 has its own
+// c10::optional (checked against 1.13); 2.3+ uses std::optional (the
+// mangled names say std::optional): libstdc++'s {T, bool}, trivially
+// copyable when T is.
+struct KnownOptional {
+  std::string_view held;
+  std::optional<ArgClass> under_c10, under_std;
+};
+constexpr KnownOptional kOptionalByValue[] = {
+    {"c10::ScalarType", ArgClass::integer, ArgClass::integer},
+    {"bool", ArgClass::integer, ArgClass::integer},
+    {"c10::Layout", ArgClass::integer, ArgClass::integer},
+    {"c10::MemoryFormat", ArgClass::integer, ArgClass::integer},
+    {"c10::Device", ArgClass::integer, ArgClass::integer},  // c10: 3 bytes
+    {"c10::QScheme", ArgClass::integer, ArgClass::integer},
+    {"c10::SymInt", ArgClass::integer, ArgClass::integer},    // invisible reference
+    {"at::Generator", ArgClass::integer, ArgClass::integer},  // invisible reference
     // c10::optional<T> has a user-provided copy constructor unless T is
     // trivially copyable, and c10::string_view is not (a user-provided
-    // operator=): this 24-byte optional goes by invisible reference, not on
-    // the stack.
-    {"c10::optional<c10::basic_string_view<char> >", ArgClass::integer},
-    {"c10::optional<long>", ArgClass::integer_pair},  // {bool, int64_t}
-    // {bool, union {unsigned char dummy; double value;}}: the union's
+    // operator=): this 24-byte c10::optional goes by invisible reference,
+    // not on the stack.
+    {"c10::basic_string_view<char>", ArgClass::integer, ArgClass::memory3},
+    {"std::basic_string_view<char, std::char_traits<char> >", std::nullopt, ArgClass::memory3},
+    // c10: {bool, int64_t}; std: {int64_t, bool}.
+    {"long", ArgClass::integer_pair, ArgClass::integer_pair},
+    // c10: {bool, union {unsigned char dummy; double value;}}: the union's
     // eightbyte merges INTEGER (the char) with SSE (the double) into
-    // INTEGER, so this takes two INTEGER registers and no SSE one.
-    {"c10::optional<double>", ArgClass::integer_pair},
+    // INTEGER, so this takes two INTEGER registers and no SSE one. std:
+    // {double, bool}.
+    {"double", ArgClass::integer_pair, ArgClass::integer_sse},
 };
 
-// libtorch 2.3+: c10::optional is std::optional (the mangled names say
-// std::optional). libstdc++'s std::optional<T> is {T, bool}, trivially
-// copyable when T is.
-constexpr KnownType kStdOptionalByValue[] = {
-    {"std::optional<c10::ScalarType>", ArgClass::integer},
-    {"std::optional<bool>", ArgClass::integer},
-    {"std::optional<c10::Layout>", ArgClass::integer},
-    {"std::optional<c10::MemoryFormat>", ArgClass::integer},
-    {"std::optional<c10::Device>", ArgClass::integer},
-    {"std::optional<c10::QScheme>", ArgClass::integer},
-    {"std::optional<c10::SymInt>", ArgClass::integer},    // invisible reference
-    {"std::optional<at::Generator>", ArgClass::integer},  // invisible reference
-    {"std::optional<c10::basic_string_view<char> >", ArgClass::memory3},
-    {"std::optional<std::basic_string_view<char, std::char_traits<char> > >", ArgClass::memory3},
-    {"std::optional<long>", ArgClass::integer_pair},   // {int64_t, bool}
-    {"std::optional<double>", ArgClass::integer_sse},  // {double, bool}
-};
+// The class of a by-value "c10::optional<T>" (std_optional false) or
+// "std::optional<T>" (true) of a T in kOptionalByValue, spelled as the
+// demangler does ("> >" where T ends in '>').
+std::optional<ArgClass> optional_by_value(std::string_view type, bool std_optional) {
+  const std::string_view optional = std_optional ? "std::optional<" : "c10::optional<";
+  if (!type.starts_with(optional)) return std::nullopt;
+  type.remove_prefix(optional.size());
+  for (const KnownOptional& known : kOptionalByValue)
+    if (type.starts_with(known.held) &&
+        type.substr(known.held.size()) == (known.held.ends_with('>') ? " >" : ">"))
+      return std_optional ? known.under_std : known.under_c10;
+  return std::nullopt;
+}
 
 // The C++ parameter types seen in libtorch's at::_ops::*::call, classified
 // for the SysV ABI. std_optional: the library's c10::optional is
@@ -134,9 +141,7 @@ std::optional<ParamInfo> classify_parameter(std::string_view type, bool std_opti
   }
   for (const KnownType& known : kCommonByValue)
     if (known.type == type) return ParamInfo{known.cls, std::nullopt};
-  for (const KnownType& known : std_optional ? std::span<const KnownType>(kStdOptionalByValue)
-                                             : std::span<const KnownType>(kC10OptionalByValue))
-    if (known.type == type) return ParamInfo{known.cls, std::nullopt};
+  if (auto cls = optional_by_value(type, std_optional)) return ParamInfo{*cls, std::nullopt};
   return std::nullopt;
 }
 
