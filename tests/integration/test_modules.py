@@ -8,6 +8,7 @@ every module the two agree exactly: its path (the model's class, then the
 attribute names), its calls, and every aten op under it with its count; the
 tree's order is named_modules()'s.
 """
+import bisect
 import json
 import re
 import signal
@@ -82,14 +83,15 @@ def trace_ops_by_module(doc, modules):
     return out
 
 
-@pytest.mark.parametrize("model", ["resnet18", "encoder"])
-def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
+def record_module_forward(procs, workdir, torch_env, model, *record_args):
+    """tests/workloads/module_forward.py's plain forwards recorded with
+    --with-modules (and record_args): (the record file, its reference.json)."""
     target = procs.start_workload("module_forward.py", workdir, model, str(FORWARDS), torch_env=torch_env)
     wait_for_file(workdir, "ready", timeout=300, watch=[target])
     pid = int((workdir / "ready").read_text())
     ref = json.loads((workdir / "reference.json").read_text())
     out = workdir / "modules.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", str(pid), "--with-modules", "-o", out)
+    gp = procs.start_gpuprof("record", "-p", str(pid), "--with-modules", *record_args, "-o", out)
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
     touch(workdir, "go")
     wait_for_file(workdir, "done", timeout=300, watch=[target, gp])
@@ -97,6 +99,12 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     assert gp.wait(timeout=120) == 0, gp.describe()
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()  # unharmed
+    return out, ref
+
+
+@pytest.mark.parametrize("model", ["resnet18", "encoder"])
+def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
+    out, ref = record_module_forward(procs, workdir, torch_env, model)
 
     report = run_gpuprof("report", out, "--modules", "--show-events")
     assert report.returncode == 0, report.stderr
@@ -133,6 +141,58 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     assert top.returncode == 0, top.stderr
     assert top.stdout.splitlines()[2].startswith(called[0].split(".")[0] + " "), top.stdout
     assert len(top.stdout.splitlines()) == 3, top.stdout
+
+
+def format_memory(nbytes):
+    """torch's _format_memory (torch/autograd/profiler_util.py)."""
+    for unit, size in (("Gb", 1024 ** 3), ("Mb", 1024 ** 2), ("Kb", 1024)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes} b"
+
+
+def test_module_memory_is_what_the_memory_counter_moved_in_its_calls(procs, workdir, torch_env):
+    """With --profile-memory the layer table gets torchprof's memory columns:
+    a module's CPU Mem is the bytes allocated minus released during its
+    calls, which is what the Chrome trace's CPU memory counter (another
+    path through the allocator events) moved over the module's slices."""
+    out, ref = record_module_forward(procs, workdir, torch_env, "resnet18", "--profile-memory")
+    report = run_gpuprof("report", out, "--modules")
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    header = [cell.strip() for cell in lines[0].split(" | ")]
+    assert header == ["Module", "Self CPU total", "CPU total", "Self CPU Mem", "CPU Mem", "Number of Calls"], lines[0]
+    table, stack = {}, []
+    for line in lines[2:]:
+        cells = [cell.strip() for cell in line.split(" | ")]
+        lead, branch, name = re.match(r"^([│ ]*)(├── |└── )?(\S.*?)\s*$", line.split(" | ")[0]).groups()
+        depth = len(lead) + 1 if branch else 0
+        del stack[depth:]
+        stack.append(name)
+        table[".".join(stack)] = dict(zip(header, cells))
+
+    doc, _ = export_chrome_trace(out, workdir / "memory.json")
+    levels = sorted((round(e["ts"] * 1000), e["args"]["bytes"]) for e in doc["traceEvents"]
+                    if e["ph"] == "C" and e["name"] == "CPU memory")
+    assert levels, "no CPU memory counter"
+
+    def level_at(ns):
+        at = bisect.bisect_right(levels, (ns, float("inf")))
+        return levels[at - 1][1] if at else 0
+
+    moved = {}
+    for m in module_calls(doc):
+        start = round(m["ts"] * 1000)
+        end = start + round(m["dur"] * 1000)
+        path = m["name"].removeprefix("nn.Module: ")
+        moved[path] = moved.get(path, 0) + level_at(end) - level_at(start)
+    called = [path for path in ref["named_modules"] if path in ref["calls"]]
+    assert set(moved) == set(called), (sorted(moved), called)
+    want = {path: format_memory(moved[path]) for path in called}
+    got = {path: table[path]["CPU Mem"] for path in called}
+    assert got == want, [(path, got[path], want[path]) for path in called if got[path] != want[path]]
+    # Something was allocated: the conv layers' outputs.
+    assert moved["ResNet.conv1"] > 0, moved
 
 
 def test_modules_need_stacks_and_known_paths(procs, workdir, tmp_path):

@@ -128,6 +128,97 @@ TEST(ModuleTree, EachModuleCallSpansItsOps) {
         << path;
 }
 
+// The planted recording with --profile-memory's allocator events and the
+// CUPTI shim's records: per forward, conv2d allocates 1000 bytes and the
+// convolution in it 4096 bytes and launches a 3 us kernel; fc's linear
+// releases conv2d's block, allocates 512 bytes of CUDA memory and launches
+// a 2 us kernel; between conv and act (in Net, in no op) 64 bytes are
+// allocated; the add outside every module launches 0.5 us, and 4096 bytes
+// are allocated in no module.
+Recording planted_with_memory_and_gpu() {
+  Recording r = planted(true);
+  r.options.memory = true;
+  r.cupti_shim = CuptiShimInfo{};
+  r.launch_names = {"conv_kernel", "linear_kernel", "add_kernel"};
+  uint64_t correlation = 0;
+  auto kernel = [&](uint64_t launch_ns, uint64_t ns, uint32_t name) {
+    r.gpu_correlations.push_back({launch_ns, ++correlation, test::kTid, 211, 2});
+    GpuActivity a;
+    a.correlation_id = correlation;
+    a.start_ns = launch_ns + 10;
+    a.end_ns = launch_ns + 10 + ns;
+    a.name_id = name;
+    a.kind = GpuActivityKind::kernel;
+    r.gpu_activities.push_back(a);
+  };
+  for (uint64_t at : {0, 100'000}) {
+    r.mem_events.push_back(test::cpu_alloc(at + 1'500, 0x1000 + at, 1000));
+    r.mem_events.push_back(test::cpu_alloc(at + 3'000, 0x9000 + at, 4096));
+    kernel(at + 5'000, 3'000, 0);
+    r.mem_events.push_back(test::cpu_alloc(at + 10'500, 0x5000 + at, 64));  // Net's, between its children's ops
+    r.mem_events.push_back(test::cpu_free(at + 21'000, 0x1000 + at));
+    r.mem_events.push_back(test::cuda_mem(at + 22'000, 0x7000 + at, 512, 512 * (at ? 2 : 1)));
+    kernel(at + 23'000, 2'000, 1);
+  }
+  kernel(300'500, 500, 2);
+  r.mem_events.push_back(test::cpu_alloc(350'000, 0x6000, 4096));  // in no module call
+  return r;
+}
+
+TEST(ModuleTree, ModulesCarryTheOpTablesMemoryAndGpuFigures) {
+  const ModuleTree tree = build_module_tree(planted_with_memory_and_gpu());
+  EXPECT_TRUE(tree.memory_recorded);
+  EXPECT_TRUE(tree.gpu_recorded);
+  const ModuleFigures& conv = node(tree, "Net.conv").figures;
+  EXPECT_EQ(conv.self_cpu_mem, 2 * 5096);
+  EXPECT_EQ(conv.cpu_mem, 2 * 5096);
+  EXPECT_EQ(conv.self_cuda_ns, 2 * 3'000u);
+  const ModuleFigures& fc = node(tree, "Net.fc").figures;
+  EXPECT_EQ(fc.self_cpu_mem, 2 * -1000);
+  EXPECT_EQ(fc.self_cuda_mem, 2 * 512);
+  EXPECT_EQ(fc.self_cuda_ns, 2 * 2'000u);
+  const ModuleFigures& net = node(tree, "Net").figures;
+  EXPECT_EQ(net.self_cpu_mem, 2 * 64);  // during its calls, in no child's
+  EXPECT_EQ(net.cpu_mem, 2 * (5096 - 1000 + 64));
+  EXPECT_EQ(net.cuda_mem, 2 * 512);
+  EXPECT_EQ(net.self_cuda_ns, 0u);
+  EXPECT_EQ(net.cuda_ns, 2 * 5'000u);
+  EXPECT_EQ(node(tree, "[no module]").figures.self_cuda_ns, 500u);
+  // Its op rows, as the op table's rows of those calls.
+  const std::vector<ModuleOpRow>& ops = node(tree, "Net.conv").ops;
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "aten::convolution");
+  EXPECT_EQ(ops[0].figures.self_cpu_mem, 2 * 4096);
+  EXPECT_EQ(ops[0].figures.self_cuda_ns, 2 * 3'000u);
+  EXPECT_EQ(ops[1].name, "aten::conv2d");
+  EXPECT_EQ(ops[1].figures.self_cpu_mem, 2 * 1000);
+  EXPECT_EQ(ops[1].figures.cpu_mem, 2 * 5096);
+  EXPECT_EQ(ops[1].figures.self_cuda_ns, 0u);
+  EXPECT_EQ(ops[1].figures.cuda_ns, 2 * 3'000u);
+
+  ModuleTableOptions options;
+  options.depth = 1;
+  EXPECT_EQ(format_module_table(tree, options),
+            "Module             | Self CPU total | CPU total | Self CUDA total | CUDA total | Self CPU Mem | CPU Mem  "
+            "| Self CUDA Mem | CUDA Mem | Number of Calls\n"
+            "-------------------|----------------|-----------|-----------------|------------|--------------|----------"
+            "|---------------|----------|----------------\n"
+            "Net                | 2.000us        | 40.000us  | 0.000us         | 10.000us   | 128 b        | 8.12 Kb  "
+            "| 0 b           | 1.00 Kb  | 2\n"
+            "├── conv           | 18.000us       | 18.000us  | 6.000us         | 6.000us    | 9.95 Kb      | 9.95 Kb  "
+            "| 0 b           | 0 b      | 2\n"
+            "├── act            | 10.000us       | 10.000us  | 0.000us         | 0.000us    | 0 b          | 0 b      "
+            "| 0 b           | 0 b      | 4\n"
+            "└── fc             | 10.000us       | 10.000us  | 4.000us         | 4.000us    | -1.95 Kb     | -1.95 Kb "
+            "| 1.00 Kb       | 1.00 Kb  | 2\n"
+            "[no module]        | 1.000us        | 1.000us   | 0.500us         | 0.500us    | 0 b          | 0 b      "
+            "| 0 b           | 0 b      |\n"
+            "[stack not read]   | 0.500us        | 0.500us   | 0.000us         | 0.000us    | 0 b          | 0 b      "
+            "| 0 b           | 0 b      |\n"
+            "[no Python frames] | 2.000us        | 2.000us   | 0.000us         | 0.000us    | 0 b          | 0 b      "
+            "| 0 b           | 0 b      |\n");
+}
+
 TEST(ModuleTree, ChildrenInTheirPlacesInTheParentsModules) {
   Recording r = planted(true);
   r.module_names = {{kNet, kConv, "conv", 2}, {kNet, kAct, "act", 0}};  // fc: no recorded place

@@ -9,7 +9,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "analyze/call_tree.h"
+#include "analyze/call_figures.h"
 #include "analyze/gpu_attribution.h"
 #include "analyze/input_shapes.h"
 #include "analyze/memory_attribution.h"
@@ -148,74 +148,10 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   const ProbeCosts* costs = compensation_costs(recording, options.raw_times);
   const Timeline timeline = build_timeline(recording.events, costs);
   const bool memory = recording.options.memory;
-  MemoryAttribution mem;
-  if (memory) mem = attribute_memory(timeline, recording.mem_events);
-
-  // torch.profiler's EventList._remove_dup_nodes (call_tree.h): a call
-  // whose only child has the same name absorbs it (aten::div_ calling
-  // aten::div_ is one row entry, not two). The child's self time and self
-  // memory become the parent's, and its children the parent's.
-  const size_t n = timeline.calls.size();
-  std::vector<uint64_t> self_ns(n);
-  // Memory: a call's total is its own bytes plus its descendants' (children
-  // complete before their parents, so one ascending pass sums them); its
-  // self bytes are its own, plus those of the same-name children it folds.
-  std::vector<int64_t> total_cpu(n, 0), total_cuda(n, 0), self_cpu(n, 0), self_cuda(n, 0);
-  if (memory) {
-    for (size_t i = 0; i < n; i++) {
-      total_cpu[i] += mem.own_cpu[i];
-      total_cuda[i] += mem.own_cuda[i];
-      self_cpu[i] = mem.own_cpu[i];
-      self_cuda[i] = mem.own_cuda[i];
-      if (int64_t p = mem.parent[i]; p >= 0) {
-        total_cpu[p] += total_cpu[i];
-        total_cuda[p] += total_cuda[i];
-      }
-    }
-  }
-  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
-  std::vector<bool> folded(n, false);
-  // GPU time: a call's own is that of the activities it launched itself.
-  // torch's _remove_dup_nodes REPLACES an absorbing call's kernels with the
-  // absorbed child's ("lift kernels up"), so a folded chain keeps the own
-  // GPU time of its deepest call only: the outer calls' own kernels drop out
-  // of the op rows (the GPU rows still count them). Calls complete innermost
-  // first, so the first absorbed call seen for a chain is its deepest. A
-  // call's total is its own plus its descendants' after that lifting (one
-  // ascending pass, children before parents, as for memory).
   const bool gpu = recording.cupti_shim.has_value();
-  std::vector<uint64_t> self_gpu(n, 0), total_gpu(n, 0);
-  if (gpu) {
-    const CallTree tree = build_call_tree(timeline);
-    const std::vector<int64_t> launched_by = calls_of_gpu_activities(recording, timeline, tree);
-    std::vector<uint64_t> own_gpu(n, 0);
-    for (size_t a = 0; a < launched_by.size(); a++)
-      if (launched_by[a] >= 0) own_gpu[launched_by[a]] += gpu_activity_ns(recording.gpu_activities[a]);
-    self_gpu = own_gpu;
-    std::vector<bool> lifted(n, false);
-    for (size_t i = 0; i < n; i++) {
-      const size_t into = folded_into[i];
-      if (into == i) continue;
-      self_gpu[i] = 0;
-      if (!lifted[into]) {
-        lifted[into] = true;
-        self_gpu[into] = own_gpu[i];
-      }
-    }
-    for (size_t i = 0; i < n; i++) {
-      total_gpu[i] += self_gpu[i];
-      if (int64_t p = tree.parent[i]; p >= 0) total_gpu[p] += total_gpu[i];
-    }
-  }
-  for (size_t i = 0; i < n; i++) self_ns[i] = timeline.calls[i].compensated_self_ns();
-  for (size_t i = 0; i < n; i++) {
-    const size_t into = folded_into[i];
-    if (into == i) continue;
-    folded[i] = true;
-    self_ns[into] += self_ns[i];
-    self_cpu[into] += self_cpu[i];
-    self_cuda[into] += self_cuda[i];
-  }
+  const CallFigures figures = call_figures(recording, timeline);
+  const MemoryAttribution& mem = figures.memory;
+  const size_t n = timeline.calls.size();
 
   Profile profile;
   profile.memory_recorded = memory;
@@ -227,9 +163,9 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   std::optional<ShapeNames> shape_names;
   if (options.group_by_input_shape) shape_names.emplace(recording);
   for (size_t i = 0; i < n; i++) {
-    if (folded[i]) continue;
+    if (figures.folded_into[i] != i) continue;
     OpCall call = timeline.calls[i];
-    call.self_ns = self_ns[i];
+    call.self_ns = figures.self_ns[i];
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
     OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
@@ -237,12 +173,16 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     ++row.calls;
     row.cpu_total_ns += call.compensated_ns();
     row.self_cpu_ns += call.self_ns;
-    row.cpu_mem += total_cpu[i];
-    row.self_cpu_mem += self_cpu[i];
-    row.cuda_mem += total_cuda[i];
-    row.self_cuda_mem += self_cuda[i];
-    row.self_cuda_ns += self_gpu[i];
-    row.cuda_total_ns += total_gpu[i];
+    if (memory) {
+      row.cpu_mem += figures.cpu_mem[i];
+      row.self_cpu_mem += figures.self_cpu_mem[i];
+      row.cuda_mem += figures.cuda_mem[i];
+      row.self_cuda_mem += figures.self_cuda_mem[i];
+    }
+    if (gpu) {
+      row.self_cuda_ns += figures.self_gpu_ns[i];
+      row.cuda_total_ns += figures.gpu_ns[i];
+    }
     if (call.unwound) ++row.unwound_calls;
     profile.self_cpu_total_ns += call.self_ns;
   }

@@ -66,6 +66,14 @@ std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_
 
 }  // namespace
 
+std::vector<CountedMemoryEvent> counted_memory_events(std::span<const gp_mem_event> events) {
+  uint64_t unmatched = 0;
+  std::vector<CountedMemoryEvent> out;
+  for (const Counted& c : resolve_sizes(events, &unmatched))
+    out.push_back({.ts_ns = c.ts_ns, .tid = c.tid, .cpu_bytes = c.cpu_bytes, .cuda_bytes = c.cuda_bytes});
+  return out;
+}
+
 std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events) {
   uint64_t unmatched = 0;
   std::vector<MemoryLevel> levels;

@@ -52,6 +52,17 @@ struct MemoryAttribution {
 // interleave. Calls are those of build_timeline().
 MemoryAttribution attribute_memory(const Timeline& timeline, std::span<const gp_mem_event> events);
 
+// The allocator events that count, in time order, their sizes resolved: a
+// CPU release by its allocation's size (negative), releases of blocks
+// allocated before the recording left out (as in attribute_memory).
+struct CountedMemoryEvent {
+  uint64_t ts_ns = 0;
+  uint32_t tid = 0;
+  int64_t cpu_bytes = 0;
+  int64_t cuda_bytes = 0;
+};
+std::vector<CountedMemoryEvent> counted_memory_events(std::span<const gp_mem_event> events);
+
 // The memory level after each counted allocator event, in time order: CPU
 // tensor bytes allocated since the recording started (releases of blocks
 // allocated before it are not counted, as in attribute_memory), or a CUDA

@@ -6,7 +6,9 @@
 #include <unordered_map>
 
 #include "analyze/aggregator.h"
+#include "analyze/call_figures.h"
 #include "analyze/call_tree.h"
+#include "analyze/memory_attribution.h"
 #include "analyze/op_timeline.h"
 
 namespace gpuprof {
@@ -154,6 +156,35 @@ void count_module_calls(ModuleTree& tree, const std::vector<size_t>& nodes, std:
   open = nodes;
 }
 
+// A module's memory is what its calls allocated minus released (torch's
+// interval count, as a module's record_function range in torch.profiler
+// shows it): every allocator event on the thread during one of its calls,
+// between its ops too (the release of a tensor Python drops between two
+// ops); self: those not during a child module's call. tree.calls: by
+// thread, then start, parents first; events in time order.
+void count_module_memory(ModuleTree& tree, const std::vector<CountedMemoryEvent>& events) {
+  std::unordered_map<uint32_t, std::vector<const CountedMemoryEvent*>> by_thread;
+  for (const CountedMemoryEvent& e : events) by_thread[e.tid].push_back(&e);
+  for (auto from = tree.calls.begin(); from != tree.calls.end();) {
+    const uint32_t tid = from->tid;
+    auto to = std::find_if(from, tree.calls.end(), [&](const ModuleCall& c) { return c.tid != tid; });
+    std::vector<const ModuleCall*> open;  // the calls around the sweep point, innermost last
+    auto next = from;
+    for (const CountedMemoryEvent* e : by_thread[tid]) {
+      for (; next != to && next->start_ns <= e->ts_ns; ++next) {
+        while (!open.empty() && open.back()->end_ns < next->start_ns) open.pop_back();
+        open.push_back(&*next);
+      }
+      while (!open.empty() && open.back()->end_ns < e->ts_ns) open.pop_back();
+      if (open.empty()) continue;
+      ModuleFigures& f = tree.nodes[open.back()->node].figures;
+      f.self_cpu_mem += e->cpu_bytes;
+      f.self_cuda_mem += e->cuda_bytes;
+    }
+    from = to;
+  }
+}
+
 }  // namespace
 
 std::string ModuleTree::path(size_t node) const {
@@ -167,7 +198,10 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   builder.tree().has_stacks = recording.options.with_stack;
   const Timeline timeline = build_timeline(recording.events, compensation_costs(recording, raw_times));
   const CallTree calls = build_call_tree(timeline);
-  const std::vector<size_t> folded_into = fold_same_name_calls(timeline, recording.ops);
+  const CallFigures figures = call_figures(recording, timeline);
+  const std::vector<size_t>& folded_into = figures.folded_into;
+  const bool memory = builder.tree().memory_recorded = recording.options.memory;
+  const bool gpu = builder.tree().gpu_recorded = recording.cupti_shim.has_value();
   std::unordered_map<uint64_t, uint32_t> stack_of_entry;
   stack_of_entry.reserve(recording.entry_stacks.size());
   for (const EntryStack& s : recording.entry_stacks) stack_of_entry.emplace(s.event_index, s.stack_id);
@@ -184,7 +218,7 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   auto op_row = [&](size_t node, const std::string& name) -> ModuleOpRow& {
     if (op_rows.size() < tree.nodes.size()) op_rows.resize(tree.nodes.size());
     auto [it, inserted] = op_rows[node].try_emplace(name, tree.nodes[node].ops.size());
-    if (inserted) tree.nodes[node].ops.push_back({name, 0, 0, 0});
+    if (inserted) tree.nodes[node].ops.push_back({name, 0, 0, 0, {}});
     return tree.nodes[node].ops[it->second];
   };
 
@@ -219,16 +253,31 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
           node = nodes.empty() ? builder.no_module() : nodes.back();
           count_module_calls(tree, nodes, open, first_child_seen, spans, call);
         }
-        tree.nodes[node].self_ns += call.compensated_ns();
+        ModuleNode& in = tree.nodes[node];
+        in.self_ns += call.compensated_ns();
+        // Its ops' GPU time with that of the ops they call (memory is
+        // counted over the module's calls, below).
+        if (gpu) in.figures.self_cuda_ns += figures.gpu_ns[i];
       }
       node_of_call[i] = node;
       // As the op table counts (aggregator.h): a folded call's self time is
       // its absorber's, of the same name.
       ModuleOpRow& row = op_row(node, op_table_name(recording.ops, call.op_id));
       row.self_ns += call.compensated_self_ns();
+      // Self figures: a folded call's are its absorber's, in this row.
+      if (memory) {
+        row.figures.self_cpu_mem += figures.self_cpu_mem[i];
+        row.figures.self_cuda_mem += figures.self_cuda_mem[i];
+      }
+      if (gpu) row.figures.self_cuda_ns += figures.self_gpu_ns[i];
       if (folded_into[i] == i) {
         row.calls++;
         row.total_ns += call.compensated_ns();
+        if (memory) {
+          row.figures.cpu_mem += figures.cpu_mem[i];
+          row.figures.cuda_mem += figures.cuda_mem[i];
+        }
+        if (gpu) row.figures.cuda_ns += figures.gpu_ns[i];
       }
     }
     end_module_calls(tree, spans, 0);
@@ -244,10 +293,23 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
     std::sort(from, to, by_start);
     from = to;
   }
+  if (memory) count_module_memory(tree, counted_memory_events(recording.mem_events));
   // Totals: children come after their parents in nodes.
-  for (ModuleNode& n : tree.nodes) n.total_ns = n.self_ns;
-  for (size_t i = tree.nodes.size(); i-- > 0;)
-    if (tree.nodes[i].parent >= 0) tree.nodes[tree.nodes[i].parent].total_ns += tree.nodes[i].total_ns;
+  for (ModuleNode& n : tree.nodes) {
+    n.total_ns = n.self_ns;
+    n.figures.cuda_ns = n.figures.self_cuda_ns;
+    n.figures.cpu_mem = n.figures.self_cpu_mem;
+    n.figures.cuda_mem = n.figures.self_cuda_mem;
+  }
+  for (size_t i = tree.nodes.size(); i-- > 0;) {
+    const ModuleNode& child = tree.nodes[i];
+    if (child.parent < 0) continue;
+    ModuleNode& parent = tree.nodes[child.parent];
+    parent.total_ns += child.total_ns;
+    parent.figures.cuda_ns += child.figures.cuda_ns;
+    parent.figures.cpu_mem += child.figures.cpu_mem;
+    parent.figures.cuda_mem += child.figures.cuda_mem;
+  }
   // The model's modules first, the synthetic nodes after them, always in one order.
   auto rank = [&](size_t top) {
     const std::string& name = tree.nodes[top].name;

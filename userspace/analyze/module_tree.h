@@ -39,11 +39,21 @@ namespace gpuprof {
 inline constexpr uint32_t kNoPosition = UINT32_MAX;
 
 // One op name's calls directly in a module (not in a child module).
+// Memory and GPU figures of a module or an op row, as the op table's
+// (call_figures.h): self, and with what runs inside (total). Zero unless the
+// recording has them (ModuleTree::memory_recorded, gpu_recorded).
+struct ModuleFigures {
+  uint64_t self_cuda_ns = 0, cuda_ns = 0;
+  int64_t self_cpu_mem = 0, cpu_mem = 0;
+  int64_t self_cuda_mem = 0, cuda_mem = 0;
+};
+
 struct ModuleOpRow {
   std::string name;
   uint64_t calls = 0;     // calls torch's table counts (same-name only children folded)
   uint64_t self_ns = 0;   // compensated self time
   uint64_t total_ns = 0;  // compensated duration
+  ModuleFigures figures;  // the op table's Self CUDA, CUDA total, CPU Mem, ... of these calls
 };
 
 struct ModuleNode {
@@ -56,6 +66,9 @@ struct ModuleNode {
   uint64_t calls = 0;     // module calls (0 for a synthetic node)
   uint64_t self_ns = 0;   // its ops' time not inside a child module
   uint64_t total_ns = 0;  // self_ns and its children's total_ns
+  // As self_ns and total_ns: its ops' GPU time and memory (with the ops
+  // nested in them), and with its children's.
+  ModuleFigures figures;
   std::vector<ModuleOpRow> ops;  // its own ops, by self time, largest first
 };
 
@@ -78,6 +91,8 @@ struct ModuleTree {
   std::vector<ModuleCall> calls;
   std::vector<size_t> tops;       // the top nodes, in first-seen order
   bool has_stacks = false;        // the recording holds entry stacks (--with-stack / --with-modules)
+  bool memory_recorded = false;   // record --profile-memory: the memory figures apply
+  bool gpu_recorded = false;      // the CUPTI shim's records: the CUDA time figures apply
   uint64_t ops_without_stack = 0; // op calls on Python threads whose entry stack was not read
 
   // "ResNet.layer1.0.conv1": the names from the top node down.

@@ -18,9 +18,46 @@ size_t display_width(const std::string& text) {
 
 std::string time_cell(uint64_t ns) { return format_time_us(ns / 1000.0); }
 
+// Which of torchprof's columns the recording fills: CUDA time with the CUPTI
+// shim's records, memory with --profile-memory (CUDA memory when the
+// recording saw any, or has GPU records).
+struct Columns {
+  bool cuda_time = false, cpu_mem = false, cuda_mem = false;
+
+  explicit Columns(const ModuleTree& tree) {
+    cuda_time = tree.gpu_recorded;
+    cpu_mem = tree.memory_recorded;
+    bool cuda_bytes = false;
+    for (const ModuleNode& n : tree.nodes) cuda_bytes = cuda_bytes || n.figures.cuda_mem != 0 || n.figures.self_cuda_mem != 0;
+    cuda_mem = tree.memory_recorded && (tree.gpu_recorded || cuda_bytes);
+  }
+
+  std::vector<std::string> header() const {
+    std::vector<std::string> h = {"Module", "Self CPU total", "CPU total"};
+    if (cuda_time) h.insert(h.end(), {"Self CUDA total", "CUDA total"});
+    if (cpu_mem) h.insert(h.end(), {"Self CPU Mem", "CPU Mem"});
+    if (cuda_mem) h.insert(h.end(), {"Self CUDA Mem", "CUDA Mem"});
+    h.push_back("Number of Calls");
+    return h;
+  }
+
+  // A row: its name, self and total time, its figures (nullptr: a place
+  // drawn without figures), its calls ("" for none).
+  std::vector<std::string> row(std::string name, uint64_t self_ns, uint64_t total_ns, const ModuleFigures* f,
+                               std::string calls) const {
+    std::vector<std::string> r = {std::move(name), f ? time_cell(self_ns) : "", f ? time_cell(total_ns) : ""};
+    if (cuda_time) r.insert(r.end(), {f ? time_cell(f->self_cuda_ns) : "", f ? time_cell(f->cuda_ns) : ""});
+    if (cpu_mem) r.insert(r.end(), {f ? format_memory(f->self_cpu_mem) : "", f ? format_memory(f->cpu_mem) : ""});
+    if (cuda_mem) r.insert(r.end(), {f ? format_memory(f->self_cuda_mem) : "", f ? format_memory(f->cuda_mem) : ""});
+    r.push_back(f ? std::move(calls) : "");
+    return r;
+  }
+};
+
 class TableBuilder {
  public:
-  TableBuilder(const ModuleTree& tree, const ModuleTableOptions& options) : tree_(tree), options_(options) {
+  TableBuilder(const ModuleTree& tree, const ModuleTableOptions& options, const Columns& columns)
+      : tree_(tree), options_(options), columns_(columns) {
     for (size_t i = 0; i < tree.nodes.size(); i++) {
       const std::string path = tree.path(i);
       for (const std::string& wanted : options.paths) {
@@ -50,11 +87,9 @@ class TableBuilder {
   void add_node(size_t id, const std::string& lead, bool top, bool last) {
     const ModuleNode& n = tree_.nodes[id];
     const std::string branch = top ? "" : (last ? "└── " : "├── ");
-    if (with_figures(id))
-      rows_.push_back({lead + branch + n.name, time_cell(n.self_ns), time_cell(n.total_ns),
-                       n.label.empty() ? "" : std::to_string(n.calls)});
-    else
-      rows_.push_back({lead + branch + n.name, "", "", ""});
+    rows_.push_back(columns_.row(lead + branch + n.name, n.self_ns, n.total_ns,
+                                 with_figures(id) ? &n.figures : nullptr,
+                                 n.label.empty() ? "" : std::to_string(n.calls)));
     const std::string below = top ? "" : lead + (last ? " " : "│");
     std::vector<size_t> children;
     for (size_t c : n.children)
@@ -64,14 +99,15 @@ class TableBuilder {
       for (size_t k = 0; k < n.ops.size(); k++) {
         const ModuleOpRow& op = n.ops[k];
         const bool last_row = k + 1 == n.ops.size() && children.empty();
-        rows_.push_back({below + (last_row ? "└── " : "├── ") + op.name, time_cell(op.self_ns), time_cell(op.total_ns),
-                         std::to_string(op.calls)});
+        rows_.push_back(columns_.row(below + (last_row ? "└── " : "├── ") + op.name, op.self_ns, op.total_ns,
+                                     &op.figures, std::to_string(op.calls)));
       }
     for (size_t k = 0; k < children.size(); k++) add_node(children[k], below, false, k + 1 == children.size());
   }
 
   const ModuleTree& tree_;
   const ModuleTableOptions& options_;
+  const Columns& columns_;
   std::set<size_t> shown_with_figures_, shown_as_place_;
   std::vector<std::vector<std::string>> rows_;
 };
@@ -81,8 +117,9 @@ class TableBuilder {
 // torchprof's layout: cells left-aligned and padded to their column, joined
 // by " | "; under the header a rule of dashes joined by "|".
 std::string format_module_table(const ModuleTree& tree, const ModuleTableOptions& options) {
-  std::vector<std::vector<std::string>> rows = {{"Module", "Self CPU total", "CPU total", "Number of Calls"}};
-  for (auto& row : TableBuilder(tree, options).rows()) rows.push_back(std::move(row));
+  const Columns columns(tree);
+  std::vector<std::vector<std::string>> rows = {columns.header()};
+  for (auto& row : TableBuilder(tree, options, columns).rows()) rows.push_back(std::move(row));
   std::vector<size_t> widths(rows[0].size(), 0);
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); c++) widths[c] = std::max(widths[c], display_width(row[c]));

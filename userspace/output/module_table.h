@@ -1,5 +1,8 @@
 // module_table.h: the module tree (analyze/module_tree.h) as torchprof
-// prints it: `Module | Self CPU total | CPU total | Number of Calls`, the
+// prints it: `Module | Self CPU total | CPU total | Number of Calls`, with
+// `Self CUDA total | CUDA total` (the CUPTI shim's records) and `Self CPU
+// Mem | CPU Mem` (`| Self CUDA Mem | CUDA Mem`; --profile-memory) before
+// the calls when the recording has them, the
 // modules drawn as a tree (`├── `, `└── `, one `│` per open ancestor), times
 // in torch's units (docs/modules.md).
 #pragma once
