@@ -16,7 +16,7 @@ import signal
 import pytest
 
 from chrome_trace_checks import export_chrome_trace, module_calls, op_calls, structural_problems
-from conftest import run_gpuprof, touch, wait_for_file
+from conftest import parse_table, region_run, run_gpuprof, torch_table_name, touch, wait_for_file
 
 FORWARDS = 5
 
@@ -29,12 +29,12 @@ def parse_module_table(text):
     assert re.match(r"^-+\|-+\|-+\|-+$", lines[1]), text
     order, calls, ops, stack = [], {}, {}, []
     for line in lines[2:]:
-        cells = line.split(" | ")
+        cells = (line + " ").split(" | ")  # a synthetic node's empty calls cell ends its line in "|"
         assert len(cells) == 4, line
         lead, branch, name = re.match(r"^([│ ]*)(├── |└── )?(\S.*?)\s*$", cells[0]).groups()
         depth = len(lead) + 1 if branch else 0
         assert re.match(r"^[\d.]+(us|ms|s)$", cells[1].strip()) and re.match(r"^[\d.]+(us|ms|s)$", cells[2].strip()), line
-        if "::" in name:  # an op row, one level under its module
+        if "::" in name or "#" in name:  # an op row (or an optimizer's range), one level under its module
             path = ".".join(stack[:depth])
             assert len(stack) == depth, (line, stack)
             ops.setdefault(path, {})[name] = int(cells[3])
@@ -141,6 +141,33 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     assert top.returncode == 0, top.stderr
     assert top.stdout.splitlines()[2].startswith(called[0].split(".")[0] + " "), top.stdout
     assert len(top.stdout.splitlines()) == 3, top.stdout
+
+
+def test_the_backward_pass_is_under_its_own_node(tmp_path_factory, torch_env):
+    """Training steps (region.py mlp_sgd: forward, backward, SGD step) under
+    torch.profiler and gpuprof --with-modules: every call of torch's
+    autograd engine is under [backward], as many of each as torch.profiler
+    counts in the same run, and none anywhere else."""
+    with region_run(tmp_path_factory, "backward", workload="mlp_sgd", gpuprof_args=("--with-modules",),
+                    torch_env=torch_env) as run:
+        # [backward] alone: every row under it is an op (an op row such as
+        # `detach` reads like a module's name otherwise).
+        report = run_gpuprof("report", run.record_file, "--modules", "--show-events", "--module-paths", "[backward]")
+        assert report.returncode == 0, report.stderr
+        lines = report.stdout.splitlines()
+        assert lines[2].startswith("[backward] "), report.stdout
+        backward = {}
+        for line in lines[3:]:
+            name, *_, calls = [cell.strip() for cell in line.split(" | ")]
+            # As torch's table names it (long names cut), as torch_ops has them.
+            backward[torch_table_name(re.sub(r"^[│ ]*[├└]── ", "", name))] = int(calls)
+        engine = {key: row["count"] for key, row in run.torch_ops.items()
+                  if key.startswith("autograd::engine::evaluate_function: ")}
+        assert engine, run.torch_ops.keys()
+        assert {op: n for op, n in backward.items() if op in engine} == engine, (backward, engine)
+        # None elsewhere: the whole op table has no more of them.
+        table = parse_table(run_gpuprof("report", run.record_file, "--row-limit", "-1").stdout)
+        assert {op: n for op, n in table.calls().items() if op.startswith("autograd::engine::")} == engine
 
 
 def format_memory(nbytes):

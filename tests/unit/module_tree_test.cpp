@@ -219,6 +219,40 @@ TEST(ModuleTree, ModulesCarryTheOpTablesMemoryAndGpuFigures) {
             "| 0 b           | 0 b      |\n");
 }
 
+// The autograd engine's calls, on a thread without Python and on the main
+// thread (under the script's frames), with an op nested in each: all under
+// [backward], after [no module].
+TEST(ModuleTree, TheBackwardPassIsUnderItsOwnNode) {
+  Recording r = planted(true);
+  const uint32_t engine = static_cast<uint32_t>(r.ops.size()), mm = engine + 1;
+  r.ops.push_back({"autograd::engine::evaluate_function: AddmmBackward0", "", ""});
+  r.ops.back().kind = OpKind::autograd_engine;
+  r.ops.push_back({"aten::mm", "", ""});
+  for (auto [at, tid] : {std::pair<uint64_t, uint32_t>{600'000, 300}, {700'000, test::kTid}}) {
+    if (tid == test::kTid) r.entry_stacks.push_back({r.events.size(), kOutside});
+    r.events.push_back(op_entry(at, 900, engine, tid));
+    if (tid == test::kTid) r.entry_stacks.push_back({r.events.size(), kOutside});
+    r.events.push_back(op_entry(at + 1'000, 800, mm, tid));
+    r.events.push_back(op_exit(at + 4'000, 800, mm, tid));
+    r.events.push_back(op_exit(at + 5'000, 900, engine, tid));
+  }
+  const ModuleTree tree = build_module_tree(r);
+  const ModuleNode& backward = node(tree, "[backward]");
+  EXPECT_EQ(backward.calls, 0u);
+  EXPECT_EQ(backward.self_ns, 10'000u);
+  ASSERT_EQ(backward.ops.size(), 2u);
+  EXPECT_EQ(backward.ops[0].name, "aten::mm");
+  EXPECT_EQ(backward.ops[0].calls, 2u);
+  EXPECT_EQ(backward.ops[1].name, "autograd::engine::evaluate_function: AddmmBackward0");
+  EXPECT_EQ(backward.ops[1].calls, 2u);
+  EXPECT_EQ(node(tree, "[no module]").total_ns, 1'000u);        // the script's add alone
+  EXPECT_EQ(node(tree, "[no Python frames]").total_ns, 2'000u);  // its relu alone
+  std::vector<std::string> tops;
+  for (size_t top : tree.tops) tops.push_back(tree.nodes[top].name);
+  EXPECT_EQ(tops, (std::vector<std::string>{"Net", "[no module]", "[backward]", "[stack not read]",
+                                             "[no Python frames]"}));
+}
+
 TEST(ModuleTree, ChildrenInTheirPlacesInTheParentsModules) {
   Recording r = planted(true);
   r.module_names = {{kNet, kConv, "conv", 2}, {kNet, kAct, "act", 0}};  // fc: no recorded place

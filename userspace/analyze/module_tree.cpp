@@ -18,6 +18,7 @@ constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr const char* kNoModule = "[no module]";
 constexpr const char* kNoPythonFrames = "[no Python frames]";
 constexpr const char* kStackNotRead = "[stack not read]";
+constexpr const char* kBackward = "[backward]";
 constexpr uint32_t kNoFrame = UINT32_MAX;
 
 // "ResNet_0" -> "ResNet": the class of torch's instance label.
@@ -66,6 +67,7 @@ class TreeBuilder {
   size_t no_module() { return synthetic(no_module_, kNoModule); }
   size_t no_python_frames() { return synthetic(no_python_, kNoPythonFrames); }
   size_t stack_not_read() { return synthetic(not_read_, kStackNotRead); }
+  size_t backward() { return synthetic(backward_, kBackward); }
 
   ModuleTree take() { return std::move(tree_); }
   ModuleTree& tree() { return tree_; }
@@ -105,8 +107,16 @@ class TreeBuilder {
   std::map<std::pair<uint32_t, uint32_t>, std::pair<std::string, uint32_t>> names_;
   std::vector<bool> module_frame_;
   std::map<std::pair<int64_t, uint32_t>, size_t> child_of_;  // (parent node, frame) -> node
-  std::optional<size_t> no_module_, no_python_, not_read_;
+  std::optional<size_t> no_module_, no_python_, not_read_, backward_;
 };
+
+// A call of torch's autograd engine (a node it evaluates or applies): the
+// backward pass, whose ops (nested in it) are under [backward].
+bool is_backward(const Recording& recording, const OpCall& call) {
+  if (call.op_id >= recording.ops.size()) return false;
+  const OpKind kind = recording.ops[call.op_id].kind;
+  return kind == OpKind::autograd_engine || kind == OpKind::autograd_node;
+}
 
 // Ends the module calls open from `level` on (spans: one per level).
 void end_module_calls(ModuleTree& tree, std::vector<ModuleCall>& spans, size_t level) {
@@ -239,6 +249,12 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
       size_t node;
       if (calls.parent[i] >= 0) {
         node = node_of_call[calls.parent[i]];
+      } else if (is_backward(recording, call)) {
+        // The engine's work, on any thread: no forward module's call.
+        node = builder.backward();
+        open.clear();
+        first_child_seen.clear();
+        end_module_calls(tree, spans, 0);
       } else {
         auto stack = stack_of_entry.find(call.entry_index);
         if (stack == stack_of_entry.end()) {
@@ -253,10 +269,12 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
           node = nodes.empty() ? builder.no_module() : nodes.back();
           count_module_calls(tree, nodes, open, first_child_seen, spans, call);
         }
+      }
+      if (calls.parent[i] < 0) {  // an outermost call: its node's own, with what it calls
         ModuleNode& in = tree.nodes[node];
         in.self_ns += call.compensated_ns();
-        // Its ops' GPU time with that of the ops they call (memory is
-        // counted over the module's calls, below).
+        // Its GPU time with that of the ops it calls (memory is counted
+        // over the module's calls, below).
         if (gpu) in.figures.self_cuda_ns += figures.gpu_ns[i];
       }
       node_of_call[i] = node;
@@ -313,7 +331,11 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   // The model's modules first, the synthetic nodes after them, always in one order.
   auto rank = [&](size_t top) {
     const std::string& name = tree.nodes[top].name;
-    return !tree.nodes[top].label.empty() ? 0 : name == kNoModule ? 1 : name == kStackNotRead ? 2 : 3;
+    return !tree.nodes[top].label.empty() ? 0
+           : name == kNoModule              ? 1
+           : name == kBackward              ? 2
+           : name == kStackNotRead          ? 3
+                                            : 4;
   };
   std::stable_sort(tree.tops.begin(), tree.tops.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
   // A module's children as named_modules() lists them (their places in

@@ -20,11 +20,14 @@
 // attribute name in its parent's _modules (`layer1`, `0`, `conv1`) when the
 // recording holds it (Recording::module_names, record --with-modules), else
 // by torch's instance label (`Conv2d_18`). Ops with no module frame sit in
-// "[no module]" (the script's own ops, and the backward pass, which runs
-// in torch's autograd engine outside every forward), ops of threads without
-// Python frames in "[no Python frames]", ops of Python threads whose entry
-// stack was not read (a full ring, an unreadable frame) in "[stack not
-// read]". These synthetic nodes count no calls.
+// "[no module]" (the script's own ops), the backward pass (the calls of
+// torch's autograd engine and the ops nested in them, on any thread) in
+// "[backward]", other ops of threads without Python frames in "[no Python
+// frames]", ops of Python threads whose entry stack was not read (a full
+// ring, an unreadable frame) in "[stack not read]". These synthetic nodes
+// count no calls. (A backward op is not charged to the module whose forward
+// made it: that needs torch's sequence numbers, which gpuprof does not
+// record.)
 #pragma once
 
 #include <cstdint>

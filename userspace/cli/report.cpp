@@ -263,7 +263,13 @@ static int print_module_table(const Recording& recording, const ReportOptions& o
     return 2;
   }
   const ModuleTree tree = build_module_tree(recording, options.raw_times);
-  if (auto unknown = unknown_module_paths(tree, options.module_paths); !unknown.empty()) {
+  // CLI11 reads "[backward]" as a list and hands over "backward": the
+  // synthetic nodes are found by their names without brackets too.
+  std::vector<std::string> module_paths = options.module_paths;
+  for (std::string& path : module_paths)
+    for (size_t top : tree.tops)
+      if (tree.nodes[top].name == "[" + path + "]") path = tree.nodes[top].name;
+  if (auto unknown = unknown_module_paths(tree, module_paths); !unknown.empty()) {
     std::string known;
     for (size_t i = 0; i < tree.nodes.size() && i < 40; i++) known += (i ? ", " : "") + tree.path(i);
     std::fprintf(stderr, "gpuprof: error: --module-paths: %s has no module %s; it has: %s%s\n",
@@ -273,7 +279,7 @@ static int print_module_table(const Recording& recording, const ReportOptions& o
   }
   ModuleTableOptions table;
   table.show_events = options.show_events;
-  table.paths = options.module_paths;
+  table.paths = module_paths;
   table.depth = options.depth;
   std::string text = tree.nodes.empty() ? "No operator calls were recorded.\n" : format_module_table(tree, table);
   std::fwrite(text.data(), 1, text.size(), stdout);
