@@ -136,6 +136,21 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
                                     for op in sorted(set(in_trace.get(path, {})) | set(ref["ops"].get(path, {})))
                                     if in_trace.get(path, {}).get(op) != ref["ops"].get(path, {}).get(op)]
 
+    # Folded stacks name module frames as the table does: every module's
+    # path is a chain of frames (resnet18: no module name holds a dot).
+    if model == "resnet18":
+        folded = run_gpuprof("report", out, "--folded")
+        assert folded.returncode == 0, folded.stderr
+        # Each stack's module frames, outermost first (folded stacks write
+        # spaces as underscores).
+        module_chains = {tuple(frame.removeprefix("nn.Module:_")
+                               for frame in line.rsplit(" ", 1)[0].split(";") if frame.startswith("nn.Module:_"))
+                         for line in folded.stdout.splitlines()}
+        for path in called:
+            segments = tuple(path.split("."))
+            assert any(chain[:len(segments)] == segments for chain in module_chains), (path, sorted(module_chains)[:5])
+        assert "nn.Module:_Conv2d_" not in folded.stdout, folded.stdout[:2000]
+
     # --depth 0: the model alone.
     top = run_gpuprof("report", out, "--modules", "--depth", "0")
     assert top.returncode == 0, top.stderr

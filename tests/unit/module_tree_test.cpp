@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
+#include "analyze/stack_sums.h"
 #include "output/module_table.h"
 #include "probe_events.h"
 
@@ -251,6 +253,28 @@ TEST(ModuleTree, TheBackwardPassIsUnderItsOwnNode) {
   for (size_t top : tree.tops) tops.push_back(tree.nodes[top].name);
   EXPECT_EQ(tops, (std::vector<std::string>{"Net", "[no module]", "[backward]", "[stack not read]",
                                              "[no Python frames]"}));
+}
+
+// Folded and pprof stacks name module frames as the layer table does when
+// the recording holds attribute names, and keep torch's labels otherwise.
+TEST(ModuleNames, StacksNameModuleFramesAsTheLayerTable) {
+  auto paths = [](const Recording& r) {
+    const StackSums sums = stack_sums(r, StackMetric::kCalls);
+    std::map<std::string, uint64_t> out;
+    for (const StackSum& s : sums.stacks) {
+      if (!s.value) continue;
+      std::string path;
+      for (uint32_t f : s.frames) path += (path.empty() ? "" : ";") + sums.frames[f].name;
+      out[path] = s.value;
+    }
+    return out;
+  };
+  const auto named = paths(planted(true));
+  EXPECT_EQ(named.at("x.py(1): <module>;nn.Module: Net;nn.Module: conv;aten::conv2d"), 2u);
+  EXPECT_EQ(named.at("x.py(1): <module>;nn.Module: Net;nn.Module: act;aten::relu"), 4u);
+  EXPECT_EQ(named.at("x.py(1): <module>;nn.Module: Net;aten::add"), 2u);
+  const auto labelled = paths(planted(false));
+  EXPECT_EQ(labelled.at("x.py(1): <module>;nn.Module: Net_0;nn.Module: Conv2d_0;aten::conv2d"), 2u);
 }
 
 TEST(ModuleTree, ChildrenInTheirPlacesInTheParentsModules) {

@@ -9,38 +9,28 @@
 #include "analyze/call_figures.h"
 #include "analyze/call_tree.h"
 #include "analyze/memory_attribution.h"
+#include "analyze/module_names.h"
 #include "analyze/op_timeline.h"
 
 namespace gpuprof {
 namespace {
 
-constexpr std::string_view kModulePrefix = "nn.Module: ";
 constexpr const char* kNoModule = "[no module]";
 constexpr const char* kNoPythonFrames = "[no Python frames]";
 constexpr const char* kStackNotRead = "[stack not read]";
 constexpr const char* kBackward = "[backward]";
-constexpr uint32_t kNoFrame = UINT32_MAX;
-
-// "ResNet_0" -> "ResNet": the class of torch's instance label.
-std::string class_of(const std::string& label) {
-  const size_t underscore = label.rfind('_');
-  return underscore == std::string::npos ? label : label.substr(0, underscore);
-}
+constexpr uint32_t kNoFrame = kNoModuleFrame;
 
 class TreeBuilder {
  public:
-  explicit TreeBuilder(const Recording& r) : r_(r) {
-    for (const ModuleName& m : r.module_names) names_[{m.parent_frame, m.frame}] = {m.name, m.position};
-    module_frame_.resize(r.sample_frames.size(), false);
-    for (size_t f = 0; f < r.sample_frames.size(); f++) module_frame_[f] = r.sample_frames[f].starts_with(kModulePrefix);
-  }
+  explicit TreeBuilder(const Recording& r) : r_(r), names_(r) {}
 
   // The module frames of a stack, outermost first.
   std::vector<uint32_t> module_path(uint32_t stack_id) const {
     std::vector<uint32_t> path;
     if (stack_id >= r_.sample_stacks.size()) return path;
     for (uint32_t frame : r_.sample_stacks[stack_id])
-      if (frame < module_frame_.size() && module_frame_[frame]) path.push_back(frame);
+      if (names_.is_module_frame(frame)) path.push_back(frame);
     return path;
   }
 
@@ -54,8 +44,8 @@ class TreeBuilder {
     for (uint32_t frame : path) {
       auto [it, inserted] = child_of_.try_emplace({parent, frame}, tree_.nodes.size());
       if (inserted) {
-        auto [name, position] = name_of(parent_frame, frame);
-        tree_.nodes[add_node(parent, frame_label(frame), std::move(name))].position = position;
+        auto [name, position] = names_.name(parent_frame, frame);
+        tree_.nodes[add_node(parent, names_.label(frame), std::move(name))].position = position;
       }
       nodes.push_back(it->second);
       parent = static_cast<int64_t>(it->second);
@@ -73,17 +63,6 @@ class TreeBuilder {
   ModuleTree& tree() { return tree_; }
 
  private:
-  std::string frame_label(uint32_t frame) const {
-    return r_.sample_frames[frame].substr(kModulePrefix.size());
-  }
-
-  // Its name and its place in its parent's _modules (kNoPosition: unknown).
-  std::pair<std::string, uint32_t> name_of(uint32_t parent_frame, uint32_t frame) const {
-    if (auto it = names_.find({parent_frame, frame}); it != names_.end()) return it->second;
-    const std::string label = frame_label(frame);
-    return {parent_frame == kNoFrame ? class_of(label) : label, kNoPosition};
-  }
-
   size_t add_node(int64_t parent, std::string label, std::string name) {
     ModuleNode n;
     n.name = std::move(name);
@@ -103,9 +82,7 @@ class TreeBuilder {
 
   const Recording& r_;
   ModuleTree tree_;
-  // (parent frame, frame) -> attribute name, place in the parent's _modules
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<std::string, uint32_t>> names_;
-  std::vector<bool> module_frame_;
+  ModuleNames names_;
   std::map<std::pair<int64_t, uint32_t>, size_t> child_of_;  // (parent node, frame) -> node
   std::optional<size_t> no_module_, no_python_, not_read_, backward_;
 };

@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
+#include "analyze/module_names.h"
 #include "record/recording.h"
 
 namespace gpuprof {
 
-inline constexpr uint32_t kNoPosition = UINT32_MAX;
 
 // One op name's calls directly in a module (not in a child module).
 // Memory and GPU figures of a module or an op row, as the op table's

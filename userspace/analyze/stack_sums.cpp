@@ -9,6 +9,7 @@
 
 #include "analyze/aggregator.h"
 #include "analyze/call_tree.h"
+#include "analyze/module_names.h"
 #include "analyze/gpu_attribution.h"
 #include "analyze/op_timeline.h"
 
@@ -109,9 +110,22 @@ StackSums stack_sums(const Recording& recording, StackMetric metric, bool raw_ti
   };
   // A stack's frames (Python or kernel, outermost first) below `node`;
   // kNoPythonStack (any id out of range) adds none.
+  // With module attribute names (record --with-modules), a module frame
+  // reads as the layer table names it ("nn.Module: conv1", module_names.h).
+  const ModuleNames modules(recording);
+  const bool name_modules = modules.has_attribute_names();
   auto append_stack = [&](uint32_t node, uint32_t stack, FrameKind kind) -> uint32_t {
     if (stack >= recording.sample_stacks.size()) return node;
-    for (uint32_t f : recording.sample_stacks[stack]) node = trie.child(node, frames.named(sample_frame(f), kind));
+    uint32_t parent_module = kNoModuleFrame;
+    for (uint32_t f : recording.sample_stacks[stack]) {
+      if (name_modules && kind == FrameKind::kPython && modules.is_module_frame(f)) {
+        const std::string name = std::string(kModuleFramePrefix) + modules.name(parent_module, f).first;
+        node = trie.child(node, frames.named(name, kind));
+        parent_module = f;
+        continue;
+      }
+      node = trie.child(node, frames.named(sample_frame(f), kind));
+    }
     return node;
   };
   // The same from the root, cached per stack: Python stacks repeat.
