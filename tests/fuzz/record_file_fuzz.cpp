@@ -18,12 +18,15 @@
 
 #include "analyze/aggregator.h"
 #include "analyze/module_tree.h"
+#include "analyze/profile_merge.h"
 #include "output/chrome_trace.h"
 #include "output/folded_stacks.h"
 #include "output/gpu_kernel_table.h"
+#include "output/job_rank_line.h"
 #include "output/launch_table.h"
 #include "output/module_table.h"
 #include "output/op_table.h"
+#include "output/spread_table.h"
 #include "analyze/process_filter.h"
 #include "record/record_file.h"
 
@@ -160,9 +163,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)format_folded(folded_stacks(*recording, metric));
     (void)format_folded(folded_stacks_by_process(*recording, metric));
   }
-  // System-wide recordings: each process on its own, as report's sections.
-  for (const auto& [pid, activity] : process_activity(*recording))
-    (void)format_op_table(aggregate(select_processes(*recording, {pid})), TableOptions{});
+  // System-wide recordings: each process on its own, as report's sections,
+  // and --by rank over those with a job rank (and their rank lines).
+  std::vector<ProfileUnit> ranked;
+  for (const auto& [pid, activity] : process_activity(*recording)) {
+    const Recording one = select_processes(*recording, {pid});
+    Profile profile = aggregate(one);
+    (void)format_op_table(profile, TableOptions{});
+    if (const JobRank* rank = job_rank_of(one.job_ranks, static_cast<int32_t>(pid)))
+      ranked.push_back({"f", one.process, std::move(profile), *rank});
+  }
+  if (const JobRank* rank = job_rank_of(recording->job_ranks, recording->process.pid))
+    ranked.push_back({"f", recording->process, aggregate(*recording), *rank});
+  for (const JobRank& rank : recording->job_ranks) (void)job_rank_line(rank);
+  const OpSpreads spreads = op_spread(ranked, SpreadKey::kRank);
+  (void)format_spread_table(spreads, "rank", -1);
+  (void)format_group_calls(spreads, "rank", -1);
   if (recording->options.with_stack) {
     ModuleTableOptions modules;
     modules.show_events = true;

@@ -4204,3 +4204,111 @@ TEST_F(RecordFileTest, PendingChunksGoOutAfterWhatTheyName) {
 
 }  // namespace
 }  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+// JOB_RANKS: the job ranks of processes (docs/record-file.md, docs/fleet.md).
+JobRank full_rank() {
+  JobRank r;
+  r.pid = 4242;
+  r.rank = 3;
+  r.local_rank = 1;
+  r.world_size = 8;
+  r.local_world_size = 2;
+  r.group_rank = 1;
+  r.master_port = 29500;
+  r.run_id = "job-42";
+  r.master_addr = "node0.example";
+  return r;
+}
+
+TEST_F(RecordFileTest, JobRanksRoundTripAndAPidDefinedAgainIsReplaced) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  JobRank bare;  // RANK alone: every other number absent
+  bare.pid = 77;
+  bare.rank = 0;
+  ASSERT_TRUE(w.add_job_ranks({full_rank(), bare}, &err)) << err;
+  // What the reader would refuse, the writer refuses, and writes nothing.
+  JobRank bad = bare;
+  bad.pid = 0;
+  EXPECT_FALSE(w.add_job_ranks({full_rank(), bad}, &err));
+  EXPECT_EQ(err, path_ + ": not recording job ranks: rank 1 has pid 0");
+  bad = bare;
+  bad.run_id = std::string(256, 'x');
+  EXPECT_FALSE(w.add_job_ranks({bad}, &err));
+  EXPECT_EQ(err, path_ + ": not recording job ranks: rank 0 has a text of 256 bytes (at most 255)");
+  ASSERT_TRUE(w.add_job_ranks({}, &err)) << err;  // nothing to write
+  JobRank again = bare;  // -a: read again once the process exec'd
+  again.rank = 5;
+  ASSERT_TRUE(w.add_job_ranks({again}, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->job_ranks, (std::vector<JobRank>{full_rank(), again}));
+  ASSERT_NE(job_rank_of(rec->job_ranks, 4242), nullptr);
+  EXPECT_EQ(job_rank_of(rec->job_ranks, 4242)->master_addr, "node0.example");
+  EXPECT_EQ(job_rank_of(rec->job_ranks, 1), nullptr);
+  std::vector<uint32_t> types;
+  for (const ChunkSpan& c : chunks_of(file)) types.push_back(c.type);
+  EXPECT_EQ(std::count(types.begin(), types.end(), static_cast<uint32_t>(ChunkType::JOB_RANKS)), 2);
+  expect_every_flipped_byte_is_caught(file);
+}
+
+TEST_F(RecordFileTest, JobRanksByHandAndTheirRefusals) {
+  const std::vector<uint8_t> prefix = written_prefix(0);
+  const uint32_t kAbsent = 0xffffffffu;
+  // By hand, as record_file.h lays it out.
+  const Bytes one = Bytes().u32(1).i32(9).u32(2).u32(kAbsent).u32(4).u32(kAbsent).u32(kAbsent).u32(29500).str("r").str("");
+  std::string err;
+  auto rec = read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, one)), &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  ASSERT_EQ(rec->job_ranks.size(), 1u);
+  JobRank want;
+  want.pid = 9;
+  want.rank = 2;
+  want.world_size = 4;
+  want.master_port = 29500;
+  want.run_id = "r";
+  EXPECT_EQ(rec->job_ranks[0], want);
+  auto expect_error = [&](const Bytes& payload, const std::string& problem) {
+    std::string e;
+    EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, payload)), &e, "f").has_value())
+        << problem;
+    EXPECT_EQ(e, "f: corrupt chunk 5 (JOB_RANKS)" + at_offset(prefix) + problem);
+  };
+  expect_error(Bytes().u32(1).i32(-3).u32(0).u32(0).u32(0).u32(0).u32(0).u32(0).str("").str(""),
+               "job rank 0 has pid -3");
+  expect_error(Bytes().u32(1).i32(3).u32(kAbsent).u32(0).u32(0).u32(0).u32(0).u32(0).str("").str(""),
+               "job rank 0 has rank 4294967295");
+  expect_error(Bytes().u32(1).i32(3).u32(0).u32(0x80000000u).u32(0).u32(0).u32(0).u32(0).str("").str(""),
+               "job rank 0 has a number 2147483648 out of range");
+  expect_error(Bytes().u32(1000000), "payload too short");
+  expect_error(Bytes().u32(0).u32(7), "4 unexpected trailing payload bytes");
+}
+
+// A file from before JOB_RANKS reads as before; a build before it skips the
+// chunk as unknown (type 29 means nothing in version 5).
+TEST_F(RecordFileTest, JobRanksAreNewInVersion6AndOlderFilesHaveNone) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  auto plain = read_recording(path_, &err);
+  ASSERT_TRUE(plain.has_value()) << err;
+  EXPECT_TRUE(plain->job_ranks.empty());
+  const Bytes none = Bytes().u32(0);
+  auto v5 = read_recording_bytes(cat(v2_prefix(0, sample_ops(), 5), chunk_of(ChunkType::JOB_RANKS, Bytes().u32(7))),
+                                 &err, "f");
+  ASSERT_TRUE(v5.has_value()) << err;  // skipped unread: its payload is not even looked at
+  EXPECT_TRUE(v5->job_ranks.empty());
+  auto empty = read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::JOB_RANKS, none)), &err, "f");
+  ASSERT_TRUE(empty.has_value()) << err;
+  EXPECT_TRUE(empty->job_ranks.empty());
+}
+
+}  // namespace
+}  // namespace gpuprof

@@ -75,6 +75,8 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
     if (pids.count(t.pid)) out.thread_processes.push_back(t);
   for (const ProcessInfo& p : recording.processes)
     if (pids.count(static_cast<uint32_t>(p.pid))) out.processes.push_back(p);
+  for (const JobRank& r : recording.job_ranks)
+    if (pids.count(static_cast<uint32_t>(r.pid))) out.job_ranks.push_back(r);
   if (out.processes.size() == 1) {
     const std::string hostname = recording.process.hostname;
     out.process = out.processes.front();

@@ -60,12 +60,8 @@ std::optional<SpreadKey> parse_spread_key(std::string_view name, std::string* er
   if (name == "file") return SpreadKey::kFile;
   if (name == "pid") return SpreadKey::kPid;
   if (name == "host") return SpreadKey::kHost;
-  if (name == "rank") {
-    *error = "--by rank: recordings do not hold the job's rank yet (record does not read the target's RANK); "
-             "--by pid or --by file name each process";
-    return std::nullopt;
-  }
-  *error = "unknown --by '" + std::string(name) + "' (one of: file, pid, host)";
+  if (name == "rank") return SpreadKey::kRank;
+  *error = "unknown --by '" + std::string(name) + "' (one of: file, pid, host, rank)";
   return std::nullopt;
 }
 
@@ -77,19 +73,34 @@ std::string spread_group(const ProfileUnit& unit, SpreadKey key) {
       return unit.process.hostname + ":" + std::to_string(unit.process.pid) + " (" + unit.process.comm + ")";
     case SpreadKey::kHost:
       return unit.process.hostname;
+    case SpreadKey::kRank:
+      return unit.rank ? "rank " + std::to_string(unit.rank->rank) : "no rank";
   }
   return "";
+}
+
+std::vector<const ProfileUnit*> units_without_rank(const std::vector<ProfileUnit>& units) {
+  std::vector<const ProfileUnit*> out;
+  for (const ProfileUnit& unit : units)
+    if (!unit.rank) out.push_back(&unit);
+  return out;
 }
 
 OpSpreads op_spread(const std::vector<ProfileUnit>& units, SpreadKey key) {
   OpSpreads out;
   std::map<std::string, size_t> group_index;
   std::vector<size_t> group_of_unit;
-  for (const ProfileUnit& unit : units) {
-    auto [it, inserted] = group_index.try_emplace(spread_group(unit, key), out.groups.size());
-    if (inserted) out.groups.push_back(it->first);
-    group_of_unit.push_back(it->second);
-  }
+  // Ranks in their order (rank 0 first), whatever the order of the files.
+  std::vector<const ProfileUnit*> ordered;
+  for (const ProfileUnit& unit : units) ordered.push_back(&unit);
+  if (key == SpreadKey::kRank)
+    std::stable_sort(ordered.begin(), ordered.end(), [](const ProfileUnit* a, const ProfileUnit* b) {
+      return a->rank.has_value() && (!b->rank || a->rank->rank < b->rank->rank);
+    });
+  for (const ProfileUnit* unit : ordered)
+    if (group_index.try_emplace(spread_group(*unit, key), out.groups.size()).second)
+      out.groups.push_back(spread_group(*unit, key));
+  for (const ProfileUnit& unit : units) group_of_unit.push_back(group_index.at(spread_group(unit, key)));
   std::map<std::string, OpSpread> by_name;
   for (size_t u = 0; u < units.size(); u++) {
     for (const OpRow& row : units[u].profile.rows) {
@@ -97,7 +108,9 @@ OpSpreads op_spread(const std::vector<ProfileUnit>& units, SpreadKey key) {
       OpSpread& op = by_name[row.name];
       op.name = row.name;
       op.self_ns_of_group.resize(out.groups.size());
+      op.calls_of_group.resize(out.groups.size());
       op.self_ns_of_group[group_of_unit[u]] += row.self_cpu_ns;
+      op.calls_of_group[group_of_unit[u]] += row.calls;
       op.calls += row.calls;
       op.self_cpu_ns += row.self_cpu_ns;
     }

@@ -22,6 +22,7 @@ struct ProfileUnit {
   std::string file;     // the recording it came from
   ProcessInfo process;  // its process
   Profile profile;      // aggregate() of that process alone
+  std::optional<JobRank> rank;  // its job rank, when its environment had one
 };
 
 // One table of every unit's calls: rows of one key (name, input shapes,
@@ -31,12 +32,17 @@ struct ProfileUnit {
 Profile merge_profiles(const std::vector<ProfileUnit>& units);
 
 // How units are grouped in op_spread(): per recording file, per process
-// (host and pid), per host.
-enum class SpreadKey { kFile, kPid, kHost };
+// (host and pid), per host, per job rank (every unit must have one:
+// units_without_rank).
+enum class SpreadKey { kFile, kPid, kHost, kRank };
 std::optional<SpreadKey> parse_spread_key(std::string_view name, std::string* error);
 
-// The label of a unit's group: the file, "host:pid (comm)", the host.
+// The label of a unit's group: the file, "host:pid (comm)", the host,
+// "rank N".
 std::string spread_group(const ProfileUnit& unit, SpreadKey key);
+
+// The units --by rank cannot place: those without a job rank, in order.
+std::vector<const ProfileUnit*> units_without_rank(const std::vector<ProfileUnit>& units);
 
 // One op name across the groups: its Self CPU in each (0 in a group that
 // never ran it), and their spread.
@@ -49,10 +55,12 @@ struct OpSpread {
   uint64_t max_ns = 0;
   std::string slowest;         // the group of max_ns (the first in group order of a tie)
   std::vector<uint64_t> self_ns_of_group;  // in the order of OpSpreads::groups
+  std::vector<uint64_t> calls_of_group;    // the same
 };
 
 struct OpSpreads {
-  std::vector<std::string> groups;  // in order of first appearance among the units
+  // In order of first appearance among the units; ranks by their number.
+  std::vector<std::string> groups;
   std::vector<OpSpread> ops;        // by self_cpu_ns, largest first (then by name)
 };
 

@@ -18,6 +18,7 @@
 #include "output/gpu_time_report.h"
 #include "analyze/gpu_time.h"
 #include "output/gpu_kernel_table.h"
+#include "output/job_rank_line.h"
 #include "output/launch_table.h"
 #include "analyze/process_filter.h"
 #include "record/frames_not_read.h"
@@ -145,9 +146,9 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
                      "record file written by gpuprof record (default: gpuprof.data); several: one table of all, "
                      "or --by; see docs/fleet.md");
   report->add_option("--by", options.by,
-                     "per op, its Self CPU in each file, process (pid) or host side by side: min, median, max "
-                     "and the slowest; one FILE or several")
-      ->type_name("file|pid|host");
+                     "per op, its Self CPU in each file, process (pid), host or job rank (RANK of torchrun's "
+                     "workers) side by side: min, median, max and the slowest; one FILE or several")
+      ->type_name("file|pid|host|rank");
   add_table_options(*report, options);
   CLI::Option* folded = report->add_flag(
       "--folded", options.folded,
@@ -308,6 +309,9 @@ std::string format_table_report(const Recording& recording, const Profile& profi
   else if (profile.rows.empty())
     text = "No operator calls were recorded (" + std::to_string(op_events_read(recording)) +
            (op_events_read(recording) == 1 ? " event" : " events") + ").\n";
+  // A rank of a distributed job says so above its table.
+  if (const JobRank* rank = job_rank_of(recording.job_ranks, recording.process.pid))
+    text = job_rank_line(*rank) + "\n" + text;
   std::string notes = format_profile_notes(profile) +
                       format_recording_notes(recording, profile, options.group_by_input_shape);
   if (recording.cuda_runtime)
@@ -371,6 +375,8 @@ std::string format_system_report(const Recording& recording, const ReportOptions
     const ProcessInfo* p = info.count(pid) ? info[pid] : nullptr;
     out += std::string(sections++ ? "\n" : "") + "== Process " + std::to_string(pid) + " (" +
            (p ? p->comm : "?") + "): " + (p && !p->cmdline.empty() ? p->cmdline : "[no command line]") + "\n";
+    if (const JobRank* rank = job_rank_of(recording.job_ranks, static_cast<int32_t>(pid)))
+      out += "   " + job_rank_line(*rank) + "\n";
     if (p && !p->libtorch_path.empty()) out += "   libtorch_cpu: " + p->libtorch_path + "\n";
     out += "   " + std::to_string(a.events) + " op events" +
            (recording.options.sample_hz ? ", " + std::to_string(a.samples) + " CPU samples" : "") +

@@ -26,7 +26,7 @@ struct ReportOptions {
   // report only: every FILE given; with more than one (or --by), one view
   // of them all (cli/report_many.h, docs/fleet.md). input_path is the first.
   std::vector<std::string> input_paths;
-  std::string by;  // --by file|pid|host: the straggler view
+  std::string by;  // --by file|pid|host|rank: the straggler view
   std::string sort_by = "cpu_time_total";
   int row_limit = 100;
   bool group_by_input_shape = false;  // rows per (name, input shapes), with an Input Shapes column

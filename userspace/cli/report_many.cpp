@@ -6,6 +6,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
 #include "analyze/profile_merge.h"
+#include "output/job_rank_line.h"
 #include "output/op_table.h"
 #include "output/spread_table.h"
 #include "cli/trace_export.h"
@@ -28,6 +29,12 @@ const char* unsupported_option(const ReportOptions& o) {
 // "a.gpuprof: vm:4242 (python3)": a unit as the notes name it.
 std::string unit_name(const ProfileUnit& unit) {
   return unit.file + ": " + spread_group(unit, SpreadKey::kPid);
+}
+
+// The job rank of a recording of one process.
+std::optional<JobRank> rank_of(const Recording& recording) {
+  const JobRank* rank = job_rank_of(recording.job_ranks, recording.process.pid);
+  return rank ? std::optional<JobRank>(*rank) : std::nullopt;
 }
 
 }  // namespace
@@ -86,18 +93,32 @@ int run_report_many(const ReportOptions& options) {
       for (const auto& [pid, activity] : process_activity(recording)) {
         if (activity.events == 0) continue;
         Recording one = select_processes(recording, {pid});
-        units.push_back({paths[i], one.process, aggregate(one, aggregate_options)});
+        units.push_back({paths[i], one.process, aggregate(one, aggregate_options), rank_of(one)});
       }
     } else {
-      units.push_back({paths[i], recording.process, aggregate(recording, aggregate_options)});
+      units.push_back({paths[i], recording.process, aggregate(recording, aggregate_options), rank_of(recording)});
+    }
+  }
+  if (by == SpreadKey::kRank) {
+    if (auto unranked = units_without_rank(units); !unranked.empty()) {
+      std::string named;
+      for (const ProfileUnit* unit : unranked) named += (named.empty() ? "" : "; ") + unit_name(*unit);
+      std::fprintf(stderr,
+                   "gpuprof: error: --by rank: no job rank (no RANK in the environment when recorded, as "
+                   "torchrun sets it) for %s; --by pid or --by file name each process\n",
+                   named.c_str());
+      return 2;
     }
   }
   std::string out;
   if (by) {
-    out = format_spread_table(op_spread(units, *by), options.by, options.row_limit);
+    const OpSpreads spreads = op_spread(units, *by);
+    out = format_spread_table(spreads, options.by, options.row_limit);
+    if (by == SpreadKey::kRank) out += format_group_calls(spreads, options.by, options.row_limit);
   } else {
     out = std::to_string(paths.size()) + " recordings, " + std::to_string(units.size()) + " processes, one table:\n";
-    for (const ProfileUnit& unit : units) out += "  " + unit_name(unit) + "\n";
+    for (const ProfileUnit& unit : units)
+      out += "  " + unit_name(unit) + (unit.rank ? ": " + job_rank_line(*unit.rank) : "") + "\n";
     const Profile merged = merge_profiles(units);
     TableOptions table;
     table.sort_by = *sort_key;

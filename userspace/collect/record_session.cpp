@@ -27,6 +27,7 @@
 #include "collect/target_shapes.h"
 #include "collect/target_gpu.h"
 #include "probe/launch_tracer.h"
+#include "target/job_environment.h"
 #include "target/launcher.h"
 #include "probe/library_watch.h"
 #include "probe/op_tracer.h"
@@ -115,6 +116,8 @@ class Session final : public AttachCollectors {
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
   bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
+  // The target's job rank (RANK, ... of its environment), into the file.
+  void record_job_rank(int pid);
   void on_fork(const gp_fork& fork);
   void stop(const char* reason) { diagnostics_.stop(reason); }
   bool fail(std::string message) { return diagnostics_.fail(std::move(message)); }
@@ -378,7 +381,17 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
     return id;
   });
   if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
+  // A command not yet exec'd has gpuprof's environment, not its own: read
+  // once it runs (run()).
+  if (!launched_info_) record_job_rank(pid);
   return true;
+}
+
+void Session::record_job_rank(int pid) {
+  auto rank = read_job_rank(pid);
+  if (!rank) return;
+  std::string err;
+  if (!writer_->add_job_ranks({*rank}, &err)) write_failed(err);
 }
 
 // --no-ops: CPU samples only, no op probes and no op table, so any process
@@ -690,6 +703,7 @@ RecordOutcome Session::run() {
       fail(error);
       return outcome_;
     }
+    record_job_rank(target_pid_);  // exec'd: its own environment now
     std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", target_pid_,
                  launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(),

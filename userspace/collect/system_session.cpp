@@ -33,6 +33,7 @@
 #include "probe/library_loads.h"
 #include "symbols/native_symbolizer.h"
 #include "probe/op_tracer.h"
+#include "target/job_environment.h"
 #include "target/privileges.h"
 #include "python/python_paths.h"
 #include "python/python_runtime.h"
@@ -101,6 +102,10 @@ std::vector<int> all_pids() {
 struct Process {
   ProcessInfo info;
   bool info_written = false;  // info as it stands is in the file
+  // Its job rank (RANK, ... of its environment), read when it is first
+  // seen and again once it runs its libtorch; whether that is in the file.
+  std::optional<JobRank> rank;
+  bool rank_written = false;
   bool traced = false;        // maps a libtorch_cpu that has its probes
   bool launches_attached = false;
   bool unreadable_reported = false;  // its libtorch_cpu cannot be opened: said once
@@ -204,6 +209,7 @@ Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
     if (info.comm.empty() && comm_if_gone && *comm_if_gone) info.comm = comm_if_gone;
     if (info.comm.empty()) info.comm = "[exited]";
     if (info.cmdline.empty() && !process_alive(static_cast<int>(pid))) info.cmdline = "[exited before gpuprof read it]";
+    it->second.rank = read_job_rank(static_cast<int32_t>(pid));
   }
   return it->second;
 }
@@ -229,6 +235,13 @@ bool SystemSession::flush_tables() {
       p.info_written = true;
     }
   if (!fresh.empty() && !writer_->add_processes(fresh, &err)) return write_failed(err);
+  std::vector<JobRank> ranks;
+  for (auto& [pid, p] : processes_)
+    if (p.rank && !p.rank_written) {
+      ranks.push_back(*p.rank);
+      p.rank_written = true;
+    }
+  if (!ranks.empty() && !writer_->add_job_ranks(ranks, &err)) return write_failed(err);
   if (!pending_threads_.empty() && !writer_->add_thread_processes(pending_threads_, &err))
     return write_failed(err);
   pending_threads_.clear();
@@ -303,6 +316,11 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
   }
   p.info.libtorch_path = library->path_in_target;
   p.info_written = false;  // defined again, with its libtorch
+  // Its environment too: a shell's or chroot's before the exec.
+  if (auto rank = read_job_rank(static_cast<int32_t>(pid)); rank && rank != p.rank) {
+    p.rank = rank;
+    p.rank_written = false;
+  }
   if (config_.on_process) config_.on_process(p.info);
   std::fprintf(stderr, "gpuprof: process %u (%s) runs %s\n", pid, p.info.comm.c_str(),
                library->path_in_target.c_str());

@@ -135,9 +135,16 @@ class ProfileBuilder {
   }
 
   // The labels of one process's samples (and of its file, with several).
-  uint32_t process(const ProcessInfo& info, const std::string& file) {
+  // A job rank's numbers are labels as known (rank, local_rank, world_size),
+  // for a label query that picks one rank.
+  uint32_t process(const ProcessInfo& info, const std::string& file, const JobRank* rank) {
     std::vector<Label> labels = {{"pid", std::nullopt, info.pid}, {"comm", info.comm, 0}, {"hostname", info.hostname, 0}};
     if (!file.empty()) labels.push_back({"recording", file, 0});
+    if (rank) {
+      labels.push_back({"rank", std::nullopt, rank->rank});
+      if (rank->local_rank) labels.push_back({"local_rank", std::nullopt, *rank->local_rank});
+      if (rank->world_size) labels.push_back({"world_size", std::nullopt, *rank->world_size});
+    }
     processes_.push_back(std::move(labels));
     return static_cast<uint32_t>(processes_.size() - 1);
   }
@@ -304,7 +311,7 @@ PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times
         recording.options.sample_hz > 0 ? static_cast<int64_t>(1e9 / recording.options.sample_hz) : 0;
     const std::string file = inputs.size() > 1 ? in.file : "";
     auto add_process = [&](const Recording& one) {
-      const uint32_t process = builder.process(one.process, file);
+      const uint32_t process = builder.process(one.process, file, job_rank_of(one.job_ranks, one.process.pid));
       if (one.options.ops) {
         builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
         builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);

@@ -18,7 +18,8 @@
 // -> _conv_forward, torch/nn/modules/conv.py, 454); op, native and kernel
 // frames are their names (the recording keeps names, not addresses, of
 // native frames: no mappings). Labels on every sample: pid, comm and
-// hostname of its process.
+// hostname of its process, and rank, local_rank and world_size as its job
+// rank has them (JobRank, none when its environment had no RANK).
 #pragma once
 
 #include <cstdint>

@@ -13,8 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -245,6 +247,41 @@ inline std::string module_name_problem(const ModuleName& m, size_t frames_define
   if (m.name.empty() || m.name.size() > kRecordMaxModuleName)
     return "has a name of " + std::to_string(m.name.size()) + " bytes (1 to " +
            std::to_string(kRecordMaxModuleName) + ")";
+  return "";
+}
+
+// JOB_RANKS: the count, then each {pid, rank, local_rank, world_size,
+// local_world_size, group_rank, master_port, run_id, master_addr}; an
+// absent number is kRecordNoJobNumber.
+template <typename IO, typename L>
+void job_ranks_fields(IO& io, L& ranks) {
+  // 36: seven numbers and two empty strings
+  counted_list(io, ranks, 36, [](IO& io, auto& r) {
+    io.i32(r.pid);
+    io.u32(r.rank);
+    for (auto* number : {&r.local_rank, &r.world_size, &r.local_world_size, &r.group_rank, &r.master_port}) {
+      uint32_t v = number->value_or(kRecordNoJobNumber);
+      io.u32(v);
+      if constexpr (!std::is_const_v<std::remove_reference_t<decltype(r)>>)
+        *number = v == kRecordNoJobNumber ? std::nullopt : std::optional<uint32_t>(v);
+    }
+    io.str(r.run_id);
+    io.str(r.master_addr);
+  });
+}
+
+// The JOB_RANKS rules of record_file.h, shared by writer and reader: pid >
+// 0, numbers of at most kRecordMaxJobNumber, texts of at most
+// kRecordMaxJobText bytes.
+inline std::string job_rank_problem(const JobRank& r) {
+  if (r.pid <= 0) return "has pid " + std::to_string(r.pid);
+  if (r.rank > kRecordMaxJobNumber) return "has rank " + std::to_string(r.rank);
+  for (const auto& number : {r.local_rank, r.world_size, r.local_world_size, r.group_rank, r.master_port})
+    if (number && *number > kRecordMaxJobNumber) return "has a number " + std::to_string(*number) + " out of range";
+  for (const std::string* text : {&r.run_id, &r.master_addr})
+    if (text->size() > kRecordMaxJobText)
+      return "has a text of " + std::to_string(text->size()) + " bytes (at most " +
+             std::to_string(kRecordMaxJobText) + ")";
   return "";
 }
 

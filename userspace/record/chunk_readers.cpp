@@ -537,6 +537,25 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (d.ok) rec.module_names.insert(rec.module_names.end(), names.begin(), names.end());
       break;
     }
+    case ChunkType::JOB_RANKS: {
+      std::vector<JobRank> ranks;
+      job_ranks_fields(d, ranks);
+      for (size_t i = 0; d.ok && i < ranks.size(); ++i)
+        if (std::string problem = job_rank_problem(ranks[i]); !problem.empty())
+          return "job rank " + std::to_string(i) + " " + problem;
+      if (!d.ok) break;
+      // A process defined again (-a: its environment read again once it
+      // exec'd into Python) keeps its place, with the new numbers.
+      for (JobRank& r : ranks) {
+        auto known = std::find_if(rec.job_ranks.begin(), rec.job_ranks.end(),
+                                  [&](const JobRank& q) { return q.pid == r.pid; });
+        if (known != rec.job_ranks.end())
+          *known = std::move(r);
+        else
+          rec.job_ranks.push_back(std::move(r));
+      }
+      break;
+    }
     case ChunkType::THREAD_NAMES:
       if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
       thread_names_fields(d, rec.thread_names);

@@ -122,6 +122,8 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
       return "the CUPTI shim's state (read as no shim)";
     case ChunkType::THREAD_NAMES:
       return "the thread names (threads show as their ids)";
+    case ChunkType::JOB_RANKS:
+      return "job ranks (those processes show no rank)";
     case ChunkType::MODULE_NAMES:
       return "module attribute names (those modules show as their instance labels)";
     case ChunkType::PROBE_COSTS:

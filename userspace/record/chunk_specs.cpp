@@ -40,6 +40,8 @@ constexpr ChunkSpec kSpecs[] = {
     {ChunkType::OP_EVENTS, "OP_EVENTS", 6, ops, data},
     // Came to version 6 after it was released: an older build skips it.
     {ChunkType::MODULE_NAMES, "MODULE_NAMES", 6, with_stack, data},
+    // Came to version 6 after it was released: an older build skips it.
+    {ChunkType::JOB_RANKS, "JOB_RANKS", 6, none, data},
 };
 
 constexpr bool in_type_order() {

@@ -41,6 +41,7 @@ enum class ChunkType : uint32_t {
   PROBE_COSTS = 26,
   OP_EVENTS = 27,
   MODULE_NAMES = 28,
+  JOB_RANKS = 29,
 };
 
 // Where a chunk may stand in a file.

@@ -146,6 +146,18 @@
 //                to kRecordMaxModuleName bytes; any number of times; needs
 //                the with_stack option (version 6, added after its release:
 //                an older build skips it and names modules by their frames)
+//   JOB_RANKS    u32 count, count x {i32 pid, u32 rank, u32 local_rank, u32
+//                world_size, u32 local_world_size, u32 group_rank, u32
+//                master_port, str run_id, str master_addr}: the job ranks
+//                of processes whose environment had a RANK (torchrun's
+//                RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
+//                GROUP_RANK, MASTER_PORT, TORCHELASTIC_RUN_ID, MASTER_ADDR;
+//                Recording::job_ranks); pid > 0; a number absent from the
+//                environment is kRecordNoJobNumber, the others at most
+//                kRecordMaxJobNumber; texts at most kRecordMaxJobText bytes;
+//                any number of times, a pid defined again replacing its
+//                entry (version 6, added after its release: an older build
+//                skips it and reports no ranks)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
@@ -324,6 +336,10 @@ inline constexpr uint32_t kRecordMaxChunkPayload = 64u << 20;
 // A thread name's longest (Linux's comm is 15 bytes; room for others).
 inline constexpr size_t kRecordMaxThreadName = 255;
 inline constexpr size_t kRecordMaxModuleName = 255;
+// JOB_RANKS: an absent number, the largest number, the longest text.
+inline constexpr uint32_t kRecordNoJobNumber = 0xffffffffu;
+inline constexpr uint32_t kRecordMaxJobNumber = 0x7fffffffu;
+inline constexpr size_t kRecordMaxJobText = 255;
 // The room a record writer keeps allocated past its file's end, for the
 // chunks that close the file after the disk filled (RecordWriter::disk_full).
 inline constexpr uint64_t kRecordClosingReserve = 128 << 10;
@@ -540,6 +556,11 @@ class RecordWriter {
   // record --with-modules: module attribute names (a MODULE_NAMES chunk,
   // written at once after the frames buffered so far, which they name).
   bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
+  // The job ranks of processes (a JOB_RANKS chunk, written at once): the
+  // target's as soon as its environment is read, each process's of a
+  // system-wide recording as it is first seen. A refused call (the
+  // reader's rules) changes nothing.
+  bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
   size_t ops_defined() const { return ops_count_; }
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,

@@ -47,6 +47,7 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
     if (!writer->add_launch_name(name, error)) return false;
   if (probe_costs_ && !writer->set_probe_costs(*probe_costs_, error)) return false;
   if (!writer->add_module_names(module_names_, error)) return false;
+  if (!writer->add_job_ranks(job_ranks_, error)) return false;
   file.writer.emplace(std::move(*writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
@@ -88,6 +89,12 @@ std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* err
 bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_module_names(names, &err); })) return false;
   module_names_.insert(module_names_.end(), names.begin(), names.end());
+  return true;
+}
+
+bool RecordOutputs::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_job_ranks(ranks, &err); })) return false;
+  job_ranks_.insert(job_ranks_.end(), ranks.begin(), ranks.end());
   return true;
 }
 

@@ -76,6 +76,9 @@ class RecordOutputs {
   void set_thread_names(std::vector<ThreadName> names) { thread_names_ = std::move(names); }
   // Written at once to every open file and to each file opened later.
   bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
+  // Job ranks (JobRank): written at once to every open file and to each
+  // file opened later.
+  bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
   // The probes' calibrated costs: written at once to every open file (a
   // killed recorder's files keep them) and to each file opened later.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
@@ -116,6 +119,7 @@ class RecordOutputs {
   std::optional<CuptiShimInfo> cupti_shim_;
   std::vector<ThreadName> thread_names_;
   std::vector<ModuleName> module_names_;
+  std::vector<JobRank> job_ranks_;
   std::optional<ProbeCosts> probe_costs_;
   uint64_t events_ = 0;
   uint64_t samples_ = 0;

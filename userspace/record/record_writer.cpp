@@ -632,6 +632,19 @@ bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::s
   return write_pending(kFrames, error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
 }
 
+bool RecordWriter::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
+  if (!check_state(State::kBegun, "add_job_ranks", error)) return false;
+  if (ranks.empty()) return true;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (std::string problem = job_rank_problem(ranks[i]); !problem.empty()) {
+      *error = path_ + ": not recording job ranks: rank " + std::to_string(i) + " " + problem;
+      return false;
+    }
+  Encoder e;
+  job_ranks_fields(e, ranks);
+  return write_chunk(ChunkType::JOB_RANKS, e.b, error);
+}
+
 bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
   if (!check_state(State::kBegun, "add_ops", error)) return false;
   Encoder e;

@@ -293,6 +293,25 @@ struct ThreadName {
   bool operator==(const ThreadName&) const = default;
 };
 
+// A process's place in a distributed job, as torchrun (torch.distributed.run)
+// and DDP launchers put it in its environment: RANK, LOCAL_RANK,
+// WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, TORCHELASTIC_RUN_ID,
+// MASTER_ADDR, MASTER_PORT (target/job_environment.h reads them). Only a
+// process with a RANK has one; the other numbers are absent (nullopt) when
+// their variable was unset or not a number.
+struct JobRank {
+  int32_t pid = 0;
+  uint32_t rank = 0;
+  std::optional<uint32_t> local_rank;
+  std::optional<uint32_t> world_size;
+  std::optional<uint32_t> local_world_size;
+  std::optional<uint32_t> group_rank;  // the node's rank among the job's nodes
+  std::optional<uint32_t> master_port;
+  std::string run_id;       // TORCHELASTIC_RUN_ID ("" when unset)
+  std::string master_addr;  // MASTER_ADDR ("" when unset)
+  bool operator==(const JobRank&) const = default;
+};
+
 // An op's name by id, as every output prints it: "<unknown op N>" for an
 // id outside the op table (a damaged file), which gets a row of its own
 // rather than being dropped.
@@ -307,6 +326,13 @@ inline std::string op_table_name(const std::vector<OpInfo>& ops, uint32_t op_id)
   if (op_id < ops.size() && ops[op_id].kind == OpKind::user_range && ops[op_id].name.starts_with("ProfilerStep#"))
     return "ProfilerStep*";
   return op_display_name(ops, op_id);
+}
+
+// The job rank of process pid, nullptr when the recording has none.
+inline const JobRank* job_rank_of(const std::vector<JobRank>& ranks, int32_t pid) {
+  for (const JobRank& r : ranks)
+    if (r.pid == pid) return &r;
+  return nullptr;
 }
 
 // A chunk the reader skipped because it was corrupt (record_file.h,
@@ -384,6 +410,10 @@ struct Recording {
   // only a thread id). Empty for the recording of one process.
   std::vector<ProcessInfo> processes;
   std::vector<ThreadProcess> thread_processes;
+  // The job ranks of the processes whose environment had a RANK (JobRank):
+  // the target of a recording of one process, or each process of a
+  // system-wide one; empty in files written before them.
+  std::vector<JobRank> job_ranks;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.
