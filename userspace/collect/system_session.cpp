@@ -361,7 +361,7 @@ bool SystemSession::trace_launches(uint32_t pid) {
     sinks.correlation = [](const gp_gpu_correlation&) {};
     sinks.activity = [](const gp_gpu_activity&) {};
     sinks.dropped = [](uint64_t) {};
-    launch_tracer_ = value_or_error(LaunchTracer::load(4u << 20, std::move(sinks)), &error);
+    launch_tracer_ = value_or_error(LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks)), &error);
     if (!launch_tracer_) {
       launch_files_refused_.insert(id);
       warn("no CUDA launches: " + error);

@@ -151,7 +151,10 @@ bool TargetGpu::ensure_launch_tracer(std::string* error) {
   sinks.dropped = [this](uint64_t n) {
     if (cupti_shim_) cupti_shim_->records_dropped += n;
   };
-  launch_tracer_ = value_or_error(LaunchTracer::load(4u << 20, std::move(sinks)), error);
+  // --ring-buffer's size: CUPTI hands over a buffer of activities at a
+  // time, thousands of records in a burst that can outrun a small ring
+  // between two reads (docs/cuda.md).
+  launch_tracer_ = value_or_error(LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks)), error);
   return launch_tracer_ != nullptr;
 }
 
