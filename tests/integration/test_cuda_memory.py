@@ -116,7 +116,7 @@ def test_chrome_trace_counter_is_the_allocators_total(recorded, tmp_path):
     _, _, counts, _ = wrote_line(export.stderr)
     # 4 op calls and 4 CUDA allocator events a step, nothing else.
     assert {k: v for k, v in counts.items() if k != "events"} == {
-        "calls": 4 * STEPS, "samples": 0, "gpu": 0, "flows": 0, "counters": 4 * STEPS}, export.stderr
+        "calls": 4 * STEPS, "modules": 0, "samples": 0, "gpu": 0, "flows": 0, "counters": 4 * STEPS}, export.stderr
     stopped = re.search(r"; (\d+) memory events, 0 lost;", result.stderr)
     assert stopped and int(stopped.group(1)) == counts["counters"], result.stderr
 
