@@ -40,7 +40,7 @@ struct ThreadState {
 
 class Builder {
  public:
-  explicit Builder(const ProbeCosts* costs) : costs_(costs) {}
+  Builder(const ProbeCosts* costs, bool sibling_links) : costs_(costs), sibling_links_(sibling_links) {}
 
   void add(const gp_event& event, uint64_t index) {
     if (event.kind == GP_EV_CUT) return on_cut(event);
@@ -296,8 +296,10 @@ class Builder {
       parent.child_ns += call.duration_ns();
       parent.child_compensated_ns += call.compensated_ns();
       parent.children++;
-      siblings_.back() = parent.children;
-      previous_sibling_.back() = parent.last_child;
+      if (sibling_links_) {
+        siblings_.back() = parent.children;
+        previous_sibling_.back() = parent.last_child;
+      }
       parent.last_child = static_cast<int64_t>(calls_taken_ + timeline_.calls.size() - 1);
     }
   }
@@ -328,8 +330,10 @@ class Builder {
     });
     timeline_.child_count.push_back(frame.children);
     timeline_.only_child.push_back(frame.children == 1 ? frame.last_child : -1);
-    siblings_.push_back(0);  // close_top sets them when the call has a parent
-    previous_sibling_.push_back(-1);
+    if (sibling_links_) {
+      siblings_.push_back(0);  // close_top sets them when the call has a parent
+      previous_sibling_.push_back(-1);
+    }
     return timeline_.calls.back();
   }
 
@@ -341,6 +345,9 @@ class Builder {
   Timeline timeline_;
   // Parallel to timeline_.calls (CompletedCalls); take_completed() moves
   // them out with the calls, and calls_taken_ counts the calls moved.
+  // Only for a builder made with sibling links: a whole timeline has no
+  // use for them, and they would cost 12 bytes a call.
+  const bool sibling_links_;
   std::vector<uint32_t> siblings_;
   std::vector<int64_t> previous_sibling_;
   uint64_t calls_taken_ = 0;
@@ -350,11 +357,12 @@ class Builder {
 }  // namespace
 
 struct TimelineBuilder::State {
-  explicit State(const ProbeCosts* costs) : builder(costs) {}
+  State(const ProbeCosts* costs, bool sibling_links) : builder(costs, sibling_links) {}
   Builder builder;
 };
 
-TimelineBuilder::TimelineBuilder(const ProbeCosts* costs) : state_(std::make_unique<State>(costs)) {}
+TimelineBuilder::TimelineBuilder(const ProbeCosts* costs, bool sibling_links)
+    : state_(std::make_unique<State>(costs, sibling_links)) {}
 TimelineBuilder::~TimelineBuilder() = default;
 TimelineBuilder::TimelineBuilder(TimelineBuilder&&) noexcept = default;
 TimelineBuilder& TimelineBuilder::operator=(TimelineBuilder&&) noexcept = default;

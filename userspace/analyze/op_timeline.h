@@ -171,7 +171,8 @@ struct CompletedCalls {
   std::vector<int64_t> only_child;    // as Timeline's, an index as above
   // The call's parent (the frame open below it when it ended): how many
   // children it had closed with this one (0: no parent), and the one closed
-  // just before this one (-1: none).
+  // just before this one (-1: none). Empty unless the builder was made
+  // with sibling links.
   std::vector<uint32_t> siblings;
   std::vector<int64_t> previous_sibling;
 };
@@ -186,7 +187,9 @@ Timeline build_timeline(std::span<const gp_event> events, const ProbeCosts* cost
 // they come.
 class TimelineBuilder {
  public:
-  explicit TimelineBuilder(const ProbeCosts* costs = nullptr);
+  // sibling_links: fill CompletedCalls::siblings and previous_sibling (a
+  // streamed aggregate's folding needs them; nothing else does).
+  explicit TimelineBuilder(const ProbeCosts* costs = nullptr, bool sibling_links = false);
   ~TimelineBuilder();
   TimelineBuilder(TimelineBuilder&&) noexcept;
   TimelineBuilder& operator=(TimelineBuilder&&) noexcept;

@@ -15,7 +15,7 @@ StreamedAggregate::StreamedAggregate(const ProbeCosts* costs, bool raw_times)
 bool StreamedAggregate::wants(const Recording& head) {
   if (head.options.memory) return false;  // memory columns need every call at once
   ops_ = &head.ops;
-  builder_.emplace(costs_ ? &*costs_ : nullptr);
+  builder_.emplace(costs_ ? &*costs_ : nullptr, /*sibling_links=*/true);
   return true;
 }
 
