@@ -195,7 +195,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   report->add_flag("--show-events", options.show_events, "--modules: each module's own ops under it")->needs(modules);
   report->add_option("--module-paths", options.module_paths,
                      "--modules: only these modules and what is under them, as dotted paths from the model "
-                     "(ResNet.layer1,ResNet.fc)")
+                     "(ResNet.layer1,ResNet.fc), or the nodes [no module], [backward], ... by name (backward)")
       ->delimiter(',')
       ->needs(modules);
   report->add_option("--depth", options.depth, "--modules: modules down to this depth (the model: 0)")

@@ -28,7 +28,8 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
   CLI::Option* trace = add_export_option(
       command, "--chrome-trace", options.output,
       "write a Chrome/Perfetto trace (JSON; gzipped when OUT ends in .gz; - for stdout): op calls, "
-      "CPU samples, CUDA launches, GPU kernels with flow arrows, memory counters; see docs/chrome-trace.md");
+      "module calls (recordings with Python stacks), CPU samples, CUDA launches, GPU kernels with flow arrows, "
+      "memory counters; see docs/chrome-trace.md");
   command.add_option("--time-range", options.time_range,
                      "with --chrome-trace: only what overlaps START:END, seconds since the recording "
                      "started (either side may be empty: 2.5:)")
