@@ -61,17 +61,25 @@ class FakeSink final : public RecordSink {
   std::vector<CudaLaunch> launches;
 };
 
+// What a live view (top) is handed.
+struct LiveSeen final : LiveConsumer {
+  std::vector<std::pair<uint32_t, std::string>> frames;
+  std::vector<std::vector<uint32_t>> sample_stacks;
+  void sample_frame(uint32_t id, const std::string& name) override { frames.push_back({id, name}); }
+  void sample(const CpuSample&, const std::vector<uint32_t>& stack) override { sample_stacks.push_back(stack); }
+};
+
 struct Collectors {
   RecordStats stats;
   RecordOutcome outcome;
   Diagnostics diagnostics{stats, outcome};
   FakeSink sink;
-  std::vector<std::pair<uint32_t, std::string>> frames_seen;  // the live view's
-  Interner interner{sink, diagnostics, [this](uint32_t id, const std::string& name) { frames_seen.push_back({id, name}); }};
+  LiveSeen live;
+  std::vector<std::pair<uint32_t, std::string>>& frames_seen = live.frames;
+  Interner interner{sink, diagnostics, live};
   StackCuts cuts;
-  std::vector<std::vector<uint32_t>> sample_stacks_seen;
-  SampleCollector samples{interner, sink, diagnostics, stats, cuts,
-                          [this](const CpuSample&, const std::vector<uint32_t>& stack) { sample_stacks_seen.push_back(stack); }};
+  std::vector<std::vector<uint32_t>>& sample_stacks_seen = live.sample_stacks;
+  SampleCollector samples{interner, sink, diagnostics, stats, cuts, live};
 };
 
 TEST(Interner, IdsAreTheSinksCountsAndEachNameIsDefinedOnce) {

@@ -40,7 +40,8 @@ struct Watched {
   LiveInterval shown;
 };
 
-class SystemTop {
+// SystemTop is the session's live consumer: it keeps a table per process.
+class SystemTop final : public LiveConsumer {
  public:
   explicit SystemTop(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
     view_.sort = *parse_top_sort(options.sort_by);
@@ -56,41 +57,43 @@ class SystemTop {
     config.stop_key = options_.batch ? "Ctrl-C" : "q";
     config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
     config.sample_hz = options_.sample_hz;
-    config.on_begin = [this](const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns) {
-      start_ns_ = last_roll_ns_ = start_ns;
-    };
-    config.on_ops = [this](uint32_t first_id, const std::vector<OpInfo>& ops) {
-      ops_.resize(first_id);
-      ops_.insert(ops_.end(), ops.begin(), ops.end());
-    };
-    config.on_process = [this](const ProcessInfo& info) {
-      Watched& w = processes_[info.pid];
-      w.info = info;
-      if (!info.libtorch_path.empty() && !w.table) {
-        w.table = std::make_unique<LiveOpTable>(ops_);
-        w.table->begin(last_roll_ns_);
-      }
-      if (!w.cpu.ok) w.cpu = read_process_cpu(info.pid);
-    };
-    config.on_thread = [this](uint32_t tid, uint32_t pid) { pid_of_tid_[tid] = pid; };
-    config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
-    // Calibrated before the first probes go in, so before any op event;
-    // handed again with more op sites as libtorch files are found (the
-    // timeline reads costs_ by address: assigned in place).
     config.calibrate_through_recording = false;  // the table is gone when top stops
-    config.on_probe_costs = [this](const ProbeCosts& costs) {
-      if (options_.raw_times) return;
-      const bool first = !costs_;
-      costs_ = costs;
-      if (first) timeline_ = TimelineBuilder(&*costs_);
-    };
-    config.on_launch = [this](const CudaLaunch&, uint32_t pid) {
-      Watched& w = processes_[static_cast<int>(pid)];
-      w.launches++;
-      w.launch_seen = true;
-    };
-    config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
+    config.live = this;
     return run_top_session(config, screen_.get(), capture) ? 0 : 1;
+  }
+
+  // LiveConsumer: what the session records, into each process's table.
+  void begin(const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns) override {
+    start_ns_ = last_roll_ns_ = start_ns;
+  }
+  void ops_found(uint32_t first_id, const std::vector<OpInfo>& ops) override {
+    ops_.resize(first_id);
+    ops_.insert(ops_.end(), ops.begin(), ops.end());
+  }
+  void process_seen(const ProcessInfo& info) override {
+    Watched& w = processes_[info.pid];
+    w.info = info;
+    if (!info.libtorch_path.empty() && !w.table) {
+      w.table = std::make_unique<LiveOpTable>(ops_);
+      w.table->begin(last_roll_ns_);
+    }
+    if (!w.cpu.ok) w.cpu = read_process_cpu(info.pid);
+  }
+  void thread_seen(uint32_t tid, uint32_t pid) override { pid_of_tid_[tid] = pid; }
+  void op_event(const gp_event& event, uint64_t index) override { timeline_.add(event, index); }
+  // Calibrated before the first probes go in, so before any op event;
+  // handed again with more op sites as libtorch files are found (the
+  // timeline reads costs_ by address: assigned in place).
+  void probe_costs(const ProbeCosts& costs) override {
+    if (options_.raw_times) return;
+    const bool first = !costs_;
+    costs_ = costs;
+    if (first) timeline_ = TimelineBuilder(&*costs_);
+  }
+  void launch(const CudaLaunch&, uint32_t pid) override {
+    Watched& w = processes_[static_cast<int>(pid)];
+    w.launches++;
+    w.launch_seen = true;
   }
 
  private:
@@ -204,7 +207,7 @@ class SystemTop {
     return render_top_processes(sorted, selected_index(sorted), elapsed_s, lost, view);
   }
 
-  bool tick(uint64_t now_ns, uint64_t lost) {
+  bool tick(uint64_t now_ns, uint64_t lost) override {
     if (screen_ && !handle_keys()) return false;
     route_calls();
     if (now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9)) {

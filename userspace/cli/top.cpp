@@ -34,7 +34,9 @@ uint64_t clock_now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-class Top {
+// Top is the session's live consumer: it keeps the op and sample tables
+// that each refresh shows.
+class Top final : public LiveConsumer {
  public:
   explicit Top(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
     view_.sort = *parse_top_sort(options.sort_by);
@@ -51,46 +53,9 @@ class Top {
     config.output_path = kLiveOnly;  // nothing kept on disk: the view is live
     config.stop_key = options_.batch ? "Ctrl-C" : "q";
     config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
-    config.on_begin = [this](const ProcessInfo& process, const std::vector<OpInfo>& ops, uint64_t start_ns) {
-      ops_ = ops;
-      table_.emplace(ops_);
-      table_->begin(start_ns);
-      samples_.begin(start_ns);
-      pid_ = process.pid;
-      comm_ = process.comm;
-      start_ns_ = last_roll_ns_ = start_ns;
-      cpu_ = read_process_cpu(pid_);
-    };
-    // Rows named at run time (record_function ranges, the engine's rows):
-    // the table reads ops_ by reference.
-    config.on_ops = [this](uint32_t first_id, const std::vector<OpInfo>& ops) {
-      ops_.resize(first_id);
-      ops_.insert(ops_.end(), ops.begin(), ops.end());
-    };
-    config.on_op_event = [this](const gp_event& event, uint64_t index) { timeline_.add(event, index); };
-    // Calibrated before the target's probes go in, so before any op event.
     config.calibrate_through_recording = false;  // the table is gone when top stops
-    config.on_probe_costs = [this](const ProbeCosts& costs) {
-      if (options_.raw_times) return;
-      costs_ = costs;
-      timeline_ = TimelineBuilder(&*costs_);
-    };
-    config.on_gpu_correlation = [this](const GpuCorrelation& launch) {
-      gpu_ = true;
-      gpu_join_.launch(launch, clock_now_ns());
-    };
-    config.on_gpu_activity = [this](const GpuActivity& activity) {
-      gpu_ = true;
-      if (!table_) return;
-      table_->add_gpu_activity(activity);
-      if (auto credit = gpu_join_.activity(activity, clock_now_ns())) table_->add_gpu_time(credit->first, credit->second);
-    };
     config.sample_hz = options_.sample_hz;
-    config.on_sample_frame = [this](uint32_t id, const std::string& name) { samples_.frame(id, name); };
-    config.on_sample = [this](const CpuSample& sample, const std::vector<uint32_t>& python_stack) {
-      samples_.add(sample, python_stack);
-    };
-    config.on_tick = [this](uint64_t now_ns, uint64_t lost) { return tick(now_ns, lost); };
+    config.live = this;
     const std::optional<RecordOutcome> ended = run_top_session(config, screen_.get(), capture);
     if (!ended) return 1;
     const RecordOutcome& outcome = *ended;
@@ -118,6 +83,45 @@ class Top {
       }
     }
     return 0;
+  }
+
+  // LiveConsumer: what the session records, into the live tables.
+  void begin(const ProcessInfo& process, const std::vector<OpInfo>& ops, uint64_t start_ns) override {
+    ops_ = ops;
+    table_.emplace(ops_);
+    table_->begin(start_ns);
+    samples_.begin(start_ns);
+    pid_ = process.pid;
+    comm_ = process.comm;
+    start_ns_ = last_roll_ns_ = start_ns;
+    cpu_ = read_process_cpu(pid_);
+  }
+  // Rows named at run time (record_function ranges, the engine's rows):
+  // the table reads ops_ by reference.
+  void ops_found(uint32_t first_id, const std::vector<OpInfo>& ops) override {
+    ops_.resize(first_id);
+    ops_.insert(ops_.end(), ops.begin(), ops.end());
+  }
+  void op_event(const gp_event& event, uint64_t index) override { timeline_.add(event, index); }
+  // Calibrated before the target's probes go in, so before any op event.
+  void probe_costs(const ProbeCosts& costs) override {
+    if (options_.raw_times) return;
+    costs_ = costs;
+    timeline_ = TimelineBuilder(&*costs_);
+  }
+  void gpu_correlation(const GpuCorrelation& launch) override {
+    gpu_ = true;
+    gpu_join_.launch(launch, clock_now_ns());
+  }
+  void gpu_activity(const GpuActivity& activity) override {
+    gpu_ = true;
+    if (!table_) return;
+    table_->add_gpu_activity(activity);
+    if (auto credit = gpu_join_.activity(activity, clock_now_ns())) table_->add_gpu_time(credit->first, credit->second);
+  }
+  void sample_frame(uint32_t id, const std::string& name) override { samples_.frame(id, name); }
+  void sample(const CpuSample& sample, const std::vector<uint32_t>& python_stack) override {
+    samples_.add(sample, python_stack);
   }
 
  private:
@@ -175,7 +179,7 @@ class Top {
     return true;
   }
 
-  bool tick(uint64_t now_ns, uint64_t lost) {
+  bool tick(uint64_t now_ns, uint64_t lost) override {
     if (screen_ && !handle_keys()) return false;
     if (!table_) {  // not attached yet (launch mode: waiting for libtorch_cpu)
       display_->draw_plain("gpuprof top - waiting for the target to load libtorch_cpu (q quits)\n");

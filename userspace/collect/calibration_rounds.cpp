@@ -36,7 +36,7 @@ void CalibrationRounds::add_op_sites(uint32_t first_op, const std::vector<uint8_
   if (all.size() < first_op + sites.size()) all.resize(first_op + sites.size(), 0);
   std::copy(sites.begin(), sites.end(), all.begin() + first_op);
   // A live view compensates with the sites it knows (top -a).
-  if (attach_recorded_ && config_.on_probe_costs) config_.on_probe_costs(*at_attach_);
+  if (attach_recorded_) config_.live_consumer().probe_costs(*at_attach_);
 }
 
 // A calibration round now and then while the target runs: on the machine
@@ -75,7 +75,7 @@ void CalibrationRounds::record_attach(const Store& store) {
   if (!at_attach_ || std::exchange(attach_recorded_, true)) return;
   std::string error;
   if (!store(*at_attach_, &error)) return (void)diagnostics_.write_failed(error);
-  if (config_.on_probe_costs) config_.on_probe_costs(*at_attach_);
+  config_.live_consumer().probe_costs(*at_attach_);
   if (config_.verbose) std::fprintf(stderr, "gpuprof: %s\n", describe_probe_costs(*at_attach_).c_str());
 }
 

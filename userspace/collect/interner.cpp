@@ -20,7 +20,7 @@ std::optional<uint32_t> Interner::frame(const std::string& name) {
   const uint32_t next_id = sink_.sample_frames_defined();
   return intern(frame_ids_, name, next_id, [&](std::string* err) {
     if (!sink_.add_sample_frame(name, err)) return false;
-    if (on_frame_) on_frame_(next_id, name);
+    live_.sample_frame(next_id, name);
     return true;
   });
 }

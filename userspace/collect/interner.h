@@ -10,7 +10,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,16 +17,16 @@
 #include <vector>
 
 #include "collect/diagnostics.h"
+#include "collect/live_consumer.h"
 #include "collect/record_sink.h"
 
 namespace gpuprof {
 
 class Interner {
  public:
-  // on_frame (may be empty): each frame name as it is first defined (top's live tables).
-  using FrameDefined = std::function<void(uint32_t frame_id, const std::string& name)>;
-  Interner(RecordSink& sink, Diagnostics& diagnostics, FrameDefined on_frame)
-      : sink_(sink), diagnostics_(diagnostics), on_frame_(std::move(on_frame)) {}
+  // live sees each frame name as it is first defined (top's live tables).
+  Interner(RecordSink& sink, Diagnostics& diagnostics, LiveConsumer& live)
+      : sink_(sink), diagnostics_(diagnostics), live_(live) {}
 
   std::optional<uint32_t> frame(const std::string& name);
   std::optional<uint32_t> stack(const std::vector<uint32_t>& frame_ids);
@@ -46,7 +45,7 @@ class Interner {
 
   RecordSink& sink_;
   Diagnostics& diagnostics_;
-  FrameDefined on_frame_;
+  LiveConsumer& live_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::map<std::vector<uint32_t>, uint32_t> stack_ids_;
   std::unordered_map<std::string, uint32_t> launch_name_ids_;

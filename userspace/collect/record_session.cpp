@@ -370,17 +370,17 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
   writer_ = &switcher_->outputs();
   sink_.emplace(*writer_);
-  interner_.emplace(*sink_, diagnostics_, config_.on_sample_frame);
+  interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
   launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/true);
   python_.start_recording(*interner_, *writer_, diagnostics_);
   gpu_.emplace(config_, target_pid_, attached_, child_exited_, clock.start_monotonic_ns, diagnostics_, *writer_,
                *switcher_, *thread_names_, *interner_, *launches_);
   runtime_ops_.emplace([this](const OpInfo& op, std::string* error) {
     auto id = writer_->add_op(op, error);
-    if (id && config_.on_ops) config_.on_ops(*id, {op});
+    if (id) config_.live_consumer().ops_found(*id, {op});
     return id;
   });
-  if (config_.on_begin) config_.on_begin(process, ops, clock.start_monotonic_ns);
+  config_.live_consumer().begin(process, ops, clock.start_monotonic_ns);
   // A command not yet exec'd has gpuprof's environment, not its own: read
   // once it runs (run()).
   if (!launched_info_) record_job_rank(pid);
@@ -445,7 +445,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   }
   const uint64_t index = writer_->events_appended();  // its index in the recording's events
   if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
-  if (config_.on_op_event) config_.on_op_event(event, index);
+  config_.live_consumer().op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
   if (event.kind == GP_EV_OP_ENTRY) {
@@ -460,7 +460,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
 bool Session::start_sampling(int pid) {
   std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
-  samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.on_sample);
+  samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
   sampler_ = value_or_error(
       CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }), &error);
   if (!sampler_) return fail(error);
@@ -770,7 +770,7 @@ RecordOutcome Session::run() {
     }
     if (!diagnostics_.writing()) stop(writer_ && writer_->disk_full(RecordOutputs::kMain) ? "disk full" : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));
-    if (config_.on_tick && !config_.on_tick(now, tracer_->events_lost())) stop("quit");
+    if (!config_.live_consumer().tick(now, tracer_->events_lost())) stop("quit");
     if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
       try_attach_catch();
   }

@@ -10,10 +10,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "collect/live_consumer.h"
 #include "torch/dispatcher_catalog.h"
 #include "op_tracer_abi.h"
 #include "record/output_switcher.h"
@@ -52,45 +52,20 @@ struct RecordConfig {
   // --rotate/--keep and --on-cycle (output_switcher.h); main_path and
   // schedule are taken from output_path and schedule above.
   OutputPlan outputs;
-  // Live consumers (gpuprof top). on_op_event sees every op event as it is
-  // read from the ring buffer, with its index in the recording; on_tick is
-  // called from the session's loop about every 100 ms, after the events
-  // read so far (also before the probes are in), and when it returns false
-  // the session stops ("quit");
-  // input_fd (top's terminal) also wakes the loop when readable.
-  // on_begin: the target and its op table (op ids index it), once the
-  // recording begins (after the probes are in).
-  std::function<void(const ProcessInfo&, const std::vector<OpInfo>&, uint64_t start_ns)> on_begin;
-  std::function<void(const gp_event&, uint64_t index)> on_op_event;
-  // The probes' calibrated costs, before the first op event (none when the
-  // calibration failed: times stay raw).
-  std::function<void(const ProbeCosts&)> on_probe_costs;
   // Keep calibrating through the recording, a round every 250 ms, and
   // write that estimate at detach (it supersedes attach's: recording.h,
   // ProbeCosts); top, whose table is gone when it stops, does not.
   bool calibrate_through_recording = true;
   // How the user stops an open-ended session, for the start line (top: q).
   std::string stop_key = "Ctrl-C";
-  // CPU samples (-F HZ): each frame name once, as it is first defined (ids
-  // from 0, Recording::sample_frames), then each sample with its Python
-  // stack (frame ids, outermost first; empty without Python frames).
-  std::function<void(uint32_t frame_id, const std::string& name)> on_sample_frame;
-  std::function<void(const CpuSample&, const std::vector<uint32_t>& python_stack)> on_sample;
-  // The CUPTI shim's records, as they are recorded.
-  std::function<void(const GpuCorrelation&)> on_gpu_correlation;
-  std::function<void(const GpuActivity&)> on_gpu_activity;
-  std::function<bool(uint64_t now_ns, uint64_t events_lost)> on_tick;
-  // System-wide (-a): each process as it is first seen (with its libtorch
-  // when it maps one; again, once, when a process seen before maps one),
-  // each thread's process as it is first seen, and the ops of each
-  // libtorch_cpu found, with the id of the first (op ids index the
-  // concatenation; on_begin gave an empty table).
-  std::function<void(const ProcessInfo&)> on_process;
-  std::function<void(uint32_t tid, uint32_t pid)> on_thread;
-  std::function<void(uint32_t first_id, const std::vector<OpInfo>&)> on_ops;
-  // Each CUDA kernel launch as it is recorded, with its process (-a only).
-  std::function<void(const CudaLaunch&, uint32_t pid)> on_launch;
+  // A live view of the recording (top): what the session records, as it
+  // records it (live_consumer.h). Null: the file only.
+  LiveConsumer* live = nullptr;
+  // A descriptor that also wakes the session's loop when readable (top's
+  // terminal), so that the consumer's tick sees a key at once.
   int input_fd = -1;
+
+  LiveConsumer& live_consumer() const { return live ? *live : no_live_consumer(); }
 };
 
 // "; KEY to stop" for the start line of a session without -d, else "".

@@ -8,13 +8,13 @@
 namespace gpuprof {
 
 SampleCollector::SampleCollector(Interner& interner, RecordSink& sink, Diagnostics& diagnostics, RecordStats& stats,
-                                 StackCuts& cuts, SampleRecorded on_sample)
+                                 StackCuts& cuts, LiveConsumer& live)
     : interner_(interner),
       sink_(sink),
       diagnostics_(diagnostics),
       stats_(stats),
       cuts_(cuts),
-      on_sample_(std::move(on_sample)),
+      live_(live),
       kernel_symbols_(KernelSymbols::load()) {}
 
 void SampleCollector::record(const gp_cpu_sample& sample, uint32_t process, const LeafNamer& leaf,
@@ -71,7 +71,7 @@ void SampleCollector::record(const gp_cpu_sample& sample, uint32_t process, cons
     return;
   }
   recorded_++;
-  if (on_sample_) on_sample_(record, stack);
+  live_.sample(record, stack);
   if (!sample.in_kernel || sample.kernel_depth == 0) return;
   // Kernel stacks repeat: each distinct one is named once.
   const uint64_t* ips = reinterpret_cast<const uint64_t*>(&sample.frames[2 * depth]);

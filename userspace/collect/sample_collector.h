@@ -29,14 +29,12 @@ namespace gpuprof {
 
 class SampleCollector {
  public:
-  // on_sample (may be empty): each sample recorded, with its Python stack (top).
-  using SampleRecorded = std::function<void(const CpuSample&, const std::vector<uint32_t>& python_stack)>;
   // The leaf's name for an address not seen before in the process.
   using LeafNamer = std::function<std::string(uint64_t user_ip)>;
 
   // Reads the kernel's symbols (/proc/kallsyms) for kernel stacks.
   SampleCollector(Interner& interner, RecordSink& sink, Diagnostics& diagnostics, RecordStats& stats,
-                  StackCuts& cuts, SampleRecorded on_sample);
+                  StackCuts& cuts, LiveConsumer& live);
 
   // Records `sample` of the process keyed `process`; python names its
   // Python frames (null: none).
@@ -55,7 +53,7 @@ class SampleCollector {
   Diagnostics& diagnostics_;
   RecordStats& stats_;
   StackCuts& cuts_;
-  SampleRecorded on_sample_;
+  LiveConsumer& live_;  // sees each sample recorded, with its Python stack (top)
   KernelSymbols kernel_symbols_;
   std::map<std::pair<uint32_t, uint64_t>, uint32_t> frame_of_address_;            // (process, ip)
   std::map<std::tuple<uint32_t, uint64_t, uint64_t>, uint32_t> frame_of_python_;  // (process, code, instr)

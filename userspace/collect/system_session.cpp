@@ -220,8 +220,8 @@ void SystemSession::note_thread(uint32_t tid, uint32_t pid) {
   if (!inserted) return;
   pending_threads_.push_back({tid, pid});
   Process& p = process(pid);
-  if (config_.on_thread) config_.on_thread(tid, pid);
-  if (!p.info_written && config_.on_process) config_.on_process(p.info);
+  config_.live_consumer().thread_seen(tid, pid);
+  if (!p.info_written) config_.live_consumer().process_seen(p.info);
   thread_names_->saw(tid);
 }
 
@@ -281,7 +281,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
       write_failed(error);
       return true;
     }
-    if (config_.on_ops) config_.on_ops(base, catalog->ops);
+    config_.live_consumer().ops_found(base, catalog->ops);
     calibration_.add_op_sites(base, catalog->op_sites);
     const uint64_t start = now_ns();
     if (!succeeded(tracer_->attach_ops(library->path_for_us, sites, 0), &error)) {
@@ -321,7 +321,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     p.rank = rank;
     p.rank_written = false;
   }
-  if (config_.on_process) config_.on_process(p.info);
+  config_.live_consumer().process_seen(p.info);
   std::fprintf(stderr, "gpuprof: process %u (%s) runs %s\n", pid, p.info.comm.c_str(),
                library->path_in_target.c_str());
   trace_launches(pid);
@@ -486,7 +486,7 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
     exitless_.on_entry(event.op_id);
     op_calls_recorded_++;
   }
-  if (config_.on_op_event) config_.on_op_event(event, index);
+  config_.live_consumer().op_event(event, index);
 }
 
 // Keyed by process: a leaf address and a code object mean something only in theirs.
@@ -511,7 +511,7 @@ void SystemSession::on_launch(const gp_launch_event& event) {
   const uint32_t pid = known != process_of_tid_.end() ? known->second : process_of_thread(event.tid);
   note_thread(event.tid, pid);
   auto launch = launches_->record(event, pid, process(pid).symbolizer.get());
-  if (launch && config_.on_launch) config_.on_launch(*launch, pid);
+  if (launch) config_.live_consumer().launch(*launch, pid);
 }
 
 bool SystemSession::begin() {
@@ -533,14 +533,14 @@ bool SystemSession::begin() {
   runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
     const auto id = static_cast<uint32_t>(writer_->ops_defined());
     if (!writer_->add_ops({op}, add_error)) return std::nullopt;
-    if (config_.on_ops) config_.on_ops(id, {op});
+    config_.live_consumer().ops_found(id, {op});
     return id;
   });
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
   sink_.emplace(*writer_);
-  interner_.emplace(*sink_, diagnostics_, config_.on_sample_frame);
+  interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
   launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/false);
-  if (config_.on_begin) config_.on_begin(system, {}, clock.start_monotonic_ns);
+  config_.live_consumer().begin(system, {}, clock.start_monotonic_ns);
   return true;
 }
 
@@ -590,7 +590,7 @@ RecordOutcome SystemSession::run() {
     tracer_->set_tracing(true);
   }
   if (config_.sample_hz) {
-    samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.on_sample);
+    samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
     sampler_ = value_or_error(CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }), &error);
     if (!sampler_) {
       fail(error);
@@ -643,7 +643,7 @@ RecordOutcome SystemSession::run() {
     }
     if (!diagnostics_.writing()) stop(writer_->disk_full() ? "disk full" : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));
-    if (config_.on_tick && !config_.on_tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
+    if (!config_.live_consumer().tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
   }
   if (!finish()) outcome_.ok = false;
   return outcome_;

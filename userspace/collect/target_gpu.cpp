@@ -207,7 +207,7 @@ void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
   }
   thread_names_.saw(c.tid);
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
-  if (config_.on_gpu_correlation) config_.on_gpu_correlation(correlation);
+  config_.live_consumer().gpu_correlation(correlation);
   std::string err;
   if (!writer_->append_gpu_correlations(&correlation, 1, &err)) diagnostics_.write_failed(err);
 }
@@ -262,7 +262,7 @@ void TargetGpu::on_gpu_activity(const gp_gpu_activity& a) {
   activity.stream = a.stream;
   activity.kind = static_cast<GpuActivityKind>(a.kind);
   activity.name_id = gpu_activity_name_id(a);
-  if (config_.on_gpu_activity) config_.on_gpu_activity(activity);
+  config_.live_consumer().gpu_activity(activity);
   std::string err;
   if (!diagnostics_.writing()) return;
   if (writer_->append_gpu_activities(&activity, 1, &err))
