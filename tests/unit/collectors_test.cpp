@@ -20,36 +20,33 @@ namespace {
 class FakeSink final : public RecordSink {
  public:
   uint32_t sample_frames_defined() const override { return static_cast<uint32_t>(frames.size()); }
-  bool add_sample_frame(const std::string& name, std::string* error) override {
-    if (name == refuse_frame) {
-      *error = "no room for " + name;
-      return false;
-    }
+  Result<void> add_sample_frame(const std::string& name) override {
+    if (name == refuse_frame) return Error("no room for " + name);
     frames.push_back(name);
-    return true;
+    return {};
   }
   uint32_t sample_stacks_defined() const override { return static_cast<uint32_t>(stacks.size()); }
-  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string*) override {
+  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) override {
     stacks.push_back(frame_ids);
-    return true;
+    return {};
   }
   uint32_t launch_names_defined() const override { return static_cast<uint32_t>(launch_names.size()); }
-  bool add_launch_name(const std::string& name, std::string*) override {
+  Result<void> add_launch_name(const std::string& name) override {
     launch_names.push_back(name);
-    return true;
+    return {};
   }
   uint64_t samples_appended() const override { return samples.size(); }
-  bool append_samples(const CpuSample* s, size_t count, std::string*) override {
+  Result<void> append_samples(const CpuSample* s, size_t count) override {
     samples.insert(samples.end(), s, s + count);
-    return true;
+    return {};
   }
-  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string*) override {
+  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) override {
     kernel_stacks.push_back({sample_index, stack_id});
-    return true;
+    return {};
   }
-  bool append_launches(const CudaLaunch* l, size_t count, std::string*) override {
+  Result<void> append_launches(const CudaLaunch* l, size_t count) override {
     launches.insert(launches.end(), l, l + count);
-    return true;
+    return {};
   }
 
   std::string refuse_frame;

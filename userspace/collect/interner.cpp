@@ -6,10 +6,9 @@ template <typename Ids, typename Key, typename Define>
 std::optional<uint32_t> Interner::intern(Ids& ids, const Key& key, uint32_t next_id, Define define) {
   auto [it, inserted] = ids.try_emplace(key, next_id);
   if (inserted) {
-    std::string err;
-    if (!define(&err)) {
+    if (Result<void> defined = define(); !defined) {
       ids.erase(it);
-      diagnostics_.write_failed(err);
+      diagnostics_.write_failed(defined.error());
       return std::nullopt;
     }
   }
@@ -18,16 +17,16 @@ std::optional<uint32_t> Interner::intern(Ids& ids, const Key& key, uint32_t next
 
 std::optional<uint32_t> Interner::frame(const std::string& name) {
   const uint32_t next_id = sink_.sample_frames_defined();
-  return intern(frame_ids_, name, next_id, [&](std::string* err) {
-    if (!sink_.add_sample_frame(name, err)) return false;
+  return intern(frame_ids_, name, next_id, [&]() -> Result<void> {
+    RETURN_IF_ERROR(sink_.add_sample_frame(name));
     live_.sample_frame(next_id, name);
-    return true;
+    return {};
   });
 }
 
 std::optional<uint32_t> Interner::stack(const std::vector<uint32_t>& frame_ids) {
   return intern(stack_ids_, frame_ids, sink_.sample_stacks_defined(),
-                [&](std::string* err) { return sink_.add_sample_stack(frame_ids, err); });
+                [&] { return sink_.add_sample_stack(frame_ids); });
 }
 
 std::optional<uint32_t> Interner::stack_of_names(const std::vector<std::string>& frames_outermost_first) {
@@ -43,8 +42,8 @@ std::optional<uint32_t> Interner::stack_of_names(const std::vector<std::string>&
 
 uint32_t Interner::launch_name(const std::string& name) {
   auto [it, inserted] = launch_name_ids_.try_emplace(name, sink_.launch_names_defined());
-  std::string err;
-  if (inserted && !sink_.add_launch_name(name, &err)) diagnostics_.write_failed(err);
+  if (inserted)
+    if (Result<void> defined = sink_.add_launch_name(name); !defined) diagnostics_.write_failed(defined.error());
   return it->second;
 }
 

@@ -38,7 +38,7 @@ class Interner {
   uint32_t launch_name(const std::string& name);
 
  private:
-  // The id of key in ids. A key first seen gets next_id, and define(&err)
+  // The id of key in ids. A key first seen gets next_id, and define()
   // writes its definition: one the sink refuses is said and not interned.
   template <typename Ids, typename Key, typename Define>
   std::optional<uint32_t> intern(Ids& ids, const Key& key, uint32_t next_id, Define define);

@@ -50,10 +50,9 @@ std::optional<CudaLaunch> LaunchCollector::record(const gp_launch_event& event, 
   launch.api = event.api;
   launch.name_id = name_id(event, process, symbolizer);
   if (count_unresolved_ && unresolved_names_.count(launch.name_id)) stats_.symbols_unresolved++;
-  std::string err;
   if (!diagnostics_.writing()) return std::nullopt;  // the name's definition failed
-  if (!sink_.append_launches(&launch, 1, &err)) {
-    diagnostics_.write_failed(err);
+  if (Result<void> written = sink_.append_launches(&launch, 1); !written) {
+    diagnostics_.write_failed(written.error());
     return std::nullopt;
   }
   recorded_++;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -21,47 +22,54 @@ class RecordSink {
   virtual ~RecordSink() = default;
   // Interned tables: the next id of each is the count defined so far.
   virtual uint32_t sample_frames_defined() const = 0;
-  virtual bool add_sample_frame(const std::string& name, std::string* error) = 0;
+  virtual Result<void> add_sample_frame(const std::string& name) = 0;
   virtual uint32_t sample_stacks_defined() const = 0;
-  virtual bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) = 0;
+  virtual Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) = 0;
   virtual uint32_t launch_names_defined() const = 0;
-  virtual bool add_launch_name(const std::string& name, std::string* error) = 0;
+  virtual Result<void> add_launch_name(const std::string& name) = 0;
   // Records.
   virtual uint64_t samples_appended() const = 0;
-  virtual bool append_samples(const CpuSample* samples, size_t count, std::string* error) = 0;
-  virtual bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error) = 0;
-  virtual bool append_launches(const CudaLaunch* launches, size_t count, std::string* error) = 0;
+  virtual Result<void> append_samples(const CpuSample* samples, size_t count) = 0;
+  virtual Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) = 0;
+  virtual Result<void> append_launches(const CudaLaunch* launches, size_t count) = 0;
 };
 
-// A RecordSink over any writer with those methods (RecordOutputs, RecordWriter).
+// A RecordSink over any writer with those methods (RecordOutputs,
+// RecordWriter), which still report errors through `std::string*`.
 template <class Writer>
 class WriterSink final : public RecordSink {
  public:
   explicit WriterSink(Writer& writer) : writer_(writer) {}
   uint32_t sample_frames_defined() const override { return writer_.sample_frames_defined(); }
-  bool add_sample_frame(const std::string& name, std::string* error) override {
-    return writer_.add_sample_frame(name, error);
+  Result<void> add_sample_frame(const std::string& name) override {
+    return call([&](std::string* e) { return writer_.add_sample_frame(name, e); });
   }
   uint32_t sample_stacks_defined() const override { return writer_.sample_stacks_defined(); }
-  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) override {
-    return writer_.add_sample_stack(frame_ids, error);
+  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) override {
+    return call([&](std::string* e) { return writer_.add_sample_stack(frame_ids, e); });
   }
   uint32_t launch_names_defined() const override { return writer_.launch_names_defined(); }
-  bool add_launch_name(const std::string& name, std::string* error) override {
-    return writer_.add_launch_name(name, error);
+  Result<void> add_launch_name(const std::string& name) override {
+    return call([&](std::string* e) { return writer_.add_launch_name(name, e); });
   }
   uint64_t samples_appended() const override { return writer_.samples_appended(); }
-  bool append_samples(const CpuSample* samples, size_t count, std::string* error) override {
-    return writer_.append_samples(samples, count, error);
+  Result<void> append_samples(const CpuSample* samples, size_t count) override {
+    return call([&](std::string* e) { return writer_.append_samples(samples, count, e); });
   }
-  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error) override {
-    return writer_.append_sample_kernel_stack(sample_index, stack_id, error);
+  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) override {
+    return call([&](std::string* e) { return writer_.append_sample_kernel_stack(sample_index, stack_id, e); });
   }
-  bool append_launches(const CudaLaunch* launches, size_t count, std::string* error) override {
-    return writer_.append_launches(launches, count, error);
+  Result<void> append_launches(const CudaLaunch* launches, size_t count) override {
+    return call([&](std::string* e) { return writer_.append_launches(launches, count, e); });
   }
 
  private:
+  template <typename Write>
+  static Result<void> call(Write write) {
+    std::string error;
+    if (!write(&error)) return Error(std::move(error));
+    return {};
+  }
   Writer& writer_;
 };
 

@@ -65,9 +65,8 @@ void SampleCollector::record(const gp_cpu_sample& sample, uint32_t process, cons
   CpuSample record{.ts_ns = sample.ts_ns, .tid = sample.tid, .frame_id = leaf_id,
                    .in_kernel = sample.in_kernel != 0, .python_stack = python_stack};
   const uint64_t sample_index = sink_.samples_appended();
-  std::string err;
-  if (!sink_.append_samples(&record, 1, &err)) {
-    diagnostics_.write_failed(err);
+  if (Result<void> written = sink_.append_samples(&record, 1); !written) {
+    diagnostics_.write_failed(written.error());
     return;
   }
   recorded_++;
@@ -85,7 +84,8 @@ void SampleCollector::record(const gp_cpu_sample& sample, uint32_t process, cons
     keep_bounded(stack_of_kernel_ips_, kStackCacheEntries);
     known = stack_of_kernel_ips_.emplace(std::move(key), *id).first;
   }
-  if (!sink_.append_sample_kernel_stack(sample_index, known->second, &err)) diagnostics_.write_failed(err);
+  if (Result<void> written = sink_.append_sample_kernel_stack(sample_index, known->second); !written)
+    diagnostics_.write_failed(written.error());
 }
 
 void SampleCollector::forget(const std::function<bool(uint32_t process)>& gone) {

@@ -65,14 +65,13 @@ void TargetGpu::try_attach_launches(bool now) {
   if (!attached_) return;
   if (looks_for_more_libcudarts() && more_libcudarts_retry_.due(now)) attach_new_libcudarts();
   if ((!needs_libcudart() && !needs_libcuda()) || !launch_retry_.due(now)) return;
-  std::string error;
   if (needs_libcudart()) attach_new_libcudarts();
   if (needs_libcuda()) {
     if (auto libcuda = find_mapped_library(target_pid_, "libcuda.so"); libcuda || !libcuda.unreadable.empty()) {
-      error = libcuda.unreadable;
-      if (!libcuda || !attach_launch_library(*libcuda, LaunchApi::driver, &error)) {
-        driver_error_ = error;
-        diagnostics_.warn("no CUDA driver API launches: " + error);
+      Result<void> attached = libcuda ? attach_launch_library(*libcuda, LaunchApi::driver) : Error(libcuda.unreadable);
+      if (!attached) {
+        driver_error_ = attached.error();
+        diagnostics_.warn("no CUDA driver API launches: " + driver_error_);
       }
     }
   }
@@ -88,12 +87,12 @@ void TargetGpu::attach_new_libcudarts() {
     if (std::any_of(libcudarts_.begin(), libcudarts_.end(), is) ||
         std::any_of(libcudarts_refused_.begin(), libcudarts_refused_.end(), is))
       continue;
-    std::string error;
-    if (libcudarts_.size() == kMaxLibcudarts) {
-      error = "gpuprof probes at most " + std::to_string(kMaxLibcudarts) + " copies of libcudart";
-    } else if (attach_launch_library(library, LaunchApi::runtime, &error)) {
-      continue;
-    }
+    Result<void> attached = libcudarts_.size() == kMaxLibcudarts
+                                ? Error("gpuprof probes at most " + std::to_string(kMaxLibcudarts) +
+                                        " copies of libcudart")
+                                : attach_launch_library(library, LaunchApi::runtime);
+    if (attached) continue;
+    const std::string& error = attached.error();
     libcudarts_refused_.push_back(library);
     if (libcudarts_.empty()) {
       launch_error_ = error;
@@ -108,11 +107,10 @@ void TargetGpu::attach_new_libcudarts() {
   }
 }
 
-bool TargetGpu::attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error) {
-  auto sites = find_launch_sites(library.path_for_us, api);
-  if (!sites) return succeeded(std::move(sites).take_error(), error);
-  if (!ensure_launch_tracer(error) || !succeeded(launch_tracer_->attach(library.path_for_us, *sites, target_pid_), error))
-    return false;
+Result<void> TargetGpu::attach_launch_library(const MappedLibrary& library, LaunchApi api) {
+  ASSIGN_OR_RETURN(const LaunchSites sites, find_launch_sites(library.path_for_us, api));
+  RETURN_IF_ERROR(ensure_launch_tracer());
+  RETURN_IF_ERROR(launch_tracer_->attach(library.path_for_us, sites, target_pid_));
   if (!kernel_symbolizer_) {
     // The kernels' libraries are mapped by now (libtorch_cuda before the
     // libcudart it needs): read the maps while the target surely lives.
@@ -125,25 +123,25 @@ bool TargetGpu::attach_launch_library(const MappedLibrary& library, LaunchApi ap
     if (auto range = mapped_address_range(target_pid_, library))
       launch_tracer_->add_runtime_range(range->first, range->second);
     libcudarts_.push_back(library);
-    const auto entry_points = static_cast<uint32_t>(sites->offsets.size());
+    const auto entry_points = static_cast<uint32_t>(sites.offsets.size());
     if (!cuda_runtime_) {
       cuda_runtime_ = CudaRuntimeInfo{library.path_in_target, entry_points, 0};
     } else {  // a second copy: the file's CUDA_RUNTIME names them all
       cuda_runtime_->libcudart_path += ", " + library.path_in_target;
       cuda_runtime_->entry_points += entry_points;
     }
-    std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites->offsets.size(),
+    std::fprintf(stderr, "gpuprof: CUDA launches: %zu entry points in %s\n", sites.offsets.size(),
                  library.path_in_target.c_str());
   } else {
     driver_probed_ = true;
-    std::fprintf(stderr, "gpuprof: CUDA driver API launches: %zu entry points in %s\n", sites->offsets.size(),
+    std::fprintf(stderr, "gpuprof: CUDA driver API launches: %zu entry points in %s\n", sites.offsets.size(),
                  library.path_in_target.c_str());
   }
-  return true;
+  return {};
 }
 
-bool TargetGpu::ensure_launch_tracer(std::string* error) {
-  if (launch_tracer_) return true;
+Result<void> TargetGpu::ensure_launch_tracer() {
+  if (launch_tracer_) return {};
   LaunchSinks sinks;
   sinks.launch = [this](const gp_launch_event& e) { on_launch(e); };
   sinks.correlation = [this](const gp_gpu_correlation& c) { on_gpu_correlation(c); };
@@ -154,21 +152,25 @@ bool TargetGpu::ensure_launch_tracer(std::string* error) {
   // --ring-buffer's size: CUPTI hands over a buffer of activities at a
   // time, thousands of records in a burst that can outrun a small ring
   // between two reads (docs/cuda.md).
-  launch_tracer_ = value_or_error(LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks)), error);
-  return launch_tracer_ != nullptr;
+  ASSIGN_OR_RETURN(launch_tracer_, LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks)));
+  return {};
 }
 
 // The CUPTI shim (cupti_shim/) is loaded by the CUDA driver at cuInit, from
 // CUDA_INJECTION64_PATH: looked for like libcudart.
+Result<void> TargetGpu::attach_shim(const MappedLibrary& shim) {
+  RETURN_IF_ERROR(ensure_launch_tracer());
+  return launch_tracer_->attach_shim(shim.path_for_us, target_pid_);
+}
+
 void TargetGpu::try_attach_shim(bool now) {
   if (!attached_ || !needs_shim() || !shim_retry_.due(now)) return;
   auto shim = find_mapped_library(target_pid_, kCuptiShimFilePrefix);
-  std::string error = shim.unreadable;
-  if (!shim && error.empty()) return;
-  if (!shim || !ensure_launch_tracer(&error) ||
-      !succeeded(launch_tracer_->attach_shim(shim->path_for_us, target_pid_), &error)) {
-    shim_error_ = error;
-    diagnostics_.warn("no GPU times: " + error);
+  if (!shim && shim.unreadable.empty()) return;
+  Result<void> attached = shim ? attach_shim(*shim) : Error(shim.unreadable);
+  if (!attached) {
+    shim_error_ = attached.error();
+    diagnostics_.warn("no GPU times: " + shim_error_);
     return;
   }
   if (!kernel_symbolizer_) {

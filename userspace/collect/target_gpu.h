@@ -89,8 +89,9 @@ class TargetGpu {
  private:
   bool looks_for_more_libcudarts() const;
   void attach_new_libcudarts();
-  bool attach_launch_library(const MappedLibrary& library, LaunchApi api, std::string* error);
-  bool ensure_launch_tracer(std::string* error);
+  Result<void> attach_launch_library(const MappedLibrary& library, LaunchApi api);
+  Result<void> ensure_launch_tracer();
+  Result<void> attach_shim(const MappedLibrary& shim);
   void on_launch(const gp_launch_event& event);
   void on_gpu_correlation(const gp_gpu_correlation& c);
   void on_gpu_activity(const gp_gpu_activity& a);
