@@ -20,6 +20,7 @@ What lives here:
     JSON dump exactly as the table computes it.
 """
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -46,9 +47,21 @@ PYENV_VERSIONS = Path("/root/.pyenv/versions")
 # The torch 2.x tier (scripts/torch2-chroot.sh): a plain Debian trixie chroot
 # with torch 2.6 and CPython 3.13. Its processes run from the host's view
 # like a container's, but /proc/PID/maps names their files as the host sees
-# them. The workloads are copied in at the start of the session.
+# them. The workloads are copied in at the start of the session, into a
+# folder named by their content: sessions of other checkouts running beside
+# this one (a shared machine) each get theirs, and none removes another's.
 TORCH2_ROOT = Path(os.environ.get("GPUPROF_TORCH2_ROOT", "/srv/gpuprof-trixie"))
-CHROOT_WORKLOADS = "/opt/gpuprof-tests/workloads"
+
+
+def _workloads_digest():
+    digest = hashlib.sha256()
+    for path in sorted(WORKLOADS.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(WORKLOADS)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+CHROOT_WORKLOADS = f"/opt/gpuprof-tests/workloads-{_workloads_digest()}"
 
 
 @dataclass(frozen=True)
@@ -149,8 +162,14 @@ def _prepare_torch2_chroot():
     if (TORCH2_ROOT / str(TORCH2_ROOT).lstrip("/")).exists():
         return [f"{TORCH2_ROOT}{TORCH2_ROOT} exists: it hides the chroot path bugs this tier tests; remove it"]
     dest = TORCH2_ROOT / CHROOT_WORKLOADS.lstrip("/")
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(WORKLOADS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    if not dest.exists():  # else: these very workloads, put there by an earlier session
+        staging = dest.with_name(f"{dest.name}.{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(WORKLOADS, staging, ignore=shutil.ignore_patterns("__pycache__"))
+        try:
+            staging.rename(dest)
+        except OSError:  # a session beside this one put them there first
+            shutil.rmtree(staging, ignore_errors=True)
     try:
         probe = subprocess.run([*CHROOT_TORCH.python, "-c", "import torch, torchvision; print(torch.__version__)"],
                                capture_output=True, text=True, timeout=120)

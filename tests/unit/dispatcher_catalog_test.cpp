@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -23,30 +24,42 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   ASSERT_TRUE(catalog) << error;
   // Debian's 1.13: 2952 at::_ops::*::call, then the 596
   // generated backward nodes and 8 others, the engine's evaluate_function,
-  // and the two ranges kernels open ("detach", "detach_").
+  // 51 collectives and waits of c10d's backends (Gloo, RoundRobin, Wrapper:
+  // collective_names.h), and the two ranges kernels open ("detach", "detach_").
   std::map<OpKind, size_t> kinds;
   for (const OpInfo& op : catalog->ops) kinds[op.kind]++;
   EXPECT_EQ(kinds, (std::map<OpKind, size_t>{{OpKind::aten, 2952}, {OpKind::autograd_node, 604},
-                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2}}));
+                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2},
+                                             {OpKind::collective, 51}}));
+  EXPECT_EQ(catalog->collective_ops, 51u);
+  auto collective = [&](const std::string& name) {
+    return std::count_if(catalog->ops.begin(), catalog->ops.end(),
+                         [&](const OpInfo& op) { return op.name == name && op.kind == OpKind::collective; });
+  };
+  EXPECT_EQ(collective("c10d::ProcessGroupGloo::allreduce"), 1);
+  EXPECT_EQ(collective("c10d::ProcessGroupGloo::broadcast"), 1);
+  EXPECT_EQ(collective("c10d::Work::wait"), 1);
   for (size_t i = 0; i < 2952; i++) ASSERT_EQ(catalog->ops[i].kind, OpKind::aten);  // aten ops first
   EXPECT_EQ(catalog->node_ops, 604u);
   EXPECT_EQ(catalog->ops[catalog->evaluate_function_op].kind, OpKind::autograd_engine);
-  EXPECT_EQ(catalog->ops[3557].name, "detach");
-  EXPECT_EQ(catalog->ops[3558].name, "detach_");
+  EXPECT_EQ(catalog->ops[3608].name, "detach");
+  EXPECT_EQ(catalog->ops[3609].name, "detach_");
   // record_function_enter_new, the static enter of 1.13's record_function
   // (range_enters.h), RecordFunction(RecordScope), end(), ~RecordFunction().
   EXPECT_EQ(catalog->range_sites, 5u);
   EXPECT_EQ(catalog->unexported_range_enters, 1u);
-  EXPECT_EQ(catalog->entry_sites, 2952u + 604 + 1);
+  EXPECT_EQ(catalog->entry_sites, 2952u + 604 + 1 + 51);
   EXPECT_GE(catalog->exit_sites, 3500u);
-  // Every body starts with a push but torch::autograd::Error::apply's.
-  EXPECT_EQ(catalog->entries_single_stepped, 1u);
+  // Every body starts with a push but torch::autograd::Error::apply's and
+  // those of the 8 collectives a backend only refuses (they throw).
+  EXPECT_EQ(catalog->entries_single_stepped, 1u + 8);
   EXPECT_EQ(catalog->entries_after_endbr, 0u);     // not a CET build
-  // One op's body ends in a tail jump, and Error::apply only throws.
-  EXPECT_EQ(catalog->ops_without_exit, 2u);
+  // One op's body ends in a tail jump, and Error::apply and 8 collectives
+  // only throw.
+  EXPECT_EQ(catalog->ops_without_exit, 2u + 8);
   EXPECT_EQ(describe_exitless_ops(*catalog),
-            "2 of 3559 ops have no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out, "
-            "torch::autograd::Error");
+            "10 of 3610 ops have no exit probe (no `ret` found in the body): aten::_cudnn_rnn_backward.out, "
+            "torch::autograd::Error, c10d::ProcessGroupGloo::_allgather_base, ...");
   ExitlessCalls calls;
   calls.add_ops(10, *catalog);
   EXPECT_EQ(calls.warning(), "");  // none called: nothing to say
@@ -124,7 +137,7 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
   // aten ops but the 20 without a schema and one with 19 tensor arguments;
   // none for the others.
   ASSERT_EQ(catalog->arg_plans.size(), catalog->ops.size());
-  EXPECT_EQ(catalog->ops_without_arg_plan, 21u + 604 + 1 + 2);
+  EXPECT_EQ(catalog->ops_without_arg_plan, 21u + 604 + 1 + 2 + 51);
   size_t not_ok = 0;
   for (const OpArgPlan& plan : catalog->arg_plans) not_ok += !plan.ok;
   EXPECT_EQ(not_ok, catalog->ops_without_arg_plan);
@@ -173,11 +186,15 @@ TEST(DispatcherCatalog, CetBuiltLibtorch26) {
   // research: 3144 at::_ops::*::call in 2.6; 704 backward nodes.
   std::map<OpKind, size_t> kinds;
   for (const OpInfo& op : catalog->ops) kinds[op.kind]++;
+  // 58 collectives and waits: Gloo, MPI and Wrapper (collective_names.h).
   EXPECT_EQ(kinds, (std::map<OpKind, size_t>{{OpKind::aten, 3144}, {OpKind::autograd_node, 704},
-                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2}}));
-  EXPECT_EQ(catalog->entries_after_endbr, 3144u + 704 + 1);
-  EXPECT_EQ(catalog->entries_single_stepped, 1u);  // Error::apply's first instruction after endbr64
-  EXPECT_EQ(catalog->ops_without_exit, 1u);        // Error::apply only throws
+                                             {OpKind::autograd_engine, 1}, {OpKind::guard_range, 2},
+                                             {OpKind::collective, 58}}));
+  EXPECT_EQ(catalog->entries_after_endbr, 3144u + 704 + 1 + 58);
+  // Error::apply's first instruction after endbr64, and those of the 6
+  // collectives a backend only refuses (they throw).
+  EXPECT_EQ(catalog->entries_single_stepped, 1u + 6);
+  EXPECT_EQ(catalog->ops_without_exit, 1u + 6);  // Error::apply and those 6 only throw
   EXPECT_EQ(catalog->exit_sites_single_stepped, 2u);  // Identity and UndefinedGradBackward: rarely run
   EXPECT_EQ(catalog->range_sites, 5u);  // 2.6 keeps the static legacy enter too
 }

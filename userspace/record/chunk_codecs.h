@@ -316,7 +316,7 @@ inline size_t min_op_bytes(uint32_t version) { return version >= 5 ? 24 : versio
 
 // The op table rule of record_file.h, shared by writer and reader.
 inline std::string op_problem(const OpInfo& op, size_t i) {
-  if (static_cast<uint32_t>(op.kind) > static_cast<uint32_t>(OpKind::user_range))
+  if (static_cast<uint32_t>(op.kind) > static_cast<uint32_t>(OpKind::collective))
     return "op " + std::to_string(i) + " has unknown kind " + std::to_string(static_cast<uint32_t>(op.kind));
   if (op.arg_count >= -1 && op.tensor_args <= static_cast<uint32_t>(std::max(op.arg_count, 0)))
     return "";

@@ -28,6 +28,7 @@ enum class OpKind : uint32_t {
   autograd_engine = 2,  // Engine::evaluate_function of one node's class
   guard_range = 3,      // a RECORD_FUNCTION guard a kernel opens ("detach")
   user_range = 4,       // a record_function range ("model_inference", "Optimizer.step#SGD.step")
+  collective = 5,       // a c10d backend's collective or a work's wait (collective_names.h)
 };
 
 struct OpInfo {

@@ -1,27 +1,11 @@
 #include "torch/autograd_names.h"
 
-#include <charconv>
 #include <vector>
+
+#include "torch/mangled_path.h"
 
 namespace gpuprof {
 namespace {
-
-// The <length><identifier> components of a mangled nested name, from just
-// after "N" up to the first component that is not one; `rest` is left at
-// what follows. Templates, substitutions and the like end the list.
-std::vector<std::string_view> components(std::string_view& rest) {
-  std::vector<std::string_view> out;
-  while (!rest.empty() && rest[0] >= '1' && rest[0] <= '9') {
-    size_t length = 0;
-    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), length);
-    if (ec != std::errc()) break;
-    const size_t digits = static_cast<size_t>(end - rest.data());
-    if (length > rest.size() - digits) break;
-    out.push_back(rest.substr(digits, length));
-    rest.remove_prefix(digits + length);
-  }
-  return out;
-}
 
 // {"torch", "autograd", ..., "Class"} -> the node name (see the header).
 std::optional<std::string> node_name(const std::vector<std::string_view>& path) {
@@ -46,7 +30,7 @@ bool is_tensor_vector_rvalue_tail(std::string_view rest) {
 std::optional<std::string> autograd_node_of_apply(std::string_view sym) {
   if (!sym.starts_with("_ZN")) return std::nullopt;
   sym.remove_prefix(3);
-  std::vector<std::string_view> path = components(sym);
+  std::vector<std::string_view> path = mangled_components(sym);
   if (path.size() < 2 || path.back() != "apply" || !is_tensor_vector_rvalue_tail(sym)) return std::nullopt;
   path.pop_back();
   return node_name(path);
@@ -55,7 +39,7 @@ std::optional<std::string> autograd_node_of_apply(std::string_view sym) {
 std::optional<std::string> autograd_node_of_vtable(std::string_view sym) {
   if (!sym.starts_with("_ZTVN")) return std::nullopt;
   sym.remove_prefix(5);
-  std::vector<std::string_view> path = components(sym);
+  std::vector<std::string_view> path = mangled_components(sym);
   if (sym != "E") return std::nullopt;
   return node_name(path);
 }

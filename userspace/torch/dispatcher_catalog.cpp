@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "torch/autograd_names.h"
+#include "torch/collective_names.h"
 #include "symbols/elf_image.h"
 #include "symbols/function_starts.h"
 #include "symbols/range_enters.h"
@@ -144,11 +145,13 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     return true;
   };
 
-  // Backward nodes, Engine::evaluate_function and the range sites.
+  // Backward nodes, Engine::evaluate_function, the range sites and c10d's
+  // collectives.
   struct Other {
     ElfSymbol symbol;
     std::string node;  // an autograd node's name
     RangeSite site = RangeSite::none;
+    std::string collective;  // a collective's row (collective_names.h)
   };
   std::vector<Other> others;
   elf->for_each_code_or_data_symbol([&](const ElfSymbol& sym, bool is_function) {
@@ -159,6 +162,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     }
     if (auto node = autograd_node_of_apply(sym.name)) others.push_back({sym, *node});
     else if (RangeSite site = range_site_of(sym.name); site != RangeSite::none) others.push_back({sym, "", site});
+    else if (auto collective = collective_of_symbol(sym.name)) others.push_back({sym, "", RangeSite::none, *collective});
   });
   std::sort(others.begin(), others.end(), [](const Other& a, const Other& b) { return a.symbol.address < b.symbol.address; });
   others.erase(std::unique(others.begin(), others.end(),
@@ -184,7 +188,11 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
       guarded.push_back({first_site, catalog.sites.size(), *guard});
   }
   for (const Other& other : others) {
-    if (!other.node.empty()) {
+    if (!other.collective.empty()) {
+      OpInfo info{other.collective, "", std::string(other.symbol.name)};
+      info.kind = OpKind::collective;
+      if (add_function(other.symbol, std::move(info), no_plan, 0, 0)) catalog.collective_ops++;
+    } else if (!other.node.empty()) {
       OpInfo info{other.node, "", std::string(other.symbol.name)};
       info.kind = OpKind::autograd_node;
       if (add_function(other.symbol, std::move(info), no_plan, 0, 0)) catalog.node_ops++;

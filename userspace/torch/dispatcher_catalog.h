@@ -46,6 +46,7 @@ struct DispatcherCatalog {
   // engine's evaluate_function (GP_NO_OP when absent), the ranges kernels
   // open ("detach"), and the sites that arm, begin and end ranges.
   uint32_t node_ops = 0;
+  uint32_t collective_ops = 0;  // c10d's collectives and waits (collective_names.h)
   uint32_t evaluate_function_op = GP_NO_OP;
   uint32_t range_sites = 0;
   uint32_t unexported_range_enters = 0;  // range_enters.h (torch 1.13's record_function)

@@ -1,0 +1,165 @@
+"""A real distributed job (docs/fleet.md, "A torchrun job"): torchrun
+starts two ranks of tests/workloads/ddp_steps.py on the gloo backend (CPU),
+each a training loop with a known number of collectives; gpuprof records it
+from outside, on both torches:
+
+- one `record -a` over the whole job: a section per rank, each labelled with
+  the rank torchrun put in its environment, with the loop's ops and its
+  collectives (c10d::ProcessGroupGloo::allreduce, ::barrier, c10d::Work::wait)
+  counted exactly;
+- two `record -p` sessions, one per rank, merged by `report A B --by rank`:
+  the same counts, per rank.
+
+Each rank's result (its parameters, equal on both ranks when their
+gradients were averaged) is compared: gpuprof never harms the job."""
+import collections
+import json
+import re
+import socket
+
+import pytest
+
+from conftest import TORCH_ENV_IDS, TORCH_ENVS, Procs, run_gpuprof, touch, wait_for_file
+
+STEPS = 30
+WORLD = 2
+# Per rank, on the thread that runs the loop: 2 gradients all-reduced per
+# step, one barrier, one wait per collective (ddp_steps.py), one forward
+# addmm per step. (torch 1.13's gloo sometimes calls Work::wait once on
+# another thread of the rank too: its table counts it; the test counts it
+# from the trace.)
+EXPECTED_CALLS = {
+    "c10d::ProcessGroupGloo::allreduce": 2 * STEPS,
+    "c10d::ProcessGroupGloo::barrier": 1,
+    "c10d::Work::wait": 2 * STEPS + 1,
+    "aten::addmm": STEPS,
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_job(procs, torch_env, workdir):
+    """torchrun with WORLD ranks of ddp_steps.py; {rank: pid} once each is ready."""
+    argv = torch_env.argv("torchrun.py", "--nnodes", "1", "--nproc_per_node", str(WORLD), "--master_addr",
+                          "127.0.0.1", "--master_port", str(free_port()),
+                          f"{torch_env.workloads}/ddp_steps.py", str(workdir), str(STEPS))
+    job = procs.start(argv, "torchrun")
+    pids = {rank: int(wait_for_file(workdir, f"ready.{rank}", timeout=180, watch=[job])) for rank in range(WORLD)}
+    return job, pids
+
+
+def finish_job(job, workdir, watch=()):
+    """Waits for every rank's loop, then lets them leave; their results agree."""
+    results = [wait_for_file(workdir, f"done.{rank}", timeout=180, watch=[job, *watch]) for rank in range(WORLD)]
+    return results
+
+
+def calls_by_thread(recording, tmp_path):
+    """{pid: {tid: Counter(op: calls)}} of a recording, from its Chrome trace."""
+    trace = tmp_path / (recording.name + ".json")
+    made = run_gpuprof("report", recording, "--chrome-trace", trace)
+    assert made.returncode == 0, made.stderr
+    calls = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
+    for event in json.loads(trace.read_text())["traceEvents"]:
+        if event.get("ph") == "X" and event.get("cat") == "cpu_op":
+            calls[event["pid"]][event["tid"]][event["name"]] += 1
+    return calls
+
+
+def check_rank_threads(threads):
+    """The loop's thread (the one that all-reduced) made exactly the loop's
+    calls; returns the rank's Work::wait calls on all its threads."""
+    loop = [tid for tid, calls in threads.items() if calls["c10d::ProcessGroupGloo::allreduce"]]
+    assert len(loop) == 1, threads
+    calls = threads[loop[0]]
+    assert {op: calls[op] for op in EXPECTED_CALLS} == EXPECTED_CALLS, threads
+    return sum(calls["c10d::Work::wait"] for calls in threads.values())
+
+
+def calls_of(table):
+    """{op: calls} of a report table's rows."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*(\S+)\s.*\s(\d+)\s*$", table, re.M)}
+
+
+def test_record_a_shows_each_rank_and_its_collectives(procs, tmp_path, torch_env):
+    out = tmp_path / "job.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    workdir = tmp_path / "job"
+    workdir.mkdir()
+    job, pids = start_job(procs, torch_env, workdir)
+    for pid in pids.values():
+        gp.wait_for_stderr(rf"^gpuprof: process {pid} \(", timeout=120, watch=[job])
+    touch(workdir, "go")
+    results = finish_job(job, workdir, watch=[gp])
+    gp.send(2)  # SIGINT
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    touch(workdir, "check")
+    assert job.wait(timeout=120) == 0, job.describe()
+    assert results[0] == results[1], results
+    report = run_gpuprof("report", out, "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    sections = {int(m.group(1)): m.group(0) for m in re.finditer(r"^== Process (\d+) .*?(?=^== Process |\Z)",
+                                                                  report.stdout, re.M | re.S)}
+    by_thread = calls_by_thread(out, tmp_path)
+    for rank, pid in pids.items():
+        section = sections[pid]
+        assert re.findall(r"^   Rank (\d+) of (\d+) \(local rank (\d+)", section, re.M) == \
+            [(str(rank), str(WORLD), str(rank))], section
+        waits = check_rank_threads(by_thread[pid])
+        calls = calls_of(section)
+        assert {op: calls.get(op) for op in EXPECTED_CALLS} == {**EXPECTED_CALLS, "c10d::Work::wait": waits}, section
+
+
+@pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
+def two_files(request, tmp_path_factory):
+    """The job recorded by one `record -p` per rank: [file of rank 0, of rank 1]."""
+    torch_env = request.param
+    tmp = tmp_path_factory.mktemp(f"torchrun-{torch_env.id}")
+    procs = Procs(tmp)
+    try:
+        workdir = tmp / "job"
+        workdir.mkdir()
+        job, pids = start_job(procs, torch_env, workdir)
+        files, recorders = [], []
+        for rank, pid in pids.items():
+            files.append(tmp / f"rank{rank}.gpuprof")
+            recorders.append(procs.start_gpuprof("record", "-p", pid, "-q", "-o", files[-1], name=f"gpuprof-{rank}"))
+        for gp in recorders:
+            gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[job])
+        touch(workdir, "go")
+        results = finish_job(job, workdir, watch=recorders)
+        touch(workdir, "check")
+        assert job.wait(timeout=120) == 0, job.describe()
+        for gp in recorders:  # each rank's exit stops its recorder
+            assert gp.wait(timeout=60) == 0, gp.describe()
+        assert results[0] == results[1], results
+        yield files
+    finally:
+        procs.cleanup()
+
+
+def test_two_record_p_files_merge_by_rank(two_files, tmp_path):
+    expected = []
+    for recording in two_files:
+        (pid, threads), = calls_by_thread(recording, tmp_path).items()
+        expected.append({**EXPECTED_CALLS, "c10d::Work::wait": check_rank_threads(threads)})
+    # rank 1's file first: the ranks come out in their order all the same.
+    report = run_gpuprof("report", two_files[1], two_files[0], "--by", "rank", "--row-limit", "-1")
+    assert report.returncode == 0, report.stderr
+    assert re.findall(r"^  \d+\. (.+)$", report.stdout, re.M) == ["rank 0", "rank 1"], report.stdout
+    calls = report.stdout.split("Calls per rank:\n", 1)[1]
+    assert re.search(r"^Name\s+rank 0\s+rank 1$", calls, re.M), report.stdout
+    per_rank = {m.group(1): [int(m.group(2)), int(m.group(3))]
+                for m in re.finditer(r"^(\S+)\s+(\d+)\s+(\d+)$", calls, re.M)}
+    assert {op: per_rank.get(op) for op in EXPECTED_CALLS} == \
+        {op: [expected[0][op], expected[1][op]] for op in EXPECTED_CALLS}, report.stdout
+    # The merged table: both ranks' calls, and the rank slowest at each op named.
+    merged = report.stdout.split("Calls per rank:\n", 1)[0]
+    for op in EXPECTED_CALLS:
+        row = re.search(rf"^{re.escape(op)}\s+(\d+)\s.*\s(rank \d)$", merged, re.M)
+        assert row and int(row.group(1)) == expected[0][op] + expected[1][op], (op, report.stdout)
