@@ -13,19 +13,22 @@
 		__uint(max_entries, bytes);             \
 	} name SEC(".maps")
 
+/* A map of type_ (BPF_MAP_TYPE_HASH, ...): up to `entries` key_type -> value_type. */
+#define GP_MAP(name, type_, entries, key_type, value_type)   \
+	struct {                                            \
+		__uint(type, type_);                        \
+		__uint(max_entries, entries);               \
+		__type(key, key_type);                      \
+		__type(value, value_type);                  \
+	} name SEC(".maps")
+
 /*
  * One value_type per CPU, at key 0: room for a record too large for the
  * 512-byte BPF stack, or state a bpf_loop callback reaches. A program
  * that cannot be interrupted by itself on its CPU (perf_event, uprobes
  * with the busy flag of op_tracer.bpf.c) may use it without a lock.
  */
-#define GP_PERCPU_SCRATCH(name, value_type)                 \
-	struct {                                            \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);    \
-		__uint(max_entries, 1);                     \
-		__type(key, __u32);                         \
-		__type(value, value_type);                  \
-	} name SEC(".maps")
+#define GP_PERCPU_SCRATCH(name, value_type) GP_MAP(name, BPF_MAP_TYPE_PERCPU_ARRAY, 1, __u32, value_type)
 
 /* This CPU's value of a GP_PERCPU_SCRATCH map (NULL only if the map is broken). */
 static __always_inline void *gp_scratch(void *map)

@@ -30,12 +30,7 @@ struct gp_python_config python = {};
  * System-wide (target_tgid 0): the interpreter of each process that runs a
  * CPython gpuprof knows, by tgid; set by userspace as it finds them.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GP_MAX_PYTHON_PROCESSES);
-	__type(key, __u32);
-	__type(value, struct gp_python_config);
-} python_of_process SEC(".maps");
+GP_MAP(python_of_process, BPF_MAP_TYPE_HASH, GP_MAX_PYTHON_PROCESSES, __u32, struct gp_python_config);
 /* Set by userspace once every CPU's event is attached, cleared before detach. */
 __u32 sampling_on = 0;
 __u64 samples_lost = 0;

@@ -60,12 +60,7 @@ struct gp_tensor_layout tensor_layout = {};
  */
 __u64 undefined_tensor_impl = 0;
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, GP_MAX_SHAPE_PLANS);
-	__type(key, __u32);
-	__type(value, struct gp_shape_plan);
-} shape_plans SEC(".maps");
+GP_MAP(shape_plans, BPF_MAP_TYPE_ARRAY, GP_MAX_SHAPE_PLANS, __u32, struct gp_shape_plan);
 
 /* Python stacks of op entries (op_tracer_abi.h). Set by userspace. */
 __u32 stacks_on = 0;
@@ -370,12 +365,7 @@ struct range_arming {
 	__u32 op; /* guard: the range op; user: GP_NO_OP */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32); /* tid */
-	__type(value, struct range_arming);
-} range_armed SEC(".maps");
+GP_MAP(range_armed, BPF_MAP_TYPE_HASH, 16384, __u32, struct range_arming); /* key: tid */
 
 /* Ranges begun and not ended: (pid, RecordFunction*) -> range op. LRU: a
  * range whose end never comes (its object leaked) cannot fill it. */
@@ -385,12 +375,7 @@ struct range_key {
 	__u32 pad;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct range_key);
-	__type(value, __u32);
-} open_ranges SEC(".maps");
+GP_MAP(open_ranges, BPF_MAP_TYPE_LRU_HASH, 65536, struct range_key, __u32);
 
 /* RANGE_BEGIN: [stack][name length][name bytes], or no payload (a guard). */
 static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, const struct range_arming *arm,
@@ -436,6 +421,17 @@ static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, 
 	WRITE_ONCE_BUSY(scratch, 0);
 }
 
+/*
+ * What a range's begin and end do once they copied out the map entry that
+ * let them in (`key` in `map`): delete it, whatever comes next; then the
+ * answer of the schedule, whether the event may be made at `now`.
+ */
+static __always_inline int consume_range_entry(struct pt_regs *ctx, __u64 now, void *map, const void *key)
+{
+	bpf_map_delete_elem(map, key);
+	return schedule_allows(ctx, 0, now);
+}
+
 static __always_inline void on_record_ctor(struct pt_regs *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -448,8 +444,7 @@ static __always_inline void on_record_ctor(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns();
 
 	arm = *armed;
-	bpf_map_delete_elem(&range_armed, &tid);
-	if (!schedule_allows(ctx, 0, now))
+	if (!consume_range_entry(ctx, now, &range_armed, &tid))
 		return;
 	bpf_map_update_elem(&open_ranges, &key, &arm.op, BPF_ANY);
 	emit_range_begin(ctx, key.object, &arm, now);
@@ -468,8 +463,7 @@ static __always_inline void on_record_end(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns();
 
 	range_op = *op;
-	bpf_map_delete_elem(&open_ranges, &key);
-	if (!schedule_allows(ctx, 0, now))
+	if (!consume_range_entry(ctx, now, &open_ranges, &key))
 		return;
 	e = gp_reserve(&events, sizeof(*e), &events_lost);
 	if (!e)

@@ -23,12 +23,7 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Followed processes (tgid -> 1): userspace puts the target in. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, GP_MAX_FOLLOWED_PROCESSES);
-	__type(key, __u32);
-	__type(value, __u32);
-} followed SEC(".maps");
+GP_MAP(followed, BPF_MAP_TYPE_HASH, GP_MAX_FOLLOWED_PROCESSES, __u32, __u32);
 
 GP_RINGBUF(forks, 64 << 10);
 

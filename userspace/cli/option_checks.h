@@ -4,6 +4,7 @@
 // parse error's pointer to the right --help.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,17 @@ CLI::Validator sample_rate();
 // reference VM gave ~37 kHz and thousands lost) and the target pays for
 // every sample: says so on stderr.
 void warn_if_high_sample_rate(unsigned hz);
+
+// An option's value parsed with parse(value, &error) (parse_sort_key,
+// parse_folded_metric, ...): a value it refuses is reported on stderr as
+// "gpuprof: error: ...", and comes back empty (the command exits 2).
+template <typename Parse, typename Value>
+auto parse_option_value(Parse parse, const Value& value) {
+  std::string error;
+  auto parsed = parse(value, &error);
+  if (!parsed) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+  return parsed;
+}
 
 // The subcommand named in argv (the first argument that is one), or "".
 std::string subcommand_in(int argc, char** argv, const std::vector<std::string>& names);

@@ -13,6 +13,7 @@
 #include "analyze/streamed_aggregate.h"
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
+#include "cli/option_checks.h"
 #include "cli/report_many.h"
 #include "output/folded_stacks.h"
 #include "output/gpu_time_report.h"
@@ -476,20 +477,13 @@ int run_report(const ReportOptions& given) {
   ReportOptions options = given;
   if (!options.input_paths.empty()) options.input_path = options.input_paths.front();
   if (options.input_paths.size() > 1 || !options.by.empty()) return run_report_many(options);
-  std::string error;
   std::optional<FoldedMetric> metric;
   if (options.folded) {
-    metric = parse_folded_metric(options.metric, &error);
-    if (!metric) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-      return 2;
-    }
+    metric = cli::parse_option_value(parse_folded_metric, options.metric);
+    if (!metric) return 2;
   }
-  auto sort_key = parse_sort_key(options.sort_by, &error);
-  if (!sort_key) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 2;
-  }
+  auto sort_key = cli::parse_option_value(parse_sort_key, options.sort_by);
+  if (!sort_key) return 2;
   // The plain table streams the events (docs/report.md, "Memory").
   const bool plain_table = !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
                            options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&

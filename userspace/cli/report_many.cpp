@@ -9,6 +9,7 @@
 #include "output/job_rank_line.h"
 #include "output/op_table.h"
 #include "output/spread_table.h"
+#include "cli/option_checks.h"
 #include "cli/trace_export.h"
 
 namespace gpuprof::cli {
@@ -40,7 +41,6 @@ std::optional<JobRank> rank_of(const Recording& recording) {
 }  // namespace
 
 int run_report_many(const ReportOptions& options) {
-  std::string error;
   if (const char* option = unsupported_option(options)) {
     std::fprintf(stderr, "gpuprof: error: %s reads one recording; several are read as one table or with --by\n",
                  option);
@@ -48,17 +48,11 @@ int run_report_many(const ReportOptions& options) {
   }
   std::optional<SpreadKey> by;
   if (!options.by.empty()) {
-    by = parse_spread_key(options.by, &error);
-    if (!by) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-      return 2;
-    }
+    by = cli::parse_option_value(parse_spread_key, options.by);
+    if (!by) return 2;
   }
-  auto sort_key = parse_sort_key(options.sort_by, &error);
-  if (!sort_key) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 2;
-  }
+  auto sort_key = cli::parse_option_value(parse_sort_key, options.sort_by);
+  if (!sort_key) return 2;
   AggregateOptions aggregate_options;
   aggregate_options.raw_times = options.raw_times;
   aggregate_options.group_by_input_shape = options.group_by_input_shape;

@@ -110,9 +110,8 @@ Result<std::unique_ptr<LaunchTracer>> LaunchTracer::load(uint32_t ring_buffer_by
 LaunchTracer::~LaunchTracer() { detach(); }
 
 Result<void> LaunchTracer::attach(const std::string& path, const LaunchSites& sites, int pid) {
-  ASSIGN_OR_RETURN(UprobeMultiLink link, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_launch), path,
-                                                                 sites.offsets, sites.cookies, pid));
-  links_.push_back(std::move(link));
+  RETURN_IF_ERROR(
+      UprobeMultiLink::attach_into(links_, bpf_->progs.on_launch, path, sites.offsets, sites.cookies, pid));
   __atomic_store_n(&bpf_->bss->tracing_on, 1u, __ATOMIC_SEQ_CST);
   return {};
 }

@@ -119,10 +119,7 @@ Result<std::unique_ptr<OpTracer>> OpTracer::load(const TracerConfig& config, Tra
 OpTracer::~OpTracer() { detach(); }
 
 Result<void> OpTracer::attach_ops(const std::string& path, const ProbeSites& sites, int pid) {
-  ASSIGN_OR_RETURN(UprobeMultiLink link, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_op_probe), path,
-                                                                 sites.offsets, sites.cookies, pid));
-  op_links_.push_back(std::move(link));
-  return {};
+  return UprobeMultiLink::attach_into(op_links_, bpf_->progs.on_op_probe, path, sites.offsets, sites.cookies, pid);
 }
 
 Result<void> OpTracer::attach_catch(const std::string& libstdcxx_path, int pid) {
@@ -132,7 +129,7 @@ Result<void> OpTracer::attach_catch(const std::string& libstdcxx_path, int pid) 
     if (!offset && sym.name == "__cxa_begin_catch") offset = elf.file_offset(sym.address);
   });
   if (!offset) return Error(libstdcxx_path + " has no __cxa_begin_catch");
-  ASSIGN_OR_RETURN(catch_link_, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_op_probe), libstdcxx_path,
+  ASSIGN_OR_RETURN(catch_link_, UprobeMultiLink::attach(bpf_->progs.on_op_probe, libstdcxx_path,
                                                         {*offset}, {GP_COOKIE(GP_EV_CATCH, GP_NO_OP)}, pid));
   return {};
 }
@@ -152,7 +149,7 @@ Result<void> OpTracer::attach_memory(const std::string& libc10_path, int pid) {
     offsets.push_back(*offset);
     cookies.push_back(probe.kind);
   }
-  ASSIGN_OR_RETURN(memory_link_, UprobeMultiLink::attach(bpf_program__fd(bpf_->progs.on_memory_probe), libc10_path,
+  ASSIGN_OR_RETURN(memory_link_, UprobeMultiLink::attach(bpf_->progs.on_memory_probe, libc10_path,
                                                          offsets, cookies, pid));
   return {};
 }

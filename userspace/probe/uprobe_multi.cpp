@@ -83,9 +83,18 @@ void expect_uprobe_multi(bpf_program* program) {
   bpf_program__set_expected_attach_type(program, static_cast<bpf_attach_type>(kBpfTraceUprobeMulti));
 }
 
-Result<UprobeMultiLink> UprobeMultiLink::attach(int prog_fd, const std::string& binary_path,
+Result<void> UprobeMultiLink::attach_into(std::vector<UprobeMultiLink>& links, const bpf_program* program,
+                                          const std::string& binary_path, const std::vector<uint64_t>& offsets,
+                                          const std::vector<uint64_t>& cookies, int pid) {
+  ASSIGN_OR_RETURN(UprobeMultiLink link, attach(program, binary_path, offsets, cookies, pid));
+  links.push_back(std::move(link));
+  return {};
+}
+
+Result<UprobeMultiLink> UprobeMultiLink::attach(const bpf_program* program, const std::string& binary_path,
                                                const std::vector<uint64_t>& offsets,
                                                const std::vector<uint64_t>& cookies, int pid) {
+  const int prog_fd = bpf_program__fd(program);
   if (offsets.empty() || offsets.size() != cookies.size() || pid < 0)
     return Error("internal: bad uprobe_multi request");
   alignas(8) unsigned char attr[kBpfAttrSize] = {};

@@ -32,9 +32,14 @@ class UprobeMultiLink {
   // cookie per offset, for process pid only (pid > 0), or for every
   // process that maps the file (pid 0: record -a). The kernel also plants
   // the breakpoints in mappings created later.
-  static Result<UprobeMultiLink> attach(int prog_fd, const std::string& binary_path,
-                                       const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
-                                       int pid);
+  // `program`: loaded after expect_uprobe_multi.
+  static Result<UprobeMultiLink> attach(const bpf_program* program, const std::string& binary_path,
+                                        const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& cookies,
+                                        int pid);
+  // attach(), the link kept in `links` (a program's links, one per binary).
+  static Result<void> attach_into(std::vector<UprobeMultiLink>& links, const bpf_program* program,
+                                  const std::string& binary_path, const std::vector<uint64_t>& offsets,
+                                  const std::vector<uint64_t>& cookies, int pid);
   UprobeMultiLink(UprobeMultiLink&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   UprobeMultiLink& operator=(UprobeMultiLink&& other) noexcept;
   UprobeMultiLink(const UprobeMultiLink&) = delete;

@@ -18,6 +18,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "record/chunk_specs.h"
@@ -88,6 +89,18 @@ struct Encoder {
     put(static_cast<uint32_t>(s.size()));
     b.insert(b.end(), s.begin(), s.end());
   }
+  // A field list, each field as its type says: an integer as its bytes
+  // (u32, u64, i32, i64), a string as str.
+  template <typename... F>
+  void fields(const F&... f) {
+    (field(f), ...);
+  }
+  void field(const std::string& s) { str(s); }
+  template <typename T>
+    requires std::is_integral_v<T>
+  void field(T v) {
+    put(v);
+  }
 };
 
 // Bounds-checked payload decoder: a short read sets ok = false and yields 0/"".
@@ -114,6 +127,17 @@ struct Decoder {
     pos += ok ? n : 0;
   }
   size_t left() const { return p.size() - pos; }
+  // Encoder::fields' counterpart.
+  template <typename... F>
+  void fields(F&... f) {
+    (field(f), ...);
+  }
+  void field(std::string& s) { str(s); }
+  template <typename T>
+    requires std::is_integral_v<T>
+  void field(T& v) {
+    get(v);
+  }
 };
 
 // The field lists of the PROCESS, CLOCK, OP_TABLE entry and STATS payloads
@@ -133,8 +157,7 @@ void listed_process_fields(IO& io, P& p) {
 }
 template <typename IO, typename C>
 void clock_fields(IO& io, C& c) {
-  io.u64(c.start_monotonic_ns);
-  io.u64(c.start_realtime_ns);
+  io.fields(c.start_monotonic_ns, c.start_realtime_ns);
 }
 template <typename IO, typename O>
 void op_fields(IO& io, O& op, uint32_t version) {
@@ -172,69 +195,40 @@ void string_list(IO& io, L& list) {
 }
 template <typename IO, typename S>
 void stats_fields(IO& io, S& s, uint32_t version) {
-  io.u64(s.events_recorded);
-  io.u64(s.events_lost);
-  io.u32(s.entry_probes);
-  io.u32(s.exit_probes);
-  io.u32(s.ops_without_exit);
-  io.str(s.stop_reason);
-  if (version >= 2) {
-    io.u64(s.mem_events_lost);
-    io.u64(s.shapes_unknown);
-    io.str(s.tensor_layout);
-    io.u64(s.samples_lost);
-  }
+  io.fields(s.events_recorded, s.events_lost, s.entry_probes, s.exit_probes, s.ops_without_exit, s.stop_reason);
+  if (version >= 2) io.fields(s.mem_events_lost, s.shapes_unknown, s.tensor_layout, s.samples_lost);
   if (version >= 3) {
-    io.u64(s.symbols_unresolved);
+    io.fields(s.symbols_unresolved);
     string_list(io, s.problems);
   }
 }
 template <typename IO, typename C>
 void cuda_runtime_fields(IO& io, C& c) {
-  io.str(c.libcudart_path);
-  io.u32(c.entry_points);
-  io.u64(c.launches_lost);
+  io.fields(c.libcudart_path, c.entry_points, c.launches_lost);
 }
 template <typename IO, typename C>
 void probe_costs_fields(IO& io, C& c) {
-  for (auto* cost : {&c.entry, &c.exit, &c.entry_stepped, &c.exit_stepped}) {
-    io.u32(cost->before_ns);
-    io.u32(cost->after_ns);
-  }
+  for (auto* cost : {&c.entry, &c.exit, &c.entry_stepped, &c.exit_stepped}) io.fields(cost->before_ns, cost->after_ns);
   std::string sites(c.op_sites.begin(), c.op_sites.end());
   io.str(sites);
   if constexpr (!std::is_const_v<C>) c.op_sites.assign(sites.begin(), sites.end());
-  io.u32(c.calls);
-  io.u32(c.rounds);
-  io.u32(c.spread_permille);
-  io.u64(c.took_ns);
+  io.fields(c.calls, c.rounds, c.spread_permille, c.took_ns);
 }
 template <typename IO, typename C>
 void cupti_shim_fields(IO& io, C& c) {
-  io.str(c.shim_path);
-  io.u32(c.state);
-  io.u64(c.records_dropped);
-  io.u64(c.events_lost);
+  io.fields(c.shim_path, c.state, c.records_dropped, c.events_lost);
 }
 // THREAD_NAMES: the count, then each {tid, name}.
 template <typename IO, typename N>
 void thread_names_fields(IO& io, N& names) {
-  counted_list(io, names, 8, [](IO& io, auto& t) {  // 8: a tid and an empty name
-    io.u32(t.tid);
-    io.str(t.name);
-  });
+  counted_list(io, names, 8, [](IO& io, auto& t) { io.fields(t.tid, t.name); });  // 8: a tid and an empty name
 }
 
 // MODULE_NAMES: the count, then each {parent_frame, frame, name, position}.
 template <typename IO, typename N>
 void module_names_fields(IO& io, N& names) {
   // 16: two ids, an empty name, a position
-  counted_list(io, names, 16, [](IO& io, auto& m) {
-    io.u32(m.parent_frame);
-    io.u32(m.frame);
-    io.str(m.name);
-    io.u32(m.position);
-  });
+  counted_list(io, names, 16, [](IO& io, auto& m) { io.fields(m.parent_frame, m.frame, m.name, m.position); });
 }
 
 // The MODULE_NAMES rules of record_file.h, shared by writer and reader:
@@ -343,14 +337,87 @@ inline void append_pair(std::vector<uint8_t>& chunk, uint64_t index, uint32_t id
   chunk.insert(chunk.end(), pair, pair + kPairBytes);
 }
 
-// One sample as stored in a SAMPLES chunk (kRecordSampleBytes).
+// The fixed-size records (samples, launches, GPU correlations and
+// activities) are field lists too, each field its bytes, one after the
+// other: run by FixedEncoder (the writer) and FixedDecoder (the reader).
+// A reserved field is written 0; the reader finds the first that is not.
+template <typename T>
+struct Reserved {
+  T value = 0;
+};
+// Puts one record's fields from `out` on.
+struct FixedEncoder {
+  uint8_t* out;
+  template <typename... F>
+  void fields(const F&... f) {
+    (put(f), ...);
+  }
+  template <typename T>
+  void put(const T& v) {
+    std::memcpy(out, &v, sizeof v);
+    out += sizeof v;
+  }
+  template <typename T>
+  void put(const Reserved<T>&) {
+    put(T{0});
+  }
+};
+// Takes one record's fields from `start` on (the caller checked its size).
+struct FixedDecoder {
+  explicit FixedDecoder(const uint8_t* record) : start(record), p(record) {}
+  const uint8_t* start;
+  const uint8_t* p;
+  // The first reserved field that is not 0: its value and its byte in the record.
+  std::optional<std::pair<uint32_t, size_t>> nonzero_reserved;
+  template <typename... F>
+  void fields(F&&... f) {
+    (take(f), ...);
+  }
+  template <typename T>
+  void take(T& v) {
+    std::memcpy(&v, p, sizeof v);
+    p += sizeof v;
+  }
+  template <typename T>
+  void take(Reserved<T>& r) {
+    const size_t at = static_cast<size_t>(p - start);
+    take(r.value);
+    if (r.value != 0 && !nonzero_reserved) nonzero_reserved = {r.value, at};
+  }
+};
+
+// The bytes of one record as `layout(io, record)` lists its fields,
+// counted at compile time: the static_asserts below hold each field list
+// to its record's size (record_file.h).
+struct FixedSize {
+  size_t bytes = 0;
+  template <typename... F>
+  constexpr void fields(const F&... f) {
+    ((bytes += sizeof f), ...);
+  }
+};
+template <typename T, typename Layout>
+constexpr size_t fixed_size(Layout layout) {
+  FixedSize io;
+  T record{};
+  layout(io, record);
+  return io.bytes;
+}
+
+// One sample as stored in a SAMPLES chunk (kRecordSampleBytes): {u64 ts_ns,
+// u32 tid, u32 frame_id, u32 python_stack, u32 flags}.
+template <typename IO, typename S>
+constexpr void sample_fields(IO& io, S& s, uint32_t& flags) {
+  io.fields(s.ts_ns, s.tid, s.frame_id, s.python_stack, flags);
+}
+static_assert(fixed_size<CpuSample>([](FixedSize& io, CpuSample& s) {
+                uint32_t flags = 0;
+                sample_fields(io, s, flags);
+              }) == kRecordSampleBytes);
 inline void encode_sample(const CpuSample& s, uint8_t* out) {
-  const uint32_t flags = s.in_kernel ? kRecordSampleInKernel : 0;
-  std::memcpy(out, &s.ts_ns, 8);
-  std::memcpy(out + 8, &s.tid, 4);
-  std::memcpy(out + 12, &s.frame_id, 4);
-  std::memcpy(out + 16, &s.python_stack, 4);
-  std::memcpy(out + 20, &flags, 4);
+  uint32_t flags = s.in_kernel ? kRecordSampleInKernel : 0;
+  FixedEncoder io{out};
+  sample_fields(io, s, flags);
 }
 
 // One launch as stored in a LAUNCHES chunk: {u64 ts_ns, u64 function, u64
@@ -358,16 +425,15 @@ inline void encode_sample(const CpuSample& s, uint8_t* out) {
 // name_id, u32 reserved}, reserved fields 0.
 constexpr size_t kLaunchBytes = kRecordLaunchBytes;
 static_assert(kRecordEventsChunkBytes % kLaunchBytes == 0);
+template <typename IO, typename L>
+constexpr void launch_fields(IO& io, L& l) {
+  io.fields(l.ts_ns, l.function, l.stream, l.grid, l.block, l.tid, l.api, Reserved<uint16_t>{}, l.name_id,
+            Reserved<uint32_t>{});
+}
+static_assert(fixed_size<CudaLaunch>(launch_fields<FixedSize, CudaLaunch>) == kLaunchBytes);
 inline void encode_launch(const CudaLaunch& l, uint8_t* out) {
-  std::memset(out, 0, kLaunchBytes);
-  std::memcpy(out, &l.ts_ns, 8);
-  std::memcpy(out + 8, &l.function, 8);
-  std::memcpy(out + 16, &l.stream, 8);
-  std::memcpy(out + 24, l.grid, 12);
-  std::memcpy(out + 36, l.block, 12);
-  std::memcpy(out + 48, &l.tid, 4);
-  std::memcpy(out + 52, &l.api, 2);
-  std::memcpy(out + 56, &l.name_id, 4);
+  FixedEncoder io{out};
+  launch_fields(io, l);
 }
 
 // The launch rules of record_file.h, shared by writer and reader: "" or
@@ -393,13 +459,15 @@ inline std::string hex(uint32_t v) {
 // correlation_id, u32 tid, u32 cbid, u32 domain, u32 reserved}, reserved 0.
 constexpr size_t kGpuCorrelationBytes = kRecordGpuCorrelationBytes;
 static_assert(kRecordEventsChunkBytes % kGpuCorrelationBytes == 0);
+template <typename IO, typename C>
+constexpr void gpu_correlation_fields(IO& io, C& c) {
+  io.fields(c.ts_ns, c.correlation_id, c.tid, c.cbid, c.domain, Reserved<uint32_t>{});
+}
+static_assert(fixed_size<GpuCorrelation>(gpu_correlation_fields<FixedSize, GpuCorrelation>) ==
+              kGpuCorrelationBytes);
 inline void encode_gpu_correlation(const GpuCorrelation& c, uint8_t* out) {
-  std::memset(out, 0, kGpuCorrelationBytes);
-  std::memcpy(out, &c.ts_ns, 8);
-  std::memcpy(out + 8, &c.correlation_id, 8);
-  std::memcpy(out + 16, &c.tid, 4);
-  std::memcpy(out + 20, &c.cbid, 4);
-  std::memcpy(out + 24, &c.domain, 4);
+  FixedEncoder io{out};
+  gpu_correlation_fields(io, c);
 }
 
 // The correlation rule of record_file.h, shared by writer and reader: "" or
@@ -415,17 +483,16 @@ inline std::string gpu_correlation_problem(const GpuCorrelation& c) {
 // them: a full chunk holds 1366 (65,568 bytes), far under the cap.
 constexpr size_t kGpuActivityBytes = kRecordGpuActivityBytes;
 static_assert(kRecordEventsChunkBytes + kGpuActivityBytes <= kRecordMaxChunkPayload);
+static_assert(sizeof(GpuActivityKind) == 2);  // stored as its u16 value
+template <typename IO, typename A>
+constexpr void gpu_activity_fields(IO& io, A& a) {
+  io.fields(a.start_ns, a.end_ns, a.correlation_id, a.bytes, a.device, a.stream, a.kind, Reserved<uint16_t>{},
+            a.name_id);
+}
+static_assert(fixed_size<GpuActivity>(gpu_activity_fields<FixedSize, GpuActivity>) == kGpuActivityBytes);
 inline void encode_gpu_activity(const GpuActivity& a, uint8_t* out) {
-  const auto kind = static_cast<uint16_t>(a.kind);
-  std::memset(out, 0, kGpuActivityBytes);
-  std::memcpy(out, &a.start_ns, 8);
-  std::memcpy(out + 8, &a.end_ns, 8);
-  std::memcpy(out + 16, &a.correlation_id, 8);
-  std::memcpy(out + 24, &a.bytes, 8);
-  std::memcpy(out + 32, &a.device, 4);
-  std::memcpy(out + 36, &a.stream, 4);
-  std::memcpy(out + 40, &kind, 2);
-  std::memcpy(out + 44, &a.name_id, 4);
+  FixedEncoder io{out};
+  gpu_activity_fields(io, a);
 }
 
 // The activity rules of record_file.h, shared by writer and reader: "" or

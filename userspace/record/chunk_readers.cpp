@@ -233,110 +233,103 @@ std::string read_sample_stacks(Decoder& d, Recording& rec, Salvage& salvage) {
   return "";
 }
 
+// Appends a payload of raw structs (gp_event, gp_mem_event: the format
+// stores them as they are) to `list`; false, with nothing appended, when it
+// is not a whole number of them.
+template <typename T>
+bool append_raw(std::span<const uint8_t> payload, std::vector<T>& list) {
+  if (payload.size() % sizeof(T) != 0) return false;
+  const size_t base = list.size();
+  list.resize(base + payload.size() / sizeof(T));
+  if (!payload.empty())  // memcpy must not see the null data() of an empty vector
+    std::memcpy(list.data() + base, payload.data(), payload.size());
+  return true;
+}
+
+// Puts `item` in the place of the entry of `list` with its pid, when there
+// is one, else at the end.
+template <typename T>
+void put_by_pid(std::vector<T>& list, T item) {
+  auto known = std::find_if(list.begin(), list.end(), [&](const T& q) { return q.pid == item.pid; });
+  if (known != list.end())
+    *known = std::move(item);
+  else
+    list.push_back(std::move(item));
+}
+
+// Checks and appends a payload of fixed-size records of record_bytes each
+// to `list` (`many` names them when it is not a whole number of them):
+// fields(io, record) decodes one, problem(record) says what is wrong with
+// it ("" when nothing), and its reserved fields must be 0. An error names
+// the record as "<one> <i>".
+template <typename T, typename Fields, typename Problem>
+std::string read_records(std::span<const uint8_t> payload, size_t record_bytes, const char* one, const char* many,
+                         std::vector<T>& list, Fields fields, Problem problem) {
+  if (payload.size() % record_bytes != 0) return not_whole(payload.size(), record_bytes, many);
+  for (size_t i = 0; i < payload.size() / record_bytes; ++i) {
+    FixedDecoder io{payload.data() + i * record_bytes};
+    T record;
+    fields(io, record);
+    std::string why = problem(record);
+    if (why.empty() && io.nonzero_reserved)
+      why = "reserved field " + hex(io.nonzero_reserved->first) + " at byte " +
+            std::to_string(io.nonzero_reserved->second) + " (must be 0)";
+    if (!why.empty()) return std::string(one) + " " + std::to_string(i) + " has " + why;
+    list.push_back(record);
+  }
+  return "";
+}
+
 // Checks and appends a SAMPLES payload to rec.samples.
 std::string read_samples(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
-  if (payload.size() % kRecordSampleBytes != 0)
-    return not_whole(payload.size(), kRecordSampleBytes, "samples");
-  const size_t n = payload.size() / kRecordSampleBytes;
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = payload.data() + i * kRecordSampleBytes;
-    const uint32_t flags = get<uint32_t>(p + 20);
-    CpuSample s{get<uint64_t>(p), get<uint32_t>(p + 8), get<uint32_t>(p + 12),
-                (flags & kRecordSampleInKernel) != 0, get<uint32_t>(p + 16)};
+  uint32_t flags = 0;  // the sample's last decoded
+  auto fields = [&](FixedDecoder& io, CpuSample& s) {
+    sample_fields(io, s, flags);
+    s.in_kernel = (flags & kRecordSampleInKernel) != 0;
+  };
+  auto problem = [&](const CpuSample& s) -> std::string {
     if (!salvage.frames.reach(rec.sample_frames, s.frame_id))
-      return "sample " + std::to_string(i) + " has frame_id " + std::to_string(s.frame_id) +
-             ", but " + std::to_string(rec.sample_frames.size()) + " frames are defined";
+      return "frame_id " + std::to_string(s.frame_id) + ", but " + std::to_string(rec.sample_frames.size()) +
+             " frames are defined";
     if (s.python_stack != kNoPythonStack && !salvage.stacks.reach(rec.sample_stacks, s.python_stack))
-      return "sample " + std::to_string(i) + " has python_stack " +
-             std::to_string(s.python_stack) + ", but " +
+      return "python_stack " + std::to_string(s.python_stack) + ", but " +
              std::to_string(rec.sample_stacks.size()) + " stacks are defined";
-    if ((flags & ~kRecordSampleInKernel) != 0) {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%x", flags & ~kRecordSampleInKernel);
-      return "sample " + std::to_string(i) + " has unknown flags " + hex;
-    }
-    rec.samples.push_back(s);
-  }
-  salvage.samples.read(n);
-  return "";
+    if ((flags & ~kRecordSampleInKernel) != 0) return "unknown flags " + hex(flags & ~kRecordSampleInKernel);
+    return "";
+  };
+  std::string problems = read_records(payload, kRecordSampleBytes, "sample", "samples", rec.samples, fields, problem);
+  if (problems.empty()) salvage.samples.read(payload.size() / kRecordSampleBytes);
+  return problems;
+}
+
+// The problem(record, names defined) of a record that names a kernel name
+// (launches, GPU activities), where a lost name stands as its placeholder.
+template <typename T>
+auto naming_kernel(Recording& rec, Salvage& salvage, std::string (*problem)(const T&, size_t)) {
+  return [&rec, &salvage, problem](const T& record) {
+    salvage.launch_names.reach(rec.launch_names, record.name_id);
+    return problem(record, rec.launch_names.size());
+  };
 }
 
 // Checks and appends a LAUNCHES payload to rec.launches.
 std::string read_launches(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
-  if (payload.size() % kLaunchBytes != 0)
-    return not_whole(payload.size(), kLaunchBytes, "launches");
-  const size_t n = payload.size() / kLaunchBytes;
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = payload.data() + i * kLaunchBytes;
-    CudaLaunch l;
-    l.ts_ns = get<uint64_t>(p);
-    l.function = get<uint64_t>(p + 8);
-    l.stream = get<uint64_t>(p + 16);
-    std::memcpy(l.grid, p + 24, 12);
-    std::memcpy(l.block, p + 36, 12);
-    l.tid = get<uint32_t>(p + 48);
-    l.api = get<uint16_t>(p + 52);
-    l.name_id = get<uint32_t>(p + 56);
-    salvage.launch_names.reach(rec.launch_names, l.name_id);  // a lost kernel name: its placeholder
-    if (std::string problem = launch_problem(l, rec.launch_names.size()); !problem.empty())
-      return "launch " + std::to_string(i) + " has " + problem;
-    const uint32_t reserved[2] = {get<uint16_t>(p + 54), get<uint32_t>(p + 60)};
-    for (int r = 0; r < 2; ++r)
-      if (reserved[r] != 0) {
-        char hex[16];
-        std::snprintf(hex, sizeof hex, "0x%x", reserved[r]);
-        return "launch " + std::to_string(i) + " has reserved field " + hex + " at byte " +
-               (r == 0 ? "54" : "60") + " (must be 0)";
-      }
-    rec.launches.push_back(l);
-  }
-  return "";
+  return read_records(payload, kLaunchBytes, "launch", "launches", rec.launches,
+                      launch_fields<FixedDecoder, CudaLaunch>, naming_kernel(rec, salvage, launch_problem));
 }
 
 // Checks and appends a GPU_CORRELATIONS payload to rec.gpu_correlations.
 std::string read_gpu_correlations(std::span<const uint8_t> payload, Recording& rec) {
-  if (payload.size() % kGpuCorrelationBytes != 0)
-    return not_whole(payload.size(), kGpuCorrelationBytes, "GPU correlations");
-  const size_t n = payload.size() / kGpuCorrelationBytes;
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = payload.data() + i * kGpuCorrelationBytes;
-    GpuCorrelation c{get<uint64_t>(p), get<uint64_t>(p + 8), get<uint32_t>(p + 16),
-                     get<uint32_t>(p + 20), get<uint32_t>(p + 24)};
-    if (std::string problem = gpu_correlation_problem(c); !problem.empty())
-      return "GPU correlation " + std::to_string(i) + " has " + problem;
-    if (const uint32_t reserved = get<uint32_t>(p + 28); reserved != 0)
-      return "GPU correlation " + std::to_string(i) + " has reserved field " + hex(reserved) +
-             " at byte 28 (must be 0)";
-    rec.gpu_correlations.push_back(c);
-  }
-  return "";
+  return read_records(payload, kGpuCorrelationBytes, "GPU correlation", "GPU correlations", rec.gpu_correlations,
+                      gpu_correlation_fields<FixedDecoder, GpuCorrelation>, gpu_correlation_problem);
 }
 
-// Checks and appends a GPU_ACTIVITIES payload to rec.gpu_activities.
+// Checks and appends a GPU_ACTIVITIES payload to rec.gpu_activities (an
+// unknown kind is decoded as it is, and refused by gpu_activity_problem).
 std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec, Salvage& salvage) {
-  if (payload.size() % kGpuActivityBytes != 0)
-    return not_whole(payload.size(), kGpuActivityBytes, "GPU activities");
-  const size_t n = payload.size() / kGpuActivityBytes;
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = payload.data() + i * kGpuActivityBytes;
-    GpuActivity a;
-    a.start_ns = get<uint64_t>(p);
-    a.end_ns = get<uint64_t>(p + 8);
-    a.correlation_id = get<uint64_t>(p + 16);
-    a.bytes = get<uint64_t>(p + 24);
-    a.device = get<uint32_t>(p + 32);
-    a.stream = get<uint32_t>(p + 36);
-    a.kind = static_cast<GpuActivityKind>(get<uint16_t>(p + 40));  // checked just below
-    a.name_id = get<uint32_t>(p + 44);
-    salvage.launch_names.reach(rec.launch_names, a.name_id);  // a lost kernel name: its placeholder
-    if (std::string problem = gpu_activity_problem(a, rec.launch_names.size()); !problem.empty())
-      return "GPU activity " + std::to_string(i) + " has " + problem;
-    if (const uint16_t reserved = get<uint16_t>(p + 42); reserved != 0)
-      return "GPU activity " + std::to_string(i) + " has reserved field " + hex(reserved) +
-             " at byte 42 (must be 0)";
-    rec.gpu_activities.push_back(a);
-  }
-  return "";
+  return read_records(payload, kGpuActivityBytes, "GPU activity", "GPU activities", rec.gpu_activities,
+                      gpu_activity_fields<FixedDecoder, GpuActivity>,
+                      naming_kernel(rec, salvage, gpu_activity_problem));
 }
 
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
@@ -364,31 +357,37 @@ std::string check_events(size_t base, Recording& rec, Seen& seen) {
 }  // namespace
 
 
+// The chunk types a file holds once at most, each with the flag Seen keeps of it.
+constexpr std::pair<ChunkType, bool Seen::*> kOnce[] = {
+    {ChunkType::PROCESS, &Seen::process},           {ChunkType::CLOCK, &Seen::clock},
+    {ChunkType::OP_TABLE, &Seen::ops},              {ChunkType::OPTIONS, &Seen::options},
+    {ChunkType::CUDA_RUNTIME, &Seen::cuda_runtime}, {ChunkType::CUPTI_SHIM, &Seen::cupti_shim},
+    {ChunkType::THREAD_NAMES, &Seen::thread_names}, {ChunkType::STATS, &Seen::stats},
+};
+
 std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recording& rec,
                         Seen& seen) {
   const ChunkSpec* spec = find_chunk_spec(type, seen.version);
   if (spec == nullptr) return "";  // unknown type, checksum verified: skip (forward compatibility)
   const ChunkType t = spec->type;
   const std::string name = spec->name;
-  auto first = [](bool& flag) { return !std::exchange(flag, true); };
   const bool data = spec->place == ChunkPlace::data;
   if ((data || spec->place == ChunkPlace::stats) && !seen.mandatory())
     return name + " chunk before the " + seen.mandatory_names() + " chunks";
   if (data && seen.stats) return name + " chunk after the STATS chunk";
   if (!gate_open(spec->gate, rec.options))
     return name + " chunk in a recording without " + gate_missing(spec->gate);
+  for (const auto& [once, met] : kOnce)
+    if (t == once && std::exchange(seen.*met, true)) return "duplicate " + name + " chunk";
   Decoder d{payload};
   switch (t) {
     case ChunkType::PROCESS:
-      if (!first(seen.process)) return "duplicate PROCESS chunk";
       process_fields(d, rec.process);
       break;
     case ChunkType::CLOCK:
-      if (!first(seen.clock)) return "duplicate CLOCK chunk";
       clock_fields(d, rec.clock);
       break;
     case ChunkType::OP_TABLE: {
-      if (!first(seen.ops)) return "duplicate OP_TABLE chunk";
       uint32_t count;
       d.u32(count);
       if (count > d.left() / min_op_bytes(seen.version))
@@ -402,7 +401,6 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     }
     case ChunkType::OPTIONS: {
-      if (!first(seen.options)) return "duplicate OPTIONS chunk";
       uint32_t flags;
       d.u32(flags);
       const uint32_t known = kRecordOptionShapes | kRecordOptionMemory | kRecordOptionSampled |
@@ -423,12 +421,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     }
     case ChunkType::EVENTS: {
-      if (payload.size() % sizeof(gp_event) != 0)
-        return not_whole(payload.size(), sizeof(gp_event), "events");
       const size_t base = rec.events.size();
-      rec.events.resize(base + payload.size() / sizeof(gp_event));
-      if (!payload.empty())  // memcpy must not see the null data() of an empty vector
-        std::memcpy(rec.events.data() + base, payload.data(), payload.size());
+      if (!append_raw(payload, rec.events)) return not_whole(payload.size(), sizeof(gp_event), "events");
       // After a lost OP_EVENTS chunk only the next one's first_event says
       // how many events it held: raw events cannot be placed.
       if (seen.salvage.events.awaiting_first()) seen.salvage.events.lose_uncounted();
@@ -451,12 +445,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::ENTRY_SHAPES:
       return read_entry_shapes(payload, rec, seen);
     case ChunkType::MEM_EVENTS: {
-      if (payload.size() % sizeof(gp_mem_event) != 0)
-        return not_whole(payload.size(), sizeof(gp_mem_event), "memory events");
       const size_t base = rec.mem_events.size();
-      rec.mem_events.resize(base + payload.size() / sizeof(gp_mem_event));
-      if (!payload.empty())  // memcpy must not see the null data() of an empty vector
-        std::memcpy(rec.mem_events.data() + base, payload.data(), payload.size());
+      if (!append_raw(payload, rec.mem_events))
+        return not_whole(payload.size(), sizeof(gp_mem_event), "memory events");
       for (size_t i = base; i < rec.mem_events.size(); ++i)
         if (!mem_event_ok(rec.mem_events[i]))
           return "memory event " + std::to_string(i - base) + " has unknown kind " +
@@ -487,7 +478,6 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       return problem;
     }
     case ChunkType::CUDA_RUNTIME:
-      if (!first(seen.cuda_runtime)) return "duplicate CUDA_RUNTIME chunk";
       cuda_runtime_fields(d, rec.cuda_runtime.emplace());
       break;
     case ChunkType::GPU_CORRELATIONS: {
@@ -502,7 +492,6 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       return problem;
     }
     case ChunkType::CUPTI_SHIM:
-      if (!first(seen.cupti_shim)) return "duplicate CUPTI_SHIM chunk";
       cupti_shim_fields(d, rec.cupti_shim.emplace());
       break;
     case ChunkType::PROBE_COSTS: {
@@ -546,18 +535,10 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       if (!d.ok) break;
       // A process defined again (-a: its environment read again once it
       // exec'd into Python) keeps its place, with the new numbers.
-      for (JobRank& r : ranks) {
-        auto known = std::find_if(rec.job_ranks.begin(), rec.job_ranks.end(),
-                                  [&](const JobRank& q) { return q.pid == r.pid; });
-        if (known != rec.job_ranks.end())
-          *known = std::move(r);
-        else
-          rec.job_ranks.push_back(std::move(r));
-      }
+      for (JobRank& r : ranks) put_by_pid(rec.job_ranks, std::move(r));
       break;
     }
     case ChunkType::THREAD_NAMES:
-      if (!first(seen.thread_names)) return "duplicate THREAD_NAMES chunk";
       thread_names_fields(d, rec.thread_names);
       if (d.ok)
         if (std::string problem = thread_names_problem(rec.thread_names); !problem.empty()) return problem;
@@ -575,12 +556,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
           return "process " + std::to_string(i) + " " + problem;
         // A process defined again (it loaded libtorch after it was first
         // seen) keeps its place, with the new description.
-        auto known = std::find_if(rec.processes.begin(), rec.processes.end(),
-                                  [&](const ProcessInfo& q) { return q.pid == p.pid; });
-        if (known != rec.processes.end())
-          *known = std::move(p);
-        else
-          rec.processes.push_back(std::move(p));
+        put_by_pid(rec.processes, std::move(p));
       }
       break;
     }
@@ -612,7 +588,6 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     }
     case ChunkType::STATS:
-      if (!first(seen.stats)) return "duplicate STATS chunk";
       stats_fields(d, rec.stats, seen.version);
       break;
     case ChunkType::END:

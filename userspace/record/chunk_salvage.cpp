@@ -49,6 +49,22 @@ std::string items(uint64_t payload_bytes, uint64_t size, const std::string& what
 constexpr uint64_t kSmallestName = 4;
 constexpr uint64_t kSmallestOp = 20;
 
+// The chunks whose loss costs nothing but what they held: no later chunk
+// needs them to be placed. What each held, as the warning names it.
+struct LostAlone {
+  ChunkType type;
+  const char* held;
+};
+constexpr LostAlone kLostAlone[] = {
+    {ChunkType::PROCESSES, "process descriptions (command lines)"},
+    {ChunkType::CUDA_RUNTIME, "the CUDA runtime description (read as no CUDA runtime probed)"},
+    {ChunkType::CUPTI_SHIM, "the CUPTI shim's state (read as no shim)"},
+    {ChunkType::THREAD_NAMES, "the thread names (threads show as their ids)"},
+    {ChunkType::JOB_RANKS, "job ranks (those processes show no rank)"},
+    {ChunkType::MODULE_NAMES, "module attribute names (those modules show as their instance labels)"},
+    {ChunkType::PROBE_COSTS, "a calibration of the probes' costs"},
+};
+
 }  // namespace
 
 std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, std::optional<uint64_t> raw_bytes,
@@ -74,6 +90,8 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
     return std::string(what) + " from id " + std::to_string(next_id) + " on (what names them shows " + shown +
            ")";
   };
+  for (const LostAlone& alone : kLostAlone)
+    if (type == alone.type) return alone.held;
   const uint64_t pairs = payload_bytes / 12;  // {u64 index, u32 id}
   switch (type.value_or(static_cast<ChunkType>(0))) {
     case ChunkType::OP_EVENTS:
@@ -112,22 +130,8 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
                         kLostKernelName);
     case ChunkType::MORE_OPS:
       return dictionary(ops, kSmallestOp, "the op table", rec.ops.size(), kLostOp);
-    case ChunkType::PROCESSES:
-      return "process descriptions (command lines)";
     case ChunkType::THREAD_PROCESSES:
       return "the processes of " + std::to_string(payload_bytes / 8) + " threads";
-    case ChunkType::CUDA_RUNTIME:
-      return "the CUDA runtime description (read as no CUDA runtime probed)";
-    case ChunkType::CUPTI_SHIM:
-      return "the CUPTI shim's state (read as no shim)";
-    case ChunkType::THREAD_NAMES:
-      return "the thread names (threads show as their ids)";
-    case ChunkType::JOB_RANKS:
-      return "job ranks (those processes show no rank)";
-    case ChunkType::MODULE_NAMES:
-      return "module attribute names (those modules show as their instance labels)";
-    case ChunkType::PROBE_COSTS:
-      return "a calibration of the probes' costs";
     case ChunkType::STATS:
       stats = true;
       return "the recording's counters and warnings (events lost, probes, stop reason)";

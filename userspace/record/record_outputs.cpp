@@ -6,11 +6,12 @@ namespace gpuprof {
 
 RecordOutputs::RecordOutputs(ProcessInfo process, ClockInfo clock, std::vector<OpInfo> ops,
                              RecordOptions options, mode_t mode)
-    : process_(std::move(process)),
-      clock_(clock),
-      ops_(std::move(ops)),
-      options_(options),
-      mode_(mode) {}
+    : mode_(mode) {
+  defined_.process = std::move(process);
+  defined_.clock = clock;
+  defined_.ops = std::move(ops);
+  defined_.options = options;
+}
 
 template <typename Write>
 bool RecordOutputs::each(std::string* error, Write write) {
@@ -32,22 +33,22 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
   file = File{};
   auto writer = RecordWriter::create(path, error, mode_);
   if (!writer) return false;
-  ClockInfo clock = clock_;
-  if (start_monotonic_ns > clock_.start_monotonic_ns) {
-    clock.start_realtime_ns += start_monotonic_ns - clock_.start_monotonic_ns;
+  ClockInfo clock = defined_.clock;
+  if (start_monotonic_ns > defined_.clock.start_monotonic_ns) {
+    clock.start_realtime_ns += start_monotonic_ns - defined_.clock.start_monotonic_ns;
     clock.start_monotonic_ns = start_monotonic_ns;
   }
-  if (!writer->begin(process_, clock, ops_, options_, error)) return false;
+  if (!writer->begin(defined_.process, clock, defined_.ops, defined_.options, error)) return false;
   // The dictionaries so far, with the ids the session already handed out.
-  for (const std::string& frame : frames_)
+  for (const std::string& frame : defined_.sample_frames)
     if (!writer->add_sample_frame(frame, error)) return false;
-  for (const std::vector<uint32_t>& stack : stacks_)
+  for (const std::vector<uint32_t>& stack : defined_.sample_stacks)
     if (!writer->add_sample_stack(stack, error)) return false;
-  for (const std::string& name : launch_names_)
+  for (const std::string& name : defined_.launch_names)
     if (!writer->add_launch_name(name, error)) return false;
-  if (probe_costs_ && !writer->set_probe_costs(*probe_costs_, error)) return false;
-  if (!writer->add_module_names(module_names_, error)) return false;
-  if (!writer->add_job_ranks(job_ranks_, error)) return false;
+  if (defined_.probe_costs && !writer->set_probe_costs(*defined_.probe_costs, error)) return false;
+  if (!writer->add_module_names(defined_.module_names, error)) return false;
+  if (!writer->add_job_ranks(defined_.job_ranks, error)) return false;
   file.writer.emplace(std::move(*writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
@@ -74,32 +75,32 @@ bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_
   own.events_lost -= std::min(own.events_lost, at_open.events_lost);
   own.mem_events_lost -= std::min(own.mem_events_lost, at_open.mem_events_lost);
   own.samples_lost -= std::min(own.samples_lost, at_open.samples_lost);
-  if (cuda_runtime_ && !writer.set_cuda_runtime(*cuda_runtime_, error)) return false;
-  if (cupti_shim_ && !writer.set_cupti_shim(*cupti_shim_, error)) return false;
-  if (!writer.set_thread_names(thread_names_, error)) return false;
+  if (defined_.cuda_runtime && !writer.set_cuda_runtime(*defined_.cuda_runtime, error)) return false;
+  if (defined_.cupti_shim && !writer.set_cupti_shim(*defined_.cupti_shim, error)) return false;
+  if (!writer.set_thread_names(defined_.thread_names, error)) return false;
   return writer.finish(own, end_monotonic_ns, error);
 }
 
 std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
-  ops_.push_back(op);
-  return static_cast<uint32_t>(ops_.size() - 1);
+  defined_.ops.push_back(op);
+  return static_cast<uint32_t>(defined_.ops.size() - 1);
 }
 
 bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_module_names(names, &err); })) return false;
-  module_names_.insert(module_names_.end(), names.begin(), names.end());
+  defined_.module_names.insert(defined_.module_names.end(), names.begin(), names.end());
   return true;
 }
 
 bool RecordOutputs::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_job_ranks(ranks, &err); })) return false;
-  job_ranks_.insert(job_ranks_.end(), ranks.begin(), ranks.end());
+  defined_.job_ranks.insert(defined_.job_ranks.end(), ranks.begin(), ranks.end());
   return true;
 }
 
 bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {
-  probe_costs_ = costs;  // the latest, for a file opened later
+  defined_.probe_costs = costs;  // the latest, for a file opened later
   return each(error, [&](File& f, std::string& err) { return f.writer->set_probe_costs(costs, &err); });
 }
 
@@ -126,14 +127,14 @@ bool RecordOutputs::append_mem_events(const gp_mem_event* events, size_t count, 
 bool RecordOutputs::add_sample_frame(const std::string& name, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_frame(name, &err); }))
     return false;
-  frames_.push_back(name);
+  defined_.sample_frames.push_back(name);
   return true;
 }
 
 bool RecordOutputs::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_stack(frame_ids, &err); }))
     return false;
-  stacks_.push_back(frame_ids);
+  defined_.sample_stacks.push_back(frame_ids);
   return true;
 }
 
@@ -160,7 +161,7 @@ bool RecordOutputs::append_sample_kernel_stack(uint64_t sample_index, uint32_t s
 bool RecordOutputs::add_launch_name(const std::string& name, std::string* error) {
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_launch_name(name, &err); }))
     return false;
-  launch_names_.push_back(name);
+  defined_.launch_names.push_back(name);
   return true;
 }
 

@@ -71,9 +71,9 @@ class RecordOutputs {
   bool append_launches(const CudaLaunch* launches, size_t count, std::string* error);
   bool append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error);
   bool append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error);
-  void set_cuda_runtime(const CudaRuntimeInfo& info) { cuda_runtime_ = info; }
-  void set_cupti_shim(const CuptiShimInfo& info) { cupti_shim_ = info; }
-  void set_thread_names(std::vector<ThreadName> names) { thread_names_ = std::move(names); }
+  void set_cuda_runtime(const CudaRuntimeInfo& info) { defined_.cuda_runtime = info; }
+  void set_cupti_shim(const CuptiShimInfo& info) { defined_.cupti_shim = info; }
+  void set_thread_names(std::vector<ThreadName> names) { defined_.thread_names = std::move(names); }
   // Written at once to every open file and to each file opened later.
   bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
   // Job ranks (JobRank): written at once to every open file and to each
@@ -85,9 +85,9 @@ class RecordOutputs {
   bool flush(std::string* error);
 
   // Global counts (every file shares them).
-  uint32_t sample_frames_defined() const { return static_cast<uint32_t>(frames_.size()); }
-  uint32_t sample_stacks_defined() const { return static_cast<uint32_t>(stacks_.size()); }
-  uint32_t launch_names_defined() const { return static_cast<uint32_t>(launch_names_.size()); }
+  uint32_t sample_frames_defined() const { return static_cast<uint32_t>(defined_.sample_frames.size()); }
+  uint32_t sample_stacks_defined() const { return static_cast<uint32_t>(defined_.sample_stacks.size()); }
+  uint32_t launch_names_defined() const { return static_cast<uint32_t>(defined_.launch_names.size()); }
   uint64_t events_appended() const { return events_; }
   uint64_t samples_appended() const { return samples_; }
 
@@ -106,21 +106,14 @@ class RecordOutputs {
   template <typename Write>
   bool each(std::string* error, Write write);
 
-  ProcessInfo process_;
-  ClockInfo clock_;
-  std::vector<OpInfo> ops_;
-  RecordOptions options_;
+  // What every file defines, opened now or later, in the Recording fields
+  // its reader puts them in: the process, clock, ops and options it begins
+  // with, the dictionaries so far (sample frames and stacks, launch names),
+  // the module names, job ranks and probe costs, and the CUDA runtime, shim
+  // and thread names it ends with (the latest set). Nothing else is used.
+  Recording defined_;
   mode_t mode_;
   std::array<File, 2> files_;
-  std::vector<std::string> frames_;
-  std::vector<std::vector<uint32_t>> stacks_;
-  std::vector<std::string> launch_names_;
-  std::optional<CudaRuntimeInfo> cuda_runtime_;
-  std::optional<CuptiShimInfo> cupti_shim_;
-  std::vector<ThreadName> thread_names_;
-  std::vector<ModuleName> module_names_;
-  std::vector<JobRank> job_ranks_;
-  std::optional<ProbeCosts> probe_costs_;
   uint64_t events_ = 0;
   uint64_t samples_ = 0;
 };

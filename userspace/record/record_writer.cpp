@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "base/file_mode.h"
@@ -26,22 +28,64 @@ namespace {
 size_t payload_size(const std::vector<uint8_t>& chunk) {
   return chunk.size() - kRecordChunkHeaderSize;
 }
+// What an entry shape, entry stack or kernel stack names: an item of the
+// events or samples that has a property (ENTRY, in_kernel), in the words
+// of named_item_problem's answers.
+struct NamedItems {
+  const char* previous;  // "entry shape's event"
+  const char* items;     // "events"
+  const char* property;  // "an ENTRY event"
+};
+constexpr NamedItems kEntryShapeEvents{"entry shape's event", "events", "an ENTRY event"};
+constexpr NamedItems kEntryStackEvents{"entry stack's event", "events", "an ENTRY event"};
+constexpr NamedItems kKernelStackSamples{"kernel stack's sample", "samples", "an in-kernel sample"};
 // Why an entry shape, entry stack or kernel stack cannot name item `index` of
-// the events or samples ("" when it can): each kind names, in rising order,
-// items appended already that have its property (ENTRY, in_kernel).
-std::string named_item_problem(uint64_t index, uint64_t next, const char* previous,
-                               uint64_t appended, const char* items, bool has_property,
-                               const char* property) {
+// the `appended` items ("" when it can): each kind names, in rising order
+// (from `next` on), items appended already that have its property.
+std::string named_item_problem(uint64_t index, uint64_t next, uint64_t appended, bool has_property,
+                               const NamedItems& named) {
   if (index < next)
-    return std::string("not above the previous ") + previous + " " + std::to_string(next - 1);
-  if (index >= appended) return "only " + std::to_string(appended) + " " + items + " were appended";
-  if (!has_property) return std::string("it is not ") + property;
+    return std::string("not above the previous ") + named.previous + " " + std::to_string(next - 1);
+  if (index >= appended) return "only " + std::to_string(appended) + " " + named.items + " were appended";
+  if (!has_property) return std::string("it is not ") + named.property;
   return "";
 }
 std::string stack_id_problem(uint32_t stack_id, uint32_t stacks) {
   if (stack_id < stacks) return "";
   return "stack_id " + std::to_string(stack_id) + ", but " + std::to_string(stacks) +
          " stacks are defined";
+}
+// The refusals of one call: each sets *error to "<path>: <not_doing>[ <id>]:
+// <why>" ("...: not defining sample frame 3: too many frames") and returns
+// false. The message is built only when a refusal is made.
+class Refusal {
+ public:
+  Refusal(const std::string& path, const char* not_doing, std::optional<uint64_t> id, std::string* error)
+      : path_(path), not_doing_(not_doing), id_(id), error_(error) {}
+  bool operator()(const std::string& why) const {
+    *error_ = path_ + ": " + not_doing_ + (id_ ? " " + std::to_string(*id_) : "") + ": " + why;
+    return false;
+  }
+
+ private:
+  const std::string& path_;
+  const char* not_doing_;
+  std::optional<uint64_t> id_;
+  std::string* error_;
+};
+// An {index, stack_id} pair of ENTRY_STACKS or SAMPLE_KERNEL_STACKS: appended
+// to `chunk`, with `next` moved past index, or refused: index must name one
+// of the `appended` items (named_item_problem), stack_id one of the
+// `stacks` defined.
+bool add_stack_pair(std::vector<uint8_t>& chunk, uint64_t index, uint32_t stack_id, uint32_t stacks,
+                    uint64_t appended, bool has_property, const NamedItems& named, uint64_t& next,
+                    const Refusal& refuse) {
+  std::string why = named_item_problem(index, next, appended, has_property, named);
+  if (why.empty()) why = stack_id_problem(stack_id, stacks);
+  if (!why.empty()) return refuse(why);
+  append_pair(chunk, index, stack_id);
+  next = index + 1;
+  return true;
 }
 }  // namespace
 
@@ -336,15 +380,10 @@ void RecordWriter::forget_old_entries() {
 bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes,
                                  std::string* error) {
   if (!check_state(State::kBegun, "append_shapes", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error =
-        path_ + ": not recording the shapes of event " + std::to_string(event_index) + ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not recording the shapes of event", event_index, error);
   if (!options_.shapes) return refuse("the recording was begun without the shapes option");
-  if (std::string why = named_item_problem(event_index, next_entry_index_, "entry shape's event",
-                                           events_appended(), "events",
-                                           entries_.test(event_index), "an ENTRY event");
+  if (std::string why = named_item_problem(event_index, next_entry_index_, events_appended(),
+                                           entries_.test(event_index), kEntryShapeEvents);
       !why.empty())
     return refuse(why);
   if (shapes.size() > UINT32_MAX) return refuse("too many arguments");
@@ -392,11 +431,7 @@ bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, s
 
 bool RecordWriter::add_sample_frame(const std::string& name, std::string* error) {
   if (!check_state(State::kBegun, "add_sample_frame", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not defining sample frame " + std::to_string(sample_frames_defined()) +
-             ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not defining sample frame", sample_frames_defined(), error);
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (sample_frames_defined() == UINT32_MAX) return refuse("too many frames");
@@ -406,11 +441,7 @@ bool RecordWriter::add_sample_frame(const std::string& name, std::string* error)
 
 bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
   if (!check_state(State::kBegun, "add_sample_stack", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not defining sample stack " + std::to_string(sample_stacks_defined()) +
-             ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not defining sample stack", sample_stacks_defined(), error);
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (sample_stacks_defined() == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
@@ -460,19 +491,11 @@ bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::s
 
 bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
   if (!check_state(State::kBegun, "append_entry_stack", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error =
-        path_ + ": not recording the stack of event " + std::to_string(event_index) + ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not recording the stack of event", event_index, error);
   if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  std::string why = named_item_problem(event_index, next_stack_entry_index_,
-                                       "entry stack's event", events_appended(), "events",
-                                       entries_.test(event_index), "an ENTRY event");
-  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
-  if (!why.empty()) return refuse(why);
-  append_pair(pending_[kEntryStacks].bytes, event_index, stack_id);
-  next_stack_entry_index_ = event_index + 1;
+  if (!add_stack_pair(pending_[kEntryStacks].bytes, event_index, stack_id, sample_stacks_defined(), events_appended(),
+                      entries_.test(event_index), kEntryStackEvents, next_stack_entry_index_, refuse))
+    return false;
   forget_old_entries();
   return buffered_one(kEntryStacks, error);
 }
@@ -480,30 +503,19 @@ bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, s
 bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id,
                                               std::string* error) {
   if (!check_state(State::kBegun, "append_sample_kernel_stack", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not recording the kernel stack of sample " + std::to_string(sample_index) +
-             ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not recording the kernel stack of sample", sample_index, error);
   if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
-  std::string why = named_item_problem(sample_index, next_kernel_sample_index_,
-                                       "kernel stack's sample", samples_appended(), "samples",
-                                       in_kernel_.test(sample_index), "an in-kernel sample");
-  if (why.empty()) why = stack_id_problem(stack_id, sample_stacks_defined());
-  if (!why.empty()) return refuse(why);
-  append_pair(pending_[kKernelStacks].bytes, sample_index, stack_id);
-  next_kernel_sample_index_ = sample_index + 1;
+  if (!add_stack_pair(pending_[kKernelStacks].bytes, sample_index, stack_id, sample_stacks_defined(),
+                      samples_appended(), in_kernel_.test(sample_index), kKernelStackSamples,
+                      next_kernel_sample_index_, refuse))
+    return false;
   in_kernel_.forget_below(next_kernel_sample_index_);
   return buffered_one(kKernelStacks, error);
 }
 
 bool RecordWriter::add_launch_name(const std::string& name, std::string* error) {
   if (!check_state(State::kBegun, "add_launch_name", error)) return false;
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not defining launch name " + std::to_string(launch_names_defined()) +
-             ": " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not defining launch name", launch_names_defined(), error);
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (launch_names_defined() == UINT32_MAX) return refuse("too many names");
   if (4 + name.size() > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
@@ -520,10 +532,7 @@ bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std
 
 bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
   if (!disk_full() && !check_state(State::kBegun, "set_cuda_runtime", error)) return false;  // finish() writes it
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not recording the CUDA runtime: " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not recording the CUDA runtime", std::nullopt, error);
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (info.libcudart_path.size() > kRecordMaxChunkPayload - 16)  // str length, u32, u64
     return refuse("the libcudart path is too long");
@@ -553,10 +562,7 @@ bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t c
 
 bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
   if (!disk_full() && !check_state(State::kBegun, "set_cupti_shim", error)) return false;  // finish() writes it
-  auto refuse = [&](const std::string& why) {
-    *error = path_ + ": not recording the CUPTI shim: " + why;
-    return false;
-  };
+  const Refusal refuse(path_, "not recording the CUPTI shim", std::nullopt, error);
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (info.shim_path.size() > kRecordMaxChunkPayload - 24)  // str length, u32, u64, u64
     return refuse("the shim path is too long");

@@ -58,22 +58,14 @@ std::vector<MapsEntry> parse_maps(std::string_view text) {
     const size_t eol = text.find('\n');
     const std::string line(text.substr(0, eol));
     text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
-    // start-end perms offset major:minor inode [path]
-    unsigned long long start = 0, end = 0, offset = 0, inode = 0;
-    unsigned dev_major = 0, dev_minor = 0;
+    // start-end perms offset major:minor inode [path], read into the entry
+    MapsEntry e;
     char perms[8] = {};
     int consumed = 0;
-    if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %x:%x %llu%n", &start, &end, perms, &offset, &dev_major,
-                    &dev_minor, &inode, &consumed) != 7)
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %" SCNx32 ":%" SCNx32 " %" SCNu64 "%n",
+                    &e.start, &e.end, perms, &e.offset, &e.dev_major, &e.dev_minor, &e.inode, &consumed) != 7)
       continue;
-    MapsEntry e;
-    e.start = start;
-    e.end = end;
-    e.offset = offset;
     e.perms = perms;
-    e.dev_major = dev_major;
-    e.dev_minor = dev_minor;
-    e.inode = inode;
     size_t p = static_cast<size_t>(consumed);
     while (p < line.size() && line[p] == ' ') p++;
     e.path = line.substr(p);
