@@ -9,7 +9,7 @@ packages=(
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev nlohmann-json3-dev
   python3-torch python3-torchvision python3-pytest tmux libcap2-bin
-  chromium golang-go
+  chromium golang-go libcurl4-openssl-dev
 )
 
 missing=()

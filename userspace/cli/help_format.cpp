@@ -27,6 +27,7 @@ const std::map<std::string, Groups>& option_groups() {
         {"Output",
          {"--output", "--quiet", "--verbose", "--chrome-trace", "--time-range", "--ops", "--on-cycle", "--rotate",
           "--keep", "--mode"}},
+        {"Push", {"--push", "--push-every", "--push-app"}},
         {"Table", {"--sort-by", "--row-limit", "--raw-times", "--group-by-input-shape", "--group-by-stack-n"}},
         {"Advanced", {"--ring-buffer", "--exit-mode", "--help"}}}},
       {"report",

@@ -8,11 +8,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <regex>
 
 #include "output/chrome_trace.h"
 #include "cli/cycle_output.h"
 #include "cli/option_checks.h"
+#include "cli/profile_push.h"
 #include "cli/trace_export.h"
 #include "base/file_mode.h"
 #include "record/record_file.h"
@@ -24,6 +27,9 @@ namespace gpuprof::cli {
 namespace {
 
 constexpr const char* kDefaultOutput = "gpuprof.data";
+// How long the stop waits for the cycles still to be pushed (a retried
+// POST can take 10 s, then 1 s and 2 s between tries).
+constexpr double kPushDeadlineS = 15;
 
 // perf's convention, for the default name and -o alike: a previous
 // recording at the output path is kept once, as PATH.old (a device or a
@@ -111,6 +117,21 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                      "(table), .folded, .json/.json.gz (trace). Without -o no other file is written")
       ->type_name("TEMPLATE")
       ->needs(schedule);
+  auto* push = record->add_option("--push", options.push_url,
+                                  "send each cycle's profile (pprof) to this Pyroscope server's /ingest "
+                                  "(http://host:4040), with --schedule's cycles or --push-every's; see docs/fleet.md")
+                   ->type_name("URL");
+  record->add_option("--push-every", options.push_every_s,
+                     "with --push and no --schedule: a profile every SECONDS of recording")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(1.0, 86400.0))
+      ->needs(push)
+      ->excludes(schedule);
+  record->add_option("--push-app", options.push_app,
+                     "with --push: the application name (default gpuprof.COMM); the labels pid, comm, hostname "
+                     "and the job's rank are added")
+      ->type_name("NAME")
+      ->needs(push);
   auto* rotate = record->add_option("--rotate", options.rotate,
                                     "start a new record file (OUTPUT.1, OUTPUT.2, ...) every SIZE bytes (100M, "
                                     "2G) or SECONDS (3600, or 30s, 10m, 1h)")
@@ -180,6 +201,7 @@ int run_record(RecordOptions options) {
                              std::pair{options.follow_forks, "--follow-forks (-a follows every process anyway)"},
                              std::pair{!options.schedule.empty(), "--schedule"},
                              std::pair{!options.on_cycle.empty(), "--on-cycle"},
+                             std::pair{!options.push_url.empty(), "--push"},
                              std::pair{!options.rotate.empty(), "--rotate"}})
       if (set) refused += (refused.empty() ? "" : ", ") + std::string(name);
     if (!refused.empty()) {
@@ -244,6 +266,26 @@ int run_record(RecordOptions options) {
   }
   RecordConfig config;
   std::optional<CycleFormat> cycle_format;
+  if (!options.push_url.empty()) {
+    if (!options.push_url.starts_with("http://") && !options.push_url.starts_with("https://")) {
+      std::fprintf(stderr, "gpuprof: error: --push %s: give the server's http:// or https:// URL\n",
+                   options.push_url.c_str());
+      return 2;
+    }
+    if (options.schedule.empty() && options.push_every_s <= 0) {
+      std::fprintf(stderr, "gpuprof: error: --push sends a profile per cycle: give --schedule (its cycles) or "
+                           "--push-every SECONDS\n");
+      return 2;
+    }
+    if (!options.on_cycle.empty()) {
+      std::fprintf(stderr, "gpuprof: error: --push and --on-cycle each take the cycles: give one\n");
+      return 2;
+    }
+    if (options.push_every_s > 0) {  // every step a cycle of its own, every step recorded
+      options.schedule = "wait=0,warmup=0,active=1,repeat=0";
+      options.step_time_s = options.push_every_s;
+    }
+  }
   if (!options.schedule.empty()) {
     auto schedule = parse_schedule(options.schedule, &error);
     if (!schedule) {
@@ -290,6 +332,17 @@ int run_record(RecordOptions options) {
   if (main_file && options.output_path.empty()) options.output_path = kDefaultOutput;
   // A rotating recording writes OUTPUT.1, OUTPUT.2, ... and never OUTPUT.
   if (main_file && options.rotate.empty() && !keep_previous_output(options.output_path)) return 1;
+  std::shared_ptr<ProfilePusher> pusher;
+  if (!options.push_url.empty()) {
+    pusher = std::make_shared<ProfilePusher>(PushTarget{options.push_url, options.push_app});
+    // Each cycle's record file, in the temporary folder until it is sent.
+    const std::string folder = std::filesystem::temp_directory_path() /
+                               ("gpuprof-push-" + std::to_string(getpid()) + "-");
+    config.outputs.cycle_path = [folder](int64_t cycle) { return folder + std::to_string(cycle) + ".gpuprof"; };
+    config.outputs.cycle_done = [pusher](const std::string& record_path, int64_t, int64_t, int64_t) {
+      pusher->push(record_path);
+    };
+  }
   if (cycle_format) {
     const std::string tmpl = options.on_cycle;
     const CycleFormat format = *cycle_format;
@@ -337,6 +390,7 @@ int run_record(RecordOptions options) {
     // the moment the session gives the signals back: drained here.
     SignalGuard late_stops({SIGINT, SIGTERM, SIGHUP});
     outcome = run_record_session(config);
+    if (pusher) std::fprintf(stderr, "gpuprof: %s\n", pusher->finish(kPushDeadlineS).c_str());
     if (!outcome.ok) {
       std::fprintf(stderr, "gpuprof: error: %s\n", outcome.error.c_str());
       status = 1;

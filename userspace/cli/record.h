@@ -34,6 +34,9 @@ struct RecordOptions {
   std::vector<std::string> step_ops;   // --step-op NAME (repeatable)
   double step_time_s = 0;              // --step-time SECONDS
   std::string on_cycle;                // --on-cycle TEMPLATE
+  std::string push_url;                // --push URL: each cycle's profile to a Pyroscope server
+  double push_every_s = 0;             // --push-every SECONDS: cycles of this length (no --schedule)
+  std::string push_app;                // --push-app NAME: the application name ("": gpuprof.COMM)
   std::string rotate;                  // --rotate SIZE|DURATION
   uint32_t keep = 0;                   // --keep N
   bool verbose = false;

@@ -1,0 +1,160 @@
+"""record --push (docs/fleet.md, "Pushing to Pyroscope"): each cycle's
+profile POSTed to a Pyroscope server's /ingest, checked against a receiver
+written here that holds each request to Pyroscope's documented ingest API
+(query name/from/until/format, the pprof in the multipart field `profile`)
+and decodes the profiles with the npm pprof-format decoder and `go tool
+pprof`. The target is tests/workloads/fixed_count.py: N aten::add calls
+over a few seconds, so the pushed cycles' calls must add up to N exactly.
+A dead server costs the recording and the job nothing."""
+import email.parser
+import email.policy
+import http.server
+import re
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from conftest import run_gpuprof, touch, wait_for_file
+from pprof_reader import decode, per_leaf_op
+
+CALLS = 3000
+SECONDS = 4
+
+
+class Receiver:
+    """A local HTTP server that keeps every request made to it."""
+
+    def __init__(self, status=200):
+        self.requests = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((self.path, dict(self.headers), body))
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(b"ok" if status == 200 else b"refused")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def multipart_files(headers, body):
+    """{field: bytes} of a multipart/form-data body."""
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + headers["Content-Type"].encode() + b"\r\n\r\n" + body)
+    assert message.is_multipart(), headers
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in message.iter_parts()}
+
+
+def record_pushing(procs, workdir, tmp_path, torch_env, url, *extra):
+    """fixed_count.py recorded by record -p --push URL; (gpuprof, record file)."""
+    target = procs.start(torch_env.argv("fixed_count.py", str(workdir), str(CALLS), str(SECONDS)), "target")
+    pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+    out = tmp_path / "run.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "--push", url, *extra)
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+    touch(workdir, "go")
+    assert int(wait_for_file(workdir, "done", timeout=120, watch=[target, gp])) == CALLS
+    touch(workdir, "check")
+    assert target.wait(timeout=60) == 0, target.describe()  # its results checked: unharmed
+    return gp, out, pid
+
+
+def test_each_cycle_is_pushed_and_the_cycles_add_up(procs, workdir, tmp_path, torch_env):
+    receiver = Receiver()
+    try:
+        gp, out, pid = record_pushing(procs, workdir, tmp_path, torch_env, receiver.url, "--push-every", "1",
+                                      "--push-app", "train.cpu")
+        assert gp.wait(timeout=60) == 0, gp.describe()
+    finally:
+        receiver.close()
+    sent = re.search(rf"^gpuprof: pushed (\d+) profiles? to {re.escape(receiver.url)}$", gp.stderr(), re.M)
+    assert sent and int(sent.group(1)) == len(receiver.requests) >= SECONDS, gp.stderr()
+    hostname = socket.gethostname()
+    total, spans = 0, []
+    for i, (path, headers, body) in enumerate(receiver.requests):
+        url = urllib.parse.urlsplit(path)
+        assert url.path == "/ingest", path
+        query = urllib.parse.parse_qs(url.query, strict_parsing=True)
+        assert set(query) == {"name", "from", "until", "format", "spyName"}, query
+        assert query["name"] == [f"train.cpu{{pid={pid},comm=python3,hostname={hostname}}}"], query
+        assert query["format"] == ["pprof"] and query["spyName"] == ["gpuprof"], query
+        start, until = int(query["from"][0]), int(query["until"][0])
+        assert start <= until <= time.time() + 1, query
+        spans.append((start, until))
+        files = multipart_files(headers, body)
+        assert set(files) == {"profile"}, files.keys()
+        profile = tmp_path / f"push{i}.pb"
+        profile.write_bytes(files["profile"])
+        total += per_leaf_op(decode(profile)).get("aten::add", (0, 0))[0]
+        if i == 0:  # the real pprof reads it too
+            raw = subprocess.run(["go", "tool", "pprof", "-raw", str(profile)], capture_output=True, text=True,
+                                 timeout=120)
+            assert raw.returncode == 0 and "aten::add" in raw.stdout, raw.stderr
+    assert spans == sorted(spans), spans
+    # Every call in exactly one cycle: the cycles add up to the whole file.
+    whole = per_leaf_op(decode_file(out, tmp_path))["aten::add"][0]
+    assert total == whole == CALLS, (total, whole)
+
+
+def decode_file(recording, tmp_path):
+    profile = tmp_path / "whole.pb"
+    made = run_gpuprof("report", recording, "--pprof", profile)
+    assert made.returncode == 0, made.stderr
+    return decode(profile)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("server", ["none", "refusing"])
+def test_a_dead_or_refusing_server_costs_the_recording_nothing(procs, workdir, tmp_path, torch_env, server):
+    receiver = Receiver(status=503) if server == "refusing" else None
+    url = receiver.url if receiver else f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    try:
+        gp, out, _ = record_pushing(procs, workdir, tmp_path, torch_env, url, "--push-every", "1")
+        started = time.monotonic()
+        assert gp.wait(timeout=60) == 0, gp.describe()
+        # The stop waits at most its deadline for what is still queued.
+        assert time.monotonic() - started < 20, gp.stderr()
+    finally:
+        if receiver:
+            receiver.close()
+    line = re.search(rf"^gpuprof: pushed 0 profiles to {re.escape(url)}; (\d+) not sent: (.*)$", gp.stderr(), re.M)
+    assert line and int(line.group(1)) >= SECONDS, gp.stderr()
+    assert ("the server answered 503" if receiver else "ouldn't connect") in line.group(2) or \
+        "the stop came before" in line.group(2), line.group(2)
+    # The recording is whole all the same.
+    assert per_leaf_op(decode_file(out, tmp_path))["aten::add"][0] == CALLS
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "1", "--push", "http://127.0.0.1:4040"],
+     "--push sends a profile per cycle: give --schedule (its cycles) or --push-every SECONDS"),
+    (["-p", "1", "--push", "ftp://host", "--push-every", "5"], "--push ftp://host: give the server's http:// or "
+                                                               "https:// URL"),
+    (["-a", "--push", "http://127.0.0.1:4040", "--push-every", "5"], "-a (system-wide) does not take --push"),
+    (["-p", "1", "--push", "http://127.0.0.1:4040", "--push-every", "5", "--schedule", "active=1",
+      "--step-time", "1"], "--schedule excludes --push-every"),
+])
+def test_push_options_are_checked_before_anything_attaches(args, message):
+    result = run_gpuprof("record", *args)
+    assert result.returncode == 2 and message in result.stderr, result
