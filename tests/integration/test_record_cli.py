@@ -425,7 +425,11 @@ def test_verbose_adds_libbpf_log_and_probe_details_only(tmp_path, torch_env):
     at_detach = [line for line in verbose if DETACH_CALIBRATION_RE.match(line)]
     assert len(no_exit) == 1 and len(summary) == 1 and len(calibration) == 1 and len(at_detach) == 1, details
     count, of_ops, names = int(no_exit[0].group(1)), int(no_exit[0].group(2)), no_exit[0].group(3).split(", ")
-    assert (of_ops, len(names), int(summary[0].group(2))) == (ops, count, count), details
+    # The first 3 named, then "..." for the rest (the collectives a backend
+    # only refuses have no `ret` either: docs/fleet.md, "Collectives").
+    named = names[:-1] if count > 3 else names
+    assert (of_ops, len(named), int(summary[0].group(2))) == (ops, min(count, 3), count), details
+    assert names[-1:] == (["..."] if count > 3 else names[-1:]), details
     if torch_env.id in KNOWN_WITHOUT_EXIT:
         assert KNOWN_WITHOUT_EXIT[torch_env.id] in names, names
     # Apart from -v's lines, the two runs said the same (pids and times aside).

@@ -165,7 +165,7 @@ def test_version_names_the_commit_and_the_build_date():
 
 
 HELP_GROUPS = {
-    "record": ["Positionals", "Target", "What to record", "Output", "Table", "Advanced"],
+    "record": ["Positionals", "Target", "What to record", "Output", "Push", "Table", "Advanced"],
     "report": ["Positionals", "What to print", "Table", "Modules", "System-wide recordings", "Several recordings", "Advanced"],
     "top": ["Positionals", "Target", "View", "Advanced"],
     "calibrate": ["Options"],
