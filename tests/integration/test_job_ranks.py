@@ -165,3 +165,15 @@ def test_record_a_reads_each_processs_rank(procs, tmp_path, torch_env):
         else:
             assert ranks == [], section
         assert re.search(rf"^\s*aten::add\s.*\s{calls}\s*$", section, re.M), section
+
+
+def test_folded_of_several_files_roots_each_at_its_rank_or_file(job):
+    merged = run_gpuprof("report", str(job["plain"]), str(job["rank0"]), "--folded")
+    assert merged.returncode == 0, merged.stderr
+    lines = merged.stdout.splitlines()
+    for name, root in [("rank0", "rank 0;"), ("plain", f"{job['plain']};")]:
+        alone = run_gpuprof("report", str(job[name]), "--folded")
+        assert alone.returncode == 0, alone.stderr
+        assert sorted(line[len(root):] for line in lines if line.startswith(root)) == sorted(alone.stdout.splitlines())
+    assert len(lines) == sum(len(run_gpuprof("report", str(job[n]), "--folded").stdout.splitlines())
+                             for n in ("plain", "rank0")), merged.stdout

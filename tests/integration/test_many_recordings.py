@@ -103,8 +103,8 @@ def test_refusals(pair):
     rank = run_gpuprof("report", *files, "--by", "rank")
     # Neither process had a RANK in its environment (test_job_ranks.py has some).
     assert rank.returncode == 2 and "--by rank: no job rank (" in rank.stderr, rank.stderr
-    folded = run_gpuprof("report", *files, "--folded")
-    assert folded.returncode == 2 and "--folded reads one recording" in folded.stderr, folded.stderr
+    launches = run_gpuprof("report", *files, "--launches")
+    assert launches.returncode == 2 and "--launches reads one recording" in launches.stderr, launches.stderr
     missing = run_gpuprof("report", files[0], files[0] + ".missing")
     assert missing.returncode == 1 and missing.stdout == "" and ".missing" in missing.stderr, missing.stderr
 

@@ -163,3 +163,21 @@ def test_two_record_p_files_merge_by_rank(two_files, tmp_path):
     for op in EXPECTED_CALLS:
         row = re.search(rf"^{re.escape(op)}\s+(\d+)\s.*\s(rank \d)$", merged, re.M)
         assert row and int(row.group(1)) == expected[0][op] + expected[1][op], (op, report.stdout)
+
+
+def test_folded_of_both_files_puts_each_rank_under_its_own_root(two_files):
+    # Each rank's stacks are exactly its own file's, under "rank N".
+    merged = run_gpuprof("report", two_files[1], two_files[0], "--folded")
+    assert merged.returncode == 0, merged.stderr
+    lines = merged.stdout.splitlines()
+    assert lines == sorted(lines, key=lambda line: line.rsplit(" ", 1)[0].encode()), merged.stdout
+    for rank, recording in enumerate(two_files):
+        alone = run_gpuprof("report", recording, "--folded")
+        assert alone.returncode == 0, alone.stderr
+        root = f"rank {rank};"
+        assert sorted(line[len(root):] for line in lines if line.startswith(root)) == sorted(alone.stdout.splitlines())
+        assert any("c10d::ProcessGroupGloo::allreduce" in line for line in alone.stdout.splitlines()), alone.stdout
+    assert all(line.startswith(("rank 0;", "rank 1;")) for line in lines), merged.stdout
+    # --by prints a table: it does not go with --folded.
+    refused = run_gpuprof("report", two_files[0], two_files[1], "--folded", "--by", "rank")
+    assert refused.returncode == 2 and "--by prints a table; --folded puts each recording under" in refused.stderr

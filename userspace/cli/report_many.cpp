@@ -6,6 +6,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
 #include "analyze/profile_merge.h"
+#include "output/folded_several.h"
 #include "output/job_rank_line.h"
 #include "output/op_table.h"
 #include "output/spread_table.h"
@@ -17,7 +18,6 @@ namespace {
 
 // What one view of several recordings cannot show yet: refused, not ignored.
 const char* unsupported_option(const ReportOptions& o) {
-  if (o.folded) return "--folded";
   if (o.launches) return "--launches";
   if (o.kernels) return "--kernels";
   if (o.gpu) return "--gpu";
@@ -68,6 +68,20 @@ int run_report_many(const ReportOptions& options) {
                    recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                         : recording->incomplete_reason.c_str());
     recordings.push_back(std::move(*recording));
+  }
+  if (options.folded) {
+    if (by) {
+      std::fprintf(stderr, "gpuprof: error: --by prints a table; --folded puts each recording under its rank "
+                           "or file instead\n");
+      return 2;
+    }
+    auto metric = cli::parse_option_value(parse_folded_metric, options.metric);
+    if (!metric) return 2;
+    std::vector<FoldedInput> inputs;
+    for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({&recordings[i], paths[i]});
+    const std::string text = format_folded(folded_stacks_of_several(inputs, *metric, options.raw_times));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
   }
   if (!options.trace.pprof.empty()) {
     if (by) {
