@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +12,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
+#include "analyze/streamed_stack_sums.h"
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/report_many.h"
@@ -85,8 +87,7 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
 
 // report --folded: the stacks on stdout, nothing else there; the notes the
 // table would print under it go to stderr.
-int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times) {
-  const FoldedStacks folded = folded_stacks_by_process(recording, metric, raw_times);
+int print_folded(const Recording& recording, const FoldedStacks& folded, FoldedMetric metric, bool raw_times) {
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -96,7 +97,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
   counters.calls_open_at_end = folded.calls_open_at_end;
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
-  if (metric == FoldedMetric::kSelfCpuTime && !recording.events.empty()) {
+  if (metric == FoldedMetric::kSelfCpuTime && op_events_read(recording) != 0) {
     if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) counters.compensation = *costs;
     counters.raw_times_asked = raw_times;
     counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
@@ -115,7 +116,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
     notes += "gpuprof: no CPU samples were taken: the folded output is empty\n";
   else if (folded.stacks.empty())
     notes += "gpuprof: no stack has 1 us of " + std::string(value) + " or more (" +
-             std::to_string(recording.events.size()) + " events): the folded output is empty\n";
+             std::to_string(op_events_read(recording)) + " events): the folded output is empty\n";
   std::fwrite(notes.data(), 1, notes.size(), stderr);
   return 0;
 }
@@ -423,8 +424,8 @@ std::optional<Recording> read_recording_for_output(const std::string& path, bool
 }
 
 // The first of a streamed report's two reads: every chunk but the events,
-// for what must be known before them (the probe costs, written last); a
-// recording it cannot stream it reads whole.
+// for what must be known before them (the probe costs, written last; where
+// the ENTRY_STACKS pairs end); a recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
   bool wants(const Recording& head) override {
@@ -433,18 +434,26 @@ class StreamingCheck : public RecordStream {
     return accepted;
   }
   void on_events(std::span<const gp_event>, uint64_t) override {}
+  void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
   bool accepted = false;
+  std::optional<uint64_t> last_entry_stack;  // the event index of the last pair
 };
 
-// report's plain op table, memory flat in the events: a first read for the
-// probe costs, a second that aggregates the events as they come
-// (streamed_aggregate.h). A Recording: one it read whole, as it could not
-// stream it; an int: the exit status of a read that failed.
-struct StreamedTable {
-  Recording recording;
-  Profile profile;
+// A test hook (docs/record-file.md, "Streaming reads"): with
+// GPUPROF_REPORT_READ_WHOLE set, every output reads the recording whole, so
+// that tests can compare a streamed output with the whole read's.
+bool streaming_allowed() {
+  const char* whole = std::getenv("GPUPROF_REPORT_READ_WHOLE");
+  return whole == nullptr || *whole == '\0';
+}
+
+// The first read of a streamed output. A Recording: one read whole (it
+// cannot be streamed); an int: the exit status of a read that failed.
+struct StreamHead {
+  Recording recording;                       // all but the events
+  std::optional<uint64_t> last_entry_stack;  // StreamingCheck's
 };
-std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict) {
   StreamingCheck check;
   bool whole_needed = false;
   std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
@@ -455,21 +464,88 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  StreamedAggregate aggregate(compensation_costs(*head, raw_times), raw_times);
+  return StreamHead{std::move(*head), check.last_entry_stack};
+}
+
+// The second read, its events handed to `stream`: the Recording it
+// returned (streamed is false when a recording still being written got
+// GPU activities since, and it was read whole), or an exit status.
+struct SecondRead {
+  Recording recording;
+  bool streamed = true;
+};
+std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict, RecordStream& stream) {
   std::string error;
-  std::optional<Recording> recording =
-      read_recording_streamed(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip, aggregate,
-                              &whole_needed);
-  if (!recording && whole_needed) {  // a recording still being written got GPU activities since
-    head = read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
-    if (head) return std::move(*head);
+  bool whole_needed = false;
+  const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
+  std::optional<Recording> recording = read_recording_streamed(path, &error, corrupt, stream, &whole_needed);
+  if (!recording && whole_needed) {
+    recording = read_recording(path, &error, corrupt);
+    if (recording) return SecondRead{std::move(*recording), false};
   }
   if (!recording) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;
   }
-  Profile profile = std::move(aggregate).finish(*recording);
-  return StreamedTable{std::move(*recording), std::move(profile)};
+  return SecondRead{std::move(*recording), true};
+}
+
+// Both reads of a streamed output: make(head) builds the stream from the
+// first read's head (it must return it as a prvalue: a stream holds
+// pointers into itself), finish(stream, recording) the output once the
+// second read is done. A Recording: one read whole, as it could not be
+// streamed; an int: the exit status of a read that failed.
+template <typename Output, typename Make, typename Finish>
+std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish) {
+  auto first = read_stream_head(path, strict);
+  if (const int* status = std::get_if<int>(&first)) return *status;
+  if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+  auto stream = make(std::get<StreamHead>(first));
+  auto second = read_streamed(path, strict, stream);
+  if (const int* status = std::get_if<int>(&second)) return *status;
+  SecondRead& read = std::get<SecondRead>(second);
+  if (!read.streamed) return std::move(read.recording);
+  return finish(stream, std::move(read.recording));
+}
+
+// report's plain op table, memory flat in the events: a first read for the
+// probe costs, a second that aggregates the events as they come
+// (streamed_aggregate.h).
+struct StreamedTable {
+  Recording recording;
+  Profile profile;
+};
+std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+  return read_twice<StreamedTable>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedAggregate(compensation_costs(head.recording, raw_times), raw_times);
+      },
+      [](StreamedAggregate& aggregate, Recording recording) {
+        Profile profile = std::move(aggregate).finish(recording);
+        return StreamedTable{std::move(recording), std::move(profile)};
+      });
+}
+
+// report --folded (self_cpu_time), memory flat in the events: the same two
+// reads, the second summing stacks as they come (streamed_stack_sums.h).
+// --metric samples and self_cuda_time read whole: a sample joins the call
+// running on its thread at its time, GPU time needs the GPU activities.
+struct StreamedFolded {
+  Recording recording;
+  FoldedStacks folded;
+};
+std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, bool raw_times) {
+  return read_twice<StreamedFolded>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedStackSums(head.recording, compensation_costs(head.recording, raw_times),
+                                 head.last_entry_stack);
+      },
+      [](StreamedStackSums& sums, Recording recording) {
+        FoldedStacks folded = folded_from_sums(std::move(sums).finish(), FoldedMetric::kSelfCpuTime);
+        return StreamedFolded{std::move(recording), std::move(folded)};
+      });
 }
 
 int run_report(const ReportOptions& given) {
@@ -491,13 +567,26 @@ int run_report(const ReportOptions& given) {
     return 2;
   }
   // The plain table streams the events (docs/report.md, "Memory").
-  const bool plain_table = !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
+  const bool whole_only = !options.pids.empty() || !options.comms.empty() || !streaming_allowed();
+  const bool plain_table = !whole_only && !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
                            options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&
                            !options.modules && options.pids.empty() && options.comms.empty() &&
                            !options.group_by_input_shape && options.group_by_stack_n == 0;
+  // So do --folded's self times (record-file.md, "Streaming reads").
+  const bool streamed_folded = !whole_only && metric == FoldedMetric::kSelfCpuTime;
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
-  if (plain_table) {
+  std::optional<FoldedStacks> streamed_stacks;
+  if (streamed_folded) {
+    auto read = read_for_folded(options.input_path, options.strict, options.raw_times);
+    if (const int* status = std::get_if<int>(&read)) return *status;
+    if (auto* streamed = std::get_if<StreamedFolded>(&read)) {
+      recording = std::move(streamed->recording);
+      streamed_stacks = std::move(streamed->folded);
+    } else {
+      recording = std::move(std::get<Recording>(read));
+    }
+  } else if (plain_table) {
     auto read = read_for_table(options.input_path, options.strict, options.raw_times);
     if (const int* status = std::get_if<int>(&read)) return *status;
     if (auto* streamed = std::get_if<StreamedTable>(&read)) {
@@ -565,7 +654,11 @@ int run_report(const ReportOptions& given) {
     return export_pprof(*recording, options.input_path, pprof);
   }
   if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
-  if (metric) return print_folded(*recording, *metric, options.raw_times);
+  if (metric)
+    return print_folded(*recording,
+                        streamed_stacks ? std::move(*streamed_stacks)
+                                        : folded_stacks_by_process(*recording, *metric, options.raw_times),
+                        *metric, options.raw_times);
   if (options.gpu) {
     const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), *recording->cupti_shim,
                                                     options.row_limit);
