@@ -14,7 +14,8 @@ memory).
 
 Recordings of tests/workloads/nested_threads.py (nested ops and a range on
 three threads), with and without --with-stack and CPU samples: the streamed
---folded prints, on stdout and stderr, the same bytes as the whole read."""
+--folded (self time, and samples when recorded) prints, on stdout and
+stderr, the same bytes as the whole read."""
 import os
 import re
 import subprocess
@@ -90,11 +91,19 @@ def test_streamed_folded_prints_the_whole_reads_bytes(torch_env, tmp_path, extra
                       timeout=300)
     assert rec.returncode == 0, rec.stderr
     assert re.search(r"^turns \d+$", rec.stdout, re.M), rec.stdout
-    for args in (["--folded"], ["--folded", "--raw-times"]):
+    samples = [["--folded", "--metric", "samples"]] if "-F" in extra else []
+    for args in (["--folded"], ["--folded", "--raw-times"], *samples):
         streamed = run_gpuprof("report", out, *args, timeout=300)
         whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
         assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
         lines = streamed.stdout.splitlines()
+        assert streamed.stdout == whole.stdout
+        assert streamed.stderr == whole.stderr
+        if "samples" in args:
+            # Samples in the threads' ops, and outside them.
+            assert any(";aten::addmm;" in line for line in lines), streamed.stdout
+            assert any("aten::" not in line for line in lines), streamed.stdout
+            continue
         # Nested paths of every thread's ops, under Python frames with --with-stack.
         assert any(line.startswith("aten::linear;aten::addmm ") or ";aten::linear;aten::addmm " in line
                    for line in lines), streamed.stdout
@@ -102,5 +111,22 @@ def test_streamed_folded_prints_the_whole_reads_bytes(torch_env, tmp_path, extra
         assert any("aten::log_softmax" in line for line in lines), streamed.stdout
         if "--with-stack" in extra:
             assert any("nested_threads.py" in line.split(";")[0] for line in lines), streamed.stdout
-        assert streamed.stdout == whole.stdout
-        assert streamed.stderr == whole.stderr
+
+
+def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):
+    """With --with-stack and -F, the streamed --folded keeps neither the
+    entry stacks nor anything per event, for either metric."""
+    rss = {}
+    for seconds in (1, 4):
+        out = tmp_path / f"nested-{seconds}s.gpuprof"
+        rec = run_gpuprof("record", "-q", "-o", out, "--with-stack", "-F", "997", "--",
+                          *torch_env.argv("nested_threads.py", str(seconds)), timeout=300)
+        assert rec.returncode == 0, rec.stderr
+        rss[seconds] = (peak_rss_kib(out, "--folded"), peak_rss_kib(out, "--folded", "--metric", "samples"),
+                        peak_rss_kib(out, "--folded", env=READ_WHOLE))
+    summary = f"peak RSS KiB (self time, samples, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+    print(summary)
+    assert rss[4][0] - rss[1][0] < 4096, summary
+    assert rss[4][1] - rss[1][1] < 4096, summary
+    # The whole read grows by tens of MiB for the same events.
+    assert rss[4][2] - rss[1][2] > 30 * 1024, summary

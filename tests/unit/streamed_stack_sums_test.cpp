@@ -44,6 +44,26 @@ Recording recording_with_stacks(uint32_t seed, size_t length) {
     if ((kind == GP_EV_OP_ENTRY || kind == GP_EV_RANGE_BEGIN) && rng() % 2)
       recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 3)});
   }
+  // CPU samples (record -F) over the same time on the event threads (tids
+  // 10 to 12) and one that ran no op (13), in the order a ring mixes them:
+  // some on an event's own timestamp, some in the kernel (with a kernel
+  // stack or not), with a Python stack or none.
+  recording.options.sample_hz = 997;
+  recording.sample_frames.push_back("do_syscall_64_[k]");
+  recording.sample_frames.push_back("libtorch_cpu.so+0x1234");
+  recording.sample_stacks.push_back({4});
+  const uint64_t first_ns = recording.events.front().ts_ns, last_ns = recording.events.back().ts_ns;
+  for (size_t i = 0; i < recording.events.size() / 3; i++) {
+    CpuSample sample;
+    sample.tid = 10 + static_cast<uint32_t>(rng() % 4);
+    sample.ts_ns = rng() % 4 == 0 ? recording.events[rng() % recording.events.size()].ts_ns
+                                  : first_ns + rng() % (last_ns - first_ns + 100);
+    sample.frame_id = rng() % 2 ? 5 : 1;
+    sample.python_stack = rng() % 3 == 0 ? kNoPythonStack : static_cast<uint32_t>(rng() % 3);
+    sample.in_kernel = rng() % 4 == 0;
+    if (sample.in_kernel && rng() % 2) recording.sample_kernel_stacks.push_back({recording.samples.size(), 3});
+    recording.samples.push_back(sample);
+  }
   return recording;
 }
 
@@ -57,13 +77,15 @@ std::string printed(const FoldedStacks& folded) {
 
 // The streamed stacks of `recording`: its events fed `chunk` at a time, each
 // chunk's pairs handed over after `pair_delay` more chunks (or at the end).
-FoldedStacks streamed_folded(const Recording& recording, size_t chunk, size_t pair_delay, bool raw_times) {
+FoldedStacks streamed_folded(const Recording& recording, size_t chunk, size_t pair_delay, bool raw_times,
+                             FoldedMetric metric = FoldedMetric::kSelfCpuTime) {
   Recording head = recording;  // the first read's: all but the events and pairs
   head.events.clear();
   head.entry_stacks.clear();
   const std::optional<uint64_t> last_pair =
       recording.entry_stacks.empty() ? std::nullopt : std::optional<uint64_t>(recording.entry_stacks.back().event_index);
-  StreamedStackSums streamed(head, compensation_costs(recording, raw_times), last_pair);
+  StreamedStackSums streamed(head, compensation_costs(recording, raw_times), last_pair,
+                             metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime);
   EXPECT_TRUE(streamed.wants(head));
   size_t pairs_given = 0;
   std::vector<uint64_t> chunk_ends;
@@ -82,7 +104,7 @@ FoldedStacks streamed_folded(const Recording& recording, size_t chunk, size_t pa
   for (; pairs_given < recording.entry_stacks.size(); pairs_given++)
     streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
                             recording.entry_stacks[pairs_given].stack_id);
-  return folded_from_sums(std::move(streamed).finish(), FoldedMetric::kSelfCpuTime);
+  return folded_from_sums(std::move(streamed).finish(), metric);
 }
 
 TEST(StreamedStackSums, PrintsTheWholeReadsFoldedStacksOnRandomStreams) {
@@ -108,6 +130,27 @@ TEST(StreamedStackSums, PrintsTheWholeReadsFoldedStacksOnRandomStreams) {
   EXPECT_GT(python_lines, 500u);
   EXPECT_GT(other_lines, 1000u);
   EXPECT_GT(open_at_end, 40u);
+}
+
+TEST(StreamedStackSums, CountsSamplesAsTheWholeReadOnRandomStreams) {
+  size_t in_ops = 0, outside = 0;
+  for (uint32_t seed = 1; seed <= 40; seed++) {
+    const Recording recording = recording_with_stacks(seed, 3000);
+    const FoldedStacks whole = folded_stacks(recording, FoldedMetric::kSamples);
+    ASSERT_EQ(whole.samples_total, recording.samples.size());
+    const std::string expected = printed(whole) + " samples " + std::to_string(whole.samples_total);
+    for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+      const FoldedStacks streamed = streamed_folded(recording, chunk, 1, false, FoldedMetric::kSamples);
+      EXPECT_EQ(printed(streamed) + " samples " + std::to_string(streamed.samples_total), expected);
+    }
+    for (const FoldedStack& s : whole.stacks)
+      (s.stack.find("aten::") != std::string::npos || s.stack.find("my_range") != std::string::npos ? in_ops
+                                                                                                    : outside) += s.value;
+  }
+  // Samples must land in calls and outside them, or the sweep is not tried.
+  EXPECT_GT(in_ops, 10000u);
+  EXPECT_GT(outside, 1000u);
 }
 
 TEST(StreamedStackSums, FoldsAChainOfSameNameCallsUnderItsPythonStack) {

@@ -1,6 +1,8 @@
 // stack_paths.cpp: the trie of stack paths and the placing of calls on it.
 #include "analyze/stack_paths.h"
 
+#include <algorithm>
+
 #include "analyze/aggregator.h"
 
 namespace gpuprof {
@@ -98,6 +100,24 @@ std::vector<uint32_t> StackPaths::place_calls(
     }
   }
   return node_of;
+}
+
+StackSums StackPaths::take_counted(const std::unordered_map<uint32_t, uint64_t>& count_of_node,
+                                   const Timeline& timeline) {
+  std::vector<uint32_t> nodes;
+  for (const auto& [node, count] : count_of_node) nodes.push_back(node);
+  std::sort(nodes.begin(), nodes.end());  // parents first: a node is numbered after its parent
+  StackSums out;
+  for (uint32_t node : nodes) {
+    const uint64_t count = count_of_node.at(node);
+    out.stacks.push_back({trie_.frames_of(node), count});
+    out.total += count;
+  }
+  out.frames = frames_.take();
+  out.calls_unwound = timeline.calls_unwound;
+  out.exits_without_entry = timeline.exits_without_entry;
+  out.calls_open_at_end = timeline.calls_open_at_end;
+  return out;
 }
 
 StackSums StackPaths::take_sums(std::vector<uint64_t> value_of_node, const Timeline& timeline) {

@@ -99,6 +99,9 @@ class StackPaths {
   // Every path with its value (value_of_node by node, 0 past its end), the
   // frames, and the timeline's honesty counters: the StackSums of calls.
   StackSums take_sums(std::vector<uint64_t> value_of_node, const Timeline& timeline);
+  // kSamples: only the paths a sample counted on, parents first, with
+  // their counts (and their total), the frames and the counters.
+  StackSums take_counted(const std::unordered_map<uint32_t, uint64_t>& count_of_node, const Timeline& timeline);
 
  private:
   const Recording& recording_;

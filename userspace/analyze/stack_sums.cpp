@@ -89,18 +89,7 @@ StackSums stack_sums(const Recording& recording, StackMetric metric, bool raw_ti
         ++count_of_node[node];
       }
     }
-    std::vector<uint32_t> nodes;
-    for (const auto& [node, count] : count_of_node) nodes.push_back(node);
-    std::sort(nodes.begin(), nodes.end());  // parents first: a node is numbered after its parent
-    for (uint32_t node : nodes) {
-      out.stacks.push_back({trie.frames_of(node), count_of_node[node]});
-      out.total += count_of_node[node];
-    }
-    out.frames = frames.take();
-    out.calls_unwound = timeline.calls_unwound;
-    out.exits_without_entry = timeline.exits_without_entry;
-    out.calls_open_at_end = timeline.calls_open_at_end;
-    return out;
+    return paths.take_counted(count_of_node, timeline);
   }
   std::vector<uint64_t> self_ns(trie.size(), 0);  // or calls
   if (metric == StackMetric::kSelfCudaTime) {

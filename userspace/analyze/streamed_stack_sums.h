@@ -1,5 +1,6 @@
 // streamed_stack_sums.h: stack_sums() (stack_sums.h) of a recording read as
-// a stream (record/record_stream.h), for report --folded (self_cpu_time):
+// a stream (record/record_stream.h), for report --folded (self_cpu_time
+// and samples):
 // memory grows with the distinct stacks, threads and the calls of each
 // thread's current outermost call tree, not with the events.
 //
@@ -18,8 +19,16 @@
 //
 // What waits is bounded by a thread's longest outermost call (a range or a
 // call open for the whole run holds its thread's calls until it ends) and,
-// with --with-stack, by the events between two pairs. Only the self-time
-// metric: samples and GPU time read the recording whole (report.cpp).
+// with --with-stack, by the events between two pairs.
+//
+// kSamples (report --folded --metric samples): the samples are the first
+// read's (a streaming read keeps them: they are not op events). Each
+// thread's samples, by time, go through the same sweep as stack_sums()'s,
+// one placed forest after the other: a sample before a forest's next call
+// is counted on the innermost call open then, the sweep's open calls kept
+// from one forest to the next, and the samples after a thread's last call
+// counted at the end. Not kSelfCudaTime (GPU activities stop a streaming
+// read) nor kCalls.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +52,9 @@ class StreamedStackSums : public RecordStream {
   // outlive this. costs: the probe costs to compensate by (nullptr: raw
   // times). last_entry_stack: the event index of the file's last
   // ENTRY_STACKS pair (nullopt: none).
-  StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack);
+  // metric: kSelfCpuTime or kSamples.
+  StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
+                    StackMetric metric = StackMetric::kSelfCpuTime);
 
   // Declines what stack_sums() would not read alike from a stream: a
   // system-wide recording (its stacks are per process) and --profile-memory
@@ -51,8 +62,8 @@ class StreamedStackSums : public RecordStream {
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
-  // The sums, once the read is done: stack_sums(recording, kSelfCpuTime)
-  // but for the order of the stacks (parents still before children).
+  // The sums, once the read is done: stack_sums(recording, metric) but for
+  // the order of the stacks (parents still before children).
   StackSums finish() &&;
 
  private:
@@ -72,7 +83,24 @@ class StreamedStackSums : public RecordStream {
   void place_settled(bool all);
   void place(Pending& pending, uint64_t calls_before);
 
+  // kSamples: one thread's samples (indices into head.samples, by time),
+  // the next one to count, and the calls open at the sweep point
+  // (stack_sums.cpp's sweep), innermost last.
+  struct SampleSweep {
+    std::vector<size_t> samples;
+    size_t next = 0;
+    struct Open {
+      uint64_t end_ns;
+      uint32_t depth;
+      uint32_t node;  // its path node (of the call it folded into)
+    };
+    std::vector<Open> open;
+  };
+  void sweep_samples(SampleSweep& sweep, std::optional<uint64_t> before_ns);
+  void count_sample(size_t index, uint32_t call_node);
+
   const Recording& head_;
+  const StackMetric metric_;
   std::optional<ProbeCosts> costs_;
   bool with_stack_;
   std::optional<uint64_t> last_entry_stack_;
@@ -81,8 +109,11 @@ class StreamedStackSums : public RecordStream {
   TimelineBuilder builder_;
   std::unordered_map<uint32_t, Pending> pending_;
   std::unordered_map<uint64_t, uint32_t> entry_stacks_;  // pairs of calls not placed yet
-  std::vector<uint64_t> value_of_node_;
+  std::vector<uint64_t> value_of_node_;  // kSelfCpuTime: the self ns placed on each node
   uint64_t total_ = 0;
+  std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid
+  std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample_;
+  std::unordered_map<uint32_t, uint64_t> count_of_node_;  // kSamples
 };
 
 }  // namespace gpuprof

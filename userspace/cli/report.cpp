@@ -527,23 +527,24 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
       });
 }
 
-// report --folded (self_cpu_time), memory flat in the events: the same two
-// reads, the second summing stacks as they come (streamed_stack_sums.h).
-// --metric samples and self_cuda_time read whole: a sample joins the call
-// running on its thread at its time, GPU time needs the GPU activities.
+// report --folded (self_cpu_time or samples), memory flat in the events:
+// the same two reads, the second summing stacks as they come
+// (streamed_stack_sums.h). --metric self_cuda_time reads whole: GPU
+// activities stop a streaming read.
 struct StreamedFolded {
   Recording recording;
   FoldedStacks folded;
 };
-std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, bool raw_times) {
+std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
+                                                            bool raw_times) {
   return read_twice<StreamedFolded>(
       path, strict,
       [&](const StreamHead& head) {
-        return StreamedStackSums(head.recording, compensation_costs(head.recording, raw_times),
-                                 head.last_entry_stack);
+        return StreamedStackSums(head.recording, compensation_costs(head.recording, raw_times), head.last_entry_stack,
+                                 metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime);
       },
-      [](StreamedStackSums& sums, Recording recording) {
-        FoldedStacks folded = folded_from_sums(std::move(sums).finish(), FoldedMetric::kSelfCpuTime);
+      [metric](StreamedStackSums& sums, Recording recording) {
+        FoldedStacks folded = folded_from_sums(std::move(sums).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       });
 }
@@ -572,13 +573,14 @@ int run_report(const ReportOptions& given) {
                            options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&
                            !options.modules && options.pids.empty() && options.comms.empty() &&
                            !options.group_by_input_shape && options.group_by_stack_n == 0;
-  // So do --folded's self times (record-file.md, "Streaming reads").
-  const bool streamed_folded = !whole_only && metric == FoldedMetric::kSelfCpuTime;
+  // So do --folded's self times and samples (record-file.md, "Streaming reads").
+  const bool streamed_folded =
+      !whole_only && (metric == FoldedMetric::kSelfCpuTime || metric == FoldedMetric::kSamples);
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
   std::optional<FoldedStacks> streamed_stacks;
   if (streamed_folded) {
-    auto read = read_for_folded(options.input_path, options.strict, options.raw_times);
+    auto read = read_for_folded(options.input_path, options.strict, *metric, options.raw_times);
     if (const int* status = std::get_if<int>(&read)) return *status;
     if (auto* streamed = std::get_if<StreamedFolded>(&read)) {
       recording = std::move(streamed->recording);
