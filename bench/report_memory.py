@@ -13,8 +13,9 @@ for each number of seconds, then runs on each file, one after the other:
     "Streaming reads");
   - the same with GPUPROF_REPORT_READ_WHOLE=1 (the test hook that reads the
     recording whole), for comparison;
-  - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, which still
-    reads the recording whole.
+  - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, streamed
+    too (each thread's calls go to a temporary file until the end), and the
+    same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -71,7 +72,8 @@ def main():
     modes = {"table (streamed)": ([], None),
              "--folded (streamed)": (["--folded"], None),
              "--folded (whole)": (["--folded"], whole),
-             "--chrome-trace (whole)": (["--chrome-trace", "{out}"], None)}
+             "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+             "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -86,13 +88,13 @@ def main():
             results.append((events, size, runs))
             print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
             for mode, (rss, wall) in runs.items():
-                print(f"  {mode:22} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
+                print(f"  {mode:24} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
                       f"{events / wall / 1e6:6.1f} M events/s")
         (e0, _, r0), (e1, _, r1) = results[0], results[-1]
         print(f"RSS growth from {e0:,} to {e1:,} events:")
         for mode in modes:
             grew = r1[mode][0] - r0[mode][0]
-            print(f"  {mode:22} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
+            print(f"  {mode:24} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
 
 
 if __name__ == "__main__":

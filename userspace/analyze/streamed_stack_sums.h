@@ -4,21 +4,18 @@
 // memory grows with the distinct stacks, threads and the calls of each
 // thread's current outermost call tree, not with the events.
 //
-// A call's path needs its parent's path and torch's same-name fold
-// (call_tree.h), which are settled once nothing that encloses it is open.
-// So each thread's completed calls wait until the thread is at rest
-// (TimelineBuilder::at_rest: no frame open, or only the step frame its STEP
-// just opened), and are then placed as one forest by the same code as the
-// whole read (build_call_tree, fold_same_name_calls, StackPaths::place_calls):
-// a call lands on the node of the same path, with the same value, as in
-// stack_sums() of the recording read whole. With --with-stack, a forest
-// whose outermost calls need the Python stack of their ENTRY also waits
-// for the ENTRY_STACKS pairs that name its events (they come after the
-// events, in later chunks): until a pair of a later event has come, or the
-// events are past the last pair of the file (the first pass says where).
-//
-// What waits is bounded by a thread's longest outermost call (a range or a
-// call open for the whole run holds its thread's calls until it ends) and,
+// A call's path needs its parent's path and torch's same-name fold, which
+// are settled once nothing that encloses it is open: each thread's calls
+// come in settled forests (settled_calls.h) and are placed by the code the
+// whole read uses (build_call_tree, fold_same_name_calls,
+// StackPaths::place_calls): a call lands on the node of the same path,
+// with the same value, as in stack_sums() of the recording read whole.
+// With --with-stack, a forest whose outermost calls need the Python stack
+// of their ENTRY also waits for the ENTRY_STACKS pairs that name its events
+// (they come after the events, in later chunks): until a pair of a later
+// event has come, or the events are past the last pair of the file (the
+// first pass says where). What waits is bounded by a thread's longest
+// outermost call and,
 // with --with-stack, by the events between two pairs.
 //
 // kSamples (report --folded --metric samples): the samples are the first
@@ -38,6 +35,7 @@
 #include <vector>
 
 #include "analyze/op_timeline.h"
+#include "analyze/settled_calls.h"
 #include "analyze/stack_paths.h"
 #include "analyze/stack_sums.h"
 #include "record/record_stream.h"
@@ -67,21 +65,8 @@ class StreamedStackSums : public RecordStream {
   StackSums finish() &&;
 
  private:
-  // One thread's completed calls not placed yet, with what the fold needs
-  // (CompletedCalls: indices count every call the builder completed).
-  struct Pending {
-    std::vector<OpCall> calls;
-    std::vector<uint32_t> child_count;
-    std::vector<int64_t> only_child;
-    std::vector<uint64_t> index;
-    // Moments the thread was at rest: (calls completed then, event index).
-    std::vector<std::pair<uint64_t, uint64_t>> rests;
-  };
-  void note_rest(uint32_t tid, uint64_t event_index);
-  void take_completed();
   bool pairs_known_through(uint64_t event_index) const;
-  void place_settled(bool all);
-  void place(Pending& pending, uint64_t calls_before);
+  void place(const Timeline& forest);
 
   // kSamples: one thread's samples (indices into head.samples, by time),
   // the next one to count, and the calls open at the sweep point
@@ -101,13 +86,11 @@ class StreamedStackSums : public RecordStream {
 
   const Recording& head_;
   const StackMetric metric_;
-  std::optional<ProbeCosts> costs_;
   bool with_stack_;
   std::optional<uint64_t> last_entry_stack_;
   std::optional<uint64_t> last_pair_seen_;
   StackPaths paths_;
-  TimelineBuilder builder_;
-  std::unordered_map<uint32_t, Pending> pending_;
+  SettledCalls settled_;
   std::unordered_map<uint64_t, uint32_t> entry_stacks_;  // pairs of calls not placed yet
   std::vector<uint64_t> value_of_node_;  // kSelfCpuTime: the self ns placed on each node
   uint64_t total_ = 0;

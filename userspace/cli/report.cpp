@@ -13,6 +13,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_stack_sums.h"
+#include "output/streamed_chrome_trace.h"
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/report_many.h"
@@ -495,11 +496,22 @@ std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict
 // pointers into itself), finish(stream, recording) the output once the
 // second read is done. A Recording: one read whole, as it could not be
 // streamed; an int: the exit status of a read that failed.
+// `accept`, when given, may still refuse the head (what the first read
+// found: launches, say): the recording is then read whole.
 template <typename Output, typename Make, typename Finish>
-std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish) {
+std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
+                                                bool (*accept)(const Recording&) = nullptr) {
   auto first = read_stream_head(path, strict);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+  if (accept && !accept(std::get<StreamHead>(first).recording)) {
+    std::string error;  // the first read said what it lost
+    std::optional<Recording> whole =
+        read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+    if (whole) return std::move(*whole);
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
   auto stream = make(std::get<StreamHead>(first));
   auto second = read_streamed(path, strict, stream);
   if (const int* status = std::get_if<int>(&second)) return *status;
@@ -549,6 +561,39 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
       });
 }
 
+// report --chrome-trace, memory flat in the events, for what
+// streamed_chrome_trace.h serves: the second read spills each thread's
+// calls to a temporary file, which the trace replays.
+struct StreamedTrace {
+  Recording recording;  // without its events
+  StreamedTraceCalls calls;
+};
+std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
+  return read_twice<StreamedTrace>(
+      path, strict, [](const StreamHead&) { return StreamedChromeTrace(); },
+      [](StreamedChromeTrace& trace, Recording recording) {
+        StreamedTraceCalls calls = trace.finish();
+        return StreamedTrace{std::move(recording), std::move(calls)};
+      },
+      &StreamedChromeTrace::streamable);
+}
+
+// A streamed read's outcome: its Recording into `recording` and its output
+// into `out`, or the Recording read whole; the exit status of a read that
+// failed.
+template <typename Streamed, typename Output>
+std::optional<int> take_read(std::variant<Streamed, Recording, int> read, Output Streamed::*output,
+                             std::optional<Recording>& recording, std::optional<Output>& out) {
+  if (const int* status = std::get_if<int>(&read)) return *status;
+  if (Streamed* streamed = std::get_if<Streamed>(&read)) {
+    recording = std::move(streamed->recording);
+    out = std::move(streamed->*output);
+  } else {
+    recording = std::move(std::get<Recording>(read));
+  }
+  return std::nullopt;
+}
+
 int run_report(const ReportOptions& given) {
   ReportOptions options = given;
   if (!options.input_paths.empty()) options.input_path = options.input_paths.front();
@@ -579,27 +624,22 @@ int run_report(const ReportOptions& given) {
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
   std::optional<FoldedStacks> streamed_stacks;
-  if (streamed_folded) {
-    auto read = read_for_folded(options.input_path, options.strict, *metric, options.raw_times);
-    if (const int* status = std::get_if<int>(&read)) return *status;
-    if (auto* streamed = std::get_if<StreamedFolded>(&read)) {
-      recording = std::move(streamed->recording);
-      streamed_stacks = std::move(streamed->folded);
-    } else {
-      recording = std::move(std::get<Recording>(read));
-    }
-  } else if (plain_table) {
-    auto read = read_for_table(options.input_path, options.strict, options.raw_times);
-    if (const int* status = std::get_if<int>(&read)) return *status;
-    if (auto* streamed = std::get_if<StreamedTable>(&read)) {
-      recording = std::move(streamed->recording);
-      streamed_profile = std::move(streamed->profile);
-    } else {
-      recording = std::move(std::get<Recording>(read));
-    }
-  } else {
+  // And the Chrome trace, without --ops (streamed_chrome_trace.h).
+  const bool streamed_trace = !whole_only && !options.trace.output.empty() && options.trace.ops.empty();
+  std::optional<StreamedTraceCalls> streamed_calls;
+  std::optional<int> failed;
+  if (streamed_trace)
+    failed = take_read(read_for_trace(options.input_path, options.strict), &StreamedTrace::calls, recording,
+                       streamed_calls);
+  else if (streamed_folded)
+    failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
+                       &StreamedFolded::folded, recording, streamed_stacks);
+  else if (plain_table)
+    failed = take_read(read_for_table(options.input_path, options.strict, options.raw_times), &StreamedTable::profile,
+                       recording, streamed_profile);
+  else
     recording = read_recording_for_output(options.input_path, options.strict);
-  }
+  if (failed) return *failed;
   if (!recording) return 1;
   if (!recording->complete)
     std::fprintf(stderr,
@@ -655,7 +695,9 @@ int run_report(const ReportOptions& given) {
     pprof.raw_times = options.raw_times;
     return export_pprof(*recording, options.input_path, pprof);
   }
-  if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
+  if (!options.trace.output.empty())
+    return export_chrome_trace(*recording, options.input_path, options.trace,
+                               streamed_calls ? &*streamed_calls : nullptr);
   if (metric)
     return print_folded(*recording,
                         streamed_stacks ? std::move(*streamed_stacks)
