@@ -16,8 +16,8 @@ memory).
 Recordings of tests/workloads/nested_threads.py (nested ops and a range on
 three threads), with and without --with-stack and CPU samples: the streamed
 --folded (self time, and samples when recorded) prints, on stdout and
-stderr, the same bytes as the whole read, and --chrome-trace (streamed
-without --with-stack) writes the same file."""
+stderr, the same bytes as the whole read, and --chrome-trace (streamed: no
+module frames in these stacks) writes the same file."""
 import os
 import re
 import subprocess
@@ -117,7 +117,7 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
         assert any("aten::log_softmax" in line for line in lines), streamed.stdout
         if "--with-stack" in extra:
             assert any("nested_threads.py" in line.split(";")[0] for line in lines), streamed.stdout
-    # The Chrome trace (streamed without --with-stack), whole and cut by
+    # The Chrome trace (streamed: no module frames here), whole and cut by
     # --time-range: the same file, and the same line about it on stderr.
     trace = tmp_path / "trace.json"
     for args in (["--chrome-trace", trace], ["--chrome-trace", trace, "--time-range", "0.5:"]):

@@ -2,9 +2,10 @@
 // write_chrome_trace() of the same recording read whole: the same
 // document, byte for byte, on random event streams of three threads that
 // nest, fold, unwind, step (step frames on their own tracks), cut and leave
-// calls open at the end, with CPU samples (on a thread without ops too),
-// fed in chunks of every size, whole and cut by --time-range; and what it
-// declines.
+// calls open at the end, with CPU samples (on a thread without ops too)
+// and, half of them, Python stacks on half their entries (handed over a
+// chunk late), fed in chunks of every size, whole and cut by --time-range;
+// and what it declines.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -52,15 +53,30 @@ std::string whole_trace(const Recording& recording, const ChromeTraceOptions& op
   return out;
 }
 
+// The streamed trace of `recording`: its events fed `chunk` at a time, each
+// chunk's entry-stack pairs handed over after the next chunk (as a file
+// has them, later), the rest at the end.
 std::string streamed_trace(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
-  Recording head = recording;  // the first read's: all but the events
+  Recording head = recording;  // the first read's: all but the events and pairs
   head.events.clear();
-  StreamedChromeTrace streamed;
+  head.entry_stacks.clear();
+  const std::optional<uint64_t> last_pair =
+      recording.entry_stacks.empty() ? std::nullopt : std::optional<uint64_t>(recording.entry_stacks.back().event_index);
+  StreamedChromeTrace streamed(head, last_pair);
   EXPECT_TRUE(streamed.wants(head));
+  size_t pairs_given = 0;
+  auto give_pairs = [&](uint64_t before) {
+    for (; pairs_given < recording.entry_stacks.size() && recording.entry_stacks[pairs_given].event_index < before;
+         pairs_given++)
+      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
+                              recording.entry_stacks[pairs_given].stack_id);
+  };
   for (size_t at = 0; at < recording.events.size(); at += chunk) {
     const size_t n = std::min(chunk, recording.events.size() - at);
     streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
+    give_pairs(at);  // the previous chunk's
   }
+  give_pairs(UINT64_MAX);
   const StreamedTraceCalls calls = streamed.finish();
   std::string out;
   write_chrome_trace(head, options, calls, [&](std::string_view piece) { out += piece; });
@@ -69,8 +85,16 @@ std::string streamed_trace(const Recording& recording, const ChromeTraceOptions&
 
 TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   size_t steps = 0, unwound = 0;
+  size_t python = 0;
   for (uint32_t seed = 1; seed <= 25; seed++) {
-    const Recording recording = recording_with_samples(seed, 3000);
+    Recording recording = recording_with_samples(seed, 3000);
+    if (seed % 2) {  // record --with-stack (Python stacks without modules): half the entries have one
+      recording.options.with_stack = true;
+      std::mt19937 rng(seed);
+      for (uint64_t i = 0; i < recording.events.size(); i++)
+        if ((recording.events[i].kind == GP_EV_OP_ENTRY || recording.events[i].kind == GP_EV_RANGE_BEGIN) && rng() % 2)
+          recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 2)});
+    }
     ChromeTraceOptions cut;
     cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
     cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
@@ -85,12 +109,17 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
       while ((at = expected.find("\"ProfilerStep#", at)) != std::string::npos) steps++, at++;
       at = 0;
       while ((at = expected.find("\"unwound\":true", at)) != std::string::npos) unwound++, at++;
+      at = 0;
+      while ((at = expected.find("\"cat\":\"cpu_op\"", at)) != std::string::npos &&
+             (at = expected.find("\"sf\":", at)) != std::string::npos)
+        python++, at++;
     }
   }
   // Step frames (their own tracks) and unwound calls must be in the
   // traces, or the comparison proves little.
   EXPECT_GT(steps, 100u);
   EXPECT_GT(unwound, 1000u);
+  EXPECT_GT(python, 1000u);  // calls with their entry's stack
 }
 
 TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
@@ -98,7 +127,7 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   recording.process.pid = 4242;
   EXPECT_TRUE(StreamedChromeTrace::streamable(recording));
   Recording with_stack = recording;
-  with_stack.options.with_stack = true;  // module calls come first and need every call
+  with_stack.options.with_stack = true;
   Recording shapes = recording;
   shapes.options.shapes = true;
   Recording memory = recording;
@@ -109,7 +138,11 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   cuda.cuda_runtime.emplace();
   Recording system_wide = recording;
   system_wide.process.pid = 0;
-  for (const Recording* r : {&with_stack, &shapes, &memory, &launches, &cuda, &system_wide})
+  with_stack.sample_frames = {"train.py(3): main"};
+  EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack));
+  Recording modules = with_stack;  // module calls come first and need every call
+  modules.sample_frames.push_back("nn.Module: Linear_0");
+  for (const Recording* r : {&modules, &shapes, &memory, &launches, &cuda, &system_wide})
     EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
 }
 

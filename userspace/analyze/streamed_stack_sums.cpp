@@ -14,8 +14,7 @@ StreamedStackSums::StreamedStackSums(const Recording& head, const ProbeCosts* co
     : head_(head),
       metric_(metric),
       // Samples carry their own Python stacks: op calls are placed without.
-      with_stack_(head.options.with_stack && metric != StackMetric::kSamples),
-      last_entry_stack_(last_entry_stack),
+      pairs_(head.options.with_stack && metric != StackMetric::kSamples, last_entry_stack),
       paths_(head),
       settled_(costs) {
   if (metric_ != StackMetric::kSamples) return;
@@ -32,22 +31,12 @@ bool StreamedStackSums::wants(const Recording& head) {
 
 void StreamedStackSums::on_events(std::span<const gp_event> events, uint64_t first) {
   settled_.add(events, first);
-  settled_.hand_settled([this](uint64_t event_index) { return pairs_known_through(event_index); },
+  settled_.hand_settled([this](uint64_t event_index) { return pairs_.known_through(event_index); },
                         [this](const Timeline& forest) { place(forest); });
 }
 
 void StreamedStackSums::on_entry_stack(uint64_t event_index, uint32_t stack_id) {
-  if (!with_stack_) return;  // kSamples: calls are placed without their Python stacks
-  entry_stacks_.emplace(event_index, stack_id);
-  last_pair_seen_ = event_index;
-}
-
-bool StreamedStackSums::pairs_known_through(uint64_t event_index) const {
-  if (!with_stack_ || !last_entry_stack_) return true;
-  // Pairs come in increasing event index: one of this event or a later
-  // one says every pair up to it has come; past the file's last pair, that
-  // one must have come.
-  return last_pair_seen_ && *last_pair_seen_ >= std::min(event_index, *last_entry_stack_);
+  pairs_.add(event_index, stack_id);  // kSamples: none kept, calls are placed without their Python stacks
 }
 
 // Places one thread's settled forest: its calls' paths and values, and
@@ -57,12 +46,7 @@ void StreamedStackSums::place(const Timeline& forest) {
   const CallTree tree = build_call_tree(forest);
   const std::vector<size_t> folded_into = fold_same_name_calls(forest, head_.ops);
   const std::vector<uint32_t> node_of =
-      paths_.place_calls(forest, tree, folded_into, [&](uint64_t entry_index) -> std::optional<uint32_t> {
-        if (!with_stack_) return std::nullopt;
-        auto python = entry_stacks_.find(entry_index);
-        if (python == entry_stacks_.end()) return std::nullopt;
-        return python->second;
-      });
+      paths_.place_calls(forest, tree, folded_into, [&](uint64_t entry_index) { return pairs_.of(entry_index); });
   if (metric_ == StackMetric::kSamples) {
     // The thread's samples before each call, then the call open (the
     // sweep of stack_sums.cpp, calls parents first).
@@ -81,7 +65,7 @@ void StreamedStackSums::place(const Timeline& forest) {
     const uint64_t value = forest.calls[k].compensated_self_ns();
     value_of_node_[node_of[folded_into[k]]] += value;
     total_ += value;
-    if (with_stack_) entry_stacks_.erase(forest.calls[k].entry_index);
+    pairs_.forget(forest.calls[k].entry_index);
   }
 }
 

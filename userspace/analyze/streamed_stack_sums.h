@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyze/entry_stack_pairs.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
 #include "analyze/stack_paths.h"
@@ -65,7 +66,6 @@ class StreamedStackSums : public RecordStream {
   StackSums finish() &&;
 
  private:
-  bool pairs_known_through(uint64_t event_index) const;
   void place(const Timeline& forest);
 
   // kSamples: one thread's samples (indices into head.samples, by time),
@@ -86,12 +86,9 @@ class StreamedStackSums : public RecordStream {
 
   const Recording& head_;
   const StackMetric metric_;
-  bool with_stack_;
-  std::optional<uint64_t> last_entry_stack_;
-  std::optional<uint64_t> last_pair_seen_;
+  EntryStackPairs pairs_;
   StackPaths paths_;
   SettledCalls settled_;
-  std::unordered_map<uint64_t, uint32_t> entry_stacks_;  // pairs of calls not placed yet
   std::vector<uint64_t> value_of_node_;  // kSelfCpuTime: the self ns placed on each node
   uint64_t total_ = 0;
   std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid

@@ -570,7 +570,8 @@ struct StreamedTrace {
 };
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
   return read_twice<StreamedTrace>(
-      path, strict, [](const StreamHead&) { return StreamedChromeTrace(); },
+      path, strict,
+      [](const StreamHead& head) { return StreamedChromeTrace(head.recording, head.last_entry_stack); },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};

@@ -142,8 +142,8 @@ class TraceWriter {
     }
     write_modules();  // before the ops: a module call as long as its one op encloses it
     if (streamed_) {
-      (*streamed_)([this](const OpCall& call, std::optional<uint64_t> step) {
-        if (overlaps(call.start_ns, call.end_ns)) write_call(call, step, {}, {});
+      (*streamed_)([this](const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack) {
+        if (overlaps(call.start_ns, call.end_ns)) write_call(call, step, stack, {});
       });
     } else {
       write_calls(timeline, tree, kept);

@@ -91,13 +91,15 @@ ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTrac
 // (output/streamed_chrome_trace.h), replayed in the order a trace writes
 // them: each thread's calls by start, parents first, the threads in the
 // order of their first completed call; `step`: a step frame's step number
-// (nullopt for any other call).
-using TraceCallVisitor = std::function<void(const OpCall& call, std::optional<uint64_t> step)>;
+// (nullopt for any other call); `stack`: the Python stack of its entry
+// (record --with-stack; nullopt: none).
+using TraceCallVisitor =
+    std::function<void(const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack)>;
 using StreamedTraceCalls = std::function<void(const TraceCallVisitor&)>;
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no Python stacks, shapes, launches, GPU
+// streamed trace serves (no module calls, shapes, launches, GPU
 // activities, memory or --ops: streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,
