@@ -8,8 +8,14 @@ for each number of seconds, then runs on each file, one after the other:
   - `gpuprof report FILE`: the op table, which streams the events (a first
     read for the probe costs, a second that aggregates as it reads;
     docs/report.md, "Memory");
-  - `gpuprof report FILE --folded`: an output that reads the recording whole,
-    for comparison.
+  - `gpuprof report FILE --folded`: the folded stacks, streamed too (a
+    thread's calls wait until the thread is at rest; docs/record-file.md,
+    "Streaming reads");
+  - the same with GPUPROF_REPORT_READ_WHOLE=1 (the test hook that reads the
+    recording whole), for comparison;
+  - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, streamed
+    too (each thread's calls go to a temporary file until the end), and the
+    same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -26,10 +32,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from record_size import GPUPROF, record  # noqa: E402
 
 
-def run_report(args):
+def run_report(args, env=None):
     """(peak RSS in KiB, wall seconds) of one gpuprof report run."""
     start = time.monotonic()
-    proc = subprocess.Popen([str(GPUPROF), "report", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([str(GPUPROF), "report", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, **(env or {})})
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     err = proc.stderr.read().decode()
@@ -60,7 +67,13 @@ def main():
     lengths = [int(s) for s in args.seconds.split(",")]
     if len(lengths) < 2:
         sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
-    modes = {"table (streamed)": [], "--folded (whole)": ["--folded"]}
+    whole = {"GPUPROF_REPORT_READ_WHOLE": "1"}
+    # mode: (arguments after FILE, environment); {out} is a file in the work directory
+    modes = {"table (streamed)": ([], None),
+             "--folded (streamed)": (["--folded"], None),
+             "--folded (whole)": (["--folded"], whole),
+             "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+             "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -68,17 +81,20 @@ def main():
         for seconds in lengths:
             path, _ = record(GPUPROF, seconds, workdir, f"loop-{seconds}s")
             events, size = measure(path)
-            runs = {mode: run_report([str(path), *extra]) for mode, extra in modes.items()}
+            out = workdir / "report_memory.trace.json"
+            runs = {mode: run_report([str(path), *[a.format(out=out) for a in extra]], env)
+                    for mode, (extra, env) in modes.items()}
+            out.unlink(missing_ok=True)
             results.append((events, size, runs))
             print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
             for mode, (rss, wall) in runs.items():
-                print(f"  {mode:18} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
+                print(f"  {mode:24} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
                       f"{events / wall / 1e6:6.1f} M events/s")
         (e0, _, r0), (e1, _, r1) = results[0], results[-1]
         print(f"RSS growth from {e0:,} to {e1:,} events:")
         for mode in modes:
             grew = r1[mode][0] - r0[mode][0]
-            print(f"  {mode:18} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
+            print(f"  {mode:24} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
 
 
 if __name__ == "__main__":

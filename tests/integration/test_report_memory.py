@@ -1,18 +1,33 @@
-"""report's op table streams the events (docs/report.md, "Memory"): its peak
-memory does not grow with the recording, and its counts stay exact.
+"""report's op table, --folded and --chrome-trace stream the events
+(docs/report.md, "Memory"; docs/record-file.md, "Streaming reads"): their
+peak memory does not grow with the recording, and what they print is what
+the whole read prints.
 
 Real recordings of tests/workloads/small_op_loop.py (one torch.add per loop
 turn, plus one before the loop) on both torches: a short and a 4x longer
 one. The table's aten::add calls are exactly the adds the loop made; the
-peak RSS of `report` on the long recording is within a few MiB of that on
-the short one, while an output that reads the recording whole (--folded)
-grows by tens of MiB for the same events. RSS is measured by a small
-interpreter that runs report and reads wait4's ru_maxrss (a child forked
-from pytest would count pytest's memory)."""
+peak RSS of `report`, `report --folded` and `report --chrome-trace` on the
+long recording is within a few MiB of that on the short one, while the whole read
+(GPUPROF_REPORT_READ_WHOLE=1, the test hook) grows by tens of MiB for the
+same events. RSS is measured by a small interpreter that runs report and
+reads wait4's ru_maxrss (a child forked from pytest would count pytest's
+memory).
+
+Recordings of tests/workloads/nested_threads.py (nested ops and a range on
+three threads), with and without --with-stack and CPU samples: the streamed
+--folded (self time, and samples when recorded) prints, on stdout and
+stderr, the same bytes as the whole read, and --chrome-trace (streamed: no
+module frames in these stacks) writes the same file."""
+import os
 import re
 import subprocess
 
+import pytest
+
 from conftest import GPUPROF, TARGET_PYTHON, parse_table, run_gpuprof
+
+# The test hook that makes report read every recording whole.
+READ_WHOLE = {"GPUPROF_REPORT_READ_WHOLE": "1"}
 
 PEAK_RSS = """
 import os, subprocess, sys
@@ -25,9 +40,10 @@ print(usage.ru_maxrss)
 """
 
 
-def peak_rss_kib(*report_args):
+def peak_rss_kib(*report_args, env=None):
     run = subprocess.run([TARGET_PYTHON, "-c", PEAK_RSS, str(GPUPROF), "report", *map(str, report_args)],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300,
+                         env=None if env is None else {**os.environ, **env})
     assert run.returncode == 0, run.stderr
     return int(run.stdout)
 
@@ -51,13 +67,86 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
         table = parse_table(report.stdout)
         # One torch.add per loop turn and one before: every call counted.
         assert table.calls()["aten::add"] == loops + 1, report.stdout
-        runs.append((loops, peak_rss_kib(path), peak_rss_kib(path, "--folded")))
-    (short_loops, short_table, short_whole), (long_loops, long_table, long_whole) = runs
+        folded = run_gpuprof("report", path, "--folded")
+        assert folded.returncode == 0, folded.stderr
+        assert re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
+        trace = tmp_path / "trace.json"
+        runs.append((loops, peak_rss_kib(path), peak_rss_kib(path, "--folded"),
+                     peak_rss_kib(path, "--folded", env=READ_WHOLE), peak_rss_kib(path, "--chrome-trace", trace)))
+        trace.unlink()
+    (short_loops, short_table, short_folded, short_whole, short_trace), \
+        (long_loops, long_table, long_folded, long_whole, long_trace) = runs
     assert long_loops > 2 * short_loops, runs
     summary = (f"aten::add calls {short_loops + 1} -> {long_loops + 1}: table peak RSS {short_table} -> "
-               f"{long_table} KiB, --folded {short_whole} -> {long_whole} KiB")
+               f"{long_table} KiB, --folded {short_folded} -> {long_folded} KiB, --folded read whole "
+               f"{short_whole} -> {long_whole} KiB, --chrome-trace {short_trace} -> {long_trace} KiB")
     print(summary)
     # Whole, each op event costs ~90 bytes of report's memory (two per add);
     # streamed, none: allow 4 MiB of allocator noise.
     assert long_table - short_table < 4096, summary
+    assert long_folded - short_folded < 4096, summary
+    assert long_trace - short_trace < 4096, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
+
+
+@pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"]],
+                         ids=["plain", "samples", "with-stack", "with-stack-samples"])
+def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra):
+    out = tmp_path / "nested.gpuprof"
+    rec = run_gpuprof("record", "-q", "-o", out, *extra, "--", *torch_env.argv("nested_threads.py", "1"),
+                      timeout=300)
+    assert rec.returncode == 0, rec.stderr
+    assert re.search(r"^turns \d+$", rec.stdout, re.M), rec.stdout
+    samples = [["--folded", "--metric", "samples"]] if "-F" in extra else []
+    for args in (["--folded"], ["--folded", "--raw-times"], *samples):
+        streamed = run_gpuprof("report", out, *args, timeout=300)
+        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
+        assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
+        lines = streamed.stdout.splitlines()
+        assert streamed.stdout == whole.stdout
+        assert streamed.stderr == whole.stderr
+        if "samples" in args:
+            # Samples in the threads' ops, and outside them.
+            assert any(";aten::addmm;" in line for line in lines), streamed.stdout
+            assert any("aten::" not in line for line in lines), streamed.stdout
+            continue
+        # Nested paths of every thread's ops, under Python frames with --with-stack.
+        assert any(line.startswith("aten::linear;aten::addmm ") or ";aten::linear;aten::addmm " in line
+                   for line in lines), streamed.stdout
+        assert any("matmul_turn;aten::matmul;" in line for line in lines), streamed.stdout
+        assert any("aten::log_softmax" in line for line in lines), streamed.stdout
+        if "--with-stack" in extra:
+            assert any("nested_threads.py" in line.split(";")[0] for line in lines), streamed.stdout
+    # The Chrome trace (streamed: no module frames here), whole and cut by
+    # --time-range: the same file, and the same line about it on stderr.
+    trace = tmp_path / "trace.json"
+    for args in (["--chrome-trace", trace], ["--chrome-trace", trace, "--time-range", "0.5:"]):
+        streamed = run_gpuprof("report", out, *args, timeout=300)
+        assert streamed.returncode == 0, streamed.stderr
+        streamed_bytes = trace.read_bytes()
+        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
+        assert whole.returncode == 0, whole.stderr
+        assert b'"name":"aten::addmm"' in streamed_bytes and b'"name":"matmul_turn"' in streamed_bytes
+        if "-F" in extra:
+            assert b'"cat":"cpu_sample"' in streamed_bytes
+        assert streamed_bytes == trace.read_bytes()
+        assert streamed.stderr == whole.stderr
+
+
+def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):
+    """With --with-stack and -F, the streamed --folded keeps neither the
+    entry stacks nor anything per event, for either metric."""
+    rss = {}
+    for seconds in (1, 4):
+        out = tmp_path / f"nested-{seconds}s.gpuprof"
+        rec = run_gpuprof("record", "-q", "-o", out, "--with-stack", "-F", "997", "--",
+                          *torch_env.argv("nested_threads.py", str(seconds)), timeout=300)
+        assert rec.returncode == 0, rec.stderr
+        rss[seconds] = (peak_rss_kib(out, "--folded"), peak_rss_kib(out, "--folded", "--metric", "samples"),
+                        peak_rss_kib(out, "--folded", env=READ_WHOLE))
+    summary = f"peak RSS KiB (self time, samples, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+    print(summary)
+    assert rss[4][0] - rss[1][0] < 4096, summary
+    assert rss[4][1] - rss[1][1] < 4096, summary
+    # The whole read grows by tens of MiB for the same events.
+    assert rss[4][2] - rss[1][2] > 30 * 1024, summary

@@ -109,6 +109,18 @@ class Builder {
     return done;
   }
 
+  uint64_t calls_completed() const { return calls_taken_ + timeline_.calls.size(); }
+  bool at_rest(uint32_t tid) const {
+    const ThreadState* thread = cached_thread_ && cached_tid_ == tid ? cached_thread_ : nullptr;
+    if (!thread) {
+      auto it = threads_.find(tid);
+      if (it == threads_.end()) return true;
+      thread = &it->second;
+    }
+    const auto& stack = thread->stack;
+    return stack.empty() || (stack.size() == 1 && stack.front().entry_sp == kStepFrameSp && stack.front().children == 0);
+  }
+
   uint64_t open_frames() const {
     uint64_t n = 0;
     for (const auto& [tid, thread] : threads_) n += thread.stack.size();
@@ -371,6 +383,8 @@ void TimelineBuilder::reserve_calls(size_t entries) { state_->builder.reserve_ca
 std::vector<OpCall> TimelineBuilder::take_calls() { return state_->builder.take_calls(); }
 CompletedCalls TimelineBuilder::take_completed() { return state_->builder.take_completed(); }
 uint64_t TimelineBuilder::open_frames() const { return state_->builder.open_frames(); }
+uint64_t TimelineBuilder::calls_completed() const { return state_->builder.calls_completed(); }
+bool TimelineBuilder::at_rest(uint32_t tid) const { return state_->builder.at_rest(tid); }
 void TimelineBuilder::end() { state_->builder.end(); }
 Timeline TimelineBuilder::finish() && { return std::move(state_->builder).finish(); }
 

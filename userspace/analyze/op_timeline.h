@@ -208,6 +208,14 @@ class TimelineBuilder {
   CompletedCalls take_completed();
   // Frames open now, on every thread.
   uint64_t open_frames() const;
+  // Calls completed so far, taken or not (the index the next one gets).
+  uint64_t calls_completed() const;
+  // Whether no later event of thread tid can make a call that encloses, or
+  // is enclosed by, a call it completed so far: nothing is open on it but,
+  // at most, a step frame no call has completed inside yet (the one the
+  // thread's STEP just opened). A streamed output places the thread's calls
+  // up to such a moment (analyze/streamed_stack_sums.h).
+  bool at_rest(uint32_t tid) const;
   // What the end of the events closes (a step still open ends with its
   // thread's last event); no event may follow. finish() does it too.
   void end();

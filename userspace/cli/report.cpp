@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +12,8 @@
 #include "analyze/aggregator.h"
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
+#include "analyze/streamed_stack_sums.h"
+#include "output/streamed_chrome_trace.h"
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/option_checks.h"
@@ -86,8 +89,7 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
 
 // report --folded: the stacks on stdout, nothing else there; the notes the
 // table would print under it go to stderr.
-int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times) {
-  const FoldedStacks folded = folded_stacks_by_process(recording, metric, raw_times);
+int print_folded(const Recording& recording, const FoldedStacks& folded, FoldedMetric metric, bool raw_times) {
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
@@ -97,7 +99,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
   counters.calls_open_at_end = folded.calls_open_at_end;
   counters.events_lost = recording.stats.events_lost;
   std::string notes = format_profile_notes(counters);
-  if (metric == FoldedMetric::kSelfCpuTime && !recording.events.empty()) {
+  if (metric == FoldedMetric::kSelfCpuTime && op_events_read(recording) != 0) {
     if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) counters.compensation = *costs;
     counters.raw_times_asked = raw_times;
     counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
@@ -116,7 +118,7 @@ int print_folded(const Recording& recording, FoldedMetric metric, bool raw_times
     notes += "gpuprof: no CPU samples were taken: the folded output is empty\n";
   else if (folded.stacks.empty())
     notes += "gpuprof: no stack has 1 us of " + std::string(value) + " or more (" +
-             std::to_string(recording.events.size()) + " events): the folded output is empty\n";
+             std::to_string(op_events_read(recording)) + " events): the folded output is empty\n";
   std::fwrite(notes.data(), 1, notes.size(), stderr);
   return 0;
 }
@@ -424,8 +426,8 @@ std::optional<Recording> read_recording_for_output(const std::string& path, bool
 }
 
 // The first of a streamed report's two reads: every chunk but the events,
-// for what must be known before them (the probe costs, written last); a
-// recording it cannot stream it reads whole.
+// for what must be known before them (the probe costs, written last; where
+// the ENTRY_STACKS pairs end); a recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
   bool wants(const Recording& head) override {
@@ -434,18 +436,26 @@ class StreamingCheck : public RecordStream {
     return accepted;
   }
   void on_events(std::span<const gp_event>, uint64_t) override {}
+  void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
   bool accepted = false;
+  std::optional<uint64_t> last_entry_stack;  // the event index of the last pair
 };
 
-// report's plain op table, memory flat in the events: a first read for the
-// probe costs, a second that aggregates the events as they come
-// (streamed_aggregate.h). A Recording: one it read whole, as it could not
-// stream it; an int: the exit status of a read that failed.
-struct StreamedTable {
-  Recording recording;
-  Profile profile;
+// A test hook (docs/record-file.md, "Streaming reads"): with
+// GPUPROF_REPORT_READ_WHOLE set, every output reads the recording whole, so
+// that tests can compare a streamed output with the whole read's.
+bool streaming_allowed() {
+  const char* whole = std::getenv("GPUPROF_REPORT_READ_WHOLE");
+  return whole == nullptr || *whole == '\0';
+}
+
+// The first read of a streamed output. A Recording: one read whole (it
+// cannot be streamed); an int: the exit status of a read that failed.
+struct StreamHead {
+  Recording recording;                       // all but the events
+  std::optional<uint64_t> last_entry_stack;  // StreamingCheck's
 };
-std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict) {
   StreamingCheck check;
   bool whole_needed = false;
   std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
@@ -456,21 +466,134 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  StreamedAggregate aggregate(compensation_costs(*head, raw_times), raw_times);
+  return StreamHead{std::move(*head), check.last_entry_stack};
+}
+
+// The second read, its events handed to `stream`: the Recording it
+// returned (streamed is false when a recording still being written got
+// GPU activities since, and it was read whole), or an exit status.
+struct SecondRead {
+  Recording recording;
+  bool streamed = true;
+};
+std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict, RecordStream& stream) {
   std::string error;
-  std::optional<Recording> recording =
-      read_recording_streamed(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip, aggregate,
-                              &whole_needed);
-  if (!recording && whole_needed) {  // a recording still being written got GPU activities since
-    head = read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
-    if (head) return std::move(*head);
+  bool whole_needed = false;
+  const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
+  std::optional<Recording> recording = read_recording_streamed(path, &error, corrupt, stream, &whole_needed);
+  if (!recording && whole_needed) {
+    recording = read_recording(path, &error, corrupt);
+    if (recording) return SecondRead{std::move(*recording), false};
   }
   if (!recording) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;
   }
-  Profile profile = std::move(aggregate).finish(*recording);
-  return StreamedTable{std::move(*recording), std::move(profile)};
+  return SecondRead{std::move(*recording), true};
+}
+
+// Both reads of a streamed output: make(head) builds the stream from the
+// first read's head (it must return it as a prvalue: a stream holds
+// pointers into itself), finish(stream, recording) the output once the
+// second read is done. A Recording: one read whole, as it could not be
+// streamed; an int: the exit status of a read that failed.
+// `accept`, when given, may still refuse the head (what the first read
+// found: launches, say): the recording is then read whole.
+template <typename Output, typename Make, typename Finish>
+std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
+                                                bool (*accept)(const Recording&) = nullptr) {
+  auto first = read_stream_head(path, strict);
+  if (const int* status = std::get_if<int>(&first)) return *status;
+  if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+  if (accept && !accept(std::get<StreamHead>(first).recording)) {
+    std::string error;  // the first read said what it lost
+    std::optional<Recording> whole =
+        read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+    if (whole) return std::move(*whole);
+    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    return 1;
+  }
+  auto stream = make(std::get<StreamHead>(first));
+  auto second = read_streamed(path, strict, stream);
+  if (const int* status = std::get_if<int>(&second)) return *status;
+  SecondRead& read = std::get<SecondRead>(second);
+  if (!read.streamed) return std::move(read.recording);
+  return finish(stream, std::move(read.recording));
+}
+
+// report's plain op table, memory flat in the events: a first read for the
+// probe costs, a second that aggregates the events as they come
+// (streamed_aggregate.h).
+struct StreamedTable {
+  Recording recording;
+  Profile profile;
+};
+std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+  return read_twice<StreamedTable>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedAggregate(compensation_costs(head.recording, raw_times), raw_times);
+      },
+      [](StreamedAggregate& aggregate, Recording recording) {
+        Profile profile = std::move(aggregate).finish(recording);
+        return StreamedTable{std::move(recording), std::move(profile)};
+      });
+}
+
+// report --folded (self_cpu_time or samples), memory flat in the events:
+// the same two reads, the second summing stacks as they come
+// (streamed_stack_sums.h). --metric self_cuda_time reads whole: GPU
+// activities stop a streaming read.
+struct StreamedFolded {
+  Recording recording;
+  FoldedStacks folded;
+};
+std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
+                                                            bool raw_times) {
+  return read_twice<StreamedFolded>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedStackSums(head.recording, compensation_costs(head.recording, raw_times), head.last_entry_stack,
+                                 metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime);
+      },
+      [metric](StreamedStackSums& sums, Recording recording) {
+        FoldedStacks folded = folded_from_sums(std::move(sums).finish(), metric);
+        return StreamedFolded{std::move(recording), std::move(folded)};
+      });
+}
+
+// report --chrome-trace, memory flat in the events, for what
+// streamed_chrome_trace.h serves: the second read spills each thread's
+// calls to a temporary file, which the trace replays.
+struct StreamedTrace {
+  Recording recording;  // without its events
+  StreamedTraceCalls calls;
+};
+std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
+  return read_twice<StreamedTrace>(
+      path, strict,
+      [](const StreamHead& head) { return StreamedChromeTrace(head.recording, head.last_entry_stack); },
+      [](StreamedChromeTrace& trace, Recording recording) {
+        StreamedTraceCalls calls = trace.finish();
+        return StreamedTrace{std::move(recording), std::move(calls)};
+      },
+      &StreamedChromeTrace::streamable);
+}
+
+// A streamed read's outcome: its Recording into `recording` and its output
+// into `out`, or the Recording read whole; the exit status of a read that
+// failed.
+template <typename Streamed, typename Output>
+std::optional<int> take_read(std::variant<Streamed, Recording, int> read, Output Streamed::*output,
+                             std::optional<Recording>& recording, std::optional<Output>& out) {
+  if (const int* status = std::get_if<int>(&read)) return *status;
+  if (Streamed* streamed = std::get_if<Streamed>(&read)) {
+    recording = std::move(streamed->recording);
+    out = std::move(streamed->*output);
+  } else {
+    recording = std::move(std::get<Recording>(read));
+  }
+  return std::nullopt;
 }
 
 int run_report(const ReportOptions& given) {
@@ -485,24 +608,33 @@ int run_report(const ReportOptions& given) {
   auto sort_key = cli::parse_option_value(parse_sort_key, options.sort_by);
   if (!sort_key) return 2;
   // The plain table streams the events (docs/report.md, "Memory").
-  const bool plain_table = !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
+  const bool whole_only = !options.pids.empty() || !options.comms.empty() || !streaming_allowed();
+  const bool plain_table = !whole_only && !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
                            options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&
                            !options.modules && options.pids.empty() && options.comms.empty() &&
                            !options.group_by_input_shape && options.group_by_stack_n == 0;
+  // So do --folded's self times and samples (record-file.md, "Streaming reads").
+  const bool streamed_folded =
+      !whole_only && (metric == FoldedMetric::kSelfCpuTime || metric == FoldedMetric::kSamples);
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
-  if (plain_table) {
-    auto read = read_for_table(options.input_path, options.strict, options.raw_times);
-    if (const int* status = std::get_if<int>(&read)) return *status;
-    if (auto* streamed = std::get_if<StreamedTable>(&read)) {
-      recording = std::move(streamed->recording);
-      streamed_profile = std::move(streamed->profile);
-    } else {
-      recording = std::move(std::get<Recording>(read));
-    }
-  } else {
+  std::optional<FoldedStacks> streamed_stacks;
+  // And the Chrome trace, without --ops (streamed_chrome_trace.h).
+  const bool streamed_trace = !whole_only && !options.trace.output.empty() && options.trace.ops.empty();
+  std::optional<StreamedTraceCalls> streamed_calls;
+  std::optional<int> failed;
+  if (streamed_trace)
+    failed = take_read(read_for_trace(options.input_path, options.strict), &StreamedTrace::calls, recording,
+                       streamed_calls);
+  else if (streamed_folded)
+    failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
+                       &StreamedFolded::folded, recording, streamed_stacks);
+  else if (plain_table)
+    failed = take_read(read_for_table(options.input_path, options.strict, options.raw_times), &StreamedTable::profile,
+                       recording, streamed_profile);
+  else
     recording = read_recording_for_output(options.input_path, options.strict);
-  }
+  if (failed) return *failed;
   if (!recording) return 1;
   if (!recording->complete)
     std::fprintf(stderr,
@@ -558,8 +690,14 @@ int run_report(const ReportOptions& given) {
     pprof.raw_times = options.raw_times;
     return export_pprof(*recording, options.input_path, pprof);
   }
-  if (!options.trace.output.empty()) return export_chrome_trace(*recording, options.input_path, options.trace);
-  if (metric) return print_folded(*recording, *metric, options.raw_times);
+  if (!options.trace.output.empty())
+    return export_chrome_trace(*recording, options.input_path, options.trace,
+                               streamed_calls ? &*streamed_calls : nullptr);
+  if (metric)
+    return print_folded(*recording,
+                        streamed_stacks ? std::move(*streamed_stacks)
+                                        : folded_stacks_by_process(*recording, *metric, options.raw_times),
+                        *metric, options.raw_times);
   if (options.gpu) {
     const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), *recording->cupti_shim,
                                                     options.row_limit);

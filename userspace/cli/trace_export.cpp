@@ -106,7 +106,7 @@ double recorded_seconds(const Recording& recording) {
 }  // namespace
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
-                        const TraceExportOptions& options) {
+                        const TraceExportOptions& options, const StreamedTraceCalls* streamed) {
   std::string error;
   ChromeTraceOptions trace;
   if (!options.time_range.empty()) {
@@ -130,8 +130,10 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
   int exit_code = 0;
   auto file = open_export(options.output, options, &exit_code);
   if (!file) return exit_code;
+  // A streamed read's calls (streamed_chrome_trace.h), or the recording's events.
+  auto write = [&](std::string_view piece) { file->write(piece); };
   const ChromeTraceStats stats =
-      write_chrome_trace(recording, trace, [&](std::string_view piece) { file->write(piece); });
+      streamed ? write_chrome_trace(recording, trace, *streamed, write) : write_chrome_trace(recording, trace, write);
   if (!file->close(&error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "output/chrome_trace.h"
+
 namespace CLI {
 class App;
 }
@@ -50,6 +52,7 @@ int export_pprof(const std::vector<const Recording*>& recordings, const std::vec
                  const TraceExportOptions& options);
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
-                        const TraceExportOptions& options);
+                        const TraceExportOptions& options,
+                        const StreamedTraceCalls* streamed = nullptr);
 
 }  // namespace gpuprof::cli

@@ -116,8 +116,12 @@ class StackFrames {
 class TraceWriter {
  public:
   TraceWriter(const Recording& recording, const ChromeTraceOptions& options,
-              const std::function<void(std::string_view)>& write)
-      : r_(recording), options_(options), write_(write), base_ns_(recording.clock.start_monotonic_ns) {
+              const std::function<void(std::string_view)>& write, const StreamedTraceCalls* streamed = nullptr)
+      : r_(recording),
+        options_(options),
+        write_(write),
+        base_ns_(recording.clock.start_monotonic_ns),
+        streamed_(streamed) {
     const double inf = std::numeric_limits<double>::infinity();
     from_ns_ = relative_bound(options.range.from_s.value_or(-inf));
     until_ns_ = relative_bound(options.range.until_s.value_or(inf));
@@ -126,11 +130,24 @@ class TraceWriter {
 
   ChromeTraceStats run() {
     out_ = "{\"traceEvents\":[";
-    const Timeline timeline = build_timeline(r_.events);
-    const CallTree tree = build_call_tree(timeline);
-    const std::vector<bool> kept = kept_calls(timeline, tree);
+    // A streamed trace has no events here: its calls come from streamed_,
+    // and what needs the timeline (--ops, GPU attribution) is read whole.
+    Timeline timeline;
+    CallTree tree;
+    std::vector<bool> kept;
+    if (!streamed_) {
+      timeline = build_timeline(r_.events);
+      tree = build_call_tree(timeline);
+      kept = kept_calls(timeline, tree);
+    }
     write_modules();  // before the ops: a module call as long as its one op encloses it
-    write_calls(timeline, tree, kept);
+    if (streamed_) {
+      (*streamed_)([this](const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack) {
+        if (overlaps(call.start_ns, call.end_ns)) write_call(call, step, stack, {});
+      });
+    } else {
+      write_calls(timeline, tree, kept);
+    }
     write_samples(timeline, tree, kept);
     write_launches(timeline, tree, kept);
     write_gpu(timeline, tree, kept);
@@ -217,10 +234,6 @@ class TraceWriter {
   static bool is_step(const Recording& r, const OpCall& call) {
     return call.entry_index < r.events.size() && r.events[call.entry_index].kind == GP_EV_STEP;
   }
-  std::string call_name(const OpCall& call) const {
-    if (is_step(r_, call)) return "ProfilerStep#" + std::to_string(r_.events[call.entry_index].sp);
-    return op_name(call.op_id);
-  }
   std::string_view frame_name(uint32_t frame_id) const {
     return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
   }
@@ -303,55 +316,64 @@ class TraceWriter {
       for (size_t i : thread) {  // start order, parents before children
         if (!kept[i]) continue;
         const OpCall& call = timeline.calls[i];
-        const bool step = is_step(r_, call);
-        // gpuprof's own step frames go on a track of their own beside their
-        // thread's: a range or call open when a step ends goes on into the
-        // next step (op_timeline.h), so on the thread's track it would cross
-        // the step frame's end, and viewers want a thread's slices nested.
-        if (step)
-          step_threads_.insert(call.tid);
-        else
-          note_thread(call.tid);
-        begin_event();
-        // As Kineto files them: record_function ranges (ProfilerStep#N
-        // too) as user annotations, everything else as CPU ops.
-        const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
-        common("X", user ? "user_annotation" : "cpu_op", call_name(call), pid_of(call.tid),
-               step ? step_track(call.tid) : call.tid, call.start_ns);
-        out_ += ",\"dur\":";
-        append_us(out_, static_cast<int64_t>(call.duration_ns()));
-        if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) {
-          std::vector<std::string_view> frames;
-          append_stack(frames, it->second);
-          if (uint64_t sf = stack_frames_.intern(frames)) {
-            out_ += ",\"sf\":\"";
-            append_number(out_, sf);
-            out_ += '"';
-          }
-        }
-        out_ += ",\"args\":{\"call\":";
-        append_number(out_, call.entry_index);
-        if (step) {  // gpuprof's own step (record --schedule), apart from the target's ProfilerStep ranges
-          out_ += ",\"step\":";
-          append_number(out_, r_.events[call.entry_index].sp);
-        }
-        if (r_.options.shapes && !step) {
-          out_ += ",\"Input Dims\":";
-          auto it = shape_of_entry.find(call.entry_index);
-          const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;
-          if (it != shape_of_entry.end() && it->second < r_.shapes.size())
-            append_dims(r_.shapes[it->second]);
-          else if (op && op->arg_count >= 0 && op->tensor_args == 0)  // nothing to read: all []
-            append_dims(InputShapes(static_cast<size_t>(op->arg_count), ArgShape(std::vector<int64_t>{})));
-          else
-            out_ += "null";  // not readable
-        }
-        if (call.unwound) out_ += ",\"unwound\":true";
-        out_ += "}}";
-        stats_.op_calls++;
-        maybe_flush();
+        std::optional<uint64_t> step, stack_id, shape_id;
+        if (is_step(r_, call)) step = r_.events[call.entry_index].sp;
+        if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) stack_id = it->second;
+        if (auto it = shape_of_entry.find(call.entry_index); it != shape_of_entry.end()) shape_id = it->second;
+        write_call(call, step, stack_id, shape_id);
       }
     }
+  }
+
+  // One op call (a step frame when step is its step number), with the
+  // Python stack and input shapes of its entry when known.
+  void write_call(const OpCall& call, std::optional<uint64_t> step, std::optional<uint64_t> stack_id,
+                  std::optional<uint64_t> shape_id) {
+    // gpuprof's own step frames go on a track of their own beside their
+    // thread's: a range or call open when a step ends goes on into the
+    // next step (op_timeline.h), so on the thread's track it would cross
+    // the step frame's end, and viewers want a thread's slices nested.
+    if (step)
+      step_threads_.insert(call.tid);
+    else
+      note_thread(call.tid);
+    begin_event();
+    // As Kineto files them: record_function ranges (ProfilerStep#N
+    // too) as user annotations, everything else as CPU ops.
+    const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
+    common("X", user ? "user_annotation" : "cpu_op", step ? "ProfilerStep#" + std::to_string(*step) : op_name(call.op_id),
+           pid_of(call.tid), step ? step_track(call.tid) : call.tid, call.start_ns);
+    out_ += ",\"dur\":";
+    append_us(out_, static_cast<int64_t>(call.duration_ns()));
+    if (stack_id) {
+      std::vector<std::string_view> frames;
+      append_stack(frames, static_cast<uint32_t>(*stack_id));
+      if (uint64_t sf = stack_frames_.intern(frames)) {
+        out_ += ",\"sf\":\"";
+        append_number(out_, sf);
+        out_ += '"';
+      }
+    }
+    out_ += ",\"args\":{\"call\":";
+    append_number(out_, call.entry_index);
+    if (step) {  // gpuprof's own step (record --schedule), apart from the target's ProfilerStep ranges
+      out_ += ",\"step\":";
+      append_number(out_, *step);
+    }
+    if (r_.options.shapes && !step) {
+      out_ += ",\"Input Dims\":";
+      const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;
+      if (shape_id && *shape_id < r_.shapes.size())
+        append_dims(r_.shapes[*shape_id]);
+      else if (op && op->arg_count >= 0 && op->tensor_args == 0)  // nothing to read: all []
+        append_dims(InputShapes(static_cast<size_t>(op->arg_count), ArgShape(std::vector<int64_t>{})));
+      else
+        out_ += "null";  // not readable
+    }
+    if (call.unwound) out_ += ",\"unwound\":true";
+    out_ += "}}";
+    stats_.op_calls++;
+    maybe_flush();
   }
 
   void append_dims(const InputShapes& shapes) {
@@ -622,6 +644,7 @@ class TraceWriter {
   const ChromeTraceOptions& options_;
   const std::function<void(std::string_view)>& write_;
   const uint64_t base_ns_;
+  const StreamedTraceCalls* streamed_;  // a streamed trace's calls (nullptr: the recording's events)
   int64_t from_ns_ = 0;
   int64_t until_ns_ = 0;
   std::string out_;
@@ -694,6 +717,12 @@ std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std:
 ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
                                     const std::function<void(std::string_view)>& write) {
   return TraceWriter(recording, options, write).run();
+}
+
+ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
+                                    const StreamedTraceCalls& calls,
+                                    const std::function<void(std::string_view)>& write) {
+  return TraceWriter(head, options, write, &calls).run();
 }
 
 }  // namespace gpuprof

@@ -47,6 +47,7 @@
 #include <string>
 #include <string_view>
 
+#include "analyze/op_timeline.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -84,6 +85,24 @@ struct ChromeTraceStats {
 // Writes the whole JSON document through `write` (called with pieces of
 // about 64 KiB); returns what it wrote.
 ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
+                                    const std::function<void(std::string_view)>& write);
+
+// The op calls of a recording read as a stream
+// (output/streamed_chrome_trace.h), replayed in the order a trace writes
+// them: each thread's calls by start, parents first, the threads in the
+// order of their first completed call; `step`: a step frame's step number
+// (nullopt for any other call); `stack`: the Python stack of its entry
+// (record --with-stack; nullopt: none).
+using TraceCallVisitor =
+    std::function<void(const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack)>;
+using StreamedTraceCalls = std::function<void(const TraceCallVisitor&)>;
+
+// write_chrome_trace of a recording read without its events (`head`), its
+// calls replayed by `calls`: the same document, byte for byte, for what a
+// streamed trace serves (no module calls, shapes, launches, GPU
+// activities, memory or --ops: streamed_chrome_trace.h).
+ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
+                                    const StreamedTraceCalls& calls,
                                     const std::function<void(std::string_view)>& write);
 
 // JSON string contents: quotes, backslashes and control characters escaped;

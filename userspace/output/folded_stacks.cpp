@@ -36,7 +36,10 @@ FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric, bool
   const StackMetric of_metric = metric == FoldedMetric::kSamples        ? StackMetric::kSamples
                                 : metric == FoldedMetric::kSelfCudaTime ? StackMetric::kSelfCudaTime
                                                                         : StackMetric::kSelfCpuTime;
-  const StackSums sums = stack_sums(recording, of_metric, raw_times);
+  return folded_from_sums(stack_sums(recording, of_metric, raw_times), metric);
+}
+
+FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric) {
   // Frames as the format escapes them. Paths that print alike are summed
   // into one line, so no two lines are alike; a map keeps them in byte order.
   std::vector<std::string> names;

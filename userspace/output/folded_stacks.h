@@ -44,6 +44,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyze/stack_sums.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -87,6 +88,10 @@ struct FoldedStacks {
 // (aggregator.h), unless raw_times.
 FoldedStacks folded_stacks(const Recording& recording, FoldedMetric metric = FoldedMetric::kSelfCpuTime,
                            bool raw_times = false);
+
+// The same from stack sums made already (a streamed read's,
+// analyze/streamed_stack_sums.h): their order does not matter.
+FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric);
 
 // A system-wide recording's stacks (record -a), each rooted at its process
 // ("python3-4242;..."); the recording of one process: folded_stacks().

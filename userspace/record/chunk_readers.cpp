@@ -153,6 +153,7 @@ std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, 
   return read_pairs(payload, c, seen.next_stack_entry_index, known_stack(rec, seen), entry_event(rec, seen),
                     [&](uint64_t index, uint32_t id) {
                       if (!seen.stream) return rec.entry_stacks.push_back({index, id});
+                      seen.stream->on_entry_stack(index, id);
                       if (id >= rec.streamed_entry_stacks.size()) rec.streamed_entry_stacks.resize(id + 1);
                       ++rec.streamed_entry_stacks[id];
                     });

@@ -25,13 +25,22 @@ class RecordStream {
   // One chunk's op events, in file order, checked; `first` is the index of
   // events[0] among the events read (OpCall::entry_index counts the same).
   virtual void on_events(std::span<const gp_event> events, uint64_t first) = 0;
+  // One ENTRY_STACKS pair (record --with-stack), in file order: the event
+  // at event_index (counted as on_events' `first`) was called under
+  // sample_stacks[stack_id]. Pairs come in increasing event_index, after the
+  // events they name; a stream that places calls under their Python stacks
+  // (analyze/streamed_stack_sums.h) keeps the ones it still needs.
+  virtual void on_entry_stack(uint64_t event_index, uint32_t stack_id) {
+    (void)event_index;
+    (void)stack_id;
+  }
 };
 
 // read_recording, handing the op events to `stream` (when it wants them)
 // instead of keeping them. A streamed Recording has no events
 // (Recording::streamed_events counts them) and keeps no other per-event
 // record the op table leaves unused: entry shapes, entry stacks (counted
-// per stack), launches (counted) and GPU correlations are checked but
+// per stack, and handed to on_entry_stack), launches (counted) and GPU correlations are checked but
 // dropped, and an entry shape's or
 // stack's event is not checked to be an ENTRY (the events are gone by
 // then). A recording whose GPU activities turn up mid-stream cannot be

@@ -1,0 +1,150 @@
+// The streamed Chrome trace (output/streamed_chrome_trace.h) against
+// write_chrome_trace() of the same recording read whole: the same
+// document, byte for byte, on random event streams of three threads that
+// nest, fold, unwind, step (step frames on their own tracks), cut and leave
+// calls open at the end, with CPU samples (on a thread without ops too)
+// and, half of them, Python stacks on half their entries (handed over a
+// chunk late), fed in chunks of every size, whole and cut by --time-range;
+// and what it declines.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "output/chrome_trace.h"
+#include "output/streamed_chrome_trace.h"
+#include "probe_events.h"
+#include "random_event_streams.h"
+#include "recordings.h"
+
+namespace gpuprof {
+namespace {
+
+using namespace ::gpuprof::test;
+
+Recording recording_with_samples(uint32_t seed, size_t length) {
+  Recording recording = recording_of(ops_of_the_streams(), random_events(seed, length));
+  recording.process.pid = 4242;
+  recording.process.comm = "python3";
+  recording.clock.start_monotonic_ns = 900;
+  recording.options.sample_hz = 997;
+  recording.sample_frames = {"train.py(3): main", "libtorch_cpu.so+0x1234", "do_syscall_64_[k]"};
+  recording.sample_stacks = {{0}, {2}};
+  recording.thread_names = {{11, "pt_autograd_0"}};
+  std::mt19937 rng(seed);
+  const uint64_t first_ns = recording.events.front().ts_ns, last_ns = recording.events.back().ts_ns;
+  for (size_t i = 0; i < length / 10; i++) {
+    CpuSample sample;
+    sample.tid = 10 + static_cast<uint32_t>(rng() % 4);  // 13 ran no op
+    sample.ts_ns = first_ns + rng() % (last_ns - first_ns + 1);
+    sample.frame_id = 1;
+    sample.python_stack = rng() % 2 ? 0 : kNoPythonStack;
+    sample.in_kernel = rng() % 3 == 0;
+    if (sample.in_kernel) recording.sample_kernel_stacks.push_back({recording.samples.size(), 1});
+    recording.samples.push_back(sample);
+  }
+  return recording;
+}
+
+std::string whole_trace(const Recording& recording, const ChromeTraceOptions& options) {
+  std::string out;
+  write_chrome_trace(recording, options, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+// The streamed trace of `recording`: its events fed `chunk` at a time, each
+// chunk's entry-stack pairs handed over after the next chunk (as a file
+// has them, later), the rest at the end.
+std::string streamed_trace(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
+  Recording head = recording;  // the first read's: all but the events and pairs
+  head.events.clear();
+  head.entry_stacks.clear();
+  const std::optional<uint64_t> last_pair =
+      recording.entry_stacks.empty() ? std::nullopt : std::optional<uint64_t>(recording.entry_stacks.back().event_index);
+  StreamedChromeTrace streamed(head, last_pair);
+  EXPECT_TRUE(streamed.wants(head));
+  size_t pairs_given = 0;
+  auto give_pairs = [&](uint64_t before) {
+    for (; pairs_given < recording.entry_stacks.size() && recording.entry_stacks[pairs_given].event_index < before;
+         pairs_given++)
+      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
+                              recording.entry_stacks[pairs_given].stack_id);
+  };
+  for (size_t at = 0; at < recording.events.size(); at += chunk) {
+    const size_t n = std::min(chunk, recording.events.size() - at);
+    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
+    give_pairs(at);  // the previous chunk's
+  }
+  give_pairs(UINT64_MAX);
+  const StreamedTraceCalls calls = streamed.finish();
+  std::string out;
+  write_chrome_trace(head, options, calls, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
+  size_t steps = 0, unwound = 0;
+  size_t python = 0;
+  for (uint32_t seed = 1; seed <= 25; seed++) {
+    Recording recording = recording_with_samples(seed, 3000);
+    if (seed % 2) {  // record --with-stack (Python stacks without modules): half the entries have one
+      recording.options.with_stack = true;
+      std::mt19937 rng(seed);
+      for (uint64_t i = 0; i < recording.events.size(); i++)
+        if ((recording.events[i].kind == GP_EV_OP_ENTRY || recording.events[i].kind == GP_EV_RANGE_BEGIN) && rng() % 2)
+          recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 2)});
+    }
+    ChromeTraceOptions cut;
+    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
+    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
+      const std::string expected = whole_trace(recording, options);
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
+                     (options.range.from_s ? " cut" : ""));
+        EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
+      }
+      size_t at = 0;
+      while ((at = expected.find("\"ProfilerStep#", at)) != std::string::npos) steps++, at++;
+      at = 0;
+      while ((at = expected.find("\"unwound\":true", at)) != std::string::npos) unwound++, at++;
+      at = 0;
+      while ((at = expected.find("\"cat\":\"cpu_op\"", at)) != std::string::npos &&
+             (at = expected.find("\"sf\":", at)) != std::string::npos)
+        python++, at++;
+    }
+  }
+  // Step frames (their own tracks) and unwound calls must be in the
+  // traces, or the comparison proves little.
+  EXPECT_GT(steps, 100u);
+  EXPECT_GT(unwound, 1000u);
+  EXPECT_GT(python, 1000u);  // calls with their entry's stack
+}
+
+TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
+  Recording recording = recording_of(ops_of_the_streams(), {});
+  recording.process.pid = 4242;
+  EXPECT_TRUE(StreamedChromeTrace::streamable(recording));
+  Recording with_stack = recording;
+  with_stack.options.with_stack = true;
+  Recording shapes = recording;
+  shapes.options.shapes = true;
+  Recording memory = recording;
+  memory.options.memory = true;
+  Recording launches = recording;
+  launches.streamed_launches = 3;  // the streaming read drops them
+  Recording cuda = recording;
+  cuda.cuda_runtime.emplace();
+  Recording system_wide = recording;
+  system_wide.process.pid = 0;
+  with_stack.sample_frames = {"train.py(3): main"};
+  EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack));
+  Recording modules = with_stack;  // module calls come first and need every call
+  modules.sample_frames.push_back("nn.Module: Linear_0");
+  for (const Recording* r : {&modules, &shapes, &memory, &launches, &cuda, &system_wide})
+    EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
+}
+
+}  // namespace
+}  // namespace gpuprof

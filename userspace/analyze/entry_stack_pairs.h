@@ -1,0 +1,52 @@
+// entry_stack_pairs.h: the ENTRY_STACKS pairs (record --with-stack) of a
+// recording read as a stream (record/record_stream.h), held until the calls
+// that need them are handed on (settled_calls.h). Pairs come in increasing
+// event index, after the events they name, often chunks later: a settled
+// forest can be handed on once the pairs of its events have all come, that
+// is once a pair of its last event or a later one has come, or every pair
+// of the file has (the first read says where the last one is).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace gpuprof {
+
+class EntryStackPairs {
+ public:
+  // wanted: false keeps nothing (every moment is known through).
+  // last_in_file: the event index of the file's last pair (nullopt: none).
+  EntryStackPairs(bool wanted, std::optional<uint64_t> last_in_file)
+      : wanted_(wanted), last_in_file_(last_in_file) {}
+
+  void add(uint64_t event_index, uint32_t stack_id) {
+    if (!wanted_) return;
+    stack_of_.emplace(event_index, stack_id);
+    last_seen_ = event_index;
+  }
+  // Whether every pair of the events up to event_index has come.
+  bool known_through(uint64_t event_index) const {
+    if (!wanted_ || !last_in_file_) return true;
+    return last_seen_ && *last_seen_ >= std::min(event_index, *last_in_file_);
+  }
+  std::optional<uint32_t> of(uint64_t entry_index) const {
+    if (!wanted_) return std::nullopt;
+    auto it = stack_of_.find(entry_index);
+    if (it == stack_of_.end()) return std::nullopt;
+    return it->second;
+  }
+  // Its call was handed on: the pair is no longer needed.
+  void forget(uint64_t entry_index) {
+    if (wanted_) stack_of_.erase(entry_index);
+  }
+
+ private:
+  const bool wanted_;
+  const std::optional<uint64_t> last_in_file_;
+  std::optional<uint64_t> last_seen_;
+  std::unordered_map<uint64_t, uint32_t> stack_of_;
+};
+
+}  // namespace gpuprof

@@ -1,0 +1,108 @@
+// settled_calls.cpp: completed calls held per thread until the thread is
+// at rest, then handed on as a forest.
+#include "analyze/settled_calls.h"
+
+#include <algorithm>
+
+namespace gpuprof {
+
+SettledCalls::SettledCalls(const ProbeCosts* costs)
+    : costs_(costs ? std::optional<ProbeCosts>(*costs) : std::nullopt), builder_(costs_ ? &*costs_ : nullptr) {}
+
+void SettledCalls::note_rest(uint32_t tid, uint64_t event_index) {
+  const uint64_t completed = builder_.calls_completed();
+  std::vector<std::pair<uint64_t, uint64_t>>& rests = pending_[tid].rests;
+  if (!rests.empty() && rests.back().first == completed) {
+    rests.back().second = event_index;  // nothing completed since: the later moment serves
+    return;
+  }
+  rests.emplace_back(completed, event_index);
+}
+
+void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
+  uint32_t resting_tid = 0;  // the last event's thread, when it was at rest and nothing completed since
+  uint64_t resting_calls = UINT64_MAX;
+  for (size_t i = 0; i < events.size(); i++) {
+    const gp_event& e = events[i];
+    builder_.add(e, first + i);
+    if (e.kind == GP_EV_CUT) {  // every thread's frames ended at it
+      take_completed();
+      for (auto& [tid, pending] : pending_) note_rest(tid, first + i);
+      resting_calls = UINT64_MAX;
+      continue;
+    }
+    // A run of one thread's events at rest (outermost calls one after the
+    // other) notes one moment per completed call; skip the lookups between.
+    if (!builder_.at_rest(e.tid)) continue;
+    const uint64_t completed = builder_.calls_completed();
+    if (resting_calls == completed && resting_tid == e.tid) continue;
+    note_rest(e.tid, first + i);
+    resting_tid = e.tid;
+    resting_calls = completed;
+  }
+  take_completed();
+}
+
+void SettledCalls::take_completed() {
+  CompletedCalls done = builder_.take_completed();
+  for (size_t k = 0; k < done.calls.size(); k++) {
+    const uint32_t tid = done.calls[k].tid;
+    if (seen_thread_.emplace(tid, true).second) thread_order_.push_back(tid);
+    Pending& pending = pending_[tid];
+    pending.calls.push_back(done.calls[k]);
+    pending.child_count.push_back(done.child_count[k]);
+    pending.only_child.push_back(done.only_child[k]);
+    pending.index.push_back(done.first + k);
+  }
+}
+
+void SettledCalls::hand_settled(const std::function<bool(uint64_t)>& ready, const Sink& sink) {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Pending& pending = it->second;
+    // The latest moment at rest that `ready` accepts.
+    size_t settled = pending.rests.size();
+    while (settled > 0 && !ready(pending.rests[settled - 1].second)) settled--;
+    if (settled > 0) {
+      hand(pending, pending.rests[settled - 1].first, sink);
+      pending.rests.erase(pending.rests.begin(), pending.rests.begin() + static_cast<ptrdiff_t>(settled));
+    }
+    if (pending.calls.empty() && pending.rests.empty())
+      it = pending_.erase(it);
+    else
+      ++it;
+  }
+}
+
+// Hands on the thread's calls completed before call index calls_before: a
+// forest whose parents and folds are all among them.
+void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sink) {
+  const size_t n = static_cast<size_t>(
+      std::lower_bound(pending.index.begin(), pending.index.end(), calls_before) - pending.index.begin());
+  if (n == 0) return;
+  const auto end = [n](auto& v) { return v.begin() + static_cast<ptrdiff_t>(n); };
+  Timeline forest;
+  forest.calls.assign(pending.calls.begin(), end(pending.calls));
+  forest.child_count.assign(pending.child_count.begin(), end(pending.child_count));
+  forest.only_child.resize(n, -1);
+  for (size_t k = 0; k < n; k++) {
+    if (pending.only_child[k] < 0) continue;
+    const auto child = static_cast<uint64_t>(pending.only_child[k]);
+    auto at = std::lower_bound(pending.index.begin(), end(pending.index), child);
+    if (at != end(pending.index) && *at == child) forest.only_child[k] = at - pending.index.begin();
+  }
+  sink(forest);
+  pending.calls.erase(pending.calls.begin(), end(pending.calls));
+  pending.child_count.erase(pending.child_count.begin(), end(pending.child_count));
+  pending.only_child.erase(pending.only_child.begin(), end(pending.only_child));
+  pending.index.erase(pending.index.begin(), end(pending.index));
+}
+
+Timeline SettledCalls::finish(const Sink& sink) && {
+  builder_.end();  // a step still open ends with its thread's last event
+  take_completed();
+  for (auto& [tid, pending] : pending_) hand(pending, UINT64_MAX, sink);
+  pending_.clear();
+  return std::move(builder_).finish();
+}
+
+}  // namespace gpuprof

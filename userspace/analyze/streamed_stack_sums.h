@@ -1,0 +1,99 @@
+// streamed_stack_sums.h: stack_sums() (stack_sums.h) of a recording read as
+// a stream (record/record_stream.h), for report --folded (self_cpu_time
+// and samples):
+// memory grows with the distinct stacks, threads and the calls of each
+// thread's current outermost call tree, not with the events.
+//
+// A call's path needs its parent's path and torch's same-name fold, which
+// are settled once nothing that encloses it is open: each thread's calls
+// come in settled forests (settled_calls.h) and are placed by the code the
+// whole read uses (build_call_tree, fold_same_name_calls,
+// StackPaths::place_calls): a call lands on the node of the same path,
+// with the same value, as in stack_sums() of the recording read whole.
+// With --with-stack, a forest whose outermost calls need the Python stack
+// of their ENTRY also waits for the ENTRY_STACKS pairs that name its events
+// (they come after the events, in later chunks): until a pair of a later
+// event has come, or the events are past the last pair of the file (the
+// first pass says where). What waits is bounded by a thread's longest
+// outermost call and,
+// with --with-stack, by the events between two pairs.
+//
+// kSamples (report --folded --metric samples): the samples are the first
+// read's (a streaming read keeps them: they are not op events). Each
+// thread's samples, by time, go through the same sweep as stack_sums()'s,
+// one placed forest after the other: a sample before a forest's next call
+// is counted on the innermost call open then, the sweep's open calls kept
+// from one forest to the next, and the samples after a thread's last call
+// counted at the end. Not kSelfCudaTime (GPU activities stop a streaming
+// read) nor kCalls.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "analyze/entry_stack_pairs.h"
+#include "analyze/op_timeline.h"
+#include "analyze/settled_calls.h"
+#include "analyze/stack_paths.h"
+#include "analyze/stack_sums.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class StreamedStackSums : public RecordStream {
+ public:
+  // head: the same recording read once without its events (report.cpp's
+  // first pass): its ops, frames and stacks name the paths, and must
+  // outlive this. costs: the probe costs to compensate by (nullptr: raw
+  // times). last_entry_stack: the event index of the file's last
+  // ENTRY_STACKS pair (nullopt: none).
+  // metric: kSelfCpuTime or kSamples.
+  StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
+                    StackMetric metric = StackMetric::kSelfCpuTime);
+
+  // Declines what stack_sums() would not read alike from a stream: a
+  // system-wide recording (its stacks are per process) and --profile-memory
+  // (as the op table, read whole).
+  bool wants(const Recording& head) override;
+  void on_events(std::span<const gp_event> events, uint64_t first) override;
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
+  // The sums, once the read is done: stack_sums(recording, metric) but for
+  // the order of the stacks (parents still before children).
+  StackSums finish() &&;
+
+ private:
+  void place(const Timeline& forest);
+
+  // kSamples: one thread's samples (indices into head.samples, by time),
+  // the next one to count, and the calls open at the sweep point
+  // (stack_sums.cpp's sweep), innermost last.
+  struct SampleSweep {
+    std::vector<size_t> samples;
+    size_t next = 0;
+    struct Open {
+      uint64_t end_ns;
+      uint32_t depth;
+      uint32_t node;  // its path node (of the call it folded into)
+    };
+    std::vector<Open> open;
+  };
+  void sweep_samples(SampleSweep& sweep, std::optional<uint64_t> before_ns);
+  void count_sample(size_t index, uint32_t call_node);
+
+  const Recording& head_;
+  const StackMetric metric_;
+  EntryStackPairs pairs_;
+  StackPaths paths_;
+  SettledCalls settled_;
+  std::vector<uint64_t> value_of_node_;  // kSelfCpuTime: the self ns placed on each node
+  uint64_t total_ = 0;
+  std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid
+  std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample_;
+  std::unordered_map<uint32_t, uint64_t> count_of_node_;  // kSamples
+};
+
+}  // namespace gpuprof

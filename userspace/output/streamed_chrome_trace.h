@@ -1,0 +1,88 @@
+// streamed_chrome_trace.h: report --chrome-trace of a recording read as a
+// stream (record/record_stream.h): memory grows with the threads and the
+// calls of each thread's current outermost call tree, not with the events.
+//
+// The trace writes each thread's op calls by start (parents first), one
+// thread after the other in the order of their first completed call, then
+// the samples and the rest (chrome_trace.h). Here each thread's calls come
+// in settled forests (analyze/settled_calls.h), are put in that order by
+// the same code (build_call_tree), and go to a temporary file of their
+// thread; write_chrome_trace then replays them, thread by thread, into the
+// same document, byte for byte, as the whole read's.
+//
+// It serves recordings of op events, with or without CPU samples and
+// --with-stack entry stacks (a forest waits for the pairs of its events,
+// entry_stack_pairs.h), and --time-range. The caller reads whole what it
+// does not serve (streamable() says): module frames in the Python stacks
+// (--with-modules, or --with-stack of a model: the module calls are
+// written first and need every call), input shapes, CUDA launches (the
+// streaming read drops them), GPU activities and memory events (a
+// streaming read stops at, or declines, them), record -a, and --ops (a
+// call's match needs its ancestors').
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "analyze/entry_stack_pairs.h"
+#include "analyze/op_timeline.h"
+#include "analyze/settled_calls.h"
+#include "output/chrome_trace.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class StreamedChromeTrace : public RecordStream {
+ public:
+  // head: the first read's; last_entry_stack: the event index of the
+  // file's last ENTRY_STACKS pair (nullopt: none).
+  StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack);
+
+  // Whether a recording read without its events (the first read: launches
+  // counted, not kept) can be written this way.
+  static bool streamable(const Recording& head);
+  bool wants(const Recording& head) override { return streamable(head); }
+  void on_events(std::span<const gp_event> events, uint64_t first) override;
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { pairs_.add(event_index, stack_id); }
+  // Once the read is done: the calls, for write_chrome_trace. The replay
+  // owns the temporary files (closed, so removed, with its last copy).
+  StreamedTraceCalls finish();
+
+ private:
+  struct Spilled {
+    OpCall call;
+    uint64_t step = 0;
+    bool is_step = false;
+    bool has_stack = false;
+    uint32_t stack = 0;
+  };
+  // One thread's calls in trace order: in a temporary file, or held when
+  // no temporary file could be made (or the disk filled up).
+  struct ThreadCalls {
+    std::FILE* file = nullptr;
+    std::vector<Spilled> held;
+  };
+  struct Spills {
+    std::unordered_map<uint32_t, ThreadCalls> threads;
+    std::vector<uint32_t> order;  // the threads in the order of their first completed call
+    Spills() = default;
+    Spills(const Spills&) = delete;
+    Spills& operator=(const Spills&) = delete;
+    ~Spills();
+    void replay(const TraceCallVisitor& visit);
+    static void visit_one(const Spilled& s, const TraceCallVisitor& visit);
+  };
+  void spill(const Timeline& forest);
+
+  SettledCalls settled_;
+  EntryStackPairs pairs_;
+  std::unordered_map<uint64_t, uint64_t> step_of_entry_;  // STEP events' step numbers, by event index
+  std::shared_ptr<Spills> spills_;
+};
+
+}  // namespace gpuprof
