@@ -10,6 +10,7 @@ import email.parser
 import email.policy
 import http.server
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -158,3 +159,32 @@ def test_a_dead_or_refusing_server_costs_the_recording_nothing(procs, workdir, t
 def test_push_options_are_checked_before_anything_attaches(args, message):
     result = run_gpuprof("record", *args)
     assert result.returncode == 2 and message in result.stderr, result
+
+
+def test_ctrl_c_stops_a_pushing_recording_as_any_other(procs, workdir, tmp_path, torch_env):
+    """SIGINT (and SIGTERM) are the session's: the sender thread never takes
+    one, so a Ctrl-C stops the recording cleanly, sends what is queued and
+    leaves the target running."""
+    receiver = Receiver()
+    try:
+        target = procs.start(torch_env.argv("fixed_count.py", str(workdir), str(CALLS * 4), str(SECONDS * 4)),
+                             "target")
+        pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+        out = tmp_path / "run.gpuprof"
+        gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "--push", receiver.url, "--push-every", "1")
+        gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+        touch(workdir, "go")
+        deadline = time.monotonic() + 60
+        while len(receiver.requests) < 2 and time.monotonic() < deadline:  # mid-run, cycles already sent
+            time.sleep(0.1)
+        gp.send(signal.SIGINT)
+        assert gp.wait(timeout=60) == 0, gp.describe()
+        assert target.running(), target.describe()
+        assert re.search(r"^gpuprof: stopped \(interrupted\)", gp.stderr(), re.M), gp.stderr()
+        sent = re.search(rf"^gpuprof: pushed (\d+) profiles? to {re.escape(receiver.url)}$", gp.stderr(), re.M)
+        assert sent and int(sent.group(1)) == len(receiver.requests) >= 2, gp.stderr()
+        assert int(wait_for_file(workdir, "done", timeout=120, watch=[target])) == CALLS * 4
+        touch(workdir, "check")
+        assert target.wait(timeout=60) == 0, target.describe()
+    finally:
+        receiver.close()

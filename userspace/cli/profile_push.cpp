@@ -1,10 +1,13 @@
 #include "cli/profile_push.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 
 #include "base/http_post.h"
 #include "output/pprof.h"
@@ -65,7 +68,24 @@ std::string ingest_url(const PushTarget& target, const Recording& recording) {
   return url;
 }
 
-ProfilePusher::ProfilePusher(PushTarget target) : target_(std::move(target)), thread_([this] { run(); }) {}
+namespace {
+
+// The sender thread starts with every signal blocked: SIGINT, SIGTERM and
+// SIGHUP are the session's to read (a signalfd), and a process-directed
+// signal goes to any thread that does not block it.
+std::thread start_with_signals_blocked(std::function<void()> body) {
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  std::thread thread(std::move(body));
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return thread;
+}
+
+}  // namespace
+
+ProfilePusher::ProfilePusher(PushTarget target)
+    : target_(std::move(target)), thread_(start_with_signals_blocked([this] { run(); })) {}
 
 ProfilePusher::~ProfilePusher() {
   if (thread_.joinable()) finish(0);
