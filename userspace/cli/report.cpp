@@ -147,7 +147,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
   report->add_option("file", options.input_paths,
                      "record file written by gpuprof record (default: gpuprof.data); several: one table of all, "
-                     "or --by; see docs/fleet.md");
+                     "--by, --folded (each under its rank or file) or --pprof; see docs/fleet.md");
   report->add_option("--by", options.by,
                      "per op, its Self CPU in each file, process (pid), host or job rank (RANK of torchrun's "
                      "workers) side by side: min, median, max and the slowest; one FILE or several")
