@@ -15,6 +15,11 @@
 // InitializeInjection; the ops then get CUPTI's correlation ids
 // and kernel records (fake_cuda_launch.cpp), delivered after every step.
 //
+// With LAUNCH_DRIVER_CUPTI_WITHOUT_SHIM=1 and GPUPROF_CUPTI_LIBRARY but no
+// CUDA_INJECTION64_PATH, it loads the stand-in libcupti alone (as torch
+// links libcupti) and delivers its records after every step: a job that
+// record -p --inject-cupti gives the shim while it runs.
+//
 // With LAUNCH_DRIVER_LIBCUDA=PATH (the toolkit's stub libcuda) it loads that
 // library first, and each step also runs cuda_driver_launch(2): 2
 // cuLaunchKernel and 1 cuLaunchKernelEx, as Triton launches. The runtime
@@ -49,9 +54,14 @@ void scale_kernel(T* data, T factor, int n);
 void (*inject_cupti())() {
   const char* shim = std::getenv("CUDA_INJECTION64_PATH");
   const char* cupti = std::getenv("GPUPROF_CUPTI_LIBRARY");
-  if (!shim || !cupti) return nullptr;
+  const bool cupti_without_shim = std::getenv("LAUNCH_DRIVER_CUPTI_WITHOUT_SHIM") != nullptr;
+  if (!cupti || (!shim && !cupti_without_shim)) return nullptr;
   // RTLD_GLOBAL: the ops find the stand-in's hooks with dlsym(RTLD_DEFAULT).
   void* fake = dlopen(cupti, RTLD_NOW | RTLD_GLOBAL);
+  if (!shim) {  // a job started without the shim, which gpuprof may load later (--inject-cupti)
+    std::printf("libcupti %s\n", fake ? "loaded" : "FAILED");
+    return fake ? reinterpret_cast<void (*)()>(dlsym(fake, "fake_cupti_deliver")) : nullptr;
+  }
   void* injected = dlopen(shim, RTLD_NOW | RTLD_LOCAL);
   auto initialize = injected ? reinterpret_cast<int (*)()>(dlsym(injected, "InitializeInjection")) : nullptr;
   std::printf("injection %s\n", fake && initialize && initialize() == 1 ? "ok" : "FAILED");

@@ -22,7 +22,7 @@ const std::map<std::string, Groups>& option_groups() {
       {"record",
        {{"Target", {"--pid", "--all-processes", "--follow-forks", "--duration"}},
         {"What to record",
-         {"--freq", "--no-ops", "--record-shapes", "--profile-memory", "--with-stack", "--with-modules", "--schedule", "--step-op",
+         {"--freq", "--no-ops", "--inject-cupti", "--record-shapes", "--profile-memory", "--with-stack", "--with-modules", "--schedule", "--step-op",
           "--step-time"}},
         {"Output",
          {"--output", "--quiet", "--verbose", "--chrome-trace", "--time-range", "--ops", "--on-cycle", "--rotate",

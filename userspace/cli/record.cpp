@@ -20,6 +20,7 @@
 #include "base/file_mode.h"
 #include "record/record_file.h"
 #include "collect/record_session.h"
+#include "collect/shim_injection.h"
 #include "record/schedule.h"
 #include "base/session_loop.h"
 
@@ -90,6 +91,10 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
   record->add_flag("--follow-forks", options.follow_forks,
                    "also trace the ops of the processes the target forks (DataLoader workers, ...), and theirs; "
                    "without it children run untraced (and unharmed)");
+  record->add_flag("--inject-cupti", options.inject_cupti,
+                   "with -p: load gpuprof's CUPTI shim into the running job (ptrace; opt-in) for GPU times, "
+                   "when it was not started with CUDA_INJECTION64_PATH (docs/injection.md)")
+      ->needs(pid);
   record->add_flag("--no-ops", options.no_ops,
                    "with -F: samples only, no operator probes (the lowest overhead); any process, "
                    "PyTorch or not, and a launched CMD from its start");
@@ -151,7 +156,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "CUDA kernel launches are traced with the ops once the target maps libcudart; GPU times\n"
       "come from gpuprof's CUPTI shim (libgpuprof_cupti.so next to gpuprof), which record -- CMD\n"
       "injects (CUDA_INJECTION64_PATH); start a job to attach to with that variable set\n"
-      "(docs/cuda.md). Read them with: gpuprof report FILE --launches | --kernels.\n"
+      "(docs/cuda.md), or load the shim into it with --inject-cupti (ptrace: docs/injection.md).\n"
+      "Read them with: gpuprof report FILE --launches | --kernels | --gpu.\n"
       "Needs root; -p also works with the capabilities CAP_BPF and CAP_PERFMON on the binary,\n"
       "for the invoking user's own processes (docs/privileges.md). -- CMD and -a watch library\n"
       "loads through tracefs, which gpuprof mounts at /sys/kernel/tracing if nothing has.\n\n"
@@ -163,6 +169,7 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       "  sudo gpuprof record -o run.gpuprof -- /usr/bin/python3 train.py\n"
       "  sudo gpuprof record -p 4242 -d 5 --with-stack --group-by-stack-n 5\n"
       "  sudo gpuprof record -p 4242 -d 10 -F 99 -o run.gpuprof\n"
+      "  sudo gpuprof record -p 4242 -d 10 --inject-cupti   # GPU times for a job started without the shim\n"
       "  gpuprof report run.gpuprof --folded --metric samples > run.folded\n"
       "  sudo gpuprof record -F 99 --no-ops -o py.gpuprof -- python3 script.py   # any Python\n"
       "  sudo gpuprof record -p 4242 -d 5 -F 99 --chrome-trace run.json.gz        # Perfetto/Chrome\n"
@@ -188,6 +195,11 @@ int run_record(RecordOptions options) {
   }
   if (options.with_modules && options.no_ops) {
     std::fprintf(stderr, "gpuprof: error: --with-modules finds each op's module: it needs op tracing (no --no-ops)\n");
+    return 2;
+  }
+  if (options.inject_cupti && options.no_ops) {
+    std::fprintf(stderr, "gpuprof: error: --inject-cupti is for GPU times, which are joined to the launches of "
+                         "traced ops: it needs op tracing (no --no-ops)\n");
     return 2;
   }
   // The modules come from the op entries' Python stacks.
@@ -389,6 +401,12 @@ int run_record(RecordOptions options) {
     // asked for what is done and must not cut them short, nor kill gpuprof
     // the moment the session gives the signals back: drained here.
     SignalGuard late_stops({SIGINT, SIGTERM, SIGHUP});
+    if (options.inject_cupti) {
+      if (auto injected = inject_cupti_shim_into(options.pid); !injected) {
+        std::fprintf(stderr, "gpuprof: error: %s\n", injected.error().c_str());
+        return 1;
+      }
+    }
     outcome = run_record_session(config);
     if (pusher) std::fprintf(stderr, "gpuprof: %s\n", pusher->finish(kPushDeadlineS).c_str());
     if (!outcome.ok) {

@@ -26,6 +26,7 @@ struct RecordOptions {
   uint32_t sample_hz = 0;  // -F
   bool no_ops = false;
   bool with_stack = false;
+  bool inject_cupti = false;  // --inject-cupti: -p's job gets the CUPTI shim through ptrace (docs/injection.md)
   bool with_modules = false;  // --with-modules: --with-stack and the modules' attribute names (docs/modules.md)
   bool follow_forks = false;
   bool quiet = false;  // no table on stdout

@@ -17,9 +17,9 @@ namespace {
 
 constexpr size_t kMaxLibcudarts = GP_MAX_RUNTIMES;  // copies of libcudart probed in one target
 
-// libgpuprof_cupti.so next to the gpuprof executable (where `make` builds
-// it and where an install puts it); nullopt when it is not there.
-std::optional<std::string> shim_next_to_executable() {
+}  // namespace
+
+std::optional<std::string> cupti_shim_next_to_gpuprof() {
   char exe[4096];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n <= 0) return std::nullopt;
@@ -28,8 +28,6 @@ std::optional<std::string> shim_next_to_executable() {
   if (access(path.c_str(), R_OK) != 0) return std::nullopt;
   return path;
 }
-
-}  // namespace
 
 // `record -- CMD`: the CUDA driver of CMD loads the shim at cuInit from
 // CUDA_INJECTION64_PATH (docs/cuda.md). A value the user set is
@@ -41,7 +39,7 @@ void inject_cupti_shim(Diagnostics& diagnostics) {
            "): gpuprof's CUPTI shim is not injected, no GPU times");
     return;
   }
-  auto shim = shim_next_to_executable();
+  auto shim = cupti_shim_next_to_gpuprof();
   if (!shim) {
     diagnostics.warn(std::string(kCuptiShimFilePrefix) + ".so is not next to gpuprof: no GPU times");
     return;

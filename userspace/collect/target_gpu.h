@@ -38,6 +38,10 @@ namespace gpuprof {
 // The CUPTI shim's file name starts so (cupti_shim/).
 inline constexpr const char* kCuptiShimFilePrefix = "libgpuprof_cupti";
 
+// libgpuprof_cupti.so next to the gpuprof executable (where `make` builds
+// it and where an install puts it); nullopt when it is not there.
+std::optional<std::string> cupti_shim_next_to_gpuprof();
+
 // `record -- CMD`: sets CUDA_INJECTION64_PATH to the shim next to gpuprof
 // (a value the user set is kept, and said).
 void inject_cupti_shim(Diagnostics& diagnostics);

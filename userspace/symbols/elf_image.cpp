@@ -193,6 +193,18 @@ std::optional<uint64_t> ElfImage::first_load_address() const {
   return std::nullopt;
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> ElfImage::executable_segment_file_ranges() const {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  size_t count = 0;
+  if (elf_getphdrnum(state_->elf, &count) != 0) return ranges;
+  for (size_t i = 0; i < count; i++) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(state_->elf, static_cast<int>(i), &phdr) && phdr.p_type == PT_LOAD && (phdr.p_flags & PF_X))
+      ranges.emplace_back(phdr.p_offset, phdr.p_offset + phdr.p_filesz);
+  }
+  return ranges;
+}
+
 std::string ElfImage::build_id() const {
   std::string hex;
   state_->for_each_section([&](Elf_Scn* scn, const GElf_Shdr& shdr) {

@@ -72,6 +72,10 @@ class ElfImage {
   // Hex GNU build-id, "" when the file has none.
   std::string build_id() const;
 
+  // The file ranges [offset, offset + file size) of the executable PT_LOAD
+  // segments: what a mapping of the file runs as code.
+  std::vector<std::pair<uint64_t, uint64_t>> executable_segment_file_ranges() const;
+
  private:
   struct State;
   // fn(symbol, ELF symbol type) for every defined, named symbol of .symtab
