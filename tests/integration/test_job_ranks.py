@@ -7,6 +7,7 @@ rank 1 started by `record -- CMD` (its environment read once it has
 exec'd), and one without RANK (`record -p`). On both torches."""
 import os
 import re
+import shutil
 
 import pytest
 
@@ -101,6 +102,27 @@ def test_by_rank_puts_the_ranks_side_by_side(job):
     for name, line in [("rank0", "Rank 0 of 2 (local rank 0)"), ("rank1", "Rank 1 of 2 (local rank 1)")]:
         assert re.search(rf"^  {re.escape(str(job[name]))}: \S+:\d+ \(\S+\): {re.escape(line)}$", both.stdout,
                          re.M), both.stdout
+
+
+def test_a_directory_stands_for_its_recordings(job, tmp_path):
+    # report DIR: its record files (by their magic, whatever their names),
+    # sorted by name; other files are not recordings.
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    shutil.copy(job["rank1"], ranks / "b-rank1.gpuprof")
+    shutil.copy(job["rank0"], ranks / "a-rank0.data")
+    (ranks / "notes.txt").write_text("not a recording\n")
+    listed = run_gpuprof("report", str(ranks / "a-rank0.data"), str(ranks / "b-rank1.gpuprof"), "--by", "rank")
+    assert listed.returncode == 0, listed.stderr
+    whole = run_gpuprof("report", str(ranks), "--by", "rank")
+    assert whole.returncode == 0, whole.stderr
+    assert whole.stdout == listed.stdout and whole.stderr == listed.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a recording\n")
+    refused = run_gpuprof("report", str(empty))
+    assert refused.returncode == 1 and refused.stdout == "", refused
+    assert refused.stderr == f"gpuprof: error: {empty} is a directory without gpuprof record files\n"
 
 
 def test_by_rank_refuses_a_file_without_rank(job):

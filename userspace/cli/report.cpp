@@ -17,6 +17,7 @@
 #include "output/module_table.h"
 #include "record/cupti_shim_state.h"
 #include "cli/option_checks.h"
+#include "cli/report_inputs.h"
 #include "cli/report_many.h"
 #include "output/folded_stacks.h"
 #include "output/gpu_time_report.h"
@@ -146,8 +147,9 @@ void add_table_options(CLI::App& command, ReportOptions& options) {
 void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
   report->add_option("file", options.input_paths,
-                     "record file written by gpuprof record (default: gpuprof.data); several: one table of all, "
-                     "--by, --folded (each under its rank or file) or --pprof; see docs/fleet.md");
+                     "record file written by gpuprof record (default: gpuprof.data); several (or a directory of "
+                     "them): one table of all, --by, --folded (each under its rank or file) or --pprof; see "
+                     "docs/fleet.md");
   report->add_option("--by", options.by,
                      "per op, its Self CPU in each file, process (pid), host or job rank (RANK of torchrun's "
                      "workers) side by side: min, median, max and the slowest; one FILE or several")
@@ -598,6 +600,12 @@ std::optional<int> take_read(std::variant<Streamed, Recording, int> read, Output
 
 int run_report(const ReportOptions& given) {
   ReportOptions options = given;
+  auto inputs = expand_report_inputs(options.input_paths);
+  if (!inputs) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", inputs.error().c_str());
+    return 1;
+  }
+  options.input_paths = std::move(*inputs);
   if (!options.input_paths.empty()) options.input_path = options.input_paths.front();
   if (options.input_paths.size() > 1 || !options.by.empty()) return run_report_many(options);
   std::optional<FoldedMetric> metric;
