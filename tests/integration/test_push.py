@@ -9,7 +9,9 @@ A dead server costs the recording and the job nothing."""
 import email.parser
 import email.policy
 import http.server
+import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,7 +21,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import run_gpuprof, touch, wait_for_file
+from conftest import HOST_TORCH, run_gpuprof, touch, wait_for_file, wait_until
 from pprof_reader import decode, per_leaf_op
 
 CALLS = 3000
@@ -62,12 +64,14 @@ def multipart_files(headers, body):
             for part in message.iter_parts()}
 
 
-def record_pushing(procs, workdir, tmp_path, torch_env, url, *extra):
-    """fixed_count.py recorded by record -p --push URL; (gpuprof, record file)."""
+def record_pushing(procs, workdir, tmp_path, torch_env, url, *extra, env=None):
+    """fixed_count.py recorded by record -p --push URL (gpuprof's environment
+    with env); (gpuprof, record file, pid)."""
     target = procs.start(torch_env.argv("fixed_count.py", str(workdir), str(CALLS), str(SECONDS)), "target")
     pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
     out = tmp_path / "run.gpuprof"
-    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "--push", url, *extra)
+    gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out, "--push", url, *extra,
+                             env=None if env is None else {**os.environ, **env})
     gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
     touch(workdir, "go")
     assert int(wait_for_file(workdir, "done", timeout=120, watch=[target, gp])) == CALLS
@@ -111,6 +115,36 @@ def test_each_cycle_is_pushed_and_the_cycles_add_up(procs, workdir, tmp_path, to
     # Every call in exactly one cycle: the cycles add up to the whole file.
     whole = per_leaf_op(decode_file(out, tmp_path))["aten::add"][0]
     assert total == whole == CALLS, (total, whole)
+
+
+def test_cycle_files_a_killed_gpuprof_left_are_removed(procs, workdir, tmp_path):
+    # SIGKILL leaves a pusher's unsent cycle files in TMPDIR: the next
+    # record --push removes those whose gpuprof is gone (its pid ended, or is
+    # another program's now) and keeps a running gpuprof's.
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    ended_pid = procs.start(["/bin/true"], "ended")  # a pid that no longer runs
+    ended_pid.wait(timeout=10)
+    # A program named gpuprof that runs: its files are a live pusher's.
+    shutil.copy("/bin/sleep", tmp_path / "gpuprof")
+    running = procs.start([tmp_path / "gpuprof", "600"], "running-gpuprof")
+    wait_until(lambda: open(f"/proc/{running.pid}/comm").read().strip() == "gpuprof", 10, "a running gpuprof")
+    left = [tmpdir / f"gpuprof-push-{ended_pid.pid}-3.gpuprof", tmpdir / f"gpuprof-push-{os.getpid()}-1.gpuprof"]
+    kept = [tmpdir / f"gpuprof-push-{running.pid}-2.gpuprof", tmpdir / "gpuprof-push-notes.txt"]
+    for path in left + kept:
+        path.write_bytes(b"GPUPROF\0")
+    receiver = Receiver()
+    try:
+        gp, _, _ = record_pushing(procs, workdir, tmp_path, HOST_TORCH, receiver.url, "--push-every", "1",
+                                  env={"TMPDIR": str(tmpdir)})
+        assert gp.wait(timeout=60) == 0, gp.describe()
+    finally:
+        receiver.close()
+    assert f"gpuprof: removed 2 cycle files that a killed gpuprof left in {tmpdir}" in gp.stderr().splitlines(), \
+        gp.stderr()
+    # Its own cycle files are gone once pushed: what is left is what it kept.
+    assert sorted(tmpdir.iterdir()) == sorted(kept), list(tmpdir.iterdir())
+    assert len(receiver.requests) >= SECONDS
 
 
 def decode_file(recording, tmp_path):

@@ -7,7 +7,10 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <regex>
 
 #include "base/http_post.h"
 #include "output/pprof.h"
@@ -43,6 +46,30 @@ std::string url_escape(const std::string& text) {
 }
 
 }  // namespace
+
+std::string push_cycle_prefix(int pid) {
+  return (std::filesystem::temp_directory_path() / ("gpuprof-push-" + std::to_string(pid) + "-")).string();
+}
+
+size_t remove_files_of_killed_pushers() {
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::temp_directory_path(ec);
+  if (ec) return 0;
+  static const std::regex name("gpuprof-push-([0-9]+)-[0-9]+\\.gpuprof");
+  size_t removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec)) {
+    std::smatch match;
+    const std::string file = entry.path().filename().string();
+    if (!std::regex_match(file, match, name)) continue;
+    // Its pusher runs while a gpuprof has that pid (a reused pid is another
+    // program's).
+    std::ifstream comm("/proc/" + match[1].str() + "/comm");
+    std::string running;
+    if (std::getline(comm, running) && running == "gpuprof") continue;
+    if (std::filesystem::remove(entry.path(), ec)) removed++;
+  }
+  return removed;
+}
 
 std::string ingest_url(const PushTarget& target, const Recording& recording) {
   const ProcessInfo& process = recording.process;

@@ -34,6 +34,15 @@ struct PushTarget {
 // format=pprof, spyName=gpuprof, sampleRate when it was sampled).
 std::string ingest_url(const PushTarget& target, const Recording& recording);
 
+// The folder and file name start of the cycle files the pusher of gpuprof
+// `pid` keeps until they are sent: TMPDIR/gpuprof-push-PID-.
+std::string push_cycle_prefix(int pid);
+
+// Removes the cycle files that pushers no longer running left (a gpuprof
+// killed with SIGKILL cannot remove its own): those of a pid that is gone or
+// is not gpuprof now. Returns how many.
+size_t remove_files_of_killed_pushers();
+
 class ProfilePusher {
  public:
   static constexpr size_t kQueuedCycles = 8;

@@ -347,9 +347,11 @@ int run_record(RecordOptions options) {
   std::shared_ptr<ProfilePusher> pusher;
   if (!options.push_url.empty()) {
     pusher = std::make_shared<ProfilePusher>(PushTarget{options.push_url, options.push_app});
+    if (const size_t removed = remove_files_of_killed_pushers())
+      std::fprintf(stderr, "gpuprof: removed %zu cycle file%s that a killed gpuprof left in %s\n", removed,
+                   removed == 1 ? "" : "s", std::filesystem::temp_directory_path().c_str());
     // Each cycle's record file, in the temporary folder until it is sent.
-    const std::string folder = std::filesystem::temp_directory_path() /
-                               ("gpuprof-push-" + std::to_string(getpid()) + "-");
+    const std::string folder = push_cycle_prefix(getpid());
     config.outputs.cycle_path = [folder](int64_t cycle) { return folder + std::to_string(cycle) + ".gpuprof"; };
     config.outputs.cycle_done = [pusher](const std::string& record_path, int64_t, int64_t, int64_t) {
       pusher->push(record_path);
