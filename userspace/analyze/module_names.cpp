@@ -12,11 +12,13 @@ std::string class_of(const std::string& label) {
 
 }  // namespace
 
-ModuleNames::ModuleNames(const Recording& r) : r_(r) {
-  for (const ModuleName& m : r.module_names) names_[{m.parent_frame, m.frame}] = {m.name, m.position};
-  module_frame_.resize(r.sample_frames.size(), false);
-  for (size_t f = 0; f < r.sample_frames.size(); f++)
-    module_frame_[f] = r.sample_frames[f].starts_with(kModuleFramePrefix);
+ModuleNames::ModuleNames(const Recording& r) : r_(r) { reread(); }
+
+void ModuleNames::reread() {
+  for (const ModuleName& m : r_.module_names) names_[{m.parent_frame, m.frame}] = {m.name, m.position};
+  module_frame_.resize(r_.sample_frames.size(), false);
+  for (size_t f = 0; f < r_.sample_frames.size(); f++)
+    module_frame_[f] = r_.sample_frames[f].starts_with(kModuleFramePrefix);
 }
 
 std::string ModuleNames::label(uint32_t frame) const {

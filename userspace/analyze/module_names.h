@@ -25,6 +25,8 @@ inline constexpr uint32_t kNoPosition = UINT32_MAX;
 class ModuleNames {
  public:
   explicit ModuleNames(const Recording& recording);
+  // The recording's frames or module names grew (a live recording).
+  void reread();
 
   bool is_module_frame(uint32_t frame) const { return frame < module_frame_.size() && module_frame_[frame]; }
   // torch's label of a module frame: "Conv2d_18".

@@ -59,8 +59,9 @@ class TreeBuilder {
   size_t stack_not_read() { return synthetic(not_read_, kStackNotRead); }
   size_t backward() { return synthetic(backward_, kBackward); }
 
-  ModuleTree take() { return std::move(tree_); }
   ModuleTree& tree() { return tree_; }
+  const ModuleTree& tree() const { return tree_; }
+  void names_grew() { names_.reread(); }
 
  private:
   size_t add_node(int64_t parent, std::string label, std::string name) {
@@ -180,105 +181,111 @@ std::string ModuleTree::path(size_t node) const {
   return out;
 }
 
-ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
-  TreeBuilder builder(recording);
-  builder.tree().has_stacks = recording.options.with_stack;
-  const Timeline timeline = build_timeline(recording.events, compensation_costs(recording, raw_times));
-  const CallTree calls = build_call_tree(timeline);
-  const CallFigures figures = call_figures(recording, timeline);
-  const std::vector<size_t>& folded_into = figures.folded_into;
-  const bool memory = builder.tree().memory_recorded = recording.options.memory;
-  const bool gpu = builder.tree().gpu_recorded = recording.cupti_shim.has_value();
-  std::unordered_map<uint64_t, uint32_t> stack_of_entry;
-  stack_of_entry.reserve(recording.entry_stacks.size());
-  for (const EntryStack& s : recording.entry_stacks) stack_of_entry.emplace(s.event_index, s.stack_id);
-  // The threads that ran Python at some op entry: an op of one of them
-  // without a stack had its stack lost, not a thread without Python.
-  std::unordered_map<uint32_t, bool> python_thread;
-  for (const OpCall& c : timeline.calls)
-    if (stack_of_entry.count(c.entry_index)) python_thread[c.tid] = true;
+// One thread's module calls as its calls go (count_module_calls).
+struct ThreadModules {
+  std::vector<size_t> open;             // the module nodes of the thread's last outermost call
+  std::vector<bool> first_child_seen;   // per level of `open`: its module's current call opened its first child
+  std::vector<ModuleCall> spans;        // per level of `open`: its module's current call
+};
 
-  ModuleTree& tree = builder.tree();
-  std::vector<size_t> node_of_call(timeline.calls.size(), 0);
-  // Per node, its ops by name: index into ModuleNode::ops.
-  std::vector<std::unordered_map<std::string, size_t>> op_rows;
-  auto op_row = [&](size_t node, const std::string& name) -> ModuleOpRow& {
+struct ModuleTreeBuilder::State {
+  State(const Recording& r, bool keep) : recording(r), builder(r), keep_calls(keep) {}
+  const Recording& recording;
+  TreeBuilder builder;
+  const bool keep_calls;
+  std::unordered_map<uint32_t, ThreadModules> threads;
+  std::vector<std::unordered_map<std::string, size_t>> op_rows;  // per node: its ops by name, into ModuleNode::ops
+
+  ModuleOpRow& op_row(size_t node, const std::string& name) {
+    ModuleTree& tree = builder.tree();
     if (op_rows.size() < tree.nodes.size()) op_rows.resize(tree.nodes.size());
     auto [it, inserted] = op_rows[node].try_emplace(name, tree.nodes[node].ops.size());
     if (inserted) tree.nodes[node].ops.push_back({name, 0, 0, 0, {}});
     return tree.nodes[node].ops[it->second];
-  };
-
-  // Threads in the order of their first call: the tree's first-seen order
-  // does not depend on how the call tree lists its threads.
-  std::vector<const std::vector<size_t>*> threads;
-  for (const std::vector<size_t>& thread : calls.threads) threads.push_back(&thread);
-  std::stable_sort(threads.begin(), threads.end(), [&](const auto* a, const auto* b) {
-    return timeline.calls[a->front()].start_ns < timeline.calls[b->front()].start_ns;
-  });
-  for (const std::vector<size_t>* thread_calls : threads) {
-    const std::vector<size_t>& thread = *thread_calls;
-    std::vector<size_t> open;  // the module nodes of this thread's last outermost call
-    std::vector<bool> first_child_seen;  // per level of `open`: its module's current call opened its first child
-    std::vector<ModuleCall> spans;       // per level of `open`: its module's current call
-    for (size_t i : thread) {  // parents before children
-      const OpCall& call = timeline.calls[i];
-      size_t node;
-      if (calls.parent[i] >= 0) {
-        node = node_of_call[calls.parent[i]];
-      } else if (is_backward(recording, call)) {
-        // The engine's work, on any thread: no forward module's call.
-        node = builder.backward();
-        open.clear();
-        first_child_seen.clear();
-        end_module_calls(tree, spans, 0);
-      } else {
-        auto stack = stack_of_entry.find(call.entry_index);
-        if (stack == stack_of_entry.end()) {
-          const bool lost = python_thread.count(call.tid) != 0;
-          if (lost) tree.ops_without_stack++;
-          node = lost ? builder.stack_not_read() : builder.no_python_frames();
-          open.clear();
-          first_child_seen.clear();
-          end_module_calls(tree, spans, 0);
-        } else {
-          const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(stack->second));
-          node = nodes.empty() ? builder.no_module() : nodes.back();
-          count_module_calls(tree, nodes, open, first_child_seen, spans, call);
-        }
-      }
-      if (calls.parent[i] < 0) {  // an outermost call: its node's own, with what it calls
-        ModuleNode& in = tree.nodes[node];
-        in.self_ns += call.compensated_ns();
-        // Its GPU time with that of the ops it calls (memory is counted
-        // over the module's calls, below).
-        if (gpu) in.figures.self_cuda_ns += figures.gpu_ns[i];
-      }
-      node_of_call[i] = node;
-      // As the op table counts (aggregator.h): a folded call's self time is
-      // its absorber's, of the same name.
-      ModuleOpRow& row = op_row(node, op_table_name(recording.ops, call.op_id));
-      row.self_ns += call.compensated_self_ns();
-      // Self figures: a folded call's are its absorber's, in this row.
-      if (memory) {
-        row.figures.self_cpu_mem += figures.self_cpu_mem[i];
-        row.figures.self_cuda_mem += figures.self_cuda_mem[i];
-      }
-      if (gpu) row.figures.self_cuda_ns += figures.self_gpu_ns[i];
-      if (folded_into[i] == i) {
-        row.calls++;
-        row.total_ns += call.compensated_ns();
-        if (memory) {
-          row.figures.cpu_mem += figures.cpu_mem[i];
-          row.figures.cuda_mem += figures.cuda_mem[i];
-        }
-        if (gpu) row.figures.cuda_ns += figures.gpu_ns[i];
-      }
-    }
-    end_module_calls(tree, spans, 0);
   }
-  // By thread (as the loop went), then start, parents first: a call ends
-  // (and is listed) after its children, so sort each thread's.
+  // Module calls end: listed when kept.
+  void end_calls(ThreadModules& thread, size_t level) {
+    if (keep_calls) {
+      end_module_calls(builder.tree(), thread.spans, level);
+    } else if (level < thread.spans.size()) {
+      thread.spans.resize(level);
+    }
+  }
+  void leave_modules(ThreadModules& thread) {
+    thread.open.clear();
+    thread.first_child_seen.clear();
+    end_calls(thread, 0);
+  }
+};
+
+ModuleTreeBuilder::ModuleTreeBuilder(const Recording& recording, bool keep_calls)
+    : state_(std::make_unique<State>(recording, keep_calls)) {}
+ModuleTreeBuilder::~ModuleTreeBuilder() = default;
+
+void ModuleTreeBuilder::names_grew() { state_->builder.names_grew(); }
+ModuleTree& ModuleTreeBuilder::tree() { return state_->builder.tree(); }
+const ModuleTree& ModuleTreeBuilder::tree() const { return state_->builder.tree(); }
+
+size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> parent_node,
+                                   std::optional<uint32_t> entry_stack, bool python_thread, bool folded,
+                                   const ModuleCallFigures& figures) {
+  State& st = *state_;
+  TreeBuilder& builder = st.builder;
+  ModuleTree& tree = builder.tree();
+  ThreadModules& thread = st.threads[call.tid];
+  size_t node;
+  if (parent_node) {
+    node = *parent_node;
+  } else if (is_backward(st.recording, call)) {
+    // The engine's work, on any thread: no forward module's call.
+    node = builder.backward();
+    st.leave_modules(thread);
+  } else if (!entry_stack) {
+    if (python_thread) tree.ops_without_stack++;
+    node = python_thread ? builder.stack_not_read() : builder.no_python_frames();
+    st.leave_modules(thread);
+  } else {
+    const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(*entry_stack));
+    node = nodes.empty() ? builder.no_module() : nodes.back();
+    const size_t listed = tree.calls.size();
+    count_module_calls(tree, nodes, thread.open, thread.first_child_seen, thread.spans, call);
+    if (!st.keep_calls) tree.calls.resize(listed);
+  }
+  if (!parent_node) {  // an outermost call: its node's own, with what it calls
+    ModuleNode& in = tree.nodes[node];
+    in.self_ns += call.compensated_ns();
+    // Its GPU time with that of the ops it calls (memory is counted over
+    // the module's calls, by build_module_tree).
+    in.figures.self_cuda_ns += figures.gpu_ns;
+  }
+  // As the op table counts (aggregator.h): a folded call's self time is
+  // its absorber's, of the same name.
+  ModuleOpRow& row = st.op_row(node, op_table_name(st.recording.ops, call.op_id));
+  row.self_ns += call.compensated_self_ns();
+  // Self figures: a folded call's are its absorber's, in this row.
+  row.figures.self_cpu_mem += figures.self_cpu_mem;
+  row.figures.self_cuda_mem += figures.self_cuda_mem;
+  row.figures.self_cuda_ns += figures.self_gpu_ns;
+  if (!folded) {
+    row.calls++;
+    row.total_ns += call.compensated_ns();
+    row.figures.cpu_mem += figures.cpu_mem;
+    row.figures.cuda_mem += figures.cuda_mem;
+    row.figures.cuda_ns += figures.gpu_ns;
+  }
+  return node;
+}
+
+void ModuleTreeBuilder::end_threads() {
+  for (auto& [tid, thread] : state_->threads) state_->end_calls(thread, 0);
+  state_->threads.clear();
+}
+
+namespace {
+
+// By thread, then start, parents first: a call ends (and is listed) after
+// its children, so sort each thread's.
+void sort_module_calls(ModuleTree& tree) {
   auto by_start = [&](const ModuleCall& a, const ModuleCall& b) {
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     return tree.nodes[a.node].depth < tree.nodes[b.node].depth;
@@ -288,7 +295,12 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
     std::sort(from, to, by_start);
     from = to;
   }
-  if (memory) count_module_memory(tree, counted_memory_events(recording.mem_events));
+}
+
+}  // namespace
+
+void finish_module_tree(ModuleTree& tree) {
+  sort_module_calls(tree);
   // Totals: children come after their parents in nodes.
   for (ModuleNode& n : tree.nodes) {
     n.total_ns = n.self_ns;
@@ -323,7 +335,58 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   for (ModuleNode& n : tree.nodes)
     std::stable_sort(n.ops.begin(), n.ops.end(),
                      [](const ModuleOpRow& a, const ModuleOpRow& b) { return a.self_ns > b.self_ns; });
-  return builder.take();
+}
+
+ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
+  ModuleTreeBuilder builder(recording, true);
+  ModuleTree& tree = builder.tree();
+  tree.has_stacks = recording.options.with_stack;
+  const Timeline timeline = build_timeline(recording.events, compensation_costs(recording, raw_times));
+  const CallTree calls = build_call_tree(timeline);
+  const CallFigures figures = call_figures(recording, timeline);
+  const bool memory = tree.memory_recorded = recording.options.memory;
+  const bool gpu = tree.gpu_recorded = recording.cupti_shim.has_value();
+  std::unordered_map<uint64_t, uint32_t> stack_of_entry;
+  stack_of_entry.reserve(recording.entry_stacks.size());
+  for (const EntryStack& s : recording.entry_stacks) stack_of_entry.emplace(s.event_index, s.stack_id);
+  // The threads that ran Python at some op entry: an op of one of them
+  // without a stack had its stack lost, not a thread without Python.
+  std::unordered_map<uint32_t, bool> python_thread;
+  for (const OpCall& c : timeline.calls)
+    if (stack_of_entry.count(c.entry_index)) python_thread[c.tid] = true;
+
+  std::vector<size_t> node_of_call(timeline.calls.size(), 0);
+  // Threads in the order of their first call: the tree's first-seen order
+  // does not depend on how the call tree lists its threads.
+  std::vector<const std::vector<size_t>*> threads;
+  for (const std::vector<size_t>& thread : calls.threads) threads.push_back(&thread);
+  std::stable_sort(threads.begin(), threads.end(), [&](const auto* a, const auto* b) {
+    return timeline.calls[a->front()].start_ns < timeline.calls[b->front()].start_ns;
+  });
+  for (const std::vector<size_t>* thread_calls : threads) {
+    for (size_t i : *thread_calls) {  // parents before children
+      const OpCall& call = timeline.calls[i];
+      std::optional<size_t> parent;
+      if (calls.parent[i] >= 0) parent = node_of_call[calls.parent[i]];
+      std::optional<uint32_t> stack;
+      if (auto found = stack_of_entry.find(call.entry_index); found != stack_of_entry.end()) stack = found->second;
+      ModuleCallFigures f;
+      if (gpu) f.gpu_ns = figures.gpu_ns[i], f.self_gpu_ns = figures.self_gpu_ns[i];
+      if (memory) {
+        f.self_cpu_mem = figures.self_cpu_mem[i], f.self_cuda_mem = figures.self_cuda_mem[i];
+        f.cpu_mem = figures.cpu_mem[i], f.cuda_mem = figures.cuda_mem[i];
+      }
+      node_of_call[i] = builder.add_call(call, parent, stack, python_thread.count(call.tid) != 0,
+                                         figures.folded_into[i] != i, f);
+    }
+    builder.end_threads();
+  }
+  if (memory) {
+    sort_module_calls(tree);  // as count_module_memory reads them
+    count_module_memory(tree, counted_memory_events(recording.mem_events));
+  }
+  finish_module_tree(tree);
+  return std::move(tree);
 }
 
 }  // namespace gpuprof

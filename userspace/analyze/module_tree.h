@@ -31,11 +31,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "analyze/module_names.h"
+#include "analyze/op_timeline.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -105,5 +107,49 @@ struct ModuleTree {
 // raw_times: durations as the probes stamped them (default: compensated,
 // as the op table's).
 ModuleTree build_module_tree(const Recording& recording, bool raw_times = false);
+
+// One op call's figures as the op table counts them (call_figures.h); zero
+// when not recorded.
+struct ModuleCallFigures {
+  uint64_t gpu_ns = 0, self_gpu_ns = 0;
+  int64_t self_cpu_mem = 0, self_cuda_mem = 0, cpu_mem = 0, cuda_mem = 0;
+};
+
+// The tree built call by call, each thread's calls in its order (parents
+// before children): build_module_tree feeds it a whole timeline, top's live
+// module view (live/live_module_tree.h) each thread's settled calls as they
+// come (analyze/settled_calls.h). A module call open when a thread's calls
+// pause stays open: calls are counted as in one pass over the whole run.
+class ModuleTreeBuilder {
+ public:
+  // Reads the recording's ops, frames, stacks and module names when a call
+  // needs them; keep_calls: list every module call (ModuleTree::calls).
+  ModuleTreeBuilder(const Recording& recording, bool keep_calls);
+  ~ModuleTreeBuilder();
+  ModuleTreeBuilder(const ModuleTreeBuilder&) = delete;
+  ModuleTreeBuilder& operator=(const ModuleTreeBuilder&) = delete;
+
+  // The recording's frames or module names grew since (a live recording).
+  void names_grew();
+  // One call. parent_node: its parent call's node (nullopt: an outermost
+  // call, placed by its entry stack, nullopt when none was read);
+  // python_thread: its thread ran Python at some op entry; folded: torch's
+  // fold counts it in a same-name parent (aggregator.h). Returns its node.
+  size_t add_call(const OpCall& call, std::optional<size_t> parent_node, std::optional<uint32_t> entry_stack,
+                  bool python_thread, bool folded, const ModuleCallFigures& figures);
+  // Ends the module calls open on every thread (its calls are all in).
+  void end_threads();
+  // The tree so far; finish_module_tree() sums and orders it.
+  ModuleTree& tree();
+  const ModuleTree& tree() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Totals summed (a node's own and its children's), tops, children and op
+// rows put in their order (module_tree.h): what build_module_tree returns.
+void finish_module_tree(ModuleTree& tree);
 
 }  // namespace gpuprof
