@@ -670,3 +670,73 @@ def test_narrow_terminals_cut_no_number(procs, workdir, tmp_path):
         [steps] * 5, (steps, summary)
     # top keeps no file: nothing says it wrote one.
     assert "wrote" not in history, history
+
+
+@pytest.mark.parametrize("model", ["resnet18", "encoder"])
+def test_module_view_matches_torch_profiler(procs, workdir, torch_env, model):
+    # top --with-modules --modules --show-events (docs/modules.md, "Live"):
+    # the summary at the target's exit is report --modules' layer table of
+    # the same forwards, exact against torch.profiler's per-module ranges
+    # (test_modules.py has the reference's long story).
+    import json
+    from test_modules import FORWARDS, parse_module_table
+    target = procs.start_workload("module_forward.py", workdir, model, str(FORWARDS), torch_env=torch_env)
+    pid = int(wait_for_file(workdir, "ready", timeout=300, watch=[target]))
+    ref = json.loads((workdir / "reference.json").read_text())
+    # One refresh far away: the batch output is the summary alone.
+    gp = procs.start_gpuprof("top", "-p", str(pid), "--with-modules", "--modules", "--show-events", "--batch",
+                             "-i", "600")
+    gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[target])
+    touch(workdir, "go")
+    wait_for_file(workdir, "done", timeout=300, watch=[target, gp])
+    touch(workdir, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()  # unharmed
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    out = gp.stdout()
+    assert re.search(r"^since start \([\d.]+ s\) of [\d.]+ s, modules by their ops' CPU time \(as report "
+                     r"--modules\).* - stopped \(target exited\)$", out, re.M), out
+    table = out[out.index("\nModule ") + 1:]
+    order, calls, ops = parse_module_table(table)
+    called = [path for path in ref["named_modules"] if path in ref["calls"]]
+    assert order == called, (order, called)
+    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
+    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
+    aten = {path: by_op for path, by_op in aten.items() if by_op}
+    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+
+
+def test_module_view_keys(procs, workdir, tmp_path):
+    # m switches to the module view and back, e lists each module's ops; the
+    # loop calls no module: its ops are under [no module].
+    target, pid = start_loop(procs, workdir, steps=10 ** 8)
+    touch(workdir, "go")
+    tmux = Tmux(tmp_path)
+    try:
+        tmux.start(f"{GPUPROF} top -p {pid} -i 0.5 --with-modules; echo TOP-EXITED $?; sleep 60")
+        screen = tmux.wait_for(r"^aten::mm ")
+        assert screen.rstrip().endswith("tab Python lines  m modules"), screen
+        tmux.keys("m")
+        screen = tmux.wait_for(r"^\[no module\] ")
+        assert re.search(r"^Module +\| Self CPU total +\| CPU total +\| Number of Calls$", screen, re.M), screen
+        assert "modules by their ops' CPU time" in screen and screen.rstrip().endswith("m ops  e module's ops"), \
+            screen
+        assert not re.search(r"aten::mm", screen), screen
+        tmux.keys("e")
+        screen = tmux.wait_for(r"^├── aten::mm +\|")
+        tmux.keys("t")
+        tmux.wait_for(r"^since start")
+        tmux.keys("m")
+        tmux.wait_for(r"^Name ")
+        tmux.keys("q")
+        tmux.wait_for(r"^TOP-EXITED 0$")
+        assert target.running(), target.describe()
+    finally:
+        tmux.kill()
+
+
+def test_module_view_needs_with_modules():
+    for args, message in [(["--modules"], "--modules requires --with-modules"),
+                          (["-a", "--with-modules"], "--with-modules shows one process's modules: use top -p PID "
+                                                     "--with-modules")]:
+        result = run_gpuprof("top", *([] if "-a" in args else ["-p", "1"]), *args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "analyze/stack_sums.h"
+#include "live/live_module_tree.h"
 #include "output/module_table.h"
 #include "probe_events.h"
 
@@ -342,6 +343,70 @@ TEST(ModuleTable, DrawsTheTreeAsTorchprof) {
             "[no Python frames] | 2.000us        | 2.000us   |\n"
             "└── aten::relu     | 2.000us        | 2.000us   | 1\n");
   EXPECT_EQ(unknown_module_paths(tree, {"Net.fc", "Net.nope"}), (std::vector<std::string>{"Net.nope"}));
+}
+
+}  // namespace
+}  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+// top's module view: the same recording handed over event by event, with
+// refreshes in the middle of a forward, gives report --modules' tree, and
+// each refresh's interval is what came since the one before.
+struct PathFigures {
+  uint64_t calls, self_ns, total_ns;
+  std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> ops;
+  bool operator==(const PathFigures&) const = default;
+};
+
+std::map<std::string, PathFigures> by_path(const ModuleTree& tree) {
+  std::map<std::string, PathFigures> out;
+  for (size_t i = 0; i < tree.nodes.size(); i++) {
+    const ModuleNode& n = tree.nodes[i];
+    PathFigures f{n.calls, n.self_ns, n.total_ns, {}};
+    for (const ModuleOpRow& row : n.ops) f.ops[row.name] = {row.calls, row.self_ns, row.total_ns};
+    out[tree.path(i)] = f;
+  }
+  return out;
+}
+
+TEST(LiveModuleTree, RefreshesAddUpToTheWholeRecordingsTree) {
+  const Recording r = planted(true);
+  std::map<uint64_t, uint32_t> stack_of;
+  for (const EntryStack& s : r.entry_stacks) stack_of[s.event_index] = s.stack_id;
+  LiveModuleTree live;
+  live.begin(r.ops);
+  for (uint32_t i = 0; i < r.sample_frames.size(); i++) live.frame(i, r.sample_frames[i]);
+  for (uint32_t i = 0; i < r.sample_stacks.size(); i++) live.stack(i, r.sample_stacks[i]);
+  live.module_names(r.module_names);
+  std::vector<ModuleTree> intervals;
+  for (uint64_t i = 0; i < r.events.size(); i++) {
+    if (auto s = stack_of.find(i); s != stack_of.end()) live.entry_stack(i, s->second);
+    live.op_event(r.events[i], i);
+    // Refreshes: inside the first forward's conv2d (nothing settled), after
+    // the first forward's act, inside the second forward.
+    if (i == 2 || i == 6 || i == 17) {
+      live.roll();
+      intervals.push_back(live.interval());
+    }
+  }
+  live.finish();
+  intervals.push_back(live.interval());
+  const ModuleTree whole = build_module_tree(r);
+  EXPECT_EQ(by_path(live.since_start()), by_path(whole));
+  // Nothing had settled inside the first conv2d; then conv and the first act.
+  EXPECT_TRUE(intervals[0].nodes.empty());
+  EXPECT_EQ(by_path(intervals[1]).at("Net.conv").calls, 1u);
+  EXPECT_EQ(by_path(intervals[1]).at("Net.act").calls, 1u);
+  // The intervals add up to the whole, call by call and nanosecond by nanosecond.
+  std::map<std::string, uint64_t> calls, self;
+  for (const ModuleTree& t : intervals)
+    for (const auto& [path, f] : by_path(t)) calls[path] += f.calls, self[path] += f.self_ns;
+  for (const auto& [path, f] : by_path(whole)) {
+    EXPECT_EQ(calls[path], f.calls) << path;
+    EXPECT_EQ(self[path], f.self_ns) << path;
+  }
 }
 
 }  // namespace

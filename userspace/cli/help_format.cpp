@@ -41,7 +41,8 @@ const std::map<std::string, Groups>& option_groups() {
         {"Advanced", {"--strict", "--help"}}}},
       {"top",
        {{"Target", {"--pid", "--all-processes"}},
-        {"View", {"--interval", "--batch", "--iterations", "--sort-by", "--raw-times", "--lines", "--freq"}},
+        {"View", {"--interval", "--batch", "--iterations", "--sort-by", "--raw-times", "--lines", "--freq", "--with-modules",
+                  "--modules", "--show-events"}},
         {"Advanced", {"--ring-buffer", "--help"}}}},
       {"calibrate", {{"Options", {"--repeat", "--help"}}}},
   };

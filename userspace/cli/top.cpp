@@ -18,6 +18,7 @@
 #include "cli/system_top.h"
 #include "cli/top_support.h"
 #include "live/live_gpu_join.h"
+#include "live/live_module_tree.h"
 #include "live/live_op_table.h"
 #include "live/live_sample_table.h"
 #include "analyze/op_timeline.h"
@@ -41,6 +42,10 @@ class Top final : public LiveConsumer {
   explicit Top(const TopOptions& options) : options_(options), clock_ticks_(sysconf(_SC_CLK_TCK)) {
     view_.sort = *parse_top_sort(options.sort_by);
     view_.python_lines = options.python_lines;
+    view_.modules = options.modules;
+    view_.modules_key = options.with_modules;
+    view_.module_events = options.module_events;
+    if (options.with_modules) modules_ = std::make_unique<LiveModuleTree>();
   }
 
   int run() {
@@ -55,12 +60,16 @@ class Top final : public LiveConsumer {
     config.ring_buffer_bytes = options_.ring_buffer_mb << 20;
     config.calibrate_through_recording = false;  // the table is gone when top stops
     config.sample_hz = options_.sample_hz;
+    // The module view reads each op entry's Python stack and the modules'
+    // attribute names, as record --with-modules.
+    config.with_stack = config.with_modules = options_.with_modules;
     config.live = this;
     const std::optional<RecordOutcome> ended = run_top_session(config, screen_.get(), capture);
     if (!ended) return 1;
     const RecordOutcome& outcome = *ended;
     // The target exited, or the user stopped: a last look at everything.
     if (table_) {
+      if (modules_) modules_->finish();
       const std::vector<OpCall> calls = timeline_.take_calls();
       table_->add(calls);
       for (const auto& [op_id, ns] : gpu_join_.calls(calls)) table_->add_gpu_time(op_id, ns);
@@ -79,7 +88,9 @@ class Top final : public LiveConsumer {
         summary.width = printed_table_width();
         TopStatus status = status_now(lost_);
         status.state = "stopped (" + outcome.stop_reason + ")";
-        std::fputs(render(summary, status, table_->since_start(), samples_.since_start()).c_str(), stdout);
+        std::fputs(render(summary, status, table_->since_start(), samples_.since_start(), modules_since_start())
+                       .c_str(),
+                   stdout);
       }
     }
     return 0;
@@ -95,19 +106,25 @@ class Top final : public LiveConsumer {
     comm_ = process.comm;
     start_ns_ = last_roll_ns_ = start_ns;
     cpu_ = read_process_cpu(pid_);
+    if (modules_) modules_->begin(ops);
   }
   // Rows named at run time (record_function ranges, the engine's rows):
   // the table reads ops_ by reference.
   void ops_found(uint32_t first_id, const std::vector<OpInfo>& ops) override {
     ops_.resize(first_id);
     ops_.insert(ops_.end(), ops.begin(), ops.end());
+    if (modules_) modules_->ops_found(first_id, ops);
   }
-  void op_event(const gp_event& event, uint64_t index) override { timeline_.add(event, index); }
+  void op_event(const gp_event& event, uint64_t index) override {
+    timeline_.add(event, index);
+    if (modules_) modules_->op_event(event, index);
+  }
   // Calibrated before the target's probes go in, so before any op event.
   void probe_costs(const ProbeCosts& costs) override {
     if (options_.raw_times) return;
     costs_ = costs;
     timeline_ = TimelineBuilder(&*costs_);
+    if (modules_) modules_->probe_costs(costs);
   }
   void gpu_correlation(const GpuCorrelation& launch) override {
     gpu_ = true;
@@ -119,7 +136,19 @@ class Top final : public LiveConsumer {
     table_->add_gpu_activity(activity);
     if (auto credit = gpu_join_.activity(activity, clock_now_ns())) table_->add_gpu_time(credit->first, credit->second);
   }
-  void sample_frame(uint32_t id, const std::string& name) override { samples_.frame(id, name); }
+  void sample_frame(uint32_t id, const std::string& name) override {
+    samples_.frame(id, name);
+    if (modules_) modules_->frame(id, name);
+  }
+  void sample_stack(uint32_t id, const std::vector<uint32_t>& frame_ids) override {
+    if (modules_) modules_->stack(id, frame_ids);
+  }
+  void entry_stack(uint64_t event_index, uint32_t stack_id) override {
+    if (modules_) modules_->entry_stack(event_index, stack_id);
+  }
+  void module_names(const std::vector<ModuleName>& names) override {
+    if (modules_) modules_->module_names(names);
+  }
   void sample(const CpuSample& sample, const std::vector<uint32_t>& python_stack) override {
     samples_.add(sample, python_stack);
   }
@@ -140,7 +169,8 @@ class Top final : public LiveConsumer {
 
   // The op table, or (tab) the Python lines by samples.
   std::string render(const TopViewOptions& view, const TopStatus& status, const LiveInterval& ops,
-                     const LiveLines& lines) const {
+                     const LiveLines& lines, const ModuleTree& modules) const {
+    if (view.modules && modules_) return render_top_modules(modules, ops, status, view);
     return view.python_lines ? render_top_lines(lines, ops.calls, status, view, options_.sample_hz)
                              : render_top(ops, status, view);
   }
@@ -170,6 +200,12 @@ class Top final : public LiveConsumer {
         case 't': view_.since_start = !view_.since_start; break;
         case '/': prompt_ = "/"; break;
         case '\t': view_.python_lines = !view_.python_lines; break;
+        case 'm':
+          if (modules_) view_.modules = !view_.modules;
+          break;
+        case 'e':
+          if (modules_) view_.module_events = !view_.module_events;
+          break;
         default:
           if (auto sort = top_sort_of_column(key - '0', gpu_)) view_.sort = *sort;
           break;
@@ -199,10 +235,12 @@ class Top final : public LiveConsumer {
       gpu_join_.expire(now_ns);
       LiveInterval interval = table_->roll(now_ns);
       LiveLines lines = samples_.roll(now_ns);
+      if (modules_) modules_->roll();
       last_roll_ns_ = now_ns;
       if (!view_.paused) {
         shown_ = std::move(interval);
         shown_lines_ = std::move(lines);
+        if (modules_) shown_modules_ = modules_->interval();
       }
       if (!display_->refreshed([&](size_t width) {
             TopViewOptions batch = view_;
@@ -225,9 +263,12 @@ class Top final : public LiveConsumer {
 
   // The view as it stands: this interval's, or since the start (t).
   std::string render_view(const TopViewOptions& view, uint64_t lost) const {
-    return view_.since_start ? render(view, status_now(lost), table_->since_start(), samples_.since_start())
-                             : render(view, status_now(lost), shown_, shown_lines_);
+    return view_.since_start ? render(view, status_now(lost), table_->since_start(), samples_.since_start(),
+                                      modules_since_start())
+                             : render(view, status_now(lost), shown_, shown_lines_, shown_modules_);
   }
+
+  ModuleTree modules_since_start() const { return modules_ ? modules_->since_start() : ModuleTree{}; }
 
   const TopOptions& options_;
   const long clock_ticks_;
@@ -240,6 +281,8 @@ class Top final : public LiveConsumer {
   TopViewOptions view_;
   LiveSampleTable samples_;
   LiveGpuJoin gpu_join_;
+  std::unique_ptr<LiveModuleTree> modules_;  // top --with-modules
+  ModuleTree shown_modules_;
   bool gpu_ = false;  // GPU records came: GPU figures and the Self CUDA column
   LiveInterval shown_;
   LiveLines shown_lines_;
@@ -285,10 +328,19 @@ void add_top_command(CLI::App& app, TopOptions& options) {
                   "goes by innermost Python frame")
       ->check(sample_rate());
   top->add_flag("--lines", options.python_lines, "start on the Python lines view (with --batch: print it)");
+  auto* with_modules = top->add_flag(
+      "--with-modules", options.with_modules,
+      "read each op entry's Python stack and the modules' attribute names, as record --with-modules, for the "
+      "module view (m): torchprof's layer table, live (docs/modules.md)");
+  top->add_flag("--modules", options.modules, "start on the module view (with --batch: print it)")
+      ->needs(with_modules);
+  top->add_flag("--show-events", options.module_events,
+                "the module view lists each module's own ops under it, as report --modules --show-events (e)")
+      ->needs(with_modules);
   top->footer(
       "Keys: q quit, s next sort key, 2-6 sort by that column, / filter by name (Enter applies,\n"
       "Esc cancels), t last interval / since start, p pause the display, tab the Python lines\n"
-      "view (with -F HZ).\n"
+      "view (with -F HZ), m the module view (with --with-modules), e its ops under each module.\n"
       "The target exiting ends top with a summary since the start. Same probes as record\n"
       "(same overhead); nothing is written to disk.\n\n"
       "Examples:\n"
@@ -296,6 +348,7 @@ void add_top_command(CLI::App& app, TopOptions& options) {
       "  sudo gpuprof top -p 4242 -b -n 5 --interval 2 > top.log\n"
       "  sudo gpuprof top -- /usr/bin/python3 train.py\n"
       "  sudo gpuprof top -p 4242 -F 99                  # tab: the hottest Python lines\n"
+      "  sudo gpuprof top -p 4242 --with-modules         # m: the model's layers, live\n"
       "  sudo gpuprof top -a                             # every PyTorch process; Enter drills in\n"
       "  sudo gpuprof top -a -F 99 -b -n 3               # with CPU % of the sampled non-torch processes\n");
 }
@@ -306,6 +359,14 @@ int run_top(const TopOptions& options) {
     return 2;
   }
   warn_if_high_sample_rate(options.sample_hz);
+  if (options.system_wide && options.with_modules) {
+    std::fprintf(stderr, "gpuprof: error: --with-modules shows one process's modules: use top -p PID --with-modules\n");
+    return 2;
+  }
+  if (options.python_lines && options.modules) {
+    std::fprintf(stderr, "gpuprof: error: --lines and --modules each start on one view: give one\n");
+    return 2;
+  }
   if (options.system_wide && options.python_lines) {
     std::fprintf(stderr, "gpuprof: error: --lines shows one process's Python lines: use top -p PID -F HZ --lines\n");
     return 2;

@@ -20,6 +20,9 @@ struct TopOptions {
   std::string sort_by = "self_cpu_time_total";
   uint32_t sample_hz = 0;   // -F: CPU samples for the Python lines view (0: none)
   bool python_lines = false;  // --lines: start on (batch: print) the Python lines view
+  bool with_modules = false;  // --with-modules: entry stacks and module names, for the module view
+  bool modules = false;       // --modules: start on (batch: print) the module view
+  bool module_events = false;  // --show-events: each module's own ops under it
   uint32_t ring_buffer_mb = 32;
   bool raw_times = false;   // op times with the probes' own time in them
 };

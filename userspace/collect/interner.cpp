@@ -25,8 +25,12 @@ std::optional<uint32_t> Interner::frame(const std::string& name) {
 }
 
 std::optional<uint32_t> Interner::stack(const std::vector<uint32_t>& frame_ids) {
-  return intern(stack_ids_, frame_ids, sink_.sample_stacks_defined(),
-                [&] { return sink_.add_sample_stack(frame_ids); });
+  const uint32_t next_id = sink_.sample_stacks_defined();
+  return intern(stack_ids_, frame_ids, next_id, [&]() -> Result<void> {
+    RETURN_IF_ERROR(sink_.add_sample_stack(frame_ids));
+    live_.sample_stack(next_id, frame_ids);
+    return {};
+  });
 }
 
 std::optional<uint32_t> Interner::stack_of_names(const std::vector<std::string>& frames_outermost_first) {

@@ -24,9 +24,12 @@ namespace gpuprof {
 
 class Interner {
  public:
-  // live sees each frame name as it is first defined (top's live tables).
+  // live sees each frame name and stack as it is first defined (top's
+  // live tables).
   Interner(RecordSink& sink, Diagnostics& diagnostics, LiveConsumer& live)
       : sink_(sink), diagnostics_(diagnostics), live_(live) {}
+  // The session's live consumer, for what is recorded with these names.
+  LiveConsumer& live() const { return live_; }
 
   std::optional<uint32_t> frame(const std::string& name);
   std::optional<uint32_t> stack(const std::vector<uint32_t>& frame_ids);

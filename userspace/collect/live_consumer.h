@@ -45,6 +45,13 @@ class LiveConsumer {
   // stack (frame ids, outermost first; empty without Python frames).
   virtual void sample_frame(uint32_t /*frame_id*/, const std::string& /*name*/) {}
   virtual void sample(const CpuSample& /*sample*/, const std::vector<uint32_t>& /*python_stack*/) {}
+  // Stacks (interned: each once, as first defined, ids from 0,
+  // Recording::sample_stacks: frame ids outermost first), the Python stack
+  // of each op entry (--with-stack, --with-modules: the op event's index),
+  // and the module attribute names read (--with-modules).
+  virtual void sample_stack(uint32_t /*stack_id*/, const std::vector<uint32_t>& /*frame_ids*/) {}
+  virtual void entry_stack(uint64_t /*event_index*/, uint32_t /*stack_id*/) {}
+  virtual void module_names(const std::vector<ModuleName>& /*names*/) {}
   // The CUPTI shim's records, as they are recorded.
   virtual void gpu_correlation(const GpuCorrelation& /*launch*/) {}
   virtual void gpu_activity(const GpuActivity& /*activity*/) {}

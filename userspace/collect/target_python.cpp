@@ -89,6 +89,7 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
   cuts_.entries_cut += cut.cut();
   std::string err;
   if (!writer_->append_entry_stack(event_index, known->second, &err)) diagnostics_->write_failed(err);
+  interner_->live().entry_stack(event_index, known->second);
 }
 
 // The module names entry_stack() read, by the frames just interned.
@@ -99,8 +100,10 @@ void TargetPython::record_module_names() {
     auto frame = interner_->frame(edge.frame);
     if (parent && frame) names.push_back({*parent, *frame, std::move(edge.name), edge.position});
   }
+  if (names.empty()) return;
   std::string err;
-  if (!names.empty() && !writer_->add_module_names(names, &err)) diagnostics_->write_failed(err);
+  if (!writer_->add_module_names(names, &err)) diagnostics_->write_failed(err);
+  interner_->live().module_names(names);
 }
 
 }  // namespace gpuprof

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "live/column_fit.h"
+#include "output/module_table.h"
 #include "output/op_table.h"
 
 namespace gpuprof {
@@ -125,7 +126,8 @@ void append_help(std::string& out, const TopViewOptions& options) {
     out += cut("filter: " + options.prompt + "_  (Enter: apply, Esc: cancel)", options.width);
   else
     out += cut(std::string("q quit  s/2-6 sort  / filter  t since start/interval  p pause  tab ") +
-                   (options.python_lines ? "ops" : "Python lines"),
+                   (options.python_lines ? "ops" : "Python lines") +
+                   (options.modules_key ? (options.modules ? "  m ops  e module's ops" : "  m modules") : ""),
                options.width);
 }
 
@@ -336,6 +338,43 @@ std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_
   if (options.help_line)
     line(options.prompt.empty() ? "Up/Down (j/k) select, Enter its op table, Esc back, p pause, q quit"
                                 : options.prompt);
+  return out;
+}
+
+}  // namespace gpuprof
+
+namespace gpuprof {
+
+std::string render_top_modules(const ModuleTree& tree, const LiveInterval& ops, const TopStatus& status,
+                               const TopViewOptions& options) {
+  std::string out;
+  append_status(out, ops.start_ns, ops.end_ns, ops.calls, status, options,
+                "modules by their ops' CPU time (as report --modules)");
+  const size_t before = static_cast<size_t>(std::count(out.begin(), out.end(), '\n'));
+  std::vector<std::string> lines;
+  ModuleTableOptions table_options;
+  table_options.show_events = options.module_events;
+  const std::string table = format_module_table(tree, table_options);
+  for (size_t at = 0; at < table.size();) {
+    const size_t end = table.find('\n', at);
+    lines.push_back(table.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end == std::string::npos ? table.size() : end + 1;
+  }
+  // The filter keeps the modules whose line holds it (and the table's frame).
+  const size_t below = options.help_line ? 1 : 0;
+  const size_t room = options.height == 0 ? lines.size()
+                      : options.height > before + below ? options.height - before - below
+                                                       : 0;
+  size_t shown = 0;
+  for (const std::string& line : lines) {
+    if (shown == room) break;
+    const bool frame = line.empty() || line.front() == '-' || line.starts_with("Module");
+    if (!options.filter.empty() && !frame && line.find(options.filter) == std::string::npos) continue;
+    out += cut_to_width(line, options.width) + '\n';
+    ++shown;
+  }
+  if (tree.nodes.empty() && shown < room) out += cut("(no op has settled yet)", options.width) + '\n';
+  append_help(out, options);
   return out;
 }
 

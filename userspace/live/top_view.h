@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyze/module_tree.h"
 #include "live/live_op_table.h"
 #include "live/live_sample_table.h"
 
@@ -67,6 +68,9 @@ struct TopViewOptions {
   bool help_line = false;    // the interactive screen's key help at the bottom
   std::string prompt;        // the filter being typed ("/conv"), shown instead of the help
   bool python_lines = false;  // the help line names the view `tab` switches to
+  bool modules = false;       // the module view (top --with-modules, key m) is shown
+  bool modules_key = false;   // the help line names `m` (top --with-modules)
+  bool module_events = false;  // the module view lists each module's own ops under it (e, --show-events)
 };
 
 // Lines end in '\n'; no line is longer than options.width, unless even the
@@ -100,5 +104,10 @@ std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_
 
 std::string render_top_lines(const LiveLines& shown, uint64_t op_calls, const TopStatus& status,
                              const TopViewOptions& options, uint32_t sample_hz);
+
+// The module view (top --with-modules, m): report --modules' layer table of
+// the same period (`ops`: its op calls, for ops/s and its span).
+std::string render_top_modules(const ModuleTree& tree, const LiveInterval& ops, const TopStatus& status,
+                               const TopViewOptions& options);
 
 }  // namespace gpuprof
