@@ -191,7 +191,8 @@ $(BUILD)/tests/fake_cupti/nots/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp t
 	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include \
 		-DFAKE_CUPTI_MISSING_TIMESTAMP_CALLBACK $< -o $@ -Wl,-soname,libcupti.so.13
 
-$(BUILD)/tests/fake_cupti/cupti_driver: tests/fake_cupti/cupti_driver.cpp tests/fake_cupti/fake_cupti_hooks.h $(BUILD)/tests/fake_cupti/libcupti.so.13
+$(BUILD)/tests/fake_cupti/cupti_driver: tests/fake_cupti/cupti_driver.cpp tests/fake_cupti/fake_cupti_hooks.h \
+		tests/fake_cupti/job_profiler.h $(BUILD)/tests/fake_cupti/libcupti.so.13
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -I$(CUDA_HOME)/include $< -o $@ -L$(dir $@) -l:libcupti.so.13 \
 		-Wl,-rpath,'$$ORIGIN'

@@ -1,18 +1,34 @@
 // gpuprof_cupti.cpp: libgpuprof_cupti.so, the CUPTI injection library.
 //
 // The CUDA driver loads it at cuInit (CUDA_INJECTION64_PATH) and calls
-// InitializeInjection. It subscribes to CUPTI and turns what only CUPTI knows
-// into USDT probes that gpuprof's BPF side attaches to
-// (gpuprof_cupti_probes.h): the correlation id of each launch, on the
-// launching thread, and the GPU activity records carrying the same id.
+// InitializeInjection (or gpuprof does, into a running job: record -p PID
+// --inject-cupti). It turns what only CUPTI knows into USDT probes that
+// gpuprof's BPF side attaches to (gpuprof_cupti_probes.h): the correlation
+// id of each launch, on the launching thread, and the GPU activity records
+// carrying the same id.
+//
+// It costs nothing while no gpuprof traces the job: InitializeInjection
+// only finds libcupti and starts one watcher thread; CUPTI is not called at
+// all (no subscriber, no callback, no activity kind) until a tracer raises
+// one of the probes' semaphores. The watcher looks every kWatchPeriodMs:
+// when a semaphore is up it switches CUPTI on (subscribe, launch callbacks,
+// activity kinds); when all are down again it flushes CUPTI's buffers and
+// switches everything off, so attach, detach, attach again each start
+// clean. What a job launches between a tracer's attach and the watcher's
+// next look is not seen (docs/cuda.md, "Dormant and active"); gpuprof waits
+// for the switch before it says it is tracing.
 //
 // It runs inside someone else's process, called by a driver that was not
 // built for C++ exceptions: every entry point catches everything, nothing
-// exits or aborts, and it has no files, sockets or threads of its own
-// (CUPTI's worker thread delivers the buffers). libcupti is dlopened, not
-// linked, so that a process without it still starts.
+// exits or aborts, and it has no files or sockets. Its one thread (named
+// gpuprof-cupti) blocks every signal, so that none meant for the job lands
+// on it, and sleeps between looks; CUPTI's own worker thread delivers the
+// buffers while it is on. libcupti is dlopened, not linked, so that a
+// process without it still starts.
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +39,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
+#include <mutex>
 
 #include <cupti.h>
 
@@ -123,11 +140,19 @@ constexpr CUpti_ActivityKind kActivityKinds[] = {
 // About 4800 kernel records (CUpti_ActivityKernel10 is 216 bytes).
 constexpr size_t kBufferBytes = 1 << 20;
 constexpr uint32_t kFlushPeriodMs = 100;
+// How often the watcher looks at the semaphores: what a job launches in
+// the first look's worth of time after an attach is not seen, and each look
+// is one wakeup of a sleeping thread (20 a second: nothing a job notices).
+constexpr uint32_t kWatchPeriodMs = 50;
+// While another subscriber holds CUPTI (the job's torch.profiler), the
+// watcher asks again this often (in looks: once a second), so that gpuprof
+// gets CUPTI once the job's profiler has given it back.
+constexpr uint32_t kTakenRetryLooks = 20;
 constexpr const char* kLibcuptiNames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
 constexpr const char* kNoTimes = "no GPU kernel times from gpuprof";
 
-// Filled by InitializeInjection before cuptiSubscribe and never changed
-// after, so the callbacks on other threads read them without locks.
+// Filled by InitializeInjection before the watcher starts and never
+// changed after, so the callbacks on other threads read them without locks.
 struct CuptiApi {
   decltype(&cuptiGetResultString) get_result_string = nullptr;
   decltype(&cuptiSubscribe) subscribe = nullptr;
@@ -137,16 +162,26 @@ struct CuptiApi {
   decltype(&cuptiActivityEnable) activity_enable = nullptr;
   decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
   decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped = nullptr;
-  // Optional: without them the shim still traces.
-  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
+  // Switching off needs these (every CUPTI since CUDA 5.5 has them).
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityDisable) activity_disable = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  // Optional: without it the shim still traces.
+  decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
 };
 
 CuptiApi g_api;
-CUpti_SubscriberHandle g_subscriber = nullptr;
+const char* g_libcupti_path = "?";
 pid_t g_pid = 0;
+
+// Switching CUPTI on and off: the watcher's looks, InitializeInjection's
+// first look and the exit handler, one at a time under g_switch_mu.
+std::mutex g_switch_mu;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+bool g_on = false;                 // subscribed, callbacks and activity kinds enabled
+bool g_failed_this_attach = false;  // a CUPTI error: not asked again until the tracer leaves
+bool g_exiting = false;            // exit() has begun: CUPTI is not touched again
+uint32_t g_looks_while_taken = 0;
 
 // The correlation id of the runtime launch this thread is inside: the driver
 // call that the runtime makes inside it carries the same id, and one probe
@@ -242,17 +277,6 @@ void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* b
   std::free(buffer);
 }
 
-// CUPTI's own advice: a forced flush at exit hands over the records still
-// in its buffers (the last 100 ms or more). Only while a tracer listens,
-// and not in a forked child, whose CUDA state is not its own.
-void flush_at_exit() {
-  try {
-    if (getpid() != g_pid || !(GPUPROF_ACTIVITY_ENABLED() || GPUPROF_DROPPED_ENABLED())) return;
-    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  } catch (...) {
-  }
-}
-
 // Prefer a libcupti the process already has (torch links one): a second
 // copy beside it would be a second CUPTI in one process.
 void* open_libcupti(const char** tried) {
@@ -291,19 +315,18 @@ bool resolve_api(void* lib, const char** missing) {
   resolve(lib, "cuptiActivityEnable", &g_api.activity_enable, missing);
   resolve(lib, "cuptiActivityGetNextRecord", &g_api.get_next_record, missing);
   resolve(lib, "cuptiActivityGetNumDroppedRecords", &g_api.get_num_dropped, missing);
+  resolve(lib, "cuptiActivityFlushAll", &g_api.flush_all, missing);
+  resolve(lib, "cuptiActivityDisable", &g_api.activity_disable, missing);
+  resolve(lib, "cuptiUnsubscribe", &g_api.unsubscribe, missing);
   resolve(lib, "cuptiActivityFlushPeriod", &g_api.flush_period, nullptr);
-  resolve(lib, "cuptiActivityFlushAll", &g_api.flush_all, nullptr);
-  resolve(lib, "cuptiActivityDisable", &g_api.activity_disable, nullptr);
-  resolve(lib, "cuptiUnsubscribe", &g_api.unsubscribe, nullptr);
   return *missing == nullptr;
 }
 
 // After a failure past cuptiSubscribe: give CUPTI back, so that
 // torch.profiler can still have it.
 void release_cupti(size_t kinds_enabled) {
-  if (g_api.activity_disable)
-    for (size_t i = 0; i < kinds_enabled; ++i) g_api.activity_disable(kActivityKinds[i]);
-  if (g_api.unsubscribe && g_subscriber) g_api.unsubscribe(g_subscriber);
+  for (size_t i = 0; i < kinds_enabled; ++i) g_api.activity_disable(kActivityKinds[i]);
+  if (g_subscriber) g_api.unsubscribe(g_subscriber);
   g_subscriber = nullptr;
 }
 
@@ -313,34 +336,22 @@ int fail_cupti(const char* call, CUptiResult result, size_t kinds_enabled) {
   return GPUPROF_CUPTI_ERROR;
 }
 
-int initialize() {
-  if (const char* flag = std::getenv("GPUPROF_CUPTI"); flag && flag[0] == '0' && flag[1] == 0) {
-    log_line("disabled by GPUPROF_CUPTI=0: %s", kNoTimes);
-    return GPUPROF_CUPTI_DISABLED;
-  }
-  const char* tried = nullptr;
-  void* lib = open_libcupti(&tried);
-  if (!lib) {
-    const char* why = dlerror();
-    log_line("libcupti not found (tried %s: %s); install CUPTI or set GPUPROF_CUPTI_LIBRARY=/path/to/libcupti.so: %s",
-             tried, why ? why : "?", kNoTimes);
-    return GPUPROF_CUPTI_NO_LIBCUPTI;
-  }
-  // libcupti stays loaded on every path: closing it could run its
-  // destructors under code that still holds its pointers.
-  const char* path = library_path(lib);
-  const char* missing = nullptr;
-  if (!resolve_api(lib, &missing)) {
-    log_line("libcupti %s has no %s (too old?): %s", path, missing, kNoTimes);
-    return GPUPROF_CUPTI_NO_LIBCUPTI;
-  }
+// A tracer holds one of the probes' semaphores up (the kernel counts the
+// uprobes attached to each: several gpuprof sessions share them).
+bool tracer_attached() {
+  return gpuprof_launch_semaphore != 0 || gpuprof_activity_semaphore != 0 || gpuprof_dropped_semaphore != 0;
+}
 
+// Subscribes, enables the launch callbacks and the activity kinds; returns
+// the state to publish. On any failure CUPTI is given back whole.
+int switch_on_locked() {
   // Subscribe first: if another subscriber holds CUPTI, its activity
   // callbacks must stay untouched.
   CUptiResult r = g_api.subscribe(&g_subscriber, on_api_callback, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     g_subscriber = nullptr;
-    log_line("CUPTI is taken by another subscriber (torch.profiler?): %s", kNoTimes);
+    if (gpuprof_cupti_state != GPUPROF_CUPTI_TAKEN)  // once per attach, not once per retry
+      log_line("CUPTI is taken by another subscriber (torch.profiler?): %s", kNoTimes);
     return GPUPROF_CUPTI_TAKEN;
   }
   if (r != CUPTI_SUCCESS) {
@@ -355,6 +366,8 @@ int initialize() {
   // gpuprof compares these times with bpf_ktime_get_ns() (CLOCK_MONOTONIC).
   r = g_api.register_timestamp_callback(monotonic_ns);
   if (r != CUPTI_SUCCESS) return fail_cupti("cuptiActivityRegisterTimestampCallback", r, 0);
+  // Again at every switch on: the job's torch.profiler registers its own
+  // when it starts, and CUPTI keeps only the last pair.
   r = g_api.register_callbacks(on_buffer_requested, on_buffer_completed);
   if (r != CUPTI_SUCCESS) return fail_cupti("cuptiActivityRegisterCallbacks", r, 0);
   for (size_t i = 0; i < std::size(kActivityKinds); ++i) {
@@ -364,27 +377,160 @@ int initialize() {
   // CUPTI's worker thread then hands buffers over every 100 ms instead of
   // when its heuristics say so.
   if (!g_api.flush_period)
-    log_line("libcupti %s has no cuptiActivityFlushPeriod: GPU records come when CUPTI chooses", path);
+    log_line("libcupti %s has no cuptiActivityFlushPeriod: GPU records come when CUPTI chooses", g_libcupti_path);
   else if ((r = g_api.flush_period(kFlushPeriodMs)) != CUPTI_SUCCESS)
     log_line("cuptiActivityFlushPeriod failed: %s (%d): GPU records come when CUPTI chooses", result_text(r), int(r));
-  if (g_api.flush_all) {
-    g_pid = getpid();
-    std::atexit(flush_at_exit);
-  }
-  log_line("tracing kernels, memcpy and memset (libcupti: %s)", path);
+  g_on = true;
+  log_line("tracing kernels, memcpy and memset (libcupti: %s)", g_libcupti_path);
   return GPUPROF_CUPTI_TRACING;
+}
+
+// The tracer is gone: no new records (kinds off), the ones CUPTI still
+// holds handed back now and freed unread (the semaphores are down), the
+// launch callbacks gone with the subscription. Errors change nothing: a
+// CUPTI that the job's profiler finalized meanwhile has nothing left of ours.
+void switch_off_locked() {
+  for (CUpti_ActivityKind kind : kActivityKinds) g_api.activity_disable(kind);
+  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  g_api.unsubscribe(g_subscriber);
+  g_subscriber = nullptr;
+  g_on = false;
+  log_line("tracer gone: CUPTI switched off, dormant until gpuprof attaches again");
+}
+
+// One look at the semaphores: switch as they say, publish the state.
+void look_locked() {
+  if (tracer_attached()) {
+    if (g_on || g_failed_this_attach) return;
+    if (gpuprof_cupti_state == GPUPROF_CUPTI_TAKEN && ++g_looks_while_taken < kTakenRetryLooks) return;
+    g_looks_while_taken = 0;
+    const int state = switch_on_locked();
+    g_failed_this_attach = state == GPUPROF_CUPTI_ERROR;
+    gpuprof_cupti_state = state;
+    return;
+  }
+  if (g_on) switch_off_locked();
+  g_failed_this_attach = false;
+  g_looks_while_taken = 0;
+  gpuprof_cupti_state = GPUPROF_CUPTI_DORMANT;
+}
+
+void* watch(void*) {
+  for (;;) {
+    const timespec period{0, long(kWatchPeriodMs) * 1'000'000};
+    nanosleep(&period, nullptr);  // no signal reaches this thread: it sleeps it all
+    try {
+      std::lock_guard lock(g_switch_mu);
+      if (g_exiting) return nullptr;
+      look_locked();
+    } catch (...) {
+    }
+  }
+}
+
+// The watcher starts with every signal blocked (it inherits the mask of
+// the thread that creates it): a SIGINT or SIGTERM for the job must land
+// on one of the job's threads, and CUDA's callers may have handlers that
+// expect their own threads.
+bool start_watcher() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  const int err = pthread_create(&thread, &attr, watch, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (err != 0) {
+    log_line("cannot start its watcher thread (error %d): %s", err, kNoTimes);
+    return false;
+  }
+  pthread_setname_np(thread, "gpuprof-cupti");
+  return true;
+}
+
+// CUPTI's own advice: a forced flush at exit hands over the records still
+// in its buffers (the last 100 ms or more). Only while a tracer listens,
+// and not in a forked child, whose CUDA state is not its own. The watcher
+// touches CUPTI no more after this (libcupti's destructors run next).
+void at_exit() {
+  // A forked child first: it has no watcher, and the lock may have been
+  // held by the parent's watcher when it forked (taking it would hang).
+  if (getpid() != g_pid) return;
+  try {
+    std::lock_guard lock(g_switch_mu);
+    g_exiting = true;
+    if (!g_on || !(GPUPROF_ACTIVITY_ENABLED() || GPUPROF_DROPPED_ENABLED())) return;
+    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  } catch (...) {
+  }
+}
+
+// Finds libcupti and its functions; calls none of them. Returns the state
+// to publish: GPUPROF_CUPTI_DORMANT, or why the shim will never trace.
+int load_cupti() {
+  if (const char* flag = std::getenv("GPUPROF_CUPTI"); flag && flag[0] == '0' && flag[1] == 0) {
+    log_line("disabled by GPUPROF_CUPTI=0: %s", kNoTimes);
+    return GPUPROF_CUPTI_DISABLED;
+  }
+  const char* tried = nullptr;
+  void* lib = open_libcupti(&tried);
+  if (!lib) {
+    const char* why = dlerror();
+    log_line("libcupti not found (tried %s: %s); install CUPTI or set GPUPROF_CUPTI_LIBRARY=/path/to/libcupti.so: %s",
+             tried, why ? why : "?", kNoTimes);
+    return GPUPROF_CUPTI_NO_LIBCUPTI;
+  }
+  // libcupti stays loaded on every path: closing it could run its
+  // destructors under code that still holds its pointers.
+  g_libcupti_path = library_path(lib);
+  const char* missing = nullptr;
+  if (!resolve_api(lib, &missing)) {
+    log_line("libcupti %s has no %s (too old?): %s", g_libcupti_path, missing, kNoTimes);
+    return GPUPROF_CUPTI_NO_LIBCUPTI;
+  }
+  return GPUPROF_CUPTI_DORMANT;
+}
+
+// Publishes the state before it returns, under g_switch_mu once the
+// watcher may run (it could publish a newer one right after).
+void initialize() {
+  const int loaded = load_cupti();
+  if (loaded != GPUPROF_CUPTI_DORMANT) {
+    gpuprof_cupti_state = loaded;  // no watcher: nothing will change it
+    return;
+  }
+  g_pid = getpid();
+  std::atexit(at_exit);
+  std::lock_guard lock(g_switch_mu);
+  // A tracer may be attached already: gpuprof record -- CMD attaches when
+  // the driver maps the shim, before it calls this; --inject-cupti attaches
+  // before it calls this. Then CUPTI goes on now, before any launch.
+  gpuprof_cupti_state = GPUPROF_CUPTI_DORMANT;
+  look_locked();
+  if (!start_watcher()) {
+    if (g_on) switch_off_locked();
+    gpuprof_cupti_state = GPUPROF_CUPTI_ERROR;
+    return;
+  }
+  if (!g_on && gpuprof_cupti_state == GPUPROF_CUPTI_DORMANT)
+    log_line("dormant until gpuprof attaches (libcupti: %s)", g_libcupti_path);
 }
 
 }  // namespace
 
 GPUPROF_EXPORT int InitializeInjection(void) {
-  // The driver calls this once per process; a second call changes nothing.
+  // The driver calls this once per process, gpuprof --inject-cupti at most
+  // once more (from any thread, CUDA running): a second call changes
+  // nothing. The state is published before the first call returns.
   static std::atomic<bool> called{false};
   if (called.exchange(true)) return 1;
   try {
-    gpuprof_cupti_state = initialize();
+    initialize();
   } catch (...) {
-    gpuprof_cupti_state = GPUPROF_CUPTI_ERROR;
+    if (gpuprof_cupti_state == GPUPROF_CUPTI_NOT_INITIALIZED) gpuprof_cupti_state = GPUPROF_CUPTI_ERROR;
     std::fputs("gpuprof-cupti: internal error: no GPU kernel times from gpuprof\n", stderr);
   }
   // 1 on every path: a failure here must not become the application's.

@@ -10,8 +10,10 @@
 // Each probe has a semaphore (an unsigned short in the shim's ".probes"
 // section, named in the stapsdt note). The kernel raises it while a uprobe
 // is attached (libbpf passes it as the uprobe's ref_ctr_offset); the shim
-// fires a probe only while its semaphore is nonzero, so with no tracer the
-// cost is one load and one branch.
+// fires a probe only while its semaphore is nonzero. The semaphores are
+// also the shim's signal to switch CUPTI on: its watcher thread turns CUPTI
+// on within ~50 ms of any of them going up and off once all are down
+// (gpuprof_cupti.cpp), so with no tracer CUPTI calls the shim for nothing.
 //
 //   gpuprof:launch(u64 correlation_id, u32 domain, u32 cbid)
 //     On the launching thread, at the entry (CUPTI_API_ENTER) of a launch
@@ -55,8 +57,12 @@
 // ## gpuprof_cupti_state
 //
 // `extern "C" volatile int gpuprof_cupti_state` (a dynamic symbol of the
-// shim, in .data/.bss): gpuprof reads it from the target's memory to say
-// why there are no GPU times. Set once, in InitializeInjection.
+// shim, in .data/.bss): gpuprof reads it from the target's memory to know
+// when CUPTI is on and to say why there are no GPU times. InitializeInjection
+// sets it before it returns (never 0 after): 2 and 4 are final; otherwise
+// the shim's watcher moves it as tracers come and go: 6 while no tracer is
+// attached, 1 (or 3, or 5) while one is, set only once every CUPTI call of
+// the switch is made.
 #pragma once
 
 // Before <sys/sdt.h>: makes each probe's note name its semaphore.
@@ -65,11 +71,13 @@
 
 enum GpuprofCuptiState : int {
   GPUPROF_CUPTI_NOT_INITIALIZED = 0,  // loaded; InitializeInjection not called (yet)
-  GPUPROF_CUPTI_TRACING = 1,          // subscribed; launch and activity probes live
+  GPUPROF_CUPTI_TRACING = 1,          // a tracer is attached; subscribed, launch and activity probes live
   GPUPROF_CUPTI_DISABLED = 2,         // GPUPROF_CUPTI=0 in the environment
-  GPUPROF_CUPTI_TAKEN = 3,            // another subscriber holds CUPTI (torch.profiler, Nsight)
+  GPUPROF_CUPTI_TAKEN = 3,            // a tracer is attached, but another subscriber holds CUPTI
+                                      // (torch.profiler, Nsight): asked again every second
   GPUPROF_CUPTI_NO_LIBCUPTI = 4,      // libcupti not found, or a required symbol missing
-  GPUPROF_CUPTI_ERROR = 5,            // any other CUPTI error (logged on stderr)
+  GPUPROF_CUPTI_ERROR = 5,            // any other CUPTI error (logged on stderr); asked again at the next attach
+  GPUPROF_CUPTI_DORMANT = 6,          // initialized, no tracer attached: CUPTI not called at all
 };
 
 // gpuprof:activity's kind argument.

@@ -2,6 +2,7 @@
 // stand-in libcupti.so.13 (fake_cupti.cpp), with no GPU.
 //
 // Usage: cupti_driver [--check=STATE] [--probes-on] [--no-final-deliver] SHIM STEPS [READY_FILE GO_FILE]
+//        cupti_driver --scenario=NAME SHIM STEPS
 //
 // dlopens SHIM and calls its InitializeInjection as cuInit does, then runs
 // STEPS steps of known CUPTI traffic through the stand-in. Per step:
@@ -21,12 +22,30 @@
 // With READY_FILE it writes its pid there and waits for GO_FILE before the
 // steps, so that a tracer can attach first.
 //
-// --check=STATE checks, with no tracer, what the shim did in
-// InitializeInjection: gpuprof_cupti_state == STATE, its one stderr line,
-// and through the stand-in the callbacks and activity kinds it enabled and in
-// which order. --probes-on raises the shim's USDT semaphores itself (found
-// through its stapsdt note, as a tracer does) so that its probe paths run
-// without a tracer. Prints PASS/FAIL lines; exits 1 on any FAIL.
+// --check=STATE checks what the shim did in InitializeInjection:
+// gpuprof_cupti_state == STATE, its one stderr line, and through the
+// stand-in the callbacks and activity kinds it enabled and in which order
+// (6, dormant: none, and no CUPTI call at all). --probes-on raises the
+// shim's USDT semaphores itself (found through its stapsdt note, as the
+// kernel does for a tracer) before InitializeInjection, as when gpuprof
+// record -- CMD attached at the shim's mapping: the shim switches CUPTI on
+// at once and its probe paths run without a tracer. Prints PASS/FAIL lines;
+// exits 1 on any FAIL.
+//
+// --scenario=NAME plays tracers coming and going (the semaphores raised and
+// dropped as the kernel does at attach and detach) and the job's own
+// torch.profiler (job_profiler.h), and checks through the stand-in's call
+// log exactly what the shim switched, with STEPS steps per phase:
+//   attach-cycle              untraced: no CUPTI call; attach: on; detach:
+//                             flushed and off; attach again: on; detach: off
+//   profiler-while-dormant    the job profiles while no tracer is attached:
+//                             all its records, no call of the shim's
+//   profiler-while-tracing    the job starts profiling while the shim is on:
+//                             the job gets every record (its buffers win),
+//                             gpuprof none until its next attach
+//   tracer-while-profiling    a tracer attaches while the job profiles: the
+//                             shim touches nothing of the job's (state 3) and
+//                             switches on once the job's profiler is done
 // --no-final-deliver leaves the last step's records queued: only the shim's
 // flush at exit (while a tracer listens) delivers them.
 #include <dlfcn.h>
@@ -45,10 +64,12 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <cupti.h>
 
 #include "fake_cupti_hooks.h"
+#include "job_profiler.h"
 
 namespace {
 
@@ -94,22 +115,23 @@ size_t count_lines(const std::string& text, const std::string& prefix) {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The shim's stapsdt notes give each probe's semaphore address (a link-time
-// address; add the load bias). Returns how many semaphores it raised.
-int raise_semaphores(void* shim) {
+// address; add the load bias): its distinct semaphores.
+std::vector<volatile unsigned short*> find_semaphores(void* shim) {
+  std::vector<volatile unsigned short*> found;
   link_map* map = nullptr;
-  if (dlinfo(shim, RTLD_DI_LINKMAP, &map) != 0 || !map) return 0;
+  if (dlinfo(shim, RTLD_DI_LINKMAP, &map) != 0 || !map) return found;
   const int fd = open(map->l_name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return found;
   struct stat st;
   fstat(fd, &st);
   void* file = mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (file == MAP_FAILED) return 0;
+  if (file == MAP_FAILED) return found;
   const auto* base = static_cast<const uint8_t*>(file);
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
   const auto* sections = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
   const char* names = reinterpret_cast<const char*>(base + sections[eh->e_shstrndx].sh_offset);
-  std::set<uint64_t> raised;
+  std::set<uint64_t> seen;
   for (int i = 0; i < eh->e_shnum; ++i) {
     if (std::strcmp(names + sections[i].sh_name, ".note.stapsdt") != 0) continue;
     for (uint64_t at = sections[i].sh_offset; at + sizeof(Elf64_Nhdr) <= sections[i].sh_offset + sections[i].sh_size;) {
@@ -117,15 +139,19 @@ int raise_semaphores(void* shim) {
       const uint8_t* desc = base + at + sizeof(Elf64_Nhdr) + ((note->n_namesz + 3) & ~3u);
       uint64_t addrs[3];  // probe pc, .stapsdt.base, semaphore
       std::memcpy(addrs, desc, sizeof(addrs));
-      if (note->n_type == 3 && addrs[2] && raised.insert(addrs[2]).second) {
-        auto* semaphore = reinterpret_cast<volatile unsigned short*>(map->l_addr + addrs[2]);
-        *semaphore = *semaphore + 1;
-      }
+      if (note->n_type == 3 && addrs[2] && seen.insert(addrs[2]).second)
+        found.push_back(reinterpret_cast<volatile unsigned short*>(map->l_addr + addrs[2]));
       at += sizeof(Elf64_Nhdr) + ((note->n_namesz + 3) & ~3u) + ((note->n_descsz + 3) & ~3u);
     }
   }
   munmap(file, size_t(st.st_size));
-  return int(raised.size());
+  return found;
+}
+
+// As the kernel does when a tracer attaches its uprobes (+1 on each
+// semaphore) or detaches them (-1).
+void move_semaphores(const std::vector<volatile unsigned short*>& semaphores, int by) {
+  for (volatile unsigned short* semaphore : semaphores) *semaphore = static_cast<unsigned short>(*semaphore + by);
 }
 
 void check_initialization(int expected, int state, const std::string& log) {
@@ -193,6 +219,12 @@ void check_initialization(int expected, int state, const std::string& log) {
       check(fake_cupti_subscribed() == 0, "CUPTI given back (unsubscribed)");
       check(!fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "no activity kind left enabled");
       break;
+    case 6:
+      check(contains(log, "gpuprof-cupti: dormant until gpuprof attaches (libcupti: ") &&
+                contains(log, "libcupti.so.13)\n"),
+            "log says dormant and names the libcupti");
+      check(calls.empty(), "no CUPTI call at all (is: " + calls + ")");
+      break;
   }
   if (expected != 1) check(fake_cupti_subscribed() == 0, "not subscribed");
 }
@@ -236,10 +268,206 @@ void run_step(Counts& c, bool last, bool deliver) {
   if (deliver) fake_cupti_deliver();
 }
 
+
+// What the shim calls to switch CUPTI on (gpuprof_cupti.cpp, kLaunchCallbacks
+// and kActivityKinds, in that order) and off, as the stand-in logs them.
+std::string switch_on_calls() {
+  const std::pair<uint32_t, uint32_t> callbacks[] = {
+      {2, 211}, {2, 214}, {2, 430}, {2, 431}, {2, 311}, {2, 312}, {2, 31}, {2, 215}, {2, 41}, {2, 225},
+      {2, 49},  {2, 233}, {2, 51},  {2, 235}, {1, 307}, {1, 442}, {1, 652}, {1, 653}, {1, 514}, {1, 515}};
+  std::string calls = "cuptiSubscribe";
+  for (const auto& [domain, cbid] : callbacks)
+    calls += " cuptiEnableCallback(1," + std::to_string(domain) + "," + std::to_string(cbid) + ")";
+  return calls + " cuptiActivityRegisterTimestampCallback cuptiActivityRegisterCallbacks cuptiActivityEnable(10) "
+                 "cuptiActivityEnable(1) cuptiActivityEnable(2) cuptiActivityFlushPeriod(100)";
+}
+const std::string kSwitchOffCalls =
+    "cuptiActivityDisable(10) cuptiActivityDisable(1) cuptiActivityDisable(2) cuptiActivityFlushAll(1) cuptiUnsubscribe";
+// JobProfiler's calls around one profile, subscribed or not.
+const std::string kJobStartCalls = "cuptiSubscribe cuptiActivityRegisterCallbacks cuptiActivityEnable(10) "
+                                   "cuptiActivityEnable(1) cuptiActivityEnable(2)";
+const std::string kJobStopCalls = "cuptiActivityFlushAll(0) cuptiActivityDisable(10) cuptiActivityDisable(1) "
+                                  "cuptiActivityDisable(2)";
+
+// Polls gpuprof_cupti_state until it is `want` (the watcher looks every
+// 50 ms; a busy machine may be slow).
+bool wait_for_state(volatile int* state, int want, int timeout_ms = 5000) {
+  for (int waited = 0; waited < timeout_ms; waited += 2) {
+    if (*state == want) return true;
+    usleep(2000);
+  }
+  return *state == want;
+}
+
+// Long enough for the watcher to look several times.
+void let_the_watcher_look() { usleep(300 * 1000); }
+
+bool nothing_on() {
+  uint32_t domains[1], cbids[1];
+  return !fake_cupti_subscribed() && fake_cupti_enabled_callbacks(domains, cbids, 1) == 0 &&
+         !fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+         !fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) &&
+         !fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET);
+}
+
+bool all_on() {
+  uint32_t domains[64], cbids[64];
+  return fake_cupti_subscribed() && fake_cupti_enabled_callbacks(domains, cbids, 64) == 20 &&
+         fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+         fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) &&
+         fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET);
+}
+
+// The records each reader has walked since the last call: the job's
+// profiler counts its own; the rest of the stand-in's count are the shim's.
+struct Readers {
+  uint64_t job = 0, shim = 0;
+};
+Readers walked_since(Readers& last) {
+  const uint64_t job = JobProfiler::records(), all = fake_cupti_records_walked();
+  Readers now{job - last.job, (all - job) - last.shim};
+  last = {job, all - job};
+  return now;
+}
+
+struct Scenario {
+  volatile int* state;
+  std::vector<volatile unsigned short*> semaphores;
+  int steps;
+  Counts counts;
+  Readers walked;
+
+  void attach(const std::string& phase) {
+    fake_cupti_clear_call_log();
+    move_semaphores(semaphores, +1);
+    const bool switched = wait_for_state(state, 1);
+    check(switched, phase + ": state 1 (tracing) after the attach (is " + std::to_string(*state) + ")");
+    check(fake_cupti_call_log() == switch_on_calls(), phase + ": the shim switched everything on, in order (log: " +
+                                                          std::string(fake_cupti_call_log()) + ")");
+    check(all_on(), phase + ": subscribed, 20 launch callbacks and 3 activity kinds on");
+  }
+  void detach(const std::string& phase) {
+    fake_cupti_clear_call_log();
+    move_semaphores(semaphores, -1);
+    const bool switched = wait_for_state(state, 6);
+    check(switched, phase + ": state 6 (dormant) after the detach (is " + std::to_string(*state) + ")");
+    check(fake_cupti_call_log() == kSwitchOffCalls, phase + ": kinds off, buffers flushed, unsubscribed (log: " +
+                                                        std::string(fake_cupti_call_log()) + ")");
+    check(nothing_on(), phase + ": nothing left on");
+  }
+  // STEPS steps, records delivered: how many each reader walked.
+  Readers run(bool deliver = true) {
+    for (int i = 0; i < steps; ++i) run_step(counts, false, deliver);
+    return walked_since(walked);
+  }
+  uint64_t records() const { return uint64_t(steps) * 10; }
+  // While no tracer is attached: the shim calls nothing however long it
+  // waits and whatever the job launches, and walks no record.
+  void untraced(const std::string& phase) {
+    fake_cupti_clear_call_log();
+    let_the_watcher_look();
+    const Readers got = run();
+    let_the_watcher_look();
+    check(*state == 6, phase + ": state 6 (dormant)");
+    check(std::string(fake_cupti_call_log()).empty(),
+          phase + ": no CUPTI call at all (log: " + std::string(fake_cupti_call_log()) + ")");
+    check(nothing_on(), phase + ": no subscriber, no callback, no activity kind");
+    check(got.shim == 0 && got.job == 0, phase + ": no record made or walked");
+  }
+};
+
+void attach_cycle(Scenario& s) {
+  s.untraced("untraced");
+  for (const char* round : {"first", "second"}) {
+    const std::string attach = std::string(round) + " attach", detach = std::string(round) + " detach";
+    s.attach(attach);
+    Readers got = s.run();
+    check(got.shim == s.records() && got.job == 0, attach + ": the shim walked all " + std::to_string(s.records()) +
+                                                       " records (walked " + std::to_string(got.shim) + ")");
+    // Records still in CUPTI's buffers at the detach: flushed by the
+    // switch off, and freed unread (no tracer listens any more).
+    s.run(/*deliver=*/false);
+    check(fake_cupti_queued_records() == s.records(), attach + ": " + std::to_string(s.records()) +
+                                                           " records left in CUPTI's buffers");
+    s.detach(detach);
+    got = walked_since(s.walked);
+    check(fake_cupti_queued_records() == 0 && got.shim == 0,
+          detach + ": the records left were flushed at the detach, and freed unread");
+    s.untraced(detach + ", then untraced");
+  }
+}
+
+void profiler_while_dormant(Scenario& s) {
+  JobProfiler job;
+  fake_cupti_clear_call_log();
+  job.start();
+  check(job.subscribed(), "the job's profiler subscribed: the dormant shim holds nothing");
+  Readers got = s.run();
+  check(got.job == s.records() && got.shim == 0, "the job's profiler got all " + std::to_string(s.records()) +
+                                                     " records (got " + std::to_string(got.job) + ")");
+  job.stop();
+  check(fake_cupti_call_log() == kJobStartCalls + " " + kJobStopCalls + " cuptiUnsubscribe",
+        "only the job's profiler called CUPTI (log: " + std::string(fake_cupti_call_log()) + ")");
+  check(*s.state == 6, "the shim stayed dormant");
+  // The job's profiler done, a tracer attaches: all as usual.
+  s.attach("attach after the job's profile");
+  got = s.run();
+  check(got.shim == s.records() && got.job == 0, "the shim walked all records after the job's profile");
+  s.detach("detach");
+}
+
+void profiler_while_tracing(Scenario& s) {
+  s.attach("attach");
+  JobProfiler job;
+  job.start();
+  check(!job.subscribed(), "the job's cuptiSubscribe failed (the shim is the one subscriber)");
+  Readers got = s.run();
+  check(got.job == s.records() && got.shim == 0,
+        "the job's profiler got all " + std::to_string(s.records()) + " records, gpuprof none (job " +
+            std::to_string(got.job) + ", shim " + std::to_string(got.shim) + ")");
+  check(*s.state == 1, "the shim still reads as tracing (its launch callbacks still fire)");
+  job.stop();
+  // The job's profiler turned the kinds off: nobody gets records until the
+  // shim switches on again, at the next attach.
+  got = s.run();
+  check(got.job == 0 && got.shim == 0, "after the job's profile: no records for anyone while this tracer stays");
+  s.detach("detach");
+  s.attach("attach again");
+  got = s.run();
+  check(got.shim == s.records() && got.job == 0, "attached again: the shim walked all records");
+  s.detach("detach again");
+}
+
+void tracer_while_profiling(Scenario& s) {
+  JobProfiler job;
+  job.start();
+  check(job.subscribed(), "the job's profiler subscribed");
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, +1);
+  check(wait_for_state(s.state, 3), "attached: state 3 (taken)");
+  Readers got = s.run();
+  check(got.job == s.records() && got.shim == 0, "the job's profiler got all records while the tracer waited");
+  let_the_watcher_look();
+  const std::string calls = fake_cupti_call_log();
+  bool only_subscribes = !calls.empty();
+  for (size_t at = 0; at < calls.size();) {
+    const size_t end = std::min(calls.find(' ', at), calls.size());
+    only_subscribes = only_subscribes && calls.compare(at, end - at, "cuptiSubscribe") == 0;
+    at = end + 1;
+  }
+  check(only_subscribes, "the shim only tried cuptiSubscribe: the job's setup untouched (log: " + calls + ")");
+  job.stop();
+  check(wait_for_state(s.state, 1), "the job's profiler done: the shim switched on (state 1) within a second or two");
+  got = s.run();
+  check(got.shim == s.records() && got.job == 0, "the shim walked all records after the job's profile");
+  s.detach("detach");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int expect_state = -1;
+  std::string scenario;
   bool probes_on = false;
   bool final_deliver = true;
   int arg = 1;
@@ -250,10 +478,14 @@ int main(int argc, char** argv) {
       probes_on = true;
     else if (std::strcmp(argv[arg], "--no-final-deliver") == 0)
       final_deliver = false;
+    else if (std::strncmp(argv[arg], "--scenario=", 11) == 0)
+      scenario = argv[arg] + 11;
   }
   if (argc - arg < 2) {
-    std::fprintf(stderr, "usage: %s [--check=STATE] [--probes-on] [--no-final-deliver] SHIM STEPS [READY_FILE GO_FILE]\n",
-                 argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s [--check=STATE] [--probes-on] [--no-final-deliver] SHIM STEPS [READY_FILE GO_FILE]\n"
+                 "       %s --scenario=NAME SHIM STEPS\n",
+                 argv[0], argv[0]);
     return 2;
   }
   const char* shim_path = argv[arg];
@@ -270,8 +502,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cupti_driver: %s lacks InitializeInjection or gpuprof_cupti_state\n", shim_path);
     return 2;
   }
+  const std::vector<volatile unsigned short*> semaphores = find_semaphores(shim);
+  if (semaphores.size() != 3) {
+    std::fprintf(stderr, "cupti_driver: %s names %zu semaphores in its stapsdt notes, not 3\n", shim_path,
+                 semaphores.size());
+    return 2;
+  }
+  // A tracer attached before the driver initializes the shim.
+  if (probes_on) move_semaphores(semaphores, +1);
   int returned = 0;
   const std::string log = capture_stderr([&] { returned = initialize(); });
+  if (!scenario.empty()) {
+    check(returned == 1 && *state == 6, "initialized dormant (state " + std::to_string(*state) + ")");
+    Scenario s{state, semaphores, steps, {}, {}};
+    if (scenario == "attach-cycle")
+      attach_cycle(s);
+    else if (scenario == "profiler-while-dormant")
+      profiler_while_dormant(s);
+    else if (scenario == "profiler-while-tracing")
+      profiler_while_tracing(s);
+    else if (scenario == "tracer-while-profiling")
+      tracer_while_profiling(s);
+    else
+      check(false, "known scenario " + scenario);
+    std::printf("%s\n", g_failures ? "FAIL" : "PASS: all checks");
+    return g_failures ? 1 : 0;
+  }
   if (expect_state >= 0) {
     check(returned == 1, "InitializeInjection returns 1");
     check_initialization(expect_state, *state, log);
@@ -279,7 +535,6 @@ int main(int argc, char** argv) {
     const std::string again = capture_stderr([&] { returned = initialize(); });
     check(returned == 1 && again.empty() && *state == before, "a second InitializeInjection changes nothing");
   }
-  if (probes_on) check(raise_semaphores(shim) == 3, "raised the 3 USDT semaphores named in the stapsdt notes");
 
   if (argc - arg >= 4) {
     // Written whole, then renamed into place: the test never reads it half written.

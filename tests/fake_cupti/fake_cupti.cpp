@@ -244,7 +244,8 @@ CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
 
 CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                          CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  log_call("cuptiEnableCallback(" + std::to_string(domain) + "," + std::to_string(cbid) + ")");
+  log_call("cuptiEnableCallback(" + std::to_string(enable) + "," + std::to_string(domain) + "," +
+           std::to_string(cbid) + ")");
   if (forced_failure("cuptiEnableCallback")) return CUPTI_ERROR_UNKNOWN;
   std::lock_guard lock(g_mu);
   if (!g_subscribed || subscriber != reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_storage))
@@ -469,11 +470,21 @@ uint32_t fake_cupti_flush_period_ms(void) {
 
 uint64_t fake_cupti_records_walked(void) { return g_records_walked.load(); }
 
+uint64_t fake_cupti_queued_records(void) {
+  std::lock_guard lock(g_mu);
+  return g_queue.size();
+}
+
 const char* fake_cupti_call_log(void) {
   static std::string snapshot;
   std::lock_guard lock(g_mu);
   snapshot = g_call_log;
   return snapshot.c_str();
+}
+
+void fake_cupti_clear_call_log(void) {
+  std::lock_guard lock(g_mu);
+  g_call_log.clear();
 }
 
 }  // extern "C"

@@ -73,10 +73,19 @@ uint32_t fake_cupti_flush_period_ms(void);
 // Records handed out by cuptiActivityGetNextRecord so far (the shim walks a
 // buffer only while a tracer listens).
 uint64_t fake_cupti_records_walked(void);
-// Every CUPTI call so far, in order, space separated: "cuptiSubscribe
-// cuptiEnableCallback(2,211) ... cuptiActivityEnable(10) ...". The pointer
-// stays valid until the next call of this function.
+// Records made and not yet handed to a buffer callback.
+uint64_t fake_cupti_queued_records(void);
+// Every CUPTI call so far that changes what CUPTI does (subscribe,
+// unsubscribe, each enable and disable, registrations, flushes), by any
+// caller, in order, space separated: "cuptiSubscribe
+// cuptiEnableCallback(1,2,211) ... cuptiActivityEnable(10) ...
+// cuptiActivityDisable(10) cuptiActivityFlushAll(1) cuptiUnsubscribe"
+// (cuptiEnableCallback(ENABLE,DOMAIN,CBID), kinds and flags as numbers). A
+// test asserts with it that a dormant shim calls nothing. The pointer stays
+// valid until the next call of this function.
 const char* fake_cupti_call_log(void);
+// Empties the call log (a test's phase starts from nothing).
+void fake_cupti_clear_call_log(void);
 
 #ifdef __cplusplus
 }

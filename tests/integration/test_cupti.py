@@ -30,12 +30,13 @@ import os
 import re
 import shutil
 import signal
+import time
 
 import pytest
 
 from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_line
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
-                      run_gpuprof, run_program, touch, wait_for_file)
+                      run_gpuprof, run_program, touch, wait_for_file, wait_until)
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -131,18 +132,52 @@ def test_shim_checks_itself_against_the_stand_in():
     # cupti_driver loads the shim as the driver does and checks, through the
     # stand-in, what it asked CUPTI for, in each state the shim can end in.
     driver = FAKE_CUPTI / "cupti_driver"
+    # --probes-on: a tracer attached before the driver initialized the shim
+    # (record -- CMD): CUPTI switched on in InitializeInjection (states 1, 3
+    # and 5 are what a switch on can end in). Without: dormant (6), CUPTI not
+    # called at all. States 2 and 4 are decided before any tracer matters.
     cases = [
-        ("1", {}), ("1", {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}),
-        ("3", {"FAKE_CUPTI_TAKEN": "1"}), ("2", {"GPUPROF_CUPTI": "0"}),
-        ("4", {"GPUPROF_CUPTI_LIBRARY": "/nonexistent/libcupti.so"}),
-        ("5", {"FAKE_CUPTI_FAIL": "cuptiActivityEnable"}),
+        ("1", ["--probes-on"], {}), ("1", ["--probes-on"], {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}),
+        ("6", [], {}), ("6", [], {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}),
+        ("3", ["--probes-on"], {"FAKE_CUPTI_TAKEN": "1"}),
+        ("2", [], {"GPUPROF_CUPTI": "0"}), ("2", ["--probes-on"], {"GPUPROF_CUPTI": "0"}),
+        ("4", [], {"GPUPROF_CUPTI_LIBRARY": "/nonexistent/libcupti.so"}),
+        ("5", ["--probes-on"], {"FAKE_CUPTI_FAIL": "cuptiActivityEnable"}),
+        ("5", ["--probes-on"], {"FAKE_CUPTI_FAIL": "cuptiSubscribe"}),
         # Variants without an optional function, and without a required one.
-        ("1", {"LD_LIBRARY_PATH": str(FAKE_CUPTI / "noflush")}),
-        ("4", {"LD_LIBRARY_PATH": str(FAKE_CUPTI / "nots")}),
+        ("1", ["--probes-on"], {"LD_LIBRARY_PATH": str(FAKE_CUPTI / "noflush")}),
+        ("4", [], {"LD_LIBRARY_PATH": str(FAKE_CUPTI / "nots")}),
     ]
-    for state, env in cases:
-        run = run_program(driver, f"--check={state}", SHIM, "3", env=env)
+    for state, flags, env in cases:
+        run = run_program(driver, f"--check={state}", *flags, SHIM, "3", env=env)
         assert run.returncode == 0 and "PASS: all checks" in run.stdout, (state, env, run.stdout, run.stderr)
+        assert "FAIL" not in run.stdout, (state, env, run.stdout)
+
+
+DORMANT_LINE = f"gpuprof-cupti: dormant until gpuprof attaches (libcupti: {STAND_IN})"
+TRACING_LINE = f"gpuprof-cupti: tracing kernels, memcpy and memset (libcupti: {STAND_IN})"
+GONE_LINE = "gpuprof-cupti: tracer gone: CUPTI switched off, dormant until gpuprof attaches again"
+TAKEN_LINE = "gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): no GPU kernel times from gpuprof"
+# cupti_driver --scenario=NAME (tests/fake_cupti/cupti_driver.cpp says what
+# each plays and checks): the shim's lines on the job's stderr, in order.
+SCENARIOS = {
+    "attach-cycle": [DORMANT_LINE, TRACING_LINE, GONE_LINE, TRACING_LINE, GONE_LINE],
+    "profiler-while-dormant": [DORMANT_LINE, TRACING_LINE, GONE_LINE],
+    "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LINE, TRACING_LINE, GONE_LINE],
+    "tracer-while-profiling": [DORMANT_LINE, TAKEN_LINE, TRACING_LINE, GONE_LINE],
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_shim_switches_cupti_only_while_traced(scenario):
+    # The shim with the semaphores moved as the kernel moves them at attach
+    # and detach, and the job's own torch.profiler beside it: through the
+    # stand-in's call log, exactly what it switched on and off, and which
+    # reader got each record (docs/cuda.md, "Dormant and active").
+    run = run_program(FAKE_CUPTI / "cupti_driver", f"--scenario={scenario}", SHIM, "2", env=WITH_STAND_IN)
+    assert run.returncode == 0 and run.stdout.splitlines()[-1] == "PASS: all checks", run.stdout + run.stderr
+    assert "FAIL" not in run.stdout, run.stdout
+    assert run.stderr.splitlines() == SCENARIOS[scenario], run.stderr
 
 
 def test_launched_command_gets_the_shim_and_gpu_times(tmp_path):
@@ -205,45 +240,46 @@ def test_attached_to_a_job_started_with_the_shim(procs, workdir, tmp_path):
     assert rows == {name: expected_cuda_cells(*want) for name, want in EXPECTED_CUDA_COLUMNS.items()}, text
 
 
-def test_gpu_activities_from_before_the_attach_are_left_out(procs, workdir, tmp_path):
-    # CUDA hands CUPTI's buffers over when they fill or are flushed: a job
-    # started with the shim delivers, after gpuprof attaches, records of
-    # kernels that ran before (seen on an H200, docs/gpu.md: resnet18's 10
-    # warm-up steps and its weights' copies in a recording of 200 steps).
-    # They began before the recording: left out, counted on the stop line.
+def test_kernels_run_before_the_attach_make_no_records(procs, workdir, tmp_path):
+    # A job started with the shim runs warm-up steps before gpuprof attaches:
+    # the shim is dormant then (no activity kind on), so CUPTI makes no
+    # record of them, none reaches gpuprof after the attach (before the
+    # dormant shim, they came with the first buffer after it and were left
+    # out as begun before the recording), and the recording is exact.
     warmup = 3
     out = tmp_path / "warm.gpuprof"
-    _, gp = record_attached(procs, workdir, out, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM),
-                                                  "LAUNCH_DRIVER_WARMUP": str(warmup)})
-    per_step = sum(row[2] for row in EXPECTED) // STEPS
-    assert per_step == 9
-    assert f"; {per_step * warmup} GPU activities that began before the recording left out" in gp.stderr(), \
-        gp.stderr()
-    rows, _, text = kernel_rows(out)
+    target, gp = record_attached(procs, workdir, out, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM),
+                                                       "LAUNCH_DRIVER_WARMUP": str(warmup)})
+    assert "began before the recording" not in gp.stderr(), gp.stderr()
+    assert target.stderr().splitlines() == [DORMANT_LINE, TRACING_LINE], target.describe()
+    rows, footer, text = kernel_rows(out)
     assert rows == EXPECTED, text
+    assert footer == [f"{9 * STEPS} GPU activities, {GPU_TOTAL_US:.3f}us of GPU time ({STEPS} launched "
+                      f"outside any op, 0 whose launch was not seen)"], text
 
 
 # The states of a shim that does not trace (docs/cuda.md's table), made with
 # launch_driver and the stand-in: state, the environment that makes it, what
-# gpuprof says ("the CUPTI shim ..."), the one line the shim writes on the
-# job's stderr. (States 0 and "no libcupti at all" are made in a torch
+# gpuprof says ("the CUPTI shim ..."), the lines the shim writes on the
+# job's stderr (a shim that found libcupti starts dormant: states 3 and 5
+# come at the attach). (States 0 and "no libcupti at all" are made in a torch
 # process: test_shim_in_a_torch_job_that_does_not_trace. launch_driver
 # cannot make them: without a libcupti to load it never initializes the shim.)
 NO_TIMES = "no GPU kernel times from gpuprof"
 NOT_TRACING = {
     "disabled": (2, {"GPUPROF_CUPTI": "0"}, "is disabled (GPUPROF_CUPTI=0)",
-                 f"gpuprof-cupti: disabled by GPUPROF_CUPTI=0: {NO_TIMES}"),
+                 [f"gpuprof-cupti: disabled by GPUPROF_CUPTI=0: {NO_TIMES}"]),
     # torch.profiler holds CUPTI: the shim steps aside.
     "taken": (3, {"FAKE_CUPTI_TAKEN": "1"}, "found CUPTI taken by another subscriber (torch.profiler?)",
-              f"gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): {NO_TIMES}"),
+              [DORMANT_LINE, f"gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): {NO_TIMES}"]),
     # A libcupti without a function the shim requires (the stand-in built
     # without its timestamp callback registration).
     "libcupti-lacking-a-function": (
         4, {"GPUPROF_CUPTI_LIBRARY": str(FAKE_CUPTI / "nots" / "libcupti.so.13")}, "found no libcupti",
-        f"gpuprof-cupti: libcupti {FAKE_CUPTI / 'nots' / 'libcupti.so.13'} has no "
-        f"cuptiActivityRegisterTimestampCallback (too old?): {NO_TIMES}"),
+        [f"gpuprof-cupti: libcupti {FAKE_CUPTI / 'nots' / 'libcupti.so.13'} has no "
+         f"cuptiActivityRegisterTimestampCallback (too old?): {NO_TIMES}"]),
     "cupti-error": (5, {"FAKE_CUPTI_FAIL": "cuptiActivityEnable"}, "failed in CUPTI (see the target's stderr)",
-                    f"gpuprof-cupti: cuptiActivityEnable failed: CUPTI_ERROR_UNKNOWN (999): {NO_TIMES}"),
+                    [DORMANT_LINE, f"gpuprof-cupti: cuptiActivityEnable failed: CUPTI_ERROR_UNKNOWN (999): {NO_TIMES}"]),
 }
 # The op calls of launch_driver's STEPS steps (its last op counts its errors once).
 DRIVER_CALLS = {"aten::cuda_linear": STEPS, "aten::cuda_add": STEPS, "aten::cuda_replay": STEPS,
@@ -277,13 +313,13 @@ def check_no_gpu_times(gp, out, state, why, calls):
 def test_shim_that_does_not_trace_says_why(procs, workdir, tmp_path, case):
     # -p PID on a job started with the shim: it read its state at the attach
     # (the job waits at its ready file, initialized), so the state is exact.
-    state, env, why, shim_line = NOT_TRACING[case]
+    state, env, why, shim_lines = NOT_TRACING[case]
     out = tmp_path / f"{case}.gpuprof"
     target, gp = record_attached(procs, workdir, out, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM), **env})
     # launch_driver says "injection ok" when it loaded the libcupti and the shim.
     assert target.stdout() == f"injection ok\nsteps {STEPS} launches {6 * STEPS} unexpected errors 0\n", \
         target.describe()
-    assert target.stderr().splitlines() == [shim_line], target.describe()
+    assert target.stderr().splitlines() == shim_lines, target.describe()
     check_no_gpu_times(gp, out, state, why, DRIVER_CALLS)
 
 
@@ -325,6 +361,47 @@ def test_sigkill_of_gpuprof_leaves_the_job_running(procs, workdir, tmp_path):
     gp.send(signal.SIGKILL)
     assert target.wait(timeout=120) == 0, target.describe()
     assert f"steps {steps} launches {6 * steps} unexpected errors 0" in target.stdout(), target.describe()
+
+
+def test_attach_detach_attach_on_a_running_job(procs, workdir, tmp_path):
+    # A job started with the shim runs on its own: the shim stays dormant
+    # (its one line), each `record -p` switches CUPTI on for its own time
+    # only, and the shim switches off after each detach (docs/cuda.md,
+    # "Dormant and active"). Both recordings are whole: every op's kernels
+    # with their GPU times, every activity joined to its launch.
+    target = procs.start([DRIVER, "100000000", workdir / "ready", workdir / "go"], "launch_driver",
+                         env={**os.environ, **WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM)})
+    pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+    touch(workdir, "go")
+    time.sleep(0.5)  # the job runs untraced: ten looks of the shim's watcher
+    assert target.stderr().splitlines() == [DORMANT_LINE], target.describe()
+    for session in (1, 2):
+        out = tmp_path / f"session{session}.gpuprof"
+        made = run_gpuprof("record", "-p", str(pid), "-q", "-d", "1", "-o", str(out))
+        assert made.returncode == 0, made.stderr
+        assert "gpuprof: CUPTI shim: is tracing kernels, memcpy and memset" in made.stderr.splitlines(), made.stderr
+        rows, footer, text = kernel_rows(out)
+        # Under ops: each op's kernels, each at its planted time, however
+        # many steps ran. At the stop the op probes go before the shim's
+        # (a free-running job launches in between): kernels of every kind
+        # may also show as [no op] then.
+        in_ops = {row for row in rows if row[0] != "[no op]"}
+        assert {row[:2] for row in in_ops} == {want[:2] for want in EXPECTED if want[0] != "[no op]"}, text
+        for op, kernel, calls, total, avg in in_ops:
+            planted = next(want[4] for want in EXPECTED if want[:2] == (op, kernel))
+            assert avg == planted and time_us(total) == pytest.approx(calls * time_us(planted), rel=1e-4), text
+        assert {row[1] for row in rows if row[0] == "[no op]"} <= {want[1] for want in EXPECTED}, text
+        summary = re.fullmatch(r"(\d+) GPU activities, \S+ of GPU time \((\d+) launched outside any op, 0 whose "
+                               r"launch was not seen\)", footer[0])
+        assert summary and int(summary.group(1)) > 0 and len(footer) == 1, text
+        # gpuprof detached: the shim switches CUPTI off at its next look.
+        wait_until(lambda: target.stderr().splitlines().count(GONE_LINE) == session, 10,
+                   "the shim to switch off", watch=[target])
+        assert target.stderr().splitlines() == [DORMANT_LINE] + [TRACING_LINE, GONE_LINE] * session, target.describe()
+    time.sleep(0.5)
+    assert target.running(), target.describe()
+    assert target.stderr().splitlines() == [DORMANT_LINE] + [TRACING_LINE, GONE_LINE] * 2, target.describe()
+    target.kill_hard()
 
 
 @pytest.fixture(scope="module")

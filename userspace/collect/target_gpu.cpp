@@ -177,25 +177,51 @@ void TargetGpu::try_attach_shim(bool now) {
   }
   cupti_shim_ = CuptiShimInfo{shim->path_in_target, 0, 0, 0};
   // Stopped at the shim's mapping (`now`), its data is not mapped yet:
-  // the loop reads the state later. Otherwise it is there to read.
-  if (!now) read_shim_state();
+  // the loop reads the state later (the shim switches CUPTI on in
+  // InitializeInjection: the probes are in before it runs). Otherwise it
+  // is there to read.
+  if (!now) wait_for_shim_switch();
   std::fprintf(stderr, "gpuprof: CUPTI shim probes in %s\n", shim->path_in_target.c_str());
 }
 
+// A dormant shim switches CUPTI on at its watcher's next look after the
+// probes raised its semaphores (every 50 ms): waited for here, so that
+// "tracing" is said once GPU times flow; what the job launched before is
+// not seen (docs/cuda.md, "Dormant and active").
+void TargetGpu::wait_for_shim_switch() {
+  constexpr int kPollMs = 5, kMaxWaitMs = 1000;
+  read_shim_state();
+  for (int waited = 0; cupti_shim_->state == kCuptiShimDormant && waited < kMaxWaitMs && !child_exited_;
+       waited += kPollMs) {
+    usleep(kPollMs * 1000);
+    read_shim_state();
+  }
+  if (cupti_shim_->state == kCuptiShimDormant)
+    diagnostics_.warn("the CUPTI shim has not switched CUPTI on within " + std::to_string(kMaxWaitMs) +
+                      " ms of the attach: GPU times begin when it does");
+}
+
 // gpuprof_cupti_state, which the shim sets in InitializeInjection (0 until
-// the driver calls it): read on every turn of the loop while the target
-// lives (one 4-byte read), kept as last read once it is gone. A value
-// outside the known states is a read of the file's bytes before the loader
-// has mapped the shim's data (the shim is found as soon as its code is
-// mapped): ignored.
+// the driver calls it) and its watcher moves as tracers come and go: read
+// on every turn of the loop while the target lives (one 4-byte read), kept
+// as last read once it is gone. A value outside the known states is a read
+// of the file's bytes before the loader has mapped the shim's data (the
+// shim is found as soon as its code is mapped): ignored. Dormant read
+// after what the shim did for this recording (tracing, taken, an error) is
+// the shim switching off after gpuprof's detach, at the stop: ignored too.
 void TargetGpu::read_shim_state() {
   if (!cupti_shim_ || child_exited_) return;
   if (!shim_state_address_)
     shim_state_address_ = find_symbol_in_target(target_pid_, kCuptiShimFilePrefix, "gpuprof_cupti_state");
   int32_t state = 0;
-  if (shim_state_address_ && read_target_memory(target_pid_, *shim_state_address_, &state, sizeof(state)) &&
-      state >= 0 && state <= static_cast<int32_t>(kCuptiShimLastState))
-    cupti_shim_->state = static_cast<uint32_t>(state);
+  if (!shim_state_address_ || !read_target_memory(target_pid_, *shim_state_address_, &state, sizeof(state)) ||
+      state < 0 || state > static_cast<int32_t>(kCuptiShimLastState))
+    return;
+  const uint32_t known = cupti_shim_->state;
+  if (static_cast<uint32_t>(state) == kCuptiShimDormant && known != kCuptiShimNotInitialized &&
+      known != kCuptiShimDormant)
+    return;
+  cupti_shim_->state = static_cast<uint32_t>(state);
 }
 
 void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
@@ -292,7 +318,8 @@ void TargetGpu::update_file_info() {
   }
   if (cupti_shim_) {
     CuptiShimInfo shim = *cupti_shim_;
-    if (shim.state == 0 && gpu_records_seen_) shim.state = kCuptiShimTracing;
+    if ((shim.state == kCuptiShimNotInitialized || shim.state == kCuptiShimDormant) && gpu_records_seen_)
+      shim.state = kCuptiShimTracing;
     shim.events_lost = launch_tracer_->gpu_records_lost();
     writer_->set_cupti_shim(shim);
   }
@@ -303,8 +330,11 @@ void TargetGpu::finish() {
   if (cupti_shim_) {
     read_shim_state();  // the driver may have initialized it after the attach
     // Only a tracing shim sends records: a target that exited before the
-    // loop read the state (a short command) still reads as tracing then.
-    if (cupti_shim_->state == 0 && gpu_records_seen_) cupti_shim_->state = kCuptiShimTracing;
+    // loop read the state (a short command), or a shim that switched off
+    // before any read saw it on, still reads as tracing then.
+    if ((cupti_shim_->state == kCuptiShimNotInitialized || cupti_shim_->state == kCuptiShimDormant) &&
+        gpu_records_seen_)
+      cupti_shim_->state = kCuptiShimTracing;
     cupti_shim_->events_lost = launch_tracer_->gpu_records_lost();
     if (cupti_shim_->state != kCuptiShimTracing)
       std::fprintf(stderr, "gpuprof: warning: no GPU times: the CUPTI shim %s\n",

@@ -96,6 +96,7 @@ class TargetGpu {
   Result<void> attach_launch_library(const MappedLibrary& library, LaunchApi api);
   Result<void> ensure_launch_tracer();
   Result<void> attach_shim(const MappedLibrary& shim);
+  void wait_for_shim_switch();
   void on_launch(const gp_launch_event& event);
   void on_gpu_correlation(const gp_gpu_correlation& c);
   void on_gpu_activity(const gp_gpu_activity& a);

@@ -10,6 +10,7 @@ const char* cupti_shim_state_text(uint32_t state) {
     case 2: return "is disabled (GPUPROF_CUPTI=0)";
     case 3: return "found CUPTI taken by another subscriber (torch.profiler?)";
     case 4: return "found no libcupti";
+    case 6: return "stayed dormant (initialized, but it had not switched CUPTI on for gpuprof when the recording ended)";
     default: return "failed in CUPTI (see the target's stderr)";
   }
 }

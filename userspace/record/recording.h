@@ -222,8 +222,9 @@ struct GpuActivity {
 
 // The shim in the target as gpuprof found it: its path and
 // gpuprof_cupti_state (cupti_shim/gpuprof_cupti_probes.h: 1 tracing, 2
-// disabled, 3 CUPTI taken by another subscriber, 4 no libcupti, 5 error),
-// and how many records CUPTI or the ring buffer dropped.
+// disabled, 3 CUPTI taken by another subscriber, 4 no libcupti, 5 error,
+// 6 dormant: never switched on for this recording), and how many records
+// CUPTI or the ring buffer dropped.
 struct CuptiShimInfo {
   std::string shim_path;
   uint32_t state = 0;
