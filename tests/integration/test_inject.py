@@ -32,7 +32,8 @@ STAND_IN = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
 SHIM_PREFIX = "libgpuprof_cupti"
 N = 40  # inject_target.py's rounds after `go`
 THREADS = 4  # inject_target.py's
-TRACING = "the shim is tracing kernels, memcpy and memset"
+DORMANT = "the shim is dormant until gpuprof's probes go in"  # then it switches CUPTI on (docs/cuda.md)
+TRACING = "gpuprof: CUPTI shim: is tracing kernels, memcpy and memset"
 
 
 def shim_mapped(pid):
@@ -72,7 +73,13 @@ def start_target(procs, workdir, tmp_path, mode, torch_env=HOST_TORCH, env=None)
 
 
 def loaded_line(pid):
-    return f"gpuprof: loaded the CUPTI shim into process {pid}: {TRACING}"
+    return f"gpuprof: loaded the CUPTI shim into process {pid}: {DORMANT}"
+
+
+def assert_loaded_and_traced(gp, pid):
+    """gpuprof loaded the shim, dormant, and it traced for the recording."""
+    lines = gp.stderr().splitlines()
+    assert loaded_line(pid) in lines and TRACING in lines, gp.stderr()
 
 
 def op_calls(out):
@@ -92,7 +99,7 @@ def test_injected_shim_gives_the_times_a_shim_started_job_gets(procs, workdir, t
     assert not shim_mapped(pid)
     out = tmp_path / "injected.gpuprof"
     gp = record_to_exit(procs, target, pid, workdir, "--inject-cupti", "-q", "-o", out)
-    assert loaded_line(pid) in gp.stderr().splitlines(), gp.stderr()
+    assert_loaded_and_traced(gp, pid)
     assert target.stdout() == alone.stdout, target.describe()
     rows, _, text = kernel_rows(out)
     assert rows == EXPECTED, text
@@ -104,7 +111,7 @@ def test_injected_into_a_torch_job(procs, workdir, tmp_path, torch_env):
     target, pid = start_target(procs, workdir, tmp_path, "gpu", torch_env)
     out = tmp_path / "gpu.gpuprof"
     gp = record_to_exit(procs, target, pid, workdir, "--inject-cupti", "-q", "-o", out, timeout=120)
-    assert loaded_line(pid) in gp.stderr().splitlines(), gp.stderr()
+    assert_loaded_and_traced(gp, pid)
     assert target.stdout() == f"gpu {N}\n", target.describe()
     rows, _, text = kernel_rows(out)
     assert rows == {("[no op]", "traced_kernel", N, f"{N:.3f}us", "1.000us")}, text
@@ -120,7 +127,7 @@ def test_injected_into_busy_jobs(procs, workdir, tmp_path, torch_env, mode, op, 
     target, pid = start_target(procs, workdir, tmp_path, mode, torch_env)
     out = tmp_path / f"{mode}.gpuprof"
     gp = record_to_exit(procs, target, pid, workdir, "--inject-cupti", "-q", "-o", out, timeout=120)
-    assert loaded_line(pid) in gp.stderr().splitlines(), gp.stderr()
+    assert_loaded_and_traced(gp, pid)
     want = f"syscalls {N}\n" if mode == "syscalls" else f"threads {THREADS} {N}\n"
     assert target.stdout() == want, target.describe()
     counts, text = op_calls(out)
@@ -252,12 +259,15 @@ def test_second_gpuprof_is_refused_while_one_injects(procs, workdir, tmp_path):
 
 
 def test_nothing_to_inject_into_a_job_that_has_the_shim(procs, workdir, tmp_path):
+    # Attach, detach, attach again: the injected shim switches CUPTI on for
+    # each recording (and off between them, docs/cuda.md).
     target, pid = start_target(procs, workdir, tmp_path, "syscalls")
     first = run_gpuprof("record", "-p", str(pid), "--inject-cupti", "-q", "-d", "1", "-o", str(tmp_path / "1.gpuprof"))
     assert first.returncode == 0, first.stderr
-    assert loaded_line(pid) in first.stderr.splitlines(), first.stderr
+    assert loaded_line(pid) in first.stderr.splitlines() and TRACING in first.stderr.splitlines(), first.stderr
     second = run_gpuprof("record", "-p", str(pid), "--inject-cupti", "-q", "-d", "1", "-o", str(tmp_path / "2.gpuprof"))
     assert second.returncode == 0, second.stderr
     assert re.search(rf"^gpuprof: process {pid} has the CUPTI shim already \(\S+{SHIM_PREFIX}\S*\.so\): nothing to "
                      "inject$", second.stderr, re.M), second.stderr
+    assert TRACING in second.stderr.splitlines(), second.stderr
     finishes(target, workdir)

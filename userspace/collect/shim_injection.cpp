@@ -152,8 +152,10 @@ Result<void> inject_cupti_shim_into(int pid) {
                                " failed there, or its thread is blocked)"));
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  // Dormant is what a shim loaded with no tracer attached says: it switches
+  // CUPTI on once the session's probes go in (docs/cuda.md).
   std::fprintf(stderr, "gpuprof: loaded the CUPTI shim into process %d: the shim %s\n", pid,
-               cupti_shim_state_text(state));
+               state == kCuptiShimDormant ? "is dormant until gpuprof's probes go in" : cupti_shim_state_text(state));
   std::fprintf(stderr, "gpuprof: the shim's loading took %.1f ms, from the search for a thread to its start\n", ms);
   return {};
 }
