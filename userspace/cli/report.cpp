@@ -93,17 +93,16 @@ int print_folded(const Recording& recording, const FoldedStacks& folded, FoldedM
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
-  Profile counters;
-  counters.calls_unwound = folded.calls_unwound;
-  counters.exits_without_entry = folded.exits_without_entry;
-  counters.calls_open_at_end = folded.calls_open_at_end;
-  counters.events_lost = recording.stats.events_lost;
-  std::string notes = format_profile_notes(counters);
+  // The notes as the table prints them (without rows: no compensation line
+  // there; it comes below, for self times only).
+  Profile as_table;
+  as_table.counters = folded.counters;
+  as_table.events_lost = recording.stats.events_lost;
+  std::string notes = format_profile_notes(as_table);
   if (metric == FoldedMetric::kSelfCpuTime && op_events_read(recording) != 0) {
-    if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) counters.compensation = *costs;
-    counters.raw_times_asked = raw_times;
-    counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
-    notes = format_compensation_note(counters) + notes;
+    if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) as_table.compensation = *costs;
+    as_table.raw_times_asked = raw_times;
+    notes = format_compensation_note(as_table) + notes;
   }
   if (folded.gpu_ns_outside_ops)
     notes += "gpuprof: " + std::to_string(folded.gpu_ns_outside_ops / 1000) +
