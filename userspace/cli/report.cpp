@@ -146,7 +146,8 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
   report->add_option("file", options.input_paths,
                      "record file written by gpuprof record (default: gpuprof.data); several: one table of all, "
-                     "--by, --folded (each under its rank or file) or --pprof; see docs/fleet.md");
+                     "--by, --folded (each under its rank or file), --pprof or --chrome-trace (a process track "
+                     "per rank or file, aligned on wall-clock time); see docs/fleet.md");
   report->add_option("--by", options.by,
                      "per op, its Self CPU in each file, process (pid), host or job rank (RANK of torchrun's "
                      "workers) side by side: min, median, max and the slowest; one FILE or several")
@@ -250,6 +251,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --strict                       # exit 1 on a corrupt chunk\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
+      "  gpuprof report rank0.gpuprof rank1.gpuprof --chrome-trace job.json.gz  # a track per rank, aligned\n"
       "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
       "  gpuprof report run.gpuprof --pprof run.pb.gz               # go tool pprof, Pyroscope, Parca\n"
       "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"
