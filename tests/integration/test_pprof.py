@@ -153,17 +153,37 @@ def test_python_frames_carry_file_and_line(exported):
 
 def test_native_frames_carry_their_file(exported):
     """A sample's native leaf "lib.so+0xOFF" is a location in lib.so's
-    mapping at OFF; "lib.so!sym" is function sym in lib.so's mapping."""
+    mapping at OFF; "lib.so!sym" is function sym in lib.so's mapping (named
+    by its path where the recording has it: libtorch_cpu's)."""
     _, doc, _, _, _ = exported
     native = [loc for loc in doc["locations"] if loc["mapping"]]
     assert native
     for loc in native:
+        file_name = loc["mapping"].rsplit("/", 1)[-1]
         if "!" in loc["function"]:
             file, symbol = loc["function"].split("!", 1)
-            assert (loc["mapping"], loc["name"], loc["address"]) == (file, symbol, 0), loc
+            assert (file_name, loc["name"], loc["address"]) == (file, symbol, 0), loc
         else:
             m = re.fullmatch(r"(.+)\+0x([0-9a-f]+)", loc["function"])
-            assert m and (loc["mapping"], loc["address"]) == (m.group(1), int(m.group(2), 16)), loc
+            assert m and (file_name, loc["address"]) == (m.group(1), int(m.group(2), 16)), loc
+
+
+def test_libtorch_frames_carry_its_build_id(exported):
+    """Native frames in libtorch_cpu are in one mapping, named by the path
+    the target's maps gave (from gpuprof's side: the chroot's included), with
+    the GNU build id readelf -n reads from that file; `go tool pprof -raw`
+    lists it so. Other files carry none: the recording has only libtorch's."""
+    _, doc, raw, _, _ = exported
+    native = [loc for loc in doc["locations"] if loc["mapping"]]
+    libtorch = [loc for loc in native if loc["mapping"].rsplit("/", 1)[-1].startswith("libtorch_cpu.so")]
+    assert libtorch, sorted({loc["mapping"] for loc in native})
+    (path, build_id), = {(loc["mapping"], loc["build_id"]) for loc in libtorch}
+    assert path.startswith("/"), path
+    notes = subprocess.run(["readelf", "-n", path], capture_output=True, text=True, timeout=60)
+    assert notes.returncode == 0, notes.stderr
+    assert build_id == re.search(r"Build ID: ([0-9a-f]+)", notes.stdout).group(1)
+    assert all(not loc["build_id"] for loc in native if loc not in libtorch)
+    assert re.search(rf"^\s*\d+: 0x0/0x0/0x0 {re.escape(path)} {build_id}", raw, re.M), raw[raw.find("Mappings"):]
 
 
 def test_every_sample_is_labelled_with_its_process(exported):

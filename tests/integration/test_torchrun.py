@@ -8,14 +8,19 @@ from outside, on both torches:
   collectives (c10d::ProcessGroupGloo::allreduce, ::barrier, c10d::Work::wait)
   counted exactly;
 - two `record -p` sessions, one per rank, merged by `report A B --by rank`:
-  the same counts, per rank.
+  the same counts, per rank; by `--folded`, each rank's stacks under its
+  root; by `--chrome-trace`, one process track per rank holding exactly its
+  own file's trace, shifted onto wall-clock time, inside the window the test
+  measured and in the order the collectives impose.
 
 Each rank's result (its parameters, equal on both ranks when their
 gradients were averaged) is compared: gpuprof never harms the job."""
 import collections
+import decimal
 import json
 import re
 import socket
+import time
 
 import pytest
 
@@ -115,9 +120,14 @@ def test_record_a_shows_each_rank_and_its_collectives(procs, tmp_path, torch_env
         assert {op: calls.get(op) for op in EXPECTED_CALLS} == {**EXPECTED_CALLS, "c10d::Work::wait": waits}, section
 
 
+RecordedJob = collections.namedtuple("RecordedJob", "files window")
+
+
 @pytest.fixture(scope="module", params=TORCH_ENVS, ids=TORCH_ENV_IDS)
 def two_files(request, tmp_path_factory):
-    """The job recorded by one `record -p` per rank: [file of rank 0, of rank 1]."""
+    """The job recorded by one `record -p` per rank: files [of rank 0, of
+    rank 1], and the wall-clock window (CLOCK_REALTIME ns) that holds every
+    rank's loop: from before `go` to after both `done` files."""
     torch_env = request.param
     tmp = tmp_path_factory.mktemp(f"torchrun-{torch_env.id}")
     procs = Procs(tmp)
@@ -131,19 +141,22 @@ def two_files(request, tmp_path_factory):
             recorders.append(procs.start_gpuprof("record", "-p", pid, "-q", "-o", files[-1], name=f"gpuprof-{rank}"))
         for gp in recorders:
             gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=120, watch=[job])
+        go_ns = time.time_ns()
         touch(workdir, "go")
         results = finish_job(job, workdir, watch=recorders)
+        done_ns = time.time_ns()
         touch(workdir, "check")
         assert job.wait(timeout=120) == 0, job.describe()
         for gp in recorders:  # each rank's exit stops its recorder
             assert gp.wait(timeout=60) == 0, gp.describe()
         assert results[0] == results[1], results
-        yield files
+        yield RecordedJob(files, (go_ns, done_ns))
     finally:
         procs.cleanup()
 
 
 def test_two_record_p_files_merge_by_rank(two_files, tmp_path):
+    two_files = two_files.files
     expected = []
     for recording in two_files:
         (pid, threads), = calls_by_thread(recording, tmp_path).items()
@@ -166,6 +179,7 @@ def test_two_record_p_files_merge_by_rank(two_files, tmp_path):
 
 
 def test_folded_of_both_files_puts_each_rank_under_its_own_root(two_files):
+    two_files = two_files.files
     # Each rank's stacks are exactly its own file's, under "rank N".
     merged = run_gpuprof("report", two_files[1], two_files[0], "--folded")
     assert merged.returncode == 0, merged.stderr
@@ -181,3 +195,75 @@ def test_folded_of_both_files_puts_each_rank_under_its_own_root(two_files):
     # --by prints a table: it does not go with --folded.
     refused = run_gpuprof("report", two_files[0], two_files[1], "--folded", "--by", "rank")
     assert refused.returncode == 2 and "--by prints a table; --folded puts each recording under" in refused.stderr
+
+
+def trace_events(path):
+    """The events of a Chrome trace and its otherData, times as exact decimals."""
+    doc = json.loads(path.read_text(), parse_float=decimal.Decimal)
+    return doc["traceEvents"], doc["otherData"]
+
+
+def ns(us):
+    """A trace's microseconds (exact decimals) as integer nanoseconds."""
+    return int(us * 1000)
+
+
+def test_chrome_trace_of_both_files_aligns_the_ranks_on_wall_clock_time(two_files, tmp_path):
+    files, (go_ns, done_ns) = two_files
+    merged_path = tmp_path / "job.json"
+    # rank 1's file first: the tracks come out in rank order all the same.
+    made = run_gpuprof("report", files[1], files[0], "--chrome-trace", merged_path)
+    assert made.returncode == 0, made.stderr
+    assert re.search(rf"wrote {re.escape(str(merged_path))} from 2 recordings: \d+ trace events", made.stderr), \
+        made.stderr
+    merged, other = trace_events(merged_path)
+    recordings = {r["rank"]: r for r in other["recordings"]}
+    assert sorted(recordings) == [0, 1], other
+    assert "NTP" in other["alignment"], other
+    zero_ns = int(re.search(r"CLOCK_REALTIME (\d+) ns", other["time zero"]).group(1))
+    names = {e["pid"]: e["args"]["name"] for e in merged if e["ph"] == "M" and e["name"] == "process_name"}
+    # One process track per rank, named after it, and no other.
+    pids = {rank: r["pid"] for rank, r in recordings.items()}
+    assert names == {pids[rank]: f"rank {rank}: python3 ({pids[rank]})" for rank in (0, 1)}, names
+    order = {e["pid"]: e["args"]["sort_index"] for e in merged if e["ph"] == "M" and e["name"] == "process_sort_index"}
+    assert order[pids[0]] < order[pids[1]], order
+    loop_calls = {}
+    for rank, recording in enumerate(files):
+        alone_path = tmp_path / f"rank{rank}.json"
+        alone_made = run_gpuprof("report", recording, "--chrome-trace", alone_path)
+        assert alone_made.returncode == 0, alone_made.stderr
+        alone, _ = trace_events(alone_path)
+        shift = recordings[rank]["shift_ns"]
+        assert {e["pid"] for e in alone if e["ph"] != "M"} == {pids[rank]}
+        # Exactly the rank's own events: the same names, kinds, threads and
+        # durations, each later by the rank's shift to the nanosecond.
+        def key(e, by):
+            return (e["ph"], e.get("cat"), e["name"], e["tid"], ns(e["ts"]) - by, ns(e.get("dur", 0)))
+        mine = sorted(key(e, shift) for e in merged if e["ph"] != "M" and e["pid"] == pids[rank])
+        assert mine == sorted(key(e, 0) for e in alone if e["ph"] != "M"), rank
+        assert collections.Counter(name for ph, cat, name, *_ in mine if cat == "cpu_op")["aten::addmm"] == STEPS
+        # The loop thread's collectives, on wall-clock time.
+        loop_tid, = {e["tid"] for e in merged
+                     if e["pid"] == pids[rank] and e["name"] == "c10d::ProcessGroupGloo::allreduce"}
+        calls = collections.defaultdict(list)
+        for e in merged:
+            if e["ph"] == "X" and e["pid"] == pids[rank] and e["tid"] == loop_tid:
+                calls[e["name"]].append((zero_ns + ns(e["ts"]), zero_ns + ns(e["ts"] + e["dur"])))
+        loop_calls[rank] = {name: sorted(spans) for name, spans in calls.items()}
+        # Every call of the loop ran between `go` and both ranks' `done`.
+        for name in EXPECTED_CALLS:
+            assert len(loop_calls[rank][name]) == EXPECTED_CALLS[name], (rank, name)
+            assert all(go_ns <= start and end <= done_ns for start, end in loop_calls[rank][name]), \
+                (rank, name, go_ns, loop_calls[rank][name][0], loop_calls[rank][name][-1], done_ns)
+    # An all-reduce completes only once every rank has issued it: each rank's
+    # k-th wait ends after the other rank's k-th all-reduce began (and the
+    # barrier's wait after the other's barrier began), on the shared clock.
+    for rank, other_rank in ((0, 1), (1, 0)):
+        waits = loop_calls[rank]["c10d::Work::wait"]
+        issued = loop_calls[other_rank]["c10d::ProcessGroupGloo::allreduce"] + \
+            loop_calls[other_rank]["c10d::ProcessGroupGloo::barrier"]
+        for k, ((issue_start, _), (_, wait_end)) in enumerate(zip(issued, waits)):
+            assert issue_start <= wait_end, (rank, k, issue_start, wait_end)
+    # --by prints a table: it does not go with --chrome-trace.
+    refused = run_gpuprof("report", files[0], files[1], "--chrome-trace", tmp_path / "x.json", "--by", "rank")
+    assert refused.returncode == 2 and "--by prints a table; --chrome-trace gives each rank" in refused.stderr

@@ -143,9 +143,9 @@ TEST(Aggregator, CountersAndRowsAcrossThreadsWithUnwoundAndOpenCalls) {
                                   row("aten::zeros", 1, 8, 8)));
   // Thread 1's top-level call plus the child of thread 2's open call.
   EXPECT_EQ(p.self_cpu_total_ns, 108u);
-  EXPECT_EQ(p.calls_unwound, 1u);
-  EXPECT_EQ(p.exits_without_entry, 1u);
-  EXPECT_EQ(p.calls_open_at_end, 1u);
+  EXPECT_EQ(p.counters.calls_unwound, 1u);
+  EXPECT_EQ(p.counters.exits_without_entry, 1u);
+  EXPECT_EQ(p.counters.calls_open_at_end, 1u);
   EXPECT_EQ(p.events_lost, 7u);
   EXPECT_EQ(p.events_unknown_kind, 0u);
   EXPECT_EQ(p.threads, 2u);

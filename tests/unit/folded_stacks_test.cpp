@@ -213,9 +213,9 @@ TEST(FoldedStacks, UnwoundCallsCountAndOpenFramesDoNot) {
           op_exit(us(104), 900, kV),
       }));
   expect_golden("unwound", f);
-  EXPECT_EQ(f.calls_unwound, 3u);
-  EXPECT_EQ(f.calls_open_at_end, 1u);
-  EXPECT_EQ(f.exits_without_entry, 1u);
+  EXPECT_EQ(f.counters.calls_unwound, 3u);
+  EXPECT_EQ(f.counters.calls_open_at_end, 1u);
+  EXPECT_EQ(f.counters.exits_without_entry, 1u);
 }
 
 TEST(FoldedStacks, NanosecondsAreSummedPerStackBeforeTruncatingToMicroseconds) {
@@ -532,8 +532,8 @@ TEST(FoldedStacksRandom, LeavesAddUpToTheTableRowsAndFramesAreRows) {
     EXPECT_EQ(sum_us * 1000, profile.self_cpu_total_ns);
     EXPECT_EQ(folded.self_ns_total, profile.self_cpu_total_ns);
     EXPECT_EQ(folded.stacks_below_1us, 0u);
-    EXPECT_EQ(folded.calls_unwound, profile.calls_unwound);
-    EXPECT_EQ(folded.calls_open_at_end, profile.calls_open_at_end);
+    EXPECT_EQ(folded.counters.calls_unwound, profile.counters.calls_unwound);
+    EXPECT_EQ(folded.counters.calls_open_at_end, profile.counters.calls_open_at_end);
   }
 }
 

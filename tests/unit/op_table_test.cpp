@@ -260,9 +260,9 @@ TEST(ProfileNotesTest, NothingToSay) {
 
 TEST(ProfileNotesTest, EveryCounterInOrder) {
   Profile profile;
-  profile.calls_unwound = 12;
-  profile.exits_without_entry = 3;
-  profile.calls_open_at_end = 2;
+  profile.counters.calls_unwound = 12;
+  profile.counters.exits_without_entry = 3;
+  profile.counters.calls_open_at_end = 2;
   profile.events_lost = 1532;
   EXPECT_EQ(format_profile_notes(profile),
             "gpuprof: 12 calls ended by exception unwinding (counted; their end time is the "
@@ -276,7 +276,7 @@ TEST(ProfileNotesTest, EveryCounterInOrder) {
 
 TEST(ProfileNotesTest, SingularAndOnlyNonZero) {
   Profile profile;
-  profile.exits_without_entry = 1;
+  profile.counters.exits_without_entry = 1;
   profile.events_lost = 1;
   EXPECT_EQ(format_profile_notes(profile),
             "gpuprof: 1 op was already running when recording began (their exits were "
@@ -284,8 +284,8 @@ TEST(ProfileNotesTest, SingularAndOnlyNonZero) {
             "gpuprof: 1 event lost (ring buffer full); counts are low; try a larger "
             "--ring-buffer\n");
   profile = Profile{};
-  profile.calls_unwound = 1;
-  profile.calls_open_at_end = 1;
+  profile.counters.calls_unwound = 1;
+  profile.counters.calls_open_at_end = 1;
   EXPECT_EQ(format_profile_notes(profile),
             "gpuprof: 1 call ended by exception unwinding (counted; their end time is the "
             "catch)\n"

@@ -71,14 +71,14 @@ void expect_consistent(const Generated& input, const Timeline& t) {
   EXPECT_EQ(t.self_time_clamped, 0u);
   EXPECT_EQ(t.events_unknown_kind, 0u);
   // Every entry ends up as exactly one call or one frame open at the end.
-  EXPECT_EQ(t.calls.size() + t.calls_open_at_end, input.entries);
+  EXPECT_EQ(t.calls.size() + t.counters.calls_open_at_end, input.entries);
 
   uint64_t unwound = 0;
   for (const OpCall& call : t.calls) {
     ASSERT_LE(call.start_ns, call.end_ns);
     unwound += call.unwound;
   }
-  EXPECT_EQ(t.calls_unwound, unwound);
+  EXPECT_EQ(t.counters.calls_unwound, unwound);
 
   for (const OpCall& outer : t.calls) {
     uint64_t children_ns = 0;
@@ -106,9 +106,9 @@ TEST(OpTimelineRandom, InvariantsHoldOnRandomStreams) {
     const Generated input = random_stream(seed, 500);
     const Timeline t = build_timeline(input.events);
     expect_consistent(input, t);
-    unwound += t.calls_unwound;
-    without_entry += t.exits_without_entry;
-    open += t.calls_open_at_end;
+    unwound += t.counters.calls_unwound;
+    without_entry += t.counters.exits_without_entry;
+    open += t.counters.calls_open_at_end;
   }
   // The streams must actually exercise the unusual paths.
   EXPECT_GT(unwound, 100u);

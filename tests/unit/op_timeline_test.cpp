@@ -59,7 +59,7 @@ Timeline build(const std::vector<gp_event>& events) {
     EXPECT_LE(call.self_ns, call.duration_ns());
     unwound_seen += call.unwound;
   }
-  EXPECT_EQ(timeline.calls_unwound, unwound_seen);
+  EXPECT_EQ(timeline.counters.calls_unwound, unwound_seen);
   EXPECT_EQ(timeline.self_time_clamped, 0u) << "children outlasted their parent";
   EXPECT_EQ(timeline.events_unknown_kind, 0u);
   return timeline;
@@ -89,9 +89,9 @@ TEST(OpTimeline, SimpleNestingGivesDepthAndSelfTime) {
                                    returned(kUnderscoreConvolution, 30, 80, 20, 2),
                                    returned(kConvolution, 20, 90, 20, 1),
                                    returned(kConv2d, 10, 100, 20, 0)));
-  EXPECT_EQ(t.calls_unwound, 0u);
-  EXPECT_EQ(t.exits_without_entry, 0u);
-  EXPECT_EQ(t.calls_open_at_end, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.exits_without_entry, 0u);
+  EXPECT_EQ(t.counters.calls_open_at_end, 0u);
   EXPECT_EQ(t.threads, 1u);
 }
 
@@ -105,7 +105,7 @@ TEST(OpTimeline, SiblingCallsShareTheirCallersSp) {
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kA, 10, 30, 20, 1), returned(kB, 40, 70, 30, 1),
                                    returned(kP, 0, 100, 50, 0), returned(kP, 110, 120, 10, 0)));
-  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
 }
 
 TEST(OpTimeline, RecursionOfOneOpNestsByStackPointer) {
@@ -129,7 +129,7 @@ TEST(OpTimeline, ExceptionThroughOneFrameIsRevealedByTheNextEntry) {
                                    unwound(kA, 10, 30, 10, 1),  // ends at B's exit, a lower bound
                                    returned(kC, 50, 60, 10, 1),
                                    returned(kP, 0, 100, 70, 0)));
-  EXPECT_EQ(t.calls_unwound, 1u);
+  EXPECT_EQ(t.counters.calls_unwound, 1u);
 }
 
 TEST(OpTimeline, ExceptionThroughSeveralFramesIsRevealedByTheNextEntry) {
@@ -143,7 +143,7 @@ TEST(OpTimeline, ExceptionThroughSeveralFramesIsRevealedByTheNextEntry) {
   EXPECT_THAT(t.calls, ElementsAre(returned(kE, 40, 45, 5, 4), unwound(kD, 30, 45, 10, 3),
                                    unwound(kB, 20, 45, 10, 2), unwound(kA, 10, 45, 10, 1),
                                    returned(kC, 60, 70, 10, 1), returned(kP, 0, 100, 55, 0)));
-  EXPECT_EQ(t.calls_unwound, 3u);
+  EXPECT_EQ(t.counters.calls_unwound, 3u);
 }
 
 TEST(OpTimeline, ExceptionIsRevealedByTheExitOfAnOuterOp) {
@@ -155,8 +155,8 @@ TEST(OpTimeline, ExceptionIsRevealedByTheExitOfAnOuterOp) {
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kC, 30, 40, 10, 3), unwound(kB, 20, 40, 10, 2),
                                    unwound(kA, 10, 40, 10, 1), returned(kP, 0, 100, 70, 0)));
-  EXPECT_EQ(t.calls_unwound, 2u);
-  EXPECT_EQ(t.exits_without_entry, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 2u);
+  EXPECT_EQ(t.counters.exits_without_entry, 0u);
 }
 
 TEST(OpTimeline, CatchEndsUnwoundFramesAtTheCatch) {
@@ -169,7 +169,7 @@ TEST(OpTimeline, CatchEndsUnwoundFramesAtTheCatch) {
   });
   EXPECT_THAT(t.calls, ElementsAre(unwound(kB, 20, 50, 30, 2), unwound(kA, 10, 50, 10, 1),
                                    returned(kC, 60, 70, 10, 1), returned(kP, 0, 100, 50, 0)));
-  EXPECT_EQ(t.calls_unwound, 2u);
+  EXPECT_EQ(t.counters.calls_unwound, 2u);
 }
 
 TEST(OpTimeline, CatchClosesOnlyFramesAtOrBelowItsSp) {
@@ -183,13 +183,13 @@ TEST(OpTimeline, CatchClosesOnlyFramesAtOrBelowItsSp) {
   });
   EXPECT_THAT(t.calls, ElementsAre(unwound(kB, 20, 30, 10, 2), returned(kA, 10, 40, 20, 1),
                                    returned(kP, 0, 50, 20, 0)));
-  EXPECT_EQ(t.calls_unwound, 1u);
+  EXPECT_EQ(t.counters.calls_unwound, 1u);
 }
 
 TEST(OpTimeline, ExitOfAnOpRunningAtAttachIsCounted) {
   Timeline t = build({op_exit(10, 1000, kP)});
   EXPECT_THAT(t.calls, IsEmpty());
-  EXPECT_EQ(t.exits_without_entry, 1u);
+  EXPECT_EQ(t.counters.exits_without_entry, 1u);
   EXPECT_EQ(t.threads, 1u);
 }
 
@@ -202,7 +202,7 @@ TEST(OpTimeline, NestedOpsRunningAtAttachLeaveLaterCallsAtDepthZero) {
       op_exit(60, 1000, kP),
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kB, 10, 20, 10, 0), returned(kC, 40, 50, 10, 0)));
-  EXPECT_EQ(t.exits_without_entry, 2u);
+  EXPECT_EQ(t.counters.exits_without_entry, 2u);
 }
 
 TEST(OpTimeline, ExitOfAnOpRunningAtAttachUnwindsFramesNestedInIt) {
@@ -212,8 +212,8 @@ TEST(OpTimeline, ExitOfAnOpRunningAtAttachUnwindsFramesNestedInIt) {
       op_exit(30, 1000, kP),
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kB, 15, 20, 5, 1), unwound(kA, 10, 20, 5, 0)));
-  EXPECT_EQ(t.exits_without_entry, 1u);
-  EXPECT_EQ(t.calls_unwound, 1u);
+  EXPECT_EQ(t.counters.exits_without_entry, 1u);
+  EXPECT_EQ(t.counters.calls_unwound, 1u);
 }
 
 TEST(OpTimeline, ExitBelowTheTopFrameDoesNotPopIt) {
@@ -225,14 +225,14 @@ TEST(OpTimeline, ExitBelowTheTopFrameDoesNotPopIt) {
       op_exit(40, 1000, kP),
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kB, 20, 30, 10, 1), returned(kP, 0, 40, 30, 0)));
-  EXPECT_EQ(t.exits_without_entry, 1u);
-  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.exits_without_entry, 1u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
 }
 
 TEST(OpTimeline, ExitAtTheTopFramesSpOfAnotherOpIsCountedAndChangesNothing) {
   Timeline t = build({op_entry(0, 1000, kP), op_exit(10, 1000, kA), op_exit(20, 1000, kP)});
   EXPECT_THAT(t.calls, ElementsAre(returned(kP, 0, 20, 20, 0)));
-  EXPECT_EQ(t.exits_without_entry, 1u);
+  EXPECT_EQ(t.counters.exits_without_entry, 1u);
 }
 
 TEST(OpTimeline, FramesOpenAtTheEndAreNotCallsButTheirChildrenAre) {
@@ -242,8 +242,8 @@ TEST(OpTimeline, FramesOpenAtTheEndAreNotCallsButTheirChildrenAre) {
       op_entry(30, 900, kB), op_entry(35, 800, kC), op_exit(40, 800, kC),
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kA, 10, 20, 10, 1), returned(kC, 35, 40, 5, 2)));
-  EXPECT_EQ(t.calls_open_at_end, 2u);
-  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.calls_open_at_end, 2u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
 }
 
 TEST(OpTimeline, TwoInterleavedThreadsKeepTheirOwnStacks) {
@@ -262,7 +262,7 @@ TEST(OpTimeline, TwoInterleavedThreadsKeepTheirOwnStacks) {
   EXPECT_THAT(t.calls, ElementsAre(returned(kB, 60, 70, 10, 1, 2), returned(kA, 110, 130, 20, 1, 1),
                                    returned(kC, 50, 90, 30, 0, 2), returned(kP, 100, 150, 30, 0, 1)));
   EXPECT_EQ(t.threads, 2u);
-  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
 }
 
 TEST(OpTimeline, ThreeInterleavedThreadsUnwindOnTheirOwnClocks) {
@@ -290,7 +290,7 @@ TEST(OpTimeline, ThreeInterleavedThreadsUnwindOnTheirOwnClocks) {
                                    returned(kA, 30, 35, 5, 1, 2), returned(kP, 0, 40, 20, 0, 1),
                                    returned(kP, 1, 45, 27, 0, 3), returned(kP, 2, 50, 41, 0, 2)));
   EXPECT_EQ(t.threads, 3u);
-  EXPECT_EQ(t.calls_unwound, 3u);
+  EXPECT_EQ(t.counters.calls_unwound, 3u);
 }
 
 TEST(OpTimeline, EventsAreGroupedByTidWhateverTheirPid) {
@@ -309,7 +309,7 @@ TEST(OpTimeline, EventsOfUnknownKindAreCountedAndIgnored) {
   // A ends at its own entry, the last event that counts, not at the odd one.
   EXPECT_THAT(t.calls, ElementsAre(unwound(kA, 10, 10, 0, 0)));
   EXPECT_EQ(t.events_unknown_kind, 1u);
-  EXPECT_EQ(t.calls_open_at_end, 1u);
+  EXPECT_EQ(t.counters.calls_open_at_end, 1u);
 }
 
 TEST(OpTimeline, UnwoundEndIsNeverBeforeTheFramesEntry) {
@@ -331,8 +331,8 @@ TEST(OpTimeline, ACutEndsEveryOpenFrameOnEveryThreadAsACall) {
   EXPECT_THAT(t.calls, ElementsAre(returned(kA, 20, 50, 30, 1, 1), returned(kP, 10, 50, 10, 0, 1),
                                    returned(kB, 30, 50, 20, 0, 2), returned(kC, 200, 210, 10, 0, 1)));
   EXPECT_EQ(t.calls_cut, 3u);
-  EXPECT_EQ(t.calls_unwound, 0u);
-  EXPECT_EQ(t.calls_open_at_end, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.calls_open_at_end, 0u);
 }
 
 TEST(OpTimeline, EventsStampedBeforeACutThatComeAfterItAreLeftOut) {
@@ -345,7 +345,7 @@ TEST(OpTimeline, EventsStampedBeforeACutThatComeAfterItAreLeftOut) {
   });
   EXPECT_THAT(t.calls, ElementsAre(returned(kB, 30, 50, 20, 0, 2), returned(kC, 60, 70, 10, 0, 2)));
   EXPECT_EQ(t.events_after_cut, 2u);
-  EXPECT_EQ(t.exits_without_entry, 0u);
+  EXPECT_EQ(t.counters.exits_without_entry, 0u);
 }
 
 TEST(OpTimeline, ACutClosesTheStepFrameToo) {
@@ -437,7 +437,7 @@ TEST(OpTimeline, CompensationTakesEachCallsProbeTimeOut) {
   EXPECT_EQ(p.compensated_ns(), 5000u - 2500u);
   EXPECT_EQ(p.compensated_self_ns(), p.self_ns - 500u - 2 * 500u);
   EXPECT_EQ(p.compensated_self_ns(), p.compensated_ns() - t.calls[0].compensated_ns() - t.calls[1].compensated_ns());
-  EXPECT_EQ(t.calls_shorter_than_probes, 0u);
+  EXPECT_EQ(t.counters.calls_shorter_than_probes, 0u);
   // Without costs, nothing is taken out and the calls are those of the raw build.
   Timeline raw = build_timeline(events);
   for (size_t i = 0; i < raw.calls.size(); i++) {
@@ -458,7 +458,7 @@ TEST(OpTimeline, CompensationNeverGoesBelowZeroAndCountsTheCallsItClamps) {
   ASSERT_EQ(t.calls.size(), 2u);
   EXPECT_EQ(t.calls[0].compensated_ns(), 0u);
   EXPECT_EQ(t.calls[0].compensated_self_ns(), 0u);
-  EXPECT_EQ(t.calls_shorter_than_probes, 1u);
+  EXPECT_EQ(t.counters.calls_shorter_than_probes, 1u);
   EXPECT_EQ(t.calls[1].compensated_ns(), 4000u - (200u + 1000u + 300u));
   EXPECT_EQ(t.calls[1].compensated_self_ns(), t.calls[1].compensated_ns());
 }

@@ -32,13 +32,13 @@ TEST(MergeProfiles, SumsRowsOfOneNameAndKeepsTheOthers) {
       unit("a", 1, "h1", {row("aten::mm", 2, 100, 150), row("aten::add", 1, 7, 7)}),
       unit("b", 2, "h1", {row("aten::mm", 3, 40, 60)}),
   };
-  units[1].profile.calls_open_at_end = 2;
+  units[1].profile.counters.calls_open_at_end = 2;
   const Profile merged = merge_profiles(units);
   ASSERT_EQ(merged.rows.size(), 2u);
   EXPECT_EQ(merged.rows[0], row("aten::add", 1, 7, 7));  // sorted by name
   EXPECT_EQ(merged.rows[1], row("aten::mm", 5, 140, 210));
   EXPECT_EQ(merged.self_cpu_total_ns, 147u);
-  EXPECT_EQ(merged.calls_open_at_end, 2u);
+  EXPECT_EQ(merged.counters.calls_open_at_end, 2u);
   EXPECT_FALSE(merged.compensation);  // each unit keeps its own
 }
 

@@ -1,11 +1,16 @@
 // Random op event streams for the streamed outputs' tests (streamed
-// aggregate, streamed stack sums): they must equal the whole read's on
+// aggregate, stack sums, Chrome trace): they must equal the whole read's on
 // streams that fold same-name children, unwind, catch, step, cut and leave
-// calls and ranges open at the end, on several threads.
+// calls and ranges open at the end, on several threads; the recordings
+// made of them, with Python stacks and CPU samples; and their events fed to
+// a streamed output as a streaming read hands them over.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "probe_events.h"
@@ -97,6 +102,90 @@ inline std::vector<gp_event> random_events(uint32_t seed, size_t length) {
     }
   }
   return events;
+}
+
+// A recording of one process (pid 4242, python3): the streams' ops and
+// random_events(seed, length).
+inline Recording random_recording(uint32_t seed, size_t length) {
+  Recording recording = recording_of(ops_of_the_streams(), random_events(seed, length));
+  recording.process.pid = 4242;
+  recording.process.comm = "python3";
+  return recording;
+}
+
+// Python stacks (record --with-stack) on about half of the recording's
+// ENTRY and RANGE_BEGIN events, each one of stack ids 0 to stacks - 1.
+inline void add_random_entry_stacks(Recording& recording, std::mt19937& rng, uint32_t stacks) {
+  for (uint64_t i = 0; i < recording.events.size(); i++) {
+    const uint16_t kind = recording.events[i].kind;
+    if ((kind == GP_EV_OP_ENTRY || kind == GP_EV_RANGE_BEGIN) && rng() % 2)
+      recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % stacks)});
+  }
+}
+
+struct RandomSamples {
+  size_t count = 0;
+  std::vector<uint32_t> leaf_frames;  // a sample's native leaf: one of these frame ids
+  uint32_t python_stacks = 0;         // Python stack ids 0 to python_stacks - 1
+  uint32_t kernel_stack = 0;          // the stack id of an in-kernel sample's kernel frames
+};
+
+// CPU samples (record -F) over the events' time on the event threads (tids
+// 10 to 12) and one that ran no op (13), in the order a ring mixes them:
+// some on an event's own timestamp, some a little past the last event, a
+// third without a Python stack, a quarter in the kernel (half of those with
+// their kernel stack).
+inline void add_random_samples(Recording& recording, std::mt19937& rng, const RandomSamples& shape) {
+  const uint64_t first_ns = recording.events.front().ts_ns, last_ns = recording.events.back().ts_ns;
+  for (size_t i = 0; i < shape.count; i++) {
+    CpuSample sample;
+    sample.tid = 10 + static_cast<uint32_t>(rng() % 4);
+    sample.ts_ns = rng() % 4 == 0 ? recording.events[rng() % recording.events.size()].ts_ns
+                                  : first_ns + rng() % (last_ns - first_ns + 100);
+    sample.frame_id = shape.leaf_frames[rng() % shape.leaf_frames.size()];
+    sample.python_stack = rng() % 3 == 0 ? kNoPythonStack : static_cast<uint32_t>(rng() % shape.python_stacks);
+    sample.in_kernel = rng() % 4 == 0;
+    if (sample.in_kernel && rng() % 2)
+      recording.sample_kernel_stacks.push_back({recording.samples.size(), shape.kernel_stack});
+    recording.samples.push_back(sample);
+  }
+}
+
+// What a streaming read's first pass gives: all but the events and the
+// entry-stack pairs.
+inline Recording head_of(const Recording& recording) {
+  Recording head = recording;
+  head.events.clear();
+  head.entry_stacks.clear();
+  return head;
+}
+
+// The event index of the recording's last entry-stack pair (nullopt: none).
+inline std::optional<uint64_t> last_pair_of(const Recording& recording) {
+  if (recording.entry_stacks.empty()) return std::nullopt;
+  return recording.entry_stacks.back().event_index;
+}
+
+// Feeds the recording's events to `streamed` (a RecordStream) `chunk` at
+// a time, each chunk's pairs handed over after `pair_delay` more chunks (as
+// a file has them, later), the rest at the end.
+template <class Stream>
+void feed_in_chunks(Stream& streamed, const Recording& recording, size_t chunk, size_t pair_delay) {
+  size_t pairs_given = 0;
+  auto give_pairs = [&](uint64_t before) {
+    for (; pairs_given < recording.entry_stacks.size() && recording.entry_stacks[pairs_given].event_index < before;
+         pairs_given++)
+      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
+                              recording.entry_stacks[pairs_given].stack_id);
+  };
+  std::vector<uint64_t> chunk_ends;
+  for (size_t at = 0; at < recording.events.size(); at += chunk) {
+    const size_t n = std::min(chunk, recording.events.size() - at);
+    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
+    chunk_ends.push_back(at + n);
+    if (chunk_ends.size() > pair_delay) give_pairs(chunk_ends[chunk_ends.size() - 1 - pair_delay]);
+  }
+  give_pairs(UINT64_MAX);
 }
 
 }  // namespace gpuprof::test

@@ -185,8 +185,8 @@ TEST_F(OutputsTest, CyclesOpenAtTheirFirstStepAndCloseAtTheNextOnesStep) {
   for (const Done& d : done) {
     const Recording rec = read(d.path);
     const Timeline t = build_timeline(rec.events);
-    EXPECT_EQ(t.calls_open_at_end, 0u);
-    EXPECT_EQ(t.calls_unwound, 0u);
+    EXPECT_EQ(t.counters.calls_open_at_end, 0u);
+    EXPECT_EQ(t.counters.calls_unwound, 0u);
     size_t steps = 0, adds = 0;
     for (const OpCall& c : t.calls) (c.op_id == 1 ? steps : adds)++;
     EXPECT_EQ(steps, 2u);  // both its steps: the first closed by the next step event, the last by the cut
@@ -281,8 +281,8 @@ TEST_F(OutputsTest, TimeCyclesHoldTheirWholeStepsAndCutOpenCalls) {
     const Timeline t = build_timeline(read(file).events);
     EXPECT_EQ(t.calls.size(), 21u) << file;  // 20 whole calls, and the one cut at the step's end
     EXPECT_EQ(t.calls_cut, 1u);
-    EXPECT_EQ(t.calls_unwound, 0u);
-    EXPECT_EQ(t.calls_open_at_end, 0u);
+    EXPECT_EQ(t.counters.calls_unwound, 0u);
+    EXPECT_EQ(t.counters.calls_open_at_end, 0u);
     EXPECT_EQ(t.calls.back().end_ns, t0 + 3'000'000'000);
   }
 }

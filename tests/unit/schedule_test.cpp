@@ -131,8 +131,8 @@ TEST(StepFrames, NestTheTopLevelCallsOfTheirStep) {
       EXPECT_EQ(c.depth, 1u);
     }
   }
-  EXPECT_EQ(t.calls_open_at_end, 0u);
-  EXPECT_EQ(t.calls_unwound, 0u);
+  EXPECT_EQ(t.counters.calls_open_at_end, 0u);
+  EXPECT_EQ(t.counters.calls_unwound, 0u);
   EXPECT_EQ(t.steps_inside_calls, 0u);
 }
 
@@ -149,7 +149,7 @@ TEST(StepFrames, NoOpRuleClosesThem) {
   ASSERT_EQ(t.calls.size(), 2u);
   EXPECT_EQ(t.calls[1].op_id, kStepOp);
   EXPECT_EQ(t.calls[1].end_ns, 200u);
-  EXPECT_EQ(t.exits_without_entry, 1u);
+  EXPECT_EQ(t.counters.exits_without_entry, 1u);
 }
 
 // The step op called inside a call (or a range: the optimizer's foreach op
@@ -199,7 +199,7 @@ TEST(StepFrames, ThreadsAreApart) {
   // A recorded step with an op open above it at the end: the op is not a call, the step is.
   const std::vector<gp_event> open = {step_at(100, 0, kStepOp), op_entry(110, 5000, kOp)};
   const Timeline u = build_timeline(open);
-  EXPECT_EQ(u.calls_open_at_end, 1u);
+  EXPECT_EQ(u.counters.calls_open_at_end, 1u);
   ASSERT_EQ(u.calls.size(), 1u);
   EXPECT_EQ(u.calls[0].end_ns, 110u);
 }

@@ -24,26 +24,14 @@ namespace {
 using namespace ::gpuprof::test;
 
 Recording recording_with_samples(uint32_t seed, size_t length) {
-  Recording recording = recording_of(ops_of_the_streams(), random_events(seed, length));
-  recording.process.pid = 4242;
-  recording.process.comm = "python3";
+  Recording recording = random_recording(seed, length);
   recording.clock.start_monotonic_ns = 900;
   recording.options.sample_hz = 997;
   recording.sample_frames = {"train.py(3): main", "libtorch_cpu.so+0x1234", "do_syscall_64_[k]"};
   recording.sample_stacks = {{0}, {2}};
   recording.thread_names = {{11, "pt_autograd_0"}};
   std::mt19937 rng(seed);
-  const uint64_t first_ns = recording.events.front().ts_ns, last_ns = recording.events.back().ts_ns;
-  for (size_t i = 0; i < length / 10; i++) {
-    CpuSample sample;
-    sample.tid = 10 + static_cast<uint32_t>(rng() % 4);  // 13 ran no op
-    sample.ts_ns = first_ns + rng() % (last_ns - first_ns + 1);
-    sample.frame_id = 1;
-    sample.python_stack = rng() % 2 ? 0 : kNoPythonStack;
-    sample.in_kernel = rng() % 3 == 0;
-    if (sample.in_kernel) recording.sample_kernel_stacks.push_back({recording.samples.size(), 1});
-    recording.samples.push_back(sample);
-  }
+  add_random_samples(recording, rng, {.count = length / 10, .leaf_frames = {1}, .python_stacks = 1, .kernel_stack = 1});
   return recording;
 }
 
@@ -57,26 +45,10 @@ std::string whole_trace(const Recording& recording, const ChromeTraceOptions& op
 // chunk's entry-stack pairs handed over after the next chunk (as a file
 // has them, later), the rest at the end.
 std::string streamed_trace(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
-  Recording head = recording;  // the first read's: all but the events and pairs
-  head.events.clear();
-  head.entry_stacks.clear();
-  const std::optional<uint64_t> last_pair =
-      recording.entry_stacks.empty() ? std::nullopt : std::optional<uint64_t>(recording.entry_stacks.back().event_index);
-  StreamedChromeTrace streamed(head, last_pair);
+  const Recording head = head_of(recording);
+  StreamedChromeTrace streamed(head, last_pair_of(recording));
   EXPECT_TRUE(streamed.wants(head));
-  size_t pairs_given = 0;
-  auto give_pairs = [&](uint64_t before) {
-    for (; pairs_given < recording.entry_stacks.size() && recording.entry_stacks[pairs_given].event_index < before;
-         pairs_given++)
-      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
-                              recording.entry_stacks[pairs_given].stack_id);
-  };
-  for (size_t at = 0; at < recording.events.size(); at += chunk) {
-    const size_t n = std::min(chunk, recording.events.size() - at);
-    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
-    give_pairs(at);  // the previous chunk's
-  }
-  give_pairs(UINT64_MAX);
+  feed_in_chunks(streamed, recording, chunk, /*pair_delay=*/1);
   const StreamedTraceCalls calls = streamed.finish();
   std::string out;
   write_chrome_trace(head, options, calls, [&](std::string_view piece) { out += piece; });
@@ -91,9 +63,7 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
     if (seed % 2) {  // record --with-stack (Python stacks without modules): half the entries have one
       recording.options.with_stack = true;
       std::mt19937 rng(seed);
-      for (uint64_t i = 0; i < recording.events.size(); i++)
-        if ((recording.events[i].kind == GP_EV_OP_ENTRY || recording.events[i].kind == GP_EV_RANGE_BEGIN) && rng() % 2)
-          recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 2)});
+      add_random_entry_stacks(recording, rng, 2);
     }
     ChromeTraceOptions cut;
     cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;

@@ -29,81 +29,45 @@ namespace {
 using namespace ::gpuprof::test;
 
 // A random recording with Python stacks (record --with-stack) on about
-// half of its ENTRY and RANGE_BEGIN events: three stacks sharing frames.
+// half of its ENTRY and RANGE_BEGIN events: three stacks sharing frames;
+// and CPU samples (record -F), some in the kernel, with a Python stack or
+// none.
 Recording recording_with_stacks(uint32_t seed, size_t length) {
-  Recording recording = recording_of(ops_of_the_streams(), random_events(seed, length));
-  recording.process.pid = 4242;
-  recording.process.comm = "python3";
+  Recording recording = random_recording(seed, length);
   recording.probe_costs = costs_of_the_streams();
   recording.options.with_stack = true;
   recording.sample_frames = {"train.py(3): main", "model.py(10): forward", "model.py(22): step", "a;b c"};
   recording.sample_stacks = {{0}, {0, 1}, {0, 2, 3}};
   std::mt19937 rng(seed);
-  for (uint64_t i = 0; i < recording.events.size(); i++) {
-    const uint16_t kind = recording.events[i].kind;
-    if ((kind == GP_EV_OP_ENTRY || kind == GP_EV_RANGE_BEGIN) && rng() % 2)
-      recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 3)});
-  }
-  // CPU samples (record -F) over the same time on the event threads (tids
-  // 10 to 12) and one that ran no op (13), in the order a ring mixes them:
-  // some on an event's own timestamp, some in the kernel (with a kernel
-  // stack or not), with a Python stack or none.
+  add_random_entry_stacks(recording, rng, 3);
   recording.options.sample_hz = 997;
   recording.sample_frames.push_back("do_syscall_64_[k]");
   recording.sample_frames.push_back("libtorch_cpu.so+0x1234");
   recording.sample_stacks.push_back({4});
-  const uint64_t first_ns = recording.events.front().ts_ns, last_ns = recording.events.back().ts_ns;
-  for (size_t i = 0; i < recording.events.size() / 3; i++) {
-    CpuSample sample;
-    sample.tid = 10 + static_cast<uint32_t>(rng() % 4);
-    sample.ts_ns = rng() % 4 == 0 ? recording.events[rng() % recording.events.size()].ts_ns
-                                  : first_ns + rng() % (last_ns - first_ns + 100);
-    sample.frame_id = rng() % 2 ? 5 : 1;
-    sample.python_stack = rng() % 3 == 0 ? kNoPythonStack : static_cast<uint32_t>(rng() % 3);
-    sample.in_kernel = rng() % 4 == 0;
-    if (sample.in_kernel && rng() % 2) recording.sample_kernel_stacks.push_back({recording.samples.size(), 3});
-    recording.samples.push_back(sample);
-  }
+  add_random_samples(
+      recording, rng,
+      {.count = recording.events.size() / 3, .leaf_frames = {1, 5}, .python_stacks = 3, .kernel_stack = 3});
   return recording;
 }
 
 // What report prints: the folded text and the notes' counters.
 std::string printed(const FoldedStacks& folded) {
   return format_folded(folded) + "below 1us " + std::to_string(folded.stacks_below_1us) + ", self " +
-         std::to_string(folded.self_ns_total) + ", unwound " + std::to_string(folded.calls_unwound) +
-         ", exits " + std::to_string(folded.exits_without_entry) + ", open " +
-         std::to_string(folded.calls_open_at_end) + ", short " + std::to_string(folded.calls_shorter_than_probes);
+         std::to_string(folded.self_ns_total) + ", unwound " + std::to_string(folded.counters.calls_unwound) +
+         ", exits " + std::to_string(folded.counters.exits_without_entry) + ", open " +
+         std::to_string(folded.counters.calls_open_at_end) + ", short " +
+         std::to_string(folded.counters.calls_shorter_than_probes);
 }
 
 // The streamed stacks of `recording`: its events fed `chunk` at a time, each
 // chunk's pairs handed over after `pair_delay` more chunks (or at the end).
 FoldedStacks streamed_folded(const Recording& recording, size_t chunk, size_t pair_delay, bool raw_times,
                              FoldedMetric metric = FoldedMetric::kSelfCpuTime) {
-  Recording head = recording;  // the first read's: all but the events and pairs
-  head.events.clear();
-  head.entry_stacks.clear();
-  const std::optional<uint64_t> last_pair =
-      recording.entry_stacks.empty() ? std::nullopt : std::optional<uint64_t>(recording.entry_stacks.back().event_index);
-  StreamedStackSums streamed(head, compensation_costs(recording, raw_times), last_pair,
+  const Recording head = head_of(recording);
+  StreamedStackSums streamed(head, compensation_costs(recording, raw_times), last_pair_of(recording),
                              metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime);
   EXPECT_TRUE(streamed.wants(head));
-  size_t pairs_given = 0;
-  std::vector<uint64_t> chunk_ends;
-  for (size_t at = 0; at < recording.events.size(); at += chunk) {
-    const size_t n = std::min(chunk, recording.events.size() - at);
-    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
-    chunk_ends.push_back(at + n);
-    if (chunk_ends.size() <= pair_delay) continue;
-    const uint64_t named_before = chunk_ends[chunk_ends.size() - 1 - pair_delay];
-    for (; pairs_given < recording.entry_stacks.size() &&
-           recording.entry_stacks[pairs_given].event_index < named_before;
-         pairs_given++)
-      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
-                              recording.entry_stacks[pairs_given].stack_id);
-  }
-  for (; pairs_given < recording.entry_stacks.size(); pairs_given++)
-    streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
-                            recording.entry_stacks[pairs_given].stack_id);
+  feed_in_chunks(streamed, recording, chunk, pair_delay);
   return folded_from_sums(std::move(streamed).finish(), metric);
 }
 
@@ -121,7 +85,7 @@ TEST(StreamedStackSums, PrintsTheWholeReadsFoldedStacksOnRandomStreams) {
           EXPECT_EQ(printed(streamed_folded(recording, chunk, delay, raw)), expected);
         }
       for (const FoldedStack& s : whole.stacks) (s.stack.rfind("train.py", 0) == 0 ? python_lines : other_lines)++;
-      open_at_end += whole.calls_open_at_end;
+      open_at_end += whole.counters.calls_open_at_end;
     }
   }
   // The streams must place calls under Python stacks and outside them, and

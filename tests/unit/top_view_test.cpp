@@ -46,7 +46,7 @@ TEST(TimelineBuilderStream, TakingCallsAsTheyComeGivesBuildTimelinesCalls) {
     std::vector<OpCall> rest = builder.take_calls();
     taken.insert(taken.end(), rest.begin(), rest.end());
     EXPECT_EQ(taken, whole.calls) << "taking every " << every << " events";
-    EXPECT_EQ(builder.open_frames(), whole.calls_open_at_end);
+    EXPECT_EQ(builder.open_frames(), whole.counters.calls_open_at_end);
   }
 }
 

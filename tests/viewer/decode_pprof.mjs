@@ -9,7 +9,8 @@
 //   "samples": [{"stack": [frame, ... leaf first], "values": [N, ...],
 //                "labels": {"pid": N, "comm": "python3", ...}}],
 //   "functions": [{"name", "system_name", "filename"}],
-//   "locations": [{"function": system name, "line": N, "mapping": file or "", "address": N}]}
+//   "locations": [{"function": system name, "line": N, "mapping": file or "",
+//                  "build_id": its mapping's build id or "", "address": N}]}
 // where a frame is its function's system name (the name gpuprof recorded).
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
@@ -20,7 +21,7 @@ const profile = Profile.decode(raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(r
 const strings = profile.stringTable.strings;
 const s = (i) => strings[Number(i)];
 const functions = new Map(profile.function.map((f) => [Number(f.id), f]));
-const mappings = new Map(profile.mapping.map((m) => [Number(m.id), s(m.filename)]));
+const mappings = new Map(profile.mapping.map((m) => [Number(m.id), m]));
 const locations = new Map(profile.location.map((l) => [Number(l.id), l]));
 const frame = (id) => s(functions.get(Number(locations.get(Number(id)).line[0].functionId)).systemName);
 console.log(JSON.stringify({
@@ -39,7 +40,8 @@ console.log(JSON.stringify({
     name: s(functions.get(Number(l.line[0].functionId)).name),
     filename: s(functions.get(Number(l.line[0].functionId)).filename),
     line: Number(l.line[0].line),
-    mapping: Number(l.mappingId) ? mappings.get(Number(l.mappingId)) : '',
+    mapping: Number(l.mappingId) ? s(mappings.get(Number(l.mappingId)).filename) : '',
+    build_id: Number(l.mappingId) ? s(mappings.get(Number(l.mappingId)).buildId) : '',
     address: Number(l.address),
   })),
 }));

@@ -240,13 +240,10 @@ void finish_profile(Profile& profile, const Timeline& timeline, const Recording&
 
   profile.compensation = costs ? std::optional<ProbeCosts>(*costs) : std::nullopt;
   profile.raw_times_asked = raw_times;
-  profile.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
-  profile.calls_unwound = timeline.calls_unwound;
+  profile.counters = timeline.counters;
   profile.calls_cut = timeline.calls_cut;
   profile.ranges_ended_elsewhere = timeline.ranges_ended_elsewhere;
   profile.events_after_cut = timeline.events_after_cut;
-  profile.exits_without_entry = timeline.exits_without_entry;
-  profile.calls_open_at_end = timeline.calls_open_at_end;
   profile.events_unknown_kind = timeline.events_unknown_kind;
   profile.events_lost = recording.stats.events_lost;
   profile.threads = timeline.threads;

@@ -83,7 +83,7 @@ class Builder {
       // event (torch ends its last ProfilerStep range when profiling stops);
       // the op frames above it were running: not calls.
       const bool step_open = !thread.stack.empty() && thread.stack.front().entry_sp == kStepFrameSp;
-      timeline_.calls_open_at_end += thread.stack.size() - (step_open ? 1 : 0);
+      timeline_.counters.calls_open_at_end += thread.stack.size() - (step_open ? 1 : 0);
       if (step_open) {
         thread.stack.resize(1);
         close_top(thread, thread.last_event, /*unwound=*/false);
@@ -185,7 +185,7 @@ class Builder {
     } else {
       // Its ENTRY came before we attached (or was lost). Whatever is open
       // stays open: an EXIT below the top frame is a call nested in it.
-      ++timeline_.exits_without_entry;
+      ++timeline_.counters.exits_without_entry;
     }
   }
 
@@ -302,7 +302,7 @@ class Builder {
     thread.stack.pop_back();
     if (frame.child_ns > std::max(end.ns, frame.entry.ns) - frame.entry.ns) ++timeline_.self_time_clamped;
     const OpCall& call = push_call(thread.tid, frame, end, frame.depth, unwound);
-    if (unwound) ++timeline_.calls_unwound;
+    if (unwound) ++timeline_.counters.calls_unwound;
     if (!thread.stack.empty()) {
       OpenFrame& parent = thread.stack.back();
       parent.child_ns += call.duration_ns();
@@ -323,7 +323,7 @@ class Builder {
     const uint64_t self = duration - std::min(frame.child_ns, duration);
     uint64_t probe = end.probe_ns > frame.entry.probe_ns ? end.probe_ns - frame.entry.probe_ns : 0;
     if (probe > duration) {
-      ++timeline_.calls_shorter_than_probes;
+      ++timeline_.counters.calls_shorter_than_probes;
       probe = duration;
     }
     const uint64_t compensated = duration - probe;

@@ -104,6 +104,7 @@
 #include <span>
 #include <vector>
 
+#include "analyze/timeline_counters.h"
 #include "op_tracer_abi.h"
 #include "record/recording.h"
 
@@ -142,9 +143,11 @@ struct Timeline {
   std::vector<uint32_t> child_count;
   std::vector<int64_t> only_child;
 
-  uint64_t calls_unwound = 0;        // calls in `calls` with unwound set
-  uint64_t exits_without_entry = 0;  // EXITs matching no open frame
-  uint64_t calls_open_at_end = 0;    // frames still open after the last event
+  // calls_unwound: calls in `calls` with unwound set; exits_without_entry:
+  // EXITs matching no open frame; calls_open_at_end: frames still open
+  // after the last event; calls_shorter_than_probes: compensation (above)
+  // took a call's probe time out of a shorter duration.
+  TimelineCounters counters;
   uint64_t events_unknown_kind = 0;  // events with a kind op_tracer_abi.h lacks; ignored
   uint64_t steps_inside_calls = 0;   // STEP events that found op frames open (above)
   uint64_t calls_cut = 0;            // calls ended by a CUT (above); in `calls`, not unwound
@@ -154,9 +157,6 @@ struct Timeline {
   // clamped at 0. Only possible when a thread's events are out of time
   // order; tests expect 0.
   uint64_t self_time_clamped = 0;
-  // Compensation (above): calls whose probe time exceeded their duration
-  // (compensated to 0). Many mean the calibration overestimates.
-  uint64_t calls_shorter_than_probes = 0;
   uint32_t threads = 0;  // threads with at least one ENTRY or EXIT
 };
 

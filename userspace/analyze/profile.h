@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/timeline_counters.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -67,22 +68,19 @@ struct Profile {
   uint64_t self_cpu_total_ns = 0;  // sum of self_cpu_ns over rows
 
   // Honesty counters, printed under the table when non-zero.
-  uint64_t calls_unwound = 0;        // frames ended by exception unwinding
+  TimelineCounters counters;         // the timeline's (timeline_counters.h)
   uint64_t calls_cut = 0;            // calls running when a schedule's recorded steps ended: cut there
   uint64_t events_after_cut = 0;     // events stamped before such a cut that arrived after it (ignored)
   uint64_t ranges_ended_elsewhere = 0;  // record_function ranges ended on another thread, or begun before (not shown)
-  uint64_t exits_without_entry = 0;  // ops already running when recording began
-  uint64_t calls_open_at_end = 0;    // ops still running when recording stopped (not counted)
   uint64_t events_lost = 0;          // copied from RecordStats
   uint64_t events_unknown_kind = 0;  // events of a kind this build does not know; ignored
   uint32_t threads = 0;              // threads that ran traced ops
 
   // Compensation (op_timeline.h): the probe costs taken out of the times
-  // (none: raw times, asked for or for want of a calibration), and the calls
-  // shorter than their probes' estimated time (compensated to 0).
+  // (none: raw times, asked for or for want of a calibration); the calls
+  // shorter than their probes' estimated time are in counters.
   std::optional<ProbeCosts> compensation;
   bool raw_times_asked = false;
-  uint64_t calls_shorter_than_probes = 0;
 
   // What the recording holds beyond op times.
   bool memory_recorded = false;  // record --profile-memory: the memory columns apply

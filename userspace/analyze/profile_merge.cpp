@@ -33,16 +33,13 @@ Profile merge_profiles(const std::vector<ProfileUnit>& units) {
       into.cuda_total_ns += row.cuda_total_ns;
     }
     out.self_cpu_total_ns += p.self_cpu_total_ns;
-    out.calls_unwound += p.calls_unwound;
+    out.counters += p.counters;
     out.calls_cut += p.calls_cut;
     out.events_after_cut += p.events_after_cut;
     out.ranges_ended_elsewhere += p.ranges_ended_elsewhere;
-    out.exits_without_entry += p.exits_without_entry;
-    out.calls_open_at_end += p.calls_open_at_end;
     out.events_lost += p.events_lost;
     out.events_unknown_kind += p.events_unknown_kind;
     out.threads += p.threads;
-    out.calls_shorter_than_probes += p.calls_shorter_than_probes;
     out.raw_times_asked = out.raw_times_asked || p.raw_times_asked;
     out.memory_recorded = out.memory_recorded || p.memory_recorded;
     out.gpu_recorded = out.gpu_recorded || p.gpu_recorded;

@@ -114,9 +114,8 @@ StackSums StackPaths::take_counted(const std::unordered_map<uint32_t, uint64_t>&
     out.total += count;
   }
   out.frames = frames_.take();
-  out.calls_unwound = timeline.calls_unwound;
-  out.exits_without_entry = timeline.exits_without_entry;
-  out.calls_open_at_end = timeline.calls_open_at_end;
+  out.counters = timeline.counters;
+  out.counters.calls_shorter_than_probes = 0;  // samples are not compensated
   return out;
 }
 
@@ -125,10 +124,7 @@ StackSums StackPaths::take_sums(std::vector<uint64_t> value_of_node, const Timel
   value_of_node.resize(trie_.size());
   for (uint32_t node = 1; node < trie_.size(); node++) out.stacks.push_back({trie_.frames_of(node), value_of_node[node]});
   out.frames = frames_.take();
-  out.calls_unwound = timeline.calls_unwound;
-  out.exits_without_entry = timeline.exits_without_entry;
-  out.calls_open_at_end = timeline.calls_open_at_end;
-  out.calls_shorter_than_probes = timeline.calls_shorter_than_probes;
+  out.counters = timeline.counters;
   return out;
 }
 

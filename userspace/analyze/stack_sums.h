@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/timeline_counters.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -74,10 +75,7 @@ struct StackSums {
   uint64_t total = 0;               // the values' sum
   uint64_t gpu_ns_outside_ops = 0;  // kSelfCudaTime: GPU time of activities no op launched
   // The timeline's honesty counters, as the table reports them.
-  uint64_t calls_unwound = 0;
-  uint64_t exits_without_entry = 0;
-  uint64_t calls_open_at_end = 0;
-  uint64_t calls_shorter_than_probes = 0;  // compensated to 0 (op_timeline.h)
+  TimelineCounters counters;
 };
 
 StackSums stack_sums(const Recording& recording, StackMetric metric, bool raw_times = false);

@@ -94,17 +94,16 @@ int print_folded(const Recording& recording, const FoldedStacks& folded, FoldedM
   const std::string text = format_folded(folded);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
-  Profile counters;
-  counters.calls_unwound = folded.calls_unwound;
-  counters.exits_without_entry = folded.exits_without_entry;
-  counters.calls_open_at_end = folded.calls_open_at_end;
-  counters.events_lost = recording.stats.events_lost;
-  std::string notes = format_profile_notes(counters);
+  // The notes as the table prints them (without rows: no compensation line
+  // there; it comes below, for self times only).
+  Profile as_table;
+  as_table.counters = folded.counters;
+  as_table.events_lost = recording.stats.events_lost;
+  std::string notes = format_profile_notes(as_table);
   if (metric == FoldedMetric::kSelfCpuTime && op_events_read(recording) != 0) {
-    if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) counters.compensation = *costs;
-    counters.raw_times_asked = raw_times;
-    counters.calls_shorter_than_probes = folded.calls_shorter_than_probes;
-    notes = format_compensation_note(counters) + notes;
+    if (const ProbeCosts* costs = compensation_costs(recording, raw_times)) as_table.compensation = *costs;
+    as_table.raw_times_asked = raw_times;
+    notes = format_compensation_note(as_table) + notes;
   }
   if (folded.gpu_ns_outside_ops)
     notes += "gpuprof: " + std::to_string(folded.gpu_ns_outside_ops / 1000) +
@@ -148,7 +147,8 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
   CLI::App* report = app.add_subcommand("report", "Print the operator table of a recording, or its folded stacks (--folded)");
   report->add_option("file", options.input_paths,
                      "record file written by gpuprof record (default: gpuprof.data); several (or a directory of "
-                     "them): one table of all, --by, --folded (each under its rank or file) or --pprof; see "
+                     "them): one table of all, --by, --folded (each under its rank or file), --pprof or "
+                     "--chrome-trace (a process track per rank or file, aligned on wall-clock time); see "
                      "docs/fleet.md");
   report->add_option("--by", options.by,
                      "per op, its Self CPU in each file, process (pid), host or job rank (RANK of torchrun's "
@@ -253,6 +253,7 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
       "  gpuprof report run.gpuprof --strict                       # exit 1 on a corrupt chunk\n"
       "  gpuprof report run.gpuprof --chrome-trace run.json.gz     # open in ui.perfetto.dev\n"
       "  gpuprof report run.gpuprof --chrome-trace c.json --ops conv --time-range 1:2.5\n"
+      "  gpuprof report rank0.gpuprof rank1.gpuprof --chrome-trace job.json.gz  # a track per rank, aligned\n"
       "  gpuprof report run.gpuprof --speedscope run.speedscope.json  # open in speedscope.app\n"
       "  gpuprof report run.gpuprof --pprof run.pb.gz               # go tool pprof, Pyroscope, Parca\n"
       "  gpuprof report all.gpuprof --pid 4242                     # one process of a record -a file\n"

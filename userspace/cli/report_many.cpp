@@ -2,10 +2,12 @@
 #include "cli/report_many.h"
 
 #include <cstdio>
+#include <deque>
 
 #include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
 #include "analyze/profile_merge.h"
+#include "output/chrome_trace_several.h"
 #include "output/folded_several.h"
 #include "output/job_rank_line.h"
 #include "output/op_table.h"
@@ -21,7 +23,6 @@ const char* unsupported_option(const ReportOptions& o) {
   if (o.launches) return "--launches";
   if (o.kernels) return "--kernels";
   if (o.gpu) return "--gpu";
-  if (!o.trace.output.empty()) return "--chrome-trace";
   if (!o.trace.speedscope.empty()) return "--speedscope";
   if (!o.pids.empty() || !o.comms.empty()) return "--pid/--comm";
   return nullptr;
@@ -82,6 +83,29 @@ int run_report_many(const ReportOptions& options) {
     const std::string text = format_folded(folded_stacks_of_several(inputs, *metric, options.raw_times));
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
+  }
+  if (!options.trace.output.empty()) {
+    if (by) {
+      std::fprintf(stderr, "gpuprof: error: --by prints a table; --chrome-trace gives each rank (or file) a "
+                           "process track instead\n");
+      return 2;
+    }
+    // One process each: a system-wide recording's processes that did
+    // anything, apart (a deque keeps the copies where the inputs point).
+    std::deque<Recording> processes;
+    std::vector<TraceInput> inputs;
+    for (size_t i = 0; i < recordings.size(); i++) {
+      if (!is_system_wide(recordings[i])) {
+        inputs.push_back({&recordings[i], paths[i]});
+        continue;
+      }
+      for (const auto& [pid, activity] : process_activity(recordings[i])) {
+        if (!activity.events && !activity.samples && !activity.launches) continue;
+        processes.push_back(select_processes(recordings[i], {pid}));
+        inputs.push_back({&processes.back(), paths[i]});
+      }
+    }
+    return export_chrome_trace(inputs, paths.size(), options.trace);
   }
   if (!options.trace.pprof.empty()) {
     if (by) {

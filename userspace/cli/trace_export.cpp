@@ -3,11 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <regex>
 
 #include "output/chrome_trace.h"
+#include "output/chrome_trace_several.h"
 #include "output/pprof.h"
 #include "output/speedscope.h"
 #include "base/file_mode.h"
@@ -32,7 +35,7 @@ void add_trace_export_options(CLI::App& command, TraceExportOptions& options) {
       "memory counters; see docs/chrome-trace.md");
   command.add_option("--time-range", options.time_range,
                      "with --chrome-trace: only what overlaps START:END, seconds since the recording "
-                     "started (either side may be empty: 2.5:)")
+                     "started (of several: since the earliest started; either side may be empty: 2.5:)")
       ->type_name("START:END")
       ->needs(trace);
   command.add_option("--mode", options.mode,
@@ -103,17 +106,16 @@ double recorded_seconds(const Recording& recording) {
   return end > start ? (end - start) / 1e9 : 0.0;
 }
 
-}  // namespace
-
-int export_chrome_trace(const Recording& recording, const std::string& input_path,
-                        const TraceExportOptions& options, const StreamedTraceCalls* streamed) {
+// --time-range and --ops as the trace writer takes them; nullopt after
+// saying why on stderr.
+std::optional<ChromeTraceOptions> chrome_trace_options(const TraceExportOptions& options) {
   std::string error;
   ChromeTraceOptions trace;
   if (!options.time_range.empty()) {
     auto range = parse_trace_time_range(options.time_range, &error);
     if (!range) {
       std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-      return 2;
+      return std::nullopt;
     }
     trace.range = *range;
   }
@@ -123,25 +125,36 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
     } catch (const std::regex_error& e) {
       std::fprintf(stderr, "gpuprof: error: --ops %s: not a regular expression (%s)\n", options.ops.c_str(),
                    e.what());
-      return 2;
+      return std::nullopt;
     }
     trace.ops_pattern = options.ops;
   }
+  return trace;
+}
+
+// Writes the trace through write_trace into options.output and says what
+// it wrote (from `from`); the warning when --ops or --time-range kept no
+// call says how long the recordings run (`span`: "a.gpuprof spans 0 to
+// 1.234 s"). Returns the process exit code.
+int write_trace_file(const TraceExportOptions& options, const std::string& from,
+                     const std::function<std::optional<ChromeTraceStats>(
+                         const std::function<void(std::string_view)>& write)>& write_trace,
+                     const std::function<std::string()>& span) {
   int exit_code = 0;
   auto file = open_export(options.output, options, &exit_code);
   if (!file) return exit_code;
-  // A streamed read's calls (streamed_chrome_trace.h), or the recording's events.
-  auto write = [&](std::string_view piece) { file->write(piece); };
-  const ChromeTraceStats stats =
-      streamed ? write_chrome_trace(recording, trace, *streamed, write) : write_chrome_trace(recording, trace, write);
+  const std::optional<ChromeTraceStats> written = write_trace([&](std::string_view piece) { file->write(piece); });
+  std::string error;
   if (!file->close(&error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;
   }
+  if (!written) return 1;  // why: said by write_trace
+  const ChromeTraceStats& stats = *written;
   std::fprintf(stderr,
                "gpuprof: wrote %s from %s: %llu trace events (%llu op calls, %llu module calls, %llu samples, "
                "%llu GPU activities, %llu flows, %llu counter values)",
-               options.output == "-" ? "the trace" : options.output.c_str(), input_path.c_str(),
+               options.output == "-" ? "the trace" : options.output.c_str(), from.c_str(),
                static_cast<unsigned long long>(stats.events), static_cast<unsigned long long>(stats.op_calls),
                static_cast<unsigned long long>(stats.module_calls),
                static_cast<unsigned long long>(stats.samples), static_cast<unsigned long long>(stats.gpu_activities),
@@ -150,11 +163,57 @@ int export_chrome_trace(const Recording& recording, const std::string& input_pat
   if (stats.op_calls == 0 && (!options.ops.empty() || !options.time_range.empty())) {
     std::string cut = options.ops.empty() ? "" : "--ops " + options.ops;
     if (!options.time_range.empty()) cut += (cut.empty() ? "" : " and ") + ("--time-range " + options.time_range);
-    // What the range can be measured against: the recording's own length.
-    std::fprintf(stderr, "gpuprof: warning: no op call matched %s; %s spans 0 to %.3f s\n", cut.c_str(),
-                 input_path.c_str(), recorded_seconds(recording));
+    std::fprintf(stderr, "gpuprof: warning: no op call matched %s; %s\n", cut.c_str(), span().c_str());
   }
   return 0;
+}
+
+}  // namespace
+
+int export_chrome_trace(const Recording& recording, const std::string& input_path,
+                        const TraceExportOptions& options, const StreamedTraceCalls* streamed) {
+  const std::optional<ChromeTraceOptions> trace = chrome_trace_options(options);
+  if (!trace) return 2;
+  return write_trace_file(
+      options, input_path,
+      [&](const std::function<void(std::string_view)>& write) -> std::optional<ChromeTraceStats> {
+        // A streamed read's calls (streamed_chrome_trace.h), or the recording's events.
+        return streamed ? write_chrome_trace(recording, *trace, *streamed, write)
+                        : write_chrome_trace(recording, *trace, write);
+      },
+      // What the range can be measured against: the recording's own length.
+      [&] {
+        char text[64];
+        std::snprintf(text, sizeof text, " spans 0 to %.3f s", recorded_seconds(recording));
+        return input_path + text;
+      });
+}
+
+int export_chrome_trace(const std::vector<TraceInput>& inputs, size_t files, const TraceExportOptions& options) {
+  const std::optional<ChromeTraceOptions> trace = chrome_trace_options(options);
+  if (!trace) return 2;
+  return write_trace_file(
+      options, std::to_string(files) + " recordings",
+      [&](const std::function<void(std::string_view)>& write) {
+        std::string error;
+        auto stats = write_chrome_trace_of_several(inputs, *trace, write, &error);
+        if (!stats) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+        return stats;
+      },
+      // The range is in seconds since the earliest start: each recording's
+      // span on that scale.
+      [&] {
+        uint64_t zero = UINT64_MAX;
+        for (const TraceInput& input : inputs) zero = std::min(zero, input.recording->clock.start_realtime_ns);
+        std::string spans;
+        for (const TraceInput& input : inputs) {
+          const double from = (input.recording->clock.start_realtime_ns - zero) / 1e9;
+          char text[96];
+          std::snprintf(text, sizeof text, " spans %.3f to %.3f s", from, from + recorded_seconds(*input.recording));
+          spans += (spans.empty() ? "" : "; ") + input.file + text;
+        }
+        return spans;
+      });
 }
 
 int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "output/chrome_trace.h"
+#include "output/chrome_trace_several.h"
 
 namespace CLI {
 class App;
@@ -54,5 +55,9 @@ int export_pprof(const std::vector<const Recording*>& recordings, const std::vec
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options,
                         const StreamedTraceCalls* streamed = nullptr);
+// Several recordings of one process each (a system-wide recording's
+// processes apart), read from `files` files, in one trace aligned on
+// wall-clock time (report A B ... --chrome-trace: chrome_trace_several.h).
+int export_chrome_trace(const std::vector<TraceInput>& inputs, size_t files, const TraceExportOptions& options);
 
 }  // namespace gpuprof::cli

@@ -113,23 +113,88 @@ class StackFrames {
   std::map<std::pair<uint64_t, std::string>, uint64_t> ids_;
 };
 
+// What the recordings of a document share: the text not yet written, the
+// counts and the stack frames.
+struct TraceDocument {
+  explicit TraceDocument(const std::function<void(std::string_view)>& write) : write(write) {
+    out = "{\"traceEvents\":[";
+  }
+  // Closes the event list and writes the rest: the stack frames, then
+  // otherData with `other_data` inside.
+  ChromeTraceStats finish(std::string_view other_data) {
+    out += "],";
+    stack_frames.write(out, [this] { maybe_flush(); });
+    out += ",\"displayTimeUnit\":\"ms\",\"otherData\":{";
+    out += other_data;
+    out += "}}\n";
+    write(out);
+    out.clear();
+    return stats;
+  }
+  void maybe_flush() {
+    if (out.size() < kFlushBytes) return;
+    write(out);
+    out.clear();
+  }
+
+  const std::function<void(std::string_view)>& write;
+  std::string out;
+  ChromeTraceStats stats;
+  StackFrames stack_frames;
+};
+
+// "raw: as the probes stamped them, ..." (otherData's "times"): tables take
+// the probes' time out of op times (docs/overhead.md); a trace cannot
+// without moving every later event of the thread.
+std::string raw_times_note(const std::optional<ProbeCosts>& costs) {
+  std::string out = "raw: as the probes stamped them, the probes' own time included";
+  if (costs) {
+    out += " (about ";
+    append_number(out, costs->total_ns());
+    out += " ns per op call, calibrated when recording)";
+  }
+  return out;
+}
+
 class TraceWriter {
  public:
-  TraceWriter(const Recording& recording, const ChromeTraceOptions& options,
-              const std::function<void(std::string_view)>& write, const StreamedTraceCalls* streamed = nullptr)
+  // part: the recording's place in a trace of several (nullptr: the trace
+  // of this recording alone).
+  TraceWriter(TraceDocument& document, const Recording& recording, const ChromeTraceOptions& options,
+              const StreamedTraceCalls* streamed = nullptr, const TracePart* part = nullptr)
       : r_(recording),
         options_(options),
-        write_(write),
-        base_ns_(recording.clock.start_monotonic_ns),
-        streamed_(streamed) {
+        document_(document),
+        out_(document.out),
+        stats_(document.stats),
+        stack_frames_(document.stack_frames),
+        base_ns_(part ? part->zero_monotonic_ns : recording.clock.start_monotonic_ns),
+        streamed_(streamed),
+        part_(part) {
     const double inf = std::numeric_limits<double>::infinity();
     from_ns_ = relative_bound(options.range.from_s.value_or(-inf));
     until_ns_ = relative_bound(options.range.until_s.value_or(inf));
     for (const ThreadProcess& t : recording.thread_processes) pid_of_tid_.emplace(t.tid, t.pid);
   }
 
+  // The trace of this recording alone: the whole document.
   ChromeTraceStats run() {
-    out_ = "{\"traceEvents\":[";
+    write_events();
+    std::string other = "\"producer\":\"gpuprof\",\"command\":\"";
+    append_json_string(other, r_.process.cmdline);
+    other += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
+    append_number(other, base_ns_);
+    other += " ns\",\"times\":\"" + raw_times_note(r_.probe_costs) + '"';
+    if (!options_.ops_pattern.empty()) {
+      other += ",\"ops\":\"";
+      append_json_string(other, options_.ops_pattern);
+      other += '"';
+    }
+    return document_.finish(other);
+  }
+
+  // Every event of the recording and its tracks' metadata.
+  void write_events() {
     // A streamed trace has no events here: its calls come from streamed_,
     // and what needs the timeline (--ops, GPU attribution) is read whole.
     Timeline timeline;
@@ -153,31 +218,6 @@ class TraceWriter {
     write_gpu(timeline, tree, kept);
     write_memory();
     write_metadata();
-    out_ += "],";
-    stack_frames_.write(out_, [this] { maybe_flush(); });
-    out_ += ",\"displayTimeUnit\":\"ms\",\"otherData\":{\"producer\":\"gpuprof\",\"command\":\"";
-    append_json_string(out_, r_.process.cmdline);
-    out_ += "\",\"time zero\":\"the recording's start, CLOCK_MONOTONIC ";
-    append_number(out_, base_ns_);
-    out_ += " ns\"";
-    // Tables take the probes' time out of op times (docs/overhead.md); a
-    // trace cannot without moving every later event of the thread.
-    out_ += ",\"times\":\"raw: as the probes stamped them, the probes' own time included";
-    if (r_.probe_costs) {
-      out_ += " (about ";
-      append_number(out_, r_.probe_costs->total_ns());
-      out_ += " ns per op call, calibrated when recording)";
-    }
-    out_ += '"';
-    if (!options_.ops_pattern.empty()) {
-      out_ += ",\"ops\":\"";
-      append_json_string(out_, options_.ops_pattern);
-      out_ += '"';
-    }
-    out_ += "}}\n";
-    write_(out_);
-    out_.clear();
-    return stats_;
   }
 
  private:
@@ -193,11 +233,7 @@ class TraceWriter {
   }
   bool in_range(uint64_t ts_ns) const { return overlaps(ts_ns, ts_ns); }
 
-  void maybe_flush() {
-    if (out_.size() < kFlushBytes) return;
-    write_(out_);
-    out_.clear();
-  }
+  void maybe_flush() { document_.maybe_flush(); }
 
   // Starts an event object ("{"), after a comma when not the first.
   void begin_event() {
@@ -503,7 +539,7 @@ class TraceWriter {
     }
     for (const auto& [i, tid] : gpu_tracks(wanted)) {
       const GpuActivity& a = r_.gpu_activities[i];
-      const int64_t gpu_pid = kGpuPidBase + a.device;
+      const int64_t gpu_pid = gpu_pid_of(a.device);
       const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
                         : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
                                                             : "gpu_memset";
@@ -553,7 +589,7 @@ class TraceWriter {
       begin_event();
       const std::string name =
           level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
-      common("C", "memory", name, r_.process.pid, 0, level.ts_ns);
+      common("C", "memory", name, part_ ? part_->pid : r_.process.pid, 0, level.ts_ns);
       out_ += ",\"args\":{\"bytes\":";
       append_number(out_, level.bytes);
       out_ += "}}";
@@ -574,10 +610,17 @@ class TraceWriter {
     out_ += "}}";
   }
 
+  // "key":"value", the value escaped.
+  static std::string json_member(std::string_view key, std::string_view value) {
+    std::string out = "\"";
+    out += key;
+    out += "\":\"";
+    append_json_string(out, value);
+    return out + '"';
+  }
+
   void metadata(std::string_view what, int64_t pid, int64_t tid, const std::string& name) {
-    std::string args = "\"name\":\"";
-    append_json_string(args, name);
-    metadata_event(what, pid, tid, args + '"');
+    metadata_event(what, pid, tid, json_member("name", name));
   }
 
   void sort_index(std::string_view what, int64_t pid, int64_t tid, int64_t index) {
@@ -589,7 +632,11 @@ class TraceWriter {
     // One track group per process: the target, or (record -a) each process
     // that has events in the trace, in pid order.
     std::map<int64_t, std::string> processes;
-    if (r_.processes.empty()) {
+    if (part_) {  // one of several: its one track, named and placed by the caller
+      metadata("process_name", part_->pid, 0, part_->name);
+      if (!part_->labels.empty()) metadata_event("process_labels", part_->pid, 0, json_member("labels", part_->labels));
+      sort_index("process_sort_index", part_->pid, 0, part_->sort_index);
+    } else if (r_.processes.empty()) {
       processes[r_.process.pid] = r_.process.comm.empty() ? "target" : r_.process.comm;
     } else {
       std::set<int64_t> used;
@@ -629,12 +676,14 @@ class TraceWriter {
     std::set<uint32_t> devices;
     for (const auto& [device, tid] : gpu_tracks_) devices.insert(device);
     for (uint32_t device : devices) {
-      metadata("process_name", kGpuPidBase + device, 0, "GPU " + std::to_string(device));
-      sort_index("process_sort_index", kGpuPidBase + device, 0, order + device);
+      metadata("process_name", gpu_pid_of(device), 0,
+               (part_ ? part_->gpu_prefix : std::string()) + "GPU " + std::to_string(device));
+      sort_index("process_sort_index", gpu_pid_of(device), 0,
+                 part_ ? part_->sort_index + 1 + device : order + device);
     }
     for (const auto& [device, tid] : gpu_tracks_) {
       const int64_t lane = tid >> 32;
-      metadata("thread_name", kGpuPidBase + device, tid,
+      metadata("thread_name", gpu_pid_of(device), tid,
                "stream " + std::to_string(tid & 0xffffffff) +
                    (lane ? " (lane " + std::to_string(lane) + ")" : std::string()));
     }
@@ -642,22 +691,25 @@ class TraceWriter {
 
   const Recording& r_;
   const ChromeTraceOptions& options_;
-  const std::function<void(std::string_view)>& write_;
+  TraceDocument& document_;
+  std::string& out_;
+  ChromeTraceStats& stats_;
+  StackFrames& stack_frames_;
   const uint64_t base_ns_;
   const StreamedTraceCalls* streamed_;  // a streamed trace's calls (nullptr: the recording's events)
+  const TracePart* part_;               // its place in a trace of several (nullptr: alone)
   int64_t from_ns_ = 0;
   int64_t until_ns_ = 0;
-  std::string out_;
-  ChromeTraceStats stats_;
-  StackFrames stack_frames_;
   std::set<uint32_t> threads_;
   std::set<uint32_t> step_threads_;  // threads with step frames (on step_track(tid))
   // record -a: each thread's process (a thread not listed is the target's).
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
   int64_t pid_of(uint32_t tid) const {
+    if (part_) return part_->pid;
     auto it = pid_of_tid_.find(tid);
     return it == pid_of_tid_.end() ? r_.process.pid : it->second;
   }
+  int64_t gpu_pid_of(uint32_t device) const { return (part_ ? part_->first_gpu_pid : kGpuPidBase) + device; }
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;  // (device, tid: stream and lane)
 };
 
@@ -716,13 +768,23 @@ std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std:
 
 ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTraceOptions& options,
                                     const std::function<void(std::string_view)>& write) {
-  return TraceWriter(recording, options, write).run();
+  TraceDocument document(write);
+  return TraceWriter(document, recording, options).run();
 }
 
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,
                                     const std::function<void(std::string_view)>& write) {
-  return TraceWriter(head, options, write, &calls).run();
+  TraceDocument document(write);
+  return TraceWriter(document, head, options, &calls).run();
+}
+
+ChromeTraceStats write_chrome_trace(const std::vector<TracePart>& parts, const ChromeTraceOptions& options,
+                                    std::string_view other_data,
+                                    const std::function<void(std::string_view)>& write) {
+  TraceDocument document(write);
+  for (const TracePart& part : parts) TraceWriter(document, *part.recording, options, nullptr, &part).write_events();
+  return document.finish(other_data);
 }
 
 }  // namespace gpuprof

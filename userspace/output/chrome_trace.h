@@ -46,6 +46,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyze/op_timeline.h"
 #include "record/recording.h"
@@ -103,6 +104,32 @@ using StreamedTraceCalls = std::function<void(const TraceCallVisitor&)>;
 // activities, memory or --ops: streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,
+                                    const std::function<void(std::string_view)>& write);
+
+// One process of a trace of several recordings (chrome_trace_several.h
+// places them): its tracks and its clock. The recording is of one process
+// (a system-wide recording's: select_processes); every thread of it goes on
+// the one process track `pid`.
+struct TracePart {
+  const Recording* recording = nullptr;
+  int64_t pid = 0;           // its process track's pid in the trace
+  std::string name;          // the track's process_name
+  std::string labels;        // its process_labels ("" for none)
+  int64_t sort_index = 0;    // its process_sort_index; its GPUs' follow it (+ 1 + device)
+  int64_t first_gpu_pid = 0;  // its GPU devices' process tracks: first_gpu_pid + device
+  std::string gpu_prefix;    // before "GPU 0" in their names
+  // The instant of its CLOCK_MONOTONIC that is the trace's time zero
+  // (before its start for a recording that started after the earliest:
+  // unsigned arithmetic, as timestamps are taken relative to it).
+  uint64_t zero_monotonic_ns = 0;
+};
+
+// The trace of several parts in one document, each part's events and
+// metadata in turn, one stackFrames dictionary; other_data: the members of
+// the document's otherData object (JSON, without its braces). --time-range
+// is in seconds since the trace's zero.
+ChromeTraceStats write_chrome_trace(const std::vector<TracePart>& parts, const ChromeTraceOptions& options,
+                                    std::string_view other_data,
                                     const std::function<void(std::string_view)>& write);
 
 // JSON string contents: quotes, backslashes and control characters escaped;

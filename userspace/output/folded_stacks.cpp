@@ -69,10 +69,7 @@ FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric) {
   }
   (metric == FoldedMetric::kSamples ? out.samples_total : out.self_ns_total) = sums.total;
   out.gpu_ns_outside_ops = sums.gpu_ns_outside_ops;
-  out.calls_unwound = sums.calls_unwound;
-  out.exits_without_entry = sums.exits_without_entry;
-  out.calls_open_at_end = sums.calls_open_at_end;
-  out.calls_shorter_than_probes = metric == FoldedMetric::kSamples ? 0 : sums.calls_shorter_than_probes;
+  out.counters = sums.counters;
   return out;
 }
 
@@ -82,21 +79,41 @@ FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric m
   for (const auto& [pid, activity] : process_activity(recording)) {
     if (activity.events == 0 && (metric != FoldedMetric::kSamples || activity.samples == 0)) continue;
     const Recording one = select_processes(recording, {pid});
-    const std::string root = folded_frame_name(process_frame(one.process)) + ";";
-    FoldedStacks part = folded_stacks(one, metric, raw_times);
-    for (FoldedStack& s : part.stacks) out.stacks.push_back({root + s.stack, s.value});
-    out.self_ns_total += part.self_ns_total;
-    out.stacks_below_1us += part.stacks_below_1us;
-    out.samples_total += part.samples_total;
-    out.gpu_ns_outside_ops += part.gpu_ns_outside_ops;
-    out.calls_unwound += part.calls_unwound;
-    out.exits_without_entry += part.exits_without_entry;
-    out.calls_open_at_end += part.calls_open_at_end;
-    out.calls_shorter_than_probes += part.calls_shorter_than_probes;
+    add_under_root(out, folded_frame_name(process_frame(one.process)), folded_stacks(one, metric, raw_times));
   }
-  std::sort(out.stacks.begin(), out.stacks.end(),
-            [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });
+  merge_alike_stacks(out);
   return out;
+}
+
+void add_under_root(FoldedStacks& into, std::string_view root, const FoldedStacks& part) {
+  for (const FoldedStack& s : part.stacks) {
+    std::string stack;
+    stack.reserve(root.size() + 1 + s.stack.size());
+    stack += root;
+    stack += ';';
+    stack += s.stack;
+    into.stacks.push_back({std::move(stack), s.value});
+  }
+  into.self_ns_total += part.self_ns_total;
+  into.stacks_below_1us += part.stacks_below_1us;
+  into.samples_total += part.samples_total;
+  into.gpu_ns_outside_ops += part.gpu_ns_outside_ops;
+  into.counters += part.counters;
+}
+
+void merge_alike_stacks(FoldedStacks& folded) {
+  std::vector<FoldedStack>& stacks = folded.stacks;
+  std::sort(stacks.begin(), stacks.end(), [](const FoldedStack& a, const FoldedStack& b) { return a.stack < b.stack; });
+  size_t kept = 0;
+  for (size_t i = 0; i < stacks.size(); i++) {
+    if (kept && stacks[kept - 1].stack == stacks[i].stack) {
+      stacks[kept - 1].value += stacks[i].value;
+      continue;
+    }
+    if (kept != i) stacks[kept] = std::move(stacks[i]);
+    kept++;
+  }
+  stacks.resize(kept);
 }
 
 std::string format_folded(const FoldedStacks& folded) {

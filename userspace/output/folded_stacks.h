@@ -77,11 +77,9 @@ struct FoldedStacks {
   // kSelfCudaTime: GPU time of activities launched by no op, or whose
   // launch was not seen (not in any stack).
   uint64_t gpu_ns_outside_ops = 0;
-  // The timeline's honesty counters, as the table reports them.
-  uint64_t calls_unwound = 0;
-  uint64_t exits_without_entry = 0;
-  uint64_t calls_open_at_end = 0;
-  uint64_t calls_shorter_than_probes = 0;  // compensated to 0 (op_timeline.h)
+  // The timeline's honesty counters, as the table reports them (no
+  // calls_shorter_than_probes for kSamples: nothing is compensated).
+  TimelineCounters counters;
 };
 
 // Self times are compensated for the probes' cost as the table's are
@@ -96,6 +94,15 @@ FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric);
 // A system-wide recording's stacks (record -a), each rooted at its process
 // ("python3-4242;..."); the recording of one process: folded_stacks().
 FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric, bool raw_times = false);
+
+// Adds `part` to `into` with every stack of it under `root` (one frame,
+// already escaped: folded_frame_name), and its totals and counters; then
+// merge_alike_stacks() puts the stacks of all the parts added in order.
+// Shared by a system-wide recording's processes (folded_stacks_by_process)
+// and several recordings' ranks or files (folded_several.h).
+void add_under_root(FoldedStacks& into, std::string_view root, const FoldedStacks& part);
+// Sorts the stacks by stack (byte order) and sums those alike into one.
+void merge_alike_stacks(FoldedStacks& folded);
 
 // "stack value\n" per stack, in order: the text flamegraph.pl and speedscope read.
 std::string format_folded(const FoldedStacks& folded);

@@ -445,8 +445,8 @@ std::string format_compensation_note(const Profile& profile) {
     out += "gpuprof: times as measured: the recording holds no probe calibration (an older gpuprof, "
            "or a failed calibration: see its warnings), so the probes' own time is in them\n";
   }
-  if (profile.calls_shorter_than_probes != 0)
-    out += "gpuprof: " + counted(profile.calls_shorter_than_probes, "call was", "calls were") +
+  if (profile.counters.calls_shorter_than_probes != 0)
+    out += "gpuprof: " + counted(profile.counters.calls_shorter_than_probes, "call was", "calls were") +
            " shorter than their probes' estimated time (compensated to 0): the calibration may overestimate; "
            "compare with --raw-times\n";
   return out;
@@ -463,16 +463,17 @@ std::string format_profile_notes(const Profile& profile) {
     const char* what;
   };
   const CountNote notes[] = {
-      {profile.calls_unwound, "call", "calls", " ended by exception unwinding (counted; their end time is the catch)"},
+      {profile.counters.calls_unwound, "call", "calls",
+       " ended by exception unwinding (counted; their end time is the catch)"},
       {profile.calls_cut, "call was", "calls were",
        " still running when a cycle of recorded steps ended (counted, ending there, as torch.profiler does)"},
       {profile.ranges_ended_elsewhere, "range", "ranges",
        " ended where none was open (begun before the recording, or async: ended on another thread; not counted)"},
       {profile.events_after_cut, "event", "events",
        " of a cycle of recorded steps arrived after its end (not counted)"},
-      {profile.exits_without_entry, "op was", "ops were",
+      {profile.counters.exits_without_entry, "op was", "ops were",
        " already running when recording began (their exits were ignored)"},
-      {profile.calls_open_at_end, "call", "calls", " still running when recording stopped (not counted)"},
+      {profile.counters.calls_open_at_end, "call", "calls", " still running when recording stopped (not counted)"},
       {profile.events_lost, "event", "events", " lost (ring buffer full); counts are low; try a larger --ring-buffer"},
   };
   for (const CountNote& note : notes)

@@ -23,7 +23,7 @@ constexpr uint32_t kSampleType = 1, kSample = 2, kMapping = 3, kLocation = 4, kF
 constexpr uint32_t kValueTypeType = 1, kValueTypeUnit = 2;
 constexpr uint32_t kSampleLocationId = 1, kSampleValue = 2, kSampleLabel = 3;
 constexpr uint32_t kLabelKey = 1, kLabelStr = 2, kLabelNum = 3;
-constexpr uint32_t kMappingId = 1, kMappingFilename = 5, kMappingHasFunctions = 7;
+constexpr uint32_t kMappingId = 1, kMappingFilename = 5, kMappingBuildId = 6, kMappingHasFunctions = 7;
 constexpr uint32_t kLocationId = 1, kLocationMappingId = 2, kLocationAddress = 3, kLocationLine = 4;
 constexpr uint32_t kLineFunctionId = 1, kLineLine = 2;
 constexpr uint32_t kFunctionId = 1, kFunctionName = 2, kFunctionSystemName = 3, kFunctionFilename = 4;
@@ -113,7 +113,7 @@ class ProfileBuilder {
   // worth period_ns of CPU each.
   void add(const StackSums& sums, StackMetric metric, uint32_t process, int64_t period_ns = 0) {
     std::vector<uint64_t> location_of(sums.frames.size());
-    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f]);
+    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f], process_info_[process]);
     for (const StackSum& stack : sums.stacks) {
       if (stack.value == 0) continue;
       std::vector<uint64_t> leaf_first;
@@ -146,6 +146,7 @@ class ProfileBuilder {
       if (rank->world_size) labels.push_back({"world_size", std::nullopt, *rank->world_size});
     }
     processes_.push_back(std::move(labels));
+    process_info_.push_back(info);
     return static_cast<uint32_t>(processes_.size() - 1);
   }
 
@@ -173,10 +174,12 @@ class ProfileBuilder {
       }
       profile.message(field::kSample, s);
     }
-    for (size_t i = 0; i < mappings_.size(); i++) {
+    uint64_t mapping_id = 0;
+    for (const auto& [file, build_id] : mappings_) {
       ProtobufWriter m;
-      m.varint(field::kMappingId, i + 1);
-      m.signed_varint(field::kMappingFilename, mappings_[i]);
+      m.varint(field::kMappingId, ++mapping_id);
+      m.signed_varint(field::kMappingFilename, file);
+      if (build_id) m.signed_varint(field::kMappingBuildId, build_id);  // string 0, "": none
       m.varint(field::kMappingHasFunctions, 1);
       profile.message(field::kMapping, m);
     }
@@ -247,8 +250,10 @@ class ProfileBuilder {
   }
 
   // The location of a frame: one per frame (its function, line, mapping
-  // and address).
-  uint64_t location(const StackFrame& frame) {
+  // and address). A native frame in the process's libtorch_cpu (the file
+  // the recording names by path and GNU build id) is in that file's
+  // mapping, with its build id; other files are known by name only.
+  uint64_t location(const StackFrame& frame, const ProcessInfo& process) {
     std::string_view name = frame.name, file;
     int64_t line = 0;
     uint64_t mapping = 0, address = 0;
@@ -261,7 +266,10 @@ class ProfileBuilder {
     } else if (frame.kind == FrameKind::kNative) {
       if (auto native = parse_native_frame(frame.name)) {
         if (!native->symbol.empty()) name = native->symbol;
-        mapping = mapping_of(native->file);
+        const std::string_view libtorch = process.libtorch_path;
+        const bool in_libtorch = !process.libtorch_build_id.empty() &&
+                                 libtorch.substr(libtorch.rfind('/') + 1) == native->file;
+        mapping = in_libtorch ? mapping_of(libtorch, process.libtorch_build_id) : mapping_of(native->file);
         address = native->offset;
       }
     }
@@ -275,8 +283,8 @@ class ProfileBuilder {
     return l->second;
   }
 
-  uint64_t mapping_of(std::string_view file) {
-    auto [it, inserted] = mapping_ids_.try_emplace(str(file), mappings_.size() + 1);
+  uint64_t mapping_of(std::string_view file, std::string_view build_id = "") {
+    auto [it, inserted] = mapping_ids_.try_emplace({str(file), str(build_id)}, mappings_.size() + 1);
     if (inserted) mappings_.push_back(it->first);
     return it->second;
   }
@@ -290,9 +298,10 @@ class ProfileBuilder {
   std::map<std::tuple<int64_t, int64_t, int64_t>, uint64_t> function_ids_;
   std::vector<Location> locations_;
   std::map<std::tuple<uint64_t, int64_t, uint64_t, uint64_t>, uint64_t> location_ids_;
-  std::vector<int64_t> mappings_;  // file name string ids
-  std::map<int64_t, uint64_t> mapping_ids_;
+  std::vector<std::pair<int64_t, int64_t>> mappings_;  // (file name, build id: 0 for none) string ids
+  std::map<std::pair<int64_t, int64_t>, uint64_t> mapping_ids_;
   std::vector<std::vector<Label>> processes_;
+  std::vector<ProcessInfo> process_info_;  // by process: its libtorch_cpu's path and build id
   std::map<std::pair<std::vector<uint64_t>, uint32_t>, std::vector<int64_t>> samples_;
 };
 

@@ -15,9 +15,11 @@
 // compensated for the probes' cost as the table's is (raw with raw_times).
 // Frames are functions: a Python frame's file and line are the Function's
 // filename and the Line's line ("torch/nn/modules/conv.py(454): _conv_forward"
-// -> _conv_forward, torch/nn/modules/conv.py, 454); op, native and kernel
-// frames are their names (the recording keeps names, not addresses, of
-// native frames: no mappings). Labels on every sample: pid, comm and
+// -> _conv_forward, torch/nn/modules/conv.py, 454); op and kernel frames
+// are their names; a native frame is its symbol (or its offset) in its
+// file's mapping: for the process's libtorch_cpu, the mapping is named by
+// the library's path with its GNU build id (both in the recording); other
+// files by name only (the recording keeps no build id of them). Labels on every sample: pid, comm and
 // hostname of its process, and rank, local_rank and world_size as its job
 // rank has them (JobRank, none when its environment had no RANK).
 #pragma once
