@@ -183,6 +183,15 @@ bool g_failed_this_attach = false;  // a CUPTI error: not asked again until the 
 bool g_exiting = false;            // exit() has begun: CUPTI is not touched again
 uint32_t g_looks_while_taken = 0;
 
+// Whether CUPTI's records still come to the shim (the job's torch.profiler
+// registers its own buffer callbacks when it starts a profile, and the
+// activity kinds are the whole process's): launches the shim's callbacks
+// saw, buffers with records CUPTI handed it, and how many launches it had
+// seen when the last such buffer came.
+std::atomic<uint64_t> g_launches_seen{0};
+std::atomic<uint64_t> g_buffers_with_records{0};
+std::atomic<uint64_t> g_launches_at_last_buffer{0};
+
 // The correlation id of the runtime launch this thread is inside: the driver
 // call that the runtime makes inside it carries the same id, and one probe
 // per id is enough.
@@ -209,8 +218,8 @@ uint64_t CUPTIAPI monotonic_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
 }
 
+// Called only while the shim is switched on (a tracer is attached).
 void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (!GPUPROF_LAUNCH_ENABLED()) return;
   try {
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     if (!info || info->callbackSite != CUPTI_API_ENTER) return;
@@ -220,7 +229,8 @@ void CUPTIAPI on_api_callback(void*, CUpti_CallbackDomain domain, CUpti_Callback
     } else if (correlation == t_runtime_correlation) {
       return;  // the runtime launch around this driver call fired already
     }
-    GPUPROF_LAUNCH(correlation, domain, cbid);
+    g_launches_seen.fetch_add(1, std::memory_order_relaxed);
+    if (GPUPROF_LAUNCH_ENABLED()) GPUPROF_LAUNCH(correlation, domain, cbid);
   } catch (...) {
   }
 }
@@ -266,6 +276,10 @@ void fire_activity_probes(uint8_t* buffer, size_t valid_bytes) {
 
 void CUPTIAPI on_buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_bytes) {
   try {
+    if (buffer && valid_bytes) {
+      g_launches_at_last_buffer.store(g_launches_seen.load());
+      g_buffers_with_records.fetch_add(1);
+    }
     if (buffer && GPUPROF_ACTIVITY_ENABLED()) fire_activity_probes(buffer, valid_bytes);
     // Asked even with no tracer: the count resets on each call, so a tracer
     // that attaches later sees only its own losses.
@@ -380,22 +394,48 @@ int switch_on_locked() {
     log_line("libcupti %s has no cuptiActivityFlushPeriod: GPU records come when CUPTI chooses", g_libcupti_path);
   else if ((r = g_api.flush_period(kFlushPeriodMs)) != CUPTI_SUCCESS)
     log_line("cuptiActivityFlushPeriod failed: %s (%d): GPU records come when CUPTI chooses", result_text(r), int(r));
+  g_launches_at_last_buffer.store(g_launches_seen.load());
   g_on = true;
   log_line("tracing kernels, memcpy and memset (libcupti: %s)", g_libcupti_path);
   return GPUPROF_CUPTI_TRACING;
 }
 
+// Whether CUPTI's records still come to the shim: a flush hands CUPTI's
+// finished buffers to whoever registered buffer callbacks last. Yes if no
+// launch was seen since the last buffer that came here (nothing says
+// otherwise), or if a buffer comes during a flush or within 100 ms after it
+// (kernels still running at the first flush). No if launches were seen and
+// nothing came: the job's torch.profiler registered its buffer callbacks
+// meanwhile (it may be mid-profile), or turned the kinds off at the end of
+// its profile.
+bool records_still_ours() {
+  const uint64_t buffers_before = g_buffers_with_records.load();
+  const bool launched_since = g_launches_seen.load() != g_launches_at_last_buffer.load();
+  g_api.flush_all(0);
+  if (!launched_since || g_buffers_with_records.load() != buffers_before) return true;
+  const timespec wait{0, 100'000'000};
+  nanosleep(&wait, nullptr);
+  g_api.flush_all(0);
+  return g_buffers_with_records.load() != buffers_before;
+}
+
 // The tracer is gone: no new records (kinds off), the ones CUPTI still
 // holds handed back now and freed unread (the semaphores are down), the
-// launch callbacks gone with the subscription. Errors change nothing: a
+// launch callbacks gone with the subscription. Unless the records no longer come here: then the job's
+// torch.profiler owns them, maybe mid-profile, and its kinds stay as they
+// are (turning them off would cut its profile). Errors change nothing: a
 // CUPTI that the job's profiler finalized meanwhile has nothing left of ours.
 void switch_off_locked() {
-  for (CUpti_ActivityKind kind : kActivityKinds) g_api.activity_disable(kind);
-  g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const bool ours = records_still_ours();
+  if (ours) {
+    for (CUpti_ActivityKind kind : kActivityKinds) g_api.activity_disable(kind);
+    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   g_api.unsubscribe(g_subscriber);
   g_subscriber = nullptr;
   g_on = false;
-  log_line("tracer gone: CUPTI switched off, dormant until gpuprof attaches again");
+  log_line("tracer gone: CUPTI switched off%s, dormant until gpuprof attaches again",
+           ours ? "" : " (its records went to another reader, the job's torch.profiler?: its activity kinds left as they are)");
 }
 
 // One look at the semaphores: switch as they say, publish the state.

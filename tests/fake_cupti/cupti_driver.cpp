@@ -43,6 +43,9 @@
 //   profiler-while-tracing    the job starts profiling while the shim is on:
 //                             the job gets every record (its buffers win),
 //                             gpuprof none until its next attach
+//   profiler-spans-detach     the tracer detaches in the middle of that
+//                             profile: the shim leaves the job's kinds on
+//                             and the profile goes on whole
 //   tracer-while-profiling    a tracer attaches while the job profiles: the
 //                             shim touches nothing of the job's (state 3) and
 //                             switches on once the job's profiler is done
@@ -281,8 +284,12 @@ std::string switch_on_calls() {
   return calls + " cuptiActivityRegisterTimestampCallback cuptiActivityRegisterCallbacks cuptiActivityEnable(10) "
                  "cuptiActivityEnable(1) cuptiActivityEnable(2) cuptiActivityFlushPeriod(100)";
 }
-const std::string kSwitchOffCalls =
-    "cuptiActivityDisable(10) cuptiActivityDisable(1) cuptiActivityDisable(2) cuptiActivityFlushAll(1) cuptiUnsubscribe";
+// The first flush also asks whether the records still come to the shim.
+const std::string kSwitchOffCalls = "cuptiActivityFlushAll(0) cuptiActivityDisable(10) cuptiActivityDisable(1) "
+                                    "cuptiActivityDisable(2) cuptiActivityFlushAll(1) cuptiUnsubscribe";
+// The records went to the job's profiler: it flushed twice (100 ms apart)
+// to be sure, leaves the kinds as they are, and only unsubscribes.
+const std::string kSwitchOffLeavingKindsCalls = "cuptiActivityFlushAll(0) cuptiActivityFlushAll(0) cuptiUnsubscribe";
 // JobProfiler's calls around one profile, subscribed or not.
 const std::string kJobStartCalls = "cuptiSubscribe cuptiActivityRegisterCallbacks cuptiActivityEnable(10) "
                                    "cuptiActivityEnable(1) cuptiActivityEnable(2)";
@@ -346,14 +353,14 @@ struct Scenario {
                                                           std::string(fake_cupti_call_log()) + ")");
     check(all_on(), phase + ": subscribed, 20 launch callbacks and 3 activity kinds on");
   }
-  void detach(const std::string& phase) {
+  void detach(const std::string& phase, const std::string& calls = kSwitchOffCalls) {
     fake_cupti_clear_call_log();
     move_semaphores(semaphores, -1);
     const bool switched = wait_for_state(state, 6);
     check(switched, phase + ": state 6 (dormant) after the detach (is " + std::to_string(*state) + ")");
-    check(fake_cupti_call_log() == kSwitchOffCalls, phase + ": kinds off, buffers flushed, unsubscribed (log: " +
-                                                        std::string(fake_cupti_call_log()) + ")");
-    check(nothing_on(), phase + ": nothing left on");
+    check(fake_cupti_call_log() == calls,
+          phase + ": switched off with exactly: " + calls + " (log: " + std::string(fake_cupti_call_log()) + ")");
+    if (calls == kSwitchOffCalls) check(nothing_on(), phase + ": nothing left on");
   }
   // STEPS steps, records delivered: how many each reader walked.
   Readers run(bool deliver = true) {
@@ -431,7 +438,34 @@ void profiler_while_tracing(Scenario& s) {
   // shim switches on again, at the next attach.
   got = s.run();
   check(got.job == 0 && got.shim == 0, "after the job's profile: no records for anyone while this tracer stays");
-  s.detach("detach");
+  // Launches seen and no record came to the shim: not its records to turn off.
+  s.detach("detach", kSwitchOffLeavingKindsCalls);
+  check(nothing_on(), "nothing left on (the job's profiler had turned its kinds off)");
+  s.attach("attach again");
+  got = s.run();
+  check(got.shim == s.records() && got.job == 0, "attached again: the shim walked all records");
+  s.detach("detach again");
+}
+
+void profiler_spans_detach(Scenario& s) {
+  s.attach("attach");
+  JobProfiler job;
+  job.start();
+  check(!job.subscribed(), "the job's cuptiSubscribe failed (the shim is the one subscriber)");
+  Readers got = s.run();
+  check(got.job == s.records() && got.shim == 0, "the job's profiler got all records while the tracer was attached");
+  s.run(/*deliver=*/false);  // in CUPTI's buffers at the detach: the job's
+  s.detach("detach during the job's profile", kSwitchOffLeavingKindsCalls);
+  got = walked_since(s.walked);
+  check(got.job == s.records() && got.shim == 0, "the records in CUPTI's buffers at the detach went to the job");
+  check(!fake_cupti_subscribed() && fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+            fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMCPY) &&
+            fake_cupti_activity_enabled(CUPTI_ACTIVITY_KIND_MEMSET),
+        "unsubscribed, the job's activity kinds still on");
+  got = s.run();
+  check(got.job == s.records() && got.shim == 0, "the job's profile goes on whole after the detach");
+  job.stop();
+  s.untraced("the job's profile done");
   s.attach("attach again");
   got = s.run();
   check(got.shim == s.records() && got.job == 0, "attached again: the shim walked all records");
@@ -521,6 +555,8 @@ int main(int argc, char** argv) {
       profiler_while_dormant(s);
     else if (scenario == "profiler-while-tracing")
       profiler_while_tracing(s);
+    else if (scenario == "profiler-spans-detach")
+      profiler_spans_detach(s);
     else if (scenario == "tracer-while-profiling")
       tracer_while_profiling(s);
     else

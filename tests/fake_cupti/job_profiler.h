@@ -1,14 +1,17 @@
-// job_profiler.h: the job's own torch.profiler (Kineto), as a client of
-// CUPTI, for cupti_driver's scenarios with the CUPTI shim beside it.
+// job_profiler.h: the job's own profiler, as a client of CUPTI, for
+// cupti_driver's scenarios with the CUPTI shim beside it.
 //
-// It calls CUPTI as libkineto does around one profile
+// It calls CUPTI as libkineto does around one profile once initialized
 // (CuptiActivityApi::enableCuptiActivities / disableCuptiActivities):
-// start() subscribes for its callbacks (a failure is tolerated: Kineto logs
-// it and profiles on, its records need no subscription), registers its own
+// start() subscribes for its callbacks (a failure is tolerated: its records
+// come from the activity API, which needs no subscriber), registers its own
 // buffer callbacks (every time: CUPTI keeps the last pair registered) and
 // enables the kernel, memcpy and memset kinds; stop() flushes, disables
 // those kinds and unsubscribes if it had subscribed. It counts the records
-// CUPTI hands it, which is what the job's profile would show.
+// CUPTI hands it, which is what the job's profile would show. (torch
+// 2.11's Kineto does one thing it does not: when its first initialization
+// finds CUPTI subscribed, it gives up CUDA activities for the process's
+// life; seen on an H200, docs/cuda.md.)
 #pragma once
 
 #include <atomic>

@@ -157,13 +157,17 @@ def test_shim_checks_itself_against_the_stand_in():
 DORMANT_LINE = f"gpuprof-cupti: dormant until gpuprof attaches (libcupti: {STAND_IN})"
 TRACING_LINE = f"gpuprof-cupti: tracing kernels, memcpy and memset (libcupti: {STAND_IN})"
 GONE_LINE = "gpuprof-cupti: tracer gone: CUPTI switched off, dormant until gpuprof attaches again"
+GONE_LEAVING_KINDS_LINE = ("gpuprof-cupti: tracer gone: CUPTI switched off (its records went to another reader, the "
+                           "job's torch.profiler?: its activity kinds left as they are), dormant until gpuprof attaches "
+                           "again")
 TAKEN_LINE = "gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): no GPU kernel times from gpuprof"
 # cupti_driver --scenario=NAME (tests/fake_cupti/cupti_driver.cpp says what
 # each plays and checks): the shim's lines on the job's stderr, in order.
 SCENARIOS = {
     "attach-cycle": [DORMANT_LINE, TRACING_LINE, GONE_LINE, TRACING_LINE, GONE_LINE],
     "profiler-while-dormant": [DORMANT_LINE, TRACING_LINE, GONE_LINE],
-    "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LINE, TRACING_LINE, GONE_LINE],
+    "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
+    "profiler-spans-detach": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
     "tracer-while-profiling": [DORMANT_LINE, TAKEN_LINE, TRACING_LINE, GONE_LINE],
 }
 
@@ -368,7 +372,8 @@ def test_attach_detach_attach_on_a_running_job(procs, workdir, tmp_path):
     # (its one line), each `record -p` switches CUPTI on for its own time
     # only, and the shim switches off after each detach (docs/cuda.md,
     # "Dormant and active"). Both recordings are whole: every op's kernels
-    # with their GPU times, every activity joined to its launch.
+    # with their GPU times, all but a few activities at the edges joined to
+    # their launch.
     target = procs.start([DRIVER, "100000000", workdir / "ready", workdir / "go"], "launch_driver",
                          env={**os.environ, **WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM)})
     pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
@@ -382,18 +387,22 @@ def test_attach_detach_attach_on_a_running_job(procs, workdir, tmp_path):
         assert "gpuprof: CUPTI shim: is tracing kernels, memcpy and memset" in made.stderr.splitlines(), made.stderr
         rows, footer, text = kernel_rows(out)
         # Under ops: each op's kernels, each at its planted time, however
-        # many steps ran. At the stop the op probes go before the shim's
-        # (a free-running job launches in between): kernels of every kind
-        # may also show as [no op] then.
-        in_ops = {row for row in rows if row[0] != "[no op]"}
+        # many steps ran. A free-running job launches while gpuprof attaches
+        # and detaches: at the stop the op probes go before the shim's
+        # (kernels of every kind may show as [no op]), and at the start a
+        # launch just before the recording began can have its record after
+        # ([launch not seen]): a few, only planted kernels.
+        in_ops = {row for row in rows if not row[0].startswith("[")}
         assert {row[:2] for row in in_ops} == {want[:2] for want in EXPECTED if want[0] != "[no op]"}, text
         for op, kernel, calls, total, avg in in_ops:
             planted = next(want[4] for want in EXPECTED if want[:2] == (op, kernel))
             assert avg == planted and time_us(total) == pytest.approx(calls * time_us(planted), rel=1e-4), text
-        assert {row[1] for row in rows if row[0] == "[no op]"} <= {want[1] for want in EXPECTED}, text
-        summary = re.fullmatch(r"(\d+) GPU activities, \S+ of GPU time \((\d+) launched outside any op, 0 whose "
-                               r"launch was not seen\)", footer[0])
-        assert summary and int(summary.group(1)) > 0 and len(footer) == 1, text
+        assert {row[1] for row in rows if row[0].startswith("[")} <= {want[1] for want in EXPECTED}, text
+        summary = re.fullmatch(r"(\d+) GPU activities, \S+ of GPU time \((\d+) launched outside any op, (\d+) "
+                               r"whose launch was not seen\)", footer[0])
+        assert summary and len(footer) == 1, text
+        activities, not_seen = int(summary.group(1)), int(summary.group(3))
+        assert activities > 1000 and not_seen * 100 < activities, text
         # gpuprof detached: the shim switches CUPTI off at its next look.
         wait_until(lambda: target.stderr().splitlines().count(GONE_LINE) == session, 10,
                    "the shim to switch off", watch=[target])
