@@ -40,6 +40,12 @@ __u64 launches_lost = 0;
 __u64 runtime_lo[GP_MAX_RUNTIMES] = {};
 __u64 runtime_hi[GP_MAX_RUNTIMES] = {};
 __u64 driver_calls_from_runtime = 0;
+/*
+ * Set by userspace when it stops while the job runs on (0 until then): the
+ * largest CUPTI correlation id of a launch it recorded. Activities of later
+ * launches take no room in the ring while it waits for the earlier ones'.
+ */
+__u64 last_recorded_correlation = 0;
 
 GP_RINGBUF(launches, 4 << 20); /* resized by userspace before load */
 
@@ -203,6 +209,8 @@ int BPF_USDT(on_gpu_activity, __u32 kind, __u64 correlation, __u64 start, __u64 
 {
 	struct gp_gpu_activity *a;
 
+	if (last_recorded_correlation && correlation > last_recorded_correlation)
+		return 0;
 	a = reserve_gpu_record(sizeof(*a));
 	if (!a)
 		return 0;

@@ -16,7 +16,9 @@
 // switches everything off, so attach, detach, attach again each start
 // clean. What a job launches between a tracer's attach and the watcher's
 // next look is not seen (docs/cuda.md, "Dormant and active"); gpuprof waits
-// for the switch before it says it is tracing.
+// for the switch before it says it is tracing. At its stop gpuprof drops
+// the launch probe first: the watcher then flushes what CUPTI holds, whose
+// records gpuprof still takes, and only then the activity probe.
 //
 // It runs inside someone else's process, called by a driver that was not
 // built for C++ exceptions: every entry point catches everything, nothing
@@ -438,9 +440,21 @@ void switch_off_locked() {
            ours ? "" : " (its records went to another reader, the job's torch.profiler?: its activity kinds left as they are)");
 }
 
+// gpuprof stopping while the job runs on: its launch probe goes first and
+// its activity probe stays for the records of the launches made before
+// (TargetGpu::drain_activities); those already done are handed over now
+// instead of at CUPTI's next period.
+bool g_draining_flushed = false;
+
 // One look at the semaphores: switch as they say, publish the state.
 void look_locked() {
   if (tracer_attached()) {
+    if (g_on && gpuprof_launch_semaphore == 0 && gpuprof_activity_semaphore != 0) {
+      if (!g_draining_flushed) g_api.flush_all(0);
+      g_draining_flushed = true;
+      return;
+    }
+    g_draining_flushed = false;
     if (g_on || g_failed_this_attach) return;
     if (gpuprof_cupti_state == GPUPROF_CUPTI_TAKEN && ++g_looks_while_taken < kTakenRetryLooks) return;
     g_looks_while_taken = 0;
@@ -450,6 +464,7 @@ void look_locked() {
     return;
   }
   if (g_on) switch_off_locked();
+  g_draining_flushed = false;
   g_failed_this_attach = false;
   g_looks_while_taken = 0;
   gpuprof_cupti_state = GPUPROF_CUPTI_DORMANT;

@@ -20,6 +20,10 @@
 // links libcupti) and delivers its records after every step: a job that
 // record -p --inject-cupti gives the shim while it runs.
 //
+// With LAUNCH_DRIVER_HOLD_RECORDS=DIR the steps' records stay queued; it
+// writes DIR/done after the steps and waits for DIR/exit (gpuprof stops
+// meanwhile: it must still get them, TargetGpu::drain_activities).
+//
 // With LAUNCH_DRIVER_LIBCUDA=PATH (the toolkit's stub libcuda) it loads that
 // library first, and each step also runs cuda_driver_launch(2): 2
 // cuLaunchKernel and 1 cuLaunchKernelEx, as Triton launches. The runtime
@@ -124,7 +128,17 @@ int main(int argc, char** argv) {
     while (access(argv[3], F_OK) != 0) usleep(10 * 1000);
   }
   launched = 0;  // the steps gpuprof records
-  for (int i = 0; i < steps; ++i) step(true);
+  // LAUNCH_DRIVER_HOLD_RECORDS=DIR: the steps' records stay queued (as
+  // CUDA holds them until its next flush); it writes DIR/done and runs on
+  // until DIR/exit, so that gpuprof stops while the job still holds them.
+  const char* hold = std::getenv("LAUNCH_DRIVER_HOLD_RECORDS");
+  for (int i = 0; i < steps; ++i) step(!hold);
+  if (hold) {
+    const std::string dir = hold;
+    std::ofstream(dir + "/done.partial") << getpid() << "\n";
+    std::rename((dir + "/done.partial").c_str(), (dir + "/done").c_str());
+    while (access((dir + "/exit").c_str(), F_OK) != 0) usleep(10 * 1000);
+  }
   std::printf("steps %d launches %ld unexpected errors %d\n", steps, launched,
               at::_ops::cuda_launch_errors::call(0));
   return 0;

@@ -244,6 +244,29 @@ def test_attached_to_a_job_started_with_the_shim(procs, workdir, tmp_path):
     assert rows == {name: expected_cuda_cells(*want) for name, want in EXPECTED_CUDA_COLUMNS.items()}, text
 
 
+def test_the_records_of_the_last_launches_come_in_after_the_stop(procs, workdir, tmp_path):
+    # gpuprof stops while the job runs on, CUDA still holding the records of
+    # its last launches (CUPTI hands them over every 100 ms, after their
+    # kernels end; here the stand-in holds all of them): gpuprof drops its
+    # launch probe, the shim flushes, and gpuprof takes the records before
+    # it detaches. Every kernel of the recorded steps is in the file.
+    held = tmp_path / "held"
+    held.mkdir()
+    target, pid = start_driver(procs, workdir, {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM),
+                                                "LAUNCH_DRIVER_HOLD_RECORDS": str(held)})
+    out = tmp_path / "held.gpuprof"
+    gp = procs.start_gpuprof("record", "-p", str(pid), "-q", "-o", str(out))
+    gp.wait_for_stderr(r"^gpuprof: tracing ", watch=[target])
+    touch(workdir, "go")
+    wait_for_file(held, "done", timeout=60, watch=[target, gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    touch(held, "exit")
+    assert target.wait(timeout=60) == 0, target.describe()
+    rows, _, text = kernel_rows(out)
+    assert rows == EXPECTED, text
+
+
 def test_kernels_run_before_the_attach_make_no_records(procs, workdir, tmp_path):
     # A job started with the shim runs warm-up steps before gpuprof attaches:
     # the shim is dormant then (no activity kind on), so CUPTI makes no

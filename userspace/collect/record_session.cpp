@@ -555,11 +555,15 @@ void Session::handle_signals() {
 }
 
 bool Session::finish() {
+  if (gpu_) gpu_->stop_launches();
   uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
   tracer_->detach();
   if (sampler_) sampler_->stop();
   double detach_ms = ms_since(detach_start);
-  if (gpu_) gpu_->detach();
+  if (gpu_) {
+    gpu_->drain_activities();
+    gpu_->detach();
+  }
   tracer_->consume();  // what was in flight when the probes went away
   if (sampler_) sampler_->consume();
   if (gpu_) gpu_->consume();

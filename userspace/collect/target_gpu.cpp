@@ -1,5 +1,6 @@
 #include "collect/target_gpu.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/session_loop.h"
 #include "python/python_runtime.h"
 #include "record/cupti_shim_state.h"
 #include "record/gpu_activity_names.h"
@@ -226,6 +228,9 @@ void TargetGpu::read_shim_state() {
 
 void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
   gpu_records_seen_ = true;
+  last_gpu_record_ns_ = clock_ns(CLOCK_MONOTONIC);
+  if (stopping_ && c.correlation > last_correlation_) return;  // launched after the stop (stop_launches)
+  last_correlation_ = std::max<uint64_t>(last_correlation_, c.correlation);
   if (!writer_ || !diagnostics_.writing() || !switcher_.recorded_at(c.ts_ns)) return;
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {
     recorded_correlations_.insert(c.correlation);
@@ -267,6 +272,13 @@ uint32_t TargetGpu::gpu_activity_name_id(const gp_gpu_activity& a) {
 
 void TargetGpu::on_gpu_activity(const gp_gpu_activity& a) {
   gpu_records_seen_ = true;
+  last_gpu_record_ns_ = clock_ns(CLOCK_MONOTONIC);
+  StreamDrain& stream = streams_[{a.device, a.stream}];
+  stream.last_record_ns = last_gpu_record_ns_;
+  if (stopping_ && a.correlation > last_correlation_) {
+    stream.past_stop = true;
+    return;  // launched after the stop
+  }
   if (!writer_ || !diagnostics_.writing()) return;
   if (a.start_ns == 0 && a.end_ns == 0) return;  // CUPTI could not time it (the shim's contract)
   if (a.start_ns < record_start_ns_) {
@@ -360,6 +372,45 @@ std::string TargetGpu::stop_line_part() const {
   if (launch_tracer_ && launch_tracer_->gpu_records_lost())
     part += "; " + std::to_string(launch_tracer_->gpu_records_lost()) + " GPU records lost (ring buffer full)";
   return part;
+}
+
+}  // namespace gpuprof
+
+namespace gpuprof {
+
+void TargetGpu::stop_launches() {
+  if (!launch_tracer_ || !cupti_shim_ || child_exited_) return;
+  // The launches recorded so far, their correlations read: the stop is the
+  // largest id among them (CUPTI numbers launches in order); later ones
+  // are left out with their records.
+  launch_tracer_->consume();
+  stopping_ = true;
+  launch_tracer_->drop_activities_after(std::max<uint64_t>(last_correlation_, 1));
+}
+
+void TargetGpu::drain_activities() {
+  if (!stopping_ || !gpu_records_seen_) return;
+  constexpr uint64_t kQuietNs = 300'000'000, kMaxNs = 3'000'000'000;
+  const uint64_t start = clock_ns(CLOCK_MONOTONIC);
+  launch_tracer_->detach_launches();
+  for (auto& [key, stream] : streams_) stream = {start, false};
+  // A stream is done when a record of a launch made after the stop came
+  // on it (a stream runs its work in order, and CUPTI hands records over
+  // in the order they end), or none came on it for 300 ms (three of
+  // CUPTI's flush periods: it had nothing left).
+  auto all_done = [&](uint64_t now) {
+    return std::all_of(streams_.begin(), streams_.end(), [&](const auto& entry) {
+      return entry.second.past_stop || now - entry.second.last_record_ns >= kQuietNs;
+    });
+  };
+  for (;;) {
+    launch_tracer_->consume();
+    const uint64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (all_done(now) || now - start >= kMaxNs) break;
+    struct timespec nap = {0, 10'000'000};
+    nanosleep(&nap, nullptr);
+  }
+  drain_ms_ = (clock_ns(CLOCK_MONOTONIC) - start) / 1'000'000;
 }
 
 }  // namespace gpuprof

@@ -81,6 +81,17 @@ class TargetGpu {
   void detach() {
     if (launch_tracer_) launch_tracer_->detach();
   }
+  // At the stop of a target that runs on, before the op probes go: the
+  // launches recorded so far are the recording's; the records of later
+  // launches are left out (the activity probe drops them in BPF).
+  void stop_launches();
+  // Then, once the op probes went: the launch probes go, and the GPU
+  // records of the recorded launches are waited for (CUPTI hands them over
+  // every 100 ms, after their kernels end; the shim flushes at once when it
+  // sees the launch probe go) while the shim's activity probes stay, until
+  // each stream has had a record of a later launch (the earlier ones came
+  // before it) or none for 300 ms; 3 s at most.
+  void drain_activities();
   // The progress line's GPU records and losses.
   void add_progress(ProgressCounters& counters) const;
   // CUDA_RUNTIME and CUPTI_SHIM as known now, for every file closed.
@@ -140,6 +151,20 @@ class TargetGpu {
   std::string shim_error_;
   RetryEvery shim_retry_;
   uint64_t gpu_activities_recorded_ = 0;
+  // The largest CUPTI correlation id of a launch recorded (CUPTI numbers
+  // them in order): once stopping, records of a larger id are of launches
+  // made after the stop, and left out.
+  uint64_t last_correlation_ = 0;
+  bool stopping_ = false;  // stop_launches() ran
+  uint64_t last_gpu_record_ns_ = 0;
+  // Per (device, stream) with GPU records: during the drain, when its last
+  // record came, and whether one of a launch made after the stop did.
+  struct StreamDrain {
+    uint64_t last_record_ns = 0;
+    bool past_stop = false;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, StreamDrain> streams_;
+  uint64_t drain_ms_ = 0;
   // CUPTI correlation ids of launches made in recorded steps (--schedule):
   // their GPU activities are kept, whenever they ran.
   std::set<uint64_t> recorded_correlations_;

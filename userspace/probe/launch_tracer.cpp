@@ -157,6 +157,19 @@ void LaunchTracer::detach() {
   shim_links_.clear();
 }
 
+void LaunchTracer::detach_launches() {
+  links_.clear();
+  // attach_shim's first link is gpuprof:launch.
+  if (!shim_links_.empty()) {
+    bpf_link__destroy(shim_links_.front());
+    shim_links_.erase(shim_links_.begin());
+  }
+}
+
+void LaunchTracer::drop_activities_after(uint64_t last) {
+  if (bpf_) __atomic_store_n(&bpf_->bss->last_recorded_correlation, last, __ATOMIC_SEQ_CST);
+}
+
 uint64_t LaunchTracer::lost() const { return read_bpf_counter(bpf_->bss->launches_lost); }
 
 uint64_t LaunchTracer::gpu_records_lost() const { return read_bpf_counter(bpf_->bss->gpu_records_lost); }

@@ -72,6 +72,13 @@ class LaunchTracer {
   Result<void> attach_shim(const std::string& path, int pid);
   // Removes the probes; launches already in the ring buffer stay readable.
   void detach();
+  // The launch probes (libcudart's, libcuda's, the shim's gpuprof:launch)
+  // go; the shim's activity probes stay, so that the GPU records of the
+  // launches made before come in (TargetGpu::drain_activities).
+  void detach_launches();
+  // From now on the activity probe drops the records of launches whose
+  // CUPTI correlation id is above `last` (made after the stop).
+  void drop_activities_after(uint64_t last);
 
   int consume() { return bpf_.consume(); }
   uint64_t lost() const;
