@@ -1,3 +1,12 @@
+// record_session.cpp: the session of `record -p` and `record -- CMD`
+// (collect/record_session.h): it attaches to one target (the `-- CMD`
+// attach machine decides when, launch_attach.h), hands every event to the
+// collectors and the record writer, and stops, finishing the file. The
+// collectors it shares with `-a` live in their own files (interner,
+// sample_collector, launch_collector, target_gpu, target_python,
+// target_shapes, calibration_rounds); what stays here is the one class
+// that holds them and its run loop, about 800 lines until the two sessions
+// become one (docs/architecture.md, "Not yet as issue 27 wants it").
 #include "collect/record_session.h"
 
 #include <signal.h>
