@@ -5,7 +5,8 @@ written here that holds each request to Pyroscope's documented ingest API
 and decodes the profiles with the npm pprof-format decoder and `go tool
 pprof`. The target is tests/workloads/fixed_count.py: N aten::add calls
 over a few seconds, so the pushed cycles' calls must add up to N exactly.
-A dead server costs the recording and the job nothing."""
+A dead server costs the recording and the job nothing. record -a pushes one
+profile per process and cycle, each with that process's labels."""
 import email.parser
 import email.policy
 import http.server
@@ -21,7 +22,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import HOST_TORCH, run_gpuprof, touch, wait_for_file, wait_until
+from conftest import HOST_TORCH, TARGET_PYTHON, run_gpuprof, touch, wait_for_file, wait_until
 from pprof_reader import decode, per_leaf_op
 
 CALLS = 3000
@@ -186,7 +187,8 @@ def test_a_dead_or_refusing_server_costs_the_recording_nothing(procs, workdir, t
      "--push sends a profile per cycle: give --schedule (its cycles) or --push-every SECONDS"),
     (["-p", "1", "--push", "ftp://host", "--push-every", "5"], "--push ftp://host: give the server's http:// or "
                                                                "https:// URL"),
-    (["-a", "--push", "http://127.0.0.1:4040", "--push-every", "5"], "-a (system-wide) does not take --push"),
+    (["-a", "--push", "http://127.0.0.1:4040"],
+     "-a --push sends a profile per process and cycle: give --push-every SECONDS (its cycles)"),
     (["-p", "1", "--push", "http://127.0.0.1:4040", "--push-every", "5", "--schedule", "active=1",
       "--step-time", "1"], "--schedule excludes --push-every"),
 ])
@@ -222,3 +224,91 @@ def test_ctrl_c_stops_a_pushing_recording_as_any_other(procs, workdir, tmp_path,
         assert target.wait(timeout=60) == 0, target.describe()
     finally:
         receiver.close()
+
+
+# A busy process without torch: spins until WORKDIR/stop-spinner exists.
+SPINNER = """
+import os, sys
+stop = os.path.join(sys.argv[1], "stop-spinner")
+open(os.path.join(sys.argv[1], "spinner-ready"), "w").close()
+x = 0
+while not os.path.exists(stop):
+    for i in range(20000):
+        x = (x * 31 + i) % 1000003
+"""
+NAME = re.compile(r"^gpuprof\.(?P<app>[^{]+)\{pid=(?P<pid>\d+),comm=(?P<comm>[^,}]+),hostname=(?P<host>[^,}]+)"
+                  r"(?P<rank>,rank=\d+,local_rank=\d+,world_size=\d+)?\}$")
+
+
+def test_record_a_pushes_one_profile_per_process_and_cycle(procs, workdir, tmp_path, torch_env):
+    """record -a --push-every: each window's record file holds every process
+    seen; each process that ran an op or was sampled in it is a profile of
+    its own, labelled as record -p's are. The traced torch process's cycles
+    add up exactly to the whole recording's calls; a sampled process
+    without torch (the spinner) gets its own profiles, of samples only.
+    Other processes of the machine may be pushed too: only these are checked."""
+    receiver = Receiver()
+    try:
+        spinner = procs.start([TARGET_PYTHON, "-c", SPINNER, str(workdir)], "spinner")
+        wait_for_file(workdir, "spinner-ready", timeout=60, watch=[spinner])
+        target = procs.start(torch_env.argv("fixed_count.py", str(workdir), str(CALLS), str(SECONDS)), "target",
+                             env={**os.environ, "RANK": "1", "LOCAL_RANK": "0", "WORLD_SIZE": "2"})
+        pid = int(wait_for_file(workdir, "ready", timeout=180, watch=[target]))
+        out = tmp_path / "all.gpuprof"
+        gp = procs.start_gpuprof("record", "-a", "-F", "49", "-q", "-o", out, "--push", receiver.url,
+                                 "--push-every", "1")
+        # Found at the start (its line comes first), traced once this line is out.
+        gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[target])
+        assert re.search(rf"^gpuprof: process {pid} \(", gp.stderr(), re.M), gp.stderr()
+        touch(workdir, "go")
+        assert int(wait_for_file(workdir, "done", timeout=120, watch=[target, gp])) == CALLS
+        touch(workdir, "check")
+        assert target.wait(timeout=60) == 0, target.describe()
+        touch(workdir, "stop-spinner")
+        assert spinner.wait(timeout=30) == 0, spinner.describe()
+        gp.send(signal.SIGINT)
+        assert gp.wait(timeout=120) == 0, gp.describe()
+    finally:
+        receiver.close()
+    sent = re.search(rf"^gpuprof: pushed (\d+) profiles? to {re.escape(receiver.url)}$", gp.stderr(), re.M)
+    assert sent and int(sent.group(1)) == len(receiver.requests), gp.stderr()
+    hostname = socket.gethostname()
+    target_calls, target_cycles, spinner_cycles = 0, 0, 0
+    for i, (path, headers, body) in enumerate(receiver.requests):
+        url = urllib.parse.urlsplit(path)
+        assert url.path == "/ingest", path
+        query = urllib.parse.parse_qs(url.query, strict_parsing=True)
+        assert set(query) == {"name", "from", "until", "format", "spyName", "sampleRate"}, query
+        assert query["format"] == ["pprof"] and query["spyName"] == ["gpuprof"] and query["sampleRate"] == ["49"]
+        name = NAME.match(query["name"][0])
+        assert name and name["host"] == hostname and name["app"] == name["comm"], query["name"]
+        assert int(query["from"][0]) <= int(query["until"][0]) <= time.time() + 1, query
+        if int(name["pid"]) not in (pid, spinner.pid):
+            continue
+        files = multipart_files(headers, body)
+        assert set(files) == {"profile"}, files.keys()
+        profile = tmp_path / f"push{i}.pb"
+        profile.write_bytes(files["profile"])
+        doc = decode(profile)
+        # One process per profile: its own labels on every sample.
+        assert {s["labels"]["pid"] for s in doc["samples"]} == {int(name["pid"])}, doc["samples"][:3]
+        if int(name["pid"]) == pid:
+            assert name["comm"] == "python3" and name["rank"] == ",rank=1,local_rank=0,world_size=2", query["name"]
+            target_calls += per_leaf_op(doc).get("aten::add", (0, 0))[0]
+            target_cycles += 1
+            if target_cycles == 1:  # the real pprof reads it too
+                raw = subprocess.run(["go", "tool", "pprof", "-raw", str(profile)], capture_output=True,
+                                     text=True, timeout=120)
+                assert raw.returncode == 0 and "aten::add" in raw.stdout, raw.stderr
+        else:
+            assert name["comm"] == "python3" and name["rank"] is None, query["name"]
+            # Samples only: no op ran there.
+            assert all(s["values"][0] == 0 and s["values"][1] == 0 for s in doc["samples"]), doc["samples"][:3]
+            assert sum(s["values"][2] for s in doc["samples"]) > 0, doc["samples"][:3]
+            spinner_cycles += 1
+    assert target_cycles >= SECONDS and spinner_cycles >= SECONDS, (target_cycles, spinner_cycles)
+    # Every call in exactly one cycle: the cycles add up to the whole file's.
+    whole = tmp_path / "whole.pb"
+    made = run_gpuprof("report", out, "--pid", str(pid), "--pprof", whole)
+    assert made.returncode == 0, made.stderr
+    assert target_calls == per_leaf_op(decode(whole))["aten::add"][0] == CALLS, (target_calls, gp.stderr())

@@ -38,7 +38,8 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
   std::unordered_map<uint64_t, uint64_t> event_index;  // old -> new, kept frame-opening events only
   for (size_t i = 0; i < recording.events.size(); i++) {
     const gp_event& e = recording.events[i];
-    if (!pids.count(e.pid)) continue;
+    // A CUT (record -a --push-every's window end) is every thread's.
+    if (!pids.count(e.pid) && e.kind != GP_EV_CUT) continue;
     if (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_RANGE_BEGIN) event_index.emplace(i, out.events.size());
     out.events.push_back(e);
   }
@@ -77,6 +78,7 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
     if (pids.count(static_cast<uint32_t>(p.pid))) out.processes.push_back(p);
   for (const JobRank& r : recording.job_ranks)
     if (pids.count(static_cast<uint32_t>(r.pid))) out.job_ranks.push_back(r);
+
   if (out.processes.size() == 1) {
     const std::string hostname = recording.process.hostname;
     out.process = out.processes.front();
@@ -100,7 +102,8 @@ std::vector<std::pair<uint32_t, ProcessActivity>> process_activity(const Recordi
   const auto of = process_of_thread(recording);
   std::map<uint32_t, ProcessActivity> by_pid;
   for (const ProcessInfo& p : recording.processes) by_pid[static_cast<uint32_t>(p.pid)];
-  for (const gp_event& e : recording.events) by_pid[e.pid].events++;
+  for (const gp_event& e : recording.events)
+    if (e.kind != GP_EV_CUT) by_pid[e.pid].events++;  // a CUT is no process's
   for (const CpuSample& s : recording.samples)
     if (auto it = of.find(s.tid); it != of.end()) by_pid[it->second].samples++;
   for (const CudaLaunch& l : recording.launches)

@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "base/http_post.h"
+#include "analyze/process_filter.h"
 #include "output/pprof.h"
 #include "record/record_file.h"
 
@@ -163,26 +164,48 @@ void ProfilePusher::run() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    const std::string why = send(path);
+    send(path);
     unlink(path.c_str());
     lock.lock();
     busy_ = false;
+    wake_.notify_all();
+  }
+}
+
+void ProfilePusher::send(const std::string& record_path) {
+  auto count = [this](const std::string& why) {
+    std::lock_guard lock(mutex_);
     if (why.empty()) {
       sent_++;
     } else {
       not_sent_++;
       last_error_ = why;
     }
-    wake_.notify_all();
+  };
+  std::string error;
+  auto recording = read_recording(record_path, &error, CorruptChunks::skip);
+  if (!recording) return count(error);
+  if (!is_system_wide(*recording)) return count(post(*recording));
+  // A process that did nothing in the cycle (seen before, still defined)
+  // has no profile in it.
+  for (const auto& [pid, activity] : process_activity(*recording)) {
+    if (!activity.events && !activity.samples) continue;
+    if (give_up_now()) {  // finish()'s deadline passed: each one left is counted unsent
+      count("the stop came before they were sent");
+      continue;
+    }
+    count(post(select_processes(*recording, {pid})));
   }
 }
 
-std::string ProfilePusher::send(const std::string& record_path) {
-  std::string error;
-  auto recording = read_recording(record_path, &error, CorruptChunks::skip);
-  if (!recording) return error;
-  const std::string url = ingest_url(target_, *recording);
-  const MultipartFile profile{"profile", "profile.pb", pprof_profile(*recording).data};
+bool ProfilePusher::give_up_now() {
+  std::lock_guard lock(mutex_);
+  return give_up_;
+}
+
+std::string ProfilePusher::post(const Recording& recording) {
+  const std::string url = ingest_url(target_, recording);
+  const MultipartFile profile{"profile", "profile.pb", pprof_profile(recording).data};
   std::string why;
   for (size_t attempt = 0;; attempt++) {
     Result<HttpReply> reply = http_post_multipart(url, profile, kPostTimeoutS);

@@ -10,6 +10,9 @@
 // their turn (a newer one finding the queue full is dropped); a failed POST
 // is retried twice, 1 s and then 2 s later; what could not be sent is
 // counted and said at the stop, and a dead server costs the job nothing.
+// A system-wide cycle (record -a --push-every) holds many processes: each
+// one that ran an op or was sampled in it is a profile of its own, with
+// its own labels (output/pprof.h of that process alone), as a -p cycle is.
 #pragma once
 
 #include <condition_variable>
@@ -61,8 +64,12 @@ class ProfilePusher {
 
  private:
   void run();
-  // One cycle: read, profile, POST with retries; "" or why it was not sent.
-  std::string send(const std::string& record_path);
+  // One cycle: read, profile, POST with retries; its profiles counted sent
+  // or not (with why) under the lock.
+  void send(const std::string& record_path);
+  // One profile, POSTed with retries: "" or why it was not sent.
+  std::string post(const Recording& recording);
+  bool give_up_now();
   // Sleeps up to seconds, less when finish() gives up waiting.
   bool wait_before_retry(double seconds);
 

@@ -124,10 +124,12 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
       ->needs(schedule);
   auto* push = record->add_option("--push", options.push_url,
                                   "send each cycle's profile (pprof) to this Pyroscope server's /ingest "
-                                  "(http://host:4040), with --schedule's cycles or --push-every's; see docs/fleet.md")
+                                  "(http://host:4040), with --schedule's cycles or --push-every's; with -a, one per process and "
+                                  "cycle; see docs/fleet.md")
                    ->type_name("URL");
   record->add_option("--push-every", options.push_every_s,
-                     "with --push and no --schedule: a profile every SECONDS of recording")
+                     "with --push and no --schedule: a profile every SECONDS of recording (the only cycles -a "
+                     "takes)")
       ->type_name("SECONDS")
       ->check(CLI::Range(1.0, 86400.0))
       ->needs(push)
@@ -213,7 +215,6 @@ int run_record(RecordOptions options) {
                              std::pair{options.follow_forks, "--follow-forks (-a follows every process anyway)"},
                              std::pair{!options.schedule.empty(), "--schedule"},
                              std::pair{!options.on_cycle.empty(), "--on-cycle"},
-                             std::pair{!options.push_url.empty(), "--push"},
                              std::pair{!options.rotate.empty(), "--rotate"}})
       if (set) refused += (refused.empty() ? "" : ", ") + std::string(name);
     if (!refused.empty()) {
@@ -284,6 +285,11 @@ int run_record(RecordOptions options) {
                    options.push_url.c_str());
       return 2;
     }
+    if (options.system_wide && options.push_every_s <= 0) {
+      std::fprintf(stderr, "gpuprof: error: -a --push sends a profile per process and cycle: give --push-every "
+                           "SECONDS (its cycles)\n");
+      return 2;
+    }
     if (options.schedule.empty() && options.push_every_s <= 0) {
       std::fprintf(stderr, "gpuprof: error: --push sends a profile per cycle: give --schedule (its cycles) or "
                            "--push-every SECONDS\n");
@@ -308,7 +314,9 @@ int run_record(RecordOptions options) {
       std::fprintf(stderr, "gpuprof: error: --schedule needs what a step is: --step-op NAME or --step-time SECONDS\n");
       return 2;
     }
-    if (options.no_ops) {
+    // -a --push-every gates nothing (its windows only cut the files): CPU
+    // samples alone are pushed too.
+    if (options.no_ops && !options.system_wide) {
       std::fprintf(stderr, "gpuprof: error: --schedule gates op events: it cannot go with --no-ops\n");
       return 2;
     }

@@ -39,6 +39,7 @@
 #include "python/python_runtime.h"
 #include "python/python_stacks.h"
 #include "record/frames_not_read.h"
+#include "record/output_switcher.h"
 #include "record/record_file.h"
 #include "base/session_loop.h"
 #include "target/target_process.h"
@@ -64,6 +65,14 @@ constexpr uint64_t kPythonLastRetryNs = 1'000'000'000;
 // and how long their description stays for events still on their way.
 constexpr uint64_t kReapIntervalNs = 2'000'000'000;
 constexpr uint64_t kExitedGraceNs = 10'000'000'000;
+// --push-every: op events open the next window as they come (their ring is
+// read in order, as record -p's); a CPU sample or a launch, read from rings
+// of their own, opens it only once it is stamped this far past the window's
+// end, so that the op events stamped before that end, still on their way
+// (a turn of the loop or a few behind), land in the window's own file. Each
+// record is in exactly one window's file either way; a sample stamped just
+// after the end may count in the window before.
+constexpr uint64_t kOtherRingsLagNs = 500'000'000;
 
 uint64_t now_ns() { return clock_ns(CLOCK_MONOTONIC); }
 
@@ -148,6 +157,12 @@ class SystemSession {
   void new_python_epoch();
   void reap_exited();
   bool flush_tables();
+  // --push-every: the window a record stamped ts_ns falls in gets its
+  // cycle file open (output_switcher.h), with the processes and threads
+  // known so far defined in it; false after a write error.
+  bool switch_cycle(uint64_t ts_ns);
+  bool tables_pending_ = false;  // processes or threads not yet in the file
+  RecordStats counters_now() const;
   bool finish();
   ProgressCounters progress_counters(uint64_t now) const;
   void stop(const char* reason) { diagnostics_.stop(reason); }
@@ -159,9 +174,12 @@ class SystemSession {
   RecordOutcome outcome_;
   RecordStats stats_;
   Diagnostics diagnostics_{stats_, outcome_};
-  std::optional<RecordWriter> writer_;
+  // The record files: the main one, and with --push-every the cycle in
+  // progress, each standing alone (record_outputs.h).
+  std::optional<OutputSwitcher> switcher_;
+  RecordOutputs* writer_ = nullptr;  // switcher_'s outputs, once begun
   // The collectors, once the file is begun (record_sink.h).
-  std::optional<WriterSink<RecordWriter>> sink_;
+  std::optional<WriterSink<RecordOutputs>> sink_;
   std::optional<Interner> interner_;
   std::optional<SampleCollector> samples_;  // -F HZ
   std::optional<LaunchCollector> launches_;
@@ -210,6 +228,7 @@ Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
     if (info.comm.empty()) info.comm = "[exited]";
     if (info.cmdline.empty() && !process_alive(static_cast<int>(pid))) info.cmdline = "[exited before gpuprof read it]";
     it->second.rank = read_job_rank(static_cast<int32_t>(pid));
+    tables_pending_ = true;
   }
   return it->second;
 }
@@ -219,6 +238,7 @@ void SystemSession::note_thread(uint32_t tid, uint32_t pid) {
   auto [it, inserted] = process_of_tid_.try_emplace(tid, pid);
   if (!inserted) return;
   pending_threads_.push_back({tid, pid});
+  tables_pending_ = true;
   Process& p = process(pid);
   config_.live_consumer().thread_seen(tid, pid);
   if (!p.info_written) config_.live_consumer().process_seen(p.info);
@@ -227,6 +247,7 @@ void SystemSession::note_thread(uint32_t tid, uint32_t pid) {
 
 // The processes and threads found since the last flush, into the file.
 bool SystemSession::flush_tables() {
+  tables_pending_ = false;
   std::string err;
   std::vector<ProcessInfo> fresh;
   for (auto& [pid, p] : processes_)
@@ -316,6 +337,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
   }
   p.info.libtorch_path = library->path_in_target;
   p.info_written = false;  // defined again, with its libtorch
+  tables_pending_ = true;
   // Its environment too: a shell's or chroot's before the exec.
   if (auto rank = read_job_rank(static_cast<int32_t>(pid)); rank && rank != p.rank) {
     p.rank = rank;
@@ -452,7 +474,10 @@ void SystemSession::reap_exited() {
     p.python_final = true;
     p.symbolizer.reset();
   }
-  for (uint32_t pid : gone) processes_.erase(pid);
+  for (uint32_t pid : gone) {
+    processes_.erase(pid);
+    writer_->forget_process(pid);
+  }
   auto forgotten = [&](uint32_t pid) { return !processes_.count(pid); };
   if (samples_) samples_->forget(forgotten);
   launches_->forget(forgotten);
@@ -475,8 +500,9 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
     if (!err.empty()) write_failed(err);
     return;
   }
-  const uint64_t index = stats_.events_recorded;
   note_thread(event.tid, event.pid);
+  if (!switch_cycle(event.ts_ns)) return;
+  const uint64_t index = writer_->events_appended();
   if (!writer_->append_events(&event, 1, &err)) {
     write_failed(err);
     return;
@@ -497,6 +523,7 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
   Process& p = process(sample.pid, comm);  // before note_thread, which would describe it without the name
   note_thread(sample.tid, sample.pid);
   setup_python(sample.pid, p);
+  if (!switch_cycle(sample.ts_ns > kOtherRingsLagNs ? sample.ts_ns - kOtherRingsLagNs : 0)) return;
   auto leaf = [&](uint64_t user_ip) -> std::string {
     if (user_ip == 0) return "[kernel thread]";
     if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
@@ -510,15 +537,33 @@ void SystemSession::on_launch(const gp_launch_event& event) {
   auto known = process_of_tid_.find(event.tid);
   const uint32_t pid = known != process_of_tid_.end() ? known->second : process_of_thread(event.tid);
   note_thread(event.tid, pid);
+  if (!switch_cycle(event.ts_ns > kOtherRingsLagNs ? event.ts_ns - kOtherRingsLagNs : 0)) return;
   auto launch = launches_->record(event, pid, process(pid).symbolizer.get());
   if (launch) config_.live_consumer().launch(*launch, pid);
 }
 
+bool SystemSession::switch_cycle(uint64_t ts_ns) {
+  if (config_.schedule.mode == GP_SCHEDULE_OFF) return true;
+  // Every record in a cycle file has its process and thread defined there:
+  // a window may close before the next periodic flush.
+  if (tables_pending_ && !flush_tables()) return false;
+  std::string err;
+  if (switcher_->before_record(ts_ns, [this] { return counters_now(); }, &err)) return true;
+  write_failed(err);
+  return false;
+}
+
+// The counters as they stand: each file's lost counts are what was lost
+// while it was open (RecordOutputs::close).
+RecordStats SystemSession::counters_now() const {
+  RecordStats now = stats_;
+  if (tracer_) now.events_lost = tracer_->events_lost();
+  if (sampler_) now.samples_lost = sampler_->lost();
+  return now;
+}
+
 bool SystemSession::begin() {
   std::string error;
-  auto writer = RecordWriter::create(config_.output_path, &error, config_.output_mode);
-  if (!writer) return fail(error);
-  writer_.emplace(std::move(*writer));
   ProcessInfo system = describe_process(getpid());
   system.pid = 0;
   system.comm = "[system-wide]";
@@ -529,7 +574,21 @@ bool SystemSession::begin() {
   RecordOptions options;
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;
-  if (!writer_->begin(system, clock, {}, options, &error)) return fail(error);
+  OutputPlan plan = config_.outputs;
+  plan.main_path = config_.output_path;
+  // --push-every: back-to-back windows from the start, every record in one
+  // (nothing is gated: the BPF programs get no schedule).
+  plan.schedule = config_.schedule;
+  switcher_.emplace(std::move(plan), RecordOutputs(system, clock, {}, options, config_.output_mode));
+  if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
+  if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {
+    switcher_->start_time_steps(clock.start_monotonic_ns);
+    // The first window's file opens now: records that come before any op
+    // event (CPU samples, a lag behind) have a file to go to.
+    if (!switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); }, &error))
+      return fail(error);
+  }
+  writer_ = &switcher_->outputs();
   runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
     const auto id = static_cast<uint32_t>(writer_->ops_defined());
     if (!writer_->add_ops({op}, add_error)) return std::nullopt;
@@ -638,10 +697,13 @@ RecordOutcome SystemSession::run() {
     if (now - last_flush >= kFlushIntervalNs) {
       std::string err;
       if (flush_tables() && diagnostics_.writing() && !writer_->flush(&err)) write_failed(err);
+      if (diagnostics_.writing() && !switcher_->tick(now, counters_now(), &err)) write_failed(err);
       last_flush = now;
       reap_exited();  // after the flush: only processes whose description is written
     }
-    if (!diagnostics_.writing()) stop(writer_->disk_full() ? "disk full" : "write error");
+    if (!diagnostics_.writing())
+      stop(writer_->disk_full(RecordOutputs::kMain) || writer_->disk_full(RecordOutputs::kCycle) ? "disk full"
+                                                                                                 : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));
     if (!config_.live_consumer().tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
   }
@@ -655,7 +717,7 @@ ProgressCounters SystemSession::progress_counters(uint64_t now) const {
   ProgressCounters counters =
       progress_figures(now, op_calls_recorded_, stats_.events_recorded,
                        config_.sample_hz ? std::optional<uint64_t>(samples_->recorded()) : std::nullopt,
-                       writer_->bytes_written());
+                       writer_->bytes_written(RecordOutputs::kMain));
   if (tracer_) counters.lost = tracer_->events_lost();
   if (sampler_) counters.lost += sampler_->lost();
   if (launch_tracer_) counters.lost += launch_tracer_->lost();
@@ -680,22 +742,24 @@ bool SystemSession::finish() {
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   std::string error;
   flush_tables();
-  if (!diagnostics_.writing() && writer_->disk_full()) {
+  writer_->set_thread_names(thread_names_->names());
+  if (!diagnostics_.writing() && writer_->disk_full(RecordOutputs::kMain)) {
     // Closed with the room kept for it (RecordWriter::disk_full); where
     // none could be kept it ends at its last whole chunk: readable both ways.
+    // RecordOutputs::close counts the events the file holds.
     stats_.problems.push_back("the disk filled: the recording stops there");  // for report; the error says it now
-    stats_.events_recorded = writer_->events_written();  // those buffered then are not in the file
-    (void)writer_->set_thread_names(thread_names_->names(), &error);
-    (void)writer_->finish(stats_, now_ns(), &error);
+    (void)switcher_->finish(stats_, now_ns(), &error);
     return fail(disk_full_error(diagnostics_.write_error(), config_.output_path));
   }
-  if (!diagnostics_.writing()) return fail(diagnostics_.write_error());
-  if (!writer_->set_thread_names(thread_names_->names(), &error)) warn(error);
+  if (!diagnostics_.writing()) {
+    (void)switcher_->finish(stats_, now_ns(), &error);  // a cycle file open is closed (and pushed) too
+    return fail(diagnostics_.write_error());
+  }
   if (cuda_runtime_) {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
-    if (!writer_->set_cuda_runtime(*cuda_runtime_, &error)) warn(error);
+    writer_->set_cuda_runtime(*cuda_runtime_);
   }
-  if (!writer_->finish(stats_, now_ns(), &error)) return fail(error);
+  if (!switcher_->finish(stats_, now_ns(), &error)) return fail(error);
   std::string more;
   if (config_.sample_hz)
     more += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";

@@ -10,6 +10,9 @@
 // ids stay unique across libtorch builds; every process seen is described
 // in PROCESSES, every thread's process in THREAD_PROCESSES
 // (record_file.h). Launches are traced per process once it maps libcudart.
+// With --push-every (config.schedule in time mode) each window also goes to
+// a cycle file of its own, standing alone, for the pusher (record_outputs.h,
+// docs/system-wide.md).
 #pragma once
 
 #include "collect/record_session.h"

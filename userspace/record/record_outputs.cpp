@@ -49,6 +49,9 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
   if (defined_.probe_costs && !writer->set_probe_costs(*defined_.probe_costs, error)) return false;
   if (!writer->add_module_names(defined_.module_names, error)) return false;
   if (!writer->add_job_ranks(defined_.job_ranks, error)) return false;
+  if (!defined_.processes.empty() && !writer->add_processes(defined_.processes, error)) return false;
+  if (!defined_.thread_processes.empty() && !writer->add_thread_processes(defined_.thread_processes, error))
+    return false;
   file.writer.emplace(std::move(*writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
@@ -85,6 +88,35 @@ std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* err
   if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
   defined_.ops.push_back(op);
   return static_cast<uint32_t>(defined_.ops.size() - 1);
+}
+
+bool RecordOutputs::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops(ops, &err); })) return false;
+  defined_.ops.insert(defined_.ops.end(), ops.begin(), ops.end());
+  return true;
+}
+
+bool RecordOutputs::add_processes(const std::vector<ProcessInfo>& processes, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_processes(processes, &err); }))
+    return false;
+  for (const ProcessInfo& process : processes) {
+    std::erase_if(defined_.processes, [&](const ProcessInfo& p) { return p.pid == process.pid; });
+    defined_.processes.push_back(process);
+  }
+  return true;
+}
+
+bool RecordOutputs::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_thread_processes(threads, &err); }))
+    return false;
+  defined_.thread_processes.insert(defined_.thread_processes.end(), threads.begin(), threads.end());
+  return true;
+}
+
+void RecordOutputs::forget_process(uint32_t pid) {
+  std::erase_if(defined_.processes, [&](const ProcessInfo& p) { return static_cast<uint32_t>(p.pid) == pid; });
+  std::erase_if(defined_.thread_processes, [&](const ThreadProcess& t) { return t.pid == pid; });
+  std::erase_if(defined_.job_ranks, [&](const JobRank& r) { return static_cast<uint32_t>(r.pid) == pid; });
 }
 
 bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {

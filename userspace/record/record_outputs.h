@@ -14,6 +14,11 @@
 // kernel stacks of an event (sample) that went to an earlier file are
 // dropped from a file that does not hold it (their event is not there).
 // Appends while a file is closed go nowhere: that is the point of closing.
+//
+// A system-wide recording (record -a) also defines its processes, their
+// threads and job ranks in every file; a process the session lets go
+// (forget_process) is no longer defined in files opened after that, so
+// what each new file repeats stays bounded by the processes alive.
 #pragma once
 
 #include <sys/types.h>
@@ -57,6 +62,10 @@ class RecordOutputs {
   // An op defined during the recording (runtime_ops.h), in every open file
   // and in the op table of those opened later; its id.
   std::optional<uint32_t> add_op(const OpInfo& op, std::string* error);
+  // Several ops at once (record -a: a libtorch_cpu's catalog), after those
+  // defined so far.
+  bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
+  uint32_t ops_defined() const { return static_cast<uint32_t>(defined_.ops.size()); }
 
   // RecordWriter's calls (record_file.h), for every open file.
   bool append_events(const gp_event* events, size_t count, std::string* error);
@@ -79,6 +88,13 @@ class RecordOutputs {
   // Job ranks (JobRank): written at once to every open file and to each
   // file opened later.
   bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
+  // record -a's tables (PROCESSES, THREAD_PROCESSES): written at once to
+  // every open file and to each file opened later (a process described
+  // again replaces its earlier description there).
+  bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
+  bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  // The process is gone: files opened from now on do not define it.
+  void forget_process(uint32_t pid);
   // The probes' calibrated costs: written at once to every open file (a
   // killed recorder's files keep them) and to each file opened later.
   bool set_probe_costs(const ProbeCosts& costs, std::string* error);
