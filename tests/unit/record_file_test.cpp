@@ -4312,3 +4312,77 @@ TEST_F(RecordFileTest, JobRanksAreNewInVersion6AndOlderFilesHaveNone) {
 
 }  // namespace
 }  // namespace gpuprof
+
+namespace gpuprof {
+namespace {
+
+// NATIVE_FILES: the native files the samples' frames name, with their build
+// ids (docs/record-file.md, docs/pprof.md).
+TEST_F(RecordFileTest, NativeFilesRoundTripInOrderAndTheWriterRefusesWhatTheReaderWould) {
+  std::string err;
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err)) << err;
+  const NativeFile libc{.pid = 4242, .path = "/usr/lib/x86_64-linux-gnu/libc.so.6", .build_id = "0a1b2c3d"};
+  const NativeFile stripped{.pid = 4242, .path = "/opt/app/libplain.so", .build_id = ""};
+  const NativeFile other{.pid = 7, .path = "/srv/root/usr/bin/python3.11", .build_id = "ff00"};
+  ASSERT_TRUE(w.add_native_files({libc, stripped}, &err)) << err;
+  NativeFile bad = libc;
+  bad.pid = 0;
+  EXPECT_FALSE(w.add_native_files({libc, bad}, &err));
+  EXPECT_EQ(err, path_ + ": not recording native files: file 1 has pid 0");
+  bad = libc;
+  bad.path = "libc.so.6";
+  EXPECT_FALSE(w.add_native_files({bad}, &err));
+  EXPECT_EQ(err, path_ + ": not recording native files: file 0 has a path of 9 bytes not starting with / (1 to 4096)");
+  bad = libc;
+  bad.build_id = "ABC";
+  EXPECT_FALSE(w.add_native_files({bad}, &err));
+  EXPECT_EQ(err, path_ + ": not recording native files: file 0 has a build id that is not 0 to 128 lowercase hex "
+                         "digits, paired");
+  ASSERT_TRUE(w.add_native_files({}, &err)) << err;  // nothing to write
+  ASSERT_TRUE(w.add_native_files({other}, &err)) << err;
+  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  const std::vector<uint8_t> file = read_bytes(path_);
+  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->native_files, (std::vector<NativeFile>{libc, stripped, other}));
+  std::vector<uint32_t> types;
+  for (const ChunkSpan& c : chunks_of(file)) types.push_back(c.type);
+  EXPECT_EQ(std::count(types.begin(), types.end(), static_cast<uint32_t>(ChunkType::NATIVE_FILES)), 2);
+  expect_every_flipped_byte_is_caught(file);
+}
+
+TEST_F(RecordFileTest, NativeFilesByHandTheirRefusalsAndOlderFiles) {
+  const std::vector<uint8_t> prefix = written_sampled_prefix(0, 99);
+  // By hand, as record_file.h lays it out.
+  const Bytes one = Bytes().u32(1).i32(9).str("/lib/libm.so.6").str("beef");
+  std::string err;
+  auto rec = read_recording_bytes(cat(prefix, chunk_of(ChunkType::NATIVE_FILES, one)), &err, "f");
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->native_files, (std::vector<NativeFile>{{.pid = 9, .path = "/lib/libm.so.6", .build_id = "beef"}}));
+  auto expect_error = [&](const std::vector<uint8_t>& start, const Bytes& payload, const std::string& problem) {
+    std::string e;
+    EXPECT_FALSE(read_recording_bytes(cat(start, chunk_of(ChunkType::NATIVE_FILES, payload)), &e, "f").has_value())
+        << problem;
+    EXPECT_EQ(e, "f: corrupt chunk 5 (NATIVE_FILES)" + at_offset(start) + problem);
+  };
+  expect_error(prefix, Bytes().u32(1).i32(-3).str("/a").str(""), "native file 0 has pid -3");
+  expect_error(prefix, Bytes().u32(1).i32(3).str("").str(""),
+               "native file 0 has a path of 0 bytes not starting with / (1 to 4096)");
+  expect_error(prefix, Bytes().u32(1).i32(3).str("/a").str("abc"),
+               "native file 0 has a build id that is not 0 to 128 lowercase hex digits, paired");
+  expect_error(prefix, Bytes().u32(1000000), "payload too short");
+  // Needs the sample_hz option: a recording without samples has no frames to name files.
+  std::string e;
+  EXPECT_FALSE(read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::NATIVE_FILES, one)), &e, "f"));
+  EXPECT_NE(e.find("NATIVE_FILES chunk in a recording without"), std::string::npos) << e;
+  // A file from before NATIVE_FILES has none; a build before it skips the
+  // chunk as unknown (type 30 means nothing in version 5).
+  auto v5 = read_recording_bytes(cat(v2_sampled_prefix(0, 99, 5), chunk_of(ChunkType::NATIVE_FILES, Bytes().u32(7))),
+                                 &err, "f");
+  ASSERT_TRUE(v5.has_value()) << err;
+  EXPECT_TRUE(v5->native_files.empty());
+}
+
+}  // namespace
+}  // namespace gpuprof

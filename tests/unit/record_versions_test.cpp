@@ -179,7 +179,10 @@ TEST(ChunkSpecs, VersionsKnowTheirTypes) {
   ASSERT_NE(find_chunk_spec(29, 6), nullptr);  // JOB_RANKS: added to version 6 after its release
   EXPECT_EQ(find_chunk_spec(29, 6)->gate, ChunkGate::none);
   EXPECT_EQ(find_chunk_spec(29, 5), nullptr);
-  EXPECT_EQ(find_chunk_spec(30, 6), nullptr);
+  ASSERT_NE(find_chunk_spec(30, 6), nullptr);  // NATIVE_FILES: added to version 6 after its release
+  EXPECT_EQ(find_chunk_spec(30, 6)->gate, ChunkGate::sampled);
+  EXPECT_EQ(find_chunk_spec(30, 5), nullptr);
+  EXPECT_EQ(find_chunk_spec(31, 6), nullptr);
   EXPECT_STREQ(chunk_type_name(0), "unknown type");
 }
 

@@ -78,7 +78,8 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
     if (pids.count(static_cast<uint32_t>(p.pid))) out.processes.push_back(p);
   for (const JobRank& r : recording.job_ranks)
     if (pids.count(static_cast<uint32_t>(r.pid))) out.job_ranks.push_back(r);
-
+  for (const NativeFile& f : recording.native_files)
+    if (pids.count(static_cast<uint32_t>(f.pid))) out.native_files.push_back(f);
   if (out.processes.size() == 1) {
     const std::string hostname = recording.process.hostname;
     out.process = out.processes.front();

@@ -45,6 +45,7 @@
 #include "torch/exitless_calls.h"
 #include "torch/runtime_ops.h"
 #include "probe/fork_watch.h"
+#include "collect/native_files.h"
 #include "symbols/native_symbolizer.h"
 #include "record/frames_not_read.h"
 #include "record/output_switcher.h"
@@ -510,6 +511,8 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   thread_names_->saw(sample.tid);
   samples_->record(
       sample, 0, [this](uint64_t user_ip) { return symbolizer_->symbolize(user_ip); }, python_.namer());
+  std::string err;
+  if (!record_opened_files(*symbolizer_, *writer_, &err)) write_failed(err);
 }
 
 void Session::on_mem_event(const gp_mem_event& event) {

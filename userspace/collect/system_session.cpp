@@ -22,6 +22,7 @@
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/launch_collector.h"
+#include "collect/native_files.h"
 #include "collect/progress_line.h"
 #include "collect/record_sink.h"
 #include "collect/sample_collector.h"
@@ -530,6 +531,8 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
     return p.symbolizer ? p.symbolizer->symbolize(user_ip) : "[unknown]";
   };
   samples_->record(sample, sample.pid, leaf, p.python.get());
+  std::string err;
+  if (p.symbolizer && !record_opened_files(*p.symbolizer, *writer_, &err)) write_failed(err);
 }
 
 void SystemSession::on_launch(const gp_launch_event& event) {

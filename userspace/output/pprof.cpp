@@ -113,7 +113,7 @@ class ProfileBuilder {
   // worth period_ns of CPU each.
   void add(const StackSums& sums, StackMetric metric, uint32_t process, int64_t period_ns = 0) {
     std::vector<uint64_t> location_of(sums.frames.size());
-    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f], process_info_[process]);
+    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f], process);
     for (const StackSum& stack : sums.stacks) {
       if (stack.value == 0) continue;
       std::vector<uint64_t> leaf_first;
@@ -137,7 +137,10 @@ class ProfileBuilder {
   // The labels of one process's samples (and of its file, with several).
   // A job rank's numbers are labels as known (rank, local_rank, world_size),
   // for a label query that picks one rank.
-  uint32_t process(const ProcessInfo& info, const std::string& file, const JobRank* rank) {
+  // native_files: the recording's NATIVE_FILES entries (those of other
+  // processes are passed over).
+  uint32_t process(const ProcessInfo& info, const std::string& file, const JobRank* rank,
+                   const std::vector<NativeFile>& native_files) {
     std::vector<Label> labels = {{"pid", std::nullopt, info.pid}, {"comm", info.comm, 0}, {"hostname", info.hostname, 0}};
     if (!file.empty()) labels.push_back({"recording", file, 0});
     if (rank) {
@@ -147,6 +150,10 @@ class ProfileBuilder {
     }
     processes_.push_back(std::move(labels));
     process_info_.push_back(info);
+    // By base name, as the frames name them; the latest entry of a name wins.
+    std::unordered_map<std::string, NativeFile>& files = native_files_.emplace_back();
+    for (const NativeFile& f : native_files)
+      if (f.pid == info.pid) files[f.path.substr(f.path.rfind('/') + 1)] = f;
     return static_cast<uint32_t>(processes_.size() - 1);
   }
 
@@ -250,10 +257,12 @@ class ProfileBuilder {
   }
 
   // The location of a frame: one per frame (its function, line, mapping
-  // and address). A native frame in the process's libtorch_cpu (the file
-  // the recording names by path and GNU build id) is in that file's
-  // mapping, with its build id; other files are known by name only.
-  uint64_t location(const StackFrame& frame, const ProcessInfo& process) {
+  // and address). A native frame is in its file's mapping, named by the
+  // file's path with its GNU build id where the recording has them
+  // (NATIVE_FILES); in a file from before them, the process's libtorch_cpu
+  // alone is (PROCESS), other files are known by name only.
+  uint64_t location(const StackFrame& frame, uint32_t process_index) {
+    const ProcessInfo& process = process_info_[process_index];
     std::string_view name = frame.name, file;
     int64_t line = 0;
     uint64_t mapping = 0, address = 0;
@@ -269,7 +278,11 @@ class ProfileBuilder {
         const std::string_view libtorch = process.libtorch_path;
         const bool in_libtorch = !process.libtorch_build_id.empty() &&
                                  libtorch.substr(libtorch.rfind('/') + 1) == native->file;
-        mapping = in_libtorch ? mapping_of(libtorch, process.libtorch_build_id) : mapping_of(native->file);
+        const auto& files = native_files_[process_index];
+        if (auto known = files.find(std::string(native->file)); known != files.end())
+          mapping = mapping_of(known->second.path, known->second.build_id);
+        else
+          mapping = in_libtorch ? mapping_of(libtorch, process.libtorch_build_id) : mapping_of(native->file);
         address = native->offset;
       }
     }
@@ -302,6 +315,8 @@ class ProfileBuilder {
   std::map<std::pair<int64_t, int64_t>, uint64_t> mapping_ids_;
   std::vector<std::vector<Label>> processes_;
   std::vector<ProcessInfo> process_info_;  // by process: its libtorch_cpu's path and build id
+  // By process: its native files by base name (the recording's NATIVE_FILES).
+  std::vector<std::unordered_map<std::string, NativeFile>> native_files_;
   std::map<std::pair<std::vector<uint64_t>, uint32_t>, std::vector<int64_t>> samples_;
 };
 
@@ -320,7 +335,8 @@ PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times
         recording.options.sample_hz > 0 ? static_cast<int64_t>(1e9 / recording.options.sample_hz) : 0;
     const std::string file = inputs.size() > 1 ? in.file : "";
     auto add_process = [&](const Recording& one) {
-      const uint32_t process = builder.process(one.process, file, job_rank_of(one.job_ranks, one.process.pid));
+      const uint32_t process =
+          builder.process(one.process, file, job_rank_of(one.job_ranks, one.process.pid), one.native_files);
       if (one.options.ops) {
         builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
         builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);

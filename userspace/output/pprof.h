@@ -17,9 +17,10 @@
 // filename and the Line's line ("torch/nn/modules/conv.py(454): _conv_forward"
 // -> _conv_forward, torch/nn/modules/conv.py, 454); op and kernel frames
 // are their names; a native frame is its symbol (or its offset) in its
-// file's mapping: for the process's libtorch_cpu, the mapping is named by
-// the library's path with its GNU build id (both in the recording); other
-// files by name only (the recording keeps no build id of them). Labels on every sample: pid, comm and
+// file's mapping, named by the file's path with its GNU build id as the
+// recording keeps them for its process (NATIVE_FILES, NativeFile); in a
+// file from before them, the process's libtorch_cpu alone has its path and
+// build id (PROCESS), other files their name only. Labels on every sample: pid, comm and
 // hostname of its process, and rank, local_rank and world_size as its job
 // rank has them (JobRank, none when its environment had no RANK).
 #pragma once

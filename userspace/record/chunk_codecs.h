@@ -9,6 +9,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -262,6 +263,40 @@ void job_ranks_fields(IO& io, L& ranks) {
     io.str(r.run_id);
     io.str(r.master_addr);
   });
+}
+
+// The first entry of `items` that breaks a chunk's rules, as "ONE i
+// PROBLEM" (problem(item): "" when none); "" when every entry keeps them.
+// Shared by writer and reader.
+template <typename T, typename Problem>
+std::string first_problem(const std::vector<T>& items, Problem problem, const char* one) {
+  for (size_t i = 0; i < items.size(); ++i)
+    if (std::string why = problem(items[i]); !why.empty()) return std::string(one) + " " + std::to_string(i) + " " + why;
+  return "";
+}
+
+// NATIVE_FILES: the count, then each {pid, path, build_id}.
+template <typename IO, typename L>
+void native_files_fields(IO& io, L& files) {
+  // 12: a pid and two empty strings
+  counted_list(io, files, 12, [](IO& io, auto& f) {
+    io.i32(f.pid);
+    io.str(f.path);
+    io.str(f.build_id);
+  });
+}
+
+// The NATIVE_FILES rules of record_file.h, shared by writer and reader.
+inline std::string native_file_problem(const NativeFile& f) {
+  if (f.pid <= 0) return "has pid " + std::to_string(f.pid);
+  if (f.path.empty() || f.path.front() != '/' || f.path.size() > kRecordMaxNativePath)
+    return "has a path of " + std::to_string(f.path.size()) + " bytes not starting with / (1 to " +
+           std::to_string(kRecordMaxNativePath) + ")";
+  const bool hex = std::all_of(f.build_id.begin(), f.build_id.end(),
+                               [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (!hex || f.build_id.size() % 2 != 0 || f.build_id.size() > kRecordMaxBuildId)
+    return "has a build id that is not 0 to " + std::to_string(kRecordMaxBuildId) + " lowercase hex digits, paired";
+  return "";
 }
 
 // The JOB_RANKS rules of record_file.h, shared by writer and reader: pid >

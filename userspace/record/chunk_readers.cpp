@@ -530,13 +530,20 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::JOB_RANKS: {
       std::vector<JobRank> ranks;
       job_ranks_fields(d, ranks);
-      for (size_t i = 0; d.ok && i < ranks.size(); ++i)
-        if (std::string problem = job_rank_problem(ranks[i]); !problem.empty())
-          return "job rank " + std::to_string(i) + " " + problem;
       if (!d.ok) break;
+      if (std::string problem = first_problem(ranks, job_rank_problem, "job rank"); !problem.empty()) return problem;
       // A process defined again (-a: its environment read again once it
       // exec'd into Python) keeps its place, with the new numbers.
       for (JobRank& r : ranks) put_by_pid(rec.job_ranks, std::move(r));
+      break;
+    }
+    case ChunkType::NATIVE_FILES: {
+      std::vector<NativeFile> files;
+      native_files_fields(d, files);
+      if (!d.ok) break;
+      if (std::string problem = first_problem(files, native_file_problem, "native file"); !problem.empty())
+        return problem;
+      rec.native_files.insert(rec.native_files.end(), files.begin(), files.end());
       break;
     }
     case ChunkType::THREAD_NAMES:

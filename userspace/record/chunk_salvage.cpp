@@ -61,6 +61,7 @@ constexpr LostAlone kLostAlone[] = {
     {ChunkType::CUPTI_SHIM, "the CUPTI shim's state (read as no shim)"},
     {ChunkType::THREAD_NAMES, "the thread names (threads show as their ids)"},
     {ChunkType::JOB_RANKS, "job ranks (those processes show no rank)"},
+    {ChunkType::NATIVE_FILES, "native files' paths and build ids (pprof mappings without build id)"},
     {ChunkType::MODULE_NAMES, "module attribute names (those modules show as their instance labels)"},
     {ChunkType::PROBE_COSTS, "a calibration of the probes' costs"},
 };

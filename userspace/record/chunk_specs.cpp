@@ -42,6 +42,8 @@ constexpr ChunkSpec kSpecs[] = {
     {ChunkType::MODULE_NAMES, "MODULE_NAMES", 6, with_stack, data},
     // Came to version 6 after it was released: an older build skips it.
     {ChunkType::JOB_RANKS, "JOB_RANKS", 6, none, data},
+    // Came to version 6 after it was released: an older build skips it.
+    {ChunkType::NATIVE_FILES, "NATIVE_FILES", 6, sampled, data},
 };
 
 constexpr bool in_type_order() {

@@ -42,6 +42,7 @@ enum class ChunkType : uint32_t {
   OP_EVENTS = 27,
   MODULE_NAMES = 28,
   JOB_RANKS = 29,
+  NATIVE_FILES = 30,
 };
 
 // Where a chunk may stand in a file.

@@ -158,6 +158,14 @@
 //                any number of times, a pid defined again replacing its
 //                entry (version 6, added after its release: an older build
 //                skips it and reports no ranks)
+//   NATIVE_FILES u32 count, count x {i32 pid, str path, str build_id}: the
+//                native files the CPU samples' frames name (NativeFile,
+//                Recording::native_files): pid > 0, path of 1 to
+//                kRecordMaxNativePath bytes starting with '/', build id
+//                "" or 2 to kRecordMaxBuildId lowercase hex digits (an even
+//                count); any number of times; needs the sample_hz option
+//                (version 6, added after its release: an older build skips
+//                it and gives pprof mappings no build id)
 //   THREAD_NAMES u32 count, count x {u32 tid, str name}: the target's
 //                thread names (Recording::thread_names); tids non-zero and
 //                distinct, names at most kRecordMaxThreadName bytes; at most
@@ -340,6 +348,9 @@ inline constexpr size_t kRecordMaxModuleName = 255;
 inline constexpr uint32_t kRecordNoJobNumber = 0xffffffffu;
 inline constexpr uint32_t kRecordMaxJobNumber = 0x7fffffffu;
 inline constexpr size_t kRecordMaxJobText = 255;
+// NATIVE_FILES: the longest path, the longest hex build id.
+inline constexpr size_t kRecordMaxNativePath = 4096;
+inline constexpr size_t kRecordMaxBuildId = 128;
 // The room a record writer keeps allocated past its file's end, for the
 // chunks that close the file after the disk filled (RecordWriter::disk_full).
 inline constexpr uint64_t kRecordClosingReserve = 128 << 10;
@@ -561,6 +572,9 @@ class RecordWriter {
   // system-wide recording as it is first seen. A refused call (the
   // reader's rules) changes nothing.
   bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
+  // The native files of the frames defined so far (a NATIVE_FILES chunk,
+  // written at once). A refused call (the reader's rules) changes nothing.
+  bool add_native_files(const std::vector<NativeFile>& files, std::string* error);
   bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
   size_t ops_defined() const { return ops_count_; }
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
@@ -640,6 +654,9 @@ class RecordWriter {
   bool keep_room_for(size_t bytes, std::string* error);
   void stop_writing(int error_number, std::string* error);
   bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
+  template <typename T, typename Problem, typename Fields>
+  bool write_checked(const char* method, ChunkType type, const std::vector<T>& items, const char* what,
+                     const char* one, Problem problem, Fields fields, std::string* error);
   // One chunk type's buffered items (record_writer.cpp's one flush path).
   // bytes holds kRecordChunkHeaderSize bytes of room for the chunk header,
   // the prefix, then the items: a chunk is sealed in place, never copied.

@@ -49,6 +49,7 @@ bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_
   if (defined_.probe_costs && !writer->set_probe_costs(*defined_.probe_costs, error)) return false;
   if (!writer->add_module_names(defined_.module_names, error)) return false;
   if (!writer->add_job_ranks(defined_.job_ranks, error)) return false;
+  if (!writer->add_native_files(defined_.native_files, error)) return false;
   if (!defined_.processes.empty() && !writer->add_processes(defined_.processes, error)) return false;
   if (!defined_.thread_processes.empty() && !writer->add_thread_processes(defined_.thread_processes, error))
     return false;
@@ -106,29 +107,35 @@ bool RecordOutputs::add_processes(const std::vector<ProcessInfo>& processes, std
   return true;
 }
 
-bool RecordOutputs::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_thread_processes(threads, &err); }))
-    return false;
-  defined_.thread_processes.insert(defined_.thread_processes.end(), threads.begin(), threads.end());
+template <typename T>
+bool RecordOutputs::add_everywhere(bool (RecordWriter::*add)(const std::vector<T>&, std::string*),
+                                   const std::vector<T>& items, std::vector<T>& defined, std::string* error) {
+  if (!each(error, [&](File& f, std::string& err) { return (*f.writer.*add)(items, &err); })) return false;
+  defined.insert(defined.end(), items.begin(), items.end());
   return true;
 }
 
+bool RecordOutputs::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
+  return add_everywhere(&RecordWriter::add_thread_processes, threads, defined_.thread_processes, error);
+}
+
+bool RecordOutputs::add_native_files(const std::vector<NativeFile>& files, std::string* error) {
+  return add_everywhere(&RecordWriter::add_native_files, files, defined_.native_files, error);
+}
+
 void RecordOutputs::forget_process(uint32_t pid) {
+  std::erase_if(defined_.native_files, [&](const NativeFile& f) { return static_cast<uint32_t>(f.pid) == pid; });
   std::erase_if(defined_.processes, [&](const ProcessInfo& p) { return static_cast<uint32_t>(p.pid) == pid; });
   std::erase_if(defined_.thread_processes, [&](const ThreadProcess& t) { return t.pid == pid; });
   std::erase_if(defined_.job_ranks, [&](const JobRank& r) { return static_cast<uint32_t>(r.pid) == pid; });
 }
 
 bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_module_names(names, &err); })) return false;
-  defined_.module_names.insert(defined_.module_names.end(), names.begin(), names.end());
-  return true;
+  return add_everywhere(&RecordWriter::add_module_names, names, defined_.module_names, error);
 }
 
 bool RecordOutputs::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_job_ranks(ranks, &err); })) return false;
-  defined_.job_ranks.insert(defined_.job_ranks.end(), ranks.begin(), ranks.end());
-  return true;
+  return add_everywhere(&RecordWriter::add_job_ranks, ranks, defined_.job_ranks, error);
 }
 
 bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {

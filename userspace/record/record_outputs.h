@@ -93,6 +93,9 @@ class RecordOutputs {
   // again replaces its earlier description there).
   bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
   bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  // The native files of the samples' frames (NATIVE_FILES): written at once
+  // to every open file and to each file opened later.
+  bool add_native_files(const std::vector<NativeFile>& files, std::string* error);
   // The process is gone: files opened from now on do not define it.
   void forget_process(uint32_t pid);
   // The probes' calibrated costs: written at once to every open file (a
@@ -121,6 +124,11 @@ class RecordOutputs {
   // failed is left as it is: its writer refuses further writes).
   template <typename Write>
   bool each(std::string* error, Write write);
+  // Writes `items` to every open file with `add` and keeps them in
+  // `defined` (defined_'s list) for the files opened later.
+  template <typename T>
+  bool add_everywhere(bool (RecordWriter::*add)(const std::vector<T>&, std::string*), const std::vector<T>& items,
+                      std::vector<T>& defined, std::string* error);
 
   // What every file defines, opened now or later, in the Recording fields
   // its reader puts them in: the process, clock, ops and options it begins

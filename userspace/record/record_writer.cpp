@@ -638,17 +638,32 @@ bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::s
   return write_pending(kFrames, error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
 }
 
-bool RecordWriter::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
-  if (!check_state(State::kBegun, "add_job_ranks", error)) return false;
-  if (ranks.empty()) return true;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    if (std::string problem = job_rank_problem(ranks[i]); !problem.empty()) {
-      *error = path_ + ": not recording job ranks: rank " + std::to_string(i) + " " + problem;
-      return false;
-    }
+// A chunk of entries held to the reader's rules (`problem`), written at
+// once; nothing when there are none; refused whole, writing nothing, when
+// one breaks them ("not recording WHAT: ONE i PROBLEM"). method: the
+// caller, as check_state names it.
+template <typename T, typename Problem, typename Fields>
+bool RecordWriter::write_checked(const char* method, ChunkType type, const std::vector<T>& items, const char* what,
+                                 const char* one, Problem problem, Fields fields, std::string* error) {
+  if (!check_state(State::kBegun, method, error)) return false;
+  if (items.empty()) return true;
+  if (std::string why = first_problem(items, problem, one); !why.empty()) {
+    *error = path_ + ": not recording " + what + ": " + why;
+    return false;
+  }
   Encoder e;
-  job_ranks_fields(e, ranks);
-  return write_chunk(ChunkType::JOB_RANKS, e.b, error);
+  fields(e, items);
+  return write_chunk(type, e.b, error);
+}
+
+bool RecordWriter::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
+  return write_checked("add_job_ranks", ChunkType::JOB_RANKS, ranks, "job ranks", "rank", job_rank_problem,
+                       [](Encoder& e, const std::vector<JobRank>& r) { job_ranks_fields(e, r); }, error);
+}
+
+bool RecordWriter::add_native_files(const std::vector<NativeFile>& files, std::string* error) {
+  return write_checked("add_native_files", ChunkType::NATIVE_FILES, files, "native files", "file", native_file_problem,
+                       [](Encoder& e, const std::vector<NativeFile>& f) { native_files_fields(e, f); }, error);
 }
 
 bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {

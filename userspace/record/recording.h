@@ -330,6 +330,19 @@ inline std::string op_table_name(const std::vector<OpInfo>& ops, uint32_t op_id)
   return op_display_name(ops, op_id);
 }
 
+// A native file that CPU samples' frames name ("libc.so.6!memcpy",
+// "python3.11+0x1234" name it by its base name): its path as the process's
+// maps gave it (from gpuprof's side: a chroot's prefix included) and its
+// hex GNU build id ("" when it has none or could not be read), for pprof's
+// mappings (output/pprof.h). Per process: two processes may map different
+// files of one base name (a chroot's python3.11 and the host's).
+struct NativeFile {
+  int32_t pid = 0;
+  std::string path;
+  std::string build_id;
+  bool operator==(const NativeFile&) const = default;
+};
+
 // The job rank of process pid, nullptr when the recording has none.
 inline const JobRank* job_rank_of(const std::vector<JobRank>& ranks, int32_t pid) {
   for (const JobRank& r : ranks)
@@ -416,6 +429,9 @@ struct Recording {
   // the target of a recording of one process, or each process of a
   // system-wide one; empty in files written before them.
   std::vector<JobRank> job_ranks;
+  // The native files of the samples' frames (NativeFile), in the order
+  // they were first symbolized; empty in files written before them.
+  std::vector<NativeFile> native_files;
   RecordStats stats;
   // False when the file has no end chunk (the recorder was killed or the
   // file was cut): events are those of the complete chunks.

@@ -350,6 +350,7 @@ NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const MapsEntry& m
   std::string error;
   auto openable = openable_path(pid_, mapping, &error);
   if (!openable || !file->load(*openable)) file->load(path);
+  opened_files_.push_back({path, file->image ? file->image->build_id() : ""});
   return *files_.emplace(path, std::move(file)).first->second;
 }
 

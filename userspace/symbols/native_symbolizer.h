@@ -49,6 +49,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "symbols/target_maps.h"
@@ -84,6 +85,16 @@ class NativeSymbolizer {
   // them. Not cached (the caller interns).
   std::optional<std::string> function_starting_at(uint64_t address);
 
+  // The files opened to name addresses since the last call (each once):
+  // its path as the maps give it and its hex GNU build id ("" when it has
+  // none or could not be read), for the record's NATIVE_FILES.
+  struct OpenedFile {
+    std::string path;
+    std::string build_id;
+  };
+  std::vector<OpenedFile> take_opened_files() { return std::exchange(opened_files_, {}); }
+  int pid() const { return pid_; }
+
   // Reads /proc/PID/maps now (while the target lives: once it has exited,
   // the last mappings read stay, and its files are opened by their path).
   void refresh_maps() { read_maps(); }
@@ -115,6 +126,7 @@ class NativeSymbolizer {
   };
   std::vector<JitSymbol> jit_symbols_;  // /tmp/perf-PID.map, sorted by start
   std::unordered_set<uint64_t> unmapped_pages_;  // pages of addresses no mapping held
+  std::vector<OpenedFile> opened_files_;         // not yet taken
 };
 
 }  // namespace gpuprof
