@@ -68,6 +68,42 @@ def cuda_time(evt, self_time):
     return 0.0
 
 
+def timed_steps(step, sync, steps, workdir, device, torch_profiler):
+    """STEPS steps, each ended by sync(): their wall times (s). With
+    torch_profiler, under torch.profiler (CPU and CUDA activities), whose
+    figures go to WORKDIR/torch.json (per op its count, Self CUDA and Self
+    CPU; per GPU activity name its count) and torch.txt (its table)."""
+    prof = None
+    if torch_profiler:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        prof = profile(activities=activities)
+        prof.__enter__()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    if prof is None:
+        return times
+    prof.__exit__(None, None, None)
+    ops = {}
+    for row in prof.key_averages():
+        if str(row.device_type).endswith("CPU"):
+            ops[row.key] = {"count": row.count, "self_cuda_us": cuda_time(row, True),
+                            "self_cpu_us": float(row.self_cpu_time_total)}
+    kernels = {}
+    for evt in prof.events():
+        if not str(evt.device_type).endswith("CPU"):
+            kernels[evt.name] = kernels.get(evt.name, 0) + 1
+    with open(os.path.join(workdir, "torch.json"), "w") as f:
+        json.dump({"ops": ops, "kernels": kernels}, f, indent=1, sort_keys=True)
+    with open(os.path.join(workdir, "torch.txt"), "w") as f:
+        f.write(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=-1))
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("model", choices=("resnet18", "transformer"))
@@ -88,33 +124,7 @@ def main():
     if args.handshake:
         signal_file(args.workdir, "ready", str(os.getpid()))
         wait_for_file(args.workdir, "go", timeout=300)
-    prof = None
-    if args.torch_profiler:
-        from torch.profiler import ProfilerActivity, profile
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
-        prof = profile(activities=activities)
-        prof.__enter__()
-    times = []
-    for _ in range(args.steps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    if prof is not None:
-        prof.__exit__(None, None, None)
-        ops = {}
-        for row in prof.key_averages():
-            if str(row.device_type).endswith("CPU"):
-                ops[row.key] = {"count": row.count, "self_cuda_us": cuda_time(row, True),
-                                "self_cpu_us": float(row.self_cpu_time_total)}
-        kernels = {}
-        for evt in prof.events():
-            if not str(evt.device_type).endswith("CPU"):
-                kernels[evt.name] = kernels.get(evt.name, 0) + 1
-        with open(os.path.join(args.workdir, "torch.json"), "w") as f:
-            json.dump({"ops": ops, "kernels": kernels}, f, indent=1, sort_keys=True)
-        with open(os.path.join(args.workdir, "torch.txt"), "w") as f:
-            f.write(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=-1))
+    times = timed_steps(step, sync, args.steps, args.workdir, args.device, args.torch_profiler)
     with open(os.path.join(args.workdir, "steps.json"), "w") as f:
         json.dump(times, f)
     print(f"{args.model}: {args.steps} steps, median {statistics.median(times) * 1e3:.3f} ms", flush=True)

@@ -57,9 +57,17 @@ def compare(root, model):
     for run in ("dormant", "gpuprof", "torch"):
         t = median_ms(f"{d}/{run}/steps.json")
         print(f"  {run:8s} {t:8.3f} ms  x{t / base:.3f} of the baselines' mean")
-    with open(f"{d}/torch/torch.json") as f:
+    compare_with_torch_profiler(f"{d}/torch/torch.json", f"{d}/gpuprof/kernels.txt", f"{d}/gpuprof/table.txt")
+
+
+def compare_with_torch_profiler(torch_json, kernels_txt, table_txt):
+    """gpuprof's recording (report --kernels, and the op table sorted by
+    self_cuda_time_total) against torch.profiler's figures of the same
+    steps (gpu_check.py's torch.json): GPU activities per name, Self CUDA
+    per op for the ops with at least 1% of the GPU time."""
+    with open(torch_json) as f:
         torch_side = json.load(f)
-    with open(f"{d}/gpuprof/kernels.txt") as f:
+    with open(kernels_txt) as f:
         kernel_rows = columns(f.read(), "Operator")
     ours = {}
     for row in kernel_rows:
@@ -72,7 +80,7 @@ def compare(root, model):
           f"{sum(theirs.values())} in {len(theirs)} names; {len(same)} names with equal counts")
     for k in differ:
         print(f"  differ: gpuprof {ours.get(k, 0):6d}  torch {theirs.get(k, 0):6d}  {k[:110]}")
-    with open(f"{d}/gpuprof/table.txt") as f:
+    with open(table_txt) as f:
         table = columns(f.read(), "Name")
     gp_ops = {r["Name"]: r for r in table if "::" in r["Name"] and " " not in r["Name"]}
     total = sum(o["self_cuda_us"] for o in torch_side["ops"].values())

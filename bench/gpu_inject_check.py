@@ -21,11 +21,10 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "workloads"))
-from gpu_check import cuda_time, resnet18_step, transformer_step  # noqa: E402
+from gpu_check import resnet18_step, timed_steps, transformer_step  # noqa: E402
 from handshake import signal_file, wait_for_file  # noqa: E402
 
 PHASES = ("base", "base_again", "dormant", "traced", "dormant_again", "torch")
@@ -49,33 +48,7 @@ def main():
     for phase in PHASES:
         signal_file(args.workdir, f"{phase}.ready", str(os.getpid()))
         wait_for_file(args.workdir, f"{phase}.go", timeout=300)
-        prof = None
-        if phase == "torch":
-            from torch.profiler import ProfilerActivity, profile
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
-            prof = profile(activities=activities)
-            prof.__enter__()
-        times = []
-        for _ in range(args.steps):
-            t0 = time.perf_counter()
-            step()
-            sync()
-            times.append(time.perf_counter() - t0)
-        if prof is not None:
-            prof.__exit__(None, None, None)
-            ops = {}
-            for row in prof.key_averages():
-                if str(row.device_type).endswith("CPU"):
-                    ops[row.key] = {"count": row.count, "self_cuda_us": cuda_time(row, True),
-                                    "self_cpu_us": float(row.self_cpu_time_total)}
-            kernels = {}
-            for evt in prof.events():
-                if not str(evt.device_type).endswith("CPU"):
-                    kernels[evt.name] = kernels.get(evt.name, 0) + 1
-            with open(os.path.join(args.workdir, "torch.json"), "w") as f:
-                json.dump({"ops": ops, "kernels": kernels}, f, indent=1, sort_keys=True)
-            with open(os.path.join(args.workdir, "torch.txt"), "w") as f:
-                f.write(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=-1))
+        times = timed_steps(step, sync, args.steps, args.workdir, args.device, phase == "torch")
         with open(os.path.join(args.workdir, f"{phase}.steps.json"), "w") as f:
             json.dump(times, f)
         print(f"{args.model} {phase}: {args.steps} steps, median {statistics.median(times) * 1e3:.3f} ms", flush=True)
