@@ -538,7 +538,9 @@ def test_top_a_batch_lists_the_processes(procs, workdir, tmp_path):
         for pid in pids:
             row = next((r for r in rows if r.pid == pid), None)
             assert row and row.comm == "python3" and not row.marked, (pid, rows)
-            assert row.cmdline == command_lines[pid][:TOP_A_BATCH_WIDTH - CMDLINE_COLUMN], (row, command_lines[pid])
+            # Cut at the batch width; a row never ends in blanks.
+            assert row.cmdline == command_lines[pid][:TOP_A_BATCH_WIDTH - CMDLINE_COLUMN].rstrip(" "), \
+                (row, command_lines[pid])
         for proc, pid in idle.values():  # waiting for `go`: no op at all, no libcudart
             assert next(r for r in rows if r.pid == pid).ops == "0", rows
         assert all(r.launches == "-" for r in rows if r.pid in pids), rows

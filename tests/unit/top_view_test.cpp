@@ -389,6 +389,12 @@ TEST(TopView, ProcessListOnNarrowScreens) {
             "\n"
             "     PID  COMMAND             CPU %       OPS/S  LAUNCHES/S  COMMAND L\n"
             " 4194301  python3-trainer…    180.5      123456       98765  python3 t\n");
+  options.width = 78;  // cut just after "train.py": the row ends at the last word, not in a blank
+  EXPECT_EQ(render_top_processes(sorted, 0, 2.5, 0, options),
+            "gpuprof top -a - 1 processes, 1 running PyTorch (traced) - 2.5 s\n"
+            "\n"
+            "     PID  COMMAND             CPU %       OPS/S  LAUNCHES/S  COMMAND LINE\n"
+            " 4194301  python3-trainer…    180.5      123456       98765  python3 train.py\n");
   options.width = 40;
   EXPECT_EQ(render_top_processes(sorted, 0, 2.5, 0, options),
             "gpuprof top -a - 1 processes\n"

@@ -324,7 +324,11 @@ std::string render_top_processes(const std::vector<TopProcessRow>& sorted, size_
     // Too narrow even for the kept columns: whole cells go, not digits.
     const size_t used = text_width(text);
     if (used > options.width) text = fit_text_line(text, options.width);
-    else if (options.width - used > kColumnGap) text = cut_to_width(text + "  " + std::string(cmdline), options.width);
+    else if (options.width - used > kColumnGap) {
+      text = cut_to_width(text + "  " + std::string(cmdline), options.width);
+      // A command line cut at a space would end the row in blanks.
+      text.erase(text.find_last_not_of(' ') + 1);
+    }
     out += text + '\n';
   };
   row_line("PID", "COMMAND", {std::string(kHeaders[0]), std::string(kHeaders[1]), std::string(kHeaders[2])},
