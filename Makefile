@@ -67,6 +67,7 @@ CUDA_HOME ?= /usr/local/cuda
 # driver (tests/fake_cupti/), in variants lacking an optional function.
 SHIM := $(BUILD)/libgpuprof_cupti.so
 FAKE_CUPTI := $(BUILD)/tests/fake_cupti/libcupti.so.13 $(BUILD)/tests/fake_cupti/cupti_driver \
+              $(BUILD)/tests/fake_cupti/libjob_profiler.so \
               $(BUILD)/tests/fake_cupti/noflush/libcupti.so.13 $(BUILD)/tests/fake_cupti/nots/libcupti.so.13
 
 # Small programs the integration tests drive (tests/tools/), each linked
@@ -167,11 +168,12 @@ $(BUILD)/tests/tools/module_names: $(BUILD)/obj/tests/tools/module_names.o $(BUI
 
 # -fvisibility=hidden: it exports InitializeInjection and gpuprof_cupti_state
 # only; -z defs: nothing left for the target to resolve (libcupti is dlopened).
-$(SHIM): cupti_shim/gpuprof_cupti.cpp cupti_shim/gpuprof_cupti_probes.h
+$(SHIM): cupti_shim/gpuprof_cupti.cpp cupti_shim/import_redirect.cpp cupti_shim/gpuprof_cupti_probes.h \
+		cupti_shim/import_redirect.h
 	$(call msg,CXX,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -fvisibility=hidden -I$(CUDA_HOME)/include \
-		$< -o $@ -Wl,-z,defs
+		$(filter %.cpp,$^) -o $@ -Wl,-z,defs
 
 $(BUILD)/tests/fake_cupti/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp tests/fake_cupti/fake_cupti_hooks.h
 	$(call msg,CXX,$@)
@@ -190,6 +192,13 @@ $(BUILD)/tests/fake_cupti/nots/libcupti.so.13: tests/fake_cupti/fake_cupti.cpp t
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include \
 		-DFAKE_CUPTI_MISSING_TIMESTAMP_CALLBACK $< -o $@ -Wl,-soname,libcupti.so.13
+
+# -z relro -z now, as torch's libraries: its GOT is read-only once loaded.
+$(BUILD)/tests/fake_cupti/libjob_profiler.so: tests/fake_cupti/job_profiler_library.cpp tests/fake_cupti/job_profiler.h \
+		$(BUILD)/tests/fake_cupti/libcupti.so.13
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -std=c++20 -O2 -g -Wall -Wextra -fPIC -shared -I$(CUDA_HOME)/include $< -o $@ \
+		-L$(dir $@) -l:libcupti.so.13 -Wl,-rpath,'$$ORIGIN' -Wl,-z,relro,-z,now
 
 $(BUILD)/tests/fake_cupti/cupti_driver: tests/fake_cupti/cupti_driver.cpp tests/fake_cupti/fake_cupti_hooks.h \
 		tests/fake_cupti/job_profiler.h $(BUILD)/tests/fake_cupti/libcupti.so.13

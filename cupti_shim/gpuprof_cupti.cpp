@@ -20,6 +20,18 @@
 // the launch probe first: the watcher then flushes what CUPTI holds, whose
 // records gpuprof still takes, and only then the activity probe.
 //
+// The job's profiler comes first. CUPTI has one subscription per process,
+// and torch.profiler's Kineto asks for it once, when the job's first
+// profile starts; refused, it does without CUDA activities for the rest of
+// the process. So while the shim holds CUPTI it listens for that request:
+// at switch on it points the job's libraries' calls to cuptiSubscribe (and
+// _v2) at subscribe_for_the_job (import_redirect.h), which, when CUPTI
+// refuses the job because the shim holds it, switches the shim off and
+// asks again for the job. The job's profile is then whole; gpuprof's GPU
+// times stop there (state 7, which gpuprof reports), and the watcher asks
+// CUPTI again every second for as long as the tracer stays (Kineto keeps
+// the subscription unless TEARDOWN_CUPTI=1 makes it give CUPTI back).
+//
 // It runs inside someone else's process, called by a driver that was not
 // built for C++ exceptions: every entry point catches everything, nothing
 // exits or aborts, and it has no files or sockets. Its one thread (named
@@ -35,6 +47,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +59,7 @@
 #include <cupti.h>
 
 #include "gpuprof_cupti_probes.h"
+#include "import_redirect.h"
 
 #define GPUPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -168,8 +182,9 @@ struct CuptiApi {
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiActivityDisable) activity_disable = nullptr;
   decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
-  // Optional: without it the shim still traces.
+  // Optional: without them the shim still traces.
   decltype(&cuptiActivityFlushPeriod) flush_period = nullptr;
+  decltype(&cuptiSubscribe_v2) subscribe_v2 = nullptr;  // CUPTI 12.6 on; the job's profiler may use it
 };
 
 CuptiApi g_api;
@@ -177,8 +192,11 @@ const char* g_libcupti_path = "?";
 pid_t g_pid = 0;
 
 // Switching CUPTI on and off: the watcher's looks, InitializeInjection's
-// first look and the exit handler, one at a time under g_switch_mu.
-std::mutex g_switch_mu;
+// first look, the exit handler and the job's cuptiSubscribe (which waits
+// for it at most kJobWaitForSwitch: a job's call must never hang on the
+// shim), one at a time under g_switch_mu.
+std::timed_mutex g_switch_mu;
+constexpr std::chrono::seconds kJobWaitForSwitch{2};
 CUpti_SubscriberHandle g_subscriber = nullptr;
 bool g_on = false;                 // subscribed, callbacks and activity kinds enabled
 bool g_failed_this_attach = false;  // a CUPTI error: not asked again until the tracer leaves
@@ -335,6 +353,7 @@ bool resolve_api(void* lib, const char** missing) {
   resolve(lib, "cuptiActivityDisable", &g_api.activity_disable, missing);
   resolve(lib, "cuptiUnsubscribe", &g_api.unsubscribe, missing);
   resolve(lib, "cuptiActivityFlushPeriod", &g_api.flush_period, nullptr);
+  resolve(lib, "cuptiSubscribe_v2", &g_api.subscribe_v2, nullptr);
   return *missing == nullptr;
 }
 
@@ -358,15 +377,22 @@ bool tracer_attached() {
   return gpuprof_launch_semaphore != 0 || gpuprof_activity_semaphore != 0 || gpuprof_dropped_semaphore != 0;
 }
 
+void listen_for_the_jobs_profiler();
+
 // Subscribes, enables the launch callbacks and the activity kinds; returns
 // the state to publish. On any failure CUPTI is given back whole.
 int switch_on_locked() {
+  // Before subscribing: from the moment the shim holds CUPTI, the job's
+  // profiler asking for it must reach subscribe_for_the_job.
+  listen_for_the_jobs_profiler();
   // Subscribe first: if another subscriber holds CUPTI, its activity
   // callbacks must stay untouched.
   CUptiResult r = g_api.subscribe(&g_subscriber, on_api_callback, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     g_subscriber = nullptr;
-    if (gpuprof_cupti_state != GPUPROF_CUPTI_TAKEN)  // once per attach, not once per retry
+    // Once per attach, not once per retry; not after giving CUPTI up to the
+    // job, which said why already.
+    if (gpuprof_cupti_state != GPUPROF_CUPTI_TAKEN && gpuprof_cupti_state != GPUPROF_CUPTI_YIELDED)
       log_line("CUPTI is taken by another subscriber (torch.profiler?): %s", kNoTimes);
     return GPUPROF_CUPTI_TAKEN;
   }
@@ -427,7 +453,8 @@ bool records_still_ours() {
 // torch.profiler owns them, maybe mid-profile, and its kinds stay as they
 // are (turning them off would cut its profile). Errors change nothing: a
 // CUPTI that the job's profiler finalized meanwhile has nothing left of ours.
-void switch_off_locked() {
+// Returns whether the records were still the shim's.
+bool release_locked() {
   const bool ours = records_still_ours();
   if (ours) {
     for (CUpti_ActivityKind kind : kActivityKinds) g_api.activity_disable(kind);
@@ -436,8 +463,65 @@ void switch_off_locked() {
   g_api.unsubscribe(g_subscriber);
   g_subscriber = nullptr;
   g_on = false;
+  return ours;
+}
+
+void switch_off_locked() {
+  const bool ours = release_locked();
   log_line("tracer gone: CUPTI switched off%s, dormant until gpuprof attaches again",
            ours ? "" : " (its records went to another reader, the job's torch.profiler?: its activity kinds left as they are)");
+}
+
+// The job asked CUPTI for the subscription and CUPTI refused: if the shim
+// is the one holding it, the shim lets go (its records so far flushed to
+// the tracer) and says so. False if the shim does not hold CUPTI (someone
+// else does: the job gets CUPTI's answer) or the switch stayed busy.
+bool give_cupti_to_the_job() {
+  std::unique_lock lock(g_switch_mu, std::defer_lock);
+  if (!lock.try_lock_for(kJobWaitForSwitch) || g_exiting || !g_on) return false;
+  release_locked();
+  g_looks_while_taken = 0;
+  gpuprof_cupti_state = GPUPROF_CUPTI_YIELDED;
+  log_line("the job's own profiler (torch.profiler?) asked for CUPTI: given up to it, %s while it holds CUPTI",
+           kNoTimes);
+  return true;
+}
+
+// What the job's calls to cuptiSubscribe and cuptiSubscribe_v2 reach while
+// the shim listens (listen_for_the_jobs_profiler): CUPTI's own answer,
+// unless the shim was in the job's way.
+CUptiResult CUPTIAPI subscribe_for_the_job(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                           void* userdata) {
+  CUptiResult r = g_api.subscribe(subscriber, callback, userdata);
+  try {
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && give_cupti_to_the_job())
+      r = g_api.subscribe(subscriber, callback, userdata);
+  } catch (...) {
+  }
+  return r;
+}
+
+CUptiResult CUPTIAPI subscribe_v2_for_the_job(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                              void* userdata, CUpti_SubscriberParams* params) {
+  CUptiResult r = g_api.subscribe_v2(subscriber, callback, userdata, params);
+  try {
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && give_cupti_to_the_job())
+      r = g_api.subscribe_v2(subscriber, callback, userdata, params);
+  } catch (...) {
+  }
+  return r;
+}
+
+// At every switch on (libraries loaded since the last are reached too;
+// slots already redirected are left alone). libcupti's own calls and the
+// shim's (through g_api, found with dlsym) are not redirected.
+void listen_for_the_jobs_profiler() {
+  const void* libcupti = reinterpret_cast<const void*>(g_api.subscribe);
+  const void* shim = reinterpret_cast<const void*>(&subscribe_for_the_job);
+  gpuprof_shim::redirect_imports("cuptiSubscribe", reinterpret_cast<void*>(&subscribe_for_the_job), libcupti, shim);
+  if (g_api.subscribe_v2)
+    gpuprof_shim::redirect_imports("cuptiSubscribe_v2", reinterpret_cast<void*>(&subscribe_v2_for_the_job), libcupti,
+                                   shim);
 }
 
 // gpuprof stopping while the job runs on: its launch probe goes first and
@@ -456,10 +540,13 @@ void look_locked() {
     }
     g_draining_flushed = false;
     if (g_on || g_failed_this_attach) return;
-    if (gpuprof_cupti_state == GPUPROF_CUPTI_TAKEN && ++g_looks_while_taken < kTakenRetryLooks) return;
+    const bool waiting = gpuprof_cupti_state == GPUPROF_CUPTI_TAKEN || gpuprof_cupti_state == GPUPROF_CUPTI_YIELDED;
+    if (waiting && ++g_looks_while_taken < kTakenRetryLooks) return;
     g_looks_while_taken = 0;
-    const int state = switch_on_locked();
+    int state = switch_on_locked();
     g_failed_this_attach = state == GPUPROF_CUPTI_ERROR;
+    // Still the job's profiler's: it keeps saying why.
+    if (state == GPUPROF_CUPTI_TAKEN && gpuprof_cupti_state == GPUPROF_CUPTI_YIELDED) state = GPUPROF_CUPTI_YIELDED;
     gpuprof_cupti_state = state;
     return;
   }

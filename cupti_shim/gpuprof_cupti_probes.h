@@ -62,7 +62,8 @@
 // sets it before it returns (never 0 after): 2 and 4 are final; otherwise
 // the shim's watcher moves it as tracers come and go: 6 while no tracer is
 // attached, 1 (or 3, or 5) while one is, set only once every CUPTI call of
-// the switch is made.
+// the switch is made; 7 from the moment the job's own profiler took CUPTI
+// from a tracing shim (set by the job's thread, in its cuptiSubscribe).
 #pragma once
 
 // Before <sys/sdt.h>: makes each probe's note name its semaphore.
@@ -78,6 +79,8 @@ enum GpuprofCuptiState : int {
   GPUPROF_CUPTI_NO_LIBCUPTI = 4,      // libcupti not found, or a required symbol missing
   GPUPROF_CUPTI_ERROR = 5,            // any other CUPTI error (logged on stderr); asked again at the next attach
   GPUPROF_CUPTI_DORMANT = 6,          // initialized, no tracer attached: CUPTI not called at all
+  GPUPROF_CUPTI_YIELDED = 7,          // a tracer is attached, but the shim gave CUPTI up to the job's own
+                                      // profiler when it asked for it: asked again every second
 };
 
 // gpuprof:activity's kind argument.

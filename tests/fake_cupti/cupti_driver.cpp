@@ -38,17 +38,30 @@
 // log exactly what the shim switched, with STEPS steps per phase:
 //   attach-cycle              untraced: no CUPTI call; attach: on; detach:
 //                             flushed and off; attach again: on; detach: off
-//   profiler-while-dormant    the job profiles while no tracer is attached:
-//                             all its records, no call of the shim's
-//   profiler-while-tracing    the job starts profiling while the shim is on:
-//                             the job gets every record (its buffers win),
-//                             gpuprof none until its next attach
-//   profiler-spans-detach     the tracer detaches in the middle of that
+//   profiler-while-dormant    Kineto profiles while no tracer is attached:
+//                             all its records, no call of the shim's; it
+//                             keeps CUPTI, so a tracer attaching after gets
+//                             state 3 and touches nothing of the job's
+//   profiler-while-tracing    Kineto's first profile starts while the shim
+//                             is on: its cuptiSubscribe reaches the shim,
+//                             which gives CUPTI up (state 7); the job's
+//                             profile is whole, through a detach too
+//   profiler-v2-while-tracing the same, the job calling cuptiSubscribe_v2
+//   profiler-with-teardown    Kineto with TEARDOWN_CUPTI=1: CUPTI given up at
+//                             each profile's start, taken again at its end
+//   activities-only-while-tracing
+//                             a profiler without a subscription (the shim
+//                             cannot hear it) starts while the shim is on:
+//                             its buffers win, gpuprof gets none until its
+//                             next attach
+//   activities-only-spans-detach
+//                             the tracer detaches in the middle of that
 //                             profile: the shim leaves the job's kinds on
 //                             and the profile goes on whole
-//   tracer-while-profiling    a tracer attaches while the job profiles: the
-//                             shim touches nothing of the job's (state 3) and
-//                             switches on once the job's profiler is done
+//   tracer-while-profiling    a tracer attaches while Kineto (TEARDOWN_CUPTI=1)
+//                             profiles: the shim touches nothing of the
+//                             job's (state 3) and switches on once the
+//                             job's profiler has given CUPTI back
 // --no-final-deliver leaves the last step's records queued: only the shim's
 // flush at exit (while a tracer listens) delivers them.
 #include <dlfcn.h>
@@ -290,9 +303,11 @@ const std::string kSwitchOffCalls = "cuptiActivityFlushAll(0) cuptiActivityDisab
 // The records went to the job's profiler: it flushed twice (100 ms apart)
 // to be sure, leaves the kinds as they are, and only unsubscribes.
 const std::string kSwitchOffLeavingKindsCalls = "cuptiActivityFlushAll(0) cuptiActivityFlushAll(0) cuptiUnsubscribe";
-// JobProfiler's calls around one profile, subscribed or not.
-const std::string kJobStartCalls = "cuptiSubscribe cuptiActivityRegisterCallbacks cuptiActivityEnable(10) "
-                                   "cuptiActivityEnable(1) cuptiActivityEnable(2)";
+// JobProfiler's calls around one profile; a Kineto-like one subscribes
+// before its first.
+const std::string kProfileStartCalls =
+    "cuptiActivityRegisterCallbacks cuptiActivityEnable(10) cuptiActivityEnable(1) cuptiActivityEnable(2)";
+const std::string kJobStartCalls = "cuptiSubscribe " + kProfileStartCalls;
 const std::string kJobStopCalls = "cuptiActivityFlushAll(0) cuptiActivityDisable(10) cuptiActivityDisable(1) "
                                   "cuptiActivityDisable(2)";
 
@@ -404,6 +419,34 @@ void attach_cycle(Scenario& s) {
   }
 }
 
+// Whether every call in the log is `name` (and there is one at least).
+bool only_calls_to(const std::string& calls, const std::string& name) {
+  bool only = !calls.empty();
+  for (size_t at = 0; at < calls.size();) {
+    const size_t end = std::min(calls.find(' ', at), calls.size());
+    only = only && calls.compare(at, end - at, name) == 0;
+    at = end + 1;
+  }
+  return only;
+}
+
+// The log without the calls to `name` (the watcher's asking again, which
+// may come between any two of the job's calls).
+std::string without_calls_to(const std::string& calls, const std::string& name) {
+  std::string kept;
+  for (size_t at = 0; at < calls.size();) {
+    const size_t end = std::min(calls.find(' ', at), calls.size());
+    if (calls.compare(at, end - at, name) != 0) kept += (kept.empty() ? "" : " ") + calls.substr(at, end - at);
+    at = end + 1;
+  }
+  return kept;
+}
+
+// The watcher asks for CUPTI once a second (20 looks) while it is another's.
+void let_the_watcher_ask_again() { usleep(1600 * 1000); }
+
+// Kineto profiles while no tracer is attached, and keeps CUPTI after: a
+// tracer that comes later gets none of it, and touches nothing of the job's.
 void profiler_while_dormant(Scenario& s) {
   JobProfiler job;
   fake_cupti_clear_call_log();
@@ -413,21 +456,117 @@ void profiler_while_dormant(Scenario& s) {
   check(got.job == s.records() && got.shim == 0, "the job's profiler got all " + std::to_string(s.records()) +
                                                      " records (got " + std::to_string(got.job) + ")");
   job.stop();
-  check(fake_cupti_call_log() == kJobStartCalls + " " + kJobStopCalls + " cuptiUnsubscribe",
+  check(fake_cupti_call_log() == kJobStartCalls + " " + kJobStopCalls,
         "only the job's profiler called CUPTI (log: " + std::string(fake_cupti_call_log()) + ")");
   check(*s.state == 6, "the shim stayed dormant");
-  // The job's profiler done, a tracer attaches: all as usual.
-  s.attach("attach after the job's profile");
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, +1);
+  check(wait_for_state(s.state, 3), "a tracer attaches after the job's profile: state 3 (Kineto keeps CUPTI)");
+  job.start();
   got = s.run();
-  check(got.shim == s.records() && got.job == 0, "the shim walked all records after the job's profile");
+  check(got.job == s.records() && got.shim == 0, "the job's second profile got all records");
+  job.stop();
+  let_the_watcher_ask_again();
+  const std::string calls = fake_cupti_call_log();
+  check(calls.find("cuptiSubscribe") != std::string::npos &&
+            without_calls_to(calls, "cuptiSubscribe") == kProfileStartCalls + " " + kJobStopCalls,
+        "the shim only asked for CUPTI: the job's profile untouched (log: " + calls + ")");
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, -1);
+  check(wait_for_state(s.state, 6), "detached: state 6 (dormant)");
+  check(std::string(fake_cupti_call_log()).empty(), "detached: no CUPTI call (log: " +
+                                                        std::string(fake_cupti_call_log()) + ")");
+}
+
+// The bug this guards against: Kineto's first profile starting while the
+// shim traces. Its cuptiSubscribe reaches the shim (import_redirect.h),
+// which flushes its records to the tracer, lets CUPTI go and has the
+// subscription made for the job: the job's profile is whole, the tracer
+// gets the records made before the job asked, and nothing of the job's is
+// touched after, through the tracer's detach and a new attach.
+void profiler_while_tracing(Scenario& s, JobProfiler::Kind kind) {
+  const std::string subscribe = kind == JobProfiler::Kind::kineto_v2 ? "cuptiSubscribe_v2" : "cuptiSubscribe";
+  s.attach("attach");
+  Readers got = s.run();
+  check(got.shim == s.records() && got.job == 0, "before the job's profile the shim walked all records");
+  s.run(/*deliver=*/false);  // in CUPTI's buffers when the job asks
+  JobProfiler job(kind);
+  fake_cupti_clear_call_log();
+  job.start();
+  check(job.subscribed() && !job.cpu_only(), "the job's " + subscribe + " got CUPTI: the shim gave it up");
+  const std::string expected = subscribe + " " + kSwitchOffCalls + " " + subscribe + " " + kProfileStartCalls;
+  check(fake_cupti_call_log() == expected, "the job asked, the shim switched off, CUPTI said yes: exactly " +
+                                               expected + " (log: " + std::string(fake_cupti_call_log()) + ")");
+  check(*s.state == 7, "state 7 (given up to the job's profiler; is " + std::to_string(*s.state) + ")");
+  check(nothing_on() == false && fake_cupti_subscribed(), "subscribed: the job");
+  got = walked_since(s.walked);
+  check(got.shim == s.records() && got.job == 0,
+        "the records in CUPTI's buffers when the job asked went to the tracer (shim " + std::to_string(got.shim) +
+            ", job " + std::to_string(got.job) + ")");
+  got = s.run();
+  check(got.job == s.records() && got.shim == 0, "the job's profile got every record (job " +
+                                                     std::to_string(got.job) + ", shim " + std::to_string(got.shim) + ")");
+  fake_cupti_clear_call_log();
+  let_the_watcher_ask_again();
+  check(*s.state == 7 && only_calls_to(fake_cupti_call_log(), "cuptiSubscribe"),
+        "Kineto keeps CUPTI: the watcher only asked again, and still says state 7 (log: " +
+            std::string(fake_cupti_call_log()) + ")");
+  // The tracer leaves in the middle of the job's profile.
+  s.run(/*deliver=*/false);
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, -1);
+  check(wait_for_state(s.state, 6), "detached during the job's profile: state 6");
+  check(std::string(fake_cupti_call_log()).empty(),
+        "detached: no CUPTI call (log: " + std::string(fake_cupti_call_log()) + ")");
+  got = s.run();
+  check(got.job == 2 * s.records() && got.shim == 0, "the job's profile went on whole through the detach");
+  job.stop();
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, +1);
+  check(wait_for_state(s.state, 3), "attached again: state 3 (taken: Kineto kept CUPTI)");
+  check(only_calls_to(fake_cupti_call_log(), "cuptiSubscribe"), "attached again: the shim only asked for CUPTI");
+  got = s.run();
+  check(got.job == 0 && got.shim == 0, "no profile, no kinds on: no records for anyone");
+  move_semaphores(s.semaphores, -1);
+  check(wait_for_state(s.state, 6), "detached again: state 6");
+}
+
+// Kineto with TEARDOWN_CUPTI=1 gives CUPTI back after each profile: the
+// shim gives it up at each profile's start and takes it again after.
+void profiler_with_teardown(Scenario& s) {
+  s.attach("attach");
+  JobProfiler job(JobProfiler::Kind::kineto_v2, JobProfiler::Teardown::after_each_profile);
+  for (const char* round : {"first profile", "second profile"}) {
+    const std::string name = round;
+    fake_cupti_clear_call_log();
+    job.start();
+    check(job.subscribed(), name + ": the job's profiler got CUPTI");
+    const std::string expected =
+        "cuptiSubscribe_v2 " + kSwitchOffCalls + " cuptiSubscribe_v2 " + kProfileStartCalls;
+    check(fake_cupti_call_log() == expected,
+          name + ": exactly " + expected + " (log: " + std::string(fake_cupti_call_log()) + ")");
+    check(*s.state == 7, name + ": state 7");
+    Readers got = s.run();
+    check(got.job == s.records() && got.shim == 0, name + ": the job's profile got every record");
+    fake_cupti_clear_call_log();
+    job.stop();
+    check(wait_for_state(s.state, 1), name + " done, CUPTI given back: the shim switched on again (state 1)");
+    check(fake_cupti_call_log() == kJobStopCalls + " cuptiUnsubscribe " + switch_on_calls(),
+          name + " done: the job's teardown, then the shim's switch on (log: " + std::string(fake_cupti_call_log()) +
+              ")");
+    got = s.run();
+    check(got.shim == s.records() && got.job == 0, name + " done: the shim walked all records");
+  }
   s.detach("detach");
 }
 
-void profiler_while_tracing(Scenario& s) {
+// A profiler that uses only the activity API (no subscription: the shim
+// cannot hear it) starts while the shim is on: its buffer callbacks win.
+void activities_only_while_tracing(Scenario& s) {
   s.attach("attach");
-  JobProfiler job;
+  JobProfiler job(JobProfiler::Kind::activities_only);
   job.start();
-  check(!job.subscribed(), "the job's cuptiSubscribe failed (the shim is the one subscriber)");
+  check(!job.subscribed() && !job.cpu_only(), "the job's profiler uses the activity API only");
   Readers got = s.run();
   check(got.job == s.records() && got.shim == 0,
         "the job's profiler got all " + std::to_string(s.records()) + " records, gpuprof none (job " +
@@ -447,11 +586,12 @@ void profiler_while_tracing(Scenario& s) {
   s.detach("detach again");
 }
 
-void profiler_spans_detach(Scenario& s) {
+// The tracer detaches in the middle of that profile: the shim leaves the
+// job's kinds on and the profile goes on whole.
+void activities_only_spans_detach(Scenario& s) {
   s.attach("attach");
-  JobProfiler job;
+  JobProfiler job(JobProfiler::Kind::activities_only);
   job.start();
-  check(!job.subscribed(), "the job's cuptiSubscribe failed (the shim is the one subscriber)");
   Readers got = s.run();
   check(got.job == s.records() && got.shim == 0, "the job's profiler got all records while the tracer was attached");
   s.run(/*deliver=*/false);  // in CUPTI's buffers at the detach: the job's
@@ -472,8 +612,11 @@ void profiler_spans_detach(Scenario& s) {
   s.detach("detach again");
 }
 
+// A tracer attaches while Kineto (TEARDOWN_CUPTI=1) profiles: the shim
+// touches nothing of the job's (state 3) and switches on once the job's
+// profiler has given CUPTI back.
 void tracer_while_profiling(Scenario& s) {
-  JobProfiler job;
+  JobProfiler job(JobProfiler::Kind::kineto, JobProfiler::Teardown::after_each_profile);
   job.start();
   check(job.subscribed(), "the job's profiler subscribed");
   fake_cupti_clear_call_log();
@@ -483,13 +626,8 @@ void tracer_while_profiling(Scenario& s) {
   check(got.job == s.records() && got.shim == 0, "the job's profiler got all records while the tracer waited");
   let_the_watcher_look();
   const std::string calls = fake_cupti_call_log();
-  bool only_subscribes = !calls.empty();
-  for (size_t at = 0; at < calls.size();) {
-    const size_t end = std::min(calls.find(' ', at), calls.size());
-    only_subscribes = only_subscribes && calls.compare(at, end - at, "cuptiSubscribe") == 0;
-    at = end + 1;
-  }
-  check(only_subscribes, "the shim only tried cuptiSubscribe: the job's setup untouched (log: " + calls + ")");
+  check(only_calls_to(calls, "cuptiSubscribe"),
+        "the shim only tried cuptiSubscribe: the job's setup untouched (log: " + calls + ")");
   job.stop();
   check(wait_for_state(s.state, 1), "the job's profiler done: the shim switched on (state 1) within a second or two");
   got = s.run();
@@ -554,9 +692,15 @@ int main(int argc, char** argv) {
     else if (scenario == "profiler-while-dormant")
       profiler_while_dormant(s);
     else if (scenario == "profiler-while-tracing")
-      profiler_while_tracing(s);
-    else if (scenario == "profiler-spans-detach")
-      profiler_spans_detach(s);
+      profiler_while_tracing(s, JobProfiler::Kind::kineto);
+    else if (scenario == "profiler-v2-while-tracing")
+      profiler_while_tracing(s, JobProfiler::Kind::kineto_v2);
+    else if (scenario == "profiler-with-teardown")
+      profiler_with_teardown(s);
+    else if (scenario == "activities-only-while-tracing")
+      activities_only_while_tracing(s);
+    else if (scenario == "activities-only-spans-detach")
+      activities_only_spans_detach(s);
     else if (scenario == "tracer-while-profiling")
       tracer_while_profiling(s);
     else

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -43,6 +44,7 @@ std::unordered_set<std::string> g_names;    // nodes never move: c_str() lives a
 std::string g_call_log;
 std::atomic<uint64_t> g_next_correlation{1};
 std::atomic<uint64_t> g_records_walked{0};
+std::string g_subscriber_name;  // cuptiSubscribe_v2's subscriberName ("" for cuptiSubscribe)
 char g_subscriber_storage;  // CUpti_SubscriberHandle is opaque: any unique address
 
 void log_call(const std::string& call) {
@@ -194,6 +196,21 @@ uint64_t launch(const Callback* calls, size_t n, const char* kernel_name, uint64
   return id;
 }
 
+// cuptiSubscribe's and cuptiSubscribe_v2's one subscription.
+CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  if (!subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (forced_failure("cuptiSubscribe")) return CUPTI_ERROR_UNKNOWN;
+  const char* taken = std::getenv("FAKE_CUPTI_TAKEN");
+  std::lock_guard lock(g_mu);
+  if (g_subscribed || (taken && std::strcmp(taken, "1") == 0)) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  g_subscribed = true;
+  g_subscriber_name.clear();
+  g_callback = callback;
+  g_userdata = userdata;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_storage);
+  return CUPTI_SUCCESS;
+}
+
 }  // namespace
 
 // ---- CUPTI, as far as the shim uses it ----
@@ -219,16 +236,21 @@ CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult result, const char** str) 
 CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                                     void* userdata) {
   log_call("cuptiSubscribe");
-  if (!subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
-  if (forced_failure("cuptiSubscribe")) return CUPTI_ERROR_UNKNOWN;
-  const char* taken = std::getenv("FAKE_CUPTI_TAKEN");
-  std::lock_guard lock(g_mu);
-  if (g_subscribed || (taken && std::strcmp(taken, "1") == 0)) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  g_subscribed = true;
-  g_callback = callback;
-  g_userdata = userdata;
-  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&g_subscriber_storage);
-  return CUPTI_SUCCESS;
+  return subscribe(subscriber, callback, userdata);
+}
+
+// As cuptiSubscribe; on a refusal it names the subscriber in the way, as
+// CUPTI does ("CUPTI for NAME"; the shim subscribes without a name).
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
+                                       CUpti_SubscriberParams* params) {
+  log_call("cuptiSubscribe_v2");
+  if (params && params->structSize != CUpti_SubscriberParams_STRUCT_SIZE) return CUPTI_ERROR_INVALID_PARAMETER;
+  const CUptiResult r = subscribe(subscriber, callback, userdata);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && params && params->oldSubscriberName &&
+      params->oldSubscriberSize > 0)
+    std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "CUPTI for %s", g_subscriber_name.c_str());
+  if (r == CUPTI_SUCCESS) g_subscriber_name = params && params->subscriberName ? params->subscriberName : "";
+  return r;
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {

@@ -38,6 +38,14 @@
 // another name, as torchvision ships its own) it loads that copy too, and
 // each step makes 2 more scale_kernel<float> launches from main through
 // the copy's cudaLaunchKernel.
+//
+// With LAUNCH_DRIVER_JOB_PROFILER=PATH (tests/fake_cupti's libjob_profiler.so:
+// torch.profiler's Kineto, as it calls CUPTI) it loads that library first,
+// as torch is loaded before CUDA starts, and with LAUNCH_DRIVER_JOB_PROFILE=K
+// the job profiles its own steps from step K to the last (its first profile:
+// Kineto asks CUPTI for its subscription then). It prints how many records
+// its profile got. With LAUNCH_DRIVER_EXIT_FILE=PATH it then waits for PATH
+// before it exits (a job running on after its profile started).
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -80,6 +88,23 @@ int main(int argc, char** argv) {
     std::printf("cannot load %s: %s\n", libcuda, dlerror());
     return 1;
   }
+  using JobProfilerCall = void (*)();
+  JobProfilerCall job_profile_start = nullptr, job_profile_stop = nullptr;
+  uint64_t (*job_profile_records)() = nullptr;
+  int (*job_profile_cpu_only)() = nullptr;
+  if (const char* path = std::getenv("LAUNCH_DRIVER_JOB_PROFILER")) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      std::printf("cannot load %s: %s\n", path, dlerror());
+      return 1;
+    }
+    job_profile_start = reinterpret_cast<JobProfilerCall>(dlsym(lib, "job_profiler_start"));
+    job_profile_stop = reinterpret_cast<JobProfilerCall>(dlsym(lib, "job_profiler_stop"));
+    job_profile_records = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "job_profiler_records"));
+    job_profile_cpu_only = reinterpret_cast<int (*)()>(dlsym(lib, "job_profiler_cpu_only"));
+  }
+  const char* job_profile_from = std::getenv("LAUNCH_DRIVER_JOB_PROFILE");
+  const int first_profiled_step = job_profile_from && job_profile_start ? std::atoi(job_profile_from) : -1;
   void (*deliver)() = inject_cupti();
   auto cupti_launch = reinterpret_cast<uint64_t (*)(uint32_t, uint32_t, const char*, uint64_t, uint32_t, uint32_t)>(
       dlsym(RTLD_DEFAULT, "fake_cupti_launch"));
@@ -132,7 +157,19 @@ int main(int argc, char** argv) {
   // CUDA holds them until its next flush); it writes DIR/done and runs on
   // until DIR/exit, so that gpuprof stops while the job still holds them.
   const char* hold = std::getenv("LAUNCH_DRIVER_HOLD_RECORDS");
-  for (int i = 0; i < steps; ++i) step(!hold);
+  for (int i = 0; i < steps; ++i) {
+    if (i == first_profiled_step) job_profile_start();
+    step(!hold);
+  }
+  if (first_profiled_step >= 0) {
+    job_profile_stop();
+    std::printf("job profile: steps %d..%d, %llu records%s\n", first_profiled_step, steps - 1,
+                static_cast<unsigned long long>(job_profile_records()),
+                job_profile_cpu_only() ? " (CUPTI refused it: no CUDA activities)" : "");
+    std::fflush(stdout);
+  }
+  if (const char* exit_file = std::getenv("LAUNCH_DRIVER_EXIT_FILE"))
+    while (access(exit_file, F_OK) != 0) usleep(10 * 1000);
   if (hold) {
     const std::string dir = hold;
     std::ofstream(dir + "/done.partial") << getpid() << "\n";

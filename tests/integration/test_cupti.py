@@ -45,16 +45,23 @@ SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
 STEPS = 10
 SCALE = "void gpuprof_test::scale_kernel<float>(float*, float, int)"
 REDUCE = "gpuprof_test::reduce_kernel(float const*, float*, int)"
-# (op, kernel, calls, GPU total, GPU avg) as `report --kernels` prints them
-EXPECTED = {
-    ("aten::cuda_linear", REDUCE, STEPS, f"{5 * STEPS:.3f}us", "5.000us"),
-    ("aten::cuda_add", SCALE, 3 * STEPS, f"{3 * STEPS:.3f}us", "1.000us"),
-    ("aten::cuda_replay", "graph_kernel_b", STEPS, f"{3 * STEPS:.3f}us", "3.000us"),
-    ("aten::cuda_replay", "graph_kernel_a", STEPS, f"{2 * STEPS:.3f}us", "2.000us"),
-    ("aten::cuda_linear", "Memcpy HtoD (Pageable -> Device)", STEPS, f"{1.5 * STEPS:.3f}us", "1.500us"),
-    ("aten::cuda_replay", "Memset (Device)", STEPS, f"{0.5 * STEPS:.3f}us", "0.500us"),
-    ("[no op]", SCALE, STEPS, f"{0.7 * STEPS:.3f}us", "0.700us"),
-}
+
+
+def expected_kernel_rows(steps):
+    """(op, kernel, calls, GPU total, GPU avg) as `report --kernels` prints
+    them, for `steps` steps of launch_driver."""
+    return {
+        ("aten::cuda_linear", REDUCE, steps, f"{5 * steps:.3f}us", "5.000us"),
+        ("aten::cuda_add", SCALE, 3 * steps, f"{3 * steps:.3f}us", "1.000us"),
+        ("aten::cuda_replay", "graph_kernel_b", steps, f"{3 * steps:.3f}us", "3.000us"),
+        ("aten::cuda_replay", "graph_kernel_a", steps, f"{2 * steps:.3f}us", "2.000us"),
+        ("aten::cuda_linear", "Memcpy HtoD (Pageable -> Device)", steps, f"{1.5 * steps:.3f}us", "1.500us"),
+        ("aten::cuda_replay", "Memset (Device)", steps, f"{0.5 * steps:.3f}us", "0.500us"),
+        ("[no op]", SCALE, steps, f"{0.7 * steps:.3f}us", "0.700us"),
+    }
+
+
+EXPECTED = expected_kernel_rows(STEPS)
 WITH_STAND_IN = {"GPUPROF_CUPTI_LIBRARY": str(STAND_IN)}
 
 
@@ -160,14 +167,20 @@ GONE_LINE = "gpuprof-cupti: tracer gone: CUPTI switched off, dormant until gpupr
 GONE_LEAVING_KINDS_LINE = ("gpuprof-cupti: tracer gone: CUPTI switched off (its records went to another reader, the "
                            "job's torch.profiler?: its activity kinds left as they are), dormant until gpuprof attaches "
                            "again")
+YIELDED_LINE = ("gpuprof-cupti: the job's own profiler (torch.profiler?) asked for CUPTI: given up to it, no GPU "
+                "kernel times from gpuprof while it holds CUPTI")
 TAKEN_LINE = "gpuprof-cupti: CUPTI is taken by another subscriber (torch.profiler?): no GPU kernel times from gpuprof"
 # cupti_driver --scenario=NAME (tests/fake_cupti/cupti_driver.cpp says what
 # each plays and checks): the shim's lines on the job's stderr, in order.
 SCENARIOS = {
     "attach-cycle": [DORMANT_LINE, TRACING_LINE, GONE_LINE, TRACING_LINE, GONE_LINE],
-    "profiler-while-dormant": [DORMANT_LINE, TRACING_LINE, GONE_LINE],
-    "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
-    "profiler-spans-detach": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
+    "profiler-while-dormant": [DORMANT_LINE, TAKEN_LINE],
+    "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TAKEN_LINE],
+    "profiler-v2-while-tracing": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TAKEN_LINE],
+    "profiler-with-teardown": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TRACING_LINE, YIELDED_LINE, TRACING_LINE,
+                               GONE_LINE],
+    "activities-only-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
+    "activities-only-spans-detach": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
     "tracer-while-profiling": [DORMANT_LINE, TAKEN_LINE, TRACING_LINE, GONE_LINE],
 }
 
@@ -265,6 +278,64 @@ def test_the_records_of_the_last_launches_come_in_after_the_stop(procs, workdir,
     assert target.wait(timeout=60) == 0, target.describe()
     rows, _, text = kernel_rows(out)
     assert rows == EXPECTED, text
+
+
+JOB_PROFILER = FAKE_CUPTI / "libjob_profiler.so"
+JOB_PROFILE_FROM = 4  # launch_driver's step at which the job starts its own (first) profile
+
+
+@pytest.mark.parametrize("mode", ["launch", "attach"])
+def test_the_jobs_own_profiler_gets_cupti_from_the_shim(procs, workdir, tmp_path, mode):
+    # torch.profiler's Kineto asks CUPTI for its one subscription when the
+    # job's first profile starts; refused, it goes without CUDA activities
+    # for the rest of the process (seen on an H200 with torch 2.11). Here
+    # libjob_profiler.so plays Kineto in launch_driver, importing CUPTI
+    # through a read-only GOT as torch's libraries do, and starts profiling
+    # at step 4 of 10 while gpuprof records: the shim hears the request
+    # (docs/cuda.md, "The job's profiler comes first"), gives CUPTI up, and
+    # the job's profile is what it is without gpuprof; gpuprof has the GPU
+    # times of the steps before, exactly, and says where they stop.
+    env = {**WITH_STAND_IN, "CUDA_INJECTION64_PATH": str(SHIM), "LAUNCH_DRIVER_JOB_PROFILER": str(JOB_PROFILER),
+           "LAUNCH_DRIVER_JOB_PROFILE": str(JOB_PROFILE_FROM)}
+    profiled = STEPS - JOB_PROFILE_FROM
+    job_line = f"job profile: steps {JOB_PROFILE_FROM}..{STEPS - 1}, {9 * profiled} records"
+    alone = run_program(DRIVER, str(STEPS), env=env)
+    assert alone.returncode == 0 and job_line in alone.stdout.splitlines(), alone.stdout + alone.stderr
+    out = tmp_path / "yielded.gpuprof"
+    # The job runs on after its profile began (until `exit`): gpuprof reads
+    # the shim's state at each turn of its loop, and says at once that GPU
+    # times stopped.
+    env["LAUNCH_DRIVER_EXIT_FILE"] = str(workdir / "exit")
+    if mode == "launch":
+        gp = procs.start_gpuprof("record", "-o", out, "--", DRIVER, str(STEPS), env={**os.environ, **env})
+    else:
+        target = procs.start([DRIVER, str(STEPS), workdir / "ready", workdir / "go"], "launch_driver",
+                             env={**os.environ, **env})
+        pid = int(wait_for_file(workdir, "ready", timeout=60, watch=[target]))
+        gp = procs.start_gpuprof("record", "-p", pid, "-q", "-o", out)
+        gp.wait_for_stderr(r"^gpuprof: tracing ", timeout=60, watch=[target])
+        touch(workdir, "go")
+    gp.wait_for_stderr(r"^gpuprof: warning: the job's own profiler ", timeout=30)
+    touch(workdir, "exit")
+    if mode == "attach":
+        assert target.wait(timeout=60) == 0, target.describe()
+    assert gp.wait(timeout=60) == 0, gp.describe()
+    job_stdout, stderr = (gp.stdout() if mode == "launch" else target.stdout()), gp.stderr()
+    assert alone.stdout in job_stdout, (job_stdout, alone.stdout)  # the job's own profile: the same records
+    assert re.search(r"^gpuprof: warning: the job's own profiler \(torch.profiler\?\) asked for CUPTI \(seen at \+\d+\.\d s\): "
+                     r"the CUPTI shim gave CUPTI up to it; no GPU times while it holds CUPTI \(ops and launches go "
+                     r"on\)$", stderr, re.M), stderr
+    assert ("gpuprof: warning: GPU times only until the job's own profiler took CUPTI: the CUPTI shim gave CUPTI up "
+            "to the job's own profiler (torch.profiler?), which asked for it during the recording: GPU times stop "
+            "there") in stderr, stderr
+    rows, footer, text = kernel_rows(out)
+    assert rows == expected_kernel_rows(JOB_PROFILE_FROM), text
+    assert footer[0].startswith(f"{9 * JOB_PROFILE_FROM} GPU activities, "), text
+    assert footer[1:] == ["WARNING: the CUPTI shim gave CUPTI up to the job's own profiler (torch.profiler?) during "
+                          "the recording: GPU times stop there"], text
+    # The ops and launches of every step are still recorded.
+    rows, _, text = cuda_columns(out)
+    assert rows["aten::cuda_linear"][-1] == str(STEPS) and rows["aten::cuda_replay"][-1] == str(STEPS), text
 
 
 def test_kernels_run_before_the_attach_make_no_records(procs, workdir, tmp_path):

@@ -93,6 +93,11 @@ TEST(GpuKernelTable, FormatAndWarnings) {
   const std::string taken = format_gpu_kernel_table(summarize_gpu_kernels(r), -1);
   EXPECT_NE(taken.find("WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state 3)"), std::string::npos)
       << taken;
+  r.cupti_shim->state = 7;  // given up to the job's own profiler during the recording
+  r.cupti_shim->records_dropped = r.cupti_shim->events_lost = 0;
+  EXPECT_EQ(format_gpu_record_warnings(*r.cupti_shim),
+            "WARNING: the CUPTI shim gave CUPTI up to the job's own profiler (torch.profiler?) during the recording: "
+            "GPU times stop there\n");
   r.cupti_shim.reset();
   EXPECT_EQ(format_gpu_kernel_table(summarize_gpu_kernels(r), -1).rfind("No GPU times: ", 0), 0u);
 }

@@ -223,7 +223,22 @@ void TargetGpu::read_shim_state() {
   if (static_cast<uint32_t>(state) == kCuptiShimDormant && known != kCuptiShimNotInitialized &&
       known != kCuptiShimDormant)
     return;
-  cupti_shim_->state = static_cast<uint32_t>(state);
+  // The switches to and from the job's profiler, said as they come; once
+  // given up, the recording reads as given up (shim_info_for_file). A shim
+  // read as taken after it traced for this recording gave CUPTI up in
+  // between (the watcher's asking again after state 7, read before 7 was).
+  uint32_t now = static_cast<uint32_t>(state);
+  if (now == kCuptiShimTaken && (known == kCuptiShimTracing || known == kCuptiShimYielded || gpu_records_seen_))
+    now = kCuptiShimYielded;
+  if (now == kCuptiShimYielded && known != kCuptiShimYielded) {
+    shim_yielded_ = true;
+    diagnostics_.warn("the job's own profiler (torch.profiler?) asked for CUPTI (seen at " + since_start() +
+                      "): the CUPTI shim gave CUPTI up to it; no GPU times while it holds CUPTI (ops and launches go "
+                      "on)");
+  } else if (now == kCuptiShimTracing && known == kCuptiShimYielded) {
+    diagnostics_.warn("the job's own profiler gave CUPTI back (seen at " + since_start() + "): GPU times again");
+  }
+  cupti_shim_->state = now;
 }
 
 void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
@@ -322,33 +337,42 @@ void TargetGpu::add_progress(ProgressCounters& counters) const {
   if (launch_tracer_) counters.lost += launch_tracer_->lost() + launch_tracer_->gpu_records_lost();
 }
 
+// Only a tracing shim sends records: a target that exited before the loop
+// read the state (a short command), or a shim that switched off before any
+// read saw it on, still reads as tracing then.
+CuptiShimInfo TargetGpu::shim_info_for_file() const {
+  CuptiShimInfo shim = *cupti_shim_;
+  if ((shim.state == kCuptiShimNotInitialized || shim.state == kCuptiShimDormant) && gpu_records_seen_)
+    shim.state = kCuptiShimTracing;
+  if (shim_yielded_) shim.state = kCuptiShimYielded;
+  shim.events_lost = launch_tracer_->gpu_records_lost();
+  return shim;
+}
+
+std::string TargetGpu::since_start() const {
+  char text[32];
+  std::snprintf(text, sizeof(text), "+%.1f s", double(clock_ns(CLOCK_MONOTONIC) - record_start_ns_) / 1e9);
+  return text;
+}
+
 void TargetGpu::update_file_info() {
   if (cuda_runtime_) {
     CudaRuntimeInfo runtime = *cuda_runtime_;
     runtime.launches_lost = launch_tracer_->lost();
     writer_->set_cuda_runtime(runtime);
   }
-  if (cupti_shim_) {
-    CuptiShimInfo shim = *cupti_shim_;
-    if ((shim.state == kCuptiShimNotInitialized || shim.state == kCuptiShimDormant) && gpu_records_seen_)
-      shim.state = kCuptiShimTracing;
-    shim.events_lost = launch_tracer_->gpu_records_lost();
-    writer_->set_cupti_shim(shim);
-  }
+  if (cupti_shim_) writer_->set_cupti_shim(shim_info_for_file());
 }
 
 void TargetGpu::finish() {
   if (cuda_runtime_) cuda_runtime_->launches_lost = launch_tracer_->lost();
   if (cupti_shim_) {
     read_shim_state();  // the driver may have initialized it after the attach
-    // Only a tracing shim sends records: a target that exited before the
-    // loop read the state (a short command), or a shim that switched off
-    // before any read saw it on, still reads as tracing then.
-    if ((cupti_shim_->state == kCuptiShimNotInitialized || cupti_shim_->state == kCuptiShimDormant) &&
-        gpu_records_seen_)
-      cupti_shim_->state = kCuptiShimTracing;
-    cupti_shim_->events_lost = launch_tracer_->gpu_records_lost();
-    if (cupti_shim_->state != kCuptiShimTracing)
+    *cupti_shim_ = shim_info_for_file();
+    if (cupti_shim_->state == kCuptiShimYielded)
+      std::fprintf(stderr, "gpuprof: warning: GPU times only until the job's own profiler took CUPTI: the CUPTI shim %s\n",
+                   cupti_shim_state_text(cupti_shim_->state));
+    else if (cupti_shim_->state != kCuptiShimTracing)
       std::fprintf(stderr, "gpuprof: warning: no GPU times: the CUPTI shim %s\n",
                    cupti_shim_state_text(cupti_shim_->state));
     else

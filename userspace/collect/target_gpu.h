@@ -74,6 +74,10 @@ class TargetGpu {
   void try_attach_launches(bool now = false);
   void try_attach_shim(bool now = false);
   void read_shim_state();
+  // The shim's state as the record file and the stop lines give it.
+  CuptiShimInfo shim_info_for_file() const;
+  // "+1.2 s": the time since the recording began.
+  std::string since_start() const;
   // The loop's turn: launch and GPU records read (polled: no wakeup per launch).
   void consume() {
     if (launch_tracer_) launch_tracer_->consume();
@@ -146,6 +150,9 @@ class TargetGpu {
   // GPU times: the CUPTI shim's USDT probes, once the target maps it.
   std::optional<CuptiShimInfo> cupti_shim_;
   std::optional<uint64_t> shim_state_address_;
+  // The shim gave CUPTI up to the job's own profiler during the recording
+  // (state 7 read once): the file says so, whatever the state after.
+  bool shim_yielded_ = false;
   bool gpu_records_seen_ = false;
   uint64_t gpu_activities_before_start_ = 0;
   std::string shim_error_;

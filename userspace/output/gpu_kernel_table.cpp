@@ -10,6 +10,7 @@
 #include "output/op_table.h"
 #include "base/text_table.h"
 #include "output/row_limit.h"
+#include "record/cupti_shim_state.h"
 
 namespace gpuprof {
 
@@ -70,7 +71,10 @@ std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_lim
 
 std::string format_gpu_record_warnings(const CuptiShimInfo& shim) {
   std::string out;
-  if (shim.state != 1)
+  if (shim.state == kCuptiShimYielded)
+    out += "WARNING: the CUPTI shim gave CUPTI up to the job's own profiler (torch.profiler?) during the recording: "
+           "GPU times stop there\n";
+  else if (shim.state != kCuptiShimTracing)
     out += "WARNING: the CUPTI shim was not tracing (gpuprof_cupti_state " + std::to_string(shim.state) +
            "): see the target's stderr (gpuprof-cupti: ...)\n";
   if (shim.records_dropped)

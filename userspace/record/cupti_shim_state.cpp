@@ -11,6 +11,9 @@ const char* cupti_shim_state_text(uint32_t state) {
     case 3: return "found CUPTI taken by another subscriber (torch.profiler?)";
     case 4: return "found no libcupti";
     case 6: return "stayed dormant (initialized, but it had not switched CUPTI on for gpuprof when the recording ended)";
+    case 7:
+      return "gave CUPTI up to the job's own profiler (torch.profiler?), which asked for it during the recording: "
+             "GPU times stop there";
     default: return "failed in CUPTI (see the target's stderr)";
   }
 }

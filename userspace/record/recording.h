@@ -223,7 +223,8 @@ struct GpuActivity {
 // The shim in the target as gpuprof found it: its path and
 // gpuprof_cupti_state (cupti_shim/gpuprof_cupti_probes.h: 1 tracing, 2
 // disabled, 3 CUPTI taken by another subscriber, 4 no libcupti, 5 error,
-// 6 dormant: never switched on for this recording), and how many records
+// 6 dormant: never switched on for this recording, 7 given up to the job's
+// own profiler during the recording), and how many records
 // CUPTI or the ring buffer dropped.
 struct CuptiShimInfo {
   std::string shim_path;
