@@ -118,6 +118,17 @@ def test_record_a_shows_each_rank_and_its_collectives(procs, tmp_path, torch_env
         waits = check_rank_threads(by_thread[pid])
         calls = calls_of(section)
         assert {op: calls.get(op) for op in EXPECTED_CALLS} == {**EXPECTED_CALLS, "c10d::Work::wait": waits}, section
+    # The one file's trace: each rank's track named after its rank, the ranks
+    # first and in rank order (as with one file per rank), then any other
+    # process with events (torchrun's agent), by pid.
+    events = json.loads((tmp_path / (out.name + ".json")).read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    order = sorted((e["args"]["sort_index"], e["pid"]) for e in events
+                   if e["ph"] == "M" and e["name"] == "process_sort_index")
+    for rank, pid in pids.items():
+        assert names[pid] == f"rank {rank}: python3 ({pid})", names
+    assert [pid for _, pid in order][:WORLD] == [pids[rank] for rank in range(WORLD)], (order, pids)
+    assert not any(name.startswith("rank ") for pid, name in names.items() if pid not in pids.values()), names
 
 
 RecordedJob = collections.namedtuple("RecordedJob", "files window")

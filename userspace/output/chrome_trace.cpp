@@ -646,10 +646,23 @@ class TraceWriter {
         if (used.count(p.pid)) processes[p.pid] = p.comm;
       for (int64_t pid : used) processes.try_emplace(pid, "process");
     }
-    int64_t order = 0;
+    // A distributed job's ranks (record -a of torchrun's workers) first, by
+    // rank and named by it, as the tracks of several files are
+    // (chrome_trace_several.h); then the other processes, by pid.
+    std::map<int64_t, uint32_t> rank_of_pid;
+    for (const JobRank& rank : r_.job_ranks) rank_of_pid[rank.pid] = rank.rank;
+    std::vector<std::pair<std::pair<uint64_t, int64_t>, std::string>> tracks;  // ((order key, pid), name)
     for (const auto& [pid, comm] : processes) {
-      metadata("process_name", pid, 0, comm + " (" + std::to_string(pid) + ")");
-      sort_index("process_sort_index", pid, 0, order++);
+      const auto rank = rank_of_pid.find(pid);
+      const std::string name = comm + " (" + std::to_string(pid) + ")";
+      if (rank == rank_of_pid.end()) tracks.push_back({{uint64_t(1) << 32, pid}, name});
+      else tracks.push_back({{rank->second, pid}, "rank " + std::to_string(rank->second) + ": " + name});
+    }
+    std::sort(tracks.begin(), tracks.end());
+    int64_t order = 0;
+    for (const auto& [key, name] : tracks) {
+      metadata("process_name", key.second, 0, name);
+      sort_index("process_sort_index", key.second, 0, order++);
     }
     std::unordered_map<uint32_t, std::string> names;
     for (const ThreadName& t : r_.thread_names) names.emplace(t.tid, t.name);
