@@ -149,9 +149,9 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
   // collectives.
   struct Other {
     ElfSymbol symbol;
-    std::string node;  // an autograd node's name
+    std::string node = {};  // an autograd node's name
     RangeSite site = RangeSite::none;
-    std::string collective;  // a collective's row (collective_names.h)
+    std::string collective = {};  // a collective's row (collective_names.h)
   };
   std::vector<Other> others;
   elf->for_each_code_or_data_symbol([&](const ElfSymbol& sym, bool is_function) {
@@ -160,9 +160,11 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
         catalog.node_vtables.emplace_back(sym.address + 16, *node);
       return;
     }
-    if (auto node = autograd_node_of_apply(sym.name)) others.push_back({sym, *node});
-    else if (RangeSite site = range_site_of(sym.name); site != RangeSite::none) others.push_back({sym, "", site});
-    else if (auto collective = collective_of_symbol(sym.name)) others.push_back({sym, "", RangeSite::none, *collective});
+    if (auto node = autograd_node_of_apply(sym.name)) others.push_back({.symbol = sym, .node = *node});
+    else if (RangeSite site = range_site_of(sym.name); site != RangeSite::none)
+      others.push_back({.symbol = sym, .site = site});
+    else if (auto collective = collective_of_symbol(sym.name))
+      others.push_back({.symbol = sym, .collective = *collective});
   });
   std::sort(others.begin(), others.end(), [](const Other& a, const Other& b) { return a.symbol.address < b.symbol.address; });
   others.erase(std::unique(others.begin(), others.end(),
