@@ -93,7 +93,7 @@ void pause_if_asked(std::string_view step) {
 uint32_t wait_for_shim_state(int pid) {
   const auto deadline = std::chrono::steady_clock::now() + kShimLoadTimeout;
   while (std::chrono::steady_clock::now() < deadline && process_alive(pid)) {
-    if (auto address = find_symbol_in_target(pid, kCuptiShimFilePrefix, "gpuprof_cupti_state")) {
+    if (auto address = find_variable_in_target(pid, kCuptiShimFilePrefix, "gpuprof_cupti_state")) {
       int32_t state = 0;
       if (read_process_memory(pid, *address, {reinterpret_cast<uint8_t*>(&state), sizeof(state)}) && state != 0)
         return static_cast<uint32_t>(state);

@@ -206,15 +206,16 @@ void TargetGpu::wait_for_shim_switch() {
 // gpuprof_cupti_state, which the shim sets in InitializeInjection (0 until
 // the driver calls it) and its watcher moves as tracers come and go: read
 // on every turn of the loop while the target lives (one 4-byte read), kept
-// as last read once it is gone. A value outside the known states is a read
-// of the file's bytes before the loader has mapped the shim's data (the
-// shim is found as soon as its code is mapped): ignored. Dormant read
+// as last read once it is gone. Its address is taken only once the shim's
+// data is mapped (find_variable_in_target: before, it holds the file's
+// bytes, which read as any state); a value outside the known states is
+// ignored all the same. Dormant read
 // after what the shim did for this recording (tracing, taken, an error) is
 // the shim switching off after gpuprof's detach, at the stop: ignored too.
 void TargetGpu::read_shim_state() {
   if (!cupti_shim_ || child_exited_) return;
   if (!shim_state_address_)
-    shim_state_address_ = find_symbol_in_target(target_pid_, kCuptiShimFilePrefix, "gpuprof_cupti_state");
+    shim_state_address_ = find_variable_in_target(target_pid_, kCuptiShimFilePrefix, "gpuprof_cupti_state");
   int32_t state = 0;
   if (!shim_state_address_ || !read_target_memory(target_pid_, *shim_state_address_, &state, sizeof(state)) ||
       state < 0 || state > static_cast<int32_t>(kCuptiShimLastState))
@@ -243,7 +244,6 @@ void TargetGpu::read_shim_state() {
 
 void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
   gpu_records_seen_ = true;
-  last_gpu_record_ns_ = clock_ns(CLOCK_MONOTONIC);
   if (stopping_ && c.correlation > last_correlation_) return;  // launched after the stop (stop_launches)
   last_correlation_ = std::max<uint64_t>(last_correlation_, c.correlation);
   if (!writer_ || !diagnostics_.writing() || !switcher_.recorded_at(c.ts_ns)) return;
@@ -287,12 +287,19 @@ uint32_t TargetGpu::gpu_activity_name_id(const gp_gpu_activity& a) {
 
 void TargetGpu::on_gpu_activity(const gp_gpu_activity& a) {
   gpu_records_seen_ = true;
-  last_gpu_record_ns_ = clock_ns(CLOCK_MONOTONIC);
-  StreamDrain& stream = streams_[{a.device, a.stream}];
-  stream.last_record_ns = last_gpu_record_ns_;
-  if (stopping_ && a.correlation > last_correlation_) {
-    stream.past_stop = true;
-    return;  // launched after the stop
+  // The streams seen (the drain waits on each); the time of each record only
+  // while draining. Records come in runs per stream: one lookup per run.
+  const std::pair<uint32_t, uint32_t> key{a.device, a.stream};
+  if (stopping_) {
+    StreamDrain& stream = streams_[key];
+    stream.last_record_ns = clock_ns(CLOCK_MONOTONIC);
+    if (a.correlation > last_correlation_) {
+      stream.past_stop = true;
+      return;  // launched after the stop
+    }
+  } else if (key != last_stream_) {
+    streams_.try_emplace(key);
+    last_stream_ = key;
   }
   if (!writer_ || !diagnostics_.writing()) return;
   if (a.start_ns == 0 && a.end_ns == 0) return;  // CUPTI could not time it (the shim's contract)

@@ -163,7 +163,6 @@ class TargetGpu {
   // made after the stop, and left out.
   uint64_t last_correlation_ = 0;
   bool stopping_ = false;  // stop_launches() ran
-  uint64_t last_gpu_record_ns_ = 0;
   // Per (device, stream) with GPU records: during the drain, when its last
   // record came, and whether one of a launch made after the stop did.
   struct StreamDrain {
@@ -171,6 +170,7 @@ class TargetGpu {
     bool past_stop = false;
   };
   std::map<std::pair<uint32_t, uint32_t>, StreamDrain> streams_;
+  std::pair<uint32_t, uint32_t> last_stream_{UINT32_MAX, UINT32_MAX};  // the last record's, in streams_
   uint64_t drain_ms_ = 0;
   // CUPTI correlation ids of launches made in recorded steps (--schedule):
   // their GPU activities are kept, whenever they ran.

@@ -84,4 +84,15 @@ std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_pre
   return *base + *value;
 }
 
+std::optional<uint64_t> find_variable_in_target(int pid, std::string_view name_prefix, std::string_view symbol) {
+  std::optional<uint64_t> address = find_symbol_in_target(pid, name_prefix, symbol);
+  if (!address) return std::nullopt;
+  auto maps = read_maps(pid);
+  if (!maps) return std::nullopt;
+  for (const MapsEntry& entry : *maps)
+    if (*address >= entry.start && *address < entry.end)
+      return entry.perms.size() > 1 && entry.perms[1] == 'w' ? address : std::nullopt;
+  return std::nullopt;
+}
+
 }  // namespace gpuprof

@@ -29,4 +29,10 @@ ProcessInfo describe_launched_command(int pid, const std::vector<std::string>& a
 std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_prefix,
                                               std::string_view symbol);
 
+// The same for a variable the library writes (in .data or .bss), found only
+// once its writable segment is mapped: while the loader maps a library, the
+// whole file is mapped read-only first, and the variable's address then
+// holds whatever bytes of the file lie there.
+std::optional<uint64_t> find_variable_in_target(int pid, std::string_view name_prefix, std::string_view symbol);
+
 }  // namespace gpuprof
