@@ -13,6 +13,8 @@ for each number of seconds, then runs on each file, one after the other:
     "Streaming reads");
   - the same with GPUPROF_REPORT_READ_WHOLE=1 (the test hook that reads the
     recording whole), for comparison;
+  - `gpuprof report FILE --pprof OUT`: the pprof profile, streamed too (the
+    folded stacks' sums, one per column), and the same read whole;
   - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, streamed
     too (each thread's calls go to a temporary file until the end), and the
     same read whole.
@@ -68,10 +70,12 @@ def main():
     if len(lengths) < 2:
         sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
     whole = {"GPUPROF_REPORT_READ_WHOLE": "1"}
-    # mode: (arguments after FILE, environment); {out} is a file in the work directory
+    # mode: (arguments after FILE, environment); {out} and {pprof} are files in the work directory
     modes = {"table (streamed)": ([], None),
              "--folded (streamed)": (["--folded"], None),
              "--folded (whole)": (["--folded"], whole),
+             "--pprof (streamed)": (["--pprof", "{pprof}"], None),
+             "--pprof (whole)": (["--pprof", "{pprof}"], whole),
              "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
              "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
@@ -82,9 +86,11 @@ def main():
             path, _ = record(GPUPROF, seconds, workdir, f"loop-{seconds}s")
             events, size = measure(path)
             out = workdir / "report_memory.trace.json"
-            runs = {mode: run_report([str(path), *[a.format(out=out) for a in extra]], env)
+            pprof = workdir / "report_memory.pb.gz"
+            runs = {mode: run_report([str(path), *[a.format(out=out, pprof=pprof) for a in extra]], env)
                     for mode, (extra, env) in modes.items()}
             out.unlink(missing_ok=True)
+            pprof.unlink(missing_ok=True)
             results.append((events, size, runs))
             print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
             for mode, (rss, wall) in runs.items():

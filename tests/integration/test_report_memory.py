@@ -1,4 +1,4 @@
-"""report's op table, --folded and --chrome-trace stream the events
+"""report's op table, --folded, --pprof and --chrome-trace stream the events
 (docs/report.md, "Memory"; docs/record-file.md, "Streaming reads"): their
 peak memory does not grow with the recording, and what they print is what
 the whole read prints.
@@ -6,18 +6,19 @@ the whole read prints.
 Real recordings of tests/workloads/small_op_loop.py (one torch.add per loop
 turn, plus one before the loop) on both torches: a short and a 4x longer
 one. The table's aten::add calls are exactly the adds the loop made; the
-peak RSS of `report`, `report --folded` and `report --chrome-trace` on the
-long recording is within a few MiB of that on the short one, while the whole read
-(GPUPROF_REPORT_READ_WHOLE=1, the test hook) grows by tens of MiB for the
-same events. RSS is measured by a small interpreter that runs report and
+peak RSS of `report`, `report --folded`, `report --pprof` and `report
+--chrome-trace` on the long recording is within a few MiB of that on the
+short one, while the whole read (GPUPROF_REPORT_READ_WHOLE=1, the test
+hook) grows by tens of MiB for the same events. RSS is measured by a small interpreter that runs report and
 reads wait4's ru_maxrss (a child forked from pytest would count pytest's
 memory).
 
 Recordings of tests/workloads/nested_threads.py (nested ops and a range on
 three threads), with and without --with-stack and CPU samples: the streamed
 --folded (self time, and samples when recorded) prints, on stdout and
-stderr, the same bytes as the whole read, and --chrome-trace (streamed: no
-module frames in these stacks) writes the same file."""
+stderr, the same bytes as the whole read, and --pprof and --chrome-trace
+(streamed: no module frames in these stacks) write the same file."""
+import gzip
 import os
 import re
 import subprocess
@@ -71,22 +72,29 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
         assert folded.returncode == 0, folded.stderr
         assert re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
         trace = tmp_path / "trace.json"
+        profile = tmp_path / "profile.pb.gz"
         runs.append((loops, peak_rss_kib(path), peak_rss_kib(path, "--folded"),
-                     peak_rss_kib(path, "--folded", env=READ_WHOLE), peak_rss_kib(path, "--chrome-trace", trace)))
+                     peak_rss_kib(path, "--folded", env=READ_WHOLE), peak_rss_kib(path, "--chrome-trace", trace),
+                     peak_rss_kib(path, "--pprof", profile), peak_rss_kib(path, "--pprof", profile, env=READ_WHOLE)))
         trace.unlink()
-    (short_loops, short_table, short_folded, short_whole, short_trace), \
-        (long_loops, long_table, long_folded, long_whole, long_trace) = runs
+        profile.unlink()
+    (short_loops, short_table, short_folded, short_whole, short_trace, short_pprof, short_pprof_whole), \
+        (long_loops, long_table, long_folded, long_whole, long_trace, long_pprof, long_pprof_whole) = runs
     assert long_loops > 2 * short_loops, runs
     summary = (f"aten::add calls {short_loops + 1} -> {long_loops + 1}: table peak RSS {short_table} -> "
                f"{long_table} KiB, --folded {short_folded} -> {long_folded} KiB, --folded read whole "
-               f"{short_whole} -> {long_whole} KiB, --chrome-trace {short_trace} -> {long_trace} KiB")
+               f"{short_whole} -> {long_whole} KiB, --chrome-trace {short_trace} -> {long_trace} KiB, "
+               f"--pprof {short_pprof} -> {long_pprof} KiB, --pprof read whole {short_pprof_whole} -> "
+               f"{long_pprof_whole} KiB")
     print(summary)
     # Whole, each op event costs ~90 bytes of report's memory (two per add);
     # streamed, none: allow 4 MiB of allocator noise.
     assert long_table - short_table < 4096, summary
     assert long_folded - short_folded < 4096, summary
     assert long_trace - short_trace < 4096, summary
+    assert long_pprof - short_pprof < 4096, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
+    assert long_pprof_whole - short_pprof_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
 
 
 @pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"]],
@@ -117,6 +125,24 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
         assert any("aten::log_softmax" in line for line in lines), streamed.stdout
         if "--with-stack" in extra:
             assert any("nested_threads.py" in line.split(";")[0] for line in lines), streamed.stdout
+    # The pprof profile, compensated and raw: the same profile, and the same
+    # line about it on stderr (its size on disk included).
+    profile = tmp_path / "profile.pb.gz"
+    for args in (["--pprof", profile], ["--pprof", profile, "--raw-times"]):
+        streamed = run_gpuprof("report", out, *args, timeout=300)
+        assert streamed.returncode == 0, streamed.stderr
+        streamed_bytes = gzip.decompress(profile.read_bytes())
+        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
+        assert whole.returncode == 0, whole.stderr
+        assert b"aten::addmm" in streamed_bytes and b"matmul_turn" in streamed_bytes
+        if "-F" in extra:
+            assert b"samples" in streamed_bytes
+        if "--with-stack" in extra:
+            assert b"nested_threads.py" in streamed_bytes
+        assert streamed_bytes == gzip.decompress(profile.read_bytes())
+        assert streamed.stderr == whole.stderr
+        assert re.search(r"^gpuprof: wrote \S+ from \S+: [1-9]\d* samples of [24] sample types", streamed.stderr,
+                         re.M), streamed.stderr
     # The Chrome trace (streamed: no module frames here), whole and cut by
     # --time-range: the same file, and the same line about it on stderr.
     trace = tmp_path / "trace.json"
@@ -142,11 +168,16 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
         rec = run_gpuprof("record", "-q", "-o", out, "--with-stack", "-F", "997", "--",
                           *torch_env.argv("nested_threads.py", str(seconds)), timeout=300)
         assert rec.returncode == 0, rec.stderr
+        profile = tmp_path / "profile.pb.gz"
         rss[seconds] = (peak_rss_kib(out, "--folded"), peak_rss_kib(out, "--folded", "--metric", "samples"),
-                        peak_rss_kib(out, "--folded", env=READ_WHOLE))
-    summary = f"peak RSS KiB (self time, samples, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+                        peak_rss_kib(out, "--folded", env=READ_WHOLE), peak_rss_kib(out, "--pprof", profile),
+                        peak_rss_kib(out, "--pprof", profile, env=READ_WHOLE))
+    summary = (f"peak RSS KiB (self time, samples, read whole, --pprof, --pprof read whole): 1 s {rss[1]}, "
+               f"4 s {rss[4]}")
     print(summary)
     assert rss[4][0] - rss[1][0] < 4096, summary
     assert rss[4][1] - rss[1][1] < 4096, summary
+    assert rss[4][3] - rss[1][3] < 4096, summary
     # The whole read grows by tens of MiB for the same events.
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
+    assert rss[4][4] - rss[1][4] > 30 * 1024, summary

@@ -62,7 +62,9 @@ void StreamedStackSums::place(const Timeline& forest) {
   }
   if (value_of_node_.size() < paths_.trie().size()) value_of_node_.resize(paths_.trie().size());
   for (size_t k = 0; k < n; k++) {
-    const uint64_t value = forest.calls[k].compensated_self_ns();
+    // As stack_sums(): a call folded into its parent counts in that call.
+    const uint64_t value =
+        metric_ == StackMetric::kCalls ? (folded_into[k] == k ? 1 : 0) : forest.calls[k].compensated_self_ns();
     value_of_node_[node_of[folded_into[k]]] += value;
     total_ += value;
     pairs_.forget(forest.calls[k].entry_index);

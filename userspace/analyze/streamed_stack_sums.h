@@ -1,6 +1,7 @@
 // streamed_stack_sums.h: stack_sums() (stack_sums.h) of a recording read as
 // a stream (record/record_stream.h), for report --folded (self_cpu_time
-// and samples):
+// and samples) and report --pprof (calls, self_cpu and samples:
+// streamed_metric_sums.h):
 // memory grows with the distinct stacks, threads and the calls of each
 // thread's current outermost call tree, not with the events.
 //
@@ -24,8 +25,9 @@
 // one placed forest after the other: a sample before a forest's next call
 // is counted on the innermost call open then, the sweep's open calls kept
 // from one forest to the next, and the samples after a thread's last call
-// counted at the end. Not kSelfCudaTime (GPU activities stop a streaming
-// read) nor kCalls.
+// counted at the end. kCalls: the calls placed on the paths of kSelfCpuTime,
+// one per call that stays after the fold. Not kSelfCudaTime (GPU activities
+// stop a streaming read).
 #pragma once
 
 #include <cstdint>
@@ -51,7 +53,7 @@ class StreamedStackSums : public RecordStream {
   // outlive this. costs: the probe costs to compensate by (nullptr: raw
   // times). last_entry_stack: the event index of the file's last
   // ENTRY_STACKS pair (nullopt: none).
-  // metric: kSelfCpuTime or kSamples.
+  // metric: kSelfCpuTime, kCalls or kSamples.
   StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
                     StackMetric metric = StackMetric::kSelfCpuTime);
 
@@ -89,7 +91,7 @@ class StreamedStackSums : public RecordStream {
   EntryStackPairs pairs_;
   StackPaths paths_;
   SettledCalls settled_;
-  std::vector<uint64_t> value_of_node_;  // kSelfCpuTime: the self ns placed on each node
+  std::vector<uint64_t> value_of_node_;  // kSelfCpuTime, kCalls: the self ns or calls placed on each node
   uint64_t total_ = 0;
   std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid
   std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample_;

@@ -12,6 +12,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
+#include "analyze/streamed_metric_sums.h"
 #include "analyze/streamed_stack_sums.h"
 #include "output/streamed_chrome_trace.h"
 #include "output/module_table.h"
@@ -25,6 +26,7 @@
 #include "output/gpu_kernel_table.h"
 #include "output/job_rank_line.h"
 #include "output/launch_table.h"
+#include "output/pprof.h"
 #include "analyze/process_filter.h"
 #include "record/frames_not_read.h"
 #include "record/record_file.h"
@@ -565,6 +567,27 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
       });
 }
 
+// report --pprof, memory flat in the events: the same two reads, the second
+// summing the stacks of every column the profile has (calls, self CPU,
+// samples: streamed_metric_sums.h) as they come. A recording with GPU
+// activities reads whole (their calls need every call).
+struct StreamedPprof {
+  Recording recording;
+  std::map<StackMetric, StackSums> sums;
+};
+std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
+  return read_twice<StreamedPprof>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedMetricSums(head.recording, compensation_costs(head.recording, raw_times),
+                                  head.last_entry_stack, pprof_metrics(head.recording));
+      },
+      [](StreamedMetricSums& sums, Recording recording) {
+        std::map<StackMetric, StackSums> by_metric = std::move(sums).finish();
+        return StreamedPprof{std::move(recording), std::move(by_metric)};
+      });
+}
+
 // report --chrome-trace, memory flat in the events, for what
 // streamed_chrome_trace.h serves: the second read spills each thread's
 // calls to a temporary file, which the trace replays.
@@ -631,8 +654,14 @@ int run_report(const ReportOptions& given) {
   // And the Chrome trace, without --ops (streamed_chrome_trace.h).
   const bool streamed_trace = !whole_only && !options.trace.output.empty() && options.trace.ops.empty();
   std::optional<StreamedTraceCalls> streamed_calls;
+  // And --pprof (streamed_metric_sums.h).
+  const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
+  std::optional<std::map<StackMetric, StackSums>> streamed_sums;
   std::optional<int> failed;
-  if (streamed_trace)
+  if (streamed_pprof)
+    failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
+                       recording, streamed_sums);
+  else if (streamed_trace)
     failed = take_read(read_for_trace(options.input_path, options.strict), &StreamedTrace::calls, recording,
                        streamed_calls);
   else if (streamed_folded)
@@ -697,7 +726,7 @@ int run_report(const ReportOptions& given) {
   if (!options.trace.pprof.empty()) {
     TraceExportOptions pprof = options.trace;
     pprof.raw_times = options.raw_times;
-    return export_pprof(*recording, options.input_path, pprof);
+    return export_pprof(*recording, options.input_path, pprof, streamed_sums ? &*streamed_sums : nullptr);
   }
   if (!options.trace.output.empty())
     return export_chrome_trace(*recording, options.input_path, options.trace,

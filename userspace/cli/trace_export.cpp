@@ -237,26 +237,22 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
   return 0;
 }
 
-int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {
-  return export_pprof(std::vector<const Recording*>{&recording}, {input_path}, options);
-}
+namespace {
 
-int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
-                 const TraceExportOptions& options) {
+// Writes the profile that make() builds into options.pprof and says what it
+// wrote (from `from`). Returns the process exit code.
+int write_pprof_file(const TraceExportOptions& options, const std::string& from,
+                     const std::function<PprofProfile()>& make) {
   int exit_code = 0;
   auto file = open_export(options.pprof, options, &exit_code);
   if (!file) return exit_code;
-  std::vector<PprofInput> inputs;
-  for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({recordings[i], input_paths[i]});
-  const PprofProfile profile = pprof_profile(inputs, options.raw_times);
+  const PprofProfile profile = make();
   file->write(profile.data);
   std::string error;
   if (!file->close(&error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 1;
   }
-  const std::string from = input_paths.size() == 1 ? input_paths.front()
-                                                   : std::to_string(input_paths.size()) + " recordings";
   std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu samples of %llu sample types, %llu functions%s\n",
                options.pprof == "-" ? "the pprof profile" : options.pprof.c_str(), from.c_str(),
                static_cast<unsigned long long>(profile.stats.samples),
@@ -265,6 +261,24 @@ int export_pprof(const std::vector<const Recording*>& recordings, const std::vec
   if (profile.stats.samples == 0)
     std::fprintf(stderr, "gpuprof: warning: %s has no op calls or samples: the profile is empty\n", from.c_str());
   return 0;
+}
+
+}  // namespace
+
+int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
+                 std::map<StackMetric, StackSums>* streamed) {
+  if (!streamed) return export_pprof(std::vector<const Recording*>{&recording}, {input_path}, options);
+  return write_pprof_file(options, input_path,
+                          [&] { return pprof_profile(recording, std::move(*streamed), options.raw_times); });
+}
+
+int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
+                 const TraceExportOptions& options) {
+  std::vector<PprofInput> inputs;
+  for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({recordings[i], input_paths[i]});
+  const std::string from = input_paths.size() == 1 ? input_paths.front()
+                                                   : std::to_string(input_paths.size()) + " recordings";
+  return write_pprof_file(options, from, [&] { return pprof_profile(inputs, options.raw_times); });
 }
 
 }  // namespace gpuprof::cli

@@ -4,9 +4,11 @@
 // (report): a pprof profile.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "analyze/stack_sums.h"
 #include "output/chrome_trace.h"
 #include "output/chrome_trace_several.h"
 
@@ -46,8 +48,11 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
 void add_pprof_option(CLI::App& command, TraceExportOptions& options);
 
 // Writes options.pprof; one line on stderr says what was written.
-// Returns the process exit code.
-int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
+// Returns the process exit code. streamed: the stack sums of a streamed
+// read (analyze/streamed_metric_sums.h; null: the recording's events are
+// summed).
+int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
+                 std::map<StackMetric, StackSums>* streamed = nullptr);
 // Several recordings in one profile (report A B ... --pprof).
 int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
                  const TraceExportOptions& options);

@@ -1,6 +1,7 @@
 // pprof.cpp: stack sums (analyze/stack_sums.h) as a profile.proto message.
 #include "output/pprof.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -112,14 +113,17 @@ class ProfileBuilder {
   // Adds one process's stacks of `metric` into its column(s); samples are
   // worth period_ns of CPU each.
   void add(const StackSums& sums, StackMetric metric, uint32_t process, int64_t period_ns = 0) {
-    std::vector<uint64_t> location_of(sums.frames.size());
-    for (size_t f = 0; f < sums.frames.size(); f++) location_of[f] = location(sums.frames[f], process);
+    constexpr uint32_t kUnseen = UINT32_MAX;
+    std::vector<uint32_t> frame_of(sums.frames.size(), kUnseen);  // the builder's frame ids
     for (const StackSum& stack : sums.stacks) {
       if (stack.value == 0) continue;
-      std::vector<uint64_t> leaf_first;
+      std::vector<uint32_t> leaf_first;
       leaf_first.reserve(stack.frames.size());
-      for (auto it = stack.frames.rbegin(); it != stack.frames.rend(); ++it) leaf_first.push_back(location_of[*it]);
-      std::vector<int64_t>& values = samples_[{std::move(leaf_first), process}];
+      for (auto it = stack.frames.rbegin(); it != stack.frames.rend(); ++it) {
+        if (frame_of[*it] == kUnseen) frame_of[*it] = frame_id(sums.frames[*it], process);
+        leaf_first.push_back(frame_of[*it]);
+      }
+      std::vector<int64_t>& values = stacks_[{std::move(leaf_first), process}];
       values.resize(columns_.size());
       const auto v = static_cast<int64_t>(stack.value);
       switch (metric) {
@@ -158,6 +162,7 @@ class ProfileBuilder {
   }
 
   PprofProfile finish(const Recording& first, const std::string& comment) {
+    number_locations();
     ProtobufWriter profile;
     for (const auto& [type, unit] : columns_) {
       ProtobufWriter vt;
@@ -250,6 +255,42 @@ class ProfileBuilder {
     uint64_t address = 0;  // a native frame's offset in its file, when the recording has it
   };
 
+  // A frame of one process's stacks: its location is made by finish().
+  struct ProcessFrame {
+    uint32_t process;
+    FrameKind kind;
+    std::string name;
+    auto operator<=>(const ProcessFrame&) const = default;
+  };
+
+  uint32_t frame_id(const StackFrame& frame, uint32_t process) {
+    auto [it, inserted] =
+        frame_ids_.try_emplace({process, frame.kind, frame.name}, static_cast<uint32_t>(frame_ids_.size()));
+    return it->second;
+  }
+
+  // Every frame's location, in the frames' order (process, kind, name):
+  // the ids of locations, functions, mappings and strings do not depend on
+  // the order the stack sums met the frames in, which a streamed read's
+  // (each thread's calls placed as they settle) differs from a whole one's.
+  // Then the samples, by their locations: stacks whose frames make the
+  // same locations (an op and a Python frame of one name make one) make
+  // one sample.
+  void number_locations() {
+    std::vector<uint64_t> location_of(frame_ids_.size());
+    for (const auto& [frame, id] : frame_ids_)  // in the map's order
+      location_of[id] = location(StackFrame{frame.name, frame.kind}, frame.process);
+    for (const auto& [key, values] : stacks_) {
+      std::vector<uint64_t> leaf_first;
+      leaf_first.reserve(key.first.size());
+      for (uint32_t f : key.first) leaf_first.push_back(location_of[f]);
+      std::vector<int64_t>& sample = samples_[{std::move(leaf_first), key.second}];
+      sample.resize(values.size());
+      for (size_t c = 0; c < values.size(); c++) sample[c] += values[c];
+    }
+    stacks_.clear();
+  }
+
   int64_t str(std::string_view s) {
     auto [it, inserted] = string_ids_.try_emplace(std::string(s), static_cast<int64_t>(strings_.size()));
     if (inserted) strings_.push_back(std::string(s));
@@ -317,13 +358,53 @@ class ProfileBuilder {
   std::vector<ProcessInfo> process_info_;  // by process: its libtorch_cpu's path and build id
   // By process: its native files by base name (the recording's NATIVE_FILES).
   std::vector<std::unordered_map<std::string, NativeFile>> native_files_;
+  std::map<ProcessFrame, uint32_t> frame_ids_;
+  // (builder's frame ids leaf first, process) -> the columns' values, as added
+  std::map<std::pair<std::vector<uint32_t>, uint32_t>, std::vector<int64_t>> stacks_;
+  // (location ids leaf first, process) -> the columns' values: the samples
   std::map<std::pair<std::vector<uint64_t>, uint32_t>, std::vector<int64_t>> samples_;
 };
 
+int64_t period_ns_of(const Recording& recording) {
+  return recording.options.sample_hz > 0 ? static_cast<int64_t>(1e9 / recording.options.sample_hz) : 0;
+}
+
+// Adds one process's stacks, each metric's sums from sums_of(metric).
+void add_process(ProfileBuilder& builder, const Recording& one, const std::string& file,
+                 const std::function<StackSums(StackMetric)>& sums_of) {
+  const uint32_t process =
+      builder.process(one.process, file, job_rank_of(one.job_ranks, one.process.pid), one.native_files);
+  for (StackMetric metric : pprof_metrics(one))
+    builder.add(sums_of(metric), metric, process, metric == StackMetric::kSamples ? period_ns_of(one) : 0);
+}
+
+std::string comment_of(bool compensated) {
+  return compensated ? "gpuprof: self_cpu compensated for the probes' cost (--raw-times: as measured)"
+                     : "gpuprof: self_cpu as measured";
+}
+
 }  // namespace
+
+std::vector<StackMetric> pprof_metrics(const Recording& recording) {
+  std::vector<StackMetric> metrics;
+  if (recording.options.ops) {
+    metrics.push_back(StackMetric::kCalls);
+    metrics.push_back(StackMetric::kSelfCpuTime);
+  }
+  if (period_ns_of(recording)) metrics.push_back(StackMetric::kSamples);
+  if (!recording.gpu_activities.empty()) metrics.push_back(StackMetric::kSelfCudaTime);
+  return metrics;
+}
 
 PprofProfile pprof_profile(const Recording& recording, bool raw_times) {
   return pprof_profile(std::vector<PprofInput>{{&recording, ""}}, raw_times);
+}
+
+PprofProfile pprof_profile(const Recording& recording, std::map<StackMetric, StackSums> sums, bool raw_times) {
+  const std::vector<PprofInput> inputs = {{&recording, ""}};
+  ProfileBuilder builder(inputs);
+  add_process(builder, recording, "", [&](StackMetric metric) { return std::move(sums.at(metric)); });
+  return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
 }
 
 PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times) {
@@ -331,32 +412,19 @@ PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times
   bool compensated = true;
   for (const PprofInput& in : inputs) {
     const Recording& recording = *in.recording;
-    const int64_t period_ns =
-        recording.options.sample_hz > 0 ? static_cast<int64_t>(1e9 / recording.options.sample_hz) : 0;
     const std::string file = inputs.size() > 1 ? in.file : "";
-    auto add_process = [&](const Recording& one) {
-      const uint32_t process =
-          builder.process(one.process, file, job_rank_of(one.job_ranks, one.process.pid), one.native_files);
-      if (one.options.ops) {
-        builder.add(stack_sums(one, StackMetric::kCalls, raw_times), StackMetric::kCalls, process);
-        builder.add(stack_sums(one, StackMetric::kSelfCpuTime, raw_times), StackMetric::kSelfCpuTime, process);
-      }
-      if (period_ns)
-        builder.add(stack_sums(one, StackMetric::kSamples, raw_times), StackMetric::kSamples, process, period_ns);
-      if (!one.gpu_activities.empty())
-        builder.add(stack_sums(one, StackMetric::kSelfCudaTime, raw_times), StackMetric::kSelfCudaTime, process);
+    auto add_whole = [&](const Recording& one) {
+      add_process(builder, one, file, [&](StackMetric metric) { return stack_sums(one, metric, raw_times); });
     };
     if (is_system_wide(recording)) {
       for (const auto& [pid, activity] : process_activity(recording))
-        if (activity.events || activity.samples) add_process(select_processes(recording, {pid}));
+        if (activity.events || activity.samples) add_whole(select_processes(recording, {pid}));
     } else {
-      add_process(recording);
+      add_whole(recording);
     }
     compensated = compensated && compensation_costs(recording, raw_times) != nullptr;
   }
-  return builder.finish(*inputs.front().recording,
-                        compensated ? "gpuprof: self_cpu compensated for the probes' cost (--raw-times: as measured)"
-                                    : "gpuprof: self_cpu as measured");
+  return builder.finish(*inputs.front().recording, comment_of(compensated));
 }
 
 }  // namespace gpuprof

@@ -26,9 +26,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "analyze/stack_sums.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -45,6 +47,20 @@ struct PprofProfile {
 };
 
 PprofProfile pprof_profile(const Recording& recording, bool raw_times = false);
+
+// The stack sums a recording of one process has columns of, in the order
+// pprof_profile sums them: kCalls and kSelfCpuTime (traced ops), kSamples
+// (record -F), kSelfCudaTime (GPU activities).
+std::vector<StackMetric> pprof_metrics(const Recording& recording);
+
+// The profile of a recording of one process whose stacks were summed
+// already, those of every metric pprof_metrics() names (a streamed read:
+// analyze/streamed_metric_sums.h): the same bytes as pprof_profile of the
+// recording read whole. Locations, functions, mappings and strings are
+// numbered in an order of the frames themselves, not of the order the sums
+// met them in (which a streamed read's differs from a whole one's).
+PprofProfile pprof_profile(const Recording& recording, std::map<StackMetric, StackSums> sums,
+                           bool raw_times = false);
 
 // Several recordings in one profile (report A B ... --pprof): their
 // processes' samples side by side, each also labelled with its file

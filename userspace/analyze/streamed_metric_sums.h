@@ -1,0 +1,44 @@
+// streamed_metric_sums.h: the stack sums of several metrics of one
+// recording read as a stream (record/record_stream.h), in one read: what
+// report --pprof's columns are made of (output/pprof.h). Each metric is a
+// StreamedStackSums (streamed_stack_sums.h) handed every event and
+// ENTRY_STACKS pair, as the whole read (stack_sums(), once per metric)
+// reads the whole timeline once per metric: memory grows with the distinct
+// stacks and the calls each metric's settled forests hold, not with the
+// events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "analyze/stack_sums.h"
+#include "analyze/streamed_stack_sums.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class StreamedMetricSums : public RecordStream {
+ public:
+  // head, costs, last_entry_stack: as StreamedStackSums's (head must
+  // outlive this). metrics: kSelfCpuTime, kCalls or kSamples, each once.
+  StreamedMetricSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
+                     const std::vector<StackMetric>& metrics);
+
+  // What every metric's StreamedStackSums wants (they decline alike).
+  bool wants(const Recording& head) override;
+  void on_events(std::span<const gp_event> events, uint64_t first) override;
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
+  // Each metric's sums, once the read is done.
+  std::map<StackMetric, StackSums> finish() &&;
+
+ private:
+  // By pointer: a StreamedStackSums cannot be moved.
+  std::vector<std::pair<StackMetric, std::unique_ptr<StreamedStackSums>>> sums_;
+};
+
+}  // namespace gpuprof
