@@ -39,12 +39,12 @@ class CorruptChunksTest : public ::testing::Test {
   // The bytes of a finished recording with `options`, written by `write`.
   std::vector<uint8_t> recording(const RecordOptions& options, const std::function<void(RecordWriter&)>& write) {
     std::string err, path = dir_ + "/rec.gpuprof";
-    auto w = RecordWriter::create(path, &err);
+    auto w = noting_error(RecordWriter::create(path), &err);
     EXPECT_TRUE(w.has_value()) << err;
     if (!w) return {};
-    EXPECT_TRUE(w->begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
+    EXPECT_TRUE(succeeded(w->begin(sample_process(), sample_clock(), sample_ops(), options), &err)) << err;
     write(*w);
-    EXPECT_TRUE(w->finish(sample_stats(), 9'000'000'000ULL, &err)) << err;
+    EXPECT_TRUE(succeeded(w->finish(sample_stats(), 9'000'000'000ULL), &err)) << err;
     return read_bytes(path);
   }
 
@@ -66,8 +66,8 @@ size_t number_of(const std::vector<uint8_t>& file, const ChunkSpan& chunk) {
   return 0;
 }
 
-std::optional<Recording> skipping(const std::vector<uint8_t>& file, std::string* err) {
-  return read_recording_bytes(file, err, "f", CorruptChunks::skip);
+Result<Recording> skipping(const std::vector<uint8_t>& file, std::string* err) {
+  return noting_error(read_recording_bytes(file, "f", CorruptChunks::skip), err);
 }
 
 // Three EVENTS chunks of distinct events (4, 6 and 5 of them).
@@ -77,7 +77,7 @@ std::function<void(RecordWriter&)> three_event_chunks() {
     const size_t sizes[3] = {4, 6, 5};
     for (uint32_t seed : {0u, 1u, 2u}) {
       std::vector<gp_event> ev = make_events(sizes[seed], seed + 1);
-      ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err) && w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err) && succeeded(w.flush(), &err)) << err;
     }
   };
 }
@@ -91,7 +91,7 @@ TEST_F(CorruptChunksTest, ACorruptEventsChunkIsSkippedAndEveryOtherEventKept) {
   const std::string offset = " at offset " + std::to_string(middle.offset) + ": checksum mismatch";
   std::string err;
   // Refused (report --strict): the error of old, word for word.
-  EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bad, "f"), &err));
   EXPECT_EQ(err, at + offset);
   auto rec = skipping(bad, &err);
   ASSERT_TRUE(rec.has_value()) << err;
@@ -137,7 +137,7 @@ TEST_F(CorruptChunksTest, ADamagedLengthSkipsToTheNextChunkThatPassesItsChecksum
       bad[middle.offset + at] ^= byte;
       SCOPED_TRACE("length byte " + std::to_string(at) + " ^ " + std::to_string(byte));
       std::string err;
-      auto strict = read_recording_bytes(bad, &err, "f");  // an error, or a torn last chunk
+      auto strict = noting_error(read_recording_bytes(bad, "f"), &err);  // an error, or a torn last chunk
       EXPECT_TRUE(!strict || !strict->complete);
       auto rec = skipping(bad, &err);
       ASSERT_TRUE(rec.has_value()) << err;
@@ -206,16 +206,16 @@ TEST_F(CorruptChunksTest, EntryShapesAndStacksStillNameTheirEventsPastALostEvent
   const InputShapes shapes[3] = {{std::vector<int64_t>{2, 3}}, {std::vector<int64_t>{4}}, {std::nullopt}};
   const std::vector<uint8_t> file = recording(options, [&](RecordWriter& w) {
     std::string err;
-    ASSERT_TRUE(w.add_sample_frame("train.py(1): main", &err) && w.add_sample_stack({0}, &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_frame("train.py(1): main"), &err) && succeeded(w.add_sample_stack({0}), &err)) << err;
     for (uint32_t chunk = 0; chunk < 3; ++chunk) {
       std::vector<gp_event> ev = make_events(6, chunk);  // entries at 0 and 3
       const uint64_t base = w.events_appended();
-      ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
       for (uint64_t entry : {base, base + 3}) {
-        ASSERT_TRUE(w.append_shapes(entry, shapes[chunk], &err)) << err;
-        ASSERT_TRUE(w.append_entry_stack(entry, 0, &err)) << err;
+        ASSERT_TRUE(succeeded(w.append_shapes(entry, shapes[chunk]), &err)) << err;
+        ASSERT_TRUE(succeeded(w.append_entry_stack(entry, 0), &err)) << err;
       }
-      ASSERT_TRUE(w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     }
   });
   const ChunkSpan middle = nth(file, kEvents, 1);
@@ -252,8 +252,8 @@ TEST_F(CorruptChunksTest, PastALostShapeDictionaryCallsHaveNoShapes) {
     for (uint32_t chunk = 0; chunk < 3; ++chunk) {
       std::vector<gp_event> ev = make_events(3, chunk);  // an entry at 0
       const uint64_t base = w.events_appended();
-      ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-      ASSERT_TRUE(w.append_shapes(base, shapes[chunk], &err) && w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_shapes(base, shapes[chunk]), &err) && succeeded(w.flush(), &err)) << err;
     }
   });
   const ChunkSpan second = nth(file, static_cast<uint32_t>(ChunkType::SHAPES), 1);
@@ -281,16 +281,16 @@ TEST_F(CorruptChunksTest, LostDictionariesReadAsPlaceholders) {
     for (uint32_t chunk = 0; chunk < 3; ++chunk) {
       const uint32_t frame = w.sample_frames_defined(), stack = w.sample_stacks_defined();
       const uint32_t name = w.launch_names_defined();
-      ASSERT_TRUE(w.add_sample_frame("frame " + std::to_string(chunk), &err)) << err;
-      ASSERT_TRUE(w.add_sample_stack({frame}, &err)) << err;
-      ASSERT_TRUE(w.add_launch_name("kernel " + std::to_string(chunk), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_sample_frame("frame " + std::to_string(chunk)), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_sample_stack({frame}), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_launch_name("kernel " + std::to_string(chunk)), &err)) << err;
       const CpuSample sample{1000 + chunk, 7, frame, false, stack};
-      ASSERT_TRUE(w.append_samples(&sample, 1, &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_samples(&sample, 1), &err)) << err;
       CudaLaunch launch;
       launch.ts_ns = 2000 + chunk;
       launch.api = GP_LAUNCH_KERNEL;
       launch.name_id = name;
-      ASSERT_TRUE(w.append_launches(&launch, 1, &err) && w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.append_launches(&launch, 1), &err) && succeeded(w.flush(), &err)) << err;
     }
   });
   // The frames' and kernel names' chunks are not next to each other: each
@@ -341,12 +341,12 @@ TEST_F(CorruptChunksTest, LostSamplesKeepTheOthersAndTheirKernelStacks) {
   options.sample_hz = 99;
   const std::vector<uint8_t> file = recording(options, [&](RecordWriter& w) {
     std::string err;
-    ASSERT_TRUE(w.add_sample_frame("do_syscall_64_[k]", &err) && w.add_sample_stack({0}, &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_frame("do_syscall_64_[k]"), &err) && succeeded(w.add_sample_stack({0}), &err)) << err;
     for (uint32_t chunk = 0; chunk < 3; ++chunk) {
       const uint64_t index = w.samples_appended();
       const CpuSample samples[2] = {{100 + chunk, 7, 0, true, kNoPythonStack}, {200 + chunk, 7, 0, true, kNoPythonStack}};
-      ASSERT_TRUE(w.append_samples(samples, 2, &err)) << err;
-      ASSERT_TRUE(w.append_sample_kernel_stack(index + 1, 0, &err) && w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.append_samples(samples, 2), &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(index + 1, 0), &err) && succeeded(w.flush(), &err)) << err;
     }
   });
   std::vector<uint8_t> bad = file;

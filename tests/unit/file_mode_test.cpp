@@ -51,10 +51,10 @@ TEST(FileModeParse, OctalPermissionBitsOnly) {
 TEST_F(FileModeTest, RecordFilesAreOwnerOnlyUnlessAskedWhateverTheUmask) {
   const mode_t old_umask = umask(0);  // a permissive umask must not widen the default
   std::string error;
-  ASSERT_TRUE(RecordWriter::create(path("a.gpuprof"), &error)) << error;
+  ASSERT_TRUE(noting_error(RecordWriter::create(path("a.gpuprof")), &error)) << error;
   EXPECT_EQ(mode_of(path("a.gpuprof")), mode_t{0600});
   umask(077);  // nor a strict one narrow what --mode asks
-  ASSERT_TRUE(RecordWriter::create(path("b.gpuprof"), &error, 0640)) << error;
+  ASSERT_TRUE(noting_error(RecordWriter::create(path("b.gpuprof"), 0640), &error)) << error;
   EXPECT_EQ(mode_of(path("b.gpuprof")), mode_t{0640});
   umask(old_umask);
   // Replacing a world-readable file (a previous recording) makes it owner-only.
@@ -62,11 +62,11 @@ TEST_F(FileModeTest, RecordFilesAreOwnerOnlyUnlessAskedWhateverTheUmask) {
   ASSERT_GE(fd, 0);
   fchmod(fd, 0644);
   ::close(fd);
-  ASSERT_TRUE(RecordWriter::create(path("c.gpuprof"), &error)) << error;
+  ASSERT_TRUE(noting_error(RecordWriter::create(path("c.gpuprof")), &error)) << error;
   EXPECT_EQ(mode_of(path("c.gpuprof")), mode_t{0600});
   // A device is written, never chmod-ed (gpuprof top records to /dev/null).
   const mode_t null_mode = mode_of("/dev/null");
-  ASSERT_TRUE(RecordWriter::create("/dev/null", &error)) << error;
+  ASSERT_TRUE(noting_error(RecordWriter::create("/dev/null"), &error)) << error;
   EXPECT_EQ(mode_of("/dev/null"), null_mode);
 }
 

@@ -167,7 +167,7 @@ std::vector<T> first_n(const std::vector<T>& v, size_t n) {
 // Reading `file` fails with exactly `want`.
 void expect_error(const std::vector<uint8_t>& file, const std::string& want) {
   std::string err;
-  EXPECT_FALSE(read_recording_bytes(file, &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(file, "f"), &err));
   EXPECT_EQ(err, want);
 }
 // The " at offset N: " of an error about the chunk that follows `before`.
@@ -208,7 +208,7 @@ std::vector<ChunkHeader> chunk_headers(const std::vector<uint8_t>& file, uint64_
 size_t items_in(const std::vector<uint8_t>& file, const ChunkHeader& c) {
   std::string error;
   const std::vector<uint8_t> payload =
-      chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, kRecordChunkHeaderSize + c.length), &error)
+      noting_error(chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, kRecordChunkHeaderSize + c.length)), &error)
           .value_or(std::vector<uint8_t>{});
   EXPECT_EQ(error, "");
   auto count_at = [&](uint64_t payload_offset) {
@@ -298,7 +298,7 @@ void expect_every_cut_before_the_mandatory_end_fails(const std::vector<uint8_t>&
   for (size_t len = 0; len < mandatory_end; ++len) {
     SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
     std::string err;
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    auto rec = noting_error(read_recording_bytes(std::span(file.data(), len), "f"), &err);
     ASSERT_FALSE(rec.has_value());
     if (len == 0) {
       EXPECT_EQ(err, "f is empty: not a gpuprof record file");
@@ -322,7 +322,7 @@ void expect_every_cut_reads_the_complete_chunks(const std::vector<uint8_t>& file
   for (size_t len = bounds.front().end; len < file.size(); ++len) {
     SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
     std::string err;
-    auto rec = read_recording_bytes(std::span(file.data(), len), &err, "f");
+    auto rec = noting_error(read_recording_bytes(std::span(file.data(), len), "f"), &err);
     ASSERT_TRUE(rec.has_value()) << err;
     EXPECT_FALSE(rec->complete);
     const Boundary& last = last_boundary_before(bounds, len);
@@ -349,14 +349,14 @@ void expect_every_flipped_byte_is_caught(const std::vector<uint8_t>& file) {
     std::vector<uint8_t> flipped = file;
     flipped[i] ^= 0xff;
     std::string err, skip_err;
-    auto rec = read_recording_bytes(flipped, &err, "f");
+    auto rec = noting_error(read_recording_bytes(flipped, "f"), &err);
     if (rec) {
       EXPECT_FALSE(rec->complete) << "byte " << i;
       EXPECT_NE(rec->incomplete_reason.find("ignored"), std::string::npos) << "byte " << i;
     } else {
       EXPECT_EQ(err.rfind("f", 0), 0u) << err;
     }
-    auto kept = read_recording_bytes(flipped, &skip_err, "f", CorruptChunks::skip);
+    auto kept = noting_error(read_recording_bytes(flipped, "f", CorruptChunks::skip), &skip_err);
     const auto in = std::find_if(chunks.begin(), chunks.end(),
                                  [&](const ChunkSpan& c) { return i < c.offset + c.bytes; });
     ASSERT_NE(in, chunks.end());
@@ -397,7 +397,7 @@ class RecordFileTest : public ::testing::Test {
 
   RecordWriter must_create() {
     std::string err;
-    auto w = RecordWriter::create(path_, &err);
+    auto w = noting_error(RecordWriter::create(path_), &err);
     EXPECT_TRUE(w.has_value()) << err;
     return std::move(w.value());  // throws (failing the test) when absent
   }
@@ -406,7 +406,7 @@ class RecordFileTest : public ::testing::Test {
   std::vector<uint8_t> mandatory_prefix(const RecordOptions& options = {}) {
     std::string err;
     RecordWriter w = must_create();
-    EXPECT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
+    EXPECT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), options), &err)) << err;
     return read_bytes(path_);
   }
   // A recorder killed between flushes: in a child process, begins a
@@ -420,8 +420,8 @@ class RecordFileTest : public ::testing::Test {
     ASSERT_GE(child, 0);
     if (child == 0) {
       std::string e;
-      auto w = RecordWriter::create(path_, &e);
-      if (!w || !w->begin(sample_process(), sample_clock(), sample_ops(), options, &e) ||
+      auto w = noting_error(RecordWriter::create(path_), &e);
+      if (!w || !succeeded(w->begin(sample_process(), sample_clock(), sample_ops(), options), &e) ||
           !write(*w, &e))
         _exit(1);
       raise(SIGKILL);
@@ -440,13 +440,13 @@ TEST_F(RecordFileTest, RoundTripsAFullRecording) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-    ASSERT_TRUE(w.append_events(events.data(), events.size(), &err)) << err;
-    ASSERT_TRUE(w.finish(sample_stats(), 9'000'000'000ULL, &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(events.data(), events.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9'000'000'000ULL), &err)) << err;
     EXPECT_EQ(w.events_written(), 13u);
     EXPECT_EQ(w.bytes_written(), std::filesystem::file_size(path_));
   }
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->format_version, GP_RECORD_FORMAT_VERSION);
   EXPECT_EQ(rec->process, sample_process());
@@ -459,7 +459,7 @@ TEST_F(RecordFileTest, RoundTripsAFullRecording) {
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->incomplete_reason, "");
   // The in-memory reader agrees with the file reader.
-  auto mem = read_recording_bytes(read_bytes(path_), &err);
+  auto mem = noting_error(read_recording_bytes(read_bytes(path_)), &err);
   ASSERT_TRUE(mem.has_value()) << err;
   EXPECT_TRUE(same_events(mem->events, events));
 }
@@ -471,9 +471,9 @@ TEST_F(RecordFileTest, ReadsARecordingFromAPipe) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-    ASSERT_TRUE(w.append_events(events.data(), events.size(), &err)) << err;
-    ASSERT_TRUE(w.finish(sample_stats(), 9'000'000'000ULL, &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(events.data(), events.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9'000'000'000ULL), &err)) << err;
   }
   const std::vector<uint8_t> bytes = read_bytes(path_);
   int fds[2];
@@ -488,7 +488,7 @@ TEST_F(RecordFileTest, ReadsARecordingFromAPipe) {
     }
     close(fds[1]);
   });
-  auto rec = read_recording("/dev/fd/" + std::to_string(fds[0]), &err);
+  auto rec = noting_error(read_recording("/dev/fd/" + std::to_string(fds[0])), &err);
   writer.join();
   close(fds[0]);
   ASSERT_TRUE(rec.has_value()) << err;
@@ -502,10 +502,10 @@ TEST_F(RecordFileTest, ReadsARecordingFromAPipe) {
 TEST_F(RecordFileTest, RoundTripsEmptyStringsOpsAndEvents) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(ProcessInfo{}, ClockInfo{}, {}, &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing buffered: writes no chunk
-  ASSERT_TRUE(w.finish(RecordStats{}, 0, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.begin(ProcessInfo{}, ClockInfo{}, {}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing buffered: writes no chunk
+  ASSERT_TRUE(succeeded(w.finish(RecordStats{}, 0), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->process, ProcessInfo{});
   EXPECT_TRUE(rec->ops.empty());
@@ -517,14 +517,14 @@ TEST_F(RecordFileTest, RoundTripsEmptyStringsOpsAndEvents) {
 TEST_F(RecordFileTest, IncrementalWriterWithSeveralFlushesAndFullChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t begin_end = w.bytes_written();
   std::vector<gp_event> all;
   for (uint32_t round = 0; round < 4; ++round) {
     std::vector<gp_event> ev = make_events(7 + round, round);
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     all.insert(all.end(), ev.begin(), ev.end());
-    ASSERT_TRUE(w.flush(&err)) << err;
+    ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     EXPECT_EQ(w.events_written(), all.size());
   }
   EXPECT_EQ(chunks_since(path_, begin_end),
@@ -533,12 +533,12 @@ TEST_F(RecordFileTest, IncrementalWriterWithSeveralFlushesAndFullChunks) {
   // 5000 events: two full 2048-event chunks go out at once, 904 stay buffered.
   const uint64_t before = w.bytes_written();
   std::vector<gp_event> big = make_events(5000, 9);
-  ASSERT_TRUE(w.append_events(big.data(), big.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(big.data(), big.size()), &err)) << err;
   all.insert(all.end(), big.begin(), big.end());
   EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::OP_EVENTS, 2048}, {ChunkType::OP_EVENTS, 2048}}));
   EXPECT_EQ(w.events_written(), all.size() - 904);
-  ASSERT_TRUE(w.finish(sample_stats(), 7, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 7), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, all));
@@ -548,7 +548,7 @@ TEST_F(RecordFileTest, IncrementalWriterWithSeveralFlushesAndFullChunks) {
 TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   // The boundaries as the writer counts its bytes, not from the chunk
   // headers: the cuts then also check that both agree.
   std::vector<Boundary> bounds{{w.bytes_written(), {}}};
@@ -556,11 +556,11 @@ TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
   for (uint32_t round = 0; round < 3; ++round) {
     std::vector<gp_event> ev = make_events(5, round);
     all.insert(all.end(), ev.begin(), ev.end());
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-    ASSERT_TRUE(w.flush(&err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     bounds.push_back({w.bytes_written(), {{ChunkType::EVENTS, all.size()}}});
   }
-  ASSERT_TRUE(w.finish(sample_stats(), 77, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 77), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
   bounds.push_back({file.size() - kRecordChunkHeaderSize - 8,  // STATS end
                     {{ChunkType::EVENTS, all.size()}}});
@@ -573,7 +573,7 @@ TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
         EXPECT_EQ(rec.process, sample_process());
         EXPECT_EQ(rec.ops, sample_ops());
       });
-  auto rec = read_recording_bytes(file, &err, "f");
+  auto rec = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, all));
@@ -583,13 +583,13 @@ TEST_F(RecordFileTest, EveryTruncationGivesAnErrorOrTheCompleteChunks) {
 TEST_F(RecordFileTest, WriterKilledBySigkillLeavesAReadableFile) {
   std::vector<gp_event> flushed = make_events(10, 1);
   ASSERT_NO_FATAL_FAILURE(write_then_sigkill({}, [&](RecordWriter& w, std::string* e) {
-    if (!w.append_events(flushed.data(), 6, e) || !w.flush(e)) return false;
-    if (!w.append_events(flushed.data() + 6, 4, e) || !w.flush(e)) return false;
+    if (!succeeded(w.append_events(flushed.data(), 6), e) || !succeeded(w.flush(), e)) return false;
+    if (!succeeded(w.append_events(flushed.data() + 6, 4), e) || !succeeded(w.flush(), e)) return false;
     std::vector<gp_event> lost = make_events(3, 2);
-    return w.append_events(lost.data(), lost.size(), e);  // buffered only
+    return succeeded(w.append_events(lost.data(), lost.size()), e);  // buffered only
   }));
   std::string err;
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
   EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (killed, or its disk full)");
@@ -600,47 +600,47 @@ TEST_F(RecordFileTest, WriterKilledBySigkillLeavesAReadableFile) {
 TEST_F(RecordFileTest, BadMagicIsNotARecordFile) {
   std::string text = "#!/usr/bin/env python3\nprint('hello')\n", err;
   std::vector<uint8_t> bytes(text.begin(), text.end());
-  EXPECT_FALSE(read_recording_bytes(bytes, &err, "x.py"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bytes, "x.py"), &err));
   EXPECT_EQ(err, "x.py is not a gpuprof record file (no GPUPROF magic)");
-  EXPECT_FALSE(read_recording_bytes(std::span(bytes.data(), 3), &err, "x.py"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(std::span(bytes.data(), 3), "x.py"), &err));
   EXPECT_EQ(err, "x.py is not a gpuprof record file (no GPUPROF magic)");
 }
 
 TEST_F(RecordFileTest, FutureVersionNamesBothVersions) {
   std::string err;
   std::vector<uint8_t> bytes = cat(encode_record_header(7), encode_chunk(77, {}));
-  EXPECT_FALSE(read_recording_bytes(bytes, &err, "new.gpuprof"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bytes, "new.gpuprof"), &err));
   EXPECT_EQ(err,
             "new.gpuprof was written by a newer gpuprof: record format version 7, "
             "this gpuprof reads version 6");
-  EXPECT_FALSE(read_recording_bytes(encode_record_header(0), &err, "z"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(encode_record_header(0), "z"), &err));
   EXPECT_EQ(err, "z: unsupported record format version 0 (this gpuprof reads version 6)");
   std::vector<uint8_t> header = encode_record_header();
   header[12] = 20;
-  EXPECT_FALSE(read_recording_bytes(header, &err, "h"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(header, "h"), &err));
   EXPECT_EQ(err, "h: corrupt file header: header size 20 (expected 16)");
 }
 
 TEST_F(RecordFileTest, FlippedByteInAMiddleChunkIsCorrupt) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   std::vector<gp_event> ev = make_events(4);
   uint64_t second_events = 0;  // chunk 6
   for (int i = 0; i < 3; ++i) {
     if (i == 1) second_events = w.bytes_written();
-    ASSERT_TRUE(w.append_events(ev.data(), 4, &err) && w.flush(&err));
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), 4), &err) && succeeded(w.flush(), &err));
   }
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
   std::vector<uint8_t> bad = file;
   bad[second_events + 16 + 20] ^= 0x01;
-  EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bad, "f"), &err));
   EXPECT_EQ(
       err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
   bad = file;
   bad[second_events] ^= 0x10;  // the type field is checksummed too
-  EXPECT_FALSE(read_recording_bytes(bad, &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bad, "f"), &err));
   EXPECT_EQ(
       err, "f: corrupt chunk 6 at offset " + std::to_string(second_events) + ": checksum mismatch");
   expect_every_flipped_byte_is_caught(file);
@@ -654,41 +654,41 @@ TEST_F(RecordFileTest, EventsOutsideTheOpTableAreRejected) {
   ev[3].kind = GP_EV_OP_EXIT;
   ev[3].op_id = 3;  // the op table has 3 ops
   auto chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err));
   EXPECT_EQ(err, at + ": event 3 has op_id 3, but the op table has 3 ops");
   ev[3].op_id = GP_NO_OP;  // an entry or exit must name an op
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err));
   EXPECT_EQ(err, at + ": event 3 has op_id 4294967295, but the op table has 3 ops");
   ev[3].op_id = 0;
   ev[3].kind = 9;
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err));
   EXPECT_EQ(err, at + ": event 3 has unknown kind 9");
   ev[3].kind = GP_EV_CUT;  // a cut names no op (version 5)
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err));
   EXPECT_EQ(err, at + ": event 3 has op_id 0, but the op table has 3 ops");
   ev[3].op_id = GP_NO_OP;
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), events_payload(ev));
-  EXPECT_TRUE(read_recording_bytes(cat(prefix, chunk), &err, "f")) << err;
+  EXPECT_TRUE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err)) << err;
   chunk = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), std::vector<uint8_t>(33, 0));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk), "f"), &err));
   EXPECT_EQ(err, at + ": payload of 33 bytes is not a whole number of 32-byte events");
 }
 
 TEST_F(RecordFileTest, WriterRefusesEventsTheReaderWouldReject) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   std::vector<gp_event> ev = make_events(3);
   ev[1].op_id = 17;
-  EXPECT_FALSE(w.append_events(ev.data(), ev.size(), &err));
+  EXPECT_FALSE(succeeded(w.append_events(ev.data(), ev.size()), &err));
   EXPECT_EQ(err, path_ + ": not recording event has op_id 17, but the op table has 3 ops");
   ev[1].op_id = 1;
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;  // still usable
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;  // still usable
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(same_events(rec->events, ev));
 }
@@ -697,10 +697,10 @@ TEST_F(RecordFileTest, UnknownChunksAreSkipped) {
   std::string err;
   std::vector<gp_event> ev = make_events(6);
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t split = w.bytes_written();
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
   std::vector<uint8_t> extra = cat(encode_chunk(1000, std::vector<uint8_t>{'h', 'i'}),
                                    encode_chunk(1001, {}));  // empty payload
@@ -708,7 +708,7 @@ TEST_F(RecordFileTest, UnknownChunksAreSkipped) {
   {
     std::ofstream(path_, std::ios::binary).write(reinterpret_cast<char*>(file.data()), file.size());
   }
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, ev));
@@ -720,37 +720,37 @@ TEST_F(RecordFileTest, StructuralErrorsAreCorrupt) {
   const std::string off = std::to_string(prefix.size());
   // A length above the cap is refused before anything is allocated.
   std::vector<uint8_t> huge = {4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0};
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, huge), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, huge), "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 5 at offset " + off +
                      ": payload length 4294967295 exceeds the limit of 67108864 bytes");
   // An op count that cannot fit its payload.
   auto ops =
       encode_chunk(static_cast<uint32_t>(ChunkType::OP_TABLE), std::vector<uint8_t>(4, 0xff));
-  EXPECT_FALSE(read_recording_bytes(cat(encode_record_header(), ops), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(encode_record_header(), ops), "f"), &err));
   EXPECT_EQ(
       err,
       "f: corrupt chunk 1 (OP_TABLE) at offset 16: op count 4294967295 does not fit the payload");
   // Events before the op table.
   auto ev = encode_chunk(static_cast<uint32_t>(ChunkType::EVENTS), {});
-  EXPECT_FALSE(read_recording_bytes(cat(encode_record_header(), ev), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(encode_record_header(), ev), "f"), &err));
   EXPECT_EQ(err,
             "f: corrupt chunk 1 (EVENTS) at offset 16: EVENTS chunk before the PROCESS, "
             "CLOCK, OP_TABLE and OPTIONS chunks");
   // A CLOCK payload one byte short, a duplicate CLOCK, an END without STATS.
   auto clock = encode_chunk(static_cast<uint32_t>(ChunkType::CLOCK), std::vector<uint8_t>(15, 0));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, clock), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, clock), "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 5 (CLOCK) at offset " + off + ": duplicate CLOCK chunk");
-  EXPECT_FALSE(read_recording_bytes(cat(encode_record_header(), clock), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(encode_record_header(), clock), "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 1 (CLOCK) at offset 16: payload too short");
   auto end = encode_chunk(static_cast<uint32_t>(ChunkType::END), std::vector<uint8_t>(8, 0));
-  EXPECT_FALSE(read_recording_bytes(cat(prefix, end), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, end), "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 5 (END) at offset " + off + ": END chunk without a STATS chunk");
   // Data after the END chunk.
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   std::vector<uint8_t> file = read_bytes(path_);
-  EXPECT_FALSE(read_recording_bytes(cat(file, {0, 0, 0}), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(file, {0, 0, 0}), "f"), &err));
   EXPECT_EQ(err,
             "f: corrupt: 3 bytes after the END chunk at offset " + std::to_string(file.size()));
 }
@@ -758,15 +758,15 @@ TEST_F(RecordFileTest, StructuralErrorsAreCorrupt) {
 TEST_F(RecordFileTest, EmptyMissingAndNonRegularFiles) {
   std::string err;
   { std::ofstream(path_).flush(); }
-  EXPECT_FALSE(read_recording(path_, &err));
+  EXPECT_FALSE(noting_error(read_recording(path_), &err));
   EXPECT_EQ(err, path_ + " is empty: not a gpuprof record file");
   std::string missing = dir_ + "/missing.gpuprof";
-  EXPECT_FALSE(read_recording(missing, &err));
+  EXPECT_FALSE(noting_error(read_recording(missing), &err));
   EXPECT_EQ(err, "cannot open " + missing + ": " + std::strerror(ENOENT));
-  EXPECT_FALSE(read_recording(dir_, &err));
+  EXPECT_FALSE(noting_error(read_recording(dir_), &err));
   EXPECT_EQ(err, dir_ + " is a directory, not a record file");
   std::string nodir = dir_ + "/no/such/dir.gpuprof";
-  EXPECT_FALSE(RecordWriter::create(nodir, &err));
+  EXPECT_FALSE(noting_error(RecordWriter::create(nodir), &err));
   EXPECT_EQ(err, "cannot create " + nodir + ": " + std::strerror(ENOENT));
 }
 
@@ -774,20 +774,20 @@ TEST_F(RecordFileTest, WriterReportsMisuseAndWriteErrors) {
   std::string err;
   RecordWriter w = must_create();
   gp_event e = make_events(1)[0];
-  EXPECT_FALSE(w.append_events(&e, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_events(&e, 1), &err));
   EXPECT_EQ(err, path_ + ": append_events called out of order (internal error)");
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  EXPECT_FALSE(w.begin(sample_process(), sample_clock(), sample_ops(), &err));
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  EXPECT_FALSE(w.finish(sample_stats(), 1, &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err));
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  EXPECT_FALSE(succeeded(w.finish(sample_stats(), 1), &err));
   EXPECT_EQ(err, path_ + ": finish called out of order (internal error)");
 
   if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no writable /dev/full";
-  auto full = RecordWriter::create("/dev/full", &err);
+  auto full = noting_error(RecordWriter::create("/dev/full"), &err);
   ASSERT_TRUE(full.has_value()) << err;
-  EXPECT_FALSE(full->begin(sample_process(), sample_clock(), sample_ops(), &err));
+  EXPECT_FALSE(succeeded(full->begin(sample_process(), sample_clock(), sample_ops()), &err));
   EXPECT_EQ(err, std::string("cannot write /dev/full: ") + std::strerror(ENOSPC));
-  EXPECT_FALSE(full->flush(&err));
+  EXPECT_FALSE(succeeded(full->flush(), &err));
   EXPECT_EQ(err, "/dev/full: flush after an earlier write error");
 }
 
@@ -801,16 +801,16 @@ TEST_F(RecordFileTest, WriterOutputMatchesTheDocumentedLayout) {
   // ... and a flush: SHAPES, EVENTS, ENTRY_SHAPES, MEM_EVENTS, in this order.
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}), &err)) << err;
   std::vector<gp_event> ev = make_events(4);
   ev[3].payload_bytes = 200;  // the ring buffer's business: stored as 0
   std::vector<gp_mem_event> mem = make_mem_events(3);
   InputShapes shapes = {Dims{2, 3}, Dims{}, std::nullopt};
-  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.append_shapes(3, shapes, &err)) << err;
-  EXPECT_FALSE(w.append_shapes(3, shapes, &err));  // refused: changes nothing
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_shapes(3, shapes), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_shapes(3, shapes), &err));  // refused: changes nothing
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   ev[3].payload_bytes = 0;
   std::vector<uint8_t> expect = written_prefix(3);
   expect = cat(expect, written_of(ChunkType::SHAPES, shapes_payload({shapes})));
@@ -830,48 +830,48 @@ TEST_F(RecordFileTest, RoundTripsShapesEntryShapesAndMemoryEvents) {
   const InputShapes e = {Dims(64, 7), Dims{INT64_MAX, 0, -1, 1}};
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}), &err)) << err;
   std::vector<gp_event> all;
   std::vector<gp_mem_event> all_mem;
   auto events = [&](uint32_t seed) {
     std::vector<gp_event> ev = make_events(9, seed);
     for (gp_event& x : ev) x.payload_bytes = x.kind == GP_EV_OP_ENTRY ? 48 : 0;
     EXPECT_EQ(w.events_appended(), all.size());
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     for (gp_event& x : ev) x.payload_bytes = 0;
     all.insert(all.end(), ev.begin(), ev.end());
   };
   auto mem = [&](size_t n, uint32_t seed) {
     std::vector<gp_mem_event> m = make_mem_events(n, seed);
-    ASSERT_TRUE(w.append_mem_events(m.data(), m.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_mem_events(m.data(), m.size()), &err)) << err;
     all_mem.insert(all_mem.end(), m.begin(), m.end());
   };
   auto shapes = [&](uint64_t index, const InputShapes& s) {
-    ASSERT_TRUE(w.append_shapes(index, s, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_shapes(index, s), &err)) << err;
   };
   events(0);  // events 0..8
   shapes(0, a);
   mem(5, 0);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   events(1);     // 9..17
   shapes(3, b);  // an event of the previous flush
   shapes(6, a);  // a repeat
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   shapes(9, c);  // no new events in this flush
   shapes(12, d);
   mem(4, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing pending: no chunk
   events(2);                          // 18..26
   shapes(15, e);
   shapes(21, a);
   shapes(24, b);
   EXPECT_EQ(w.shapes_defined(), 5u);
-  ASSERT_TRUE(w.finish(sample_stats(), 42, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 42), &err)) << err;
   EXPECT_EQ(w.mem_events_written(), 9u);
   EXPECT_EQ(w.bytes_written(), std::filesystem::file_size(path_));
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->format_version, GP_RECORD_FORMAT_VERSION);
   EXPECT_TRUE(rec->complete);
@@ -902,7 +902,7 @@ TEST_F(RecordFileTest, ManyDistinctShapesWithRepeatsSpanSeveralChunks) {
   };
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}), &err)) << err;
   std::vector<gp_event> ev = make_events(1000);
   for (gp_event& e : ev) {
     e.kind = GP_EV_OP_ENTRY;
@@ -910,23 +910,23 @@ TEST_F(RecordFileTest, ManyDistinctShapesWithRepeatsSpanSeveralChunks) {
   }
   uint64_t written_mid = 0;
   for (uint64_t batch = 0; batch < 20; ++batch) {
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     for (uint64_t i = batch * 1000; i < (batch + 1) * 1000; ++i)
-      ASSERT_TRUE(w.append_shapes(i, shape_of(i), &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_shapes(i, shape_of(i)), &err)) << err;
     if (batch == 9) written_mid = w.bytes_written();
   }
   EXPECT_EQ(w.shapes_defined(), 2500u);
   // No explicit flush: the writer flushed on its own once 64 KiB of entry
   // shapes were pending, and the file read now (unfinished) is consistent.
   EXPECT_GT(written_mid, 0u);
-  auto partial = read_recording(path_, &err);
+  auto partial = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(partial.has_value()) << err;
   EXPECT_FALSE(partial->complete);
   EXPECT_GT(partial->entry_shapes.size(), 5000u);
   EXPECT_LT(partial->entry_shapes.size(), 20000u);
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   ASSERT_EQ(rec->events.size(), 20000u);
   ASSERT_EQ(rec->shapes.size(), 2500u);
@@ -946,26 +946,26 @@ TEST_F(RecordFileTest, ManyDistinctShapesWithRepeatsSpanSeveralChunks) {
 TEST_F(RecordFileTest, LongRecordingsWithShapesStayChecked) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}), &err)) << err;
   std::vector<gp_event> ev = make_events(3000);  // entries at multiples of 3
   uint64_t entries = 0;
   for (int batch = 0; batch < 70; ++batch) {  // 210000 events
     const uint64_t first = w.events_appended();
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     for (uint64_t i = first; i < w.events_appended(); i += 300, ++entries)
-      ASSERT_TRUE(w.append_shapes(i, {Dims{static_cast<int64_t>(i % 7)}}, &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_shapes(i, {Dims{static_cast<int64_t>(i % 7)}}), &err)) << err;
   }
   const uint64_t last = w.events_appended() - 300;
-  EXPECT_FALSE(w.append_shapes(last - 300, {}, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(last - 300, {}), &err));
   EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(last - 300) +
                      ": not above the previous entry shape's event " + std::to_string(last));
-  EXPECT_FALSE(w.append_shapes(last + 1, {}, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(last + 1, {}), &err));
   EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(last + 1) +
                      ": it is not an ENTRY event");
-  EXPECT_FALSE(w.append_shapes(last + 2, {}, &err));
-  ASSERT_TRUE(w.append_shapes(last + 3, {}, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  EXPECT_FALSE(succeeded(w.append_shapes(last + 2, {}), &err));
+  ASSERT_TRUE(succeeded(w.append_shapes(last + 3, {}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->events.size(), 210000u);
   EXPECT_EQ(rec->entry_shapes.size(), entries + 1);
@@ -975,15 +975,15 @@ TEST_F(RecordFileTest, LongRecordingsWithShapesStayChecked) {
 TEST_F(RecordFileTest, ManyMemoryEventsGoOutInFullChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {false, true}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {false, true}), &err)) << err;
   const uint64_t before = w.bytes_written();
   std::vector<gp_mem_event> mem = make_mem_events(4000, 3);
-  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
   // 1600-event chunks: two go out at once, 800 events stay buffered.
   EXPECT_EQ(chunks_since(path_, before), (ChunkItems{{ChunkType::MEM_EVENTS, 1600}, {ChunkType::MEM_EVENTS, 1600}}));
   EXPECT_EQ(w.mem_events_written(), 3200u);
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(same_mem_events(rec->mem_events, mem));
   EXPECT_TRUE(rec->entry_shapes.empty());
@@ -1013,7 +1013,7 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   file = cat(file, chunk_of(ChunkType::STATS, s));
   file = cat(file, chunk_of(ChunkType::END, Bytes().u64(99)));
   std::string err;
-  auto rec = read_recording_bytes(file, &err, "old");
+  auto rec = noting_error(read_recording_bytes(file, "old"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->format_version, 1u);
   EXPECT_TRUE(rec->complete);
@@ -1032,21 +1032,21 @@ TEST_F(RecordFileTest, Version1FilesAreStillRead) {
   v1_stats.samples_lost = 0;
   EXPECT_EQ(rec->stats, v1_stats);
   // Version 1 needs no OPTIONS chunk and keeps its messages.
-  auto cut = read_recording_bytes(std::span(file.data(), mandatory_end), &err, "old");
+  auto cut = noting_error(read_recording_bytes(std::span(file.data(), mandatory_end), "old"), &err);
   ASSERT_TRUE(cut.has_value()) << err;
   EXPECT_FALSE(cut->complete);
-  EXPECT_FALSE(read_recording_bytes(std::span(file.data(), mandatory_end - 1), &err, "old"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(std::span(file.data(), mandatory_end - 1), "old"), &err));
   EXPECT_EQ(err, "old is truncated: it ends at offset " + std::to_string(mandatory_end - 1) +
                      ", before the PROCESS, CLOCK and OP_TABLE chunks are complete");
   // The version 2 layouts are not version 1's.
   std::vector<uint8_t> bad = encode_record_header(1);
   bad = cat(bad, chunk_of(ChunkType::OP_TABLE, ops_payload({ops[0]}, 2)));
-  EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bad, "old"), &err));
   EXPECT_EQ(err,
             "old: corrupt chunk 1 (OP_TABLE) at offset 16: 8 unexpected trailing payload bytes");
   bad = cat(std::vector<uint8_t>(file.begin(), file.begin() + mandatory_end),
             chunk_of(ChunkType::STATS, Bytes(s).u64(1).u64(2).str("")));
-  EXPECT_FALSE(read_recording_bytes(bad, &err, "old"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bad, "old"), &err));
   EXPECT_EQ(err, "old: corrupt chunk 4 (STATS) at offset " + std::to_string(mandatory_end) +
                      ": 20 unexpected trailing payload bytes");
 }
@@ -1171,7 +1171,7 @@ TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
   auto entries_file = [&](const std::vector<EntryShapes>& e) {
     return cat(base, chunk_of(ChunkType::ENTRY_SHAPES, entries_payload(e)));
   };
-  ASSERT_TRUE(read_recording_bytes(entries_file({{0, 0}, {3, 0}}), &err, "f")) << err;
+  ASSERT_TRUE(noting_error(read_recording_bytes(entries_file({{0, 0}, {3, 0}}), "f"), &err)) << err;
   expect_error(entries_file({{0, 1}}),
                at7 + "entry shape 0 has shape_id 1, but 1 shapes are defined");
   expect_error(entries_file({{0, 0}, {1, 0}}),
@@ -1211,15 +1211,13 @@ TEST_F(RecordFileTest, CorruptShapesEntryShapesAndMemoryEventsAreRejected) {
   expect_error(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))),
                "f: corrupt chunk 5 (MEM_EVENTS)" + at5 + "memory event 1 has unknown kind 0");
   mem[1].kind = GP_MEM_CPU_FREE;
-  auto ok = read_recording_bytes(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))),
-                                 &err, "f");
+  auto ok = noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::MEM_EVENTS, mem_payload(mem))), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_TRUE(same_mem_events(ok->mem_events, mem));
   // Empty data chunks are valid.
-  ok = read_recording_bytes(cat(cat(prefix, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
-                                cat(chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{}),
-                                    chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{}))),
-                            &err, "f");
+  ok = noting_error(read_recording_bytes(cat(cat(prefix, chunk_of(ChunkType::SHAPES, shapes_payload({}))),
+                                             cat(chunk_of(ChunkType::ENTRY_SHAPES, std::vector<uint8_t>{}),
+                                                 chunk_of(ChunkType::MEM_EVENTS, std::vector<uint8_t>{}))), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
 }
 
@@ -1228,53 +1226,53 @@ TEST_F(RecordFileTest, WriterRefusesShapesAndMemoryEventsTheReaderWouldReject) {
   RecordWriter w = must_create();
   std::vector<OpInfo> ops = sample_ops();
   ops[2].tensor_args = 1;  // with arg_count -1
-  EXPECT_FALSE(w.begin(sample_process(), sample_clock(), ops, {true, false}, &err));
+  EXPECT_FALSE(succeeded(w.begin(sample_process(), sample_clock(), ops, {true, false}), &err));
   EXPECT_EQ(err, path_ + ": not recording op table: op 2 has arg_count -1 and tensor_args 1");
   EXPECT_EQ(w.bytes_written(), 0u);
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}), &err)) << err;
   std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
   const InputShapes ok = {Dims{4}, std::nullopt};
   const std::string p = path_ + ": not recording the shapes of event ";
-  EXPECT_FALSE(w.append_shapes(1, ok, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(1, ok), &err));
   EXPECT_EQ(err, p + "1: it is not an ENTRY event");
-  EXPECT_FALSE(w.append_shapes(6, ok, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(6, ok), &err));
   EXPECT_EQ(err, p + "6: only 6 events were appended");
-  EXPECT_FALSE(w.append_shapes(3, {Dims(65, 1)}, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(3, {Dims(65, 1)}), &err));
   EXPECT_EQ(err, p + "3: argument 0 has 65 dims (at most 64)");
-  ASSERT_TRUE(w.append_shapes(3, ok, &err)) << err;
-  EXPECT_FALSE(w.append_shapes(0, ok, &err));
+  ASSERT_TRUE(succeeded(w.append_shapes(3, ok), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_shapes(0, ok), &err));
   EXPECT_EQ(err, p + "0: not above the previous entry shape's event 3");
-  EXPECT_FALSE(w.append_shapes(3, ok, &err));
+  EXPECT_FALSE(succeeded(w.append_shapes(3, ok), &err));
   EXPECT_EQ(err, p + "3: not above the previous entry shape's event 3");
   std::vector<gp_mem_event> mem = make_mem_events(2);
-  EXPECT_FALSE(w.append_mem_events(mem.data(), mem.size(), &err));
+  EXPECT_FALSE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording memory events: the recording was begun without the "
                      "memory option");
   EXPECT_EQ(w.shapes_defined(), 1u);
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;  // still usable
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;  // still usable
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->shapes, std::vector<InputShapes>{ok});
   EXPECT_EQ(rec->entry_shapes, (std::vector<EntryShapes>{{3, 0}}));
 
   std::string path2 = dir_ + "/mem.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), {false, true}, &err));
-  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;
-  EXPECT_FALSE(w2->append_shapes(0, ok, &err));
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops(), {false, true}), &err));
+  ASSERT_TRUE(succeeded(w2->append_events(ev.data(), ev.size()), &err)) << err;
+  EXPECT_FALSE(succeeded(w2->append_shapes(0, ok), &err));
   EXPECT_EQ(err, path2 +
                      ": not recording the shapes of event 0: the recording was begun without "
                      "the shapes option");
   mem[1].kind = 9;
-  EXPECT_FALSE(w2->append_mem_events(mem.data(), mem.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_mem_events(mem.data(), mem.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording memory event 1 of the batch: unknown kind 9");
   mem[1].kind = GP_MEM_DEVICE;
-  ASSERT_TRUE(w2->append_mem_events(mem.data(), mem.size(), &err)) << err;
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->append_mem_events(mem.data(), mem.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(same_mem_events(rec->mem_events, mem));
   EXPECT_TRUE(rec->shapes.empty());
@@ -1286,23 +1284,23 @@ TEST_F(RecordFileTest, WriterRefusesShapesAndMemoryEventsTheReaderWouldReject) {
 TEST_F(RecordFileTest, EveryTruncationOfARecordingWithShapesAndMemoryEvents) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}), &err)) << err;
   const uint64_t mandatory_end = w.bytes_written();
   uint64_t next = 0;
   for (uint32_t round = 0; round < 4; ++round) {
     std::vector<gp_event> ev = make_events(6, round);  // entries at 0, 3 of each batch
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     if (round != 2) {  // round 2's entries get their shapes in round 3
       for (; next < w.events_appended(); next += 3)
-        ASSERT_TRUE(w.append_shapes(next, {Dims{next % 2 ? 1 : 2}, std::nullopt}, &err)) << err;
+        ASSERT_TRUE(succeeded(w.append_shapes(next, {Dims{next % 2 ? 1 : 2}, std::nullopt}), &err)) << err;
     }
     std::vector<gp_mem_event> mem = make_mem_events(2 + round, round);
-    ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
-    ASSERT_TRUE(w.flush(&err)) << err;
+    ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   }
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto full = read_recording_bytes(file, &err, "f");
+  auto full = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->entry_shapes.size(), 8u);
   ASSERT_EQ(full->shapes.size(), 2u);
@@ -1335,15 +1333,15 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedShapesAndMemoryEvents) {
   std::vector<gp_mem_event> mem = make_mem_events(5, 1);
   const InputShapes s0 = {Dims{8, 8}}, s1 = {std::nullopt};
   ASSERT_NO_FATAL_FAILURE(write_then_sigkill({true, true}, [&](RecordWriter& w, std::string* e) {
-    if (!w.append_events(ev.data(), 6, e) || !w.append_shapes(0, s0, e) ||
-        !w.append_mem_events(mem.data(), 3, e) || !w.flush(e))
+    if (!succeeded(w.append_events(ev.data(), 6), e) || !succeeded(w.append_shapes(0, s0), e) ||
+        !succeeded(w.append_mem_events(mem.data(), 3), e) || !succeeded(w.flush(), e))
       return false;
-    if (!w.append_shapes(3, s1, e) || !w.flush(e)) return false;  // after its event's chunk
-    return w.append_events(ev.data() + 6, 3, e) && w.append_shapes(6, s0, e) &&
-           w.append_mem_events(mem.data() + 3, 2, e);  // buffered only
+    if (!succeeded(w.append_shapes(3, s1), e) || !succeeded(w.flush(), e)) return false;  // after its event's chunk
+    return succeeded(w.append_events(ev.data() + 6, 3), e) && succeeded(w.append_shapes(6, s0), e) &&
+           succeeded(w.append_mem_events(mem.data() + 3, 2), e);  // buffered only
   }));
   std::string err;
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, first_n(ev, 6)));
@@ -1415,17 +1413,17 @@ TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
   RecordOptions o = sampled_options(99);
   o.memory = true;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("libtorch_cpu.so!at::native::add", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("", &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), o), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("libtorch_cpu.so!at::native::add"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame(""), &err)) << err;
   EXPECT_EQ(w.sample_frames_defined(), 2u);
   std::vector<CpuSample> samples = {{10, 7, 1, true}, {20, 8, 0, false}};
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
   std::vector<gp_mem_event> mem = make_mem_events(2);
-  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
   std::vector<gp_event> ev = make_events(3);
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(2, 99);
   expect = cat(expect, written_events(ev));
   expect = cat(expect, written_of(ChunkType::MEM_EVENTS, mem_payload(mem)));
@@ -1433,13 +1431,13 @@ TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
                                 frames_payload(0, {"libtorch_cpu.so!at::native::add", ""})));
   expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
   // Frames only: the next ids.
-  ASSERT_TRUE(w.add_sample_frame("[unknown]", &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[unknown]"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"[unknown]"})));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   EXPECT_EQ(w.samples_written(), 2u);
-  auto rec = read_recording_bytes(expect, &err, "f");
+  auto rec = noting_error(read_recording_bytes(expect, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->samples, samples);
   EXPECT_EQ(rec->sample_frames,
@@ -1450,7 +1448,7 @@ TEST_F(RecordFileTest, SampledWriterOutputMatchesTheDocumentedLayout) {
 TEST_F(RecordFileTest, RoundTripsCpuSamplesAcrossFlushesAndChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997)), &err))
       << err;
   std::vector<std::string> frames;
   std::vector<CpuSample> all;
@@ -1458,25 +1456,25 @@ TEST_F(RecordFileTest, RoundTripsCpuSamplesAcrossFlushesAndChunks) {
     for (uint32_t i = 0; i < n; ++i) {
       EXPECT_EQ(w.sample_frames_defined(), frames.size());
       frames.push_back("libfoo.so!frame_" + std::to_string(frames.size()));
-      ASSERT_TRUE(w.add_sample_frame(frames.back(), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_sample_frame(frames.back()), &err)) << err;
     }
   };
   auto samples = [&](size_t n, uint32_t seed) {
     std::vector<CpuSample> s = make_samples(n, static_cast<uint32_t>(frames.size()), seed);
-    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_samples(s.data(), s.size()), &err)) << err;
     all.insert(all.end(), s.begin(), s.end());
   };
   std::vector<gp_event> ev = make_events(6);
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
   define(3);
   samples(10, 0);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   EXPECT_EQ(w.samples_written(), 10u);
   define(2);  // ids 3, 4: defined in a later flush
   samples(5, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
-  ASSERT_TRUE(w.append_samples(nullptr, 0, &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(nullptr, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing pending: no chunk
   // 8000 samples: two full chunks go out at once (with the pending frames
   // before them), 8000 - 2 * 2730 stay buffered.
   define(4);
@@ -1491,10 +1489,10 @@ TEST_F(RecordFileTest, RoundTripsCpuSamplesAcrossFlushesAndChunks) {
   samples(100, 3);
   EXPECT_EQ(w.sample_frames_defined(), frames.size());
   RecordStats stats = sample_stats();
-  ASSERT_TRUE(w.finish(stats, 11, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(stats, 11), &err)) << err;
   EXPECT_EQ(w.samples_written(), all.size());
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->options, sampled_options(997));
@@ -1516,18 +1514,18 @@ TEST_F(RecordFileTest, RecordingsWithoutSamplingReadAsNotSampled) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}, &err)) << err;
-    ASSERT_TRUE(w.append_samples(nullptr, 0, &err)) << err;  // an empty batch is fine
-    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, true}), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_samples(nullptr, 0), &err)) << err;  // an empty batch is fine
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
   }
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->options.sample_hz, 0u);
   EXPECT_TRUE(rec->options.ops);
   EXPECT_TRUE(rec->samples.empty() && rec->sample_frames.empty());
   // The 4-byte OPTIONS of files written before sampling existed.
   for (uint32_t flags : {0u, 1u, 2u, 3u}) {
-    auto old = read_recording_bytes(v2_prefix(flags), &err, "f");
+    auto old = noting_error(read_recording_bytes(v2_prefix(flags), "f"), &err);
     ASSERT_TRUE(old.has_value()) << err;
     EXPECT_EQ(old->options, (RecordOptions{(flags & 1) != 0, (flags & 2) != 0, 0, true}));
   }
@@ -1536,19 +1534,19 @@ TEST_F(RecordFileTest, RecordingsWithoutSamplingReadAsNotSampled) {
 TEST_F(RecordFileTest, NoOpsRecordingsRoundTrip) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false)), &err))
       << err;
   std::vector<gp_event> ev = make_events(1);
   ev[0].kind = GP_EV_CATCH;  // valid without ops, but there are no op events at all
-  EXPECT_FALSE(w.append_events(ev.data(), ev.size(), &err));
+  EXPECT_FALSE(succeeded(w.append_events(ev.data(), ev.size()), &err));
   EXPECT_EQ(err,
             path_ + ": not recording events: the recording was begun without ops (no-ops option)");
-  ASSERT_TRUE(w.append_events(ev.data(), 0, &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("a", &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("a"), &err)) << err;
   std::vector<CpuSample> s = {{1, 2, 0, true}};
-  ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 3, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.append_samples(s.data(), s.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 3), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->options.ops);
   EXPECT_EQ(rec->options, sampled_options(49, false));
@@ -1558,12 +1556,12 @@ TEST_F(RecordFileTest, NoOpsRecordingsRoundTrip) {
   // An EVENTS chunk in a no-ops recording, even an empty one, is corrupt.
   std::vector<uint8_t> prefix = v2_sampled_prefix(8, 49);
   EXPECT_FALSE(
-      read_recording_bytes(cat(prefix, chunk_of(ChunkType::EVENTS, std::vector<uint8_t>{})), &err,
-                           "f"));
+      noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::EVENTS, std::vector<uint8_t>{})),
+                                        "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 5 (EVENTS) at offset " + std::to_string(prefix.size()) +
                      ": EVENTS chunk in a recording without ops (the no-ops option)");
   // --no-ops without sampling is stored too (bit 3 alone).
-  auto bare = read_recording_bytes(v2_prefix(8), &err, "f");
+  auto bare = noting_error(read_recording_bytes(v2_prefix(8), "f"), &err);
   ASSERT_TRUE(bare.has_value()) << err;
   EXPECT_FALSE(bare->options.ops);
   EXPECT_EQ(bare->options.sample_hz, 0u);
@@ -1621,8 +1619,8 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
                f6 + "first_id 0, but 2 frames are defined");
   expect_error(cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(3, {"c"}))),
                f6 + "first_id 3, but 2 frames are defined");
-  ASSERT_TRUE(read_recording_bytes(
-      cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"c"}))), &err, "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(
+      cat(two, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(2, {"c"}))), "f"), &err))
       << err;
   expect_error(frames_file(Bytes().u32(0).u32(2).str("a")),
                f5 + "frame count 2 does not fit the payload");
@@ -1639,8 +1637,7 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   auto samples_file = [&](const std::vector<uint8_t>& payload) {
     return cat(two, chunk_of(ChunkType::SAMPLES, payload));
   };
-  auto ok = read_recording_bytes(samples_file(samples_payload({{1, 2, 1, true}, {3, 4, 0, false}}).b),
-                                 &err, "f");
+  auto ok = noting_error(read_recording_bytes(samples_file(samples_payload({{1, 2, 1, true}, {3, 4, 0, false}}).b), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->samples, (std::vector<CpuSample>{{1, 2, 1, true}, {3, 4, 0, false}}));
   expect_error(samples_file(samples_payload({{1, 2, 1, false}, {3, 4, 2, false}}).b),
@@ -1651,7 +1648,7 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
                "f: corrupt chunk 5 (SAMPLES)" + at5 + "sample 0 has frame_id 0, but 0 frames are defined");
   // A frame defined only after the sample that names it.
   std::vector<uint8_t> late = cat(prefix, chunk_of(ChunkType::SAMPLES, samples_payload({{1, 2, 0, false}})));
-  EXPECT_FALSE(read_recording_bytes(cat(late, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))), &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(late, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"}))), "f"), &err));
   EXPECT_EQ(err, "f: corrupt chunk 5 (SAMPLES)" + at5 + "sample 0 has frame_id 0, but 0 frames are defined");
   expect_error(samples_file(Bytes().u64(1).u32(2).u32(0).u32(kNoPythonStack).u32(3).b),
                s6 + "sample 0 has unknown flags 0x2");
@@ -1665,9 +1662,8 @@ TEST_F(RecordFileTest, CorruptSampleFramesAndSamplesAreRejected) {
   expect_error(cat(prefix, chunk_of(ChunkType::STATS, short_stats)),
                "f: corrupt chunk 5 (STATS)" + at5 + "payload too short");
   // Empty chunks are valid.
-  ASSERT_TRUE(read_recording_bytes(cat(frames_file(frames_payload(0, {})),
-                                       chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
-                                   &err, "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(cat(frames_file(frames_payload(0, {})),
+                                                    chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})), "f"), &err))
       << err;
 }
 
@@ -1675,41 +1671,41 @@ TEST_F(RecordFileTest, WriterRefusesSamplesTheReaderWouldReject) {
   std::string err;
   RecordWriter w = must_create();
   CpuSample s{5, 6, 0, false};
-  EXPECT_FALSE(w.add_sample_frame("a", &err));
+  EXPECT_FALSE(succeeded(w.add_sample_frame("a"), &err));
   EXPECT_EQ(err, path_ + ": add_sample_frame called out of order (internal error)");
-  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_samples(&s, 1), &err));
   EXPECT_EQ(err, path_ + ": append_samples called out of order (internal error)");
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  EXPECT_FALSE(w.add_sample_frame("a", &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.add_sample_frame("a"), &err));
   EXPECT_EQ(err, path_ +
                      ": not defining sample frame 0: the recording was begun without CPU "
                      "sampling or the with_stack option");
-  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_samples(&s, 1), &err));
   EXPECT_EQ(err, path_ + ": not recording samples: the recording was begun without CPU sampling");
   EXPECT_EQ(w.sample_frames_defined(), 0u);
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->samples.empty() && rec->sample_frames.empty());
 
   std::string path2 = dir_ + "/sampled.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
-  EXPECT_FALSE(w2->append_samples(&s, 1, &err));
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options()), &err));
+  EXPECT_FALSE(succeeded(w2->append_samples(&s, 1), &err));
   EXPECT_EQ(err, path2 + ": not recording sample 0 of the batch: frame_id 0, but 0 frames are "
                          "defined");
-  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
-  ASSERT_TRUE(w2->add_sample_frame("b", &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("b"), &err)) << err;
   std::vector<CpuSample> batch = {{1, 1, 1, true}, {2, 1, 0, false}, {3, 1, 2, false}};
-  EXPECT_FALSE(w2->append_samples(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_samples(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording sample 2 of the batch: frame_id 2, but 2 frames are "
                          "defined");
-  ASSERT_TRUE(w2->flush(&err)) << err;  // nothing of the refused batch was buffered
-  ASSERT_TRUE(w2->add_sample_frame("c", &err)) << err;
-  ASSERT_TRUE(w2->append_samples(batch.data(), batch.size(), &err)) << err;  // still usable
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;  // nothing of the refused batch was buffered
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("c"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_samples(batch.data(), batch.size()), &err)) << err;  // still usable
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->samples, batch);
   EXPECT_EQ(rec->sample_frames, (std::vector<std::string>{"a", "b", "c"}));
@@ -1718,19 +1714,19 @@ TEST_F(RecordFileTest, WriterRefusesSamplesTheReaderWouldReject) {
 TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99)), &err))
       << err;
-  ASSERT_TRUE(w.add_sample_frame("libtorch_cpu.so!at::native::add", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("model.py(7): forward", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("libtorch_cpu.so!at::native::add"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("train.py(42): main"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("model.py(7): forward"), &err)) << err;
   EXPECT_EQ(w.sample_stacks_defined(), 0u);
-  ASSERT_TRUE(w.add_sample_stack({1, 2}, &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({}, &err)) << err;  // an empty stack is a stack
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1, 2}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({}), &err)) << err;  // an empty stack is a stack
   EXPECT_EQ(w.sample_stacks_defined(), 2u);
   std::vector<CpuSample> samples = {
       {10, 7, 0, false, 0}, {20, 7, 0, true, kNoPythonStack}, {30, 8, 2, false, 1}};
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   // A flush: SAMPLE_FRAMES, SAMPLE_STACKS, SAMPLES.
   std::vector<uint8_t> expect = written_sampled_prefix(4, 99);
   expect = cat(expect, written_of(ChunkType::SAMPLE_FRAMES,
@@ -1739,20 +1735,20 @@ TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
   expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1, 2}, {}})));
   expect = cat(expect, written_of(ChunkType::SAMPLES, samples_payload(samples)));
   // Stacks only: the next ids.
-  ASSERT_TRUE(w.add_sample_stack({2, 2, 1}, &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({2, 2, 1}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   expect = cat(expect, written_of(ChunkType::SAMPLE_STACKS, stacks_payload(2, {{2, 2, 1}})));
   EXPECT_EQ(read_bytes(path_), expect);
   EXPECT_EQ(w.bytes_written(), expect.size());
   // A full SAMPLES chunk written early takes the pending frames and stacks
   // with it, in order.
-  ASSERT_TRUE(w.add_sample_frame("x.py(1): <module>", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({3}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("x.py(1): <module>"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({3}), &err)) << err;
   std::vector<CpuSample> many = make_samples(2730, 4, 5);
   for (size_t i = 0; i < many.size(); ++i)
     many[i].python_stack = i % 4 == 0 ? kNoPythonStack : static_cast<uint32_t>(i % 4);
   const uint64_t before = w.bytes_written();
-  ASSERT_TRUE(w.append_samples(many.data(), many.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(many.data(), many.size()), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
   ASSERT_EQ(file.size(), w.bytes_written());
   std::vector<uint8_t> early(file.begin() + static_cast<ptrdiff_t>(before), file.end());
@@ -1761,20 +1757,20 @@ TEST_F(RecordFileTest, RoundTripsPythonStacksOfSamples) {
   want = cat(want, chunk_of(ChunkType::SAMPLES, samples_payload(many)));
   EXPECT_EQ(early, want);
   // Enough stack definitions to go out on their own (64 KiB), frames first.
-  ASSERT_TRUE(w.add_sample_frame("y.py(2): f", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("y.py(2): f"), &err)) << err;
   std::vector<std::vector<uint32_t>> stacks = {{1, 2}, {}, {2, 2, 1}, {3}};
   const uint64_t before_stacks = w.bytes_written();
   for (uint32_t i = 0; i < 2100; ++i) {  // 32 bytes each
     stacks.push_back({1, 2, 3, 4, i % 5, 0, 1});
-    ASSERT_TRUE(w.add_sample_stack(stacks.back(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_stack(stacks.back()), &err)) << err;
   }
   EXPECT_GT(w.bytes_written(), before_stacks);
   EXPECT_EQ(w.sample_stacks_defined(), stacks.size());
   std::vector<CpuSample> last = {{99, 9, 4, false, 2103}};
-  ASSERT_TRUE(w.append_samples(last.data(), last.size(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 100, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(last.data(), last.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 100), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->sample_stacks, stacks);
@@ -1808,7 +1804,7 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
   };
   const std::string k6 =
       "f: corrupt chunk 6 (SAMPLE_STACKS) at offset " + std::to_string(two.size()) + ": ";
-  auto ok = read_recording_bytes(stacks_file(stacks_payload(0, {{0, 1}, {}, {1}})), &err, "f");
+  auto ok = noting_error(read_recording_bytes(stacks_file(stacks_payload(0, {{0, 1}, {}, {1}})), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}, {}, {1}}));
   expect_error(stacks_file(stacks_payload(1, {{0}})), k6 + "first_id 1, but 0 stacks are defined");
@@ -1832,9 +1828,9 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
   expect_error(stacks_file(stacks_payload(0, {{0}}).u32(0)),
                k6 + "4 unexpected trailing payload bytes");
   // The deepest stack allowed.
-  ASSERT_TRUE(read_recording_bytes(
-      stacks_file(stacks_payload(0, {std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1)})), &err,
-      "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(
+      stacks_file(stacks_payload(0, {std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1)})),
+      "f"), &err))
       << err;
   // Sequential ids across chunks.
   const std::vector<uint8_t> one = stacks_file(stacks_payload(0, {{1}}));
@@ -1842,8 +1838,8 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
       "f: corrupt chunk 7 (SAMPLE_STACKS) at offset " + std::to_string(one.size()) + ": ";
   expect_error(cat(one, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{1}}))),
                k7 + "first_id 0, but 1 stacks are defined");
-  ASSERT_TRUE(read_recording_bytes(
-      cat(one, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(1, {{0}}))), &err, "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(
+      cat(one, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(1, {{0}}))), "f"), &err))
       << err;
   // SAMPLES: python_stack is kNoPythonStack or a stack defined before.
   const std::string s7 =
@@ -1851,8 +1847,8 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
   auto samples_file = [&](const std::vector<CpuSample>& s) {
     return cat(one, chunk_of(ChunkType::SAMPLES, samples_payload(s)));
   };
-  auto good = read_recording_bytes(
-      samples_file({{1, 2, 0, false, 0}, {2, 2, 1, true, kNoPythonStack}}), &err, "f");
+  auto good = noting_error(read_recording_bytes(
+      samples_file({{1, 2, 0, false, 0}, {2, 2, 1, true, kNoPythonStack}}), "f"), &err);
   ASSERT_TRUE(good.has_value()) << err;
   EXPECT_EQ(good->samples[0].python_stack, 0u);
   EXPECT_EQ(good->samples[1].python_stack, kNoPythonStack);
@@ -1870,45 +1866,45 @@ TEST_F(RecordFileTest, CorruptSampleStacksAreRejected) {
 TEST_F(RecordFileTest, WriterRefusesSampleStacksTheReaderWouldReject) {
   std::string err;
   RecordWriter w = must_create();
-  EXPECT_FALSE(w.add_sample_stack({}, &err));
+  EXPECT_FALSE(succeeded(w.add_sample_stack({}), &err));
   EXPECT_EQ(err, path_ + ": add_sample_stack called out of order (internal error)");
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  EXPECT_FALSE(w.add_sample_stack({}, &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.add_sample_stack({}), &err));
   EXPECT_EQ(err, path_ +
                      ": not defining sample stack 0: the recording was begun without CPU "
                      "sampling or the with_stack option");
   EXPECT_EQ(w.sample_stacks_defined(), 0u);
 
   std::string path2 = dir_ + "/stacks.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
-  EXPECT_FALSE(w2->add_sample_stack({0}, &err));
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options()), &err));
+  EXPECT_FALSE(succeeded(w2->add_sample_stack({0}), &err));
   EXPECT_EQ(err, path2 + ": not defining sample stack 0: frame 0 is frame_id 0, but 0 frames are "
                          "defined");
-  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
-  ASSERT_TRUE(w2->add_sample_frame("b", &err)) << err;
-  EXPECT_FALSE(w2->add_sample_stack({0, 1, 2}, &err));
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("b"), &err)) << err;
+  EXPECT_FALSE(succeeded(w2->add_sample_stack({0, 1, 2}), &err));
   EXPECT_EQ(err, path2 + ": not defining sample stack 0: frame 2 is frame_id 2, but 2 frames are "
                          "defined");
-  EXPECT_FALSE(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth + 1, 0), &err));
+  EXPECT_FALSE(succeeded(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth + 1, 0)), &err));
   EXPECT_EQ(err, path2 + ": not defining sample stack 0: 4097 frames (at most 4096)");
   EXPECT_EQ(w2->sample_stacks_defined(), 0u);  // refusals change nothing
-  ASSERT_TRUE(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1), &err))
+  ASSERT_TRUE(succeeded(w2->add_sample_stack(std::vector<uint32_t>(kRecordMaxSampleStackDepth, 1)), &err))
       << err;
-  ASSERT_TRUE(w2->add_sample_stack({1, 0}, &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_stack({1, 0}), &err)) << err;
   EXPECT_EQ(w2->sample_stacks_defined(), 2u);
   // Samples naming a stack not yet defined are refused whole.
   std::vector<CpuSample> batch = {
       {1, 1, 1, true, 0}, {2, 1, 0, false, kNoPythonStack}, {3, 1, 0, false, 2}};
-  EXPECT_FALSE(w2->append_samples(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_samples(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording sample 2 of the batch: python_stack 2, but 2 stacks are "
                          "defined");
-  ASSERT_TRUE(w2->flush(&err)) << err;  // nothing of the refused batch was buffered
-  ASSERT_TRUE(w2->add_sample_stack({0}, &err)) << err;
-  ASSERT_TRUE(w2->append_samples(batch.data(), batch.size(), &err)) << err;  // still usable
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;  // nothing of the refused batch was buffered
+  ASSERT_TRUE(succeeded(w2->add_sample_stack({0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_samples(batch.data(), batch.size()), &err)) << err;  // still usable
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->samples, batch);
   ASSERT_EQ(rec->sample_stacks.size(), 3u);
@@ -1923,24 +1919,24 @@ TEST_F(RecordFileTest, WriterRefusesSampleStacksTheReaderWouldReject) {
 TEST_F(RecordFileTest, EveryTruncationOfASampledRecording) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options()), &err))
       << err;
   const uint64_t mandatory_end = w.bytes_written();
   for (uint32_t round = 0; round < 4; ++round) {
     for (uint32_t i = 0; i < round + 1; ++i)
-      ASSERT_TRUE(w.add_sample_frame("f" + std::to_string(w.sample_frames_defined()), &err));
+      ASSERT_TRUE(succeeded(w.add_sample_frame("f" + std::to_string(w.sample_frames_defined())), &err));
     const uint32_t top = w.sample_frames_defined() - 1;
-    ASSERT_TRUE(w.add_sample_stack({0, top}, &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_stack({0, top}), &err)) << err;
     std::vector<CpuSample> s = make_samples(3 + round, w.sample_frames_defined(), round);
     for (size_t i = 0; i < s.size(); i += 2) s[i].python_stack = w.sample_stacks_defined() - 1;
-    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_samples(s.data(), s.size()), &err)) << err;
     if (round != 1) {
-      ASSERT_TRUE(w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     }
   }
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto full = read_recording_bytes(file, &err, "f");
+  auto full = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->sample_frames.size(), 10u);
   ASSERT_EQ(full->samples.size(), 18u);
@@ -1999,26 +1995,26 @@ TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
   RecordOptions o = stack_options(99);
   o.shapes = o.memory = true;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), o), &err)) << err;
   std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
   const InputShapes shape = {Dims{2, 3}};
-  ASSERT_TRUE(w.append_shapes(0, shape, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_shapes(0, shape), &err)) << err;
   std::vector<gp_mem_event> mem = make_mem_events(2);
-  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
-  ASSERT_TRUE(w.append_entry_stack(0, 0, &err)) << err;
-  ASSERT_TRUE(w.append_entry_stack(3, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("train.py(42): main"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] do_syscall_64"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_entry_stack(0, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_entry_stack(3, 0), &err)) << err;
   std::vector<CpuSample> samples = {{10, 7, 1, true, 0}, {20, 8, 0, false, kNoPythonStack}};
   EXPECT_EQ(w.samples_appended(), 0u);
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
   EXPECT_EQ(w.samples_appended(), 2u);
   EXPECT_EQ(w.samples_written(), 0u);
-  ASSERT_TRUE(w.append_sample_kernel_stack(0, 1, &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(0, 1), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(1 | 2 | 16, 99);
   expect = cat(expect, written_of(ChunkType::SHAPES, shapes_payload({shape})));
   expect = cat(expect, written_events(ev));
@@ -2034,7 +2030,7 @@ TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
   EXPECT_EQ(w.bytes_written(), expect.size());
   EXPECT_EQ(w.samples_written(), 2u);
   EXPECT_EQ(w.samples_appended(), 2u);
-  auto rec = read_recording_bytes(expect, &err, "f");
+  auto rec = noting_error(read_recording_bytes(expect, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->options, o);
   EXPECT_TRUE(rec->options.with_stack);
@@ -2047,49 +2043,49 @@ TEST_F(RecordFileTest, StackWriterOutputMatchesTheDocumentedLayout) {
 TEST_F(RecordFileTest, RoundTripsEntryStacksWithoutSampling) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options()), &err))
       << err;
   // Frames and stacks need no sampling with the with_stack option; samples do.
-  ASSERT_TRUE(w.add_sample_frame("train.py(42): main", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("model.py(7): forward", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0, 1}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("train.py(42): main"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("model.py(7): forward"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0, 1}), &err)) << err;
   CpuSample s{1, 2, 0, true};
-  EXPECT_FALSE(w.append_samples(&s, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_samples(&s, 1), &err));
   EXPECT_EQ(err, path_ + ": not recording samples: the recording was begun without CPU sampling");
   std::vector<EntryStack> all;
   auto entry = [&](uint64_t event_index, uint32_t stack_id) {
-    ASSERT_TRUE(w.append_entry_stack(event_index, stack_id, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_entry_stack(event_index, stack_id), &err)) << err;
     all.push_back({event_index, stack_id});
   };
   std::vector<gp_event> ev = make_events(9);  // entries at 0, 3 and 6
-  ASSERT_TRUE(w.append_events(ev.data(), 6, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), 6), &err)) << err;
   entry(0, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   // An entry whose event went out in an earlier flush, under a stack defined
   // after it; then one whose event is still buffered.
-  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1}), &err)) << err;
   entry(3, 2);
-  ASSERT_TRUE(w.append_events(ev.data() + 6, 3, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data() + 6, 3), &err)) << err;
   entry(6, 0);
-  ASSERT_TRUE(w.flush(&err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing pending: no chunk
   // Enough entry stacks to go out on their own (5462 of 12 bytes reach 64
   // KiB), with the events and the stack they name before them.
   std::vector<gp_event> many = make_events(3 * 6000, 1);
-  ASSERT_TRUE(w.append_events(many.data(), many.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({1, 0}, &err)) << err;  // id 3
+  ASSERT_TRUE(succeeded(w.append_events(many.data(), many.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1, 0}), &err)) << err;  // id 3
   const uint64_t before = w.bytes_written();
   for (uint64_t i = 9; i < w.events_appended(); i += 3) entry(i, static_cast<uint32_t>(i % 4));
   EXPECT_GT(w.bytes_written(), before);
-  auto part = read_recording(path_, &err);
+  auto part = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(part.has_value()) << err;
   EXPECT_FALSE(part->complete);
   EXPECT_EQ(part->entry_stacks, first_n(all, 3 + 5462));
   EXPECT_EQ(part->sample_stacks.size(), 4u);
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->options, stack_options());
@@ -2109,40 +2105,40 @@ TEST_F(RecordFileTest, EntryShapesAndEntryStacksKeepTheirOwnOrder) {
   RecordOptions o = stack_options();
   o.shapes = true;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("a.py(1): f", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), o), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("a.py(1): f"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
   std::vector<gp_event> ev = make_events(3000);  // entries at multiples of 3
   uint64_t shapes = 0, stacks = 0;
   for (int batch = 0; batch < 70; ++batch) {  // 210000 events
     const uint64_t first = w.events_appended();
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     for (uint64_t i = first; i < w.events_appended(); i += 300, ++shapes)
-      ASSERT_TRUE(w.append_shapes(i, {Dims{1}}, &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_shapes(i, {Dims{1}}), &err)) << err;
   }
   // The stacks' cursor is still at 0: the oldest entries are still known.
   const std::string p = path_ + ": not recording the stack of event ";
-  EXPECT_FALSE(w.append_entry_stack(4, 0, &err));
+  EXPECT_FALSE(succeeded(w.append_entry_stack(4, 0), &err));
   EXPECT_EQ(err, p + "4: it is not an ENTRY event");
-  ASSERT_TRUE(w.append_entry_stack(3, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_entry_stack(3, 0), &err)) << err;
   ++stacks;
-  EXPECT_FALSE(w.append_entry_stack(3, 0, &err));
+  EXPECT_FALSE(succeeded(w.append_entry_stack(3, 0), &err));
   EXPECT_EQ(err, p + "3: not above the previous entry stack's event 3");
   for (uint64_t i = 6; i < w.events_appended(); i += 3000, ++stacks)
-    ASSERT_TRUE(w.append_entry_stack(i, 0, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_entry_stack(i, 0), &err)) << err;
   // Now the shapes lag: stacks go to the end of a new batch first.
   const uint64_t first = w.events_appended();
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
   for (uint64_t i = first; i < w.events_appended(); i += 3, ++stacks)
-    ASSERT_TRUE(w.append_entry_stack(i, 0, &err)) << err;
-  EXPECT_FALSE(w.append_shapes(first + 1, {}, &err));
+    ASSERT_TRUE(succeeded(w.append_entry_stack(i, 0), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_shapes(first + 1, {}), &err));
   EXPECT_EQ(err, path_ + ": not recording the shapes of event " + std::to_string(first + 1) +
                      ": it is not an ENTRY event");
-  ASSERT_TRUE(w.append_shapes(first, {}, &err)) << err;
-  ASSERT_TRUE(w.append_shapes(first + 2997, {}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_shapes(first, {}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_shapes(first + 2997, {}), &err)) << err;
   shapes += 2;
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->events.size(), 213000u);
   EXPECT_EQ(rec->entry_shapes.size(), shapes);
@@ -2152,33 +2148,33 @@ TEST_F(RecordFileTest, EntryShapesAndEntryStacksKeepTheirOwnOrder) {
 TEST_F(RecordFileTest, RoundTripsKernelStacksOfSamples) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(997)), &err))
       << err;
-  ASSERT_TRUE(w.add_sample_frame("libc.so.6!read", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] ksys_read", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({1, 2}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("libc.so.6!read"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] do_syscall_64"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] ksys_read"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1, 2}), &err)) << err;
   std::vector<CpuSample> all;
   std::vector<SampleKernelStack> kernel;
   auto samples = [&](size_t n, uint32_t seed) {
     std::vector<CpuSample> s = make_samples(n, 3, seed);  // in the kernel at 1, 6, 11, ...
     EXPECT_EQ(w.samples_appended(), all.size());
-    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_samples(s.data(), s.size()), &err)) << err;
     all.insert(all.end(), s.begin(), s.end());
     EXPECT_EQ(w.samples_appended(), all.size());
   };
   auto stack = [&](uint64_t sample_index, uint32_t stack_id) {
-    ASSERT_TRUE(w.append_sample_kernel_stack(sample_index, stack_id, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(sample_index, stack_id), &err)) << err;
     kernel.push_back({sample_index, stack_id});
   };
   samples(10, 0);
   stack(1, 0);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   EXPECT_EQ(w.samples_written(), 10u);
   // A sample written in an earlier flush, under a stack defined after it.
-  ASSERT_TRUE(w.add_sample_stack({1}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({1}), &err)) << err;
   stack(6, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   // 30000 samples (full SAMPLES chunks go out as they fill) and a kernel
   // stack for each of the 6000 in the kernel: 5462 reach 64 KiB and go out
   // on their own, after the samples they name.
@@ -2187,12 +2183,12 @@ TEST_F(RecordFileTest, RoundTripsKernelStacksOfSamples) {
   for (uint64_t i = 10; i < all.size(); ++i)
     if (all[i].in_kernel) stack(i, static_cast<uint32_t>(i % 2));
   EXPECT_GT(w.bytes_written(), before);
-  auto part = read_recording(path_, &err);
+  auto part = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(part.has_value()) << err;
   EXPECT_EQ(part->sample_kernel_stacks, first_n(kernel, 2 + 5462));
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->options, sampled_options(997));
@@ -2207,54 +2203,54 @@ TEST_F(RecordFileTest, RoundTripsKernelStacksOfSamples) {
 TEST_F(RecordFileTest, WriterRefusesEntryStacksTheReaderWouldReject) {
   std::string err;
   RecordWriter w = must_create();
-  EXPECT_FALSE(w.append_entry_stack(0, 0, &err));
+  EXPECT_FALSE(succeeded(w.append_entry_stack(0, 0), &err));
   EXPECT_EQ(err, path_ + ": append_entry_stack called out of order (internal error)");
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), {true, false}), &err)) << err;
   std::vector<gp_event> ev = make_events(6);  // entries at 0 and 3
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  EXPECT_FALSE(w.append_entry_stack(0, 0, &err));
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_entry_stack(0, 0), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording the stack of event 0: the recording was begun without the "
                      "with_stack option");
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;  // still usable
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;  // still usable
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->entry_stacks.empty());
 
   std::string path2 = dir_ + "/stacks.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err));
-  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops(), stack_options()), &err));
+  ASSERT_TRUE(succeeded(w2->append_events(ev.data(), ev.size()), &err)) << err;
   const std::string p = path2 + ": not recording the stack of event ";
-  EXPECT_FALSE(w2->append_entry_stack(0, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(0, 0), &err));
   EXPECT_EQ(err, p + "0: stack_id 0, but 0 stacks are defined");
-  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
-  ASSERT_TRUE(w2->add_sample_stack({0}, &err)) << err;
-  EXPECT_FALSE(w2->append_entry_stack(0, 1, &err));
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_stack({0}), &err)) << err;
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(0, 1), &err));
   EXPECT_EQ(err, p + "0: stack_id 1, but 1 stacks are defined");
-  EXPECT_FALSE(w2->append_entry_stack(0, kNoPythonStack, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(0, kNoPythonStack), &err));
   EXPECT_EQ(err, p + "0: stack_id 4294967295, but 1 stacks are defined");
-  EXPECT_FALSE(w2->append_entry_stack(1, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(1, 0), &err));
   EXPECT_EQ(err, p + "1: it is not an ENTRY event");
-  EXPECT_FALSE(w2->append_entry_stack(2, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(2, 0), &err));
   EXPECT_EQ(err, p + "2: it is not an ENTRY event");
-  EXPECT_FALSE(w2->append_entry_stack(6, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(6, 0), &err));
   EXPECT_EQ(err, p + "6: only 6 events were appended");
-  EXPECT_FALSE(w2->append_entry_stack(UINT64_MAX, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(UINT64_MAX, 0), &err));
   EXPECT_EQ(err, p + "18446744073709551615: only 6 events were appended");
-  ASSERT_TRUE(w2->append_entry_stack(3, 0, &err)) << err;
-  EXPECT_FALSE(w2->append_entry_stack(0, 0, &err));
+  ASSERT_TRUE(succeeded(w2->append_entry_stack(3, 0), &err)) << err;
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(0, 0), &err));
   EXPECT_EQ(err, p + "0: not above the previous entry stack's event 3");
-  EXPECT_FALSE(w2->append_entry_stack(3, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_entry_stack(3, 0), &err));
   EXPECT_EQ(err, p + "3: not above the previous entry stack's event 3");
   // Refusals changed nothing; the writer is still usable.
-  ASSERT_TRUE(w2->flush(&err)) << err;
-  ASSERT_TRUE(w2->add_sample_stack({0, 0}, &err)) << err;
-  ASSERT_TRUE(w2->append_events(ev.data(), ev.size(), &err)) << err;  // entries at 6 and 9
-  ASSERT_TRUE(w2->append_entry_stack(9, 1, &err)) << err;
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_stack({0, 0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_events(ev.data(), ev.size()), &err)) << err;  // entries at 6 and 9
+  ASSERT_TRUE(succeeded(w2->append_entry_stack(9, 1), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{3, 0}, {9, 1}}));
   EXPECT_EQ(rec->sample_stacks, (std::vector<std::vector<uint32_t>>{{0}, {0, 0}}));
@@ -2263,47 +2259,47 @@ TEST_F(RecordFileTest, WriterRefusesEntryStacksTheReaderWouldReject) {
 TEST_F(RecordFileTest, WriterRefusesSampleKernelStacksTheReaderWouldReject) {
   std::string err;
   RecordWriter w = must_create();
-  EXPECT_FALSE(w.append_sample_kernel_stack(0, 0, &err));
+  EXPECT_FALSE(succeeded(w.append_sample_kernel_stack(0, 0), &err));
   EXPECT_EQ(err, path_ + ": append_sample_kernel_stack called out of order (internal error)");
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options()), &err))
       << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] a", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
-  EXPECT_FALSE(w.append_sample_kernel_stack(0, 0, &err));
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_sample_kernel_stack(0, 0), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording the kernel stack of sample 0: the recording was begun "
                      "without CPU sampling");
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
 
   std::string path2 = dir_ + "/kernel.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options(), &err));
-  ASSERT_TRUE(w2->add_sample_frame("a", &err)) << err;
-  ASSERT_TRUE(w2->add_sample_frame("[k] b", &err)) << err;
-  ASSERT_TRUE(w2->add_sample_stack({1}, &err)) << err;
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops(), sampled_options()), &err));
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_frame("[k] b"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_sample_stack({1}), &err)) << err;
   std::vector<CpuSample> s = {{1, 2, 0, true}, {2, 2, 1, false}, {3, 2, 0, true}};
-  ASSERT_TRUE(w2->append_samples(s.data(), s.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_samples(s.data(), s.size()), &err)) << err;
   const std::string p = path2 + ": not recording the kernel stack of sample ";
-  EXPECT_FALSE(w2->append_sample_kernel_stack(1, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(1, 0), &err));
   EXPECT_EQ(err, p + "1: it is not an in-kernel sample");
-  EXPECT_FALSE(w2->append_sample_kernel_stack(3, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(3, 0), &err));
   EXPECT_EQ(err, p + "3: only 3 samples were appended");
-  EXPECT_FALSE(w2->append_sample_kernel_stack(0, 1, &err));
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(0, 1), &err));
   EXPECT_EQ(err, p + "0: stack_id 1, but 1 stacks are defined");
-  EXPECT_FALSE(w2->append_sample_kernel_stack(0, kNoPythonStack, &err));
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(0, kNoPythonStack), &err));
   EXPECT_EQ(err, p + "0: stack_id 4294967295, but 1 stacks are defined");
-  ASSERT_TRUE(w2->append_sample_kernel_stack(2, 0, &err)) << err;
-  EXPECT_FALSE(w2->append_sample_kernel_stack(0, 0, &err));
+  ASSERT_TRUE(succeeded(w2->append_sample_kernel_stack(2, 0), &err)) << err;
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(0, 0), &err));
   EXPECT_EQ(err, p + "0: not above the previous kernel stack's sample 2");
-  EXPECT_FALSE(w2->append_sample_kernel_stack(2, 0, &err));
+  EXPECT_FALSE(succeeded(w2->append_sample_kernel_stack(2, 0), &err));
   EXPECT_EQ(err, p + "2: not above the previous kernel stack's sample 2");
   // Refusals changed nothing; the writer is still usable.
-  ASSERT_TRUE(w2->flush(&err)) << err;
-  ASSERT_TRUE(w2->append_samples(s.data(), s.size(), &err)) << err;  // in the kernel: 3 and 5
-  ASSERT_TRUE(w2->append_sample_kernel_stack(5, 0, &err)) << err;
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_samples(s.data(), s.size()), &err)) << err;  // in the kernel: 3 and 5
+  ASSERT_TRUE(succeeded(w2->append_sample_kernel_stack(5, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->sample_kernel_stacks, (std::vector<SampleKernelStack>{{2, 0}, {5, 0}}));
   EXPECT_EQ(rec->samples.size(), 6u);
@@ -2313,7 +2309,7 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   std::string err;
   // OPTIONS bit 4 is with_stack, with the 4-byte form when not sampled.
   const std::vector<uint8_t> prefix = v2_prefix(16);
-  auto bare = read_recording_bytes(prefix, &err, "f");
+  auto bare = noting_error(read_recording_bytes(prefix, "f"), &err);
   ASSERT_TRUE(bare.has_value()) << err;
   EXPECT_EQ(bare->options, stack_options());
   const std::vector<uint8_t> no_options = v2_prefix_without_options();
@@ -2326,7 +2322,7 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
       cat(prefix, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a", "b"})));
   const std::vector<uint8_t> one_stack =
       cat(two, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0, 1}})));
-  auto ok = read_recording_bytes(one_stack, &err, "f");
+  auto ok = noting_error(read_recording_bytes(one_stack, "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->sample_stacks, (std::vector<std::vector<uint32_t>>{{0, 1}}));
   expect_error(cat(one_stack, chunk_of(ChunkType::SAMPLES, std::vector<uint8_t>{})),
@@ -2353,7 +2349,7 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   auto entries_file = [&](const std::vector<EntryStack>& e) {
     return cat(base, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload(e)));
   };
-  ok = read_recording_bytes(entries_file({{0, 0}, {3, 0}}), &err, "f");
+  ok = noting_error(read_recording_bytes(entries_file({{0, 0}, {3, 0}}), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
   expect_error(entries_file({{0, 1}}),
@@ -2399,13 +2395,13 @@ TEST_F(RecordFileTest, CorruptEntryStacksAreRejected) {
   both = cat(both, chunk_of(ChunkType::SAMPLE_FRAMES, frames_payload(0, {"a"})));
   both = cat(both, chunk_of(ChunkType::SAMPLE_STACKS, stacks_payload(0, {{0}})));
   both = cat(both, chunk_of(ChunkType::ENTRY_STACKS, entry_stacks_payload({{0, 0}, {3, 0}})));
-  ok = read_recording_bytes(both, &err, "f");
+  ok = noting_error(read_recording_bytes(both, "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->entry_shapes, (std::vector<EntryShapes>{{3, 0}}));
   EXPECT_EQ(ok->entry_stacks, (std::vector<EntryStack>{{0, 0}, {3, 0}}));
   // An empty chunk is valid.
-  ASSERT_TRUE(read_recording_bytes(
-      cat(prefix, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})), &err, "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(
+      cat(prefix, chunk_of(ChunkType::ENTRY_STACKS, std::vector<uint8_t>{})), "f"), &err))
       << err;
 }
 
@@ -2441,7 +2437,7 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
   auto kernel_file = [&](const std::vector<SampleKernelStack>& k) {
     return cat(base, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, kernel_stacks_payload(k)));
   };
-  auto ok = read_recording_bytes(kernel_file({{1, 0}, {2, 0}}), &err, "f");
+  auto ok = noting_error(read_recording_bytes(kernel_file({{1, 0}, {2, 0}}), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->sample_kernel_stacks, (std::vector<SampleKernelStack>{{1, 0}, {2, 0}}));
   expect_error(kernel_file({{0, 0}}),
@@ -2477,8 +2473,8 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
       "f: corrupt chunk 7 (SAMPLE_KERNEL_STACKS)" + at_offset(no_stack) +
           "kernel stack 0 has stack_id 0, but 0 stacks are defined");
   // An empty chunk is valid.
-  ASSERT_TRUE(read_recording_bytes(
-      cat(prefix, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})), &err, "f"))
+  ASSERT_TRUE(noting_error(read_recording_bytes(
+      cat(prefix, chunk_of(ChunkType::SAMPLE_KERNEL_STACKS, std::vector<uint8_t>{})), "f"), &err))
       << err;
 }
 
@@ -2488,31 +2484,31 @@ TEST_F(RecordFileTest, CorruptSampleKernelStacksAreRejected) {
 TEST_F(RecordFileTest, EveryTruncationOfARecordingWithStacks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(997), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options(997)), &err))
       << err;
   const uint64_t mandatory_end = w.bytes_written();
   for (uint32_t round = 0; round < 4; ++round) {
-    ASSERT_TRUE(w.add_sample_frame("f" + std::to_string(round), &err)) << err;
-    ASSERT_TRUE(w.add_sample_stack({0, round}, &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_frame("f" + std::to_string(round)), &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_stack({0, round}), &err)) << err;
     const uint32_t stack = w.sample_stacks_defined() - 1;
     const uint64_t first_event = w.events_appended();
     std::vector<gp_event> ev = make_events(6, round);  // entries at 0 and 3
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-    ASSERT_TRUE(w.append_entry_stack(first_event, stack, &err)) << err;
-    ASSERT_TRUE(w.append_entry_stack(first_event + 3, 0, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_entry_stack(first_event, stack), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_entry_stack(first_event + 3, 0), &err)) << err;
     const uint64_t first_sample = w.samples_appended();
     std::vector<CpuSample> s = make_samples(6, w.sample_frames_defined(), round);
     s[4].in_kernel = true;  // and 1
-    ASSERT_TRUE(w.append_samples(s.data(), s.size(), &err)) << err;
-    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 1, stack, &err)) << err;
-    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 4, 0, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_samples(s.data(), s.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(first_sample + 1, stack), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(first_sample + 4, 0), &err)) << err;
     if (round != 1) {
-      ASSERT_TRUE(w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     }
   }
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto full = read_recording_bytes(file, &err, "f");
+  auto full = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->entry_stacks.size(), 8u);
   ASSERT_EQ(full->sample_kernel_stacks.size(), 8u);
@@ -2551,20 +2547,20 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedStacks) {
   std::vector<gp_event> ev = make_events(9, 1);  // entries at 0, 3 and 6
   const std::vector<CpuSample> s = {{1, 2, 0, true}, {2, 2, 0, false}, {3, 2, 1, true}};
   auto write = [&](RecordWriter& w, std::string* e) {
-    if (!w.add_sample_frame("a.py(1): f", e) || !w.add_sample_frame("[k] b", e) ||
-        !w.add_sample_stack({0}, e) || !w.add_sample_stack({1}, e))
+    if (!succeeded(w.add_sample_frame("a.py(1): f"), e) || !succeeded(w.add_sample_frame("[k] b"), e) ||
+        !succeeded(w.add_sample_stack({0}), e) || !succeeded(w.add_sample_stack({1}), e))
       return false;
-    if (!w.append_events(ev.data(), 6, e) || !w.append_entry_stack(0, 0, e) ||
-        !w.append_samples(s.data(), 2, e) || !w.append_sample_kernel_stack(0, 1, e) || !w.flush(e))
+    if (!succeeded(w.append_events(ev.data(), 6), e) || !succeeded(w.append_entry_stack(0, 0), e) ||
+        !succeeded(w.append_samples(s.data(), 2), e) || !succeeded(w.append_sample_kernel_stack(0, 1), e) || !succeeded(w.flush(), e))
       return false;
-    if (!w.append_entry_stack(3, 0, e) || !w.flush(e)) return false;  // after its event's chunk
-    return w.append_events(ev.data() + 6, 3, e) && w.add_sample_stack({0, 1}, e) &&
-           w.append_entry_stack(6, 2, e) && w.append_samples(s.data() + 2, 1, e) &&
-           w.append_sample_kernel_stack(2, 2, e);  // buffered only
+    if (!succeeded(w.append_entry_stack(3, 0), e) || !succeeded(w.flush(), e)) return false;  // after its event's chunk
+    return succeeded(w.append_events(ev.data() + 6, 3), e) && succeeded(w.add_sample_stack({0, 1}), e) &&
+           succeeded(w.append_entry_stack(6, 2), e) && succeeded(w.append_samples(s.data() + 2, 1), e) &&
+           succeeded(w.append_sample_kernel_stack(2, 2), e);  // buffered only
   };
   ASSERT_NO_FATAL_FAILURE(write_then_sigkill(stack_options(997), write));
   std::string err;
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, first_n(ev, 6)));
@@ -2636,25 +2632,25 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
   // finish() writes CUDA_RUNTIME right before STATS.
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99)), &err))
       << err;
   std::vector<gp_event> ev = make_events(3);
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] do_syscall_64"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
   std::vector<CpuSample> samples = {{10, 7, 0, true}};
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
-  ASSERT_TRUE(w.append_sample_kernel_stack(0, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(0, 0), &err)) << err;
   EXPECT_EQ(w.launch_names_defined(), 0u);
-  ASSERT_TRUE(w.add_launch_name("void at::native::kernel<float>(float*)", &err)) << err;
-  ASSERT_TRUE(w.add_launch_name("[CUDA graph]", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("void at::native::kernel<float>(float*)"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("[CUDA graph]"), &err)) << err;
   EXPECT_EQ(w.launch_names_defined(), 2u);
   std::vector<CudaLaunch> launches = {
       {100, 0x7f0000001000, 0, {4, 1, 1}, {256, 1, 1}, 7, GP_LAUNCH_KERNEL, 0},
       {200, 0x5500aa00, 0x7f00beef, {0, 0, 0}, {0, 0, 0}, 8, GP_LAUNCH_GRAPH, 1},
       {300, 0x7f0000001000, 0x7f00beef, {1, 2, 3}, {32, 4, 2}, 7, GP_LAUNCH_KERNEL_EXC, 0}};
-  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_launches(launches.data(), launches.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   std::vector<uint8_t> expect = written_sampled_prefix(0, 99);
   expect = cat(expect, written_events(ev));
   expect =
@@ -2681,12 +2677,12 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
   EXPECT_EQ(grid0, 1u);
   // Names only: the next ids, and no LAUNCHES chunk. The last CUDA runtime
   // set wins.
-  ASSERT_TRUE(w.add_launch_name("[unknown kernel 0x1234]", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("[unknown kernel 0x1234]"), &err)) << err;
   CudaRuntimeInfo first{"/old/libcudart.so", 1, 0};
-  ASSERT_TRUE(w.set_cuda_runtime(first, &err)) << err;
-  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cuda_runtime(first), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err)) << err;
   EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES,
                                 launch_names_payload(2, {"[unknown kernel 0x1234]"})));
   expect =
@@ -2694,7 +2690,7 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
   expect = cat(expect, written_of(ChunkType::STATS, written_stats_payload()));
   expect = cat(expect, written_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
-  auto rec = read_recording_bytes(expect, &err, "f");
+  auto rec = noting_error(read_recording_bytes(expect, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->launches, launches);
@@ -2710,32 +2706,32 @@ TEST_F(RecordFileTest, LaunchWriterOutputMatchesTheDocumentedLayout) {
 TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   std::vector<std::string> names;
   std::vector<CudaLaunch> all;
   auto define = [&](uint32_t n) {
     for (uint32_t i = 0; i < n; ++i) {
       EXPECT_EQ(w.launch_names_defined(), names.size());
       names.push_back("void ns::kernel_" + std::to_string(names.size()) + "<float>(float*)");
-      ASSERT_TRUE(w.add_launch_name(names.back(), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_launch_name(names.back()), &err)) << err;
     }
   };
   auto launch = [&](size_t n, uint32_t seed) {
     std::vector<CudaLaunch> l = make_launches(n, static_cast<uint32_t>(names.size()), seed);
-    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_launches(l.data(), l.size()), &err)) << err;
     all.insert(all.end(), l.begin(), l.end());
   };
   std::vector<gp_event> ev = make_events(6);
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
   define(3);
   launch(10, 0);
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   define(2);  // ids 3, 4: defined in a later flush
   launch(5, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
-  ASSERT_TRUE(w.append_launches(nullptr, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_launches(nullptr, 0), &err)) << err;
   const uint64_t idle = w.bytes_written();
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing pending: no chunk
   EXPECT_EQ(w.bytes_written(), idle);
   // 2500 launches: two full chunks of 1024 go out at once (with the pending
   // names before them), 452 stay buffered.
@@ -2750,10 +2746,10 @@ TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
   EXPECT_GT(w.bytes_written(), before_names);
   launch(100, 3);
   EXPECT_EQ(w.launch_names_defined(), names.size());
-  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 11, &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 11), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_TRUE(same_events(rec->events, ev));
@@ -2769,7 +2765,7 @@ TEST_F(RecordFileTest, RoundTripsCudaLaunchesAcrossFlushesAndChunks) {
   EXPECT_GT(graphs, 0u);
   EXPECT_LT(graphs, all.size());
   // The in-memory reader agrees.
-  auto mem = read_recording_bytes(read_bytes(path_), &err);
+  auto mem = noting_error(read_recording_bytes(read_bytes(path_)), &err);
   ASSERT_TRUE(mem.has_value()) << err;
   EXPECT_EQ(mem->launches, all);
 }
@@ -2778,13 +2774,13 @@ TEST_F(RecordFileTest, LaunchesWithoutCudaRuntimeReadAsNullopt) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-    ASSERT_TRUE(w.add_launch_name("k", &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_launch_name("k"), &err)) << err;
     std::vector<CudaLaunch> l = make_launches(4, 1);
-    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
-    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_launches(l.data(), l.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
   }
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->launches, make_launches(4, 1));
@@ -2792,13 +2788,13 @@ TEST_F(RecordFileTest, LaunchesWithoutCudaRuntimeReadAsNullopt) {
   EXPECT_EQ(rec->cuda_runtime, std::nullopt);
   // Nor does a recording without launches, or a file without any of the
   // three chunks (an earlier version 2 build's).
-  auto bare = read_recording_bytes(v2_prefix(0), &err, "f");
+  auto bare = noting_error(read_recording_bytes(v2_prefix(0), "f"), &err);
   ASSERT_TRUE(bare.has_value()) << err;
   EXPECT_TRUE(bare->launches.empty() && bare->launch_names.empty());
   EXPECT_EQ(bare->cuda_runtime, std::nullopt);
   // A CUDA runtime that probed nothing (no libcudart mapped) is still there.
-  auto empty = read_recording_bytes(
-      cat(v2_prefix(0), chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))), &err, "f");
+  auto empty = noting_error(read_recording_bytes(
+      cat(v2_prefix(0), chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload({}))), "f"), &err);
   ASSERT_TRUE(empty.has_value()) << err;
   ASSERT_TRUE(empty->cuda_runtime.has_value());
   EXPECT_EQ(*empty->cuda_runtime, CudaRuntimeInfo{});
@@ -2810,7 +2806,7 @@ TEST_F(RecordFileTest, LaunchesWithoutCudaRuntimeReadAsNullopt) {
   v1 = cat(v1, chunk_of(ChunkType::LAUNCH_NAMES, std::vector<uint8_t>{1}));
   v1 = cat(v1, chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{2}));
   v1 = cat(v1, chunk_of(ChunkType::CUDA_RUNTIME, std::vector<uint8_t>{3}));
-  auto old = read_recording_bytes(v1, &err, "old");
+  auto old = noting_error(read_recording_bytes(v1, "old"), &err);
   ASSERT_TRUE(old.has_value()) << err;
   EXPECT_TRUE(old->launches.empty() && old->launch_names.empty());
   EXPECT_EQ(old->cuda_runtime, std::nullopt);
@@ -2820,35 +2816,35 @@ TEST_F(RecordFileTest, WriterRefusesLaunchesTheReaderWouldReject) {
   std::string err;
   CudaLaunch l = make_launches(1, 1)[0];
   RecordWriter w = must_create();
-  EXPECT_FALSE(w.add_launch_name("a", &err));
+  EXPECT_FALSE(succeeded(w.add_launch_name("a"), &err));
   EXPECT_EQ(err, path_ + ": add_launch_name called out of order (internal error)");
-  EXPECT_FALSE(w.append_launches(&l, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_launches(&l, 1), &err));
   EXPECT_EQ(err, path_ + ": append_launches called out of order (internal error)");
-  EXPECT_FALSE(w.set_cuda_runtime(sample_cuda_runtime(), &err));
+  EXPECT_FALSE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err));
   EXPECT_EQ(err, path_ + ": set_cuda_runtime called out of order (internal error)");
   // A --no-ops recording has no launches.
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false)), &err))
       << err;
-  EXPECT_FALSE(w.add_launch_name("a", &err));
+  EXPECT_FALSE(succeeded(w.add_launch_name("a"), &err));
   EXPECT_EQ(err, path_ +
                      ": not defining launch name 0: the recording was begun without ops (no-ops "
                      "option)");
   EXPECT_EQ(w.launch_names_defined(), 0u);
-  EXPECT_FALSE(w.append_launches(&l, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_launches(&l, 1), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording launches: the recording was begun without ops (no-ops "
                      "option)");
-  EXPECT_FALSE(w.set_cuda_runtime(sample_cuda_runtime(), &err));
+  EXPECT_FALSE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording the CUDA runtime: the recording was begun without ops "
                      "(no-ops option)");
-  ASSERT_TRUE(w.append_launches(&l, 0, &err)) << err;  // an empty batch is fine
+  ASSERT_TRUE(succeeded(w.append_launches(&l, 0), &err)) << err;  // an empty batch is fine
   // Still usable: samples go on, and nothing of the launches reaches the file.
-  ASSERT_TRUE(w.add_sample_frame("f", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("f"), &err)) << err;
   CpuSample s{1, 2, 0, false};
-  ASSERT_TRUE(w.append_samples(&s, 1, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.append_samples(&s, 1), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->launches.empty() && rec->launch_names.empty());
   EXPECT_EQ(rec->cuda_runtime, std::nullopt);
@@ -2856,44 +2852,44 @@ TEST_F(RecordFileTest, WriterRefusesLaunchesTheReaderWouldReject) {
 
   // With ops: a bad api or an undefined name_id refuses the whole batch.
   std::string path2 = dir_ + "/launches.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t begun = w2->bytes_written();
   l.name_id = 0;
-  EXPECT_FALSE(w2->append_launches(&l, 1, &err));
+  EXPECT_FALSE(succeeded(w2->append_launches(&l, 1), &err));
   EXPECT_EQ(err, path2 +
                      ": not recording launch 0 of the batch: name_id 0, but 0 launch names "
                      "are defined");
-  ASSERT_TRUE(w2->add_launch_name("a", &err)) << err;
-  ASSERT_TRUE(w2->add_launch_name("b", &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_launch_name("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_launch_name("b"), &err)) << err;
   std::vector<CudaLaunch> batch = make_launches(3, 2);
   batch[1].api = 0;
-  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_launches(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 0 (expected 1..5)");
   batch[1].api = 6;
-  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_launches(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording launch 1 of the batch: api 6 (expected 1..5)");
   batch[1].api = GP_LAUNCH_GRAPH;
   batch[2].name_id = 2;
-  EXPECT_FALSE(w2->append_launches(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_launches(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 +
                      ": not recording launch 2 of the batch: name_id 2, but 2 launch names "
                      "are defined");
   // Nothing of the refused batches was buffered: a flush writes the names
   // alone.
-  ASSERT_TRUE(w2->flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;
   EXPECT_EQ(w2->bytes_written(), begun + kRecordChunkHeaderSize + 8 + 2 * (4 + 1));
-  auto part = read_recording(path2, &err);
+  auto part = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(part.has_value()) << err;
   EXPECT_TRUE(part->launches.empty());
   EXPECT_EQ(part->launch_names, (std::vector<std::string>{"a", "b"}));
   // ... and the writer is still usable.
-  ASSERT_TRUE(w2->add_launch_name("c", &err)) << err;
-  ASSERT_TRUE(w2->append_launches(batch.data(), batch.size(), &err)) << err;
-  ASSERT_TRUE(w2->set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->add_launch_name("c"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_launches(batch.data(), batch.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->set_cuda_runtime(sample_cuda_runtime()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->launches, batch);
   EXPECT_EQ(rec->launch_names, (std::vector<std::string>{"a", "b", "c"}));
@@ -2945,8 +2941,8 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
                n6 + "first_id 0, but 2 launch names are defined");
   expect_error(cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(3, {"c"}))),
                n6 + "first_id 3, but 2 launch names are defined");
-  auto three = read_recording_bytes(
-      cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"c"}))), &err, "f");
+  auto three = noting_error(read_recording_bytes(
+      cat(two, chunk_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"c"}))), "f"), &err);
   ASSERT_TRUE(three.has_value()) << err;
   EXPECT_EQ(three->launch_names, (std::vector<std::string>{"a", "b", "c"}));
   expect_error(names_file(Bytes().u32(0).u32(2).str("a")),
@@ -2962,7 +2958,7 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
   };
   const std::string l6 = "f: corrupt chunk 6 (LAUNCHES)" + at_offset(two);
   std::vector<CudaLaunch> good = make_launches(3, 2);
-  auto ok = read_recording_bytes(launches_file(launches_payload(good).b), &err, "f");
+  auto ok = noting_error(read_recording_bytes(launches_file(launches_payload(good).b), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->launches, good);
   // Launches before their names.
@@ -3012,7 +3008,7 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
   // CUDA_RUNTIME: at most once, exact length.
   const std::vector<uint8_t> runtime =
       cat(prefix, chunk_of(ChunkType::CUDA_RUNTIME, cuda_runtime_payload(sample_cuda_runtime())));
-  auto rt = read_recording_bytes(runtime, &err, "f");
+  auto rt = noting_error(read_recording_bytes(runtime, "f"), &err);
   ASSERT_TRUE(rt.has_value()) << err;
   EXPECT_EQ(rt->cuda_runtime, sample_cuda_runtime());
   expect_error(
@@ -3027,9 +3023,8 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
                                     cuda_runtime_payload(sample_cuda_runtime()).u32(0))),
                r5 + "4 unexpected trailing payload bytes");
   // Empty LAUNCH_NAMES and LAUNCHES chunks are valid.
-  auto empty = read_recording_bytes(cat(names_file(launch_names_payload(0, {})),
-                                        chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})),
-                                    &err, "f");
+  auto empty = noting_error(read_recording_bytes(cat(names_file(launch_names_payload(0, {})),
+                                                     chunk_of(ChunkType::LAUNCHES, std::vector<uint8_t>{})), "f"), &err);
   ASSERT_TRUE(empty.has_value()) << err;
   EXPECT_TRUE(empty->launches.empty() && empty->launch_names.empty());
 }
@@ -3041,24 +3036,24 @@ TEST_F(RecordFileTest, CorruptLaunchNamesLaunchesAndCudaRuntimeAreRejected) {
 TEST_F(RecordFileTest, EveryTruncationOfARecordingWithLaunches) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t mandatory_end = w.bytes_written();
   for (uint32_t round = 0; round < 4; ++round) {
     for (uint32_t i = 0; i < round + 1; ++i)
-      ASSERT_TRUE(w.add_launch_name("k" + std::to_string(w.launch_names_defined()), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_launch_name("k" + std::to_string(w.launch_names_defined())), &err)) << err;
     std::vector<gp_event> ev = make_events(3, round);
-    ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
     std::vector<CudaLaunch> l = make_launches(2 + round, w.launch_names_defined(), round);
     l.back().name_id = w.launch_names_defined() - 1;  // the newest name
-    ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_launches(l.data(), l.size()), &err)) << err;
     if (round != 1) {
-      ASSERT_TRUE(w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     }
   }
-  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto full = read_recording_bytes(file, &err, "f");
+  auto full = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->launch_names.size(), 10u);
   ASSERT_EQ(full->launches.size(), 14u);
@@ -3084,7 +3079,7 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithLaunches) {
       });
   // Cut inside the second LAUNCHES chunk: the launches of the first chunk.
   const size_t cut = second_launches + 16 + 64 + 10;
-  auto torn = read_recording_bytes(std::span(file.data(), cut), &err, "f");
+  auto torn = noting_error(read_recording_bytes(std::span(file.data(), cut), "f"), &err);
   ASSERT_TRUE(torn.has_value()) << err;
   EXPECT_FALSE(torn->complete);
   EXPECT_EQ(torn->launches, first_n(full->launches, 2));
@@ -3157,21 +3152,21 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   // after CUDA_RUNTIME, right before STATS.
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   std::vector<gp_event> ev = make_events(3);
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.add_launch_name("void at::native::kernel<float>(float*)", &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("void at::native::kernel<float>(float*)"), &err)) << err;
   std::vector<CudaLaunch> launches = {
       {100, 0x7f0000001000, 0, {4, 1, 1}, {256, 1, 1}, 7, GP_LAUNCH_KERNEL, 0}};
-  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
-  ASSERT_TRUE(w.add_launch_name("[memcpy HtoD]", &err)) << err;  // named by an activity only
+  ASSERT_TRUE(succeeded(w.append_launches(launches.data(), launches.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("[memcpy HtoD]"), &err)) << err;  // named by an activity only
   std::vector<GpuCorrelation> correlations = {{101, 41, 7, 211, 2}, {150, 42, 8, 13, 1}};
-  ASSERT_TRUE(w.append_gpu_correlations(correlations.data(), correlations.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_correlations(correlations.data(), correlations.size()), &err)) << err;
   std::vector<GpuActivity> activities = {
       {120, 180, 41, 0, 0, 7, GpuActivityKind::kernel, 0},
       {160, 160, 42, (uint64_t{1} << 56) | 4096, 1, 13, GpuActivityKind::memcpy, 1}};
-  ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_activities(activities.data(), activities.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   std::vector<uint8_t> expect = written_prefix(0);
   expect = cat(expect, written_events(ev));
   expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES,
@@ -3220,14 +3215,14 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   // A new name and an activity naming it, without launches: LAUNCH_NAMES,
   // then GPU_ACTIVITIES. The last CUPTI shim set wins; it goes out after
   // CUDA_RUNTIME.
-  ASSERT_TRUE(w.add_launch_name("[memset]", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("[memset]"), &err)) << err;
   std::vector<GpuActivity> later = {{200, 210, 43, 512, 0, 7, GpuActivityKind::memset, 2}};
-  ASSERT_TRUE(w.append_gpu_activities(later.data(), later.size(), &err)) << err;
-  ASSERT_TRUE(w.set_cupti_shim({"/old/libgpuprof_cupti.so", 2, 0, 0}, &err)) << err;
-  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
-  ASSERT_TRUE(w.set_cuda_runtime(sample_cuda_runtime(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_activities(later.data(), later.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cupti_shim({"/old/libgpuprof_cupti.so", 2, 0, 0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cuda_runtime(sample_cuda_runtime()), &err)) << err;
   EXPECT_EQ(w.bytes_written(), expect.size());  // nothing written before finish
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   expect = cat(expect, written_of(ChunkType::LAUNCH_NAMES, launch_names_payload(2, {"[memset]"})));
   expect = cat(expect, written_of(ChunkType::GPU_ACTIVITIES, gpu_activities_payload(later)));
   expect =
@@ -3236,7 +3231,7 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
   expect = cat(expect, written_of(ChunkType::STATS, written_stats_payload()));
   expect = cat(expect, written_of(ChunkType::END, Bytes().u64(9)));
   EXPECT_EQ(read_bytes(path_), expect);
-  auto rec = read_recording_bytes(expect, &err, "f");
+  auto rec = noting_error(read_recording_bytes(expect, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->launches, launches);
@@ -3254,7 +3249,7 @@ TEST_F(RecordFileTest, GpuWriterOutputMatchesTheDocumentedLayout) {
 TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChunks) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   std::vector<std::string> names;
   std::vector<GpuCorrelation> correlations;
   std::vector<GpuActivity> activities;
@@ -3262,35 +3257,35 @@ TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChu
   auto define = [&](uint32_t n) {
     for (uint32_t i = 0; i < n; ++i) {
       names.push_back("void ns::kernel_" + std::to_string(names.size()) + "<float>(float*)");
-      ASSERT_TRUE(w.add_launch_name(names.back(), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_launch_name(names.back()), &err)) << err;
     }
   };
   auto correlate = [&](size_t n, uint32_t seed) {
     std::vector<GpuCorrelation> c = make_gpu_correlations(n, seed);
-    ASSERT_TRUE(w.append_gpu_correlations(c.data(), c.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_gpu_correlations(c.data(), c.size()), &err)) << err;
     correlations.insert(correlations.end(), c.begin(), c.end());
   };
   auto run = [&](size_t n, uint32_t seed) {
     std::vector<GpuActivity> a =
         make_gpu_activities(n, static_cast<uint32_t>(names.size()), seed);
-    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_gpu_activities(a.data(), a.size()), &err)) << err;
     activities.insert(activities.end(), a.begin(), a.end());
   };
   define(3);
   correlate(10, 0);
   run(10, 0);
   std::vector<CudaLaunch> l = make_launches(4, 3);
-  ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_launches(l.data(), l.size()), &err)) << err;
   launches = l;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   define(2);  // ids 3, 4: defined in a later flush, shared with launches
   run(5, 1);
   correlate(7, 1);
-  ASSERT_TRUE(w.flush(&err)) << err;
-  ASSERT_TRUE(w.append_gpu_correlations(nullptr, 0, &err)) << err;
-  ASSERT_TRUE(w.append_gpu_activities(nullptr, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_correlations(nullptr, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_activities(nullptr, 0), &err)) << err;
   const uint64_t idle = w.bytes_written();
-  ASSERT_TRUE(w.flush(&err)) << err;  // nothing pending: no chunk
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;  // nothing pending: no chunk
   EXPECT_EQ(w.bytes_written(), idle);
   // 2500 correlations: one full chunk of 2048 (64 KiB) goes out at once,
   // 452 stay buffered.
@@ -3307,10 +3302,10 @@ TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChu
   define(1);
   run(100, 4);
   correlate(100, 4);
-  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 11, &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 11), &err)) << err;
 
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->launch_names, names);
@@ -3331,7 +3326,7 @@ TEST_F(RecordFileTest, RoundTripsGpuCorrelationsAndActivitiesAcrossFlushesAndChu
   EXPECT_GT(driver, 0u);
   EXPECT_LT(driver, correlations.size());
   // The in-memory reader agrees.
-  auto mem = read_recording_bytes(read_bytes(path_), &err);
+  auto mem = noting_error(read_recording_bytes(read_bytes(path_)), &err);
   ASSERT_TRUE(mem.has_value()) << err;
   EXPECT_EQ(mem->gpu_correlations, correlations);
   EXPECT_EQ(mem->gpu_activities, activities);
@@ -3341,27 +3336,27 @@ TEST_F(RecordFileTest, RecordingsWithoutTheCuptiShimReadWithoutGpuData) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-    ASSERT_TRUE(w.add_launch_name("k", &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_launch_name("k"), &err)) << err;
     std::vector<GpuActivity> a = make_gpu_activities(4, 1);
-    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
-    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_gpu_activities(a.data(), a.size()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
   }
   // Activities without set_cupti_shim: no CUPTI_SHIM chunk (nullopt).
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->complete);
   EXPECT_EQ(rec->gpu_activities, make_gpu_activities(4, 1));
   EXPECT_TRUE(rec->gpu_correlations.empty());
   EXPECT_EQ(rec->cupti_shim, std::nullopt);
   // A file without any of the three chunks (an earlier version 2 build's).
-  auto bare = read_recording_bytes(v2_prefix(0), &err, "f");
+  auto bare = noting_error(read_recording_bytes(v2_prefix(0), "f"), &err);
   ASSERT_TRUE(bare.has_value()) << err;
   EXPECT_TRUE(bare->gpu_correlations.empty() && bare->gpu_activities.empty());
   EXPECT_EQ(bare->cupti_shim, std::nullopt);
   // A shim found but not tracing, with an empty path, is still there.
-  auto empty = read_recording_bytes(
-      cat(v2_prefix(0), chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload({}))), &err, "f");
+  auto empty = noting_error(read_recording_bytes(
+      cat(v2_prefix(0), chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload({}))), "f"), &err);
   ASSERT_TRUE(empty.has_value()) << err;
   EXPECT_EQ(empty->cupti_shim, CuptiShimInfo{});
   // Types 19..21 meant nothing in version 1: skipped like any unknown chunk.
@@ -3372,13 +3367,12 @@ TEST_F(RecordFileTest, RecordingsWithoutTheCuptiShimReadWithoutGpuData) {
   v1 = cat(v1, chunk_of(ChunkType::GPU_CORRELATIONS, std::vector<uint8_t>{1}));
   v1 = cat(v1, chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{2}));
   v1 = cat(v1, chunk_of(ChunkType::CUPTI_SHIM, std::vector<uint8_t>{3}));
-  auto old = read_recording_bytes(v1, &err, "old");
+  auto old = noting_error(read_recording_bytes(v1, "old"), &err);
   ASSERT_TRUE(old.has_value()) << err;
   EXPECT_TRUE(old->gpu_correlations.empty() && old->gpu_activities.empty());
   EXPECT_EQ(old->cupti_shim, std::nullopt);
   // Type 23 is unknown in version 2 too: skipped.
-  auto newer = read_recording_bytes(cat(v2_prefix(0), encode_chunk(23, std::vector<uint8_t>{4})),
-                                    &err, "f");
+  auto newer = noting_error(read_recording_bytes(cat(v2_prefix(0), encode_chunk(23, std::vector<uint8_t>{4})), "f"), &err);
   ASSERT_TRUE(newer.has_value()) << err;
 }
 
@@ -3395,13 +3389,13 @@ std::vector<ThreadName> sample_thread_names() {
 TEST_F(RecordFileTest, ThreadNamesAreWrittenByFinishBeforeStatsAndReadBack) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const size_t before = w.bytes_written();
-  ASSERT_TRUE(w.set_thread_names({{1, "old"}}, &err)) << err;
-  ASSERT_TRUE(w.set_thread_names(sample_thread_names(), &err)) << err;  // the last call wins
-  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_thread_names({{1, "old"}}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_thread_names(sample_thread_names()), &err)) << err;  // the last call wins
+  ASSERT_TRUE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err)) << err;
   EXPECT_EQ(w.bytes_written(), before);  // nothing written before finish
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
   const std::vector<uint8_t> tail =
       cat(cat(chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())),
@@ -3409,13 +3403,13 @@ TEST_F(RecordFileTest, ThreadNamesAreWrittenByFinishBeforeStatsAndReadBack) {
           cat(chunk_of(ChunkType::STATS, written_stats_payload()), chunk_of(ChunkType::END, Bytes().u64(9))));
   ASSERT_GE(file.size(), tail.size());
   EXPECT_EQ(std::vector<uint8_t>(file.end() - static_cast<std::ptrdiff_t>(tail.size()), file.end()), tail);
-  auto rec = read_recording_bytes(file, &err, "f");
+  auto rec = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->thread_names, sample_thread_names());
   // None set: no chunk.
   RecordWriter plain = must_create();
-  ASSERT_TRUE(plain.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  ASSERT_TRUE(plain.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(plain.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  ASSERT_TRUE(succeeded(plain.finish(sample_stats(), 9), &err)) << err;
   for (const ChunkHeader& c : chunk_headers(read_bytes(path_), kRecordHeaderSize))
     EXPECT_NE(c.type, ChunkType::THREAD_NAMES);
 }
@@ -3423,14 +3417,14 @@ TEST_F(RecordFileTest, ThreadNamesAreWrittenByFinishBeforeStatsAndReadBack) {
 TEST_F(RecordFileTest, ThreadNamesTheReaderWouldRejectAreRefused) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  EXPECT_FALSE(w.set_thread_names({{7, "a"}, {0, "b"}}, &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.set_thread_names({{7, "a"}, {0, "b"}}), &err));
   EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 1 has tid 0");
-  EXPECT_FALSE(w.set_thread_names({{7, "a"}, {7, "b"}}, &err));
+  EXPECT_FALSE(succeeded(w.set_thread_names({{7, "a"}, {7, "b"}}), &err));
   EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 1 repeats tid 7");
-  EXPECT_FALSE(w.set_thread_names({{7, std::string(256, 'x')}}, &err));
+  EXPECT_FALSE(succeeded(w.set_thread_names({{7, std::string(256, 'x')}}), &err));
   EXPECT_EQ(err, path_ + ": not recording the thread names: thread name 0 is 256 bytes long (at most 255)");
-  EXPECT_TRUE(w.set_thread_names({{7, std::string(255, 'x')}}, &err)) << err;
+  EXPECT_TRUE(succeeded(w.set_thread_names({{7, std::string(255, 'x')}}), &err)) << err;
 }
 
 TEST_F(RecordFileTest, CorruptThreadNamesAreClearErrors) {
@@ -3438,12 +3432,12 @@ TEST_F(RecordFileTest, CorruptThreadNamesAreClearErrors) {
   const std::vector<uint8_t> prefix = v2_prefix(0);
   auto expect_error = [&](const std::vector<uint8_t>& bytes, const std::string& expected) {
     std::string e;
-    EXPECT_FALSE(read_recording_bytes(bytes, &e, "f").has_value()) << expected;
+    EXPECT_FALSE(noting_error(read_recording_bytes(bytes, "f"), &e).has_value()) << expected;
     EXPECT_EQ(e, expected);
   };
   const std::vector<uint8_t> good =
       cat(prefix, chunk_of(ChunkType::THREAD_NAMES, thread_names_payload(sample_thread_names())));
-  auto read = read_recording_bytes(good, &err, "f");
+  auto read = noting_error(read_recording_bytes(good, "f"), &err);
   ASSERT_TRUE(read.has_value()) << err;
   EXPECT_EQ(read->thread_names, sample_thread_names());
   EXPECT_FALSE(read->complete);
@@ -3466,9 +3460,9 @@ TEST_F(RecordFileTest, CorruptThreadNamesAreClearErrors) {
   // Any single flipped byte of a finished file with names: a clear error or
   // an incomplete recording, never a crash.
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  ASSERT_TRUE(w.set_thread_names(sample_thread_names(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_thread_names(sample_thread_names()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   expect_every_flipped_byte_is_caught(read_bytes(path_));
 }
 
@@ -3477,38 +3471,38 @@ TEST_F(RecordFileTest, WriterRefusesGpuDataTheReaderWouldReject) {
   GpuCorrelation c = make_gpu_correlations(1)[0];
   GpuActivity a = make_gpu_activities(1, 1)[0];
   RecordWriter w = must_create();
-  EXPECT_FALSE(w.append_gpu_correlations(&c, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_gpu_correlations(&c, 1), &err));
   EXPECT_EQ(err, path_ + ": append_gpu_correlations called out of order (internal error)");
-  EXPECT_FALSE(w.append_gpu_activities(&a, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_gpu_activities(&a, 1), &err));
   EXPECT_EQ(err, path_ + ": append_gpu_activities called out of order (internal error)");
-  EXPECT_FALSE(w.set_cupti_shim(sample_cupti_shim(), &err));
+  EXPECT_FALSE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err));
   EXPECT_EQ(err, path_ + ": set_cupti_shim called out of order (internal error)");
   // A --no-ops recording has no GPU data.
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false), &err))
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), {}, sampled_options(49, false)), &err))
       << err;
   const uint64_t begun = w.bytes_written();
-  EXPECT_FALSE(w.append_gpu_correlations(&c, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_gpu_correlations(&c, 1), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording GPU correlations: the recording was begun without ops "
                      "(no-ops option)");
-  EXPECT_FALSE(w.append_gpu_activities(&a, 1, &err));
+  EXPECT_FALSE(succeeded(w.append_gpu_activities(&a, 1), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording GPU activities: the recording was begun without ops "
                      "(no-ops option)");
-  EXPECT_FALSE(w.set_cupti_shim(sample_cupti_shim(), &err));
+  EXPECT_FALSE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err));
   EXPECT_EQ(err, path_ +
                      ": not recording the CUPTI shim: the recording was begun without ops "
                      "(no-ops option)");
-  ASSERT_TRUE(w.append_gpu_correlations(&c, 0, &err)) << err;  // empty batches are fine
-  ASSERT_TRUE(w.append_gpu_activities(&a, 0, &err)) << err;
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_correlations(&c, 0), &err)) << err;  // empty batches are fine
+  ASSERT_TRUE(succeeded(w.append_gpu_activities(&a, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   EXPECT_EQ(w.bytes_written(), begun);
   // Still usable: samples go on, and nothing of the GPU data reaches the file.
-  ASSERT_TRUE(w.add_sample_frame("f", &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("f"), &err)) << err;
   CpuSample s{1, 2, 0, false};
-  ASSERT_TRUE(w.append_samples(&s, 1, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.append_samples(&s, 1), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_TRUE(rec->gpu_correlations.empty() && rec->gpu_activities.empty());
   EXPECT_EQ(rec->cupti_shim, std::nullopt);
@@ -3517,59 +3511,59 @@ TEST_F(RecordFileTest, WriterRefusesGpuDataTheReaderWouldReject) {
   // With ops: a bad domain, a bad kind, an end before its start or an
   // undefined name_id refuses the whole batch.
   std::string path2 = dir_ + "/gpu.gpuprof";
-  auto w2 = RecordWriter::create(path2, &err);
+  auto w2 = noting_error(RecordWriter::create(path2), &err);
   ASSERT_TRUE(w2.has_value()) << err;
-  ASSERT_TRUE(w2->begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t begun2 = w2->bytes_written();
   std::vector<GpuCorrelation> cs = make_gpu_correlations(3, 1);
   for (uint32_t domain : {0u, 3u, UINT32_MAX}) {
     cs[2].domain = domain;
-    EXPECT_FALSE(w2->append_gpu_correlations(cs.data(), cs.size(), &err));
+    EXPECT_FALSE(succeeded(w2->append_gpu_correlations(cs.data(), cs.size()), &err));
     EXPECT_EQ(err, path2 + ": not recording GPU correlation 2 of the batch: domain " +
                        std::to_string(domain) + " (expected 1 or 2)");
   }
   cs[2].domain = 2;
   a.name_id = 0;
-  EXPECT_FALSE(w2->append_gpu_activities(&a, 1, &err));
+  EXPECT_FALSE(succeeded(w2->append_gpu_activities(&a, 1), &err));
   EXPECT_EQ(err, path2 +
                      ": not recording GPU activity 0 of the batch: name_id 0, but 0 launch "
                      "names are defined");
-  ASSERT_TRUE(w2->add_launch_name("a", &err)) << err;
-  ASSERT_TRUE(w2->add_launch_name("b", &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_launch_name("a"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->add_launch_name("b"), &err)) << err;
   std::vector<GpuActivity> batch = make_gpu_activities(3, 2, 1);
   for (uint16_t kind : {uint16_t{0}, uint16_t{4}, uint16_t{0xffff}}) {
     batch[1].kind = static_cast<GpuActivityKind>(kind);
-    EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+    EXPECT_FALSE(succeeded(w2->append_gpu_activities(batch.data(), batch.size()), &err));
     EXPECT_EQ(err, path2 + ": not recording GPU activity 1 of the batch: kind " +
                        std::to_string(kind) + " (expected 1..3)");
   }
   batch[1].kind = GpuActivityKind::memset;
   batch[0].end_ns = batch[0].start_ns - 1;
-  EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_gpu_activities(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 + ": not recording GPU activity 0 of the batch: end_ns " +
                      std::to_string(batch[0].start_ns - 1) + ", before its start_ns " +
                      std::to_string(batch[0].start_ns));
   batch[0].end_ns = batch[0].start_ns;  // no time at all is fine
   batch[2].name_id = 2;
-  EXPECT_FALSE(w2->append_gpu_activities(batch.data(), batch.size(), &err));
+  EXPECT_FALSE(succeeded(w2->append_gpu_activities(batch.data(), batch.size()), &err));
   EXPECT_EQ(err, path2 +
                      ": not recording GPU activity 2 of the batch: name_id 2, but 2 launch "
                      "names are defined");
   // Nothing of the refused batches was buffered: a flush writes the names
   // alone.
-  ASSERT_TRUE(w2->flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w2->flush(), &err)) << err;
   EXPECT_EQ(w2->bytes_written(), begun2 + kRecordChunkHeaderSize + 8 + 2 * (4 + 1));
-  auto part = read_recording(path2, &err);
+  auto part = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(part.has_value()) << err;
   EXPECT_TRUE(part->gpu_correlations.empty() && part->gpu_activities.empty());
   EXPECT_EQ(part->launch_names, (std::vector<std::string>{"a", "b"}));
   // ... and the writer is still usable.
-  ASSERT_TRUE(w2->add_launch_name("c", &err)) << err;
-  ASSERT_TRUE(w2->append_gpu_activities(batch.data(), batch.size(), &err)) << err;
-  ASSERT_TRUE(w2->append_gpu_correlations(cs.data(), cs.size(), &err)) << err;
-  ASSERT_TRUE(w2->set_cupti_shim(sample_cupti_shim(), &err)) << err;
-  ASSERT_TRUE(w2->finish(sample_stats(), 1, &err)) << err;
-  rec = read_recording(path2, &err);
+  ASSERT_TRUE(succeeded(w2->add_launch_name("c"), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_gpu_activities(batch.data(), batch.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->append_gpu_correlations(cs.data(), cs.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->set_cupti_shim(sample_cupti_shim()), &err)) << err;
+  ASSERT_TRUE(succeeded(w2->finish(sample_stats(), 1), &err)) << err;
+  rec = noting_error(read_recording(path2), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->gpu_activities, batch);
   EXPECT_EQ(rec->gpu_correlations, cs);
@@ -3629,8 +3623,7 @@ TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) 
   };
   const std::string c5 = "f: corrupt chunk 5 (GPU_CORRELATIONS)" + at_offset(prefix);
   const std::vector<GpuCorrelation> good_correlations = make_gpu_correlations(3);
-  auto ok = read_recording_bytes(correlations_file(gpu_correlations_payload(good_correlations).b),
-                                 &err, "f");
+  auto ok = noting_error(read_recording_bytes(correlations_file(gpu_correlations_payload(good_correlations).b), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->gpu_correlations, good_correlations);
   std::vector<GpuCorrelation> bad_correlations = good_correlations;
@@ -3665,7 +3658,7 @@ TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) 
   const std::string a6 = "f: corrupt chunk 6 (GPU_ACTIVITIES)" + at_offset(two);
   const std::vector<GpuActivity> good = make_gpu_activities(3, 2);
   ASSERT_EQ(good[0].end_ns, good[0].start_ns);  // an activity taking no time is valid
-  ok = read_recording_bytes(activities_file(gpu_activities_payload(good).b), &err, "f");
+  ok = noting_error(read_recording_bytes(activities_file(gpu_activities_payload(good).b), "f"), &err);
   ASSERT_TRUE(ok.has_value()) << err;
   EXPECT_EQ(ok->gpu_activities, good);
   // Activities before their names: the names are LAUNCH_NAMES', defined
@@ -3722,7 +3715,7 @@ TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) 
   // CUPTI_SHIM: at most once, exact length.
   const std::vector<uint8_t> shim =
       cat(prefix, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload(sample_cupti_shim())));
-  auto found = read_recording_bytes(shim, &err, "f");
+  auto found = noting_error(read_recording_bytes(shim, "f"), &err);
   ASSERT_TRUE(found.has_value()) << err;
   EXPECT_EQ(found->cupti_shim, sample_cupti_shim());
   expect_error(cat(shim, chunk_of(ChunkType::CUPTI_SHIM, cupti_shim_payload({}))),
@@ -3737,9 +3730,8 @@ TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) 
                                     cupti_shim_payload(sample_cupti_shim()).u32(0))),
                s5 + "4 unexpected trailing payload bytes");
   // Empty GPU_CORRELATIONS and GPU_ACTIVITIES chunks are valid.
-  auto empty = read_recording_bytes(
-      cat(correlations_file({}), chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})),
-      &err, "f");
+  auto empty = noting_error(read_recording_bytes(
+      cat(correlations_file({}), chunk_of(ChunkType::GPU_ACTIVITIES, std::vector<uint8_t>{})), "f"), &err);
   ASSERT_TRUE(empty.has_value()) << err;
   EXPECT_TRUE(empty->gpu_correlations.empty() && empty->gpu_activities.empty());
 }
@@ -3751,28 +3743,28 @@ TEST_F(RecordFileTest, CorruptGpuCorrelationsActivitiesAndCuptiShimAreRejected) 
 TEST_F(RecordFileTest, EveryTruncationOfARecordingWithGpuActivities) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   const uint64_t mandatory_end = w.bytes_written();
   for (uint32_t round = 0; round < 4; ++round) {
     for (uint32_t i = 0; i < round + 1; ++i)
-      ASSERT_TRUE(w.add_launch_name("k" + std::to_string(w.launch_names_defined()), &err)) << err;
+      ASSERT_TRUE(succeeded(w.add_launch_name("k" + std::to_string(w.launch_names_defined())), &err)) << err;
     std::vector<GpuCorrelation> c = make_gpu_correlations(3 + round, round);
-    ASSERT_TRUE(w.append_gpu_correlations(c.data(), c.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_gpu_correlations(c.data(), c.size()), &err)) << err;
     std::vector<GpuActivity> a = make_gpu_activities(2 + round, w.launch_names_defined(), round);
     a.back().name_id = w.launch_names_defined() - 1;  // the newest name
-    ASSERT_TRUE(w.append_gpu_activities(a.data(), a.size(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_gpu_activities(a.data(), a.size()), &err)) << err;
     if (round == 3) {  // launches too: LAUNCHES between the names and the GPU chunks
       std::vector<CudaLaunch> l = make_launches(2, w.launch_names_defined(), round);
-      ASSERT_TRUE(w.append_launches(l.data(), l.size(), &err)) << err;
+      ASSERT_TRUE(succeeded(w.append_launches(l.data(), l.size()), &err)) << err;
     }
     if (round != 1) {
-      ASSERT_TRUE(w.flush(&err)) << err;
+      ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
     }
   }
-  ASSERT_TRUE(w.set_cupti_shim(sample_cupti_shim(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 5, &err)) << err;
+  ASSERT_TRUE(succeeded(w.set_cupti_shim(sample_cupti_shim()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 5), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto full = read_recording_bytes(file, &err, "f");
+  auto full = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(full.has_value()) << err;
   ASSERT_EQ(full->launch_names.size(), 10u);
   ASSERT_EQ(full->gpu_correlations.size(), 18u);
@@ -3811,7 +3803,7 @@ TEST_F(RecordFileTest, EveryTruncationOfARecordingWithGpuActivities) {
   // chunk, with every name and correlation written before it.
   const uint64_t second = activities_offsets[1];
   const size_t cut = second + 16 + 48 + 10;
-  auto torn = read_recording_bytes(std::span(file.data(), cut), &err, "f");
+  auto torn = noting_error(read_recording_bytes(std::span(file.data(), cut), "f"), &err);
   ASSERT_TRUE(torn.has_value()) << err;
   EXPECT_FALSE(torn->complete);
   EXPECT_EQ(torn->gpu_activities, first_n(full->gpu_activities, 2));
@@ -3830,15 +3822,15 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedGpuActivities) {
   const std::vector<GpuCorrelation> c = make_gpu_correlations(8);
   const std::vector<GpuActivity> a = make_gpu_activities(8, 2);
   ASSERT_NO_FATAL_FAILURE(write_then_sigkill({}, [&](RecordWriter& w, std::string* e) {
-    if (!w.add_launch_name("a", e) || !w.add_launch_name("b", e) ||
-        !w.append_gpu_correlations(c.data(), 5, e) || !w.append_gpu_activities(a.data(), 5, e) ||
-        !w.set_cupti_shim(sample_cupti_shim(), e) || !w.flush(e))
+    if (!succeeded(w.add_launch_name("a"), e) || !succeeded(w.add_launch_name("b"), e) ||
+        !succeeded(w.append_gpu_correlations(c.data(), 5), e) || !succeeded(w.append_gpu_activities(a.data(), 5), e) ||
+        !succeeded(w.set_cupti_shim(sample_cupti_shim()), e) || !succeeded(w.flush(), e))
       return false;
-    return w.add_launch_name("c", e) && w.append_gpu_correlations(c.data() + 5, 3, e) &&
-           w.append_gpu_activities(a.data() + 5, 3, e);  // buffered only
+    return succeeded(w.add_launch_name("c"), e) && succeeded(w.append_gpu_correlations(c.data() + 5, 3), e) &&
+           succeeded(w.append_gpu_activities(a.data() + 5, 3), e);  // buffered only
   }));
   std::string err;
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_FALSE(rec->complete);
   EXPECT_EQ(rec->incomplete_reason, "no END chunk: the recorder did not finish (killed, or its disk full)");
@@ -3853,11 +3845,11 @@ TEST_F(RecordFileTest, WriterKilledBySigkillKeepsFlushedGpuActivities) {
 TEST_F(RecordFileTest, StatsProblemsAndUnresolvedSymbolsRoundTrip) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   RecordStats stats = sample_stats();
   stats.symbols_unresolved = 23;
   stats.problems = {"no memory columns: libc10 has no ProfiledCPUMemoryReporter::New", "", "no GPU times: x"};
-  ASSERT_TRUE(w.finish(stats, 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(stats, 9), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
   Bytes payload = sample_stats_payload(2);
   payload.u64(23).u32(3);
@@ -3865,14 +3857,14 @@ TEST_F(RecordFileTest, StatsProblemsAndUnresolvedSymbolsRoundTrip) {
   const std::vector<uint8_t> tail = cat(chunk_of(ChunkType::STATS, payload), chunk_of(ChunkType::END, Bytes().u64(9)));
   ASSERT_GE(file.size(), tail.size());
   EXPECT_EQ(std::vector<uint8_t>(file.end() - static_cast<std::ptrdiff_t>(tail.size()), file.end()), tail);
-  auto rec = read_recording_bytes(file, &err, "f");
+  auto rec = noting_error(read_recording_bytes(file, "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->stats, stats);
   // A problem count larger than the payload can hold is corrupt, not a huge allocation.
   Bytes bad = sample_stats_payload(2);
   bad.u64(0).u32(0x7fffffff);
   std::vector<uint8_t> bytes = cat(written_prefix(0), chunk_of(ChunkType::STATS, bad));
-  EXPECT_FALSE(read_recording_bytes(bytes, &err, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(bytes, "f"), &err));
   EXPECT_NE(err.find("corrupt chunk 5 (STATS)"), std::string::npos) << err;
 }
 
@@ -3891,26 +3883,26 @@ Bytes processes_payload(const std::vector<ProcessInfo>& processes) {
 TEST_F(RecordFileTest, SystemWideTablesRoundTripAndExtendTheOpTable) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), {}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), {}), &err)) << err;
   EXPECT_EQ(w.ops_defined(), 0u);
   // Events may name ops only once a MORE_OPS chunk defined them.
   gp_event e = make_events(1)[0];
   e.kind = GP_EV_OP_ENTRY;
   e.op_id = 1;
-  EXPECT_FALSE(w.append_events(&e, 1, &err));
-  ASSERT_TRUE(w.add_ops(sample_ops(), &err)) << err;
+  EXPECT_FALSE(succeeded(w.append_events(&e, 1), &err));
+  ASSERT_TRUE(succeeded(w.add_ops(sample_ops()), &err)) << err;
   EXPECT_EQ(w.ops_defined(), sample_ops().size());
-  ASSERT_TRUE(w.append_events(&e, 1, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(&e, 1), &err)) << err;
   const std::vector<OpInfo> more = {{"aten::mm", "", "_ZN2at4_ops2mm4callE", 2, 2}};
-  ASSERT_TRUE(w.add_ops(more, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_ops(more), &err)) << err;
   e.op_id = static_cast<uint32_t>(sample_ops().size());  // the second file's first op
-  ASSERT_TRUE(w.append_events(&e, 1, &err)) << err;
-  ASSERT_TRUE(w.add_processes({listed_process(10, "python3"), listed_process(11, "bash")}, &err)) << err;
-  ASSERT_TRUE(w.add_thread_processes({{10, 10}, {12, 10}, {11, 11}}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(&e, 1), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_processes({listed_process(10, "python3"), listed_process(11, "bash")}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_thread_processes({{10, 10}, {12, 10}, {11, 11}}), &err)) << err;
   // A process defined again (it loaded libtorch later) keeps its place.
-  ASSERT_TRUE(w.add_processes({listed_process(10, "python3", "/usr/lib/libtorch_cpu.so")}, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.add_processes({listed_process(10, "python3", "/usr/lib/libtorch_cpu.so")}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   std::vector<OpInfo> all = sample_ops();
   all.push_back(more[0]);
@@ -3926,22 +3918,22 @@ TEST_F(RecordFileTest, SystemWideTablesRoundTripAndExtendTheOpTable) {
 TEST_F(RecordFileTest, BadSystemWideTablesAreRefusedAndClearErrors) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  EXPECT_FALSE(w.add_processes({listed_process(0, "swapper")}, &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  EXPECT_FALSE(succeeded(w.add_processes({listed_process(0, "swapper")}), &err));
   EXPECT_EQ(err, path_ + ": not recording a process: it has pid 0");
-  ASSERT_TRUE(w.add_thread_processes({{5, 5}}, &err)) << err;
-  EXPECT_FALSE(w.add_thread_processes({{6, 5}, {5, 5}}, &err));
+  ASSERT_TRUE(succeeded(w.add_thread_processes({{5, 5}}), &err)) << err;
+  EXPECT_FALSE(succeeded(w.add_thread_processes({{6, 5}, {5, 5}}), &err));
   EXPECT_EQ(err, path_ + ": not recording a thread's process: thread repeats tid 5");
-  EXPECT_FALSE(w.add_thread_processes({{7, 0}}, &err));
-  EXPECT_FALSE(w.add_ops({{"aten::x", "", "s", -2, 0}}, &err));
+  EXPECT_FALSE(succeeded(w.add_thread_processes({{7, 0}}), &err));
+  EXPECT_FALSE(succeeded(w.add_ops({{"aten::x", "", "s", -2, 0}}), &err));
   EXPECT_EQ(w.ops_defined(), sample_ops().size());  // a refused call changes nothing
-  ASSERT_TRUE(w.add_thread_processes({{6, 5}}, &err)) << err;  // 6 was not kept by the refused call
+  ASSERT_TRUE(succeeded(w.add_thread_processes({{6, 5}}), &err)) << err;  // 6 was not kept by the refused call
 
   const std::vector<uint8_t> prefix = v2_prefix(0, sample_ops(), GP_RECORD_FORMAT_VERSION);
   auto expect_error = [&](ChunkType type, const Bytes& payload, const std::string& problem) {
     std::string e;
     const std::vector<uint8_t> file = cat(prefix, chunk_of(type, payload));
-    EXPECT_FALSE(read_recording_bytes(file, &e, "f").has_value()) << problem;
+    EXPECT_FALSE(noting_error(read_recording_bytes(file, "f"), &e).has_value()) << problem;
     EXPECT_EQ(e, "f: corrupt chunk 5 (" + std::string(type == ChunkType::PROCESSES ? "PROCESSES"
                                                        : type == ChunkType::MORE_OPS ? "MORE_OPS"
                                                                                      : "THREAD_PROCESSES") +
@@ -3955,7 +3947,7 @@ TEST_F(RecordFileTest, BadSystemWideTablesAreRefusedAndClearErrors) {
   expect_error(ChunkType::MORE_OPS, Bytes().u32(0).u32(0), "first_id 0 but 3 ops are defined");
   // Version 3 files never had them: skipped there as unknown chunks.
   const std::vector<uint8_t> v3 = cat(v2_prefix(0, sample_ops(), 3), chunk_of(ChunkType::PROCESSES, Bytes().u32(1000000)));
-  auto old = read_recording_bytes(v3, &err, "f");
+  auto old = noting_error(read_recording_bytes(v3, "f"), &err);
   ASSERT_TRUE(old.has_value()) << err;
   EXPECT_TRUE(old->processes.empty());
 }
@@ -3990,15 +3982,15 @@ TEST_F(RecordFileTest, ProbeCostsAreWrittenAtOnceAndReadBack) {
   std::string err;
   {
     RecordWriter w = must_create();
-    ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-    ASSERT_TRUE(w.set_probe_costs(sample_probe_costs(), &err)) << err;
+    ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+    ASSERT_TRUE(succeeded(w.set_probe_costs(sample_probe_costs()), &err)) << err;
     // Written at once: a killed recorder's file has them.
     const std::vector<uint8_t> expect =
         cat(written_prefix(0), chunk_of(ChunkType::PROBE_COSTS, probe_costs_payload(sample_probe_costs())));
     EXPECT_EQ(read_bytes(path_), expect);
-    ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+    ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
   }
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->probe_costs, sample_probe_costs());  // one calibration: no totals of two
   EXPECT_EQ(rec->probe_costs->attach_total_ns, 0u);
@@ -4025,14 +4017,14 @@ TEST_F(RecordFileTest, TheRecordingsCalibrationSupersedesAttachs) {
     const ProbeCosts& at_detach = detach_lower ? low : high;
     {
       RecordWriter w = must_create();
-      ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-      ASSERT_TRUE(w.set_probe_costs(at_attach, &err)) << err;
-      ASSERT_TRUE(w.set_probe_costs(at_detach, &err)) << err;
-      EXPECT_FALSE(w.set_probe_costs(low, &err));
+      ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+      ASSERT_TRUE(succeeded(w.set_probe_costs(at_attach), &err)) << err;
+      ASSERT_TRUE(succeeded(w.set_probe_costs(at_detach), &err)) << err;
+      EXPECT_FALSE(succeeded(w.set_probe_costs(low), &err));
       EXPECT_NE(err.find("attach's and the recording's already recorded"), std::string::npos) << err;
-      ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
+      ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
     }
-    auto rec = read_recording(path_, &err);
+    auto rec = noting_error(read_recording(path_), &err);
     ASSERT_TRUE(rec.has_value()) << err;
     ProbeCosts want = at_detach;
     want.attach_total_ns = at_attach.total_ns();
@@ -4059,7 +4051,7 @@ TEST_F(RecordFileTest, ProbeCostsChunksAreChecked) {
                "f: corrupt chunk 5 (PROBE_COSTS)" + at_offset(no_ops) +
                    "PROBE_COSTS chunk in a recording without ops (the no-ops option)");
   // Type 26 meant nothing in version 4: skipped like any unknown chunk.
-  auto v4 = read_recording_bytes(cat(v2_prefix(0, sample_ops(), 4), chunk_of(ChunkType::PROBE_COSTS, one)), &err, "f");
+  auto v4 = noting_error(read_recording_bytes(cat(v2_prefix(0, sample_ops(), 4), chunk_of(ChunkType::PROBE_COSTS, one)), "f"), &err);
   ASSERT_TRUE(v4.has_value()) << err;
   EXPECT_EQ(v4->probe_costs, std::nullopt);
 }
@@ -4076,20 +4068,20 @@ TEST_F(RecordFileTest, ModuleNamesRoundTripAfterTheFramesTheyName) {
   RecordOptions options;
   options.with_stack = true;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), options, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), options), &err)) << err;
   for (const char* frame : {"nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0"})
-    ASSERT_TRUE(w.add_sample_frame(frame, &err)) << err;
+    ASSERT_TRUE(succeeded(w.add_sample_frame(frame), &err)) << err;
   const std::vector<ModuleName> names = {{0, 1, "conv", 0}, {0, 2, "act", 7}};
-  ASSERT_TRUE(w.add_module_names(names, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_module_names(names), &err)) << err;
   // What the reader would refuse, the writer refuses, and writes nothing.
-  EXPECT_FALSE(w.add_module_names({{0, 1, "ok"}, {0, 3, "fc"}}, &err));
+  EXPECT_FALSE(succeeded(w.add_module_names({{0, 1, "ok"}, {0, 3, "fc"}}), &err));
   EXPECT_EQ(err, path_ + ": not recording module names: name 1 names frame 3, but 3 frames are defined");
-  EXPECT_FALSE(w.add_module_names({{0, 1, ""}}, &err));
+  EXPECT_FALSE(succeeded(w.add_module_names({{0, 1, ""}}), &err));
   EXPECT_EQ(err, path_ + ": not recording module names: name 0 has a name of 0 bytes (1 to 255)");
-  ASSERT_TRUE(w.add_module_names({}, &err)) << err;  // nothing to write
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_module_names({}), &err)) << err;  // nothing to write
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->module_names, names);
   // The frames they name come first in the file: a file cut between the
@@ -4107,15 +4099,15 @@ TEST_F(RecordFileTest, ModuleNamesRoundTripAfterTheFramesTheyName) {
 TEST_F(RecordFileTest, BadModuleNamesAreRefusedWithClearErrors) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;  // no with_stack
-  EXPECT_FALSE(w.add_module_names({{0, 1, "conv"}}, &err));
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;  // no with_stack
+  EXPECT_FALSE(succeeded(w.add_module_names({{0, 1, "conv"}}), &err));
   EXPECT_EQ(err, path_ + ": not recording module names: the recording was begun without the with_stack option");
 
   constexpr uint32_t kWithStack = 1u << 4;  // OPTIONS bit 4
   const std::vector<uint8_t> prefix = written_prefix(kWithStack);
   auto expect_error = [&](const Bytes& payload, const std::string& problem) {
     std::string e;
-    EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk_of(ChunkType::MODULE_NAMES, payload)), &e, "f").has_value())
+    EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::MODULE_NAMES, payload)), "f"), &e).has_value())
         << problem;
     EXPECT_EQ(e, "f: corrupt chunk 5 (MODULE_NAMES)" + at_offset(prefix) + problem);
   };
@@ -4124,7 +4116,7 @@ TEST_F(RecordFileTest, BadModuleNamesAreRefusedWithClearErrors) {
   // Without the with_stack option the chunk is not allowed at all.
   std::string e;
   const std::vector<uint8_t> plain = cat(written_prefix(0), chunk_of(ChunkType::MODULE_NAMES, Bytes().u32(0)));
-  EXPECT_FALSE(read_recording_bytes(plain, &e, "f").has_value());
+  EXPECT_FALSE(noting_error(read_recording_bytes(plain, "f"), &e).has_value());
   EXPECT_NE(e.find("MODULE_NAMES"), std::string::npos) << e;
 }
 
@@ -4137,27 +4129,27 @@ TEST_F(RecordFileTest, PendingChunksGoOutAfterWhatTheyName) {
   RecordOptions o = stack_options(997);
   o.shapes = o.memory = true;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), o, &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), o), &err)) << err;
   std::vector<gp_event> ev = make_events(3);  // an entry at 0
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.append_shapes(0, {Dims{2}}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_shapes(0, {Dims{2}}), &err)) << err;
   std::vector<gp_mem_event> mem = make_mem_events(1);
-  ASSERT_TRUE(w.append_mem_events(mem.data(), mem.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("a.py(1): f", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0}, &err)) << err;
-  ASSERT_TRUE(w.append_entry_stack(0, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_mem_events(mem.data(), mem.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("a.py(1): f"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_entry_stack(0, 0), &err)) << err;
   std::vector<CpuSample> samples = make_samples(2, 1);  // sample 1 in the kernel
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
-  ASSERT_TRUE(w.append_sample_kernel_stack(1, 0, &err)) << err;
-  ASSERT_TRUE(w.add_launch_name("void k()", &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(1, 0), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_launch_name("void k()"), &err)) << err;
   std::vector<CudaLaunch> launches = make_launches(1, 1);
-  ASSERT_TRUE(w.append_launches(launches.data(), launches.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_launches(launches.data(), launches.size()), &err)) << err;
   std::vector<GpuCorrelation> correlations = make_gpu_correlations(1);
-  ASSERT_TRUE(w.append_gpu_correlations(correlations.data(), correlations.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_correlations(correlations.data(), correlations.size()), &err)) << err;
   std::vector<GpuActivity> activities = make_gpu_activities(1, 1);
-  ASSERT_TRUE(w.append_gpu_activities(activities.data(), activities.size(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_gpu_activities(activities.data(), activities.size()), &err)) << err;
   uint64_t before = w.bytes_written();
-  ASSERT_TRUE(w.flush(&err)) << err;
+  ASSERT_TRUE(succeeded(w.flush(), &err)) << err;
   EXPECT_EQ(chunks_since(path_, before),
             (ChunkItems{{ChunkType::SHAPES, 1}, {ChunkType::OP_EVENTS, 3},
                         {ChunkType::ENTRY_SHAPES, 1}, {ChunkType::MEM_EVENTS, 1},
@@ -4172,11 +4164,11 @@ TEST_F(RecordFileTest, PendingChunksGoOutAfterWhatTheyName) {
   // stack.
   const uint64_t first = w.events_appended();
   ev = make_events(3 * 5462);  // entries at multiples of 3
-  ASSERT_TRUE(w.append_events(ev.data(), ev.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("b.py(2): g", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({0, 1}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_events(ev.data(), ev.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("b.py(2): g"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({0, 1}), &err)) << err;
   before = w.bytes_written();
-  for (uint64_t k = 0; k < 5462; ++k) ASSERT_TRUE(w.append_entry_stack(first + 3 * k, 1, &err)) << err;
+  for (uint64_t k = 0; k < 5462; ++k) ASSERT_TRUE(succeeded(w.append_entry_stack(first + 3 * k, 1), &err)) << err;
   EXPECT_EQ(chunks_since(path_, before),
             (ChunkItems{{ChunkType::OP_EVENTS, 2}, {ChunkType::SAMPLE_FRAMES, 1},
                         {ChunkType::SAMPLE_STACKS, 1}, {ChunkType::ENTRY_STACKS, 5462}}));
@@ -4185,17 +4177,17 @@ TEST_F(RecordFileTest, PendingChunksGoOutAfterWhatTheyName) {
   // the 10 samples left pending (10 chunks of 2730 went out as they came).
   const uint64_t first_sample = w.samples_appended();
   samples = make_samples(5 * 5462, 2);  // in the kernel at 1, 6, 11, ...
-  ASSERT_TRUE(w.append_samples(samples.data(), samples.size(), &err)) << err;
-  ASSERT_TRUE(w.add_sample_frame("[k] do_syscall_64", &err)) << err;
-  ASSERT_TRUE(w.add_sample_stack({2}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.append_samples(samples.data(), samples.size()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_frame("[k] do_syscall_64"), &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_sample_stack({2}), &err)) << err;
   before = w.bytes_written();
   for (uint64_t k = 0; k < 5462; ++k)
-    ASSERT_TRUE(w.append_sample_kernel_stack(first_sample + 5 * k + 1, 2, &err)) << err;
+    ASSERT_TRUE(succeeded(w.append_sample_kernel_stack(first_sample + 5 * k + 1, 2), &err)) << err;
   EXPECT_EQ(chunks_since(path_, before),
             (ChunkItems{{ChunkType::SAMPLE_FRAMES, 1}, {ChunkType::SAMPLE_STACKS, 1},
                         {ChunkType::SAMPLES, 10}, {ChunkType::SAMPLE_KERNEL_STACKS, 5462}}));
-  ASSERT_TRUE(w.finish(sample_stats(), 1, &err)) << err;
-  auto rec = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 1), &err)) << err;
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->entry_stacks.size(), 5463u);
   EXPECT_EQ(rec->sample_kernel_stacks.size(), 5463u);
@@ -4226,27 +4218,27 @@ JobRank full_rank() {
 TEST_F(RecordFileTest, JobRanksRoundTripAndAPidDefinedAgainIsReplaced) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
   JobRank bare;  // RANK alone: every other number absent
   bare.pid = 77;
   bare.rank = 0;
-  ASSERT_TRUE(w.add_job_ranks({full_rank(), bare}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_job_ranks({full_rank(), bare}), &err)) << err;
   // What the reader would refuse, the writer refuses, and writes nothing.
   JobRank bad = bare;
   bad.pid = 0;
-  EXPECT_FALSE(w.add_job_ranks({full_rank(), bad}, &err));
+  EXPECT_FALSE(succeeded(w.add_job_ranks({full_rank(), bad}), &err));
   EXPECT_EQ(err, path_ + ": not recording job ranks: rank 1 has pid 0");
   bad = bare;
   bad.run_id = std::string(256, 'x');
-  EXPECT_FALSE(w.add_job_ranks({bad}, &err));
+  EXPECT_FALSE(succeeded(w.add_job_ranks({bad}), &err));
   EXPECT_EQ(err, path_ + ": not recording job ranks: rank 0 has a text of 256 bytes (at most 255)");
-  ASSERT_TRUE(w.add_job_ranks({}, &err)) << err;  // nothing to write
+  ASSERT_TRUE(succeeded(w.add_job_ranks({}), &err)) << err;  // nothing to write
   JobRank again = bare;  // -a: read again once the process exec'd
   again.rank = 5;
-  ASSERT_TRUE(w.add_job_ranks({again}, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_job_ranks({again}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->job_ranks, (std::vector<JobRank>{full_rank(), again}));
   ASSERT_NE(job_rank_of(rec->job_ranks, 4242), nullptr);
@@ -4264,7 +4256,7 @@ TEST_F(RecordFileTest, JobRanksByHandAndTheirRefusals) {
   // By hand, as record_file.h lays it out.
   const Bytes one = Bytes().u32(1).i32(9).u32(2).u32(kAbsent).u32(4).u32(kAbsent).u32(kAbsent).u32(29500).str("r").str("");
   std::string err;
-  auto rec = read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, one)), &err, "f");
+  auto rec = noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, one)), "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   ASSERT_EQ(rec->job_ranks.size(), 1u);
   JobRank want;
@@ -4276,7 +4268,7 @@ TEST_F(RecordFileTest, JobRanksByHandAndTheirRefusals) {
   EXPECT_EQ(rec->job_ranks[0], want);
   auto expect_error = [&](const Bytes& payload, const std::string& problem) {
     std::string e;
-    EXPECT_FALSE(read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, payload)), &e, "f").has_value())
+    EXPECT_FALSE(noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::JOB_RANKS, payload)), "f"), &e).has_value())
         << problem;
     EXPECT_EQ(e, "f: corrupt chunk 5 (JOB_RANKS)" + at_offset(prefix) + problem);
   };
@@ -4295,17 +4287,16 @@ TEST_F(RecordFileTest, JobRanksByHandAndTheirRefusals) {
 TEST_F(RecordFileTest, JobRanksAreNewInVersion6AndOlderFilesHaveNone) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
-  auto plain = read_recording(path_, &err);
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops()), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
+  auto plain = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(plain.has_value()) << err;
   EXPECT_TRUE(plain->job_ranks.empty());
   const Bytes none = Bytes().u32(0);
-  auto v5 = read_recording_bytes(cat(v2_prefix(0, sample_ops(), 5), chunk_of(ChunkType::JOB_RANKS, Bytes().u32(7))),
-                                 &err, "f");
+  auto v5 = noting_error(read_recording_bytes(cat(v2_prefix(0, sample_ops(), 5), chunk_of(ChunkType::JOB_RANKS, Bytes().u32(7))), "f"), &err);
   ASSERT_TRUE(v5.has_value()) << err;  // skipped unread: its payload is not even looked at
   EXPECT_TRUE(v5->job_ranks.empty());
-  auto empty = read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::JOB_RANKS, none)), &err, "f");
+  auto empty = noting_error(read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::JOB_RANKS, none)), "f"), &err);
   ASSERT_TRUE(empty.has_value()) << err;
   EXPECT_TRUE(empty->job_ranks.empty());
 }
@@ -4321,29 +4312,29 @@ namespace {
 TEST_F(RecordFileTest, NativeFilesRoundTripInOrderAndTheWriterRefusesWhatTheReaderWould) {
   std::string err;
   RecordWriter w = must_create();
-  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99), &err)) << err;
+  ASSERT_TRUE(succeeded(w.begin(sample_process(), sample_clock(), sample_ops(), sampled_options(99)), &err)) << err;
   const NativeFile libc{.pid = 4242, .path = "/usr/lib/x86_64-linux-gnu/libc.so.6", .build_id = "0a1b2c3d"};
   const NativeFile stripped{.pid = 4242, .path = "/opt/app/libplain.so", .build_id = ""};
   const NativeFile other{.pid = 7, .path = "/srv/root/usr/bin/python3.11", .build_id = "ff00"};
-  ASSERT_TRUE(w.add_native_files({libc, stripped}, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_native_files({libc, stripped}), &err)) << err;
   NativeFile bad = libc;
   bad.pid = 0;
-  EXPECT_FALSE(w.add_native_files({libc, bad}, &err));
+  EXPECT_FALSE(succeeded(w.add_native_files({libc, bad}), &err));
   EXPECT_EQ(err, path_ + ": not recording native files: file 1 has pid 0");
   bad = libc;
   bad.path = "libc.so.6";
-  EXPECT_FALSE(w.add_native_files({bad}, &err));
+  EXPECT_FALSE(succeeded(w.add_native_files({bad}), &err));
   EXPECT_EQ(err, path_ + ": not recording native files: file 0 has a path of 9 bytes not starting with / (1 to 4096)");
   bad = libc;
   bad.build_id = "ABC";
-  EXPECT_FALSE(w.add_native_files({bad}, &err));
+  EXPECT_FALSE(succeeded(w.add_native_files({bad}), &err));
   EXPECT_EQ(err, path_ + ": not recording native files: file 0 has a build id that is not 0 to 128 lowercase hex "
                          "digits, paired");
-  ASSERT_TRUE(w.add_native_files({}, &err)) << err;  // nothing to write
-  ASSERT_TRUE(w.add_native_files({other}, &err)) << err;
-  ASSERT_TRUE(w.finish(sample_stats(), 9, &err)) << err;
+  ASSERT_TRUE(succeeded(w.add_native_files({}), &err)) << err;  // nothing to write
+  ASSERT_TRUE(succeeded(w.add_native_files({other}), &err)) << err;
+  ASSERT_TRUE(succeeded(w.finish(sample_stats(), 9), &err)) << err;
   const std::vector<uint8_t> file = read_bytes(path_);
-  auto rec = read_recording(path_, &err);
+  auto rec = noting_error(read_recording(path_), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->native_files, (std::vector<NativeFile>{libc, stripped, other}));
   std::vector<uint32_t> types;
@@ -4357,12 +4348,12 @@ TEST_F(RecordFileTest, NativeFilesByHandTheirRefusalsAndOlderFiles) {
   // By hand, as record_file.h lays it out.
   const Bytes one = Bytes().u32(1).i32(9).str("/lib/libm.so.6").str("beef");
   std::string err;
-  auto rec = read_recording_bytes(cat(prefix, chunk_of(ChunkType::NATIVE_FILES, one)), &err, "f");
+  auto rec = noting_error(read_recording_bytes(cat(prefix, chunk_of(ChunkType::NATIVE_FILES, one)), "f"), &err);
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->native_files, (std::vector<NativeFile>{{.pid = 9, .path = "/lib/libm.so.6", .build_id = "beef"}}));
   auto expect_error = [&](const std::vector<uint8_t>& start, const Bytes& payload, const std::string& problem) {
     std::string e;
-    EXPECT_FALSE(read_recording_bytes(cat(start, chunk_of(ChunkType::NATIVE_FILES, payload)), &e, "f").has_value())
+    EXPECT_FALSE(noting_error(read_recording_bytes(cat(start, chunk_of(ChunkType::NATIVE_FILES, payload)), "f"), &e).has_value())
         << problem;
     EXPECT_EQ(e, "f: corrupt chunk 5 (NATIVE_FILES)" + at_offset(start) + problem);
   };
@@ -4374,12 +4365,11 @@ TEST_F(RecordFileTest, NativeFilesByHandTheirRefusalsAndOlderFiles) {
   expect_error(prefix, Bytes().u32(1000000), "payload too short");
   // Needs the sample_hz option: a recording without samples has no frames to name files.
   std::string e;
-  EXPECT_FALSE(read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::NATIVE_FILES, one)), &e, "f"));
+  EXPECT_FALSE(noting_error(read_recording_bytes(cat(written_prefix(0), chunk_of(ChunkType::NATIVE_FILES, one)), "f"), &e));
   EXPECT_NE(e.find("NATIVE_FILES chunk in a recording without"), std::string::npos) << e;
   // A file from before NATIVE_FILES has none; a build before it skips the
   // chunk as unknown (type 30 means nothing in version 5).
-  auto v5 = read_recording_bytes(cat(v2_sampled_prefix(0, 99, 5), chunk_of(ChunkType::NATIVE_FILES, Bytes().u32(7))),
-                                 &err, "f");
+  auto v5 = noting_error(read_recording_bytes(cat(v2_sampled_prefix(0, 99, 5), chunk_of(ChunkType::NATIVE_FILES, Bytes().u32(7))), "f"), &err);
   ASSERT_TRUE(v5.has_value()) << err;
   EXPECT_TRUE(v5->native_files.empty());
 }

@@ -46,7 +46,7 @@ class OutputsTest : public testing::Test {
   }
   static Recording read(const std::string& p) {
     std::string err;
-    auto rec = read_recording(p, &err);
+    auto rec = noting_error(read_recording(p), &err);
     EXPECT_TRUE(rec) << err;
     return rec ? std::move(*rec) : Recording{};
   }
@@ -64,32 +64,32 @@ TEST_F(OutputsTest, AFileOpenedLaterHasEveryDefinitionWithTheSameIds) {
   RecordOutputs out = outputs(sampled_with_stacks());
   std::string err;
   RecordStats counters;
-  ASSERT_TRUE(out.open(RecordOutputs::kMain, path("main"), 1000, counters, &err)) << err;
-  ASSERT_TRUE(out.add_sample_frame("f0", &err) && out.add_sample_frame("f1", &err)) << err;
-  ASSERT_TRUE(out.add_sample_stack({0, 1}, &err)) << err;
-  ASSERT_TRUE(out.add_launch_name("k0", &err)) << err;
+  ASSERT_TRUE(succeeded(out.open(RecordOutputs::kMain, path("main"), 1000, counters), &err)) << err;
+  ASSERT_TRUE(succeeded(out.add_sample_frame("f0"), &err) && succeeded(out.add_sample_frame("f1"), &err)) << err;
+  ASSERT_TRUE(succeeded(out.add_sample_stack({0, 1}), &err)) << err;
+  ASSERT_TRUE(succeeded(out.add_launch_name("k0"), &err)) << err;
   const gp_event first[] = {op_entry(1100, 500, 0), op_exit(1200, 500, 0)};
-  ASSERT_TRUE(out.append_events(first, 2, &err)) << err;
-  ASSERT_TRUE(out.append_entry_stack(0, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_events(first, 2), &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_entry_stack(0, 0), &err)) << err;
   CpuSample s0{.ts_ns = 1150, .tid = 100, .frame_id = 1, .in_kernel = false, .python_stack = 0};
-  ASSERT_TRUE(out.append_samples(&s0, 1, &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_samples(&s0, 1), &err)) << err;
   EXPECT_EQ(out.events_appended(), 2u);
   EXPECT_EQ(out.samples_appended(), 1u);
 
   counters.events_lost = 7;
-  ASSERT_TRUE(out.open(RecordOutputs::kCycle, path("cycle"), 3000, counters, &err)) << err;
-  ASSERT_TRUE(out.add_sample_frame("f2", &err)) << err;
+  ASSERT_TRUE(succeeded(out.open(RecordOutputs::kCycle, path("cycle"), 3000, counters), &err)) << err;
+  ASSERT_TRUE(succeeded(out.add_sample_frame("f2"), &err)) << err;
   const gp_event second[] = {op_entry(3100, 500, 0), op_exit(3200, 500, 0)};
-  ASSERT_TRUE(out.append_events(second, 2, &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_events(second, 2), &err)) << err;
   // The ENTRY at global index 0 went to the main file only: dropped from the cycle's.
-  ASSERT_TRUE(out.append_entry_stack(2, 0, &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_entry_stack(2, 0), &err)) << err;
   CpuSample s1{.ts_ns = 3150, .tid = 100, .frame_id = 2, .in_kernel = false, .python_stack = 0};
-  ASSERT_TRUE(out.append_samples(&s1, 1, &err)) << err;
+  ASSERT_TRUE(succeeded(out.append_samples(&s1, 1), &err)) << err;
 
   RecordStats end = counters;
   end.events_lost = 10;
-  ASSERT_TRUE(out.close(RecordOutputs::kCycle, end, 3500, &err)) << err;
-  ASSERT_TRUE(out.close(RecordOutputs::kMain, end, 4000, &err)) << err;
+  ASSERT_TRUE(succeeded(out.close(RecordOutputs::kCycle, end, 3500), &err)) << err;
+  ASSERT_TRUE(succeeded(out.close(RecordOutputs::kMain, end, 4000), &err)) << err;
 
   const Recording main = read(path("main"));
   EXPECT_EQ(main.sample_frames, (std::vector<std::string>{"f0", "f1", "f2"}));
@@ -122,10 +122,10 @@ TEST_F(OutputsTest, AppendsWhileClosedGoNowhereButCount) {
   RecordOutputs out = outputs();
   std::string err;
   const gp_event e[] = {op_entry(1100, 500, 0)};
-  ASSERT_TRUE(out.append_events(e, 1, &err));
+  ASSERT_TRUE(succeeded(out.append_events(e, 1), &err));
   EXPECT_EQ(out.events_appended(), 1u);
   EXPECT_FALSE(out.is_open(RecordOutputs::kMain));
-  EXPECT_TRUE(out.close(RecordOutputs::kMain, {}, 2000, &err));  // nothing to close
+  EXPECT_TRUE(succeeded(out.close(RecordOutputs::kMain, {}, 2000), &err));  // nothing to close
 }
 
 gp_schedule op_schedule(uint64_t wait, uint64_t active, uint64_t repeat) {
@@ -151,24 +151,24 @@ TEST_F(OutputsTest, CyclesOpenAtTheirFirstStepAndCloseAtTheNextOnesStep) {
   plan.cycle_done = [&](const std::string& p, int64_t c, int64_t a, int64_t b) { done.push_back({p, c, a, b}); };
   OutputSwitcher sw(plan, outputs());
   std::string err;
-  ASSERT_TRUE(sw.begin(1000, {}, &err));  // no main file
+  ASSERT_TRUE(succeeded(sw.begin(1000, {}), &err));  // no main file
   EXPECT_FALSE(sw.recorded_at(1500));
   uint64_t ts = 2000;
   for (uint64_t step = 0; step < 8; step++, ts += 1000) {
     const bool recorded = step_recorded(plan.schedule, static_cast<int64_t>(step));
     const gp_event step_event = step_at(ts, step, recorded ? 1 : GP_NO_OP);
-    ASSERT_TRUE(sw.on_step(step_event, {}, &err)) << err;
-    ASSERT_TRUE(sw.outputs().append_events(&step_event, 1, &err));
+    ASSERT_TRUE(succeeded(sw.on_step(step_event, {}), &err)) << err;
+    ASSERT_TRUE(succeeded(sw.outputs().append_events(&step_event, 1), &err));
     if (recorded) {
       const gp_event calls[] = {op_entry(ts + 10, 500, 0), op_exit(ts + 20, 500, 0)};
-      ASSERT_TRUE(sw.outputs().append_events(calls, 2, &err));
+      ASSERT_TRUE(succeeded(sw.outputs().append_events(calls, 2), &err));
     }
     if (step == 2) {
       // Another thread enters an op late in the cycle's last step; its exit
       // falls in step 3, which is not recorded (BPF drops it).
       gp_event late = op_entry(ts + 900, 700, 0);
       late.tid = 200;
-      ASSERT_TRUE(sw.outputs().append_events(&late, 1, &err));
+      ASSERT_TRUE(succeeded(sw.outputs().append_events(&late, 1), &err));
     }
     EXPECT_EQ(sw.recorded_at(ts + 500), recorded) << step;
   }
@@ -176,7 +176,7 @@ TEST_F(OutputsTest, CyclesOpenAtTheirFirstStepAndCloseAtTheNextOnesStep) {
   EXPECT_TRUE(sw.recorded_at(4500));   // step 2
   EXPECT_FALSE(sw.recorded_at(5500));  // step 3: waiting
   EXPECT_TRUE(sw.recorded_at(6500));   // step 4
-  ASSERT_TRUE(sw.finish({}, ts, &err)) << err;
+  ASSERT_TRUE(succeeded(sw.finish({}, ts), &err)) << err;
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ(done[0].path, path("c0"));
   EXPECT_EQ((std::vector<int64_t>{done[0].cycle, done[0].first, done[0].last}), (std::vector<int64_t>{0, 1, 2}));
@@ -211,7 +211,7 @@ TEST_F(OutputsTest, TimeStepsGateAndSplitCycles) {
   plan.cycle_done = [&](const std::string& p, int64_t c, int64_t a, int64_t b) { done.push_back({p, c, a, b}); };
   OutputSwitcher sw(plan, outputs());
   std::string err;
-  ASSERT_TRUE(sw.begin(0, {}, &err));
+  ASSERT_TRUE(succeeded(sw.begin(0, {}), &err));
   sw.start_time_steps(1000);
   EXPECT_FALSE(sw.recorded_at(999));
   EXPECT_FALSE(sw.recorded_at(1050));  // step 0
@@ -219,12 +219,12 @@ TEST_F(OutputsTest, TimeStepsGateAndSplitCycles) {
   EXPECT_FALSE(sw.recorded_at(1250));
   auto counters = [] { return RecordStats{}; };
   for (uint64_t ts : {1110, 1190, 1310, 1399}) {
-    ASSERT_TRUE(sw.before_record(ts, counters, &err)) << err;
+    ASSERT_TRUE(succeeded(sw.before_record(ts, counters), &err)) << err;
     const gp_event e = op_entry(ts, 500, 0);
-    ASSERT_TRUE(sw.outputs().append_events(&e, 1, &err));
+    ASSERT_TRUE(succeeded(sw.outputs().append_events(&e, 1), &err));
   }
-  ASSERT_TRUE(sw.before_record(1120, counters, &err));  // a straggler of a closed cycle: no new file
-  ASSERT_TRUE(sw.finish({}, 1400, &err));
+  ASSERT_TRUE(succeeded(sw.before_record(1120, counters), &err));  // a straggler of a closed cycle: no new file
+  ASSERT_TRUE(succeeded(sw.finish({}, 1400), &err));
   ASSERT_EQ(done.size(), 2u);
   EXPECT_EQ((std::pair{done[0].first, done[0].last}), (std::pair<int64_t, int64_t>{1, 1}));
   EXPECT_EQ((std::pair{done[1].first, done[1].last}), (std::pair<int64_t, int64_t>{3, 3}));
@@ -254,29 +254,29 @@ TEST_F(OutputsTest, TimeCyclesHoldTheirWholeStepsAndCutOpenCalls) {
   OutputSwitcher sw(plan, outputs());
   std::string err;
   const uint64_t t0 = 10'000'000'000;
-  ASSERT_TRUE(sw.begin(t0, {}, &err));
+  ASSERT_TRUE(succeeded(sw.begin(t0, {}), &err));
   sw.start_time_steps(t0);
   auto counters = [] { return RecordStats{}; };
   // Calls every 100 ms through steps 1 and 2; the loop's tick comes in
   // between, as the session's would (the first cycle used to close at once).
   uint64_t sp = 500;
   for (uint64_t ts = t0 + 1'000'000'000; ts < t0 + 3'000'000'000; ts += 100'000'000) {
-    ASSERT_TRUE(sw.tick(ts, {}, &err)) << err;
-    ASSERT_TRUE(sw.before_record(ts, counters, &err)) << err;
+    ASSERT_TRUE(succeeded(sw.tick(ts, {}), &err)) << err;
+    ASSERT_TRUE(succeeded(sw.before_record(ts, counters), &err)) << err;
     const gp_event e[] = {op_entry(ts, sp, 0), op_exit(ts + 1000, sp, 0)};
-    ASSERT_TRUE(sw.outputs().append_events(e, 2, &err));
+    ASSERT_TRUE(succeeded(sw.outputs().append_events(e, 2), &err));
   }
   // The last call of step 2 runs past its end: its exit is dropped.
   const uint64_t open_at = t0 + 2'999'000'000;
-  ASSERT_TRUE(sw.before_record(open_at, counters, &err));
+  ASSERT_TRUE(succeeded(sw.before_record(open_at, counters), &err));
   const gp_event open = op_entry(open_at, sp, 0);
-  ASSERT_TRUE(sw.outputs().append_events(&open, 1, &err));
-  ASSERT_TRUE(sw.tick(t0 + 4'000'000'000, {}, &err));  // not yet: 2 s of grace
+  ASSERT_TRUE(succeeded(sw.outputs().append_events(&open, 1), &err));
+  ASSERT_TRUE(succeeded(sw.tick(t0 + 4'000'000'000, {}), &err));  // not yet: 2 s of grace
   EXPECT_EQ(done.size(), 0u);
-  ASSERT_TRUE(sw.tick(t0 + 5'000'000'000, {}, &err));
+  ASSERT_TRUE(succeeded(sw.tick(t0 + 5'000'000'000, {}), &err));
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ((std::pair{done[0].first, done[0].last}), (std::pair<int64_t, int64_t>{1, 2}));
-  ASSERT_TRUE(sw.finish({}, t0 + 6'000'000'000, &err));
+  ASSERT_TRUE(succeeded(sw.finish({}, t0 + 6'000'000'000), &err));
   for (const std::string& file : {path("main"), path("w0")}) {
     const Timeline t = build_timeline(read(file).events);
     EXPECT_EQ(t.calls.size(), 21u) << file;  // 20 whole calls, and the one cut at the step's end
@@ -299,15 +299,15 @@ TEST_F(OutputsTest, TimeCyclesWithoutRecordsAreStillWritten) {
   plan.cycle_done = [&](const std::string& p, int64_t c, int64_t a, int64_t b) { done.push_back({p, c, a, b}); };
   OutputSwitcher sw(plan, outputs());
   std::string err;
-  ASSERT_TRUE(sw.begin(0, {}, &err));
+  ASSERT_TRUE(succeeded(sw.begin(0, {}), &err));
   sw.start_time_steps(1'000'000'000);
   auto counters = [] { return RecordStats{}; };
   // Only cycle 1 (step 3) sees a record; the grace is 2 s.
-  ASSERT_TRUE(sw.before_record(1'000'000'350, counters, &err));
+  ASSERT_TRUE(succeeded(sw.before_record(1'000'000'350, counters), &err));
   const gp_event e = op_entry(1'000'000'350, 500, 0);
-  ASSERT_TRUE(sw.outputs().append_events(&e, 1, &err));
-  ASSERT_TRUE(sw.tick(3'000'001'000, {}, &err)) << err;  // cycle 2 (step 5) ended 2 s ago and more
-  ASSERT_TRUE(sw.finish({}, 3'000'001'000, &err)) << err;
+  ASSERT_TRUE(succeeded(sw.outputs().append_events(&e, 1), &err));
+  ASSERT_TRUE(succeeded(sw.tick(3'000'001'000, {}), &err)) << err;  // cycle 2 (step 5) ended 2 s ago and more
+  ASSERT_TRUE(succeeded(sw.finish({}, 3'000'001'000), &err)) << err;
   ASSERT_EQ(done.size(), 3u);
   for (int64_t c = 0; c < 3; c++) {
     EXPECT_EQ(done[c].cycle, c);
@@ -327,13 +327,13 @@ TEST_F(OutputsTest, RotationKeepsTheLastFiles) {
   plan.keep = 2;
   OutputSwitcher sw(plan, outputs());
   std::string err;
-  ASSERT_TRUE(sw.begin(1000, {}, &err)) << err;
+  ASSERT_TRUE(succeeded(sw.begin(1000, {}), &err)) << err;
   for (uint64_t t = 1000; t <= 5500; t += 500) {
     const gp_event e[] = {op_entry(t + 1, 500, 0), op_exit(t + 2, 500, 0)};
-    ASSERT_TRUE(sw.outputs().append_events(e, 2, &err));
-    ASSERT_TRUE(sw.tick(t + 10, {}, &err)) << err;
+    ASSERT_TRUE(succeeded(sw.outputs().append_events(e, 2), &err));
+    ASSERT_TRUE(succeeded(sw.tick(t + 10, {}), &err)) << err;
   }
-  ASSERT_TRUE(sw.finish({}, 6000, &err)) << err;
+  ASSERT_TRUE(succeeded(sw.finish({}, 6000), &err)) << err;
   EXPECT_EQ(sw.files_rotated(), 4u);
   for (int n = 1; n <= 5; n++)
     EXPECT_EQ(fs::exists(rotated_path(plan.main_path, n)), n >= 4) << n;
@@ -354,14 +354,14 @@ TEST(Rotation, Parses) {
   for (const auto& [text, bytes, ns] : good) {
     uint64_t b = 0, n = 0;
     std::string err;
-    EXPECT_TRUE(parse_rotation(text, &b, &n, &err)) << text << ": " << err;
+    EXPECT_TRUE(succeeded(parse_rotation(text, &b, &n), &err)) << text << ": " << err;
     EXPECT_EQ(b, bytes) << text;
     EXPECT_EQ(n, ns) << text;
   }
   for (const char* bad : {"", "0", "-1M", "10X", "1K", "0.05s", "M", "1e30G", "10 M"}) {
     uint64_t b = 0, n = 0;
     std::string err;
-    EXPECT_FALSE(parse_rotation(bad, &b, &n, &err)) << bad;
+    EXPECT_FALSE(succeeded(parse_rotation(bad, &b, &n), &err)) << bad;
     EXPECT_THAT(err, testing::HasSubstr("give a size")) << bad;
   }
   EXPECT_EQ(rotated_path("/x/run.gpuprof", 12), "/x/run.gpuprof.12");
@@ -390,10 +390,10 @@ TEST_F(OutputsTest, CycleOutputsInEachFormat) {
     const std::string record = cli::cycle_record_path(path(name), format);
     RecordOutputs out = outputs();
     std::string err;
-    ASSERT_TRUE(out.open(RecordOutputs::kMain, record, 1000, {}, &err)) << err;
+    ASSERT_TRUE(succeeded(out.open(RecordOutputs::kMain, record, 1000, {}), &err)) << err;
     const gp_event e[] = {op_entry(1100, 500, 0), op_exit(5100, 500, 0)};  // 4 us
-    ASSERT_TRUE(out.append_events(e, 2, &err));
-    ASSERT_TRUE(out.close(RecordOutputs::kMain, {}, 6000, &err)) << err;
+    ASSERT_TRUE(succeeded(out.append_events(e, 2), &err));
+    ASSERT_TRUE(succeeded(out.close(RecordOutputs::kMain, {}, 6000), &err)) << err;
     cli::ReportOptions table;
     ASSERT_TRUE(cli::write_cycle_output(record, path(name), format, table, 0600, &err)) << err;
     EXPECT_FALSE(fs::exists(record)) << name;

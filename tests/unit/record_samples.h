@@ -101,7 +101,7 @@ inline std::vector<gp_event> events_but(const std::vector<uint8_t>& file, size_t
     const bool raw = c.type == static_cast<uint32_t>(ChunkType::EVENTS);
     if ((!raw && c.type != static_cast<uint32_t>(ChunkType::OP_EVENTS)) || c.offset == skipped) continue;
     std::string error;
-    const auto payload = chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, c.bytes), &error);
+    const auto payload = noting_error(chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, c.bytes)), &error);
     if (!payload) return {};  // not the file's events: the caller's comparison fails
     uint64_t first = 0;
     if (!raw && !unpack_events(*payload, &first, events).empty()) return {};

@@ -29,7 +29,7 @@ using test::source_dir;
 // of a single-process recording, compressed nowhere, events raw.
 TEST(RecordVersions, ReadsAVersion5FileItemForItem) {
   std::string err;
-  auto rec = read_recording((golden_dir() / "record_v5.gpuprof").string(), &err);
+  auto rec = noting_error(read_recording((golden_dir() / "record_v5.gpuprof").string()), &err);
   ASSERT_TRUE(rec) << err;
   EXPECT_EQ(rec->format_version, 5u);
   EXPECT_TRUE(rec->complete);

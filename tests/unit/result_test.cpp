@@ -140,6 +140,16 @@ TEST(Result, BridgesToErrorOutParameters) {
   EXPECT_EQ(error, "");
   EXPECT_EQ(value_or_error(make(false), &error), nullptr);
   EXPECT_EQ(error, "cannot make it");
+
+  error = "earlier";
+  Result<int> kept = noting_error(parse_positive(3), &error);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, 3);
+  EXPECT_EQ(error, "earlier");  // a value leaves the string alone
+  Result<int> refused = noting_error(parse_positive(-3), &error);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), "not positive: -3");
+  EXPECT_EQ(error, "not positive: -3");
 }
 
 TEST(ResultDeathTest, ReadingTheWrongSideAborts) {

@@ -69,13 +69,12 @@ TEST(Schedule, RecordsAfter) {
 }
 
 TEST(Schedule, Parses) {
-  std::string err;
-  auto s = parse_schedule("repeat=2,active=3,warmup=1,wait=1,skip_first=10", &err);
-  ASSERT_TRUE(s) << err;
+  auto s = parse_schedule("repeat=2,active=3,warmup=1,wait=1,skip_first=10");
+  ASSERT_TRUE(s) << s.error();
   EXPECT_EQ(format_schedule(*s), "skip_first=10,wait=1,warmup=1,active=3,repeat=2");
   EXPECT_EQ(s->mode, GP_SCHEDULE_OFF);  // the caller sets how steps are made
-  s = parse_schedule("active=1", &err);
-  ASSERT_TRUE(s) << err;
+  s = parse_schedule("active=1");
+  ASSERT_TRUE(s) << s.error();
   EXPECT_EQ(format_schedule(*s), "skip_first=0,wait=0,warmup=0,active=1,repeat=0");
 }
 
@@ -92,9 +91,9 @@ TEST(Schedule, RefusesWithTheReason) {
       {"active=1,,wait=1", "'' is not KEY=N"},
   };
   for (const auto& [text, message] : cases) {
-    std::string err;
-    EXPECT_FALSE(parse_schedule(text, &err)) << text;
-    EXPECT_THAT(err, testing::HasSubstr(message)) << text;
+    auto s = parse_schedule(text);
+    ASSERT_FALSE(s) << text;
+    EXPECT_THAT(s.error(), testing::HasSubstr(message)) << text;
   }
 }
 

@@ -119,33 +119,32 @@ TEST(RecordStream, StreamedReadKeepsNothingPerEvent) {
   const std::vector<gp_event> events = random_events(7, 20000);
   {
     std::string error;
-    auto writer = RecordWriter::create(path, &error);
+    auto writer = noting_error(RecordWriter::create(path), &error);
     ASSERT_TRUE(writer) << error;
     RecordOptions options;
     options.with_stack = true;
-    ASSERT_TRUE(writer->begin(process_4242(), ClockInfo{}, ops_of_the_streams(), options,
-                              &error))
+    ASSERT_TRUE(succeeded(writer->begin(process_4242(), ClockInfo{}, ops_of_the_streams(), options), &error))
         << error;
-    ASSERT_TRUE(writer->set_probe_costs(costs_of_the_streams(), &error)) << error;
-    ASSERT_TRUE(writer->append_events(events.data(), events.size(), &error)) << error;
-    ASSERT_TRUE(writer->add_sample_frame("train.py(3): main", &error)) << error;
-    ASSERT_TRUE(writer->add_sample_stack({0}, &error)) << error;
+    ASSERT_TRUE(succeeded(writer->set_probe_costs(costs_of_the_streams()), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->append_events(events.data(), events.size()), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->add_sample_frame("train.py(3): main"), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->add_sample_stack({0}), &error)) << error;
     uint64_t stacked = 0;
     for (uint64_t i = 0; i < events.size(); i++)
       if (events[i].kind == GP_EV_OP_ENTRY && i % 3 == 0) {
-        ASSERT_TRUE(writer->append_entry_stack(i, 0, &error)) << error;
+        ASSERT_TRUE(succeeded(writer->append_entry_stack(i, 0), &error)) << error;
         ++stacked;
       }
-    ASSERT_TRUE(writer->finish(RecordStats{}, 0, &error)) << error;
+    ASSERT_TRUE(succeeded(writer->finish(RecordStats{}, 0), &error)) << error;
     ASSERT_GT(stacked, 1000u);
   }
   std::string error;
-  const auto whole = read_recording(path, &error);
+  const auto whole = noting_error(read_recording(path), &error);
   ASSERT_TRUE(whole) << error;
   ASSERT_TRUE(whole->probe_costs);
   StreamedAggregate streamed(compensation_costs(*whole, false), false);
   bool whole_needed = true;
-  const auto read = read_recording_streamed(path, &error, CorruptChunks::refuse, streamed, &whole_needed);
+  const auto read = noting_error(read_recording_streamed(path, CorruptChunks::refuse, streamed, &whole_needed), &error);
   ::unlink(path);
   ASSERT_TRUE(read) << error;
   EXPECT_FALSE(whole_needed);

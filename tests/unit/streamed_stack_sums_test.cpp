@@ -162,19 +162,19 @@ TEST(StreamedStackSums, AStreamedFileReadPrintsTheWholeReadsStacks) {
   const Recording written = recording_with_stacks(11, 20000);
   {
     std::string error;
-    auto writer = RecordWriter::create(path, &error);
+    auto writer = noting_error(RecordWriter::create(path), &error);
     ASSERT_TRUE(writer) << error;
-    ASSERT_TRUE(writer->begin(written.process, ClockInfo{}, written.ops, written.options, &error)) << error;
-    ASSERT_TRUE(writer->set_probe_costs(*written.probe_costs, &error)) << error;
-    ASSERT_TRUE(writer->append_events(written.events.data(), written.events.size(), &error)) << error;
-    for (const std::string& frame : written.sample_frames) ASSERT_TRUE(writer->add_sample_frame(frame, &error)) << error;
-    for (const auto& stack : written.sample_stacks) ASSERT_TRUE(writer->add_sample_stack(stack, &error)) << error;
+    ASSERT_TRUE(succeeded(writer->begin(written.process, ClockInfo{}, written.ops, written.options), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->set_probe_costs(*written.probe_costs), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->append_events(written.events.data(), written.events.size()), &error)) << error;
+    for (const std::string& frame : written.sample_frames) ASSERT_TRUE(succeeded(writer->add_sample_frame(frame), &error)) << error;
+    for (const auto& stack : written.sample_stacks) ASSERT_TRUE(succeeded(writer->add_sample_stack(stack), &error)) << error;
     for (const EntryStack& e : written.entry_stacks)
-      ASSERT_TRUE(writer->append_entry_stack(e.event_index, e.stack_id, &error)) << error;
-    ASSERT_TRUE(writer->finish(RecordStats{}, 0, &error)) << error;
+      ASSERT_TRUE(succeeded(writer->append_entry_stack(e.event_index, e.stack_id), &error)) << error;
+    ASSERT_TRUE(succeeded(writer->finish(RecordStats{}, 0), &error)) << error;
   }
   std::string error;
-  const auto whole = read_recording(path, &error);
+  const auto whole = noting_error(read_recording(path), &error);
   ASSERT_TRUE(whole) << error;
   ASSERT_GT(whole->entry_stacks.size(), 3000u);
   // The first read: all but the events, and where the pairs end.
@@ -185,11 +185,11 @@ TEST(StreamedStackSums, AStreamedFileReadPrintsTheWholeReadsStacks) {
     std::optional<uint64_t> last;
   } first;
   bool whole_needed = true;
-  const auto head = read_recording_streamed(path, &error, CorruptChunks::refuse, first, &whole_needed);
+  const auto head = noting_error(read_recording_streamed(path, CorruptChunks::refuse, first, &whole_needed), &error);
   ASSERT_TRUE(head) << error;
   EXPECT_EQ(first.last, whole->entry_stacks.back().event_index);
   StreamedStackSums streamed(*head, compensation_costs(*head, false), first.last);
-  const auto read = read_recording_streamed(path, &error, CorruptChunks::refuse, streamed, &whole_needed);
+  const auto read = noting_error(read_recording_streamed(path, CorruptChunks::refuse, streamed, &whole_needed), &error);
   ::unlink(path);
   ASSERT_TRUE(read) << error;
   EXPECT_FALSE(whole_needed);

@@ -130,6 +130,13 @@ T value_or_error(Result<T> result, std::string* error) {
   *error = result.error();
   return T{};
 }
+// ... the Result itself, its error (if any) also in *error: for callers that
+// keep one message string across several calls (tests that compare it).
+template <typename T>
+Result<T> noting_error(Result<T> result, std::string* error) {
+  if (!result) *error = result.error();
+  return result;
+}
 
 }  // namespace gpuprof
 

@@ -62,7 +62,8 @@ std::string cycle_record_path(const std::string& output_path, CycleFormat format
 bool write_cycle_output(const std::string& record_path, const std::string& output_path, CycleFormat format,
                         const ReportOptions& table, mode_t mode, std::string* error) {
   if (format == CycleFormat::record) return true;
-  auto recording = read_recording(record_path, error);
+  auto recording = read_recording(record_path);
+  if (!recording) *error = recording.error();
   bool ok = recording.has_value();
   if (ok && format == CycleFormat::chrome_trace) {
     TraceExportOptions trace;

@@ -182,9 +182,8 @@ void ProfilePusher::send(const std::string& record_path) {
       last_error_ = why;
     }
   };
-  std::string error;
-  auto recording = read_recording(record_path, &error, CorruptChunks::skip);
-  if (!recording) return count(error);
+  auto recording = read_recording(record_path, CorruptChunks::skip);
+  if (!recording) return count(recording.error());
   if (!is_system_wide(*recording)) return count(post(*recording));
   // A process that did nothing in the cycle (seen before, still defined)
   // has no profile in it.

@@ -305,9 +305,9 @@ int run_record(RecordOptions options) {
     }
   }
   if (!options.schedule.empty()) {
-    auto schedule = parse_schedule(options.schedule, &error);
+    auto schedule = parse_schedule(options.schedule);
     if (!schedule) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      std::fprintf(stderr, "gpuprof: error: %s\n", schedule.error().c_str());
       return 2;
     }
     if (options.step_ops.empty() == (options.step_time_s <= 0)) {
@@ -333,7 +333,7 @@ int run_record(RecordOptions options) {
     }
   }
   if (!options.rotate.empty() &&
-      !parse_rotation(options.rotate, &config.outputs.rotate_bytes, &config.outputs.rotate_ns, &error)) {
+      !succeeded(parse_rotation(options.rotate, &config.outputs.rotate_bytes, &config.outputs.rotate_ns), &error)) {
     std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
     return 2;
   }

@@ -417,17 +417,16 @@ std::string format_system_report(const Recording& recording, const ReportOptions
 
 std::optional<Recording> read_recording_for_output(const std::string& path, bool strict, RecordStream* stream,
                                                    bool* whole_needed) {
-  std::string error;
   const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
-  auto recording = stream ? read_recording_streamed(path, &error, corrupt, *stream, whole_needed)
-                          : read_recording(path, &error, corrupt);
+  Result<Recording> recording = stream ? read_recording_streamed(path, corrupt, *stream, whole_needed)
+                                       : read_recording(path, corrupt);
   if (!recording) {
     if (whole_needed && *whole_needed) return std::nullopt;
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
     return std::nullopt;
   }
   for (const LostChunk& lost : recording->lost_chunks) std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
-  return recording;
+  return std::move(*recording);
 }
 
 // The first of a streamed report's two reads: every chunk but the events,
@@ -482,16 +481,15 @@ struct SecondRead {
   bool streamed = true;
 };
 std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict, RecordStream& stream) {
-  std::string error;
   bool whole_needed = false;
   const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
-  std::optional<Recording> recording = read_recording_streamed(path, &error, corrupt, stream, &whole_needed);
+  Result<Recording> recording = read_recording_streamed(path, corrupt, stream, &whole_needed);
   if (!recording && whole_needed) {
-    recording = read_recording(path, &error, corrupt);
+    recording = read_recording(path, corrupt);
     if (recording) return SecondRead{std::move(*recording), false};
   }
   if (!recording) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
     return 1;
   }
   return SecondRead{std::move(*recording), true};
@@ -511,11 +509,10 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   if (accept && !accept(std::get<StreamHead>(first).recording)) {
-    std::string error;  // the first read said what it lost
-    std::optional<Recording> whole =
-        read_recording(path, &error, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+    // The first read said what it lost.
+    Result<Recording> whole = read_recording(path, strict ? CorruptChunks::refuse : CorruptChunks::skip);
     if (whole) return std::move(*whole);
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", whole.error().c_str());
     return 1;
   }
   auto stream = make(std::get<StreamHead>(first));

@@ -55,7 +55,6 @@ void CalibrationRounds::round() {
 // after attach's, which it supersedes (recording.h, ProbeCosts).
 void CalibrationRounds::record_rounds(const Store& store) {
   if (!calibrator_ || !at_attach_) return;
-  std::string error;
   // Two rounds more: a recording shorter than the rounds' period still
   // gets an estimate (from attach's rounds and these).
   for (int i = 0; i < 2 && calibrator_->round(); i++) {
@@ -64,7 +63,7 @@ void CalibrationRounds::record_rounds(const Store& store) {
   calibrator_.reset();
   if (!costs) return;
   costs->op_sites = at_attach_->op_sites;
-  if (!store(*costs, &error)) return (void)diagnostics_.write_failed(error);
+  if (Result<void> stored = store(*costs); !stored) return (void)diagnostics_.write_failed(stored.error());
   if (config_.verbose)
     std::fprintf(stderr, "gpuprof: calibrated through the recording: %.2f us per call from %u rounds (at attach: %.2f us)\n",
                  costs->total_ns() / 1000.0, costs->rounds, at_attach_->total_ns() / 1000.0);
@@ -73,8 +72,7 @@ void CalibrationRounds::record_rounds(const Store& store) {
 // Records attach's, so that reports can take them out of op times.
 void CalibrationRounds::record_attach(const Store& store) {
   if (!at_attach_ || std::exchange(attach_recorded_, true)) return;
-  std::string error;
-  if (!store(*at_attach_, &error)) return (void)diagnostics_.write_failed(error);
+  if (Result<void> stored = store(*at_attach_); !stored) return (void)diagnostics_.write_failed(stored.error());
   config_.live_consumer().probe_costs(*at_attach_);
   if (config_.verbose) std::fprintf(stderr, "gpuprof: %s\n", describe_probe_costs(*at_attach_).c_str());
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "collect/diagnostics.h"
 #include "collect/record_session.h"
 #include "collect/retry_every.h"
@@ -36,7 +37,7 @@ class CalibrationRounds {
   // RecordWriter or RecordOutputs), once, and hands them to a live view.
   template <class Writer>
   void record(Writer& writer) {
-    record_attach([&writer](const ProbeCosts& c, std::string* e) { return writer.set_probe_costs(c, e); });
+    record_attach([&writer](const ProbeCosts& c) { return writer.set_probe_costs(c); });
   }
   // A round, when one is due (the loop's turn).
   void round();
@@ -44,11 +45,11 @@ class CalibrationRounds {
   // after attach's (which it supersedes).
   template <class Writer>
   void record_through_recording(Writer& writer) {
-    record_rounds([&writer](const ProbeCosts& c, std::string* e) { return writer.set_probe_costs(c, e); });
+    record_rounds([&writer](const ProbeCosts& c) { return writer.set_probe_costs(c); });
   }
 
  private:
-  using Store = std::function<bool(const ProbeCosts&, std::string*)>;
+  using Store = std::function<Result<void>(const ProbeCosts&)>;
   void record_attach(const Store& store);
   void record_rounds(const Store& store);
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "record/recording.h"
 #include "symbols/native_symbolizer.h"
 
@@ -14,12 +15,13 @@ namespace gpuprof {
 // What `symbolizer` opened since the last call, as the record's entries of
 // its process; writer: RecordOutputs (both sessions write through one).
 template <class Writer>
-bool record_opened_files(NativeSymbolizer& symbolizer, Writer& writer, std::string* error) {
+Result<void> record_opened_files(NativeSymbolizer& symbolizer, Writer& writer) {
   std::vector<NativeFile> files;
   for (auto& opened : symbolizer.take_opened_files())
     if (opened.path.starts_with("/"))
       files.push_back({.pid = symbolizer.pid(), .path = std::move(opened.path), .build_id = std::move(opened.build_id)});
-  return files.empty() || writer.add_native_files(files, error);
+  if (files.empty()) return {};
+  return writer.add_native_files(files);
 }
 
 }  // namespace gpuprof

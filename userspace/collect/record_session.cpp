@@ -377,7 +377,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
-  if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
+  if (!succeeded(switcher_->begin(clock.start_monotonic_ns, stats_), &error)) return fail(error);
   writer_ = &switcher_->outputs();
   sink_.emplace(*writer_);
   interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
@@ -385,10 +385,14 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   python_.start_recording(*interner_, *writer_, diagnostics_);
   gpu_.emplace(config_, target_pid_, attached_, child_exited_, clock.start_monotonic_ns, diagnostics_, *writer_,
                *switcher_, *thread_names_, *interner_, *launches_);
-  runtime_ops_.emplace([this](const OpInfo& op, std::string* error) {
-    auto id = writer_->add_op(op, error);
-    if (id) config_.live_consumer().ops_found(*id, {op});
-    return id;
+  runtime_ops_.emplace([this](const OpInfo& op, std::string* error) -> std::optional<uint32_t> {
+    Result<uint32_t> id = writer_->add_op(op);
+    if (!id) {
+      *error = id.error();
+      return std::nullopt;
+    }
+    config_.live_consumer().ops_found(*id, {op});
+    return *id;
   });
   config_.live_consumer().begin(process, ops, clock.start_monotonic_ns);
   // A command not yet exec'd has gpuprof's environment, not its own: read
@@ -401,7 +405,7 @@ void Session::record_job_rank(int pid) {
   auto rank = read_job_rank(pid);
   if (!rank) return;
   std::string err;
-  if (!writer_->add_job_ranks({*rank}, &err)) write_failed(err);
+  if (!succeeded(writer_->add_job_ranks({*rank}), &err)) write_failed(err);
 }
 
 // --no-ops: CPU samples only, no op probes and no op table, so any process
@@ -448,13 +452,13 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
     return;
   }
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
-    const bool switched = event.kind == GP_EV_STEP
-                              ? switcher_->on_step(event, counters_now(), &err)
-                              : switcher_->before_record(event.ts_ns, [this] { return counters_now(); }, &err);
-    if (!switched) return write_failed(err);
+    const Result<void> switched = event.kind == GP_EV_STEP
+                                      ? switcher_->on_step(event, counters_now())
+                                      : switcher_->before_record(event.ts_ns, [this] { return counters_now(); });
+    if (!switched) return write_failed(switched.error());
   }
   const uint64_t index = writer_->events_appended();  // its index in the recording's events
-  if (!writer_->append_events(&event, 1, &err)) return write_failed(err);
+  if (!succeeded(writer_->append_events(&event, 1), &err)) return write_failed(err);
   config_.live_consumer().op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
@@ -512,13 +516,13 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   samples_->record(
       sample, 0, [this](uint64_t user_ip) { return symbolizer_->symbolize(user_ip); }, python_.namer());
   std::string err;
-  if (!record_opened_files(*symbolizer_, *writer_, &err)) write_failed(err);
+  if (!succeeded(record_opened_files(*symbolizer_, *writer_), &err)) write_failed(err);
 }
 
 void Session::on_mem_event(const gp_mem_event& event) {
   if (!writer_ || !diagnostics_.writing()) return;
   std::string err;
-  if (writer_->append_mem_events(&event, 1, &err))
+  if (succeeded(writer_->append_mem_events(&event, 1), &err))
     mem_events_recorded_++;
   else
     write_failed(err);
@@ -594,7 +598,7 @@ bool Session::finish() {
   if (!diagnostics_.writing()) return close_after_write_error();
   // The final counts, while the file is open (its size), for the stop line to erase.
   if (progress_) progress_->last(progress_counters(clock_ns(CLOCK_MONOTONIC)));
-  if (!switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &error)) return fail(error);
+  if (!succeeded(switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC)), &error)) return fail(error);
   if (sampler_ && !python_.config() && python_.may_appear())  // never came up: say so now
     note_problem("samples without Python frames: " + python_.missing());
   std::string memory;
@@ -636,8 +640,8 @@ bool Session::close_after_write_error() {
   const std::string path = writer_->path(RecordOutputs::kMain);
   diagnostics_.keep("the disk filled: the recording stops there");
   stats_.stop_reason = outcome_.stop_reason;
-  std::string ignored;  // the file may not close (no room kept): it is readable all the same
-  switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC), &ignored);
+  // The file may not close (no room kept): it is readable all the same.
+  (void)switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC));
   return fail(disk_full_error(diagnostics_.write_error(), path));
 }
 
@@ -776,13 +780,13 @@ RecordOutcome Session::run() {
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {
       std::string err;
-      if (diagnostics_.writing() && !writer_->flush(&err)) write_failed(err);
+      if (diagnostics_.writing() && !succeeded(writer_->flush(), &err)) write_failed(err);
       last_flush = now;
     }
     if (writer_ && diagnostics_.writing()) {
       std::string err;
       update_file_info();
-      if (!switcher_->tick(now, counters_now(), &err)) write_failed(err);
+      if (!succeeded(switcher_->tick(now, counters_now()), &err)) write_failed(err);
     }
     if (!diagnostics_.writing()) stop(writer_ && writer_->disk_full(RecordOutputs::kMain) ? "disk full" : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));

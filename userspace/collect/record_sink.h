@@ -35,41 +35,35 @@ class RecordSink {
 };
 
 // A RecordSink over any writer with those methods (RecordOutputs,
-// RecordWriter), which still report errors through `std::string*`.
+// RecordWriter).
 template <class Writer>
 class WriterSink final : public RecordSink {
  public:
   explicit WriterSink(Writer& writer) : writer_(writer) {}
   uint32_t sample_frames_defined() const override { return writer_.sample_frames_defined(); }
   Result<void> add_sample_frame(const std::string& name) override {
-    return call([&](std::string* e) { return writer_.add_sample_frame(name, e); });
+    return writer_.add_sample_frame(name);
   }
   uint32_t sample_stacks_defined() const override { return writer_.sample_stacks_defined(); }
   Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) override {
-    return call([&](std::string* e) { return writer_.add_sample_stack(frame_ids, e); });
+    return writer_.add_sample_stack(frame_ids);
   }
   uint32_t launch_names_defined() const override { return writer_.launch_names_defined(); }
   Result<void> add_launch_name(const std::string& name) override {
-    return call([&](std::string* e) { return writer_.add_launch_name(name, e); });
+    return writer_.add_launch_name(name);
   }
   uint64_t samples_appended() const override { return writer_.samples_appended(); }
   Result<void> append_samples(const CpuSample* samples, size_t count) override {
-    return call([&](std::string* e) { return writer_.append_samples(samples, count, e); });
+    return writer_.append_samples(samples, count);
   }
   Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) override {
-    return call([&](std::string* e) { return writer_.append_sample_kernel_stack(sample_index, stack_id, e); });
+    return writer_.append_sample_kernel_stack(sample_index, stack_id);
   }
   Result<void> append_launches(const CudaLaunch* launches, size_t count) override {
-    return call([&](std::string* e) { return writer_.append_launches(launches, count, e); });
+    return writer_.append_launches(launches, count);
   }
 
  private:
-  template <typename Write>
-  static Result<void> call(Write write) {
-    std::string error;
-    if (!write(&error)) return Error(std::move(error));
-    return {};
-  }
   Writer& writer_;
 };
 

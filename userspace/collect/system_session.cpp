@@ -256,15 +256,15 @@ bool SystemSession::flush_tables() {
       fresh.push_back(p.info);
       p.info_written = true;
     }
-  if (!fresh.empty() && !writer_->add_processes(fresh, &err)) return write_failed(err);
+  if (!fresh.empty() && !succeeded(writer_->add_processes(fresh), &err)) return write_failed(err);
   std::vector<JobRank> ranks;
   for (auto& [pid, p] : processes_)
     if (p.rank && !p.rank_written) {
       ranks.push_back(*p.rank);
       p.rank_written = true;
     }
-  if (!ranks.empty() && !writer_->add_job_ranks(ranks, &err)) return write_failed(err);
-  if (!pending_threads_.empty() && !writer_->add_thread_processes(pending_threads_, &err))
+  if (!ranks.empty() && !succeeded(writer_->add_job_ranks(ranks), &err)) return write_failed(err);
+  if (!pending_threads_.empty() && !succeeded(writer_->add_thread_processes(pending_threads_), &err))
     return write_failed(err);
   pending_threads_.clear();
   return true;
@@ -299,7 +299,7 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     if (lost_guards)
       warn(library->path_in_target + ": too many ops in this recording for its ops' own ranges (detach): not shown");
     // The ops are in the table before the first event can name them.
-    if (!writer_->add_ops(catalog->ops, &error)) {
+    if (!succeeded(writer_->add_ops(catalog->ops), &error)) {
       write_failed(error);
       return true;
     }
@@ -504,7 +504,7 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
   note_thread(event.tid, event.pid);
   if (!switch_cycle(event.ts_ns)) return;
   const uint64_t index = writer_->events_appended();
-  if (!writer_->append_events(&event, 1, &err)) {
+  if (!succeeded(writer_->append_events(&event, 1), &err)) {
     write_failed(err);
     return;
   }
@@ -532,7 +532,7 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
   };
   samples_->record(sample, sample.pid, leaf, p.python.get());
   std::string err;
-  if (p.symbolizer && !record_opened_files(*p.symbolizer, *writer_, &err)) write_failed(err);
+  if (p.symbolizer && !succeeded(record_opened_files(*p.symbolizer, *writer_), &err)) write_failed(err);
 }
 
 void SystemSession::on_launch(const gp_launch_event& event) {
@@ -551,7 +551,7 @@ bool SystemSession::switch_cycle(uint64_t ts_ns) {
   // a window may close before the next periodic flush.
   if (tables_pending_ && !flush_tables()) return false;
   std::string err;
-  if (switcher_->before_record(ts_ns, [this] { return counters_now(); }, &err)) return true;
+  if (succeeded(switcher_->before_record(ts_ns, [this] { return counters_now(); }), &err)) return true;
   write_failed(err);
   return false;
 }
@@ -583,18 +583,18 @@ bool SystemSession::begin() {
   // (nothing is gated: the BPF programs get no schedule).
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(system, clock, {}, options, config_.output_mode));
-  if (!switcher_->begin(clock.start_monotonic_ns, stats_, &error)) return fail(error);
+  if (!succeeded(switcher_->begin(clock.start_monotonic_ns, stats_), &error)) return fail(error);
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {
     switcher_->start_time_steps(clock.start_monotonic_ns);
     // The first window's file opens now: records that come before any op
     // event (CPU samples, a lag behind) have a file to go to.
-    if (!switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); }, &error))
+    if (!succeeded(switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); }), &error))
       return fail(error);
   }
   writer_ = &switcher_->outputs();
   runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
     const auto id = static_cast<uint32_t>(writer_->ops_defined());
-    if (!writer_->add_ops({op}, add_error)) return std::nullopt;
+    if (!succeeded(writer_->add_ops({op}), add_error)) return std::nullopt;
     config_.live_consumer().ops_found(id, {op});
     return id;
   });
@@ -699,8 +699,8 @@ RecordOutcome SystemSession::run() {
     const uint64_t now = now_ns();
     if (now - last_flush >= kFlushIntervalNs) {
       std::string err;
-      if (flush_tables() && diagnostics_.writing() && !writer_->flush(&err)) write_failed(err);
-      if (diagnostics_.writing() && !switcher_->tick(now, counters_now(), &err)) write_failed(err);
+      if (flush_tables() && diagnostics_.writing() && !succeeded(writer_->flush(), &err)) write_failed(err);
+      if (diagnostics_.writing() && !succeeded(switcher_->tick(now, counters_now()), &err)) write_failed(err);
       last_flush = now;
       reap_exited();  // after the flush: only processes whose description is written
     }
@@ -751,18 +751,18 @@ bool SystemSession::finish() {
     // none could be kept it ends at its last whole chunk: readable both ways.
     // RecordOutputs::close counts the events the file holds.
     stats_.problems.push_back("the disk filled: the recording stops there");  // for report; the error says it now
-    (void)switcher_->finish(stats_, now_ns(), &error);
+    (void)switcher_->finish(stats_, now_ns());
     return fail(disk_full_error(diagnostics_.write_error(), config_.output_path));
   }
   if (!diagnostics_.writing()) {
-    (void)switcher_->finish(stats_, now_ns(), &error);  // a cycle file open is closed (and pushed) too
+    (void)switcher_->finish(stats_, now_ns());  // a cycle file open is closed (and pushed) too
     return fail(diagnostics_.write_error());
   }
   if (cuda_runtime_) {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
     writer_->set_cuda_runtime(*cuda_runtime_);
   }
-  if (!switcher_->finish(stats_, now_ns(), &error)) return fail(error);
+  if (!succeeded(switcher_->finish(stats_, now_ns()), &error)) return fail(error);
   std::string more;
   if (config_.sample_hz)
     more += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";

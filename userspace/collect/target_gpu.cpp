@@ -255,7 +255,7 @@ void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
   config_.live_consumer().gpu_correlation(correlation);
   std::string err;
-  if (!writer_->append_gpu_correlations(&correlation, 1, &err)) diagnostics_.write_failed(err);
+  if (!succeeded(writer_->append_gpu_correlations(&correlation, 1), &err)) diagnostics_.write_failed(err);
 }
 
 // Activities are named as torch.profiler names them (gpu_activity_names.h).
@@ -325,7 +325,7 @@ void TargetGpu::on_gpu_activity(const gp_gpu_activity& a) {
   config_.live_consumer().gpu_activity(activity);
   std::string err;
   if (!diagnostics_.writing()) return;
-  if (writer_->append_gpu_activities(&activity, 1, &err))
+  if (succeeded(writer_->append_gpu_activities(&activity, 1), &err))
     gpu_activities_recorded_++;
   else
     diagnostics_.write_failed(err);

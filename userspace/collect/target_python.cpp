@@ -88,7 +88,7 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
   cuts_.entries++;
   cuts_.entries_cut += cut.cut();
   std::string err;
-  if (!writer_->append_entry_stack(event_index, known->second, &err)) diagnostics_->write_failed(err);
+  if (!succeeded(writer_->append_entry_stack(event_index, known->second), &err)) diagnostics_->write_failed(err);
   interner_->live().entry_stack(event_index, known->second);
 }
 
@@ -102,7 +102,7 @@ void TargetPython::record_module_names() {
   }
   if (names.empty()) return;
   std::string err;
-  if (!writer_->add_module_names(names, &err)) diagnostics_->write_failed(err);
+  if (!succeeded(writer_->add_module_names(names), &err)) diagnostics_->write_failed(err);
   interner_->live().module_names(names);
 }
 

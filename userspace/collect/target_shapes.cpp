@@ -58,7 +58,7 @@ void TargetShapes::drain(RecordOutputs& writer) {
   }
   for (ShapeCollector::Ready& ready : collector_->take_ready()) {
     std::string err;
-    if (diagnostics_.writing() && !writer.append_shapes(ready.event_index, ready.shapes, &err))
+    if (diagnostics_.writing() && !succeeded(writer.append_shapes(ready.event_index, ready.shapes), &err))
       diagnostics_.write_failed(err);
   }
 }

@@ -31,18 +31,16 @@ std::vector<uint8_t> encode_written_chunk(ChunkType type, std::span<const uint8_
   return chunk;
 }
 
-std::optional<std::vector<uint8_t>> chunk_payload(std::span<const uint8_t> chunk, std::string* error) {
-  if (chunk.size() < kRecordChunkHeaderSize || chunk.size() - kRecordChunkHeaderSize != get<uint32_t>(chunk.data() + 4)) {
-    *error = "not one whole chunk";
-    return std::nullopt;
-  }
+Result<std::vector<uint8_t>> chunk_payload(std::span<const uint8_t> chunk) {
+  if (chunk.size() < kRecordChunkHeaderSize || chunk.size() - kRecordChunkHeaderSize != get<uint32_t>(chunk.data() + 4))
+    return Error("not one whole chunk");
   const std::span<const uint8_t> stored = chunk.subspan(kRecordChunkHeaderSize);
   const uint32_t raw = get<uint32_t>(chunk.data() + 8);
   if (raw == 0) return std::vector<uint8_t>(stored.begin(), stored.end());
   std::vector<uint8_t> out;
-  *error = raw > kRecordMaxChunkPayload ? "its size before compression exceeds the limit"
-                                        : decompress_chunk(stored, raw, out);
-  if (!error->empty()) return std::nullopt;
+  std::string error = raw > kRecordMaxChunkPayload ? "its size before compression exceeds the limit"
+                                                   : decompress_chunk(stored, raw, out);
+  if (!error.empty()) return Error(std::move(error));
   return out;
 }
 

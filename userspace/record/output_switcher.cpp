@@ -25,7 +25,7 @@ constexpr uint64_t kCycleGraceNs = 2'000'000'000;
 
 }  // namespace
 
-bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std::string* error) {
+Result<void> parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns) {
   size_t used = 0;
   double value = -1;
   try {
@@ -48,11 +48,10 @@ bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std:
     const double amount = value * u.scale;
     if (amount > 1e18 || (u.size && amount < 65536) || (!u.size && amount < 1e8)) break;
     (u.size ? *bytes : *ns) = static_cast<uint64_t>(amount);
-    return true;
+    return {};
   }
-  *error = "--rotate " + text + ": give a size (64K and up: 512K, 100M, 2G) or seconds (0.1 and up: 3600, 30s, "
-           "10m, 1h)";
-  return false;
+  return Error("--rotate " + text + ": give a size (64K and up: 512K, 100M, 2G) or seconds (0.1 and up: 3600, 30s, "
+               "10m, 1h)");
 }
 
 std::string rotated_path(const std::string& main_path, uint64_t n) {
@@ -62,11 +61,11 @@ std::string rotated_path(const std::string& main_path, uint64_t n) {
 OutputSwitcher::OutputSwitcher(OutputPlan plan, RecordOutputs outputs)
     : plan_(std::move(plan)), outputs_(std::move(outputs)) {}
 
-bool OutputSwitcher::begin(uint64_t now_ns, const RecordStats& counters, std::string* error) {
-  if (plan_.main_path.empty()) return true;
+Result<void> OutputSwitcher::begin(uint64_t now_ns, const RecordStats& counters) {
+  if (plan_.main_path.empty()) return {};
   const bool rotating = plan_.rotate_bytes || plan_.rotate_ns;
   return outputs_.open(RecordOutputs::kMain, rotating ? rotated_path(plan_.main_path, 1) : plan_.main_path,
-                       now_ns, counters, error);
+                       now_ns, counters);
 }
 
 int64_t OutputSwitcher::step_at(uint64_t ts_ns) const {
@@ -75,57 +74,57 @@ int64_t OutputSwitcher::step_at(uint64_t ts_ns) const {
   return static_cast<int64_t>((ts_ns - s.start_ns) / s.step_ns);
 }
 
-bool OutputSwitcher::open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters,
-                                 std::string* error) {
+Result<void> OutputSwitcher::open_window(int64_t cycle, int64_t step, uint64_t start_ns,
+                                         const RecordStats& counters) {
   window_ = cycle;
   window_cut_ = false;
   cycle_first_step_ = cycle_last_step_ = step;
-  if (!plan_.cycle_path) return true;
-  if (!outputs_.open(RecordOutputs::kCycle, plan_.cycle_path(cycle), start_ns, counters, error)) return false;
+  if (!plan_.cycle_path) return {};
+  RETURN_IF_ERROR(outputs_.open(RecordOutputs::kCycle, plan_.cycle_path(cycle), start_ns, counters));
   open_cycle_ = cycle;
-  return true;
+  return {};
 }
 
 // The window's end: a CUT event (bpf/op_tracer_abi.h) in every open file, so that the
 // calls still running end there in each of them alike, then the cycle's
 // own file is closed.
-bool OutputSwitcher::end_window(uint64_t end_ns, const RecordStats& counters, std::string* error) {
-  if (window_ < 0 || window_cut_) return true;
+Result<void> OutputSwitcher::end_window(uint64_t end_ns, const RecordStats& counters) {
+  if (window_ < 0 || window_cut_) return {};
   window_cut_ = true;
   const gp_event cut{.ts_ns = end_ns, .sp = 0, .tid = 0, .pid = 0, .op_id = GP_NO_OP,
                      .kind = GP_EV_CUT, .payload_bytes = 0};
-  if (!outputs_.append_events(&cut, 1, error)) return false;
+  RETURN_IF_ERROR(outputs_.append_events(&cut, 1));
   cuts_++;
-  return close_cycle(counters, end_ns, error);
+  return close_cycle(counters, end_ns);
 }
 
-bool OutputSwitcher::close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error) {
-  if (open_cycle_ < 0) return true;
+Result<void> OutputSwitcher::close_cycle(const RecordStats& counters, uint64_t end_ns) {
+  if (open_cycle_ < 0) return {};
   const std::string path = outputs_.path(RecordOutputs::kCycle);
   const int64_t cycle = open_cycle_;
   open_cycle_ = -1;
-  if (!outputs_.close(RecordOutputs::kCycle, counters, end_ns, error)) return false;
+  RETURN_IF_ERROR(outputs_.close(RecordOutputs::kCycle, counters, end_ns));
   cycles_saved_++;
   if (plan_.cycle_done) plan_.cycle_done(path, cycle, cycle_first_step_, cycle_last_step_);
-  return true;
+  return {};
 }
 
-bool OutputSwitcher::on_step(const gp_event& step, const RecordStats& counters, std::string* error) {
+Result<void> OutputSwitcher::on_step(const gp_event& step, const RecordStats& counters) {
   const int64_t number = static_cast<int64_t>(step.sp);
   const int64_t cycle = cycle_of_step(plan_.schedule, number);
   steps_.emplace_back(step.ts_ns, cycle >= 0);
   if (steps_.size() > kStepsRemembered) steps_.pop_front();
   if (cycle == window_ && cycle >= 0) {
     cycle_last_step_ = number;
-    return true;
+    return {};
   }
   // The step that ends a cycle ends its window (on every thread).
-  if (!end_window(step.ts_ns, counters, error)) return false;
+  RETURN_IF_ERROR(end_window(step.ts_ns, counters));
   if (cycle < 0) {
     window_ = -1;
-    return true;
+    return {};
   }
-  return open_window(cycle, number, step.ts_ns, counters, error);
+  return open_window(cycle, number, step.ts_ns, counters);
 }
 
 // Time mode: cycle c records steps first_step(c) .. first_step(c) + active - 1.
@@ -140,34 +139,33 @@ uint64_t OutputSwitcher::window_end_ns() const {
   return s.start_ns + static_cast<uint64_t>(first_step(window_) + static_cast<int64_t>(s.active)) * s.step_ns;
 }
 
-bool OutputSwitcher::before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now,
-                                   std::string* error) {
-  if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME) return true;
+Result<void> OutputSwitcher::before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now) {
+  if (plan_.schedule.mode != GP_SCHEDULE_BY_TIME) return {};
   const int64_t step = step_at(ts_ns);
   const int64_t cycle = cycle_of_step(plan_.schedule, step);
   // Not recorded (a clock read racing a boundary), the window being
   // written, or a straggler of an earlier window (the timeline leaves out
   // what is stamped before a cut): nothing to switch.
-  if (cycle < 0 || cycle <= window_) return true;
+  if (cycle < 0 || cycle <= window_) return {};
   const RecordStats counters = counters_now();
   // Cycles that passed with no record are written too (empty), then this one opens.
   while (window_ < cycle)
-    if (!next_time_window(counters, /*end_it=*/window_ + 1 < cycle, error)) return false;
-  return true;
+    RETURN_IF_ERROR(next_time_window(counters, /*end_it=*/window_ + 1 < cycle));
+  return {};
 }
 
 // Ends the window in progress and opens the next cycle's, from its first
 // step as the schedule has it; end_it: that cycle is over already (no
 // record came in it), its window ends at once.
-bool OutputSwitcher::next_time_window(const RecordStats& counters, bool end_it, std::string* error) {
+Result<void> OutputSwitcher::next_time_window(const RecordStats& counters, bool end_it) {
   const gp_schedule& s = plan_.schedule;
-  if (window_ >= 0 && !end_window(window_end_ns(), counters, error)) return false;
+  if (window_ >= 0) RETURN_IF_ERROR(end_window(window_end_ns(), counters));
   const int64_t cycle = window_ + 1;
   const int64_t first = first_step(cycle);
-  if (!open_window(cycle, first, s.start_ns + static_cast<uint64_t>(first) * s.step_ns, counters, error))
-    return false;
+  RETURN_IF_ERROR(open_window(cycle, first, s.start_ns + static_cast<uint64_t>(first) * s.step_ns, counters));
   cycle_last_step_ = first + static_cast<int64_t>(s.active) - 1;
-  return !end_it || end_window(window_end_ns(), counters, error);
+  if (!end_it) return {};
+  return end_window(window_end_ns(), counters);
 }
 
 bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
@@ -182,13 +180,13 @@ bool OutputSwitcher::recorded_at(uint64_t ts_ns) const {
   return after != steps_.begin() && std::prev(after)->second;
 }
 
-bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::string* error) {
+Result<void> OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters) {
   // A time-mode window whose end passed long enough ago that its records
   // have all arrived (the target went quiet after it: no later record
   // switched): it ends now.
   if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && window_ >= 0 && !window_cut_ &&
       now_ns >= window_end_ns() + kCycleGraceNs) {
-    if (!end_window(window_end_ns(), counters, error)) return false;
+    RETURN_IF_ERROR(end_window(window_end_ns(), counters));
   }
   // Time-mode cycles come by the clock, as torch's on_trace_ready comes for
   // every cycle: one that began long enough ago with no record to open it
@@ -200,43 +198,39 @@ bool OutputSwitcher::tick(uint64_t now_ns, const RecordStats& counters, std::str
     const uint64_t start = s.start_ns + static_cast<uint64_t>(first_step(next)) * s.step_ns;
     if (now_ns < start + kCycleGraceNs) break;
     const uint64_t end = start + s.active * s.step_ns;
-    if (!next_time_window(counters, /*end_it=*/now_ns >= end + kCycleGraceNs, error)) return false;
+    RETURN_IF_ERROR(next_time_window(counters, /*end_it=*/now_ns >= end + kCycleGraceNs));
   }
-  if (!outputs_.is_open(RecordOutputs::kMain) || !(plan_.rotate_bytes || plan_.rotate_ns)) return true;
+  if (!outputs_.is_open(RecordOutputs::kMain) || !(plan_.rotate_bytes || plan_.rotate_ns)) return {};
   const bool full = plan_.rotate_bytes && outputs_.bytes_written(RecordOutputs::kMain) >= plan_.rotate_bytes;
   const bool old = plan_.rotate_ns && now_ns - outputs_.opened_at_ns(RecordOutputs::kMain) >= plan_.rotate_ns;
-  if (!full && !old) return true;
-  if (!outputs_.close(RecordOutputs::kMain, counters, now_ns, error)) return false;
+  if (!full && !old) return {};
+  RETURN_IF_ERROR(outputs_.close(RecordOutputs::kMain, counters, now_ns));
   rotation_++;
   rotations_++;
-  if (!outputs_.open(RecordOutputs::kMain, rotated_path(plan_.main_path, rotation_), now_ns, counters, error))
-    return false;
+  RETURN_IF_ERROR(outputs_.open(RecordOutputs::kMain, rotated_path(plan_.main_path, rotation_), now_ns, counters));
   if (plan_.keep && rotation_ > plan_.keep) {
     const std::string gone = rotated_path(plan_.main_path, rotation_ - plan_.keep);
     if (unlink(gone.c_str()) != 0 && errno != ENOENT)
       std::fprintf(stderr, "gpuprof: warning: --keep: could not delete %s: %s\n", gone.c_str(), strerror(errno));
   }
-  return true;
+  return {};
 }
 
-bool OutputSwitcher::finish(const RecordStats& counters, uint64_t end_ns, std::string* error) {
+Result<void> OutputSwitcher::finish(const RecordStats& counters, uint64_t end_ns) {
   // A time-mode cycle whose steps are all over ends where they do; one cut
   // short by the stop (or any op-mode cycle) ends at the stop, its running
   // calls not counted, as anywhere else.
   if (plan_.schedule.mode == GP_SCHEDULE_BY_TIME && window_ >= 0 && !window_cut_) {
     if (end_ns >= window_end_ns()) {
-      if (!end_window(window_end_ns(), counters, error)) return false;
+      RETURN_IF_ERROR(end_window(window_end_ns(), counters));
     } else {
       cycle_last_step_ = std::min(cycle_last_step_, step_at(end_ns));
     }
   }
-  bool ok = close_cycle(counters, end_ns, error);
-  std::string main_error;
-  if (!outputs_.close(RecordOutputs::kMain, counters, end_ns, &main_error) && ok) {
-    *error = main_error;
-    ok = false;
-  }
-  return ok;
+  // The main file is closed even when the cycle's file fails; the first error wins.
+  Result<void> closed = close_cycle(counters, end_ns);
+  Result<void> main_closed = outputs_.close(RecordOutputs::kMain, counters, end_ns);
+  return closed ? main_closed : closed;
 }
 
 }  // namespace gpuprof

@@ -30,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "base/result.h"
 #include "op_tracer_abi.h"
 #include "record/record_outputs.h"
 
@@ -48,9 +49,9 @@ struct OutputPlan {
 };
 
 // --rotate LIMIT: a size ("512K", "100M", "2G": KiB, MiB, GiB) sets
-// *bytes, seconds ("3600", "30s", "10m", "1h") set *ns. false with *error
-// for anything else.
-bool parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns, std::string* error);
+// *bytes, seconds ("3600", "30s", "10m", "1h") set *ns. An error for
+// anything else.
+Result<void> parse_rotation(const std::string& text, uint64_t* bytes, uint64_t* ns);
 
 // The name of rotated file n (1, 2, ...): PATH with ".n" appended.
 std::string rotated_path(const std::string& main_path, uint64_t n);
@@ -60,25 +61,25 @@ class OutputSwitcher {
   OutputSwitcher(OutputPlan plan, RecordOutputs outputs);
 
   // Opens the main file (the first rotated one with --rotate).
-  bool begin(uint64_t now_ns, const RecordStats& counters, std::string* error);
+  Result<void> begin(uint64_t now_ns, const RecordStats& counters);
   RecordOutputs& outputs() { return outputs_; }
   // Time-mode schedules: step 0 starts now (when the tracing starts).
   void start_time_steps(uint64_t start_ns) { plan_.schedule.start_ns = start_ns; }
 
   // Op-mode schedules: a STEP event (bpf/op_tracer_abi.h) is about to be appended.
   // Closes the cycle it ends, opens the one it starts.
-  bool on_step(const gp_event& step, const RecordStats& counters, std::string* error);
+  Result<void> on_step(const gp_event& step, const RecordStats& counters);
   // Time-mode schedules: a record stamped ts_ns is about to be appended;
   // switches cycle files when it belongs to another cycle.
   // counters_now: called only when a file closes or opens.
-  bool before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now, std::string* error);
+  Result<void> before_record(uint64_t ts_ns, const std::function<RecordStats()>& counters_now);
   // Whether a record stamped ts_ns falls into a recorded step (true without
   // a schedule). Op mode knows the steps from the STEP events read so far.
   bool recorded_at(uint64_t ts_ns) const;
   // Rotation, and time-mode cycles that ended; every turn of the loop.
-  bool tick(uint64_t now_ns, const RecordStats& counters, std::string* error);
+  Result<void> tick(uint64_t now_ns, const RecordStats& counters);
   // Closes everything (a cycle in progress is saved as it is).
-  bool finish(const RecordStats& counters, uint64_t end_ns, std::string* error);
+  Result<void> finish(const RecordStats& counters, uint64_t end_ns);
 
   uint64_t files_rotated() const { return rotations_; }
   uint64_t cycles_saved() const { return cycles_saved_; }
@@ -88,10 +89,10 @@ class OutputSwitcher {
   int64_t step_at(uint64_t ts_ns) const;  // time mode; -1 before the start
   int64_t first_step(int64_t cycle) const;  // time mode
   uint64_t window_end_ns() const;           // time mode: the end of window_'s last step
-  bool open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters, std::string* error);
-  bool end_window(uint64_t end_ns, const RecordStats& counters, std::string* error);
-  bool next_time_window(const RecordStats& counters, bool end_it, std::string* error);
-  bool close_cycle(const RecordStats& counters, uint64_t end_ns, std::string* error);
+  Result<void> open_window(int64_t cycle, int64_t step, uint64_t start_ns, const RecordStats& counters);
+  Result<void> end_window(uint64_t end_ns, const RecordStats& counters);
+  Result<void> next_time_window(const RecordStats& counters, bool end_it);
+  Result<void> close_cycle(const RecordStats& counters, uint64_t end_ns);
 
   OutputPlan plan_;
   RecordOutputs outputs_;

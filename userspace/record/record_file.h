@@ -326,6 +326,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "launch_tracer_abi.h"
 #include "op_tracer_abi.h"
 #include "record/chunk_specs.h"
@@ -407,9 +408,9 @@ std::vector<uint8_t> encode_chunk(uint32_t type, std::span<const uint8_t> payloa
 std::vector<uint8_t> encode_written_chunk(ChunkType type, std::span<const uint8_t> payload);
 // The payload of one complete chunk of this version (header, then the bytes
 // stored) as it was before compression: decompressed when its header says
-// so. For tests and tools that walk a file's chunks; "" in *error or the
-// reason it cannot be.
-std::optional<std::vector<uint8_t>> chunk_payload(std::span<const uint8_t> chunk, std::string* error);
+// so. For tests and tools that walk a file's chunks; or the reason it
+// cannot be.
+Result<std::vector<uint8_t>> chunk_payload(std::span<const uint8_t> chunk);
 
 // Streams one recording to a file. Usage: create, begin once, append_events,
 // append_shapes, append_mem_events, add_sample_frame, add_sample_stack,
@@ -428,7 +429,7 @@ class RecordWriter {
   // Creates (or truncates) the file. A regular file gets `mode` exactly,
   // whatever the umask and whatever mode it had: record files hold command
   // lines, paths and code locations, so the default is owner-only.
-  static std::optional<RecordWriter> create(const std::string& path, std::string* error, mode_t mode = 0600);
+  static Result<RecordWriter> create(const std::string& path, mode_t mode = 0600);
 
   // Move-only; destruction closes the file. An unfinished recording stays
   // readable (complete = false).
@@ -445,19 +446,18 @@ class RecordWriter {
   // add_sample_stack (sample_hz > 0 or with_stack), append_samples and
   // append_sample_kernel_stack (sample_hz > 0) and append_entry_stack
   // (with_stack) accept.
-  bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
-             const RecordOptions& options, std::string* error);
+  Result<void> begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
+                     const RecordOptions& options);
   // The same with no options (no shapes, no memory events).
-  bool begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops,
-             std::string* error) {
-    return begin(process, clock, ops, RecordOptions{}, error);
+  Result<void> begin(const ProcessInfo& process, const ClockInfo& clock, const std::vector<OpInfo>& ops) {
+    return begin(process, clock, ops, RecordOptions{});
   }
   // Buffers events; writes an EVENTS chunk each time kRecordEventsChunkBytes
   // are buffered. payload_bytes is stored as 0 (the ring buffer's shape
   // payload is the caller's business). A batch holding an event the reader
   // would reject (unknown kind, op_id outside the op table) is refused whole,
   // with nothing written or buffered and the writer still usable.
-  bool append_events(const gp_event* events, size_t count, std::string* error);
+  Result<void> append_events(const gp_event* events, size_t count);
   // Records the input shapes of the ENTRY event at event_index (its index in
   // the recording's event sequence: the events_appended() value before it
   // was appended). Needs the shapes option; the event must have been
@@ -467,17 +467,17 @@ class RecordWriter {
   // each distinct list is defined once in a SHAPES chunk. Refused calls
   // change nothing. Flushes everything once the pending definitions or entry
   // shapes reach kRecordEventsChunkBytes.
-  bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);
+  Result<void> append_shapes(uint64_t event_index, const InputShapes& shapes);
   // Buffers allocator events (needs the memory option); writes a MEM_EVENTS
   // chunk each time kRecordMemEventsChunkBytes are buffered. A batch holding
   // an event of unknown kind is refused whole.
-  bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
+  Result<void> append_mem_events(const gp_mem_event* events, size_t count);
   // Defines the next frame of CPU samples and op-entry stacks: its id is
   // sample_frames_defined() before the call (the caller interns names).
   // Needs sample_hz > 0 or with_stack; the name must fit a chunk. Buffered;
   // a SAMPLE_FRAMES chunk goes out once kRecordEventsChunkBytes of
   // definitions are pending (or at flush()).
-  bool add_sample_frame(const std::string& name, std::string* error);
+  Result<void> add_sample_frame(const std::string& name);
   // Defines the next stack of CPU samples (Python or kernel) and op entries:
   // its id is sample_stacks_defined() before the call (the caller interns
   // stacks). frame_ids are outermost first, each a frame defined already (by
@@ -486,13 +486,13 @@ class RecordWriter {
   // a SAMPLE_STACKS chunk goes out once kRecordEventsChunkBytes of
   // definitions are pending (after the pending frame definitions), or at
   // flush().
-  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error);
+  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids);
   // Buffers CPU samples (needs sample_hz > 0); writes the pending frame and
   // stack definitions and a SAMPLES chunk each time kRecordSamplesChunkBytes
   // are buffered. A batch holding a frame_id not yet defined, or a
   // python_stack that is neither kNoPythonStack nor a stack defined already,
   // is refused whole, with nothing buffered and the writer still usable.
-  bool append_samples(const CpuSample* samples, size_t count, std::string* error);
+  Result<void> append_samples(const CpuSample* samples, size_t count);
   // Records the Python stack of the ENTRY event at event_index (as for
   // append_shapes). Needs the with_stack option; the event must have been
   // appended already and be a GP_EV_OP_ENTRY; event_index must be above
@@ -500,7 +500,7 @@ class RecordWriter {
   // add_sample_stack). Refused calls change nothing. Writes the pending
   // events, frame and stack definitions and an ENTRY_STACKS chunk once
   // kRecordEventsChunkBytes of entry stacks are pending.
-  bool append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error);
+  Result<void> append_entry_stack(uint64_t event_index, uint32_t stack_id);
   // Records the kernel stack of the sample at sample_index (the
   // samples_appended() value before it was appended). Needs sample_hz > 0;
   // the sample must have been appended already with in_kernel set;
@@ -509,13 +509,13 @@ class RecordWriter {
   // samples (with the frame and stack definitions before them) and a
   // SAMPLE_KERNEL_STACKS chunk once kRecordEventsChunkBytes of kernel stacks
   // are pending.
-  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error);
+  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id);
   // Defines the next CUDA kernel name: its id is launch_names_defined()
   // before the call (the caller interns names). Needs the ops option; the
   // name must fit a chunk. Buffered; a LAUNCH_NAMES chunk goes out before
   // the LAUNCHES that name it, once kRecordEventsChunkBytes of definitions
   // are pending, or at flush().
-  bool add_launch_name(const std::string& name, std::string* error);
+  Result<void> add_launch_name(const std::string& name);
   // Launch names defined so far (written or buffered): the id the next
   // add_launch_name gets.
   uint32_t launch_names_defined() const {
@@ -526,31 +526,31 @@ class RecordWriter {
   // batch holding an api outside enum gp_launch_api or a name_id not yet
   // defined is refused whole, with nothing buffered and the writer still
   // usable.
-  bool append_launches(const CudaLaunch* launches, size_t count, std::string* error);
+  Result<void> append_launches(const CudaLaunch* launches, size_t count);
   // What the launch tracing probed (CudaRuntimeInfo); finish() writes it in
   // one CUDA_RUNTIME chunk before STATS. Needs the ops option; the last
   // call wins. Without a call the file has no CUDA_RUNTIME chunk (nullopt).
-  bool set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error);
+  Result<void> set_cuda_runtime(const CudaRuntimeInfo& info);
   // Buffers launch correlations from the CUPTI shim (needs the ops option);
   // a GPU_CORRELATIONS chunk goes out each time kRecordEventsChunkBytes are
   // buffered. A batch holding a domain other than 1 (driver) or 2 (runtime)
   // is refused whole.
-  bool append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error);
+  Result<void> append_gpu_correlations(const GpuCorrelation* correlations, size_t count);
   // Buffers GPU activities (needs the ops option); writes the pending launch
   // names and a GPU_ACTIVITIES chunk each time kRecordEventsChunkBytes are
   // buffered. A batch holding a kind outside GpuActivityKind, an end before
   // its start or a name_id not yet defined (add_launch_name) is refused
   // whole.
-  bool append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error);
+  Result<void> append_gpu_activities(const GpuActivity* activities, size_t count);
   // The shim's state (CuptiShimInfo); finish() writes it in one CUPTI_SHIM
   // chunk before STATS (after CUDA_RUNTIME). Needs the ops option; the last
   // call wins.
-  bool set_cupti_shim(const CuptiShimInfo& info, std::string* error);
+  Result<void> set_cupti_shim(const CuptiShimInfo& info);
   // The target's thread names; finish() writes them in one THREAD_NAMES
   // chunk before STATS (after CUPTI_SHIM) when there are any. A zero or
   // repeated tid or a name longer than kRecordMaxThreadName is refused; the
   // last call wins.
-  bool set_thread_names(const std::vector<ThreadName>& names, std::string* error);
+  Result<void> set_thread_names(const std::vector<ThreadName>& names);
   // System-wide recordings (record -a). Each writes its chunk at once, so a
   // killed recorder keeps what it knew; the reader's rules apply (pid > 0;
   // tid > 0 and not defined before; valid ops) and
@@ -559,23 +559,23 @@ class RecordWriter {
   //   add_thread_processes: a THREAD_PROCESSES chunk;
   //   add_ops: a MORE_OPS chunk: the ops get ids ops_defined() onwards and
   //            events may name them from now on.
-  bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
+  Result<void> add_processes(const std::vector<ProcessInfo>& processes);
   // The op probes' calibrated costs: a PROBE_COSTS chunk, written at once
   // (a killed recorder's file keeps them); at attach, then through the recording.
-  bool set_probe_costs(const ProbeCosts& costs, std::string* error);
-  bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  Result<void> set_probe_costs(const ProbeCosts& costs);
+  Result<void> add_thread_processes(const std::vector<ThreadProcess>& threads);
   // record --with-modules: module attribute names (a MODULE_NAMES chunk,
   // written at once after the frames buffered so far, which they name).
-  bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
+  Result<void> add_module_names(const std::vector<ModuleName>& names);
   // The job ranks of processes (a JOB_RANKS chunk, written at once): the
   // target's as soon as its environment is read, each process's of a
   // system-wide recording as it is first seen. A refused call (the
   // reader's rules) changes nothing.
-  bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
+  Result<void> add_job_ranks(const std::vector<JobRank>& ranks);
   // The native files of the frames defined so far (a NATIVE_FILES chunk,
   // written at once). A refused call (the reader's rules) changes nothing.
-  bool add_native_files(const std::vector<NativeFile>& files, std::string* error);
-  bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
+  Result<void> add_native_files(const std::vector<NativeFile>& files);
+  Result<void> add_ops(const std::vector<OpInfo>& ops);
   size_t ops_defined() const { return ops_count_; }
   // Writes what is buffered now: SHAPES (new definitions), EVENTS,
   // ENTRY_SHAPES, MEM_EVENTS, SAMPLE_FRAMES, SAMPLE_STACKS, ENTRY_STACKS,
@@ -583,7 +583,7 @@ class RecordWriter {
   // GPU_ACTIVITIES, each only when non-empty: every chunk after the
   // definitions and data it names. The collector calls this periodically so
   // a SIGKILL loses little.
-  bool flush(std::string* error);
+  Result<void> flush();
   // flush(), then the CUDA_RUNTIME chunk (when set_cuda_runtime was
   // called), the CUPTI_SHIM chunk (when set_cupti_shim was called), the
   // THREAD_NAMES chunk (when set_thread_names gave any), the STATS and END
@@ -591,7 +591,7 @@ class RecordWriter {
   // stats are stored as given.
   // After disk_full(): what was buffered is dropped and the closing chunks
   // go into the room kept for them, so the file still ends properly.
-  bool finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
+  Result<void> finish(const RecordStats& stats, uint64_t end_monotonic_ns);
 
   // The file system had no room for the next chunk (ENOSPC, EDQUOT). The
   // writer keeps kRecordClosingReserve bytes allocated past the file's end
@@ -649,14 +649,15 @@ class RecordWriter {
     uint64_t base_ = 0;  // the index of bit 0 of words_[0], a multiple of 64
   };
   RecordWriter(int fd, std::string path);
-  bool check_state(State want, const char* what, std::string* error) const;
-  bool write_bytes(const std::vector<uint8_t>& bytes, std::string* error);
-  bool keep_room_for(size_t bytes, std::string* error);
-  void stop_writing(int error_number, std::string* error);
-  bool write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error);
+  Result<void> check_state(State want, const char* what) const;
+  Result<void> write_bytes(const std::vector<uint8_t>& bytes);
+  Result<void> keep_room_for(size_t bytes);
+  // Marks the writer failed (kDiskFull on ENOSPC, EDQUOT); the error that says why.
+  Error stop_writing(int error_number);
+  Result<void> write_chunk(ChunkType type, std::vector<uint8_t>& chunk);
   template <typename T, typename Problem, typename Fields>
-  bool write_checked(const char* method, ChunkType type, const std::vector<T>& items, const char* what,
-                     const char* one, Problem problem, Fields fields, std::string* error);
+  Result<void> write_checked(const char* method, ChunkType type, const std::vector<T>& items, const char* what,
+                             const char* one, Problem problem, Fields fields);
   // One chunk type's buffered items (record_writer.cpp's one flush path).
   // bytes holds kRecordChunkHeaderSize bytes of room for the chunk header,
   // the prefix, then the items: a chunk is sealed in place, never copied.
@@ -695,22 +696,21 @@ class RecordWriter {
   static std::vector<PendingChunk> pending_chunks();
   // Writes pending_[which] when it holds items, after the chunks it names
   // (each after its own), and starts it afresh.
-  bool write_pending(size_t which, std::string* error);
+  Result<void> write_pending(size_t which);
   // Counts the item just put in pending_[which]; writes the chunk once due.
-  bool buffered_one(size_t which, std::string* error);
+  Result<void> buffered_one(size_t which);
   // Buffers records of record_bytes each, encode(record, out) putting one.
   template <typename T, typename Encode>
-  bool buffer_records(size_t which, const T* records, size_t count, size_t record_bytes,
-                      Encode encode, std::string* error);
+  Result<void> buffer_records(size_t which, const T* records, size_t count, size_t record_bytes,
+                              Encode encode);
   // Refuses a batch of records that need the ops option when it lacks it.
-  bool with_ops(const char* what, size_t count, std::string* error) const;
+  Result<void> with_ops(const char* what, size_t count) const;
   // Refuses a batch holding a record with a problem (the reader's rules,
   // problem(record) is "" or what is wrong): nothing of it is buffered.
   template <typename T, typename Problem>
-  bool batch_ok(const char* what, const T* records, size_t count, Problem problem,
-                std::string* error) const;
+  Result<void> batch_ok(const char* what, const T* records, size_t count, Problem problem) const;
   // A definition of SAMPLE_FRAMES or LAUNCH_NAMES: u32 length, then the name.
-  bool define_name(size_t which, const std::string& name, std::string* error);
+  Result<void> define_name(size_t which, const std::string& name);
   // Lets entries_ forget the events below every entry cursor in use.
   void forget_old_entries();
 
@@ -754,12 +754,10 @@ enum class CorruptChunks {
 };
 
 // Reads and validates a whole record file (see the rules above). On failure
-// returns nullopt and sets *error to one line starting with the path.
-std::optional<Recording> read_recording(const std::string& path, std::string* error,
-                                        CorruptChunks corrupt = CorruptChunks::refuse);
+// the error is one line starting with the path.
+Result<Recording> read_recording(const std::string& path, CorruptChunks corrupt = CorruptChunks::refuse);
 // The same for a file already in memory; `name` stands for the path in errors.
-std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, std::string* error,
-                                              const std::string& name = "<memory>",
-                                              CorruptChunks corrupt = CorruptChunks::refuse);
+Result<Recording> read_recording_bytes(std::span<const uint8_t> bytes, const std::string& name = "<memory>",
+                                       CorruptChunks corrupt = CorruptChunks::refuse);
 
 }  // namespace gpuprof

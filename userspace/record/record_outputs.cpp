@@ -14,62 +14,53 @@ RecordOutputs::RecordOutputs(ProcessInfo process, ClockInfo clock, std::vector<O
 }
 
 template <typename Write>
-bool RecordOutputs::each(std::string* error, Write write) {
-  bool ok = true;
+Result<void> RecordOutputs::each(Write write) {
+  Result<void> first;  // the first failure
   for (File& file : files_) {
     if (!file.writer) continue;
-    std::string err;
-    if (!write(file, err) && ok) {
-      ok = false;
-      *error = err;
-    }
+    Result<void> written = write(file);
+    if (!written && first) first = std::move(written);
   }
-  return ok;
+  return first;
 }
 
-bool RecordOutputs::open(Output output, const std::string& path, uint64_t start_monotonic_ns,
-                         const RecordStats& counters_now, std::string* error) {
+Result<void> RecordOutputs::open(Output output, const std::string& path, uint64_t start_monotonic_ns,
+                                 const RecordStats& counters_now) {
   File& file = files_[output];
   file = File{};
-  auto writer = RecordWriter::create(path, error, mode_);
-  if (!writer) return false;
+  ASSIGN_OR_RETURN(RecordWriter writer, RecordWriter::create(path, mode_));
   ClockInfo clock = defined_.clock;
   if (start_monotonic_ns > defined_.clock.start_monotonic_ns) {
     clock.start_realtime_ns += start_monotonic_ns - defined_.clock.start_monotonic_ns;
     clock.start_monotonic_ns = start_monotonic_ns;
   }
-  if (!writer->begin(defined_.process, clock, defined_.ops, defined_.options, error)) return false;
+  RETURN_IF_ERROR(writer.begin(defined_.process, clock, defined_.ops, defined_.options));
   // The dictionaries so far, with the ids the session already handed out.
-  for (const std::string& frame : defined_.sample_frames)
-    if (!writer->add_sample_frame(frame, error)) return false;
-  for (const std::vector<uint32_t>& stack : defined_.sample_stacks)
-    if (!writer->add_sample_stack(stack, error)) return false;
-  for (const std::string& name : defined_.launch_names)
-    if (!writer->add_launch_name(name, error)) return false;
-  if (defined_.probe_costs && !writer->set_probe_costs(*defined_.probe_costs, error)) return false;
-  if (!writer->add_module_names(defined_.module_names, error)) return false;
-  if (!writer->add_job_ranks(defined_.job_ranks, error)) return false;
-  if (!writer->add_native_files(defined_.native_files, error)) return false;
-  if (!defined_.processes.empty() && !writer->add_processes(defined_.processes, error)) return false;
-  if (!defined_.thread_processes.empty() && !writer->add_thread_processes(defined_.thread_processes, error))
-    return false;
-  file.writer.emplace(std::move(*writer));
+  for (const std::string& frame : defined_.sample_frames) RETURN_IF_ERROR(writer.add_sample_frame(frame));
+  for (const std::vector<uint32_t>& stack : defined_.sample_stacks) RETURN_IF_ERROR(writer.add_sample_stack(stack));
+  for (const std::string& name : defined_.launch_names) RETURN_IF_ERROR(writer.add_launch_name(name));
+  if (defined_.probe_costs) RETURN_IF_ERROR(writer.set_probe_costs(*defined_.probe_costs));
+  RETURN_IF_ERROR(writer.add_module_names(defined_.module_names));
+  RETURN_IF_ERROR(writer.add_job_ranks(defined_.job_ranks));
+  RETURN_IF_ERROR(writer.add_native_files(defined_.native_files));
+  if (!defined_.processes.empty()) RETURN_IF_ERROR(writer.add_processes(defined_.processes));
+  if (!defined_.thread_processes.empty()) RETURN_IF_ERROR(writer.add_thread_processes(defined_.thread_processes));
+  file.writer.emplace(std::move(writer));
   file.path = path;
   file.start_ns = clock.start_monotonic_ns;
   file.first_event = events_;
   file.first_sample = samples_;
   file.counters_at_open = counters_now;
-  return true;
+  return {};
 }
 
 uint64_t RecordOutputs::bytes_written(Output output) const {
   return files_[output].writer ? files_[output].writer->bytes_written() : 0;
 }
 
-bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns,
-                          std::string* error) {
+Result<void> RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns) {
   File& file = files_[output];
-  if (!file.writer) return true;
+  if (!file.writer) return {};
   RecordWriter writer = std::move(*file.writer);
   file.writer.reset();
   RecordStats own = stats;
@@ -79,48 +70,47 @@ bool RecordOutputs::close(Output output, const RecordStats& stats, uint64_t end_
   own.events_lost -= std::min(own.events_lost, at_open.events_lost);
   own.mem_events_lost -= std::min(own.mem_events_lost, at_open.mem_events_lost);
   own.samples_lost -= std::min(own.samples_lost, at_open.samples_lost);
-  if (defined_.cuda_runtime && !writer.set_cuda_runtime(*defined_.cuda_runtime, error)) return false;
-  if (defined_.cupti_shim && !writer.set_cupti_shim(*defined_.cupti_shim, error)) return false;
-  if (!writer.set_thread_names(defined_.thread_names, error)) return false;
-  return writer.finish(own, end_monotonic_ns, error);
+  if (defined_.cuda_runtime) RETURN_IF_ERROR(writer.set_cuda_runtime(*defined_.cuda_runtime));
+  if (defined_.cupti_shim) RETURN_IF_ERROR(writer.set_cupti_shim(*defined_.cupti_shim));
+  RETURN_IF_ERROR(writer.set_thread_names(defined_.thread_names));
+  return writer.finish(own, end_monotonic_ns);
 }
 
-std::optional<uint32_t> RecordOutputs::add_op(const OpInfo& op, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops({op}, &err); })) return std::nullopt;
+Result<uint32_t> RecordOutputs::add_op(const OpInfo& op) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_ops({op}); }));
   defined_.ops.push_back(op);
   return static_cast<uint32_t>(defined_.ops.size() - 1);
 }
 
-bool RecordOutputs::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_ops(ops, &err); })) return false;
+Result<void> RecordOutputs::add_ops(const std::vector<OpInfo>& ops) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_ops(ops); }));
   defined_.ops.insert(defined_.ops.end(), ops.begin(), ops.end());
-  return true;
+  return {};
 }
 
-bool RecordOutputs::add_processes(const std::vector<ProcessInfo>& processes, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_processes(processes, &err); }))
-    return false;
+Result<void> RecordOutputs::add_processes(const std::vector<ProcessInfo>& processes) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_processes(processes); }));
   for (const ProcessInfo& process : processes) {
     std::erase_if(defined_.processes, [&](const ProcessInfo& p) { return p.pid == process.pid; });
     defined_.processes.push_back(process);
   }
-  return true;
+  return {};
 }
 
 template <typename T>
-bool RecordOutputs::add_everywhere(bool (RecordWriter::*add)(const std::vector<T>&, std::string*),
-                                   const std::vector<T>& items, std::vector<T>& defined, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return (*f.writer.*add)(items, &err); })) return false;
+Result<void> RecordOutputs::add_everywhere(Result<void> (RecordWriter::*add)(const std::vector<T>&),
+                                           const std::vector<T>& items, std::vector<T>& defined) {
+  RETURN_IF_ERROR(each([&](File& f) { return (*f.writer.*add)(items); }));
   defined.insert(defined.end(), items.begin(), items.end());
-  return true;
+  return {};
 }
 
-bool RecordOutputs::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
-  return add_everywhere(&RecordWriter::add_thread_processes, threads, defined_.thread_processes, error);
+Result<void> RecordOutputs::add_thread_processes(const std::vector<ThreadProcess>& threads) {
+  return add_everywhere(&RecordWriter::add_thread_processes, threads, defined_.thread_processes);
 }
 
-bool RecordOutputs::add_native_files(const std::vector<NativeFile>& files, std::string* error) {
-  return add_everywhere(&RecordWriter::add_native_files, files, defined_.native_files, error);
+Result<void> RecordOutputs::add_native_files(const std::vector<NativeFile>& files) {
+  return add_everywhere(&RecordWriter::add_native_files, files, defined_.native_files);
 }
 
 void RecordOutputs::forget_process(uint32_t pid) {
@@ -130,96 +120,92 @@ void RecordOutputs::forget_process(uint32_t pid) {
   std::erase_if(defined_.job_ranks, [&](const JobRank& r) { return static_cast<uint32_t>(r.pid) == pid; });
 }
 
-bool RecordOutputs::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
-  return add_everywhere(&RecordWriter::add_module_names, names, defined_.module_names, error);
+Result<void> RecordOutputs::add_module_names(const std::vector<ModuleName>& names) {
+  return add_everywhere(&RecordWriter::add_module_names, names, defined_.module_names);
 }
 
-bool RecordOutputs::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
-  return add_everywhere(&RecordWriter::add_job_ranks, ranks, defined_.job_ranks, error);
+Result<void> RecordOutputs::add_job_ranks(const std::vector<JobRank>& ranks) {
+  return add_everywhere(&RecordWriter::add_job_ranks, ranks, defined_.job_ranks);
 }
 
-bool RecordOutputs::set_probe_costs(const ProbeCosts& costs, std::string* error) {
+Result<void> RecordOutputs::set_probe_costs(const ProbeCosts& costs) {
   defined_.probe_costs = costs;  // the latest, for a file opened later
-  return each(error, [&](File& f, std::string& err) { return f.writer->set_probe_costs(costs, &err); });
+  return each([&](File& f) { return f.writer->set_probe_costs(costs); });
 }
 
-bool RecordOutputs::append_events(const gp_event* events, size_t count, std::string* error) {
-  const bool ok = each(error, [&](File& f, std::string& err) {
-    if (!f.writer->append_events(events, count, &err)) return false;
+Result<void> RecordOutputs::append_events(const gp_event* events, size_t count) {
+  Result<void> written = each([&](File& f) -> Result<void> {
+    RETURN_IF_ERROR(f.writer->append_events(events, count));
     f.events += count;
-    return true;
+    return {};
   });
   events_ += count;
-  return ok;
+  return written;
 }
 
-bool RecordOutputs::append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error) {
-  return each(error, [&](File& f, std::string& err) {
-    return event_index < f.first_event || f.writer->append_shapes(event_index - f.first_event, shapes, &err);
+Result<void> RecordOutputs::append_shapes(uint64_t event_index, const InputShapes& shapes) {
+  return each([&](File& f) -> Result<void> {
+    if (event_index < f.first_event) return {};
+    return f.writer->append_shapes(event_index - f.first_event, shapes);
   });
 }
 
-bool RecordOutputs::append_mem_events(const gp_mem_event* events, size_t count, std::string* error) {
-  return each(error, [&](File& f, std::string& err) { return f.writer->append_mem_events(events, count, &err); });
+Result<void> RecordOutputs::append_mem_events(const gp_mem_event* events, size_t count) {
+  return each([&](File& f) { return f.writer->append_mem_events(events, count); });
 }
 
-bool RecordOutputs::add_sample_frame(const std::string& name, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_frame(name, &err); }))
-    return false;
+Result<void> RecordOutputs::add_sample_frame(const std::string& name) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_sample_frame(name); }));
   defined_.sample_frames.push_back(name);
-  return true;
+  return {};
 }
 
-bool RecordOutputs::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_sample_stack(frame_ids, &err); }))
-    return false;
+Result<void> RecordOutputs::add_sample_stack(const std::vector<uint32_t>& frame_ids) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_sample_stack(frame_ids); }));
   defined_.sample_stacks.push_back(frame_ids);
-  return true;
+  return {};
 }
 
-bool RecordOutputs::append_samples(const CpuSample* samples, size_t count, std::string* error) {
-  const bool ok =
-      each(error, [&](File& f, std::string& err) { return f.writer->append_samples(samples, count, &err); });
+Result<void> RecordOutputs::append_samples(const CpuSample* samples, size_t count) {
+  Result<void> written = each([&](File& f) { return f.writer->append_samples(samples, count); });
   samples_ += count;
-  return ok;
+  return written;
 }
 
-bool RecordOutputs::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
-  return each(error, [&](File& f, std::string& err) {
-    return event_index < f.first_event || f.writer->append_entry_stack(event_index - f.first_event, stack_id, &err);
+Result<void> RecordOutputs::append_entry_stack(uint64_t event_index, uint32_t stack_id) {
+  return each([&](File& f) -> Result<void> {
+    if (event_index < f.first_event) return {};
+    return f.writer->append_entry_stack(event_index - f.first_event, stack_id);
   });
 }
 
-bool RecordOutputs::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error) {
-  return each(error, [&](File& f, std::string& err) {
-    return sample_index < f.first_sample ||
-           f.writer->append_sample_kernel_stack(sample_index - f.first_sample, stack_id, &err);
+Result<void> RecordOutputs::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) {
+  return each([&](File& f) -> Result<void> {
+    if (sample_index < f.first_sample) return {};
+    return f.writer->append_sample_kernel_stack(sample_index - f.first_sample, stack_id);
   });
 }
 
-bool RecordOutputs::add_launch_name(const std::string& name, std::string* error) {
-  if (!each(error, [&](File& f, std::string& err) { return f.writer->add_launch_name(name, &err); }))
-    return false;
+Result<void> RecordOutputs::add_launch_name(const std::string& name) {
+  RETURN_IF_ERROR(each([&](File& f) { return f.writer->add_launch_name(name); }));
   defined_.launch_names.push_back(name);
-  return true;
+  return {};
 }
 
-bool RecordOutputs::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
-  return each(error, [&](File& f, std::string& err) { return f.writer->append_launches(launches, count, &err); });
+Result<void> RecordOutputs::append_launches(const CudaLaunch* launches, size_t count) {
+  return each([&](File& f) { return f.writer->append_launches(launches, count); });
 }
 
-bool RecordOutputs::append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error) {
-  return each(error,
-              [&](File& f, std::string& err) { return f.writer->append_gpu_correlations(correlations, count, &err); });
+Result<void> RecordOutputs::append_gpu_correlations(const GpuCorrelation* correlations, size_t count) {
+  return each([&](File& f) { return f.writer->append_gpu_correlations(correlations, count); });
 }
 
-bool RecordOutputs::append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error) {
-  return each(error,
-              [&](File& f, std::string& err) { return f.writer->append_gpu_activities(activities, count, &err); });
+Result<void> RecordOutputs::append_gpu_activities(const GpuActivity* activities, size_t count) {
+  return each([&](File& f) { return f.writer->append_gpu_activities(activities, count); });
 }
 
-bool RecordOutputs::flush(std::string* error) {
-  return each(error, [&](File& f, std::string& err) { return f.writer->flush(&err); });
+Result<void> RecordOutputs::flush() {
+  return each([&](File& f) { return f.writer->flush(); });
 }
 
 }  // namespace gpuprof

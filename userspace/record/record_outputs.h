@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "record/record_file.h"
 #include "record/recording.h"
 
@@ -45,8 +46,8 @@ class RecordOutputs {
   // start_monotonic_ns. `counters_now`: the session's counters at this
   // moment; close() stores the lost counters as differences from them, so
   // each file counts what it lost itself.
-  bool open(Output output, const std::string& path, uint64_t start_monotonic_ns,
-            const RecordStats& counters_now, std::string* error);
+  Result<void> open(Output output, const std::string& path, uint64_t start_monotonic_ns,
+                    const RecordStats& counters_now);
   bool is_open(Output output) const { return files_[output].writer.has_value(); }
   // The disk had no room for `output`'s next chunk (RecordWriter::disk_full):
   // close() still ends it properly, with the chunks written before.
@@ -57,51 +58,51 @@ class RecordOutputs {
   // Finishes the file: its CUDA runtime, shim and thread names as last set,
   // then STATS (stats with events_recorded and the lost counters made the
   // file's own), END. The output is closed even when this fails.
-  bool close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error);
+  Result<void> close(Output output, const RecordStats& stats, uint64_t end_monotonic_ns);
 
   // An op defined during the recording (runtime_ops.h), in every open file
   // and in the op table of those opened later; its id.
-  std::optional<uint32_t> add_op(const OpInfo& op, std::string* error);
+  Result<uint32_t> add_op(const OpInfo& op);
   // Several ops at once (record -a: a libtorch_cpu's catalog), after those
   // defined so far.
-  bool add_ops(const std::vector<OpInfo>& ops, std::string* error);
+  Result<void> add_ops(const std::vector<OpInfo>& ops);
   uint32_t ops_defined() const { return static_cast<uint32_t>(defined_.ops.size()); }
 
   // RecordWriter's calls (record_file.h), for every open file.
-  bool append_events(const gp_event* events, size_t count, std::string* error);
-  bool append_shapes(uint64_t event_index, const InputShapes& shapes, std::string* error);
-  bool append_mem_events(const gp_mem_event* events, size_t count, std::string* error);
-  bool add_sample_frame(const std::string& name, std::string* error);
-  bool add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error);
-  bool append_samples(const CpuSample* samples, size_t count, std::string* error);
-  bool append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error);
-  bool append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id, std::string* error);
-  bool add_launch_name(const std::string& name, std::string* error);
-  bool append_launches(const CudaLaunch* launches, size_t count, std::string* error);
-  bool append_gpu_correlations(const GpuCorrelation* correlations, size_t count, std::string* error);
-  bool append_gpu_activities(const GpuActivity* activities, size_t count, std::string* error);
+  Result<void> append_events(const gp_event* events, size_t count);
+  Result<void> append_shapes(uint64_t event_index, const InputShapes& shapes);
+  Result<void> append_mem_events(const gp_mem_event* events, size_t count);
+  Result<void> add_sample_frame(const std::string& name);
+  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids);
+  Result<void> append_samples(const CpuSample* samples, size_t count);
+  Result<void> append_entry_stack(uint64_t event_index, uint32_t stack_id);
+  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id);
+  Result<void> add_launch_name(const std::string& name);
+  Result<void> append_launches(const CudaLaunch* launches, size_t count);
+  Result<void> append_gpu_correlations(const GpuCorrelation* correlations, size_t count);
+  Result<void> append_gpu_activities(const GpuActivity* activities, size_t count);
   void set_cuda_runtime(const CudaRuntimeInfo& info) { defined_.cuda_runtime = info; }
   void set_cupti_shim(const CuptiShimInfo& info) { defined_.cupti_shim = info; }
   void set_thread_names(std::vector<ThreadName> names) { defined_.thread_names = std::move(names); }
   // Written at once to every open file and to each file opened later.
-  bool add_module_names(const std::vector<ModuleName>& names, std::string* error);
+  Result<void> add_module_names(const std::vector<ModuleName>& names);
   // Job ranks (JobRank): written at once to every open file and to each
   // file opened later.
-  bool add_job_ranks(const std::vector<JobRank>& ranks, std::string* error);
+  Result<void> add_job_ranks(const std::vector<JobRank>& ranks);
   // record -a's tables (PROCESSES, THREAD_PROCESSES): written at once to
   // every open file and to each file opened later (a process described
   // again replaces its earlier description there).
-  bool add_processes(const std::vector<ProcessInfo>& processes, std::string* error);
-  bool add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error);
+  Result<void> add_processes(const std::vector<ProcessInfo>& processes);
+  Result<void> add_thread_processes(const std::vector<ThreadProcess>& threads);
   // The native files of the samples' frames (NATIVE_FILES): written at once
   // to every open file and to each file opened later.
-  bool add_native_files(const std::vector<NativeFile>& files, std::string* error);
+  Result<void> add_native_files(const std::vector<NativeFile>& files);
   // The process is gone: files opened from now on do not define it.
   void forget_process(uint32_t pid);
   // The probes' calibrated costs: written at once to every open file (a
   // killed recorder's files keep them) and to each file opened later.
-  bool set_probe_costs(const ProbeCosts& costs, std::string* error);
-  bool flush(std::string* error);
+  Result<void> set_probe_costs(const ProbeCosts& costs);
+  Result<void> flush();
 
   // Global counts (every file shares them).
   uint32_t sample_frames_defined() const { return static_cast<uint32_t>(defined_.sample_frames.size()); }
@@ -123,12 +124,12 @@ class RecordOutputs {
   // Runs `write` on every open file; the first failure wins (the file that
   // failed is left as it is: its writer refuses further writes).
   template <typename Write>
-  bool each(std::string* error, Write write);
+  Result<void> each(Write write);
   // Writes `items` to every open file with `add` and keeps them in
   // `defined` (defined_'s list) for the files opened later.
   template <typename T>
-  bool add_everywhere(bool (RecordWriter::*add)(const std::vector<T>&, std::string*), const std::vector<T>& items,
-                      std::vector<T>& defined, std::string* error);
+  Result<void> add_everywhere(Result<void> (RecordWriter::*add)(const std::vector<T>&), const std::vector<T>& items,
+                              std::vector<T>& defined);
 
   // What every file defines, opened now or later, in the Recording fields
   // its reader puts them in: the process, clock, ops and options it begins

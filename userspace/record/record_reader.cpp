@@ -32,26 +32,20 @@ class Source {
       : fd_(std::move(fd)), size_(size), path_(std::move(path)) {}
   uint64_t size() const { return size_; }
 
-  // Sets *out to the n bytes at off (off + n <= size()), valid until the next
-  // call. Returns false with *error on an I/O error.
-  bool read(uint64_t off, size_t n, std::span<const uint8_t>* out, std::string* error) {
-    if (fd_.get() < 0) {
-      *out = mem_.subspan(off, n);
-      return true;
-    }
+  // The n bytes at off (off + n <= size()), valid until the next call; an
+  // error on an I/O error.
+  Result<std::span<const uint8_t>> read(uint64_t off, size_t n) {
+    if (fd_.get() < 0) return mem_.subspan(off, n);
     buf_.resize(n);
     for (size_t got = 0; got < n;) {
       ssize_t r = ::pread(fd_.get(), buf_.data() + got, n - got, static_cast<off_t>(off + got));
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        *error = "cannot read " + path_ + ": " +
-                 (r < 0 ? std::strerror(errno) : "the file shrank while being read");
-        return false;
-      }
+      if (r <= 0)
+        return Error("cannot read " + path_ + ": " +
+                     (r < 0 ? std::strerror(errno) : "the file shrank while being read"));
       got += static_cast<size_t>(r);
     }
-    *out = std::span<const uint8_t>(buf_.data(), n);
-    return true;
+    return std::span<const uint8_t>(buf_.data(), n);
   }
 
  private:
@@ -78,31 +72,29 @@ std::optional<uint64_t> raw_size(const uint8_t* hdr, uint32_t version) {
 // Whether a chunk that passes its checksum starts at `at`: of any type when
 // any_type (where a trusted length ends), else of a known type of `version`
 // with a zero reserved field (a place to go on from after a damaged length:
-// anything else the writer never wrote). nullopt on an I/O error.
-std::optional<bool> chunk_at(Source& src, uint64_t at, uint32_t version, bool any_type, std::string* error) {
+// anything else the writer never wrote). An error on an I/O error.
+Result<bool> chunk_at(Source& src, uint64_t at, uint32_t version, bool any_type) {
   if (src.size() - at < kRecordChunkHeaderSize) return false;
-  std::span<const uint8_t> bytes;
-  if (!src.read(at, kRecordChunkHeaderSize, &bytes, error)) return std::nullopt;
+  ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, src.read(at, kRecordChunkHeaderSize));
   uint8_t hdr[kRecordChunkHeaderSize];
   std::memcpy(hdr, bytes.data(), sizeof hdr);
   const uint32_t len = get<uint32_t>(hdr + 4);
   if (!any_type && (find_chunk_spec(get<uint32_t>(hdr), version) == nullptr || !reserved_ok(get<uint32_t>(hdr + 8), version)))
     return false;
   if (len > kRecordMaxChunkPayload || src.size() - at - kRecordChunkHeaderSize < len) return false;
-  if (!src.read(at + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
+  ASSIGN_OR_RETURN(bytes, src.read(at + kRecordChunkHeaderSize, len));
   return chunk_crc(hdr, bytes.data(), len) == get<uint32_t>(hdr + 12);
 }
 
 // The first offset from `from` on where chunk_at finds a chunk of a known
-// type; src.size() when there is none. nullopt on an I/O error.
-std::optional<uint64_t> next_chunk(Source& src, uint64_t from, uint32_t version, std::string* error) {
+// type; src.size() when there is none. An error on an I/O error.
+Result<uint64_t> next_chunk(Source& src, uint64_t from, uint32_t version) {
   constexpr size_t kWindow = 64u << 10;  // header positions looked at per read
   const uint64_t size = src.size();
   std::vector<uint8_t> window;
   for (uint64_t base = from; base < size && size - base >= kRecordChunkHeaderSize;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(size - base, kWindow + kRecordChunkHeaderSize - 1));
-    std::span<const uint8_t> bytes;
-    if (!src.read(base, n, &bytes, error)) return std::nullopt;
+    ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, src.read(base, n));
     window.assign(bytes.begin(), bytes.end());  // chunk_at reads over the source's buffer
     const size_t positions = n - (kRecordChunkHeaderSize - 1);
     for (size_t i = 0; i < positions; ++i) {
@@ -111,9 +103,8 @@ std::optional<uint64_t> next_chunk(Source& src, uint64_t from, uint32_t version,
       if (find_chunk_spec(get<uint32_t>(h), version) == nullptr || !reserved_ok(get<uint32_t>(h + 8), version) ||
           get<uint32_t>(h + 4) > size - base - i - kRecordChunkHeaderSize)
         continue;
-      const std::optional<bool> found = chunk_at(src, base + i, version, false, error);
-      if (!found) return std::nullopt;
-      if (*found) return base + i;
+      ASSIGN_OR_RETURN(const bool found, chunk_at(src, base + i, version, false));
+      if (found) return base + i;
     }
     base += positions;
   }
@@ -155,46 +146,38 @@ std::optional<ChunkType> damaged_type(const uint8_t* hdr, std::span<const uint8_
 // before (a length damaged into pointing at a later chunk would skip good
 // chunks); otherwise at the first such chunk after it (the length was
 // damaged); otherwise at the end of the file.
-std::optional<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hdr, uint32_t version,
-                                    std::string* error) {
+Result<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hdr, uint32_t version) {
   const uint64_t size = src.size();
   const uint32_t len = get<uint32_t>(hdr + 4);
-  const std::optional<uint64_t> next = next_chunk(src, off + 1, version, error);
-  if (!next) return std::nullopt;
-  std::span<const uint8_t> payload;
+  ASSIGN_OR_RETURN(const uint64_t next, next_chunk(src, off + 1, version));
   if (len <= kRecordMaxChunkPayload && size - off - kRecordChunkHeaderSize >= len) {
     const uint64_t end = off + kRecordChunkHeaderSize + len;
-    const std::optional<bool> ends_there = end == size ? true : chunk_at(src, end, version, true, error);
-    if (!ends_there) return std::nullopt;
-    if (*ends_there && *next >= end) {
-      if (!src.read(off + kRecordChunkHeaderSize, len, &payload, error)) return std::nullopt;
+    ASSIGN_OR_RETURN(const bool ends_there, end == size ? Result<bool>(true) : chunk_at(src, end, version, true));
+    if (ends_there && next >= end) {
+      ASSIGN_OR_RETURN(std::span<const uint8_t> payload, src.read(off + kRecordChunkHeaderSize, len));
       return Skipped{end, damaged_type(hdr, payload, version, false), "", false};
     }
   }
-  if (*next == size)
+  if (next == size)
     return Skipped{size, std::nullopt, " (no chunk follows it that passes its checksum: the rest of the file is lost)",
                    true};
-  const uint64_t payload_bytes = *next - off >= kRecordChunkHeaderSize ? *next - off - kRecordChunkHeaderSize : 0;
-  if (!src.read(off + kRecordChunkHeaderSize, static_cast<size_t>(payload_bytes), &payload, error))
-    return std::nullopt;
-  return Skipped{*next, damaged_type(hdr, payload, version, true),
-                 " (its length is damaged: the next chunk is at offset " + std::to_string(*next) + ")", false};
+  const uint64_t payload_bytes = next - off >= kRecordChunkHeaderSize ? next - off - kRecordChunkHeaderSize : 0;
+  ASSIGN_OR_RETURN(std::span<const uint8_t> payload,
+                   src.read(off + kRecordChunkHeaderSize, static_cast<size_t>(payload_bytes)));
+  return Skipped{next, damaged_type(hdr, payload, version, true),
+                 " (its length is damaged: the next chunk is at offset " + std::to_string(next) + ")", false};
 }
 
 // With a stream (record_stream.h): offered the recording once its mandatory
-// chunks are read; nullopt with *whole_needed set when it must be read whole.
-std::optional<Recording> parse(Source& src, const std::string& name, std::string* error, CorruptChunks corrupt,
-                               RecordStream* stream = nullptr, bool* whole_needed = nullptr) {
-  auto fail = [&](std::string msg) -> std::optional<Recording> {
-    *error = std::move(msg);
-    return std::nullopt;
-  };
+// chunks are read; an error with *whole_needed set when it must be read whole.
+Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corrupt, RecordStream* stream = nullptr,
+                        bool* whole_needed = nullptr) {
+  auto fail = [](std::string msg) { return Error(std::move(msg)); };
   const uint64_t size = src.size();
   if (size == 0) return fail(name + " is empty: not a gpuprof record file");
 
-  std::span<const uint8_t> bytes;
   size_t head = static_cast<size_t>(std::min<uint64_t>(size, kRecordHeaderSize));
-  if (!src.read(0, head, &bytes, error)) return std::nullopt;
+  ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, src.read(0, head));
   if (std::memcmp(bytes.data(), kRecordMagic, std::min(head, sizeof kRecordMagic)) != 0)
     return fail(name + " is not a gpuprof record file (no GPUPROF magic)");
   if (head < kRecordHeaderSize)
@@ -227,7 +210,7 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     const uint64_t avail = size - off;
     uint8_t hdr[kRecordChunkHeaderSize] = {};
     if (avail >= sizeof hdr) {
-      if (!src.read(off, sizeof hdr, &bytes, error)) return std::nullopt;
+      ASSIGN_OR_RETURN(bytes, src.read(off, sizeof hdr));
       std::memcpy(hdr, bytes.data(), sizeof hdr);
     }
     const uint32_t type = get<uint32_t>(hdr), len = get<uint32_t>(hdr + 4);
@@ -240,15 +223,14 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     } else if (avail < sizeof hdr || avail - sizeof hdr < len) {  // the file ends inside this chunk
       // A torn last chunk (the recorder was killed), unless a chunk follows:
       // then the length is damaged.
-      std::optional<uint64_t> next = skip ? next_chunk(src, off + 1, version, error) : size;
-      if (!next) return std::nullopt;
-      if (*next == size) {
+      ASSIGN_OR_RETURN(const uint64_t next, skip ? next_chunk(src, off + 1, version) : Result<uint64_t>(size));
+      if (next == size) {
         torn_bytes = avail;
         break;
       }
       damage = "payload length " + std::to_string(len) + " points past the end of the file";
     } else {
-      if (!src.read(off + kRecordChunkHeaderSize, len, &bytes, error)) return std::nullopt;
+      ASSIGN_OR_RETURN(bytes, src.read(off + kRecordChunkHeaderSize, len));
       if (chunk_crc(hdr, bytes.data(), len) != get<uint32_t>(hdr + 12)) damage = "checksum mismatch";
     }
     // A compressed payload (version 6) is read as it was before compression.
@@ -262,17 +244,16 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     }
     if (!damage.empty()) {
       if (!skip) return fail(where + at + damage);
-      const std::optional<Skipped> skipped = skip_corrupt(src, off, hdr, version, error);
-      if (!skipped) return std::nullopt;
-      const uint64_t bytes_lost = skipped->end - off;
+      ASSIGN_OR_RETURN(const Skipped skipped, skip_corrupt(src, off, hdr, version));
+      const uint64_t bytes_lost = skipped.end - off;
       const uint64_t payload_lost = bytes_lost > kRecordChunkHeaderSize ? bytes_lost - kRecordChunkHeaderSize : 0;
       const std::string kind =
-          skipped->type ? std::string(" (") + chunk_type_name(static_cast<uint32_t>(*skipped->type)) + ")" : "";
-      const std::string lost = seen.salvage.lose(skipped->type, payload_lost, raw_size(hdr, version), rec);
+          skipped.type ? std::string(" (") + chunk_type_name(static_cast<uint32_t>(*skipped.type)) + ")" : "";
+      const std::string lost = seen.salvage.lose(skipped.type, payload_lost, raw_size(hdr, version), rec);
       rec.lost_chunks.push_back(
-          {index, off, bytes_lost, where + kind + at + damage + skipped->how + "; skipped: lost " + lost});
-      rest_lost = skipped->rest;
-      off = skipped->end;
+          {index, off, bytes_lost, where + kind + at + damage + skipped.how + "; skipped: lost " + lost});
+      rest_lost = skipped.rest;
+      off = skipped.end;
       continue;
     }
     if (seen.stream) {
@@ -295,7 +276,7 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
     if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) seen.stream = stream;
     if (seen.gpu_activities_met) {
       *whole_needed = true;
-      return std::nullopt;
+      return Error(name + ": GPU activities mid-stream: read the recording whole");
     }
     off += kRecordChunkHeaderSize + len;
   }
@@ -323,26 +304,20 @@ std::optional<Recording> parse(Source& src, const std::string& name, std::string
 }  // namespace
 
 
-std::optional<Recording> read_recording_bytes(std::span<const uint8_t> bytes, std::string* error,
-                                              const std::string& name, CorruptChunks corrupt) {
+Result<Recording> read_recording_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                                       CorruptChunks corrupt) {
   Source src(bytes);
-  return parse(src, name, error, corrupt);
+  return parse(src, name, corrupt);
 }
 
 namespace {
 
-std::optional<Recording> read_file(const std::string& path, std::string* error, CorruptChunks corrupt,
-                                   RecordStream* stream, bool* whole_needed) {
+Result<Recording> read_file(const std::string& path, CorruptChunks corrupt, RecordStream* stream,
+                            bool* whole_needed) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    *error = path + " is a directory, not a record file";
-    return std::nullopt;
-  }
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) return Error("cannot open " + path + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) return Error(path + " is a directory, not a record file");
   if (!S_ISREG(st.st_mode)) {
     // A pipe (report <(zcat run.gpuprof.gz)) or a device: no size to seek
     // within, so it is read whole first.
@@ -350,29 +325,25 @@ std::optional<Recording> read_file(const std::string& path, std::string* error, 
     uint8_t chunk[1 << 16];
     for (ssize_t n; (n = ::read(fd.get(), chunk, sizeof chunk)) != 0;) {
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        *error = "cannot read " + path + ": " + std::strerror(errno);
-        return std::nullopt;
-      }
+      if (n < 0) return Error("cannot read " + path + ": " + std::strerror(errno));
       bytes.insert(bytes.end(), chunk, chunk + n);
     }
     Source src(bytes);
-    return parse(src, path, error, corrupt, stream, whole_needed);
+    return parse(src, path, corrupt, stream, whole_needed);
   }
   Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
-  return parse(src, path, error, corrupt, stream, whole_needed);
+  return parse(src, path, corrupt, stream, whole_needed);
 }
 
 }  // namespace
 
-std::optional<Recording> read_recording(const std::string& path, std::string* error, CorruptChunks corrupt) {
-  return read_file(path, error, corrupt, nullptr, nullptr);
+Result<Recording> read_recording(const std::string& path, CorruptChunks corrupt) {
+  return read_file(path, corrupt, nullptr, nullptr);
 }
 
-std::optional<Recording> read_recording_streamed(const std::string& path, std::string* error,
-                                                 CorruptChunks corrupt, RecordStream& stream,
-                                                 bool* whole_needed) {
+Result<Recording> read_recording_streamed(const std::string& path, CorruptChunks corrupt, RecordStream& stream,
+                                          bool* whole_needed) {
   *whole_needed = false;
-  return read_file(path, error, corrupt, &stream, whole_needed);
+  return read_file(path, corrupt, &stream, whole_needed);
 }
 }  // namespace gpuprof

@@ -44,11 +44,10 @@ class RecordStream {
 // dropped, and an entry shape's or
 // stack's event is not checked to be an ENTRY (the events are gone by
 // then). A recording whose GPU activities turn up mid-stream cannot be
-// streamed (their ops need every call): the read stops, *whole_needed is
-// set, and the caller reads the file again with read_recording.
-std::optional<Recording> read_recording_streamed(const std::string& path, std::string* error,
-                                                 CorruptChunks corrupt, RecordStream& stream,
-                                                 bool* whole_needed);
+// streamed (their ops need every call): the read stops with an error and
+// *whole_needed set, and the caller reads the file again with read_recording.
+Result<Recording> read_recording_streamed(const std::string& path, CorruptChunks corrupt, RecordStream& stream,
+                                          bool* whole_needed);
 
 // The op events and CUDA launches of a recording, held or streamed.
 inline uint64_t op_events_read(const Recording& recording) {

@@ -55,37 +55,35 @@ std::string stack_id_problem(uint32_t stack_id, uint32_t stacks) {
   return "stack_id " + std::to_string(stack_id) + ", but " + std::to_string(stacks) +
          " stacks are defined";
 }
-// The refusals of one call: each sets *error to "<path>: <not_doing>[ <id>]:
-// <why>" ("...: not defining sample frame 3: too many frames") and returns
-// false. The message is built only when a refusal is made.
+// The refusals of one call: each is the Error "<path>: <not_doing>[ <id>]:
+// <why>" ("...: not defining sample frame 3: too many frames"). The message
+// is built only when a refusal is made.
 class Refusal {
  public:
-  Refusal(const std::string& path, const char* not_doing, std::optional<uint64_t> id, std::string* error)
-      : path_(path), not_doing_(not_doing), id_(id), error_(error) {}
-  bool operator()(const std::string& why) const {
-    *error_ = path_ + ": " + not_doing_ + (id_ ? " " + std::to_string(*id_) : "") + ": " + why;
-    return false;
+  Refusal(const std::string& path, const char* not_doing, std::optional<uint64_t> id)
+      : path_(path), not_doing_(not_doing), id_(id) {}
+  Error operator()(const std::string& why) const {
+    return Error(path_ + ": " + not_doing_ + (id_ ? " " + std::to_string(*id_) : "") + ": " + why);
   }
 
  private:
   const std::string& path_;
   const char* not_doing_;
   std::optional<uint64_t> id_;
-  std::string* error_;
 };
 // An {index, stack_id} pair of ENTRY_STACKS or SAMPLE_KERNEL_STACKS: appended
 // to `chunk`, with `next` moved past index, or refused: index must name one
 // of the `appended` items (named_item_problem), stack_id one of the
 // `stacks` defined.
-bool add_stack_pair(std::vector<uint8_t>& chunk, uint64_t index, uint32_t stack_id, uint32_t stacks,
-                    uint64_t appended, bool has_property, const NamedItems& named, uint64_t& next,
-                    const Refusal& refuse) {
+Result<void> add_stack_pair(std::vector<uint8_t>& chunk, uint64_t index, uint32_t stack_id, uint32_t stacks,
+                            uint64_t appended, bool has_property, const NamedItems& named, uint64_t& next,
+                            const Refusal& refuse) {
   std::string why = named_item_problem(index, next, appended, has_property, named);
   if (why.empty()) why = stack_id_problem(stack_id, stacks);
   if (!why.empty()) return refuse(why);
   append_pair(chunk, index, stack_id);
   next = index + 1;
-  return true;
+  return {};
 }
 }  // namespace
 
@@ -126,11 +124,11 @@ RecordWriter::RecordWriter(int fd, std::string path) : fd_(fd), path_(std::move(
 // The one way a buffered chunk goes out, early (due, or full) or at flush():
 // what it names first, so a file cut after any chunk never has an item naming
 // a definition, event or sample it does not hold.
-bool RecordWriter::write_pending(size_t which, std::string* error) {
+Result<void> RecordWriter::write_pending(size_t which) {
   for (size_t first : pending_[which].after)
-    if (!write_pending(first, error)) return false;
+    RETURN_IF_ERROR(write_pending(first));
   PendingChunk& c = pending_[which];
-  if (c.items == 0) return true;
+  if (c.items == 0) return {};
   uint8_t* prefix = c.bytes.data() + kRecordChunkHeaderSize;
   if (which == kEvents) {  // packed now, from the events as appended
     c.bytes.resize(kRecordChunkHeaderSize);
@@ -142,7 +140,7 @@ bool RecordWriter::write_pending(size_t which, std::string* error) {
     std::memcpy(prefix, &first_id, 4);
     std::memcpy(prefix + 4, &c.items, 4);
   }
-  if (!write_chunk(c.type, c.bytes, error)) return false;
+  RETURN_IF_ERROR(write_chunk(c.type, c.bytes));
   if (which == kEvents) {
     raw_event_bytes_ += kRecordChunkHeaderSize + events_.size() * sizeof(gp_event);
     events_.clear();
@@ -150,106 +148,98 @@ bool RecordWriter::write_pending(size_t which, std::string* error) {
   c.written += c.items;
   c.items = 0;
   c.bytes.resize(c.items_start);
-  return true;
+  return {};
 }
 
-bool RecordWriter::buffered_one(size_t which, std::string* error) {
+Result<void> RecordWriter::buffered_one(size_t which) {
   ++pending_[which].items;
-  return !pending_[which].due() || write_pending(which, error);
+  if (!pending_[which].due()) return {};
+  return write_pending(which);
 }
 
 template <typename T, typename Encode>
-bool RecordWriter::buffer_records(size_t which, const T* records, size_t count,
-                                  size_t record_bytes, Encode encode, std::string* error) {
+Result<void> RecordWriter::buffer_records(size_t which, const T* records, size_t count,
+                                          size_t record_bytes, Encode encode) {
   for (size_t i = 0; i < count; ++i) {
     encode(records[i], pending_[which].grow(record_bytes));
-    if (!buffered_one(which, error)) return false;
+    RETURN_IF_ERROR(buffered_one(which));
   }
-  return true;
+  return {};
 }
 
-bool RecordWriter::with_ops(const char* what, size_t count, std::string* error) const {
-  if (count == 0 || options_.ops) return true;
-  *error = path_ + ": not recording " + what +
-           ": the recording was begun without ops (no-ops option)";
-  return false;
+Result<void> RecordWriter::with_ops(const char* what, size_t count) const {
+  if (count == 0 || options_.ops) return {};
+  return Error(path_ + ": not recording " + what +
+               ": the recording was begun without ops (no-ops option)");
 }
 
 template <typename T, typename Problem>
-bool RecordWriter::batch_ok(const char* what, const T* records, size_t count, Problem problem,
-                            std::string* error) const {
+Result<void> RecordWriter::batch_ok(const char* what, const T* records, size_t count, Problem problem) const {
   for (size_t i = 0; i < count; ++i)
-    if (std::string why = problem(records[i]); !why.empty()) {
-      *error = path_ + ": not recording " + what + " " + std::to_string(i) + " of the batch: " + why;
-      return false;
-    }
-  return true;
+    if (std::string why = problem(records[i]); !why.empty())
+      return Error(path_ + ": not recording " + what + " " + std::to_string(i) + " of the batch: " + why);
+  return {};
 }
 
-bool RecordWriter::define_name(size_t which, const std::string& name, std::string* error) {
+Result<void> RecordWriter::define_name(size_t which, const std::string& name) {
   PendingChunk& c = pending_[which];
   const uint32_t len = static_cast<uint32_t>(name.size());
   // Keep the chunk under the cap.
-  if (c.full_with(4 + name.size()) && !write_pending(which, error)) return false;
+  if (c.full_with(4 + name.size())) RETURN_IF_ERROR(write_pending(which));
   std::memcpy(c.grow(4), &len, 4);
   c.bytes.insert(c.bytes.end(), name.begin(), name.end());
-  return buffered_one(which, error);
+  return buffered_one(which);
 }
 
-std::optional<RecordWriter> RecordWriter::create(const std::string& path, std::string* error, mode_t mode) {
+Result<RecordWriter> RecordWriter::create(const std::string& path, mode_t mode) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (fd < 0) return Error("cannot create " + path + ": " + std::strerror(errno));
   if (!set_file_mode(fd, mode)) {
-    *error = "cannot set the mode of " + path + ": " + std::strerror(errno);
+    Error error("cannot set the mode of " + path + ": " + std::strerror(errno));
     ::close(fd);
-    return std::nullopt;
+    return error;
   }
   return RecordWriter(fd, path);
 }
 
-bool RecordWriter::check_state(State want, const char* what, std::string* error) const {
-  if (state_ == want && fd_.get() >= 0) return true;  // fd < 0: moved from
-  *error = path_ + ": " + what +
-           (state_ == State::kFailed || state_ == State::kDiskFull ? " after an earlier write error"
-                                     : " called out of order (internal error)");
-  return false;
+Result<void> RecordWriter::check_state(State want, const char* what) const {
+  if (state_ == want && fd_.get() >= 0) return {};  // fd < 0: moved from
+  return Error(path_ + ": " + what +
+               (state_ == State::kFailed || state_ == State::kDiskFull ? " after an earlier write error"
+                                                                       : " called out of order (internal error)"));
 }
 
 // Keeps kRecordClosingReserve bytes allocated past the next `bytes`, in
 // steps of that much (one fallocate per step, not per chunk). A file system
 // out of room refuses: nothing of the chunk is written, and the room taken
 // before is there for finish().
-bool RecordWriter::keep_room_for(size_t bytes, std::string* error) {
-  if (closing_ || !can_reserve_ || offset_ + bytes + kRecordClosingReserve <= reserved_to_) return true;
+Result<void> RecordWriter::keep_room_for(size_t bytes) {
+  if (closing_ || !can_reserve_ || offset_ + bytes + kRecordClosingReserve <= reserved_to_) return {};
   const uint64_t to = offset_ + bytes + 2 * kRecordClosingReserve;
   if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(to - offset_)) == 0) {
     reserved_to_ = to;
-    return true;
+    return {};
   }
   const int why = errno;
   if (why != ENOSPC && why != EDQUOT) {
     can_reserve_ = false;  // no fallocate here (a pipe, /dev/null, a file system without it)
-    return true;
+    return {};
   }
   // A failed call may undo its whole range not yet written, the room kept
   // before included (tmpfs does): take that much again.
   if (fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset_), static_cast<off_t>(kRecordClosingReserve)) != 0)
     can_reserve_ = false;
-  stop_writing(why, error);
-  return false;
+  return stop_writing(why);
 }
 
-void RecordWriter::stop_writing(int error_number, std::string* error) {
-  *error = "cannot write " + path_ + ": " + std::strerror(error_number);
+Error RecordWriter::stop_writing(int error_number) {
   state_ = (error_number == ENOSPC || error_number == EDQUOT) && !closing_ ? State::kDiskFull : State::kFailed;
+  return Error("cannot write " + path_ + ": " + std::strerror(error_number));
 }
 
 // One write loop for the whole buffer: a killed writer tears at most this one.
-bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* error) {
-  if (!keep_room_for(bytes.size(), error)) return false;
+Result<void> RecordWriter::write_bytes(const std::vector<uint8_t>& bytes) {
+  RETURN_IF_ERROR(keep_room_for(bytes.size()));
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t r = ::write(fd_.get(), bytes.data() + done, bytes.size() - done);
@@ -259,44 +249,39 @@ bool RecordWriter::write_bytes(const std::vector<uint8_t>& bytes, std::string* e
       // A torn chunk is cut off: the file ends at its last whole chunk.
       if (done > 0 && ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0)
         lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_SET);
-      stop_writing(why, error);
-      return false;
+      return stop_writing(why);
     }
     done += static_cast<size_t>(r);
   }
   offset_ += bytes.size();
-  return true;
+  return {};
 }
 
 // Writes one chunk, its payload compressed where that makes it smaller
 // (chunk_compression.h): the header's reserved field then says its size
 // before.
-bool RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk, std::string* error) {
+Result<void> RecordWriter::write_chunk(ChunkType type, std::vector<uint8_t>& chunk) {
   const size_t raw = payload_size(chunk);
   if (raw > kRecordMaxChunkPayload) {
-    *error = path_ + ": " + chunk_type_name(static_cast<uint32_t>(type)) + " chunk of " +
-             std::to_string(raw) + " bytes exceeds the limit";
     state_ = State::kFailed;
-    return false;
+    return Error(path_ + ": " + chunk_type_name(static_cast<uint32_t>(type)) + " chunk of " +
+                 std::to_string(raw) + " bytes exceeds the limit");
   }
   const std::span<const uint8_t> payload(chunk.data() + kRecordChunkHeaderSize, raw);
   if (compresses(type) && compressor_.compress(payload, compressed_)) {
     seal_chunk(compressed_, static_cast<uint32_t>(type), static_cast<uint32_t>(raw));
-    return write_bytes(compressed_, error);
+    return write_bytes(compressed_);
   }
   seal_chunk(chunk, static_cast<uint32_t>(type));
-  return write_bytes(chunk, error);
+  return write_bytes(chunk);
 }
 
-bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
-                         const std::vector<OpInfo>& ops, const RecordOptions& options,
-                         std::string* error) {
-  if (!check_state(State::kCreated, "begin", error)) return false;
+Result<void> RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
+                                 const std::vector<OpInfo>& ops, const RecordOptions& options) {
+  RETURN_IF_ERROR(check_state(State::kCreated, "begin"));
   for (size_t i = 0; i < ops.size(); ++i)
-    if (std::string problem = op_problem(ops[i], i); !problem.empty()) {
-      *error = path_ + ": not recording op table: " + problem;
-      return false;
-    }
+    if (std::string problem = op_problem(ops[i], i); !problem.empty())
+      return Error(path_ + ": not recording op table: " + problem);
   Encoder p, c, o, f;
   process_fields(p, process);
   clock_fields(c, clock);
@@ -304,32 +289,35 @@ bool RecordWriter::begin(const ProcessInfo& process, const ClockInfo& clock,
   for (const OpInfo& op : ops) op_fields(o, op, GP_RECORD_FORMAT_VERSION);
   f.u32(option_flags(options));
   if (options.sample_hz > 0) f.u32(options.sample_hz);
-  if (!write_bytes(encode_record_header(), error) || !write_chunk(ChunkType::PROCESS, p.b, error) ||
-      !write_chunk(ChunkType::CLOCK, c.b, error) || !write_chunk(ChunkType::OP_TABLE, o.b, error) ||
-      !write_chunk(ChunkType::OPTIONS, f.b, error)) {
+  auto write_mandatory = [&]() -> Result<void> {
+    RETURN_IF_ERROR(write_bytes(encode_record_header()));
+    RETURN_IF_ERROR(write_chunk(ChunkType::PROCESS, p.b));
+    RETURN_IF_ERROR(write_chunk(ChunkType::CLOCK, c.b));
+    RETURN_IF_ERROR(write_chunk(ChunkType::OP_TABLE, o.b));
+    return write_chunk(ChunkType::OPTIONS, f.b);
+  };
+  if (Result<void> written = write_mandatory(); !written) {
     // Without its mandatory chunks the file is no recording: no stub is
     // left (a full disk at the start). Only a file this writer made.
     struct stat st;
     if (fstat(fd_.get(), &st) == 0 && S_ISREG(st.st_mode)) unlink(path_.c_str());
     state_ = State::kFailed;
-    return false;
+    return written;
   }
   ops_count_ = ops.size();
   options_ = options;
   state_ = State::kBegun;
-  return true;
+  return {};
 }
 
-bool RecordWriter::append_events(const gp_event* events, size_t count, std::string* error) {
-  if (!check_state(State::kBegun, "append_events", error)) return false;
-  if (!with_ops("events", count, error)) return false;
+Result<void> RecordWriter::append_events(const gp_event* events, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_events"));
+  RETURN_IF_ERROR(with_ops("events", count));
   // Reject the whole batch before buffering any of it: a bad event written
   // would make the file unreadable (the reader rejects it as corrupt).
   for (size_t i = 0; i < count; ++i)
-    if (!event_ok(events[i], ops_count_, GP_RECORD_FORMAT_VERSION)) {
-      *error = path_ + ": not recording event" + event_problem(events[i], ops_count_, GP_RECORD_FORMAT_VERSION);
-      return false;
-    }
+    if (!event_ok(events[i], ops_count_, GP_RECORD_FORMAT_VERSION))
+      return Error(path_ + ": not recording event" + event_problem(events[i], ops_count_, GP_RECORD_FORMAT_VERSION));
   if (options_.shapes || options_.with_stack) {  // for append_shapes, append_entry_stack
     const uint64_t first = events_appended();
     for (size_t i = 0; i < count; ++i)
@@ -341,9 +329,9 @@ bool RecordWriter::append_events(const gp_event* events, size_t count, std::stri
     pending_[kEvents].items += static_cast<uint32_t>(take);
     events += take;
     count -= take;
-    if (events_.size() == kRecordChunkEvents && !write_pending(kEvents, error)) return false;
+    if (events_.size() == kRecordChunkEvents) RETURN_IF_ERROR(write_pending(kEvents));
   }
-  return true;
+  return {};
 }
 
 void RecordWriter::IndexBits::set(uint64_t index) {
@@ -377,10 +365,9 @@ void RecordWriter::forget_old_entries() {
   entries_.forget_below(mark);
 }
 
-bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes,
-                                 std::string* error) {
-  if (!check_state(State::kBegun, "append_shapes", error)) return false;
-  const Refusal refuse(path_, "not recording the shapes of event", event_index, error);
+Result<void> RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_shapes"));
+  const Refusal refuse(path_, "not recording the shapes of event", event_index);
   if (!options_.shapes) return refuse("the recording was begun without the shapes option");
   if (std::string why = named_item_problem(event_index, next_entry_index_, events_appended(),
                                            entries_.test(event_index), kEntryShapeEvents);
@@ -399,7 +386,7 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
     if (shape_ids_.size() >= UINT32_MAX) return refuse("too many distinct shape lists");
     // Keep the SHAPES chunk under the cap (flush writes the pending ones).
     PendingChunk& defs = pending_[kShapes];
-    if (defs.full_with(def.size()) && !flush(error)) return false;
+    if (defs.full_with(def.size())) RETURN_IF_ERROR(flush());
     defs.bytes.insert(defs.bytes.end(), def.begin(), def.end());
     ++defs.items;
     const uint32_t id = static_cast<uint32_t>(shape_ids_.size());
@@ -409,39 +396,37 @@ bool RecordWriter::append_shapes(uint64_t event_index, const InputShapes& shapes
   ++pending_[kEntryShapes].items;
   next_entry_index_ = event_index + 1;
   forget_old_entries();
-  if (pending_[kShapes].due() || pending_[kEntryShapes].due()) return flush(error);
-  return true;
+  if (pending_[kShapes].due() || pending_[kEntryShapes].due()) return flush();
+  return {};
 }
 
-bool RecordWriter::append_mem_events(const gp_mem_event* events, size_t count, std::string* error) {
-  if (!check_state(State::kBegun, "append_mem_events", error)) return false;
-  if (count > 0 && !options_.memory) {
-    *error = path_ +
-             ": not recording memory events: the recording was begun without the "
-             "memory option";
-    return false;
-  }
+Result<void> RecordWriter::append_mem_events(const gp_mem_event* events, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_mem_events"));
+  if (count > 0 && !options_.memory)
+    return Error(path_ +
+                 ": not recording memory events: the recording was begun without the "
+                 "memory option");
   auto kind_problem = [](const gp_mem_event& e) {
     return mem_event_ok(e) ? std::string() : "unknown kind " + std::to_string(e.kind);
   };
   auto copy = [](const gp_mem_event& e, uint8_t* out) { std::memcpy(out, &e, sizeof e); };
-  return batch_ok("memory event", events, count, kind_problem, error) &&
-         buffer_records(kMemEvents, events, count, sizeof(gp_mem_event), copy, error);
+  RETURN_IF_ERROR(batch_ok("memory event", events, count, kind_problem));
+  return buffer_records(kMemEvents, events, count, sizeof(gp_mem_event), copy);
 }
 
-bool RecordWriter::add_sample_frame(const std::string& name, std::string* error) {
-  if (!check_state(State::kBegun, "add_sample_frame", error)) return false;
-  const Refusal refuse(path_, "not defining sample frame", sample_frames_defined(), error);
+Result<void> RecordWriter::add_sample_frame(const std::string& name) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_sample_frame"));
+  const Refusal refuse(path_, "not defining sample frame", sample_frames_defined());
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (sample_frames_defined() == UINT32_MAX) return refuse("too many frames");
   if (4 + name.size() > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
-  return define_name(kFrames, name, error);
+  return define_name(kFrames, name);
 }
 
-bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std::string* error) {
-  if (!check_state(State::kBegun, "add_sample_stack", error)) return false;
-  const Refusal refuse(path_, "not defining sample stack", sample_stacks_defined(), error);
+Result<void> RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_sample_stack"));
+  const Refusal refuse(path_, "not defining sample stack", sample_stacks_defined());
   if (!has_frames(options_))
     return refuse("the recording was begun without CPU sampling or the with_stack option");
   if (sample_stacks_defined() == UINT32_MAX - 1)  // UINT32_MAX is kNoPythonStack
@@ -460,15 +445,13 @@ bool RecordWriter::add_sample_stack(const std::vector<uint32_t>& frame_ids, std:
   std::memcpy(stacks.grow(4), &n, 4);
   if (n > 0) std::memcpy(stacks.grow(4 * size_t{n}), frame_ids.data(), 4 * size_t{n});
   // At most kRecordEventsChunkBytes + 4 + 4 * 4096 bytes: far under the cap.
-  return buffered_one(kStacks, error);
+  return buffered_one(kStacks);
 }
 
-bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::string* error) {
-  if (!check_state(State::kBegun, "append_samples", error)) return false;
-  if (count > 0 && options_.sample_hz == 0) {
-    *error = path_ + ": not recording samples: the recording was begun without CPU sampling";
-    return false;
-  }
+Result<void> RecordWriter::append_samples(const CpuSample* samples, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_samples"));
+  if (count > 0 && options_.sample_hz == 0)
+    return Error(path_ + ": not recording samples: the recording was begun without CPU sampling");
   const uint32_t frames = sample_frames_defined(), stacks = sample_stacks_defined();
   auto frame_problem = [&](const CpuSample& s) {
     if (s.frame_id < frames) return std::string();
@@ -480,162 +463,147 @@ bool RecordWriter::append_samples(const CpuSample* samples, size_t count, std::s
     return "python_stack " + std::to_string(s.python_stack) + ", but " + std::to_string(stacks) +
            " stacks are defined";
   };
-  if (!batch_ok("sample", samples, count, frame_problem, error) ||
-      !batch_ok("sample", samples, count, stack_problem, error))
-    return false;
+  RETURN_IF_ERROR(batch_ok("sample", samples, count, frame_problem));
+  RETURN_IF_ERROR(batch_ok("sample", samples, count, stack_problem));
   const uint64_t first = samples_appended();
   for (size_t i = 0; i < count; ++i)
     if (samples[i].in_kernel) in_kernel_.set(first + i);  // for append_sample_kernel_stack
-  return buffer_records(kSamples, samples, count, kRecordSampleBytes, encode_sample, error);
+  return buffer_records(kSamples, samples, count, kRecordSampleBytes, encode_sample);
 }
 
-bool RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id, std::string* error) {
-  if (!check_state(State::kBegun, "append_entry_stack", error)) return false;
-  const Refusal refuse(path_, "not recording the stack of event", event_index, error);
+Result<void> RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_entry_stack"));
+  const Refusal refuse(path_, "not recording the stack of event", event_index);
   if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  if (!add_stack_pair(pending_[kEntryStacks].bytes, event_index, stack_id, sample_stacks_defined(), events_appended(),
-                      entries_.test(event_index), kEntryStackEvents, next_stack_entry_index_, refuse))
-    return false;
+  RETURN_IF_ERROR(add_stack_pair(pending_[kEntryStacks].bytes, event_index, stack_id, sample_stacks_defined(),
+                                 events_appended(), entries_.test(event_index), kEntryStackEvents,
+                                 next_stack_entry_index_, refuse));
   forget_old_entries();
-  return buffered_one(kEntryStacks, error);
+  return buffered_one(kEntryStacks);
 }
 
-bool RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id,
-                                              std::string* error) {
-  if (!check_state(State::kBegun, "append_sample_kernel_stack", error)) return false;
-  const Refusal refuse(path_, "not recording the kernel stack of sample", sample_index, error);
+Result<void> RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_sample_kernel_stack"));
+  const Refusal refuse(path_, "not recording the kernel stack of sample", sample_index);
   if (options_.sample_hz == 0) return refuse("the recording was begun without CPU sampling");
-  if (!add_stack_pair(pending_[kKernelStacks].bytes, sample_index, stack_id, sample_stacks_defined(),
-                      samples_appended(), in_kernel_.test(sample_index), kKernelStackSamples,
-                      next_kernel_sample_index_, refuse))
-    return false;
+  RETURN_IF_ERROR(add_stack_pair(pending_[kKernelStacks].bytes, sample_index, stack_id, sample_stacks_defined(),
+                                 samples_appended(), in_kernel_.test(sample_index), kKernelStackSamples,
+                                 next_kernel_sample_index_, refuse));
   in_kernel_.forget_below(next_kernel_sample_index_);
-  return buffered_one(kKernelStacks, error);
+  return buffered_one(kKernelStacks);
 }
 
-bool RecordWriter::add_launch_name(const std::string& name, std::string* error) {
-  if (!check_state(State::kBegun, "add_launch_name", error)) return false;
-  const Refusal refuse(path_, "not defining launch name", launch_names_defined(), error);
+Result<void> RecordWriter::add_launch_name(const std::string& name) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_launch_name"));
+  const Refusal refuse(path_, "not defining launch name", launch_names_defined());
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (launch_names_defined() == UINT32_MAX) return refuse("too many names");
   if (4 + name.size() > kRecordMaxChunkPayload - 8) return refuse("the name is too long");
-  return define_name(kLaunchNames, name, error);
+  return define_name(kLaunchNames, name);
 }
 
-bool RecordWriter::append_launches(const CudaLaunch* launches, size_t count, std::string* error) {
-  if (!check_state(State::kBegun, "append_launches", error)) return false;
+Result<void> RecordWriter::append_launches(const CudaLaunch* launches, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_launches"));
   const uint32_t names = launch_names_defined();
   auto problem = [&](const CudaLaunch& l) { return launch_problem(l, names); };
-  return with_ops("launches", count, error) && batch_ok("launch", launches, count, problem, error) &&
-         buffer_records(kLaunches, launches, count, kLaunchBytes, encode_launch, error);
+  RETURN_IF_ERROR(with_ops("launches", count));
+  RETURN_IF_ERROR(batch_ok("launch", launches, count, problem));
+  return buffer_records(kLaunches, launches, count, kLaunchBytes, encode_launch);
 }
 
-bool RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info, std::string* error) {
-  if (!disk_full() && !check_state(State::kBegun, "set_cuda_runtime", error)) return false;  // finish() writes it
-  const Refusal refuse(path_, "not recording the CUDA runtime", std::nullopt, error);
+Result<void> RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info) {
+  if (!disk_full()) RETURN_IF_ERROR(check_state(State::kBegun, "set_cuda_runtime"));  // finish() writes it
+  const Refusal refuse(path_, "not recording the CUDA runtime", std::nullopt);
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (info.libcudart_path.size() > kRecordMaxChunkPayload - 16)  // str length, u32, u64
     return refuse("the libcudart path is too long");
   cuda_runtime_ = info;
-  return true;
+  return {};
 }
 
-bool RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count,
-                                           std::string* error) {
-  if (!check_state(State::kBegun, "append_gpu_correlations", error)) return false;
-  return with_ops("GPU correlations", count, error) &&
-         batch_ok("GPU correlation", correlations, count, gpu_correlation_problem, error) &&
-         buffer_records(kGpuCorrelations, correlations, count, kGpuCorrelationBytes,
-                        encode_gpu_correlation, error);
+Result<void> RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_gpu_correlations"));
+  RETURN_IF_ERROR(with_ops("GPU correlations", count));
+  RETURN_IF_ERROR(batch_ok("GPU correlation", correlations, count, gpu_correlation_problem));
+  return buffer_records(kGpuCorrelations, correlations, count, kGpuCorrelationBytes,
+                        encode_gpu_correlation);
 }
 
-bool RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count,
-                                         std::string* error) {
-  if (!check_state(State::kBegun, "append_gpu_activities", error)) return false;
+Result<void> RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_gpu_activities"));
   const uint32_t names = launch_names_defined();
   auto problem = [&](const GpuActivity& a) { return gpu_activity_problem(a, names); };
-  return with_ops("GPU activities", count, error) &&
-         batch_ok("GPU activity", activities, count, problem, error) &&
-         buffer_records(kGpuActivities, activities, count, kGpuActivityBytes, encode_gpu_activity,
-                        error);
+  RETURN_IF_ERROR(with_ops("GPU activities", count));
+  RETURN_IF_ERROR(batch_ok("GPU activity", activities, count, problem));
+  return buffer_records(kGpuActivities, activities, count, kGpuActivityBytes, encode_gpu_activity);
 }
 
-bool RecordWriter::set_cupti_shim(const CuptiShimInfo& info, std::string* error) {
-  if (!disk_full() && !check_state(State::kBegun, "set_cupti_shim", error)) return false;  // finish() writes it
-  const Refusal refuse(path_, "not recording the CUPTI shim", std::nullopt, error);
+Result<void> RecordWriter::set_cupti_shim(const CuptiShimInfo& info) {
+  if (!disk_full()) RETURN_IF_ERROR(check_state(State::kBegun, "set_cupti_shim"));  // finish() writes it
+  const Refusal refuse(path_, "not recording the CUPTI shim", std::nullopt);
   if (!options_.ops) return refuse("the recording was begun without ops (no-ops option)");
   if (info.shim_path.size() > kRecordMaxChunkPayload - 24)  // str length, u32, u64, u64
     return refuse("the shim path is too long");
   cupti_shim_ = info;
-  return true;
+  return {};
 }
 
-bool RecordWriter::add_processes(const std::vector<ProcessInfo>& processes, std::string* error) {
-  if (!check_state(State::kBegun, "add_processes", error)) return false;
+Result<void> RecordWriter::add_processes(const std::vector<ProcessInfo>& processes) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_processes"));
   Encoder e;
   e.u32(static_cast<uint32_t>(processes.size()));
   for (const ProcessInfo& p : processes) {
-    if (std::string problem = listed_process_problem(p); !problem.empty()) {
-      *error = path_ + ": not recording a process: it " + problem;
-      return false;
-    }
+    if (std::string problem = listed_process_problem(p); !problem.empty())
+      return Error(path_ + ": not recording a process: it " + problem);
     listed_process_fields(e, p);
   }
-  return write_chunk(ChunkType::PROCESSES, e.b, error);
+  return write_chunk(ChunkType::PROCESSES, e.b);
 }
 
-bool RecordWriter::set_probe_costs(const ProbeCosts& costs, std::string* error) {
-  if (!check_state(State::kBegun, "set_probe_costs", error)) return false;
-  if (!options_.ops) {
-    *error = path_ + ": not recording probe costs: the recording was begun without ops (no-ops option)";
-    return false;
-  }
-  if (probe_costs_written_ == 2) {
-    *error = path_ + ": not recording probe costs: attach's and the recording's already recorded";
-    return false;
-  }
+Result<void> RecordWriter::set_probe_costs(const ProbeCosts& costs) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "set_probe_costs"));
+  if (!options_.ops)
+    return Error(path_ + ": not recording probe costs: the recording was begun without ops (no-ops option)");
+  if (probe_costs_written_ == 2)
+    return Error(path_ + ": not recording probe costs: attach's and the recording's already recorded");
   Encoder e;
   probe_costs_fields(e, std::as_const(costs));
-  if (!write_chunk(ChunkType::PROBE_COSTS, e.b, error)) return false;
+  RETURN_IF_ERROR(write_chunk(ChunkType::PROBE_COSTS, e.b));
   probe_costs_written_++;
-  return true;
+  return {};
 }
 
-bool RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& threads, std::string* error) {
-  if (!check_state(State::kBegun, "add_thread_processes", error)) return false;
+Result<void> RecordWriter::add_thread_processes(const std::vector<ThreadProcess>& threads) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_thread_processes"));
   std::unordered_set<uint32_t> defined = tids_defined_;
   Encoder e;
   for (const ThreadProcess& t : threads) {
-    if (std::string problem = thread_process_problem(t, defined); !problem.empty()) {
-      *error = path_ + ": not recording a thread's process: thread " + problem;
-      return false;
-    }
+    if (std::string problem = thread_process_problem(t, defined); !problem.empty())
+      return Error(path_ + ": not recording a thread's process: thread " + problem);
     defined.insert(t.tid);
     e.u32(t.tid);
     e.u32(t.pid);
   }
-  if (!write_chunk(ChunkType::THREAD_PROCESSES, e.b, error)) return false;
+  RETURN_IF_ERROR(write_chunk(ChunkType::THREAD_PROCESSES, e.b));
   tids_defined_ = std::move(defined);
-  return true;
+  return {};
 }
 
-bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::string* error) {
-  if (!check_state(State::kBegun, "add_module_names", error)) return false;
-  if (names.empty()) return true;
-  if (!options_.with_stack) {
-    *error = path_ + ": not recording module names: the recording was begun without the with_stack option";
-    return false;
-  }
+Result<void> RecordWriter::add_module_names(const std::vector<ModuleName>& names) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_module_names"));
+  if (names.empty()) return {};
+  if (!options_.with_stack)
+    return Error(path_ + ": not recording module names: the recording was begun without the with_stack option");
   for (size_t i = 0; i < names.size(); ++i)
     if (std::string problem = module_name_problem(names[i], sample_frames_defined());
         !problem.empty()) {
-      *error = path_ + ": not recording module names: name " + std::to_string(i) + " " + problem;
-      return false;
+      return Error(path_ + ": not recording module names: name " + std::to_string(i) + " " + problem);
     }
   Encoder e;
   module_names_fields(e, names);
   // Their frames first: a file cut after either never names an undefined frame.
-  return write_pending(kFrames, error) && write_chunk(ChunkType::MODULE_NAMES, e.b, error);
+  RETURN_IF_ERROR(write_pending(kFrames));
+  return write_chunk(ChunkType::MODULE_NAMES, e.b);
 }
 
 // A chunk of entries held to the reader's rules (`problem`), written at
@@ -643,104 +611,96 @@ bool RecordWriter::add_module_names(const std::vector<ModuleName>& names, std::s
 // one breaks them ("not recording WHAT: ONE i PROBLEM"). method: the
 // caller, as check_state names it.
 template <typename T, typename Problem, typename Fields>
-bool RecordWriter::write_checked(const char* method, ChunkType type, const std::vector<T>& items, const char* what,
-                                 const char* one, Problem problem, Fields fields, std::string* error) {
-  if (!check_state(State::kBegun, method, error)) return false;
-  if (items.empty()) return true;
-  if (std::string why = first_problem(items, problem, one); !why.empty()) {
-    *error = path_ + ": not recording " + what + ": " + why;
-    return false;
-  }
+Result<void> RecordWriter::write_checked(const char* method, ChunkType type, const std::vector<T>& items,
+                                         const char* what, const char* one, Problem problem, Fields fields) {
+  RETURN_IF_ERROR(check_state(State::kBegun, method));
+  if (items.empty()) return {};
+  if (std::string why = first_problem(items, problem, one); !why.empty())
+    return Error(path_ + ": not recording " + what + ": " + why);
   Encoder e;
   fields(e, items);
-  return write_chunk(type, e.b, error);
+  return write_chunk(type, e.b);
 }
 
-bool RecordWriter::add_job_ranks(const std::vector<JobRank>& ranks, std::string* error) {
+Result<void> RecordWriter::add_job_ranks(const std::vector<JobRank>& ranks) {
   return write_checked("add_job_ranks", ChunkType::JOB_RANKS, ranks, "job ranks", "rank", job_rank_problem,
-                       [](Encoder& e, const std::vector<JobRank>& r) { job_ranks_fields(e, r); }, error);
+                       [](Encoder& e, const std::vector<JobRank>& r) { job_ranks_fields(e, r); });
 }
 
-bool RecordWriter::add_native_files(const std::vector<NativeFile>& files, std::string* error) {
+Result<void> RecordWriter::add_native_files(const std::vector<NativeFile>& files) {
   return write_checked("add_native_files", ChunkType::NATIVE_FILES, files, "native files", "file", native_file_problem,
-                       [](Encoder& e, const std::vector<NativeFile>& f) { native_files_fields(e, f); }, error);
+                       [](Encoder& e, const std::vector<NativeFile>& f) { native_files_fields(e, f); });
 }
 
-bool RecordWriter::add_ops(const std::vector<OpInfo>& ops, std::string* error) {
-  if (!check_state(State::kBegun, "add_ops", error)) return false;
+Result<void> RecordWriter::add_ops(const std::vector<OpInfo>& ops) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "add_ops"));
   Encoder e;
   e.u32(static_cast<uint32_t>(ops_count_));
   e.u32(static_cast<uint32_t>(ops.size()));
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (std::string problem = op_problem(ops[i], ops_count_ + i); !problem.empty()) {
-      *error = path_ + ": not recording ops: " + problem;
-      return false;
-    }
+    if (std::string problem = op_problem(ops[i], ops_count_ + i); !problem.empty())
+      return Error(path_ + ": not recording ops: " + problem);
     op_fields(e, ops[i], GP_RECORD_FORMAT_VERSION);
   }
-  if (!write_chunk(ChunkType::MORE_OPS, e.b, error)) return false;
+  RETURN_IF_ERROR(write_chunk(ChunkType::MORE_OPS, e.b));
   ops_count_ += ops.size();
-  return true;
+  return {};
 }
 
-bool RecordWriter::set_thread_names(const std::vector<ThreadName>& names, std::string* error) {
-  if (!disk_full() && !check_state(State::kBegun, "set_thread_names", error)) return false;  // finish() writes it
-  if (std::string problem = thread_names_problem(names); !problem.empty()) {
-    *error = path_ + ": not recording the thread names: " + problem;
-    return false;
-  }
-  if (names.size() > (kRecordMaxChunkPayload - 4) / (8 + kRecordMaxThreadName)) {
-    *error = path_ + ": not recording the thread names: too many threads";
-    return false;
-  }
+Result<void> RecordWriter::set_thread_names(const std::vector<ThreadName>& names) {
+  if (!disk_full()) RETURN_IF_ERROR(check_state(State::kBegun, "set_thread_names"));  // finish() writes it
+  if (std::string problem = thread_names_problem(names); !problem.empty())
+    return Error(path_ + ": not recording the thread names: " + problem);
+  if (names.size() > (kRecordMaxChunkPayload - 4) / (8 + kRecordMaxThreadName))
+    return Error(path_ + ": not recording the thread names: too many threads");
   thread_names_ = names;
-  return true;
+  return {};
 }
 
 // Each chunk after what it names, so the file gets them in the order of
 // enum Pending (each when non-empty).
-bool RecordWriter::flush(std::string* error) {
-  if (!check_state(State::kBegun, "flush", error)) return false;
+Result<void> RecordWriter::flush() {
+  RETURN_IF_ERROR(check_state(State::kBegun, "flush"));
   for (size_t which = 0; which < kPendingChunks; ++which)
-    if (!write_pending(which, error)) return false;
-  return true;
+    RETURN_IF_ERROR(write_pending(which));
+  return {};
 }
 
-bool RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns, std::string* error) {
+Result<void> RecordWriter::finish(const RecordStats& stats, uint64_t end_monotonic_ns) {
   if (state_ == State::kDiskFull && fd_.get() >= 0) {
     closing_ = true;  // what is buffered is dropped: the room kept is the closing chunks'
     state_ = State::kBegun;
-  } else if (!check_state(State::kBegun, "finish", error) || !flush(error)) {
-    return false;
+  } else {
+    RETURN_IF_ERROR(check_state(State::kBegun, "finish"));
+    RETURN_IF_ERROR(flush());
   }
   if (cuda_runtime_) {
     Encoder c;
     cuda_runtime_fields(c, *cuda_runtime_);
-    if (!write_chunk(ChunkType::CUDA_RUNTIME, c.b, error)) return false;
+    RETURN_IF_ERROR(write_chunk(ChunkType::CUDA_RUNTIME, c.b));
   }
   if (cupti_shim_) {
     Encoder c;
     cupti_shim_fields(c, *cupti_shim_);
-    if (!write_chunk(ChunkType::CUPTI_SHIM, c.b, error)) return false;
+    RETURN_IF_ERROR(write_chunk(ChunkType::CUPTI_SHIM, c.b));
   }
   if (!thread_names_.empty()) {
     Encoder c;
     thread_names_fields(c, std::as_const(thread_names_));
-    if (!write_chunk(ChunkType::THREAD_NAMES, c.b, error)) return false;
+    RETURN_IF_ERROR(write_chunk(ChunkType::THREAD_NAMES, c.b));
   }
   Encoder s, e;
   stats_fields(s, stats, GP_RECORD_FORMAT_VERSION);
   e.u64(end_monotonic_ns);
-  if (!write_chunk(ChunkType::STATS, s.b, error) || !write_chunk(ChunkType::END, e.b, error))
-    return false;
+  RETURN_IF_ERROR(write_chunk(ChunkType::STATS, s.b));
+  RETURN_IF_ERROR(write_chunk(ChunkType::END, e.b));
   if (reserved_to_ > offset_) (void)!ftruncate(fd_.get(), static_cast<off_t>(offset_));  // the room kept, given back
   if (fd_.reset() != 0) {
-    *error = "cannot write " + path_ + ": " + std::strerror(errno);
     state_ = State::kFailed;
-    return false;
+    return Error("cannot write " + path_ + ": " + std::strerror(errno));
   }
   state_ = State::kFinished;
-  return true;
+  return {};
 }
 
 }  // namespace gpuprof

@@ -12,7 +12,7 @@ constexpr uint64_t kMaxField = 1ull << 31;
 
 }  // namespace
 
-std::optional<gp_schedule> parse_schedule(const std::string& text, std::string* error) {
+Result<gp_schedule> parse_schedule(const std::string& text) {
   gp_schedule schedule = {};
   bool have_active = false;
   std::string_view rest = text;
@@ -21,33 +21,26 @@ std::optional<gp_schedule> parse_schedule(const std::string& text, std::string* 
     const std::string_view item = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) {
-      *error = "--schedule: '" + std::string(item) + "' is not KEY=N (keys: skip_first, wait, warmup, active, repeat)";
-      return std::nullopt;
-    }
+    if (eq == std::string_view::npos)
+      return Error("--schedule: '" + std::string(item) + "' is not KEY=N (keys: skip_first, wait, warmup, active, repeat)");
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     uint64_t n = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc() || end != value.data() + value.size() || n >= kMaxField) {
-      *error = "--schedule: " + std::string(key) + "=" + std::string(value) +
-               ": not a whole number from 0 to " + std::to_string(kMaxField - 1);
-      return std::nullopt;
-    }
+    if (ec != std::errc() || end != value.data() + value.size() || n >= kMaxField)
+      return Error("--schedule: " + std::string(key) + "=" + std::string(value) +
+                   ": not a whole number from 0 to " + std::to_string(kMaxField - 1));
     if (key == "skip_first") schedule.skip_first = n;
     else if (key == "wait") schedule.wait = n;
     else if (key == "warmup") schedule.warmup = n;
     else if (key == "active") schedule.active = n, have_active = true;
     else if (key == "repeat") schedule.repeat = n;
     else {
-      *error = "--schedule: unknown key '" + std::string(key) +
-               "' (keys: skip_first, wait, warmup, active, repeat)";
-      return std::nullopt;
+      return Error("--schedule: unknown key '" + std::string(key) +
+                   "' (keys: skip_first, wait, warmup, active, repeat)");
     }
   }
-  if (!have_active || schedule.active == 0) {
-    *error = "--schedule: active=N (N >= 1) is required: the steps recorded per cycle";
-    return std::nullopt;
-  }
+  if (!have_active || schedule.active == 0)
+    return Error("--schedule: active=N (N >= 1) is required: the steps recorded per cycle");
   return schedule;
 }
 

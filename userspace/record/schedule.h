@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "op_tracer_abi.h"
 
 namespace gpuprof {
@@ -28,10 +29,10 @@ namespace gpuprof {
 inline constexpr std::string_view kProfilerStepOp = "ProfilerStep*";
 
 // Parses "skip_first=S,wait=W,warmup=U,active=A,repeat=R" (any order, any
-// subset but active; defaults 0; active >= 1). nullopt with *error saying
-// what is wrong. The result has mode GP_SCHEDULE_OFF: the caller sets the
-// mode and step fields.
-std::optional<gp_schedule> parse_schedule(const std::string& text, std::string* error);
+// subset but active; defaults 0; active >= 1), or an error saying what is
+// wrong. The result has mode GP_SCHEDULE_OFF: the caller sets the mode and
+// step fields.
+Result<gp_schedule> parse_schedule(const std::string& text);
 
 // "skip_first=0,wait=1,warmup=1,active=3,repeat=2"
 std::string format_schedule(const gp_schedule& schedule);
