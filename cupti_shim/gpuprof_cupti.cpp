@@ -24,8 +24,9 @@
 // and torch.profiler's Kineto asks for it once, when the job's first
 // profile starts; refused, it does without CUDA activities for the rest of
 // the process. So while the shim holds CUPTI it listens for that request:
-// at switch on it points the job's libraries' calls to cuptiSubscribe (and
-// _v2) at subscribe_for_the_job (import_redirect.h), which, when CUPTI
+// at switch on (and at each look after it, if a library was loaded since)
+// it points the job's libraries' calls to cuptiSubscribe (and _v2) at
+// subscribe_for_the_job (import_redirect.h), which, when CUPTI
 // refuses the job because the shim holds it, switches the shim off and
 // asks again for the job. The job's profile is then whole; gpuprof's GPU
 // times stop there (state 7, which gpuprof reports), and the watcher asks
@@ -202,6 +203,7 @@ bool g_on = false;                 // subscribed, callbacks and activity kinds e
 bool g_failed_this_attach = false;  // a CUPTI error: not asked again until the tracer leaves
 bool g_exiting = false;            // exit() has begun: CUPTI is not touched again
 uint32_t g_looks_while_taken = 0;
+unsigned long long g_objects_at_listen = 0;  // objects_loaded() when the job's libraries were last redirected
 
 // Whether CUPTI's records still come to the shim (the job's torch.profiler
 // registers its own buffer callbacks when it starts a profile, and the
@@ -516,6 +518,7 @@ CUptiResult CUPTIAPI subscribe_v2_for_the_job(CUpti_SubscriberHandle* subscriber
 // slots already redirected are left alone). libcupti's own calls and the
 // shim's (through g_api, found with dlsym) are not redirected.
 void listen_for_the_jobs_profiler() {
+  g_objects_at_listen = gpuprof_shim::objects_loaded();
   const void* libcupti = reinterpret_cast<const void*>(g_api.subscribe);
   const void* shim = reinterpret_cast<const void*>(&subscribe_for_the_job);
   gpuprof_shim::redirect_imports("cuptiSubscribe", reinterpret_cast<void*>(&subscribe_for_the_job), libcupti, shim);
@@ -539,6 +542,8 @@ void look_locked() {
       return;
     }
     g_draining_flushed = false;
+    // A library loaded since the switch on may call cuptiSubscribe too.
+    if (g_on && gpuprof_shim::objects_loaded() != g_objects_at_listen) listen_for_the_jobs_profiler();
     if (g_on || g_failed_this_attach) return;
     const bool waiting = gpuprof_cupti_state == GPUPROF_CUPTI_TAKEN || gpuprof_cupti_state == GPUPROF_CUPTI_YIELDED;
     if (waiting && ++g_looks_while_taken < kTakenRetryLooks) return;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -121,7 +122,20 @@ int redirect_in_object(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
+int read_adds(dl_phdr_info* info, size_t size, void* data) {
+  // dlpi_adds is there from glibc 2.4 on; size says whether this one has it.
+  if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+    *static_cast<unsigned long long*>(data) = info->dlpi_adds;
+  return 1;  // the first object is enough: the counter is the loader's
+}
+
 }  // namespace
+
+unsigned long long objects_loaded() {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(read_adds, &adds);
+  return adds;
+}
 
 size_t redirect_imports(const char* symbol, void* replacement, const void* skip_a, const void* skip_b) {
   Request request{symbol, replacement, skip_a, skip_b};

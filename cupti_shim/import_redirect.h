@@ -12,9 +12,9 @@
 // 8-byte store and read-only again; the store is atomic, so a thread
 // calling through the slot meanwhile calls the old target or the new one.
 //
-// Not reached: objects loaded after the call (call it again: slots already
-// pointing at the replacement are left alone), and callers that found the
-// function with dlsym.
+// Not reached: objects loaded after the call (call it again when
+// objects_loaded() has changed: slots already pointing at the replacement
+// are left alone), and callers that found the function with dlsym.
 #pragma once
 
 #include <cstddef>
@@ -26,5 +26,10 @@ namespace gpuprof_shim {
 // whose internal calls must stay its own, and the caller's). Returns how many
 // slots now point at `replacement` that did not before.
 size_t redirect_imports(const char* symbol, void* replacement, const void* skip_a, const void* skip_b);
+
+// How many objects the loader has loaded since the process started (never
+// decreases): a changed count means new objects to redirect. Cheap: the
+// loader's own counter, read under its lock without walking the objects.
+unsigned long long objects_loaded();
 
 }  // namespace gpuprof_shim

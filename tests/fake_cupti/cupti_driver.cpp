@@ -47,6 +47,9 @@
 //                             which gives CUPTI up (state 7); the job's
 //                             profile is whole, through a detach too
 //   profiler-v2-while-tracing the same, the job calling cuptiSubscribe_v2
+//   profiler-loaded-while-tracing
+//                             Kineto's library (libjob_profiler.so) loaded
+//                             while the shim is on: heard all the same
 //   profiler-with-teardown    Kineto with TEARDOWN_CUPTI=1: CUPTI given up at
 //                             each profile's start, taken again at its end
 //   activities-only-while-tracing
@@ -560,6 +563,38 @@ void profiler_with_teardown(Scenario& s) {
   s.detach("detach");
 }
 
+// Kineto's library loaded while the shim traces (a job that imports its
+// profiler late): the watcher's next look reaches its calls too.
+void profiler_loaded_while_tracing(Scenario& s) {
+  s.attach("attach");
+  char exe[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  std::string library = n > 0 ? std::string(exe, size_t(n)) : "";
+  library = library.substr(0, library.rfind('/') + 1) + "libjob_profiler.so";
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  check(lib != nullptr, "loaded " + library);
+  if (!lib) return;
+  auto start = reinterpret_cast<void (*)()>(dlsym(lib, "job_profiler_start"));
+  auto stop = reinterpret_cast<void (*)()>(dlsym(lib, "job_profiler_stop"));
+  auto records = reinterpret_cast<uint64_t (*)()>(dlsym(lib, "job_profiler_records"));
+  let_the_watcher_look();
+  fake_cupti_clear_call_log();
+  const uint64_t walked = fake_cupti_records_walked(), job = records();
+  start();
+  const std::string expected = "cuptiSubscribe " + kSwitchOffCalls + " cuptiSubscribe " + kProfileStartCalls;
+  check(fake_cupti_call_log() == expected, "the late library's cuptiSubscribe reached the shim: exactly " +
+                                               expected + " (log: " + std::string(fake_cupti_call_log()) + ")");
+  check(*s.state == 7, "state 7 (is " + std::to_string(*s.state) + ")");
+  s.run();
+  check(records() - job == s.records() && fake_cupti_records_walked() - walked == s.records(),
+        "the job's profile got every record, the shim none");
+  stop();
+  fake_cupti_clear_call_log();
+  move_semaphores(s.semaphores, -1);
+  check(wait_for_state(s.state, 6), "detached: state 6");
+  check(std::string(fake_cupti_call_log()).empty(), "detached: no CUPTI call");
+}
+
 // A profiler that uses only the activity API (no subscription: the shim
 // cannot hear it) starts while the shim is on: its buffer callbacks win.
 void activities_only_while_tracing(Scenario& s) {
@@ -695,6 +730,8 @@ int main(int argc, char** argv) {
       profiler_while_tracing(s, JobProfiler::Kind::kineto);
     else if (scenario == "profiler-v2-while-tracing")
       profiler_while_tracing(s, JobProfiler::Kind::kineto_v2);
+    else if (scenario == "profiler-loaded-while-tracing")
+      profiler_loaded_while_tracing(s);
     else if (scenario == "profiler-with-teardown")
       profiler_with_teardown(s);
     else if (scenario == "activities-only-while-tracing")

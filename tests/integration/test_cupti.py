@@ -177,6 +177,7 @@ SCENARIOS = {
     "profiler-while-dormant": [DORMANT_LINE, TAKEN_LINE],
     "profiler-while-tracing": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TAKEN_LINE],
     "profiler-v2-while-tracing": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TAKEN_LINE],
+    "profiler-loaded-while-tracing": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE],
     "profiler-with-teardown": [DORMANT_LINE, TRACING_LINE, YIELDED_LINE, TRACING_LINE, YIELDED_LINE, TRACING_LINE,
                                GONE_LINE],
     "activities-only-while-tracing": [DORMANT_LINE, TRACING_LINE, GONE_LEAVING_KINDS_LINE, TRACING_LINE, GONE_LINE],
