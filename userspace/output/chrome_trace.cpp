@@ -44,17 +44,17 @@ void append_us(std::string& out, int64_t ns) {
     ns = -ns;  // recordings are far from INT64_MIN
   }
   char buffer[32];
-  int n = std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(ns / 1000));
-  out.append(buffer, static_cast<size_t>(n));
-  int fraction = static_cast<int>(ns % 1000);
-  if (fraction == 0) return;
-  int digits = 3;
-  while (fraction % 10 == 0) {
-    fraction /= 10;
-    --digits;
+  char* end = std::to_chars(buffer, buffer + sizeof buffer, ns / 1000).ptr;
+  if (int fraction = static_cast<int>(ns % 1000); fraction != 0) {
+    *end++ = '.';
+    *end++ = static_cast<char>('0' + fraction / 100);
+    fraction %= 100;
+    if (fraction != 0) {
+      *end++ = static_cast<char>('0' + fraction / 10);
+      if (fraction % 10 != 0) *end++ = static_cast<char>('0' + fraction % 10);
+    }
   }
-  n = std::snprintf(buffer, sizeof buffer, ".%0*d", digits, fraction);
-  out.append(buffer, static_cast<size_t>(n));
+  out.append(buffer, end);
 }
 
 template <typename T>
@@ -264,7 +264,16 @@ class TraceWriter {
     append_us(out_, rel(ts_ns));
   }
 
-  std::string op_name(uint32_t op_id) const { return op_display_name(r_.ops, op_id); }
+  // Every call names its op: the names are made once.
+  const std::string& op_name(uint32_t op_id) const {
+    if (op_names_.empty()) {
+      op_names_.reserve(r_.ops.size() + 1);
+      for (uint32_t id = 0; id < r_.ops.size(); ++id) op_names_.push_back(op_display_name(r_.ops, id));
+      op_names_.push_back("");  // the slot of an id outside the table
+    }
+    if (op_id < r_.ops.size()) return op_names_[op_id];
+    return op_names_.back() = op_display_name(r_.ops, op_id);
+  }
   // A step frame (op_timeline.h) is named after its step, as torch names
   // its ranges: ProfilerStep#N.
   static bool is_step(const Recording& r, const OpCall& call) {
@@ -315,7 +324,12 @@ class TraceWriter {
     return out;
   }
 
-  void note_thread(uint32_t tid) { threads_.insert(tid); }
+  void note_thread(uint32_t tid) {
+    // Calls come thread by thread: most are the last thread's.
+    if (tid == last_noted_thread_ && !threads_.empty()) return;
+    threads_.insert(tid);
+    last_noted_thread_ = tid;
+  }
   // The track of a thread's step frames: above every Linux tid (at most
   // 2^22), so it names no real thread.
   static int64_t step_track(uint32_t tid) { return (int64_t{1} << 32) + tid; }
@@ -377,7 +391,8 @@ class TraceWriter {
     // As Kineto files them: record_function ranges (ProfilerStep#N
     // too) as user annotations, everything else as CPU ops.
     const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
-    common("X", user ? "user_annotation" : "cpu_op", step ? "ProfilerStep#" + std::to_string(*step) : op_name(call.op_id),
+    const std::string step_name = step ? "ProfilerStep#" + std::to_string(*step) : std::string();
+    common("X", user ? "user_annotation" : "cpu_op", step ? std::string_view(step_name) : op_name(call.op_id),
            pid_of(call.tid), step ? step_track(call.tid) : call.tid, call.start_ns);
     out_ += ",\"dur\":";
     append_us(out_, static_cast<int64_t>(call.duration_ns()));
@@ -714,6 +729,8 @@ class TraceWriter {
   int64_t from_ns_ = 0;
   int64_t until_ns_ = 0;
   std::set<uint32_t> threads_;
+  uint32_t last_noted_thread_ = 0;
+  mutable std::vector<std::string> op_names_;  // by op id, made on first use (op_name)
   std::set<uint32_t> step_threads_;  // threads with step frames (on step_track(tid))
   // record -a: each thread's process (a thread not listed is the target's).
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
@@ -729,7 +746,15 @@ class TraceWriter {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
+  // Runs of characters that need no escape are appended whole: op names
+  // and frames are almost always one such run.
+  auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; };
   for (size_t i = 0; i < text.size();) {
+    size_t run = i;
+    while (run < text.size() && plain(static_cast<unsigned char>(text[run]))) ++run;
+    out.append(text.substr(i, run - i));
+    if (run == text.size()) return;
+    i = run;
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       if (size_t length = utf8_sequence_length(text, i)) {
@@ -744,12 +769,10 @@ void append_json_string(std::string& out, std::string_view text) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7F) {
+    } else {  // below 0x20, or 0x7F
       char buffer[8];
       std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
       out += buffer;
-    } else {
-      out += static_cast<char>(c);
     }
     ++i;
   }
