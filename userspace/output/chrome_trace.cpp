@@ -25,7 +25,7 @@
 #include "analyze/memory_attribution.h"
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
-#include "base/utf8.h"
+#include "output/trace_json.h"
 
 namespace gpuprof {
 namespace {
@@ -34,35 +34,6 @@ namespace {
 // (PID_MAX_LIMIT is 2^22) so that they never clash with the target's.
 constexpr int64_t kGpuPidBase = int64_t{1} << 22;
 constexpr size_t kFlushBytes = 64 << 10;
-
-// Appends `ns` as microseconds, exact to the nanosecond and without
-// trailing zeros: "-0.25", "12.345", "17". Integer arithmetic: no rounding
-// on the way.
-void append_us(std::string& out, int64_t ns) {
-  if (ns < 0) {
-    out += '-';
-    ns = -ns;  // recordings are far from INT64_MIN
-  }
-  char buffer[32];
-  char* end = std::to_chars(buffer, buffer + sizeof buffer, ns / 1000).ptr;
-  if (int fraction = static_cast<int>(ns % 1000); fraction != 0) {
-    *end++ = '.';
-    *end++ = static_cast<char>('0' + fraction / 100);
-    fraction %= 100;
-    if (fraction != 0) {
-      *end++ = static_cast<char>('0' + fraction / 10);
-      if (fraction % 10 != 0) *end++ = static_cast<char>('0' + fraction % 10);
-    }
-  }
-  out.append(buffer, end);
-}
-
-template <typename T>
-void append_number(std::string& out, T value) {
-  char buffer[32];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  out.append(buffer, result.ptr);
-}
 
 std::string hex(uint64_t value) {
   char buffer[24];
@@ -744,39 +715,6 @@ class TraceWriter {
 };
 
 }  // namespace
-
-void append_json_string(std::string& out, std::string_view text) {
-  // Runs of characters that need no escape are appended whole: op names
-  // and frames are almost always one such run.
-  auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; };
-  for (size_t i = 0; i < text.size();) {
-    size_t run = i;
-    while (run < text.size() && plain(static_cast<unsigned char>(text[run]))) ++run;
-    out.append(text.substr(i, run - i));
-    if (run == text.size()) return;
-    i = run;
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      if (size_t length = utf8_sequence_length(text, i)) {
-        out.append(text.substr(i, length));
-        i += length;
-      } else {
-        out += "\xEF\xBF\xBD";  // U+FFFD
-        ++i;
-      }
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else {  // below 0x20, or 0x7F
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-    }
-    ++i;
-  }
-}
 
 std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error) {
   const size_t colon = text.find(':');
