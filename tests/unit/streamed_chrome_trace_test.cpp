@@ -7,6 +7,9 @@
 // chunk late), fed in chunks of every size, whole and cut by --time-range;
 // and what it declines.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
 
 #include <random>
 #include <string>
@@ -90,6 +93,35 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   EXPECT_GT(steps, 100u);
   EXPECT_GT(unwound, 1000u);
   EXPECT_GT(python, 1000u);  // calls with their entry's stack
+}
+
+// Long enough that each thread's spill is written to its temporary file in
+// several pieces and read back across the pieces' boundaries.
+TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
+  Recording recording = recording_with_samples(7, 200'000);
+  recording.options.with_stack = true;
+  std::mt19937 rng(7);
+  add_random_entry_stacks(recording, rng, 2);
+  const std::string expected = whole_trace(recording, {});
+  ASSERT_GT(expected.size(), 10u << 20);  // ~100k calls: over 64 KiB of spill per thread
+  EXPECT_EQ(streamed_trace(recording, {}, 4096), expected);
+}
+
+// A spill that cannot be written (here: a file size limit, as a full disk
+// would) keeps what its file held and everything after in memory.
+TEST(StreamedChromeTrace, ASpillThatCannotBeWrittenIsHeld) {
+  Recording recording = recording_with_samples(8, 200'000);
+  const std::string expected = whole_trace(recording, {});
+  struct rlimit before {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  void (*was)(int) = std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead
+  struct rlimit small = before;
+  small.rlim_cur = 100 << 10;  // past the first 64 KiB piece, within the second
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const std::string streamed = streamed_trace(recording, {}, 4096);
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, was);
+  EXPECT_EQ(streamed, expected);
 }
 
 TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {

@@ -4,6 +4,7 @@
 
 #include "analyze/call_tree.h"
 #include "analyze/module_names.h"
+#include "base/varint.h"
 
 namespace gpuprof {
 
@@ -37,33 +38,140 @@ void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t f
                         [this](const Timeline& forest) { spill(forest); });
 }
 
+namespace {
+
+// A spilled call holds what the trace writes of it (chrome_trace.cpp): its
+// op, start, duration, entry index and whether it was unwound; a step
+// frame's step number; its entry's stack. Packed against its thread's
+// previous call: a flags byte, then varints, the start and entry index as
+// zigzag differences; about 10 bytes where the OpCall is 72.
+constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4;
+constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 5;  // flags, five 64-bit varints at most, a 32-bit one
+constexpr size_t kSpillWriteBytes = 64 << 10;
+
+void pack_call(std::string& out, const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack,
+               uint64_t& last_start, uint64_t& last_entry) {
+  out.push_back(static_cast<char>((call.unwound ? kUnwound : 0) | (step ? kIsStep : 0) | (stack ? kHasStack : 0)));
+  append_varint(out, call.op_id);
+  append_varint(out, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
+  append_varint(out, call.end_ns - call.start_ns);
+  append_varint(out, zigzag(static_cast<int64_t>(call.entry_index - last_entry)));
+  if (step) append_varint(out, *step);
+  if (stack) append_varint(out, *stack);
+  last_start = call.start_ns;
+  last_entry = call.entry_index;
+}
+
+// Reads one thread's packed calls back, from its file (in pieces) and then
+// from what was never written, and hands each to the visitor.
+class SpillReader {
+ public:
+  SpillReader(uint32_t tid, std::FILE* file, const std::string& pending)
+      : tid_(tid), file_(file), pending_(pending) {}
+
+  void visit_all(const TraceCallVisitor& visit) {
+    if (file_) {
+      std::rewind(file_);
+      while (refill()) visit_buffered(visit, /*at_end=*/false);
+      visit_buffered(visit, /*at_end=*/true);
+    }
+    buffer_.erase(0, pos_);
+    buffer_ += pending_;
+    pos_ = 0;
+    visit_buffered(visit, /*at_end=*/true);
+  }
+
+ private:
+  // Reads more of the file behind what is left; false at its end.
+  bool refill() {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+    const size_t had = buffer_.size();
+    buffer_.resize(had + kSpillWriteBytes);
+    const size_t got = std::fread(buffer_.data() + had, 1, kSpillWriteBytes, file_);
+    buffer_.resize(had + got);
+    return got > 0;
+  }
+  // The calls whole in the buffer (all of them at the end: no more bytes
+  // will come; a cut call, which gpuprof never writes, is left out).
+  void visit_buffered(const TraceCallVisitor& visit, bool at_end) {
+    while (pos_ < buffer_.size() && (at_end || buffer_.size() - pos_ >= kMaxPackedCall)) {
+      const size_t at = pos_;
+      if (!visit_one(visit)) {
+        pos_ = at;
+        return;
+      }
+    }
+  }
+  bool varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64 && pos_ < buffer_.size(); shift += 7) {
+      const auto b = static_cast<uint8_t>(buffer_[pos_++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+  bool visit_one(const TraceCallVisitor& visit) {
+    const auto flags = static_cast<uint8_t>(buffer_[pos_++]);
+    uint64_t op = 0, start = 0, duration = 0, entry = 0, step = 0, stack = 0;
+    if (!varint(op) || !varint(start) || !varint(duration) || !varint(entry)) return false;
+    if ((flags & kIsStep) && !varint(step)) return false;
+    if ((flags & kHasStack) && !varint(stack)) return false;
+    OpCall call;
+    call.tid = tid_;
+    call.op_id = static_cast<uint32_t>(op);
+    call.start_ns = last_start_ += static_cast<uint64_t>(unzigzag(start));
+    call.end_ns = call.start_ns + duration;
+    call.entry_index = last_entry_ += static_cast<uint64_t>(unzigzag(entry));
+    call.unwound = flags & kUnwound;
+    visit(call, flags & kIsStep ? std::optional<uint64_t>(step) : std::nullopt,
+          flags & kHasStack ? std::optional<uint32_t>(static_cast<uint32_t>(stack)) : std::nullopt);
+    return true;
+  }
+
+  const uint32_t tid_;
+  std::FILE* const file_;
+  const std::string& pending_;
+  std::string buffer_;
+  size_t pos_ = 0;
+  uint64_t last_start_ = 0, last_entry_ = 0;
+};
+
+}  // namespace
+
 // A forest's calls by start, parents first (build_call_tree's order, which
-// the whole trace writes), to the end of its thread's file.
+// the whole trace writes), packed onto the end of its thread's spill.
 void StreamedChromeTrace::spill(const Timeline& forest) {
   const CallTree tree = build_call_tree(forest);
   ThreadCalls& calls = spills_->threads[forest.calls.front().tid];
-  if (!calls.file && calls.held.empty()) calls.file = std::tmpfile();
+  if (!calls.file && calls.pending.empty()) calls.file = std::tmpfile();
   for (size_t id : tree.threads.front()) {
-    Spilled s{.call = forest.calls[id]};
-    if (auto step = step_of_entry_.find(s.call.entry_index); step != step_of_entry_.end()) {
-      s.is_step = true;
-      s.step = step->second;
-      step_of_entry_.erase(step);
+    const OpCall& call = forest.calls[id];
+    std::optional<uint64_t> step;
+    if (auto found = step_of_entry_.find(call.entry_index); found != step_of_entry_.end()) {
+      step = found->second;
+      step_of_entry_.erase(found);
     }
-    if (const std::optional<uint32_t> stack = pairs_.of(s.call.entry_index)) {
-      s.has_stack = true;
-      s.stack = *stack;
-      pairs_.forget(s.call.entry_index);
-    }
-    if (calls.file && std::fwrite(&s, sizeof s, 1, calls.file) == 1) continue;
-    if (calls.file) {  // the disk is full: what the file holds is held instead, and all that follows
-      std::rewind(calls.file);
-      for (Spilled back; std::fread(&back, sizeof back, 1, calls.file) == 1;) calls.held.push_back(back);
-      std::fclose(calls.file);
-      calls.file = nullptr;
-    }
-    calls.held.push_back(s);  // no temporary file: held
+    const std::optional<uint32_t> stack = pairs_.of(call.entry_index);
+    if (stack) pairs_.forget(call.entry_index);
+    pack_call(calls.pending, call, step, stack, calls.packed.start_ns, calls.packed.entry_index);
   }
+  if (!calls.file || calls.pending.size() < kSpillWriteBytes) return;
+  const long written_before = std::ftell(calls.file);
+  if (std::fwrite(calls.pending.data(), 1, calls.pending.size(), calls.file) == calls.pending.size() &&
+      std::fflush(calls.file) == 0) {
+    calls.pending.clear();
+    return;
+  }
+  // The disk is full: what the file held before this write is held
+  // instead, and all that follows.
+  std::string held(written_before > 0 ? static_cast<size_t>(written_before) : 0, '\0');
+  std::rewind(calls.file);
+  held.resize(std::fread(held.data(), 1, held.size(), calls.file));
+  std::fclose(calls.file);
+  calls.file = nullptr;
+  calls.pending = held + calls.pending;
 }
 
 StreamedTraceCalls StreamedChromeTrace::finish() {
@@ -72,19 +180,10 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   return [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
 }
 
-void StreamedChromeTrace::Spills::visit_one(const Spilled& s, const TraceCallVisitor& visit) {
-  visit(s.call, s.is_step ? std::optional<uint64_t>(s.step) : std::nullopt,
-        s.has_stack ? std::optional<uint32_t>(s.stack) : std::nullopt);
-}
-
 void StreamedChromeTrace::Spills::replay(const TraceCallVisitor& visit) {
   for (uint32_t tid : order) {
     ThreadCalls& calls = threads[tid];
-    if (calls.file) {
-      std::rewind(calls.file);
-      for (Spilled s; std::fread(&s, sizeof s, 1, calls.file) == 1;) visit_one(s, visit);
-    }
-    for (const Spilled& s : calls.held) visit_one(s, visit);
+    SpillReader(tid, calls.file, calls.pending).visit_all(visit);
   }
 }
 

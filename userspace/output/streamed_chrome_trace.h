@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -54,18 +55,21 @@ class StreamedChromeTrace : public RecordStream {
   StreamedTraceCalls finish();
 
  private:
-  struct Spilled {
-    OpCall call;
-    uint64_t step = 0;
-    bool is_step = false;
-    bool has_stack = false;
-    uint32_t stack = 0;
+  // Where the next call of a thread is packed from: its previous call's
+  // start and entry index (calls go by start, parents first, so both grow
+  // by small steps).
+  struct SpillCursor {
+    uint64_t start_ns = 0;
+    uint64_t entry_index = 0;
   };
-  // One thread's calls in trace order: in a temporary file, or held when
-  // no temporary file could be made (or the disk filled up).
+  // One thread's calls in trace order, packed (streamed_chrome_trace.cpp):
+  // in a temporary file, with the bytes not yet written in `pending`; all
+  // in `pending` when no temporary file could be made (or the disk filled
+  // up).
   struct ThreadCalls {
     std::FILE* file = nullptr;
-    std::vector<Spilled> held;
+    std::string pending;
+    SpillCursor packed;  // the last call packed
   };
   struct Spills {
     std::unordered_map<uint32_t, ThreadCalls> threads;
@@ -75,7 +79,6 @@ class StreamedChromeTrace : public RecordStream {
     Spills& operator=(const Spills&) = delete;
     ~Spills();
     void replay(const TraceCallVisitor& visit);
-    static void visit_one(const Spilled& s, const TraceCallVisitor& visit);
   };
   void spill(const Timeline& forest);
 

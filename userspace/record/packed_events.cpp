@@ -5,6 +5,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "base/varint.h"
+
 namespace gpuprof {
 
 namespace {
@@ -14,9 +16,6 @@ constexpr uint8_t kSameTid = 1u << 4;
 constexpr uint8_t kSamePid = 1u << 5;
 constexpr uint8_t kSameSp = 1u << 6;
 constexpr uint8_t kReservedBit = 1u << 7;
-
-uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
-int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 // What a thread's next event is packed against.
 struct ThreadState {
@@ -45,13 +44,7 @@ struct Packer {
   std::vector<uint8_t>& out;
   static constexpr bool kPacking = true;
   void byte(uint8_t& b) { out.push_back(b); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out.push_back(static_cast<uint8_t>(v | 0x80));
-      v >>= 7;
-    }
-    out.push_back(static_cast<uint8_t>(v));
-  }
+  void varint(uint64_t v) { append_varint(out, v); }
   // The field's value relative to base.
   void delta(__u64& value, uint64_t base) { varint(zigzag(static_cast<int64_t>(value - base))); }
   void u32(uint32_t& value) { varint(value); }
