@@ -1,0 +1,28 @@
+// process_tables.cpp: a system-wide recording's per-process tables, read whole.
+#include "analyze/process_tables.h"
+
+#include <algorithm>
+
+#include "analyze/aggregator.h"
+
+namespace gpuprof {
+
+ProcessTables process_tables(const Recording& recording, bool raw_times) {
+  ProcessTables tables;
+  tables.activity = process_activity(recording);
+  AggregateOptions options;
+  options.raw_times = raw_times;
+  for (const auto& [pid, activity] : tables.activity)
+    if (activity.events) tables.profiles.emplace(pid, aggregate(select_processes(recording, {pid}), options));
+  return tables;
+}
+
+void keep_processes(ProcessTables& tables, const std::set<uint32_t>& pids) {
+  // select_processes keeps those processes' events, threads (so samples and
+  // launches) and descriptions: the activity of each is unchanged, and the
+  // others have none.
+  std::erase_if(tables.activity, [&](const auto& entry) { return !pids.count(entry.first); });
+  std::erase_if(tables.profiles, [&](const auto& entry) { return !pids.count(entry.first); });
+}
+
+}  // namespace gpuprof
