@@ -60,7 +60,7 @@ TEST(StreamedProcessTables, EqualTheWholeTablesOnRandomStreams) {
   for (uint32_t seed = 1; seed <= 30; seed++) {
     const Recording recording = system_wide_recording(seed, 3000);
     for (bool raw : {false, true}) {
-      const ProcessTables whole = process_tables(recording, raw);
+      const ProcessTables whole = process_tables(recording, AggregateOptions{.raw_times = raw});
       ASSERT_EQ(whole.profiles.size(), 2u);
       ASSERT_EQ(whole.activity.size(), 4u);  // 10, 20, 30 and 40 (launches only)
       EXPECT_GT(whole.activity[3].second.launches, 0u);
@@ -84,7 +84,7 @@ TEST(StreamedProcessTables, KeptProcessesEqualTheSelectedRecordingsTables) {
   for (const std::set<uint32_t>& chosen : {std::set<uint32_t>{20}, std::set<uint32_t>{10, 20}, std::set<uint32_t>{30}}) {
     ProcessTables streamed = streamed_tables(recording, 64, false);
     keep_processes(streamed, chosen);
-    const ProcessTables whole = process_tables(select_processes(recording, chosen), false);
+    const ProcessTables whole = process_tables(select_processes(recording, chosen), AggregateOptions{});
     EXPECT_EQ(whole.activity.size(), chosen.size());
     expect_same_tables(streamed, whole);
   }
@@ -138,7 +138,7 @@ TEST(StreamedProcessTables, StreamedReadOfAFileEqualsTheWholeRead) {
   EXPECT_EQ(read->events.size() + read->launches.size(), 0u);  // none kept
   EXPECT_EQ(read->streamed_launches, planted.launches.size());
   const ProcessTables tables = std::move(streamed).finish(*read);
-  expect_same_tables(tables, process_tables(*whole, false));
+  expect_same_tables(tables, process_tables(*whole, AggregateOptions{}));
   uint64_t launches = 0;
   for (const auto& [pid, activity] : tables.activity) launches += activity.launches;
   EXPECT_GT(launches, 100u);  // every launch but those of the thread no process holds

@@ -3,15 +3,11 @@
 
 #include <algorithm>
 
-#include "analyze/aggregator.h"
-
 namespace gpuprof {
 
-ProcessTables process_tables(const Recording& recording, bool raw_times) {
+ProcessTables process_tables(const Recording& recording, const AggregateOptions& options) {
   ProcessTables tables;
   tables.activity = process_activity(recording);
-  AggregateOptions options;
-  options.raw_times = raw_times;
   for (const auto& [pid, activity] : tables.activity)
     if (activity.events) tables.profiles.emplace(pid, aggregate(select_processes(recording, {pid}), options));
   return tables;

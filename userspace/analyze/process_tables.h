@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
 #include "analyze/profile.h"
 #include "record/recording.h"
@@ -23,9 +24,9 @@ struct ProcessTables {
   std::map<uint32_t, Profile> profiles;                        // the processes with op events, by pid
 };
 
-// aggregate(select_processes(recording, {pid})) of each process with op
-// events (memory and GPU columns as the recording has them).
-ProcessTables process_tables(const Recording& recording, bool raw_times);
+// aggregate(select_processes(recording, {pid}), options) of each process
+// with op events (memory and GPU columns as the recording has them).
+ProcessTables process_tables(const Recording& recording, const AggregateOptions& options);
 
 // Only the processes in `pids`: the tables process_tables() gives for
 // select_processes(recording, pids), when `pids` are processes the

@@ -275,6 +275,18 @@ static int print_module_table(const Recording& recording, const ReportOptions& o
                  options.input_path.c_str());
     return 2;
   }
+  if (is_system_wide(recording)) {
+    size_t with_ops = 0;
+    for (const auto& [pid, activity] : process_activity(recording)) with_ops += activity.events > 0;
+    if (with_ops > 1) {
+      std::fprintf(stderr,
+                   "gpuprof: error: --modules: %s is a system-wide recording with ops of %zu processes: choose "
+                   "one with --pid PID (each runs its own model; torch's module labels repeat across "
+                   "processes)\n",
+                   options.input_path.c_str(), with_ops);
+      return 2;
+    }
+  }
   const ModuleTree tree = build_module_tree(recording, options.raw_times);
   // CLI11 reads "[backward]" as a list and hands over "backward": the
   // synthetic nodes are found by their names without brackets too.
@@ -844,8 +856,12 @@ int run_report(const ReportOptions& given) {
   }
   std::string text;
   if (is_system_wide(*recording)) {
+    // Each process's table as the whole recording's: its times, and (record
+    // -a --with-stack) its rows per stack.
     const ProcessTables tables =
-        streamed_tables ? std::move(*streamed_tables) : process_tables(*recording, options.raw_times);
+        streamed_tables ? std::move(*streamed_tables)
+                        : process_tables(*recording, AggregateOptions{.group_by_stack_n = options.group_by_stack_n,
+                                                                      .raw_times = options.raw_times});
     text = format_system_report(*recording, tables, options, *sort_key, options.input_path);
   } else {
     text = format_table_report(*recording, profile, options, *sort_key, options.input_path);
