@@ -24,7 +24,7 @@
 #include "collect/launch_collector.h"
 #include "collect/native_files.h"
 #include "collect/progress_line.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "collect/sample_collector.h"
 #include "collect/target_python.h"
 #include "probe/cpu_sampler.h"
@@ -182,7 +182,6 @@ class SystemSession {
   std::optional<OutputSwitcher> switcher_;
   RecordOutputs* writer_ = nullptr;  // switcher_'s outputs, once begun
   // The collectors, once the file is begun (record_sink.h).
-  std::optional<WriterSink<RecordOutputs>> sink_;
   std::optional<Interner> interner_;
   std::optional<SampleCollector> samples_;  // -F HZ
   std::optional<LaunchCollector> launches_;
@@ -614,9 +613,8 @@ bool SystemSession::begin() {
     return id;
   });
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
-  sink_.emplace(*writer_);
-  interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
-  launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/false);
+  interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
+  launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/false);
   config_.live_consumer().begin(system, {}, clock.start_monotonic_ns);
   return true;
 }
@@ -670,7 +668,7 @@ RecordOutcome SystemSession::run() {
     tracer_->set_tracing(true);
   }
   if (config_.sample_hz) {
-    samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
+    samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
     sampler_ = value_or_error(CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }), &error);
     if (!sampler_) {
       fail(error);
