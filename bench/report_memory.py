@@ -18,6 +18,14 @@ for each number of seconds, then runs on each file, one after the other:
   - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, streamed
     too (each thread's calls go to a temporary file until the end), and the
     same read whole.
+Then, for each number of seconds, `gpuprof record -a` of two such loops
+(and whatever else runs torch on the machine meanwhile) and on that file:
+  - `gpuprof report FILE`: a table per process, streamed (an aggregate per
+    process), and the same read whole;
+  - `gpuprof report FILE --pid PID` (the first loop's), streamed, and the
+    same read whole;
+  - `gpuprof report FILE --folded`: each process's stacks under its root
+    frame, streamed (stack sums per process), and the same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -25,13 +33,41 @@ grew by per million more events. Flat memory is 0 KB per million events.
 import argparse
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from record_size import GPUPROF, record  # noqa: E402
+from record_size import GPUPROF, LOOP, record  # noqa: E402
+
+
+def record_system_wide(seconds, workdir, label):
+    """`gpuprof record -a -d SECONDS` while two loops run: (record file, the
+    first loop's pid)."""
+    out = workdir / f"{label}.gpuprof"
+    loops = []
+    try:
+        for i in range(2):
+            ready = workdir / f"ready-{label}-{i}"
+            loops.append((subprocess.Popen([sys.executable, str(LOOP), str(seconds + 60), str(ready)],
+                                           stdout=subprocess.DEVNULL), ready))
+        deadline = time.monotonic() + 120
+        for loop, ready in loops:
+            while not ready.exists() or not ready.read_text():
+                if loop.poll() is not None or time.monotonic() > deadline:
+                    sys.exit("report_memory: the loops did not start")
+                time.sleep(0.1)
+        rec = subprocess.run([str(GPUPROF), "record", "-a", "-q", "-d", str(seconds), "-o", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if rec.returncode != 0:
+            sys.exit(f"report_memory: gpuprof record -a failed ({rec.returncode}): {rec.stderr}")
+        return out, loops[0][0].pid
+    finally:
+        for loop, _ in loops:
+            loop.send_signal(signal.SIGKILL)
+            loop.wait()
 
 
 def run_report(args, env=None):
@@ -93,14 +129,39 @@ def main():
             pprof.unlink(missing_ok=True)
             results.append((events, size, runs))
             print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
-            for mode, (rss, wall) in runs.items():
-                print(f"  {mode:24} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  "
-                      f"{events / wall / 1e6:6.1f} M events/s")
-        (e0, _, r0), (e1, _, r1) = results[0], results[-1]
-        print(f"RSS growth from {e0:,} to {e1:,} events:")
-        for mode in modes:
-            grew = r1[mode][0] - r0[mode][0]
-            print(f"  {mode:24} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
+            print_runs(runs, events)
+        print_growth(results, modes)
+        # record -a: a table per process.
+        system_modes = {"-a table (streamed)": (["--row-limit", "-1"], None),
+                        "-a table (whole)": (["--row-limit", "-1"], whole),
+                        "-a --pid (streamed)": (["--pid", "{pid}"], None),
+                        "-a --pid (whole)": (["--pid", "{pid}"], whole),
+                        "-a --folded (streamed)": (["--folded"], None),
+                        "-a --folded (whole)": (["--folded"], whole)}
+        results = []
+        for seconds in lengths:
+            path, pid = record_system_wide(seconds, workdir, f"all-{seconds}s")
+            events, size = measure(path)
+            runs = {mode: run_report([str(path), *[a.format(pid=pid) for a in extra]], env)
+                    for mode, (extra, env) in system_modes.items()}
+            results.append((events, size, runs))
+            print(f"{seconds} s record -a of two loops: {events:,} op events, {size:,} bytes")
+            print_runs(runs, events)
+        print_growth(results, system_modes)
+
+
+def print_runs(runs, events):
+    for mode, (rss, wall) in runs.items():
+        print(f"  {mode:24} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s")
+
+
+def print_growth(results, modes):
+    """The RSS each mode grew by between the shortest and the longest recording."""
+    (e0, _, r0), (e1, _, r1) = results[0], results[-1]
+    print(f"RSS growth from {e0:,} to {e1:,} events:")
+    for mode in modes:
+        grew = r1[mode][0] - r0[mode][0]
+        print(f"  {mode:24} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOAD
                       bpf_link_ids_of, live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file,
                       wait_until)
 from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
+from test_report_memory import READ_WHOLE
 from test_top import REFRESH_LATENESS_S, Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
@@ -146,6 +147,20 @@ def finish_counts(workdir, runs, watch, cpu_uses=None):
     return truths
 
 
+def assert_streamed_as_whole(path, *args):
+    """report's tables and folded stacks of a record -a file stream its
+    events, an aggregate or stack sums per process (docs/report.md,
+    "Memory"): the bytes the whole read
+    (GPUPROF_REPORT_READ_WHOLE=1) prints, on stdout and stderr. The
+    streamed report's CompletedProcess."""
+    streamed = run_gpuprof("report", path, *args)
+    whole = run_gpuprof("report", path, *args, env=READ_WHOLE)
+    assert streamed.returncode == whole.returncode, (args, streamed.stderr, whole.stderr)
+    assert streamed.stdout == whole.stdout, args
+    assert streamed.stderr == whole.stderr, args
+    return streamed
+
+
 def sections(report_text):
     """The per-process sections of a system-wide table: {pid: (header, table text)}."""
     out = {}
@@ -157,8 +172,9 @@ def sections(report_text):
 
 
 def folded_roots(path, *extra):
-    """report --folded --metric samples, summed per root frame."""
-    folded = run_gpuprof("report", path, "--folded", "--metric", "samples", *extra)
+    """report --folded --metric samples, summed per root frame (streamed, as
+    the whole read prints it)."""
+    folded = assert_streamed_as_whole(path, "--folded", "--metric", "samples", *extra)
     assert folded.returncode == 0, folded.stderr
     roots = {}
     for line in folded.stdout.splitlines():
@@ -212,8 +228,14 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
         assert re.search(rf"^gpuprof: process {pid} \(python3\) runs {re.escape(str(libtorch_of[name]))}$", stderr,
                          re.M), (name, stderr)
 
-    report = run_gpuprof("report", out, "--row-limit", "-1")
+    report = assert_streamed_as_whole(out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
+    # The folded self times too, compensated and raw: every process's ops under its root.
+    for args in (["--folded"], ["--folded", "--raw-times"]):
+        folded = assert_streamed_as_whole(out, *args)
+        assert folded.returncode == 0, folded.stderr
+        for name, (proc, pid) in runs.items():
+            assert re.search(rf"^[^;\n]+-{pid};(?:[^\n]*;)?aten::mm \d+$", folded.stdout, re.M), (name, folded.stdout)
     found = sections(report.stdout)
     for name, (proc, pid) in runs.items():
         assert pid in found, (name, pid, report.stdout)
@@ -248,15 +270,19 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert re.search(rf"^python3-{chroot_pid};torch_counts\.py\(\d+\):_<module>", folded, re.M), folded[:2000]
 
     # --pid / --comm choose processes; the table is then that process's.
-    one = run_gpuprof("report", out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
+    one = assert_streamed_as_whole(out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
     assert one.returncode == 0, one.stderr
     assert list(sections(one.stdout)) == [runs["late1"][1]], one.stdout
     assert folded_roots(out, "--pid", str(spinner.popen.pid)) == {
         f"python3-{spinner.popen.pid}": roots[f"python3-{spinner.popen.pid}"]}
-    python = run_gpuprof("report", out, "--comm", "python3")
+    # Two processes, one of each torch, by pid, sorted and raw.
+    two = assert_streamed_as_whole(out, "--pid", str(runs["early"][1]), "--pid", str(chroot_pid), "--sort-by",
+                                   "self_cpu_time_total", "--raw-times")
+    assert set(sections(two.stdout)) == {runs["early"][1], chroot_pid}, two.stdout
+    python = assert_streamed_as_whole(out, "--comm", "python3")
     # Every one of ours (and whatever else ran python3 with torch meanwhile).
     assert python.returncode == 0 and {pid for _, pid in runs.values()} <= set(sections(python.stdout)), python.stdout
-    none = run_gpuprof("report", out, "--comm", "no-such-command")
+    none = assert_streamed_as_whole(out, "--comm", "no-such-command")
     assert none.returncode == 2, none.stdout
     assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr
 
@@ -294,7 +320,7 @@ def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
     stderr = gp.stderr()
     for path in (LIBTORCH, copy):
         assert re.search(rf"^gpuprof: tracing {re.escape(str(path))}: \d+ ops", stderr, re.M), (path, stderr)
-    report = run_gpuprof("report", out, "--row-limit", "-1")
+    report = assert_streamed_as_whole(out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     found = sections(report.stdout)
     for name, path in (("system", LIBTORCH), ("copy", copy)):
@@ -335,7 +361,8 @@ def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp
     finish_counts(workdir, runs, [])  # right results, exit 0
     wait_until(lambda: not (links & live_bpf_link_ids()), 10, "gpuprof's BPF links to be released")
     # What was written before the kill reads, with both processes in it.
-    report = run_gpuprof("report", tmp_path / "killed.gpuprof", "--row-limit", "-1")
+    # Streamed, a killed recorder's file (no END chunk) prints what the whole read does.
+    report = assert_streamed_as_whole(tmp_path / "killed.gpuprof", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     found = sections(report.stdout)
     # DEFECT: a SIGKILLed `record -a` file (no END chunk) sometimes reports
@@ -419,6 +446,12 @@ def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir
         # The table groups them by that frame too (key_averages(group_by_stack_n=1)).
         _, text = found[pid]
         assert "Source Location" in text and re.search(r"torch_counts\.py\(\d+\): main", text), text
+    # Its entry stacks do not change the streamed table (whole or --pid, read
+    # whole then: the note on stacks cut counts the chosen process's calls)
+    # nor --folded (read whole: the stacks name the file's event indices).
+    for args in (["--row-limit", "-1"], ["--pid", str(runs["chroot"][1])], ["--folded"]):
+        report = assert_streamed_as_whole(out, *args)
+        assert report.returncode == 0 and "aten::mm" in report.stdout, (args, report.stderr)
     # One process's modules are asked for with --pid; two at once are refused.
     modules = run_gpuprof("report", out, "--modules")
     assert modules.returncode == 2 and "choose one with --pid PID" in modules.stderr, modules.stderr
@@ -512,7 +545,8 @@ def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=120) == 0, gp.describe()
     check_launches(out)
-    report = run_gpuprof("report", out)
+    # Streamed, launches are counted per thread and charged to their process at the end.
+    report = assert_streamed_as_whole(out)
     header, text = sections(report.stdout)[pid]
     assert f"{6 * LAUNCH_STEPS} CUDA launches" in text, text
 

@@ -2,8 +2,9 @@
 // aggregate, stack sums, Chrome trace): they must equal the whole read's on
 // streams that fold same-name children, unwind, catch, step, cut and leave
 // calls and ranges open at the end, on several threads; the recordings
-// made of them, with Python stacks and CPU samples; and their events fed to
-// a streamed output as a streaming read hands them over.
+// made of them, with Python stacks and CPU samples, or of several processes
+// (record -a); and their events fed to a streamed output as a streaming
+// read hands them over.
 #pragma once
 
 #include <algorithm>
@@ -186,6 +187,59 @@ void feed_in_chunks(Stream& streamed, const Recording& recording, size_t chunk, 
     if (chunk_ends.size() > pair_delay) give_pairs(chunk_ends[chunk_ends.size() - 1 - pair_delay]);
   }
   give_pairs(UINT64_MAX);
+}
+
+// A system-wide recording (record -a) of random streams: random_events'
+// threads 10 and 11 are process 10's, thread 12 process 20's, which is met
+// only from the middle on (after the stream's rare cuts and a cut its first
+// event was stamped before), thread 13 (samples only) process 30's; thread
+// 14 launches in process 40, which ran no op and has no description.
+// Launches on every thread, and on one no THREAD_PROCESSES names.
+inline Recording system_wide_recording(uint32_t seed, size_t length) {
+  std::vector<gp_event> random = random_events(seed, length);
+  std::vector<gp_event> events = {cut_at(random.front().ts_ns - 1)};
+  for (size_t i = 0; i < random.size(); i++) {
+    gp_event e = random[i];
+    if (i == random.size() / 2) {
+      // Process 20's first event, stamped before the cut just read (from
+      // another CPU's ring): its selection drops it as after the cut.
+      events.push_back(cut_at(e.ts_ns));
+      gp_event late = op_entry(e.ts_ns - 1, 50000, 3, 12);
+      late.pid = 20;
+      events.push_back(late);
+    }
+    if (e.kind != GP_EV_CUT) {
+      if (e.tid == 12 && i < random.size() / 2) continue;
+      e.pid = e.tid == 12 ? 20 : 10;
+    }
+    events.push_back(e);
+  }
+  Recording r = recording_of(ops_of_the_streams(), std::move(events));
+  r.process.pid = 0;
+  r.process.comm = "[system-wide]";
+  r.options.sample_hz = 99;
+  r.probe_costs = costs_of_the_streams();
+  r.processes = {{10, "python3", "python3 a.py", "/a/libtorch_cpu.so", "", ""},
+                 {20, "python3", "python3 b.py", "/a/libtorch_cpu.so", "", ""},
+                 {30, "spin", "spin", "", "", ""}};
+  r.thread_processes = {{10, 10}, {11, 10}, {12, 20}, {13, 30}, {14, 40}};
+  std::mt19937 rng(seed);
+  r.sample_frames = {"a.py(1): main", "libc.so.6!f", "do_syscall_64_[k]"};
+  r.sample_stacks = {{0}, {2}};
+  add_random_samples(r, rng, RandomSamples{.count = 300, .leaf_frames = {1}, .python_stacks = 1, .kernel_stack = 1});
+  for (uint32_t i = 0; i < 200; i++)
+    r.launches.push_back({.ts_ns = 1000 + i, .tid = 10 + static_cast<uint32_t>(rng() % 6), .api = GP_LAUNCH_KERNEL});
+  r.stats.events_lost = 7;
+  return r;
+}
+
+// What a streaming read returns: no events, no launches.
+inline Recording streamed_read_of(const Recording& recording) {
+  Recording read = head_of(recording);
+  read.launches.clear();
+  read.streamed_events = recording.events.size();
+  read.streamed_launches = recording.launches.size();
+  return read;
 }
 
 }  // namespace gpuprof::test

@@ -14,6 +14,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/streamed_aggregate.h"
 #include "probe_events.h"
+#include "profile_checks.h"
 #include "random_event_streams.h"
 #include "record/record_file.h"
 #include "record/record_stream.h"
@@ -23,26 +24,6 @@ namespace gpuprof {
 namespace {
 
 using namespace ::gpuprof::test;
-
-void expect_same_profile(const Profile& streamed, const Profile& whole) {
-  ASSERT_EQ(streamed.rows.size(), whole.rows.size());
-  for (size_t i = 0; i < whole.rows.size(); i++) EXPECT_EQ(streamed.rows[i], whole.rows[i]) << whole.rows[i].name;
-  EXPECT_EQ(streamed.self_cpu_total_ns, whole.self_cpu_total_ns);
-  EXPECT_EQ(streamed.counters.calls_unwound, whole.counters.calls_unwound);
-  EXPECT_EQ(streamed.calls_cut, whole.calls_cut);
-  EXPECT_EQ(streamed.events_after_cut, whole.events_after_cut);
-  EXPECT_EQ(streamed.ranges_ended_elsewhere, whole.ranges_ended_elsewhere);
-  EXPECT_EQ(streamed.counters.exits_without_entry, whole.counters.exits_without_entry);
-  EXPECT_EQ(streamed.counters.calls_open_at_end, whole.counters.calls_open_at_end);
-  EXPECT_EQ(streamed.events_unknown_kind, whole.events_unknown_kind);
-  EXPECT_EQ(streamed.events_lost, whole.events_lost);
-  EXPECT_EQ(streamed.threads, whole.threads);
-  EXPECT_EQ(streamed.compensation, whole.compensation);
-  EXPECT_EQ(streamed.raw_times_asked, whole.raw_times_asked);
-  EXPECT_EQ(streamed.counters.calls_shorter_than_probes, whole.counters.calls_shorter_than_probes);
-  EXPECT_EQ(streamed.gpu_recorded, whole.gpu_recorded);
-  EXPECT_EQ(streamed.memory_recorded, whole.memory_recorded);
-}
 
 // The streamed Profile of `recording`, its events fed `chunk` at a time.
 Profile streamed_profile(const Recording& recording, size_t chunk, bool raw_times) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <variant>
@@ -13,6 +14,8 @@
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_metric_sums.h"
+#include "analyze/streamed_process_stack_sums.h"
+#include "analyze/streamed_process_tables.h"
 #include "analyze/streamed_stack_sums.h"
 #include "output/streamed_chrome_trace.h"
 #include "output/module_table.h"
@@ -28,6 +31,7 @@
 #include "output/launch_table.h"
 #include "output/pprof.h"
 #include "analyze/process_filter.h"
+#include "analyze/process_tables.h"
 #include "record/frames_not_read.h"
 #include "record/record_file.h"
 #include "record/record_stream.h"
@@ -348,8 +352,7 @@ std::string format_table_report(const Recording& recording, const Profile& profi
 }
 
 // "4242 python3, 4243 python3, ..." (the most active first, at most 20).
-std::string list_processes(const Recording& recording) {
-  auto activity = process_activity(recording);
+std::string list_processes(const Recording& recording, std::vector<std::pair<uint32_t, ProcessActivity>> activity) {
   std::stable_sort(activity.begin(), activity.end(), [](const auto& a, const auto& b) {
     return a.second.events + a.second.samples > b.second.events + b.second.samples;
   });
@@ -369,17 +372,15 @@ std::string list_processes(const Recording& recording) {
 
 // A system-wide recording (record -a): a section per process that ran ops
 // (its pid, command line, libtorch and op table), the busiest first, then
-// the processes that were only sampled, then the recording's notes.
-std::string format_system_report(const Recording& recording, const ReportOptions& options, SortKey sort_key,
-                                 const std::string& input_path) {
-  auto activity = process_activity(recording);
+// the processes that were only sampled, then the recording's notes. tables:
+// process_tables() of the recording, or the streamed read's.
+std::string format_system_report(const Recording& recording, const ProcessTables& tables,
+                                 const ReportOptions& options, SortKey sort_key, const std::string& input_path) {
+  auto activity = tables.activity;
   std::stable_sort(activity.begin(), activity.end(),
                    [](const auto& a, const auto& b) { return a.second.events > b.second.events; });
   std::map<uint32_t, const ProcessInfo*> info;
   for (const ProcessInfo& p : recording.processes) info[static_cast<uint32_t>(p.pid)] = &p;
-  AggregateOptions aggregate_options;
-  aggregate_options.raw_times = options.raw_times;
-  aggregate_options.group_by_stack_n = options.group_by_stack_n;  // record -a --with-stack
   TableOptions table;
   table.sort_by = sort_key;
   table.row_limit = options.row_limit;
@@ -391,8 +392,7 @@ std::string format_system_report(const Recording& recording, const ReportOptions
       if (a.samples) sampled_only.push_back({pid, a});
       continue;
     }
-    const Recording one = select_processes(recording, {pid});
-    const Profile profile = aggregate(one, aggregate_options);
+    const Profile& profile = tables.profiles.at(pid);
     const ProcessInfo* p = info.count(pid) ? info[pid] : nullptr;
     out += std::string(sections++ ? "\n" : "") + "== Process " + std::to_string(pid) + " (" +
            (p ? p->comm : "?") + "): " + (p && !p->cmdline.empty() ? p->cmdline : "[no command line]") + "\n";
@@ -447,15 +447,20 @@ std::optional<Recording> read_recording_for_output(const std::string& path, bool
 // the ENTRY_STACKS pairs end); a recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
+  explicit StreamingCheck(bool system_wide) : system_wide_(system_wide) {}
   bool wants(const Recording& head) override {
-    // -a recordings print a section per process; memory columns need every call.
-    accepted = head.process.pid != 0 && !head.options.memory;
+    // -a recordings (pid 0) only for an output that streams them; memory
+    // columns need every call.
+    accepted = (head.process.pid != 0 || system_wide_) && !head.options.memory;
     return accepted;
   }
   void on_events(std::span<const gp_event>, uint64_t) override {}
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
   bool accepted = false;
   std::optional<uint64_t> last_entry_stack;  // the event index of the last pair
+
+ private:
+  bool system_wide_;
 };
 
 // A test hook (docs/record-file.md, "Streaming reads"): with
@@ -472,8 +477,9 @@ struct StreamHead {
   Recording recording;                       // all but the events
   std::optional<uint64_t> last_entry_stack;  // StreamingCheck's
 };
-std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict) {
-  StreamingCheck check;
+// system_wide: whether the output streams a record -a recording.
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide) {
+  StreamingCheck check(system_wide);
   bool whole_needed = false;
   std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
   if (!head && !whole_needed) return 1;
@@ -508,17 +514,29 @@ std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict
   return SecondRead{std::move(*recording), true};
 }
 
+// The stream a read_twice make() returned, as it is or behind a pointer.
+template <typename Stream>
+RecordStream& stream_of(Stream& stream) {
+  return stream;
+}
+template <typename Stream>
+RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
+  return *stream;
+}
+
 // Both reads of a streamed output: make(head) builds the stream from the
 // first read's head (it must return it as a prvalue: a stream holds
 // pointers into itself), finish(stream, recording) the output once the
 // second read is done. A Recording: one read whole, as it could not be
 // streamed; an int: the exit status of a read that failed.
 // `accept`, when given, may still refuse the head (what the first read
-// found: launches, say): the recording is then read whole.
+// found: launches, say): the recording is then read whole. system_wide:
+// whether the output streams a record -a recording (else read whole).
+// make may return its stream behind a std::unique_ptr.
 template <typename Output, typename Make, typename Finish>
 std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
-                                                bool (*accept)(const Recording&) = nullptr) {
-  auto first = read_stream_head(path, strict);
+                                                bool (*accept)(const Recording&) = nullptr, bool system_wide = false) {
+  auto first = read_stream_head(path, strict, system_wide);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   if (accept && !accept(std::get<StreamHead>(first).recording)) {
@@ -529,7 +547,7 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
     return 1;
   }
   auto stream = make(std::get<StreamHead>(first));
-  auto second = read_streamed(path, strict, stream);
+  auto second = read_streamed(path, strict, stream_of(stream));
   if (const int* status = std::get_if<int>(&second)) return *status;
   SecondRead& read = std::get<SecondRead>(second);
   if (!read.streamed) return std::move(read.recording);
@@ -538,43 +556,75 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
 
 // report's plain op table, memory flat in the events: a first read for the
 // probe costs, a second that aggregates the events as they come
-// (streamed_aggregate.h).
+// (streamed_aggregate.h); a system-wide recording's (record -a), a table
+// per process, the same way (streamed_process_tables.h).
 struct StreamedTable {
   Recording recording;
-  Profile profile;
+  std::optional<Profile> profile;        // a recording of one process
+  std::optional<ProcessTables> tables;   // a system-wide one
 };
-std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times) {
+// filtered: --pid/--comm choose processes. Their table's note on Python
+// stacks cut short counts the chosen processes' op calls, which a streamed
+// read counts per stack only: a recording made with --with-stack is then
+// read whole.
+std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
+                                                          bool filtered) {
   return read_twice<StreamedTable>(
       path, strict,
-      [&](const StreamHead& head) {
-        return StreamedAggregate(compensation_costs(head.recording, raw_times), raw_times);
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        // As the table tells one from the other (run_report).
+        const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
+        if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
+        return std::make_unique<StreamedAggregate>(costs, raw_times);
       },
-      [](StreamedAggregate& aggregate, Recording recording) {
-        Profile profile = std::move(aggregate).finish(recording);
-        return StreamedTable{std::move(recording), std::move(profile)};
-      });
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        StreamedTable table;
+        if (auto* each = dynamic_cast<StreamedProcessTables*>(stream.get()))
+          table.tables = std::move(*each).finish(recording);
+        else
+          table.profile = std::move(dynamic_cast<StreamedAggregate&>(*stream)).finish(recording);
+        table.recording = std::move(recording);
+        return table;
+      },
+      filtered ? +[](const Recording& head) { return !head.options.with_stack; } : nullptr, /*system_wide=*/true);
 }
 
 // report --folded (self_cpu_time or samples), memory flat in the events:
 // the same two reads, the second summing stacks as they come
-// (streamed_stack_sums.h). --metric self_cuda_time reads whole: GPU
+// (streamed_stack_sums.h); a system-wide recording's (record -a), each
+// process's stacks under its root frame, the same way
+// (streamed_process_stack_sums.h). --metric self_cuda_time reads whole: GPU
 // activities stop a streaming read.
 struct StreamedFolded {
   Recording recording;
   FoldedStacks folded;
 };
+// Whether a head's stacks stream: a system-wide recording's, without
+// entry stacks (streamed_process_stack_sums.h), and (as the whole read
+// tells them apart) only one whose header says record -a.
+bool folded_streamable(const Recording& head) {
+  return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
+}
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
                                                             bool raw_times) {
+  const StackMetric of_metric = metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime;
   return read_twice<StreamedFolded>(
       path, strict,
-      [&](const StreamHead& head) {
-        return StreamedStackSums(head.recording, compensation_costs(head.recording, raw_times), head.last_entry_stack,
-                                 metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime);
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
+        if (is_system_wide(head.recording))
+          return std::make_unique<StreamedProcessStackSums>(head.recording, costs, of_metric);
+        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric);
       },
-      [metric](StreamedStackSums& sums, Recording recording) {
-        FoldedStacks folded = folded_from_sums(std::move(sums).finish(), metric);
+      [metric](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        FoldedStacks folded =
+            dynamic_cast<StreamedProcessStackSums*>(stream.get())
+                ? folded_by_process_from_sums(std::move(dynamic_cast<StreamedProcessStackSums&>(*stream)).finish(recording),
+                                              metric)
+                : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
-      });
+      },
+      &folded_streamable, /*system_wide=*/true);
 }
 
 // report --pprof, memory flat in the events: the same two reads, the second
@@ -649,17 +699,21 @@ int run_report(const ReportOptions& given) {
   }
   auto sort_key = cli::parse_option_value(parse_sort_key, options.sort_by);
   if (!sort_key) return 2;
-  // The plain table streams the events (docs/report.md, "Memory").
-  const bool whole_only = !options.pids.empty() || !options.comms.empty() || !streaming_allowed();
-  const bool plain_table = !whole_only && !options.folded && options.trace.output.empty() && options.trace.speedscope.empty() &&
-                           options.trace.pprof.empty() && !options.gpu && !options.launches && !options.kernels &&
-                           !options.modules && options.pids.empty() && options.comms.empty() &&
+  // The plain table streams the events (docs/report.md, "Memory"), a
+  // system-wide recording's too, all or some of its processes.
+  const bool filtered = !options.pids.empty() || !options.comms.empty();
+  const bool plain_table = streaming_allowed() && !options.folded && options.trace.output.empty() &&
+                           options.trace.speedscope.empty() && options.trace.pprof.empty() && !options.gpu &&
+                           !options.launches && !options.kernels && !options.modules &&
                            !options.group_by_input_shape && options.group_by_stack_n == 0;
-  // So do --folded's self times and samples (record-file.md, "Streaming reads").
+  const bool whole_only = filtered || !streaming_allowed();
+  // So do --folded's self times and samples (record-file.md, "Streaming
+  // reads"), a system-wide recording's too.
   const bool streamed_folded =
       !whole_only && (metric == FoldedMetric::kSelfCpuTime || metric == FoldedMetric::kSamples);
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
+  std::optional<ProcessTables> streamed_tables;
   std::optional<FoldedStacks> streamed_stacks;
   // And the Chrome trace, without --ops (streamed_chrome_trace.h).
   const bool streamed_trace = !whole_only && !options.trace.output.empty() && options.trace.ops.empty();
@@ -677,11 +731,26 @@ int run_report(const ReportOptions& given) {
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
                        &StreamedFolded::folded, recording, streamed_stacks);
-  else if (plain_table)
-    failed = take_read(read_for_table(options.input_path, options.strict, options.raw_times), &StreamedTable::profile,
-                       recording, streamed_profile);
-  else
+  else if (plain_table) {
+    auto read = read_for_table(options.input_path, options.strict, options.raw_times, filtered);
+    if (const int* status = std::get_if<int>(&read)) return *status;
+    if (StreamedTable* table = std::get_if<StreamedTable>(&read)) {
+      recording = std::move(table->recording);
+      streamed_profile = std::move(table->profile);
+      streamed_tables = std::move(table->tables);
+      // A recording still being written that turned system-wide between
+      // the reads (or the other way): its events are gone, read it whole.
+      if (streamed_tables.has_value() != is_system_wide(*recording)) {
+        streamed_profile.reset();
+        streamed_tables.reset();
+        recording = read_recording_for_output(options.input_path, options.strict);
+      }
+    } else {
+      recording = std::move(std::get<Recording>(read));
+    }
+  } else {
     recording = read_recording_for_output(options.input_path, options.strict);
+  }
   if (failed) return *failed;
   if (!recording) return 1;
   if (!recording->complete)
@@ -701,11 +770,13 @@ int run_report(const ReportOptions& given) {
     }
     const std::set<uint32_t> chosen = matching_processes(*recording, options.pids, options.comms);
     if (chosen.empty()) {
+      const auto activity = streamed_tables ? streamed_tables->activity : process_activity(*recording);
       std::fprintf(stderr, "gpuprof: error: no process of %s matches --pid/--comm; it has: %s\n",
-                   options.input_path.c_str(), list_processes(*recording).c_str());
+                   options.input_path.c_str(), list_processes(*recording, activity).c_str());
       return 2;
     }
     recording = select_processes(*recording, chosen);
+    if (streamed_tables) keep_processes(*streamed_tables, chosen);
   }
   if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {
     std::fprintf(stderr, "gpuprof: error: --metric samples: %s has no CPU samples: record with -F HZ\n",
@@ -783,9 +854,18 @@ int run_report(const ReportOptions& given) {
     std::fprintf(stderr, "gpuprof: error: %s\n", why.c_str());
     return 2;
   }
-  std::string text = is_system_wide(*recording)
-                         ? format_system_report(*recording, options, *sort_key, options.input_path)
-                         : format_table_report(*recording, profile, options, *sort_key, options.input_path);
+  std::string text;
+  if (is_system_wide(*recording)) {
+    // Each process's table as the whole recording's: its times, and (record
+    // -a --with-stack) its rows per stack.
+    const ProcessTables tables =
+        streamed_tables ? std::move(*streamed_tables)
+                        : process_tables(*recording, AggregateOptions{.group_by_stack_n = options.group_by_stack_n,
+                                                                      .raw_times = options.raw_times});
+    text = format_system_report(*recording, tables, options, *sort_key, options.input_path);
+  } else {
+    text = format_table_report(*recording, profile, options, *sort_key, options.input_path);
+  }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   return 0;

@@ -85,6 +85,15 @@ FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric m
   return out;
 }
 
+FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, StreamedProcessStackSums::ProcessSums>& sums,
+                                         FoldedMetric metric) {
+  FoldedStacks out;
+  for (const auto& [pid, process] : sums)
+    add_under_root(out, folded_frame_name(process_frame(process.process)), folded_from_sums(process.sums, metric));
+  merge_alike_stacks(out);
+  return out;
+}
+
 void add_under_root(FoldedStacks& into, std::string_view root, const FoldedStacks& part) {
   for (const FoldedStack& s : part.stacks) {
     std::string stack;

@@ -39,12 +39,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analyze/stack_sums.h"
+#include "analyze/streamed_process_stack_sums.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -94,6 +96,10 @@ FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric);
 // A system-wide recording's stacks (record -a), each rooted at its process
 // ("python3-4242;..."); the recording of one process: folded_stacks().
 FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric, bool raw_times = false);
+// The same from each process's stack sums made already (a streamed read's,
+// analyze/streamed_process_stack_sums.h).
+FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, StreamedProcessStackSums::ProcessSums>& sums,
+                                         FoldedMetric metric);
 
 // Adds `part` to `into` with every stack of it under `root` (one frame,
 // already escaped: folded_frame_name), and its totals and counters; then

@@ -473,6 +473,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::LAUNCHES: {
       std::string problem = read_launches(payload, rec, seen.salvage);
       if (seen.stream) {  // the op table only counts them
+        seen.stream->on_launches(rec.launches);
         rec.streamed_launches += rec.launches.size();
         rec.launches.clear();
       }

@@ -34,16 +34,20 @@ class RecordStream {
     (void)event_index;
     (void)stack_id;
   }
+  // One chunk's CUDA launches, checked, before the read drops them (it
+  // keeps only their count): a stream that counts them per thread
+  // (analyze/streamed_process_tables.h) looks at them here.
+  virtual void on_launches(std::span<const CudaLaunch> launches) { (void)launches; }
 };
 
 // read_recording, handing the op events to `stream` (when it wants them)
 // instead of keeping them. A streamed Recording has no events
 // (Recording::streamed_events counts them) and keeps no other per-event
 // record the op table leaves unused: entry shapes, entry stacks (counted
-// per stack, and handed to on_entry_stack), launches (counted) and GPU correlations are checked but
-// dropped, and an entry shape's or
-// stack's event is not checked to be an ENTRY (the events are gone by
-// then). A recording whose GPU activities turn up mid-stream cannot be
+// per stack, and handed to on_entry_stack), launches (counted, and handed
+// to on_launches) and GPU correlations are checked but dropped, and an
+// entry shape's or stack's event is not checked to be an ENTRY (the events
+// are gone by then). A recording whose GPU activities turn up mid-stream cannot be
 // streamed (their ops need every call): the read stops with an error and
 // *whole_needed set, and the caller reads the file again with read_recording.
 Result<Recording> read_recording_streamed(const std::string& path, CorruptChunks corrupt, RecordStream& stream,

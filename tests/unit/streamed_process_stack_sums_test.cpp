@@ -1,0 +1,83 @@
+// The streamed folded stacks of a system-wide recording
+// (analyze/streamed_process_stack_sums.h, folded_by_process_from_sums)
+// against folded_stacks_by_process() of the same recording read whole:
+// the same lines, totals and counters, for self times (compensated and
+// raw) and samples, on random streams of two processes that ran ops (one
+// first met after cuts) and one only sampled, fed in chunks of every size.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "analyze/aggregator.h"
+#include "analyze/streamed_process_stack_sums.h"
+#include "output/folded_stacks.h"
+#include "random_event_streams.h"
+
+namespace gpuprof {
+namespace {
+
+using namespace ::gpuprof::test;
+
+FoldedStacks streamed_folded(const Recording& recording, FoldedMetric metric, size_t chunk, bool raw_times) {
+  const Recording head = streamed_read_of(recording);
+  StreamedProcessStackSums streamed(head, compensation_costs(head, raw_times),
+                                    metric == FoldedMetric::kSamples ? StackMetric::kSamples
+                                                                     : StackMetric::kSelfCpuTime);
+  EXPECT_TRUE(streamed.wants(head));
+  feed_in_chunks(streamed, recording, chunk, 0);
+  return folded_by_process_from_sums(std::move(streamed).finish(head), metric);
+}
+
+void expect_same_folded(const FoldedStacks& streamed, const FoldedStacks& whole) {
+  EXPECT_EQ(streamed.stacks, whole.stacks);
+  EXPECT_EQ(streamed.self_ns_total, whole.self_ns_total);
+  EXPECT_EQ(streamed.stacks_below_1us, whole.stacks_below_1us);
+  EXPECT_EQ(streamed.samples_total, whole.samples_total);
+  EXPECT_EQ(streamed.counters, whole.counters);
+}
+
+// The root frames of the lines: their processes.
+std::set<std::string> roots(const FoldedStacks& folded) {
+  std::set<std::string> out;
+  for (const FoldedStack& s : folded.stacks) out.insert(s.stack.substr(0, s.stack.find(';')));
+  return out;
+}
+
+TEST(StreamedProcessStackSums, EqualTheWholeFoldedStacksOnRandomStreams) {
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    Recording recording = system_wide_recording(seed, 3000);
+    // Slow calls: most stacks reach 1 us.
+    for (gp_event& e : recording.events) e.ts_ns *= 50;
+    for (CpuSample& s : recording.samples) s.ts_ns *= 50;
+    for (FoldedMetric metric : {FoldedMetric::kSelfCpuTime, FoldedMetric::kSamples})
+      for (bool raw : {false, true}) {
+        if (metric == FoldedMetric::kSamples && raw) continue;  // samples are not compensated
+        const FoldedStacks whole = folded_stacks_by_process(recording, metric, raw);
+        // Both processes that ran ops, and (samples) the one only sampled.
+        EXPECT_EQ(roots(whole), metric == FoldedMetric::kSamples
+                                    ? (std::set<std::string>{"python3-10", "python3-20", "spin-30"})
+                                    : (std::set<std::string>{"python3-10", "python3-20"}));
+        EXPECT_GT(whole.stacks.size(), 20u);
+        for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
+                       (metric == FoldedMetric::kSamples ? " samples" : "") + (raw ? " raw" : ""));
+          expect_same_folded(streamed_folded(recording, metric, chunk, raw), whole);
+        }
+      }
+  }
+}
+
+TEST(StreamedProcessStackSums, DeclinesMemoryAndEntryStackRecordings) {
+  Recording recording = system_wide_recording(2, 100);
+  StreamedProcessStackSums streamed(recording, nullptr, StackMetric::kSelfCpuTime);
+  EXPECT_TRUE(streamed.wants(recording));
+  recording.options.memory = true;
+  EXPECT_FALSE(streamed.wants(recording));
+  recording.options.memory = false;
+  recording.options.with_stack = true;
+  EXPECT_FALSE(streamed.wants(recording));
+}
+
+}  // namespace
+}  // namespace gpuprof

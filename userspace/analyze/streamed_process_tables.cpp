@@ -1,0 +1,49 @@
+// streamed_process_tables.cpp: a system-wide recording's per-process tables
+// as the events stream by.
+#include "analyze/streamed_process_tables.h"
+
+#include <utility>
+
+namespace gpuprof {
+
+StreamedProcessTables::StreamedProcessTables(const ProbeCosts* costs, bool raw_times)
+    : costs_(costs ? std::optional<ProbeCosts>(*costs) : std::nullopt),
+      raw_times_(raw_times),
+      split_([this](uint32_t pid) -> RecordStream& {
+        StreamedAggregate& aggregate =
+            aggregates_.try_emplace(pid, costs_ ? &*costs_ : nullptr, raw_times_).first->second;
+        aggregate.wants(*head_);  // declines only memory, declined in wants()
+        return aggregate;
+      }) {}
+
+bool StreamedProcessTables::wants(const Recording& head) {
+  if (head.options.memory) return false;  // memory columns need every call at once
+  head_ = &head;
+  return true;
+}
+
+void StreamedProcessTables::on_events(std::span<const gp_event> events, uint64_t) { split_.add(events); }
+
+void StreamedProcessTables::on_launches(std::span<const CudaLaunch> launches) {
+  for (const CudaLaunch& launch : launches) ++launches_[launch.tid];
+}
+
+ProcessTables StreamedProcessTables::finish(const Recording& recording) && {
+  // The recording holds no events nor launches: its activity is the
+  // processes it lists and their samples; the events and launches are ours.
+  std::map<uint32_t, ProcessActivity> by_pid;
+  for (const auto& [pid, activity] : process_activity(recording)) by_pid[pid] = activity;
+  for (const auto& [pid, events] : split_.op_events()) by_pid[pid].events = events;
+  std::unordered_map<uint32_t, uint32_t> process_of_thread;
+  for (const ThreadProcess& t : recording.thread_processes) process_of_thread.emplace(t.tid, t.pid);
+  for (const auto& [tid, count] : launches_)
+    if (auto it = process_of_thread.find(tid); it != process_of_thread.end()) by_pid[it->second].launches += count;
+
+  ProcessTables tables;
+  tables.activity.assign(by_pid.begin(), by_pid.end());
+  for (auto& [pid, aggregate] : aggregates_) tables.profiles.emplace(pid, std::move(aggregate).finish(recording));
+  aggregates_.clear();
+  return tables;
+}
+
+}  // namespace gpuprof
