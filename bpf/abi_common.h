@@ -74,6 +74,13 @@ struct gp_python_config {
 	__u32 reserved;
 };
 
+/*
+ * System-wide (record -a): at most this many processes whose Python frames
+ * can be walked, each with its own gp_python_config (a map by tgid in the
+ * sampler and in the op tracer).
+ */
+#define GP_MAX_PYTHON_PROCESSES 4096
+
 GP_ABI_ASSERT(sizeof(struct gp_py_frame) == 16, "gp_py_frame is shared with BPF");
 GP_ABI_ASSERT(sizeof(struct gp_python_config) == 48 && GP_ABI_AT(gp_python_config, enabled) == 8 &&
 	      GP_ABI_AT(gp_python_config, frame_localsplus) == 40, "gp_python_config is shared with BPF");

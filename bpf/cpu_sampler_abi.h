@@ -11,9 +11,6 @@
 
 #include "abi_common.h"
 
-/* System-wide sampling: processes whose Python frames can be walked. */
-#define GP_MAX_PYTHON_PROCESSES 4096
-
 /* Kernel stacks of samples: at most this many frames (the innermost). */
 #define GP_MAX_KERNEL_FRAMES 32
 

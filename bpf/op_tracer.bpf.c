@@ -64,7 +64,14 @@ GP_MAP(shape_plans, BPF_MAP_TYPE_ARRAY, GP_MAX_SHAPE_PLANS, __u32, struct gp_sha
 
 /* Python stacks of op entries (op_tracer_abi.h). Set by userspace. */
 __u32 stacks_on = 0;
+/* The target's interpreter (record -p, record -- CMD). */
 struct gp_python_config python = {};
+/*
+ * System-wide (record -a --with-stack): no one target, so the interpreter
+ * of each process that runs a CPython gpuprof knows, by tgid, set by
+ * userspace as it finds them; `python` then stays disabled.
+ */
+GP_MAP(python_of_process, BPF_MAP_TYPE_HASH, GP_MAX_PYTHON_PROCESSES, __u32, struct gp_python_config);
 
 /* An ENTRY with its payload is built here, then copied to the ring. */
 #define GP_RAW_SLOT_WORDS (1 + GP_RAW_WINDOW_WORDS)
@@ -99,6 +106,17 @@ static __always_inline __u64 *python_frames_dest(void)
 
 #define GP_PY_FRAME_WORDS GP_ENTRY_FRAME_WORDS
 #include "python_frames.bpf.h"
+
+/* Where this thread's Python frames are: the target's, or its process's (-a); NULL: none known. */
+static __always_inline const struct gp_python_config *entry_python(void)
+{
+	__u32 tgid;
+
+	if (python.enabled)
+		return &python;
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	return bpf_map_lookup_elem(&python_of_process, &tgid);
+}
 
 static __always_inline void submit_flags_for(void *ring, long *flags)
 {
@@ -265,7 +283,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 	r = &scratch->record;
 	fill_event(&r->event, ctx, cookie, now);
 	if (stacks_on) {
-		depth = walk_python(&python, &not_read);
+		depth = walk_python(entry_python(), &not_read);
 		r->words[0] = depth | (__u64)not_read << 32;
 		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}
@@ -399,7 +417,7 @@ static __always_inline void emit_range_begin(struct pt_regs *ctx, __u64 object, 
 	r->event.op_id = arm->op;
 	r->event.sp = object;
 	if (stacks_on) {
-		depth = walk_python(&python, &not_read);
+		depth = walk_python(entry_python(), &not_read);
 		r->words[0] = depth | (__u64)not_read << 32;
 		at = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}

@@ -37,6 +37,7 @@ import pytest
 from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_line
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
                       run_gpuprof, run_program, touch, wait_for_file, wait_until)
+from pprof_reader import decode
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -678,3 +679,24 @@ def test_gpu_breakdown_of_the_stand_in_records(launch_mode_recording):
     waits = re.search(r"^Operator .*\n-+.*\n((?:.*\n)+?)-+", text, re.M).group(1)
     assert {re.split(r"\s{2,}", line)[0] for line in waits.splitlines()} <= {"[no op]", "aten::cuda_linear", "aten::cuda_add",
                                                                  "aten::cuda_replay"}, text
+
+
+def test_pprof_gpu_time_per_op_is_the_planted_kernel_time(launch_mode_recording, tmp_path):
+    """report --pprof of the shim's records (docs/pprof.md): a gpu/nanoseconds
+    sample type whose values, per op, are exactly the GPU time the stand-in
+    planted for the kernels, memcpys and memsets that op launched itself
+    (EXPECTED); activities launched outside any op ([no op]) have no op
+    path, so no sample."""
+    profile = tmp_path / "kernels.pb.gz"
+    made = run_gpuprof("report", str(launch_mode_recording), "--pprof", str(profile))
+    assert made.returncode == 0, made.stderr
+    doc = decode(profile)
+    assert doc["sample_types"] == ["calls/count", "self_cpu/nanoseconds", "gpu/nanoseconds"], doc["sample_types"]
+    gpu_ns = collections.Counter()
+    for sample in doc["samples"]:
+        gpu_ns[sample["stack"][0]] += sample["values"][2]
+    planted = collections.Counter()
+    for op, _, _, total, _ in EXPECTED:
+        if op != "[no op]":
+            planted[op] += round(float(total[:-2]) * 1000)
+    assert {op: ns for op, ns in gpu_ns.items() if ns} == dict(planted), doc["samples"]

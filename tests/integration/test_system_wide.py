@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from chrome_trace_checks import export_chrome_trace
 from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOADS, assert_samples_match_cpu_time,
                       bpf_link_ids_of, live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file,
                       wait_until)
@@ -307,13 +308,15 @@ def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
 COUNTS_STEPS_MIDWAY = 8000
 
 
+@pytest.mark.parametrize("stack_args", [(), ("--with-stack",)], ids=["ops", "with-stack"])
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "detach"])
-def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp_path, stop):
+def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp_path, stop, stack_args):
     # gpuprof killed, or detaching (Ctrl-C), while two processes run their
-    # loops under its probes.
+    # loops under its probes (with --with-stack: walking their Python frames
+    # at every op entry too).
     runs = {name: start_counts(procs, workdir, name, COUNTS_STEPS_MIDWAY) for name in ("a", "b")}
     record_file = tmp_path / "killed.gpuprof"
-    gp = procs.start_gpuprof("record", "-a", "-F", "99", "-q", "-o", record_file)
+    gp = procs.start_gpuprof("record", "-a", "-F", "99", *stack_args, "-q", "-o", record_file)
     gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
     # Its own links: other sessions on this machine hold links of theirs.
     links = bpf_link_ids_of(gp.pid)
@@ -374,6 +377,53 @@ def test_bad_system_wide_arguments_say_why(tmp_path):
     assert rec.returncode == 0, rec.stderr
     wrong = run_gpuprof("report", one, "--pid", "1")
     assert wrong.returncode == 2 and "system-wide recording (record -a)" in wrong.stderr, wrong.stderr
+
+
+def mains_calls(doc, pid):
+    """{op: calls} of the process's op calls in the trace whose Python stack
+    ends in torch_counts.py's main, and {op: calls} of the others."""
+    frames = doc["stackFrames"]
+    in_main, other = {}, {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") != "cpu_op" or e["pid"] != pid or e["name"] not in OPS:
+            continue
+        sf = e.get("sf")
+        leaf = frames[sf]["name"] if sf else ""
+        into = in_main if re.fullmatch(r"torch_counts\.py\(\d+\): main", leaf) else other
+        into[e["name"]] = into.get(e["name"], 0) + 1
+    return in_main, other
+
+
+def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir, tmp_path):
+    # record -a --with-stack: each process's op entries carry its own
+    # interpreter's frames (torch 1.13 under CPython 3.11, torch 2.6 under
+    # 3.13 in the chroot: two frame layouts in one recording). Every mm,
+    # add and relu call of each process is under its main(), exactly as
+    # many as torch.profiler counted there, none without it.
+    out = tmp_path / "stacks.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "--with-stack", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    runs = {"host": start_counts(procs, workdir, "host", 300),
+            "chroot": start_counts(procs, workdir, "chroot", 400, torch_env=CHROOT_TORCH)}
+    touch(workdir, "go")
+    truths = finish_counts(workdir, runs, [gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    doc, _ = export_chrome_trace(out, tmp_path / "stacks.json")
+    grouped = run_gpuprof("report", out, "--group-by-stack-n", "1", "--row-limit", "-1")
+    assert grouped.returncode == 0, grouped.stderr
+    found = sections(grouped.stdout)
+    for name, (_, pid) in runs.items():
+        in_main, other = mains_calls(doc, pid)
+        assert in_main == truths[name]["calls"] and other == {}, (name, in_main, other, truths[name])
+        # The table groups them by that frame too (key_averages(group_by_stack_n=1)).
+        _, text = found[pid]
+        assert "Source Location" in text and re.search(r"torch_counts\.py\(\d+\): main", text), text
+    # One process's modules are asked for with --pid; two at once are refused.
+    modules = run_gpuprof("report", out, "--modules")
+    assert modules.returncode == 2 and "choose one with --pid PID" in modules.stderr, modules.stderr
+    one = run_gpuprof("report", out, "--modules", "--pid", str(runs["host"][1]))
+    assert one.returncode == 0 and "[no module]" in one.stdout, one.stderr
 
 
 def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):

@@ -96,7 +96,9 @@ TEST(ChromeTraceSeveral, PlantedClocksPlaceEachEventAtItsWallClockTime) {
                                      {kRepeated, {"c.gpuprof: python3 (100)", "host other, file c.gpuprof", 2048}}}));
   // Threads stay on their process's track.
   for (const json& e : trace["traceEvents"])
-    if (e["ph"] == "M" && e["name"] == "thread_name") EXPECT_TRUE(e["pid"] == 200 || e["pid"] == 100 || e["pid"] == kRepeated);
+    if (e["ph"] == "M" && e["name"] == "thread_name") {
+      EXPECT_TRUE(e["pid"] == 200 || e["pid"] == 100 || e["pid"] == kRepeated);
+    }
   const json& other = trace["otherData"];
   EXPECT_EQ(other["time zero"],
             "the earliest recording's start: CLOCK_REALTIME 1795745012000000000 ns (2026-11-27T02:03:32.000000000Z)");

@@ -10,7 +10,7 @@
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
 #include "collect/launch_collector.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "collect/sample_collector.h"
 
 namespace gpuprof {

@@ -79,7 +79,7 @@ std::vector<gp_event> varied_events() {
   for (uint32_t i = 0; i < 300; ++i) {
     const uint32_t tid = i % 7 == 0 ? 200 : 100;
     v.push_back({5'000'000'000ULL + i * 997, 0x7ffd00001000ULL - (i % 5) * 0x80, tid, i < 150 ? 4242u : 4343u,
-                 i % 11 == 0 ? GP_NO_OP : i % 40, static_cast<uint16_t>(i % 11 == 0 ? GP_EV_CATCH : 1 + i % 2), 0});
+                 i % 11 == 0 ? static_cast<uint32_t>(GP_NO_OP) : i % 40, static_cast<uint16_t>(i % 11 == 0 ? static_cast<uint32_t>(GP_EV_CATCH) : 1 + i % 2), 0});
   }
   v[17].ts_ns = v[16].ts_ns - 5;                                      // before the event before
   v[18].sp = v[16].sp;                                                // as the thread's last

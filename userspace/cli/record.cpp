@@ -191,8 +191,9 @@ int run_record(RecordOptions options) {
   }
   warn_if_high_sample_rate(options.sample_hz);
   if (options.with_modules && options.system_wide) {
-    std::fprintf(stderr, "gpuprof: error: -a (system-wide) does not take --with-modules: record one process "
-                         "with -p for it\n");
+    std::fprintf(stderr, "gpuprof: error: -a (system-wide) does not take --with-modules: module names are read "
+                         "from one process's memory and torch's module labels repeat across processes; record "
+                         "one process with -p for it (-a --with-stack records every process's Python stacks)\n");
     return 2;
   }
   if (options.with_modules && options.no_ops) {
@@ -211,7 +212,6 @@ int run_record(RecordOptions options) {
     std::string refused;
     for (auto [set, name] : {std::pair{options.record_shapes, "--record-shapes"},
                              std::pair{options.profile_memory, "--profile-memory"},
-                             std::pair{options.with_stack, "--with-stack"},
                              std::pair{options.follow_forks, "--follow-forks (-a follows every process anyway)"},
                              std::pair{!options.schedule.empty(), "--schedule"},
                              std::pair{!options.on_cycle.empty(), "--on-cycle"},

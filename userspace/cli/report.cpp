@@ -271,6 +271,18 @@ static int print_module_table(const Recording& recording, const ReportOptions& o
                  options.input_path.c_str());
     return 2;
   }
+  if (is_system_wide(recording)) {
+    size_t with_ops = 0;
+    for (const auto& [pid, activity] : process_activity(recording)) with_ops += activity.events > 0;
+    if (with_ops > 1) {
+      std::fprintf(stderr,
+                   "gpuprof: error: --modules: %s is a system-wide recording with ops of %zu processes: choose "
+                   "one with --pid PID (each runs its own model; torch's module labels repeat across "
+                   "processes)\n",
+                   options.input_path.c_str(), with_ops);
+      return 2;
+    }
+  }
   const ModuleTree tree = build_module_tree(recording, options.raw_times);
   // CLI11 reads "[backward]" as a list and hands over "backward": the
   // synthetic nodes are found by their names without brackets too.
@@ -367,6 +379,7 @@ std::string format_system_report(const Recording& recording, const ReportOptions
   for (const ProcessInfo& p : recording.processes) info[static_cast<uint32_t>(p.pid)] = &p;
   AggregateOptions aggregate_options;
   aggregate_options.raw_times = options.raw_times;
+  aggregate_options.group_by_stack_n = options.group_by_stack_n;  // record -a --with-stack
   TableOptions table;
   table.sort_by = sort_key;
   table.row_limit = options.row_limit;

@@ -18,7 +18,7 @@
 
 #include "collect/diagnostics.h"
 #include "collect/live_consumer.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 
 namespace gpuprof {
 

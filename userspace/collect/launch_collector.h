@@ -17,7 +17,7 @@
 
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "launch_tracer_abi.h"
 #include "symbols/native_symbolizer.h"
 

@@ -30,7 +30,7 @@
 #include "collect/launch_attach.h"
 #include "collect/launch_collector.h"
 #include "collect/launched_process.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "collect/sample_collector.h"
 #include "collect/target_python.h"
 #include "collect/target_shapes.h"
@@ -150,7 +150,6 @@ class Session final : public AttachCollectors {
   RecordStats stats_;
   Diagnostics diagnostics_{stats_, outcome_};
   // The collectors, once the recording is begun (record_sink.h).
-  std::optional<WriterSink<RecordOutputs>> sink_;
   std::optional<Interner> interner_;
   std::optional<SampleCollector> samples_;  // -F HZ
   std::optional<LaunchCollector> launches_;
@@ -379,9 +378,8 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
   if (!succeeded(switcher_->begin(clock.start_monotonic_ns, stats_), &error)) return fail(error);
   writer_ = &switcher_->outputs();
-  sink_.emplace(*writer_);
-  interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
-  launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/true);
+  interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
+  launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/true);
   python_.start_recording(*interner_, *writer_, diagnostics_);
   gpu_.emplace(config_, target_pid_, attached_, child_exited_, clock.start_monotonic_ns, diagnostics_, *writer_,
                *switcher_, *thread_names_, *interner_, *launches_);
@@ -467,7 +465,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
 bool Session::start_sampling(int pid) {
   std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
-  samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
+  samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
   sampler_ = value_or_error(
       CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }), &error);
   if (!sampler_) return fail(error);

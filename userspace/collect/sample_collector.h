@@ -19,7 +19,7 @@
 
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "cpu_sampler_abi.h"
 #include "python/python_stacks.h"
 #include "record/frames_not_read.h"

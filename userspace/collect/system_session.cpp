@@ -24,8 +24,9 @@
 #include "collect/launch_collector.h"
 #include "collect/native_files.h"
 #include "collect/progress_line.h"
-#include "collect/record_sink.h"
+#include "record/record_sink.h"
 #include "collect/sample_collector.h"
+#include "collect/target_python.h"
 #include "probe/cpu_sampler.h"
 #include "torch/dispatcher_catalog.h"
 #include "torch/exitless_calls.h"
@@ -120,8 +121,9 @@ struct Process {
   bool launches_attached = false;
   bool unreadable_reported = false;  // its libtorch_cpu cannot be opened: said once
   std::unique_ptr<NativeSymbolizer> symbolizer;  // for samples and kernel names, on first use
-  // Python frames of its samples, when it runs a CPython gpuprof knows.
-  std::unique_ptr<PythonStackNamer> python;
+  // Its CPython, when it runs one gpuprof knows: names the Python frames of
+  // its samples and (--with-stack) records its op entries' stacks.
+  std::unique_ptr<TargetPython> python;
   bool python_final = false;  // the answer will not change
   uint64_t python_checked_ns = 0;
   uint64_t python_retry_ns = kPythonFirstRetryNs;  // doubles after each miss
@@ -180,7 +182,6 @@ class SystemSession {
   std::optional<OutputSwitcher> switcher_;
   RecordOutputs* writer_ = nullptr;  // switcher_'s outputs, once begun
   // The collectors, once the file is begun (record_sink.h).
-  std::optional<WriterSink<RecordOutputs>> sink_;
   std::optional<Interner> interner_;
   std::optional<SampleCollector> samples_;  // -F HZ
   std::optional<LaunchCollector> launches_;
@@ -347,6 +348,9 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
   config_.live_consumer().process_seen(p.info);
   std::fprintf(stderr, "gpuprof: process %u (%s) runs %s\n", pid, p.info.comm.c_str(),
                library->path_in_target.c_str());
+  // --with-stack: its op entries' stacks need its interpreter in the op
+  // probe's map; the sooner found, the fewer of its first ops lack them.
+  if (config_.with_stack) setup_python(pid, p);
   trace_launches(pid);
   return true;
 }
@@ -438,17 +442,21 @@ void SystemSession::setup_python(uint32_t pid, Process& p) {
   if (p.python_checked_ns && now - p.python_checked_ns < p.python_retry_ns) return;
   if (p.python_checked_ns) p.python_retry_ns = std::min(2 * p.python_retry_ns, kPythonLastRetryNs);
   p.python_checked_ns = now;
-  bool may_change = false;
-  const Result<PythonRuntime> runtime = find_python_runtime(static_cast<int>(pid), &may_change);
-  const Result<gp_python_config> config = runtime ? python_walk_config(*runtime) : Error(runtime.error());
-  if (!config) {
-    p.python_final = runtime || !may_change || !process_alive(static_cast<int>(pid));
+  auto python = std::make_unique<TargetPython>(stack_cuts_, /*verbose=*/false);
+  python->expect_late();  // may_appear() then says whether another look may find one
+  python->find(static_cast<int>(pid));
+  if (!python->config()) {
+    p.python_final = !python->may_appear() || !process_alive(static_cast<int>(pid));
     return;
   }
   p.python_final = true;
-  if (!sampler_->set_process_python(pid, *config)) return;
-  p.python = std::make_unique<PythonStackNamer>(static_cast<int>(pid), runtime->offsets,
-                                                PythonPathShortener::for_process(static_cast<int>(pid)));
+  if (sampler_ && !sampler_->set_process_python(pid, *python->config())) return;
+  if (config_.with_stack && tracer_ && !tracer_->set_process_python(pid, *python->config())) {
+    if (sampler_) sampler_->forget_process_python(pid);
+    return;
+  }
+  python->start_recording(*interner_, *writer_, diagnostics_);
+  p.python = std::move(python);
 }
 
 // A machine runs processes without end: what gpuprof keeps per process
@@ -470,6 +478,7 @@ void SystemSession::reap_exited() {
     if (process_alive(static_cast<int>(pid))) continue;
     p.exited_ns = now;
     if (p.python && sampler_) sampler_->forget_process_python(pid);
+    if (p.python && config_.with_stack && tracer_) tracer_->forget_process_python(pid);
     p.python.reset();
     p.python_final = true;
     p.symbolizer.reset();
@@ -513,6 +522,11 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
     op_calls_recorded_++;
   }
   config_.live_consumer().op_event(event, index);
+  if (config_.with_stack && (event.kind == GP_EV_OP_ENTRY || event.kind == GP_EV_RANGE_BEGIN)) {
+    Process& p = process(event.pid);
+    setup_python(event.pid, p);  // a process whose interpreter was not found yet is looked at again
+    if (p.python) p.python->on_entry(index, payload);
+  }
 }
 
 // Keyed by process: a leaf address and a code object mean something only in theirs.
@@ -529,7 +543,7 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
     if (!p.symbolizer && !p.exited_ns) p.symbolizer = std::make_unique<NativeSymbolizer>(static_cast<int>(sample.pid));
     return p.symbolizer ? p.symbolizer->symbolize(user_ip) : "[unknown]";
   };
-  samples_->record(sample, sample.pid, leaf, p.python.get());
+  samples_->record(sample, sample.pid, leaf, p.python ? p.python->namer() : nullptr);
   std::string err;
   if (p.symbolizer && !succeeded(record_opened_files(*p.symbolizer, *writer_), &err)) write_failed(err);
 }
@@ -576,6 +590,7 @@ bool SystemSession::begin() {
   RecordOptions options;
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;
+  options.with_stack = config_.with_stack;
   OutputPlan plan = config_.outputs;
   plan.main_path = config_.output_path;
   // --push-every: back-to-back windows from the start, every record in one
@@ -598,9 +613,8 @@ bool SystemSession::begin() {
     return id;
   });
   thread_names_ = std::make_unique<ThreadNameCollector>(0);
-  sink_.emplace(*writer_);
-  interner_.emplace(*sink_, diagnostics_, config_.live_consumer());
-  launches_.emplace(*interner_, *sink_, diagnostics_, stats_, /*count_unresolved=*/false);
+  interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
+  launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/false);
   config_.live_consumer().begin(system, {}, clock.start_monotonic_ns);
   return true;
 }
@@ -631,6 +645,9 @@ RecordOutcome SystemSession::run() {
       fail(error);
       return outcome_;
     }
+    // Stacks on before the first probe: every op entry then carries its
+    // stack word, empty until its process's interpreter is in the map.
+    if (config_.with_stack) tracer_->set_python_stacks_per_process();
     // Before any target's probes go in: no process waits on it.
     calibration_.at_attach({});
     // Watch first, then scan: a process that maps libtorch in between is
@@ -651,7 +668,7 @@ RecordOutcome SystemSession::run() {
     tracer_->set_tracing(true);
   }
   if (config_.sample_hz) {
-    samples_.emplace(*interner_, *sink_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
+    samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
     sampler_ = value_or_error(CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }), &error);
     if (!sampler_) {
       fail(error);

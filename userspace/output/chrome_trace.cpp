@@ -25,7 +25,7 @@
 #include "analyze/memory_attribution.h"
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
-#include "base/utf8.h"
+#include "output/trace_json.h"
 
 namespace gpuprof {
 namespace {
@@ -34,35 +34,6 @@ namespace {
 // (PID_MAX_LIMIT is 2^22) so that they never clash with the target's.
 constexpr int64_t kGpuPidBase = int64_t{1} << 22;
 constexpr size_t kFlushBytes = 64 << 10;
-
-// Appends `ns` as microseconds, exact to the nanosecond and without
-// trailing zeros: "-0.25", "12.345", "17". Integer arithmetic: no rounding
-// on the way.
-void append_us(std::string& out, int64_t ns) {
-  if (ns < 0) {
-    out += '-';
-    ns = -ns;  // recordings are far from INT64_MIN
-  }
-  char buffer[32];
-  int n = std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(ns / 1000));
-  out.append(buffer, static_cast<size_t>(n));
-  int fraction = static_cast<int>(ns % 1000);
-  if (fraction == 0) return;
-  int digits = 3;
-  while (fraction % 10 == 0) {
-    fraction /= 10;
-    --digits;
-  }
-  n = std::snprintf(buffer, sizeof buffer, ".%0*d", digits, fraction);
-  out.append(buffer, static_cast<size_t>(n));
-}
-
-template <typename T>
-void append_number(std::string& out, T value) {
-  char buffer[32];
-  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  out.append(buffer, result.ptr);
-}
 
 std::string hex(uint64_t value) {
   char buffer[24];
@@ -264,7 +235,16 @@ class TraceWriter {
     append_us(out_, rel(ts_ns));
   }
 
-  std::string op_name(uint32_t op_id) const { return op_display_name(r_.ops, op_id); }
+  // Every call names its op: the names are made once.
+  const std::string& op_name(uint32_t op_id) const {
+    if (op_names_.empty()) {
+      op_names_.reserve(r_.ops.size() + 1);
+      for (uint32_t id = 0; id < r_.ops.size(); ++id) op_names_.push_back(op_display_name(r_.ops, id));
+      op_names_.push_back("");  // the slot of an id outside the table
+    }
+    if (op_id < r_.ops.size()) return op_names_[op_id];
+    return op_names_.back() = op_display_name(r_.ops, op_id);
+  }
   // A step frame (op_timeline.h) is named after its step, as torch names
   // its ranges: ProfilerStep#N.
   static bool is_step(const Recording& r, const OpCall& call) {
@@ -315,7 +295,12 @@ class TraceWriter {
     return out;
   }
 
-  void note_thread(uint32_t tid) { threads_.insert(tid); }
+  void note_thread(uint32_t tid) {
+    // Calls come thread by thread: most are the last thread's.
+    if (tid == last_noted_thread_ && !threads_.empty()) return;
+    threads_.insert(tid);
+    last_noted_thread_ = tid;
+  }
   // The track of a thread's step frames: above every Linux tid (at most
   // 2^22), so it names no real thread.
   static int64_t step_track(uint32_t tid) { return (int64_t{1} << 32) + tid; }
@@ -377,7 +362,8 @@ class TraceWriter {
     // As Kineto files them: record_function ranges (ProfilerStep#N
     // too) as user annotations, everything else as CPU ops.
     const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
-    common("X", user ? "user_annotation" : "cpu_op", step ? "ProfilerStep#" + std::to_string(*step) : op_name(call.op_id),
+    const std::string step_name = step ? "ProfilerStep#" + std::to_string(*step) : std::string();
+    common("X", user ? "user_annotation" : "cpu_op", step ? std::string_view(step_name) : op_name(call.op_id),
            pid_of(call.tid), step ? step_track(call.tid) : call.tid, call.start_ns);
     out_ += ",\"dur\":";
     append_us(out_, static_cast<int64_t>(call.duration_ns()));
@@ -714,6 +700,8 @@ class TraceWriter {
   int64_t from_ns_ = 0;
   int64_t until_ns_ = 0;
   std::set<uint32_t> threads_;
+  uint32_t last_noted_thread_ = 0;
+  mutable std::vector<std::string> op_names_;  // by op id, made on first use (op_name)
   std::set<uint32_t> step_threads_;  // threads with step frames (on step_track(tid))
   // record -a: each thread's process (a thread not listed is the target's).
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;
@@ -727,33 +715,6 @@ class TraceWriter {
 };
 
 }  // namespace
-
-void append_json_string(std::string& out, std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      if (size_t length = utf8_sequence_length(text, i)) {
-        out.append(text.substr(i, length));
-        i += length;
-      } else {
-        out += "\xEF\xBF\xBD";  // U+FFFD
-        ++i;
-      }
-      continue;
-    }
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7F) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-}
 
 Result<TraceTimeRange> parse_trace_time_range(std::string_view text) {
   const size_t colon = text.find(':');

@@ -133,9 +133,4 @@ ChromeTraceStats write_chrome_trace(const std::vector<TracePart>& parts, const C
                                     std::string_view other_data,
                                     const std::function<void(std::string_view)>& write);
 
-// JSON string contents: quotes, backslashes and control characters escaped;
-// bytes that are not valid UTF-8 become U+FFFD so that the document stays
-// valid JSON whatever a symbol or path holds.
-void append_json_string(std::string& out, std::string_view text);
-
 }  // namespace gpuprof

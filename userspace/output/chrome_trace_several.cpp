@@ -7,6 +7,8 @@
 #include <ctime>
 #include <set>
 
+#include "output/trace_json.h"
+
 namespace gpuprof {
 namespace {
 

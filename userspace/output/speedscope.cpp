@@ -10,6 +10,7 @@
 #include "analyze/call_tree.h"
 #include "analyze/op_timeline.h"
 #include "output/chrome_trace.h"
+#include "output/trace_json.h"
 
 namespace gpuprof {
 namespace {

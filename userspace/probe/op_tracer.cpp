@@ -185,6 +185,19 @@ void OpTracer::set_python_stacks(const gp_python_config& config) {
   __atomic_store_n(&bpf_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
 }
 
+void OpTracer::set_python_stacks_per_process() {
+  stacks_on_ = true;
+  __atomic_store_n(&bpf_->bss->stacks_on, 1u, __ATOMIC_SEQ_CST);
+}
+
+bool OpTracer::set_process_python(uint32_t pid, const gp_python_config& config) {
+  return bpf_map_update_elem(bpf_map__fd(bpf_->maps.python_of_process), &pid, &config, BPF_ANY) == 0;
+}
+
+void OpTracer::forget_process_python(uint32_t pid) {
+  bpf_map_delete_elem(bpf_map__fd(bpf_->maps.python_of_process), &pid);
+}
+
 void OpTracer::set_schedule(const gp_schedule& schedule) {
   bpf_->bss->steps_started = 0;
   bpf_->bss->step_recorded = 0;

@@ -86,6 +86,12 @@ class OpTracer {
   // Python stacks at op entry (record --with-stack): where the target's
   // frames are (python_frames.bpf.h); turns them on, before tracing starts.
   void set_python_stacks(const gp_python_config& config);
+  // The same for record -a: stacks on, each process's frames where
+  // set_process_python says (a process not set has none).
+  void set_python_stacks_per_process();
+  bool set_process_python(uint32_t pid, const gp_python_config& config);
+  // The process is gone: its slot is free for another.
+  void forget_process_python(uint32_t pid);
 
   // Gates event emission for every probe (see tracing_on in the BPF side).
   void set_tracing(bool on);

@@ -709,6 +709,21 @@ class RecordWriter {
   // problem(record) is "" or what is wrong): nothing of it is buffered.
   template <typename T, typename Problem>
   Result<void> batch_ok(const char* what, const T* records, size_t count, Problem problem) const;
+  // A kind of record that only a recording with ops takes (launches, GPU
+  // correlations and activities): the call's name and the record's, for
+  // refusals, and where it is buffered.
+  struct OpsRecordKind {
+    const char* call;
+    const char* plural;
+    const char* singular;
+    size_t chunk;
+    size_t record_bytes;
+  };
+  // Checks a batch of such records (state, ops option, problem(record))
+  // and buffers it whole, or refuses it whole.
+  template <typename T, typename Problem, typename Encode>
+  Result<void> append_ops_records(const OpsRecordKind& kind, const T* records, size_t count, Problem problem,
+                                  Encode encode);
   // A definition of SAMPLE_FRAMES or LAUNCH_NAMES: u32 length, then the name.
   Result<void> define_name(size_t which, const std::string& name);
   // Lets entries_ forget the events below every entry cursor in use.

@@ -31,11 +31,12 @@
 
 #include "base/result.h"
 #include "record/record_file.h"
+#include "record/record_sink.h"
 #include "record/recording.h"
 
 namespace gpuprof {
 
-class RecordOutputs {
+class RecordOutputs final : public RecordSink {
  public:
   enum Output { kMain = 0, kCycle = 1 };
 
@@ -72,13 +73,13 @@ class RecordOutputs {
   Result<void> append_events(const gp_event* events, size_t count);
   Result<void> append_shapes(uint64_t event_index, const InputShapes& shapes);
   Result<void> append_mem_events(const gp_mem_event* events, size_t count);
-  Result<void> add_sample_frame(const std::string& name);
-  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids);
-  Result<void> append_samples(const CpuSample* samples, size_t count);
+  Result<void> add_sample_frame(const std::string& name) override;
+  Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) override;
+  Result<void> append_samples(const CpuSample* samples, size_t count) override;
   Result<void> append_entry_stack(uint64_t event_index, uint32_t stack_id);
-  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id);
-  Result<void> add_launch_name(const std::string& name);
-  Result<void> append_launches(const CudaLaunch* launches, size_t count);
+  Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) override;
+  Result<void> add_launch_name(const std::string& name) override;
+  Result<void> append_launches(const CudaLaunch* launches, size_t count) override;
   Result<void> append_gpu_correlations(const GpuCorrelation* correlations, size_t count);
   Result<void> append_gpu_activities(const GpuActivity* activities, size_t count);
   void set_cuda_runtime(const CudaRuntimeInfo& info) { defined_.cuda_runtime = info; }
@@ -105,11 +106,11 @@ class RecordOutputs {
   Result<void> flush();
 
   // Global counts (every file shares them).
-  uint32_t sample_frames_defined() const { return static_cast<uint32_t>(defined_.sample_frames.size()); }
-  uint32_t sample_stacks_defined() const { return static_cast<uint32_t>(defined_.sample_stacks.size()); }
-  uint32_t launch_names_defined() const { return static_cast<uint32_t>(defined_.launch_names.size()); }
+  uint32_t sample_frames_defined() const override { return static_cast<uint32_t>(defined_.sample_frames.size()); }
+  uint32_t sample_stacks_defined() const override { return static_cast<uint32_t>(defined_.sample_stacks.size()); }
+  uint32_t launch_names_defined() const override { return static_cast<uint32_t>(defined_.launch_names.size()); }
   uint64_t events_appended() const { return events_; }
-  uint64_t samples_appended() const { return samples_; }
+  uint64_t samples_appended() const override { return samples_; }
 
  private:
   struct File {

@@ -181,6 +181,15 @@ Result<void> RecordWriter::batch_ok(const char* what, const T* records, size_t c
   return {};
 }
 
+template <typename T, typename Problem, typename Encode>
+Result<void> RecordWriter::append_ops_records(const OpsRecordKind& kind, const T* records, size_t count,
+                                              Problem problem, Encode encode) {
+  RETURN_IF_ERROR(check_state(State::kBegun, kind.call));
+  RETURN_IF_ERROR(with_ops(kind.plural, count));
+  RETURN_IF_ERROR(batch_ok(kind.singular, records, count, problem));
+  return buffer_records(kind.chunk, records, count, kind.record_bytes, encode);
+}
+
 Result<void> RecordWriter::define_name(size_t which, const std::string& name) {
   PendingChunk& c = pending_[which];
   const uint32_t len = static_cast<uint32_t>(name.size());
@@ -503,12 +512,10 @@ Result<void> RecordWriter::add_launch_name(const std::string& name) {
 }
 
 Result<void> RecordWriter::append_launches(const CudaLaunch* launches, size_t count) {
-  RETURN_IF_ERROR(check_state(State::kBegun, "append_launches"));
   const uint32_t names = launch_names_defined();
   auto problem = [&](const CudaLaunch& l) { return launch_problem(l, names); };
-  RETURN_IF_ERROR(with_ops("launches", count));
-  RETURN_IF_ERROR(batch_ok("launch", launches, count, problem));
-  return buffer_records(kLaunches, launches, count, kLaunchBytes, encode_launch);
+  const OpsRecordKind kind{"append_launches", "launches", "launch", kLaunches, kLaunchBytes};
+  return append_ops_records(kind, launches, count, problem, encode_launch);
 }
 
 Result<void> RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info) {
@@ -522,20 +529,17 @@ Result<void> RecordWriter::set_cuda_runtime(const CudaRuntimeInfo& info) {
 }
 
 Result<void> RecordWriter::append_gpu_correlations(const GpuCorrelation* correlations, size_t count) {
-  RETURN_IF_ERROR(check_state(State::kBegun, "append_gpu_correlations"));
-  RETURN_IF_ERROR(with_ops("GPU correlations", count));
-  RETURN_IF_ERROR(batch_ok("GPU correlation", correlations, count, gpu_correlation_problem));
-  return buffer_records(kGpuCorrelations, correlations, count, kGpuCorrelationBytes,
-                        encode_gpu_correlation);
+  const OpsRecordKind kind{"append_gpu_correlations", "GPU correlations", "GPU correlation",
+                           kGpuCorrelations, kGpuCorrelationBytes};
+  return append_ops_records(kind, correlations, count, gpu_correlation_problem, encode_gpu_correlation);
 }
 
 Result<void> RecordWriter::append_gpu_activities(const GpuActivity* activities, size_t count) {
-  RETURN_IF_ERROR(check_state(State::kBegun, "append_gpu_activities"));
   const uint32_t names = launch_names_defined();
   auto problem = [&](const GpuActivity& a) { return gpu_activity_problem(a, names); };
-  RETURN_IF_ERROR(with_ops("GPU activities", count));
-  RETURN_IF_ERROR(batch_ok("GPU activity", activities, count, problem));
-  return buffer_records(kGpuActivities, activities, count, kGpuActivityBytes, encode_gpu_activity);
+  const OpsRecordKind kind{"append_gpu_activities", "GPU activities", "GPU activity", kGpuActivities,
+                           kGpuActivityBytes};
+  return append_ops_records(kind, activities, count, problem, encode_gpu_activity);
 }
 
 Result<void> RecordWriter::set_cupti_shim(const CuptiShimInfo& info) {
