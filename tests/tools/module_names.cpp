@@ -38,10 +38,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "module_names: '%s' is not a process id\n", argv[1]);
     return 2;
   }
-  std::string why;
-  auto runtime = gpuprof::find_python_runtime(static_cast<int>(pid), &why);
+  auto runtime = gpuprof::find_python_runtime(static_cast<int>(pid));
   if (!runtime) {
-    std::fprintf(stderr, "module_names: no CPython in process %ld: %s\n", pid, why.c_str());
+    std::fprintf(stderr, "module_names: no CPython in process %ld: %s\n", pid, runtime.error().c_str());
     return 1;
   }
   gpuprof::ModuleAttributes attributes(static_cast<int>(pid), runtime->offsets);

@@ -43,9 +43,9 @@ Recording planted(int32_t pid, std::optional<uint32_t> rank, const char* op_name
 }
 
 std::string trace_of(const std::vector<TraceInput>& inputs, const ChromeTraceOptions& options = {}) {
-  std::string out, error;
-  EXPECT_TRUE(write_chrome_trace_of_several(inputs, options, [&](std::string_view piece) { out += piece; }, &error))
-      << error;
+  std::string out;
+  const auto stats = write_chrome_trace_of_several(inputs, options, [&](std::string_view piece) { out += piece; });
+  EXPECT_TRUE(stats) << stats.error();
   return out;
 }
 
@@ -176,11 +176,13 @@ TEST(ChromeTraceSeveral, ARecordingWithoutAWallClockStartIsRefused) {
   const Recording fine = planted(100, 1, "aten::add", 1'000'000'000, kRealtime, 0, 10);
   Recording old = fine;
   old.clock.start_realtime_ns = 0;
-  std::string out, error;
-  EXPECT_FALSE(write_chrome_trace_of_several({{&fine, "a"}, {&old, "old.gpuprof"}}, {},
-                                             [&](std::string_view piece) { out += piece; }, &error));
-  EXPECT_EQ(error, "old.gpuprof holds no wall-clock time of its start (its CLOCK chunk's CLOCK_REALTIME is 0): its "
-                   "events cannot be placed beside the other recordings'");
+  std::string out;
+  const auto stats = write_chrome_trace_of_several({{&fine, "a"}, {&old, "old.gpuprof"}}, {},
+                                                   [&](std::string_view piece) { out += piece; });
+  ASSERT_FALSE(stats);
+  EXPECT_EQ(stats.error(),
+            "old.gpuprof holds no wall-clock time of its start (its CLOCK chunk's CLOCK_REALTIME is 0): its "
+            "events cannot be placed beside the other recordings'");
   EXPECT_EQ(out, "");
 }
 

@@ -292,21 +292,21 @@ TEST(ChromeTrace, TimestampsAreExactMicrosecondsFromTheStart) {
 }
 
 TEST(ChromeTraceTimeRange, ParsesSecondsEitherSideOptional) {
-  std::string error;
-  auto both = parse_trace_time_range("1.5:3", &error);
-  ASSERT_TRUE(both) << error;
+  auto both = parse_trace_time_range("1.5:3");
+  ASSERT_TRUE(both) << both.error();
   EXPECT_EQ(both->from_s, 1.5);
   EXPECT_EQ(both->until_s, 3.0);
-  auto open_end = parse_trace_time_range("2:", &error);
+  auto open_end = parse_trace_time_range("2:");
   ASSERT_TRUE(open_end);
   EXPECT_EQ(open_end->from_s, 2.0);
   EXPECT_FALSE(open_end->until_s);
-  auto open_start = parse_trace_time_range(":0.25", &error);
+  auto open_start = parse_trace_time_range(":0.25");
   ASSERT_TRUE(open_start);
   EXPECT_FALSE(open_start->from_s);
   for (const char* bad : {"", "1.5", "a:2", "1:b", "3:1", "-1:2", "1:2:3", "inf:"}) {
-    EXPECT_FALSE(parse_trace_time_range(bad, &error)) << bad;
-    EXPECT_TRUE(error.starts_with("--time-range " + std::string(bad) + ": ")) << error;
+    const auto range = parse_trace_time_range(bad);
+    ASSERT_FALSE(range) << bad;
+    EXPECT_TRUE(range.error().starts_with("--time-range " + std::string(bad) + ": ")) << range.error();
   }
 }
 
@@ -314,13 +314,14 @@ TEST(OutputFileTest, GzNamesAreCompressedAndReadBackWhole) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gpuprof_output_file_test";
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "t.json.gz").string();
-  std::string error;
-  auto file = OutputFile::open(path, &error);
-  ASSERT_TRUE(file) << error;
+  auto opened = OutputFile::open(path);
+  ASSERT_TRUE(opened) << opened.error();
+  auto file = std::move(opened).value();
   std::string written;
   for (int i = 0; i < 20000; ++i) written += "{\"ph\":\"X\",\"name\":\"aten::add\",\"ts\":" + std::to_string(i) + "},\n";
   ASSERT_TRUE(file->write(written));
-  ASSERT_TRUE(file->close(&error)) << error;
+  const auto closed = file->close();
+  ASSERT_TRUE(closed) << closed.error();
   EXPECT_LT(std::filesystem::file_size(path), written.size() / 5);
   EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
             std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
@@ -335,9 +336,9 @@ TEST(OutputFileTest, GzNamesAreCompressedAndReadBackWhole) {
 }
 
 TEST(OutputFileTest, AnUncreatableFileSaysWhy) {
-  std::string error;
-  EXPECT_EQ(OutputFile::open("/nonexistent-dir/t.json", &error), nullptr);
-  EXPECT_EQ(error, "cannot create /nonexistent-dir/t.json: No such file or directory");
+  const auto file = OutputFile::open("/nonexistent-dir/t.json");
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error(), "cannot create /nonexistent-dir/t.json: No such file or directory");
 }
 
 }  // namespace

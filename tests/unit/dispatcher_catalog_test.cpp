@@ -19,9 +19,8 @@ namespace {
 constexpr const char* kDebianLibtorch = "/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13";
 
 TEST(DispatcherCatalog, DebianLibtorch113) {
-  std::string error;
-  auto catalog = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
-  ASSERT_TRUE(catalog) << error;
+  auto catalog = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret);
+  ASSERT_TRUE(catalog) << catalog.error();
   // Debian's 1.13: 2952 at::_ops::*::call, then the 596
   // generated backward nodes and 8 others, the engine's evaluate_function,
   // 51 collectives and waits of c10d's backends (Gloo, RoundRobin, Wrapper:
@@ -147,10 +146,10 @@ TEST(DispatcherCatalog, DebianLibtorch113) {
 // so the emulated mode needs no single-stepped exit for ops; one backward
 // node's apply (torch::autograd::Identity, rarely run) has none.
 TEST(DispatcherCatalog, EmulatedExitsOnDebianLibtorch113) {
-  std::string error;
-  auto emulated = load_dispatcher_catalog(kDebianLibtorch, ExitMode::emulated, &error);
-  auto ret = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret, &error);
-  ASSERT_TRUE(emulated && ret) << error;
+  auto emulated = load_dispatcher_catalog(kDebianLibtorch, ExitMode::emulated);
+  ASSERT_TRUE(emulated) << emulated.error();
+  auto ret = load_dispatcher_catalog(kDebianLibtorch, ExitMode::ret);
+  ASSERT_TRUE(ret) << ret.error();
   EXPECT_EQ(emulated->exit_sites, ret->exit_sites);
   EXPECT_EQ(ret->exit_sites_single_stepped, ret->exit_sites);
   EXPECT_EQ(emulated->exit_sites_single_stepped, 1u);
@@ -180,9 +179,8 @@ std::string trixie_libtorch() {
 }
 
 TEST(DispatcherCatalog, CetBuiltLibtorch26) {
-  std::string error;
-  auto catalog = load_dispatcher_catalog(trixie_libtorch(), ExitMode::emulated, &error);
-  ASSERT_TRUE(catalog) << error << " (run scripts/torch2-chroot.sh)";
+  auto catalog = load_dispatcher_catalog(trixie_libtorch(), ExitMode::emulated);
+  ASSERT_TRUE(catalog) << catalog.error() << " (run scripts/torch2-chroot.sh)";
   // research: 3144 at::_ops::*::call in 2.6; 704 backward nodes.
   std::map<OpKind, size_t> kinds;
   for (const OpInfo& op : catalog->ops) kinds[op.kind]++;
@@ -200,13 +198,16 @@ TEST(DispatcherCatalog, CetBuiltLibtorch26) {
 }
 
 TEST(DispatcherCatalog, RefusesLibrariesWithoutDispatcher) {
-  std::string error;
-  EXPECT_FALSE(load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libc.so.6", ExitMode::emulated, &error));
-  EXPECT_NE(error.find("no at::_ops::*::call"), std::string::npos) << error;
-  EXPECT_FALSE(load_dispatcher_catalog("/etc/passwd", ExitMode::emulated, &error));
-  EXPECT_NE(error.find("not a 64-bit ELF"), std::string::npos) << error;
-  EXPECT_FALSE(load_dispatcher_catalog("/nonexistent/libtorch_cpu.so", ExitMode::emulated, &error));
-  EXPECT_NE(error.find("No such file"), std::string::npos) << error;
+  const auto libc = load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libc.so.6", ExitMode::emulated);
+  ASSERT_FALSE(libc);
+  EXPECT_EQ(libc.error(), "/usr/lib/x86_64-linux-gnu/libc.so.6 exports no at::_ops::*::call entry points "
+                          "(is it libtorch_cpu?)");
+  const auto text = load_dispatcher_catalog("/etc/passwd", ExitMode::emulated);
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error(), "/etc/passwd is not a 64-bit ELF file");
+  const auto missing = load_dispatcher_catalog("/nonexistent/libtorch_cpu.so", ExitMode::emulated);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error(), "cannot open /nonexistent/libtorch_cpu.so: No such file or directory");
 }
 
 }  // namespace

@@ -37,13 +37,13 @@ class FileModeTest : public testing::Test {
 };
 
 TEST(FileModeParse, OctalPermissionBitsOnly) {
-  std::string error;
-  EXPECT_EQ(parse_file_mode("600", &error), mode_t{0600});
-  EXPECT_EQ(parse_file_mode("0640", &error), mode_t{0640});
-  EXPECT_EQ(parse_file_mode("777", &error), mode_t{0777});
+  EXPECT_EQ(parse_file_mode("600").value_or(0), mode_t{0600});
+  EXPECT_EQ(parse_file_mode("0640").value_or(0), mode_t{0640});
+  EXPECT_EQ(parse_file_mode("777").value_or(0), mode_t{0777});
   for (const char* bad : {"", "8", "64a", "1777", "4755", "-600", "00600"}) {
-    EXPECT_FALSE(parse_file_mode(bad, &error)) << bad;
-    EXPECT_EQ(error, "--mode " + std::string(bad) +
+    const auto mode = parse_file_mode(bad);
+    ASSERT_FALSE(mode) << bad;
+    EXPECT_EQ(mode.error(), "--mode " + std::string(bad) +
                          ": want octal permission bits such as 600 or 640 (at most 777)");
   }
 }
@@ -71,14 +71,15 @@ TEST_F(FileModeTest, RecordFilesAreOwnerOnlyUnlessAskedWhateverTheUmask) {
 }
 
 TEST_F(FileModeTest, TracesToo) {
-  std::string error;
-  auto plain = OutputFile::open(path("t.json"), &error);
-  ASSERT_TRUE(plain) << error;
-  ASSERT_TRUE(plain->close(&error)) << error;
+  auto plain = OutputFile::open(path("t.json"));
+  ASSERT_TRUE(plain) << plain.error();
+  const auto plain_closed = (*plain)->close();
+  ASSERT_TRUE(plain_closed) << plain_closed.error();
   EXPECT_EQ(mode_of(path("t.json")), mode_t{0600});
-  auto gz = OutputFile::open(path("t.json.gz"), &error, 0644);
-  ASSERT_TRUE(gz) << error;
-  ASSERT_TRUE(gz->close(&error)) << error;
+  auto gz = OutputFile::open(path("t.json.gz"), 0644);
+  ASSERT_TRUE(gz) << gz.error();
+  const auto gz_closed = (*gz)->close();
+  ASSERT_TRUE(gz_closed) << gz_closed.error();
   EXPECT_EQ(mode_of(path("t.json.gz")), mode_t{0644});
 }
 

@@ -21,6 +21,7 @@
 #include "analyze/aggregator.h"
 #include "probe_events.h"
 #include "recordings.h"
+#include "result_values.h"
 #include "test_files.h"
 
 namespace gpuprof {
@@ -307,13 +308,13 @@ TEST(FoldedStacks, NoCallsGiveNoLines) {
 }
 
 TEST(FoldedStacks, MetricNames) {
-  std::string error;
-  EXPECT_EQ(parse_folded_metric("self_cpu_time", &error), FoldedMetric::kSelfCpuTime);
-  EXPECT_EQ(parse_folded_metric("samples", &error), FoldedMetric::kSamples);
-  EXPECT_EQ(parse_folded_metric("self_cuda_time", &error), FoldedMetric::kSelfCudaTime);
-  EXPECT_EQ(parse_folded_metric("self_cpu_time_total", &error), std::nullopt);
-  EXPECT_THAT(error, ::testing::HasSubstr("unknown --metric 'self_cpu_time_total'"));
-  EXPECT_EQ(error.find('\n'), std::string::npos);
+  EXPECT_EQ(test::value_of(parse_folded_metric("self_cpu_time")), FoldedMetric::kSelfCpuTime);
+  EXPECT_EQ(test::value_of(parse_folded_metric("samples")), FoldedMetric::kSamples);
+  EXPECT_EQ(test::value_of(parse_folded_metric("self_cuda_time")), FoldedMetric::kSelfCudaTime);
+  const auto unknown = parse_folded_metric("self_cpu_time_total");
+  ASSERT_FALSE(unknown);
+  EXPECT_THAT(unknown.error(), ::testing::HasSubstr("unknown --metric 'self_cpu_time_total'"));
+  EXPECT_EQ(unknown.error().find('\n'), std::string::npos);
 }
 
 // Samples (record -F): each under the innermost op running on its thread,

@@ -14,6 +14,7 @@
 #include "analyze/profile_merge.h"
 #include "output/job_rank_line.h"
 #include "output/spread_table.h"
+#include "result_values.h"
 
 namespace gpuprof {
 namespace {
@@ -118,8 +119,7 @@ TEST(SpreadByRank, RanksInOrderWithTheirCalls) {
   // two files of one rank are one group.
   const std::vector<ProfileUnit> units = {ranked("b", 2, 1, 1000, 300), ranked("a", 1, 0, 3000, 900),
                                           ranked("c", 3, 1, 10, 5)};
-  std::string error;
-  ASSERT_EQ(parse_spread_key("rank", &error), SpreadKey::kRank);
+  ASSERT_EQ(test::value_of(parse_spread_key("rank")), SpreadKey::kRank);
   EXPECT_TRUE(units_without_rank(units).empty());
   const OpSpreads spreads = op_spread(units, SpreadKey::kRank);
   EXPECT_EQ(spreads.groups, (std::vector<std::string>{"rank 0", "rank 1"}));

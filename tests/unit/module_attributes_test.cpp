@@ -187,9 +187,8 @@ TEST_P(ModuleAttributesLive, NamesEveryChildInEveryFormOfDict) {
   EXPECT_EQ(child.forms(), expected_forms);
   ASSERT_EQ(child.pairs().size(), 9u);
 
-  std::string why;
-  auto runtime = find_python_runtime(child.pid(), &why);
-  ASSERT_TRUE(runtime) << why;
+  auto runtime = find_python_runtime(child.pid());
+  ASSERT_TRUE(runtime) << runtime.error();
   ModuleAttributes attributes(child.pid(), runtime->offsets);
   for (const Pair& pair : child.pairs()) {
     EXPECT_EQ(attributes.child_name(pair.parent, pair.child), pair.name) << pair.parent_case;

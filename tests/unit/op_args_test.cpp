@@ -347,10 +347,8 @@ TEST(ToBpfPlan, CopiesSlotsInOrder) {
 class DebianLibtorchPlans : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string error;
-    auto catalog = load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13",
-                                           ExitMode::ret, &error);
-    ASSERT_TRUE(catalog) << error;
+    auto catalog = load_dispatcher_catalog("/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13", ExitMode::ret);
+    ASSERT_TRUE(catalog) << catalog.error();
     catalog_ = new DispatcherCatalog(std::move(*catalog));
   }
   static void TearDownTestSuite() {

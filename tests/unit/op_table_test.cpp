@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "result_values.h"
 #include "test_files.h"
 
 namespace gpuprof {
@@ -61,9 +62,8 @@ std::string parse_case(const std::string& text, GoldenCase* golden) {
     std::istringstream split(line);
     for (std::string field; std::getline(split, field, '\t');) fields.push_back(field);
     if (fields.size() == 2 && fields[0] == "sort_by") {
-      std::string error;
-      auto key = parse_sort_key(fields[1], &error);
-      if (!key) return error;
+      auto key = parse_sort_key(fields[1]);
+      if (!key) return key.error();
       golden->options.sort_by = *key;
     } else if (fields.size() == 2 && fields[0] == "row_limit") {
       golden->options.row_limit = std::stoi(fields[1]);
@@ -184,14 +184,12 @@ TEST(OpTableTest, FormatTimeSwitchesUnits) {
 
 TEST(SortKeyTest, ParsesTorchKeys) {
   for (std::string_view name : valid_sort_key_names()) {
-    std::string error;
-    auto key = parse_sort_key(name, &error);
+    auto key = parse_sort_key(name);
     ASSERT_TRUE(key.has_value()) << name;
     EXPECT_EQ(sort_key_name(*key), name);
-    EXPECT_EQ(error, "");
   }
-  EXPECT_EQ(parse_sort_key("cpu_time", nullptr), SortKey::cpu_time);
-  EXPECT_EQ(parse_sort_key("count", nullptr), SortKey::count);
+  EXPECT_EQ(test::value_of(parse_sort_key("cpu_time")), SortKey::cpu_time);
+  EXPECT_EQ(test::value_of(parse_sort_key("count")), SortKey::count);
 }
 
 TEST(SortKeyTest, DefaultIsListedFirst) {
@@ -200,9 +198,9 @@ TEST(SortKeyTest, DefaultIsListedFirst) {
 }
 
 TEST(SortKeyTest, ParsesCudaTimeKeys) {
-  EXPECT_EQ(parse_sort_key("cuda_time_total", nullptr), SortKey::cuda_time_total);
-  EXPECT_EQ(parse_sort_key("self_cuda_time_total", nullptr), SortKey::self_cuda_time_total);
-  EXPECT_EQ(parse_sort_key("cuda_time", nullptr), SortKey::cuda_time);
+  EXPECT_EQ(test::value_of(parse_sort_key("cuda_time_total")), SortKey::cuda_time_total);
+  EXPECT_EQ(test::value_of(parse_sort_key("self_cuda_time_total")), SortKey::self_cuda_time_total);
+  EXPECT_EQ(test::value_of(parse_sort_key("cuda_time")), SortKey::cuda_time);
 }
 
 TEST(SortKeyTest, CudaTimeKeysNeedGpuTimes) {
@@ -219,10 +217,10 @@ TEST(SortKeyTest, CudaTimeKeysNeedGpuTimes) {
 }
 
 TEST(SortKeyTest, ParsesMemoryKeys) {
-  EXPECT_EQ(parse_sort_key("cpu_memory_usage", nullptr), SortKey::cpu_memory_usage);
-  EXPECT_EQ(parse_sort_key("self_cpu_memory_usage", nullptr), SortKey::self_cpu_memory_usage);
-  EXPECT_EQ(parse_sort_key("cuda_memory_usage", nullptr), SortKey::cuda_memory_usage);
-  EXPECT_EQ(parse_sort_key("self_cuda_memory_usage", nullptr), SortKey::self_cuda_memory_usage);
+  EXPECT_EQ(test::value_of(parse_sort_key("cpu_memory_usage")), SortKey::cpu_memory_usage);
+  EXPECT_EQ(test::value_of(parse_sort_key("self_cpu_memory_usage")), SortKey::self_cpu_memory_usage);
+  EXPECT_EQ(test::value_of(parse_sort_key("cuda_memory_usage")), SortKey::cuda_memory_usage);
+  EXPECT_EQ(test::value_of(parse_sort_key("self_cuda_memory_usage")), SortKey::self_cuda_memory_usage);
 }
 
 TEST(SortKeyTest, MemoryKeysNeedAMemoryRecording) {
@@ -238,18 +236,22 @@ TEST(SortKeyTest, MemoryKeysNeedAMemoryRecording) {
   profile.memory_recorded = true;
   profile.gpu_recorded = true;
   for (std::string_view name : valid_sort_key_names()) {
-    EXPECT_EQ(sort_key_unavailable(*parse_sort_key(name, nullptr), profile), "") << name;
+    const auto key = parse_sort_key(name);
+    ASSERT_TRUE(key) << name;
+    EXPECT_EQ(sort_key_unavailable(*key, profile), "") << name;
   }
 }
 
 TEST(SortKeyTest, UnknownKeyListsValidOnes) {
-  std::string error;
-  EXPECT_FALSE(parse_sort_key("CPU_TIME_TOTAL", &error).has_value());
-  EXPECT_EQ(error,
+  const auto key = parse_sort_key("CPU_TIME_TOTAL");
+  ASSERT_FALSE(key.has_value());
+  EXPECT_EQ(key.error(),
             "unknown sort key 'CPU_TIME_TOTAL'; valid keys: cpu_time_total, "
             "self_cpu_time_total, cpu_time, count, cuda_time_total, self_cuda_time_total, cuda_time, "
             "cpu_memory_usage, self_cpu_memory_usage, cuda_memory_usage, self_cuda_memory_usage");
-  EXPECT_FALSE(parse_sort_key("", nullptr).has_value());  // no error wanted: no crash
+  const auto empty = parse_sort_key("");
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_TRUE(empty.error().starts_with("unknown sort key ''; valid keys: cpu_time_total, ")) << empty.error();
 }
 
 TEST(ProfileNotesTest, NothingToSay) {

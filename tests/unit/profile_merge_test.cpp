@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "result_values.h"
+
 namespace gpuprof {
 namespace {
 
@@ -71,13 +73,13 @@ TEST(OpSpread, MinMedianMaxAndTheSlowestPerGroup) {
 }
 
 TEST(OpSpread, ParsesItsKeys) {
-  std::string error;
-  EXPECT_EQ(parse_spread_key("pid", &error), SpreadKey::kPid);
-  EXPECT_EQ(parse_spread_key("file", &error), SpreadKey::kFile);
-  EXPECT_EQ(parse_spread_key("host", &error), SpreadKey::kHost);
-  EXPECT_EQ(parse_spread_key("rank", &error), SpreadKey::kRank);
-  EXPECT_FALSE(parse_spread_key("thread", &error));
-  EXPECT_EQ(error, "unknown --by 'thread' (one of: file, pid, host, rank)");
+  EXPECT_EQ(test::value_of(parse_spread_key("pid")), SpreadKey::kPid);
+  EXPECT_EQ(test::value_of(parse_spread_key("file")), SpreadKey::kFile);
+  EXPECT_EQ(test::value_of(parse_spread_key("host")), SpreadKey::kHost);
+  EXPECT_EQ(test::value_of(parse_spread_key("rank")), SpreadKey::kRank);
+  const auto thread = parse_spread_key("thread");
+  ASSERT_FALSE(thread);
+  EXPECT_EQ(thread.error(), "unknown --by 'thread' (one of: file, pid, host, rank)");
 }
 
 }  // namespace

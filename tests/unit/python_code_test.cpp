@@ -208,13 +208,12 @@ TEST_P(PythonCodeLive, MatchesCoLines) {
   ASSERT_TRUE(child.ready());
   // 7 functions + inner (+ the listcomp, its own code object before 3.12's PEP 709).
   ASSERT_GE(child.codes().size(), 8u);
-  std::string why;
-  std::optional<PythonRuntime> rt;
-  for (int i = 0; i < 100 && !rt; ++i) {
-    rt = find_python_runtime(child.pid(), &why);
-    if (!rt) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Result<PythonRuntime> rt = find_python_runtime(child.pid());
+  for (int i = 1; i < 100 && !rt; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rt = find_python_runtime(child.pid());
   }
-  ASSERT_TRUE(rt) << why;
+  ASSERT_TRUE(rt) << rt.error();
   ASSERT_EQ(rt->minor, GetParam() ? GetParam() : 11);
   PythonCodeResolver resolver(child.pid(), rt->offsets);
   const uint64_t bytecode = rt->offsets.code_bytecode;

@@ -61,13 +61,13 @@ bool wait_until_sleeping(int pid) {
 }
 
 // Polls until the interpreter has initialized autoTSSkey (or 10 s pass).
-std::optional<PythonRuntime> wait_for_runtime(int pid, std::string* why) {
-  for (int i = 0; i < 200; ++i) {
-    auto rt = find_python_runtime(pid, why);
-    if (rt) return rt;
+Result<PythonRuntime> wait_for_runtime(int pid) {
+  Result<PythonRuntime> rt = find_python_runtime(pid);
+  for (int i = 1; i < 200 && !rt; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rt = find_python_runtime(pid);
   }
-  return std::nullopt;
+  return rt;
 }
 
 // fs base of a stopped-for-a-moment thread, through ptrace (test-only).
@@ -110,9 +110,9 @@ TEST(PythonRuntime, TablesFor311And312DebugOffsetsFor313) {
 }
 
 TEST(PythonRuntime, NotAPythonProcess) {
-  std::string why;
-  EXPECT_FALSE(find_python_runtime(getpid(), &why));
-  EXPECT_NE(why.find("_PyRuntime"), std::string::npos) << why;
+  const auto rt = find_python_runtime(getpid());
+  ASSERT_FALSE(rt);
+  EXPECT_NE(rt.error().find("_PyRuntime"), std::string::npos) << rt.error();
 }
 
 // Finds the runtime of `python` (CPython 3.`minor`) and walks the main
@@ -121,9 +121,8 @@ static void check_python(const char* python, int minor, bool debian) {
   ASSERT_EQ(access(python, X_OK), 0) << python << " missing (see the machine's facts in docs)";
   SleepingPython child(python);
   ASSERT_GT(child.pid, 0);
-  std::string why;
-  auto rt = wait_for_runtime(child.pid, &why);
-  ASSERT_TRUE(rt) << why;
+  auto rt = wait_for_runtime(child.pid);
+  ASSERT_TRUE(rt) << rt.error();
   EXPECT_EQ(rt->major, 3);
   EXPECT_EQ(rt->minor, minor);
   EXPECT_LT(rt->tss_key, 32u);
@@ -219,24 +218,20 @@ class DebugOffsets313 : public testing::Test {
     const std::string python = pyenv_python(13);
     ASSERT_FALSE(python.empty()) << "no pyenv CPython 3.13 under /root/.pyenv/versions";
     child_ = std::make_unique<SleepingPython>(python.c_str());
-    std::string why;
-    auto rt = wait_for_runtime(child_->pid, &why);
-    ASSERT_TRUE(rt) << why;
+    auto rt = wait_for_runtime(child_->pid);
+    ASSERT_TRUE(rt) << rt.error();
     bytes_.resize(kPythonDebugOffsetsSize);
     ASSERT_TRUE(read_target_memory(child_->pid, rt->runtime_address, bytes_.data(), bytes_.size()));
   }
-  std::optional<PythonOffsets> parse(std::string* why) {
-    return python_offsets_from_debug_offsets(bytes_.data(), bytes_.size(), 0x030d0000, why);
-  }
+  Result<PythonOffsets> parse() { return python_offsets_from_debug_offsets(bytes_.data(), bytes_.size(), 0x030d0000); }
   void set_word(size_t word, uint64_t value) { std::memcpy(&bytes_[word * 8], &value, 8); }
   std::unique_ptr<SleepingPython> child_;
   std::vector<uint8_t> bytes_;
 };
 
 TEST_F(DebugOffsets313, MatchTheOffsetsCheckedByHand) {
-  std::string why;
-  auto o = parse(&why);
-  ASSERT_TRUE(o) << why;
+  auto o = parse();
+  ASSERT_TRUE(o) << o.error();
   EXPECT_EQ(o->tstate_cframe, 72);  // PyThreadState.current_frame
   EXPECT_EQ(o->cframe_current_frame, PythonOffsets::kNoField);
   EXPECT_EQ(o->frame_code, 0);
@@ -269,30 +264,37 @@ TEST_F(DebugOffsets313, MatchTheOffsetsCheckedByHand) {
 }
 
 TEST_F(DebugOffsets313, RefusesWhatIsNot313sLayout) {
-  std::string why;
   const std::vector<uint8_t> good = bytes_;
   bytes_[0] = 'y';  // cookie
-  EXPECT_FALSE(parse(&why));
-  EXPECT_NE(why.find("xdebugpy"), std::string::npos) << why;
+  auto o = parse();
+  ASSERT_FALSE(o);
+  EXPECT_NE(o.error().find("xdebugpy"), std::string::npos) << o.error();
   bytes_ = good;
   set_word(1, 0x030e00f0);  // a 3.14 struct: another layout
-  EXPECT_FALSE(parse(&why));
-  EXPECT_NE(why.find("3.14"), std::string::npos) << why;
+  o = parse();
+  ASSERT_FALSE(o);
+  EXPECT_NE(o.error().find("3.14"), std::string::npos) << o.error();
   bytes_ = good;
   set_word(2, 1);  // free-threaded
-  EXPECT_FALSE(parse(&why));
-  EXPECT_NE(why.find("free-threaded"), std::string::npos) << why;
+  o = parse();
+  ASSERT_FALSE(o);
+  EXPECT_NE(o.error().find("free-threaded"), std::string::npos) << o.error();
   bytes_ = good;
   set_word(29, 4096);  // frame.previous beyond sizeof(_PyInterpreterFrame)
-  EXPECT_FALSE(parse(&why));
-  EXPECT_NE(why.find("not 3.13's layout"), std::string::npos) << why;
+  o = parse();
+  ASSERT_FALSE(o);
+  EXPECT_NE(o.error().find("not 3.13's layout"), std::string::npos) << o.error();
   bytes_ = good;
   set_word(57, 48);  // dict.ma_keys at sizeof(PyDictObject)
-  EXPECT_FALSE(parse(&why));
-  EXPECT_NE(why.find("not 3.13's layout"), std::string::npos) << why;
+  o = parse();
+  ASSERT_FALSE(o);
+  EXPECT_NE(o.error().find("not 3.13's layout"), std::string::npos) << o.error();
   bytes_ = good;
-  EXPECT_FALSE(python_offsets_from_debug_offsets(bytes_.data(), bytes_.size() - 1, 0x030d0000, &why));
-  EXPECT_TRUE(parse(&why)) << why;
+  const auto cut = python_offsets_from_debug_offsets(bytes_.data(), bytes_.size() - 1, 0x030d0000);
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error(), "_Py_DebugOffsets is cut short");
+  o = parse();
+  EXPECT_TRUE(o) << o.error();
 }
 
 // decode_tss_key_address on the shapes of PyGILState_GetThisThreadState
@@ -313,9 +315,8 @@ TEST(DecodeTssKey, UbuntuPython312NonPieImmediate) {
       0xbf, 0xc8, 0x69, 0xb3, 0x00,        // mov $0xb369c8,%edi
       0x5d,                                // pop %rbp
       0xe9, 0x2b, 0x82, 0x00, 0x00};       // jmp PyThread_tss_get
-  std::string why;
-  auto key = decode_tss_key_address(code, 0x608290, 0xb363c0, no_got, &why);
-  ASSERT_TRUE(key.has_value()) << why;
+  auto key = decode_tss_key_address(code, 0x608290, 0xb363c0, no_got);
+  ASSERT_TRUE(key.has_value()) << key.error();
   EXPECT_EQ(*key, 0xb369ccu);  // Py_tss_t._key, after _is_initialized
 }
 
@@ -323,9 +324,8 @@ TEST(DecodeTssKey, NonPicLoadOfTheKeyItself) {
   // mov 0x124e(%rip),%edi at 0x1000 reads 0x2254: the key itself.
   const std::vector<uint8_t> code = {0x8b, 0x3d, 0x4e, 0x12, 0x00, 0x00,  // mov edi, [rip+0x124e]
                                      0xe9, 0x00, 0x00, 0x00, 0x00};       // jmp pthread_getspecific
-  std::string why;
-  auto key = decode_tss_key_address(code, 0x1000, 0x2000, no_got, &why);
-  ASSERT_TRUE(key.has_value()) << why;
+  auto key = decode_tss_key_address(code, 0x1000, 0x2000, no_got);
+  ASSERT_TRUE(key.has_value()) << key.error();
   EXPECT_EQ(*key, 0x2254u);
 }
 
@@ -334,23 +334,22 @@ TEST(DecodeTssKey, PicThroughTheGotAndACalleeSavedRegister) {
                                      0x48, 0x8d, 0x98, 0x70, 0x08, 0x00, 0x00,  // lea rbx, [rax+0x870]
                                      0x48, 0x89, 0xdf,                          // mov rdi, rbx
                                      0xe8, 0x00, 0x00, 0x00, 0x00};             // call PyThread_tss_is_created
-  std::string why;
   auto got = [](uint64_t slot) -> std::optional<uint64_t> {
     return slot == 0x4000 ? std::optional<uint64_t>(0x400000) : std::nullopt;
   };
-  auto key = decode_tss_key_address(code, 0x1000, 0x400000, got, &why);  // _PyRuntime at 0x400000
-  ASSERT_TRUE(key.has_value()) << why;
+  auto key = decode_tss_key_address(code, 0x1000, 0x400000, got);  // _PyRuntime at 0x400000
+  ASSERT_TRUE(key.has_value()) << key.error();
   EXPECT_EQ(*key, 0x400874u);
   // The same code when the GOT slot holds something else: no key.
-  EXPECT_FALSE(decode_tss_key_address(code, 0x1000, 0x400000, no_got, &why).has_value());
-  EXPECT_EQ(why, "no load of autoTSSkey found in PyGILState_GetThisThreadState");
+  const auto other = decode_tss_key_address(code, 0x1000, 0x400000, no_got);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_EQ(other.error(), "no load of autoTSSkey found in PyGILState_GetThisThreadState");
 }
 
 TEST(DecodeTssKey, AnImmediateOutsideTheRuntimeIsNotTheKey) {
   const std::vector<uint8_t> code = {0xbf, 0x00, 0x10, 0x00, 0x00,  // mov $0x1000,%edi
                                      0xe9, 0x00, 0x00, 0x00, 0x00};
-  std::string why;
-  EXPECT_FALSE(decode_tss_key_address(code, 0x500, 0x2000, no_got, &why).has_value());
+  EXPECT_FALSE(decode_tss_key_address(code, 0x500, 0x2000, no_got).has_value());
 }
 
 

@@ -149,13 +149,12 @@ TEST_P(PythonStacksLive, ModuleCallsAndPaths) {
   NamerChild child(interpreter);
   ASSERT_GT(child.pid(), 0);
   ASSERT_TRUE(child.ready()) << interpreter << " did not start";
-  std::string why;
-  std::optional<PythonRuntime> rt;
-  for (int i = 0; i < 100 && !rt; ++i) {
-    rt = find_python_runtime(child.pid(), &why);
-    if (!rt) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  Result<PythonRuntime> rt = find_python_runtime(child.pid());
+  for (int i = 1; i < 100 && !rt; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    rt = find_python_runtime(child.pid());
   }
-  ASSERT_TRUE(rt) << why;
+  ASSERT_TRUE(rt) << rt.error();
   PythonStackNamer namer(child.pid(), rt->offsets, PythonPathShortener({child.dir() + "/pkg"}));
   const uint64_t unit0 = rt->offsets.code_bytecode;  // the first instruction: firstlineno
   const uint64_t call_impl = child["call_impl"], wrapped = child["wrapped"], plain = child["plain"];

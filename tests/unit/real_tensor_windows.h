@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "torch/tensor_layout.h"
 #include "test_files.h"
 
@@ -51,15 +52,12 @@ inline bool parse_whole_hex_word(const std::string& word, uint64_t* out) {
 
 // Lines: name \t [s0,s1,...] or "undefined" \t GP_RAW_WINDOW_WORDS words in
 // hex. Blank lines and lines starting with '#' are skipped. The records come
-// in file order; on malformed input, none come back and *error says what
-// was wrong, on one line.
-inline std::vector<RealTensorWindow> load_real_tensor_windows(
-    std::string* error, const std::filesystem::path& path = real_tensor_windows_path()) {
+// in file order; on malformed input, an error says what was wrong, on one
+// line.
+inline Result<std::vector<RealTensorWindow>> load_real_tensor_windows(
+    const std::filesystem::path& path = real_tensor_windows_path()) {
   std::ifstream in(path);
-  if (!in) {
-    *error = "cannot read " + path.string();
-    return {};
-  }
+  if (!in) return Error("cannot read " + path.string());
   std::vector<RealTensorWindow> records;
   std::string line;
   while (std::getline(in, line)) {
@@ -69,24 +67,17 @@ inline std::vector<RealTensorWindow> load_real_tensor_windows(
     std::string sizes, words;
     if (!std::getline(fields, r.name, '\t') || !std::getline(fields, sizes, '\t') ||
         !std::getline(fields, words)) {
-      *error = "bad line: " + line;
-      return {};
+      return Error("bad line: " + line);
     }
     if (sizes == "undefined") {
       r.undefined = true;
     } else {
-      if (sizes.size() < 2 || sizes.front() != '[' || sizes.back() != ']') {
-        *error = "bad sizes: " + line;
-        return {};
-      }
+      if (sizes.size() < 2 || sizes.front() != '[' || sizes.back() != ']') return Error("bad sizes: " + line);
       std::istringstream list(sizes.substr(1, sizes.size() - 2));
       std::string item;
       while (std::getline(list, item, ',')) {
         int64_t size = 0;
-        if (!parse_whole_int(item, &size)) {
-          *error = "bad sizes: " + line;
-          return {};
-        }
+        if (!parse_whole_int(item, &size)) return Error("bad sizes: " + line);
         r.sizes.push_back(size);
       }
     }
@@ -94,19 +85,10 @@ inline std::vector<RealTensorWindow> load_real_tensor_windows(
     size_t n = 0;
     std::string word;
     while (hex >> word) {
-      if (n == GP_RAW_WINDOW_WORDS) {
-        *error = "wrong word count: " + line;
-        return {};
-      }
-      if (!parse_whole_hex_word(word, &r.window[n++])) {
-        *error = "bad hex word '" + word + "': " + line;
-        return {};
-      }
+      if (n == GP_RAW_WINDOW_WORDS) return Error("wrong word count: " + line);
+      if (!parse_whole_hex_word(word, &r.window[n++])) return Error("bad hex word '" + word + "': " + line);
     }
-    if (n != GP_RAW_WINDOW_WORDS) {
-      *error = "wrong word count: " + line;
-      return {};
-    }
+    if (n != GP_RAW_WINDOW_WORDS) return Error("wrong word count: " + line);
     records.push_back(std::move(r));
   }
   return records;

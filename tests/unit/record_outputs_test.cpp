@@ -17,6 +17,7 @@
 #include "record/record_file.h"
 #include "recordings.h"
 #include "record/schedule.h"
+#include "result_values.h"
 #include "test_files.h"
 
 namespace gpuprof {
@@ -368,16 +369,17 @@ TEST(Rotation, Parses) {
 }
 
 TEST(CycleOutput, TemplatesAndPaths) {
-  std::string err;
-  EXPECT_EQ(cli::parse_cycle_template("c{cycle}.gpuprof", &err), cli::CycleFormat::record);
-  EXPECT_EQ(cli::parse_cycle_template("c{cycle}.txt", &err), cli::CycleFormat::table);
-  EXPECT_EQ(cli::parse_cycle_template("c{cycle}.folded", &err), cli::CycleFormat::folded);
-  EXPECT_EQ(cli::parse_cycle_template("c{cycle}.json", &err), cli::CycleFormat::chrome_trace);
-  EXPECT_EQ(cli::parse_cycle_template("d/{cycle}/t.json.gz", &err), cli::CycleFormat::chrome_trace);
-  EXPECT_FALSE(cli::parse_cycle_template("c.json", &err));
-  EXPECT_THAT(err, testing::HasSubstr("must contain {cycle}"));
-  EXPECT_FALSE(cli::parse_cycle_template("c{cycle}.csv", &err));
-  EXPECT_THAT(err, testing::HasSubstr("unknown extension"));
+  EXPECT_EQ(test::value_of(cli::parse_cycle_template("c{cycle}.gpuprof")), cli::CycleFormat::record);
+  EXPECT_EQ(test::value_of(cli::parse_cycle_template("c{cycle}.txt")), cli::CycleFormat::table);
+  EXPECT_EQ(test::value_of(cli::parse_cycle_template("c{cycle}.folded")), cli::CycleFormat::folded);
+  EXPECT_EQ(test::value_of(cli::parse_cycle_template("c{cycle}.json")), cli::CycleFormat::chrome_trace);
+  EXPECT_EQ(test::value_of(cli::parse_cycle_template("d/{cycle}/t.json.gz")), cli::CycleFormat::chrome_trace);
+  const auto no_field = cli::parse_cycle_template("c.json");
+  ASSERT_FALSE(no_field);
+  EXPECT_THAT(no_field.error(), testing::HasSubstr("must contain {cycle}"));
+  const auto csv = cli::parse_cycle_template("c{cycle}.csv");
+  ASSERT_FALSE(csv);
+  EXPECT_THAT(csv.error(), testing::HasSubstr("unknown extension"));
   EXPECT_EQ(cli::cycle_output_path("a{cycle}/b{cycle}.txt", 12), "a12/b12.txt");
   EXPECT_EQ(cli::cycle_record_path("d/c3.json", cli::CycleFormat::chrome_trace), "d/.c3.json.gpuprof.partial");
   EXPECT_EQ(cli::cycle_record_path("c3.gpuprof", cli::CycleFormat::record), "c3.gpuprof");
@@ -395,7 +397,8 @@ TEST_F(OutputsTest, CycleOutputsInEachFormat) {
     ASSERT_TRUE(succeeded(out.append_events(e, 2), &err));
     ASSERT_TRUE(succeeded(out.close(RecordOutputs::kMain, {}, 6000), &err)) << err;
     cli::ReportOptions table;
-    ASSERT_TRUE(cli::write_cycle_output(record, path(name), format, table, 0600, &err)) << err;
+    const auto written = cli::write_cycle_output(record, path(name), format, table, 0600);
+    ASSERT_TRUE(written) << written.error();
     EXPECT_FALSE(fs::exists(record)) << name;
     std::string text;
     ASSERT_TRUE(test::read_file(path(name), &text));

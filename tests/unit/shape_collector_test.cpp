@@ -117,10 +117,9 @@ ArgShape decoded(const RealTensorWindow& t) { return t.sizes.size() <= 5 ? ArgSh
 class ShapeCollectorRaw : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
-    std::vector<RealTensorWindow> records = load_real_tensor_windows(&error);
-    ASSERT_TRUE(error.empty()) << error;
-    for (const RealTensorWindow& r : records) {
+    const auto records = load_real_tensor_windows();
+    ASSERT_TRUE(records) << records.error();
+    for (const RealTensorWindow& r : *records) {
       if (r.undefined) continue;  // BPF sends GP_SLOT_NONE for the undefined tensor
       order_.push_back(r.name);
       tensors_.emplace(r.name, r);

@@ -76,15 +76,15 @@ TEST(OpenablePath, WrongPathStillFindsTheFileOrNamesWhatItTried) {
   ASSERT_NE(libc, nullptr);
   MapsEntry moved = *libc;
   moved.path = "/proc/self/exe";  // exists, but is another file
-  std::string why;
-  auto path = openable_path(getpid(), moved, &why);
-  ASSERT_TRUE(path) << why;  // root: map_files works
+  const auto path = openable_path(getpid(), moved);
+  ASSERT_TRUE(path) << path.error();  // root: map_files works
   struct stat st;
   ASSERT_EQ(stat(path->c_str(), &st), 0);
   EXPECT_EQ(st.st_ino, libc->inode) << *path;
   moved.inode = 1;  // a file that nothing leads to
-  path = openable_path(getpid(), moved, &why);
-  EXPECT_FALSE(path);
+  const auto refused = openable_path(getpid(), moved);
+  ASSERT_FALSE(refused);
+  const std::string& why = refused.error();
   EXPECT_NE(why.find("/proc/self/exe: another file"), std::string::npos) << why;
   EXPECT_NE(why.find("/map_files/"), std::string::npos) << why;
 }

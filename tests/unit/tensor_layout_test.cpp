@@ -427,9 +427,9 @@ TEST(DescribeTensorLayout, ByteOffsets) {
 class RealTorch113 : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string error;
-    samples_ = load_real_tensor_windows(&error);
-    ASSERT_TRUE(error.empty()) << error;
+    auto samples = load_real_tensor_windows();
+    ASSERT_TRUE(samples) << samples.error();
+    samples_ = std::move(samples).value();
     ASSERT_GE(samples_.size(), 40u);
     for (const RealTensorWindow& s : samples_) windows_.push_back(s.window);
   }

@@ -53,13 +53,12 @@ Profile merge_profiles(const std::vector<ProfileUnit>& units) {
   return out;
 }
 
-std::optional<SpreadKey> parse_spread_key(std::string_view name, std::string* error) {
+Result<SpreadKey> parse_spread_key(std::string_view name) {
   if (name == "file") return SpreadKey::kFile;
   if (name == "pid") return SpreadKey::kPid;
   if (name == "host") return SpreadKey::kHost;
   if (name == "rank") return SpreadKey::kRank;
-  *error = "unknown --by '" + std::string(name) + "' (one of: file, pid, host, rank)";
-  return std::nullopt;
+  return Error("unknown --by '" + std::string(name) + "' (one of: file, pid, host, rank)");
 }
 
 std::string spread_group(const ProfileUnit& unit, SpreadKey key) {

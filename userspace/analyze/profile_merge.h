@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analyze/profile.h"
+#include "base/result.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -35,7 +36,7 @@ Profile merge_profiles(const std::vector<ProfileUnit>& units);
 // (host and pid), per host, per job rank (every unit must have one:
 // units_without_rank).
 enum class SpreadKey { kFile, kPid, kHost, kRank };
-std::optional<SpreadKey> parse_spread_key(std::string_view name, std::string* error);
+Result<SpreadKey> parse_spread_key(std::string_view name);
 
 // The label of a unit's group: the file, "host:pid (comm)", the host,
 // "rank N".

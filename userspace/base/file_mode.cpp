@@ -5,17 +5,15 @@
 
 namespace gpuprof {
 
-std::optional<mode_t> parse_file_mode(std::string_view text, std::string* error) {
+Result<mode_t> parse_file_mode(std::string_view text) {
   mode_t mode = 0;
   bool ok = !text.empty() && text.size() <= 4;
   for (char c : text) {
     if (c < '0' || c > '7') ok = false;
     mode = mode * 8 + static_cast<mode_t>(c - '0');
   }
-  if (!ok || mode > 0777) {
-    *error = "--mode " + std::string(text) + ": want octal permission bits such as 600 or 640 (at most 777)";
-    return std::nullopt;
-  }
+  if (!ok || mode > 0777)
+    return Error("--mode " + std::string(text) + ": want octal permission bits such as 600 or 640 (at most 777)");
   return mode;
 }
 

@@ -2,9 +2,10 @@
 // traces): owner-only by default, `--mode OCTAL` otherwise.
 #pragma once
 
+#include "base/result.h"
+
 #include <sys/types.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,9 +13,9 @@ namespace gpuprof {
 
 inline constexpr mode_t kDefaultFileMode = 0600;
 
-// "600", "0644" -> the mode; nullopt (and *error) for anything that is not
-// octal permission bits (at most 0777: no setuid, setgid or sticky bit).
-std::optional<mode_t> parse_file_mode(std::string_view text, std::string* error);
+// "600", "0644" -> the mode; an error for anything that is not octal
+// permission bits (at most 0777: no setuid, setgid or sticky bit).
+Result<mode_t> parse_file_mode(std::string_view text);
 
 // Gives the open file `mode` exactly (whatever the umask, and whatever mode
 // a file it truncated had) when it is a regular file; devices (/dev/null,

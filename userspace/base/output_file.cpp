@@ -32,15 +32,15 @@ class PlainFile : public OutputFile {
     written_ += data.size();
     return true;
   }
-  bool close(std::string* error) override {
+  Result<void> close() override {
     if (error_.empty() && std::fflush(file_) != 0) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
     if (!stdout_) {
       if (std::fclose(file_) != 0 && error_.empty())
         error_ = "cannot close " + path_ + ": " + std::strerror(errno);
       file_ = nullptr;
     }
-    if (!error_.empty()) *error = error_;
-    return error_.empty();
+    if (!error_.empty()) return Error(error_);
+    return {};
   }
   uint64_t bytes_on_disk() const override { return stdout_ ? 0 : written_; }
 
@@ -73,12 +73,12 @@ class GzipFile : public OutputFile {
     }
     return true;
   }
-  bool close(std::string* error) override {
+  Result<void> close() override {
     const int status = gzclose(file_);
     file_ = nullptr;
     if (status != Z_OK && error_.empty()) error_ = "cannot finish " + path_ + " (zlib error " + std::to_string(status) + ")";
-    if (!error_.empty()) *error = error_;
-    return error_.empty();
+    if (!error_.empty()) return Error(error_);
+    return {};
   }
   uint64_t bytes_on_disk() const override {
     struct stat st;
@@ -93,24 +93,20 @@ class GzipFile : public OutputFile {
 
 }  // namespace
 
-std::unique_ptr<OutputFile> OutputFile::open(const std::string& path, std::string* error, mode_t mode) {
+Result<std::unique_ptr<OutputFile>> OutputFile::open(const std::string& path, mode_t mode) {
   if (path == "-") return std::make_unique<PlainFile>(stdout, "standard output", true);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
-    return nullptr;
-  }
+  if (fd < 0) return Error("cannot create " + path + ": " + std::strerror(errno));
   if (!set_file_mode(fd, mode)) {
-    *error = "cannot set the mode of " + path + ": " + std::strerror(errno);
+    Error error("cannot set the mode of " + path + ": " + std::strerror(errno));
     ::close(fd);
-    return nullptr;
+    return error;
   }
   if (path.size() > 3 && path.ends_with(".gz")) {
     gzFile gz = gzdopen(fd, "wb6");
     if (!gz) {
       ::close(fd);
-      *error = "cannot start gzip output to " + path;
-      return nullptr;
+      return Error("cannot start gzip output to " + path);
     }
     gzbuffer(gz, 256 << 10);
     return std::make_unique<GzipFile>(gz, path);
@@ -118,8 +114,7 @@ std::unique_ptr<OutputFile> OutputFile::open(const std::string& path, std::strin
   std::FILE* file = fdopen(fd, "wb");
   if (!file) {
     ::close(fd);
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return nullptr;
+    return Error("cannot open " + path + ": " + std::strerror(errno));
   }
   return std::make_unique<PlainFile>(file, path, false);
 }

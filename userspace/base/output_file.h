@@ -3,6 +3,8 @@
 // standard output for "-".
 #pragma once
 
+#include "base/result.h"
+
 #include <sys/types.h>
 
 #include <cstdint>
@@ -14,16 +16,16 @@ namespace gpuprof {
 
 class OutputFile {
  public:
-  // nullptr and *error when the file cannot be created. Files get `mode`
-  // (file_mode.h; owner-only by default: reports hold command lines, paths
-  // and code locations).
-  static std::unique_ptr<OutputFile> open(const std::string& path, std::string* error, mode_t mode = 0600);
+  // An error when the file cannot be created. Files get `mode` (file_mode.h;
+  // owner-only by default: reports hold command lines, paths and code
+  // locations).
+  static Result<std::unique_ptr<OutputFile>> open(const std::string& path, mode_t mode = 0600);
   virtual ~OutputFile() = default;
 
   // False once a write failed; the first error is kept.
   virtual bool write(std::string_view data) = 0;
-  // Flushes and closes; false and *error if anything failed on the way.
-  virtual bool close(std::string* error) = 0;
+  // Flushes and closes; an error if anything failed on the way.
+  virtual Result<void> close() = 0;
   // Bytes written to the file so far (compressed bytes for .gz; 0 for "-").
   virtual uint64_t bytes_on_disk() const = 0;
 };

@@ -115,8 +115,9 @@ class [[nodiscard]] Result<void> {
   bool failed_ = false;
 };
 
-// For callers still on `std::string* error` out-parameters (issue 27 moves
-// the stages to Result one by one): true, or false with *error set.
+// For callers that keep one message string across several calls (the
+// sessions' code in collect/, record/'s tests; issue 27 moves them to
+// Result too): true, or false with *error set.
 inline bool succeeded(Result<void> result, std::string* error) {
   if (result) return true;
   *error = result.error();

@@ -38,20 +38,15 @@ void write_all(int fd, std::string_view data) {
 
 }  // namespace
 
-std::unique_ptr<FullScreen> FullScreen::enter(int fd_in, int fd_out, std::string* error) {
+Result<std::unique_ptr<FullScreen>> FullScreen::enter(int fd_in, int fd_out) {
   termios saved;
-  if (!isatty(fd_in) || !isatty(fd_out) || tcgetattr(fd_in, &saved) != 0) {
-    *error = "not a terminal";
-    return nullptr;
-  }
+  if (!isatty(fd_in) || !isatty(fd_out) || tcgetattr(fd_in, &saved) != 0) return Error("not a terminal");
   termios raw = saved;
   raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO);  // keys one by one, unechoed; ^C stays a signal
   raw.c_cc[VMIN] = 0;
   raw.c_cc[VTIME] = 0;
-  if (tcsetattr(fd_in, TCSANOW, &raw) != 0) {
-    *error = std::string("cannot set the terminal mode: ") + std::strerror(errno);
-    return nullptr;
-  }
+  if (tcsetattr(fd_in, TCSANOW, &raw) != 0)
+    return Error(std::string("cannot set the terminal mode: ") + std::strerror(errno));
   std::unique_ptr<FullScreen> screen(new FullScreen(fd_in, fd_out, saved));
   g_in = fd_in;
   g_out = fd_out;

@@ -7,6 +7,8 @@
 // without unwinding (exit() from elsewhere) is covered by an atexit hook.
 #pragma once
 
+#include "base/result.h"
+
 #include <termios.h>
 
 #include <cstddef>
@@ -23,8 +25,8 @@ std::optional<size_t> terminal_columns(int fd);
 
 class FullScreen {
  public:
-  // nullptr and *error when fd_in/fd_out is not a terminal.
-  static std::unique_ptr<FullScreen> enter(int fd_in, int fd_out, std::string* error);
+  // An error when fd_in/fd_out is not a terminal.
+  static Result<std::unique_ptr<FullScreen>> enter(int fd_in, int fd_out);
   ~FullScreen();
   FullScreen(const FullScreen&) = delete;
   FullScreen& operator=(const FullScreen&) = delete;

@@ -19,29 +19,49 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool write_text(const std::string& path, const std::string& text, mode_t mode, std::string* error) {
-  auto file = OutputFile::open(path, error, mode);
-  if (!file) return false;
+Result<void> write_text(const std::string& path, const std::string& text, mode_t mode) {
+  ASSIGN_OR_RETURN(auto file, OutputFile::open(path, mode));
   file->write(text);
-  return file->close(error);
+  return file->close();
+}
+
+// The output of a cycle whose record file is record_path (not a record
+// file itself).
+Result<void> write_from_record(const std::string& record_path, const std::string& output_path, CycleFormat format,
+                               const ReportOptions& table, mode_t mode) {
+  ASSIGN_OR_RETURN(const Recording recording, read_recording(record_path));
+  if (format == CycleFormat::chrome_trace) {
+    TraceExportOptions trace;
+    trace.output = output_path;
+    trace.mode = std::to_string(mode >> 6 & 7) + std::to_string(mode >> 3 & 7) + std::to_string(mode & 7);
+    if (export_chrome_trace(recording, output_path, trace) != 0) return Error("could not write " + output_path);
+    return {};
+  }
+  if (format == CycleFormat::folded)
+    return write_text(output_path,
+                      format_folded(folded_stacks(recording, FoldedMetric::kSelfCpuTime, table.raw_times)), mode);
+  ASSIGN_OR_RETURN(const SortKey sort_key, parse_sort_key(table.sort_by));
+  AggregateOptions aggregate_options;
+  aggregate_options.group_by_input_shape = table.group_by_input_shape;
+  aggregate_options.group_by_stack_n = table.group_by_stack_n;
+  aggregate_options.raw_times = table.raw_times;
+  const Profile profile = aggregate(recording, aggregate_options);
+  return write_text(output_path, format_table_report(recording, profile, table, sort_key, output_path), mode);
 }
 
 }  // namespace
 
-std::optional<CycleFormat> parse_cycle_template(const std::string& path_template, std::string* error) {
-  if (path_template.find(kCycleField) == std::string::npos) {
-    *error = "--on-cycle " + path_template + ": the name must contain {cycle} (e.g. trace_{cycle}.json), "
-             "so that each cycle gets its own file";
-    return std::nullopt;
-  }
+Result<CycleFormat> parse_cycle_template(const std::string& path_template) {
+  if (path_template.find(kCycleField) == std::string::npos)
+    return Error("--on-cycle " + path_template + ": the name must contain {cycle} (e.g. trace_{cycle}.json), "
+                 "so that each cycle gets its own file");
   if (ends_with(path_template, ".gpuprof")) return CycleFormat::record;
   if (ends_with(path_template, ".txt")) return CycleFormat::table;
   if (ends_with(path_template, ".folded")) return CycleFormat::folded;
   if (ends_with(path_template, ".json") || ends_with(path_template, ".json.gz")) return CycleFormat::chrome_trace;
-  *error = "--on-cycle " + path_template +
-           ": unknown extension; one of .gpuprof (record file), .txt (table), .folded (folded stacks), "
-           ".json or .json.gz (Chrome/Perfetto trace)";
-  return std::nullopt;
+  return Error("--on-cycle " + path_template +
+               ": unknown extension; one of .gpuprof (record file), .txt (table), .folded (folded stacks), "
+               ".json or .json.gz (Chrome/Perfetto trace)");
 }
 
 std::string cycle_output_path(const std::string& path_template, int64_t cycle) {
@@ -59,33 +79,12 @@ std::string cycle_record_path(const std::string& output_path, CycleFormat format
   return output_path.substr(0, name_at) + "." + output_path.substr(name_at) + ".gpuprof.partial";
 }
 
-bool write_cycle_output(const std::string& record_path, const std::string& output_path, CycleFormat format,
-                        const ReportOptions& table, mode_t mode, std::string* error) {
-  if (format == CycleFormat::record) return true;
-  auto recording = read_recording(record_path);
-  if (!recording) *error = recording.error();
-  bool ok = recording.has_value();
-  if (ok && format == CycleFormat::chrome_trace) {
-    TraceExportOptions trace;
-    trace.output = output_path;
-    trace.mode = std::to_string(mode >> 6 & 7) + std::to_string(mode >> 3 & 7) + std::to_string(mode & 7);
-    ok = export_chrome_trace(*recording, output_path, trace) == 0;
-    if (!ok) *error = "could not write " + output_path;
-  } else if (ok && format == CycleFormat::folded) {
-    ok = write_text(output_path, format_folded(folded_stacks(*recording, FoldedMetric::kSelfCpuTime, table.raw_times)), mode, error);
-  } else if (ok) {
-    auto sort_key = parse_sort_key(table.sort_by, error);
-    AggregateOptions aggregate_options;
-    aggregate_options.group_by_input_shape = table.group_by_input_shape;
-    aggregate_options.group_by_stack_n = table.group_by_stack_n;
-    aggregate_options.raw_times = table.raw_times;
-    ok = sort_key && write_text(output_path,
-                                format_table_report(*recording, aggregate(*recording, aggregate_options), table,
-                                                    *sort_key, output_path),
-                                mode, error);
-  }
+Result<void> write_cycle_output(const std::string& record_path, const std::string& output_path, CycleFormat format,
+                                const ReportOptions& table, mode_t mode) {
+  if (format == CycleFormat::record) return {};
+  const Result<void> written = write_from_record(record_path, output_path, format, table, mode);
   unlink(record_path.c_str());
-  return ok;
+  return written;
 }
 
 }  // namespace gpuprof::cli

@@ -14,15 +14,16 @@
 #include <optional>
 #include <string>
 
+#include "base/result.h"
 #include "cli/report.h"
 
 namespace gpuprof::cli {
 
 enum class CycleFormat { record, table, folded, chrome_trace };
 
-// The format TEMPLATE's extension names; nullopt with *error for a
-// template without {cycle} or with another extension.
-std::optional<CycleFormat> parse_cycle_template(const std::string& path_template, std::string* error);
+// The format TEMPLATE's extension names; an error for a template without
+// {cycle} or with another extension.
+Result<CycleFormat> parse_cycle_template(const std::string& path_template);
 
 // TEMPLATE with every {cycle} replaced by `cycle`.
 std::string cycle_output_path(const std::string& path_template, int64_t cycle);
@@ -33,8 +34,8 @@ std::string cycle_record_path(const std::string& output_path, CycleFormat format
 
 // Turns the finished record file of a cycle into its output (and removes
 // the record file when it is not the output). One line on stderr says what
-// was written; false with *error when it could not be.
-bool write_cycle_output(const std::string& record_path, const std::string& output_path, CycleFormat format,
-                        const ReportOptions& table, mode_t mode, std::string* error);
+// was written; an error when it could not be.
+Result<void> write_cycle_output(const std::string& record_path, const std::string& output_path, CycleFormat format,
+                                const ReportOptions& table, mode_t mode);
 
 }  // namespace gpuprof::cli

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace CLI {
@@ -27,15 +29,19 @@ CLI::Validator sample_rate();
 // every sample: says so on stderr.
 void warn_if_high_sample_rate(unsigned hz);
 
-// An option's value parsed with parse(value, &error) (parse_sort_key,
-// parse_folded_metric, ...): a value it refuses is reported on stderr as
-// "gpuprof: error: ...", and comes back empty (the command exits 2).
+// An option's value parsed with parse(value), which returns a Result
+// (parse_sort_key, parse_folded_metric, ...): a value it refuses is
+// reported on stderr as "gpuprof: error: ...", and comes back empty (the
+// command exits 2).
 template <typename Parse, typename Value>
 auto parse_option_value(Parse parse, const Value& value) {
-  std::string error;
-  auto parsed = parse(value, &error);
-  if (!parsed) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-  return parsed;
+  auto parsed = parse(value);
+  using Parsed = typename decltype(parsed)::value_type;
+  if (!parsed) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", parsed.error().c_str());
+    return std::optional<Parsed>();
+  }
+  return std::optional<Parsed>(std::move(parsed).value());
 }
 
 // The subcommand named in argv (the first argument that is one), or "".

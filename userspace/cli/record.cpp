@@ -223,10 +223,9 @@ int run_record(RecordOptions options) {
       return 2;
     }
   }
-  std::string error;
-  auto sort_key = parse_sort_key(options.table.sort_by, &error);
+  const auto sort_key = parse_sort_key(options.table.sort_by);
   if (!sort_key) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", sort_key.error().c_str());
     return 2;
   }
   // Refuse now what the table would refuse after the whole recording.
@@ -245,15 +244,17 @@ int run_record(RecordOptions options) {
                          "--record-shapes, --profile-memory or --with-stack\n");
     return 2;
   }
-  auto file_mode = parse_file_mode(options.table.trace.mode, &error);
+  const auto file_mode = parse_file_mode(options.table.trace.mode);
   if (!file_mode) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", file_mode.error().c_str());
     return 2;
   }
   // Refuse a bad --time-range or --ops now, not after the recording.
-  if (!options.table.trace.time_range.empty() && !parse_trace_time_range(options.table.trace.time_range, &error)) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 2;
+  if (!options.table.trace.time_range.empty()) {
+    if (const auto range = parse_trace_time_range(options.table.trace.time_range); !range) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", range.error().c_str());
+      return 2;
+    }
   }
   if (!options.table.trace.ops.empty()) {
     try {
@@ -326,16 +327,19 @@ int run_record(RecordOptions options) {
     config.step_ops = options.step_ops;
   }
   if (!options.on_cycle.empty()) {
-    cycle_format = parse_cycle_template(options.on_cycle, &error);
-    if (!cycle_format) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    const auto format = parse_cycle_template(options.on_cycle);
+    if (!format) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", format.error().c_str());
       return 2;
     }
+    cycle_format = *format;
   }
-  if (!options.rotate.empty() &&
-      !succeeded(parse_rotation(options.rotate, &config.outputs.rotate_bytes, &config.outputs.rotate_ns), &error)) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-    return 2;
+  if (!options.rotate.empty()) {
+    if (const auto rotation = parse_rotation(options.rotate, &config.outputs.rotate_bytes, &config.outputs.rotate_ns);
+        !rotation) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", rotation.error().c_str());
+      return 2;
+    }
   }
   config.outputs.keep = options.keep;
   if (!options.rotate.empty() && !options.table.trace.output.empty()) {
@@ -376,12 +380,13 @@ int run_record(RecordOptions options) {
     config.outputs.cycle_done = [tmpl, format, table, mode](const std::string& record_path, int64_t cycle,
                                                             int64_t first_step, int64_t last_step) {
       const std::string out = cycle_output_path(tmpl, cycle);
-      std::string why;
-      if (write_cycle_output(record_path, out, format, table, mode, &why))
+      const auto written = write_cycle_output(record_path, out, format, table, mode);
+      if (written)
         std::fprintf(stderr, "gpuprof: cycle %lld (steps %lld-%lld): wrote %s\n", static_cast<long long>(cycle),
                      static_cast<long long>(first_step), static_cast<long long>(last_step), out.c_str());
       else
-        std::fprintf(stderr, "gpuprof: error: cycle %lld: %s\n", static_cast<long long>(cycle), why.c_str());
+        std::fprintf(stderr, "gpuprof: error: cycle %lld: %s\n", static_cast<long long>(cycle),
+                     written.error().c_str());
     };
   }
 

@@ -71,10 +71,10 @@ void StderrCapture::release() {
 
 std::unique_ptr<FullScreen> enter_screen(bool batch, std::optional<StderrCapture>& capture) {
   if (batch || !isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) return nullptr;
-  std::string error;
-  std::unique_ptr<FullScreen> screen = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO, &error);
-  if (screen) capture.emplace();
-  return screen;
+  auto screen = FullScreen::enter(STDIN_FILENO, STDOUT_FILENO);
+  if (!screen) return nullptr;
+  capture.emplace();
+  return std::move(screen).value();
 }
 
 std::optional<RecordOutcome> run_top_session(RecordConfig& config, FullScreen* screen,

@@ -69,19 +69,19 @@ namespace {
 // The output file of an export, opened with --mode's permissions; null
 // after saying why on stderr (*exit_code set).
 std::unique_ptr<OutputFile> open_export(const std::string& path, const TraceExportOptions& options, int* exit_code) {
-  std::string error;
-  auto mode = parse_file_mode(options.mode, &error);
+  const auto mode = parse_file_mode(options.mode);
   if (!mode) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", mode.error().c_str());
     *exit_code = 2;
     return nullptr;
   }
-  auto file = OutputFile::open(path, &error, *mode);
+  auto file = OutputFile::open(path, *mode);
   if (!file) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+    std::fprintf(stderr, "gpuprof: error: %s\n", file.error().c_str());
     *exit_code = 1;
+    return nullptr;
   }
-  return file;
+  return std::move(file).value();
 }
 
 // ", 12.3 kB" or ", 4.5 MB": what the file takes on disk; "" for stdout.
@@ -109,12 +109,11 @@ double recorded_seconds(const Recording& recording) {
 // --time-range and --ops as the trace writer takes them; nullopt after
 // saying why on stderr.
 std::optional<ChromeTraceOptions> chrome_trace_options(const TraceExportOptions& options) {
-  std::string error;
   ChromeTraceOptions trace;
   if (!options.time_range.empty()) {
-    auto range = parse_trace_time_range(options.time_range, &error);
+    const auto range = parse_trace_time_range(options.time_range);
     if (!range) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+      std::fprintf(stderr, "gpuprof: error: %s\n", range.error().c_str());
       return std::nullopt;
     }
     trace.range = *range;
@@ -144,9 +143,8 @@ int write_trace_file(const TraceExportOptions& options, const std::string& from,
   auto file = open_export(options.output, options, &exit_code);
   if (!file) return exit_code;
   const std::optional<ChromeTraceStats> written = write_trace([&](std::string_view piece) { file->write(piece); });
-  std::string error;
-  if (!file->close(&error)) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+  if (const auto closed = file->close(); !closed) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", closed.error().c_str());
     return 1;
   }
   if (!written) return 1;  // why: said by write_trace
@@ -195,10 +193,12 @@ int export_chrome_trace(const std::vector<TraceInput>& inputs, size_t files, con
   return write_trace_file(
       options, std::to_string(files) + " recordings",
       [&](const std::function<void(std::string_view)>& write) {
-        std::string error;
-        auto stats = write_chrome_trace_of_several(inputs, *trace, write, &error);
-        if (!stats) std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
-        return stats;
+        auto stats = write_chrome_trace_of_several(inputs, *trace, write);
+        if (!stats) {
+          std::fprintf(stderr, "gpuprof: error: %s\n", stats.error().c_str());
+          return std::optional<ChromeTraceStats>();
+        }
+        return std::optional<ChromeTraceStats>(*stats);
       },
       // The range is in seconds since the earliest start: each recording's
       // span on that scale.
@@ -221,9 +221,8 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
   auto file = open_export(options.speedscope, options, &exit_code);
   if (!file) return exit_code;
   const SpeedscopeStats stats = write_speedscope(recording, [&](std::string_view piece) { file->write(piece); });
-  std::string error;
-  if (!file->close(&error)) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+  if (const auto closed = file->close(); !closed) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", closed.error().c_str());
     return 1;
   }
   std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu profiles (%llu op calls, %llu samples), %llu frames%s\n",
@@ -248,9 +247,8 @@ int write_pprof_file(const TraceExportOptions& options, const std::string& from,
   if (!file) return exit_code;
   const PprofProfile profile = make();
   file->write(profile.data);
-  std::string error;
-  if (!file->close(&error)) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", error.c_str());
+  if (const auto closed = file->close(); !closed) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", closed.error().c_str());
     return 1;
   }
   std::fprintf(stderr, "gpuprof: wrote %s from %s: %llu samples of %llu sample types, %llu functions%s\n",

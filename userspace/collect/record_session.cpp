@@ -181,8 +181,8 @@ class Session final : public AttachCollectors {
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
   std::string error;
-  auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode, &error);
-  if (!catalog) return fail(error);
+  auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode);
+  if (!catalog) return fail(catalog.error());
   if (config_.record_shapes) {
     shapes_.emplace(*tracer_, diagnostics_, target_pid_);
     if (!shapes_->setup(*catalog)) shapes_.reset();
@@ -383,14 +383,10 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   python_.start_recording(*interner_, *writer_, diagnostics_);
   gpu_.emplace(config_, target_pid_, attached_, child_exited_, clock.start_monotonic_ns, diagnostics_, *writer_,
                *switcher_, *thread_names_, *interner_, *launches_);
-  runtime_ops_.emplace([this](const OpInfo& op, std::string* error) -> std::optional<uint32_t> {
-    Result<uint32_t> id = writer_->add_op(op);
-    if (!id) {
-      *error = id.error();
-      return std::nullopt;
-    }
-    config_.live_consumer().ops_found(*id, {op});
-    return *id;
+  runtime_ops_.emplace([this](const OpInfo& op) -> Result<uint32_t> {
+    ASSIGN_OR_RETURN(const uint32_t id, writer_->add_op(op));
+    config_.live_consumer().ops_found(id, {op});
+    return id;
   });
   config_.live_consumer().begin(process, ops, clock.start_monotonic_ns);
   // A command not yet exec'd has gpuprof's environment, not its own: read
@@ -445,10 +441,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   std::string err;
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
   const bool named_by_payload = event.kind == GP_EV_RANGE_BEGIN || runtime_ops_->names_by_node(event.op_id);
-  if (!runtime_ops_->name(event, payload.words, &err)) {
-    if (!err.empty()) write_failed(err);
-    return;
-  }
+  if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) return write_failed(named.error());
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
     const Result<void> switched = event.kind == GP_EV_STEP
                                       ? switcher_->on_step(event, counters_now())
@@ -680,9 +673,9 @@ RecordOutcome Session::run() {
   signal_fd_ = signals.fd();
   if (!config_.command.empty()) {
     if (config_.ops) inject_cupti_shim(diagnostics_);
-    auto launched = LaunchedCommand::spawn(config_.command, &error);
+    auto launched = LaunchedCommand::spawn(config_.command);
     if (!launched) {
-      fail(error);
+      fail(launched.error());
       return outcome_;
     }
     launched_.emplace(std::move(*launched));
@@ -717,8 +710,8 @@ RecordOutcome Session::run() {
       launched_->abandon();
       return outcome_;
     }
-    if (!launched_->start(&error)) {
-      fail(error);
+    if (const auto started = launched_->start(); !started) {
+      fail(started.error());
       return outcome_;
     }
     record_job_rank(target_pid_);  // exec'd: its own environment now
@@ -728,8 +721,8 @@ RecordOutcome Session::run() {
                  stop_hint(config_).c_str());
   } else if (launched_) {
     launch_attach_->arm_first();
-    if (!launched_->start(&error)) {
-      fail(error);
+    if (const auto started = launched_->start(); !started) {
+      fail(started.error());
       return outcome_;
     }
     std::fprintf(stderr, "gpuprof: started %s as %d; probes go in when it loads libtorch_cpu\n",

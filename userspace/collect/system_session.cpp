@@ -287,10 +287,10 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
   Process& p = process(pid);
   if (!libtorch_files_.count(id)) {
     std::string error;
-    auto catalog = load_dispatcher_catalog(library->path_for_us, config_.exit_mode, &error);
+    auto catalog = load_dispatcher_catalog(library->path_for_us, config_.exit_mode);
     if (!catalog) {
       warn("pid " + std::to_string(pid) + " (" + p.info.comm + "): " + library->path_in_target +
-           " not traced: " + error);
+           " not traced: " + catalog.error());
       libtorch_files_.emplace(id, TracedFile{});  // not tried again
       return true;
     }
@@ -505,8 +505,8 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
   if (!diagnostics_.writing()) return;
   std::string err;
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
-  if (!runtime_ops_->name(event, payload.words, &err)) {
-    if (!err.empty()) write_failed(err);
+  if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) {
+    write_failed(named.error());
     return;
   }
   note_thread(event.tid, event.pid);
@@ -606,9 +606,9 @@ bool SystemSession::begin() {
       return fail(error);
   }
   writer_ = &switcher_->outputs();
-  runtime_ops_.emplace([this](const OpInfo& op, std::string* add_error) -> std::optional<uint32_t> {
+  runtime_ops_.emplace([this](const OpInfo& op) -> Result<uint32_t> {
     const auto id = static_cast<uint32_t>(writer_->ops_defined());
-    if (!succeeded(writer_->add_ops({op}), add_error)) return std::nullopt;
+    RETURN_IF_ERROR(writer_->add_ops({op}));
     config_.live_consumer().ops_found(id, {op});
     return id;
   });

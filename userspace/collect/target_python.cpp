@@ -15,12 +15,11 @@ namespace gpuprof {
 // runs a CPython gpuprof knows (found, never assumed: python_runtime.h).
 void TargetPython::find(int pid) {
   if (config_ || !missing_.empty()) return;  // looked already
-  std::string why;
   bool may_change = false;
-  auto runtime = find_python_runtime(pid, &why, &may_change);
-  std::optional<gp_python_config> config = runtime ? python_walk_config(*runtime, &why) : std::nullopt;
+  const Result<PythonRuntime> runtime = find_python_runtime(pid, &may_change);
+  const Result<gp_python_config> config = runtime ? python_walk_config(*runtime) : Error(runtime.error());
   if (!config) {
-    missing_ = why;
+    missing_ = config.error();
     may_appear_ = may_appear_ && !runtime && may_change;
     return;
   }

@@ -716,12 +716,11 @@ class TraceWriter {
 
 }  // namespace
 
-std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error) {
+Result<TraceTimeRange> parse_trace_time_range(std::string_view text) {
   const size_t colon = text.find(':');
   auto bad = [&](const std::string& why) {
-    *error = "--time-range " + std::string(text) + ": " + why +
-             " (want START:END in seconds since the recording started, e.g. 1.5:3 or 2:)";
-    return std::nullopt;
+    return Error("--time-range " + std::string(text) + ": " + why +
+                 " (want START:END in seconds since the recording started, e.g. 1.5:3 or 2:)");
   };
   if (colon == std::string_view::npos) return bad("no ':'");
   TraceTimeRange range;

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "analyze/op_timeline.h"
+#include "base/result.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -59,8 +60,8 @@ struct TraceTimeRange {
   std::optional<double> from_s;
   std::optional<double> until_s;
 };
-// nullopt and *error (one line) for a malformed range.
-std::optional<TraceTimeRange> parse_trace_time_range(std::string_view text, std::string* error);
+// An error (one line) for a malformed range.
+Result<TraceTimeRange> parse_trace_time_range(std::string_view text);
 
 struct ChromeTraceOptions {
   // Events that overlap the range are kept whole (cutting a call would

@@ -54,13 +54,11 @@ uint64_t earliest_start(const std::vector<TraceInput>& inputs) {
 
 }  // namespace
 
-std::optional<std::vector<TracePart>> place_trace_parts(const std::vector<TraceInput>& inputs, std::string* error) {
+Result<std::vector<TracePart>> place_trace_parts(const std::vector<TraceInput>& inputs) {
   for (const TraceInput& input : inputs) {
-    if (input.recording->clock.start_realtime_ns == 0) {
-      *error = input.file + " holds no wall-clock time of its start (its CLOCK chunk's CLOCK_REALTIME is 0): "
-                            "its events cannot be placed beside the other recordings'";
-      return std::nullopt;
-    }
+    if (input.recording->clock.start_realtime_ns == 0)
+      return Error(input.file + " holds no wall-clock time of its start (its CLOCK chunk's CLOCK_REALTIME is 0): "
+                                "its events cannot be placed beside the other recordings'");
   }
   // Ranks first, by rank (a stable sort keeps the order given among equals
   // and among the recordings without a rank, which come last).
@@ -148,13 +146,11 @@ std::string several_trace_other_data(const std::vector<TraceInput>& inputs, cons
   return out;
 }
 
-std::optional<ChromeTraceStats> write_chrome_trace_of_several(const std::vector<TraceInput>& inputs,
-                                                              const ChromeTraceOptions& options,
-                                                              const std::function<void(std::string_view)>& write,
-                                                              std::string* error) {
-  const std::optional<std::vector<TracePart>> parts = place_trace_parts(inputs, error);
-  if (!parts) return std::nullopt;
-  return write_chrome_trace(*parts, options, several_trace_other_data(inputs, *parts, options), write);
+Result<ChromeTraceStats> write_chrome_trace_of_several(const std::vector<TraceInput>& inputs,
+                                                       const ChromeTraceOptions& options,
+                                                       const std::function<void(std::string_view)>& write) {
+  ASSIGN_OR_RETURN(const std::vector<TracePart> parts, place_trace_parts(inputs));
+  return write_chrome_trace(parts, options, several_trace_other_data(inputs, parts, options), write);
 }
 
 }  // namespace gpuprof

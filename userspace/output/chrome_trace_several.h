@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "output/chrome_trace.h"
 #include "record/recording.h"
 
@@ -38,9 +39,9 @@ struct TraceInput {
 };
 
 // How each recording is placed (its track, name, shift), in track order.
-// nullopt and *error (one line) when a recording holds no wall-clock
-// start: it could not be aligned with the others.
-std::optional<std::vector<TracePart>> place_trace_parts(const std::vector<TraceInput>& inputs, std::string* error);
+// An error (one line) when a recording holds no wall-clock start: it could
+// not be aligned with the others.
+Result<std::vector<TracePart>> place_trace_parts(const std::vector<TraceInput>& inputs);
 
 // The members of the trace's otherData: the producer, the time zero (its
 // CLOCK_REALTIME and UTC), how the timelines are aligned (to NTP precision
@@ -49,10 +50,9 @@ std::optional<std::vector<TracePart>> place_trace_parts(const std::vector<TraceI
 std::string several_trace_other_data(const std::vector<TraceInput>& inputs, const std::vector<TracePart>& parts,
                                      const ChromeTraceOptions& options);
 
-// The whole trace; nullopt and *error as place_trace_parts.
-std::optional<ChromeTraceStats> write_chrome_trace_of_several(const std::vector<TraceInput>& inputs,
-                                                              const ChromeTraceOptions& options,
-                                                              const std::function<void(std::string_view)>& write,
-                                                              std::string* error);
+// The whole trace; an error as place_trace_parts.
+Result<ChromeTraceStats> write_chrome_trace_of_several(const std::vector<TraceInput>& inputs,
+                                                       const ChromeTraceOptions& options,
+                                                       const std::function<void(std::string_view)>& write);
 
 }  // namespace gpuprof

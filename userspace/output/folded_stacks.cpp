@@ -10,12 +10,11 @@
 
 namespace gpuprof {
 
-std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error) {
+Result<FoldedMetric> parse_folded_metric(std::string_view name) {
   if (name == "self_cpu_time") return FoldedMetric::kSelfCpuTime;
   if (name == "samples") return FoldedMetric::kSamples;
   if (name == "self_cuda_time") return FoldedMetric::kSelfCudaTime;
-  *error = "unknown --metric '" + std::string(name) + "' (one of: self_cpu_time, samples, self_cuda_time)";
-  return std::nullopt;
+  return Error("unknown --metric '" + std::string(name) + "' (one of: self_cpu_time, samples, self_cuda_time)");
 }
 
 std::string folded_frame_name(std::string_view name) {

@@ -47,6 +47,7 @@
 
 #include "analyze/stack_sums.h"
 #include "analyze/streamed_process_stack_sums.h"
+#include "base/result.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -57,10 +58,10 @@ enum class FoldedMetric {
   kSelfCudaTime,  // GPU time of the kernels, memcpys and memsets ops launched themselves, us
 };
 
-// Parses a --metric value; unknown names are refused with a one-line reason
-// in *error. samples needs a recording made with -F, self_cuda_time one
-// with the CUPTI shim's records (the caller checks).
-std::optional<FoldedMetric> parse_folded_metric(std::string_view name, std::string* error);
+// Parses a --metric value; unknown names are refused with a one-line
+// error. samples needs a recording made with -F, self_cuda_time one with
+// the CUPTI shim's records (the caller checks).
+Result<FoldedMetric> parse_folded_metric(std::string_view name);
 
 struct FoldedStack {
   std::string stack;   // frames joined by ';', outermost first

@@ -340,12 +340,11 @@ std::string counted(uint64_t n, std::string_view singular, std::string_view plur
 
 }  // namespace
 
-std::optional<SortKey> parse_sort_key(std::string_view name, std::string* error) {
+Result<SortKey> parse_sort_key(std::string_view name) {
   for (const auto& entry : kSortKeys) {
     if (entry.name == name) return entry.key;
   }
-  if (error != nullptr) *error = "unknown sort key '" + std::string(name) + "'; valid keys: " + joined_valid_keys();
-  return std::nullopt;
+  return Error("unknown sort key '" + std::string(name) + "'; valid keys: " + joined_valid_keys());
 }
 
 std::string_view sort_key_name(SortKey key) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "analyze/profile.h"
+#include "base/result.h"
 
 namespace gpuprof {
 
@@ -52,14 +53,13 @@ enum class SortKey {
   self_cuda_memory_usage,
 };
 
-// Parses a torch sort-key name ("cpu_time_total"). On failure returns
-// nullopt and, when `error` is not null, sets it to one line for the user
-// that lists the valid keys.
+// Parses a torch sort-key name ("cpu_time_total"). On failure an error: one
+// line for the user that lists the valid keys.
 //
 // A key is accepted without looking at any recording (the command line is
 // checked before recording starts); whether a given profile has the key's
 // data is sort_key_unavailable()'s question.
-std::optional<SortKey> parse_sort_key(std::string_view name, std::string* error);
+Result<SortKey> parse_sort_key(std::string_view name);
 
 // "cpu_time_total" for SortKey::cpu_time_total, and so on.
 std::string_view sort_key_name(SortKey key);

@@ -7,8 +7,8 @@
 #include <span>
 #include <string_view>
 
-#include "probe/open_elf.h"
 #include "launch_tracer.skel.h"
+#include "symbols/elf_image.h"
 
 namespace gpuprof {
 namespace {
@@ -68,7 +68,7 @@ int on_gpu_record(void* ctx, void* data, size_t size) {
 }  // namespace
 
 Result<LaunchSites> find_launch_sites(const std::string& library_path, LaunchApi api) {
-  ASSIGN_OR_RETURN(ElfImage elf, open_elf(library_path));
+  ASSIGN_OR_RETURN(ElfImage elf, ElfImage::open(library_path));
   LaunchSites sites;
   const std::span<const LaunchEntryPoint> entry_points =
       api == LaunchApi::runtime ? std::span<const LaunchEntryPoint>(kRuntimeEntryPoints)

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <algorithm>
 
-#include "probe/open_elf.h"
 #include "op_tracer.skel.h"
+#include "symbols/elf_image.h"
 
 namespace gpuprof {
 namespace {
@@ -123,7 +123,7 @@ Result<void> OpTracer::attach_ops(const std::string& path, const ProbeSites& sit
 }
 
 Result<void> OpTracer::attach_catch(const std::string& libstdcxx_path, int pid) {
-  ASSIGN_OR_RETURN(ElfImage elf, open_elf(libstdcxx_path));
+  ASSIGN_OR_RETURN(ElfImage elf, ElfImage::open(libstdcxx_path));
   std::optional<uint64_t> offset;
   elf.for_each_function([&](const ElfSymbol& sym) {
     if (!offset && sym.name == "__cxa_begin_catch") offset = elf.file_offset(sym.address);
@@ -135,7 +135,7 @@ Result<void> OpTracer::attach_catch(const std::string& libstdcxx_path, int pid) 
 }
 
 Result<void> OpTracer::attach_memory(const std::string& libc10_path, int pid) {
-  ASSIGN_OR_RETURN(ElfImage elf, open_elf(libc10_path));
+  ASSIGN_OR_RETURN(ElfImage elf, ElfImage::open(libc10_path));
   std::vector<uint64_t> offsets, cookies;
   for (const MemoryProbe& probe : kMemoryProbes) {
     std::optional<uint64_t> offset;

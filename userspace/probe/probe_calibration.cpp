@@ -10,7 +10,7 @@
 
 #include "op_tracer_abi.h"
 #include "probe/op_tracer.h"
-#include "probe/open_elf.h"
+#include "symbols/elf_image.h"
 
 // The probed instructions, each the first of a function of its own so that
 // its file offset is its symbol's: a push (emulated entry), a jne (emulated
@@ -125,7 +125,7 @@ class Calibrator {
     ASSIGN_OR_RETURN(tracer_,
                      OpTracer::load(config, {.op = [this](const gp_event& e, const EntryPayload&) { stamps_.push_back(e); },
                                              .memory = [](const gp_mem_event&) {}}));
-    ASSIGN_OR_RETURN(ElfImage elf, open_elf("/proc/self/exe"));
+    ASSIGN_OR_RETURN(ElfImage elf, ElfImage::open("/proc/self/exe"));
     std::optional<uint64_t> offsets[kKinds];
     elf.for_each_function([&](const ElfSymbol& sym) {
       for (int k = 0; k < kKinds; k++)

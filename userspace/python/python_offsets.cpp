@@ -69,31 +69,17 @@ static_assert(kWords * 8 == kPythonDebugOffsetsSize);
 
 }  // namespace
 
-std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes, size_t len,
-                                                               uint32_t expected_hex,
-                                                               std::string* why) {
-  std::string dummy;
-  if (!why) why = &dummy;
-  if (len < kPythonDebugOffsetsSize) {
-    *why = "_Py_DebugOffsets is cut short";
-    return std::nullopt;
-  }
+Result<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes, size_t len, uint32_t expected_hex) {
+  if (len < kPythonDebugOffsetsSize) return Error("_Py_DebugOffsets is cut short");
   uint64_t w[kWords];
   std::memcpy(w, bytes, sizeof(w));
-  if (std::memcmp(&w[kCookie], "xdebugpy", 8) != 0) {
-    *why = "_PyRuntime does not start with the _Py_DebugOffsets cookie \"xdebugpy\"";
-    return std::nullopt;
-  }
+  if (std::memcmp(&w[kCookie], "xdebugpy", 8) != 0)
+    return Error("_PyRuntime does not start with the _Py_DebugOffsets cookie \"xdebugpy\"");
   const uint64_t version = w[kVersion];
-  if ((version >> 16) != (expected_hex >> 16)) {
-    *why = "_Py_DebugOffsets says version " + std::to_string((version >> 24) & 0xff) + "." +
-           std::to_string((version >> 16) & 0xff) + ", not the file's";
-    return std::nullopt;
-  }
-  if (w[kFreeThreaded]) {
-    *why = "free-threaded CPython builds are not supported";
-    return std::nullopt;
-  }
+  if ((version >> 16) != (expected_hex >> 16))
+    return Error("_Py_DebugOffsets says version " + std::to_string((version >> 24) & 0xff) + "." +
+                 std::to_string((version >> 16) & 0xff) + ", not the file's");
+  if (w[kFreeThreaded]) return Error("free-threaded CPython builds are not supported");
   // The fields it gives: each word, the word of its object's size, and the
   // PythonOffsets field it sets. Every field must lie inside its object: a
   // layout other than 3.13's would fail this. The flexible arrays
@@ -132,18 +118,16 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
     if (f.flexible_array) continue;
     if (w[f.size_word] == 0 || w[f.size_word] >= PythonOffsets::kNoField ||
         w[f.word] >= w[f.size_word]) {
-      *why = "_Py_DebugOffsets word " + std::to_string(f.word) + " (" + std::to_string(w[f.word]) +
-             ") is not inside its object (" + std::to_string(w[f.size_word]) +
-             " bytes): not 3.13's layout";
-      return std::nullopt;
+      return Error("_Py_DebugOffsets word " + std::to_string(f.word) + " (" + std::to_string(w[f.word]) +
+                   ") is not inside its object (" + std::to_string(w[f.size_word]) +
+                   " bytes): not 3.13's layout");
     }
   }
   // The flexible arrays (localsplus, co_code_adaptive, ob_sval) start at
   // their object's size or just before it.
   if (w[kCodeAdaptive] > w[kCodeSize] || w[kBytesSval] > w[kBytesSize] ||
       w[kUnicodeAsciiSize] > w[kUnicodeSize] || w[kUnicodeAsciiSize] == 0) {
-    *why = "_Py_DebugOffsets: array offsets beyond their objects: not 3.13's layout";
-    return std::nullopt;
+    return Error("_Py_DebugOffsets: array offsets beyond their objects: not 3.13's layout");
   }
   PythonOffsets o;
   for (const Field& f : kFields) o.*f.to = static_cast<uint16_t>(w[f.word]);
@@ -156,11 +140,9 @@ std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes
   // tests/unit/module_attributes_test.cpp on live interpreters). The cached keys
   // lie past the PyTypeObject, whose size the struct gives.
   o.heap_type_cached_keys = 880;
-  if (o.heap_type_cached_keys < w[kTypeSize]) {
-    *why = "_Py_DebugOffsets: PyTypeObject is " + std::to_string(w[kTypeSize]) +
-           " bytes, past 3.13's ht_cached_keys: not 3.13's layout";
-    return std::nullopt;
-  }
+  if (o.heap_type_cached_keys < w[kTypeSize])
+    return Error("_Py_DebugOffsets: PyTypeObject is " + std::to_string(w[kTypeSize]) +
+                 " bytes, past 3.13's ht_cached_keys: not 3.13's layout");
   o.managed_dict = PythonOffsets::ManagedDict::kInlineValues;
   o.values_array = 8;
   o.values_capacity = 0;

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "base/result.h"
+
 namespace gpuprof {
 
 // Offsets (bytes) of the fields a frame walker reads. kNoField = not present
@@ -93,12 +95,10 @@ bool python_debug_offsets_known(int major, int minor);
 constexpr size_t kPythonDebugOffsetsSize = 73 * 8;
 
 // Parses a 3.13 _Py_DebugOffsets (the first kPythonDebugOffsetsSize bytes of
-// _PyRuntime). nullopt, with *why, when the cookie is not "xdebugpy", the
+// _PyRuntime). An error when the cookie is not "xdebugpy", the
 // version it carries is not expected_hex's major.minor, the build is
 // free-threaded (another frame layout), or an offset lies outside the size
 // the struct gives for its object.
-std::optional<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes, size_t len,
-                                                               uint32_t expected_hex,
-                                                               std::string* why);
+Result<PythonOffsets> python_offsets_from_debug_offsets(const void* bytes, size_t len, uint32_t expected_hex);
 
 }  // namespace gpuprof

@@ -59,22 +59,16 @@ bool detect_version(const ElfImage& elf, const std::string& path, int* major, in
 
 // The (ELF) code of PyGILState_GetThisThreadState, decoded by
 // decode_tss_key_address (python_runtime.h), GOT slots read from the target.
-std::optional<uint64_t> find_tss_key_address(int pid, uint64_t bias, const ElfImage& elf, uint64_t function,
-                                             uint64_t runtime, std::string* why) {
+Result<uint64_t> find_tss_key_address(int pid, uint64_t bias, const ElfImage& elf, uint64_t function,
+                                      uint64_t runtime) {
   auto code = elf.bytes_at(function, 64);
   if (code.empty()) code = elf.bytes_at(function, 32);
-  if (code.empty()) {
-    *why = "cannot read the code of PyGILState_GetThisThreadState";
-    return std::nullopt;
-  }
-  return decode_tss_key_address(
-      code, function, runtime,
-      [&](uint64_t slot) -> std::optional<uint64_t> {
-        uint64_t value = 0;
-        if (!read_target_memory(pid, bias + slot, &value, 8)) return std::nullopt;
-        return value - bias;
-      },
-      why);
+  if (code.empty()) return Error("cannot read the code of PyGILState_GetThisThreadState");
+  return decode_tss_key_address(code, function, runtime, [&](uint64_t slot) -> std::optional<uint64_t> {
+    uint64_t value = 0;
+    if (!read_target_memory(pid, bias + slot, &value, 8)) return std::nullopt;
+    return value - bias;
+  });
 }
 
 }  // namespace
@@ -90,14 +84,10 @@ std::optional<uint64_t> find_tss_key_address(int pid, uint64_t bias, const ElfIm
 //     call PyThread_tss_is_created -> the same &Py_tss_t, through rbx.
 // Registers holding _PyRuntime-relative pointers are tracked until the first
 // call/jmp that follows a load of edi/rdi.
-std::optional<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
-                                               const std::function<std::optional<uint64_t>(uint64_t)>& read_got,
-                                               std::string* why) {
+Result<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
+                                        const std::function<std::optional<uint64_t>(uint64_t)>& read_got) {
   csh handle;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
-    *why = "capstone cs_open failed";
-    return std::nullopt;
-  }
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) return Error("capstone cs_open failed");
   cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
   cs_insn* insn = nullptr;
   size_t n = cs_disasm(handle, code.data(), code.size(), function, 0, &insn);
@@ -163,8 +153,8 @@ std::optional<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, ui
   }
   if (n) cs_free(insn, n);
   cs_close(&handle);
-  if (!found) *why = "no load of autoTSSkey found in PyGILState_GetThisThreadState";
-  return found;
+  if (!found) return Error("no load of autoTSSkey found in PyGILState_GetThisThreadState");
+  return *found;
 }
 
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len) {
@@ -180,17 +170,12 @@ std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key) {
   return fsbase + 0x310 + 16ull * key + 8;
 }
 
-std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool* may_change) {
-  std::string dummy;
-  if (!why) why = &dummy;
+Result<PythonRuntime> find_python_runtime(int pid, bool* may_change) {
   bool ignored = false;
   if (!may_change) may_change = &ignored;
   *may_change = false;
   auto read = read_maps(pid);
-  if (!read || read->empty()) {
-    *why = "cannot read /proc/" + std::to_string(pid) + "/maps";
-    return std::nullopt;
-  }
+  if (!read || read->empty()) return Error("cannot read /proc/" + std::to_string(pid) + "/maps");
   const std::vector<MapsEntry>& maps = *read;
   std::set<std::string> seen;
   std::string last_reason = "no mapped python3.x executable or libpython3.x.so defines _PyRuntime";
@@ -198,24 +183,21 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
     if (!m.is_file() || !looks_like_python_file(m.base_name()) || !seen.insert(m.path).second) continue;
     PythonRuntime rt;
     rt.path_in_target = m.path;
-    std::string err;
-    auto path = openable_path(pid, m, &err);
+    auto path = openable_path(pid, m);
     if (!path) {
       // Said if no other file defines the runtime: a process in a chroot
       // whose interpreter gpuprof cannot open must not read as "no Python".
-      last_reason = err;
+      last_reason = path.error();
       continue;
     }
     rt.path_for_us = *path;
-    auto elf = ElfImage::open(rt.path_for_us, &err);
+    auto elf = ElfImage::open(rt.path_for_us);
     if (!elf) continue;
     auto runtime = elf->symbol_value("_PyRuntime");
     auto getter = elf->symbol_value("PyGILState_GetThisThreadState");
     if (!runtime || !getter) continue;
-    if (!detect_version(*elf, m.path, &rt.major, &rt.minor, &rt.micro)) {
-      *why = "cannot tell the CPython version of " + m.path;
-      return std::nullopt;
-    }
+    if (!detect_version(*elf, m.path, &rt.major, &rt.minor, &rt.micro))
+      return Error("cannot tell the CPython version of " + m.path);
     // Load bias: the mapping at file offset 0 minus the first PT_LOAD's address.
     std::optional<uint64_t> map0;
     for (const MapsEntry& k : maps)
@@ -224,10 +206,7 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
         break;
       }
     auto vaddr0 = elf->first_load_address();
-    if (!map0 || !vaddr0) {
-      *why = "cannot compute the load address of " + m.path;
-      return std::nullopt;
-    }
+    if (!map0 || !vaddr0) return Error("cannot compute the load address of " + m.path);
     rt.load_bias = *map0 - *vaddr0;
     rt.runtime_address = rt.load_bias + *runtime;
     const std::string version =
@@ -236,42 +215,30 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
     if (python_debug_offsets_known(rt.major, rt.minor)) {
       // The target's own description of itself, at _PyRuntime+0.
       std::vector<uint8_t> debug(kPythonDebugOffsetsSize);
-      if (!read_target_memory(pid, rt.runtime_address, debug.data(), debug.size())) {
-        *why = "process_vm_readv of _Py_DebugOffsets at " + hex(rt.runtime_address) + " failed: " +
-               std::strerror(errno);
-        return std::nullopt;
-      }
+      if (!read_target_memory(pid, rt.runtime_address, debug.data(), debug.size()))
+        return Error("process_vm_readv of _Py_DebugOffsets at " + hex(rt.runtime_address) + " failed: " +
+                     std::strerror(errno));
       const uint32_t hexv = (uint32_t(rt.major) << 24) | (uint32_t(rt.minor) << 16);
-      std::string bad;
-      offsets = python_offsets_from_debug_offsets(debug.data(), debug.size(), hexv, &bad);
-      if (!offsets) {
-        *why = version + " in " + m.path + ": " + bad;
-        return std::nullopt;
-      }
+      auto from_debug = python_offsets_from_debug_offsets(debug.data(), debug.size(), hexv);
+      if (!from_debug) return Error(version + " in " + m.path + ": " + from_debug.error());
+      offsets = *from_debug;
     } else {
       offsets = python_offsets_for(rt.major, rt.minor);
     }
-    if (!offsets) {
-      *why = version + " is not supported (3.11 to 3.13): " + m.path;
-      return std::nullopt;
-    }
+    if (!offsets) return Error(version + " is not supported (3.11 to 3.13): " + m.path);
     rt.offsets = *offsets;
-    auto key_vaddr = find_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime, why);
-    if (!key_vaddr) return std::nullopt;
-    rt.tss_key_field_offset = *key_vaddr - *runtime;
-    rt.tss_key_address = rt.load_bias + *key_vaddr;
+    ASSIGN_OR_RETURN(const uint64_t key_vaddr, find_tss_key_address(pid, rt.load_bias, *elf, *getter, *runtime));
+    rt.tss_key_field_offset = key_vaddr - *runtime;
+    rt.tss_key_address = rt.load_bias + key_vaddr;
     // Py_tss_t {int _is_initialized; pthread_key_t _key;}: the load reads the
     // 4 bytes of _key, so _is_initialized sits just before it.
     uint32_t pair[2];
-    if (!read_target_memory(pid, rt.tss_key_address - 4, pair, sizeof(pair))) {
-      *why = "process_vm_readv of autoTSSkey at " + hex(rt.tss_key_address) + " failed: " +
-             std::strerror(errno);
-      return std::nullopt;
-    }
+    if (!read_target_memory(pid, rt.tss_key_address - 4, pair, sizeof(pair)))
+      return Error("process_vm_readv of autoTSSkey at " + hex(rt.tss_key_address) + " failed: " +
+                   std::strerror(errno));
     if (pair[0] != 1) {
       *may_change = true;
-      *why = "autoTSSkey is not initialized (yet) in " + m.path;
-      return std::nullopt;
+      return Error("autoTSSkey is not initialized (yet) in " + m.path);
     }
     rt.tss_key = pair[1];
     std::ostringstream d;
@@ -282,17 +249,13 @@ std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why, bool
     rt.description = d.str();
     return rt;
   }
-  *why = last_reason;
   *may_change = true;
-  return std::nullopt;
+  return Error(last_reason);
 }
 
-std::optional<gp_python_config> python_walk_config(const PythonRuntime& runtime, std::string* why) {
+Result<gp_python_config> python_walk_config(const PythonRuntime& runtime) {
   std::optional<uint64_t> slot = glibc_tls_slot_address(0, runtime.tss_key);
-  if (!slot) {
-    *why = "the interpreter's thread-state key is beyond glibc's first 32";
-    return std::nullopt;
-  }
+  if (!slot) return Error("the interpreter's thread-state key is beyond glibc's first 32");
   const PythonOffsets& o = runtime.offsets;
   gp_python_config config{};
   config.tls_offset = *slot;

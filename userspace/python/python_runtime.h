@@ -10,6 +10,7 @@
 #pragma once
 
 #include "abi_common.h"
+#include "base/result.h"
 #include "python/python_offsets.h"
 
 #include <cstddef>
@@ -34,15 +35,14 @@ struct PythonRuntime {
   std::string description;  // one line, for logs
 };
 
-// Finds the CPython runtime of process pid. nullopt (and *why set) when no
-// mapped python3.x executable or libpython3.x.so defines _PyRuntime and
+// Finds the CPython runtime of process pid. An error when no mapped
+// python3.x executable or libpython3.x.so defines _PyRuntime and
 // PyGILState_GetThisThreadState, when the version is not 3.11-3.13 (or its
 // _Py_DebugOffsets do not check out), when the key cannot be decoded or
 // read, or when the key is not initialized yet. *may_change (when given)
 // tells the failures that may pass as the process goes on (no interpreter
 // mapped yet, key not initialized yet) from those that will not.
-std::optional<PythonRuntime> find_python_runtime(int pid, std::string* why,
-                                                 bool* may_change = nullptr);
+Result<PythonRuntime> find_python_runtime(int pid, bool* may_change = nullptr);
 
 // glibc x86-64: where the value of pthread key `key` lives for a thread whose
 // fs base is fsbase (struct pthread specific_1stblock[key].data); nullopt for
@@ -51,18 +51,17 @@ std::optional<uint64_t> glibc_tls_slot_address(uint64_t fsbase, uint32_t key);
 
 // What the BPF frame walk (bpf/python_frames.bpf.h) needs to walk the
 // frames of `runtime` (enabled): its offsets, and the thread state's TLS
-// slot at fs base + tls_offset; nullopt when the key is beyond glibc's
-// first 32 (*why says so).
-std::optional<gp_python_config> python_walk_config(const PythonRuntime& runtime, std::string* why);
+// slot at fs base + tls_offset; an error when the key is beyond glibc's
+// first 32.
+Result<gp_python_config> python_walk_config(const PythonRuntime& runtime);
 
 // The (ELF virtual) address of autoTSSkey._key, decoded from the machine
 // code of PyGILState_GetThisThreadState (`code`, at ELF address `function`)
 // in a file whose _PyRuntime is at ELF address `runtime`; read_got reads a
-// GOT slot (an ELF address) as an ELF address. nullopt (*why) when no known
+// GOT slot (an ELF address) as an ELF address. An error when no known
 // shape matches (python_runtime.cpp lists them).
-std::optional<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
-                                               const std::function<std::optional<uint64_t>(uint64_t)>& read_got,
-                                               std::string* why);
+Result<uint64_t> decode_tss_key_address(std::span<const uint8_t> code, uint64_t function, uint64_t runtime,
+                                        const std::function<std::optional<uint64_t>(uint64_t)>& read_got);
 
 // process_vm_readv of len bytes; true only when all of them were read.
 bool read_target_memory(int pid, uint64_t address, void* buffer, size_t len);

@@ -48,22 +48,13 @@ ElfImage::ElfImage(ElfImage&&) noexcept = default;
 ElfImage& ElfImage::operator=(ElfImage&&) noexcept = default;
 ElfImage::~ElfImage() = default;
 
-std::optional<ElfImage> ElfImage::open(const std::string& path, std::string* error) {
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    *error = "libelf initialisation failed";
-    return std::nullopt;
-  }
+Result<ElfImage> ElfImage::open(const std::string& path) {
+  if (elf_version(EV_CURRENT) == EV_NONE) return Error("libelf initialisation failed");
   auto state = std::make_unique<State>();
   state->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (state->fd < 0) {
-    *error = "cannot open " + path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (state->fd < 0) return Error("cannot open " + path + ": " + std::strerror(errno));
   struct stat st;
-  if (fstat(state->fd, &st) != 0 || st.st_size <= 0) {
-    *error = path + " is empty or unreadable";
-    return std::nullopt;
-  }
+  if (fstat(state->fd, &st) != 0 || st.st_size <= 0) return Error(path + " is empty or unreadable");
   state->size = static_cast<size_t>(st.st_size);
   // MAP_SHARED, never MAP_PRIVATE: the kernel plants other sessions'
   // uprobe breakpoints (a pid-less link of `record -a`, bpftrace, perf
@@ -71,16 +62,11 @@ std::optional<ElfImage> ElfImage::open(const std::string& path, std::string* err
   // own included, so a private mapping can show int3 bytes where the code
   // is. Shared mappings are never probed: they show the file's true bytes.
   void* map = mmap(nullptr, state->size, PROT_READ, MAP_SHARED, state->fd, 0);
-  if (map == MAP_FAILED) {
-    *error = "cannot map " + path + ": " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (map == MAP_FAILED) return Error("cannot map " + path + ": " + std::strerror(errno));
   state->data = static_cast<const uint8_t*>(map);
   state->elf = elf_memory(static_cast<char*>(map), state->size);
-  if (!state->elf || elf_kind(state->elf) != ELF_K_ELF || gelf_getclass(state->elf) != ELFCLASS64) {
-    *error = path + " is not a 64-bit ELF file";
-    return std::nullopt;
-  }
+  if (!state->elf || elf_kind(state->elf) != ELF_K_ELF || gelf_getclass(state->elf) != ELFCLASS64)
+    return Error(path + " is not a 64-bit ELF file");
   return ElfImage(std::move(state), path);
 }
 

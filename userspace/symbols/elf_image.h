@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
+
 namespace gpuprof {
 
 struct ElfSymbol {
@@ -27,9 +29,8 @@ struct ElfSymbol {
 class ElfImage {
  public:
   // Maps the file read-only and shared (its true bytes, whoever probes it).
-  // nullopt (and *error set) if it cannot be opened or is not a 64-bit ELF
-  // file.
-  static std::optional<ElfImage> open(const std::string& path, std::string* error);
+  // An error if it cannot be opened or is not a 64-bit ELF file.
+  static Result<ElfImage> open(const std::string& path);
 
   ElfImage(ElfImage&&) noexcept;
   ElfImage& operator=(ElfImage&&) noexcept;

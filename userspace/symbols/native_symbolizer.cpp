@@ -186,9 +186,12 @@ struct NativeSymbolizer::FileSymbols {
 
   // false when the file cannot be opened as ELF (nothing loaded).
   bool load(const std::string& file_path) {
-    std::string error;
-    image = ElfImage::open(file_path, &error);
-    if (!image) return false;
+    auto opened = ElfImage::open(file_path);
+    if (!opened) {
+      image.reset();
+      return false;
+    }
+    image = std::move(opened).value();
     read_headers(file_path);
     image->for_each_function([&](const ElfSymbol& sym) {
       symbols.push_back(Symbol{sym.address, sym.size, sym.name});
@@ -347,8 +350,7 @@ NativeSymbolizer::FileSymbols& NativeSymbolizer::file_symbols(const MapsEntry& m
   file->name = base_name(path);
   // As target_maps.h opens a target's files; once the target is gone, the
   // same path in gpuprof's mount namespace is the best left.
-  std::string error;
-  auto openable = openable_path(pid_, mapping, &error);
+  auto openable = openable_path(pid_, mapping);
   if (!openable || !file->load(*openable)) file->load(path);
   opened_files_.push_back({path, file->image ? file->image->build_id() : ""});
   return *files_.emplace(path, std::move(file)).first->second;

@@ -87,7 +87,7 @@ std::optional<std::vector<MapsEntry>> read_maps(int pid) {
   return parse_maps(text.str());
 }
 
-std::optional<std::string> openable_path(int pid, const MapsEntry& entry, std::string* why) {
+Result<std::string> openable_path(int pid, const MapsEntry& entry) {
   const std::string map_file = proc_path(pid, "map_files/" + map_files_name(entry));
   std::vector<std::string> candidates;
   char target[4096];
@@ -110,13 +110,11 @@ std::optional<std::string> openable_path(int pid, const MapsEntry& entry, std::s
     if (problem.empty()) return candidate;
     tried += (tried.empty() ? "" : "; ") + problem;
   }
-  if (why) {
-    *why = "cannot open " + entry.path + " as process " + std::to_string(pid) + " maps it (" + tried + ")";
-    if (entry.deleted)
-      *why += "; it was deleted after the process mapped it, and only /proc/PID/map_files still opens it, "
-              "which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE";
-  }
-  return std::nullopt;
+  std::string why = "cannot open " + entry.path + " as process " + std::to_string(pid) + " maps it (" + tried + ")";
+  if (entry.deleted)
+    why += "; it was deleted after the process mapped it, and only /proc/PID/map_files still opens it, "
+           "which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE";
+  return Error(std::move(why));
 }
 
 LibraryLookup find_mapped_library(int pid, const std::vector<MapsEntry>& maps, std::string_view name_prefix) {
@@ -129,11 +127,10 @@ LibraryLookup find_mapped_library(int pid, const std::vector<MapsEntry>& maps, s
     if (refused && refused->inode == entry.inode && refused->dev_major == entry.dev_major &&
         refused->dev_minor == entry.dev_minor)
       continue;  // another mapping of a file that did not open
-    std::string why;
-    auto path = openable_path(pid, entry, &why);
+    auto path = openable_path(pid, entry);
     if (!path) {
       // Another file of the same name may still open (a second copy).
-      if (result.unreadable.empty()) result.unreadable = why;
+      if (result.unreadable.empty()) result.unreadable = path.error();
       refused = &entry;
       continue;
     }
@@ -160,10 +157,9 @@ std::vector<MappedLibrary> find_mapped_libraries(int pid, std::string_view name_
     if (!entry.is_file() || !entry.base_name().starts_with(name_prefix)) continue;
     const uint64_t dev = makedev(entry.dev_major, entry.dev_minor);
     if (!seen.insert({dev, entry.inode}).second) continue;
-    std::string why;
-    auto path = openable_path(pid, entry, &why);
+    auto path = openable_path(pid, entry);
     if (!path) {
-      if (unreadable->empty()) *unreadable = why;
+      if (unreadable->empty()) *unreadable = path.error();
       continue;
     }
     found.push_back(MappedLibrary{entry.path + (entry.deleted ? std::string(kDeleted) : ""), *path, dev, entry.inode});
@@ -181,8 +177,7 @@ std::optional<uint64_t> load_bias(int pid, const MappedLibrary& library) {
       break;
     }
   if (!start) return std::nullopt;
-  std::string error;
-  auto elf = ElfImage::open(library.path_for_us, &error);
+  auto elf = ElfImage::open(library.path_for_us);
   auto first = elf ? elf->first_load_address() : std::nullopt;
   if (!first) return std::nullopt;
   return *start - *first;

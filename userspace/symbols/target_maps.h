@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
+
 namespace gpuprof {
 
 struct MapsEntry {
@@ -47,9 +49,9 @@ std::vector<MapsEntry> parse_maps(std::string_view text);
 std::optional<std::vector<MapsEntry>> read_maps(int pid);
 
 // A path gpuprof can open for the file `entry` maps in process pid, checked
-// by device and inode (see the top of this file); nullopt with *why naming
-// every way tried when none leads to that file.
-std::optional<std::string> openable_path(int pid, const MapsEntry& entry, std::string* why);
+// by device and inode (see the top of this file); an error naming every way
+// tried when none leads to that file.
+Result<std::string> openable_path(int pid, const MapsEntry& entry);
 
 // A library as the target maps it, and where gpuprof opens it.
 struct MappedLibrary {

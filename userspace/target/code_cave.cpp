@@ -39,10 +39,9 @@ Result<CodeCave> find_code_cave(int pid, uint64_t min_size) {
   for (const MapsEntry* entry : candidates) {
     auto known = ranges_of_file.find(entry->path);
     if (known == ranges_of_file.end()) {
-      std::string why;
       std::vector<std::pair<uint64_t, uint64_t>> ranges;
-      if (auto path = openable_path(pid, *entry, &why))
-        if (auto image = ElfImage::open(*path, &why)) ranges = image->executable_segment_file_ranges();
+      if (auto path = openable_path(pid, *entry))
+        if (auto image = ElfImage::open(*path)) ranges = image->executable_segment_file_ranges();
       known = ranges_of_file.emplace(entry->path, std::move(ranges)).first;
     }
     for (const CodeCave& cave : caves_of_mapping(*entry, known->second)) {

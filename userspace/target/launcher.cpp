@@ -10,26 +10,17 @@
 
 namespace gpuprof {
 
-std::optional<LaunchedCommand> LaunchedCommand::spawn(const std::vector<std::string>& argv,
-                                                      std::string* error) {
-  if (argv.empty()) {
-    *error = "no command given after --";
-    return std::nullopt;
-  }
+Result<LaunchedCommand> LaunchedCommand::spawn(const std::vector<std::string>& argv) {
+  if (argv.empty()) return Error("no command given after --");
   int gate[2], exec_error[2];
-  if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (pipe2(gate, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0)
+    return Error(std::string("pipe: ") + std::strerror(errno));
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
 
   pid_t pid = fork();
-  if (pid < 0) {
-    *error = std::string("fork: ") + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (pid < 0) return Error(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     // Child: only async-signal-safe calls from here on.
     close(gate[1]);
@@ -77,7 +68,7 @@ void LaunchedCommand::abandon() {
   gate_fd_ = -1;
 }
 
-bool LaunchedCommand::start(std::string* error) {
+Result<void> LaunchedCommand::start() {
   close(gate_fd_);
   gate_fd_ = -1;
   int err = 0;
@@ -88,10 +79,9 @@ bool LaunchedCommand::start(std::string* error) {
   exec_error_fd_ = -1;
   if (n == static_cast<ssize_t>(sizeof(err))) {
     waitpid(pid_, nullptr, 0);
-    *error = "cannot start '" + command_ + "': " + std::strerror(err);
-    return false;
+    return Error("cannot start '" + command_ + "': " + std::strerror(err));
   }
-  return true;
+  return {};
 }
 
 }  // namespace gpuprof

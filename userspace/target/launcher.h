@@ -6,24 +6,25 @@
 // found" is reported as such instead of as an empty recording.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
+
+#include "base/result.h"
 
 namespace gpuprof {
 
 class LaunchedCommand {
  public:
-  static std::optional<LaunchedCommand> spawn(const std::vector<std::string>& argv, std::string* error);
+  static Result<LaunchedCommand> spawn(const std::vector<std::string>& argv);
   LaunchedCommand(LaunchedCommand&& other) noexcept;
   LaunchedCommand(const LaunchedCommand&) = delete;
   ~LaunchedCommand();
 
   int pid() const { return pid_; }
 
-  // Lets the child exec CMD. false (with *error) if exec failed; the child
-  // has then exited and been reaped.
-  bool start(std::string* error);
+  // Lets the child exec CMD. An error if exec failed; the child has then
+  // exited and been reaped.
+  Result<void> start();
 
   // Kills and reaps a child that has not been started (an error came up
   // before start): CMD must not run unprofiled behind the user's back.

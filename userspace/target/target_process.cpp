@@ -74,8 +74,7 @@ std::optional<uint64_t> find_symbol_in_target(int pid, std::string_view name_pre
       break;
     }
   if (!base) return std::nullopt;
-  std::string error;
-  auto elf = ElfImage::open(library->path_for_us, &error);
+  auto elf = ElfImage::open(library->path_for_us);
   if (!elf) return std::nullopt;
   std::optional<uint64_t> value = elf->symbol_value(symbol);
   if (!value) return std::nullopt;

@@ -48,13 +48,11 @@ ProbeSites sites_for_ops_from(const DispatcherCatalog& catalog, uint32_t first_o
   return sites;
 }
 
-std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,
-                                                         std::string* error) {
-  auto elf = ElfImage::open(path, error);
-  if (!elf) return std::nullopt;
+Result<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode) {
+  ASSIGN_OR_RETURN(const ElfImage elf, ElfImage::open(path));
 
   OpNameResolver resolver;
-  elf->for_each_string(".rodata", 4, [&](std::string_view text) {
+  elf.for_each_string(".rodata", 4, [&](std::string_view text) {
     if (auto schema = parse_full_schema(text)) resolver.add_schema(*schema);
     else if (auto op = parse_schema(text)) resolver.add_schema(*op);
   });
@@ -64,7 +62,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     std::string_view struct_name;
   };
   std::vector<Entry> entries;
-  elf->for_each_function([&](const ElfSymbol& sym) {
+  elf.for_each_function([&](const ElfSymbol& sym) {
     if (auto s = dispatcher_call_struct(sym.name)) entries.push_back({sym, *s});
   });
   // .dynsym and .symtab may both list a symbol; keep one per address, in
@@ -76,10 +74,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
                               return a.symbol.address == b.symbol.address;
                             }),
                 entries.end());
-  if (entries.empty()) {
-    *error = path + " exports no at::_ops::*::call entry points (is it libtorch_cpu?)";
-    return std::nullopt;
-  }
+  if (entries.empty()) return Error(path + " exports no at::_ops::*::call entry points (is it libtorch_cpu?)");
 
   std::vector<std::string_view> call_symbols;
   for (const Entry& entry : entries) call_symbols.push_back(entry.symbol.name);
@@ -87,16 +82,16 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
 
   DispatcherCatalog catalog;
   catalog.schemas_found = resolver.schema_count();
-  catalog.build_id = elf->build_id();
+  catalog.build_id = elf.build_id();
   // Entry and exit sites of one function: its first instruction (after a
   // leading endbr64) and each way out (ret_finder.h); nullopt when its body
   // cannot be read. Extra cookie bits go on the entry and on the exits.
   auto add_function = [&](const ElfSymbol& symbol, OpInfo info, OpArgPlan plan, uint64_t entry_bits,
                           uint64_t exit_bits) -> std::optional<uint32_t> {
-    auto body = elf->bytes_at(symbol.address, symbol.size);
+    auto body = elf.bytes_at(symbol.address, symbol.size);
     if (body.empty()) return std::nullopt;
     BodyExits exits = find_body_exits(body, symbol.address);
-    auto entry_offset = elf->file_offset(exits.entry_address);
+    auto entry_offset = elf.file_offset(exits.entry_address);
     if (!entry_offset) return std::nullopt;
     const auto op_id = static_cast<uint32_t>(catalog.ops.size());
     catalog.ops.push_back(std::move(info));
@@ -117,7 +112,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
       if (exit_mode == ExitMode::emulated)
         for (const EmulatedExit& e : exits.emulated_exits)
           if (e.ret_address == ret) emulated = &e;
-      std::optional<uint64_t> offset = elf->file_offset(emulated ? emulated->address : ret);
+      std::optional<uint64_t> offset = elf.file_offset(emulated ? emulated->address : ret);
       if (!offset) continue;
       if (emulated) {
         catalog.sites.add(*offset, GP_COOKIE_FRAME_EXIT(op_id, emulated->base_is_rbp, emulated->entry_sp_offset) |
@@ -138,8 +133,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
   no_plan.why = "not an aten op";
   // An entry-only site on a function's first instruction (after endbr64).
   auto add_entry_site = [&](uint64_t address, uint64_t cookie) {
-    const BodyExits first = find_body_exits(elf->bytes_at(address, 16), address);
-    auto offset = elf->file_offset(first.entry_address ? first.entry_address : address);
+    const BodyExits first = find_body_exits(elf.bytes_at(address, 16), address);
+    auto offset = elf.file_offset(first.entry_address ? first.entry_address : address);
     if (!offset) return false;
     catalog.sites.add(*offset, cookie);
     return true;
@@ -154,7 +149,7 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
     std::string collective = {};  // a collective's row (collective_names.h)
   };
   std::vector<Other> others;
-  elf->for_each_code_or_data_symbol([&](const ElfSymbol& sym, bool is_function) {
+  elf.for_each_code_or_data_symbol([&](const ElfSymbol& sym, bool is_function) {
     if (!is_function) {
       if (auto node = autograd_node_of_vtable(sym.name))  // the vptr points past the offset-to-top and RTTI
         catalog.node_vtables.emplace_back(sym.address + 16, *node);
@@ -211,8 +206,8 @@ std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path
       if (add_entry_site(other.symbol.address, GP_COOKIE(kind, GP_NO_OP))) catalog.range_sites++;
       if (other.site == RangeSite::enter) {
         // torch 1.13's record_function enters through a static function.
-        if (auto starts = FunctionStarts::read(*elf))
-          for (uint64_t enter : unexported_range_enters(*elf, *starts, other.symbol.address, other.symbol.size))
+        if (auto starts = FunctionStarts::read(elf))
+          for (uint64_t enter : unexported_range_enters(elf, *starts, other.symbol.address, other.symbol.size))
             if (add_entry_site(enter, GP_COOKIE(GP_SITE_RANGE_ENTER, GP_NO_OP))) {
               catalog.range_sites++;
               catalog.unexported_range_enters++;

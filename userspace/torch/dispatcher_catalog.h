@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "op_tracer_abi.h"
 #include "torch/op_args.h"
 #include "record/recording.h"
@@ -77,9 +78,8 @@ std::string describe_exitless_ops(const DispatcherCatalog& catalog);
 // beyond, the sites lose their guard, and *lost_guards says so).
 ProbeSites sites_for_ops_from(const DispatcherCatalog& catalog, uint32_t first_op, bool* lost_guards);
 
-// nullopt with *error when the file cannot be read or exports no
-// dispatcher entry points (it is not a libtorch_cpu).
-std::optional<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode,
-                                                         std::string* error);
+// An error when the file cannot be read or exports no dispatcher entry
+// points (it is not a libtorch_cpu).
+Result<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitMode exit_mode);
 
 }  // namespace gpuprof

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "base/result.h"
 #include "torch/bracket_text.h"
 
 namespace gpuprof {
@@ -200,14 +201,12 @@ std::optional<gp_tensor_arg_kind> schema_tensor_kind(std::string_view type, bool
   return GP_ARG_TENSOR;
 }
 
-// Whether a schema's arguments match the C++ parameters; why not in *why.
-bool schema_matches(const Schema& schema, const std::vector<std::string>& params, bool std_optional,
-                    std::string* why) {
-  if (schema.arguments.size() != params.size()) {
-    *why = "schema has " + std::to_string(schema.arguments.size()) + " arguments, signature " +
-           std::to_string(params.size());
-    return false;
-  }
+// Whether a schema's arguments match the C++ parameters; the error says
+// why not.
+Result<void> schema_matches(const Schema& schema, const std::vector<std::string>& params, bool std_optional) {
+  if (schema.arguments.size() != params.size())
+    return Error("schema has " + std::to_string(schema.arguments.size()) + " arguments, signature " +
+                 std::to_string(params.size()));
   for (size_t i = 0; i < params.size(); i++) {
     std::string_view type = schema_argument_type(schema.arguments[i]);
     bool schema_mutable = false;
@@ -223,13 +222,11 @@ bool schema_matches(const Schema& schema, const std::vector<std::string>& params
     if (same && schema_kind)
       same = (*schema_kind != GP_ARG_TENSOR) == cpp_optional &&
              (cpp_optional || schema_mutable || !cpp_mutable);
-    if (!same) {
-      *why = "schema argument " + std::to_string(i) + " (" + std::string(type) +
-             ") does not match the parameter " + params[i];
-      return false;
-    }
+    if (!same)
+      return Error("schema argument " + std::to_string(i) + " (" + std::string(type) +
+                   ") does not match the parameter " + params[i]);
   }
-  return true;
+  return {};
 }
 
 // A library cannot mix the two: a std::optional in the symbol settles it.
@@ -389,9 +386,8 @@ OpArgPlan plan_op_args(std::string_view mangled, std::span<const Schema> schemas
   std::optional<bool> chosen_hidden;
   std::string first_mismatch;
   for (const Schema& schema : schemas) {
-    std::string why;
-    if (!schema_matches(schema, *params, std_optional, &why)) {
-      if (first_mismatch.empty()) first_mismatch = why;
+    if (const Result<void> matches = schema_matches(schema, *params, std_optional); !matches) {
+      if (first_mismatch.empty()) first_mismatch = matches.error();
       continue;
     }
     auto hidden = returns_in_memory(schema.returns);

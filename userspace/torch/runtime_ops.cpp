@@ -34,15 +34,14 @@ void RuntimeOps::add_process(uint32_t pid, uint32_t first_op, const DispatcherCa
   processes_[pid] = Process{library, load_bias};
 }
 
-uint32_t RuntimeOps::intern(const std::string& name, OpKind kind, std::string* error) {
+Result<uint32_t> RuntimeOps::intern(const std::string& name, OpKind kind) {
   if (auto it = ids_.find(name); it != ids_.end()) return it->second;
   OpInfo op{name, "", ""};
   op.kind = kind;
   op.arg_count = 0;  // torch prints [] as their input shapes
-  const std::optional<uint32_t> id = add_op_(op, error);
-  if (!id) return GP_NO_OP;
-  ids_.emplace(name, *id);
-  return *id;
+  ASSIGN_OR_RETURN(const uint32_t id, add_op_(op));
+  ids_.emplace(name, id);
+  return id;
 }
 
 std::string RuntimeOps::node_name(uint32_t pid, uint64_t vptr) const {
@@ -56,17 +55,15 @@ std::string RuntimeOps::node_name(uint32_t pid, uint64_t vptr) const {
   return it != vtables.end() && it->first == address ? it->second : std::string(kUnknownNode);
 }
 
-bool RuntimeOps::name(gp_event& event, std::span<const uint64_t> payload, std::string* error) {
-  error->clear();
+Result<void> RuntimeOps::name(gp_event& event, std::span<const uint64_t> payload) {
   switch (event.kind) {
     case GP_EV_RANGE_BEGIN: {
       if (event.op_id == GP_NO_OP) {  // a record_function range: named by its payload
-        event.op_id = intern(range_name(payload), OpKind::user_range, error);
-        if (event.op_id == GP_NO_OP) return false;
+        ASSIGN_OR_RETURN(event.op_id, intern(range_name(payload), OpKind::user_range));
       }
       if (open_ranges_.size() >= kMaxOpen) open_ranges_.clear();
       open_ranges_[{event.pid, event.sp}] = event.op_id;
-      return true;
+      return {};
     }
     case GP_EV_RANGE_END: {
       // A user range's END names no op in the ring: its BEGIN's op, when
@@ -76,29 +73,29 @@ bool RuntimeOps::name(gp_event& event, std::span<const uint64_t> payload, std::s
         event.op_id = it->second;
         open_ranges_.erase(it);
       }
-      return true;
+      return {};
     }
     case GP_EV_OP_ENTRY:
     case GP_EV_OP_EXIT:
       break;
     default:
-      return true;
+      return {};
   }
-  if (!evaluate_ops_.count(event.op_id)) return true;
+  if (!evaluate_ops_.count(event.op_id)) return {};
   if (event.kind == GP_EV_OP_ENTRY) {
     const uint64_t vptr = payload.empty() ? 0 : payload[0];
-    const uint32_t id = intern(evaluate_function_row(node_name(event.pid, vptr)), OpKind::autograd_engine, error);
-    if (id == GP_NO_OP) return false;
+    ASSIGN_OR_RETURN(const uint32_t id,
+                     intern(evaluate_function_row(node_name(event.pid, vptr)), OpKind::autograd_engine));
     if (open_evaluates_.size() >= kMaxOpen) open_evaluates_.clear();
     open_evaluates_[{event.tid, event.sp}] = id;
     event.op_id = id;
-    return true;
+    return {};
   }
   auto it = open_evaluates_.find({event.tid, event.sp});
-  if (it == open_evaluates_.end()) return true;  // its entry came before the recording: an exit of nothing
+  if (it == open_evaluates_.end()) return {};  // its entry came before the recording: an exit of nothing
   event.op_id = it->second;
   open_evaluates_.erase(it);
-  return true;
+  return {};
 }
 
 }  // namespace gpuprof

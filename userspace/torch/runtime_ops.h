@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "torch/dispatcher_catalog.h"
 #include "op_tracer_abi.h"
 #include "record/recording.h"
@@ -34,9 +35,9 @@ namespace gpuprof {
 
 class RuntimeOps {
  public:
-  // Defines one op in the recording and returns its id (nullopt, *error
-  // set, when that fails).
-  using AddOp = std::function<std::optional<uint32_t>(const OpInfo& op, std::string* error)>;
+  // Defines one op in the recording and returns its id (an error when that
+  // fails).
+  using AddOp = std::function<Result<uint32_t>(const OpInfo& op)>;
   explicit RuntimeOps(AddOp add_op) : add_op_(std::move(add_op)) {}
 
   // A libtorch_cpu whose ops start at first_op in the recording, mapped
@@ -47,10 +48,9 @@ class RuntimeOps {
     if (auto it = processes_.find(parent); it != processes_.end()) processes_[child] = it->second;
   }
 
-  // Rewrites event.op_id for the events above. false: the event names
-  // nothing that can be recorded (*error empty), or defining the op failed
-  // (*error set).
-  bool name(gp_event& event, std::span<const uint64_t> payload, std::string* error);
+  // Rewrites event.op_id for the events above. An error when defining the
+  // op the event names failed (the event is not to be recorded).
+  Result<void> name(gp_event& event, std::span<const uint64_t> payload);
 
   // Whether op is an evaluate_function op (its ENTRY payload carries the node).
   bool names_by_node(uint32_t op) const { return evaluate_ops_.count(op) != 0; }
@@ -63,7 +63,7 @@ class RuntimeOps {
     std::shared_ptr<const Library> library;
     uint64_t load_bias = 0;
   };
-  uint32_t intern(const std::string& name, OpKind kind, std::string* error);
+  Result<uint32_t> intern(const std::string& name, OpKind kind);
   std::string node_name(uint32_t pid, uint64_t vptr) const;
 
   AddOp add_op_;
