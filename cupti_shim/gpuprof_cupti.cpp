@@ -65,7 +65,12 @@
 #define GPUPROF_EXPORT extern "C" __attribute__((visibility("default")))
 
 extern "C" {
-__attribute__((visibility("default"))) volatile int gpuprof_cupti_state = GPUPROF_CUPTI_NOT_INITIALIZED;
+// In .data, not .bss: gpuprof reads it from outside while the loader maps
+// the shim, and .bss that shares a page with .data shows the file's bytes
+// there (garbage, once read as 3, "taken") until the loader zeroes it; in
+// .data the file itself holds the 0 ("not initialized").
+__attribute__((visibility("default"), section(".data"))) volatile int gpuprof_cupti_state =
+    GPUPROF_CUPTI_NOT_INITIALIZED;
 }
 
 volatile unsigned short gpuprof_launch_semaphore GPUPROF_SEMAPHORE_ATTRS = 0;
