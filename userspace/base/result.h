@@ -115,9 +115,10 @@ class [[nodiscard]] Result<void> {
   bool failed_ = false;
 };
 
-// For callers that keep one message string across several calls (the
-// sessions' code in collect/, record/'s tests; issue 27 moves them to
-// Result too): true, or false with *error set.
+// For callers that keep one message string across several calls: only
+// tests now (record/'s, the streamed readers', the golden file maker and
+// the record fuzzer); gpuprof itself uses the Result: true, or false with
+// *error set.
 inline bool succeeded(Result<void> result, std::string* error) {
   if (result) return true;
   *error = result.error();

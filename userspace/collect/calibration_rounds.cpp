@@ -13,20 +13,19 @@ namespace gpuprof {
 // wait on it.
 bool CalibrationRounds::at_attach(const std::vector<uint8_t>& op_sites) {
   if (std::exchange(tried_, true)) return false;
-  std::string error;
-  auto calibrator = value_or_error(ProbeCalibrator::start(), &error);
+  auto calibrator = ProbeCalibrator::start();
   std::optional<ProbeCosts> costs;
-  if (calibrator) {
-    if (auto calibrated = calibrator->calibrate()) costs = *calibrated;
-    else error = calibrated.error();
-  }
+  std::string error;
+  if (!calibrator) error = calibrator.error();
+  else if (auto calibrated = (*calibrator)->calibrate()) costs = *calibrated;
+  else error = calibrated.error();
   if (!costs) {
     diagnostics_.warn("reports will show raw op times (the probes' cost is in them): " + error);
     return false;
   }
   costs->op_sites = op_sites;
   at_attach_ = costs;
-  if (config_.calibrate_through_recording) calibrator_ = std::move(calibrator);
+  if (config_.calibrate_through_recording) calibrator_ = std::move(*calibrator);
   return true;
 }
 
@@ -44,9 +43,8 @@ void CalibrationRounds::add_op_sites(uint32_t first_op, const std::vector<uint8_
 // for seconds at a time, so the rounds follow the recording.
 void CalibrationRounds::round() {
   if (!calibrator_ || !retry_.due()) return;
-  std::string error;
-  if (!succeeded(calibrator_->round(), &error)) {
-    if (config_.verbose) std::fprintf(stderr, "gpuprof: calibration rounds stopped: %s\n", error.c_str());
+  if (Result<void> round = calibrator_->round(); !round) {
+    if (config_.verbose) std::fprintf(stderr, "gpuprof: calibration rounds stopped: %s\n", round.error().c_str());
     calibrator_.reset();
   }
 }

@@ -180,7 +180,6 @@ class Session final : public AttachCollectors {
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
-  std::string error;
   auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode);
   if (!catalog) return fail(catalog.error());
   if (config_.record_shapes) {
@@ -206,12 +205,15 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
       warn("--with-stack: no Python stacks: " + python_.missing());
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
-  if (!succeeded(tracer_->attach_ops(library.path_for_us, catalog->sites, pid), &error)) return fail(error);
+  if (Result<void> attached = tracer_->attach_ops(library.path_for_us, catalog->sites, pid); !attached)
+    return fail(attached.error());
   double attach_ms = ms_since(attach_start);
   if (config_.follow_forks) {
     probe_sites_ = catalog->sites;
-    fork_watch_ = value_or_error(ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }), &error);
-    if (!fork_watch_) warn("--follow-forks: children are not traced: " + error);
+    if (auto fork_watch = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }))
+      fork_watch_ = std::move(*fork_watch);
+    else
+      warn("--follow-forks: children are not traced: " + fork_watch.error());
   }
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
     gp_schedule schedule = config_.schedule;
@@ -310,10 +312,9 @@ void Session::on_fork(const gp_fork& fork) {
                  fork.parent_pid);
     return;
   }
-  std::string error;
   const uint64_t start = clock_ns(CLOCK_MONOTONIC);
-  if (!succeeded(tracer_->attach_ops(library->path_for_us, probe_sites_, child), &error)) {
-    warn("--follow-forks: child " + std::to_string(child) + " not traced: " + error);
+  if (Result<void> attached = tracer_->attach_ops(library->path_for_us, probe_sites_, child); !attached) {
+    warn("--follow-forks: child " + std::to_string(child) + " not traced: " + attached.error());
     return;
   }
   children_followed_++;
@@ -356,7 +357,6 @@ void Session::update_file_info() {
 // when no libtorch_cpu is mapped: --no-ops) and the options.
 bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
                            const std::string& build_id) {
-  std::string error;
   ProcessInfo process = launched_info_ ? *launched_info_ : describe_process(pid);
   if (library) process.libtorch_path = library->path_in_target;
   process.libtorch_build_id = build_id;
@@ -376,7 +376,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
-  if (!succeeded(switcher_->begin(clock.start_monotonic_ns, stats_), &error)) return fail(error);
+  if (Result<void> begun = switcher_->begin(clock.start_monotonic_ns, stats_); !begun) return fail(begun.error());
   writer_ = &switcher_->outputs();
   interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
   launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/true);
@@ -398,8 +398,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
 void Session::record_job_rank(int pid) {
   auto rank = read_job_rank(pid);
   if (!rank) return;
-  std::string err;
-  if (!succeeded(writer_->add_job_ranks({*rank}), &err)) write_failed(err);
+  if (Result<void> written = writer_->add_job_ranks({*rank}); !written) write_failed(written.error());
 }
 
 // --no-ops: CPU samples only, no op probes and no op table, so any process
@@ -427,18 +426,18 @@ void Session::try_attach_memory() {
   auto libc10 = find_mapped_library(target_pid_, "libc10.so");
   std::string error = libc10.unreadable;
   if (!libc10 && error.empty()) return;
-  if (libc10 && succeeded(tracer_->attach_memory(libc10->path_for_us, target_pid_), &error)) {
+  Result<void> attached = libc10 ? tracer_->attach_memory(libc10->path_for_us, target_pid_) : Error(error);
+  if (attached) {
     memory_attached_ = true;
     if (config_.verbose) std::fprintf(stderr, "gpuprof: memory probes on %s\n", libc10->path_in_target.c_str());
   } else {
-    memory_error_ = error;
-    warn("no memory columns: " + error);
+    memory_error_ = attached.error();
+    warn("no memory columns: " + attached.error());
   }
 }
 
 void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!writer_ || !diagnostics_.writing()) return;
-  std::string err;
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
   const bool named_by_payload = event.kind == GP_EV_RANGE_BEGIN || runtime_ops_->names_by_node(event.op_id);
   if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) return write_failed(named.error());
@@ -449,7 +448,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
     if (!switched) return write_failed(switched.error());
   }
   const uint64_t index = writer_->events_appended();  // its index in the recording's events
-  if (!succeeded(writer_->append_events(&event, 1), &err)) return write_failed(err);
+  if (Result<void> appended = writer_->append_events(&event, 1); !appended) return write_failed(appended.error());
   config_.live_consumer().op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
@@ -463,12 +462,12 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
 }
 
 bool Session::start_sampling(int pid) {
-  std::string error;
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
   samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
-  sampler_ = value_or_error(
-      CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); }), &error);
-  if (!sampler_) return fail(error);
+  auto sampler =
+      CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); });
+  if (!sampler) return fail(sampler.error());
+  sampler_ = std::move(*sampler);
   python_.find(pid);
   if (python_.config())
     sampler_->set_python(*python_.config());
@@ -506,17 +505,15 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   thread_names_->saw(sample.tid);
   samples_->record(
       sample, 0, [this](uint64_t user_ip) { return symbolizer_->symbolize(user_ip); }, python_.namer());
-  std::string err;
-  if (!succeeded(record_opened_files(*symbolizer_, *writer_), &err)) write_failed(err);
+  if (Result<void> recorded = record_opened_files(*symbolizer_, *writer_); !recorded) write_failed(recorded.error());
 }
 
 void Session::on_mem_event(const gp_mem_event& event) {
   if (!writer_ || !diagnostics_.writing()) return;
-  std::string err;
-  if (succeeded(writer_->append_mem_events(&event, 1), &err))
+  if (Result<void> appended = writer_->append_mem_events(&event, 1); appended)
     mem_events_recorded_++;
   else
-    write_failed(err);
+    write_failed(appended.error());
 }
 
 // The catch probe only sharpens the end time of frames an exception
@@ -525,10 +522,10 @@ void Session::try_attach_catch() {
   if (!attached_ || tracer_->catch_attached()) return;
   last_catch_try_ns_ = clock_ns(CLOCK_MONOTONIC);
   auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
-  std::string error = libstdcxx.unreadable;
-  if (!libstdcxx && error.empty()) return;
-  if ((!libstdcxx || !succeeded(tracer_->attach_catch(libstdcxx->path_for_us, target_pid_), &error)) && config_.verbose)
-    std::fprintf(stderr, "gpuprof: no catch probe: %s\n", error.c_str());
+  if (!libstdcxx && libstdcxx.unreadable.empty()) return;
+  Result<void> attached =
+      libstdcxx ? tracer_->attach_catch(libstdcxx->path_for_us, target_pid_) : Error(libstdcxx.unreadable);
+  if (!attached && config_.verbose) std::fprintf(stderr, "gpuprof: no catch probe: %s\n", attached.error().c_str());
 }
 
 // The order the loader and the CUDA driver map them in: no allocation (or
@@ -581,7 +578,6 @@ bool Session::finish() {
   stats_.mem_events_lost = tracer_->mem_events_lost();
   if (sampler_) stats_.samples_lost = sampler_->lost();
   stats_.stop_reason = outcome_.stop_reason;
-  std::string error;
   gpu_->finish();
   thread_names_->poll();
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
@@ -589,7 +585,8 @@ bool Session::finish() {
   if (!diagnostics_.writing()) return close_after_write_error();
   // The final counts, while the file is open (its size), for the stop line to erase.
   if (progress_) progress_->last(progress_counters(clock_ns(CLOCK_MONOTONIC)));
-  if (!succeeded(switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC)), &error)) return fail(error);
+  if (Result<void> finished = switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC)); !finished)
+    return fail(finished.error());
   if (sampler_ && !python_.config() && python_.may_appear())  // never came up: say so now
     note_problem("samples without Python frames: " + python_.missing());
   std::string memory;
@@ -637,7 +634,6 @@ bool Session::close_after_write_error() {
 }
 
 RecordOutcome Session::run() {
-  std::string error;
   set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
   if (std::string missing = missing_privileges(config_.pid > 0 ? "" : "launch mode (-- CMD)");
       !missing.empty()) {
@@ -671,6 +667,11 @@ RecordOutcome Session::run() {
 
   SignalGuard signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
   signal_fd_ = signals.fd();
+  auto abandon_and_fail = [this](const std::string& error) {
+    if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
+    fail(error);
+    return outcome_;
+  };
   if (!config_.command.empty()) {
     if (config_.ops) inject_cupti_shim(diagnostics_);
     auto launched = LaunchedCommand::spawn(config_.command);
@@ -681,19 +682,18 @@ RecordOutcome Session::run() {
     launched_.emplace(std::move(*launched));
     target_pid_ = launched_->pid();
     outcome_.launched_pid = target_pid_;
-    watch_ = value_or_error(LibraryWatch::load(target_pid_), &error);
+    auto watch = LibraryWatch::load(target_pid_);
+    if (!watch) return abandon_and_fail(watch.error());
+    watch_ = std::move(*watch);
   }
   TracerSinks sinks;
   sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
   sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
   TracerConfig tracer_config;
   tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-  if (error.empty()) tracer_ = value_or_error(OpTracer::load(tracer_config, std::move(sinks)), &error);
-  if (!tracer_) {
-    if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
-    fail(error);
-    return outcome_;
-  }
+  auto tracer = OpTracer::load(tracer_config, std::move(sinks));
+  if (!tracer) return abandon_and_fail(tracer.error());
+  tracer_ = std::move(*tracer);
   if (launched_) {
     launched_process_.emplace(target_pid_, *watch_);
     launch_attach_.emplace(*launched_process_, *this, diagnostics_);
@@ -770,14 +770,14 @@ RecordOutcome Session::run() {
     calibration_.round();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
     if (writer_ && now - last_flush >= kFlushIntervalNs) {
-      std::string err;
-      if (diagnostics_.writing() && !succeeded(writer_->flush(), &err)) write_failed(err);
+      if (diagnostics_.writing()) {
+        if (Result<void> flushed = writer_->flush(); !flushed) write_failed(flushed.error());
+      }
       last_flush = now;
     }
     if (writer_ && diagnostics_.writing()) {
-      std::string err;
       update_file_info();
-      if (!succeeded(switcher_->tick(now, counters_now()), &err)) write_failed(err);
+      if (Result<void> ticked = switcher_->tick(now, counters_now()); !ticked) write_failed(ticked.error());
     }
     if (!diagnostics_.writing()) stop(writer_ && writer_->disk_full(RecordOutputs::kMain) ? "disk full" : "write error");
     if (progress_->active()) progress_->tick(progress_counters(now));

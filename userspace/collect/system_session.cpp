@@ -250,23 +250,28 @@ void SystemSession::note_thread(uint32_t tid, uint32_t pid) {
 // The processes and threads found since the last flush, into the file.
 bool SystemSession::flush_tables() {
   tables_pending_ = false;
-  std::string err;
   std::vector<ProcessInfo> fresh;
   for (auto& [pid, p] : processes_)
     if (!p.info_written) {
       fresh.push_back(p.info);
       p.info_written = true;
     }
-  if (!fresh.empty() && !succeeded(writer_->add_processes(fresh), &err)) return write_failed(err);
+  if (!fresh.empty()) {
+    if (Result<void> added = writer_->add_processes(fresh); !added) return write_failed(added.error());
+  }
   std::vector<JobRank> ranks;
   for (auto& [pid, p] : processes_)
     if (p.rank && !p.rank_written) {
       ranks.push_back(*p.rank);
       p.rank_written = true;
     }
-  if (!ranks.empty() && !succeeded(writer_->add_job_ranks(ranks), &err)) return write_failed(err);
-  if (!pending_threads_.empty() && !succeeded(writer_->add_thread_processes(pending_threads_), &err))
-    return write_failed(err);
+  if (!ranks.empty()) {
+    if (Result<void> added = writer_->add_job_ranks(ranks); !added) return write_failed(added.error());
+  }
+  if (!pending_threads_.empty()) {
+    if (Result<void> added = writer_->add_thread_processes(pending_threads_); !added)
+      return write_failed(added.error());
+  }
   pending_threads_.clear();
   return true;
 }
@@ -286,7 +291,6 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
   const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
   Process& p = process(pid);
   if (!libtorch_files_.count(id)) {
-    std::string error;
     auto catalog = load_dispatcher_catalog(library->path_for_us, config_.exit_mode);
     if (!catalog) {
       warn("pid " + std::to_string(pid) + " (" + p.info.comm + "): " + library->path_in_target +
@@ -300,15 +304,15 @@ bool SystemSession::trace_libtorch(uint32_t pid) {
     if (lost_guards)
       warn(library->path_in_target + ": too many ops in this recording for its ops' own ranges (detach): not shown");
     // The ops are in the table before the first event can name them.
-    if (!succeeded(writer_->add_ops(catalog->ops), &error)) {
-      write_failed(error);
+    if (Result<void> added = writer_->add_ops(catalog->ops); !added) {
+      write_failed(added.error());
       return true;
     }
     config_.live_consumer().ops_found(base, catalog->ops);
     calibration_.add_op_sites(base, catalog->op_sites);
     const uint64_t start = now_ns();
-    if (!succeeded(tracer_->attach_ops(library->path_for_us, sites, 0), &error)) {
-      warn(library->path_in_target + " not traced: " + error);
+    if (Result<void> attached = tracer_->attach_ops(library->path_for_us, sites, 0); !attached) {
+      warn(library->path_in_target + " not traced: " + attached.error());
       libtorch_files_.emplace(id, TracedFile{});
       return true;
     }
@@ -371,7 +375,6 @@ bool SystemSession::trace_launches(uint32_t pid) {
   if (!library) return false;
   const FileId id{static_cast<dev_t>(library->dev), static_cast<ino_t>(library->inode)};
   if (launch_files_refused_.count(id)) return true;
-  std::string error;
   auto sites = launch_sites_.find(id);
   if (sites == launch_sites_.end()) {
     auto found = find_launch_sites(library->path_for_us, LaunchApi::runtime);
@@ -388,15 +391,17 @@ bool SystemSession::trace_launches(uint32_t pid) {
     sinks.correlation = [](const gp_gpu_correlation&) {};
     sinks.activity = [](const gp_gpu_activity&) {};
     sinks.dropped = [](uint64_t) {};
-    launch_tracer_ = value_or_error(LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks)), &error);
-    if (!launch_tracer_) {
+    auto launch_tracer = LaunchTracer::load(config_.ring_buffer_bytes, std::move(sinks));
+    if (!launch_tracer) {
       launch_files_refused_.insert(id);
-      warn("no CUDA launches: " + error);
+      warn("no CUDA launches: " + launch_tracer.error());
       return true;
     }
+    launch_tracer_ = std::move(*launch_tracer);
   }
-  if (!succeeded(launch_tracer_->attach(library->path_for_us, sites->second, static_cast<int>(pid)), &error)) {
-    warn("no CUDA launches in process " + std::to_string(pid) + ": " + error);
+  if (Result<void> attached = launch_tracer_->attach(library->path_for_us, sites->second, static_cast<int>(pid));
+      !attached) {
+    warn("no CUDA launches in process " + std::to_string(pid) + ": " + attached.error());
   } else {
     p.launches_attached = true;
     if (!cuda_runtime_)
@@ -503,7 +508,6 @@ void SystemSession::new_python_epoch() {
 
 void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!diagnostics_.writing()) return;
-  std::string err;
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
   if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) {
     write_failed(named.error());
@@ -512,8 +516,8 @@ void SystemSession::on_op_event(const gp_event& raw, const EntryPayload& payload
   note_thread(event.tid, event.pid);
   if (!switch_cycle(event.ts_ns)) return;
   const uint64_t index = writer_->events_appended();
-  if (!succeeded(writer_->append_events(&event, 1), &err)) {
-    write_failed(err);
+  if (Result<void> appended = writer_->append_events(&event, 1); !appended) {
+    write_failed(appended.error());
     return;
   }
   stats_.events_recorded++;
@@ -544,8 +548,8 @@ void SystemSession::on_cpu_sample(const gp_cpu_sample& sample) {
     return p.symbolizer ? p.symbolizer->symbolize(user_ip) : "[unknown]";
   };
   samples_->record(sample, sample.pid, leaf, p.python ? p.python->namer() : nullptr);
-  std::string err;
-  if (p.symbolizer && !succeeded(record_opened_files(*p.symbolizer, *writer_), &err)) write_failed(err);
+  if (!p.symbolizer) return;
+  if (Result<void> recorded = record_opened_files(*p.symbolizer, *writer_); !recorded) write_failed(recorded.error());
 }
 
 void SystemSession::on_launch(const gp_launch_event& event) {
@@ -563,9 +567,9 @@ bool SystemSession::switch_cycle(uint64_t ts_ns) {
   // Every record in a cycle file has its process and thread defined there:
   // a window may close before the next periodic flush.
   if (tables_pending_ && !flush_tables()) return false;
-  std::string err;
-  if (succeeded(switcher_->before_record(ts_ns, [this] { return counters_now(); }), &err)) return true;
-  write_failed(err);
+  Result<void> switched = switcher_->before_record(ts_ns, [this] { return counters_now(); });
+  if (switched) return true;
+  write_failed(switched.error());
   return false;
 }
 
@@ -579,7 +583,6 @@ RecordStats SystemSession::counters_now() const {
 }
 
 bool SystemSession::begin() {
-  std::string error;
   ProcessInfo system = describe_process(getpid());
   system.pid = 0;
   system.comm = "[system-wide]";
@@ -597,13 +600,14 @@ bool SystemSession::begin() {
   // (nothing is gated: the BPF programs get no schedule).
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(system, clock, {}, options, config_.output_mode));
-  if (!succeeded(switcher_->begin(clock.start_monotonic_ns, stats_), &error)) return fail(error);
+  if (Result<void> begun = switcher_->begin(clock.start_monotonic_ns, stats_); !begun) return fail(begun.error());
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {
     switcher_->start_time_steps(clock.start_monotonic_ns);
     // The first window's file opens now: records that come before any op
     // event (CPU samples, a lag behind) have a file to go to.
-    if (!succeeded(switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); }), &error))
-      return fail(error);
+    if (Result<void> opened = switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); });
+        !opened)
+      return fail(opened.error());
   }
   writer_ = &switcher_->outputs();
   runtime_ops_.emplace([this](const OpInfo& op) -> Result<uint32_t> {
@@ -620,7 +624,6 @@ bool SystemSession::begin() {
 }
 
 RecordOutcome SystemSession::run() {
-  std::string error;
   set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
   if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) {
     fail(missing);
@@ -640,11 +643,12 @@ RecordOutcome SystemSession::run() {
     sinks.memory = [](const gp_mem_event&) {};
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-    tracer_ = value_or_error(OpTracer::load(tracer_config, std::move(sinks)), &error);
-    if (!tracer_) {
-      fail(error);
+    auto tracer = OpTracer::load(tracer_config, std::move(sinks));
+    if (!tracer) {
+      fail(tracer.error());
       return outcome_;
     }
+    tracer_ = std::move(*tracer);
     // Stacks on before the first probe: every op entry then carries its
     // stack word, empty until its process's interpreter is in the map.
     if (config_.with_stack) tracer_->set_python_stacks_per_process();
@@ -652,11 +656,12 @@ RecordOutcome SystemSession::run() {
     calibration_.at_attach({});
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
-    loads_ = value_or_error(LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); }), &error);
-    if (!loads_) {
-      fail(error);
+    auto loads = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); });
+    if (!loads) {
+      fail(loads.error());
       return outcome_;
     }
+    loads_ = std::move(*loads);
     scan_processes();
     // With the sites of the files found so far; those of files found later
     // are in the estimate recorded at the end.
@@ -669,11 +674,12 @@ RecordOutcome SystemSession::run() {
   }
   if (config_.sample_hz) {
     samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
-    sampler_ = value_or_error(CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); }), &error);
-    if (!sampler_) {
-      fail(error);
+    auto sampler = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); });
+    if (!sampler) {
+      fail(sampler.error());
       return outcome_;
     }
+    sampler_ = std::move(*sampler);
     sampler_->set_sampling(true);
   }
   std::fprintf(stderr, "gpuprof: system-wide: %s%s; %u PyTorch process%s traced now, more as they load libtorch_cpu%s\n",
@@ -714,9 +720,12 @@ RecordOutcome SystemSession::run() {
     calibration_.round();
     const uint64_t now = now_ns();
     if (now - last_flush >= kFlushIntervalNs) {
-      std::string err;
-      if (flush_tables() && diagnostics_.writing() && !succeeded(writer_->flush(), &err)) write_failed(err);
-      if (diagnostics_.writing() && !succeeded(switcher_->tick(now, counters_now()), &err)) write_failed(err);
+      if (flush_tables() && diagnostics_.writing()) {
+        if (Result<void> flushed = writer_->flush(); !flushed) write_failed(flushed.error());
+      }
+      if (diagnostics_.writing()) {
+        if (Result<void> ticked = switcher_->tick(now, counters_now()); !ticked) write_failed(ticked.error());
+      }
       last_flush = now;
       reap_exited();  // after the flush: only processes whose description is written
     }
@@ -759,7 +768,6 @@ bool SystemSession::finish() {
   if (diagnostics_.writing()) calibration_.record_through_recording(*writer_);
   stats_.stop_reason = outcome_.stop_reason;
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
-  std::string error;
   flush_tables();
   writer_->set_thread_names(thread_names_->names());
   if (!diagnostics_.writing() && writer_->disk_full(RecordOutputs::kMain)) {
@@ -778,7 +786,7 @@ bool SystemSession::finish() {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
     writer_->set_cuda_runtime(*cuda_runtime_);
   }
-  if (!succeeded(switcher_->finish(stats_, now_ns()), &error)) return fail(error);
+  if (Result<void> finished = switcher_->finish(stats_, now_ns()); !finished) return fail(finished.error());
   std::string more;
   if (config_.sample_hz)
     more += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";

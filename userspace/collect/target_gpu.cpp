@@ -254,8 +254,8 @@ void TargetGpu::on_gpu_correlation(const gp_gpu_correlation& c) {
   thread_names_.saw(c.tid);
   GpuCorrelation correlation{c.ts_ns, c.correlation, c.tid, c.cbid, c.domain};
   config_.live_consumer().gpu_correlation(correlation);
-  std::string err;
-  if (!succeeded(writer_->append_gpu_correlations(&correlation, 1), &err)) diagnostics_.write_failed(err);
+  if (Result<void> written = writer_->append_gpu_correlations(&correlation, 1); !written)
+    diagnostics_.write_failed(written.error());
 }
 
 // Activities are named as torch.profiler names them (gpu_activity_names.h).
@@ -323,12 +323,11 @@ void TargetGpu::on_gpu_activity(const gp_gpu_activity& a) {
   activity.kind = static_cast<GpuActivityKind>(a.kind);
   activity.name_id = gpu_activity_name_id(a);
   config_.live_consumer().gpu_activity(activity);
-  std::string err;
   if (!diagnostics_.writing()) return;
-  if (succeeded(writer_->append_gpu_activities(&activity, 1), &err))
+  if (Result<void> written = writer_->append_gpu_activities(&activity, 1); written)
     gpu_activities_recorded_++;
   else
-    diagnostics_.write_failed(err);
+    diagnostics_.write_failed(written.error());
 }
 
 void TargetGpu::on_launch(const gp_launch_event& event) {

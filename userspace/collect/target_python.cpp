@@ -86,8 +86,8 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
   }
   cuts_.entries++;
   cuts_.entries_cut += cut.cut();
-  std::string err;
-  if (!succeeded(writer_->append_entry_stack(event_index, known->second), &err)) diagnostics_->write_failed(err);
+  if (Result<void> written = writer_->append_entry_stack(event_index, known->second); !written)
+    diagnostics_->write_failed(written.error());
   interner_->live().entry_stack(event_index, known->second);
 }
 
@@ -100,8 +100,7 @@ void TargetPython::record_module_names() {
     if (parent && frame) names.push_back({*parent, *frame, std::move(edge.name), edge.position});
   }
   if (names.empty()) return;
-  std::string err;
-  if (!succeeded(writer_->add_module_names(names), &err)) diagnostics_->write_failed(err);
+  if (Result<void> written = writer_->add_module_names(names); !written) diagnostics_->write_failed(written.error());
   interner_->live().module_names(names);
 }
 

@@ -22,9 +22,8 @@ bool TargetShapes::setup(DispatcherCatalog& catalog) {
   std::vector<OpArgPlan> collector_plans = catalog.arg_plans;
   for (size_t op = GP_MAX_SHAPE_PLANS; op < collector_plans.size(); op++) collector_plans[op].ok = false;
   collector_.emplace(std::move(collector_plans));
-  std::string error;
-  if (!succeeded(tracer_.set_shape_plans(plans), &error)) {
-    diagnostics_.warn("no input shapes: " + error);
+  if (Result<void> set = tracer_.set_shape_plans(plans); !set) {
+    diagnostics_.warn("no input shapes: " + set.error());
     for (OpInfo& op : catalog.ops) op.arg_count = -1, op.tensor_args = 0;
     return false;
   }
@@ -57,9 +56,9 @@ void TargetShapes::drain(RecordOutputs& writer) {
     diagnostics_.warn("no input shapes: " + collector_->status_line());
   }
   for (ShapeCollector::Ready& ready : collector_->take_ready()) {
-    std::string err;
-    if (diagnostics_.writing() && !succeeded(writer.append_shapes(ready.event_index, ready.shapes), &err))
-      diagnostics_.write_failed(err);
+    if (!diagnostics_.writing()) continue;
+    if (Result<void> written = writer.append_shapes(ready.event_index, ready.shapes); !written)
+      diagnostics_.write_failed(written.error());
   }
 }
 
