@@ -261,7 +261,7 @@ static __always_inline void fill_event(struct gp_event *e, struct pt_regs *ctx, 
  */
 static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 cookie, __u32 shapes, __u64 now)
 {
-	__u64 node = PT_REGS_PARM3(ctx), vptr = 0;
+	__u64 node = PT_REGS_PARM3(ctx), vptr = 0, sequence_nr = 0;
 	struct entry_scratch_value *scratch = gp_scratch(&entry_scratch);
 	struct entry_record *r;
 	struct capture_state st = {
@@ -288,14 +288,19 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 		st.n = 1 + depth * GP_ENTRY_FRAME_WORDS;
 	}
 	if (cookie & GP_COOKIE_NODE_ARG) {
-		/* The node's class, by its vtable (0: unreadable). */
+		/* The node's class, by its vtable, and its sequence number (0: unreadable). */
 		if (bpf_probe_read_user(&vptr, sizeof(vptr), (void *)node))
 			vptr = 0;
+		if (bpf_probe_read_user(&sequence_nr, sizeof(sequence_nr),
+					(void *)(node + GP_NODE_SEQUENCE_NR_OFFSET)))
+			sequence_nr = 0;
 		__u32 at = st.n;
 
 		if (at < GP_PAYLOAD_WORDS)
 			r->words[at] = vptr;
-		st.n = at + 1;
+		if (at + 1 < GP_PAYLOAD_WORDS)
+			r->words[at + 1] = sequence_nr;
+		st.n = at + 2;
 	}
 	bpf_loop(GP_MAX_TENSOR_ARGS, capture_slot, &st, 0);
 	words = st.n;
@@ -517,6 +522,25 @@ static __always_inline void arm_range(struct pt_regs *ctx, __u64 cookie)
 	bpf_map_update_elem(&range_armed, &tid, &arm, BPF_ANY);
 }
 
+/*
+ * An autograd node was made (GP_EV_NODE_MADE): at the ret of
+ * at::sequence_number::get_and_increment(), rax is its sequence number.
+ * Not gated by the schedule: the recorder keeps only the numbers that a
+ * recorded evaluate_function names.
+ */
+static __always_inline void emit_node_made(struct pt_regs *ctx)
+{
+	struct gp_event *e = gp_reserve(&events, sizeof(*e), &events_lost);
+	long flags;
+
+	if (!e)
+		return;
+	fill_event(e, ctx, GP_COOKIE(GP_EV_NODE_MADE, GP_NO_OP), bpf_ktime_get_ns());
+	e->sp = PT_REGS_RC(ctx);
+	submit_flags_for(&events, &flags);
+	bpf_ringbuf_submit(e, flags);
+}
+
 SEC("uprobe")
 int on_op_probe(struct pt_regs *ctx)
 {
@@ -535,6 +559,9 @@ int on_op_probe(struct pt_regs *ctx)
 		return 0;
 	case GP_SITE_RECORD_END:
 		on_record_end(ctx);
+		return 0;
+	case GP_SITE_NODE_MADE:
+		emit_node_made(ctx);
 		return 0;
 	}
 	__u64 now = bpf_ktime_get_ns();

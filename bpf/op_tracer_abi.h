@@ -61,6 +61,16 @@ enum gp_event_kind {
 	 */
 	GP_EV_RANGE_BEGIN = 6,
 	GP_EV_RANGE_END = 7,
+	/*
+	 * Ring only, never in the record file: an autograd node was made on
+	 * this thread (record --with-modules). sp holds its sequence number,
+	 * the value at::sequence_number::get_and_increment() returns to the
+	 * Node constructor; op_id is GP_NO_OP. The recorder links the number
+	 * to the thread's last op entry (its Python stack, so its module),
+	 * and the node's evaluate_function ENTRY, which carries the same
+	 * number, to that stack (userspace/collect/backward_origins.h).
+	 */
+	GP_EV_NODE_MADE = 8,
 };
 
 /*
@@ -72,7 +82,15 @@ enum gp_site_kind {
 	GP_SITE_RANGE_ENTER = 16, /* record_function_enter_new(name, args): rsi = &name */
 	GP_SITE_RECORD_CTOR = 17, /* at::RecordFunction::RecordFunction(RecordScope): rdi = this, esi = scope */
 	GP_SITE_RECORD_END = 18,  /* RecordFunction::end() or ~RecordFunction(): rdi = this */
+	GP_SITE_NODE_MADE = 19,   /* the ret of at::sequence_number::get_and_increment(): rax = the number */
 };
+
+/*
+ * torch::autograd::Node's sequence_nr_: after the vtable pointer and
+ * enable_shared_from_this's weak_ptr (torch/csrc/autograd/function.h,
+ * the same in 1.13 and 2.x; docs/modules.md says how this is checked).
+ */
+#define GP_NODE_SEQUENCE_NR_OFFSET 24
 
 /* at::RecordScope values (c10 record_function.h, the same in 1.13 and 2.x). */
 #define GP_RECORD_SCOPE_FUNCTION 0
@@ -112,9 +130,11 @@ enum gp_site_kind {
 #define GP_COOKIE_GUARD_OP(cookie) ((__u32)((cookie) >> 48))
 /*
  * bit 44: ENTRY of Engine::evaluate_function(graph_task, Node* func, ...):
- * the payload (after the stack, if any) is one word, func's vtable pointer,
- * which names the node (the recorder: "autograd::engine::evaluate_function:
- * AddmmBackward0").
+ * the payload (after the stack, if any) is two words: func's vtable
+ * pointer, which names the node (the recorder: "autograd::engine::
+ * evaluate_function: AddmmBackward0"), and its sequence_nr_ (0 when
+ * unreadable, as the vtable pointer), which links it to the forward op
+ * that made it (GP_EV_NODE_MADE).
  */
 #define GP_COOKIE_NODE_ARG (1ull << 44)
 #define GP_COOKIE_SP_FROM_RBP (1ull << 41)

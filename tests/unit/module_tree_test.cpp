@@ -256,6 +256,57 @@ TEST(ModuleTree, TheBackwardPassIsUnderItsOwnNode) {
                                              "[no Python frames]"}));
 }
 
+// A backward call linked to the forward op that made its node
+// (Recording::backward_stacks) is in that op's module, with the ops nested
+// in it, on any thread; it counts no module call and stretches no module
+// call's span. One linked to an op outside every module is in [no module];
+// one without a link stays under [backward].
+TEST(ModuleTree, BackwardCallsAreInTheModuleOfTheirForwardOp) {
+  Recording r = planted(true);
+  const uint32_t engine = static_cast<uint32_t>(r.ops.size()), mm = engine + 1;
+  r.ops.push_back({"autograd::engine::evaluate_function: AddmmBackward0", "", ""});
+  r.ops.back().kind = OpKind::autograd_engine;
+  r.ops.push_back({"aten::mm", "", ""});
+  const ModuleTree before = build_module_tree(r);
+  struct Backward {
+    uint64_t at;
+    uint32_t tid;
+    std::optional<uint32_t> forward;
+  };
+  for (const Backward& b : {Backward{600'000, 300, kInFc}, Backward{700'000, test::kTid, kInFc},
+                            Backward{800'000, test::kTid, kOutside}, Backward{900'000, 300, std::nullopt}}) {
+    if (b.tid == test::kTid) r.entry_stacks.push_back({r.events.size(), kOutside});
+    if (b.forward) r.backward_stacks.push_back({r.events.size(), *b.forward});
+    r.events.push_back(op_entry(b.at, 900, engine, b.tid));
+    r.events.push_back(op_entry(b.at + 1'000, 800, mm, b.tid));
+    r.events.push_back(op_exit(b.at + 4'000, 800, mm, b.tid));
+    r.events.push_back(op_exit(b.at + 5'000, 900, engine, b.tid));
+  }
+  const ModuleTree tree = build_module_tree(r);
+  const ModuleNode& fc = node(tree, "Net.fc");
+  EXPECT_EQ(fc.calls, 2u);  // the forwards' alone
+  EXPECT_EQ(fc.self_ns, node(before, "Net.fc").self_ns + 10'000);
+  ASSERT_EQ(fc.ops.size(), 3u);
+  EXPECT_EQ(fc.ops[0].name, "aten::linear");
+  EXPECT_EQ(fc.ops[1].name, "aten::mm");
+  EXPECT_EQ(fc.ops[1].calls, 2u);
+  EXPECT_EQ(fc.ops[1].self_ns, 6'000u);
+  EXPECT_EQ(fc.ops[2].name, "autograd::engine::evaluate_function: AddmmBackward0");
+  EXPECT_EQ(fc.ops[2].calls, 2u);
+  EXPECT_EQ(node(tree, "Net").total_ns, node(before, "Net").total_ns + 10'000);
+  EXPECT_EQ(node(tree, "Net").calls, 2u);
+  EXPECT_EQ(node(tree, "[no module]").total_ns, 1'000u + 5'000u);  // the script's add, one backward call
+  EXPECT_EQ(node(tree, "[backward]").total_ns, 5'000u);           // the call without a link
+  // Module call spans: the forwards' alone.
+  size_t fc_index = 0;
+  while (tree.path(fc_index) != "Net.fc") fc_index++;
+  for (const ModuleCall& call : tree.calls) {
+    if (call.node == fc_index) {
+      EXPECT_LT(call.end_ns, 600'000u);
+    }
+  }
+}
+
 // Folded and pprof stacks name module frames as the layer table does when
 // the recording holds attribute names, and keep torch's labels otherwise.
 TEST(ModuleNames, StacksNameModuleFramesAsTheLayerTable) {

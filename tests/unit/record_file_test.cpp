@@ -2098,6 +2098,43 @@ TEST_F(RecordFileTest, RoundTripsEntryStacksWithoutSampling) {
   EXPECT_TRUE(rec->samples.empty() && rec->sample_kernel_stacks.empty());
 }
 
+// BACKWARD_STACKS: (event index, stack id) pairs of evaluate_function
+// entries (record --with-modules), on their own cursor beside the entry
+// stacks', checked as they are, read back into Recording::backward_stacks.
+TEST_F(RecordFileTest, RoundTripsBackwardStacksOnTheirOwnCursor) {
+  RecordWriter w = must_create();
+  ASSERT_TRUE(w.begin(sample_process(), sample_clock(), sample_ops(), stack_options()));
+  ASSERT_TRUE(w.add_sample_frame("train.py(42): main"));
+  ASSERT_TRUE(w.add_sample_stack({0}));
+  std::vector<gp_event> ev = make_events(9);  // entries at 0, 3 and 6
+  ASSERT_TRUE(w.append_events(ev.data(), ev.size()));
+  ASSERT_TRUE(w.append_entry_stack(6, 0));     // the entry stacks' cursor past 3 ...
+  ASSERT_TRUE(w.append_backward_stack(3, 0));  // ... not the backward stacks'
+  const std::string p = path_ + ": not recording the forward stack of event ";
+  Result<void> refused = w.append_backward_stack(4, 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), p + "4: it is not an ENTRY event");
+  refused = w.append_backward_stack(3, 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), p + "3: not above the previous backward stack's event 3");
+  refused = w.append_backward_stack(6, 7);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().find(p + "6: "), std::string::npos) << refused.error();
+  ASSERT_TRUE(w.append_backward_stack(6, 0));
+  ASSERT_TRUE(w.finish(sample_stats(), 1));
+  Result<Recording> rec = read_recording(path_);
+  ASSERT_TRUE(rec) << rec.error();
+  EXPECT_EQ(rec->backward_stacks, (std::vector<EntryStack>{{3, 0}, {6, 0}}));
+  EXPECT_EQ(rec->entry_stacks, (std::vector<EntryStack>{{6, 0}}));
+
+  RecordWriter plain = must_create();
+  ASSERT_TRUE(plain.begin(sample_process(), sample_clock(), sample_ops(), RecordOptions{}));
+  ASSERT_TRUE(plain.append_events(ev.data(), ev.size()));
+  refused = plain.append_backward_stack(0, 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), p + "0: the recording was begun without the with_stack option");
+}
+
 // The writer keeps which events are entries from the lower of its two entry
 // cursors on: entry stacks may lag far behind entry shapes, and the reverse.
 TEST_F(RecordFileTest, EntryShapesAndEntryStacksKeepTheirOwnOrder) {

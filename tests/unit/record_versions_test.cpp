@@ -182,7 +182,10 @@ TEST(ChunkSpecs, VersionsKnowTheirTypes) {
   ASSERT_NE(find_chunk_spec(30, 6), nullptr);  // NATIVE_FILES: added to version 6 after its release
   EXPECT_EQ(find_chunk_spec(30, 6)->gate, ChunkGate::sampled);
   EXPECT_EQ(find_chunk_spec(30, 5), nullptr);
-  EXPECT_EQ(find_chunk_spec(31, 6), nullptr);
+  ASSERT_NE(find_chunk_spec(31, 6), nullptr);  // BACKWARD_STACKS: added to version 6 after its release
+  EXPECT_EQ(find_chunk_spec(31, 6)->gate, ChunkGate::with_stack);
+  EXPECT_EQ(find_chunk_spec(31, 5), nullptr);
+  EXPECT_EQ(find_chunk_spec(32, 6), nullptr);
   EXPECT_STREQ(chunk_type_name(0), "unknown type");
 }
 

@@ -227,8 +227,8 @@ ModuleTree& ModuleTreeBuilder::tree() { return state_->builder.tree(); }
 const ModuleTree& ModuleTreeBuilder::tree() const { return state_->builder.tree(); }
 
 size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> parent_node,
-                                   std::optional<uint32_t> entry_stack, bool python_thread, bool folded,
-                                   const ModuleCallFigures& figures) {
+                                   std::optional<uint32_t> entry_stack, std::optional<uint32_t> forward_stack,
+                                   bool python_thread, bool folded, const ModuleCallFigures& figures) {
   State& st = *state_;
   TreeBuilder& builder = st.builder;
   ModuleTree& tree = builder.tree();
@@ -237,8 +237,14 @@ size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> par
   if (parent_node) {
     node = *parent_node;
   } else if (is_backward(st.recording, call)) {
-    // The engine's work, on any thread: no forward module's call.
-    node = builder.backward();
+    // The engine's work, on any thread: in the module of the forward op
+    // that made its node, where known, but no call of it.
+    if (forward_stack) {
+      const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(*forward_stack));
+      node = nodes.empty() ? builder.no_module() : nodes.back();
+    } else {
+      node = builder.backward();
+    }
     st.leave_modules(thread);
   } else if (!entry_stack) {
     if (python_thread) tree.ops_without_stack++;
@@ -349,6 +355,8 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
   std::unordered_map<uint64_t, uint32_t> stack_of_entry;
   stack_of_entry.reserve(recording.entry_stacks.size());
   for (const EntryStack& s : recording.entry_stacks) stack_of_entry.emplace(s.event_index, s.stack_id);
+  std::unordered_map<uint64_t, uint32_t> forward_stack_of_entry;
+  for (const EntryStack& s : recording.backward_stacks) forward_stack_of_entry.emplace(s.event_index, s.stack_id);
   // The threads that ran Python at some op entry: an op of one of them
   // without a stack had its stack lost, not a thread without Python.
   std::unordered_map<uint32_t, bool> python_thread;
@@ -368,15 +376,17 @@ ModuleTree build_module_tree(const Recording& recording, bool raw_times) {
       const OpCall& call = timeline.calls[i];
       std::optional<size_t> parent;
       if (calls.parent[i] >= 0) parent = node_of_call[calls.parent[i]];
-      std::optional<uint32_t> stack;
+      std::optional<uint32_t> stack, forward_stack;
       if (auto found = stack_of_entry.find(call.entry_index); found != stack_of_entry.end()) stack = found->second;
+      if (auto found = forward_stack_of_entry.find(call.entry_index); found != forward_stack_of_entry.end())
+        forward_stack = found->second;
       ModuleCallFigures f;
       if (gpu) f.gpu_ns = figures.gpu_ns[i], f.self_gpu_ns = figures.self_gpu_ns[i];
       if (memory) {
         f.self_cpu_mem = figures.self_cpu_mem[i], f.self_cuda_mem = figures.self_cuda_mem[i];
         f.cpu_mem = figures.cpu_mem[i], f.cuda_mem = figures.cuda_mem[i];
       }
-      node_of_call[i] = builder.add_call(call, parent, stack, python_thread.count(call.tid) != 0,
+      node_of_call[i] = builder.add_call(call, parent, stack, forward_stack, python_thread.count(call.tid) != 0,
                                          figures.folded_into[i] != i, f);
     }
     builder.end_threads();

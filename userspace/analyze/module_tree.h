@@ -20,14 +20,14 @@
 // attribute name in its parent's _modules (`layer1`, `0`, `conv1`) when the
 // recording holds it (Recording::module_names, record --with-modules), else
 // by torch's instance label (`Conv2d_18`). Ops with no module frame sit in
-// "[no module]" (the script's own ops), the backward pass (the calls of
-// torch's autograd engine and the ops nested in them, on any thread) in
-// "[backward]", other ops of threads without Python frames in "[no Python
-// frames]", ops of Python threads whose entry stack was not read (a full
-// ring, an unreadable frame) in "[stack not read]". These synthetic nodes
-// count no calls. (A backward op is not charged to the module whose forward
-// made it: that needs torch's sequence numbers, which gpuprof does not
-// record.)
+// "[no module]" (the script's own ops). A call of torch's autograd engine
+// (with the ops nested in them, on any thread) is in the module of the
+// forward op that made its node, where the recording links the two
+// (record --with-modules: Recording::backward_stacks, by torch's sequence
+// numbers), counting no module call; else in "[backward]". Other ops of
+// threads without Python frames are in "[no Python frames]", ops of Python
+// threads whose entry stack was not read (a full ring, an unreadable
+// frame) in "[stack not read]". These synthetic nodes count no calls.
 #pragma once
 
 #include <cstdint>
@@ -133,10 +133,14 @@ class ModuleTreeBuilder {
   void names_grew();
   // One call. parent_node: its parent call's node (nullopt: an outermost
   // call, placed by its entry stack, nullopt when none was read);
+  // forward_stack: for a call of the autograd engine, the entry stack of
+  // the forward op that made its node (Recording::backward_stacks), which
+  // places it in that op's module, nullopt: under [backward];
   // python_thread: its thread ran Python at some op entry; folded: torch's
   // fold counts it in a same-name parent (aggregator.h). Returns its node.
   size_t add_call(const OpCall& call, std::optional<size_t> parent_node, std::optional<uint32_t> entry_stack,
-                  bool python_thread, bool folded, const ModuleCallFigures& figures);
+                  std::optional<uint32_t> forward_stack, bool python_thread, bool folded,
+                  const ModuleCallFigures& figures);
   // Ends the module calls open on every thread (its calls are all in).
   void end_threads();
   // The tree so far; finish_module_tree() sums and orders it.

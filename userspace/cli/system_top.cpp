@@ -208,6 +208,14 @@ class SystemTop final : public LiveConsumer {
   }
 
   bool tick(uint64_t now_ns, uint64_t lost) override {
+    // The first interval starts at the first tick, once the session has
+    // attached to every libtorch file found and started sampling (seconds
+    // under load): counted from the start, it could hold little sampled
+    // time and miss a busy process that only sampling finds.
+    if (!ticked_) {
+      ticked_ = true;
+      last_roll_ns_ = now_ns;
+    }
     if (screen_ && !handle_keys()) return false;
     route_calls();
     if (now_ns - last_roll_ns_ >= static_cast<uint64_t>(options_.interval_s * 1e9)) {
@@ -252,6 +260,7 @@ class SystemTop final : public LiveConsumer {
   std::optional<int> selected_pid_;
   std::optional<int> drilled_;  // the process whose op table is shown
   uint64_t start_ns_ = 0, last_roll_ns_ = 0;
+  bool ticked_ = false;
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <optional>
 
 #include "torch/dispatcher_catalog.h"
+#include "collect/backward_origins.h"
 #include "collect/calibration_rounds.h"
 #include "collect/diagnostics.h"
 #include "collect/interner.h"
@@ -156,6 +157,7 @@ class Session final : public AttachCollectors {
   bool attached_ = false;
   uint64_t last_catch_try_ns_ = 0;
   std::optional<TargetShapes> shapes_;  // --record-shapes (target_shapes.h)
+  std::optional<BackwardOrigins> backward_origins_;  // --with-modules (backward_origins.h)
   bool memory_attached_ = false;
   uint64_t mem_events_recorded_ = 0;
   std::unique_ptr<CpuSampler> sampler_;
@@ -203,6 +205,18 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
       tracer_->set_python_stacks(*python_.config());
     else
       warn("--with-stack: no Python stacks: " + python_.missing());
+  }
+  // --with-modules: backward calls are charged to the module whose forward
+  // made their node, through the nodes' numbers (backward_origins.h).
+  if (config_.with_modules) {
+    if (catalog->node_made_sites.size() == 0) {
+      warn("--with-modules: backward ops stay under [backward]: " + library.path_in_target +
+           " has no at::sequence_number::get_and_increment to number autograd nodes by");
+    } else {
+      for (size_t i = 0; i < catalog->node_made_sites.size(); i++)
+        catalog->sites.add(catalog->node_made_sites.offsets[i], catalog->node_made_sites.cookies[i]);
+      backward_origins_.emplace();
+    }
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (Result<void> attached = tracer_->attach_ops(library.path_for_us, catalog->sites, pid); !attached)
@@ -438,8 +452,17 @@ void Session::try_attach_memory() {
 
 void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!writer_ || !diagnostics_.writing()) return;
+  if (raw.kind == GP_EV_NODE_MADE) {  // not recorded: it links the node's backward call (backward_origins.h)
+    if (backward_origins_) backward_origins_->node_made(raw.pid, raw.tid, raw.sp);
+    return;
+  }
   gp_event event = raw;  // ranges and evaluate_function named (runtime_ops.h)
   const bool named_by_payload = event.kind == GP_EV_RANGE_BEGIN || runtime_ops_->names_by_node(event.op_id);
+  // An evaluate_function ENTRY's payload: the node's vtable pointer (0 when
+  // unreadable), then its sequence number.
+  const bool runs_node = event.kind == GP_EV_OP_ENTRY && named_by_payload && payload.words.size() >= 2 &&
+                         payload.words[0] != 0;
+  const uint64_t node_sequence_nr = runs_node ? payload.words[1] : 0;
   if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) return write_failed(named.error());
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
     const Result<void> switched = event.kind == GP_EV_STEP
@@ -457,8 +480,14 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
     op_calls_recorded_++;
   }
   if (shapes_ && event.kind == GP_EV_OP_ENTRY && !named_by_payload) shapes_->on_entry(index, event.op_id, payload);
-  if (python_.config() && config_.with_stack && (event.kind == GP_EV_OP_ENTRY || event.kind == GP_EV_RANGE_BEGIN))
-    python_.on_entry(index, payload);
+  if (python_.config() && config_.with_stack && (event.kind == GP_EV_OP_ENTRY || event.kind == GP_EV_RANGE_BEGIN)) {
+    const std::optional<uint32_t> stack = python_.on_entry(index, payload);
+    if (backward_origins_) backward_origins_->entry(event.tid, stack);
+  }
+  if (backward_origins_ && runs_node)
+    if (std::optional<uint32_t> origin = backward_origins_->origin(event.pid, node_sequence_nr))
+      if (Result<void> linked = writer_->append_backward_stack(index, *origin); !linked)
+        return write_failed(linked.error());
 }
 
 bool Session::start_sampling(int pid) {

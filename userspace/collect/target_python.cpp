@@ -53,7 +53,8 @@ bool TargetPython::next_epoch() {
 // interned first, so most entries cost one lookup. A cut stack's key ends
 // with its not-read word (one word more than whole frames: no uncut key
 // can equal it).
-void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words, PythonStackCut cut) {
+std::optional<uint32_t> TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words,
+                                                        PythonStackCut cut) {
   std::vector<uint64_t> cut_key;
   if (cut.cut()) {
     cut_key.assign(frame_words.begin(), frame_words.end());
@@ -79,7 +80,7 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
           return true;
         });
     auto id = interner_->stack_of_names(frames);
-    if (!id) return;
+    if (!id) return std::nullopt;
     record_module_names();
     keep_bounded(stack_of_entry_words_, kStackCacheEntries);
     known = stack_of_entry_words_.emplace(std::vector<uint64_t>(key.begin(), key.end()), *id).first;
@@ -89,6 +90,7 @@ void TargetPython::record_entry_stack(uint64_t event_index, std::span<const uint
   if (Result<void> written = writer_->append_entry_stack(event_index, known->second); !written)
     diagnostics_->write_failed(written.error());
   interner_->live().entry_stack(event_index, known->second);
+  return known->second;
 }
 
 // The module names entry_stack() read, by the frames just interned.

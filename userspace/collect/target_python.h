@@ -59,12 +59,15 @@ class TargetPython {
     writer_ = &writer;
     diagnostics_ = &diagnostics;
   }
-  // An op entry's Python stack (--with-stack), as the op probe read it.
-  void on_entry(uint64_t event_index, const EntryPayload& payload) {
-    if (!payload.has_stack)
+  // An op entry's Python stack (--with-stack), as the op probe read it:
+  // its id, or nullopt when it had none (or it could not be named).
+  std::optional<uint32_t> on_entry(uint64_t event_index, const EntryPayload& payload) {
+    if (!payload.has_stack) {
       entries_without_stack_++;
-    else if (!payload.stack_words.empty())
-      record_entry_stack(event_index, payload.stack_words, PythonStackCut::from_event(payload.stack_not_read));
+      return std::nullopt;
+    }
+    if (payload.stack_words.empty()) return std::nullopt;
+    return record_entry_stack(event_index, payload.stack_words, PythonStackCut::from_event(payload.stack_not_read));
   }
   uint64_t entries_without_stack() const { return entries_without_stack_; }
 
@@ -79,7 +82,8 @@ class TargetPython {
     }
   };
 
-  void record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words, PythonStackCut cut);
+  std::optional<uint32_t> record_entry_stack(uint64_t event_index, std::span<const uint64_t> frame_words,
+                                             PythonStackCut cut);
   void record_module_names();
 
   StackCuts& cuts_;

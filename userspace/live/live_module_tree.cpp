@@ -63,7 +63,9 @@ void LiveModuleTree::add_forest(const Timeline& forest) {
         python_threads_.insert(call.tid);
         stack_of_entry_.erase(found);
       }
-      node_of_call[i] = builder_.add_call(call, parent, stack, python_threads_.count(call.tid) != 0,
+      // top keeps the backward pass under [backward]: the live path gets no
+      // backward links (docs/modules.md).
+      node_of_call[i] = builder_.add_call(call, parent, stack, std::nullopt, python_threads_.count(call.tid) != 0,
                                           folded_into[i] != i, {});
     }
 }

@@ -159,6 +159,17 @@ std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, 
                     });
 }
 
+// Checks and appends a BACKWARD_STACKS payload to rec.backward_stacks (a
+// streaming read, whose outputs do not place modules, checks them only).
+std::string read_backward_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
+  const PairChunk c{"backward stack",      "backward stacks", "event_index", "events",
+                    seen.salvage.events, "stack_id",        "stacks",      rec.sample_stacks.size()};
+  return read_pairs(payload, c, seen.next_backward_entry_index, known_stack(rec, seen), entry_event(rec, seen),
+                    [&](uint64_t index, uint32_t id) {
+                      if (!seen.stream) rec.backward_stacks.push_back({index, id});
+                    });
+}
+
 // Checks and appends a SAMPLE_KERNEL_STACKS payload to rec.sample_kernel_stacks.
 std::string read_sample_kernel_stacks(std::span<const uint8_t> payload, Recording& rec,
                                       Seen& seen) {
@@ -465,6 +476,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       return read_samples(payload, rec, seen.salvage);
     case ChunkType::ENTRY_STACKS:
       return read_entry_stacks(payload, rec, seen);
+    case ChunkType::BACKWARD_STACKS:
+      return read_backward_stacks(payload, rec, seen);
     case ChunkType::SAMPLE_KERNEL_STACKS:
       return read_sample_kernel_stacks(payload, rec, seen);
     case ChunkType::LAUNCH_NAMES:

@@ -27,6 +27,7 @@ struct Seen {
   std::unordered_set<uint32_t> tids;   // THREAD_PROCESSES so far
   uint64_t next_entry_index = 0;  // an entry shape's event_index must be >= this
   uint64_t next_stack_entry_index = 0;    // the same for an entry stack
+  uint64_t next_backward_entry_index = 0;  // the same for a backward stack
   uint64_t next_kernel_sample_index = 0;  // a kernel stack's sample_index must be >= this
   Salvage salvage;
   // A streaming read (record_stream.h): op events go here, not into the

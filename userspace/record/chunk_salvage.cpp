@@ -115,6 +115,8 @@ std::string Salvage::lose(std::optional<ChunkType> type, uint64_t stored_bytes, 
       return "the input shapes of " + std::to_string(pairs) + " op calls (shown as ?)";
     case ChunkType::ENTRY_STACKS:
       return "the Python stacks of " + std::to_string(pairs) + " op calls";
+    case ChunkType::BACKWARD_STACKS:
+      return "the forward stacks of " + std::to_string(pairs) + " backward calls (under [backward])";
     case ChunkType::SAMPLE_KERNEL_STACKS:
       return "the kernel stacks of " + std::to_string(pairs) + " CPU samples";
     case ChunkType::SHAPES:

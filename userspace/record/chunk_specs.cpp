@@ -44,6 +44,8 @@ constexpr ChunkSpec kSpecs[] = {
     {ChunkType::JOB_RANKS, "JOB_RANKS", 6, none, data},
     // Came to version 6 after it was released: an older build skips it.
     {ChunkType::NATIVE_FILES, "NATIVE_FILES", 6, sampled, data},
+    // Came to version 6 after it was released: an older build skips it.
+    {ChunkType::BACKWARD_STACKS, "BACKWARD_STACKS", 6, with_stack, data},
 };
 
 constexpr bool in_type_order() {

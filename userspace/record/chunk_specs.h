@@ -43,6 +43,7 @@ enum class ChunkType : uint32_t {
   MODULE_NAMES = 28,
   JOB_RANKS = 29,
   NATIVE_FILES = 30,
+  BACKWARD_STACKS = 31,
 };
 
 // Where a chunk may stand in a file.

@@ -90,6 +90,10 @@
 //                packed): the ENTRY event at event_index (as in ENTRY_SHAPES)
 //                was called under the Python stack stack_id
 //                (Recording::entry_stacks)
+//   BACKWARD_STACKS n x {u64 event_index, u32 stack_id}, as ENTRY_STACKS:
+//                the evaluate_function ENTRY at event_index runs the
+//                autograd node that the forward op called under stack_id
+//                made (Recording::backward_stacks; record --with-modules)
 //   SAMPLE_KERNEL_STACKS n x {u64 sample_index, u32 stack_id} (12 bytes
 //                each, packed): the in-kernel sample at sample_index (its
 //                index among all the samples of the file, i.e. in
@@ -501,6 +505,11 @@ class RecordWriter {
   // events, frame and stack definitions and an ENTRY_STACKS chunk once
   // kRecordEventsChunkBytes of entry stacks are pending.
   Result<void> append_entry_stack(uint64_t event_index, uint32_t stack_id);
+  // Records the Python stack of the forward op that made the autograd node
+  // whose evaluate_function ENTRY is at event_index (record --with-modules:
+  // the backward call's module). The same rules as append_entry_stack, with
+  // its own ascending event_index; a BACKWARD_STACKS chunk.
+  Result<void> append_backward_stack(uint64_t event_index, uint32_t stack_id);
   // Records the kernel stack of the sample at sample_index (the
   // samples_appended() value before it was appended). Needs sample_hz > 0;
   // the sample must have been appended already with in_kernel set;
@@ -690,7 +699,7 @@ class RecordWriter {
   // pending_'s chunks, in the order flush() writes them (record_file.h):
   // each after the ones it names.
   enum Pending : size_t {
-    kShapes, kEvents, kEntryShapes, kMemEvents, kFrames, kStacks, kEntryStacks, kSamples,
+    kShapes, kEvents, kEntryShapes, kMemEvents, kFrames, kStacks, kEntryStacks, kBackwardStacks, kSamples,
     kKernelStacks, kLaunchNames, kLaunches, kGpuCorrelations, kGpuActivities, kPendingChunks
   };
   static std::vector<PendingChunk> pending_chunks();
@@ -756,6 +765,7 @@ class RecordWriter {
   IndexBits entries_;
   uint64_t next_entry_index_ = 0;        // append_shapes needs event_index >= this
   uint64_t next_stack_entry_index_ = 0;  // append_entry_stack needs event_index >= this
+  uint64_t next_backward_entry_index_ = 0;  // append_backward_stack needs event_index >= this
   // Which appended samples are in the kernel, from next_kernel_sample_index_ on.
   IndexBits in_kernel_;
   uint64_t next_kernel_sample_index_ = 0;  // append_sample_kernel_stack needs >= this

@@ -179,6 +179,13 @@ Result<void> RecordOutputs::append_entry_stack(uint64_t event_index, uint32_t st
   });
 }
 
+Result<void> RecordOutputs::append_backward_stack(uint64_t event_index, uint32_t stack_id) {
+  return each([&](File& f) -> Result<void> {
+    if (event_index < f.first_event) return {};
+    return f.writer->append_backward_stack(event_index - f.first_event, stack_id);
+  });
+}
+
 Result<void> RecordOutputs::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) {
   return each([&](File& f) -> Result<void> {
     if (sample_index < f.first_sample) return {};

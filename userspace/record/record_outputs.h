@@ -77,6 +77,7 @@ class RecordOutputs final : public RecordSink {
   Result<void> add_sample_stack(const std::vector<uint32_t>& frame_ids) override;
   Result<void> append_samples(const CpuSample* samples, size_t count) override;
   Result<void> append_entry_stack(uint64_t event_index, uint32_t stack_id);
+  Result<void> append_backward_stack(uint64_t event_index, uint32_t stack_id);
   Result<void> append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) override;
   Result<void> add_launch_name(const std::string& name) override;
   Result<void> append_launches(const CudaLaunch* launches, size_t count) override;

@@ -38,6 +38,7 @@ struct NamedItems {
 };
 constexpr NamedItems kEntryShapeEvents{"entry shape's event", "events", "an ENTRY event"};
 constexpr NamedItems kEntryStackEvents{"entry stack's event", "events", "an ENTRY event"};
+constexpr NamedItems kBackwardStackEvents{"backward stack's event", "events", "an ENTRY event"};
 constexpr NamedItems kKernelStackSamples{"kernel stack's sample", "samples", "an in-kernel sample"};
 // Why an entry shape, entry stack or kernel stack cannot name item `index` of
 // the `appended` items ("" when it can): each kind names, in rising order
@@ -110,6 +111,7 @@ std::vector<RecordWriter::PendingChunk> RecordWriter::pending_chunks() {
       {ChunkType::SAMPLE_FRAMES, P::kFirstIdAndCount, k64K, {}},
       {ChunkType::SAMPLE_STACKS, P::kFirstIdAndCount, k64K, {kFrames}},
       {ChunkType::ENTRY_STACKS, P::kNone, k64K, {kEvents, kStacks}},
+      {ChunkType::BACKWARD_STACKS, P::kNone, k64K, {kEvents, kStacks}},
       {ChunkType::SAMPLES, P::kNone, kRecordSamplesChunkBytes, {kStacks}},
       {ChunkType::SAMPLE_KERNEL_STACKS, P::kNone, k64K, {kSamples}},
       {ChunkType::LAUNCH_NAMES, P::kFirstIdAndCount, k64K, {}},
@@ -370,7 +372,7 @@ void RecordWriter::IndexBits::forget_below(uint64_t mark) {
 void RecordWriter::forget_old_entries() {
   uint64_t mark = UINT64_MAX;
   if (options_.shapes) mark = std::min(mark, next_entry_index_);
-  if (options_.with_stack) mark = std::min(mark, next_stack_entry_index_);
+  if (options_.with_stack) mark = std::min({mark, next_stack_entry_index_, next_backward_entry_index_});
   entries_.forget_below(mark);
 }
 
@@ -489,6 +491,17 @@ Result<void> RecordWriter::append_entry_stack(uint64_t event_index, uint32_t sta
                                  next_stack_entry_index_, refuse));
   forget_old_entries();
   return buffered_one(kEntryStacks);
+}
+
+Result<void> RecordWriter::append_backward_stack(uint64_t event_index, uint32_t stack_id) {
+  RETURN_IF_ERROR(check_state(State::kBegun, "append_backward_stack"));
+  const Refusal refuse(path_, "not recording the forward stack of event", event_index);
+  if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
+  RETURN_IF_ERROR(add_stack_pair(pending_[kBackwardStacks].bytes, event_index, stack_id, sample_stacks_defined(),
+                                 events_appended(), entries_.test(event_index), kBackwardStackEvents,
+                                 next_backward_entry_index_, refuse));
+  forget_old_entries();
+  return buffered_one(kBackwardStacks);
 }
 
 Result<void> RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) {

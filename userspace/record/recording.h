@@ -399,6 +399,10 @@ struct Recording {
   // `events`, ascending); entries that are not here had no Python frames
   // (a thread without Python, such as autograd's) or no readable stack.
   std::vector<EntryStack> entry_stacks;
+  // record --with-modules: the evaluate_function ENTRY events (by index in
+  // `events`, ascending) whose node a forward op made, each with that
+  // op's entry stack (its module: docs/modules.md).
+  std::vector<EntryStack> backward_stacks;
   // record --with-modules: the module frames' attribute names (ModuleName).
   std::vector<ModuleName> module_names;
   // Kernel stacks of samples (by index in `samples`, ascending); in-kernel

@@ -59,6 +59,8 @@ RangeSite range_site_of(std::string_view sym) {
   return RangeSite::none;
 }
 
+bool is_node_numbering(std::string_view sym) { return sym == "_ZN2at15sequence_number17get_and_incrementEv"; }
+
 std::optional<std::string> guard_range_of_op(std::string_view ops_struct) {
   // torch/csrc/autograd/VariableTypeManual.cpp: RECORD_FUNCTION("detach", ...)
   // and RECORD_FUNCTION("detach_", ...) open the kernels of aten::detach and

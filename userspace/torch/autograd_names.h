@@ -49,6 +49,10 @@ enum class RangeSite {
 };
 RangeSite range_site_of(std::string_view mangled_symbol);
 
+// at::sequence_number::get_and_increment(): numbers each autograd node as
+// the Node constructor makes it, with the thread's next sequence number.
+bool is_node_numbering(std::string_view mangled_symbol);
+
 // The RECORD_FUNCTION guard an op's kernel opens directly, by the op's
 // at::_ops struct name ("detach" -> "detach"); nullopt for the others.
 std::optional<std::string> guard_range_of_op(std::string_view ops_struct);

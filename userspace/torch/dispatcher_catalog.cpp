@@ -149,12 +149,14 @@ Result<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitM
     std::string collective = {};  // a collective's row (collective_names.h)
   };
   std::vector<Other> others;
+  std::optional<ElfSymbol> node_numbering;
   elf.for_each_code_or_data_symbol([&](const ElfSymbol& sym, bool is_function) {
     if (!is_function) {
       if (auto node = autograd_node_of_vtable(sym.name))  // the vptr points past the offset-to-top and RTTI
         catalog.node_vtables.emplace_back(sym.address + 16, *node);
       return;
     }
+    if (is_node_numbering(sym.name)) node_numbering = sym;
     if (auto node = autograd_node_of_apply(sym.name)) others.push_back({.symbol = sym, .node = *node});
     else if (RangeSite site = range_site_of(sym.name); site != RangeSite::none)
       others.push_back({.symbol = sym, .site = site});
@@ -215,6 +217,11 @@ Result<DispatcherCatalog> load_dispatcher_catalog(const std::string& path, ExitM
       }
     }
   }
+  // Each ret of the node numbering: rax is the new node's number there.
+  if (node_numbering)
+    for (uint64_t ret : find_body_exits(elf.bytes_at(node_numbering->address, node_numbering->size),
+                                        node_numbering->address).ret_addresses)
+      if (auto offset = elf.file_offset(ret)) catalog.node_made_sites.add(*offset, GP_COOKIE(GP_SITE_NODE_MADE, GP_NO_OP));
   for (const Guarded& g : guarded) {
     const auto range_op = static_cast<uint32_t>(catalog.ops.size());
     OpInfo info{g.range, "", ""};

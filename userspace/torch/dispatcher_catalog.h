@@ -54,6 +54,10 @@ struct DispatcherCatalog {
   // Address points of backward nodes' vtables (what a Node's vptr holds)
   // -> node name, sorted: evaluate_function's node is named from them.
   std::vector<std::pair<uint64_t, std::string>> node_vtables;
+  // The rets of at::sequence_number::get_and_increment() (GP_SITE_NODE_MADE):
+  // not in `sites`, attached only by record --with-modules, which links
+  // backward nodes to the forward ops that made them (docs/modules.md).
+  ProbeSites node_made_sites;
   uint32_t entries_single_stepped = 0;  // entry site not a push: slower probe
   // Per op id: kEntrySingleStepped / kExitSingleStepped (recording.h) when
   // its entry, or most of its exits, are single-stepped (probe costs).
