@@ -737,6 +737,8 @@ class RecordWriter {
   Result<void> define_name(size_t which, const std::string& name);
   // Lets entries_ forget the events below every entry cursor in use.
   void forget_old_entries();
+  // append_entry_stack and append_backward_stack: which is kEntryStacks or kBackwardStacks.
+  Result<void> append_event_stack(Pending which, uint64_t event_index, uint32_t stack_id);
 
   UniqueFd fd_;
   std::string path_;

@@ -483,25 +483,27 @@ Result<void> RecordWriter::append_samples(const CpuSample* samples, size_t count
 }
 
 Result<void> RecordWriter::append_entry_stack(uint64_t event_index, uint32_t stack_id) {
-  RETURN_IF_ERROR(check_state(State::kBegun, "append_entry_stack"));
-  const Refusal refuse(path_, "not recording the stack of event", event_index);
-  if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  RETURN_IF_ERROR(add_stack_pair(pending_[kEntryStacks].bytes, event_index, stack_id, sample_stacks_defined(),
-                                 events_appended(), entries_.test(event_index), kEntryStackEvents,
-                                 next_stack_entry_index_, refuse));
-  forget_old_entries();
-  return buffered_one(kEntryStacks);
+  return append_event_stack(kEntryStacks, event_index, stack_id);
 }
 
 Result<void> RecordWriter::append_backward_stack(uint64_t event_index, uint32_t stack_id) {
-  RETURN_IF_ERROR(check_state(State::kBegun, "append_backward_stack"));
-  const Refusal refuse(path_, "not recording the forward stack of event", event_index);
+  return append_event_stack(kBackwardStacks, event_index, stack_id);
+}
+
+// An ENTRY event's stack pair, in ENTRY_STACKS or BACKWARD_STACKS: each
+// chunk has its own cursor and its own words in refusals.
+Result<void> RecordWriter::append_event_stack(Pending which, uint64_t event_index, uint32_t stack_id) {
+  const bool entry = which == kEntryStacks;
+  RETURN_IF_ERROR(check_state(State::kBegun, entry ? "append_entry_stack" : "append_backward_stack"));
+  const Refusal refuse(path_, entry ? "not recording the stack of event" : "not recording the forward stack of event",
+                       event_index);
   if (!options_.with_stack) return refuse("the recording was begun without the with_stack option");
-  RETURN_IF_ERROR(add_stack_pair(pending_[kBackwardStacks].bytes, event_index, stack_id, sample_stacks_defined(),
-                                 events_appended(), entries_.test(event_index), kBackwardStackEvents,
-                                 next_backward_entry_index_, refuse));
+  RETURN_IF_ERROR(add_stack_pair(pending_[which].bytes, event_index, stack_id, sample_stacks_defined(),
+                                 events_appended(), entries_.test(event_index),
+                                 entry ? kEntryStackEvents : kBackwardStackEvents,
+                                 entry ? next_stack_entry_index_ : next_backward_entry_index_, refuse));
   forget_old_entries();
-  return buffered_one(kBackwardStacks);
+  return buffered_one(which);
 }
 
 Result<void> RecordWriter::append_sample_kernel_stack(uint64_t sample_index, uint32_t stack_id) {
