@@ -229,10 +229,9 @@ def train_to_the_end(procs, workdir, torch_env, steps, *, traced=None):
     else:
         touch(workdir, "go")
     wait_for_file(workdir, "done", timeout=300, watch=[target])
-    result = json.loads((workdir / "result.json").read_text())
     touch(workdir, "exit")
     assert target.wait(timeout=60) == 0, target.describe()
-    return result["grad_sum"]
+    return json.loads((workdir / "result.json").read_text())["grad_sum"]
 
 
 @pytest.mark.parametrize("stop", ["SIGKILL", "detach"])

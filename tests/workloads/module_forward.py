@@ -21,9 +21,9 @@ The script and the test take turns through files in WORKDIR:
   script: registers hooks that do nothing on every module (torch 2.x's
           TransformerEncoderLayer runs another path when hooks are registered),
           runs FORWARDS forwards back to back (no profiler, no op between
-          them), with train writes `result.json` ({"grad_sum": the sum of
-          every parameter's gradient, as float.hex()}), writes `done`, waits
-          for `exit` (no op runs meanwhile)
+          them), writes `done`, waits for `exit` (no op runs meanwhile);
+          with train then writes `result.json` ({"grad_sum": the sum of
+          every parameter's gradient, as float.hex()}) before it exits
 
 reference.json: {"named_modules": [path, ...] in named_modules() order,
 "calls": {path: module calls}, "ops": {path: {aten op: calls}}} where an op
@@ -233,11 +233,11 @@ def main():
         module.register_forward_hook(lambda module, args, out: None)
     for _ in range(forwards):
         step(model, x, train)
-    if train:  # what the steps computed: the same with or without a profiler
-        with open(os.path.join(workdir, "result.json"), "w") as f:
-            json.dump({"grad_sum": sum(float(p.grad.double().sum()) for p in model.parameters()).hex()}, f)
     signal_file(workdir, "done")
     wait_for_file(workdir, "exit")
+    if train:  # what the steps computed (after `exit`: no recording holds these ops)
+        with open(os.path.join(workdir, "result.json"), "w") as f:
+            json.dump({"grad_sum": sum(float(p.grad.double().sum()) for p in model.parameters()).hex()}, f)
 
 
 if __name__ == "__main__":
