@@ -680,7 +680,32 @@ def test_module_view_matches_torch_profiler(procs, workdir, torch_env, model):
     # (test_modules.py has the reference's long story).
     import json
     from test_modules import FORWARDS, parse_module_table
-    target = procs.start_workload("module_forward.py", workdir, model, str(FORWARDS), torch_env=torch_env)
+    ref, table = top_module_summary(procs, workdir, torch_env, model, FORWARDS, "eval")
+    order, calls, ops = parse_module_table(table)
+    called = [path for path in ref["named_modules"] if path in ref["calls"]]
+    assert order == called, (order, called)
+    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
+    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
+    aten = {path: by_op for path, by_op in aten.items() if by_op}
+    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+
+
+@pytest.mark.parametrize("model", ["resnet18", "encoder"])
+def test_module_view_places_the_backward_pass_as_report_does(procs, workdir, torch_env, model):
+    # Training steps: each backward call in the module whose forward op
+    # made its node (docs/modules.md, "How a backward op finds its module"),
+    # checked against torch.profiler's sequence-number links as
+    # test_modules.py checks report --modules.
+    from test_modules import TRAIN_STEPS, check_training_table
+    ref, table = top_module_summary(procs, workdir, torch_env, model, TRAIN_STEPS, "train")
+    check_training_table(table, ref, torch_env)
+
+
+def top_module_summary(procs, workdir, torch_env, model, forwards, mode):
+    """(reference.json, the module table of top's summary) of
+    module_forward.py's steps under `top --with-modules --modules --show-events`."""
+    import json
+    target = procs.start_workload("module_forward.py", workdir, model, str(forwards), mode, torch_env=torch_env)
     pid = int(wait_for_file(workdir, "ready", timeout=300, watch=[target]))
     ref = json.loads((workdir / "reference.json").read_text())
     # One refresh far away: the batch output is the summary alone.
@@ -695,14 +720,7 @@ def test_module_view_matches_torch_profiler(procs, workdir, torch_env, model):
     out = gp.stdout()
     assert re.search(r"^since start \([\d.]+ s\) of [\d.]+ s, modules by their ops' CPU time \(as report "
                      r"--modules\).* - stopped \(target exited\)$", out, re.M), out
-    table = out[out.index("\nModule ") + 1:]
-    order, calls, ops = parse_module_table(table)
-    called = [path for path in ref["named_modules"] if path in ref["calls"]]
-    assert order == called, (order, called)
-    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
-    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
-    aten = {path: by_op for path, by_op in aten.items() if by_op}
-    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+    return ref, out[out.index("\nModule ") + 1:]
 
 
 def test_module_view_keys(procs, workdir, tmp_path):

@@ -261,13 +261,15 @@ TEST(ModuleTree, TheBackwardPassIsUnderItsOwnNode) {
 // in it, on any thread; it counts no module call and stretches no module
 // call's span. One linked to an op outside every module is in [no module];
 // one without a link stays under [backward].
-TEST(ModuleTree, BackwardCallsAreInTheModuleOfTheirForwardOp) {
-  Recording r = planted(true);
+// Four engine calls, each with an aten::mm in it (5 us, of which 3 us
+// mm's), after planted()'s: two linked to fc's forward (on a thread
+// without Python and on the main thread), one to the script's add, one
+// without a link.
+void add_backward_calls(Recording& r) {
   const uint32_t engine = static_cast<uint32_t>(r.ops.size()), mm = engine + 1;
   r.ops.push_back({"autograd::engine::evaluate_function: AddmmBackward0", "", ""});
   r.ops.back().kind = OpKind::autograd_engine;
   r.ops.push_back({"aten::mm", "", ""});
-  const ModuleTree before = build_module_tree(r);
   struct Backward {
     uint64_t at;
     uint32_t tid;
@@ -282,6 +284,12 @@ TEST(ModuleTree, BackwardCallsAreInTheModuleOfTheirForwardOp) {
     r.events.push_back(op_exit(b.at + 4'000, 800, mm, b.tid));
     r.events.push_back(op_exit(b.at + 5'000, 900, engine, b.tid));
   }
+}
+
+TEST(ModuleTree, BackwardCallsAreInTheModuleOfTheirForwardOp) {
+  Recording r = planted(true);
+  const ModuleTree before = build_module_tree(r);
+  add_backward_calls(r);
   const ModuleTree tree = build_module_tree(r);
   const ModuleNode& fc = node(tree, "Net.fc");
   EXPECT_EQ(fc.calls, 2u);  // the forwards' alone
@@ -423,9 +431,11 @@ std::map<std::string, PathFigures> by_path(const ModuleTree& tree) {
 }
 
 TEST(LiveModuleTree, RefreshesAddUpToTheWholeRecordingsTree) {
-  const Recording r = planted(true);
-  std::map<uint64_t, uint32_t> stack_of;
+  Recording r = planted(true);
+  add_backward_calls(r);  // top places backward calls as report does
+  std::map<uint64_t, uint32_t> stack_of, forward_stack_of;
   for (const EntryStack& s : r.entry_stacks) stack_of[s.event_index] = s.stack_id;
+  for (const EntryStack& s : r.backward_stacks) forward_stack_of[s.event_index] = s.stack_id;
   LiveModuleTree live;
   live.begin(r.ops);
   for (uint32_t i = 0; i < r.sample_frames.size(); i++) live.frame(i, r.sample_frames[i]);
@@ -434,6 +444,7 @@ TEST(LiveModuleTree, RefreshesAddUpToTheWholeRecordingsTree) {
   std::vector<ModuleTree> intervals;
   for (uint64_t i = 0; i < r.events.size(); i++) {
     if (auto s = stack_of.find(i); s != stack_of.end()) live.entry_stack(i, s->second);
+    if (auto s = forward_stack_of.find(i); s != forward_stack_of.end()) live.backward_stack(i, s->second);
     live.op_event(r.events[i], i);
     // Refreshes: inside the first forward's conv2d (nothing settled), after
     // the first forward's act, inside the second forward.

@@ -22,8 +22,9 @@ The script and the test take turns through files in WORKDIR:
           TransformerEncoderLayer runs another path when hooks are registered),
           runs FORWARDS forwards back to back (no profiler, no op between
           them), writes `done`, waits for `exit` (no op runs meanwhile);
-          with train then writes `result.json` ({"grad_sum": the sum of
-          every parameter's gradient, as float.hex()}) before it exits
+          with train, when the test created `result` before `exit`, then
+          writes `result.json` ({"grad_sum": the sum of every parameter's
+          gradient, as float.hex()}) before it exits
 
 reference.json: {"named_modules": [path, ...] in named_modules() order,
 "calls": {path: module calls}, "ops": {path: {aten op: calls}}} where an op
@@ -235,7 +236,9 @@ def main():
         step(model, x, train)
     signal_file(workdir, "done")
     wait_for_file(workdir, "exit")
-    if train:  # what the steps computed (after `exit`: no recording holds these ops)
+    # What the steps computed, when asked (after `exit`: no recording, and
+    # no top's summary, which runs to the exit, holds these ops).
+    if train and os.path.exists(os.path.join(workdir, "result")):
         with open(os.path.join(workdir, "result.json"), "w") as f:
             json.dump({"grad_sum": sum(float(p.grad.double().sum()) for p in model.parameters()).hex()}, f)
 

@@ -146,6 +146,9 @@ class Top final : public LiveConsumer {
   void entry_stack(uint64_t event_index, uint32_t stack_id) override {
     if (modules_) modules_->entry_stack(event_index, stack_id);
   }
+  void backward_stack(uint64_t event_index, uint32_t stack_id) override {
+    if (modules_) modules_->backward_stack(event_index, stack_id);
+  }
   void module_names(const std::vector<ModuleName>& names) override {
     if (modules_) modules_->module_names(names);
   }

@@ -51,6 +51,8 @@ class LiveConsumer {
   // and the module attribute names read (--with-modules).
   virtual void sample_stack(uint32_t /*stack_id*/, const std::vector<uint32_t>& /*frame_ids*/) {}
   virtual void entry_stack(uint64_t /*event_index*/, uint32_t /*stack_id*/) {}
+  // --with-modules: an engine call's forward stack (Recording::backward_stacks).
+  virtual void backward_stack(uint64_t /*event_index*/, uint32_t /*stack_id*/) {}
   virtual void module_names(const std::vector<ModuleName>& /*names*/) {}
   // The CUPTI shim's records, as they are recorded.
   virtual void gpu_correlation(const GpuCorrelation& /*launch*/) {}

@@ -484,10 +484,12 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
     const std::optional<uint32_t> stack = python_.on_entry(index, payload);
     if (backward_origins_) backward_origins_->entry(event.tid, stack);
   }
-  if (backward_origins_ && runs_node)
-    if (std::optional<uint32_t> origin = backward_origins_->origin(event.pid, node_sequence_nr))
-      if (Result<void> linked = writer_->append_backward_stack(index, *origin); !linked)
-        return write_failed(linked.error());
+  if (!backward_origins_ || !runs_node) return;
+  if (std::optional<uint32_t> origin = backward_origins_->origin(event.pid, node_sequence_nr)) {
+    if (Result<void> linked = writer_->append_backward_stack(index, *origin); !linked)
+      return write_failed(linked.error());
+    config_.live_consumer().backward_stack(index, *origin);
+  }
 }
 
 bool Session::start_sampling(int pid) {

@@ -63,9 +63,12 @@ void LiveModuleTree::add_forest(const Timeline& forest) {
         python_threads_.insert(call.tid);
         stack_of_entry_.erase(found);
       }
-      // top keeps the backward pass under [backward]: the live path gets no
-      // backward links (docs/modules.md).
-      node_of_call[i] = builder_.add_call(call, parent, stack, std::nullopt, python_threads_.count(call.tid) != 0,
+      std::optional<uint32_t> forward_stack;
+      if (auto found = forward_stack_of_entry_.find(call.entry_index); found != forward_stack_of_entry_.end()) {
+        forward_stack = found->second;
+        forward_stack_of_entry_.erase(found);
+      }
+      node_of_call[i] = builder_.add_call(call, parent, stack, forward_stack, python_threads_.count(call.tid) != 0,
                                           folded_into[i] != i, {});
     }
 }

@@ -39,6 +39,7 @@ class LiveModuleTree {
   void frame(uint32_t id, const std::string& name);
   void stack(uint32_t id, const std::vector<uint32_t>& frame_ids);
   void entry_stack(uint64_t event_index, uint32_t stack_id) { stack_of_entry_[event_index] = stack_id; }
+  void backward_stack(uint64_t event_index, uint32_t stack_id) { forward_stack_of_entry_[event_index] = stack_id; }
   void module_names(const std::vector<ModuleName>& names);
   void op_event(const gp_event& event, uint64_t index);
 
@@ -60,6 +61,7 @@ class LiveModuleTree {
   ModuleTreeBuilder builder_;
   bool names_grew_ = false;
   std::unordered_map<uint64_t, uint32_t> stack_of_entry_;  // entries whose call has not settled yet
+  std::unordered_map<uint64_t, uint32_t> forward_stack_of_entry_;  // the same, of engine calls' forwards
   std::unordered_set<uint32_t> python_threads_;            // threads with an entry stack so far
   ModuleTree before_;  // since_start() at the refresh before the last
   ModuleTree now_;     // since_start() at the last refresh
