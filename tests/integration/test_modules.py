@@ -92,6 +92,22 @@ def trace_ops_by_module(doc, modules):
     return out
 
 
+def check_forward_table(table, ref):
+    """A `--modules --show-events` table of module_forward.py's forwards
+    against its reference: the modules torch's ranges saw, in
+    named_modules() order, no op outside them (the script runs none), none
+    without a stack; every module's calls and aten ops exact. Returns the
+    called modules' paths."""
+    order, calls, ops = parse_module_table(table)
+    called = [path for path in ref["named_modules"] if path in ref["calls"]]
+    assert order == called, (order, called)
+    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
+    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
+    aten = {path: by_op for path, by_op in aten.items() if by_op}
+    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+    return called
+
+
 def record_module_forward(procs, workdir, torch_env, model, *record_args, mode="eval", forwards=FORWARDS):
     """tests/workloads/module_forward.py's plain forwards (mode train: and
     their backward passes) recorded with --with-modules (and record_args):
@@ -119,15 +135,7 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     report = run_gpuprof("report", out, "--modules", "--show-events")
     assert report.returncode == 0, report.stderr
     assert "instance labels" not in report.stderr, report.stderr  # every module named by its attribute
-    order, calls, ops = parse_module_table(report.stdout)
-    # The modules torch's ranges saw, in named_modules() order; no op
-    # outside them (the script runs none), none without a stack.
-    called = [path for path in ref["named_modules"] if path in ref["calls"]]
-    assert order == called, (order, called)
-    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
-    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
-    aten = {path: by_op for path, by_op in aten.items() if by_op}
-    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+    called = check_forward_table(report.stdout, ref)
 
     # The Chrome trace's module slices: as many per module as torch's
     # ranges, each aten op inside its module's slice (the innermost one

@@ -678,16 +678,9 @@ def test_module_view_matches_torch_profiler(procs, workdir, torch_env, model):
     # the summary at the target's exit is report --modules' layer table of
     # the same forwards, exact against torch.profiler's per-module ranges
     # (test_modules.py has the reference's long story).
-    import json
-    from test_modules import FORWARDS, parse_module_table
+    from test_modules import FORWARDS, check_forward_table
     ref, table = top_module_summary(procs, workdir, torch_env, model, FORWARDS, "eval")
-    order, calls, ops = parse_module_table(table)
-    called = [path for path in ref["named_modules"] if path in ref["calls"]]
-    assert order == called, (order, called)
-    assert {path: calls[path] for path in order} == {path: ref["calls"][path] for path in called}
-    aten = {path: {op: n for op, n in by_op.items() if op.startswith("aten::")} for path, by_op in ops.items()}
-    aten = {path: by_op for path, by_op in aten.items() if by_op}
-    assert aten == ref["ops"], json.dumps({"gpuprof": aten, "torch.profiler": ref["ops"]}, indent=1)[:6000]
+    check_forward_table(table, ref)
 
 
 @pytest.mark.parametrize("model", ["resnet18", "encoder"])
