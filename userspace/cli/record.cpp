@@ -87,7 +87,8 @@ void add_record_command(CLI::App& app, RecordOptions& options) {
                    "them with --group-by-stack-n N, and in folded stacks");
   record->add_flag("--with-modules", options.with_modules,
                    "record which module call (layer1.0.conv1) each op runs in: --with-stack, and each module's "
-                   "attribute name read from the target; report them with report --modules (docs/modules.md)");
+                   "attribute name read from the target, and which forward op made each backward call's "
+                   "autograd node; report them with report --modules (docs/modules.md)");
   record->add_flag("--follow-forks", options.follow_forks,
                    "also trace the ops of the processes the target forks (DataLoader workers, ...), and theirs; "
                    "without it children run untraced (and unharmed)");
