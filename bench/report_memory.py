@@ -26,6 +26,11 @@ Then, for each number of seconds, `gpuprof record -a` of two such loops
     same read whole;
   - `gpuprof report FILE --folded`: each process's stacks under its root
     frame, streamed (stack sums per process), and the same read whole.
+Then, for each number of seconds, `gpuprof record --with-modules` of
+tests/workloads/module_loop.py (a model trained on one thread, another in
+an inference loop on a second) and on that file:
+  - `gpuprof report FILE --modules`: the layer table, streamed (each
+    thread's settled calls into the module tree), and the same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -41,6 +46,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from record_size import GPUPROF, LOOP, record  # noqa: E402
+
+MODULE_LOOP = pathlib.Path(__file__).resolve().parent.parent / "tests" / "workloads" / "module_loop.py"
 
 
 def record_system_wide(seconds, workdir, label):
@@ -68,6 +75,18 @@ def record_system_wide(seconds, workdir, label):
         for loop, _ in loops:
             loop.send_signal(signal.SIGKILL)
             loop.wait()
+
+
+def record_modules(seconds, workdir, label):
+    """`gpuprof record --with-modules -- module_loop.py SECONDS` (two
+    models on two threads, one trained): the record file."""
+    out = workdir / f"{label}.gpuprof"
+    rec = subprocess.run([str(GPUPROF), "record", "-q", "--with-modules", "-o", str(out), "--", sys.executable,
+                          str(MODULE_LOOP), str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    if rec.returncode != 0:
+        sys.exit(f"report_memory: gpuprof record --with-modules failed ({rec.returncode}): {rec.stderr}")
+    return out
 
 
 def run_report(args, env=None):
@@ -148,6 +167,19 @@ def main():
             print(f"{seconds} s record -a of two loops: {events:,} op events, {size:,} bytes")
             print_runs(runs, events)
         print_growth(results, system_modes)
+        # record --with-modules: the layer table.
+        module_modes = {"--modules (streamed)": (["--modules"], None),
+                        "--modules (whole)": (["--modules"], whole)}
+        results = []
+        for seconds in lengths:
+            path = record_modules(seconds, workdir, f"modules-{seconds}s")
+            events, size = measure(path)
+            runs = {mode: run_report([str(path), *extra], env) for mode, (extra, env) in module_modes.items()}
+            results.append((events, size, runs))
+            print(f"{seconds} s record --with-modules of tests/workloads/module_loop.py: {events:,} op events, "
+                  f"{size:,} bytes")
+            print_runs(runs, events)
+        print_growth(results, module_modes)
 
 
 def print_runs(runs, events):

@@ -18,6 +18,7 @@ import pytest
 
 from chrome_trace_checks import export_chrome_trace, module_calls, op_calls, structural_problems
 from conftest import parse_table, region_run, run_gpuprof, torch_table_name, touch, wait_for_file
+from test_report_memory import READ_WHOLE, peak_rss_kib
 
 FORWARDS = 5
 # Training steps: the reference takes each count that most steps agree on
@@ -108,6 +109,18 @@ def check_forward_table(table, ref):
     return called
 
 
+def check_streamed_is_whole(out):
+    """report --modules streams the recording (docs/report.md, "Memory"):
+    it prints the whole read's bytes, on stdout and stderr, compensated and
+    raw, with each module's ops and cut to depths."""
+    for args in (["--show-events"], ["--show-events", "--raw-times"], ["--depth", "1"]):
+        streamed = run_gpuprof("report", out, "--modules", *args)
+        whole = run_gpuprof("report", out, "--modules", *args, env=READ_WHOLE)
+        assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
+        assert streamed.stdout == whole.stdout, (args, streamed.stdout, whole.stdout)
+        assert streamed.stderr == whole.stderr, (args, streamed.stderr, whole.stderr)
+
+
 def record_module_forward(procs, workdir, torch_env, model, *record_args, mode="eval", forwards=FORWARDS):
     """tests/workloads/module_forward.py's plain forwards (mode train: and
     their backward passes) recorded with --with-modules (and record_args):
@@ -136,6 +149,7 @@ def test_module_table_matches_torch_profiler(procs, workdir, torch_env, model):
     assert report.returncode == 0, report.stderr
     assert "instance labels" not in report.stderr, report.stderr  # every module named by its attribute
     called = check_forward_table(report.stdout, ref)
+    check_streamed_is_whole(out)
 
     # The Chrome trace's module slices: as many per module as torch's
     # ranges, each aten op inside its module's slice (the innermost one
@@ -201,6 +215,7 @@ def test_backward_ops_are_charged_to_the_module_whose_forward_made_them(procs, w
     report = run_gpuprof("report", out, "--modules", "--show-events")
     assert report.returncode == 0, report.stderr
     check_training_table(report.stdout, ref, torch_env)
+    check_streamed_is_whole(out)
 
 
 def check_training_table(table, ref, torch_env):
@@ -327,6 +342,50 @@ def format_memory(nbytes):
         if abs(nbytes) >= size:
             return f"{nbytes / size:.2f} {unit}"
     return f"{nbytes} b"
+
+
+def test_streamed_module_table_is_exact_and_its_memory_flat(torch_env, tmp_path):
+    """report --modules streams the events (docs/report.md, "Memory"): on a
+    short and a 4x longer recording of two models on two threads
+    (tests/workloads/module_loop.py: one trained, one in an inference loop),
+    every module call and every op of a forward or of its backward is where
+    the workload put it, counted exactly; the streamed table is the whole
+    read's, byte for byte; and report's peak memory does not grow with the
+    events, while the whole read's grows by tens of MiB."""
+    rss = {}
+    for seconds in (1, 4):
+        out = tmp_path / f"loop-{seconds}s.gpuprof"
+        rec = run_gpuprof("record", "-q", "--with-modules", "-o", out, "--",
+                          *torch_env.argv("module_loop.py", str(seconds)), timeout=300)
+        assert rec.returncode == 0, rec.stderr
+        train = int(re.search(r"^train (\d+)$", rec.stdout, re.M).group(1))
+        infer = int(re.search(r"^infer (\d+)$", rec.stdout, re.M).group(1))
+        report = run_gpuprof("report", out, "--modules", "--show-events")
+        assert report.returncode == 0, report.stderr
+        modules = ["Inferred", "Inferred.0", "Inferred.1", "Trained", "Trained.0", "Trained.1", "Trained.2"]
+        order, calls, ops = parse_module_table(report.stdout, set(modules) | {"[no module]", "[backward]"})
+        assert order == modules + ["[no module]", "[backward]"], report.stdout
+        assert {path: calls[path] for path in modules} == {
+            "Inferred": infer, "Inferred.0": infer, "Inferred.1": infer,
+            "Trained": train, "Trained.0": train, "Trained.1": train, "Trained.2": train}, report.stdout
+        assert ops["Inferred.0"]["aten::linear"] == infer and ops["Inferred.1"]["aten::tanh"] == infer, report.stdout
+        for layer in ("Trained.0", "Trained.2"):
+            assert ops[layer]["aten::linear"] == train, report.stdout
+            assert ops[layer][ENGINE + "AddmmBackward0"] == train, report.stdout
+        assert ops["Trained.1"]["aten::relu"] == train, report.stdout
+        assert ops["Trained.1"][ENGINE + "ReluBackward0"] == train, report.stdout
+        # Four parameters, each one AccumulateGrad per step.
+        assert ops["[backward]"][ENGINE + "torch::autograd::AccumulateGrad"] == 4 * train, report.stdout
+        check_streamed_is_whole(out)
+        rss[seconds] = (train, peak_rss_kib(out, "--modules"), peak_rss_kib(out, "--modules", env=READ_WHOLE))
+    summary = f"(train steps, peak RSS KiB streamed, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+    print(summary)
+    assert rss[4][0] > 2 * rss[1][0], summary
+    # Streamed, what waits is a thread's calls until their Python stacks'
+    # pairs come (about a flush interval's worth, its peak noisy from run
+    # to run): allow 8 MiB. Whole, each event costs tens of bytes.
+    assert rss[4][1] - rss[1][1] < 8192, summary
+    assert rss[4][2] - rss[1][2] > 100 * 1024, summary
 
 
 def test_module_memory_is_what_the_memory_counter_moved_in_its_calls(procs, workdir, torch_env):

@@ -88,14 +88,6 @@ class TreeBuilder {
   std::optional<size_t> no_module_, no_python_, not_read_, backward_;
 };
 
-// A call of torch's autograd engine (a node it evaluates or applies): the
-// backward pass, whose ops (nested in it) are under [backward].
-bool is_backward(const Recording& recording, const OpCall& call) {
-  if (call.op_id >= recording.ops.size()) return false;
-  const OpKind kind = recording.ops[call.op_id].kind;
-  return kind == OpKind::autograd_engine || kind == OpKind::autograd_node;
-}
-
 // Ends the module calls open from `level` on (spans: one per level).
 void end_module_calls(ModuleTree& tree, std::vector<ModuleCall>& spans, size_t level) {
   if (level >= spans.size()) return;
@@ -107,23 +99,27 @@ void end_module_calls(ModuleTree& tree, std::vector<ModuleCall>& spans, size_t l
 // (outermost first) starts on a thread whose previous op was under `open`
 // (module_tree.h): each module that opens starts a call; and a module that
 // stays open starts a new call when its first child (the first module it
-// ever called) opens again in the same call, as when a model is called
-// again with no op between its calls (an inference loop). A module that
-// calls its first child twice in one forward is counted twice
-// (docs/modules.md, "Limits").
+// called on this thread) opens again in the same call, as when a model is
+// called again with no op between its calls (an inference loop). A module
+// that calls its first child twice in one forward is counted twice
+// (docs/modules.md, "Limits"). The first child is the thread's, so that
+// the count of each thread's calls does not depend on the order the
+// threads are read in (a streamed read mixes them: streamed_module_tree.h).
 //
 // The calls open on the thread (one per level of `open`) are in `spans`:
 // those that end go to tree.calls, those that start are opened at the op's
 // start, and every open one is stretched to the op's end.
 void count_module_calls(ModuleTree& tree, const std::vector<size_t>& nodes, std::vector<size_t>& open,
-                        std::vector<bool>& first_child_seen, std::vector<ModuleCall>& spans, const OpCall& op) {
+                        std::vector<bool>& first_child_seen, std::unordered_map<size_t, size_t>& first_child,
+                        std::vector<ModuleCall>& spans, const OpCall& op) {
+  for (size_t k = 0; k + 1 < nodes.size(); k++) first_child.try_emplace(nodes[k], nodes[k + 1]);
   size_t same = 0;
   while (same < open.size() && same < nodes.size() && open[same] == nodes[same]) ++same;
   first_child_seen.resize(same);
   size_t opens_from = same;  // the first level whose call starts with this op
   if (same > 0 && same < nodes.size()) {  // the deepest module that stays open, a child opening in it
     ModuleNode& staying = tree.nodes[nodes[same - 1]];
-    if (staying.children.front() == nodes[same]) {
+    if (first_child.at(nodes[same - 1]) == nodes[same]) {
       if (first_child_seen[same - 1]) {
         staying.calls++;
         opens_from = same - 1;
@@ -136,7 +132,7 @@ void count_module_calls(ModuleTree& tree, const std::vector<size_t>& nodes, std:
     ModuleNode& opened = tree.nodes[nodes[k]];
     opened.calls++;
     // Its own first child opens with it when the path goes deeper.
-    first_child_seen.push_back(k + 1 < nodes.size() && opened.children.front() == nodes[k + 1]);
+    first_child_seen.push_back(k + 1 < nodes.size() && first_child.at(nodes[k]) == nodes[k + 1]);
   }
   for (size_t k = opens_from; k < nodes.size(); k++)
     spans.push_back({.node = nodes[k], .tid = op.tid, .start_ns = op.start_ns, .end_ns = op.end_ns});
@@ -175,16 +171,29 @@ void count_module_memory(ModuleTree& tree, const std::vector<CountedMemoryEvent>
 
 }  // namespace
 
+bool is_autograd_engine_call(const Recording& recording, const OpCall& call) {
+  if (call.op_id >= recording.ops.size()) return false;
+  const OpKind kind = recording.ops[call.op_id].kind;
+  return kind == OpKind::autograd_engine || kind == OpKind::autograd_node;
+}
+
 std::string ModuleTree::path(size_t node) const {
   std::string out = nodes[node].name;
   for (int64_t p = nodes[node].parent; p >= 0; p = nodes[p].parent) out = nodes[p].name + "." + out;
   return out;
 }
 
+// A call placed under these module nodes starts at start_ns: the first
+// such start orders the nodes (ModuleNode::first_ns).
+void seen_at(ModuleTree& tree, const std::vector<size_t>& nodes, uint64_t start_ns) {
+  for (size_t n : nodes) tree.nodes[n].first_ns = std::min(tree.nodes[n].first_ns, start_ns);
+}
+
 // One thread's module calls as its calls go (count_module_calls).
 struct ThreadModules {
   std::vector<size_t> open;             // the module nodes of the thread's last outermost call
   std::vector<bool> first_child_seen;   // per level of `open`: its module's current call opened its first child
+  std::unordered_map<size_t, size_t> first_child;  // module node -> the first child it called on this thread
   std::vector<ModuleCall> spans;        // per level of `open`: its module's current call
 };
 
@@ -236,11 +245,12 @@ size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> par
   size_t node;
   if (parent_node) {
     node = *parent_node;
-  } else if (is_backward(st.recording, call)) {
+  } else if (is_autograd_engine_call(st.recording, call)) {
     // The engine's work, on any thread: in the module of the forward op
     // that made its node, where known, but no call of it.
     if (forward_stack) {
       const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(*forward_stack));
+      seen_at(tree, nodes, call.start_ns);
       node = nodes.empty() ? builder.no_module() : nodes.back();
     } else {
       node = builder.backward();
@@ -252,9 +262,10 @@ size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> par
     st.leave_modules(thread);
   } else {
     const std::vector<size_t> nodes = builder.nodes_of(builder.module_path(*entry_stack));
+    seen_at(tree, nodes, call.start_ns);
     node = nodes.empty() ? builder.no_module() : nodes.back();
     const size_t listed = tree.calls.size();
-    count_module_calls(tree, nodes, thread.open, thread.first_child_seen, thread.spans, call);
+    count_module_calls(tree, nodes, thread.open, thread.first_child_seen, thread.first_child, thread.spans, call);
     if (!st.keep_calls) tree.calls.resize(listed);
   }
   if (!parent_node) {  // an outermost call: its node's own, with what it calls
@@ -280,6 +291,20 @@ size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> par
     row.figures.cuda_ns += figures.gpu_ns;
   }
   return node;
+}
+
+void ModuleTreeBuilder::add_held_calls(const HeldCalls& held, bool python_thread) {
+  State& st = *state_;
+  ModuleTree& tree = st.builder.tree();
+  const size_t node = python_thread ? st.builder.stack_not_read() : st.builder.no_python_frames();
+  if (python_thread) tree.ops_without_stack += held.outermost;
+  tree.nodes[node].self_ns += held.self_ns;
+  for (const ModuleOpRow& held_row : held.rows) {
+    ModuleOpRow& row = st.op_row(node, held_row.name);
+    row.calls += held_row.calls;
+    row.self_ns += held_row.self_ns;
+    row.total_ns += held_row.total_ns;
+  }
 }
 
 void ModuleTreeBuilder::end_threads() {
@@ -332,12 +357,21 @@ void finish_module_tree(ModuleTree& tree) {
            : name == kStackNotRead          ? 3
                                             : 4;
   };
-  std::stable_sort(tree.tops.begin(), tree.tops.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
+  // Modules by their first call's start (ModuleNode::first_ns), not by
+  // the order they were met in: a streamed read meets threads mixed.
+  auto first = [&](size_t a, size_t b) {
+    return std::pair(tree.nodes[a].first_ns, tree.nodes[a].label) < std::pair(tree.nodes[b].first_ns, tree.nodes[b].label);
+  };
+  std::sort(tree.tops.begin(), tree.tops.end(), [&](size_t a, size_t b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : rank(a) == 0 && first(a, b);
+  });
   // A module's children as named_modules() lists them (their places in
-  // its _modules), those without a known place after, as first seen.
+  // its _modules), those without a known place after, by first call.
   for (ModuleNode& n : tree.nodes)
-    std::stable_sort(n.children.begin(), n.children.end(),
-                     [&](size_t a, size_t b) { return tree.nodes[a].position < tree.nodes[b].position; });
+    std::sort(n.children.begin(), n.children.end(), [&](size_t a, size_t b) {
+      if (tree.nodes[a].position != tree.nodes[b].position) return tree.nodes[a].position < tree.nodes[b].position;
+      return first(a, b);
+    });
   for (ModuleNode& n : tree.nodes)
     std::stable_sort(n.ops.begin(), n.ops.end(),
                      [](const ModuleOpRow& a, const ModuleOpRow& b) { return a.self_ns > b.self_ns; });

@@ -8,7 +8,7 @@
 // frames in its outermost call's stack, outermost first; the tree is the
 // trie of the paths, children in named_modules()'s order (their places in
 // the parent's _modules, recorded with their names), those without a
-// recorded place after them in the order they were first seen. An op nested
+// recorded place after them in the order of their first calls. An op nested
 // in another op belongs to the module of its outermost call.
 //
 // A module's calls are counted on each thread as its frame opens: an op
@@ -67,7 +67,10 @@ struct ModuleNode {
   int64_t parent = -1;  // index in ModuleTree::nodes; -1 for a top node
   uint32_t position = kNoPosition;  // its place in its parent's _modules (recording.h, ModuleName)
   uint32_t depth = 0;   // 0 for a top node
-  std::vector<size_t> children;  // in named_modules() order where known, else first seen
+  // The start of the first call placed in it or under it: the order of a
+  // model's tops, and of children without a recorded place.
+  uint64_t first_ns = UINT64_MAX;
+  std::vector<size_t> children;  // in named_modules() order where known, else by first_ns
   uint64_t calls = 0;     // module calls (0 for a synthetic node)
   uint64_t self_ns = 0;   // its ops' time not inside a child module
   uint64_t total_ns = 0;  // self_ns and its children's total_ns
@@ -94,7 +97,7 @@ struct ModuleTree {
   // Every module call counted in ModuleNode::calls, by thread, then start,
   // parents before their children.
   std::vector<ModuleCall> calls;
-  std::vector<size_t> tops;       // the top nodes, in first-seen order
+  std::vector<size_t> tops;       // the top nodes: the model's by first_ns, then the synthetic ones
   bool has_stacks = false;        // the recording holds entry stacks (--with-stack / --with-modules)
   bool memory_recorded = false;   // record --profile-memory: the memory figures apply
   bool gpu_recorded = false;      // the CUPTI shim's records: the CUDA time figures apply
@@ -114,6 +117,22 @@ struct ModuleCallFigures {
   uint64_t gpu_ns = 0, self_gpu_ns = 0;
   int64_t self_cpu_mem = 0, self_cuda_mem = 0, cpu_mem = 0, cuda_mem = 0;
 };
+
+// Calls that a streamed read (streamed_module_tree.h) held back until it
+// knew whether their thread runs Python: outermost calls without an entry
+// stack (not the autograd engine's) and the calls nested in them, summed
+// as add_call sums them into [stack not read] or [no Python frames]. No
+// figures: a streamed read has no memory or GPU columns.
+struct HeldCalls {
+  uint64_t outermost = 0;         // the outermost calls
+  uint64_t self_ns = 0;           // their compensated durations
+  std::vector<ModuleOpRow> rows;  // by op name, in the order first held
+};
+
+// A call of torch's autograd engine (a node it evaluates or applies): it
+// is placed by the stack of the forward op that made its node, not by its
+// own entry stack.
+bool is_autograd_engine_call(const Recording& recording, const OpCall& call);
 
 // The tree built call by call, each thread's calls in its order (parents
 // before children): build_module_tree feeds it a whole timeline, top's live
@@ -141,6 +160,9 @@ class ModuleTreeBuilder {
   size_t add_call(const OpCall& call, std::optional<size_t> parent_node, std::optional<uint32_t> entry_stack,
                   std::optional<uint32_t> forward_stack, bool python_thread, bool folded,
                   const ModuleCallFigures& figures);
+  // Held calls of a thread now known to run Python (python_thread) or,
+  // at the end, never seen to: into [stack not read] or [no Python frames].
+  void add_held_calls(const HeldCalls& held, bool python_thread);
   // Ends the module calls open on every thread (its calls are all in).
   void end_threads();
   // The tree so far; finish_module_tree() sums and orders it.

@@ -14,6 +14,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_metric_sums.h"
+#include "analyze/streamed_module_tree.h"
 #include "analyze/streamed_process_stack_sums.h"
 #include "analyze/streamed_process_tables.h"
 #include "analyze/streamed_stack_sums.h"
@@ -267,7 +268,10 @@ void add_report_command(CLI::App& app, ReportOptions& options) {
 }
 
 // --modules: the layer table (docs/modules.md).
-static int print_module_table(const Recording& recording, const ReportOptions& options) {
+// streamed: the tree of a streamed read (nullptr: built here, from the
+// recording read whole).
+static int print_module_table(const Recording& recording, const ModuleTree* streamed,
+                              const ReportOptions& options) {
   if (!recording.options.with_stack) {
     std::fprintf(stderr,
                  "gpuprof: error: --modules: %s has no Python stacks of op calls, which say what module each "
@@ -287,7 +291,7 @@ static int print_module_table(const Recording& recording, const ReportOptions& o
       return 2;
     }
   }
-  const ModuleTree tree = build_module_tree(recording, options.raw_times);
+  const ModuleTree tree = streamed ? *streamed : build_module_tree(recording, options.raw_times);
   // CLI11 reads "[backward]" as a list and hands over "backward": the
   // synthetic nodes are found by their names without brackets too.
   std::vector<std::string> module_paths = options.module_paths;
@@ -456,8 +460,10 @@ class StreamingCheck : public RecordStream {
   }
   void on_events(std::span<const gp_event>, uint64_t) override {}
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
+  void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
   bool accepted = false;
-  std::optional<uint64_t> last_entry_stack;  // the event index of the last pair
+  std::optional<uint64_t> last_entry_stack;     // the event index of the last ENTRY_STACKS pair
+  std::optional<uint64_t> last_backward_stack;  // and of the last BACKWARD_STACKS pair
 
  private:
   bool system_wide_;
@@ -475,7 +481,8 @@ bool streaming_allowed() {
 // cannot be streamed); an int: the exit status of a read that failed.
 struct StreamHead {
   Recording recording;                       // all but the events
-  std::optional<uint64_t> last_entry_stack;  // StreamingCheck's
+  std::optional<uint64_t> last_entry_stack;     // StreamingCheck's
+  std::optional<uint64_t> last_backward_stack;  // StreamingCheck's
 };
 // system_wide: whether the output streams a record -a recording.
 std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide) {
@@ -489,7 +496,7 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  return StreamHead{std::move(*head), check.last_entry_stack};
+  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack};
 }
 
 // The second read, its events handed to `stream`: the Recording it
@@ -666,6 +673,29 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
       &StreamedChromeTrace::streamable);
 }
 
+// report --modules, memory flat in the events: the second read places each
+// thread's settled calls in the module tree as they come
+// (streamed_module_tree.h). A recording without entry stacks reads whole
+// (for print_module_table's error), and so does one of record -a.
+struct StreamedModules {
+  Recording recording;  // without its events
+  ModuleTree tree;
+};
+std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
+                                                               bool raw_times) {
+  return read_twice<StreamedModules>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedModuleTree(head.recording, compensation_costs(head.recording, raw_times),
+                                  head.last_entry_stack, head.last_backward_stack);
+      },
+      [](StreamedModuleTree& tree, Recording recording) {
+        ModuleTree built = std::move(tree).finish();
+        return StreamedModules{std::move(recording), std::move(built)};
+      },
+      +[](const Recording& head) { return head.options.with_stack; });
+}
+
 // A streamed read's outcome: its Recording into `recording` and its output
 // into `out`, or the Recording read whole; the exit status of a read that
 // failed.
@@ -721,8 +751,14 @@ int run_report(const ReportOptions& given) {
   // And --pprof (streamed_metric_sums.h).
   const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
   std::optional<std::map<StackMetric, StackSums>> streamed_sums;
+  // And --modules (streamed_module_tree.h).
+  const bool streamed_module_table = !whole_only && options.modules;
+  std::optional<ModuleTree> streamed_modules;
   std::optional<int> failed;
-  if (streamed_pprof)
+  if (streamed_module_table)
+    failed = take_read(read_for_modules(options.input_path, options.strict, options.raw_times),
+                       &StreamedModules::tree, recording, streamed_modules);
+  else if (streamed_pprof)
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
                        recording, streamed_sums);
   else if (streamed_trace)
@@ -830,7 +866,8 @@ int run_report(const ReportOptions& given) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
-  if (options.modules) return print_module_table(*recording, options);
+  if (options.modules)
+    return print_module_table(*recording, streamed_modules ? &*streamed_modules : nullptr, options);
   if (options.group_by_input_shape && !recording->options.shapes) {
     std::fprintf(stderr,
                  "gpuprof: error: %s has no input shapes: record with --record-shapes to group by "

@@ -160,13 +160,14 @@ std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, 
 }
 
 // Checks and appends a BACKWARD_STACKS payload to rec.backward_stacks (a
-// streaming read, whose outputs do not place modules, checks them only).
+// streaming read hands them to its stream).
 std::string read_backward_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
   const PairChunk c{"backward stack",      "backward stacks", "event_index", "events",
                     seen.salvage.events, "stack_id",        "stacks",      rec.sample_stacks.size()};
   return read_pairs(payload, c, seen.next_backward_entry_index, known_stack(rec, seen), entry_event(rec, seen),
                     [&](uint64_t index, uint32_t id) {
-                      if (!seen.stream) rec.backward_stacks.push_back({index, id});
+                      if (!seen.stream) return rec.backward_stacks.push_back({index, id});
+                      seen.stream->on_backward_stack(index, id);
                     });
 }
 

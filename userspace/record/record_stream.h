@@ -34,6 +34,14 @@ class RecordStream {
     (void)event_index;
     (void)stack_id;
   }
+  // One BACKWARD_STACKS pair (record --with-modules), in file order, as
+  // on_entry_stack's: the autograd engine call whose ENTRY is event_index
+  // evaluates a node that a forward op called under sample_stacks[stack_id]
+  // made (analyze/streamed_module_tree.h keeps the ones it still needs).
+  virtual void on_backward_stack(uint64_t event_index, uint32_t stack_id) {
+    (void)event_index;
+    (void)stack_id;
+  }
   // One chunk's CUDA launches, checked, before the read drops them (it
   // keeps only their count): a stream that counts them per thread
   // (analyze/streamed_process_tables.h) looks at them here.
@@ -44,7 +52,8 @@ class RecordStream {
 // instead of keeping them. A streamed Recording has no events
 // (Recording::streamed_events counts them) and keeps no other per-event
 // record the op table leaves unused: entry shapes, entry stacks (counted
-// per stack, and handed to on_entry_stack), launches (counted, and handed
+// per stack, and handed to on_entry_stack), backward stacks (handed to
+// on_backward_stack), launches (counted, and handed
 // to on_launches) and GPU correlations are checked but dropped, and an
 // entry shape's or stack's event is not checked to be an ENTRY (the events
 // are gone by then). A recording whose GPU activities turn up mid-stream cannot be

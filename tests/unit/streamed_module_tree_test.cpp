@@ -1,0 +1,248 @@
+// The streamed module tree (analyze/streamed_module_tree.h) against
+// build_module_tree() of the same recording read whole: the same nodes in
+// the same order, with the same calls, times and op rows, on random event
+// streams of three threads whose entries run under module frames (a
+// thread that never has a stack, one whose first calls have none, one with
+// stacks from the start), with autograd engine calls linked to their
+// forward's stack or not, and both kinds of pairs handed over a chunk or
+// more after their events; and on a written file read by the streaming
+// reader, whose pairs all come after the events.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyze/aggregator.h"
+#include "analyze/module_tree.h"
+#include "analyze/streamed_module_tree.h"
+#include "output/module_table.h"
+#include "random_event_streams.h"
+#include "record/record_file.h"
+#include "record/record_stream.h"
+#include "recordings.h"
+
+namespace gpuprof {
+namespace {
+
+using namespace ::gpuprof::test;
+
+constexpr uint32_t kEngineOp = 4;  // the streams' aten::div_ (Scalar), made an autograd engine call here
+
+// A random recording of a model Net(conv, act, fc): thread 10's entries
+// have stacks from its first on, about two in three; thread 11's never;
+// thread 12's only from the middle of the stream on. Entries of op 4 are
+// the autograd engine's, two in three linked to a forward op's stack.
+Recording recording_with_modules(uint32_t seed, size_t length, bool with_names) {
+  Recording recording = random_recording(seed, length);
+  recording.ops[kEngineOp].kind = OpKind::autograd_engine;
+  recording.probe_costs = costs_of_the_streams();
+  recording.options.with_stack = true;
+  recording.sample_frames = {"x.py(1): <module>", "nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0",
+                             "nn.Module: Linear_0"};
+  recording.sample_stacks = {{0, 1, 2}, {0, 1, 3}, {0, 1}, {0, 1, 4}, {0}};
+  if (with_names) recording.module_names = {{1, 2, "conv", 0}, {1, 3, "act", 1}, {1, 4, "fc", 2}};
+  std::mt19937 rng(seed);
+  for (uint64_t i = 0; i < recording.events.size(); i++) {
+    const gp_event& e = recording.events[i];
+    if (e.kind != GP_EV_OP_ENTRY && e.kind != GP_EV_RANGE_BEGIN) continue;
+    const bool stacked = e.tid == 10 || (e.tid == 12 && i > recording.events.size() / 2);
+    if (stacked && rng() % 3) recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 5)});
+    if (e.kind == GP_EV_OP_ENTRY && e.op_id == kEngineOp && rng() % 3)
+      recording.backward_stacks.push_back({i, static_cast<uint32_t>(rng() % 5)});
+  }
+  return recording;
+}
+
+// Every figure of the tree, its nodes walked from the tops down.
+std::string dump(const ModuleTree& tree) {
+  std::string out = "without stack " + std::to_string(tree.ops_without_stack) + "\n";
+  auto walk = [&](auto&& self, size_t i) -> void {
+    const ModuleNode& n = tree.nodes[i];
+    out += tree.path(i) + " calls " + std::to_string(n.calls) + " self " + std::to_string(n.self_ns) + " total " +
+           std::to_string(n.total_ns) + "\n";
+    for (const ModuleOpRow& row : n.ops)
+      out += "  " + row.name + " " + std::to_string(row.calls) + " " + std::to_string(row.self_ns) + " " +
+             std::to_string(row.total_ns) + "\n";
+    for (size_t child : n.children) self(self, child);
+  };
+  for (size_t top : tree.tops) walk(walk, top);
+  return out;
+}
+
+// The streamed tree of `recording`: its events fed `chunk` at a time, the
+// pairs of each kind handed over after `pair_delay` more chunks.
+ModuleTree streamed_tree(const Recording& recording, size_t chunk, size_t pair_delay, bool raw_times) {
+  Recording head = recording;
+  head.events.clear();
+  head.entry_stacks.clear();
+  head.backward_stacks.clear();
+  auto last = [](const std::vector<EntryStack>& pairs) -> std::optional<uint64_t> {
+    if (pairs.empty()) return std::nullopt;
+    return pairs.back().event_index;
+  };
+  StreamedModuleTree streamed(head, compensation_costs(recording, raw_times), last(recording.entry_stacks),
+                              last(recording.backward_stacks));
+  EXPECT_TRUE(streamed.wants(head));
+  size_t entries_given = 0, backwards_given = 0;
+  auto give_pairs = [&](uint64_t before) {
+    for (; entries_given < recording.entry_stacks.size() &&
+           recording.entry_stacks[entries_given].event_index < before;
+         entries_given++)
+      streamed.on_entry_stack(recording.entry_stacks[entries_given].event_index,
+                              recording.entry_stacks[entries_given].stack_id);
+    for (; backwards_given < recording.backward_stacks.size() &&
+           recording.backward_stacks[backwards_given].event_index < before;
+         backwards_given++)
+      streamed.on_backward_stack(recording.backward_stacks[backwards_given].event_index,
+                                 recording.backward_stacks[backwards_given].stack_id);
+  };
+  std::vector<uint64_t> chunk_ends;
+  for (size_t at = 0; at < recording.events.size(); at += chunk) {
+    const size_t n = std::min(chunk, recording.events.size() - at);
+    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
+    chunk_ends.push_back(at + n);
+    if (chunk_ends.size() > pair_delay) give_pairs(chunk_ends[chunk_ends.size() - 1 - pair_delay]);
+  }
+  give_pairs(UINT64_MAX);
+  return std::move(streamed).finish();
+}
+
+const ModuleNode* find(const ModuleTree& tree, const std::string& path) {
+  for (size_t i = 0; i < tree.nodes.size(); i++)
+    if (tree.path(i) == path) return &tree.nodes[i];
+  return nullptr;
+}
+
+TEST(StreamedModuleTree, IsTheWholeReadsTreeOnRandomStreams) {
+  uint64_t not_read = 0, no_python = 0, in_fc = 0, backward = 0, net_calls = 0;
+  for (uint32_t seed = 1; seed <= 30; seed++) {
+    const Recording recording = recording_with_modules(seed, 3000, seed % 2 == 0);
+    for (bool raw : {false, true}) {
+      const ModuleTree whole = build_module_tree(recording, raw);
+      const std::string expected = dump(whole);
+      ModuleTableOptions table;
+      table.show_events = true;
+      const std::string expected_table = format_module_table(whole, table);
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()})
+        for (size_t delay : {size_t{0}, size_t{1}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " pair delay " +
+                       std::to_string(delay) + (raw ? " raw" : ""));
+          const ModuleTree streamed = streamed_tree(recording, chunk, delay, raw);
+          EXPECT_EQ(dump(streamed), expected);
+          EXPECT_EQ(format_module_table(streamed, table), expected_table);
+        }
+      if (raw) continue;
+      // What the comparison must have covered: held calls of both kinds of
+      // thread, linked and unlinked engine calls, module calls.
+      not_read += whole.ops_without_stack;
+      if (const ModuleNode* n = find(whole, "[no Python frames]")) no_python += n->total_ns;
+      if (const ModuleNode* n = find(whole, seed % 2 ? "Net.Linear_0" : "Net.fc")) in_fc += n->ops.size();
+      if (const ModuleNode* n = find(whole, "[backward]")) backward += n->total_ns;
+      if (const ModuleNode* n = find(whole, "Net")) net_calls += n->calls;
+    }
+  }
+  EXPECT_GT(not_read, 1000u);
+  EXPECT_GT(no_python, 0u);
+  EXPECT_GT(in_fc, 30u);
+  EXPECT_GT(backward, 0u);
+  EXPECT_GT(net_calls, 500u);
+}
+
+// A thread's first calls have no stack; a nested call of its second forest
+// has one: the first calls are [stack not read], as the whole read has
+// them, though they were placed before the stack came. A thread with no
+// stack at all is [no Python frames].
+TEST(StreamedModuleTree, HeldCallsGoWhereTheWholeReadPutsThem) {
+  Recording recording = recording_of(
+      ops_of_the_streams(),
+      {op_entry(0, 1000, 0, 1), op_exit(1'000, 1000, 0, 1),                                   // add, no stack
+       op_entry(2'000, 1000, 3, 1), op_entry(2'500, 900, 0, 1), op_exit(3'000, 900, 0, 1),  // mm > add(stack)
+       op_exit(4'000, 1000, 3, 1), op_entry(5'000, 1000, 3, 2), op_exit(7'000, 1000, 3, 2)});
+  recording.process.pid = 4242;
+  recording.options.with_stack = true;
+  recording.sample_frames = {"x.py(1): <module>", "nn.Module: Net_0"};
+  recording.sample_stacks = {{0, 1}};
+  recording.entry_stacks = {{3, 0}};
+  const ModuleTree whole = build_module_tree(recording, true);
+  ASSERT_NE(find(whole, "[stack not read]"), nullptr);
+  EXPECT_EQ(find(whole, "[stack not read]")->total_ns, 3'000u);  // the first add and the mm with its add
+  EXPECT_EQ(whole.ops_without_stack, 2u);
+  EXPECT_EQ(find(whole, "[no Python frames]")->total_ns, 2'000u);
+  for (size_t chunk : {size_t{1}, size_t{2}, size_t{8}}) {
+    SCOPED_TRACE(chunk);
+    EXPECT_EQ(dump(streamed_tree(recording, chunk, 0, true)), dump(whole));
+    EXPECT_EQ(dump(streamed_tree(recording, chunk, 2, true)), dump(whole));
+  }
+}
+
+TEST(StreamedModuleTree, DeclinesRecordingsItCannotStream) {
+  Recording recording = recording_of(ops_of_the_streams(), {});
+  recording.process.pid = 4242;
+  StreamedModuleTree tree(recording, nullptr, std::nullopt, std::nullopt);
+  EXPECT_FALSE(tree.wants(recording));  // no entry stacks
+  recording.options.with_stack = true;
+  EXPECT_TRUE(tree.wants(recording));
+  recording.options.memory = true;
+  EXPECT_FALSE(tree.wants(recording));
+  recording.options.memory = false;
+  recording.process.pid = 0;  // record -a
+  EXPECT_FALSE(tree.wants(recording));
+}
+
+// A file written by RecordWriter (both kinds of pairs after all of its
+// events) and read streamed, as report reads it: the whole read's tree.
+TEST(StreamedModuleTree, AStreamedFileReadIsTheWholeReadsTree) {
+  char path[] = "/tmp/gpuprof-modules-test-XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const Recording written = recording_with_modules(7, 20000, true);
+  {
+    auto writer = RecordWriter::create(path);
+    ASSERT_TRUE(writer) << writer.error();
+    auto step = writer->begin(written.process, ClockInfo{}, written.ops, written.options);
+    ASSERT_TRUE(step) << step.error();
+    ASSERT_TRUE(step = writer->set_probe_costs(*written.probe_costs)) << step.error();
+    ASSERT_TRUE(step = writer->append_events(written.events.data(), written.events.size())) << step.error();
+    for (const std::string& frame : written.sample_frames) ASSERT_TRUE(step = writer->add_sample_frame(frame));
+    for (const auto& stack : written.sample_stacks) ASSERT_TRUE(step = writer->add_sample_stack(stack));
+    ASSERT_TRUE(step = writer->add_module_names(written.module_names)) << step.error();
+    for (const EntryStack& e : written.entry_stacks)
+      ASSERT_TRUE(step = writer->append_entry_stack(e.event_index, e.stack_id)) << step.error();
+    for (const EntryStack& e : written.backward_stacks)
+      ASSERT_TRUE(step = writer->append_backward_stack(e.event_index, e.stack_id)) << step.error();
+    ASSERT_TRUE(step = writer->finish(RecordStats{}, 0)) << step.error();
+  }
+  const auto whole = read_recording(path);
+  ASSERT_TRUE(whole) << whole.error();
+  ASSERT_GT(whole->entry_stacks.size(), 1000u);
+  ASSERT_GT(whole->backward_stacks.size(), 100u);
+  // The first read: all but the events, and where each kind of pair ends.
+  struct Head : RecordStream {
+    bool wants(const Recording&) override { return true; }
+    void on_events(std::span<const gp_event>, uint64_t) override {}
+    void on_entry_stack(uint64_t index, uint32_t) override { last_entry = index; }
+    void on_backward_stack(uint64_t index, uint32_t) override { last_backward = index; }
+    std::optional<uint64_t> last_entry, last_backward;
+  } first;
+  bool whole_needed = true;
+  const auto head = read_recording_streamed(path, CorruptChunks::refuse, first, &whole_needed);
+  ASSERT_TRUE(head) << head.error();
+  EXPECT_EQ(first.last_entry, whole->entry_stacks.back().event_index);
+  EXPECT_EQ(first.last_backward, whole->backward_stacks.back().event_index);
+  StreamedModuleTree streamed(*head, compensation_costs(*head, false), first.last_entry, first.last_backward);
+  const auto read = read_recording_streamed(path, CorruptChunks::refuse, streamed, &whole_needed);
+  ::unlink(path);
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_FALSE(whole_needed);
+  EXPECT_TRUE(read->events.empty());
+  const ModuleTree from_whole = build_module_tree(*whole);
+  ASSERT_NE(find(from_whole, "Net.fc"), nullptr);
+  EXPECT_EQ(dump(std::move(streamed).finish()), dump(from_whole));
+}
+
+}  // namespace
+}  // namespace gpuprof

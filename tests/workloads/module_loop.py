@@ -1,0 +1,58 @@
+"""Launch-mode target for the streamed module table: two models on two threads.
+
+Usage: gpuprof record --with-modules -- python3 module_loop.py SECONDS
+
+No handshake: run as `record -- CMD`. For SECONDS, the main thread trains a
+small MLP (Trained, an nn.Sequential of Linear, ReLU, Linear: forward, a sum outside
+the model, backward, an SGD step), and a second thread runs a Tanh model
+(Inferred: Linear, Tanh) in an inference loop, with no op between
+its calls. Prints `train N` and `infer M` (the forwards of each model) and
+exits 0.
+"""
+import sys
+import threading
+import time
+
+import torch
+
+SECONDS = float(sys.argv[1])
+
+
+class Trained(torch.nn.Sequential):
+    pass
+
+
+class Inferred(torch.nn.Sequential):
+    pass
+
+
+def infer(model, x, counts):
+    end = time.monotonic() + SECONDS
+    with torch.no_grad():
+        while time.monotonic() < end:
+            model(x)
+            counts["infer"] += 1
+
+
+def main():
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    mlp = Trained(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    tanh = Inferred(torch.nn.Linear(8, 8), torch.nn.Tanh())
+    optimizer = torch.optim.SGD(mlp.parameters(), lr=0.01)
+    x = torch.randn(4, 8)
+    counts = {"train": 0, "infer": 0}
+    other = threading.Thread(target=infer, args=(tanh, x, counts))
+    other.start()
+    end = time.monotonic() + SECONDS
+    while time.monotonic() < end:
+        optimizer.zero_grad()
+        mlp(x).sum().backward()
+        optimizer.step()
+        counts["train"] += 1
+    other.join()
+    print(f"train {counts['train']}")
+    print(f"infer {counts['infer']}")
+
+
+main()
