@@ -146,29 +146,36 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
                     });
 }
 
-// Checks and appends an ENTRY_STACKS payload to rec.entry_stacks.
+// Checks an ENTRY_STACKS or BACKWARD_STACKS payload, each on its own
+// cursor, and hands every pair to `take`.
+template <typename Take>
+std::string read_stack_pairs(std::span<const uint8_t> payload, Recording& rec, Seen& seen, const char* what,
+                             const char* plural, uint64_t& cursor, Take take) {
+  const PairChunk c{what, plural, "event_index", "events", seen.salvage.events, "stack_id", "stacks",
+                    rec.sample_stacks.size()};
+  return read_pairs(payload, c, cursor, known_stack(rec, seen), entry_event(rec, seen), take);
+}
+
+// Checks and appends an ENTRY_STACKS payload to rec.entry_stacks (a
+// streaming read counts them per stack and hands them to its stream).
 std::string read_entry_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
-  const PairChunk c{"entry stack",         "entry stacks", "event_index", "events",
-                    seen.salvage.events, "stack_id",     "stacks",      rec.sample_stacks.size()};
-  return read_pairs(payload, c, seen.next_stack_entry_index, known_stack(rec, seen), entry_event(rec, seen),
-                    [&](uint64_t index, uint32_t id) {
-                      if (!seen.stream) return rec.entry_stacks.push_back({index, id});
-                      seen.stream->on_entry_stack(index, id);
-                      if (id >= rec.streamed_entry_stacks.size()) rec.streamed_entry_stacks.resize(id + 1);
-                      ++rec.streamed_entry_stacks[id];
-                    });
+  return read_stack_pairs(payload, rec, seen, "entry stack", "entry stacks", seen.next_stack_entry_index,
+                          [&](uint64_t index, uint32_t id) {
+                            if (!seen.stream) return rec.entry_stacks.push_back({index, id});
+                            seen.stream->on_entry_stack(index, id);
+                            if (id >= rec.streamed_entry_stacks.size()) rec.streamed_entry_stacks.resize(id + 1);
+                            ++rec.streamed_entry_stacks[id];
+                          });
 }
 
 // Checks and appends a BACKWARD_STACKS payload to rec.backward_stacks (a
 // streaming read hands them to its stream).
 std::string read_backward_stacks(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
-  const PairChunk c{"backward stack",      "backward stacks", "event_index", "events",
-                    seen.salvage.events, "stack_id",        "stacks",      rec.sample_stacks.size()};
-  return read_pairs(payload, c, seen.next_backward_entry_index, known_stack(rec, seen), entry_event(rec, seen),
-                    [&](uint64_t index, uint32_t id) {
-                      if (!seen.stream) return rec.backward_stacks.push_back({index, id});
-                      seen.stream->on_backward_stack(index, id);
-                    });
+  return read_stack_pairs(payload, rec, seen, "backward stack", "backward stacks", seen.next_backward_entry_index,
+                          [&](uint64_t index, uint32_t id) {
+                            if (!seen.stream) return rec.backward_stacks.push_back({index, id});
+                            seen.stream->on_backward_stack(index, id);
+                          });
 }
 
 // Checks and appends a SAMPLE_KERNEL_STACKS payload to rec.sample_kernel_stacks.
