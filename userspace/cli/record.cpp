@@ -16,6 +16,7 @@
 #include "cli/cycle_output.h"
 #include "cli/option_checks.h"
 #include "cli/profile_push.h"
+#include "cli/report_reads.h"
 #include "cli/trace_export.h"
 #include "base/file_mode.h"
 #include "record/record_file.h"

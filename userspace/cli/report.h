@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "cli/trace_export.h"
-#include "record/record_stream.h"
 #include "record/recording.h"
 #include "output/op_table.h"
 
@@ -70,13 +69,6 @@ void add_report_command(CLI::App& app, ReportOptions& options);
 // The table and the notes under it, as `report` prints them.
 std::string format_table_report(const Recording& recording, const Profile& profile, const ReportOptions& options,
                                 SortKey sort_key, const std::string& input_path);
-
-// Reads a recording for an output: corrupt chunks skipped, one warning line
-// on stderr for each, or (strict) refused. nullopt after printing the error.
-// With a stream (record/record_stream.h) the events may be handed to it
-// instead; *whole_needed then says when it must be read whole after all.
-std::optional<Recording> read_recording_for_output(const std::string& path, bool strict,
-                                                   RecordStream* stream = nullptr, bool* whole_needed = nullptr);
 
 // Reads, aggregates and prints. Returns the process exit code.
 int run_report(const ReportOptions& options);

@@ -13,6 +13,7 @@
 #include "output/op_table.h"
 #include "output/spread_table.h"
 #include "cli/option_checks.h"
+#include "cli/report_reads.h"
 #include "cli/trace_export.h"
 
 namespace gpuprof::cli {

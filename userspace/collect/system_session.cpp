@@ -1,3 +1,12 @@
+// system_session.cpp: the session of `record -a` and `top -a`
+// (collect/system_session.h): it watches every process's library loads,
+// puts the op probes on each libtorch_cpu file found, describes processes
+// and their threads as they turn up, and hands every event to the
+// collectors it shares with `record -p` (interner, sample_collector,
+// launch_collector, target_python, calibration_rounds) and the record
+// writer. What stays here is the process bookkeeping and the run loop, a
+// little over 800 lines until the two sessions become one
+// (docs/architecture.md, "Not yet as issue 27 wants it").
 #include "collect/system_session.h"
 
 #include <dirent.h>

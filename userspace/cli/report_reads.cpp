@@ -1,0 +1,244 @@
+// report_reads.cpp: report's reads, whole or streamed (report_reads.h).
+#include "cli/report_reads.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+#include "analyze/aggregator.h"
+#include "analyze/process_filter.h"
+#include "analyze/streamed_aggregate.h"
+#include "analyze/streamed_metric_sums.h"
+#include "analyze/streamed_module_tree.h"
+#include "analyze/streamed_process_stack_sums.h"
+#include "analyze/streamed_process_tables.h"
+#include "analyze/streamed_stack_sums.h"
+#include "output/pprof.h"
+#include "output/streamed_chrome_trace.h"
+#include "record/record_file.h"
+
+namespace gpuprof::cli {
+
+std::optional<Recording> read_recording_for_output(const std::string& path, bool strict, RecordStream* stream,
+                                                   bool* whole_needed) {
+  const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
+  Result<Recording> recording = stream ? read_recording_streamed(path, corrupt, *stream, whole_needed)
+                                       : read_recording(path, corrupt);
+  if (!recording) {
+    if (whole_needed && *whole_needed) return std::nullopt;
+    std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
+    return std::nullopt;
+  }
+  for (const LostChunk& lost : recording->lost_chunks) std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
+  return std::move(*recording);
+}
+
+bool streaming_allowed() {
+  const char* whole = std::getenv("GPUPROF_REPORT_READ_WHOLE");
+  return whole == nullptr || *whole == '\0';
+}
+
+
+namespace {
+
+// The first of a streamed report's two reads: every chunk but the events,
+// for what must be known before them (the probe costs, written last; where
+// the ENTRY_STACKS pairs end); a recording it cannot stream it reads whole.
+class StreamingCheck : public RecordStream {
+ public:
+  explicit StreamingCheck(bool system_wide) : system_wide_(system_wide) {}
+  bool wants(const Recording& head) override {
+    // -a recordings (pid 0) only for an output that streams them; memory
+    // columns need every call.
+    accepted = (head.process.pid != 0 || system_wide_) && !head.options.memory;
+    return accepted;
+  }
+  void on_events(std::span<const gp_event>, uint64_t) override {}
+  void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
+  void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
+  bool accepted = false;
+  std::optional<uint64_t> last_entry_stack;     // the event index of the last ENTRY_STACKS pair
+  std::optional<uint64_t> last_backward_stack;  // and of the last BACKWARD_STACKS pair
+
+ private:
+  bool system_wide_;
+};
+
+// The first read of a streamed output. A Recording: one read whole (it
+// cannot be streamed); an int: the exit status of a read that failed.
+struct StreamHead {
+  Recording recording;                       // all but the events
+  std::optional<uint64_t> last_entry_stack;     // StreamingCheck's
+  std::optional<uint64_t> last_backward_stack;  // StreamingCheck's
+};
+// system_wide: whether the output streams a record -a recording.
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide) {
+  StreamingCheck check(system_wide);
+  bool whole_needed = false;
+  std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
+  if (!head && !whole_needed) return 1;
+  if (!head) {  // GPU activities: their ops need every call
+    head = read_recording_for_output(path, strict);
+    if (!head) return 1;
+    return std::move(*head);
+  }
+  if (!check.accepted) return std::move(*head);  // read whole
+  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack};
+}
+
+// The second read, its events handed to `stream`: the Recording it
+// returned (streamed is false when a recording still being written got
+// GPU activities since, and it was read whole), or an exit status.
+struct SecondRead {
+  Recording recording;
+  bool streamed = true;
+};
+std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict, RecordStream& stream) {
+  bool whole_needed = false;
+  const CorruptChunks corrupt = strict ? CorruptChunks::refuse : CorruptChunks::skip;
+  Result<Recording> recording = read_recording_streamed(path, corrupt, stream, &whole_needed);
+  if (!recording && whole_needed) {
+    recording = read_recording(path, corrupt);
+    if (recording) return SecondRead{std::move(*recording), false};
+  }
+  if (!recording) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
+    return 1;
+  }
+  return SecondRead{std::move(*recording), true};
+}
+
+// The stream a read_twice make() returned, as it is or behind a pointer.
+template <typename Stream>
+RecordStream& stream_of(Stream& stream) {
+  return stream;
+}
+template <typename Stream>
+RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
+  return *stream;
+}
+
+// Both reads of a streamed output: make(head) builds the stream from the
+// first read's head (it must return it as a prvalue: a stream holds
+// pointers into itself), finish(stream, recording) the output once the
+// second read is done. A Recording: one read whole, as it could not be
+// streamed; an int: the exit status of a read that failed.
+// `accept`, when given, may still refuse the head (what the first read
+// found: launches, say): the recording is then read whole. system_wide:
+// whether the output streams a record -a recording (else read whole).
+// make may return its stream behind a std::unique_ptr.
+template <typename Output, typename Make, typename Finish>
+std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
+                                                bool (*accept)(const Recording&) = nullptr, bool system_wide = false) {
+  auto first = read_stream_head(path, strict, system_wide);
+  if (const int* status = std::get_if<int>(&first)) return *status;
+  if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+  if (accept && !accept(std::get<StreamHead>(first).recording)) {
+    // The first read said what it lost.
+    Result<Recording> whole = read_recording(path, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+    if (whole) return std::move(*whole);
+    std::fprintf(stderr, "gpuprof: error: %s\n", whole.error().c_str());
+    return 1;
+  }
+  auto stream = make(std::get<StreamHead>(first));
+  auto second = read_streamed(path, strict, stream_of(stream));
+  if (const int* status = std::get_if<int>(&second)) return *status;
+  SecondRead& read = std::get<SecondRead>(second);
+  if (!read.streamed) return std::move(read.recording);
+  return finish(stream, std::move(read.recording));
+}
+
+// Whether a head's stacks stream: a system-wide recording's, without
+// entry stacks (streamed_process_stack_sums.h), and (as the whole read
+// tells them apart) only one whose header says record -a.
+bool folded_streamable(const Recording& head) {
+  return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
+}
+
+}  // namespace
+
+std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
+                                                          bool filtered) {
+  return read_twice<StreamedTable>(
+      path, strict,
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        // As the table tells one from the other (run_report).
+        const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
+        if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
+        return std::make_unique<StreamedAggregate>(costs, raw_times);
+      },
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        StreamedTable table;
+        if (auto* each = dynamic_cast<StreamedProcessTables*>(stream.get()))
+          table.tables = std::move(*each).finish(recording);
+        else
+          table.profile = std::move(dynamic_cast<StreamedAggregate&>(*stream)).finish(recording);
+        table.recording = std::move(recording);
+        return table;
+      },
+      filtered ? +[](const Recording& head) { return !head.options.with_stack; } : nullptr, /*system_wide=*/true);
+}
+
+std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
+                                                            bool raw_times) {
+  const StackMetric of_metric = metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime;
+  return read_twice<StreamedFolded>(
+      path, strict,
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
+        if (is_system_wide(head.recording))
+          return std::make_unique<StreamedProcessStackSums>(head.recording, costs, of_metric);
+        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric);
+      },
+      [metric](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        FoldedStacks folded =
+            dynamic_cast<StreamedProcessStackSums*>(stream.get())
+                ? folded_by_process_from_sums(std::move(dynamic_cast<StreamedProcessStackSums&>(*stream)).finish(recording),
+                                              metric)
+                : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
+        return StreamedFolded{std::move(recording), std::move(folded)};
+      },
+      &folded_streamable, /*system_wide=*/true);
+}
+
+std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
+  return read_twice<StreamedPprof>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedMetricSums(head.recording, compensation_costs(head.recording, raw_times),
+                                  head.last_entry_stack, pprof_metrics(head.recording));
+      },
+      [](StreamedMetricSums& sums, Recording recording) {
+        std::map<StackMetric, StackSums> by_metric = std::move(sums).finish();
+        return StreamedPprof{std::move(recording), std::move(by_metric)};
+      });
+}
+
+std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
+  return read_twice<StreamedTrace>(
+      path, strict,
+      [](const StreamHead& head) { return StreamedChromeTrace(head.recording, head.last_entry_stack); },
+      [](StreamedChromeTrace& trace, Recording recording) {
+        StreamedTraceCalls calls = trace.finish();
+        return StreamedTrace{std::move(recording), std::move(calls)};
+      },
+      &StreamedChromeTrace::streamable);
+}
+
+std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
+                                                               bool raw_times) {
+  return read_twice<StreamedModules>(
+      path, strict,
+      [&](const StreamHead& head) {
+        return StreamedModuleTree(head.recording, compensation_costs(head.recording, raw_times),
+                                  head.last_entry_stack, head.last_backward_stack);
+      },
+      [](StreamedModuleTree& tree, Recording recording) {
+        ModuleTree built = std::move(tree).finish();
+        return StreamedModules{std::move(recording), std::move(built)};
+      },
+      +[](const Recording& head) { return head.options.with_stack; });
+}
+
+}  // namespace gpuprof::cli
