@@ -30,7 +30,9 @@ Then, for each number of seconds, `gpuprof record --with-modules` of
 tests/workloads/module_loop.py (a model trained on one thread, another in
 an inference loop on a second) and on that file:
   - `gpuprof report FILE --modules`: the layer table, streamed (each
-    thread's settled calls into the module tree), and the same read whole.
+    thread's settled calls into the module tree), and the same read whole;
+  - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace with its
+    module slices, streamed, and the same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -169,12 +171,17 @@ def main():
         print_growth(results, system_modes)
         # record --with-modules: the layer table.
         module_modes = {"--modules (streamed)": (["--modules"], None),
-                        "--modules (whole)": (["--modules"], whole)}
+                        "--modules (whole)": (["--modules"], whole),
+                        "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+                        "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
         results = []
         for seconds in lengths:
             path = record_modules(seconds, workdir, f"modules-{seconds}s")
             events, size = measure(path)
-            runs = {mode: run_report([str(path), *extra], env) for mode, (extra, env) in module_modes.items()}
+            out = workdir / "report_memory.trace.json"
+            runs = {mode: run_report([str(path), *[a.format(out=out) for a in extra]], env)
+                    for mode, (extra, env) in module_modes.items()}
+            out.unlink(missing_ok=True)
             results.append((events, size, runs))
             print(f"{seconds} s record --with-modules of tests/workloads/module_loop.py: {events:,} op events, "
                   f"{size:,} bytes")

@@ -110,15 +110,27 @@ def check_forward_table(table, ref):
 
 
 def check_streamed_is_whole(out):
-    """report --modules streams the recording (docs/report.md, "Memory"):
-    it prints the whole read's bytes, on stdout and stderr, compensated and
-    raw, with each module's ops and cut to depths."""
+    """report --modules and --chrome-trace (its module slices first) stream
+    the recording (docs/report.md, "Memory"): they print the whole read's
+    bytes, on stdout and stderr, and the trace is the whole read's file;
+    the table compensated and raw, with each module's ops and cut to
+    depths."""
     for args in (["--show-events"], ["--show-events", "--raw-times"], ["--depth", "1"]):
         streamed = run_gpuprof("report", out, "--modules", *args)
         whole = run_gpuprof("report", out, "--modules", *args, env=READ_WHOLE)
         assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
         assert streamed.stdout == whole.stdout, (args, streamed.stdout, whole.stdout)
         assert streamed.stderr == whole.stderr, (args, streamed.stderr, whole.stderr)
+    trace = out.with_suffix(".streamed.json")
+    streamed = run_gpuprof("report", out, "--chrome-trace", trace)
+    assert streamed.returncode == 0, streamed.stderr
+    streamed_bytes = trace.read_bytes()
+    whole = run_gpuprof("report", out, "--chrome-trace", trace, env=READ_WHOLE)
+    assert whole.returncode == 0, whole.stderr
+    assert b'"name":"nn.Module: ' in streamed_bytes
+    assert streamed_bytes == trace.read_bytes()
+    assert streamed.stderr == whole.stderr
+    trace.unlink()
 
 
 def record_module_forward(procs, workdir, torch_env, model, *record_args, mode="eval", forwards=FORWARDS):
@@ -345,13 +357,15 @@ def format_memory(nbytes):
 
 
 def test_streamed_module_table_is_exact_and_its_memory_flat(torch_env, tmp_path):
-    """report --modules streams the events (docs/report.md, "Memory"): on a
+    """report --modules and --chrome-trace (module slices included) stream
+    the events (docs/report.md, "Memory"): on a
     short and a 4x longer recording of two models on two threads
     (tests/workloads/module_loop.py: one trained, one in an inference loop),
     every module call and every op of a forward or of its backward is where
     the workload put it, counted exactly; the streamed table is the whole
-    read's, byte for byte; and report's peak memory does not grow with the
-    events, while the whole read's grows by tens of MiB."""
+    read's, byte for byte (and so is the trace); and report's peak memory
+    does not grow with the events, while the whole read's grows by tens of
+    MiB."""
     rss = {}
     for seconds in (1, 4):
         out = tmp_path / f"loop-{seconds}s.gpuprof"
@@ -377,8 +391,13 @@ def test_streamed_module_table_is_exact_and_its_memory_flat(torch_env, tmp_path)
         # Four parameters, each one AccumulateGrad per step.
         assert ops["[backward]"][ENGINE + "torch::autograd::AccumulateGrad"] == 4 * train, report.stdout
         check_streamed_is_whole(out)
-        rss[seconds] = (train, peak_rss_kib(out, "--modules"), peak_rss_kib(out, "--modules", env=READ_WHOLE))
-    summary = f"(train steps, peak RSS KiB streamed, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+        trace = tmp_path / "trace.json"
+        rss[seconds] = (train, peak_rss_kib(out, "--modules"), peak_rss_kib(out, "--modules", env=READ_WHOLE),
+                        peak_rss_kib(out, "--chrome-trace", trace),
+                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE))
+        trace.unlink()
+    summary = (f"(train steps, peak RSS KiB of --modules streamed, read whole, --chrome-trace streamed, read "
+               f"whole): 1 s {rss[1]}, 4 s {rss[4]}")
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
     # Streamed, what waits is a thread's calls until their Python stacks'
@@ -386,6 +405,8 @@ def test_streamed_module_table_is_exact_and_its_memory_flat(torch_env, tmp_path)
     # to run): allow 8 MiB. Whole, each event costs tens of bytes.
     assert rss[4][1] - rss[1][1] < 8192, summary
     assert rss[4][2] - rss[1][2] > 100 * 1024, summary
+    assert rss[4][3] - rss[1][3] < 8192, summary
+    assert rss[4][4] - rss[1][4] > 100 * 1024, summary
 
 
 def test_module_memory_is_what_the_memory_counter_moved_in_its_calls(procs, workdir, torch_env):

@@ -124,6 +124,37 @@ inline void add_random_entry_stacks(Recording& recording, std::mt19937& rng, uin
   }
 }
 
+// Python stacks under the module frames of a model Net(conv, act, fc)
+// (record --with-modules; with_names: and the attribute names), appended
+// to the recording's frames and stacks: thread 10's entries have one from
+// its first on, about two in three; thread 11's never; thread 12's only
+// from the middle of the stream on. Entries of `engine_op` (an autograd
+// engine call: kind set here) are linked to a forward op's stack, two in
+// three (BACKWARD_STACKS).
+inline void add_random_module_stacks(Recording& recording, uint32_t seed, bool with_names, uint32_t engine_op) {
+  recording.ops[engine_op].kind = OpKind::autograd_engine;
+  recording.options.with_stack = true;
+  const auto f = static_cast<uint32_t>(recording.sample_frames.size());
+  const auto first_stack = static_cast<uint32_t>(recording.sample_stacks.size());
+  for (const char* frame : {"x.py(1): <module>", "nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0",
+                            "nn.Module: Linear_0"})
+    recording.sample_frames.push_back(frame);
+  for (const std::vector<uint32_t>& stack : std::vector<std::vector<uint32_t>>{
+           {f, f + 1, f + 2}, {f, f + 1, f + 3}, {f, f + 1}, {f, f + 1, f + 4}, {f}})
+    recording.sample_stacks.push_back(stack);
+  if (with_names)
+    recording.module_names = {{f + 1, f + 2, "conv", 0}, {f + 1, f + 3, "act", 1}, {f + 1, f + 4, "fc", 2}};
+  std::mt19937 rng(seed);
+  for (uint64_t i = 0; i < recording.events.size(); i++) {
+    const gp_event& e = recording.events[i];
+    if (e.kind != GP_EV_OP_ENTRY && e.kind != GP_EV_RANGE_BEGIN) continue;
+    const bool stacked = e.tid == 10 || (e.tid == 12 && i > recording.events.size() / 2);
+    if (stacked && rng() % 3) recording.entry_stacks.push_back({i, first_stack + static_cast<uint32_t>(rng() % 5)});
+    if (e.kind == GP_EV_OP_ENTRY && e.op_id == engine_op && rng() % 3)
+      recording.backward_stacks.push_back({i, first_stack + static_cast<uint32_t>(rng() % 5)});
+  }
+}
+
 struct RandomSamples {
   size_t count = 0;
   std::vector<uint32_t> leaf_frames;  // a sample's native leaf: one of these frame ids
@@ -158,6 +189,7 @@ inline Recording head_of(const Recording& recording) {
   Recording head = recording;
   head.events.clear();
   head.entry_stacks.clear();
+  head.backward_stacks.clear();
   return head;
 }
 

@@ -95,6 +95,32 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   EXPECT_GT(python, 1000u);  // calls with their entry's stack
 }
 
+// Module frames in the entries' stacks (record --with-modules): the module
+// calls, written before every op call, are the whole read's too, thread
+// after thread, on threads with stacks from the start, from the middle on,
+// or none; whole and cut by --time-range.
+TEST(StreamedChromeTrace, WritesTheWholeReadsModuleCalls) {
+  size_t module_calls = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    Recording recording = recording_with_samples(seed, 3000);
+    add_random_module_stacks(recording, seed, seed % 2 == 0, /*engine_op=*/4);
+    ChromeTraceOptions cut;
+    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
+    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
+      const std::string expected = whole_trace(recording, options);
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
+                     (options.range.from_s ? " cut" : ""));
+        EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
+      }
+      size_t at = 0;
+      while ((at = expected.find("\"nn.Module: Net", at)) != std::string::npos) module_calls++, at++;
+    }
+  }
+  EXPECT_GT(module_calls, 500u);  // or the comparison proves little
+}
+
 // Long enough that each thread's spill is written to its temporary file in
 // several pieces and read back across the pieces' boundaries.
 TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
@@ -105,6 +131,12 @@ TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
   const std::string expected = whole_trace(recording, {});
   ASSERT_GT(expected.size(), 10u << 20);  // ~100k calls: over 64 KiB of spill per thread
   EXPECT_EQ(streamed_trace(recording, {}, 4096), expected);
+  // And with module calls among the op calls of each spill.
+  Recording modules = recording_with_samples(7, 200'000);
+  add_random_module_stacks(modules, 7, true, /*engine_op=*/4);
+  const std::string with_modules = whole_trace(modules, {});
+  ASSERT_NE(with_modules.find("\"nn.Module: Net.fc\""), std::string::npos);
+  EXPECT_EQ(streamed_trace(modules, {}, 4096), with_modules);
 }
 
 // A spill that cannot be written (here: a file size limit, as a full disk
@@ -142,9 +174,10 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   system_wide.process.pid = 0;
   with_stack.sample_frames = {"train.py(3): main"};
   EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack));
-  Recording modules = with_stack;  // module calls come first and need every call
+  Recording modules = with_stack;  // module calls are counted as the calls stream by
   modules.sample_frames.push_back("nn.Module: Linear_0");
-  for (const Recording* r : {&modules, &shapes, &memory, &launches, &cuda, &system_wide})
+  EXPECT_TRUE(StreamedChromeTrace::streamable(modules));
+  for (const Recording* r : {&shapes, &memory, &launches, &cuda, &system_wide})
     EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
 }
 

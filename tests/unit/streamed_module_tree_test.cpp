@@ -31,28 +31,12 @@ using namespace ::gpuprof::test;
 
 constexpr uint32_t kEngineOp = 4;  // the streams' aten::div_ (Scalar), made an autograd engine call here
 
-// A random recording of a model Net(conv, act, fc): thread 10's entries
-// have stacks from its first on, about two in three; thread 11's never;
-// thread 12's only from the middle of the stream on. Entries of op 4 are
-// the autograd engine's, two in three linked to a forward op's stack.
+// A random recording of a model (add_random_module_stacks) whose entries
+// of op 4 are the autograd engine's.
 Recording recording_with_modules(uint32_t seed, size_t length, bool with_names) {
   Recording recording = random_recording(seed, length);
-  recording.ops[kEngineOp].kind = OpKind::autograd_engine;
   recording.probe_costs = costs_of_the_streams();
-  recording.options.with_stack = true;
-  recording.sample_frames = {"x.py(1): <module>", "nn.Module: Net_0", "nn.Module: Conv2d_0", "nn.Module: ReLU_0",
-                             "nn.Module: Linear_0"};
-  recording.sample_stacks = {{0, 1, 2}, {0, 1, 3}, {0, 1}, {0, 1, 4}, {0}};
-  if (with_names) recording.module_names = {{1, 2, "conv", 0}, {1, 3, "act", 1}, {1, 4, "fc", 2}};
-  std::mt19937 rng(seed);
-  for (uint64_t i = 0; i < recording.events.size(); i++) {
-    const gp_event& e = recording.events[i];
-    if (e.kind != GP_EV_OP_ENTRY && e.kind != GP_EV_RANGE_BEGIN) continue;
-    const bool stacked = e.tid == 10 || (e.tid == 12 && i > recording.events.size() / 2);
-    if (stacked && rng() % 3) recording.entry_stacks.push_back({i, static_cast<uint32_t>(rng() % 5)});
-    if (e.kind == GP_EV_OP_ENTRY && e.op_id == kEngineOp && rng() % 3)
-      recording.backward_stacks.push_back({i, static_cast<uint32_t>(rng() % 5)});
-  }
+  add_random_module_stacks(recording, seed, with_names, kEngineOp);
   return recording;
 }
 

@@ -307,6 +307,12 @@ void ModuleTreeBuilder::add_held_calls(const HeldCalls& held, bool python_thread
   }
 }
 
+std::optional<uint64_t> ModuleTreeBuilder::open_since(uint32_t tid) const {
+  auto thread = state_->threads.find(tid);
+  if (thread == state_->threads.end() || thread->second.spans.empty()) return std::nullopt;
+  return thread->second.spans.front().start_ns;
+}
+
 void ModuleTreeBuilder::end_threads() {
   for (auto& [tid, thread] : state_->threads) state_->end_calls(thread, 0);
   state_->threads.clear();

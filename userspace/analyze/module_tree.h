@@ -165,6 +165,11 @@ class ModuleTreeBuilder {
   void add_held_calls(const HeldCalls& held, bool python_thread);
   // Ends the module calls open on every thread (its calls are all in).
   void end_threads();
+  // The start of the outermost module call still open on a thread
+  // (nullopt: none is): every call listed later (ModuleTree::calls) starts
+  // no earlier, so those listed before it are in their final order once
+  // sorted (a streamed Chrome trace writes them: streamed_chrome_trace.h).
+  std::optional<uint64_t> open_since(uint32_t tid) const;
   // The tree so far; finish_module_tree() sums and orders it.
   ModuleTree& tree();
   const ModuleTree& tree() const;

@@ -178,7 +178,7 @@ class TraceWriter {
     }
     write_modules();  // before the ops: a module call as long as its one op encloses it
     if (streamed_) {
-      (*streamed_)([this](const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack) {
+      streamed_->calls([this](const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack) {
         if (overlaps(call.start_ns, call.end_ns)) write_call(call, step, stack, {});
       });
     } else {
@@ -307,25 +307,35 @@ class TraceWriter {
 
   // Module calls (module_tree.h) of a recording with Python stacks, as
   // torch's with_modules traces show them: slices enclosing their ops.
+  // A streamed trace's come replayed (streamed_chrome_trace.h).
   void write_modules() {
     if (!r_.options.with_stack || options_.ops) return;
+    if (streamed_) {
+      if (!streamed_->module_calls) return;
+      std::vector<std::string> names(streamed_->modules.nodes.size());
+      streamed_->module_calls([&](const ModuleCall& call) { write_module_call(streamed_->modules, names, call); });
+      return;
+    }
     const ModuleTree modules = build_module_tree(r_, /*raw_times=*/true);
     std::vector<std::string> names(modules.nodes.size());
-    for (const ModuleCall& call : modules.calls) {
-      if (!overlaps(call.start_ns, call.end_ns)) continue;
-      std::string& name = names[call.node];
-      if (name.empty()) name = "nn.Module: " + modules.path(call.node);
-      note_thread(call.tid);
-      begin_event();
-      common("X", "python_function", name, pid_of(call.tid), call.tid, call.start_ns);
-      out_ += ",\"dur\":";
-      append_us(out_, static_cast<int64_t>(call.end_ns - call.start_ns));
-      out_ += ",\"args\":{\"module\":\"";
-      append_json_string(out_, modules.nodes[call.node].label);
-      out_ += "\"}}";
-      stats_.module_calls++;
-      maybe_flush();
-    }
+    for (const ModuleCall& call : modules.calls) write_module_call(modules, names, call);
+  }
+
+  // names: each node's slice name, made on first use.
+  void write_module_call(const ModuleTree& modules, std::vector<std::string>& names, const ModuleCall& call) {
+    if (!overlaps(call.start_ns, call.end_ns)) return;
+    std::string& name = names[call.node];
+    if (name.empty()) name = "nn.Module: " + modules.path(call.node);
+    note_thread(call.tid);
+    begin_event();
+    common("X", "python_function", name, pid_of(call.tid), call.tid, call.start_ns);
+    out_ += ",\"dur\":";
+    append_us(out_, static_cast<int64_t>(call.end_ns - call.start_ns));
+    out_ += ",\"args\":{\"module\":\"";
+    append_json_string(out_, modules.nodes[call.node].label);
+    out_ += "\"}}";
+    stats_.module_calls++;
+    maybe_flush();
   }
 
   void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {

@@ -50,6 +50,7 @@
 
 #include "analyze/op_timeline.h"
 #include "base/result.h"
+#include "analyze/module_tree.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -97,12 +98,21 @@ ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTrac
 // (record --with-stack; nullopt: none).
 using TraceCallVisitor =
     std::function<void(const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack)>;
-using StreamedTraceCalls = std::function<void(const TraceCallVisitor&)>;
+using ModuleCallVisitor = std::function<void(const ModuleCall& call)>;
+struct StreamedTraceCalls {
+  std::function<void(const TraceCallVisitor&)> calls;
+  // The module calls (module_tree.h), replayed in the order the trace
+  // writes them: each thread's by start, parents first, the threads in the
+  // order of their first call; `modules` names their nodes. Null: the
+  // recording has no module frames.
+  std::function<void(const ModuleCallVisitor&)> module_calls;
+  ModuleTree modules;
+};
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no module calls, shapes, launches, GPU
-// activities, memory or --ops: streamed_chrome_trace.h).
+// streamed trace serves (no shapes, launches, GPU activities, memory or
+// --ops: streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,
                                     const std::function<void(std::string_view)>& write);

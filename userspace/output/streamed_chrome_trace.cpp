@@ -2,6 +2,8 @@
 // spilled to a temporary file of its own and replayed at the end.
 #include "output/streamed_chrome_trace.h"
 
+#include <algorithm>
+
 #include "analyze/call_tree.h"
 #include "analyze/module_names.h"
 #include "base/varint.h"
@@ -10,7 +12,16 @@ namespace gpuprof {
 
 // A trace shows raw times (chrome_trace.h): no compensation.
 StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack)
-    : settled_(nullptr), pairs_(head.options.with_stack, last_entry_stack), spills_(std::make_shared<Spills>()) {}
+    : settled_(nullptr), pairs_(head.options.with_stack, last_entry_stack), spills_(std::make_shared<Spills>()) {
+  // Module calls (module_tree.h) come from module frames in the entries'
+  // Python stacks: without one, there are none to write.
+  const ModuleNames names(head);
+  for (uint32_t frame = 0; frame < head.sample_frames.size() && head.options.with_stack; frame++)
+    if (names.is_module_frame(frame)) {
+      modules_ = std::make_unique<ModuleTreeBuilder>(head, /*keep_calls=*/true);
+      break;
+    }
+}
 
 StreamedChromeTrace::Spills::~Spills() {
   for (auto& [tid, calls] : threads)
@@ -18,15 +29,8 @@ StreamedChromeTrace::Spills::~Spills() {
 }
 
 bool StreamedChromeTrace::streamable(const Recording& head) {
-  if (head.process.pid == 0 || head.options.memory || head.options.shapes || head.cuda_runtime ||
-      launches_read(head) != 0 || !head.gpu_activities.empty())
-    return false;
-  // Module calls (module_tree.h) come from module frames in the entries'
-  // Python stacks: none, none to write first.
-  const ModuleNames modules(head);
-  for (uint32_t frame = 0; frame < head.sample_frames.size(); frame++)
-    if (modules.is_module_frame(frame)) return false;
-  return true;
+  return head.process.pid != 0 && !head.options.memory && !head.options.shapes && !head.cuda_runtime &&
+         launches_read(head) == 0 && head.gpu_activities.empty();
 }
 
 void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t first) {
@@ -45,7 +49,9 @@ namespace {
 // frame's step number; its entry's stack. Packed against its thread's
 // previous call: a flags byte, then varints, the start and entry index as
 // zigzag differences; about 10 bytes where the OpCall is 72.
-constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4;
+// A module call (kModuleCall) is packed against its thread's previous
+// module call: its node, start (a zigzag difference) and duration.
+constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8;
 constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 5;  // flags, five 64-bit varints at most, a 32-bit one
 constexpr size_t kSpillWriteBytes = 64 << 10;
 
@@ -62,23 +68,34 @@ void pack_call(std::string& out, const OpCall& call, std::optional<uint64_t> ste
   last_entry = call.entry_index;
 }
 
+void pack_module_call(std::string& out, const ModuleCall& call, uint64_t& last_start) {
+  out.push_back(static_cast<char>(kModuleCall));
+  append_varint(out, call.node);
+  append_varint(out, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
+  append_varint(out, call.end_ns - call.start_ns);
+  last_start = call.start_ns;
+}
+
 // Reads one thread's packed calls back, from its file (in pieces) and then
-// from what was never written, and hands each to the visitor.
+// from what was never written, and hands each op call to `calls` or each
+// module call to `modules` (whichever is given: the trace writes every
+// module call first, so it reads each spill twice).
 class SpillReader {
  public:
-  SpillReader(uint32_t tid, std::FILE* file, const std::string& pending)
-      : tid_(tid), file_(file), pending_(pending) {}
+  SpillReader(uint32_t tid, std::FILE* file, const std::string& pending, const TraceCallVisitor* calls,
+              const ModuleCallVisitor* modules)
+      : tid_(tid), file_(file), pending_(pending), calls_(calls), modules_(modules) {}
 
-  void visit_all(const TraceCallVisitor& visit) {
+  void visit_all() {
     if (file_) {
       std::rewind(file_);
-      while (refill()) visit_buffered(visit, /*at_end=*/false);
-      visit_buffered(visit, /*at_end=*/true);
+      while (refill()) visit_buffered(/*at_end=*/false);
+      visit_buffered(/*at_end=*/true);
     }
     buffer_.erase(0, pos_);
     buffer_ += pending_;
     pos_ = 0;
-    visit_buffered(visit, /*at_end=*/true);
+    visit_buffered(/*at_end=*/true);
   }
 
  private:
@@ -94,10 +111,10 @@ class SpillReader {
   }
   // The calls whole in the buffer (all of them at the end: no more bytes
   // will come; a cut call, which gpuprof never writes, is left out).
-  void visit_buffered(const TraceCallVisitor& visit, bool at_end) {
+  void visit_buffered(bool at_end) {
     while (pos_ < buffer_.size() && (at_end || buffer_.size() - pos_ >= kMaxPackedCall)) {
       const size_t at = pos_;
-      if (!visit_one(visit)) {
+      if (!visit_one()) {
         pos_ = at;
         return;
       }
@@ -112,8 +129,19 @@ class SpillReader {
     }
     return false;
   }
-  bool visit_one(const TraceCallVisitor& visit) {
+  bool visit_one() {
     const auto flags = static_cast<uint8_t>(buffer_[pos_++]);
+    if (flags & kModuleCall) {
+      uint64_t node = 0, start = 0, duration = 0;
+      if (!varint(node) || !varint(start) || !varint(duration)) return false;
+      ModuleCall call;
+      call.node = node;
+      call.tid = tid_;
+      call.start_ns = last_module_start_ += static_cast<uint64_t>(unzigzag(start));
+      call.end_ns = call.start_ns + duration;
+      if (modules_) (*modules_)(call);
+      return true;
+    }
     uint64_t op = 0, start = 0, duration = 0, entry = 0, step = 0, stack = 0;
     if (!varint(op) || !varint(start) || !varint(duration) || !varint(entry)) return false;
     if ((flags & kIsStep) && !varint(step)) return false;
@@ -125,7 +153,8 @@ class SpillReader {
     call.end_ns = call.start_ns + duration;
     call.entry_index = last_entry_ += static_cast<uint64_t>(unzigzag(entry));
     call.unwound = flags & kUnwound;
-    visit(call, flags & kIsStep ? std::optional<uint64_t>(step) : std::nullopt,
+    if (!calls_) return true;
+    (*calls_)(call, flags & kIsStep ? std::optional<uint64_t>(step) : std::nullopt,
           flags & kHasStack ? std::optional<uint32_t>(static_cast<uint32_t>(stack)) : std::nullopt);
     return true;
   }
@@ -133,9 +162,11 @@ class SpillReader {
   const uint32_t tid_;
   std::FILE* const file_;
   const std::string& pending_;
+  const TraceCallVisitor* const calls_;
+  const ModuleCallVisitor* const modules_;
   std::string buffer_;
   size_t pos_ = 0;
-  uint64_t last_start_ = 0, last_entry_ = 0;
+  uint64_t last_start_ = 0, last_entry_ = 0, last_module_start_ = 0;
 };
 
 }  // namespace
@@ -144,8 +175,10 @@ class SpillReader {
 // the whole trace writes), packed onto the end of its thread's spill.
 void StreamedChromeTrace::spill(const Timeline& forest) {
   const CallTree tree = build_call_tree(forest);
-  ThreadCalls& calls = spills_->threads[forest.calls.front().tid];
+  const uint32_t tid = forest.calls.front().tid;
+  ThreadCalls& calls = spills_->threads[tid];
   if (!calls.file && calls.pending.empty()) calls.file = std::tmpfile();
+  std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
   for (size_t id : tree.threads.front()) {
     const OpCall& call = forest.calls[id];
     std::optional<uint64_t> step;
@@ -153,10 +186,20 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
       step = found->second;
       step_of_entry_.erase(found);
     }
-    const std::optional<uint32_t> stack = pairs_.of(call.entry_index);
+    const std::optional<uint32_t> stack = stacks[id] = pairs_.of(call.entry_index);
     if (stack) pairs_.forget(call.entry_index);
     pack_call(calls.pending, call, step, stack, calls.packed.start_ns, calls.packed.entry_index);
   }
+  if (modules_) {
+    count_modules(forest, tree, stacks);
+    take_listed_module_calls();
+    spill_module_calls(tid, /*at_end=*/false);
+  }
+  write_spill(calls);
+}
+
+// Writes a thread's packed calls to its file once there are enough of them.
+void StreamedChromeTrace::write_spill(ThreadCalls& calls) {
   if (!calls.file || calls.pending.size() < kSpillWriteBytes) return;
   const long written_before = std::ftell(calls.file);
   if (std::fwrite(calls.pending.data(), 1, calls.pending.size(), calls.file) == calls.pending.size() &&
@@ -174,16 +217,81 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   calls.pending = held + calls.pending;
 }
 
+// One forest's calls into the module tree, parents first, as
+// build_module_tree feeds it (only the module calls are used here: a call's
+// fold and its thread's Python, which place op rows, do not matter).
+void StreamedChromeTrace::count_modules(const Timeline& forest, const CallTree& tree,
+                                        const std::vector<std::optional<uint32_t>>& stacks) {
+  const uint32_t tid = forest.calls.front().tid;
+  auto [first, inserted] = first_start_.try_emplace(tid, forest.calls.front().start_ns);
+  std::vector<size_t> node_of_call(forest.calls.size(), 0);
+  for (size_t id : tree.threads.front()) {
+    const OpCall& call = forest.calls[id];
+    first->second = std::min(first->second, call.start_ns);
+    const int64_t parent = tree.parent[id];
+    node_of_call[id] = modules_->add_call(call, parent >= 0 ? std::optional<size_t>(node_of_call[parent]) : std::nullopt,
+                                          stacks[id], std::nullopt, false, false, {});
+  }
+}
+
+// The module calls the tree listed, to their threads' waiting lists.
+void StreamedChromeTrace::take_listed_module_calls() {
+  ModuleTree& tree = modules_->tree();
+  for (const ModuleCall& call : tree.calls) module_calls_waiting_[call.tid].push_back(call);
+  tree.calls.clear();
+}
+
+// A thread's module calls waiting that start before its outermost open module call (all of them
+// at the end) are in their final order once sorted (by start, parents
+// first, as build_module_tree sorts them), and are packed into its spill.
+void StreamedChromeTrace::spill_module_calls(uint32_t tid, bool at_end) {
+  const ModuleTree& tree = modules_->tree();
+  auto waiting = module_calls_waiting_.find(tid);
+  if (waiting == module_calls_waiting_.end()) return;
+  std::vector<ModuleCall>& calls = waiting->second;
+  std::sort(calls.begin(), calls.end(), [&](const ModuleCall& a, const ModuleCall& b) {
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return tree.nodes[a.node].depth < tree.nodes[b.node].depth;
+  });
+  const std::optional<uint64_t> open_since = at_end ? std::nullopt : modules_->open_since(tid);
+  size_t ready = 0;
+  while (ready < calls.size() && (!open_since || calls[ready].start_ns < *open_since)) ready++;
+  ThreadCalls& spill = spills_->threads[tid];
+  for (size_t i = 0; i < ready; i++) pack_module_call(spill.pending, calls[i], spill.packed.module_start_ns);
+  calls.erase(calls.begin(), calls.begin() + static_cast<ptrdiff_t>(ready));
+}
+
 StreamedTraceCalls StreamedChromeTrace::finish() {
   std::move(settled_).finish([this](const Timeline& forest) { spill(forest); });
   spills_->order = settled_.thread_order();
-  return [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
+  StreamedTraceCalls out;
+  out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
+  if (!modules_) return out;
+  modules_->end_threads();  // the calls still open end with their threads' last calls
+  take_listed_module_calls();
+  for (auto& [tid, calls] : module_calls_waiting_) spill_module_calls(tid, /*at_end=*/true);
+  // The threads with module calls by their first call's start (the order
+  // build_module_tree lists them in), ties in their spills' order.
+  for (uint32_t tid : spills_->order)
+    if (module_calls_waiting_.count(tid)) spills_->module_order.push_back(tid);
+  std::stable_sort(spills_->module_order.begin(), spills_->module_order.end(),
+                   [&](uint32_t a, uint32_t b) { return first_start_.at(a) < first_start_.at(b); });
+  out.module_calls = [spills = spills_](const ModuleCallVisitor& visit) { spills->replay_modules(visit); };
+  out.modules = std::move(modules_->tree());
+  return out;
 }
 
 void StreamedChromeTrace::Spills::replay(const TraceCallVisitor& visit) {
   for (uint32_t tid : order) {
     ThreadCalls& calls = threads[tid];
-    SpillReader(tid, calls.file, calls.pending).visit_all(visit);
+    SpillReader(tid, calls.file, calls.pending, &visit, nullptr).visit_all();
+  }
+}
+
+void StreamedChromeTrace::Spills::replay_modules(const ModuleCallVisitor& visit) {
+  for (uint32_t tid : module_order) {
+    ThreadCalls& calls = threads[tid];
+    SpillReader(tid, calls.file, calls.pending, nullptr, &visit).visit_all();
   }
 }
 

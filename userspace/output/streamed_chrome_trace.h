@@ -12,10 +12,15 @@
 //
 // It serves recordings of op events, with or without CPU samples and
 // --with-stack entry stacks (a forest waits for the pairs of its events,
-// entry_stack_pairs.h), and --time-range. The caller reads whole what it
-// does not serve (streamable() says): module frames in the Python stacks
-// (--with-modules, or --with-stack of a model: the module calls are
-// written first and need every call), input shapes, CUDA launches (the
+// entry_stack_pairs.h), module frames in those stacks (--with-modules, or
+// --with-stack of a model), and --time-range. The module calls, which the
+// trace writes first, are counted by the ModuleTreeBuilder that report
+// --modules uses, fed each forest's calls; a thread's module calls go to
+// its temporary file too, as soon as no call still open on it can start
+// before them (ModuleTreeBuilder::open_since), and are replayed before
+// every thread's op calls, the threads in the order of their first call
+// (as build_module_tree lists them). The caller reads whole what it does
+// not serve (streamable() says): input shapes, CUDA launches (the
 // streaming read drops them), GPU activities and memory events (a
 // streaming read stops at, or declines, them), record -a, and --ops (a
 // call's match needs its ancestors').
@@ -24,12 +29,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "analyze/call_tree.h"
 #include "analyze/entry_stack_pairs.h"
+#include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
 #include "output/chrome_trace.h"
@@ -57,10 +65,11 @@ class StreamedChromeTrace : public RecordStream {
  private:
   // Where the next call of a thread is packed from: its previous call's
   // start and entry index (calls go by start, parents first, so both grow
-  // by small steps).
+  // by small steps); module_start_ns: its previous module call's start.
   struct SpillCursor {
     uint64_t start_ns = 0;
     uint64_t entry_index = 0;
+    uint64_t module_start_ns = 0;
   };
   // One thread's calls in trace order, packed (streamed_chrome_trace.cpp):
   // in a temporary file, with the bytes not yet written in `pending`; all
@@ -73,19 +82,33 @@ class StreamedChromeTrace : public RecordStream {
   };
   struct Spills {
     std::unordered_map<uint32_t, ThreadCalls> threads;
-    std::vector<uint32_t> order;  // the threads in the order of their first completed call
+    std::vector<uint32_t> order;         // the threads in the order of their first completed call
+    std::vector<uint32_t> module_order;  // the threads with module calls, by their first call's start
     Spills() = default;
     Spills(const Spills&) = delete;
     Spills& operator=(const Spills&) = delete;
     ~Spills();
     void replay(const TraceCallVisitor& visit);
+    void replay_modules(const ModuleCallVisitor& visit);
   };
   void spill(const Timeline& forest);
+  void write_spill(ThreadCalls& calls);
+  // A forest's calls into the module tree; a thread's module calls that
+  // nothing open can precede any more into its spill (at_end: all).
+  void count_modules(const Timeline& forest, const CallTree& tree, const std::vector<std::optional<uint32_t>>& stacks);
+  void take_listed_module_calls();
+  void spill_module_calls(uint32_t tid, bool at_end);
 
   SettledCalls settled_;
   EntryStackPairs pairs_;
   std::unordered_map<uint64_t, uint64_t> step_of_entry_;  // STEP events' step numbers, by event index
   std::shared_ptr<Spills> spills_;
+  // Module frames in the stacks: the module tree, the module calls it
+  // listed that wait for their place in their thread's order, and each
+  // thread's first call start.
+  std::unique_ptr<ModuleTreeBuilder> modules_;
+  std::unordered_map<uint32_t, std::vector<ModuleCall>> module_calls_waiting_;
+  std::unordered_map<uint32_t, uint64_t> first_start_;
 };
 
 }  // namespace gpuprof
