@@ -286,10 +286,15 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert none.returncode == 2, none.stdout
     assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr
 
-    # One trace process per process, named, with its own op events.
+    # One trace process per process, named, with its own op events; the
+    # trace streams the events, and is the whole read's file.
     trace_path = tmp_path / "all.json"
+    whole = run_gpuprof("report", out, "--chrome-trace", trace_path, env=READ_WHOLE)
+    assert whole.returncode == 0, whole.stderr
+    whole_bytes = trace_path.read_bytes()
     trace = run_gpuprof("report", out, "--chrome-trace", trace_path)
     assert trace.returncode == 0, trace.stderr
+    assert trace_path.read_bytes() == whole_bytes and trace.stderr == whole.stderr
     events = json.loads(trace_path.read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
     for name, (proc, pid) in runs.items():
@@ -437,6 +442,10 @@ def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=120) == 0, gp.describe()
     doc, _ = export_chrome_trace(out, tmp_path / "stacks.json")
+    # Streamed, the trace is the whole read's file, stacks and all.
+    whole = run_gpuprof("report", out, "--chrome-trace", tmp_path / "whole.json", env=READ_WHOLE)
+    assert whole.returncode == 0, whole.stderr
+    assert (tmp_path / "whole.json").read_bytes() == (tmp_path / "stacks.json").read_bytes()
     grouped = run_gpuprof("report", out, "--group-by-stack-n", "1", "--row-limit", "-1")
     assert grouped.returncode == 0, grouped.stderr
     found = sections(grouped.stdout)

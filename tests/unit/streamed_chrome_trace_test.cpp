@@ -5,7 +5,7 @@
 // calls open at the end, with CPU samples (on a thread without ops too)
 // and, half of them, Python stacks on half their entries (handed over a
 // chunk late), fed in chunks of every size, whole and cut by --time-range;
-// and what it declines.
+// a system-wide recording's; and what it declines.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -121,6 +121,23 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsModuleCalls) {
   EXPECT_GT(module_calls, 500u);  // or the comparison proves little
 }
 
+// A system-wide recording (record -a; its launches aside: they are read
+// whole): every process's threads on its own trace process, a process met
+// only from the middle on, samples of a process that ran no op.
+TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOfASystemWideRecording) {
+  for (uint32_t seed = 1; seed <= 10; seed++) {
+    Recording recording = system_wide_recording(seed, 3000);
+    recording.launches.clear();
+    ASSERT_TRUE(StreamedChromeTrace::streamable(recording));
+    const std::string expected = whole_trace(recording, {});
+    ASSERT_NE(expected.find("\"pid\":20,"), std::string::npos);
+    for (size_t chunk : {size_t{1}, size_t{500}}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+      EXPECT_EQ(streamed_trace(recording, {}, chunk), expected);
+    }
+  }
+}
+
 // Long enough that each thread's spill is written to its temporary file in
 // several pieces and read back across the pieces' boundaries.
 TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
@@ -170,14 +187,12 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   launches.streamed_launches = 3;  // the streaming read drops them
   Recording cuda = recording;
   cuda.cuda_runtime.emplace();
-  Recording system_wide = recording;
-  system_wide.process.pid = 0;
   with_stack.sample_frames = {"train.py(3): main"};
   EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack));
   Recording modules = with_stack;  // module calls are counted as the calls stream by
   modules.sample_frames.push_back("nn.Module: Linear_0");
   EXPECT_TRUE(StreamedChromeTrace::streamable(modules));
-  for (const Recording* r : {&shapes, &memory, &launches, &cuda, &system_wide})
+  for (const Recording* r : {&shapes, &memory, &launches, &cuda})
     EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
 }
 

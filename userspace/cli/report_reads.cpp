@@ -223,7 +223,7 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
-      &StreamedChromeTrace::streamable);
+      &StreamedChromeTrace::streamable, /*system_wide=*/true);
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,

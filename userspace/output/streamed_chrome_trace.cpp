@@ -29,8 +29,8 @@ StreamedChromeTrace::Spills::~Spills() {
 }
 
 bool StreamedChromeTrace::streamable(const Recording& head) {
-  return head.process.pid != 0 && !head.options.memory && !head.options.shapes && !head.cuda_runtime &&
-         launches_read(head) == 0 && head.gpu_activities.empty();
+  return !head.options.memory && !head.options.shapes && !head.cuda_runtime && launches_read(head) == 0 &&
+         head.gpu_activities.empty();
 }
 
 void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t first) {

@@ -22,8 +22,9 @@
 // (as build_module_tree lists them). The caller reads whole what it does
 // not serve (streamable() says): input shapes, CUDA launches (the
 // streaming read drops them), GPU activities and memory events (a
-// streaming read stops at, or declines, them), record -a, and --ops (a
-// call's match needs its ancestors').
+// streaming read stops at, or declines, them), and --ops (a call's match
+// needs its ancestors'). A record -a recording streams like any other:
+// each thread's trace process is the head's (THREAD_PROCESSES).
 #pragma once
 
 #include <cstdint>
