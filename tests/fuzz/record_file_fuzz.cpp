@@ -73,9 +73,8 @@ constexpr ChunkType kDataChunks[] = {ChunkType::EVENTS,   ChunkType::OP_EVENTS, 
 // The items of the first `size` bytes of a file the reader accepts whole,
 // cut on a chunk boundary after its mandatory chunks: every such prefix reads.
 Recording prefix(const uint8_t* data, size_t size) {
-  std::string error;
-  auto rec = noting_error(read_recording_bytes(std::span<const uint8_t>(data, size), "fuzz.gpuprof"), &error);
-  if (!rec) broken(("a chunk-boundary prefix of a readable file is unreadable: " + error).c_str());
+  auto rec = read_recording_bytes(std::span<const uint8_t>(data, size), "fuzz.gpuprof");
+  if (!rec) broken(("a chunk-boundary prefix of a readable file is unreadable: " + rec.error()).c_str());
   return std::move(*rec);
 }
 
@@ -107,9 +106,8 @@ void check_one_corrupt_data_chunk(const uint8_t* data, size_t size, const Record
   std::vector<uint8_t> bad(data, data + size);
   bad[c.offset + kRecordChunkHeaderSize + (h >> 16) % (c.bytes - kRecordChunkHeaderSize)] ^=
       static_cast<uint8_t>(1u << (h >> 8) % 8);
-  std::string error;
-  auto got = noting_error(read_recording_bytes(bad, "fuzz.gpuprof", CorruptChunks::skip), &error);
-  if (!got) broken(("a corrupt data chunk made the file unreadable: " + error).c_str());
+  auto got = read_recording_bytes(bad, "fuzz.gpuprof", CorruptChunks::skip);
+  if (!got) broken(("a corrupt data chunk made the file unreadable: " + got.error()).c_str());
   if (got->lost_chunks.size() != 1 || got->lost_chunks[0].offset != c.offset) {
     std::string said = "the chunk at offset " + std::to_string(c.offset) + " was corrupted; lost:";
     for (const LostChunk& lost : got->lost_chunks) said += "\n  " + lost.message;
@@ -140,15 +138,14 @@ size_t items(const Recording& r) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string error;
   const std::span<const uint8_t> input(data, size);
-  if (auto whole = noting_error(read_recording_bytes(input, "fuzz.gpuprof"), &error)) {
+  if (auto whole = read_recording_bytes(input, "fuzz.gpuprof")) {
     if (items(*whole) > kMaxItemsChecked) return 0;
     check_one_corrupt_data_chunk(data, size, *whole);
   }
   // What report reads (corrupt chunks skipped, placeholders for what they
   // defined) goes through every output.
-  auto recording = noting_error(read_recording_bytes(input, "fuzz.gpuprof", CorruptChunks::skip), &error);
+  auto recording = read_recording_bytes(input, "fuzz.gpuprof", CorruptChunks::skip);
   if (!recording || items(*recording) > kMaxItemsChecked) return 0;
   AggregateOptions grouped;
   grouped.group_by_input_shape = recording->options.shapes;

@@ -12,6 +12,7 @@
 #include "record/chunk_salvage.h"
 #include "record/record_file.h"
 #include "record_samples.h"
+#include "error_strings.h"
 
 namespace gpuprof {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "base/output_file.h"
 #include "record/record_file.h"
+#include "error_strings.h"
 
 namespace gpuprof {
 namespace {

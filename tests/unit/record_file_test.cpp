@@ -3,6 +3,7 @@
 #include "record/packed_events.h"
 #include "record/record_file.h"
 #include "record_samples.h"
+#include "error_strings.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -19,6 +19,7 @@
 #include "record/schedule.h"
 #include "result_values.h"
 #include "test_files.h"
+#include "error_strings.h"
 
 namespace gpuprof {
 namespace {

@@ -14,6 +14,7 @@
 #include "record/packed_events.h"
 #include "record/record_file.h"
 #include "record/recording.h"
+#include "error_strings.h"
 
 namespace gpuprof::record_samples {
 

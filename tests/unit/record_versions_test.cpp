@@ -17,6 +17,7 @@
 #include "record/packed_events.h"
 #include "record/record_file.h"
 #include "test_files.h"
+#include "error_strings.h"
 
 namespace gpuprof {
 namespace {

@@ -1,6 +1,7 @@
 // Tests of Result<T> (base/result.h): values and errors, move-only values,
 // Result<void>, and the propagation macros across Result types.
 #include "base/result.h"
+#include "error_strings.h"
 
 #include <gtest/gtest.h>
 

@@ -22,6 +22,7 @@
 #include "record/record_file.h"
 #include "record/record_stream.h"
 #include "recordings.h"
+#include "error_strings.h"
 
 namespace gpuprof {
 namespace {

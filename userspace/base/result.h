@@ -115,31 +115,6 @@ class [[nodiscard]] Result<void> {
   bool failed_ = false;
 };
 
-// For callers that keep one message string across several calls: only
-// tests now (record/'s, the streamed readers', the golden file maker and
-// the record fuzzer); gpuprof itself uses the Result: true, or false with
-// *error set.
-inline bool succeeded(Result<void> result, std::string* error) {
-  if (result) return true;
-  *error = result.error();
-  return false;
-}
-// ... the value, or T{} (nullptr for the loaders' unique_ptrs) with *error set.
-template <typename T>
-  requires std::is_default_constructible_v<T>
-T value_or_error(Result<T> result, std::string* error) {
-  if (result) return std::move(result).value();
-  *error = result.error();
-  return T{};
-}
-// ... the Result itself, its error (if any) also in *error: for callers that
-// keep one message string across several calls (tests that compare it).
-template <typename T>
-Result<T> noting_error(Result<T> result, std::string* error) {
-  if (!result) *error = result.error();
-  return result;
-}
-
 }  // namespace gpuprof
 
 #define GP_RESULT_CONCAT_INNER(a, b) a##b
