@@ -286,6 +286,17 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert none.returncode == 2, none.stdout
     assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr
 
+    # The pprof profile streams the events too (each process's stacks on
+    # their own, the sampled spinner's too): the whole read's bytes.
+    profile = tmp_path / "all.pb"
+    whole = run_gpuprof("report", out, "--pprof", profile, env=READ_WHOLE)
+    assert whole.returncode == 0, whole.stderr
+    whole_bytes = profile.read_bytes()
+    streamed = run_gpuprof("report", out, "--pprof", profile)
+    assert streamed.returncode == 0, streamed.stderr
+    assert profile.read_bytes() == whole_bytes and streamed.stderr == whole.stderr
+    assert b"aten::mm" in whole_bytes
+
     # One trace process per process, named, with its own op events; the
     # trace streams the events, and is the whole read's file.
     trace_path = tmp_path / "all.json"

@@ -14,6 +14,7 @@
 
 #include "analyze/aggregator.h"
 #include "analyze/streamed_metric_sums.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "output/pprof.h"
 #include "random_event_streams.h"
 #include "recordings.h"
@@ -121,6 +122,33 @@ TEST(StreamedPprof, SumsTheColumnsTheRecordingHas) {
   const PprofProfile samples_only = pprof_profile(sampled);
   EXPECT_EQ(samples_only.stats.sample_types, 2u);  // samples, cpu
   EXPECT_EQ(streamed_pprof(sampled, 64, 1, false).data, samples_only.data);
+}
+
+// A system-wide recording (record -a), each process's stacks summed on
+// its own (streamed_process_metric_sums.h): the whole read's profile, with
+// a process met from the middle on, one sampled that ran no op, and
+// launches the stream drops.
+TEST(StreamedPprof, WritesTheWholeReadsProfileOfASystemWideRecording) {
+  for (uint32_t seed = 1; seed <= 10; seed++) {
+    const Recording recording = system_wide_recording(seed, 3000);
+    for (bool raw : {false, true}) {
+      const PprofProfile whole = pprof_profile(recording, raw);
+      ASSERT_EQ(whole.stats.sample_types, 4u);
+      for (size_t chunk : {size_t{1}, size_t{500}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + (raw ? " raw" : ""));
+        const Recording head = streamed_read_of(recording);
+        StreamedProcessMetricSums streamed(head, compensation_costs(head, raw), pprof_metrics(head));
+        ASSERT_TRUE(streamed.wants(head));
+        feed_in_chunks(streamed, recording, chunk, 0);
+        std::map<uint32_t, ProcessMetricSums> processes = std::move(streamed).finish(head);
+        EXPECT_EQ(processes.size(), 3u);  // 10 and 20 ran ops, 30 was sampled
+        EXPECT_EQ(pprof_profile(head, std::move(processes), raw).data, whole.data);
+      }
+    }
+  }
+  Recording with_stack = system_wide_recording(1, 100);
+  with_stack.options.with_stack = true;  // an entry stack's process is not kept
+  EXPECT_FALSE(StreamedProcessMetricSums(with_stack, nullptr, {}).wants(with_stack));
 }
 
 TEST(StreamedPprof, DeclinesSystemWideAndMemoryRecordings) {

@@ -463,7 +463,7 @@ int run_report(const ReportOptions& given) {
   std::optional<StreamedTraceCalls> streamed_calls;
   // And --pprof (streamed_metric_sums.h).
   const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
-  std::optional<std::map<StackMetric, StackSums>> streamed_sums;
+  std::optional<StreamedPprofSums> streamed_sums;
   // And --modules (streamed_module_tree.h).
   const bool streamed_module_table = !whole_only && options.modules;
   std::optional<ModuleTree> streamed_modules;

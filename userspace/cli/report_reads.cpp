@@ -11,6 +11,7 @@
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_metric_sums.h"
 #include "analyze/streamed_module_tree.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "analyze/streamed_process_stack_sums.h"
 #include "analyze/streamed_process_tables.h"
 #include "analyze/streamed_stack_sums.h"
@@ -149,7 +150,7 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
   return finish(stream, std::move(read.recording));
 }
 
-// Whether a head's stacks stream: a system-wide recording's, without
+// Whether a head's stacks stream (--folded, --pprof): a system-wide recording's, without
 // entry stacks (streamed_process_stack_sums.h), and (as the whole read
 // tells them apart) only one whose header says record -a.
 bool folded_streamable(const Recording& head) {
@@ -205,14 +206,23 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
 std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
   return read_twice<StreamedPprof>(
       path, strict,
-      [&](const StreamHead& head) {
-        return StreamedMetricSums(head.recording, compensation_costs(head.recording, raw_times),
-                                  head.last_entry_stack, pprof_metrics(head.recording));
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
+        if (is_system_wide(head.recording))
+          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, pprof_metrics(head.recording));
+        return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_entry_stack,
+                                                    pprof_metrics(head.recording));
       },
-      [](StreamedMetricSums& sums, Recording recording) {
-        std::map<StackMetric, StackSums> by_metric = std::move(sums).finish();
-        return StreamedPprof{std::move(recording), std::move(by_metric)};
-      });
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        StreamedPprof out;
+        if (auto* each = dynamic_cast<StreamedProcessMetricSums*>(stream.get()))
+          out.sums.by_process = std::move(*each).finish(recording);
+        else
+          out.sums.sums = std::move(dynamic_cast<StreamedMetricSums&>(*stream)).finish();
+        out.recording = std::move(recording);
+        return out;
+      },
+      &folded_streamable, /*system_wide=*/true);
 }
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {

@@ -21,6 +21,7 @@
 #include "analyze/profile.h"
 #include "analyze/stack_sums.h"
 #include "output/chrome_trace.h"
+#include "cli/trace_export.h"
 #include "output/folded_stacks.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
@@ -66,11 +67,13 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
                                                             FoldedMetric metric, bool raw_times);
 
 // --pprof: the stacks of every column the profile has (calls, self CPU,
-// samples: streamed_metric_sums.h) summed as they come. A recording with
-// GPU activities reads whole (their calls need every call).
+// samples: streamed_metric_sums.h) summed as they come; a system-wide
+// recording's (record -a, without entry stacks), each process's
+// (streamed_process_metric_sums.h). A recording with GPU activities reads
+// whole (their calls need every call).
 struct StreamedPprof {
   Recording recording;
-  std::map<StackMetric, StackSums> sums;
+  StreamedPprofSums sums;
 };
 std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times);
 

@@ -264,10 +264,12 @@ int write_pprof_file(const TraceExportOptions& options, const std::string& from,
 }  // namespace
 
 int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
-                 std::map<StackMetric, StackSums>* streamed) {
+                 StreamedPprofSums* streamed) {
   if (!streamed) return export_pprof(std::vector<const Recording*>{&recording}, {input_path}, options);
-  return write_pprof_file(options, input_path,
-                          [&] { return pprof_profile(recording, std::move(*streamed), options.raw_times); });
+  return write_pprof_file(options, input_path, [&] {
+    return streamed->by_process ? pprof_profile(recording, std::move(*streamed->by_process), options.raw_times)
+                                : pprof_profile(recording, std::move(streamed->sums), options.raw_times);
+  });
 }
 
 int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,

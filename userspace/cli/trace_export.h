@@ -5,10 +5,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analyze/stack_sums.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "output/chrome_trace.h"
 #include "output/chrome_trace_several.h"
 
@@ -47,12 +49,19 @@ int export_speedscope(const Recording& recording, const std::string& input_path,
 // Adds --pprof (report only).
 void add_pprof_option(CLI::App& command, TraceExportOptions& options);
 
+// The stack sums of a streamed read: a recording of one process's
+// (analyze/streamed_metric_sums.h), or a system-wide one's, by process
+// (analyze/streamed_process_metric_sums.h).
+struct StreamedPprofSums {
+  std::map<StackMetric, StackSums> sums;
+  std::optional<std::map<uint32_t, ProcessMetricSums>> by_process;
+};
+
 // Writes options.pprof; one line on stderr says what was written.
 // Returns the process exit code. streamed: the stack sums of a streamed
-// read (analyze/streamed_metric_sums.h; null: the recording's events are
-// summed).
+// read (null: the recording's events are summed).
 int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
-                 std::map<StackMetric, StackSums>* streamed = nullptr);
+                 StreamedPprofSums* streamed = nullptr);
 // Several recordings in one profile (report A B ... --pprof).
 int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
                  const TraceExportOptions& options);

@@ -407,6 +407,16 @@ PprofProfile pprof_profile(const Recording& recording, std::map<StackMetric, Sta
   return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
 }
 
+PprofProfile pprof_profile(const Recording& recording, std::map<uint32_t, ProcessMetricSums> processes,
+                           bool raw_times) {
+  const std::vector<PprofInput> inputs = {{&recording, ""}};
+  ProfileBuilder builder(inputs);
+  // By pid, as process_activity() lists them for the whole read.
+  for (auto& [pid, one] : processes)
+    add_process(builder, *one.selection, "", [&](StackMetric metric) { return std::move(one.sums.at(metric)); });
+  return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
+}
+
 PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times) {
   ProfileBuilder builder(inputs);
   bool compensated = true;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "analyze/stack_sums.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -60,6 +61,13 @@ std::vector<StackMetric> pprof_metrics(const Recording& recording);
 // numbered in an order of the frames themselves, not of the order the sums
 // met them in (which a streamed read's differs from a whole one's).
 PprofProfile pprof_profile(const Recording& recording, std::map<StackMetric, StackSums> sums,
+                           bool raw_times = false);
+
+// The profile of a system-wide recording (record -a) whose processes'
+// stacks were summed already, by pid (a streamed read:
+// analyze/streamed_process_metric_sums.h): the same bytes as
+// pprof_profile of the recording read whole.
+PprofProfile pprof_profile(const Recording& recording, std::map<uint32_t, ProcessMetricSums> processes,
                            bool raw_times = false);
 
 // Several recordings in one profile (report A B ... --pprof): their

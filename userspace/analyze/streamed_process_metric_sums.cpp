@@ -1,0 +1,48 @@
+// streamed_process_metric_sums.cpp: a system-wide recording's pprof stack
+// sums, process by process, as the events stream by.
+#include "analyze/streamed_process_metric_sums.h"
+
+#include <utility>
+
+#include "analyze/process_filter.h"
+
+namespace gpuprof {
+
+StreamedProcessMetricSums::StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs,
+                                                     std::vector<StackMetric> metrics)
+    : head_(head), costs_(costs), metrics_(std::move(metrics)), split_([this](uint32_t pid) -> RecordStream& {
+        return *processes_.emplace(pid, make(pid)).first->second.sums;
+      }) {}
+
+bool StreamedProcessMetricSums::wants(const Recording& head) {
+  return !head.options.memory && !head.options.with_stack;
+}
+
+StreamedProcessMetricSums::Process StreamedProcessMetricSums::make(uint32_t pid) const {
+  Process p;
+  p.selection = std::make_unique<Recording>(select_processes(head_, {pid}));
+  p.sums = std::make_unique<StreamedMetricSums>(*p.selection, costs_, std::nullopt, metrics_);
+  return p;
+}
+
+void StreamedProcessMetricSums::on_events(std::span<const gp_event> events, uint64_t) { split_.add(events); }
+
+std::map<uint32_t, ProcessMetricSums> StreamedProcessMetricSums::finish(const Recording& recording) && {
+  std::map<uint32_t, ProcessMetricSums> out;
+  auto take = [&](uint32_t pid, Process& p) {
+    out.emplace(pid, ProcessMetricSums{std::move(p.selection), std::move(*p.sums).finish()});
+    p = Process{};
+  };
+  for (auto& [pid, p] : processes_) take(pid, p);
+  // Sampled processes without op events (pprof_profile's rule): their
+  // samples are summed now, one process at a time.
+  for (const auto& [pid, activity] : process_activity(recording))
+    if (activity.samples && !out.count(pid)) {
+      Process p = make(pid);
+      take(pid, p);
+    }
+  processes_.clear();
+  return out;
+}
+
+}  // namespace gpuprof

@@ -1,0 +1,66 @@
+// streamed_process_metric_sums.h: the stack sums of every pprof column of
+// each process of a system-wide recording (record -a) read as a stream,
+// for report --pprof: what pprof_profile() (output/pprof.h) sums from
+// select_processes(recording, {pid}) of each process that ran ops or was
+// sampled, here one StreamedMetricSums per process, fed its process's
+// events as its selection holds them (process_event_split.h), as
+// streamed_process_stack_sums.h does for --folded.
+//
+// Memory grows with the processes that ran ops times the dictionaries of
+// their selections, and with what each StreamedMetricSums keeps, not with
+// the events. Processes sampled without an op are summed at the end, one
+// at a time. It declines --profile-memory and --with-stack recordings, as
+// StreamedProcessStackSums does (an entry stack's event index is the
+// file's, and which process's event it names is not kept).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "analyze/process_event_split.h"
+#include "analyze/stack_sums.h"
+#include "analyze/streamed_metric_sums.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// One process's selection of the recording (select_processes(head, {pid}):
+// without events) and the sums of each metric.
+struct ProcessMetricSums {
+  std::unique_ptr<Recording> selection;
+  std::map<StackMetric, StackSums> sums;
+};
+
+class StreamedProcessMetricSums : public RecordStream {
+ public:
+  // head: the recording read once without its events; it must outlive
+  // this. costs: the probe costs (nullptr: raw times). metrics: the columns
+  // (pprof_metrics of the head: every process's are the same).
+  StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs, std::vector<StackMetric> metrics);
+
+  bool wants(const Recording& head) override;
+  void on_events(std::span<const gp_event> events, uint64_t first) override;
+
+  // Once the read is done (recording: what it returned): each process that
+  // ran ops or was sampled, by pid.
+  std::map<uint32_t, ProcessMetricSums> finish(const Recording& recording) &&;
+
+ private:
+  struct Process {
+    std::unique_ptr<Recording> selection;
+    std::unique_ptr<StreamedMetricSums> sums;
+  };
+  Process make(uint32_t pid) const;
+
+  const Recording& head_;
+  const ProbeCosts* costs_;
+  const std::vector<StackMetric> metrics_;
+  std::map<uint32_t, Process> processes_;  // by pid: those with op events
+  ProcessEventSplit split_;
+};
+
+}  // namespace gpuprof
