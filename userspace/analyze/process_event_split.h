@@ -1,6 +1,6 @@
 // process_event_split.h: the events of a system-wide recording (record -a)
 // read as a stream, each handed to a stream of its process's own
-// (analyze/streamed_process_tables.h, streamed_process_stack_sums.h), as
+// (analyze/streamed_process_tables.h, streamed_process_metric_sums.h), as
 // that process's selection (select_processes(recording, {pid})) holds them:
 // its events and every CUT (a window's end is every thread's), numbered
 // from 0. A process first met after some CUTs gets them first, as its

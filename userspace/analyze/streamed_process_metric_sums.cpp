@@ -2,6 +2,7 @@
 // sums, process by process, as the events stream by.
 #include "analyze/streamed_process_metric_sums.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "analyze/process_filter.h"
@@ -34,10 +35,11 @@ std::map<uint32_t, ProcessMetricSums> StreamedProcessMetricSums::finish(const Re
     p = Process{};
   };
   for (auto& [pid, p] : processes_) take(pid, p);
-  // Sampled processes without op events (pprof_profile's rule): their
-  // samples are summed now, one process at a time.
+  // Sampled processes without op events (folded_stacks_by_process's and
+  // pprof_profile's rule): their samples are summed now, one at a time.
+  const bool samples = std::find(metrics_.begin(), metrics_.end(), StackMetric::kSamples) != metrics_.end();
   for (const auto& [pid, activity] : process_activity(recording))
-    if (activity.samples && !out.count(pid)) {
+    if (samples && activity.samples && !out.count(pid)) {
       Process p = make(pid);
       take(pid, p);
     }

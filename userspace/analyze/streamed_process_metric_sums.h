@@ -1,17 +1,19 @@
-// streamed_process_metric_sums.h: the stack sums of every pprof column of
-// each process of a system-wide recording (record -a) read as a stream,
-// for report --pprof: what pprof_profile() (output/pprof.h) sums from
-// select_processes(recording, {pid}) of each process that ran ops or was
-// sampled, here one StreamedMetricSums per process, fed its process's
-// events as its selection holds them (process_event_split.h), as
-// streamed_process_stack_sums.h does for --folded.
+// streamed_process_metric_sums.h: the stack sums of each process of a
+// system-wide recording (record -a) read as a stream, one set of metrics
+// per process: what folded_stacks_by_process() (output/folded_stacks.h,
+// report --folded) and pprof_profile() (output/pprof.h, report --pprof) sum
+// from select_processes(recording, {pid}) of each process, here one
+// StreamedMetricSums per process, fed its process's events as its
+// selection holds them (process_event_split.h).
 //
-// Memory grows with the processes that ran ops times the dictionaries of
-// their selections, and with what each StreamedMetricSums keeps, not with
-// the events. Processes sampled without an op are summed at the end, one
-// at a time. It declines --profile-memory and --with-stack recordings, as
-// StreamedProcessStackSums does (an entry stack's event index is the
-// file's, and which process's event it names is not kept).
+// Each process's sums read its selection of the first read's head (its
+// samples, and the dictionaries that name its paths): memory grows with
+// the processes that ran ops times those dictionaries, and with what each
+// StreamedMetricSums keeps, not with the events. Processes sampled
+// without an op are summed at the end, one at a time, when the metrics
+// count samples. It declines --profile-memory and --with-stack recordings
+// (an entry stack's event index is the file's, and which process's event
+// it names is not kept).
 #pragma once
 
 #include <cstdint>
@@ -38,15 +40,16 @@ struct ProcessMetricSums {
 class StreamedProcessMetricSums : public RecordStream {
  public:
   // head: the recording read once without its events; it must outlive
-  // this. costs: the probe costs (nullptr: raw times). metrics: the columns
-  // (pprof_metrics of the head: every process's are the same).
+  // this. costs: the probe costs (nullptr: raw times). metrics: what to sum
+  // (--folded's one; pprof_metrics of the head, every process's being the
+  // same).
   StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs, std::vector<StackMetric> metrics);
 
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
 
   // Once the read is done (recording: what it returned): each process that
-  // ran ops or was sampled, by pid.
+  // ran ops or (the metrics count samples) was sampled, by pid.
   std::map<uint32_t, ProcessMetricSums> finish(const Recording& recording) &&;
 
  private:

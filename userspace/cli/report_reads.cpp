@@ -12,7 +12,6 @@
 #include "analyze/streamed_metric_sums.h"
 #include "analyze/streamed_module_tree.h"
 #include "analyze/streamed_process_metric_sums.h"
-#include "analyze/streamed_process_stack_sums.h"
 #include "analyze/streamed_process_tables.h"
 #include "analyze/streamed_stack_sums.h"
 #include "output/pprof.h"
@@ -151,7 +150,7 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
 }
 
 // Whether a head's stacks stream (--folded, --pprof): a system-wide recording's, without
-// entry stacks (streamed_process_stack_sums.h), and (as the whole read
+// entry stacks (streamed_process_metric_sums.h), and (as the whole read
 // tells them apart) only one whose header says record -a.
 bool folded_streamable(const Recording& head) {
   return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
@@ -189,14 +188,14 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
-          return std::make_unique<StreamedProcessStackSums>(head.recording, costs, of_metric);
+          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, std::vector{of_metric});
         return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric);
       },
       [metric](std::unique_ptr<RecordStream>& stream, Recording recording) {
         FoldedStacks folded =
-            dynamic_cast<StreamedProcessStackSums*>(stream.get())
-                ? folded_by_process_from_sums(std::move(dynamic_cast<StreamedProcessStackSums&>(*stream)).finish(recording),
-                                              metric)
+            dynamic_cast<StreamedProcessMetricSums*>(stream.get())
+                ? folded_by_process_from_sums(
+                      std::move(dynamic_cast<StreamedProcessMetricSums&>(*stream)).finish(recording), metric)
                 : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       },

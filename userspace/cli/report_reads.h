@@ -57,7 +57,7 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
 
 // --folded (self_cpu_time or samples): stacks summed as they come
 // (streamed_stack_sums.h); a system-wide recording's, each process's
-// stacks under its root frame (streamed_process_stack_sums.h).
+// stacks under its root frame (streamed_process_metric_sums.h).
 // --metric self_cuda_time reads whole: GPU activities stop a streaming read.
 struct StreamedFolded {
   Recording recording;

@@ -84,11 +84,11 @@ FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric m
   return out;
 }
 
-FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, StreamedProcessStackSums::ProcessSums>& sums,
-                                         FoldedMetric metric) {
+FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, ProcessMetricSums>& sums, FoldedMetric metric) {
   FoldedStacks out;
   for (const auto& [pid, process] : sums)
-    add_under_root(out, folded_frame_name(process_frame(process.process)), folded_from_sums(process.sums, metric));
+    add_under_root(out, folded_frame_name(process_frame(process.selection->process)),
+                   folded_from_sums(process.sums.begin()->second, metric));
   merge_alike_stacks(out);
   return out;
 }

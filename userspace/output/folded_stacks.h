@@ -46,7 +46,7 @@
 #include <vector>
 
 #include "analyze/stack_sums.h"
-#include "analyze/streamed_process_stack_sums.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "base/result.h"
 #include "record/recording.h"
 
@@ -98,9 +98,8 @@ FoldedStacks folded_from_sums(const StackSums& sums, FoldedMetric metric);
 // ("python3-4242;..."); the recording of one process: folded_stacks().
 FoldedStacks folded_stacks_by_process(const Recording& recording, FoldedMetric metric, bool raw_times = false);
 // The same from each process's stack sums made already (a streamed read's,
-// analyze/streamed_process_stack_sums.h).
-FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, StreamedProcessStackSums::ProcessSums>& sums,
-                                         FoldedMetric metric);
+// analyze/streamed_process_metric_sums.h: the sums of metric's stack metric).
+FoldedStacks folded_by_process_from_sums(const std::map<uint32_t, ProcessMetricSums>& sums, FoldedMetric metric);
 
 // Adds `part` to `into` with every stack of it under `root` (one frame,
 // already escaped: folded_frame_name), and its totals and counters; then

@@ -1,5 +1,5 @@
 // The streamed folded stacks of a system-wide recording
-// (analyze/streamed_process_stack_sums.h, folded_by_process_from_sums)
+// (analyze/streamed_process_metric_sums.h, folded_by_process_from_sums)
 // against folded_stacks_by_process() of the same recording read whole:
 // the same lines, totals and counters, for self times (compensated and
 // raw) and samples, on random streams of two processes that ran ops (one
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "analyze/aggregator.h"
-#include "analyze/streamed_process_stack_sums.h"
+#include "analyze/streamed_process_metric_sums.h"
 #include "output/folded_stacks.h"
 #include "random_event_streams.h"
 
@@ -21,9 +21,9 @@ using namespace ::gpuprof::test;
 
 FoldedStacks streamed_folded(const Recording& recording, FoldedMetric metric, size_t chunk, bool raw_times) {
   const Recording head = streamed_read_of(recording);
-  StreamedProcessStackSums streamed(head, compensation_costs(head, raw_times),
-                                    metric == FoldedMetric::kSamples ? StackMetric::kSamples
-                                                                     : StackMetric::kSelfCpuTime);
+  StreamedProcessMetricSums streamed(head, compensation_costs(head, raw_times),
+                                     {metric == FoldedMetric::kSamples ? StackMetric::kSamples
+                                                                       : StackMetric::kSelfCpuTime});
   EXPECT_TRUE(streamed.wants(head));
   feed_in_chunks(streamed, recording, chunk, 0);
   return folded_by_process_from_sums(std::move(streamed).finish(head), metric);
@@ -44,7 +44,7 @@ std::set<std::string> roots(const FoldedStacks& folded) {
   return out;
 }
 
-TEST(StreamedProcessStackSums, EqualTheWholeFoldedStacksOnRandomStreams) {
+TEST(StreamedProcessMetricSums, EqualTheWholeFoldedStacksOnRandomStreams) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     Recording recording = system_wide_recording(seed, 3000);
     // Slow calls: most stacks reach 1 us.
@@ -68,9 +68,9 @@ TEST(StreamedProcessStackSums, EqualTheWholeFoldedStacksOnRandomStreams) {
   }
 }
 
-TEST(StreamedProcessStackSums, DeclinesMemoryAndEntryStackRecordings) {
+TEST(StreamedProcessMetricSums, DeclinesMemoryAndEntryStackRecordings) {
   Recording recording = system_wide_recording(2, 100);
-  StreamedProcessStackSums streamed(recording, nullptr, StackMetric::kSelfCpuTime);
+  StreamedProcessMetricSums streamed(recording, nullptr, {StackMetric::kSelfCpuTime});
   EXPECT_TRUE(streamed.wants(recording));
   recording.options.memory = true;
   EXPECT_FALSE(streamed.wants(recording));
