@@ -412,8 +412,10 @@ PprofProfile pprof_profile(const Recording& recording, std::map<uint32_t, Proces
   const std::vector<PprofInput> inputs = {{&recording, ""}};
   ProfileBuilder builder(inputs);
   // By pid, as process_activity() lists them for the whole read.
-  for (auto& [pid, one] : processes)
+  for (auto& entry : processes) {
+    ProcessMetricSums& one = entry.second;  // by name: clang captures no structured binding
     add_process(builder, *one.selection, "", [&](StackMetric metric) { return std::move(one.sums.at(metric)); });
+  }
   return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
 }
 
