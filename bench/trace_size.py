@@ -23,7 +23,6 @@ directory must be under /tmp, which the chroot shares).
 import argparse
 import gzip
 import json
-import os
 import pathlib
 import shutil
 import signal

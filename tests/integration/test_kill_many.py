@@ -11,7 +11,6 @@ must see the breakpoints, or it could not see a leftover one either.
 import json
 import os
 import random
-import re
 import signal
 import time
 

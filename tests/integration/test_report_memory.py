@@ -14,7 +14,8 @@ reads wait4's ru_maxrss (a child forked from pytest would count pytest's
 memory).
 
 Recordings of tests/workloads/nested_threads.py (nested ops and a range on
-three threads), with and without --with-stack and CPU samples: the streamed
+three threads), with and without --with-stack and CPU samples, and with
+--record-shapes: the streamed
 --folded (self time, and samples when recorded) prints, on stdout and
 stderr, the same bytes as the whole read, and --pprof and --chrome-trace
 (streamed: no module frames in these stacks) write the same file."""
@@ -22,6 +23,7 @@ import gzip
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +31,34 @@ from conftest import GPUPROF, TARGET_PYTHON, parse_table, run_gpuprof
 
 # The test hook that makes report read every recording whole.
 READ_WHOLE = {"GPUPROF_REPORT_READ_WHOLE": "1"}
+
+
+
+def report_as_whole(path, *args):
+    """`report PATH ARGS`, streamed and read whole (READ_WHOLE): the same
+    exit code, stdout and stderr. The streamed run's CompletedProcess."""
+    streamed = run_gpuprof("report", path, *args, timeout=300)
+    whole = run_gpuprof("report", path, *args, timeout=300, env=READ_WHOLE)
+    assert streamed.returncode == whole.returncode, (args, streamed.stderr, whole.stderr)
+    assert streamed.stdout == whole.stdout, args
+    assert streamed.stderr == whole.stderr, args
+    return streamed
+
+
+def report_file_as_whole(path, written, *args, read=Path.read_bytes):
+    """`report PATH ARGS`, which writes the file `written`, streamed and read
+    whole (READ_WHOLE): both succeed, with the same file (as `read` reads
+    it) and the same stderr. The streamed file's contents, and the streamed
+    run's stderr."""
+    streamed = run_gpuprof("report", path, *args, timeout=300)
+    assert streamed.returncode == 0, streamed.stderr
+    streamed_contents = read(written)
+    whole = run_gpuprof("report", path, *args, timeout=300, env=READ_WHOLE)
+    assert whole.returncode == 0, whole.stderr
+    assert streamed_contents == read(written), args
+    assert streamed.stderr == whole.stderr, (args, streamed.stderr, whole.stderr)
+    return streamed_contents, streamed.stderr
+
 
 PEAK_RSS = """
 import os, subprocess, sys
@@ -97,8 +127,36 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_pprof_whole - short_pprof_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
 
 
-@pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"]],
-                         ids=["plain", "samples", "with-stack", "with-stack-samples"])
+def test_streamed_trace_with_shapes_is_whole_and_its_memory_flat(torch_env, tmp_path):
+    """record --record-shapes: the streamed --chrome-trace gives every
+    aten::add of the loop its input shapes, writes the whole read's file,
+    and its peak memory does not grow with the recording, while the whole
+    read's does."""
+    rss = {}
+    for seconds in (1, 4):
+        out = tmp_path / f"shapes-{seconds}s.gpuprof"
+        rec = run_gpuprof("record", "-q", "--record-shapes", "-o", out, "--",
+                          *torch_env.argv("small_op_loop.py", str(seconds)), timeout=300)
+        assert rec.returncode == 0, rec.stderr
+        loops = int(re.search(r"^loops (\d+)$", rec.stdout, re.M).group(1))
+        trace = tmp_path / "trace.json"
+        streamed_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace)
+        # Every add, the one before the loop too, with its two 1-element inputs.
+        adds = [line for line in streamed_bytes.splitlines() if b'"cat":"cpu_op","name":"aten::add",' in line]
+        assert len(adds) == loops + 1, (len(adds), loops)
+        assert all(b'"Input Dims":[[1],[1]' in line for line in adds), [a for a in adds if b"[[1],[1]" not in a][:3]
+        rss[seconds] = (loops, peak_rss_kib(out, "--chrome-trace", trace),
+                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE))
+    summary = f"(adds, trace peak RSS KiB, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+    print(summary)
+    assert rss[4][0] > 2 * rss[1][0], summary
+    assert rss[4][1] - rss[1][1] < 4096, summary
+    assert rss[4][2] - rss[1][2] > 30 * 1024, summary
+
+
+@pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"],
+                                   ["--record-shapes"]],
+                         ids=["plain", "samples", "with-stack", "with-stack-samples", "shapes"])
 def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra):
     out = tmp_path / "nested.gpuprof"
     rec = run_gpuprof("record", "-q", "-o", out, *extra, "--", *torch_env.argv("nested_threads.py", "1"),
@@ -107,12 +165,9 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
     assert re.search(r"^turns \d+$", rec.stdout, re.M), rec.stdout
     samples = [["--folded", "--metric", "samples"]] if "-F" in extra else []
     for args in (["--folded"], ["--folded", "--raw-times"], *samples):
-        streamed = run_gpuprof("report", out, *args, timeout=300)
-        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
-        assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
+        streamed = report_as_whole(out, *args)
+        assert streamed.returncode == 0, streamed.stderr
         lines = streamed.stdout.splitlines()
-        assert streamed.stdout == whole.stdout
-        assert streamed.stderr == whole.stderr
         if "samples" in args:
             # Samples in the threads' ops, and outside them.
             assert any(";aten::addmm;" in line for line in lines), streamed.stdout
@@ -129,34 +184,25 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
     # line about it on stderr (its size on disk included).
     profile = tmp_path / "profile.pb.gz"
     for args in (["--pprof", profile], ["--pprof", profile, "--raw-times"]):
-        streamed = run_gpuprof("report", out, *args, timeout=300)
-        assert streamed.returncode == 0, streamed.stderr
-        streamed_bytes = gzip.decompress(profile.read_bytes())
-        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
-        assert whole.returncode == 0, whole.stderr
+        streamed_bytes, said = report_file_as_whole(out, profile, *args,
+                                                    read=lambda p: gzip.decompress(p.read_bytes()))
         assert b"aten::addmm" in streamed_bytes and b"matmul_turn" in streamed_bytes
         if "-F" in extra:
             assert b"samples" in streamed_bytes
         if "--with-stack" in extra:
             assert b"nested_threads.py" in streamed_bytes
-        assert streamed_bytes == gzip.decompress(profile.read_bytes())
-        assert streamed.stderr == whole.stderr
-        assert re.search(r"^gpuprof: wrote \S+ from \S+: [1-9]\d* samples of [24] sample types", streamed.stderr,
-                         re.M), streamed.stderr
+        assert re.search(r"^gpuprof: wrote \S+ from \S+: [1-9]\d* samples of [24] sample types", said, re.M), said
     # The Chrome trace (streamed: no module frames here), whole and cut by
     # --time-range: the same file, and the same line about it on stderr.
     trace = tmp_path / "trace.json"
     for args in (["--chrome-trace", trace], ["--chrome-trace", trace, "--time-range", "0.5:"]):
-        streamed = run_gpuprof("report", out, *args, timeout=300)
-        assert streamed.returncode == 0, streamed.stderr
-        streamed_bytes = trace.read_bytes()
-        whole = run_gpuprof("report", out, *args, timeout=300, env=READ_WHOLE)
-        assert whole.returncode == 0, whole.stderr
+        streamed_bytes, _ = report_file_as_whole(out, trace, *args)
         assert b'"name":"aten::addmm"' in streamed_bytes and b'"name":"matmul_turn"' in streamed_bytes
         if "-F" in extra:
             assert b'"cat":"cpu_sample"' in streamed_bytes
-        assert streamed_bytes == trace.read_bytes()
-        assert streamed.stderr == whole.stderr
+        if "--record-shapes" in extra:  # torch.nn.Linear's input, weight and bias
+            assert re.search(rb'"name":"aten::linear".*?"Input Dims":\[\[\d+,\d+\],\[\d+,\d+\],\[\d+\]\]',
+                             streamed_bytes), streamed_bytes[:2000]
 
 
 def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):

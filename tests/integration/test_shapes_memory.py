@@ -20,7 +20,6 @@ bytes of the records that torch's own data shows to be on such a boundary
 """
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -132,7 +131,7 @@ def test_same_shapes_and_counts_per_group(shapes_run):
     missing = {k: v for k, v in theirs_cut.items() if ours.get(k) != v}
     extra = {k: v for k, v in ours.items() if k not in theirs_cut}
     assert not missing and not extra, (
-        f"groups differing from torch.profiler's (torch's count -> ours):\n" +
+        "groups differing from torch.profiler's (torch's count -> ours):\n" +
         "\n".join(f"  {k}: {v} -> {ours.get(k)}" for k, v in sorted(missing.items())) +
         "\nonly in gpuprof:\n" + "\n".join(f"  {k}: {v}" for k, v in sorted(extra.items())) +
         f"\n{report.stdout}")

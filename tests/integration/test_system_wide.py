@@ -27,7 +27,7 @@ from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOAD
                       bpf_link_ids_of, live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file,
                       wait_until)
 from test_cuda_launches import DRIVER, STEPS as LAUNCH_STEPS, check_launches
-from test_report_memory import READ_WHOLE
+from test_report_memory import READ_WHOLE, report_as_whole, report_file_as_whole
 from test_top import REFRESH_LATENESS_S, Tmux, start_loop
 
 OPS = ("aten::mm", "aten::add", "aten::relu")
@@ -147,20 +147,6 @@ def finish_counts(workdir, runs, watch, cpu_uses=None):
     return truths
 
 
-def assert_streamed_as_whole(path, *args):
-    """report's tables and folded stacks of a record -a file stream its
-    events, an aggregate or stack sums per process (docs/report.md,
-    "Memory"): the bytes the whole read
-    (GPUPROF_REPORT_READ_WHOLE=1) prints, on stdout and stderr. The
-    streamed report's CompletedProcess."""
-    streamed = run_gpuprof("report", path, *args)
-    whole = run_gpuprof("report", path, *args, env=READ_WHOLE)
-    assert streamed.returncode == whole.returncode, (args, streamed.stderr, whole.stderr)
-    assert streamed.stdout == whole.stdout, args
-    assert streamed.stderr == whole.stderr, args
-    return streamed
-
-
 def sections(report_text):
     """The per-process sections of a system-wide table: {pid: (header, table text)}."""
     out = {}
@@ -174,7 +160,7 @@ def sections(report_text):
 def folded_roots(path, *extra):
     """report --folded --metric samples, summed per root frame (streamed, as
     the whole read prints it)."""
-    folded = assert_streamed_as_whole(path, "--folded", "--metric", "samples", *extra)
+    folded = report_as_whole(path, "--folded", "--metric", "samples", *extra)
     assert folded.returncode == 0, folded.stderr
     roots = {}
     for line in folded.stdout.splitlines():
@@ -228,11 +214,11 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
         assert re.search(rf"^gpuprof: process {pid} \(python3\) runs {re.escape(str(libtorch_of[name]))}$", stderr,
                          re.M), (name, stderr)
 
-    report = assert_streamed_as_whole(out, "--row-limit", "-1")
+    report = report_as_whole(out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     # The folded self times too, compensated and raw: every process's ops under its root.
     for args in (["--folded"], ["--folded", "--raw-times"]):
-        folded = assert_streamed_as_whole(out, *args)
+        folded = report_as_whole(out, *args)
         assert folded.returncode == 0, folded.stderr
         for name, (proc, pid) in runs.items():
             assert re.search(rf"^[^;\n]+-{pid};(?:[^\n]*;)?aten::mm \d+$", folded.stdout, re.M), (name, folded.stdout)
@@ -270,42 +256,32 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     assert re.search(rf"^python3-{chroot_pid};torch_counts\.py\(\d+\):_<module>", folded, re.M), folded[:2000]
 
     # --pid / --comm choose processes; the table is then that process's.
-    one = assert_streamed_as_whole(out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
+    one = report_as_whole(out, "--pid", str(runs["late1"][1]), "--row-limit", "-1")
     assert one.returncode == 0, one.stderr
     assert list(sections(one.stdout)) == [runs["late1"][1]], one.stdout
     assert folded_roots(out, "--pid", str(spinner.popen.pid)) == {
         f"python3-{spinner.popen.pid}": roots[f"python3-{spinner.popen.pid}"]}
     # Two processes, one of each torch, by pid, sorted and raw.
-    two = assert_streamed_as_whole(out, "--pid", str(runs["early"][1]), "--pid", str(chroot_pid), "--sort-by",
+    two = report_as_whole(out, "--pid", str(runs["early"][1]), "--pid", str(chroot_pid), "--sort-by",
                                    "self_cpu_time_total", "--raw-times")
     assert set(sections(two.stdout)) == {runs["early"][1], chroot_pid}, two.stdout
-    python = assert_streamed_as_whole(out, "--comm", "python3")
+    python = report_as_whole(out, "--comm", "python3")
     # Every one of ours (and whatever else ran python3 with torch meanwhile).
     assert python.returncode == 0 and {pid for _, pid in runs.values()} <= set(sections(python.stdout)), python.stdout
-    none = assert_streamed_as_whole(out, "--comm", "no-such-command")
+    none = report_as_whole(out, "--comm", "no-such-command")
     assert none.returncode == 2, none.stdout
     assert "no process of" in none.stderr and f"{early_pid} python3" in none.stderr, none.stderr
 
     # The pprof profile streams the events too (each process's stacks on
     # their own, the sampled spinner's too): the whole read's bytes.
     profile = tmp_path / "all.pb"
-    whole = run_gpuprof("report", out, "--pprof", profile, env=READ_WHOLE)
-    assert whole.returncode == 0, whole.stderr
-    whole_bytes = profile.read_bytes()
-    streamed = run_gpuprof("report", out, "--pprof", profile)
-    assert streamed.returncode == 0, streamed.stderr
-    assert profile.read_bytes() == whole_bytes and streamed.stderr == whole.stderr
-    assert b"aten::mm" in whole_bytes
+    profile_bytes, _ = report_file_as_whole(out, profile, "--pprof", profile)
+    assert b"aten::mm" in profile_bytes
 
     # One trace process per process, named, with its own op events; the
     # trace streams the events, and is the whole read's file.
     trace_path = tmp_path / "all.json"
-    whole = run_gpuprof("report", out, "--chrome-trace", trace_path, env=READ_WHOLE)
-    assert whole.returncode == 0, whole.stderr
-    whole_bytes = trace_path.read_bytes()
-    trace = run_gpuprof("report", out, "--chrome-trace", trace_path)
-    assert trace.returncode == 0, trace.stderr
-    assert trace_path.read_bytes() == whole_bytes and trace.stderr == whole.stderr
+    report_file_as_whole(out, trace_path, "--chrome-trace", trace_path)
     events = json.loads(trace_path.read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
     for name, (proc, pid) in runs.items():
@@ -336,7 +312,7 @@ def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
     stderr = gp.stderr()
     for path in (LIBTORCH, copy):
         assert re.search(rf"^gpuprof: tracing {re.escape(str(path))}: \d+ ops", stderr, re.M), (path, stderr)
-    report = assert_streamed_as_whole(out, "--row-limit", "-1")
+    report = report_as_whole(out, "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     found = sections(report.stdout)
     for name, path in (("system", LIBTORCH), ("copy", copy)):
@@ -378,7 +354,7 @@ def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp
     wait_until(lambda: not (links & live_bpf_link_ids()), 10, "gpuprof's BPF links to be released")
     # What was written before the kill reads, with both processes in it.
     # Streamed, a killed recorder's file (no END chunk) prints what the whole read does.
-    report = assert_streamed_as_whole(tmp_path / "killed.gpuprof", "--row-limit", "-1")
+    report = report_as_whole(tmp_path / "killed.gpuprof", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     found = sections(report.stdout)
     # DEFECT: a SIGKILLed `record -a` file (no END chunk) sometimes reports
@@ -470,7 +446,7 @@ def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir
     # whole then: the note on stacks cut counts the chosen process's calls)
     # nor --folded (read whole: the stacks name the file's event indices).
     for args in (["--row-limit", "-1"], ["--pid", str(runs["chroot"][1])], ["--folded"]):
-        report = assert_streamed_as_whole(out, *args)
+        report = report_as_whole(out, *args)
         assert report.returncode == 0 and "aten::mm" in report.stdout, (args, report.stderr)
     # One process's modules are asked for with --pid; two at once are refused.
     modules = run_gpuprof("report", out, "--modules")
@@ -566,7 +542,7 @@ def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):
     assert gp.wait(timeout=120) == 0, gp.describe()
     check_launches(out)
     # Streamed, launches are counted per thread and charged to their process at the end.
-    report = assert_streamed_as_whole(out)
+    report = report_as_whole(out)
     header, text = sections(report.stdout)[pid]
     assert f"{6 * LAUNCH_STEPS} CUDA launches" in text, text
 

@@ -17,7 +17,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from conftest import (CHROOT_TORCH, GPUPROF, error_lines, parse_stopped_line, parse_table, parse_tracing_line, run_gpuprof,
+from conftest import (CHROOT_TORCH, GPUPROF, error_lines, parse_stopped_line, parse_table, parse_tracing_line,
                       run_program, touch, wait_for_file)
 from test_system_wide import LIBTORCH, finish_counts, start_counts
 

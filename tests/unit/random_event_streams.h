@@ -124,6 +124,19 @@ inline void add_random_entry_stacks(Recording& recording, std::mt19937& rng, uin
   }
 }
 
+// Input shapes (record --record-shapes) on about half the op entries, one
+// of three shapes: two tensors, a tensor and a scalar, nothing readable.
+inline void add_random_entry_shapes(Recording& recording, std::mt19937& rng) {
+  recording.options.shapes = true;
+  const auto first = static_cast<uint32_t>(recording.shapes.size());
+  recording.shapes.push_back({std::vector<int64_t>{8, 3}, std::vector<int64_t>{3}});
+  recording.shapes.push_back({std::vector<int64_t>{2, 2, 2}, std::nullopt});
+  recording.shapes.push_back({});
+  for (uint64_t i = 0; i < recording.events.size(); i++)
+    if (recording.events[i].kind == GP_EV_OP_ENTRY && rng() % 2)
+      recording.entry_shapes.push_back({i, first + static_cast<uint32_t>(rng() % 3)});
+}
+
 // Python stacks under the module frames of a model Net(conv, act, fc)
 // (record --with-modules; with_names: and the attribute names), appended
 // to the recording's frames and stacks: thread 10's entries have one from
@@ -184,32 +197,45 @@ inline void add_random_samples(Recording& recording, std::mt19937& rng, const Ra
 }
 
 // What a streaming read's first pass gives: all but the events and the
-// entry-stack pairs.
+// pairs that name them.
 inline Recording head_of(const Recording& recording) {
   Recording head = recording;
   head.events.clear();
   head.entry_stacks.clear();
   head.backward_stacks.clear();
+  head.entry_shapes.clear();
   return head;
 }
 
-// The event index of the recording's last entry-stack pair (nullopt: none).
+// The event index of the last of `pairs` (ENTRY_STACKS, BACKWARD_STACKS or
+// ENTRY_SHAPES; nullopt: none).
+template <class Pair>
+std::optional<uint64_t> last_index_of(const std::vector<Pair>& pairs) {
+  if (pairs.empty()) return std::nullopt;
+  return pairs.back().event_index;
+}
 inline std::optional<uint64_t> last_pair_of(const Recording& recording) {
-  if (recording.entry_stacks.empty()) return std::nullopt;
-  return recording.entry_stacks.back().event_index;
+  return last_index_of(recording.entry_stacks);
 }
 
 // Feeds the recording's events to `streamed` (a RecordStream) `chunk` at
-// a time, each chunk's pairs handed over after `pair_delay` more chunks (as
-// a file has them, later), the rest at the end.
+// a time, each chunk's ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs
+// handed over after `pair_delay` more chunks (as a file has them, later),
+// the rest at the end.
 template <class Stream>
 void feed_in_chunks(Stream& streamed, const Recording& recording, size_t chunk, size_t pair_delay) {
-  size_t pairs_given = 0;
+  size_t entries_given = 0, backwards_given = 0, shapes_given = 0;
+  // Hands pairs[given...] before event index `before` to `hand`.
+  auto give = [](const auto& pairs, size_t& given, uint64_t before, auto hand) {
+    for (; given < pairs.size() && pairs[given].event_index < before; given++) hand(pairs[given]);
+  };
   auto give_pairs = [&](uint64_t before) {
-    for (; pairs_given < recording.entry_stacks.size() && recording.entry_stacks[pairs_given].event_index < before;
-         pairs_given++)
-      streamed.on_entry_stack(recording.entry_stacks[pairs_given].event_index,
-                              recording.entry_stacks[pairs_given].stack_id);
+    give(recording.entry_stacks, entries_given, before,
+         [&](const EntryStack& p) { streamed.on_entry_stack(p.event_index, p.stack_id); });
+    give(recording.backward_stacks, backwards_given, before,
+         [&](const EntryStack& p) { streamed.on_backward_stack(p.event_index, p.stack_id); });
+    give(recording.entry_shapes, shapes_given, before,
+         [&](const EntryShapes& p) { streamed.on_entry_shape(p.event_index, p.shape_id); });
   };
   std::vector<uint64_t> chunk_ends;
   for (size_t at = 0; at < recording.events.size(); at += chunk) {

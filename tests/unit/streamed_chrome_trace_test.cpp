@@ -49,7 +49,7 @@ std::string whole_trace(const Recording& recording, const ChromeTraceOptions& op
 // has them, later), the rest at the end.
 std::string streamed_trace(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
   const Recording head = head_of(recording);
-  StreamedChromeTrace streamed(head, last_pair_of(recording));
+  StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes));
   EXPECT_TRUE(streamed.wants(head));
   feed_in_chunks(streamed, recording, chunk, /*pair_delay=*/1);
   const StreamedTraceCalls calls = streamed.finish();
@@ -58,31 +58,48 @@ std::string streamed_trace(const Recording& recording, const ChromeTraceOptions&
   return out;
 }
 
+// The whole read's traces of `recording`, whole and cut by --time-range
+// to its events 1000 to 2000, after checking that the streamed traces,
+// fed in chunks of every size, are the same bytes.
+std::vector<std::string> expect_streamed_traces_as_whole(const Recording& recording, uint32_t seed) {
+  ChromeTraceOptions cut;
+  cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
+  cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+  std::vector<std::string> traces;
+  for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
+    const std::string& expected = traces.emplace_back(whole_trace(recording, options));
+    for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
+                   (options.range.from_s ? " cut" : ""));
+      EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
+    }
+  }
+  return traces;
+}
+
+// How many times `needle` is in `text`.
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = 0; (at = text.find(needle, at)) != std::string::npos; at++) count++;
+  return count;
+}
+
 TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
-  size_t steps = 0, unwound = 0;
+  size_t steps = 0, unwound = 0, dims = 0;
   size_t python = 0;
   for (uint32_t seed = 1; seed <= 25; seed++) {
     Recording recording = recording_with_samples(seed, 3000);
+    std::mt19937 rng(seed);
     if (seed % 2) {  // record --with-stack (Python stacks without modules): half the entries have one
       recording.options.with_stack = true;
-      std::mt19937 rng(seed);
       add_random_entry_stacks(recording, rng, 2);
     }
-    ChromeTraceOptions cut;
-    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
-    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
-    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
-      const std::string expected = whole_trace(recording, options);
-      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
-        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
-                     (options.range.from_s ? " cut" : ""));
-        EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
-      }
+    if (seed % 3 == 0) add_random_entry_shapes(recording, rng);  // record --record-shapes
+    for (const std::string& expected : expect_streamed_traces_as_whole(recording, seed)) {
+      steps += occurrences(expected, "\"ProfilerStep#");
+      unwound += occurrences(expected, "\"unwound\":true");
+      dims += occurrences(expected, "\"Input Dims\":[[8,3],[3]]");
       size_t at = 0;
-      while ((at = expected.find("\"ProfilerStep#", at)) != std::string::npos) steps++, at++;
-      at = 0;
-      while ((at = expected.find("\"unwound\":true", at)) != std::string::npos) unwound++, at++;
-      at = 0;
       while ((at = expected.find("\"cat\":\"cpu_op\"", at)) != std::string::npos &&
              (at = expected.find("\"sf\":", at)) != std::string::npos)
         python++, at++;
@@ -93,6 +110,7 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   EXPECT_GT(steps, 100u);
   EXPECT_GT(unwound, 1000u);
   EXPECT_GT(python, 1000u);  // calls with their entry's stack
+  EXPECT_GT(dims, 1000u);    // and with their entry's input shapes
 }
 
 // Module frames in the entries' stacks (record --with-modules): the module
@@ -104,19 +122,8 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsModuleCalls) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     Recording recording = recording_with_samples(seed, 3000);
     add_random_module_stacks(recording, seed, seed % 2 == 0, /*engine_op=*/4);
-    ChromeTraceOptions cut;
-    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
-    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
-    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
-      const std::string expected = whole_trace(recording, options);
-      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
-        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
-                     (options.range.from_s ? " cut" : ""));
-        EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
-      }
-      size_t at = 0;
-      while ((at = expected.find("\"nn.Module: Net", at)) != std::string::npos) module_calls++, at++;
-    }
+    for (const std::string& expected : expect_streamed_traces_as_whole(recording, seed))
+      module_calls += occurrences(expected, "\"nn.Module: Net");
   }
   EXPECT_GT(module_calls, 500u);  // or the comparison proves little
 }
@@ -179,7 +186,7 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   EXPECT_TRUE(StreamedChromeTrace::streamable(recording));
   Recording with_stack = recording;
   with_stack.options.with_stack = true;
-  Recording shapes = recording;
+  Recording shapes = recording;  // their pairs are held as the calls stream by
   shapes.options.shapes = true;
   Recording memory = recording;
   memory.options.memory = true;
@@ -192,7 +199,8 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   Recording modules = with_stack;  // module calls are counted as the calls stream by
   modules.sample_frames.push_back("nn.Module: Linear_0");
   EXPECT_TRUE(StreamedChromeTrace::streamable(modules));
-  for (const Recording* r : {&shapes, &memory, &launches, &cuda})
+  EXPECT_TRUE(StreamedChromeTrace::streamable(shapes));
+  for (const Recording* r : {&memory, &launches, &cuda})
     EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
 }
 

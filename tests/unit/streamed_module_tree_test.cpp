@@ -70,27 +70,7 @@ ModuleTree streamed_tree(const Recording& recording, size_t chunk, size_t pair_d
   StreamedModuleTree streamed(head, compensation_costs(recording, raw_times), last(recording.entry_stacks),
                               last(recording.backward_stacks));
   EXPECT_TRUE(streamed.wants(head));
-  size_t entries_given = 0, backwards_given = 0;
-  auto give_pairs = [&](uint64_t before) {
-    for (; entries_given < recording.entry_stacks.size() &&
-           recording.entry_stacks[entries_given].event_index < before;
-         entries_given++)
-      streamed.on_entry_stack(recording.entry_stacks[entries_given].event_index,
-                              recording.entry_stacks[entries_given].stack_id);
-    for (; backwards_given < recording.backward_stacks.size() &&
-           recording.backward_stacks[backwards_given].event_index < before;
-         backwards_given++)
-      streamed.on_backward_stack(recording.backward_stacks[backwards_given].event_index,
-                                 recording.backward_stacks[backwards_given].stack_id);
-  };
-  std::vector<uint64_t> chunk_ends;
-  for (size_t at = 0; at < recording.events.size(); at += chunk) {
-    const size_t n = std::min(chunk, recording.events.size() - at);
-    streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
-    chunk_ends.push_back(at + n);
-    if (chunk_ends.size() > pair_delay) give_pairs(chunk_ends[chunk_ends.size() - 1 - pair_delay]);
-  }
-  give_pairs(UINT64_MAX);
+  feed_in_chunks(streamed, recording, chunk, pair_delay);
   return std::move(streamed).finish();
 }
 

@@ -61,19 +61,21 @@ void StreamedModuleTree::hold(uint32_t tid, const OpCall& call, bool outermost, 
 // calls, parents first; its entries' pairs are then no longer needed.
 void StreamedModuleTree::place(const Timeline& forest) {
   const uint32_t tid = forest.calls.front().tid;
+  std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
+  bool any_stack = false;
+  for (size_t i = 0; i < forest.calls.size(); i++) {
+    stacks[i] = entry_pairs_.of(forest.calls[i].entry_index);
+    any_stack = any_stack || stacks[i].has_value();
+  }
   // The whole read asks whether the thread has a stack at any entry: one in
   // this forest says yes for the calls held before it too.
-  if (!python_threads_.count(tid))
-    for (const OpCall& call : forest.calls)
-      if (entry_pairs_.of(call.entry_index)) {
-        python_threads_.insert(tid);
-        if (auto held = held_.find(tid); held != held_.end()) {
-          builder_.add_held_calls(held->second.calls, /*python_thread=*/true);
-          held_.erase(held);
-        }
-        std::erase(held_order_, tid);
-        break;
-      }
+  if (any_stack && python_threads_.insert(tid).second) {
+    if (auto held = held_.find(tid); held != held_.end()) {
+      builder_.add_held_calls(held->second.calls, /*python_thread=*/true);
+      held_.erase(held);
+    }
+    std::erase(held_order_, tid);
+  }
   const bool python_thread = python_threads_.count(tid) != 0;
   const CallTree tree = build_call_tree(forest);
   const std::vector<size_t> folded_into = fold_same_name_calls(forest, head_.ops);
@@ -82,7 +84,7 @@ void StreamedModuleTree::place(const Timeline& forest) {
     for (size_t i : thread) {
       const OpCall& call = forest.calls[i];
       const int64_t parent = tree.parent[i];
-      const std::optional<uint32_t> stack = entry_pairs_.of(call.entry_index);
+      const std::optional<uint32_t> stack = stacks[i];
       const bool folded = folded_into[i] != i;
       const bool held = parent >= 0 ? !node_of_call[parent]
                                     : !python_thread && !stack && !is_autograd_engine_call(head_, call);

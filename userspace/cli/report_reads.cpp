@@ -44,7 +44,8 @@ namespace {
 
 // The first of a streamed report's two reads: every chunk but the events,
 // for what must be known before them (the probe costs, written last; where
-// the ENTRY_STACKS pairs end); a recording it cannot stream it reads whole.
+// the ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs end); a
+// recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
   explicit StreamingCheck(bool system_wide) : system_wide_(system_wide) {}
@@ -57,9 +58,11 @@ class StreamingCheck : public RecordStream {
   void on_events(std::span<const gp_event>, uint64_t) override {}
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
+  void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
   bool accepted = false;
   std::optional<uint64_t> last_entry_stack;     // the event index of the last ENTRY_STACKS pair
   std::optional<uint64_t> last_backward_stack;  // and of the last BACKWARD_STACKS pair
+  std::optional<uint64_t> last_entry_shape;     // and of the last ENTRY_SHAPES pair
 
  private:
   bool system_wide_;
@@ -71,6 +74,7 @@ struct StreamHead {
   Recording recording;                       // all but the events
   std::optional<uint64_t> last_entry_stack;     // StreamingCheck's
   std::optional<uint64_t> last_backward_stack;  // StreamingCheck's
+  std::optional<uint64_t> last_entry_shape;     // StreamingCheck's
 };
 // system_wide: whether the output streams a record -a recording.
 std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide) {
@@ -84,7 +88,7 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack};
+  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack, check.last_entry_shape};
 }
 
 // The second read, its events handed to `stream`: the Recording it
@@ -227,7 +231,9 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
   return read_twice<StreamedTrace>(
       path, strict,
-      [](const StreamHead& head) { return StreamedChromeTrace(head.recording, head.last_entry_stack); },
+      [](const StreamHead& head) {
+        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape);
+      },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};

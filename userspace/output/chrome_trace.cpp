@@ -178,8 +178,8 @@ class TraceWriter {
     }
     write_modules();  // before the ops: a module call as long as its one op encloses it
     if (streamed_) {
-      streamed_->calls([this](const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack) {
-        if (overlaps(call.start_ns, call.end_ns)) write_call(call, step, stack, {});
+      streamed_->calls([this](const OpCall& call, const TraceCallEntry& entry) {
+        if (overlaps(call.start_ns, call.end_ns)) write_call(call, entry.step, entry.stack, entry.shape);
       });
     } else {
       write_calls(timeline, tree, kept);

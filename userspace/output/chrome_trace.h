@@ -93,11 +93,13 @@ ChromeTraceStats write_chrome_trace(const Recording& recording, const ChromeTrac
 // The op calls of a recording read as a stream
 // (output/streamed_chrome_trace.h), replayed in the order a trace writes
 // them: each thread's calls by start, parents first, the threads in the
-// order of their first completed call; `step`: a step frame's step number
-// (nullopt for any other call); `stack`: the Python stack of its entry
-// (record --with-stack; nullopt: none).
-using TraceCallVisitor =
-    std::function<void(const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack)>;
+// order of their first completed call, each with what its entry adds.
+struct TraceCallEntry {
+  std::optional<uint64_t> step;   // a step frame's step number (nullopt: any other call)
+  std::optional<uint32_t> stack;  // its entry's Python stack (record --with-stack; nullopt: none)
+  std::optional<uint32_t> shape;  // its entry's input shapes (record --record-shapes; nullopt: none)
+};
+using TraceCallVisitor = std::function<void(const OpCall& call, const TraceCallEntry& entry)>;
 using ModuleCallVisitor = std::function<void(const ModuleCall& call)>;
 struct StreamedTraceCalls {
   std::function<void(const TraceCallVisitor&)> calls;
@@ -111,8 +113,8 @@ struct StreamedTraceCalls {
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no shapes, launches, GPU activities, memory or
-// --ops: streamed_chrome_trace.h).
+// streamed trace serves (no launches, GPU activities, memory or --ops:
+// streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,
                                     const std::function<void(std::string_view)>& write);

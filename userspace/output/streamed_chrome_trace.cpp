@@ -11,8 +11,12 @@
 namespace gpuprof {
 
 // A trace shows raw times (chrome_trace.h): no compensation.
-StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack)
-    : settled_(nullptr), pairs_(head.options.with_stack, last_entry_stack), spills_(std::make_shared<Spills>()) {
+StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
+                                         std::optional<uint64_t> last_entry_shape)
+    : settled_(nullptr),
+      stacks_(head.options.with_stack, last_entry_stack),
+      shapes_(head.options.shapes, last_entry_shape),
+      spills_(std::make_shared<Spills>()) {
   // Module calls (module_tree.h) come from module frames in the entries'
   // Python stacks: without one, there are none to write.
   const ModuleNames names(head);
@@ -29,7 +33,7 @@ StreamedChromeTrace::Spills::~Spills() {
 }
 
 bool StreamedChromeTrace::streamable(const Recording& head) {
-  return !head.options.memory && !head.options.shapes && !head.cuda_runtime && launches_read(head) == 0 &&
+  return !head.options.memory && !head.cuda_runtime && launches_read(head) == 0 &&
          head.gpu_activities.empty();
 }
 
@@ -38,7 +42,8 @@ void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t f
   for (size_t i = 0; i < events.size(); i++)
     if (events[i].kind == GP_EV_STEP) step_of_entry_.emplace(first + i, events[i].sp);
   settled_.add(events, first);
-  settled_.hand_settled([this](uint64_t event_index) { return pairs_.known_through(event_index); },
+  settled_.hand_settled(
+      [this](uint64_t event_index) { return stacks_.known_through(event_index) && shapes_.known_through(event_index); },
                         [this](const Timeline& forest) { spill(forest); });
 }
 
@@ -46,24 +51,26 @@ namespace {
 
 // A spilled call holds what the trace writes of it (chrome_trace.cpp): its
 // op, start, duration, entry index and whether it was unwound; a step
-// frame's step number; its entry's stack. Packed against its thread's
+// frame's step number; its entry's stack and input shapes. Packed against its thread's
 // previous call: a flags byte, then varints, the start and entry index as
 // zigzag differences; about 10 bytes where the OpCall is 72.
 // A module call (kModuleCall) is packed against its thread's previous
 // module call: its node, start (a zigzag difference) and duration.
-constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8;
-constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 5;  // flags, five 64-bit varints at most, a 32-bit one
+constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8, kHasShape = 16;
+constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 2 * 5;  // flags, five 64-bit varints at most, two 32-bit ones
 constexpr size_t kSpillWriteBytes = 64 << 10;
 
-void pack_call(std::string& out, const OpCall& call, std::optional<uint64_t> step, std::optional<uint32_t> stack,
-               uint64_t& last_start, uint64_t& last_entry) {
-  out.push_back(static_cast<char>((call.unwound ? kUnwound : 0) | (step ? kIsStep : 0) | (stack ? kHasStack : 0)));
+void pack_call(std::string& out, const OpCall& call, const TraceCallEntry& entry, uint64_t& last_start,
+               uint64_t& last_entry) {
+  out.push_back(static_cast<char>((call.unwound ? kUnwound : 0) | (entry.step ? kIsStep : 0) |
+                                  (entry.stack ? kHasStack : 0) | (entry.shape ? kHasShape : 0)));
   append_varint(out, call.op_id);
   append_varint(out, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
   append_varint(out, call.end_ns - call.start_ns);
   append_varint(out, zigzag(static_cast<int64_t>(call.entry_index - last_entry)));
-  if (step) append_varint(out, *step);
-  if (stack) append_varint(out, *stack);
+  if (entry.step) append_varint(out, *entry.step);
+  if (entry.stack) append_varint(out, *entry.stack);
+  if (entry.shape) append_varint(out, *entry.shape);
   last_start = call.start_ns;
   last_entry = call.entry_index;
 }
@@ -142,10 +149,11 @@ class SpillReader {
       if (modules_) (*modules_)(call);
       return true;
     }
-    uint64_t op = 0, start = 0, duration = 0, entry = 0, step = 0, stack = 0;
+    uint64_t op = 0, start = 0, duration = 0, entry = 0, step = 0, stack = 0, shape = 0;
     if (!varint(op) || !varint(start) || !varint(duration) || !varint(entry)) return false;
     if ((flags & kIsStep) && !varint(step)) return false;
     if ((flags & kHasStack) && !varint(stack)) return false;
+    if ((flags & kHasShape) && !varint(shape)) return false;
     OpCall call;
     call.tid = tid_;
     call.op_id = static_cast<uint32_t>(op);
@@ -154,8 +162,11 @@ class SpillReader {
     call.entry_index = last_entry_ += static_cast<uint64_t>(unzigzag(entry));
     call.unwound = flags & kUnwound;
     if (!calls_) return true;
-    (*calls_)(call, flags & kIsStep ? std::optional<uint64_t>(step) : std::nullopt,
-          flags & kHasStack ? std::optional<uint32_t>(static_cast<uint32_t>(stack)) : std::nullopt);
+    TraceCallEntry at_entry;
+    if (flags & kIsStep) at_entry.step = step;
+    if (flags & kHasStack) at_entry.stack = static_cast<uint32_t>(stack);
+    if (flags & kHasShape) at_entry.shape = static_cast<uint32_t>(shape);
+    (*calls_)(call, at_entry);
     return true;
   }
 
@@ -181,14 +192,16 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
   for (size_t id : tree.threads.front()) {
     const OpCall& call = forest.calls[id];
-    std::optional<uint64_t> step;
+    TraceCallEntry entry;
     if (auto found = step_of_entry_.find(call.entry_index); found != step_of_entry_.end()) {
-      step = found->second;
+      entry.step = found->second;
       step_of_entry_.erase(found);
     }
-    const std::optional<uint32_t> stack = stacks[id] = pairs_.of(call.entry_index);
-    if (stack) pairs_.forget(call.entry_index);
-    pack_call(calls.pending, call, step, stack, calls.packed.start_ns, calls.packed.entry_index);
+    entry.stack = stacks[id] = stacks_.of(call.entry_index);
+    if (entry.stack) stacks_.forget(call.entry_index);
+    entry.shape = shapes_.of(call.entry_index);
+    if (entry.shape) shapes_.forget(call.entry_index);
+    pack_call(calls.pending, call, entry, calls.packed.start_ns, calls.packed.entry_index);
   }
   if (modules_) {
     count_modules(forest, tree, stacks);
@@ -223,11 +236,12 @@ void StreamedChromeTrace::write_spill(ThreadCalls& calls) {
 void StreamedChromeTrace::count_modules(const Timeline& forest, const CallTree& tree,
                                         const std::vector<std::optional<uint32_t>>& stacks) {
   const uint32_t tid = forest.calls.front().tid;
-  auto [first, inserted] = first_start_.try_emplace(tid, forest.calls.front().start_ns);
+  // The tree lists a forest's calls by start, and a thread's forests come
+  // in start order: its first forest's first listed call is its first call.
+  first_start_.try_emplace(tid, forest.calls[tree.threads.front().front()].start_ns);
   std::vector<size_t> node_of_call(forest.calls.size(), 0);
   for (size_t id : tree.threads.front()) {
     const OpCall& call = forest.calls[id];
-    first->second = std::min(first->second, call.start_ns);
     const int64_t parent = tree.parent[id];
     node_of_call[id] = modules_->add_call(call, parent >= 0 ? std::optional<size_t>(node_of_call[parent]) : std::nullopt,
                                           stacks[id], std::nullopt, false, false, {});
@@ -237,28 +251,37 @@ void StreamedChromeTrace::count_modules(const Timeline& forest, const CallTree& 
 // The module calls the tree listed, to their threads' waiting lists.
 void StreamedChromeTrace::take_listed_module_calls() {
   ModuleTree& tree = modules_->tree();
-  for (const ModuleCall& call : tree.calls) module_calls_waiting_[call.tid].push_back(call);
+  for (const ModuleCall& call : tree.calls) {
+    WaitingModuleCalls& waiting = module_calls_waiting_[call.tid];
+    waiting.calls.push_back(call);
+    waiting.earliest_start_ns = std::min(waiting.earliest_start_ns, call.start_ns);
+  }
   tree.calls.clear();
 }
 
-// A thread's module calls waiting that start before its outermost open module call (all of them
-// at the end) are in their final order once sorted (by start, parents
-// first, as build_module_tree sorts them), and are packed into its spill.
+// A thread's module calls waiting that start before its outermost open
+// module call (all of them at the end) are in their final order once
+// sorted (by start, parents first, as build_module_tree sorts them), and
+// are packed into its spill. Under a module call open as long as the job,
+// nothing is sorted until it ends.
 void StreamedChromeTrace::spill_module_calls(uint32_t tid, bool at_end) {
+  auto found = module_calls_waiting_.find(tid);
+  if (found == module_calls_waiting_.end()) return;
+  WaitingModuleCalls& waiting = found->second;
+  const std::optional<uint64_t> open_since = at_end ? std::nullopt : modules_->open_since(tid);
+  if (open_since && waiting.earliest_start_ns >= *open_since) return;
   const ModuleTree& tree = modules_->tree();
-  auto waiting = module_calls_waiting_.find(tid);
-  if (waiting == module_calls_waiting_.end()) return;
-  std::vector<ModuleCall>& calls = waiting->second;
+  std::vector<ModuleCall>& calls = waiting.calls;
   std::sort(calls.begin(), calls.end(), [&](const ModuleCall& a, const ModuleCall& b) {
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     return tree.nodes[a.node].depth < tree.nodes[b.node].depth;
   });
-  const std::optional<uint64_t> open_since = at_end ? std::nullopt : modules_->open_since(tid);
   size_t ready = 0;
   while (ready < calls.size() && (!open_since || calls[ready].start_ns < *open_since)) ready++;
   ThreadCalls& spill = spills_->threads[tid];
   for (size_t i = 0; i < ready; i++) pack_module_call(spill.pending, calls[i], spill.packed.module_start_ns);
   calls.erase(calls.begin(), calls.begin() + static_cast<ptrdiff_t>(ready));
+  waiting.earliest_start_ns = calls.empty() ? UINT64_MAX : calls.front().start_ns;
 }
 
 StreamedTraceCalls StreamedChromeTrace::finish() {
@@ -269,7 +292,7 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   if (!modules_) return out;
   modules_->end_threads();  // the calls still open end with their threads' last calls
   take_listed_module_calls();
-  for (auto& [tid, calls] : module_calls_waiting_) spill_module_calls(tid, /*at_end=*/true);
+  for (auto& [tid, waiting] : module_calls_waiting_) spill_module_calls(tid, /*at_end=*/true);
   // The threads with module calls by their first call's start (the order
   // build_module_tree lists them in), ties in their spills' order.
   for (uint32_t tid : spills_->order)

@@ -10,9 +10,9 @@
 // thread; write_chrome_trace then replays them, thread by thread, into the
 // same document, byte for byte, as the whole read's.
 //
-// It serves recordings of op events, with or without CPU samples and
-// --with-stack entry stacks (a forest waits for the pairs of its events,
-// entry_stack_pairs.h), module frames in those stacks (--with-modules, or
+// It serves recordings of op events, with or without CPU samples,
+// --with-stack entry stacks and --record-shapes input shapes (a forest
+// waits for the pairs of its events, entry_stack_pairs.h), module frames in those stacks (--with-modules, or
 // --with-stack of a model), and --time-range. The module calls, which the
 // trace writes first, are counted by the ModuleTreeBuilder that report
 // --modules uses, fed each forest's calls; a thread's module calls go to
@@ -20,7 +20,7 @@
 // before them (ModuleTreeBuilder::open_since), and are replayed before
 // every thread's op calls, the threads in the order of their first call
 // (as build_module_tree lists them). The caller reads whole what it does
-// not serve (streamable() says): input shapes, CUDA launches (the
+// not serve (streamable() says): CUDA launches (the
 // streaming read drops them), GPU activities and memory events (a
 // streaming read stops at, or declines, them), and --ops (a call's match
 // needs its ancestors'). A record -a recording streams like any other:
@@ -49,16 +49,19 @@ namespace gpuprof {
 
 class StreamedChromeTrace : public RecordStream {
  public:
-  // head: the first read's; last_entry_stack: the event index of the
-  // file's last ENTRY_STACKS pair (nullopt: none).
-  StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack);
+  // head: the first read's; last_entry_stack, last_entry_shape: the event
+  // index of the file's last ENTRY_STACKS and ENTRY_SHAPES pair (nullopt:
+  // none).
+  StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
+                      std::optional<uint64_t> last_entry_shape);
 
   // Whether a recording read without its events (the first read: launches
   // counted, not kept) can be written this way.
   static bool streamable(const Recording& head);
   bool wants(const Recording& head) override { return streamable(head); }
   void on_events(std::span<const gp_event> events, uint64_t first) override;
-  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { pairs_.add(event_index, stack_id); }
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { stacks_.add(event_index, stack_id); }
+  void on_entry_shape(uint64_t event_index, uint32_t shape_id) override { shapes_.add(event_index, shape_id); }
   // Once the read is done: the calls, for write_chrome_trace. The replay
   // owns the temporary files (closed, so removed, with its last copy).
   StreamedTraceCalls finish();
@@ -101,14 +104,22 @@ class StreamedChromeTrace : public RecordStream {
   void spill_module_calls(uint32_t tid, bool at_end);
 
   SettledCalls settled_;
-  EntryStackPairs pairs_;
+  EntryStackPairs stacks_;
+  EntryStackPairs shapes_;  // the ENTRY_SHAPES pairs, held the same way
   std::unordered_map<uint64_t, uint64_t> step_of_entry_;  // STEP events' step numbers, by event index
   std::shared_ptr<Spills> spills_;
   // Module frames in the stacks: the module tree, the module calls it
   // listed that wait for their place in their thread's order, and each
   // thread's first call start.
   std::unique_ptr<ModuleTreeBuilder> modules_;
-  std::unordered_map<uint32_t, std::vector<ModuleCall>> module_calls_waiting_;
+  // A thread's listed module calls not yet written, and the earliest start
+  // among them: while a module call that started before it stays open,
+  // none can be written, and the list is left unsorted.
+  struct WaitingModuleCalls {
+    std::vector<ModuleCall> calls;
+    uint64_t earliest_start_ns = UINT64_MAX;
+  };
+  std::unordered_map<uint32_t, WaitingModuleCalls> module_calls_waiting_;
   std::unordered_map<uint32_t, uint64_t> first_start_;
 };
 

@@ -131,7 +131,8 @@ auto known_stack(Recording& rec, Seen& seen) {
   };
 }
 
-// Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes.
+// Checks and appends an ENTRY_SHAPES payload to rec.entry_shapes (a
+// streaming read hands them to its stream).
 std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, Seen& seen) {
   const PairChunk c{"entry shape",         "entry shapes", "event_index", "events",
                     seen.salvage.events, "shape_id",     "shapes",      rec.shapes.size()};
@@ -142,7 +143,8 @@ std::string read_entry_shapes(std::span<const uint8_t> payload, Recording& rec, 
   };
   return read_pairs(payload, c, seen.next_entry_index, known_shape, entry_event(rec, seen),
                     [&](uint64_t index, uint32_t id) {
-                      if (!seen.stream) rec.entry_shapes.push_back({index, id});
+                      if (!seen.stream) return rec.entry_shapes.push_back({index, id});
+                      seen.stream->on_entry_shape(index, id);
                     });
 }
 

@@ -34,6 +34,14 @@ class RecordStream {
     (void)event_index;
     (void)stack_id;
   }
+  // One ENTRY_SHAPES pair (record --record-shapes), in file order, as
+  // on_entry_stack's: the call whose ENTRY is event_index had the input
+  // shapes shapes[shape_id] (output/streamed_chrome_trace.h keeps the ones
+  // it still needs).
+  virtual void on_entry_shape(uint64_t event_index, uint32_t shape_id) {
+    (void)event_index;
+    (void)shape_id;
+  }
   // One BACKWARD_STACKS pair (record --with-modules), in file order, as
   // on_entry_stack's: the autograd engine call whose ENTRY is event_index
   // evaluates a node that a forward op called under sample_stacks[stack_id]
@@ -51,7 +59,8 @@ class RecordStream {
 // read_recording, handing the op events to `stream` (when it wants them)
 // instead of keeping them. A streamed Recording has no events
 // (Recording::streamed_events counts them) and keeps no other per-event
-// record the op table leaves unused: entry shapes, entry stacks (counted
+// record the op table leaves unused: entry shapes (handed to
+// on_entry_shape), entry stacks (counted
 // per stack, and handed to on_entry_stack), backward stacks (handed to
 // on_backward_stack), launches (counted, and handed
 // to on_launches) and GPU correlations are checked but dropped, and an
