@@ -127,11 +127,11 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_pprof_whole - short_pprof_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
 
 
-def test_streamed_trace_with_shapes_is_whole_and_its_memory_flat(torch_env, tmp_path):
+def test_streamed_trace_with_shapes_and_ops_is_whole_and_its_memory_flat(torch_env, tmp_path):
     """record --record-shapes: the streamed --chrome-trace gives every
     aten::add of the loop its input shapes, writes the whole read's file,
-    and its peak memory does not grow with the recording, while the whole
-    read's does."""
+    with --ops too, and its peak memory does not grow with the recording,
+    with --ops or not, while the whole read's does."""
     rss = {}
     for seconds in (1, 4):
         out = tmp_path / f"shapes-{seconds}s.gpuprof"
@@ -145,13 +145,19 @@ def test_streamed_trace_with_shapes_is_whole_and_its_memory_flat(torch_env, tmp_
         adds = [line for line in streamed_bytes.splitlines() if b'"cat":"cpu_op","name":"aten::add",' in line]
         assert len(adds) == loops + 1, (len(adds), loops)
         assert all(b'"Input Dims":[[1],[1]' in line for line in adds), [a for a in adds if b"[[1],[1]" not in a][:3]
+        # --ops: the adds alone (not the ones() before them), shapes and all.
+        ops = ("--chrome-trace", trace, "--ops", "^aten::add$")
+        ops_bytes, _ = report_file_as_whole(out, trace, *ops)
+        kept = [line for line in ops_bytes.splitlines() if b'"cat":"cpu_op"' in line]
+        assert len(kept) == loops + 1 and all(b'"name":"aten::add"' in line for line in kept), len(kept)
         rss[seconds] = (loops, peak_rss_kib(out, "--chrome-trace", trace),
-                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE))
-    summary = f"(adds, trace peak RSS KiB, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE), peak_rss_kib(out, *ops))
+    summary = f"(adds, trace peak RSS KiB, read whole, --ops): 1 s {rss[1]}, 4 s {rss[4]}"
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
     assert rss[4][1] - rss[1][1] < 4096, summary
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
+    assert rss[4][3] - rss[1][3] < 4096, summary
 
 
 @pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"],
@@ -203,6 +209,18 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
         if "--record-shapes" in extra:  # torch.nn.Linear's input, weight and bias
             assert re.search(rb'"name":"aten::linear".*?"Input Dims":\[\[\d+,\d+\],\[\d+,\d+\],\[\d+\]\]',
                              streamed_bytes), streamed_bytes[:2000]
+    # --ops (streamed too: a call's ancestors are in its forest), whole and
+    # cut: the calls that match and what they hold, the samples in them.
+    for args in (["--chrome-trace", trace, "--ops", "matmul_turn"],
+                 ["--chrome-trace", trace, "--ops", "^aten::linear$", "--time-range", "0.5:"]):
+        streamed_bytes, _ = report_file_as_whole(out, trace, *args)
+        names = set(re.findall(rb'"cat":"(?:cpu_op|user_annotation)","name":"([^"]+)"', streamed_bytes))
+        if "matmul_turn" in args:
+            assert b"matmul_turn" in names and b"aten::matmul" in names and b"aten::addmm" not in names, names
+            if "-F" in extra:
+                assert b'"cat":"cpu_sample"' in streamed_bytes
+        else:
+            assert b"aten::addmm" in names and b"matmul_turn" not in names, names
 
 
 def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):

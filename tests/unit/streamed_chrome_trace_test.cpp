@@ -49,7 +49,7 @@ std::string whole_trace(const Recording& recording, const ChromeTraceOptions& op
 // has them, later), the rest at the end.
 std::string streamed_trace(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
   const Recording head = head_of(recording);
-  StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes));
+  StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes), options.ops);
   EXPECT_TRUE(streamed.wants(head));
   feed_in_chunks(streamed, recording, chunk, /*pair_delay=*/1);
   const StreamedTraceCalls calls = streamed.finish();
@@ -58,19 +58,25 @@ std::string streamed_trace(const Recording& recording, const ChromeTraceOptions&
   return out;
 }
 
-// The whole read's traces of `recording`, whole and cut by --time-range
-// to its events 1000 to 2000, after checking that the streamed traces,
+// The whole read's traces of `recording`: whole, cut by --time-range to
+// its events 1000 to 2000, with --ops (the range and the divisions, and
+// what they hold), and with both; after checking that the streamed traces,
 // fed in chunks of every size, are the same bytes.
 std::vector<std::string> expect_streamed_traces_as_whole(const Recording& recording, uint32_t seed) {
   ChromeTraceOptions cut;
   cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
   cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+  ChromeTraceOptions ops;
+  ops.ops.emplace("my_range|div_");
+  ops.ops_pattern = "my_range|div_";
+  ChromeTraceOptions ops_cut = ops;
+  ops_cut.range = cut.range;
   std::vector<std::string> traces;
-  for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
+  for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut, ops, ops_cut}) {
     const std::string& expected = traces.emplace_back(whole_trace(recording, options));
     for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
-                   (options.range.from_s ? " cut" : ""));
+                   (options.range.from_s ? " cut" : "") + (options.ops ? " --ops" : ""));
       EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
     }
   }
@@ -86,7 +92,7 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 
 TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   size_t steps = 0, unwound = 0, dims = 0;
-  size_t python = 0;
+  size_t python = 0, samples = 0, samples_in_ops = 0;
   for (uint32_t seed = 1; seed <= 25; seed++) {
     Recording recording = recording_with_samples(seed, 3000);
     std::mt19937 rng(seed);
@@ -95,7 +101,10 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
       add_random_entry_stacks(recording, rng, 2);
     }
     if (seed % 3 == 0) add_random_entry_shapes(recording, rng);  // record --record-shapes
-    for (const std::string& expected : expect_streamed_traces_as_whole(recording, seed)) {
+    const std::vector<std::string> traces = expect_streamed_traces_as_whole(recording, seed);
+    samples += occurrences(traces[0], "\"cat\":\"cpu_sample\"");
+    samples_in_ops += occurrences(traces[2], "\"cat\":\"cpu_sample\"");
+    for (const std::string& expected : traces) {
       steps += occurrences(expected, "\"ProfilerStep#");
       unwound += occurrences(expected, "\"unwound\":true");
       dims += occurrences(expected, "\"Input Dims\":[[8,3],[3]]");
@@ -111,6 +120,44 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   EXPECT_GT(unwound, 1000u);
   EXPECT_GT(python, 1000u);  // calls with their entry's stack
   EXPECT_GT(dims, 1000u);    // and with their entry's input shapes
+  // --ops kept some samples (those in kept calls), not all.
+  EXPECT_GT(samples_in_ops, 100u);
+  EXPECT_LT(samples_in_ops, samples / 2);
+}
+
+// --ops and the samples at a forest's edges: a sample at the moment one
+// call ends and the next (a new forest: the thread was at rest) starts
+// belongs to the call that starts, as in the whole timeline; one between
+// forests to none.
+TEST(StreamedChromeTrace, OpsKeepTheSamplesOfTheCallThatStartsAtTheirMoment) {
+  const uint32_t div = 2, mm = 3;
+  Recording recording = recording_of(ops_of_the_streams(), {op_entry(1000, 0x100, div, 10), op_exit(2000, 0x100, div, 10),
+                                                            op_entry(2000, 0x100, mm, 10), op_exit(3000, 0x100, mm, 10),
+                                                            op_entry(4000, 0x100, div, 10), op_exit(5000, 0x100, div, 10)});
+  recording.process.pid = 4242;
+  recording.options.sample_hz = 997;
+  recording.sample_frames = {"libtorch_cpu.so+0x1234"};
+  for (uint64_t ts : {500, 1500, 2000, 2500, 3000, 3500, 4000, 5000, 5500}) {
+    CpuSample sample;
+    sample.tid = 10;
+    sample.ts_ns = ts;
+    recording.samples.push_back(sample);
+  }
+  // div_: its two calls, the samples at 1500, 4000 and 5000 (2000 is mm's);
+  // mm: its call, the samples at 2000, 2500 and 3000.
+  struct Kept {
+    const char* pattern;
+    size_t calls, samples;
+  };
+  for (const Kept& kept : {Kept{"div_", 2, 3}, Kept{"mm", 1, 3}}) {
+    ChromeTraceOptions options;
+    options.ops.emplace(kept.pattern);
+    options.ops_pattern = kept.pattern;
+    const std::string expected = whole_trace(recording, options);
+    EXPECT_EQ(occurrences(expected, "\"cat\":\"cpu_op\""), kept.calls) << expected;
+    EXPECT_EQ(occurrences(expected, "\"cat\":\"cpu_sample\""), kept.samples) << expected;
+    for (size_t chunk : {size_t{1}, size_t{2}, size_t{6}}) EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
+  }
 }
 
 // Module frames in the entries' stacks (record --with-modules): the module

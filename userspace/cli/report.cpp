@@ -458,8 +458,11 @@ int run_report(const ReportOptions& given) {
   std::optional<Profile> streamed_profile;
   std::optional<ProcessTables> streamed_tables;
   std::optional<FoldedStacks> streamed_stacks;
-  // And the Chrome trace, without --ops (streamed_chrome_trace.h).
-  const bool streamed_trace = !whole_only && !options.trace.output.empty() && options.trace.ops.empty();
+  // And the Chrome trace, --ops and --time-range too (streamed_chrome_trace.h),
+  // whose options are checked before anything is read.
+  std::optional<ChromeTraceOptions> trace_options;
+  if (!options.trace.output.empty() && !(trace_options = chrome_trace_options(options.trace))) return 2;
+  const bool streamed_trace = !whole_only && trace_options.has_value();
   std::optional<StreamedTraceCalls> streamed_calls;
   // And --pprof (streamed_metric_sums.h).
   const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
@@ -475,8 +478,8 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
                        recording, streamed_sums);
   else if (streamed_trace)
-    failed = take_read(read_for_trace(options.input_path, options.strict), &StreamedTrace::calls, recording,
-                       streamed_calls);
+    failed = take_read(read_for_trace(options.input_path, options.strict, trace_options->ops), &StreamedTrace::calls,
+                       recording, streamed_calls);
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
                        &StreamedFolded::folded, recording, streamed_stacks);

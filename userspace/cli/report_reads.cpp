@@ -228,11 +228,12 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
       &folded_streamable, /*system_wide=*/true);
 }
 
-std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict) {
+std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
+                                                           const std::optional<std::regex>& ops) {
   return read_twice<StreamedTrace>(
       path, strict,
-      [](const StreamHead& head) {
-        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape);
+      [&ops](const StreamHead& head) {
+        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, ops);
       },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();

@@ -83,7 +83,9 @@ struct StreamedTrace {
   Recording recording;  // without its events
   StreamedTraceCalls calls;
 };
-std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict);
+// ops: --ops PATTERN (nullopt: none).
+std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
+                                                           const std::optional<std::regex>& ops);
 
 // --modules: each thread's settled calls placed in the module tree as they
 // come (streamed_module_tree.h). A recording without entry stacks reads

@@ -64,6 +64,29 @@ void add_pprof_option(CLI::App& command, TraceExportOptions& options) {
                     "frames, CPU samples, GPU time; pid, comm and hostname labels; see docs/pprof.md");
 }
 
+std::optional<ChromeTraceOptions> chrome_trace_options(const TraceExportOptions& options) {
+  ChromeTraceOptions trace;
+  if (!options.time_range.empty()) {
+    const auto range = parse_trace_time_range(options.time_range);
+    if (!range) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", range.error().c_str());
+      return std::nullopt;
+    }
+    trace.range = *range;
+  }
+  if (!options.ops.empty()) {
+    try {
+      trace.ops.emplace(options.ops, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      std::fprintf(stderr, "gpuprof: error: --ops %s: not a regular expression (%s)\n", options.ops.c_str(),
+                   e.what());
+      return std::nullopt;
+    }
+    trace.ops_pattern = options.ops;
+  }
+  return trace;
+}
+
 namespace {
 
 // The output file of an export, opened with --mode's permissions; null
@@ -106,30 +129,6 @@ double recorded_seconds(const Recording& recording) {
   return end > start ? (end - start) / 1e9 : 0.0;
 }
 
-// --time-range and --ops as the trace writer takes them; nullopt after
-// saying why on stderr.
-std::optional<ChromeTraceOptions> chrome_trace_options(const TraceExportOptions& options) {
-  ChromeTraceOptions trace;
-  if (!options.time_range.empty()) {
-    const auto range = parse_trace_time_range(options.time_range);
-    if (!range) {
-      std::fprintf(stderr, "gpuprof: error: %s\n", range.error().c_str());
-      return std::nullopt;
-    }
-    trace.range = *range;
-  }
-  if (!options.ops.empty()) {
-    try {
-      trace.ops.emplace(options.ops, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      std::fprintf(stderr, "gpuprof: error: --ops %s: not a regular expression (%s)\n", options.ops.c_str(),
-                   e.what());
-      return std::nullopt;
-    }
-    trace.ops_pattern = options.ops;
-  }
-  return trace;
-}
 
 // Writes the trace through write_trace into options.output and says what
 // it wrote (from `from`); the warning when --ops or --time-range kept no

@@ -37,6 +37,10 @@ struct TraceExportOptions {
 // Adds --chrome-trace, --time-range and --ops (the last two need the first).
 void add_trace_export_options(CLI::App& command, TraceExportOptions& options);
 
+// --time-range and --ops as the trace writer takes them; nullopt after
+// saying why on stderr.
+std::optional<ChromeTraceOptions> chrome_trace_options(const TraceExportOptions& options);
+
 // Writes the trace of `recording` (read from input_path); prints one line
 // on stderr saying what was written. Returns the process exit code.
 // Adds --speedscope (report only: it is made from the whole file).

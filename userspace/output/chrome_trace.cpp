@@ -21,6 +21,7 @@
 #include "record/gpu_activity_names.h"
 #include "analyze/gpu_attribution.h"
 #include "analyze/input_shapes.h"
+#include "output/ops_filter.h"
 #include "output/launch_table.h"
 #include "analyze/memory_attribution.h"
 #include "analyze/module_tree.h"
@@ -262,18 +263,8 @@ class TraceWriter {
   // calls overlapping it.
   std::vector<bool> kept_calls(const Timeline& timeline, const CallTree& tree) const {
     const size_t n = timeline.calls.size();
-    std::vector<bool> by_ops(n, !options_.ops.has_value());
-    if (options_.ops) {
-      std::vector<std::optional<bool>> matches(r_.ops.size() + 1);
-      for (const std::vector<size_t>& thread : tree.threads) {
-        for (size_t i : thread) {  // parents first
-          const uint32_t op = timeline.calls[i].op_id;
-          std::optional<bool>& m = matches[std::min<size_t>(op, r_.ops.size())];
-          if (!m || op >= r_.ops.size()) m = std::regex_search(op_name(op), *options_.ops);
-          by_ops[i] = *m || (tree.parent[i] >= 0 && by_ops[tree.parent[i]]);
-        }
-      }
-    }
+    const std::vector<bool> by_ops =
+        options_.ops ? OpsFilter(r_.ops, *options_.ops).kept(timeline, tree) : std::vector<bool>(n, true);
     std::vector<bool> kept(n);
     for (size_t i = 0; i < n; ++i)
       kept[i] = by_ops[i] && overlaps(timeline.calls[i].start_ns, timeline.calls[i].end_ns);
@@ -289,6 +280,7 @@ class TraceWriter {
       for (size_t i = 0; i < moments.size(); ++i) out[i] = in_range(moments[i].ts_ns);
       return out;
     }
+
     const std::vector<int64_t> calls = innermost_calls_at(timeline, tree, moments);
     for (size_t i = 0; i < moments.size(); ++i)
       out[i] = calls[i] >= 0 && kept[calls[i]] && in_range(moments[i].ts_ns);
@@ -428,7 +420,16 @@ class TraceWriter {
 
   void write_samples(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
     if (r_.samples.empty()) return;
-    const std::vector<bool> keep = kept_moments(timeline, tree, kept, thread_moments(r_.samples));
+    std::vector<bool> keep;
+    if (streamed_ && options_.ops) {
+      // Marked as the calls streamed by: whether the innermost call was
+      // kept (a kept call that holds a moment in the range overlaps it).
+      const std::vector<bool>& marked = *streamed_->samples_in_kept_calls;
+      keep.resize(r_.samples.size());
+      for (size_t i = 0; i < keep.size(); ++i) keep[i] = i < marked.size() && marked[i] && in_range(r_.samples[i].ts_ns);
+    } else {
+      keep = kept_moments(timeline, tree, kept, thread_moments(r_.samples));
+    }
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
     std::vector<std::string_view> frames;

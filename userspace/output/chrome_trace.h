@@ -109,11 +109,15 @@ struct StreamedTraceCalls {
   // recording has no module frames.
   std::function<void(const ModuleCallVisitor&)> module_calls;
   ModuleTree modules;
+  // --ops: by index in the recording's samples, whether the sample's
+  // innermost call matched or is nested in a call that did (nullopt: no
+  // --ops; a sample past the end: no).
+  std::optional<std::vector<bool>> samples_in_kept_calls;
 };
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no launches, GPU activities, memory or --ops:
+// streamed trace serves (no launches, GPU activities or memory:
 // streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,

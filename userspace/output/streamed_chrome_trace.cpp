@@ -12,11 +12,20 @@ namespace gpuprof {
 
 // A trace shows raw times (chrome_trace.h): no compensation.
 StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
-                                         std::optional<uint64_t> last_entry_shape)
+                                         std::optional<uint64_t> last_entry_shape,
+                                         const std::optional<std::regex>& ops)
     : settled_(nullptr),
       stacks_(head.options.with_stack, last_entry_stack),
       shapes_(head.options.shapes, last_entry_shape),
       spills_(std::make_shared<Spills>()) {
+  if (ops) {
+    ops_filter_.emplace(head.ops, *ops);
+    for (uint32_t i = 0; i < head.samples.size(); i++)
+      samples_[head.samples[i].tid].by_time.emplace_back(head.samples[i].ts_ns, i);
+    for (auto& [tid, samples] : samples_) std::stable_sort(samples.by_time.begin(), samples.by_time.end());
+    samples_in_kept_calls_.assign(head.samples.size(), false);
+    return;  // the whole trace writes no module call with --ops
+  }
   // Module calls (module_tree.h) come from module frames in the entries'
   // Python stacks: without one, there are none to write.
   const ModuleNames names(head);
@@ -190,6 +199,11 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   ThreadCalls& calls = spills_->threads[tid];
   if (!calls.file && calls.pending.empty()) calls.file = std::tmpfile();
   std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
+  std::vector<bool> kept;
+  if (ops_filter_) {
+    kept = ops_filter_->kept(forest, tree);
+    mark_samples(forest, tree, kept);
+  }
   for (size_t id : tree.threads.front()) {
     const OpCall& call = forest.calls[id];
     TraceCallEntry entry;
@@ -201,6 +215,7 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
     if (entry.stack) stacks_.forget(call.entry_index);
     entry.shape = shapes_.of(call.entry_index);
     if (entry.shape) shapes_.forget(call.entry_index);
+    if (!kept.empty() && !kept[id]) continue;
     pack_call(calls.pending, call, entry, calls.packed.start_ns, calls.packed.entry_index);
   }
   if (modules_) {
@@ -228,6 +243,32 @@ void StreamedChromeTrace::write_spill(ThreadCalls& calls) {
   std::fclose(calls.file);
   calls.file = nullptr;
   calls.pending = held + calls.pending;
+}
+
+// The samples of the forest's thread from its first call's start to its
+// last end get their innermost call as innermost_calls_at gives it in the
+// whole timeline: the last call to start at or before the moment, or the
+// first of its parents still running. A call of a later forest can start
+// no earlier than this one's end: only the moments at that end may be a
+// later forest's, and they are decided again when it comes. Samples
+// between forests stay outside every call.
+void StreamedChromeTrace::mark_samples(const Timeline& forest, const CallTree& tree, const std::vector<bool>& kept) {
+  const uint32_t tid = forest.calls.front().tid;
+  auto found = samples_.find(tid);
+  if (found == samples_.end()) return;
+  ThreadSamples& samples = found->second;
+  const uint64_t first_start = forest.calls[tree.threads.front().front()].start_ns;
+  uint64_t last_end = 0;
+  for (const OpCall& call : forest.calls) last_end = std::max(last_end, call.end_ns);
+  // Earlier moments were decided by earlier forests (or are outside every call).
+  while (samples.next < samples.by_time.size() && samples.by_time[samples.next].first < first_start) samples.next++;
+  std::vector<ThreadMoment> moments;
+  for (size_t i = samples.next; i < samples.by_time.size() && samples.by_time[i].first <= last_end; i++)
+    moments.push_back({samples.by_time[i].first, tid});
+  const std::vector<int64_t> calls = innermost_calls_at(forest, tree, moments);
+  for (size_t i = 0; i < moments.size(); i++)
+    samples_in_kept_calls_[samples.by_time[samples.next + i].second] = calls[i] >= 0 && kept[calls[i]];
+  while (samples.next < samples.by_time.size() && samples.by_time[samples.next].first < last_end) samples.next++;
 }
 
 // One forest's calls into the module tree, parents first, as
@@ -289,6 +330,7 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   spills_->order = settled_.thread_order();
   StreamedTraceCalls out;
   out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
+  if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);
   if (!modules_) return out;
   modules_->end_threads();  // the calls still open end with their threads' last calls
   take_listed_module_calls();

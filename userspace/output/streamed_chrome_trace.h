@@ -19,11 +19,14 @@
 // its temporary file too, as soon as no call still open on it can start
 // before them (ModuleTreeBuilder::open_since), and are replayed before
 // every thread's op calls, the threads in the order of their first call
-// (as build_module_tree lists them). The caller reads whole what it does
-// not serve (streamable() says): CUDA launches (the
-// streaming read drops them), GPU activities and memory events (a
-// streaming read stops at, or declines, them), and --ops (a call's match
-// needs its ancestors'). A record -a recording streams like any other:
+// (as build_module_tree lists them). With --ops, only the calls that match
+// or are nested in one that does are spilled (a forest holds every
+// ancestor of its calls: ops_filter.h), no module call (the whole trace
+// writes none then), and each CPU sample is marked by whether its thread's
+// innermost call at its moment was kept. The caller reads whole what it
+// does not serve (streamable() says): CUDA launches (the streaming read
+// drops them), GPU activities and memory events (a streaming read stops
+// at, or declines, them). A record -a recording streams like any other:
 // each thread's trace process is the head's (THREAD_PROCESSES).
 #pragma once
 
@@ -31,6 +34,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <span>
 #include <unordered_map>
@@ -42,6 +46,7 @@
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
 #include "output/chrome_trace.h"
+#include "output/ops_filter.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
 
@@ -52,8 +57,9 @@ class StreamedChromeTrace : public RecordStream {
   // head: the first read's; last_entry_stack, last_entry_shape: the event
   // index of the file's last ENTRY_STACKS and ENTRY_SHAPES pair (nullopt:
   // none).
+  // ops: --ops PATTERN (nullopt: every call).
   StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
-                      std::optional<uint64_t> last_entry_shape);
+                      std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops);
 
   // Whether a recording read without its events (the first read: launches
   // counted, not kept) can be written this way.
@@ -102,8 +108,22 @@ class StreamedChromeTrace : public RecordStream {
   void count_modules(const Timeline& forest, const CallTree& tree, const std::vector<std::optional<uint32_t>>& stacks);
   void take_listed_module_calls();
   void spill_module_calls(uint32_t tid, bool at_end);
+  // --ops: marks the samples of the forest's thread that it decides.
+  void mark_samples(const Timeline& forest, const CallTree& tree, const std::vector<bool>& kept);
 
   SettledCalls settled_;
+  std::optional<OpsFilter> ops_filter_;
+  // --ops: each thread's CPU samples by time, (ts, index in the head's
+  // samples), and the first whose innermost call is not yet settled (one
+  // at the end of the last forest may be the next forest's: a call that
+  // starts at a moment holds it); whether each sample's innermost call was
+  // kept.
+  struct ThreadSamples {
+    std::vector<std::pair<uint64_t, uint32_t>> by_time;
+    size_t next = 0;
+  };
+  std::unordered_map<uint32_t, ThreadSamples> samples_;
+  std::vector<bool> samples_in_kept_calls_;
   EntryStackPairs stacks_;
   EntryStackPairs shapes_;  // the ENTRY_SHAPES pairs, held the same way
   std::unordered_map<uint64_t, uint64_t> step_of_entry_;  // STEP events' step numbers, by event index
