@@ -36,11 +36,6 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
     }
 }
 
-StreamedChromeTrace::Spills::~Spills() {
-  for (auto& [tid, calls] : threads)
-    if (calls.file) std::fclose(calls.file);
-}
-
 bool StreamedChromeTrace::streamable(const Recording& head) {
   return !head.options.memory && !head.cuda_runtime && launches_read(head) == 0 &&
          head.gpu_activities.empty();
@@ -67,7 +62,6 @@ namespace {
 // module call: its node, start (a zigzag difference) and duration.
 constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8, kHasShape = 16;
 constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 2 * 5;  // flags, five 64-bit varints at most, two 32-bit ones
-constexpr size_t kSpillWriteBytes = 64 << 10;
 
 void pack_call(std::string& out, const OpCall& call, const TraceCallEntry& entry, uint64_t& last_start,
                uint64_t& last_entry) {
@@ -98,33 +92,20 @@ void pack_module_call(std::string& out, const ModuleCall& call, uint64_t& last_s
 // module call first, so it reads each spill twice).
 class SpillReader {
  public:
-  SpillReader(uint32_t tid, std::FILE* file, const std::string& pending, const TraceCallVisitor* calls,
-              const ModuleCallVisitor* modules)
-      : tid_(tid), file_(file), pending_(pending), calls_(calls), modules_(modules) {}
+  SpillReader(uint32_t tid, SpillFile& spill, const TraceCallVisitor* calls, const ModuleCallVisitor* modules)
+      : tid_(tid), spill_(spill), calls_(calls), modules_(modules) {}
 
   void visit_all() {
-    if (file_) {
-      std::rewind(file_);
-      while (refill()) visit_buffered(/*at_end=*/false);
-      visit_buffered(/*at_end=*/true);
-    }
-    buffer_.erase(0, pos_);
-    buffer_ += pending_;
-    pos_ = 0;
+    spill_.read_back([this](std::string_view piece) {
+      buffer_.erase(0, pos_);
+      pos_ = 0;
+      buffer_ += piece;
+      visit_buffered(/*at_end=*/false);
+    });
     visit_buffered(/*at_end=*/true);
   }
 
  private:
-  // Reads more of the file behind what is left; false at its end.
-  bool refill() {
-    buffer_.erase(0, pos_);
-    pos_ = 0;
-    const size_t had = buffer_.size();
-    buffer_.resize(had + kSpillWriteBytes);
-    const size_t got = std::fread(buffer_.data() + had, 1, kSpillWriteBytes, file_);
-    buffer_.resize(had + got);
-    return got > 0;
-  }
   // The calls whole in the buffer (all of them at the end: no more bytes
   // will come; a cut call, which gpuprof never writes, is left out).
   void visit_buffered(bool at_end) {
@@ -180,8 +161,7 @@ class SpillReader {
   }
 
   const uint32_t tid_;
-  std::FILE* const file_;
-  const std::string& pending_;
+  SpillFile& spill_;
   const TraceCallVisitor* const calls_;
   const ModuleCallVisitor* const modules_;
   std::string buffer_;
@@ -197,7 +177,6 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   const CallTree tree = build_call_tree(forest);
   const uint32_t tid = forest.calls.front().tid;
   ThreadCalls& calls = spills_->threads[tid];
-  if (!calls.file && calls.pending.empty()) calls.file = std::tmpfile();
   std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
   std::vector<bool> kept;
   if (ops_filter_) {
@@ -216,33 +195,14 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
     entry.shape = shapes_.of(call.entry_index);
     if (entry.shape) shapes_.forget(call.entry_index);
     if (!kept.empty() && !kept[id]) continue;
-    pack_call(calls.pending, call, entry, calls.packed.start_ns, calls.packed.entry_index);
+    pack_call(calls.spill.pending(), call, entry, calls.packed.start_ns, calls.packed.entry_index);
   }
   if (modules_) {
     count_modules(forest, tree, stacks);
     take_listed_module_calls();
     spill_module_calls(tid, /*at_end=*/false);
   }
-  write_spill(calls);
-}
-
-// Writes a thread's packed calls to its file once there are enough of them.
-void StreamedChromeTrace::write_spill(ThreadCalls& calls) {
-  if (!calls.file || calls.pending.size() < kSpillWriteBytes) return;
-  const long written_before = std::ftell(calls.file);
-  if (std::fwrite(calls.pending.data(), 1, calls.pending.size(), calls.file) == calls.pending.size() &&
-      std::fflush(calls.file) == 0) {
-    calls.pending.clear();
-    return;
-  }
-  // The disk is full: what the file held before this write is held
-  // instead, and all that follows.
-  std::string held(written_before > 0 ? static_cast<size_t>(written_before) : 0, '\0');
-  std::rewind(calls.file);
-  held.resize(std::fread(held.data(), 1, held.size(), calls.file));
-  std::fclose(calls.file);
-  calls.file = nullptr;
-  calls.pending = held + calls.pending;
+  calls.spill.write_if_due();
 }
 
 // The samples of the forest's thread from its first call's start to its
@@ -320,7 +280,7 @@ void StreamedChromeTrace::spill_module_calls(uint32_t tid, bool at_end) {
   size_t ready = 0;
   while (ready < calls.size() && (!open_since || calls[ready].start_ns < *open_since)) ready++;
   ThreadCalls& spill = spills_->threads[tid];
-  for (size_t i = 0; i < ready; i++) pack_module_call(spill.pending, calls[i], spill.packed.module_start_ns);
+  for (size_t i = 0; i < ready; i++) pack_module_call(spill.spill.pending(), calls[i], spill.packed.module_start_ns);
   calls.erase(calls.begin(), calls.begin() + static_cast<ptrdiff_t>(ready));
   waiting.earliest_start_ns = calls.empty() ? UINT64_MAX : calls.front().start_ns;
 }
@@ -349,14 +309,14 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
 void StreamedChromeTrace::Spills::replay(const TraceCallVisitor& visit) {
   for (uint32_t tid : order) {
     ThreadCalls& calls = threads[tid];
-    SpillReader(tid, calls.file, calls.pending, &visit, nullptr).visit_all();
+    SpillReader(tid, calls.spill, &visit, nullptr).visit_all();
   }
 }
 
 void StreamedChromeTrace::Spills::replay_modules(const ModuleCallVisitor& visit) {
   for (uint32_t tid : module_order) {
     ThreadCalls& calls = threads[tid];
-    SpillReader(tid, calls.file, calls.pending, nullptr, &visit).visit_all();
+    SpillReader(tid, calls.spill, nullptr, &visit).visit_all();
   }
 }
 

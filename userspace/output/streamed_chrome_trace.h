@@ -45,6 +45,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
+#include "base/spill_file.h"
 #include "output/chrome_trace.h"
 #include "output/ops_filter.h"
 #include "record/record_stream.h"
@@ -81,13 +82,9 @@ class StreamedChromeTrace : public RecordStream {
     uint64_t entry_index = 0;
     uint64_t module_start_ns = 0;
   };
-  // One thread's calls in trace order, packed (streamed_chrome_trace.cpp):
-  // in a temporary file, with the bytes not yet written in `pending`; all
-  // in `pending` when no temporary file could be made (or the disk filled
-  // up).
+  // One thread's calls in trace order, packed (streamed_chrome_trace.cpp).
   struct ThreadCalls {
-    std::FILE* file = nullptr;
-    std::string pending;
+    SpillFile spill;
     SpillCursor packed;  // the last call packed
   };
   struct Spills {
@@ -97,12 +94,10 @@ class StreamedChromeTrace : public RecordStream {
     Spills() = default;
     Spills(const Spills&) = delete;
     Spills& operator=(const Spills&) = delete;
-    ~Spills();
     void replay(const TraceCallVisitor& visit);
     void replay_modules(const ModuleCallVisitor& visit);
   };
   void spill(const Timeline& forest);
-  void write_spill(ThreadCalls& calls);
   // A forest's calls into the module tree; a thread's module calls that
   // nothing open can precede any more into its spill (at_end: all).
   void count_modules(const Timeline& forest, const CallTree& tree, const std::vector<std::optional<uint32_t>>& stacks);
