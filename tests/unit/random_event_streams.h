@@ -196,14 +196,16 @@ inline void add_random_samples(Recording& recording, std::mt19937& rng, const Ra
   }
 }
 
-// What a streaming read's first pass gives: all but the events and the
-// pairs that name them.
+// What a streaming read's first pass gives: all but the events, the pairs
+// that name them and the launches.
 inline Recording head_of(const Recording& recording) {
   Recording head = recording;
   head.events.clear();
   head.entry_stacks.clear();
   head.backward_stacks.clear();
   head.entry_shapes.clear();
+  head.streamed_launches = head.launches.size();  // counted, not kept
+  head.launches.clear();
   return head;
 }
 
@@ -221,7 +223,8 @@ inline std::optional<uint64_t> last_pair_of(const Recording& recording) {
 // Feeds the recording's events to `streamed` (a RecordStream) `chunk` at
 // a time, each chunk's ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs
 // handed over after `pair_delay` more chunks (as a file has them, later),
-// the rest at the end.
+// the rest at the end; after each chunk, the launches (in their order)
+// up to the first stamped after its last event, and the rest at the end.
 template <class Stream>
 void feed_in_chunks(Stream& streamed, const Recording& recording, size_t chunk, size_t pair_delay) {
   size_t entries_given = 0, backwards_given = 0, shapes_given = 0;
@@ -237,14 +240,26 @@ void feed_in_chunks(Stream& streamed, const Recording& recording, size_t chunk, 
     give(recording.entry_shapes, shapes_given, before,
          [&](const EntryShapes& p) { streamed.on_entry_shape(p.event_index, p.shape_id); });
   };
+  size_t launches_given = 0;
+  auto give_launches = [&](uint64_t until_ns) {
+    size_t n = 0;
+    while (launches_given + n < recording.launches.size() && recording.launches[launches_given + n].ts_ns <= until_ns)
+      n++;
+    if (n) {
+      EXPECT_TRUE(streamed.on_launches(std::span<const CudaLaunch>(recording.launches).subspan(launches_given, n)));
+    }
+    launches_given += n;
+  };
   std::vector<uint64_t> chunk_ends;
   for (size_t at = 0; at < recording.events.size(); at += chunk) {
     const size_t n = std::min(chunk, recording.events.size() - at);
     streamed.on_events(std::span<const gp_event>(recording.events).subspan(at, n), at);
     chunk_ends.push_back(at + n);
     if (chunk_ends.size() > pair_delay) give_pairs(chunk_ends[chunk_ends.size() - 1 - pair_delay]);
+    give_launches(recording.events[at + n - 1].ts_ns);
   }
   give_pairs(UINT64_MAX);
+  give_launches(UINT64_MAX);
 }
 
 // A system-wide recording (record -a) of random streams: random_events'

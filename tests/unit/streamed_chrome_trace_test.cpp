@@ -175,21 +175,41 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsModuleCalls) {
   EXPECT_GT(module_calls, 500u);  // or the comparison proves little
 }
 
-// A system-wide recording (record -a; its launches aside: they are read
-// whole): every process's threads on its own trace process, a process met
-// only from the middle on, samples of a process that ran no op.
+// A system-wide recording (record -a): every process's threads on its own
+// trace process, a process met only from the middle on, samples of a
+// process that ran no op, CUDA launches on every thread (one of a thread
+// no THREAD_PROCESSES names), whole and cut by --time-range.
 TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOfASystemWideRecording) {
+  size_t launches = 0;
   for (uint32_t seed = 1; seed <= 10; seed++) {
     Recording recording = system_wide_recording(seed, 3000);
-    recording.launches.clear();
-    ASSERT_TRUE(StreamedChromeTrace::streamable(recording));
-    const std::string expected = whole_trace(recording, {});
-    ASSERT_NE(expected.find("\"pid\":20,"), std::string::npos);
-    for (size_t chunk : {size_t{1}, size_t{500}}) {
-      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
-      EXPECT_EQ(streamed_trace(recording, {}, chunk), expected);
+    ASSERT_FALSE(recording.launches.empty());
+    ASSERT_TRUE(StreamedChromeTrace::streamable(head_of(recording), false));
+    ChromeTraceOptions cut;
+    cut.range.from_s = (recording.events[1000].ts_ns - recording.clock.start_monotonic_ns) / 1e9;
+    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut}) {
+      const std::string expected = whole_trace(recording, options);
+      ASSERT_NE(expected.find("\"pid\":20,"), std::string::npos);
+      launches += occurrences(expected, "\"cat\":\"cuda_runtime\"");
+      for (size_t chunk : {size_t{1}, size_t{500}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+        EXPECT_EQ(streamed_trace(recording, options, chunk), expected);
+      }
     }
   }
+  EXPECT_GT(launches, 100u);  // or the comparison proves little
+}
+
+// Launches enough to fill several 64 KiB pieces of their temporary file:
+// read back whole, in order.
+TEST(StreamedChromeTrace, LaunchesSpilledInPiecesReadBackInOrder) {
+  Recording recording = system_wide_recording(3, 3000);
+  const std::vector<CudaLaunch> some = recording.launches;
+  recording.launches.clear();
+  for (size_t i = 0; recording.launches.size() < 5000; i++) recording.launches.push_back(some[i % some.size()]);
+  std::sort(recording.launches.begin(), recording.launches.end(),
+            [](const CudaLaunch& a, const CudaLaunch& b) { return a.ts_ns < b.ts_ns; });
+  EXPECT_EQ(streamed_trace(recording, {}, 100), whole_trace(recording, {}));
 }
 
 // Long enough that each thread's spill is written to its temporary file in
@@ -230,25 +250,27 @@ TEST(StreamedChromeTrace, ASpillThatCannotBeWrittenIsHeld) {
 TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   Recording recording = recording_of(ops_of_the_streams(), {});
   recording.process.pid = 4242;
-  EXPECT_TRUE(StreamedChromeTrace::streamable(recording));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(recording, false));
   Recording with_stack = recording;
   with_stack.options.with_stack = true;
   Recording shapes = recording;  // their pairs are held as the calls stream by
   shapes.options.shapes = true;
   Recording memory = recording;
   memory.options.memory = true;
-  Recording launches = recording;
-  launches.streamed_launches = 3;  // the streaming read drops them
-  Recording cuda = recording;
-  cuda.cuda_runtime.emplace();
+  Recording launches = recording;  // put aside as they come; with --ops they need their calls
+  launches.streamed_launches = 3;
+  launches.cuda_runtime.emplace();
+  Recording activities = launches;  // their columns need every call
+  activities.gpu_activities.push_back(GpuActivity{});
   with_stack.sample_frames = {"train.py(3): main"};
-  EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack, false));
   Recording modules = with_stack;  // module calls are counted as the calls stream by
   modules.sample_frames.push_back("nn.Module: Linear_0");
-  EXPECT_TRUE(StreamedChromeTrace::streamable(modules));
-  EXPECT_TRUE(StreamedChromeTrace::streamable(shapes));
-  for (const Recording* r : {&memory, &launches, &cuda})
-    EXPECT_FALSE(StreamedChromeTrace::streamable(*r));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(modules, true));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(shapes, true));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(launches, false));
+  EXPECT_FALSE(StreamedChromeTrace::streamable(launches, true));
+  for (const Recording* r : {&memory, &activities}) EXPECT_FALSE(StreamedChromeTrace::streamable(*r, false));
 }
 
 }  // namespace

@@ -33,9 +33,7 @@ ProcessTables streamed_tables(const Recording& recording, size_t chunk, bool raw
   const Recording head = streamed_read_of(recording);
   StreamedProcessTables streamed(compensation_costs(recording, raw_times), raw_times);
   EXPECT_TRUE(streamed.wants(head));
-  feed_in_chunks(streamed, recording, chunk, 0);
-  for (size_t at = 0; at < recording.launches.size(); at += chunk)
-    streamed.on_launches(std::span<const CudaLaunch>(recording.launches).subspan(at, std::min(chunk, recording.launches.size() - at)));
+  feed_in_chunks(streamed, recording, chunk, 0);  // its launches too
   return std::move(streamed).finish(head);
 }
 

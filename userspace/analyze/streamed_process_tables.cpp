@@ -24,8 +24,9 @@ bool StreamedProcessTables::wants(const Recording& head) {
 
 void StreamedProcessTables::on_events(std::span<const gp_event> events, uint64_t) { split_.add(events); }
 
-void StreamedProcessTables::on_launches(std::span<const CudaLaunch> launches) {
+bool StreamedProcessTables::on_launches(std::span<const CudaLaunch> launches) {
   for (const CudaLaunch& launch : launches) ++launches_[launch.tid];
+  return true;
 }
 
 ProcessTables StreamedProcessTables::finish(const Recording& recording) && {

@@ -40,7 +40,7 @@ class StreamedProcessTables : public RecordStream {
 
   // Declines --profile-memory recordings, as StreamedAggregate.
   bool wants(const Recording& head) override;
-  void on_launches(std::span<const CudaLaunch> launches) override;
+  bool on_launches(std::span<const CudaLaunch> launches) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
 
  private:

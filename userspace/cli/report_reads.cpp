@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -134,7 +135,8 @@ RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
 // make may return its stream behind a std::unique_ptr.
 template <typename Output, typename Make, typename Finish>
 std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
-                                                bool (*accept)(const Recording&) = nullptr, bool system_wide = false) {
+                                                const std::function<bool(const Recording&)>& accept = {},
+                                                bool system_wide = false) {
   auto first = read_stream_head(path, strict, system_wide);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
@@ -239,7 +241,8 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
-      &StreamedChromeTrace::streamable, /*system_wide=*/true);
+      [&ops](const Recording& head) { return StreamedChromeTrace::streamable(head, ops.has_value()); },
+      /*system_wide=*/true);
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,

@@ -469,27 +469,35 @@ class TraceWriter {
   }
 
   void write_launches(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (streamed_) {  // put aside as they streamed by, in file order (never with --ops)
+      if (streamed_->launches)
+        streamed_->launches([this](const CudaLaunch& l) {
+          if (in_range(l.ts_ns)) write_launch(l);
+        });
+      return;
+    }
     if (r_.launches.empty()) return;
     const std::vector<bool> keep = kept_moments(timeline, tree, kept, thread_moments(r_.launches));
-    for (size_t i = 0; i < r_.launches.size(); ++i) {
-      if (!keep[i]) continue;
-      const CudaLaunch& l = r_.launches[i];
-      note_thread(l.tid);
-      begin_event();
-      // Entry probes see the call, not its return: no duration.
-      common("X", "cuda_runtime", launch_api_name(l.api), pid_of(l.tid), l.tid, l.ts_ns);
-      out_ += ",\"dur\":0,\"args\":{\"kernel\":\"";
-      append_json_string(out_, launch_name(l.name_id));
-      out_ += '"';
-      if (l.api != GP_LAUNCH_GRAPH) {
-        append_dim3("grid", l.grid);
-        append_dim3("block", l.block);
-      }
-      out_ += ",\"stream\":\"";
-      out_ += hex(l.stream);
-      out_ += "\"}}";
-      maybe_flush();
+    for (size_t i = 0; i < r_.launches.size(); ++i)
+      if (keep[i]) write_launch(r_.launches[i]);
+  }
+
+  void write_launch(const CudaLaunch& l) {
+    note_thread(l.tid);
+    begin_event();
+    // Entry probes see the call, not its return: no duration.
+    common("X", "cuda_runtime", launch_api_name(l.api), pid_of(l.tid), l.tid, l.ts_ns);
+    out_ += ",\"dur\":0,\"args\":{\"kernel\":\"";
+    append_json_string(out_, launch_name(l.name_id));
+    out_ += '"';
+    if (l.api != GP_LAUNCH_GRAPH) {
+      append_dim3("grid", l.grid);
+      append_dim3("block", l.block);
     }
+    out_ += ",\"stream\":\"";
+    out_ += hex(l.stream);
+    out_ += "\"}}";
+    maybe_flush();
   }
 
   // A stream runs its work one item at a time, but records can overlap

@@ -101,6 +101,7 @@ struct TraceCallEntry {
 };
 using TraceCallVisitor = std::function<void(const OpCall& call, const TraceCallEntry& entry)>;
 using ModuleCallVisitor = std::function<void(const ModuleCall& call)>;
+using LaunchVisitor = std::function<void(const CudaLaunch& launch)>;
 struct StreamedTraceCalls {
   std::function<void(const TraceCallVisitor&)> calls;
   // The module calls (module_tree.h), replayed in the order the trace
@@ -109,6 +110,8 @@ struct StreamedTraceCalls {
   // recording has no module frames.
   std::function<void(const ModuleCallVisitor&)> module_calls;
   ModuleTree modules;
+  // The CUDA launches, replayed in file order (null: none).
+  std::function<void(const LaunchVisitor&)> launches;
   // --ops: by index in the recording's samples, whether the sample's
   // innermost call matched or is nested in a call that did (nullopt: no
   // --ops; a sample past the end: no).
@@ -117,7 +120,7 @@ struct StreamedTraceCalls {
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no launches, GPU activities or memory:
+// streamed trace serves (no GPU activities, memory, or launches with --ops:
 // streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,

@@ -3,6 +3,7 @@
 #include "output/streamed_chrome_trace.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "analyze/call_tree.h"
 #include "analyze/module_names.h"
@@ -36,9 +37,17 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
     }
 }
 
-bool StreamedChromeTrace::streamable(const Recording& head) {
-  return !head.options.memory && !head.cuda_runtime && launches_read(head) == 0 &&
-         head.gpu_activities.empty();
+bool StreamedChromeTrace::streamable(const Recording& head, bool ops) {
+  return !head.options.memory && head.gpu_activities.empty() && !(ops && launches_read(head) > 0);
+}
+
+bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
+  if (ops_filter_) return launches.empty();
+  std::string& pending = spills_->launches.pending();
+  pending.append(reinterpret_cast<const char*>(launches.data()), launches.size_bytes());
+  spills_->launch_count += launches.size();
+  spills_->launches.write_if_due();
+  return true;
 }
 
 void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t first) {
@@ -291,6 +300,8 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   StreamedTraceCalls out;
   out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
   if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);
+  if (spills_->launch_count)
+    out.launches = [spills = spills_](const LaunchVisitor& visit) { spills->replay_launches(visit); };
   if (!modules_) return out;
   modules_->end_threads();  // the calls still open end with their threads' last calls
   take_listed_module_calls();
@@ -318,6 +329,22 @@ void StreamedChromeTrace::Spills::replay_modules(const ModuleCallVisitor& visit)
     ThreadCalls& calls = threads[tid];
     SpillReader(tid, calls.spill, nullptr, &visit).visit_all();
   }
+}
+
+// The launches were put aside as whole records, read back in pieces (a
+// record a piece's end would cut is completed by the next one).
+void StreamedChromeTrace::Spills::replay_launches(const LaunchVisitor& visit) {
+  std::string partial;
+  launches.read_back([&](std::string_view piece) {
+    partial.append(piece);
+    size_t at = 0;
+    for (; partial.size() - at >= sizeof(CudaLaunch); at += sizeof(CudaLaunch)) {
+      CudaLaunch launch;
+      std::memcpy(&launch, partial.data() + at, sizeof launch);
+      visit(launch);
+    }
+    partial.erase(0, at);
+  });
 }
 
 }  // namespace gpuprof

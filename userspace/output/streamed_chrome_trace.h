@@ -24,9 +24,11 @@
 // ancestor of its calls: ops_filter.h), no module call (the whole trace
 // writes none then), and each CPU sample is marked by whether its thread's
 // innermost call at its moment was kept. The caller reads whole what it
-// does not serve (streamable() says): CUDA launches (the streaming read
-// drops them), GPU activities and memory events (a streaming read stops
-// at, or declines, them). A record -a recording streams like any other:
+// does not serve (streamable() says): GPU activities and memory events (a
+// streaming read stops at, or declines, them), and CUDA launches with
+// --ops (each needs its call). Without --ops, the launches go to a
+// temporary file of their own as they come and are replayed in file
+// order. A record -a recording streams like any other:
 // each thread's trace process is the head's (THREAD_PROCESSES).
 #pragma once
 
@@ -63,12 +65,16 @@ class StreamedChromeTrace : public RecordStream {
                       std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops);
 
   // Whether a recording read without its events (the first read: launches
-  // counted, not kept) can be written this way.
-  static bool streamable(const Recording& head);
-  bool wants(const Recording& head) override { return streamable(head); }
+  // counted, not kept) can be written this way; ops: with --ops (whose
+  // launches would need their calls).
+  static bool streamable(const Recording& head, bool ops);
+  bool wants(const Recording& head) override { return streamable(head, ops_filter_.has_value()); }
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { stacks_.add(event_index, stack_id); }
   void on_entry_shape(uint64_t event_index, uint32_t shape_id) override { shapes_.add(event_index, shape_id); }
+  // Put aside in file order, as the trace writes them (without --ops: with
+  // it, false, and the recording is read whole).
+  bool on_launches(std::span<const CudaLaunch> launches) override;
   // Once the read is done: the calls, for write_chrome_trace. The replay
   // owns the temporary files (closed, so removed, with its last copy).
   StreamedTraceCalls finish();
@@ -91,11 +97,14 @@ class StreamedChromeTrace : public RecordStream {
     std::unordered_map<uint32_t, ThreadCalls> threads;
     std::vector<uint32_t> order;         // the threads in the order of their first completed call
     std::vector<uint32_t> module_order;  // the threads with module calls, by their first call's start
+    SpillFile launches;                  // the CUDA launches, whole records in file order
+    uint64_t launch_count = 0;
     Spills() = default;
     Spills(const Spills&) = delete;
     Spills& operator=(const Spills&) = delete;
     void replay(const TraceCallVisitor& visit);
     void replay_modules(const ModuleCallVisitor& visit);
+    void replay_launches(const LaunchVisitor& visit);
   };
   void spill(const Timeline& forest);
   // A forest's calls into the module tree; a thread's module calls that

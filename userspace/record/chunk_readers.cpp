@@ -496,7 +496,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::LAUNCHES: {
       std::string problem = read_launches(payload, rec, seen.salvage);
       if (seen.stream) {  // the op table only counts them
-        seen.stream->on_launches(rec.launches);
+        if (!seen.stream->on_launches(rec.launches)) seen.stream_stopped = "CUDA launches the stream cannot place";
         rec.streamed_launches += rec.launches.size();
         rec.launches.clear();
       }
@@ -513,7 +513,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::GPU_ACTIVITIES: {
       std::string problem = read_gpu_activities(payload, rec, seen.salvage);
       // Their ops need every call: a streaming read stops (record_stream.h).
-      if (seen.stream && !rec.gpu_activities.empty()) seen.gpu_activities_met = true;
+      if (seen.stream && !rec.gpu_activities.empty()) seen.stream_stopped = "GPU activities mid-stream";
       return problem;
     }
     case ChunkType::CUPTI_SHIM:

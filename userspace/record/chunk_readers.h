@@ -33,7 +33,9 @@ struct Seen {
   // A streaming read (record_stream.h): op events go here, not into the
   // Recording; per-event records the op table leaves unused are dropped.
   RecordStream* stream = nullptr;
-  bool gpu_activities_met = false;  // a streaming read cannot go on  // what the chunks lost so far leave to place (chunk_salvage.h)
+  // Why a streaming read cannot go on (nullptr: it can): the recording is
+  // then read whole (record_stream.h).
+  const char* stream_stopped = nullptr;
   bool mandatory() const { return process && clock && ops && (options || version < 2); }
   const char* mandatory_names() const {
     return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";

@@ -274,9 +274,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + chunk_type_name(type) + ")" + at + problem);
     if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) seen.stream = stream;
-    if (seen.gpu_activities_met) {
+    if (seen.stream_stopped) {
       *whole_needed = true;
-      return Error(name + ": GPU activities mid-stream: read the recording whole");
+      return Error(name + ": " + seen.stream_stopped + ": read the recording whole");
     }
     off += kRecordChunkHeaderSize + len;
   }

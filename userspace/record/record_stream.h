@@ -50,10 +50,15 @@ class RecordStream {
     (void)event_index;
     (void)stack_id;
   }
-  // One chunk's CUDA launches, checked, before the read drops them (it
-  // keeps only their count): a stream that counts them per thread
-  // (analyze/streamed_process_tables.h) looks at them here.
-  virtual void on_launches(std::span<const CudaLaunch> launches) { (void)launches; }
+  // One chunk's CUDA launches, checked, in file order, before the read
+  // drops them (it keeps only their count): a stream that counts them per
+  // thread (analyze/streamed_process_tables.h) or writes them
+  // (output/streamed_chrome_trace.h) takes them here. False: the stream
+  // cannot take them, and the read stops as at GPU activities.
+  virtual bool on_launches(std::span<const CudaLaunch> launches) {
+    (void)launches;
+    return true;
+  }
 };
 
 // read_recording, handing the op events to `stream` (when it wants them)
@@ -66,8 +71,9 @@ class RecordStream {
 // to on_launches) and GPU correlations are checked but dropped, and an
 // entry shape's or stack's event is not checked to be an ENTRY (the events
 // are gone by then). A recording whose GPU activities turn up mid-stream cannot be
-// streamed (their ops need every call): the read stops with an error and
-// *whole_needed set, and the caller reads the file again with read_recording.
+// streamed (their ops need every call), nor one whose launches the stream
+// refuses: the read stops with an error and *whole_needed set, and the
+// caller reads the file again with read_recording.
 Result<Recording> read_recording_streamed(const std::string& path, CorruptChunks corrupt, RecordStream& stream,
                                           bool* whole_needed);
 
