@@ -28,6 +28,7 @@ import signal
 import pytest
 
 from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
+from test_report_memory import report_file_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
@@ -118,6 +119,14 @@ def test_attached_to_a_running_process(procs, workdir, tmp_path):
     target, _ = record_launch_driver(procs, workdir, out, STEPS)
     assert f"launches {6 * STEPS} unexpected errors 0" in target.stdout(), target.describe()
     check_launches(out)
+    # The Chrome trace streams the recording, launches put aside in file
+    # order: the whole read's file, one slice per launch. With --ops each
+    # launch needs its call, and the recording is read whole.
+    trace = tmp_path / "attached.json"
+    trace_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace)
+    assert trace_bytes.count(b'"cat":"cuda_runtime"') == 6 * STEPS
+    ops_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace, "--ops", "^aten::cuda_add$")
+    assert ops_bytes.count(b'"cat":"cuda_runtime"') == 3 * STEPS
 
 
 def test_sigkill_of_gpuprof_leaves_the_target_running(procs, workdir, tmp_path):

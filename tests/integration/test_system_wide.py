@@ -545,6 +545,12 @@ def test_cuda_launches_of_a_torch_process(procs, workdir, tmp_path):
     report = report_as_whole(out)
     header, text = sections(report.stdout)[pid]
     assert f"{6 * LAUNCH_STEPS} CUDA launches" in text, text
+    # So does the trace, the launches put aside in file order: each on its
+    # process's track.
+    trace = tmp_path / "launches.json"
+    trace_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace)
+    launches = [e for e in json.loads(trace_bytes)["traceEvents"] if e.get("cat") == "cuda_runtime"]
+    assert sum(e["pid"] == pid for e in launches) == 6 * LAUNCH_STEPS, len(launches)
 
 
 # top -a's process list (top_view.cpp): a header line, a blank line, the
