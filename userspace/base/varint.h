@@ -1,10 +1,11 @@
 // varint.h: LEB128 varints and zigzag, the compact integers of the record
-// format's packed events (record/packed_events.h) and of the streamed
-// trace's spill files (output/streamed_chrome_trace.h).
+// format's packed events (record/packed_events.h), of the streamed
+// trace's spill files (output/streamed_chrome_trace.h) and of protobuf
+// (output/protobuf_writer.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 
 namespace gpuprof {
@@ -22,6 +23,22 @@ void append_varint(Bytes& out, uint64_t v) {
     v >>= 7;
   }
   out.push_back(static_cast<typename Bytes::value_type>(v));
+}
+
+enum class VarintRead { ok, truncated, overflow };
+
+// Reads the varint at bytes[pos], moving pos past what it read; Byte is
+// uint8_t or char.
+template <typename Byte>
+VarintRead read_varint(std::span<const Byte> bytes, size_t& pos, uint64_t& v) {
+  v = 0;
+  for (int shift = 0;; shift += 7) {
+    if (pos >= bytes.size()) return VarintRead::truncated;
+    const auto b = static_cast<uint8_t>(bytes[pos++]);
+    if (shift == 63 && b > 1) return VarintRead::overflow;  // more than 64 bits (or a 64th continuation)
+    v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return VarintRead::ok;
+  }
 }
 
 }  // namespace gpuprof

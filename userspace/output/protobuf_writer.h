@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/varint.h"
+
 namespace gpuprof {
 
 class ProtobufWriter {
@@ -48,13 +50,7 @@ class ProtobufWriter {
 
  private:
   void tag(uint32_t field, uint32_t wire_type) { raw_varint((static_cast<uint64_t>(field) << 3) | wire_type); }
-  void raw_varint(uint64_t value) {
-    while (value >= 0x80) {
-      out_.push_back(static_cast<char>((value & 0x7f) | 0x80));
-      value >>= 7;
-    }
-    out_.push_back(static_cast<char>(value));
-  }
+  void raw_varint(uint64_t value) { append_varint(out_, value); }
 
   std::string out_;
 };

@@ -126,15 +126,7 @@ class SpillReader {
       }
     }
   }
-  bool varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; shift < 64 && pos_ < buffer_.size(); shift += 7) {
-      const auto b = static_cast<uint8_t>(buffer_[pos_++]);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  }
+  bool varint(uint64_t& v) { return read_varint(std::span<const char>(buffer_), pos_, v) == VarintRead::ok; }
   bool visit_one() {
     const auto flags = static_cast<uint8_t>(buffer_[pos_++]);
     if (flags & kModuleCall) {

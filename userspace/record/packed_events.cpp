@@ -63,12 +63,16 @@ struct Unpacker {
   }
   uint64_t varint() {
     uint64_t v = 0;
-    for (int shift = 0; ok(); shift += 7) {
-      uint8_t b = 0;
-      byte(b);
-      if (shift == 63 && b > 1) fail("a varint overflows 64 bits");
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80)) return v;
+    if (!ok()) return 0;
+    switch (read_varint(p, pos, v)) {
+      case VarintRead::ok:
+        return v;
+      case VarintRead::truncated:
+        fail("it ends inside an event");
+        return 0;
+      case VarintRead::overflow:
+        fail("a varint overflows 64 bits");
+        return 0;
     }
     return 0;
   }
