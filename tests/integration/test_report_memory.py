@@ -127,11 +127,12 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_pprof_whole - short_pprof_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
 
 
-def test_streamed_trace_with_shapes_and_ops_is_whole_and_its_memory_flat(torch_env, tmp_path):
+def test_streamed_shapes_trace_and_table_are_whole_and_their_memory_flat(torch_env, tmp_path):
     """record --record-shapes: the streamed --chrome-trace gives every
     aten::add of the loop its input shapes, writes the whole read's file,
-    with --ops too, and its peak memory does not grow with the recording,
-    with --ops or not, while the whole read's does."""
+    with --ops too; the streamed table grouped by input shape counts every
+    add in one row, as the whole read prints it; the peak memory of each
+    does not grow with the recording, while the whole read's does."""
     rss = {}
     for seconds in (1, 4):
         out = tmp_path / f"shapes-{seconds}s.gpuprof"
@@ -150,14 +151,26 @@ def test_streamed_trace_with_shapes_and_ops_is_whole_and_its_memory_flat(torch_e
         ops_bytes, _ = report_file_as_whole(out, trace, *ops)
         kept = [line for line in ops_bytes.splitlines() if b'"cat":"cpu_op"' in line]
         assert len(kept) == loops + 1 and all(b'"name":"aten::add"' in line for line in kept), len(kept)
+        grouped = report_as_whole(out, "--group-by-input-shape", "--row-limit", "-1")
+        assert grouped.returncode == 0, grouped.stderr
+        lines = grouped.stdout.splitlines()
+        titles = re.split(r"\s{2,}", next(line for line in lines if "# of Calls" in line).strip())
+        add = [re.split(r"\s{2,}", line.strip()) for line in lines if line.strip().startswith("aten::add  ")]
+        assert len(add) == 1 and add[0][titles.index("Input Shapes")] == "[[1], [1], []]", grouped.stdout
+        assert add[0][titles.index("# of Calls")] == str(loops + 1), grouped.stdout
         rss[seconds] = (loops, peak_rss_kib(out, "--chrome-trace", trace),
-                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE), peak_rss_kib(out, *ops))
-    summary = f"(adds, trace peak RSS KiB, read whole, --ops): 1 s {rss[1]}, 4 s {rss[4]}"
+                        peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE), peak_rss_kib(out, *ops),
+                        peak_rss_kib(out, "--group-by-input-shape"),
+                        peak_rss_kib(out, "--group-by-input-shape", env=READ_WHOLE))
+    summary = (f"(adds, trace peak RSS KiB, read whole, --ops, --group-by-input-shape, read whole): "
+               f"1 s {rss[1]}, 4 s {rss[4]}")
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
     assert rss[4][1] - rss[1][1] < 4096, summary
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
     assert rss[4][3] - rss[1][3] < 4096, summary
+    assert rss[4][4] - rss[1][4] < 4096, summary
+    assert rss[4][5] - rss[1][5] > 30 * 1024, summary
 
 
 @pytest.mark.parametrize("extra", [[], ["-F", "997"], ["--with-stack"], ["--with-stack", "-F", "997"],

@@ -27,6 +27,7 @@ inline void expect_same_profile(const Profile& streamed, const Profile& whole) {
   EXPECT_EQ(streamed.counters.calls_shorter_than_probes, whole.counters.calls_shorter_than_probes);
   EXPECT_EQ(streamed.gpu_recorded, whole.gpu_recorded);
   EXPECT_EQ(streamed.memory_recorded, whole.memory_recorded);
+  EXPECT_EQ(streamed.grouped_by_input_shape, whole.grouped_by_input_shape);
 }
 
 }  // namespace gpuprof::test

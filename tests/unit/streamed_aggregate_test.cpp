@@ -57,6 +57,35 @@ TEST(StreamedAggregate, EqualsTheWholeAggregateOnRandomStreams) {
   EXPECT_GT(folded_calls, 1000u);
 }
 
+// Grouped by input shape (report --group-by-input-shape): the rows of the
+// whole read, with each entry's ENTRY_SHAPES pair handed over chunks after
+// its events, an op that records nothing per call ("[[], []]") and calls
+// whose shapes were not read ("?").
+TEST(StreamedAggregate, GroupedByInputShapeEqualsTheWholeAggregate) {
+  size_t shaped_rows = 0;
+  for (uint32_t seed = 1; seed <= 30; seed++) {
+    Recording recording = recording_of(ops_of_the_streams(), random_events(seed, 3000));
+    recording.probe_costs = costs_of_the_streams();
+    recording.ops[3].arg_count = 2;  // aten::mm, here without tensors: all its calls "[[], []]"
+    recording.ops[3].tensor_args = 0;
+    std::mt19937 rng(seed);
+    add_random_entry_shapes(recording, rng);
+    const Profile whole = aggregate(recording, AggregateOptions{.group_by_input_shape = true});
+    for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}})
+      for (size_t delay : {size_t{0}, size_t{3}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " delay " +
+                     std::to_string(delay));
+        StreamedAggregate streamed(compensation_costs(recording, false), false, true,
+                                   last_index_of(recording.entry_shapes));
+        ASSERT_TRUE(streamed.wants(recording));
+        feed_in_chunks(streamed, recording, chunk, delay);
+        expect_same_profile(std::move(streamed).finish(recording), whole);
+      }
+    for (const OpRow& row : whole.rows) shaped_rows += row.input_shapes == "[[8, 3], [3]]";
+  }
+  EXPECT_GT(shaped_rows, 30u);  // or the comparison proves little
+}
+
 TEST(StreamedAggregate, FoldsAChainOfSameNameCallsIntoItsOutermost) {
   // aten::div_ (Scalar) -> aten::div_ -> aten::div_ (Scalar) -> aten::mm,
   // then a second outer call with two children (no folding).

@@ -44,37 +44,12 @@ class RowIndex {
   std::unordered_map<std::string, size_t> row_of_key_;
 };
 
-// torch's str(input_shapes) of one call, and whether it has any argument.
-class ShapeNames {
- public:
-  explicit ShapeNames(const Recording& recording) : recording_(recording) {
-    formatted_.reserve(recording.shapes.size());
-    for (const InputShapes& shapes : recording.shapes) formatted_.push_back(format_input_shapes(shapes));
-    shape_of_event_.reserve(recording.entry_shapes.size());
-    for (const EntryShapes& e : recording.entry_shapes) shape_of_event_[e.event_index] = e.shape_id;
-    // Ops that record nothing per call have one string for all their calls.
-    static_shapes_.resize(recording.ops.size());
-    for (size_t op = 0; op < recording.ops.size(); op++) {
-      const OpInfo& info = recording.ops[op];
-      if (info.arg_count >= 0 && info.tensor_args == 0)
-        static_shapes_[op] = format_input_shapes(InputShapes(info.arg_count, ArgShape(std::vector<int64_t>{})));
-    }
-  }
-
-  std::pair<std::string, bool> of(const OpCall& call) const {
-    if (auto it = shape_of_event_.find(call.entry_index); it != shape_of_event_.end())
-      return {formatted_[it->second], !recording_.shapes[it->second].empty()};
-    if (call.op_id < static_shapes_.size() && static_shapes_[call.op_id])  // nothing read per call: all []
-      return {*static_shapes_[call.op_id], recording_.ops[call.op_id].arg_count > 0};
-    return {kUnknownShapes, true};  // not readable, or lost with a killed recorder
-  }
-
- private:
-  const Recording& recording_;
-  std::vector<std::string> formatted_;
-  std::unordered_map<uint64_t, uint32_t> shape_of_event_;
-  std::vector<std::optional<std::string>> static_shapes_;  // by op id
-};
+// The shape id of the ENTRY at entry_index (nullopt: none recorded).
+std::optional<uint32_t> shape_of(const std::unordered_map<uint64_t, uint32_t>& shape_of_entry, uint64_t entry_index) {
+  auto it = shape_of_entry.find(entry_index);
+  if (it == shape_of_entry.end()) return std::nullopt;
+  return it->second;
+}
 
 // torch's event.stack[:N] of each call: the first N frames of the Python
 // stack at its ENTRY, innermost first (recordings store stacks outermost
@@ -161,13 +136,19 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   const StackGroups stack_groups(recording, profile.group_by_stack_n);
   RowIndex index(profile.rows, stack_groups.frames());
   std::optional<ShapeNames> shape_names;
-  if (options.group_by_input_shape) shape_names.emplace(recording);
+  std::unordered_map<uint64_t, uint32_t> shape_of_entry;
+  if (options.group_by_input_shape) {
+    shape_names.emplace(recording);
+    shape_of_entry.reserve(recording.entry_shapes.size());
+    for (const EntryShapes& e : recording.entry_shapes) shape_of_entry[e.event_index] = e.shape_id;
+  }
   for (size_t i = 0; i < n; i++) {
     if (figures.folded_into[i] != i) continue;
     OpCall call = timeline.calls[i];
     call.self_ns = figures.self_ns[i];
     auto [shapes, has_inputs] =
-        shape_names ? shape_names->of(call) : std::pair<std::string, bool>{"", false};
+        shape_names ? shape_names->of(call.op_id, shape_of(shape_of_entry, call.entry_index))
+                    : std::pair<std::string, bool>{"", false};
     OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
                               stack_groups.of(call));
     ++row.calls;

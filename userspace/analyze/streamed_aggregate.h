@@ -2,11 +2,18 @@
 // stream (record/record_stream.h), for report's plain op table: memory grows
 // with the ops, threads and open calls, not with the events.
 //
-// It covers the table without grouping and without memory or GPU columns to
-// fill: wants() declines a recording made with --profile-memory, and a
-// streaming read stops at GPU activities (record_stream.h); the caller then
-// reads the recording whole and calls aggregate(). The Profile is the one
-// aggregate() returns for the same recording, row for row.
+// It covers the table, grouped by input shape or not (not by stack), without
+// memory or GPU columns to fill: wants() declines a recording made with
+// --profile-memory, and a streaming read stops at GPU activities
+// (record_stream.h); the caller then reads the recording whole and calls
+// aggregate(). The Profile is the one aggregate() returns for the same
+// recording, row for row.
+//
+// Grouped by input shape, a call's row needs its entry's ENTRY_SHAPES
+// pair, which comes after its events, often chunks later: a call given to
+// its row waits (with the entries of the same-name children it folded,
+// whose pairs are then dropped) until the pairs up to its entry have come
+// (entry_stack_pairs.h), in a queue bounded by how far the pairs lag.
 //
 // Folding (torch's _remove_dup_nodes, call_tree.h) needs a call's only
 // child when the call ends: calls end innermost first, so a call is held
@@ -16,11 +23,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
+#include <queue>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "analyze/entry_stack_pairs.h"
 #include "analyze/op_timeline.h"
 #include "analyze/profile.h"
 #include "record/record_stream.h"
@@ -33,10 +45,15 @@ class StreamedAggregate : public RecordStream {
   // costs: the recording's probe costs to compensate by (nullptr: raw
   // times). They must be known before the events, so a first pass over the
   // file (report.cpp) reads them.
-  StreamedAggregate(const ProbeCosts* costs, bool raw_times);
+  // group_by_input_shape: rows per op and input shapes (report
+  // --group-by-input-shape); last_entry_shape: the event index of the
+  // file's last ENTRY_SHAPES pair (nullopt: none).
+  StreamedAggregate(const ProbeCosts* costs, bool raw_times, bool group_by_input_shape = false,
+                    std::optional<uint64_t> last_entry_shape = std::nullopt);
 
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
+  void on_entry_shape(uint64_t event_index, uint32_t shape_id) override { shapes_.add(event_index, shape_id); }
   // The Profile, once the read is done (recording: what it returned).
   Profile finish(const Recording& recording) &&;
 
@@ -48,9 +65,14 @@ class StreamedAggregate : public RecordStream {
     uint64_t total_ns = 0;
     uint64_t self_ns = 0;
     bool unwound = false;
+    uint64_t entry_index = 0;
   };
   void take_calls();
+  // To its row: now, or (grouped by shape) once its entry's pair is known.
   void count(const Folded& call);
+  void add_to_row(const Folded& call, std::optional<uint32_t> shape_id);
+  // Grouped by shape: the waiting calls whose pairs have all come.
+  void count_known_shapes(bool at_end);
   bool same_name(uint32_t a, uint32_t b) const;
 
   std::optional<ProbeCosts> costs_;
@@ -63,6 +85,18 @@ class StreamedAggregate : public RecordStream {
   };
   std::vector<Sums> by_op_;  // by op id (grown as placeholders of lost ops appear)
   uint64_t self_total_ns_ = 0;
+  // Grouped by input shape: the sums by (op id, shape id), the calls that
+  // wait for their entries' pairs (folded away: a pair to drop, not a
+  // call to count), the earliest entry first.
+  const bool group_by_input_shape_;
+  EntryStackPairs shapes_;
+  std::map<std::pair<uint32_t, std::optional<uint32_t>>, Sums> by_op_and_shape_;
+  struct Waiting {
+    Folded call;
+    bool counted = true;
+    bool operator>(const Waiting& other) const { return call.entry_index > other.call.entry_index; }
+  };
+  std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>> waiting_;
 };
 
 }  // namespace gpuprof

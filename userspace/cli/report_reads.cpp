@@ -165,14 +165,14 @@ bool folded_streamable(const Recording& head) {
 }  // namespace
 
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
-                                                          bool filtered) {
+                                                          bool filtered, bool group_by_input_shape) {
   return read_twice<StreamedTable>(
       path, strict,
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         // As the table tells one from the other (run_report).
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
-        return std::make_unique<StreamedAggregate>(costs, raw_times);
+        return std::make_unique<StreamedAggregate>(costs, raw_times, group_by_input_shape, head.last_entry_shape);
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
         StreamedTable table;
@@ -183,7 +183,12 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         table.recording = std::move(recording);
         return table;
       },
-      filtered ? +[](const Recording& head) { return !head.options.with_stack; } : nullptr, /*system_wide=*/true);
+      // The note on stacks cut counts the chosen processes' calls; a
+      // system-wide table grouped by shape is made whole.
+      [filtered, group_by_input_shape](const Recording& head) {
+        return !(filtered && head.options.with_stack) && !(group_by_input_shape && is_system_wide(head));
+      },
+      /*system_wide=*/true);
 }
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,

@@ -51,9 +51,10 @@ struct StreamedTable {
 // filtered: --pid/--comm choose processes. Their table's note on Python
 // stacks cut short counts the chosen processes' op calls, which a streamed
 // read counts per stack only: a recording made with --with-stack is then
-// read whole.
+// read whole. group_by_input_shape: rows per op and input shapes (a
+// system-wide recording is then read whole).
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
-                                                          bool filtered);
+                                                          bool filtered, bool group_by_input_shape);
 
 // --folded (self_cpu_time or samples): stacks summed as they come
 // (streamed_stack_sums.h); a system-wide recording's, each process's
