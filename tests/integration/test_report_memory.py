@@ -182,6 +182,13 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
                       timeout=300)
     assert rec.returncode == 0, rec.stderr
     assert re.search(r"^turns \d+$", rec.stdout, re.M), rec.stdout
+    # The table grouped by stack or input shape: the whole read's rows.
+    grouped = {"--with-stack": ["--group-by-stack-n", "2"], "--record-shapes": ["--group-by-input-shape"]}
+    for flag, args in grouped.items():
+        if flag in extra:
+            table = report_as_whole(out, *args, "--row-limit", "-1")
+            assert table.returncode == 0 and "aten::addmm" in table.stdout, table.stderr
+            assert ("nested_threads.py" if flag == "--with-stack" else "[[") in table.stdout, table.stdout
     samples = [["--folded", "--metric", "samples"]] if "-F" in extra else []
     for args in (["--folded"], ["--folded", "--raw-times"], *samples):
         streamed = report_as_whole(out, *args)
@@ -238,7 +245,8 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
 
 def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):
     """With --with-stack and -F, the streamed --folded keeps neither the
-    entry stacks nor anything per event, for either metric."""
+    entry stacks nor anything per event, for either metric; nor does the
+    table grouped by stack (--group-by-stack-n)."""
     rss = {}
     for seconds in (1, 4):
         out = tmp_path / f"nested-{seconds}s.gpuprof"
@@ -248,9 +256,11 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
         profile = tmp_path / "profile.pb.gz"
         rss[seconds] = (peak_rss_kib(out, "--folded"), peak_rss_kib(out, "--folded", "--metric", "samples"),
                         peak_rss_kib(out, "--folded", env=READ_WHOLE), peak_rss_kib(out, "--pprof", profile),
-                        peak_rss_kib(out, "--pprof", profile, env=READ_WHOLE))
-    summary = (f"peak RSS KiB (self time, samples, read whole, --pprof, --pprof read whole): 1 s {rss[1]}, "
-               f"4 s {rss[4]}")
+                        peak_rss_kib(out, "--pprof", profile, env=READ_WHOLE),
+                        peak_rss_kib(out, "--group-by-stack-n", "2"),
+                        peak_rss_kib(out, "--group-by-stack-n", "2", env=READ_WHOLE))
+    summary = (f"peak RSS KiB (self time, samples, read whole, --pprof, --pprof read whole, --group-by-stack-n, "
+               f"read whole): 1 s {rss[1]}, 4 s {rss[4]}")
     print(summary)
     assert rss[4][0] - rss[1][0] < 4096, summary
     assert rss[4][1] - rss[1][1] < 4096, summary
@@ -258,3 +268,5 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
     # The whole read grows by tens of MiB for the same events.
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
     assert rss[4][4] - rss[1][4] > 30 * 1024, summary
+    assert rss[4][5] - rss[1][5] < 4096, summary
+    assert rss[4][6] - rss[1][6] > 30 * 1024, summary

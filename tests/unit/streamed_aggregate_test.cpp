@@ -57,33 +57,51 @@ TEST(StreamedAggregate, EqualsTheWholeAggregateOnRandomStreams) {
   EXPECT_GT(folded_calls, 1000u);
 }
 
-// Grouped by input shape (report --group-by-input-shape): the rows of the
-// whole read, with each entry's ENTRY_SHAPES pair handed over chunks after
-// its events, an op that records nothing per call ("[[], []]") and calls
-// whose shapes were not read ("?").
-TEST(StreamedAggregate, GroupedByInputShapeEqualsTheWholeAggregate) {
-  size_t shaped_rows = 0;
+// Grouped by input shape (report --group-by-input-shape), by stack
+// (--group-by-stack-n N) and by both: the rows of the whole read, with
+// each entry's ENTRY_SHAPES and ENTRY_STACKS pairs handed over chunks
+// after its events, an op that records nothing per call ("[[], []]"),
+// calls whose shapes were not read ("?"), and calls without a stack.
+TEST(StreamedAggregate, GroupedByInputShapeOrStackEqualsTheWholeAggregate) {
+  size_t shaped_rows = 0, stacked_rows = 0;
   for (uint32_t seed = 1; seed <= 30; seed++) {
     Recording recording = recording_of(ops_of_the_streams(), random_events(seed, 3000));
     recording.probe_costs = costs_of_the_streams();
     recording.ops[3].arg_count = 2;  // aten::mm, here without tensors: all its calls "[[], []]"
     recording.ops[3].tensor_args = 0;
+    recording.options.with_stack = true;
+    recording.sample_frames = {"train.py(9): <module>", "train.py(5): step", "model.py(3): forward",
+                               "optim.py(7): step"};
+    recording.sample_stacks = {{0, 1, 2}, {0, 1, 3}, {0}};
     std::mt19937 rng(seed);
     add_random_entry_shapes(recording, rng);
-    const Profile whole = aggregate(recording, AggregateOptions{.group_by_input_shape = true});
-    for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}})
-      for (size_t delay : {size_t{0}, size_t{3}}) {
-        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " delay " +
-                     std::to_string(delay));
-        StreamedAggregate streamed(compensation_costs(recording, false), false, true,
-                                   last_index_of(recording.entry_shapes));
-        ASSERT_TRUE(streamed.wants(recording));
-        feed_in_chunks(streamed, recording, chunk, delay);
-        expect_same_profile(std::move(streamed).finish(recording), whole);
+    add_random_entry_stacks(recording, rng, 3);
+    for (const TableGrouping& grouping : {TableGrouping{.by_input_shape = true}, TableGrouping{.by_stack_n = 1},
+                                          TableGrouping{.by_input_shape = true, .by_stack_n = 2}}) {
+      const Profile whole = aggregate(recording, AggregateOptions{.group_by_input_shape = grouping.by_input_shape,
+                                                                  .group_by_stack_n = grouping.by_stack_n});
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}})
+        for (size_t delay : {size_t{0}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " delay " +
+                       std::to_string(delay) + " shapes " + std::to_string(grouping.by_input_shape) + " stack " +
+                       std::to_string(grouping.by_stack_n));
+          TableGrouping with_ends = grouping;
+          with_ends.last_entry_shape = last_index_of(recording.entry_shapes);
+          with_ends.last_entry_stack = last_index_of(recording.entry_stacks);
+          StreamedAggregate streamed(compensation_costs(recording, false), false, with_ends);
+          ASSERT_TRUE(streamed.wants(recording));
+          feed_in_chunks(streamed, recording, chunk, delay);
+          expect_same_profile(std::move(streamed).finish(recording), whole);
+        }
+      for (const OpRow& row : whole.rows) {
+        shaped_rows += row.input_shapes == "[[8, 3], [3]]";
+        stacked_rows += row.stack == std::vector<std::string>{"optim.py(7): step"};
       }
-    for (const OpRow& row : whole.rows) shaped_rows += row.input_shapes == "[[8, 3], [3]]";
+    }
   }
-  EXPECT_GT(shaped_rows, 30u);  // or the comparison proves little
+  // Or the comparison proves little.
+  EXPECT_GT(shaped_rows, 30u);
+  EXPECT_GT(stacked_rows, 30u);
 }
 
 TEST(StreamedAggregate, FoldsAChainOfSameNameCallsIntoItsOutermost) {

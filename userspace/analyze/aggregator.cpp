@@ -12,6 +12,7 @@
 #include "analyze/call_figures.h"
 #include "analyze/gpu_attribution.h"
 #include "analyze/input_shapes.h"
+#include "analyze/stack_groups.h"
 #include "analyze/memory_attribution.h"
 #include "analyze/op_timeline.h"
 
@@ -44,74 +45,13 @@ class RowIndex {
   std::unordered_map<std::string, size_t> row_of_key_;
 };
 
-// The shape id of the ENTRY at entry_index (nullopt: none recorded).
-std::optional<uint32_t> shape_of(const std::unordered_map<uint64_t, uint32_t>& shape_of_entry, uint64_t entry_index) {
-  auto it = shape_of_entry.find(entry_index);
-  if (it == shape_of_entry.end()) return std::nullopt;
+// The shape or stack id of the ENTRY at entry_index (nullopt: none recorded).
+std::optional<uint32_t> id_of_entry(const std::unordered_map<uint64_t, uint32_t>& id_of, uint64_t entry_index) {
+  auto it = id_of.find(entry_index);
+  if (it == id_of.end()) return std::nullopt;
   return it->second;
 }
 
-// torch's event.stack[:N] of each call: the first N frames of the Python
-// stack at its ENTRY, innermost first (recordings store stacks outermost
-// first). Calls run under many stacks that share their top N frames, so each
-// distinct frame list gets a small id, a stack group, and rows are keyed by
-// that id rather than by copies of the frames.
-class StackGroups {
- public:
-  static constexpr uint32_t kNoStack = 0;  // the group of calls without Python frames
-
-  // n <= 0 (not grouped by stack): every call is in kNoStack.
-  StackGroups(const Recording& recording, int n) : recording_(recording), n_(n) {
-    frames_.emplace_back();  // kNoStack
-    group_of_frames_.emplace(frames_.front(), kNoStack);
-    if (n <= 0) return;
-    group_of_stack_.resize(recording.sample_stacks.size());
-    group_of_event_.reserve(recording.entry_stacks.size());
-    for (const EntryStack& e : recording.entry_stacks) group_of_event_[e.event_index] = group_of(e.stack_id);
-  }
-
-  // The call's group: kNoStack for an ENTRY without a recorded stack.
-  uint32_t of(const OpCall& call) const {
-    auto it = group_of_event_.find(call.entry_index);
-    return it == group_of_event_.end() ? kNoStack : it->second;
-  }
-
-  // The frames of each group, by group id.
-  const std::vector<std::vector<std::string>>& frames() const { return frames_; }
-
- private:
-  // Entries share their stacks (sample_stacks are interned): each stack's
-  // group is looked up once.
-  uint32_t group_of(uint32_t stack_id) {
-    // A stack id outside the recording (a damaged file) is no stack, as in
-    // the folded stacks.
-    if (stack_id >= group_of_stack_.size()) return kNoStack;
-    std::optional<uint32_t>& group = group_of_stack_[stack_id];
-    if (!group) {
-      auto [it, inserted] = group_of_frames_.try_emplace(top_frames(stack_id), frames_.size());
-      if (inserted) frames_.push_back(it->first);
-      group = it->second;
-    }
-    return *group;
-  }
-
-  std::vector<std::string> top_frames(uint32_t stack_id) const {
-    const std::vector<uint32_t>& outermost_first = recording_.sample_stacks[stack_id];
-    const std::vector<std::string>& names = recording_.sample_frames;
-    std::vector<std::string> frames;
-    for (auto f = outermost_first.rbegin();
-         f != outermost_first.rend() && frames.size() < static_cast<size_t>(n_); ++f)
-      frames.push_back(*f < names.size() ? names[*f] : "[unknown]");
-    return frames;
-  }
-
-  const Recording& recording_;
-  const int n_;
-  std::vector<std::vector<std::string>> frames_;                  // by group
-  std::map<std::vector<std::string>, uint32_t> group_of_frames_;  // frames_, inverted
-  std::vector<std::optional<uint32_t>> group_of_stack_;           // by stack id, once seen
-  std::unordered_map<uint64_t, uint32_t> group_of_event_;         // by ENTRY event index
-};
 
 }  // namespace
 
@@ -133,7 +73,12 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   profile.gpu_recorded = gpu;
   profile.grouped_by_input_shape = options.group_by_input_shape;
   profile.group_by_stack_n = std::max(options.group_by_stack_n, 0);
-  const StackGroups stack_groups(recording, profile.group_by_stack_n);
+  StackGroups stack_groups(recording, profile.group_by_stack_n);
+  std::unordered_map<uint64_t, uint32_t> stack_of_entry;
+  if (profile.group_by_stack_n > 0) {
+    stack_of_entry.reserve(recording.entry_stacks.size());
+    for (const EntryStack& e : recording.entry_stacks) stack_of_entry[e.event_index] = e.stack_id;
+  }
   RowIndex index(profile.rows, stack_groups.frames());
   std::optional<ShapeNames> shape_names;
   std::unordered_map<uint64_t, uint32_t> shape_of_entry;
@@ -147,10 +92,10 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     OpCall call = timeline.calls[i];
     call.self_ns = figures.self_ns[i];
     auto [shapes, has_inputs] =
-        shape_names ? shape_names->of(call.op_id, shape_of(shape_of_entry, call.entry_index))
+        shape_names ? shape_names->of(call.op_id, id_of_entry(shape_of_entry, call.entry_index))
                     : std::pair<std::string, bool>{"", false};
     OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
-                              stack_groups.of(call));
+                              stack_groups.of_stack(id_of_entry(stack_of_entry, call.entry_index)));
     ++row.calls;
     row.cpu_total_ns += call.compensated_ns();
     row.self_cpu_ns += call.self_ns;

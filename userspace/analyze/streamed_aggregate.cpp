@@ -1,21 +1,23 @@
 // streamed_aggregate.cpp: aggregate() as the events stream by.
 #include "analyze/streamed_aggregate.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 
 #include "analyze/aggregator.h"
 #include "analyze/input_shapes.h"
+#include "analyze/stack_groups.h"
 
 namespace gpuprof {
 
-StreamedAggregate::StreamedAggregate(const ProbeCosts* costs, bool raw_times, bool group_by_input_shape,
-                                     std::optional<uint64_t> last_entry_shape)
+StreamedAggregate::StreamedAggregate(const ProbeCosts* costs, bool raw_times, const TableGrouping& grouping)
     : costs_(costs ? std::optional<ProbeCosts>(*costs) : std::nullopt),
       raw_times_(raw_times),
-      group_by_input_shape_(group_by_input_shape),
-      shapes_(group_by_input_shape, last_entry_shape) {}
+      grouping_(grouping),
+      shapes_(grouping.by_input_shape, grouping.last_entry_shape),
+      stacks_(grouping.by_stack_n > 0, grouping.last_entry_stack) {}
 
 bool StreamedAggregate::wants(const Recording& head) {
   if (head.options.memory) return false;  // memory columns need every call at once
@@ -27,7 +29,7 @@ bool StreamedAggregate::wants(const Recording& head) {
 void StreamedAggregate::on_events(std::span<const gp_event> events, uint64_t first) {
   for (size_t i = 0; i < events.size(); i++) builder_->add(events[i], first + i);
   take_calls();
-  if (group_by_input_shape_) count_known_shapes(/*at_end=*/false);
+  if (grouped()) count_known_pairs(/*at_end=*/false);
 }
 
 bool StreamedAggregate::same_name(uint32_t a, uint32_t b) const {
@@ -37,25 +39,29 @@ bool StreamedAggregate::same_name(uint32_t a, uint32_t b) const {
 }
 
 void StreamedAggregate::count(const Folded& call) {
-  if (group_by_input_shape_)
+  if (grouped())
     waiting_.push({call, true});
   else
-    add_to_row(call, std::nullopt);
+    add_to_row(call, std::nullopt, std::nullopt);
 }
 
-void StreamedAggregate::count_known_shapes(bool at_end) {
-  while (!waiting_.empty() && (at_end || shapes_.known_through(waiting_.top().call.entry_index))) {
+void StreamedAggregate::count_known_pairs(bool at_end) {
+  auto known = [this](uint64_t entry) { return shapes_.known_through(entry) && stacks_.known_through(entry); };
+  while (!waiting_.empty() && (at_end || known(waiting_.top().call.entry_index))) {
     const Waiting waiting = waiting_.top();
     waiting_.pop();
-    const std::optional<uint32_t> shape_id = shapes_.of(waiting.call.entry_index);
-    shapes_.forget(waiting.call.entry_index);
-    if (waiting.counted) add_to_row(waiting.call, shape_id);
+    const uint64_t entry = waiting.call.entry_index;
+    const std::optional<uint32_t> shape_id = shapes_.of(entry), stack_id = stacks_.of(entry);
+    shapes_.forget(entry);
+    stacks_.forget(entry);
+    if (waiting.counted) add_to_row(waiting.call, shape_id, stack_id);
   }
 }
 
-void StreamedAggregate::add_to_row(const Folded& call, std::optional<uint32_t> shape_id) {
-  if (!group_by_input_shape_ && call.op_id >= by_op_.size()) by_op_.resize(call.op_id + 1);
-  Sums& sums = group_by_input_shape_ ? by_op_and_shape_[{call.op_id, shape_id}] : by_op_[call.op_id];
+void StreamedAggregate::add_to_row(const Folded& call, std::optional<uint32_t> shape_id,
+                                   std::optional<uint32_t> stack_id) {
+  if (!grouped() && call.op_id >= by_op_.size()) by_op_.resize(call.op_id + 1);
+  Sums& sums = grouped() ? by_group_[{call.op_id, shape_id, stack_id}] : by_op_[call.op_id];
   ++sums.calls;
   sums.total_ns += call.total_ns;
   sums.self_ns += call.self_ns;
@@ -80,7 +86,7 @@ void StreamedAggregate::take_calls() {
       if (child != held_.end()) {
         if (same_name(call.op_id, child->second.op_id)) {
           folded.self_ns += child->second.self_ns;
-          if (group_by_input_shape_) waiting_.push({child->second, false});  // its pair, to drop
+          if (grouped()) waiting_.push({child->second, false});  // its pairs, to drop
         } else
           count(child->second);
         held_.erase(child);
@@ -114,21 +120,25 @@ Profile StreamedAggregate::finish(const Recording& recording) && {
   // call folds it.
   for (const auto& [index, call] : held_) count(call);
   held_.clear();
-  count_known_shapes(/*at_end=*/true);
+  count_known_pairs(/*at_end=*/true);
 
   Profile profile;
   profile.gpu_recorded = recording.cupti_shim.has_value();
-  profile.grouped_by_input_shape = group_by_input_shape_;
-  std::map<std::pair<std::string, std::string>, size_t> row_of_key;  // (name, input shapes)
-  auto add_row = [&](uint32_t op_id, const std::pair<std::string, bool>& shapes, const Sums& sums) {
+  profile.grouped_by_input_shape = grouping_.by_input_shape;
+  profile.group_by_stack_n = std::max(grouping_.by_stack_n, 0);
+  StackGroups stack_groups(recording, profile.group_by_stack_n);
+  std::map<std::tuple<std::string, std::string, uint32_t>, size_t> row_of_key;  // (name, input shapes, stack group)
+  auto add_row = [&](uint32_t op_id, const std::pair<std::string, bool>& shapes, uint32_t stack_group,
+                     const Sums& sums) {
     if (sums.calls == 0) return;
     const std::string name = op_table_name(recording.ops, op_id);
-    auto [it, inserted] = row_of_key.try_emplace({name, shapes.first}, profile.rows.size());
+    auto [it, inserted] = row_of_key.try_emplace({name, shapes.first, stack_group}, profile.rows.size());
     if (inserted) {
       profile.rows.emplace_back();
       profile.rows.back().name = name;
       profile.rows.back().input_shapes = shapes.first;
       profile.rows.back().has_inputs = shapes.second;
+      profile.rows.back().stack = stack_groups.frames()[stack_group];
     }
     OpRow& row = profile.rows[it->second];
     row.calls += sums.calls;
@@ -136,9 +146,15 @@ Profile StreamedAggregate::finish(const Recording& recording) && {
     row.self_cpu_ns += sums.self_ns;
     row.unwound_calls += sums.unwound;
   };
-  for (uint32_t op_id = 0; op_id < by_op_.size(); op_id++) add_row(op_id, {"", false}, by_op_[op_id]);
+  for (uint32_t op_id = 0; op_id < by_op_.size(); op_id++)
+    add_row(op_id, {"", false}, StackGroups::kNoStack, by_op_[op_id]);
   const ShapeNames shape_names(recording);
-  for (const auto& [key, sums] : by_op_and_shape_) add_row(key.first, shape_names.of(key.first, key.second), sums);
+  for (const auto& [key, sums] : by_group_) {
+    const auto& [op_id, shape_id, stack_id] = key;
+    const std::pair<std::string, bool> shapes =
+        grouping_.by_input_shape ? shape_names.of(op_id, shape_id) : std::pair<std::string, bool>{"", false};
+    add_row(op_id, shapes, stack_groups.of_stack(stack_id), sums);
+  }
   profile.self_cpu_total_ns = self_total_ns_;
   finish_profile(profile, timeline, recording, costs_ ? &*costs_ : nullptr, raw_times_);
   return profile;

@@ -2,18 +2,19 @@
 // stream (record/record_stream.h), for report's plain op table: memory grows
 // with the ops, threads and open calls, not with the events.
 //
-// It covers the table, grouped by input shape or not (not by stack), without
+// It covers the table, grouped by input shape or stack or not, without
 // memory or GPU columns to fill: wants() declines a recording made with
 // --profile-memory, and a streaming read stops at GPU activities
 // (record_stream.h); the caller then reads the recording whole and calls
 // aggregate(). The Profile is the one aggregate() returns for the same
 // recording, row for row.
 //
-// Grouped by input shape, a call's row needs its entry's ENTRY_SHAPES
-// pair, which comes after its events, often chunks later: a call given to
-// its row waits (with the entries of the same-name children it folded,
-// whose pairs are then dropped) until the pairs up to its entry have come
-// (entry_stack_pairs.h), in a queue bounded by how far the pairs lag.
+// Grouped by input shape or stack, a call's row needs its entry's
+// ENTRY_SHAPES or ENTRY_STACKS pair, which comes after its events, often
+// chunks later: a call given to its row waits (with the entries of the
+// same-name children it folded, whose pairs are then dropped) until the
+// pairs up to its entry have come (entry_stack_pairs.h), in a queue
+// bounded by how far the pairs lag.
 //
 // Folding (torch's _remove_dup_nodes, call_tree.h) needs a call's only
 // child when the call ends: calls end innermost first, so a call is held
@@ -28,6 +29,7 @@
 #include <optional>
 #include <queue>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -40,20 +42,28 @@
 
 namespace gpuprof {
 
+// How rows are grouped beyond their op (report --group-by-input-shape,
+// --group-by-stack-n N), and where the pairs that say it end: the event
+// index of the file's last ENTRY_SHAPES and ENTRY_STACKS pair (nullopt:
+// none).
+struct TableGrouping {
+  bool by_input_shape = false;
+  int by_stack_n = 0;
+  std::optional<uint64_t> last_entry_shape;
+  std::optional<uint64_t> last_entry_stack;
+};
+
 class StreamedAggregate : public RecordStream {
  public:
   // costs: the recording's probe costs to compensate by (nullptr: raw
   // times). They must be known before the events, so a first pass over the
   // file (report.cpp) reads them.
-  // group_by_input_shape: rows per op and input shapes (report
-  // --group-by-input-shape); last_entry_shape: the event index of the
-  // file's last ENTRY_SHAPES pair (nullopt: none).
-  StreamedAggregate(const ProbeCosts* costs, bool raw_times, bool group_by_input_shape = false,
-                    std::optional<uint64_t> last_entry_shape = std::nullopt);
+  StreamedAggregate(const ProbeCosts* costs, bool raw_times, const TableGrouping& grouping = {});
 
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_shape(uint64_t event_index, uint32_t shape_id) override { shapes_.add(event_index, shape_id); }
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { stacks_.add(event_index, stack_id); }
   // The Profile, once the read is done (recording: what it returned).
   Profile finish(const Recording& recording) &&;
 
@@ -68,11 +78,12 @@ class StreamedAggregate : public RecordStream {
     uint64_t entry_index = 0;
   };
   void take_calls();
-  // To its row: now, or (grouped by shape) once its entry's pair is known.
+  // To its row: now, or (grouped) once its entry's pairs are known.
   void count(const Folded& call);
-  void add_to_row(const Folded& call, std::optional<uint32_t> shape_id);
-  // Grouped by shape: the waiting calls whose pairs have all come.
-  void count_known_shapes(bool at_end);
+  void add_to_row(const Folded& call, std::optional<uint32_t> shape_id, std::optional<uint32_t> stack_id);
+  // Grouped: the waiting calls whose pairs have all come.
+  void count_known_pairs(bool at_end);
+  bool grouped() const { return grouping_.by_input_shape || grouping_.by_stack_n > 0; }
   bool same_name(uint32_t a, uint32_t b) const;
 
   std::optional<ProbeCosts> costs_;
@@ -85,12 +96,13 @@ class StreamedAggregate : public RecordStream {
   };
   std::vector<Sums> by_op_;  // by op id (grown as placeholders of lost ops appear)
   uint64_t self_total_ns_ = 0;
-  // Grouped by input shape: the sums by (op id, shape id), the calls that
-  // wait for their entries' pairs (folded away: a pair to drop, not a
-  // call to count), the earliest entry first.
-  const bool group_by_input_shape_;
+  // Grouped: the sums by (op id, shape id, stack id), the calls that wait
+  // for their entries' pairs (folded away: pairs to drop, not a call to
+  // count), the earliest entry first.
+  const TableGrouping grouping_;
   EntryStackPairs shapes_;
-  std::map<std::pair<uint32_t, std::optional<uint32_t>>, Sums> by_op_and_shape_;
+  EntryStackPairs stacks_;
+  std::map<std::tuple<uint32_t, std::optional<uint32_t>, std::optional<uint32_t>>, Sums> by_group_;
   struct Waiting {
     Folded call;
     bool counted = true;

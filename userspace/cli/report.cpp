@@ -447,7 +447,7 @@ int run_report(const ReportOptions& given) {
   const bool filtered = !options.pids.empty() || !options.comms.empty();
   const bool plain_table = streaming_allowed() && !options.folded && options.trace.output.empty() &&
                            options.trace.speedscope.empty() && options.trace.pprof.empty() && !options.gpu &&
-                           !options.launches && !options.kernels && !options.modules && options.group_by_stack_n == 0;
+                           !options.launches && !options.kernels && !options.modules;
   const bool whole_only = filtered || !streaming_allowed();
   // So do --folded's self times and samples (record-file.md, "Streaming
   // reads"), a system-wide recording's too.
@@ -484,7 +484,8 @@ int run_report(const ReportOptions& given) {
                        &StreamedFolded::folded, recording, streamed_stacks);
   else if (plain_table) {
     auto read = read_for_table(options.input_path, options.strict, options.raw_times, filtered,
-                               options.group_by_input_shape);
+                               TableGrouping{.by_input_shape = options.group_by_input_shape,
+                                             .by_stack_n = options.group_by_stack_n});
     if (const int* status = std::get_if<int>(&read)) return *status;
     if (StreamedTable* table = std::get_if<StreamedTable>(&read)) {
       recording = std::move(table->recording);

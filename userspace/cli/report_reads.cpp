@@ -165,14 +165,17 @@ bool folded_streamable(const Recording& head) {
 }  // namespace
 
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
-                                                          bool filtered, bool group_by_input_shape) {
+                                                          bool filtered, const TableGrouping& grouping) {
   return read_twice<StreamedTable>(
       path, strict,
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         // As the table tells one from the other (run_report).
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
-        return std::make_unique<StreamedAggregate>(costs, raw_times, group_by_input_shape, head.last_entry_shape);
+        return std::make_unique<StreamedAggregate>(
+            costs, raw_times,
+            TableGrouping{.by_input_shape = grouping.by_input_shape, .by_stack_n = grouping.by_stack_n,
+                          .last_entry_shape = head.last_entry_shape, .last_entry_stack = head.last_entry_stack});
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
         StreamedTable table;
@@ -184,9 +187,9 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         return table;
       },
       // The note on stacks cut counts the chosen processes' calls; a
-      // system-wide table grouped by shape is made whole.
-      [filtered, group_by_input_shape](const Recording& head) {
-        return !(filtered && head.options.with_stack) && !(group_by_input_shape && is_system_wide(head));
+      // system-wide table grouped by shape or stack is made whole.
+      [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const Recording& head) {
+        return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head));
       },
       /*system_wide=*/true);
 }

@@ -20,6 +20,7 @@
 #include "analyze/process_tables.h"
 #include "analyze/profile.h"
 #include "analyze/stack_sums.h"
+#include "analyze/streamed_aggregate.h"
 #include "output/chrome_trace.h"
 #include "cli/trace_export.h"
 #include "output/folded_stacks.h"
@@ -51,10 +52,11 @@ struct StreamedTable {
 // filtered: --pid/--comm choose processes. Their table's note on Python
 // stacks cut short counts the chosen processes' op calls, which a streamed
 // read counts per stack only: a recording made with --with-stack is then
-// read whole. group_by_input_shape: rows per op and input shapes (a
-// system-wide recording is then read whole).
+// read whole. grouping: rows per op and input shapes or stack (a
+// system-wide recording is then read whole; the last pairs come from the
+// first read).
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
-                                                          bool filtered, bool group_by_input_shape);
+                                                          bool filtered, const TableGrouping& grouping);
 
 // --folded (self_cpu_time or samples): stacks summed as they come
 // (streamed_stack_sums.h); a system-wide recording's, each process's
