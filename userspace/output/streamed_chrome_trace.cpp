@@ -55,18 +55,20 @@ void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t f
   for (size_t i = 0; i < events.size(); i++)
     if (events[i].kind == GP_EV_STEP) step_of_entry_.emplace(first + i, events[i].sp);
   settled_.add(events, first);
-  settled_.hand_settled(
-      [this](uint64_t event_index) { return stacks_.known_through(event_index) && shapes_.known_through(event_index); },
-                        [this](const Timeline& forest) { spill(forest); });
+  // A forest waits for the stack and shape pairs of its events.
+  auto pairs_known = [this](uint64_t event_index) {
+    return stacks_.known_through(event_index) && shapes_.known_through(event_index);
+  };
+  settled_.hand_settled(pairs_known, [this](const Timeline& forest) { spill(forest); });
 }
 
 namespace {
 
 // A spilled call holds what the trace writes of it (chrome_trace.cpp): its
 // op, start, duration, entry index and whether it was unwound; a step
-// frame's step number; its entry's stack and input shapes. Packed against its thread's
-// previous call: a flags byte, then varints, the start and entry index as
-// zigzag differences; about 10 bytes where the OpCall is 72.
+// frame's step number; its entry's stack and input shapes. Packed against
+// its thread's previous call: a flags byte, then varints, the start and
+// entry index as zigzag differences; about 10 bytes where the OpCall is 72.
 // A module call (kModuleCall) is packed against its thread's previous
 // module call: its node, start (a zigzag difference) and duration.
 constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8, kHasShape = 16;
