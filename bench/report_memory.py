@@ -32,7 +32,17 @@ an inference loop on a second) and on that file:
   - `gpuprof report FILE --modules`: the layer table, streamed (each
     thread's settled calls into the module tree), and the same read whole;
   - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace with its
-    module slices, streamed, and the same read whole.
+    module slices, streamed, and the same read whole;
+  - `gpuprof report FILE --group-by-stack-n 2`: the table grouped by the
+    top two Python frames of each call, streamed (calls wait for their
+    entry stacks), and the same read whole.
+Then, for each number of seconds, `gpuprof record --record-shapes` of the
+loop and on that file:
+  - `gpuprof report FILE --chrome-trace OUT`: the trace with each call's
+    input shapes, streamed, and the same read whole;
+  - the same with `--ops '^aten::add$'`, streamed;
+  - `gpuprof report FILE --group-by-input-shape`: the table grouped by
+    input shape, streamed, and the same read whole.
 and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
@@ -91,6 +101,17 @@ def record_modules(seconds, workdir, label):
     return out
 
 
+def record_shapes(seconds, workdir, label):
+    """`gpuprof record --record-shapes -- small_op_loop.py SECONDS`: the
+    record file."""
+    out = workdir / f"{label}.gpuprof"
+    rec = subprocess.run([str(GPUPROF), "record", "-q", "--record-shapes", "-o", str(out), "--", sys.executable,
+                          str(LOOP), str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if rec.returncode != 0:
+        sys.exit(f"report_memory: gpuprof record --record-shapes failed ({rec.returncode}): {rec.stderr}")
+    return out
+
+
 def run_report(args, env=None):
     """(peak RSS in KiB, wall seconds) of one gpuprof report run."""
     start = time.monotonic()
@@ -138,20 +159,10 @@ def main():
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        results = []  # (events, bytes, {mode: (rss, wall)})
-        for seconds in lengths:
-            path, _ = record(GPUPROF, seconds, workdir, f"loop-{seconds}s")
-            events, size = measure(path)
-            out = workdir / "report_memory.trace.json"
-            pprof = workdir / "report_memory.pb.gz"
-            runs = {mode: run_report([str(path), *[a.format(out=out, pprof=pprof) for a in extra]], env)
-                    for mode, (extra, env) in modes.items()}
-            out.unlink(missing_ok=True)
-            pprof.unlink(missing_ok=True)
-            results.append((events, size, runs))
-            print(f"{seconds} s recording: {events:,} op events, {size:,} bytes")
-            print_runs(runs, events)
-        print_growth(results, modes)
+        # record -p of the loop.
+        measure_part(lengths, workdir, modes,
+                     lambda seconds: (record(GPUPROF, seconds, workdir, f"loop-{seconds}s")[0], None),
+                     "{seconds} s recording")
         # record -a: a table per process.
         system_modes = {"-a table (streamed)": (["--row-limit", "-1"], None),
                         "-a table (whole)": (["--row-limit", "-1"], whole),
@@ -159,39 +170,54 @@ def main():
                         "-a --pid (whole)": (["--pid", "{pid}"], whole),
                         "-a --folded (streamed)": (["--folded"], None),
                         "-a --folded (whole)": (["--folded"], whole)}
-        results = []
-        for seconds in lengths:
-            path, pid = record_system_wide(seconds, workdir, f"all-{seconds}s")
-            events, size = measure(path)
-            runs = {mode: run_report([str(path), *[a.format(pid=pid) for a in extra]], env)
-                    for mode, (extra, env) in system_modes.items()}
-            results.append((events, size, runs))
-            print(f"{seconds} s record -a of two loops: {events:,} op events, {size:,} bytes")
-            print_runs(runs, events)
-        print_growth(results, system_modes)
+        measure_part(lengths, workdir, system_modes,
+                     lambda seconds: record_system_wide(seconds, workdir, f"all-{seconds}s"),
+                     "{seconds} s record -a of two loops")
         # record --with-modules: the layer table.
         module_modes = {"--modules (streamed)": (["--modules"], None),
                         "--modules (whole)": (["--modules"], whole),
                         "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
-                        "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
-        results = []
-        for seconds in lengths:
-            path = record_modules(seconds, workdir, f"modules-{seconds}s")
-            events, size = measure(path)
-            out = workdir / "report_memory.trace.json"
-            runs = {mode: run_report([str(path), *[a.format(out=out) for a in extra]], env)
-                    for mode, (extra, env) in module_modes.items()}
-            out.unlink(missing_ok=True)
-            results.append((events, size, runs))
-            print(f"{seconds} s record --with-modules of tests/workloads/module_loop.py: {events:,} op events, "
-                  f"{size:,} bytes")
-            print_runs(runs, events)
-        print_growth(results, module_modes)
+                        "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
+                        "--group-by-stack-n (streamed)": (["--group-by-stack-n", "2"], None),
+                        "--group-by-stack-n (whole)": (["--group-by-stack-n", "2"], whole)}
+        measure_part(lengths, workdir, module_modes,
+                     lambda seconds: (record_modules(seconds, workdir, f"modules-{seconds}s"), None),
+                     "{seconds} s record --with-modules of tests/workloads/module_loop.py")
+        # record --record-shapes: input shapes in the trace and the table.
+        shape_modes = {"--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+                       "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
+                       "--chrome-trace --ops (streamed)": (["--chrome-trace", "{out}", "--ops", "^aten::add$"], None),
+                       "--group-by-input-shape (streamed)": (["--group-by-input-shape"], None),
+                       "--group-by-input-shape (whole)": (["--group-by-input-shape"], whole)}
+        measure_part(lengths, workdir, shape_modes,
+                     lambda seconds: (record_shapes(seconds, workdir, f"shapes-{seconds}s"), None),
+                     "{seconds} s record --record-shapes")
+
+
+def measure_part(lengths, workdir, modes, record_for, title):
+    """One part of the bench: for each length, record_for(seconds) gives
+    (record file, the first loop's pid or None); every mode runs on it
+    ({out}, {pprof} and {pid} filled in), and its figures are printed,
+    then how each mode's RSS grew from the shortest to the longest."""
+    results = []  # (events, bytes, {mode: (rss, wall)})
+    out = workdir / "report_memory.trace.json"
+    pprof = workdir / "report_memory.pb.gz"
+    for seconds in lengths:
+        path, pid = record_for(seconds)
+        events, size = measure(path)
+        runs = {mode: run_report([str(path), *[a.format(out=out, pprof=pprof, pid=pid) for a in extra]], env)
+                for mode, (extra, env) in modes.items()}
+        out.unlink(missing_ok=True)
+        pprof.unlink(missing_ok=True)
+        results.append((events, size, runs))
+        print(f"{title.format(seconds=seconds)}: {events:,} op events, {size:,} bytes")
+        print_runs(runs, events)
+    print_growth(results, modes)
 
 
 def print_runs(runs, events):
     for mode, (rss, wall) in runs.items():
-        print(f"  {mode:24} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s")
+        print(f"  {mode:34} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s")
 
 
 def print_growth(results, modes):
@@ -200,7 +226,7 @@ def print_growth(results, modes):
     print(f"RSS growth from {e0:,} to {e1:,} events:")
     for mode in modes:
         grew = r1[mode][0] - r0[mode][0]
-        print(f"  {mode:24} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
+        print(f"  {mode:34} {grew / 1024:+8.1f} MiB, {grew * 1e6 / (e1 - e0):+8.0f} KiB per million events")
 
 
 if __name__ == "__main__":

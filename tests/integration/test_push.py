@@ -24,7 +24,7 @@ import pytest
 
 from conftest import HOST_TORCH, TARGET_PYTHON, run_gpuprof, touch, wait_for_file, wait_until
 from pprof_reader import decode, per_leaf_op
-from test_system_wide import assert_streamed_as_whole
+from test_report_memory import report_as_whole
 
 CALLS = 3000
 SECONDS = 4
@@ -316,7 +316,7 @@ def test_record_a_pushes_one_profile_per_process_and_cycle(procs, workdir, tmp_p
     # The file's windows end with CUT events, every process's: its tables
     # and folded stacks, streamed, are the whole read's bytes.
     for args in ([], ["--pid", str(pid)], ["--folded"], ["--folded", "--metric", "samples"]):
-        report = assert_streamed_as_whole(out, *args)
+        report = report_as_whole(out, *args)
         assert report.returncode == 0, (args, report.stderr)
         assert (f"-{pid};" if "--folded" in args else f"== Process {pid} (python3)") in report.stdout, \
             (args, report.stdout)
