@@ -79,10 +79,12 @@ def peak_rss_kib(*report_args, env=None):
     return int(run.stdout)
 
 
-def record_loop(torch_env, tmp_path, seconds):
+def record_loop(torch_env, tmp_path, seconds, *record_args):
+    """small_op_loop.py recorded for `seconds` (record_args: more record
+    options): (record file, its loop turns)."""
     out = tmp_path / f"loop-{seconds}s.gpuprof"
-    rec = run_gpuprof("record", "-q", "-o", out, "--", *torch_env.argv("small_op_loop.py", str(seconds)),
-                      timeout=300)
+    rec = run_gpuprof("record", "-q", *record_args, "-o", out, "--",
+                      *torch_env.argv("small_op_loop.py", str(seconds)), timeout=300)
     assert rec.returncode == 0, rec.stderr
     loops = re.search(r"^loops (\d+)$", rec.stdout, re.M)
     assert loops, rec.stdout
@@ -135,11 +137,7 @@ def test_streamed_shapes_trace_and_table_are_whole_and_their_memory_flat(torch_e
     does not grow with the recording, while the whole read's does."""
     rss = {}
     for seconds in (1, 4):
-        out = tmp_path / f"shapes-{seconds}s.gpuprof"
-        rec = run_gpuprof("record", "-q", "--record-shapes", "-o", out, "--",
-                          *torch_env.argv("small_op_loop.py", str(seconds)), timeout=300)
-        assert rec.returncode == 0, rec.stderr
-        loops = int(re.search(r"^loops (\d+)$", rec.stdout, re.M).group(1))
+        out, loops = record_loop(torch_env, tmp_path, seconds, "--record-shapes")
         trace = tmp_path / "trace.json"
         streamed_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace)
         # Every add, the one before the loop too, with its two 1-element inputs.
