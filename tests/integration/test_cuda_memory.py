@@ -20,6 +20,7 @@ import pytest
 
 from chrome_trace_checks import export_chrome_trace, innermost_call, op_calls, structural_problems, wrote_line
 from conftest import FAKE_LIBTORCH, run_gpuprof, run_program
+from test_report_memory import report_as_whole
 from test_shapes_memory import parse_any_table
 
 DRIVER = FAKE_LIBTORCH / "memory_driver"
@@ -73,7 +74,8 @@ def test_cuda_peak_and_sort_key(recorded):
                      r"in (\S+)$", result.stdout, re.M)
     assert peak, result.stdout
     assert peak.groups() == (f"{3.5 * (STEPS - 1) + 4:.2f} Mb", "aten::cuda_malloc"), peak.group(0)
-    report = run_gpuprof("report", str(out), "--sort-by", "self_cuda_memory_usage")
+    # Streamed (allocator events joined as they come): the whole read's bytes.
+    report = report_as_whole(str(out), "--sort-by", "self_cuda_memory_usage")
     assert report.returncode == 0, report.stderr
     _, rows = parse_any_table(report.stdout)
     assert [r["Name"] for r in rows] == ["aten::cuda_malloc", "aten::cuda_step", "aten::cuda_free"], report.stdout

@@ -38,6 +38,7 @@ from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
                       run_gpuprof, run_program, touch, wait_for_file, wait_until)
 from pprof_reader import decode
+from test_report_memory import report_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -115,8 +116,10 @@ def kernel_rows(out):
 
 def cuda_columns(out, *args):
     """`report` (torch's op table): {name: (Self CUDA, Self CUDA %, CUDA total,
-    CUDA time avg, # of Calls)} in printed order, and the footer lines."""
-    report = run_gpuprof("report", str(out), *args)
+    CUDA time avg, # of Calls)} in printed order, and the footer lines. The
+    streamed table (GPU activities joined as they come) prints the whole
+    read's bytes."""
+    report = report_as_whole(str(out), *args)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
     rules = [i for i, line in enumerate(lines) if line.startswith("---")]

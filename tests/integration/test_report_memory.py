@@ -271,3 +271,32 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
     assert rss[4][4] - rss[1][4] > 30 * 1024, summary
     assert rss[4][5] - rss[1][5] < 4096, summary
     assert rss[4][6] - rss[1][6] > 30 * 1024, summary
+
+
+def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path):
+    """record --profile-memory: the streamed table (each call's tensor bytes
+    joined from the allocator events as they come, analyze/streamed_call_figures.h)
+    counts every aten::add of the loop, gives it the bytes of the tensors it
+    made, and prints the whole read's bytes, peak line included; its peak
+    memory does not grow with the recording, while the whole read's does."""
+    rss = {}
+    for seconds in (1, 4):
+        out, loops = record_loop(torch_env, tmp_path, seconds, "--profile-memory")
+        table = report_as_whole(out, "--row-limit", "-1", "--sort-by", "self_cpu_memory_usage")
+        assert table.returncode == 0, table.stderr
+        lines = table.stdout.splitlines()
+        titles = re.split(r"\s{2,}", next(line for line in lines if "# of Calls" in line).strip())
+        rows = {cells[0]: cells for cells in (re.split(r"\s{2,}", line.strip()) for line in lines)
+                if len(cells) == len(titles)}
+        add = rows["aten::add"]
+        assert add[titles.index("# of Calls")] == str(loops + 1), table.stdout
+        # Each add makes one 1-element float32 tensor: 4 bytes (torch's
+        # "b" under 1 KiB; "Kb"/"Mb" above it, two decimals).
+        assert add[titles.index("Self CPU Mem")] != "0 b", table.stdout
+        assert "CPU tensor memory peak" in table.stdout, table.stdout
+        rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE))
+    summary = f"(adds, table peak RSS KiB, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+    print(summary)
+    assert rss[4][0] > 2 * rss[1][0], summary
+    assert rss[4][1] - rss[1][1] < 4096, summary
+    assert rss[4][2] - rss[1][2] > 30 * 1024, summary

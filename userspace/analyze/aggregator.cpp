@@ -89,69 +89,82 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   }
   for (size_t i = 0; i < n; i++) {
     if (figures.folded_into[i] != i) continue;
-    OpCall call = timeline.calls[i];
-    call.self_ns = figures.self_ns[i];
+    const OpCall& call = timeline.calls[i];
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call.op_id, id_of_entry(shape_of_entry, call.entry_index))
                     : std::pair<std::string, bool>{"", false};
     OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
                               stack_groups.of_stack(id_of_entry(stack_of_entry, call.entry_index)));
-    ++row.calls;
-    row.cpu_total_ns += call.compensated_ns();
-    row.self_cpu_ns += call.self_ns;
-    if (memory) {
-      row.cpu_mem += figures.cpu_mem[i];
-      row.self_cpu_mem += figures.self_cpu_mem[i];
-      row.cuda_mem += figures.cuda_mem[i];
-      row.self_cuda_mem += figures.self_cuda_mem[i];
-    }
-    if (gpu) {
-      row.self_cuda_ns += figures.self_gpu_ns[i];
-      row.cuda_total_ns += figures.gpu_ns[i];
-    }
-    if (call.unwound) ++row.unwound_calls;
-    profile.self_cpu_total_ns += call.self_ns;
+    add_call_to_row(row, call, figures, i, memory, gpu);
+    profile.self_cpu_total_ns += figures.self_ns[i];
   }
   if (memory && mem.outside_events > 0) {
-    // torch's top-level memory events: one "[memory]" call each, no time,
-    // no stack.
-    OpRow& row = index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false,
-                              StackGroups::kNoStack);
-    row.calls += mem.outside_events;
-    row.cpu_mem += mem.outside_cpu;
-    row.self_cpu_mem += mem.outside_cpu;
-    row.cuda_mem += mem.outside_cuda;
-    row.self_cuda_mem += mem.outside_cuda;
+    // torch's top-level memory events: no stack.
+    add_outside_memory_to_row(index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false,
+                                           StackGroups::kNoStack),
+                              mem.outside_events, mem.outside_cpu, mem.outside_cuda);
   }
   // torch's GPU rows: every activity, whatever launched it, under its name
   // (kernel rows have no input shapes, "[]" when grouped, and no stack).
   for (const GpuActivity& a : recording.gpu_activities) {
-    const std::string name = a.name_id < recording.launch_names.size()
-                                 ? recording.launch_names[a.name_id]
-                                 : "[GPU activity " + std::to_string(a.name_id) + "]";
-    OpRow& row = index.row_of(name, options.group_by_input_shape ? "[]" : "", false, StackGroups::kNoStack, true);
+    OpRow& row = index.row_of(gpu_activity_row_name(recording, a.name_id), options.group_by_input_shape ? "[]" : "",
+                              false, StackGroups::kNoStack, true);
     ++row.calls;
     row.self_cuda_ns += gpu_activity_ns(a);
     row.cuda_total_ns += gpu_activity_ns(a);
   }
   if (memory) {
-    auto peak_info = [&](const MemoryPeak& peak) {
-      MemoryPeakInfo info;
-      info.seen = peak.seen;
-      info.bytes = peak.bytes;
-      info.at_s = peak.at_ns >= recording.clock.start_monotonic_ns
-                      ? (peak.at_ns - recording.clock.start_monotonic_ns) / 1e9
-                      : 0;
-      if (peak.call >= 0) info.op = op_display_name(recording.ops, timeline.calls[peak.call].op_id);
-      info.device_index = peak.device_index;
-      return info;
+    auto op_of = [&](const MemoryPeak& peak) {
+      return peak.call >= 0 ? std::optional<uint32_t>(timeline.calls[peak.call].op_id) : std::nullopt;
     };
-    profile.cpu_memory_peak = peak_info(mem.cpu_peak);
-    profile.cuda_memory_peak = peak_info(mem.cuda_peak);
+    profile.cpu_memory_peak = memory_peak_info(recording, mem.cpu_peak, op_of(mem.cpu_peak));
+    profile.cuda_memory_peak = memory_peak_info(recording, mem.cuda_peak, op_of(mem.cuda_peak));
     profile.memory_unmatched_frees = mem.unmatched_frees;
   }
   finish_profile(profile, timeline, recording, costs, options.raw_times);
   return profile;
+}
+
+void add_call_to_row(OpRow& row, const OpCall& call, const CallFigures& figures, size_t i, bool memory, bool gpu) {
+  ++row.calls;
+  row.cpu_total_ns += call.compensated_ns();
+  row.self_cpu_ns += figures.self_ns[i];
+  if (memory) {
+    row.cpu_mem += figures.cpu_mem[i];
+    row.self_cpu_mem += figures.self_cpu_mem[i];
+    row.cuda_mem += figures.cuda_mem[i];
+    row.self_cuda_mem += figures.self_cuda_mem[i];
+  }
+  if (gpu) {
+    row.self_cuda_ns += figures.self_gpu_ns[i];
+    row.cuda_total_ns += figures.gpu_ns[i];
+  }
+  if (call.unwound) ++row.unwound_calls;
+}
+
+void add_outside_memory_to_row(OpRow& row, uint64_t events, int64_t cpu_bytes, int64_t cuda_bytes) {
+  row.calls += events;
+  row.cpu_mem += cpu_bytes;
+  row.self_cpu_mem += cpu_bytes;
+  row.cuda_mem += cuda_bytes;
+  row.self_cuda_mem += cuda_bytes;
+}
+
+std::string gpu_activity_row_name(const Recording& recording, uint32_t name_id) {
+  return name_id < recording.launch_names.size() ? recording.launch_names[name_id]
+                                                 : "[GPU activity " + std::to_string(name_id) + "]";
+}
+
+MemoryPeakInfo memory_peak_info(const Recording& recording, const MemoryPeak& peak, std::optional<uint32_t> op_id) {
+  MemoryPeakInfo info;
+  info.seen = peak.seen;
+  info.bytes = peak.bytes;
+  info.at_s = peak.at_ns >= recording.clock.start_monotonic_ns
+                  ? (peak.at_ns - recording.clock.start_monotonic_ns) / 1e9
+                  : 0;
+  if (op_id) info.op = op_display_name(recording.ops, *op_id);
+  info.device_index = peak.device_index;
+  return info;
 }
 
 void finish_profile(Profile& profile, const Timeline& timeline, const Recording& recording,

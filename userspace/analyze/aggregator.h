@@ -8,6 +8,11 @@
 // prints them as one row "aten::add".
 #pragma once
 
+#include <optional>
+#include <string>
+
+#include "analyze/call_figures.h"
+#include "analyze/memory_attribution.h"
 #include "analyze/op_timeline.h"
 #include "analyze/profile.h"
 #include "record/recording.h"
@@ -42,6 +47,19 @@ struct AggregateOptions {
 // The costs to compensate op times by, per those rules: nullptr for raw times.
 const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times);
 Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
+
+// What aggregate() adds to a row, shared with a streamed table of memory
+// or GPU columns (streamed_figures_table.h): call i's figures (its
+// compensated time, self time, memory and GPU time as `figures` has them;
+// memory and gpu: whether those were recorded).
+void add_call_to_row(OpRow& row, const OpCall& call, const CallFigures& figures, size_t i, bool memory, bool gpu);
+// torch's "[memory]" row: allocator events outside every op, one call each.
+void add_outside_memory_to_row(OpRow& row, uint64_t events, int64_t cpu_bytes, int64_t cuda_bytes);
+// A GPU row's name: its kernel's, memcpy's or memset's (launch_names).
+std::string gpu_activity_row_name(const Recording& recording, uint32_t name_id);
+// A memory peak as the table's note gives it; op_id: that of the innermost
+// call running at it (nullopt: none).
+MemoryPeakInfo memory_peak_info(const Recording& recording, const MemoryPeak& peak, std::optional<uint32_t> op_id);
 
 // What aggregate() does last, shared with a streamed aggregate
 // (streamed_aggregate.h): rows sorted as the table breaks ties, the

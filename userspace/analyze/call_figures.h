@@ -37,4 +37,19 @@ struct CallFigures {
 
 CallFigures call_figures(const Recording& recording, const Timeline& timeline);
 
+// What each call did itself (parallel to Timeline::calls), which
+// call_figures_from folds and sums up the tree: bytes allocated minus
+// released while it was the innermost call (memory recorded; else empty),
+// and the GPU time of the activities it launched (GPU recorded; else empty).
+struct OwnFigures {
+  std::vector<int64_t> cpu_mem, cuda_mem;
+  std::vector<uint64_t> gpu_ns;
+};
+// call_figures() of calls whose own figures are known (CallFigures::memory
+// left empty): the whole timeline's, or one settled forest's
+// (settled_calls.h) as a streamed table joins them (streamed_call_figures.h).
+// tree: build_call_tree(timeline).
+CallFigures call_figures_from(const Timeline& timeline, const std::vector<OpInfo>& ops, const CallTree& tree,
+                              OwnFigures own);
+
 }  // namespace gpuprof

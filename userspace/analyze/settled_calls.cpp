@@ -9,14 +9,15 @@ namespace gpuprof {
 SettledCalls::SettledCalls(const ProbeCosts* costs)
     : costs_(costs ? std::optional<ProbeCosts>(*costs) : std::nullopt), builder_(costs_ ? &*costs_ : nullptr) {}
 
-void SettledCalls::note_rest(uint32_t tid, uint64_t event_index) {
+void SettledCalls::note_rest(uint32_t tid, uint64_t event_index, uint64_t ts_ns) {
   const uint64_t completed = builder_.calls_completed();
-  std::vector<std::pair<uint64_t, uint64_t>>& rests = pending_[tid].rests;
-  if (!rests.empty() && rests.back().first == completed) {
-    rests.back().second = event_index;  // nothing completed since: the later moment serves
+  std::vector<Pending::Rest>& rests = pending_[tid].rests;
+  if (!rests.empty() && rests.back().completed == completed) {
+    rests.back().event_index = event_index;  // nothing completed since: the later moment serves
+    rests.back().ts_ns = ts_ns;
     return;
   }
-  rests.emplace_back(completed, event_index);
+  rests.push_back({completed, event_index, ts_ns});
 }
 
 void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
@@ -27,7 +28,7 @@ void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
     builder_.add(e, first + i);
     if (e.kind == GP_EV_CUT) {  // every thread's frames ended at it
       take_completed();
-      for (auto& [tid, pending] : pending_) note_rest(tid, first + i);
+      for (auto& [tid, pending] : pending_) note_rest(tid, first + i, e.ts_ns);
       resting_calls = UINT64_MAX;
       continue;
     }
@@ -36,7 +37,7 @@ void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
     if (!builder_.at_rest(e.tid)) continue;
     const uint64_t completed = builder_.calls_completed();
     if (resting_calls == completed && resting_tid == e.tid) continue;
-    note_rest(e.tid, first + i);
+    note_rest(e.tid, first + i, e.ts_ns);
     resting_tid = e.tid;
     resting_calls = completed;
   }
@@ -57,13 +58,17 @@ void SettledCalls::take_completed() {
 }
 
 void SettledCalls::hand_settled(const std::function<bool(uint64_t)>& ready, const Sink& sink) {
+  hand_settled_at([&ready](uint64_t event_index, uint64_t) { return ready(event_index); }, sink);
+}
+
+void SettledCalls::hand_settled_at(const std::function<bool(uint64_t, uint64_t)>& ready, const Sink& sink) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& pending = it->second;
     // The latest moment at rest that `ready` accepts.
     size_t settled = pending.rests.size();
-    while (settled > 0 && !ready(pending.rests[settled - 1].second)) settled--;
+    while (settled > 0 && !ready(pending.rests[settled - 1].event_index, pending.rests[settled - 1].ts_ns)) settled--;
     if (settled > 0) {
-      hand(pending, pending.rests[settled - 1].first, sink);
+      hand(pending, pending.rests[settled - 1].completed, sink);
       pending.rests.erase(pending.rests.begin(), pending.rests.begin() + static_cast<ptrdiff_t>(settled));
     }
     if (pending.calls.empty() && pending.rests.empty())

@@ -47,6 +47,11 @@ class SettledCalls {
   // (it is given the event index of the moment; it must accept every
   // earlier moment when it accepts one).
   void hand_settled(const std::function<bool(uint64_t)>& ready, const Sink& sink);
+  // The same, `ready` also given the moment's timestamp (the event's
+  // ts_ns): a stream that joins records stamped by time, such as GPU
+  // correlations or allocator events (streamed_call_figures.h), waits
+  // until those up to that moment are read.
+  void hand_settled_at(const std::function<bool(uint64_t event_index, uint64_t ts_ns)>& ready, const Sink& sink);
   // The end of the events: what is still open stays open (a step still
   // open ends with its thread's last event), every call is handed on.
   // Returns the timeline's counters (its calls all handed on).
@@ -62,10 +67,16 @@ class SettledCalls {
     std::vector<uint32_t> child_count;
     std::vector<int64_t> only_child;
     std::vector<uint64_t> index;
-    // Moments the thread was at rest: (calls completed then, event index).
-    std::vector<std::pair<uint64_t, uint64_t>> rests;
+    // Moments the thread was at rest: calls completed then, the event's
+    // index and timestamp.
+    struct Rest {
+      uint64_t completed = 0;
+      uint64_t event_index = 0;
+      uint64_t ts_ns = 0;
+    };
+    std::vector<Rest> rests;
   };
-  void note_rest(uint32_t tid, uint64_t event_index);
+  void note_rest(uint32_t tid, uint64_t event_index, uint64_t ts_ns);
   void take_completed();
   void hand(Pending& pending, uint64_t calls_before, const Sink& sink);
 

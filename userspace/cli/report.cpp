@@ -339,7 +339,7 @@ std::string format_table_report(const Recording& recording, const Profile& profi
     notes += std::to_string(launches_read(recording)) + " CUDA kernel launches: gpuprof report " +
              input_path + " --launches lists them per op\n";
   if (recording.cupti_shim) {
-    notes += std::to_string(recording.gpu_activities.size()) + " GPU activities from CUPTI: gpuprof report " +
+    notes += std::to_string(gpu_activities_read(recording)) + " GPU activities from CUPTI: gpuprof report " +
              input_path + " --kernels gives the GPU time per op and kernel\n";
     if (recording.cupti_shim->state != kCuptiShimTracing)
       notes += std::string("gpuprof: no CUDA time columns: the target's CUPTI shim ") +

@@ -1,6 +1,7 @@
 // report_reads.cpp: report's reads, whole or streamed (report_reads.h).
 #include "cli/report_reads.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -10,6 +11,7 @@
 #include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
 #include "analyze/streamed_aggregate.h"
+#include "analyze/streamed_figures_table.h"
 #include "analyze/streamed_metric_sums.h"
 #include "analyze/streamed_module_tree.h"
 #include "analyze/streamed_process_metric_sums.h"
@@ -45,28 +47,62 @@ namespace {
 
 // The first of a streamed report's two reads: every chunk but the events,
 // for what must be known before them (the probe costs, written last; where
-// the ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs end); a
-// recording it cannot stream it reads whole.
+// the ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs end; for an
+// output that joins allocator events and GPU activities to calls, the
+// bounds of that join); a recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
-  explicit StreamingCheck(bool system_wide) : system_wide_(system_wide) {}
+  // system_wide: the output streams record -a recordings; figures: it
+  // streams memory and GPU activities (streamed_call_figures.h).
+  StreamingCheck(bool system_wide, bool figures) : system_wide_(system_wide), figures_(figures) {}
   bool wants(const Recording& head) override {
     // -a recordings (pid 0) only for an output that streams them; memory
-    // columns need every call.
-    accepted = (head.process.pid != 0 || system_wide_) && !head.options.memory;
+    // columns only for one that joins them.
+    accepted = (head.process.pid != 0 || system_wide_) && (!head.options.memory || figures_);
     return accepted;
   }
-  void on_events(std::span<const gp_event>, uint64_t) override {}
+  void on_events(std::span<const gp_event> events, uint64_t) override {
+    if (!figures_) return;
+    uint32_t last = 0;
+    for (const gp_event& e : events) {
+      if (e.tid == last) continue;
+      bounds.op_threads.insert(e.tid);
+      last = e.tid;
+    }
+  }
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
   void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
+  bool on_mem_events(std::span<const gp_mem_event> events) override {
+    if (!figures_) return false;
+    bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
+    return true;
+  }
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    if (figures_)
+      bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
+  }
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override {
+    if (!figures_) return false;  // their calls need every call: read whole
+    bounds.gpu_activity_correlation.push_back(
+        least(activities, [](const GpuActivity& a) { return a.correlation_id; }));
+    return true;
+  }
   bool accepted = false;
   std::optional<uint64_t> last_entry_stack;     // the event index of the last ENTRY_STACKS pair
   std::optional<uint64_t> last_backward_stack;  // and of the last BACKWARD_STACKS pair
   std::optional<uint64_t> last_entry_shape;     // and of the last ENTRY_SHAPES pair
+  JoinBounds bounds;                            // figures: the join's
 
  private:
+  template <typename Record, typename Key>
+  static uint64_t least(std::span<const Record> records, Key key) {
+    uint64_t least = UINT64_MAX;
+    for (const Record& r : records) least = std::min<uint64_t>(least, key(r));
+    return least;
+  }
   bool system_wide_;
+  bool figures_;
 };
 
 // The first read of a streamed output. A Recording: one read whole (it
@@ -76,10 +112,13 @@ struct StreamHead {
   std::optional<uint64_t> last_entry_stack;     // StreamingCheck's
   std::optional<uint64_t> last_backward_stack;  // StreamingCheck's
   std::optional<uint64_t> last_entry_shape;     // StreamingCheck's
+  JoinBounds bounds;                            // StreamingCheck's
 };
-// system_wide: whether the output streams a record -a recording.
-std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide) {
-  StreamingCheck check(system_wide);
+// system_wide: whether the output streams a record -a recording; figures:
+// whether it streams memory and GPU activities.
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide,
+                                                          bool figures) {
+  StreamingCheck check(system_wide, figures);
   bool whole_needed = false;
   std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
   if (!head && !whole_needed) return 1;
@@ -89,7 +128,8 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack, check.last_entry_shape};
+  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack, check.last_entry_shape,
+                    std::move(check.bounds)};
 }
 
 // The second read, its events handed to `stream`: the Recording it
@@ -131,13 +171,14 @@ RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
 // streamed; an int: the exit status of a read that failed.
 // `accept`, when given, may still refuse the head (what the first read
 // found: launches, say): the recording is then read whole. system_wide:
-// whether the output streams a record -a recording (else read whole).
+// whether the output streams a record -a recording (else read whole);
+// figures: whether it streams memory and GPU activities (else read whole).
 // make may return its stream behind a std::unique_ptr.
 template <typename Output, typename Make, typename Finish>
 std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
                                                 const std::function<bool(const Recording&)>& accept = {},
-                                                bool system_wide = false) {
-  auto first = read_stream_head(path, strict, system_wide);
+                                                bool system_wide = false, bool figures = false) {
+  auto first = read_stream_head(path, strict, system_wide, figures);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   if (accept && !accept(std::get<StreamHead>(first).recording)) {
@@ -172,6 +213,8 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         // As the table tells one from the other (run_report).
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
+        if (StreamedFiguresTable::serves(head.recording))
+          return std::make_unique<StreamedFiguresTable>(costs, raw_times, head.recording, head.bounds);
         return std::make_unique<StreamedAggregate>(
             costs, raw_times,
             TableGrouping{.by_input_shape = grouping.by_input_shape, .by_stack_n = grouping.by_stack_n,
@@ -181,17 +224,23 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         StreamedTable table;
         if (auto* each = dynamic_cast<StreamedProcessTables*>(stream.get()))
           table.tables = std::move(*each).finish(recording);
+        else if (auto* figures = dynamic_cast<StreamedFiguresTable*>(stream.get()))
+          table.profile = std::move(*figures).finish(recording);
         else
           table.profile = std::move(dynamic_cast<StreamedAggregate&>(*stream)).finish(recording);
         table.recording = std::move(recording);
         return table;
       },
       // The note on stacks cut counts the chosen processes' calls; a
-      // system-wide table grouped by shape or stack is made whole.
+      // system-wide table grouped by shape or stack is made whole, and so
+      // are a grouped table with memory or GPU columns and a system-wide
+      // one with them.
       [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const Recording& head) {
-        return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head));
+        const bool figures = head.options.memory || head.cupti_shim.has_value() || gpu_activities_read(head) > 0;
+        return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head)) &&
+               !(figures && (grouped || is_system_wide(head)));
       },
-      /*system_wide=*/true);
+      /*system_wide=*/true, /*figures=*/true);
 }
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,

@@ -474,6 +474,8 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
         if (!mem_event_ok(rec.mem_events[i]))
           return "memory event " + std::to_string(i - base) + " has unknown kind " +
                  std::to_string(rec.mem_events[i].kind);
+      if (seen.stream && seen.stream->on_mem_events(std::span<const gp_mem_event>(rec.mem_events).subspan(base)))
+        rec.mem_events.resize(base);  // taken (record_stream.h)
       return "";
     }
     case ChunkType::SAMPLE_FRAMES:
@@ -507,13 +509,24 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     case ChunkType::GPU_CORRELATIONS: {
       std::string problem = read_gpu_correlations(payload, rec);
-      if (seen.stream) rec.gpu_correlations.clear();  // as launches
+      if (seen.stream) {  // as launches
+        if (problem.empty()) seen.stream->on_gpu_correlations(rec.gpu_correlations);
+        rec.gpu_correlations.clear();
+      }
       return problem;
     }
     case ChunkType::GPU_ACTIVITIES: {
       std::string problem = read_gpu_activities(payload, rec, seen.salvage);
-      // Their ops need every call: a streaming read stops (record_stream.h).
-      if (seen.stream && !rec.gpu_activities.empty()) seen.stream_stopped = "GPU activities mid-stream";
+      // Their ops need every call: a stream that cannot wait for them
+      // stops the read (record_stream.h).
+      if (seen.stream && problem.empty() && !rec.gpu_activities.empty()) {
+        if (!seen.stream->on_gpu_activities(rec.gpu_activities)) {
+          seen.stream_stopped = "GPU activities mid-stream";
+          return problem;
+        }
+        rec.streamed_gpu_activities += rec.gpu_activities.size();
+        rec.gpu_activities.clear();
+      }
       return problem;
     }
     case ChunkType::CUPTI_SHIM:

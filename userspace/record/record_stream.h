@@ -59,6 +59,24 @@ class RecordStream {
     (void)launches;
     return true;
   }
+  // One chunk's allocator events (record --profile-memory), checked, in
+  // file order. True: the stream took them and the read drops them; false
+  // (the default): the read keeps them in Recording::mem_events.
+  virtual bool on_mem_events(std::span<const gp_mem_event> events) {
+    (void)events;
+    return false;
+  }
+  // One chunk's GPU correlations (the CUPTI shim's launches), checked, in
+  // file order, before the read drops them.
+  virtual void on_gpu_correlations(std::span<const GpuCorrelation> correlations) { (void)correlations; }
+  // One chunk's GPU activities, checked, in file order. True: the stream
+  // took them and the read drops them (counting them); false (the
+  // default): the read stops, as their ops need every call, and the
+  // caller reads the recording whole.
+  virtual bool on_gpu_activities(std::span<const GpuActivity> activities) {
+    (void)activities;
+    return false;
+  }
 };
 
 // read_recording, handing the op events to `stream` (when it wants them)
@@ -68,11 +86,13 @@ class RecordStream {
 // on_entry_shape), entry stacks (counted
 // per stack, and handed to on_entry_stack), backward stacks (handed to
 // on_backward_stack), launches (counted, and handed
-// to on_launches) and GPU correlations are checked but dropped, and an
+// to on_launches) and GPU correlations (handed to on_gpu_correlations) are
+// checked but dropped, and so are the allocator events and GPU activities
+// a stream takes (on_mem_events, on_gpu_activities), and an
 // entry shape's or stack's event is not checked to be an ENTRY (the events
-// are gone by then). A recording whose GPU activities turn up mid-stream cannot be
-// streamed (their ops need every call), nor one whose launches the stream
-// refuses: the read stops with an error and *whole_needed set, and the
+// are gone by then). A recording whose GPU activities the stream refuses
+// cannot be streamed (their ops need every call), nor one whose launches
+// it refuses: the read stops with an error and *whole_needed set, and the
 // caller reads the file again with read_recording.
 Result<Recording> read_recording_streamed(const std::string& path, CorruptChunks corrupt, RecordStream& stream,
                                           bool* whole_needed);
@@ -83,6 +103,9 @@ inline uint64_t op_events_read(const Recording& recording) {
 }
 inline uint64_t launches_read(const Recording& recording) {
   return recording.launches.size() + recording.streamed_launches;
+}
+inline uint64_t gpu_activities_read(const Recording& recording) {
+  return recording.gpu_activities.size() + recording.streamed_gpu_activities;
 }
 
 }  // namespace gpuprof

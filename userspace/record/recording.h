@@ -375,6 +375,7 @@ struct Recording {
   // many op entries had each stack (by stack id; entry_stacks stays empty).
   uint64_t streamed_events = 0;
   uint64_t streamed_launches = 0;
+  uint64_t streamed_gpu_activities = 0;  // taken by the stream (RecordStream::on_gpu_activities)
   std::vector<uint64_t> streamed_entry_stacks;
   RecordOptions options;
   // Input shapes, interned: entry_shapes points ENTRY events (by index in

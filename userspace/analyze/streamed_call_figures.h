@@ -1,0 +1,183 @@
+// streamed_call_figures.h: call_figures() (call_figures.h) of a recording
+// read as a stream (record/record_stream.h), one settled forest at a time
+// (settled_calls.h): each call's memory and GPU time joined from the
+// allocator events and GPU activities, whose records come chunks after the
+// events they belong to. Memory grows with the threads, the open calls and
+// how far those records lag, not with the events.
+//
+// The whole read joins a record stamped (tid, ts) to the innermost call of
+// its thread whose [start, end] holds ts (innermost_calls_at, a call that
+// starts at ts holding it). Here:
+//  * Allocator events are put in time order across threads first (CPU
+//    releases take their sizes from allocations made on any thread;
+//    memory_attribution.h), each released once no unread MEM_EVENTS chunk
+//    can hold an earlier one; the peaks are followed in that order. Then
+//    each goes, as a moment, to its thread, as a GPU correlation (a launch)
+//    does when read.
+//  * A thread's forest is handed on once no unread chunk can hold a moment
+//    of its thread up to its last event (the first read notes the earliest
+//    moment of each chunk: JoinBounds). It is joined when the thread's next
+//    forest comes (a moment at its end may be the next forest's, whose
+//    first call starts then) or at the end: the moments before the next
+//    forest's start go to its calls or, between forests, outside every op.
+//  * A joined forest whose calls launched GPU work waits for the GPU
+//    activities of its correlation ids: until no unread GPU_ACTIVITIES
+//    chunk holds one of them (the first read notes each chunk's least id).
+//    An activity's time waits, summed by correlation id, for its launch.
+//
+// A thread that never runs an op (the first read notes the threads with op
+// events) has every moment outside, decided as it comes. A thread's
+// moments between two of its forests wait for the later one.
+//
+// Two things only a damaged or unusual file shows differ from the whole
+// read: a correlation id launched twice goes to the launch joined first
+// (the whole read: the first in the file), and a recording that gains
+// chunks between the two reads (still being written) joins what the second
+// read found past the first's chunks at the end.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "analyze/call_figures.h"
+#include "analyze/call_tree.h"
+#include "analyze/memory_attribution.h"
+#include "analyze/op_timeline.h"
+#include "analyze/settled_calls.h"
+#include "op_tracer_abi.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// What the first of a streamed report's reads notes for the join: per
+// chunk, in file order, the earliest allocator event of each MEM_EVENTS
+// chunk, the earliest launch of each GPU_CORRELATIONS chunk, the least
+// correlation id of each GPU_ACTIVITIES chunk; and the threads that have op
+// events.
+struct JoinBounds {
+  std::vector<uint64_t> mem_event_ts;
+  std::vector<uint64_t> gpu_correlation_ts;
+  std::vector<uint64_t> gpu_activity_correlation;
+  std::unordered_set<uint32_t> op_threads;
+};
+
+// The least value the chunks of one kind not read yet hold, as they are read.
+class UnreadFloor {
+ public:
+  explicit UnreadFloor(const std::vector<uint64_t>& per_chunk);
+  void chunk_read() { ++read_; }
+  // UINT64_MAX once every chunk the first read saw is read; 0 past them
+  // (a chunk the first read did not see: nothing can be trusted to be
+  // complete before the end).
+  uint64_t value() const;
+
+ private:
+  std::vector<uint64_t> suffix_min_;
+  size_t read_ = 0;
+};
+
+class StreamedCallFigures {
+ public:
+  // One settled forest and its figures (call_figures_from).
+  using Sink = std::function<void(const Timeline& forest, const CallFigures& figures)>;
+  // ops: the read's op table (kept by pointer: it grows with placeholders
+  // of lost ops); memory, gpu: whether the recording has those columns.
+  StreamedCallFigures(const ProbeCosts* costs, const std::vector<OpInfo>& ops, bool memory, bool gpu,
+                      JoinBounds bounds, Sink sink);
+  StreamedCallFigures(const StreamedCallFigures&) = delete;
+  StreamedCallFigures& operator=(const StreamedCallFigures&) = delete;
+
+  void add_events(std::span<const gp_event> events, uint64_t first);
+  void add_mem_events(std::span<const gp_mem_event> events);
+  void add_gpu_correlations(std::span<const GpuCorrelation> correlations);
+  void add_gpu_activities(std::span<const GpuActivity> activities);
+  // The end: every forest joined and handed on; the timeline's counters.
+  // ops: the op table the read returned (the read's own, which the
+  // constructor's pointed at, is gone).
+  Timeline finish(const std::vector<OpInfo>& ops) &&;
+
+  // After finish: attribute_memory()'s totals (MemoryPeak::call unused:
+  // the op of the innermost call at each peak instead).
+  struct MemoryTotals {
+    uint64_t outside_events = 0;
+    int64_t outside_cpu = 0;
+    int64_t outside_cuda = 0;
+    uint64_t unmatched_frees = 0;
+    MemoryPeak cpu_peak, cuda_peak;
+    std::optional<uint32_t> cpu_peak_op, cuda_peak_op;
+  };
+  const MemoryTotals& memory() const { return memory_; }
+
+ private:
+  // An allocator event with its size resolved (memory_attribution.cpp's
+  // rules), numbered in time order.
+  struct MemoryMoment {
+    uint64_t ts_ns = 0;
+    uint64_t seq = 0;
+    int64_t cpu_bytes = 0;
+    int64_t cuda_bytes = 0;
+  };
+  struct Correlation {
+    uint64_t ts_ns = 0;
+    uint64_t id = 0;
+  };
+  // One thread's moments not joined yet, and its last forest, held until
+  // its next forest starts.
+  struct ThreadJoin {
+    std::vector<MemoryMoment> memory;
+    std::vector<Correlation> launches;
+    std::optional<Timeline> held;
+  };
+  // A joined forest waiting for the GPU activities of its launches.
+  struct Joined {
+    Timeline forest;
+    CallTree tree;
+    OwnFigures own;
+    std::vector<std::pair<uint64_t, int64_t>> launches;  // (correlation id, call in forest or -1)
+    uint64_t max_correlation = 0;
+  };
+  void hand_forests();
+  void take_forest(Timeline forest);
+  // Joins the thread's moments before `limit` with `forest` (nullptr:
+  // outside every op).
+  void join(ThreadJoin& thread, const Timeline* forest, uint64_t limit);
+  void release_memory(uint64_t before_ns);
+  void place_memory(const gp_mem_event& e);
+  void complete_joined(bool at_end);
+
+  const std::vector<OpInfo>* ops_;
+  const bool memory_recorded_;
+  const bool gpu_recorded_;
+  const JoinBounds bounds_;
+  Sink sink_;
+  SettledCalls settled_;
+  UnreadFloor mem_floor_, correlation_floor_, activity_floor_;
+  std::unordered_map<uint32_t, ThreadJoin> threads_;
+  // Allocator events read, not yet released in time order: (ts, file order).
+  struct Pending {
+    uint64_t ts_ns;
+    uint64_t order;
+    gp_mem_event event;
+    bool operator>(const Pending& other) const {
+      return ts_ns != other.ts_ns ? ts_ns > other.ts_ns : order > other.order;
+    }
+  };
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> memory_pending_;
+  uint64_t memory_read_ = 0;
+  uint64_t memory_released_ = 0;
+  std::unordered_map<uint64_t, int64_t> live_cpu_blocks_;  // address -> bytes
+  int64_t cpu_level_ = 0;
+  uint64_t cpu_peak_seq_ = UINT64_MAX, cuda_peak_seq_ = UINT64_MAX;
+  MemoryTotals memory_;
+  std::vector<Joined> joined_;
+  std::unordered_map<uint64_t, uint64_t> activity_ns_;  // by correlation id, waiting for its launch
+};
+
+}  // namespace gpuprof

@@ -1,0 +1,60 @@
+// streamed_figures_table.h: aggregate() (aggregator.h) of a recording with
+// memory (--profile-memory) or GPU (the CUPTI shim) columns, read as a
+// stream (record/record_stream.h): the op table's rows summed one settled
+// forest at a time, each call's memory and GPU time joined as the records
+// come (streamed_call_figures.h). The Profile is the one aggregate()
+// returns for the same recording, row for row, ungrouped (a table grouped
+// by input shape or stack of such a recording is read whole), of one
+// process (record -a recordings are read whole).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "analyze/profile.h"
+#include "analyze/streamed_call_figures.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class StreamedFiguresTable : public RecordStream {
+ public:
+  // costs: as StreamedAggregate's; head, bounds: the first read's (its
+  // columns: the CUPTI_SHIM chunk comes after the events; JoinBounds).
+  StreamedFiguresTable(const ProbeCosts* costs, bool raw_times, const Recording& head, JoinBounds bounds);
+
+  // Whether the table of a recording with this head streams this way:
+  // memory or GPU columns, one process.
+  static bool serves(const Recording& head);
+  bool wants(const Recording& head) override;
+  void on_events(std::span<const gp_event> events, uint64_t first) override { figures_->add_events(events, first); }
+  bool on_mem_events(std::span<const gp_mem_event> events) override;
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    figures_->add_gpu_correlations(correlations);
+  }
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override;
+  // The Profile, once the read is done (recording: what it returned).
+  Profile finish(const Recording& recording) &&;
+
+ private:
+  std::optional<ProbeCosts> costs_;
+  bool raw_times_;
+  JoinBounds bounds_;
+  const bool memory_, gpu_;
+  std::optional<StreamedCallFigures> figures_;
+  // The op rows by op id (names are known at the end), the GPU rows by
+  // activity name id.
+  std::map<uint32_t, OpRow> by_op_;
+  struct GpuSums {
+    uint64_t activities = 0, ns = 0;
+  };
+  std::map<uint32_t, GpuSums> by_activity_name_;
+  uint64_t self_total_ns_ = 0;
+};
+
+}  // namespace gpuprof
