@@ -38,7 +38,7 @@ from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
                       run_gpuprof, run_program, touch, wait_for_file, wait_until)
 from pprof_reader import decode
-from test_report_memory import report_as_whole
+from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -703,3 +703,27 @@ def test_pprof_gpu_time_per_op_is_the_planted_kernel_time(launch_mode_recording,
         if op != "[no op]":
             planted[op] += round(float(total[:-2]) * 1000)
     assert {op: ns for op, ns in gpu_ns.items() if ns} == dict(planted), doc["samples"]
+
+
+def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path):
+    """docs/report.md, "Memory": the op table of a recording with GPU
+    activities streams them (analyze/streamed_call_figures.h): every kernel
+    row counts the stand-in's activities exactly, the table is the whole
+    read's byte for byte, and report's peak memory stays flat from 5,000 to
+    20,000 steps while the whole read's grows."""
+    rss = {}
+    for steps in (5000, 20000):
+        out = tmp_path / f"steps-{steps}.gpuprof"
+        made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(steps), env=WITH_STAND_IN, timeout=300)
+        assert made.returncode == 0, made.stderr
+        rows, _, text = cuda_columns(out, "--row-limit", "-1")
+        # Per step: 4 scale kernels (3 under aten::cuda_add, 1 outside any op),
+        # one reduce kernel and its memcpy, a graph of two kernels, a memset.
+        assert rows[cut(SCALE)][-1] == str(4 * steps), text
+        assert rows[cut(REDUCE)][-1] == str(steps), text
+        assert rows["aten::cuda_linear"][0] == f"{6.5 * steps / 1000:.3f}ms", text  # its own: reduce + memcpy
+        rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE))
+    summary = f"report peak RSS KiB (streamed, read whole): 5000 steps {rss[5000]}, 20000 steps {rss[20000]}"
+    print(summary)
+    assert rss[20000][0] - rss[5000][0] < 4096, summary
+    assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
