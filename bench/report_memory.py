@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report's memory and speed against the events of a recording.
 
-    sudo /usr/bin/python3 bench/report_memory.py [--seconds 2,8] [--keep DIR]
+    sudo /usr/bin/python3 bench/report_memory.py [--seconds 2,8] [--keep DIR] [--part N ...]
 
 Records tests/workloads/small_op_loop.py (the most op events per second)
 for each number of seconds, then runs on each file, one after the other:
@@ -43,7 +43,13 @@ loop and on that file:
   - the same with `--ops '^aten::add$'`, streamed;
   - `gpuprof report FILE --group-by-input-shape`: the table grouped by
     input shape, streamed, and the same read whole.
-and prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+Then, for each number of seconds, `gpuprof record --profile-memory` of the
+loop and on that file:
+  - `gpuprof report FILE`: the table with its memory columns, streamed
+    (each call joined with the allocator events of its moments), and the
+    same read whole.
+`--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
+memory) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
 """
@@ -101,14 +107,13 @@ def record_modules(seconds, workdir, label):
     return out
 
 
-def record_shapes(seconds, workdir, label):
-    """`gpuprof record --record-shapes -- small_op_loop.py SECONDS`: the
-    record file."""
+def record_loop_with(option, seconds, workdir, label):
+    """`gpuprof record OPTION -- small_op_loop.py SECONDS`: the record file."""
     out = workdir / f"{label}.gpuprof"
-    rec = subprocess.run([str(GPUPROF), "record", "-q", "--record-shapes", "-o", str(out), "--", sys.executable,
+    rec = subprocess.run([str(GPUPROF), "record", "-q", option, "-o", str(out), "--", sys.executable,
                           str(LOOP), str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if rec.returncode != 0:
-        sys.exit(f"report_memory: gpuprof record --record-shapes failed ({rec.returncode}): {rec.stderr}")
+        sys.exit(f"report_memory: gpuprof record {option} failed ({rec.returncode}): {rec.stderr}")
     return out
 
 
@@ -141,10 +146,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", default="2,8", help="recording lengths, comma-separated")
     parser.add_argument("--keep", type=pathlib.Path, help="keep the record files in this directory")
+    parser.add_argument("--part", type=int, action="append", choices=range(1, 6),
+                        help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory); repeatable")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("report_memory: run as root (gpuprof record attaches BPF probes)")
     lengths = [int(s) for s in args.seconds.split(",")]
+    parts = set(args.part or range(1, 6))
     if len(lengths) < 2:
         sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
     whole = {"GPUPROF_REPORT_READ_WHOLE": "1"}
@@ -162,7 +170,7 @@ def main():
         # record -p of the loop.
         measure_part(lengths, workdir, modes,
                      lambda seconds: (record(GPUPROF, seconds, workdir, f"loop-{seconds}s")[0], None),
-                     "{seconds} s recording")
+                     "{seconds} s recording", 1 in parts)
         # record -a: a table per process.
         system_modes = {"-a table (streamed)": (["--row-limit", "-1"], None),
                         "-a table (whole)": (["--row-limit", "-1"], whole),
@@ -172,7 +180,7 @@ def main():
                         "-a --folded (whole)": (["--folded"], whole)}
         measure_part(lengths, workdir, system_modes,
                      lambda seconds: record_system_wide(seconds, workdir, f"all-{seconds}s"),
-                     "{seconds} s record -a of two loops")
+                     "{seconds} s record -a of two loops", 2 in parts)
         # record --with-modules: the layer table.
         module_modes = {"--modules (streamed)": (["--modules"], None),
                         "--modules (whole)": (["--modules"], whole),
@@ -182,7 +190,7 @@ def main():
                         "--group-by-stack-n (whole)": (["--group-by-stack-n", "2"], whole)}
         measure_part(lengths, workdir, module_modes,
                      lambda seconds: (record_modules(seconds, workdir, f"modules-{seconds}s"), None),
-                     "{seconds} s record --with-modules of tests/workloads/module_loop.py")
+                     "{seconds} s record --with-modules of tests/workloads/module_loop.py", 3 in parts)
         # record --record-shapes: input shapes in the trace and the table.
         shape_modes = {"--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
                        "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
@@ -190,15 +198,25 @@ def main():
                        "--group-by-input-shape (streamed)": (["--group-by-input-shape"], None),
                        "--group-by-input-shape (whole)": (["--group-by-input-shape"], whole)}
         measure_part(lengths, workdir, shape_modes,
-                     lambda seconds: (record_shapes(seconds, workdir, f"shapes-{seconds}s"), None),
-                     "{seconds} s record --record-shapes")
+                     lambda seconds: (record_loop_with("--record-shapes", seconds, workdir, f"shapes-{seconds}s"),
+                                      None),
+                     "{seconds} s record --record-shapes", 4 in parts)
+        # record --profile-memory: the table's memory columns.
+        memory_modes = {"memory table (streamed)": ([], None),
+                        "memory table (whole)": ([], whole)}
+        measure_part(lengths, workdir, memory_modes,
+                     lambda seconds: (record_loop_with("--profile-memory", seconds, workdir, f"memory-{seconds}s"),
+                                      None),
+                     "{seconds} s record --profile-memory", 5 in parts)
 
 
-def measure_part(lengths, workdir, modes, record_for, title):
-    """One part of the bench: for each length, record_for(seconds) gives
+def measure_part(lengths, workdir, modes, record_for, title, wanted=True):
+    """One part of the bench (unless not wanted: --part): for each length, record_for(seconds) gives
     (record file, the first loop's pid or None); every mode runs on it
     ({out}, {pprof} and {pid} filled in), and its figures are printed,
     then how each mode's RSS grew from the shortest to the longest."""
+    if not wanted:
+        return
     results = []  # (events, bytes, {mode: (rss, wall)})
     out = workdir / "report_memory.trace.json"
     pprof = workdir / "report_memory.pb.gz"
