@@ -278,7 +278,8 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
     joined from the allocator events as they come, analyze/streamed_call_figures.h)
     counts every aten::add of the loop, gives it the bytes of the tensors it
     made, and prints the whole read's bytes, peak line included; its peak
-    memory does not grow with the recording, while the whole read's does."""
+    memory does not grow with the recording, while the whole read's does.
+    --folded and --pprof, which count no allocator event, stream too."""
     rss = {}
     for seconds in (1, 4):
         out, loops = record_loop(torch_env, tmp_path, seconds, "--profile-memory")
@@ -294,9 +295,15 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
         # "b" under 1 KiB; "Kb"/"Mb" above it, two decimals).
         assert add[titles.index("Self CPU Mem")] != "0 b", table.stdout
         assert "CPU tensor memory peak" in table.stdout, table.stdout
-        rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE))
-    summary = f"(adds, table peak RSS KiB, read whole): 1 s {rss[1]}, 4 s {rss[4]}"
+        # --folded and --pprof use no allocator event: they stream and drop them.
+        folded = report_as_whole(out, "--folded")
+        assert folded.returncode == 0 and re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
+        profile = tmp_path / "profile.pb.gz"
+        report_file_as_whole(out, profile, "--pprof", profile, read=lambda p: gzip.decompress(p.read_bytes()))
+        rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE), peak_rss_kib(out, "--folded"))
+    summary = f"(adds, table peak RSS KiB, read whole, --folded): 1 s {rss[1]}, 4 s {rss[4]}"
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
     assert rss[4][1] - rss[1][1] < 4096, summary
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
+    assert rss[4][3] - rss[1][3] < 4096, summary

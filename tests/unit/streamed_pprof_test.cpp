@@ -151,12 +151,14 @@ TEST(StreamedPprof, WritesTheWholeReadsProfileOfASystemWideRecording) {
   EXPECT_FALSE(StreamedProcessMetricSums(with_stack, nullptr, {}).wants(with_stack));
 }
 
-TEST(StreamedPprof, DeclinesSystemWideAndMemoryRecordings) {
+TEST(StreamedPprof, DeclinesSystemWideRecordingsAndDropsAllocatorEvents) {
   Recording recording = random_recording(5, 100);
   StreamedMetricSums sums(recording, nullptr, std::nullopt, pprof_metrics(recording));
   EXPECT_TRUE(sums.wants(recording));
   recording.options.memory = true;
-  EXPECT_FALSE(sums.wants(recording));
+  EXPECT_TRUE(sums.wants(recording));
+  const gp_mem_event allocation{};
+  EXPECT_TRUE(sums.on_mem_events(std::span<const gp_mem_event>(&allocation, 1)));
   recording.options.memory = false;
   recording.process.pid = 0;  // record -a
   EXPECT_FALSE(sums.wants(recording));

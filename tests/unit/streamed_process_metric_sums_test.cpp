@@ -68,12 +68,14 @@ TEST(StreamedProcessMetricSums, EqualTheWholeFoldedStacksOnRandomStreams) {
   }
 }
 
-TEST(StreamedProcessMetricSums, DeclinesMemoryAndEntryStackRecordings) {
+TEST(StreamedProcessMetricSums, DeclinesEntryStackRecordingsAndDropsAllocatorEvents) {
   Recording recording = system_wide_recording(2, 100);
   StreamedProcessMetricSums streamed(recording, nullptr, {StackMetric::kSelfCpuTime});
   EXPECT_TRUE(streamed.wants(recording));
   recording.options.memory = true;
-  EXPECT_FALSE(streamed.wants(recording));
+  EXPECT_TRUE(streamed.wants(recording));
+  const gp_mem_event allocation{};
+  EXPECT_TRUE(streamed.on_mem_events(std::span<const gp_mem_event>(&allocation, 1)));
   recording.options.memory = false;
   recording.options.with_stack = true;
   EXPECT_FALSE(streamed.wants(recording));

@@ -143,14 +143,18 @@ TEST(StreamedStackSums, FoldsAChainOfSameNameCallsUnderItsPythonStack) {
     EXPECT_EQ(format_folded(streamed_folded(recording, chunk, 1, true)), expected) << chunk;
 }
 
-TEST(StreamedStackSums, DeclinesSystemWideAndMemoryRecordings) {
+// A system-wide recording is declined; one with allocator events is taken,
+// and its allocator events dropped (no metric counts them).
+TEST(StreamedStackSums, DeclinesSystemWideRecordingsAndDropsAllocatorEvents) {
   Recording recording = recording_of(ops_of_the_streams(), {});
   StreamedStackSums system_wide(recording, nullptr, std::nullopt);
   EXPECT_FALSE(system_wide.wants(recording));  // pid 0: record -a
   recording.process.pid = 4242;
   EXPECT_TRUE(system_wide.wants(recording));
   recording.options.memory = true;
-  EXPECT_FALSE(system_wide.wants(recording));
+  EXPECT_TRUE(system_wide.wants(recording));
+  const gp_mem_event allocation{};
+  EXPECT_TRUE(system_wide.on_mem_events(std::span<const gp_mem_event>(&allocation, 1)));
 }
 
 // A file written by RecordWriter (its pairs after all of its events) and

@@ -33,6 +33,8 @@ class StreamedMetricSums : public RecordStream {
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
+  // Allocator events (--profile-memory): no metric here counts them.
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
   // Each metric's sums, once the read is done.
   std::map<StackMetric, StackSums> finish() &&;
 

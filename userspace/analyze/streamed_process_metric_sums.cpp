@@ -16,7 +16,7 @@ StreamedProcessMetricSums::StreamedProcessMetricSums(const Recording& head, cons
       }) {}
 
 bool StreamedProcessMetricSums::wants(const Recording& head) {
-  return !head.options.memory && !head.options.with_stack;
+  return !head.options.with_stack;
 }
 
 StreamedProcessMetricSums::Process StreamedProcessMetricSums::make(uint32_t pid) const {

@@ -11,7 +11,7 @@
 // the processes that ran ops times those dictionaries, and with what each
 // StreamedMetricSums keeps, not with the events. Processes sampled
 // without an op are summed at the end, one at a time, when the metrics
-// count samples. It declines --profile-memory and --with-stack recordings
+// count samples. It declines --with-stack recordings
 // (an entry stack's event index is the file's, and which process's event
 // it names is not kept).
 #pragma once
@@ -47,6 +47,8 @@ class StreamedProcessMetricSums : public RecordStream {
 
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
+  // Allocator events (--profile-memory): no metric here counts them.
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
 
   // Once the read is done (recording: what it returned): each process that
   // ran ops or (the metrics count samples) was sampled, by pid.

@@ -26,7 +26,7 @@ StreamedStackSums::StreamedStackSums(const Recording& head, const ProbeCosts* co
 }
 
 bool StreamedStackSums::wants(const Recording& head) {
-  return head.process.pid != 0 && !head.options.memory;
+  return head.process.pid != 0;
 }
 
 void StreamedStackSums::on_events(std::span<const gp_event> events, uint64_t first) {

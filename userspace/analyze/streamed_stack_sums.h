@@ -58,11 +58,12 @@ class StreamedStackSums : public RecordStream {
                     StackMetric metric = StackMetric::kSelfCpuTime);
 
   // Declines what stack_sums() would not read alike from a stream: a
-  // system-wide recording (its stacks are per process) and --profile-memory
-  // (as the op table, read whole).
+  // system-wide recording (its stacks are per process).
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
+  // Allocator events (--profile-memory): no metric here counts them.
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
   // The sums, once the read is done: stack_sums(recording, metric) but for
   // the order of the stacks (parents still before children).
   StackSums finish() &&;

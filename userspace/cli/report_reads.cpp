@@ -45,6 +45,17 @@ bool streaming_allowed() {
 
 namespace {
 
+// What an output streams beyond one process's op events (else the
+// recording is read whole): a record -a recording's (system_wide); a
+// recording with allocator events, which it does not use (memory_unused:
+// the reads drop them) or joins with GPU activities to its calls
+// (figures: streamed_call_figures.h).
+struct StreamScope {
+  bool system_wide = false;
+  bool memory_unused = false;
+  bool figures = false;
+};
+
 // The first of a streamed report's two reads: every chunk but the events,
 // for what must be known before them (the probe costs, written last; where
 // the ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs end; for an
@@ -52,17 +63,16 @@ namespace {
 // bounds of that join); a recording it cannot stream it reads whole.
 class StreamingCheck : public RecordStream {
  public:
-  // system_wide: the output streams record -a recordings; figures: it
-  // streams memory and GPU activities (streamed_call_figures.h).
-  StreamingCheck(bool system_wide, bool figures) : system_wide_(system_wide), figures_(figures) {}
+  explicit StreamingCheck(const StreamScope& scope) : scope_(scope) {}
   bool wants(const Recording& head) override {
     // -a recordings (pid 0) only for an output that streams them; memory
-    // columns only for one that joins them.
-    accepted = (head.process.pid != 0 || system_wide_) && (!head.options.memory || figures_);
+    // only for one that joins or ignores it.
+    accepted = (head.process.pid != 0 || scope_.system_wide) &&
+               (!head.options.memory || scope_.figures || scope_.memory_unused);
     return accepted;
   }
   void on_events(std::span<const gp_event> events, uint64_t) override {
-    if (!figures_) return;
+    if (!scope_.figures) return;
     uint32_t last = 0;
     for (const gp_event& e : events) {
       if (e.tid == last) continue;
@@ -74,16 +84,15 @@ class StreamingCheck : public RecordStream {
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
   void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
   bool on_mem_events(std::span<const gp_mem_event> events) override {
-    if (!figures_) return false;
-    bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
-    return true;
+    if (scope_.figures) bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
+    return scope_.figures || scope_.memory_unused;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
-    if (figures_)
+    if (scope_.figures)
       bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
   }
   bool on_gpu_activities(std::span<const GpuActivity> activities) override {
-    if (!figures_) return false;  // their calls need every call: read whole
+    if (!scope_.figures) return false;  // their calls need every call: read whole
     bounds.gpu_activity_correlation.push_back(
         least(activities, [](const GpuActivity& a) { return a.correlation_id; }));
     return true;
@@ -101,8 +110,7 @@ class StreamingCheck : public RecordStream {
     for (const Record& r : records) least = std::min<uint64_t>(least, key(r));
     return least;
   }
-  bool system_wide_;
-  bool figures_;
+  StreamScope scope_;
 };
 
 // The first read of a streamed output. A Recording: one read whole (it
@@ -114,11 +122,9 @@ struct StreamHead {
   std::optional<uint64_t> last_entry_shape;     // StreamingCheck's
   JoinBounds bounds;                            // StreamingCheck's
 };
-// system_wide: whether the output streams a record -a recording; figures:
-// whether it streams memory and GPU activities.
-std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict, bool system_wide,
-                                                          bool figures) {
-  StreamingCheck check(system_wide, figures);
+std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict,
+                                                          const StreamScope& scope) {
+  StreamingCheck check(scope);
   bool whole_needed = false;
   std::optional<Recording> head = read_recording_for_output(path, strict, &check, &whole_needed);
   if (!head && !whole_needed) return 1;
@@ -170,15 +176,14 @@ RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
 // second read is done. A Recording: one read whole, as it could not be
 // streamed; an int: the exit status of a read that failed.
 // `accept`, when given, may still refuse the head (what the first read
-// found: launches, say): the recording is then read whole. system_wide:
-// whether the output streams a record -a recording (else read whole);
-// figures: whether it streams memory and GPU activities (else read whole).
+// found: launches, say): the recording is then read whole. scope: what
+// the output streams beyond one process's op events (else read whole).
 // make may return its stream behind a std::unique_ptr.
 template <typename Output, typename Make, typename Finish>
 std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
                                                 const std::function<bool(const Recording&)>& accept = {},
-                                                bool system_wide = false, bool figures = false) {
-  auto first = read_stream_head(path, strict, system_wide, figures);
+                                                const StreamScope& scope = {}) {
+  auto first = read_stream_head(path, strict, scope);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   if (accept && !accept(std::get<StreamHead>(first).recording)) {
@@ -240,7 +245,7 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head)) &&
                !(figures && (grouped || is_system_wide(head)));
       },
-      /*system_wide=*/true, /*figures=*/true);
+      StreamScope{.system_wide = true, .figures = true});
 }
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
@@ -262,7 +267,7 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
                 : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       },
-      &folded_streamable, /*system_wide=*/true);
+      &folded_streamable, StreamScope{.system_wide = true, .memory_unused = true});
 }
 
 std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
@@ -284,7 +289,7 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         out.recording = std::move(recording);
         return out;
       },
-      &folded_streamable, /*system_wide=*/true);
+      &folded_streamable, StreamScope{.system_wide = true, .memory_unused = true});
 }
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
@@ -299,7 +304,7 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
       [&ops](const Recording& head) { return StreamedChromeTrace::streamable(head, ops.has_value()); },
-      /*system_wide=*/true);
+      StreamScope{.system_wide = true});
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
