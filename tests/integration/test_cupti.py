@@ -38,7 +38,7 @@ from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
                       run_gpuprof, run_program, touch, wait_for_file, wait_until)
 from pprof_reader import decode
-from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole
+from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole, report_file_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -229,7 +229,9 @@ def test_launched_command_gets_the_shim_and_gpu_times(tmp_path):
         assert values == sorted(values, reverse=True), text
     # The same GPU time as folded stacks (torch's export_stacks with
     # self_cuda_time_total): each op path with what its calls launched.
-    folded = run_gpuprof("report", str(out), "--folded", "--metric", "self_cuda_time")
+    # Streamed (launches and activities joined as they come): the whole
+    # read's bytes.
+    folded = report_as_whole(str(out), "--folded", "--metric", "self_cuda_time")
     assert folded.returncode == 0, folded.stderr
     assert folded.stdout.splitlines() == [
         f"aten::cuda_linear {int(6.5 * STEPS)}",       # reduce 5.0 + memcpy 1.5 per step
@@ -691,8 +693,9 @@ def test_pprof_gpu_time_per_op_is_the_planted_kernel_time(launch_mode_recording,
     (EXPECTED); activities launched outside any op ([no op]) have no op
     path, so no sample."""
     profile = tmp_path / "kernels.pb.gz"
-    made = run_gpuprof("report", str(launch_mode_recording), "--pprof", str(profile))
-    assert made.returncode == 0, made.stderr
+    # Streamed (launches and activities joined as they come): the whole
+    # read's file.
+    report_file_as_whole(str(launch_mode_recording), profile, "--pprof", str(profile))
     doc = decode(profile)
     assert doc["sample_types"] == ["calls/count", "self_cpu/nanoseconds", "gpu/nanoseconds"], doc["sample_types"]
     gpu_ns = collections.Counter()
@@ -710,7 +713,8 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     activities streams them (analyze/streamed_call_figures.h): every kernel
     row counts the stand-in's activities exactly, the table is the whole
     read's byte for byte, and report's peak memory stays flat from 5,000 to
-    20,000 steps while the whole read's grows."""
+    20,000 steps while the whole read's grows; so do --folded --metric
+    self_cuda_time and --pprof."""
     rss = {}
     for steps in (5000, 20000):
         out = tmp_path / f"steps-{steps}.gpuprof"
@@ -722,8 +726,15 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
         assert rows[cut(SCALE)][-1] == str(4 * steps), text
         assert rows[cut(REDUCE)][-1] == str(steps), text
         assert rows["aten::cuda_linear"][0] == f"{6.5 * steps / 1000:.3f}ms", text  # its own: reduce + memcpy
-        rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE))
-    summary = f"report peak RSS KiB (streamed, read whole): 5000 steps {rss[5000]}, 20000 steps {rss[20000]}"
+        folded = report_as_whole(str(out), "--folded", "--metric", "self_cuda_time")
+        assert f"aten::cuda_linear {int(6.5 * steps)}" in folded.stdout.splitlines(), folded.stdout
+        profile = tmp_path / "steps.pb.gz"
+        rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE),
+                      peak_rss_kib(out, "--folded", "--metric", "self_cuda_time"), peak_rss_kib(out, "--pprof", profile))
+    summary = (f"report peak RSS KiB (table, read whole, --folded --metric self_cuda_time, --pprof): "
+               f"5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
     print(summary)
     assert rss[20000][0] - rss[5000][0] < 4096, summary
     assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
+    assert rss[20000][2] - rss[5000][2] < 4096, summary
+    assert rss[20000][3] - rss[5000][3] < 4096, summary

@@ -19,6 +19,7 @@
 #include "output/folded_stacks.h"
 #include "probe_events.h"
 #include "random_event_streams.h"
+#include "random_join_records.h"
 #include "record/record_file.h"
 #include "record/record_stream.h"
 #include "recordings.h"
@@ -95,6 +96,40 @@ TEST(StreamedStackSums, PrintsTheWholeReadsFoldedStacksOnRandomStreams) {
   EXPECT_GT(python_lines, 500u);
   EXPECT_GT(other_lines, 1000u);
   EXPECT_GT(open_at_end, 40u);
+}
+
+// --folded --metric self_cuda_time: each call's GPU time, joined from the
+// launches and activities as they come (random_join_records.h), on its
+// fold's path under its Python stack, and what is on no path, as the whole
+// read charges them.
+TEST(StreamedStackSums, ChargesGpuTimeAsTheWholeReadOnRandomStreams) {
+  uint64_t placed = 0, outside = 0;
+  for (uint32_t seed = 1; seed <= 30; seed++) {
+    Recording recording = recording_with_stacks(seed, 3000);
+    std::mt19937 rng(seed);
+    add_random_gpu(recording, rng, 600);
+    ring_order(recording.gpu_correlations, rng);
+    const FoldedStacks whole = folded_stacks(recording, FoldedMetric::kSelfCudaTime);
+    const std::string expected = printed(whole) + " outside " + std::to_string(whole.gpu_ns_outside_ops);
+    const Recording head = head_of(recording);
+    for (size_t chunk : {size_t{1}, size_t{9}, size_t{400}, recording.events.size()})
+      for (size_t lag : {size_t{0}, size_t{3}}) {
+        const size_t pair_delay = lag + 2;  // pairs later than the launches, or earlier than the activities
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
+                     std::to_string(lag));
+        const JoinBounds bounds = bounds_of(recording, chunk, lag);
+        StreamedStackSums streamed(head, compensation_costs(recording, false), last_pair_of(recording),
+                                   StackMetric::kSelfCudaTime, &bounds);
+        EXPECT_TRUE(streamed.wants(head));
+        feed_with_records(streamed, recording, chunk, lag, pair_delay);
+        const FoldedStacks folded = folded_from_sums(std::move(streamed).finish(), FoldedMetric::kSelfCudaTime);
+        EXPECT_EQ(printed(folded) + " outside " + std::to_string(folded.gpu_ns_outside_ops), expected);
+      }
+    placed += whole.stacks.size();
+    outside += whole.gpu_ns_outside_ops;
+  }
+  EXPECT_GT(placed, 300u);
+  EXPECT_GT(outside, 0u);
 }
 
 TEST(StreamedStackSums, CountsSamplesAsTheWholeReadOnRandomStreams) {

@@ -80,6 +80,7 @@ CallFigures call_figures_from(const Timeline& timeline, const std::vector<OpInfo
       f.gpu_ns[i] += f.self_gpu_ns[i];
       if (int64_t p = tree.parent[i]; p >= 0) f.gpu_ns[p] += f.gpu_ns[i];
     }
+    f.own_gpu_ns = std::move(own.gpu_ns);
   }
   f.self_ns.resize(n);
   for (size_t i = 0; i < n; i++) f.self_ns[i] = timeline.calls[i].compensated_self_ns();

@@ -33,6 +33,9 @@ struct CallFigures {
   // absorber (self_gpu_ns; 0 for a folded call), and with its
   // descendants' (gpu_ns).
   std::vector<uint64_t> self_gpu_ns, gpu_ns;
+  // And before that lifting: the GPU time of what each call launched
+  // itself (the folded and pprof stacks charge it to the call's fold).
+  std::vector<uint64_t> own_gpu_ns;
 };
 
 CallFigures call_figures(const Recording& recording, const Timeline& timeline);

@@ -19,12 +19,14 @@ uint64_t UnreadFloor::value() const {
 }
 
 StreamedCallFigures::StreamedCallFigures(const ProbeCosts* costs, const std::vector<OpInfo>& ops, bool memory,
-                                         bool gpu, JoinBounds bounds, Sink sink)
+                                         bool gpu, JoinBounds bounds, Sink sink,
+                                         std::function<bool(uint64_t)> pairs_known)
     : ops_(&ops),
       memory_recorded_(memory),
       gpu_recorded_(gpu),
       bounds_(std::move(bounds)),
       sink_(std::move(sink)),
+      pairs_known_(std::move(pairs_known)),
       settled_(costs),
       mem_floor_(bounds_.mem_event_ts),
       correlation_floor_(bounds_.gpu_correlation_ts),
@@ -123,7 +125,10 @@ void StreamedCallFigures::hand_forests() {
   // A forest is whole, for the join, once every moment of its thread up to
   // its last event is read.
   settled_.hand_settled_at(
-      [this](uint64_t, uint64_t ts_ns) { return ts_ns < correlation_floor_.value() && ts_ns < mem_floor_.value(); },
+      [this](uint64_t event_index, uint64_t ts_ns) {
+        return ts_ns < correlation_floor_.value() && ts_ns < mem_floor_.value() &&
+               (!pairs_known_ || pairs_known_(event_index));
+      },
       [this](const Timeline& forest) { take_forest(forest); });
   complete_joined(/*at_end=*/false);
 }

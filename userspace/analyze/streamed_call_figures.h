@@ -89,8 +89,10 @@ class StreamedCallFigures {
   using Sink = std::function<void(const Timeline& forest, const CallFigures& figures)>;
   // ops: the read's op table (kept by pointer: it grows with placeholders
   // of lost ops); memory, gpu: whether the recording has those columns.
+  // pairs_known: when given, a forest also waits until it says the pairs
+  // (ENTRY_STACKS: entry_stack_pairs.h) up to its last event have come.
   StreamedCallFigures(const ProbeCosts* costs, const std::vector<OpInfo>& ops, bool memory, bool gpu,
-                      JoinBounds bounds, Sink sink);
+                      JoinBounds bounds, Sink sink, std::function<bool(uint64_t event_index)> pairs_known = {});
   StreamedCallFigures(const StreamedCallFigures&) = delete;
   StreamedCallFigures& operator=(const StreamedCallFigures&) = delete;
 
@@ -157,6 +159,7 @@ class StreamedCallFigures {
   const bool gpu_recorded_;
   const JoinBounds bounds_;
   Sink sink_;
+  std::function<bool(uint64_t)> pairs_known_;
   SettledCalls settled_;
   UnreadFloor mem_floor_, correlation_floor_, activity_floor_;
   std::unordered_map<uint32_t, ThreadJoin> threads_;

@@ -24,10 +24,11 @@ namespace gpuprof {
 
 class StreamedMetricSums : public RecordStream {
  public:
-  // head, costs, last_entry_stack: as StreamedStackSums's (head must
-  // outlive this). metrics: kSelfCpuTime, kCalls or kSamples, each once.
+  // head, costs, last_entry_stack, bounds: as StreamedStackSums's (head
+  // must outlive this). metrics: kSelfCpuTime, kCalls, kSamples or (with
+  // bounds) kSelfCudaTime, each once.
   StreamedMetricSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
-                     const std::vector<StackMetric>& metrics);
+                     const std::vector<StackMetric>& metrics, const JoinBounds* bounds = nullptr);
 
   // What every metric's StreamedStackSums wants (they decline alike).
   bool wants(const Recording& head) override;
@@ -35,6 +36,8 @@ class StreamedMetricSums : public RecordStream {
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
   // Allocator events (--profile-memory): no metric here counts them.
   bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override;
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override;
   // Each metric's sums, once the read is done.
   std::map<StackMetric, StackSums> finish() &&;
 

@@ -6,17 +6,24 @@
 #include <utility>
 
 #include "analyze/call_tree.h"
+#include "analyze/gpu_attribution.h"
 
 namespace gpuprof {
 
 StreamedStackSums::StreamedStackSums(const Recording& head, const ProbeCosts* costs,
-                                     std::optional<uint64_t> last_entry_stack, StackMetric metric)
+                                     std::optional<uint64_t> last_entry_stack, StackMetric metric,
+                                     const JoinBounds* bounds)
     : head_(head),
       metric_(metric),
       // Samples carry their own Python stacks: op calls are placed without.
       pairs_(head.options.with_stack && metric != StackMetric::kSamples, last_entry_stack),
       paths_(head),
       settled_(costs) {
+  if (metric_ == StackMetric::kSelfCudaTime && bounds)
+    figures_.emplace(
+        costs, head.ops, /*memory=*/false, /*gpu=*/true, *bounds,
+        [this](const Timeline& forest, const CallFigures& figures) { place(forest, &figures); },
+        [this](uint64_t event_index) { return pairs_.known_through(event_index); });
   if (metric_ != StackMetric::kSamples) return;
   for (size_t i = 0; i < head.samples.size(); i++) sweeps_[head.samples[i].tid].samples.push_back(i);
   for (auto& [tid, sweep] : sweeps_)
@@ -26,13 +33,28 @@ StreamedStackSums::StreamedStackSums(const Recording& head, const ProbeCosts* co
 }
 
 bool StreamedStackSums::wants(const Recording& head) {
-  return head.process.pid != 0;
+  return head.process.pid != 0 && (metric_ != StackMetric::kSelfCudaTime || figures_);
+}
+
+void StreamedStackSums::on_gpu_correlations(std::span<const GpuCorrelation> correlations) {
+  if (figures_) figures_->add_gpu_correlations(correlations);
+}
+
+bool StreamedStackSums::on_gpu_activities(std::span<const GpuActivity> activities) {
+  if (!figures_) return true;
+  for (const GpuActivity& a : activities) activity_ns_ += gpu_activity_ns(a);
+  figures_->add_gpu_activities(activities);
+  return true;
 }
 
 void StreamedStackSums::on_events(std::span<const gp_event> events, uint64_t first) {
+  if (figures_) {
+    figures_->add_events(events, first);
+    return;
+  }
   settled_.add(events, first);
   settled_.hand_settled([this](uint64_t event_index) { return pairs_.known_through(event_index); },
-                        [this](const Timeline& forest) { place(forest); });
+                        [this](const Timeline& forest) { place(forest, nullptr); });
 }
 
 void StreamedStackSums::on_entry_stack(uint64_t event_index, uint32_t stack_id) {
@@ -41,10 +63,10 @@ void StreamedStackSums::on_entry_stack(uint64_t event_index, uint32_t stack_id) 
 
 // Places one thread's settled forest: its calls' paths and values, and
 // (kSamples) the thread's samples up to its last call.
-void StreamedStackSums::place(const Timeline& forest) {
+void StreamedStackSums::place(const Timeline& forest, const CallFigures* figures) {
   const size_t n = forest.calls.size();
   const CallTree tree = build_call_tree(forest);
-  const std::vector<size_t> folded_into = fold_same_name_calls(forest, head_.ops);
+  const std::vector<size_t> folded_into = figures ? figures->folded_into : fold_same_name_calls(forest, head_.ops);
   const std::vector<uint32_t> node_of =
       paths_.place_calls(forest, tree, folded_into, [&](uint64_t entry_index) { return pairs_.of(entry_index); });
   if (metric_ == StackMetric::kSamples) {
@@ -63,8 +85,11 @@ void StreamedStackSums::place(const Timeline& forest) {
   if (value_of_node_.size() < paths_.trie().size()) value_of_node_.resize(paths_.trie().size());
   for (size_t k = 0; k < n; k++) {
     // As stack_sums(): a call folded into its parent counts in that call.
-    const uint64_t value =
-        metric_ == StackMetric::kCalls ? (folded_into[k] == k ? 1 : 0) : forest.calls[k].compensated_self_ns();
+    // kSelfCudaTime: what the call launched itself, on its fold's path
+    // (gpu_attribution.h), as stack_sums() charges each activity.
+    const uint64_t value = metric_ == StackMetric::kCalls          ? (folded_into[k] == k ? 1 : 0)
+                           : metric_ == StackMetric::kSelfCudaTime ? figures->own_gpu_ns[k]
+                                                                   : forest.calls[k].compensated_self_ns();
     value_of_node_[node_of[folded_into[k]]] += value;
     total_ += value;
     pairs_.forget(forest.calls[k].entry_index);
@@ -100,13 +125,17 @@ void StreamedStackSums::count_sample(size_t index, uint32_t call_node) {
 }
 
 StackSums StreamedStackSums::finish() && {
-  const Timeline timeline = std::move(settled_).finish([this](const Timeline& forest) { place(forest); });
+  const Timeline timeline =
+      figures_ ? std::move(*figures_).finish(head_.ops)
+               : std::move(settled_).finish([this](const Timeline& forest) { place(forest, nullptr); });
   if (metric_ == StackMetric::kSamples) {
     for (auto& [tid, sweep] : sweeps_) sweep_samples(sweep, std::nullopt);  // after each thread's last call
     return paths_.take_counted(count_of_node_, timeline);
   }
   StackSums out = paths_.take_sums(std::move(value_of_node_), timeline);
   out.total = total_;
+  // Launched outside every op, or the launch never seen: on no path.
+  if (metric_ == StackMetric::kSelfCudaTime) out.gpu_ns_outside_ops = activity_ns_ - total_;
   return out;
 }
 

@@ -26,8 +26,11 @@
 // is counted on the innermost call open then, the sweep's open calls kept
 // from one forest to the next, and the samples after a thread's last call
 // counted at the end. kCalls: the calls placed on the paths of kSelfCpuTime,
-// one per call that stays after the fold. Not kSelfCudaTime (GPU activities
-// stop a streaming read).
+// one per call that stays after the fold. kSelfCudaTime: the forests come
+// joined with the GPU activities their calls launched
+// (streamed_call_figures.h: a forest waits for its launches and their
+// activities too), each call's on its fold's path. Every other metric
+// drops the GPU records and allocator events.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +42,7 @@
 #include "analyze/entry_stack_pairs.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
+#include "analyze/streamed_call_figures.h"
 #include "analyze/stack_paths.h"
 #include "analyze/stack_sums.h"
 #include "record/record_stream.h"
@@ -53,9 +57,10 @@ class StreamedStackSums : public RecordStream {
   // outlive this. costs: the probe costs to compensate by (nullptr: raw
   // times). last_entry_stack: the event index of the file's last
   // ENTRY_STACKS pair (nullopt: none).
-  // metric: kSelfCpuTime, kCalls or kSamples.
+  // metric: kSelfCpuTime, kCalls, kSamples or (with the first read's
+  // bounds for the join: JoinBounds) kSelfCudaTime.
   StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
-                    StackMetric metric = StackMetric::kSelfCpuTime);
+                    StackMetric metric = StackMetric::kSelfCpuTime, const JoinBounds* bounds = nullptr);
 
   // Declines what stack_sums() would not read alike from a stream: a
   // system-wide recording (its stacks are per process).
@@ -64,12 +69,16 @@ class StreamedStackSums : public RecordStream {
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
   // Allocator events (--profile-memory): no metric here counts them.
   bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
+  // GPU launches and activities: kSelfCudaTime joins them, the others drop them.
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override;
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override;
   // The sums, once the read is done: stack_sums(recording, metric) but for
   // the order of the stacks (parents still before children).
   StackSums finish() &&;
 
  private:
-  void place(const Timeline& forest);
+  // figures: the forest's (kSelfCudaTime), else nullptr.
+  void place(const Timeline& forest, const CallFigures* figures);
 
   // kSamples: one thread's samples (indices into head.samples, by time),
   // the next one to count, and the calls open at the sweep point
@@ -92,6 +101,8 @@ class StreamedStackSums : public RecordStream {
   EntryStackPairs pairs_;
   StackPaths paths_;
   SettledCalls settled_;
+  std::optional<StreamedCallFigures> figures_;  // kSelfCudaTime: the forests, joined
+  uint64_t activity_ns_ = 0;                    // kSelfCudaTime: every activity's
   std::vector<uint64_t> value_of_node_;  // kSelfCpuTime, kCalls: the self ns or calls placed on each node
   uint64_t total_ = 0;
   std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid

@@ -451,8 +451,7 @@ int run_report(const ReportOptions& given) {
   const bool whole_only = filtered || !streaming_allowed();
   // So do --folded's self times and samples (record-file.md, "Streaming
   // reads"), a system-wide recording's too.
-  const bool streamed_folded =
-      !whole_only && (metric == FoldedMetric::kSelfCpuTime || metric == FoldedMetric::kSamples);
+  const bool streamed_folded = !whole_only && metric.has_value();
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
   std::optional<ProcessTables> streamed_tables;

@@ -46,13 +46,11 @@ bool streaming_allowed() {
 namespace {
 
 // What an output streams beyond one process's op events (else the
-// recording is read whole): a record -a recording's (system_wide); a
-// recording with allocator events, which it does not use (memory_unused:
-// the reads drop them) or joins with GPU activities to its calls
-// (figures: streamed_call_figures.h).
+// recording is read whole): a record -a recording's (system_wide); one with
+// allocator events or GPU activities (figures), which its stream joins to
+// the calls (streamed_call_figures.h) or drops.
 struct StreamScope {
   bool system_wide = false;
-  bool memory_unused = false;
   bool figures = false;
 };
 
@@ -66,9 +64,9 @@ class StreamingCheck : public RecordStream {
   explicit StreamingCheck(const StreamScope& scope) : scope_(scope) {}
   bool wants(const Recording& head) override {
     // -a recordings (pid 0) only for an output that streams them; memory
-    // only for one that joins or ignores it.
+    // only for one that joins or drops it.
     accepted = (head.process.pid != 0 || scope_.system_wide) &&
-               (!head.options.memory || scope_.figures || scope_.memory_unused);
+               (!head.options.memory || scope_.figures);
     return accepted;
   }
   void on_events(std::span<const gp_event> events, uint64_t) override {
@@ -85,7 +83,7 @@ class StreamingCheck : public RecordStream {
   void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
   bool on_mem_events(std::span<const gp_mem_event> events) override {
     if (scope_.figures) bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
-    return scope_.figures || scope_.memory_unused;
+    return scope_.figures;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
     if (scope_.figures)
@@ -250,14 +248,17 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
                                                             bool raw_times) {
-  const StackMetric of_metric = metric == FoldedMetric::kSamples ? StackMetric::kSamples : StackMetric::kSelfCpuTime;
+  const StackMetric of_metric = metric == FoldedMetric::kSamples        ? StackMetric::kSamples
+                                : metric == FoldedMetric::kSelfCudaTime ? StackMetric::kSelfCudaTime
+                                                                        : StackMetric::kSelfCpuTime;
   return read_twice<StreamedFolded>(
       path, strict,
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
           return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, std::vector{of_metric});
-        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric);
+        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric,
+                                                   &head.bounds);
       },
       [metric](std::unique_ptr<RecordStream>& stream, Recording recording) {
         FoldedStacks folded =
@@ -267,7 +268,7 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
                 : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       },
-      &folded_streamable, StreamScope{.system_wide = true, .memory_unused = true});
+      &folded_streamable, StreamScope{.system_wide = true, .figures = true});
 }
 
 std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
@@ -278,7 +279,7 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         if (is_system_wide(head.recording))
           return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, pprof_metrics(head.recording));
         return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_entry_stack,
-                                                    pprof_metrics(head.recording));
+                                                    pprof_metrics(head.recording), &head.bounds);
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
         StreamedPprof out;
@@ -289,7 +290,7 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         out.recording = std::move(recording);
         return out;
       },
-      &folded_streamable, StreamScope{.system_wide = true, .memory_unused = true});
+      &folded_streamable, StreamScope{.system_wide = true, .figures = true});
 }
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,

@@ -89,7 +89,7 @@ class ProfileBuilder {
       const Recording& r = *in.recording;
       wanted[kCalls] = wanted[kSelfCpu] = wanted[kCalls] || r.options.ops;
       wanted[kSamples] = wanted[kCpu] = wanted[kSamples] || r.options.sample_hz > 0;
-      wanted[kGpu] = wanted[kGpu] || !r.gpu_activities.empty();
+      wanted[kGpu] = wanted[kGpu] || gpu_activities_read(r) > 0;
       if (!period_ns_ && r.options.sample_hz > 0) period_ns_ = static_cast<int64_t>(1e9 / r.options.sample_hz);
     }
     const char* types[kColumns][2] = {{"calls", "count"}, {"self_cpu", "nanoseconds"}, {"samples", "count"},
@@ -392,7 +392,7 @@ std::vector<StackMetric> pprof_metrics(const Recording& recording) {
     metrics.push_back(StackMetric::kSelfCpuTime);
   }
   if (period_ns_of(recording)) metrics.push_back(StackMetric::kSamples);
-  if (!recording.gpu_activities.empty()) metrics.push_back(StackMetric::kSelfCudaTime);
+  if (gpu_activities_read(recording) > 0) metrics.push_back(StackMetric::kSelfCudaTime);
   return metrics;
 }
 
