@@ -29,42 +29,44 @@ std::vector<Counted> resolve_sizes(std::span<const gp_mem_event> events, uint64_
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return events[a].ts_ns < events[b].ts_ns; });
-  std::unordered_map<uint64_t, int64_t> live;  // CPU block -> bytes
+  AllocationSizes sizes;
   std::vector<Counted> counted;
   counted.reserve(events.size());
   for (size_t i : order) {
     const gp_mem_event& e = events[i];
-    Counted c{.ts_ns = e.ts_ns, .tid = e.tid, .cpu_bytes = 0, .cuda_bytes = 0, .device = false,
-              .device_total = 0, .device_index = e.device_index};
-    switch (e.kind) {
-      case GP_MEM_CPU_ALLOC:
-        live[e.addr] = e.bytes;
-        c.cpu_bytes = e.bytes;
-        break;
-      case GP_MEM_CPU_FREE: {
-        auto it = live.find(e.addr);
-        if (it == live.end()) {
-          ++*unmatched_frees;
-          continue;
-        }
-        c.cpu_bytes = -it->second;
-        live.erase(it);
-        break;
-      }
-      case GP_MEM_DEVICE:
-        c.device = true;
-        c.cuda_bytes = e.bytes;
-        c.device_total = static_cast<int64_t>(e.total_allocated);
-        break;
-      default:
-        continue;
-    }
-    counted.push_back(c);
+    const std::optional<AllocationSizes::Counted> c = sizes.count(e);
+    if (!c) continue;
+    counted.push_back({.ts_ns = e.ts_ns, .tid = e.tid, .cpu_bytes = c->cpu_bytes, .cuda_bytes = c->cuda_bytes,
+                       .device = c->device, .device_total = static_cast<int64_t>(e.total_allocated),
+                       .device_index = e.device_index});
   }
+  *unmatched_frees += sizes.unmatched_frees();
   return counted;
 }
 
 }  // namespace
+
+std::optional<AllocationSizes::Counted> AllocationSizes::count(const gp_mem_event& e) {
+  switch (e.kind) {
+    case GP_MEM_CPU_ALLOC:
+      live_[e.addr] = e.bytes;
+      return Counted{.cpu_bytes = e.bytes};
+    case GP_MEM_CPU_FREE: {
+      auto it = live_.find(e.addr);
+      if (it == live_.end()) {
+        ++unmatched_frees_;
+        return std::nullopt;
+      }
+      const int64_t bytes = it->second;
+      live_.erase(it);
+      return Counted{.cpu_bytes = -bytes};
+    }
+    case GP_MEM_DEVICE:
+      return Counted{.cuda_bytes = e.bytes, .device = true};
+    default:
+      return std::nullopt;
+  }
+}
 
 std::vector<CountedMemoryEvent> counted_memory_events(std::span<const gp_mem_event> events) {
   uint64_t unmatched = 0;

@@ -15,8 +15,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "op_tracer_abi.h"
@@ -46,6 +48,26 @@ struct MemoryAttribution {
   uint64_t unmatched_frees = 0;
   MemoryPeak cpu_peak;
   MemoryPeak cuda_peak;
+};
+
+// What each allocator event counts for, as they come in time order across
+// threads: a CPU release takes its size from its block's allocation (made
+// on any thread); a release of a block allocated before the recording, or
+// an event of an unknown kind, counts for nothing (nullopt; the releases
+// are counted in unmatched_frees).
+class AllocationSizes {
+ public:
+  struct Counted {
+    int64_t cpu_bytes = 0;
+    int64_t cuda_bytes = 0;
+    bool device = false;  // a CUDA allocator event (its total: gp_mem_event::total_allocated)
+  };
+  std::optional<Counted> count(const gp_mem_event& e);
+  uint64_t unmatched_frees() const { return unmatched_frees_; }
+
+ private:
+  std::unordered_map<uint64_t, int64_t> live_;  // CPU block -> bytes
+  uint64_t unmatched_frees_ = 0;
 };
 
 // Events of one thread must be in the order they happened; threads may

@@ -74,30 +74,11 @@ void StreamedCallFigures::release_memory(uint64_t before_ns) {
 }
 
 void StreamedCallFigures::place_memory(const gp_mem_event& e) {
-  MemoryMoment m{.ts_ns = e.ts_ns, .seq = memory_released_, .cpu_bytes = 0, .cuda_bytes = 0};
-  switch (e.kind) {
-    case GP_MEM_CPU_ALLOC:
-      live_cpu_blocks_[e.addr] = e.bytes;
-      m.cpu_bytes = e.bytes;
-      break;
-    case GP_MEM_CPU_FREE: {
-      auto it = live_cpu_blocks_.find(e.addr);
-      if (it == live_cpu_blocks_.end()) {
-        ++memory_.unmatched_frees;
-        return;
-      }
-      m.cpu_bytes = -it->second;
-      live_cpu_blocks_.erase(it);
-      break;
-    }
-    case GP_MEM_DEVICE:
-      m.cuda_bytes = e.bytes;
-      break;
-    default:
-      return;
-  }
-  ++memory_released_;
-  if (e.kind == GP_MEM_DEVICE) {
+  const std::optional<AllocationSizes::Counted> counted = sizes_.count(e);
+  if (!counted) return;
+  const MemoryMoment m{.ts_ns = e.ts_ns, .seq = memory_released_++, .cpu_bytes = counted->cpu_bytes,
+                       .cuda_bytes = counted->cuda_bytes};
+  if (counted->device) {
     const auto total = static_cast<int64_t>(e.total_allocated);
     if (!memory_.cuda_peak.seen || total > memory_.cuda_peak.bytes) {
       memory_.cuda_peak = {true, total, e.ts_ns, -1, e.device_index};
@@ -220,6 +201,7 @@ void StreamedCallFigures::complete_joined(bool at_end) {
 Timeline StreamedCallFigures::finish(const std::vector<OpInfo>& ops) && {
   ops_ = &ops;
   release_memory(UINT64_MAX);
+  memory_.unmatched_frees = sizes_.unmatched_frees();
   Timeline counters = std::move(settled_).finish([this](const Timeline& forest) { take_forest(forest); });
   for (auto& [tid, thread] : threads_) {
     join(thread, thread.held ? &*thread.held : nullptr, UINT64_MAX);

@@ -62,9 +62,7 @@ namespace gpuprof {
 // correlation id of each GPU_ACTIVITIES chunk; and the threads that have op
 // events.
 struct JoinBounds {
-  std::vector<uint64_t> mem_event_ts;
-  std::vector<uint64_t> gpu_correlation_ts;
-  std::vector<uint64_t> gpu_activity_correlation;
+  std::vector<uint64_t> mem_event_ts, gpu_correlation_ts, gpu_activity_correlation;
   std::unordered_set<uint32_t> op_threads;
 };
 
@@ -121,14 +119,11 @@ class StreamedCallFigures {
   // An allocator event with its size resolved (memory_attribution.cpp's
   // rules), numbered in time order.
   struct MemoryMoment {
-    uint64_t ts_ns = 0;
-    uint64_t seq = 0;
-    int64_t cpu_bytes = 0;
-    int64_t cuda_bytes = 0;
+    uint64_t ts_ns = 0, seq = 0;
+    int64_t cpu_bytes = 0, cuda_bytes = 0;
   };
   struct Correlation {
-    uint64_t ts_ns = 0;
-    uint64_t id = 0;
+    uint64_t ts_ns = 0, id = 0;
   };
   // One thread's moments not joined yet, and its last forest, held until
   // its next forest starts.
@@ -175,7 +170,7 @@ class StreamedCallFigures {
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> memory_pending_;
   uint64_t memory_read_ = 0;
   uint64_t memory_released_ = 0;
-  std::unordered_map<uint64_t, int64_t> live_cpu_blocks_;  // address -> bytes
+  AllocationSizes sizes_;
   int64_t cpu_level_ = 0;
   uint64_t cpu_peak_seq_ = UINT64_MAX, cuda_peak_seq_ = UINT64_MAX;
   MemoryTotals memory_;

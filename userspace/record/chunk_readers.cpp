@@ -355,6 +355,16 @@ std::string read_gpu_activities(std::span<const uint8_t> payload, Recording& rec
 }
 
 // Decodes one checksummed chunk into rec. Returns what is wrong with it, or "".
+// A stream's answer to one chunk's records (launches, GPU activities),
+// which it took or refused: the read counts and drops them, and a refusal
+// stops it (`why`: the file is then read again whole).
+template <typename Record>
+void handed_to_stream(bool taken, std::vector<Record>& records, uint64_t& streamed, Seen& seen, const char* why) {
+  if (!taken) seen.stream_stopped = why;
+  streamed += records.size();
+  records.clear();
+}
+
 // Checks the events a chunk added to rec.events from `base` on (the rules
 // of record_file.h) and counts them read.
 std::string check_events(size_t base, Recording& rec, Seen& seen) {
@@ -497,11 +507,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     case ChunkType::LAUNCHES: {
       std::string problem = read_launches(payload, rec, seen.salvage);
-      if (seen.stream) {  // the op table only counts them
-        if (!seen.stream->on_launches(rec.launches)) seen.stream_stopped = "CUDA launches the stream cannot place";
-        rec.streamed_launches += rec.launches.size();
-        rec.launches.clear();
-      }
+      if (seen.stream)
+        handed_to_stream(seen.stream->on_launches(rec.launches), rec.launches, rec.streamed_launches, seen,
+                         "CUDA launches the stream cannot place");
       return problem;
     }
     case ChunkType::CUDA_RUNTIME:
@@ -519,14 +527,9 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       std::string problem = read_gpu_activities(payload, rec, seen.salvage);
       // Their ops need every call: a stream that cannot wait for them
       // stops the read (record_stream.h).
-      if (seen.stream && problem.empty() && !rec.gpu_activities.empty()) {
-        if (!seen.stream->on_gpu_activities(rec.gpu_activities)) {
-          seen.stream_stopped = "GPU activities mid-stream";
-          return problem;
-        }
-        rec.streamed_gpu_activities += rec.gpu_activities.size();
-        rec.gpu_activities.clear();
-      }
+      if (seen.stream && problem.empty() && !rec.gpu_activities.empty())
+        handed_to_stream(seen.stream->on_gpu_activities(rec.gpu_activities), rec.gpu_activities,
+                         rec.streamed_gpu_activities, seen, "GPU activities mid-stream");
       return problem;
     }
     case ChunkType::CUPTI_SHIM:
