@@ -738,3 +738,22 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
     assert rss[20000][2] - rss[5000][2] < 4096, summary
     assert rss[20000][3] - rss[5000][3] < 4096, summary
+
+
+def test_streamed_module_table_has_the_gpu_time_of_the_ops(tmp_path):
+    """report --modules of a --with-stack recording with GPU activities
+    streams (docs/report.md, "Memory"): launch_driver runs no Python, so its
+    ops are all under [no Python frames], with the GPU time they launched
+    (not the 0.7 us per step launched outside any op); the whole read's
+    bytes."""
+    out = tmp_path / "stacks.gpuprof"
+    made = run_gpuprof("record", "-q", "--with-stack", "-o", str(out), "--", DRIVER, str(STEPS), env=WITH_STAND_IN)
+    assert made.returncode == 0, made.stderr
+    table = report_as_whole(str(out), "--modules")
+    assert table.returncode == 0, table.stderr
+    rows = [re.split(r"\s*\|\s*", line.strip()) for line in table.stdout.splitlines()
+            if "|" in line and "---" not in line]
+    assert rows[0] == ["Module", "Self CPU total", "CPU total", "Self CUDA total", "CUDA total", "Number of Calls"], \
+        table.stdout
+    planted_us = sum(float(total[:-2]) for op, _, _, total, _ in EXPECTED if op != "[no op]")
+    assert rows[1][0] == "[no Python frames]" and rows[1][3:5] == [f"{planted_us:.3f}us"] * 2, table.stdout

@@ -20,6 +20,7 @@
 #include "analyze/streamed_module_tree.h"
 #include "output/module_table.h"
 #include "random_event_streams.h"
+#include "random_join_records.h"
 #include "record/record_file.h"
 #include "record/record_stream.h"
 #include "recordings.h"
@@ -113,6 +114,65 @@ TEST(StreamedModuleTree, IsTheWholeReadsTreeOnRandomStreams) {
   EXPECT_GT(in_fc, 30u);
   EXPECT_GT(backward, 0u);
   EXPECT_GT(net_calls, 500u);
+}
+
+// A recording with GPU activities (the CUPTI shim): each call's GPU time,
+// joined as the launches and activities come (random_join_records.h),
+// lands where the whole read puts it, in the nodes, the op rows, the calls
+// held until their thread's first stack, and the table's CUDA columns.
+TEST(StreamedModuleTree, PutsGpuTimeWhereTheWholeReadDoes) {
+  // The GPU figures of every node and op row, the nodes walked from the
+  // tops down (their index order is the order first seen).
+  auto gpu_dump = [](const ModuleTree& tree) {
+    std::string out;
+    auto walk = [&](auto&& self, size_t i) -> void {
+      const ModuleNode& n = tree.nodes[i];
+      out += tree.path(i) + " " + std::to_string(n.figures.self_cuda_ns) + " " + std::to_string(n.figures.cuda_ns);
+      for (const ModuleOpRow& row : n.ops)
+        out += " " + row.name + " " + std::to_string(row.figures.self_cuda_ns) + " " +
+               std::to_string(row.figures.cuda_ns);
+      out += "\n";
+      for (size_t child : n.children) self(self, child);
+    };
+    for (size_t top : tree.tops) walk(walk, top);
+    return out;
+  };
+  uint64_t gpu_in_modules = 0, gpu_not_read = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    Recording recording = recording_with_modules(seed, 3000, seed % 2 == 0);
+    std::mt19937 rng(seed);
+    add_random_gpu(recording, rng, 600);
+    ring_order(recording.gpu_correlations, rng);
+    const ModuleTree whole = build_module_tree(recording);
+    ASSERT_TRUE(whole.gpu_recorded);
+    ModuleTableOptions table;
+    table.show_events = true;
+    const std::string expected = dump(whole) + gpu_dump(whole) + format_module_table(whole, table);
+    Recording head = recording;
+    head.events.clear();
+    head.entry_stacks.clear();
+    head.backward_stacks.clear();
+    auto last = [](const std::vector<EntryStack>& pairs) -> std::optional<uint64_t> {
+      if (pairs.empty()) return std::nullopt;
+      return pairs.back().event_index;
+    };
+    for (size_t chunk : {size_t{1}, size_t{9}, size_t{400}, recording.events.size()})
+      for (size_t lag : {size_t{0}, size_t{3}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
+                     std::to_string(lag));
+        const JoinBounds bounds = bounds_of(recording, chunk, lag);
+        StreamedModuleTree streamed(head, compensation_costs(recording, false), last(recording.entry_stacks),
+                                    last(recording.backward_stacks), &bounds);
+        EXPECT_TRUE(streamed.wants(head));
+        feed_with_records(streamed, recording, chunk, lag, /*pair_delay=*/lag + 2);
+        const ModuleTree tree = std::move(streamed).finish();
+        EXPECT_EQ(dump(tree) + gpu_dump(tree) + format_module_table(tree, table), expected);
+      }
+    if (const ModuleNode* n = find(whole, "Net")) gpu_in_modules += n->figures.cuda_ns;
+    if (const ModuleNode* n = find(whole, "[stack not read]")) gpu_not_read += n->figures.self_cuda_ns;
+  }
+  EXPECT_GT(gpu_in_modules, 0u);
+  EXPECT_GT(gpu_not_read, 0u);
 }
 
 // A thread's first calls have no stack; a nested call of its second forest

@@ -299,11 +299,14 @@ void ModuleTreeBuilder::add_held_calls(const HeldCalls& held, bool python_thread
   const size_t node = python_thread ? st.builder.stack_not_read() : st.builder.no_python_frames();
   if (python_thread) tree.ops_without_stack += held.outermost;
   tree.nodes[node].self_ns += held.self_ns;
+  tree.nodes[node].figures.self_cuda_ns += held.self_cuda_ns;
   for (const ModuleOpRow& held_row : held.rows) {
     ModuleOpRow& row = st.op_row(node, held_row.name);
     row.calls += held_row.calls;
     row.self_ns += held_row.self_ns;
     row.total_ns += held_row.total_ns;
+    row.figures.self_cuda_ns += held_row.figures.self_cuda_ns;
+    row.figures.cuda_ns += held_row.figures.cuda_ns;
   }
 }
 

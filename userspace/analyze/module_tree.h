@@ -121,11 +121,12 @@ struct ModuleCallFigures {
 // Calls that a streamed read (streamed_module_tree.h) held back until it
 // knew whether their thread runs Python: outermost calls without an entry
 // stack (not the autograd engine's) and the calls nested in them, summed
-// as add_call sums them into [stack not read] or [no Python frames]. No
-// figures: a streamed read has no memory or GPU columns.
+// as add_call sums them into [stack not read] or [no Python frames]. GPU
+// figures too; no memory figures (a recording with memory is not streamed).
 struct HeldCalls {
   uint64_t outermost = 0;         // the outermost calls
   uint64_t self_ns = 0;           // their compensated durations
+  uint64_t self_cuda_ns = 0;      // their GPU time, with their nested calls'
   std::vector<ModuleOpRow> rows;  // by op name, in the order first held
 };
 

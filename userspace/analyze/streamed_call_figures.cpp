@@ -177,10 +177,16 @@ void StreamedCallFigures::join(ThreadJoin& thread, const Timeline* forest, uint6
 // the end: every one).
 void StreamedCallFigures::complete_joined(bool at_end) {
   const uint64_t floor = activity_floor_.value();
+  // A thread's forests go on in their order (the module tree counts a
+  // thread's module calls in it): behind one that waits, the rest wait.
+  std::unordered_set<uint32_t> waiting_threads;
   size_t kept = 0;
   for (size_t k = 0; k < joined_.size(); k++) {
     Joined& j = joined_[k];
-    if (!at_end && !j.launches.empty() && j.max_correlation >= floor) {
+    const bool has_forest = !j.forest.calls.empty();
+    const bool behind = has_forest && waiting_threads.contains(j.forest.calls.front().tid);
+    if (!at_end && (behind || (!j.launches.empty() && j.max_correlation >= floor))) {
+      if (has_forest) waiting_threads.insert(j.forest.calls.front().tid);
       if (kept != k) joined_[kept] = std::move(j);
       kept++;
       continue;

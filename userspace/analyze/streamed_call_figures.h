@@ -22,8 +22,10 @@
 //    forest's start go to its calls or, between forests, outside every op.
 //  * A joined forest whose calls launched GPU work waits for the GPU
 //    activities of its correlation ids: until no unread GPU_ACTIVITIES
-//    chunk holds one of them (the first read notes each chunk's least id).
-//    An activity's time waits, summed by correlation id, for its launch.
+//    chunk holds one of them (the first read notes each chunk's least id),
+//    and so do its thread's later forests: each thread's forests are
+//    handed on in their order. An activity's time waits, summed by
+//    correlation id, for its launch.
 //
 // A thread that never runs an op (the first read notes the threads with op
 // events) has every moment outside, decided as it comes. A thread's

@@ -12,6 +12,10 @@
 // forest waits until the pairs of its events have all come (or the events
 // are past the file's last pair of each kind: the first read says where).
 //
+// A recording with GPU activities (the CUPTI shim) comes in forests joined
+// with their launches' activities (streamed_call_figures.h): each call's
+// GPU time goes where build_module_tree puts it.
+//
 // One thing the whole read knows before it places a call: whether its
 // thread runs Python at any op entry (an op without a stack is then under
 // [stack not read], else [no Python frames]). A thread's calls without a
@@ -33,6 +37,7 @@
 #include "analyze/entry_stack_pairs.h"
 #include "analyze/module_tree.h"
 #include "analyze/settled_calls.h"
+#include "analyze/streamed_call_figures.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
 
@@ -45,31 +50,39 @@ class StreamedModuleTree : public RecordStream {
   // it must outlive this. costs: the probe costs to compensate by (nullptr:
   // raw times). last_entry_stack, last_backward_stack: the event index of
   // the file's last ENTRY_STACKS and BACKWARD_STACKS pair (nullopt: none).
+  // bounds: the first read's, for the GPU join (nullptr: a recording with
+  // GPU activities is declined).
   StreamedModuleTree(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
-                     std::optional<uint64_t> last_backward_stack);
+                     std::optional<uint64_t> last_backward_stack, const JoinBounds* bounds = nullptr);
 
   // Declines what build_module_tree would not read alike from a stream: a
   // recording without entry stacks, a system-wide one (its modules are per
-  // process) and --profile-memory (module memory needs every call).
+  // process), --profile-memory (module memory needs every module call) and
+  // GPU time without the join's bounds.
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;
   void on_backward_stack(uint64_t event_index, uint32_t stack_id) override;
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override;
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override;
   // The tree, once the read is done: build_module_tree(recording).
   ModuleTree finish() &&;
 
  private:
-  void place(const Timeline& forest);
+  // figures: the forest's, when the recording has GPU time (else nullptr).
+  void place(const Timeline& forest, const CallFigures* figures);
   bool ready(uint64_t event_index) const {
     return entry_pairs_.known_through(event_index) && backward_pairs_.known_through(event_index);
   }
   // One held call into its thread's sums.
-  void hold(uint32_t tid, const OpCall& call, bool outermost, bool folded);
+  void hold(uint32_t tid, const OpCall& call, bool outermost, bool folded, const ModuleCallFigures& figures);
 
   const Recording& head_;
   EntryStackPairs entry_pairs_;
   EntryStackPairs backward_pairs_;
   SettledCalls settled_;
+  const bool gpu_;                              // the recording has GPU time (the CUPTI shim)
+  std::optional<StreamedCallFigures> figures_;  // gpu_: the forests, joined
   ModuleTreeBuilder builder_;
   std::unordered_set<uint32_t> python_threads_;  // threads with an entry stack so far
   struct Held {

@@ -137,8 +137,9 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
 }
 
 // The second read, its events handed to `stream`: the Recording it
-// returned (streamed is false when a recording still being written got
-// GPU activities since, and it was read whole), or an exit status.
+// returned (streamed is false when the stream declined it, or when a
+// recording still being written got records since that stopped the
+// stream, and it was read whole), or an exit status.
 struct SecondRead {
   Recording recording;
   bool streamed = true;
@@ -155,7 +156,9 @@ std::variant<SecondRead, int> read_streamed(const std::string& path, bool strict
     std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
     return 1;
   }
-  return SecondRead{std::move(*recording), true};
+  // A stream that declined the recording (its wants()) left it read whole.
+  const bool streamed = recording->streamed;
+  return SecondRead{std::move(*recording), streamed};
 }
 
 // The stream a read_twice make() returned, as it is or behind a pointer.
@@ -314,13 +317,15 @@ std::variant<StreamedModules, Recording, int> read_for_modules(const std::string
       path, strict,
       [&](const StreamHead& head) {
         return StreamedModuleTree(head.recording, compensation_costs(head.recording, raw_times),
-                                  head.last_entry_stack, head.last_backward_stack);
+                                  head.last_entry_stack, head.last_backward_stack, &head.bounds);
       },
       [](StreamedModuleTree& tree, Recording recording) {
         ModuleTree built = std::move(tree).finish();
         return StreamedModules{std::move(recording), std::move(built)};
       },
-      +[](const Recording& head) { return head.options.with_stack; });
+      // Module memory needs every module call: read whole.
+      +[](const Recording& head) { return head.options.with_stack && !head.options.memory; },
+      StreamScope{.figures = true});
 }
 
 }  // namespace gpuprof::cli

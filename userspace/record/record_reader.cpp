@@ -273,7 +273,10 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     const bool had_mandatory = seen.mandatory();
     std::string problem = apply_chunk(type, bytes, rec, seen);
     if (!problem.empty()) return fail(where + " (" + chunk_type_name(type) + ")" + at + problem);
-    if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) seen.stream = stream;
+    if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) {
+      seen.stream = stream;
+      rec.streamed = true;
+    }
     if (seen.stream_stopped) {
       *whole_needed = true;
       return Error(name + ": " + seen.stream_stopped + ": read the recording whole");

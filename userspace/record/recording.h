@@ -376,6 +376,7 @@ struct Recording {
   uint64_t streamed_events = 0;
   uint64_t streamed_launches = 0;
   uint64_t streamed_gpu_activities = 0;  // taken by the stream (RecordStream::on_gpu_activities)
+  bool streamed = false;                 // a stream took the events (it did not decline the recording)
   std::vector<uint64_t> streamed_entry_stacks;
   RecordOptions options;
   // Input shapes, interned: entry_shapes points ENTRY events (by index in
