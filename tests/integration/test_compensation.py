@@ -3,8 +3,8 @@
 
 - Planted durations: the fake libtorch's planted_parent spins a known time
   of its own and calls planted_child (a known time each) a known number of
-  times; the compensated table must show the planted times, the raw one
-  (--raw-times) visibly more.
+  times; the compensated tables must show the planted times (the median of
+  three recordings), the raw ones (--raw-times) visibly more.
 - Calibration: `gpuprof calibrate` repeated gives the same estimate, and
   record stores one in the file, said under the table.
 - resnet18's heavy ops keep their shares (test_fidelity.py). How close a
@@ -53,9 +53,16 @@ REMOVED_RE = re.compile(r"^gpuprof: ([\d.]+) us of probe time removed per call \
 SPUN_RE = re.compile(r"^planted (\d+) calls \(\d+ spins\): parent self (\d+) ns, children (\d+) ns$", re.M)
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("planted") / "planted.gpuprof"
+# The times are judged on the median of RUNS recordings: one recording can
+# land in a host phase of its own (above), and a compensation that is off
+# (none, or half) is off in every recording alike. 2026-11-28: one of
+# about twenty CI runs had a child's residue at 40.5% in one recording.
+RUNS = 3
+
+
+def record_planted(out):
+    """One planted recording: (record's result, compensated table, raw
+    table, spun us per op)."""
     # SCHED_FIFO: a thread preempted on its way out of a trap (a usual
     # preemption point) would leave the scheduler's time in a probe's
     # window, which no calibration removes; at a real-time priority nothing
@@ -71,7 +78,23 @@ def planted(tmp_path_factory):
     # What the ops' own code really spun (the planted time, and a little
     # more when a spin ran past its deadline): their Self CPU totals, us.
     spun_us = {"aten::planted_parent": int(spun.group(2)) / 1000, "aten::planted_child": int(spun.group(3)) / 1000}
-    return out, rec, parse_table(rec.stdout), parse_table(raw.stdout), spun_us
+    return rec, parse_table(rec.stdout), parse_table(raw.stdout), spun_us
+
+
+@pytest.fixture(scope="module")
+def planted_runs(tmp_path_factory):
+    """RUNS recordings of the planted driver: (file, record's result,
+    compensated table, raw table, spun us per op) each."""
+    runs = []
+    for i in range(RUNS):
+        out = tmp_path_factory.mktemp(f"planted{i}") / "planted.gpuprof"
+        runs.append((out, *record_planted(out)))
+    return runs
+
+
+@pytest.fixture(scope="module")
+def planted(planted_runs):
+    return planted_runs[0]
 
 
 def test_planted_calls_are_all_there(planted):
@@ -81,33 +104,51 @@ def test_planted_calls_are_all_there(planted):
     assert raw.calls() == expected, raw.text
 
 
-def assert_planted_times(compensated, raw, spun_us):
-    """The compensated table shows the planted times, to within what this
-    machine allows (MAX_RESIDUE); the raw one visibly more."""
+def planted_residues(compensated, raw, spun_us):
+    """What one recording's compensation left of the probes' distortion,
+    per op's self time and for the parent's total, as fractions of that
+    distortion (raw - spun); asserts what holds in every recording: the
+    spins' lengths and the probes' time visible in the raw figures."""
     planted_us = {"aten::planted_parent": CALLS * PARENT_SELF_NS / 1000,
                   "aten::planted_child": CALLS * CHILDREN * CHILD_NS / 1000}
     seen = {name: (compensated.rows[name].self_cpu_us, raw.rows[name].self_cpu_us) for name in spun_us}
     summary = "\n".join(f"  {name}: planted {planted_us[name] / 1e3:.2f} ms, spun {spun_us[name] / 1e3:.2f} ms, "
                         f"compensated {c / 1e3:.2f} ms, raw {r / 1e3:.2f} ms" for name, (c, r) in seen.items())
-    print(summary)
+    residues = {}
     for name, want in spun_us.items():
         assert want >= planted_us[name], summary  # a spin never ends early
         got, measured = seen[name]
         # The raw figure holds the probes' time: a child its own two hits'
         # inner parts, the parent its own and four children's outer parts.
         assert measured - want > PLANTED_TOLERANCE * want, summary
-        assert abs(got - want) <= MAX_RESIDUE * (measured - want), summary
+        residues[name] = abs(got - want) / (measured - want)
     # Totals follow: a parent's CPU total is its self time and its
     # children's totals, compensated alike.
     parent_total = compensated.rows["aten::planted_parent"].cpu_total_us
     raw_total = raw.rows["aten::planted_parent"].cpu_total_us
     want_total = sum(spun_us.values())
-    assert abs(parent_total - want_total) <= MAX_RESIDUE * (raw_total - want_total), (parent_total, summary)
+    summary += (f"\n  aten::planted_parent total: spun {want_total / 1e3:.2f} ms, "
+                f"compensated {parent_total / 1e3:.2f} ms, raw {raw_total / 1e3:.2f} ms")
+    residues["aten::planted_parent total"] = abs(parent_total - want_total) / (raw_total - want_total)
+    print(summary)
+    return residues, summary
 
 
-def test_compensated_times_are_the_planted_times(planted):
-    _, rec, compensated, raw, spun_us = planted
-    assert_planted_times(compensated, raw, spun_us)
+def assert_planted_times(runs):
+    """The compensated tables show the planted times, to within what this
+    machine allows: the median residue of each figure over the runs
+    ((compensated table, raw table, spun us) each) is at most MAX_RESIDUE;
+    the raw ones show visibly more."""
+    judged = [planted_residues(*run) for run in runs]
+    summary = "\n".join(f"run {i + 1}:\n{text}" for i, (_, text) in enumerate(judged))
+    for figure in judged[0][0]:
+        residues = [r[figure] for r, _ in judged]
+        assert statistics.median(residues) <= MAX_RESIDUE, (
+            f"{figure}: residues {', '.join(f'{r:.0%}' for r in residues)}\n{summary}")
+
+
+def test_compensated_times_are_the_planted_times(planted_runs):
+    assert_planted_times([(compensated, raw, spun_us) for _, _, compensated, raw, spun_us in planted_runs])
 
 
 def test_the_table_says_what_was_removed(planted):
@@ -139,9 +180,9 @@ def test_the_table_says_what_was_removed(planted):
 
 
 def test_record_a_compensates_every_process(procs, tmp_path):
-    """record -a calibrates as record -p does: the planted driver, started
-    after gpuprof, shows the planted times in its process's table, and its
-    libtorch file's single-stepped sites (found after the start) are in the
+    """record -a calibrates as record -p does: the planted drivers, started
+    after gpuprof, show the planted times in their processes' tables, and
+    their libtorch file's single-stepped sites (found after the start) are in the
     estimate recorded at the end."""
     out = tmp_path / "all.gpuprof"
     gp = procs.start_gpuprof("record", "-a", "-o", out, name="gpuprof-a")
@@ -151,31 +192,36 @@ def test_record_a_compensates_every_process(procs, tmp_path):
     first = procs.start([FAKE_LIBTORCH / "planted_driver", "100000000", "1000", "0", "0"], "first-driver")
     gp.wait_for_stderr(r"^gpuprof: tracing \S*/fake_libtorch/libtorch_cpu\.so: 14 ops, ", timeout=60, watch=[first])
     first.kill_hard()
-    planted_run = procs.start(["chrt", "-f", "10", FAKE_LIBTORCH / "planted_driver", str(CALLS), str(PARENT_SELF_NS),
-                               str(CHILDREN), str(CHILD_NS)], "planted-driver")
-    assert planted_run.wait(timeout=180) == 0, planted_run.describe()
+    # RUNS planted drivers one after the other, each its own process and
+    # table; their times are judged on the median, as record -p's.
+    planted_procs = []
+    for i in range(RUNS):
+        planted_run = procs.start(["chrt", "-f", "10", FAKE_LIBTORCH / "planted_driver", str(CALLS),
+                                   str(PARENT_SELF_NS), str(CHILDREN), str(CHILD_NS)], f"planted-driver-{i}")
+        assert planted_run.wait(timeout=180) == 0, planted_run.describe()
+        planted_procs.append(planted_run)
     gp.send(signal.SIGINT)
     assert gp.wait(timeout=120) == 0, gp.describe()
-    spun = SPUN_RE.search(planted_run.stdout())
-    assert spun and int(spun.group(1)) == CALLS, planted_run.stdout()
-    spun_us = {"aten::planted_parent": int(spun.group(2)) / 1000, "aten::planted_child": int(spun.group(3)) / 1000}
 
-    pid = str(planted_run.pid)
-    report = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1")
-    raw = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1", "--raw-times")
-    assert report.returncode == 0 and raw.returncode == 0, report.stderr + raw.stderr
-    # --pid: that process's section only (its header, its table, its notes).
-    assert report.stdout.startswith(f"== Process {pid} (planted_driver): "), report.stdout
-    compensated, measured = parse_table(report.stdout), parse_table(raw.stdout)
-    expected = {"aten::planted_parent": CALLS, "aten::planted_child": CALLS * CHILDREN}
-    assert compensated.calls() == expected and measured.calls() == expected, report.stdout
-    assert_planted_times(compensated, measured, spun_us)
+    runs = []
+    for planted_run in planted_procs:
+        spun = SPUN_RE.search(planted_run.stdout())
+        assert spun and int(spun.group(1)) == CALLS, planted_run.stdout()
+        spun_us = {"aten::planted_parent": int(spun.group(2)) / 1000,
+                   "aten::planted_child": int(spun.group(3)) / 1000}
+        pid = str(planted_run.pid)
+        report = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1")
+        raw = run_gpuprof("report", out, "--pid", pid, "--row-limit", "-1", "--raw-times")
+        assert report.returncode == 0 and raw.returncode == 0, report.stderr + raw.stderr
+        # --pid: that process's section only (its header, its table, its notes).
+        assert report.stdout.startswith(f"== Process {pid} (planted_driver): "), report.stdout
+        compensated, measured = parse_table(report.stdout), parse_table(raw.stdout)
+        expected = {"aten::planted_parent": CALLS, "aten::planted_child": CALLS * CHILDREN}
+        assert compensated.calls() == expected and measured.calls() == expected, report.stdout
+        runs.append((compensated, measured, spun_us))
+    assert_planted_times(runs)
     m = REMOVED_RE.search(report.stdout)
     assert m, report.stdout
-    # The fake library's 4 ops with a single-stepped entry: its file was
-    # found after attach's estimate was recorded, so these sites came with
-    # the estimate recorded at the end. Other torch jobs on the machine
-    # (another test, a user's) add their libtorch's (1 for Debian's 1.13).
     assert int(m.group(6)) >= 4, m.group(0)
     assert int(m.group(11)) >= 2, m.group(0)  # rounds through the recording
 

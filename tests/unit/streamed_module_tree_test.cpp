@@ -60,16 +60,9 @@ std::string dump(const ModuleTree& tree) {
 // The streamed tree of `recording`: its events fed `chunk` at a time, the
 // pairs of each kind handed over after `pair_delay` more chunks.
 ModuleTree streamed_tree(const Recording& recording, size_t chunk, size_t pair_delay, bool raw_times) {
-  Recording head = recording;
-  head.events.clear();
-  head.entry_stacks.clear();
-  head.backward_stacks.clear();
-  auto last = [](const std::vector<EntryStack>& pairs) -> std::optional<uint64_t> {
-    if (pairs.empty()) return std::nullopt;
-    return pairs.back().event_index;
-  };
-  StreamedModuleTree streamed(head, compensation_costs(recording, raw_times), last(recording.entry_stacks),
-                              last(recording.backward_stacks));
+  const Recording head = head_of(recording);
+  StreamedModuleTree streamed(head, compensation_costs(recording, raw_times), last_index_of(recording.entry_stacks),
+                              last_index_of(recording.backward_stacks));
   EXPECT_TRUE(streamed.wants(head));
   feed_in_chunks(streamed, recording, chunk, pair_delay);
   return std::move(streamed).finish();
@@ -148,21 +141,14 @@ TEST(StreamedModuleTree, PutsGpuTimeWhereTheWholeReadDoes) {
     ModuleTableOptions table;
     table.show_events = true;
     const std::string expected = dump(whole) + gpu_dump(whole) + format_module_table(whole, table);
-    Recording head = recording;
-    head.events.clear();
-    head.entry_stacks.clear();
-    head.backward_stacks.clear();
-    auto last = [](const std::vector<EntryStack>& pairs) -> std::optional<uint64_t> {
-      if (pairs.empty()) return std::nullopt;
-      return pairs.back().event_index;
-    };
+    const Recording head = head_of(recording);
     for (size_t chunk : {size_t{1}, size_t{9}, size_t{400}, recording.events.size()})
       for (size_t lag : {size_t{0}, size_t{3}}) {
         SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
                      std::to_string(lag));
         const JoinBounds bounds = bounds_of(recording, chunk, lag);
-        StreamedModuleTree streamed(head, compensation_costs(recording, false), last(recording.entry_stacks),
-                                    last(recording.backward_stacks), &bounds);
+        StreamedModuleTree streamed(head, compensation_costs(recording, false), last_index_of(recording.entry_stacks),
+                                    last_index_of(recording.backward_stacks), &bounds);
         EXPECT_TRUE(streamed.wants(head));
         feed_with_records(streamed, recording, chunk, lag, /*pair_delay=*/lag + 2);
         const ModuleTree tree = std::move(streamed).finish();

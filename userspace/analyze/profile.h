@@ -52,6 +52,21 @@ struct OpRow {
   uint64_t self_cuda_ns = 0;
   uint64_t cuda_total_ns = 0;
   bool operator==(const OpRow&) const = default;
+  // Adds another row's counts and sums (calls, times, memory, GPU time) to
+  // this one's; its name and grouping keys stay this row's.
+  OpRow& add_sums(const OpRow& other) {
+    calls += other.calls;
+    cpu_total_ns += other.cpu_total_ns;
+    self_cpu_ns += other.self_cpu_ns;
+    unwound_calls += other.unwound_calls;
+    cpu_mem += other.cpu_mem;
+    self_cpu_mem += other.self_cpu_mem;
+    cuda_mem += other.cuda_mem;
+    self_cuda_mem += other.self_cuda_mem;
+    self_cuda_ns += other.self_cuda_ns;
+    cuda_total_ns += other.cuda_total_ns;
+    return *this;
+  }
 };
 
 // The highest tensor memory level of a recording (record --profile-memory).

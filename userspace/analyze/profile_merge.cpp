@@ -21,16 +21,7 @@ Profile merge_profiles(const std::vector<ProfileUnit>& units) {
       }
       OpRow& into = out.rows[it->second];
       into.has_inputs = into.has_inputs || row.has_inputs;
-      into.calls += row.calls;
-      into.cpu_total_ns += row.cpu_total_ns;
-      into.self_cpu_ns += row.self_cpu_ns;
-      into.unwound_calls += row.unwound_calls;
-      into.cpu_mem += row.cpu_mem;
-      into.self_cpu_mem += row.self_cpu_mem;
-      into.cuda_mem += row.cuda_mem;
-      into.self_cuda_mem += row.self_cuda_mem;
-      into.self_cuda_ns += row.self_cuda_ns;
-      into.cuda_total_ns += row.cuda_total_ns;
+      into.add_sums(row);
     }
     out.self_cpu_total_ns += p.self_cpu_total_ns;
     out.counters += p.counters;

@@ -95,7 +95,7 @@ void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sin
     auto at = std::lower_bound(pending.index.begin(), end(pending.index), child);
     if (at != end(pending.index) && *at == child) forest.only_child[k] = at - pending.index.begin();
   }
-  sink(forest);
+  sink(std::move(forest));
   pending.calls.erase(pending.calls.begin(), end(pending.calls));
   pending.child_count.erase(pending.child_count.begin(), end(pending.child_count));
   pending.only_child.erase(pending.only_child.begin(), end(pending.only_child));

@@ -35,7 +35,9 @@ namespace gpuprof {
 
 class SettledCalls {
  public:
-  using Sink = std::function<void(const Timeline& forest)>;
+  // Each forest handed on is the sink's to keep (a sink that holds it
+  // moves it).
+  using Sink = std::function<void(Timeline&& forest)>;
   // costs: the probe costs to compensate by (nullptr: raw times); kept.
   explicit SettledCalls(const ProbeCosts* costs);
   SettledCalls(const SettledCalls&) = delete;

@@ -110,7 +110,7 @@ void StreamedCallFigures::hand_forests() {
         return ts_ns < correlation_floor_.value() && ts_ns < mem_floor_.value() &&
                (!pairs_known_ || pairs_known_(event_index));
       },
-      [this](const Timeline& forest) { take_forest(forest); });
+      [this](Timeline&& forest) { take_forest(std::move(forest)); });
   complete_joined(/*at_end=*/false);
 }
 
@@ -119,14 +119,14 @@ void StreamedCallFigures::take_forest(Timeline forest) {
   uint64_t start = UINT64_MAX;
   for (const OpCall& call : forest.calls) start = std::min(start, call.start_ns);
   ThreadJoin& thread = threads_[tid];
-  join(thread, thread.held ? &*thread.held : nullptr, start);
+  join(thread, thread.held ? &*thread.held : nullptr, start);  // moves the held forest out
   thread.held = std::move(forest);
 }
 
-void StreamedCallFigures::join(ThreadJoin& thread, const Timeline* forest, uint64_t limit) {
+void StreamedCallFigures::join(ThreadJoin& thread, Timeline* forest, uint64_t limit) {
   Joined joined;
   if (forest) {
-    joined.forest = *forest;
+    joined.forest = std::move(*forest);
     joined.tree = build_call_tree(joined.forest);
   }
   const size_t n = joined.forest.calls.size();
@@ -208,7 +208,7 @@ Timeline StreamedCallFigures::finish(const std::vector<OpInfo>& ops) && {
   ops_ = &ops;
   release_memory(UINT64_MAX);
   memory_.unmatched_frees = sizes_.unmatched_frees();
-  Timeline counters = std::move(settled_).finish([this](const Timeline& forest) { take_forest(forest); });
+  Timeline counters = std::move(settled_).finish([this](Timeline&& forest) { take_forest(std::move(forest)); });
   for (auto& [tid, thread] : threads_) {
     join(thread, thread.held ? &*thread.held : nullptr, UINT64_MAX);
     thread.held.reset();

@@ -145,8 +145,8 @@ class StreamedCallFigures {
   void hand_forests();
   void take_forest(Timeline forest);
   // Joins the thread's moments before `limit` with `forest` (nullptr:
-  // outside every op).
-  void join(ThreadJoin& thread, const Timeline* forest, uint64_t limit);
+  // outside every op), which it moves into the joined forest.
+  void join(ThreadJoin& thread, Timeline* forest, uint64_t limit);
   void release_memory(uint64_t before_ns);
   void place_memory(const gp_mem_event& e);
   void complete_joined(bool at_end);

@@ -67,17 +67,7 @@ Profile StreamedFiguresTable::finish(const Recording& recording) && {
     return profile.rows[it->second];
   };
   for (const auto& [op_id, sums] : by_op_) {
-    OpRow& row = row_named(op_table_name(recording.ops, op_id), false);
-    row.calls += sums.calls;
-    row.cpu_total_ns += sums.cpu_total_ns;
-    row.self_cpu_ns += sums.self_cpu_ns;
-    row.unwound_calls += sums.unwound_calls;
-    row.cpu_mem += sums.cpu_mem;
-    row.self_cpu_mem += sums.self_cpu_mem;
-    row.cuda_mem += sums.cuda_mem;
-    row.self_cuda_mem += sums.self_cuda_mem;
-    row.self_cuda_ns += sums.self_cuda_ns;
-    row.cuda_total_ns += sums.cuda_total_ns;
+    row_named(op_table_name(recording.ops, op_id), false).add_sums(sums);
   }
   profile.self_cpu_total_ns = self_total_ns_;
   if (memory_ && mem.outside_events > 0)
