@@ -201,9 +201,11 @@ def main():
                      lambda seconds: (record_loop_with("--record-shapes", seconds, workdir, f"shapes-{seconds}s"),
                                       None),
                      "{seconds} s record --record-shapes", 4 in parts)
-        # record --profile-memory: the table's memory columns.
+        # record --profile-memory: the table's memory columns, the trace's memory counter.
         memory_modes = {"memory table (streamed)": ([], None),
-                        "memory table (whole)": ([], whole)}
+                        "memory table (whole)": ([], whole),
+                        "memory --chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+                        "memory --chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
         measure_part(lengths, workdir, memory_modes,
                      lambda seconds: (record_loop_with("--profile-memory", seconds, workdir, f"memory-{seconds}s"),
                                       None),

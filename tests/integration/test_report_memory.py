@@ -20,6 +20,7 @@ three threads), with and without --with-stack and CPU samples, and with
 stderr, the same bytes as the whole read, and --pprof and --chrome-trace
 (streamed: no module frames in these stacks) write the same file."""
 import gzip
+import json
 import os
 import re
 import subprocess
@@ -279,7 +280,8 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
     counts every aten::add of the loop, gives it the bytes of the tensors it
     made, and prints the whole read's bytes, peak line included; its peak
     memory does not grow with the recording, while the whole read's does.
-    --folded and --pprof, which count no allocator event, stream too."""
+    --folded and --pprof, which count no allocator event, stream too, and
+    so does the Chrome trace with its memory counter."""
     rss = {}
     for seconds in (1, 4):
         out, loops = record_loop(torch_env, tmp_path, seconds, "--profile-memory")
@@ -300,10 +302,26 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
         assert folded.returncode == 0 and re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
         profile = tmp_path / "profile.pb.gz"
         report_file_as_whole(out, profile, "--pprof", profile, read=lambda p: gzip.decompress(p.read_bytes()))
-        rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE), peak_rss_kib(out, "--folded"))
-    summary = f"(adds, table peak RSS KiB, read whole, --folded): 1 s {rss[1]}, 4 s {rss[4]}"
+        # The Chrome trace's memory counter: the CPU level after every
+        # allocation and release, put in time order as the chunks come
+        # (analyze/time_ordered_mem_events.h). Each add allocates its result
+        # and releases the last one's, as do the two ones() (and their
+        # empty()) before the loop: 2 x (adds + 2) levels.
+        trace_path = tmp_path / "trace.json"
+        trace, _ = report_file_as_whole(out, trace_path, "--chrome-trace", trace_path,
+                                        read=lambda p: json.loads(p.read_bytes()))
+        levels = [e for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "CPU memory"]
+        assert len(levels) == 2 * (loops + 1 + 2), (len(levels), loops)
+        assert all(e["args"]["bytes"] >= 0 for e in levels), levels[:5]
+        rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE), peak_rss_kib(out, "--folded"),
+                        peak_rss_kib(out, "--chrome-trace", trace_path),
+                        peak_rss_kib(out, "--chrome-trace", trace_path, env=READ_WHOLE))
+    summary = (f"(adds, table peak RSS KiB, read whole, --folded, --chrome-trace, read whole): "
+               f"1 s {rss[1]}, 4 s {rss[4]}")
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
     assert rss[4][1] - rss[1][1] < 4096, summary
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary
     assert rss[4][3] - rss[1][3] < 4096, summary
+    assert rss[4][4] - rss[1][4] < 4096, summary
+    assert rss[4][5] - rss[1][5] > 30 * 1024, summary

@@ -19,6 +19,7 @@
 #include "output/streamed_chrome_trace.h"
 #include "probe_events.h"
 #include "random_event_streams.h"
+#include "random_join_records.h"
 #include "recordings.h"
 
 namespace gpuprof {
@@ -200,6 +201,71 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOfASystemWideRecording) {
   EXPECT_GT(launches, 100u);  // or the comparison proves little
 }
 
+// The trace of allocator events and calls streamed: `recording`'s records
+// handed over in a file's order (random_join_records.h), the allocator
+// events' chunks bounded as the first read notes them.
+std::string streamed_trace_with_records(const Recording& recording, const ChromeTraceOptions& options, size_t chunk) {
+  const Recording head = head_of(recording);
+  const JoinBounds bounds = bounds_of(recording, chunk, 0);
+  StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes), options.ops,
+                               bounds.mem_event_ts);
+  EXPECT_TRUE(streamed.wants(head));
+  feed_with_records(streamed, recording, chunk, 0, /*pair_delay=*/1);
+  const StreamedTraceCalls calls = streamed.finish();
+  std::string out;
+  write_chrome_trace(head, options, calls, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+// Memory counters: the level after each allocator event in time order,
+// across threads and chunks that overlap in time (a CPU release sized by
+// an allocation on another thread, releases of blocks never seen
+// allocated, CUDA totals), whole and cut by --time-range, with and
+// without --ops.
+TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
+  size_t counters = 0, cut_counters = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    Recording recording = recording_with_samples(seed, 3000);
+    std::mt19937 rng(seed);
+    if (seed % 2) {
+      recording.options.with_stack = true;
+      add_random_entry_stacks(recording, rng, 2);
+    }
+    add_random_memory(recording, rng, 800);
+    ring_order(recording.mem_events, rng);
+    ChromeTraceOptions cut;
+    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
+    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+    ChromeTraceOptions ops;
+    ops.ops.emplace("my_range|div_");
+    ops.ops_pattern = "my_range|div_";
+    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut, ops}) {
+      const std::string expected = whole_trace(recording, options);
+      (options.range.from_s ? cut_counters : counters) += occurrences(expected, "\"ph\":\"C\"");
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
+                     (options.range.from_s ? " cut" : "") + (options.ops ? " --ops" : ""));
+        EXPECT_EQ(streamed_trace_with_records(recording, options, chunk), expected);
+      }
+    }
+  }
+  // Most events are a level (releases never seen allocated are not);
+  // the cut keeps about a third.
+  EXPECT_GT(counters, 20u * 2 * 600);
+  EXPECT_GT(cut_counters, 20u * 150);
+  EXPECT_LT(cut_counters, 20u * 500);
+}
+
+// Memory levels enough to fill several 64 KiB pieces of their temporary
+// file: read back whole, in order.
+TEST(StreamedChromeTrace, MemoryLevelsSpilledInPiecesReadBackInOrder) {
+  Recording recording = recording_with_samples(5, 3000);
+  std::mt19937 rng(5);
+  add_random_memory(recording, rng, 20'000);  // 24 bytes a level: about 7 pieces
+  ring_order(recording.mem_events, rng);
+  EXPECT_EQ(streamed_trace_with_records(recording, {}, 100), whole_trace(recording, {}));
+}
+
 // Launches enough to fill several 64 KiB pieces of their temporary file:
 // read back whole, in order.
 TEST(StreamedChromeTrace, LaunchesSpilledInPiecesReadBackInOrder) {
@@ -255,7 +321,7 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   with_stack.options.with_stack = true;
   Recording shapes = recording;  // their pairs are held as the calls stream by
   shapes.options.shapes = true;
-  Recording memory = recording;
+  Recording memory = recording;  // its levels are put in time order as they come
   memory.options.memory = true;
   Recording launches = recording;  // put aside as they come; with --ops they need their calls
   launches.streamed_launches = 3;
@@ -270,7 +336,11 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   EXPECT_TRUE(StreamedChromeTrace::streamable(shapes, true));
   EXPECT_TRUE(StreamedChromeTrace::streamable(launches, false));
   EXPECT_FALSE(StreamedChromeTrace::streamable(launches, true));
-  for (const Recording* r : {&memory, &activities}) EXPECT_FALSE(StreamedChromeTrace::streamable(*r, false));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(memory, true));
+  EXPECT_FALSE(StreamedChromeTrace::streamable(activities, false));
+  Recording activities_read = launches;  // a first read counts them, keeping none
+  activities_read.streamed_gpu_activities = 2;
+  EXPECT_FALSE(StreamedChromeTrace::streamable(activities_read, false));
 }
 
 }  // namespace

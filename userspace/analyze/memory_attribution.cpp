@@ -77,17 +77,15 @@ std::vector<CountedMemoryEvent> counted_memory_events(std::span<const gp_mem_eve
 }
 
 std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events) {
-  uint64_t unmatched = 0;
+  std::vector<size_t> order(events.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return events[a].ts_ns < events[b].ts_ns; });
+  AllocationSizes sizes;
+  MemoryLevelFollower follower;
   std::vector<MemoryLevel> levels;
-  int64_t cpu_level = 0;
-  for (const Counted& c : resolve_sizes(events, &unmatched)) {
-    if (c.device) {
-      levels.push_back({c.ts_ns, c.device_index, c.device_total});
-    } else {
-      cpu_level += c.cpu_bytes;
-      levels.push_back({c.ts_ns, -1, cpu_level});
-    }
-  }
+  for (size_t i : order)
+    if (const std::optional<AllocationSizes::Counted> c = sizes.count(events[i])) levels.push_back(follower.after(events[i], *c));
   return levels;
 }
 

@@ -96,4 +96,18 @@ struct MemoryLevel {
 };
 std::vector<MemoryLevel> memory_levels(std::span<const gp_mem_event> events);
 
+// The level after each counted event, as they come in time order (a
+// running CPU level): memory_levels' rule, for a streamed read too.
+class MemoryLevelFollower {
+ public:
+  MemoryLevel after(const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+    if (counted.device) return {e.ts_ns, e.device_index, static_cast<int64_t>(e.total_allocated)};
+    cpu_level_ += counted.cpu_bytes;
+    return {e.ts_ns, -1, cpu_level_};
+  }
+
+ private:
+  int64_t cpu_level_ = 0;
+};
+
 }  // namespace gpuprof

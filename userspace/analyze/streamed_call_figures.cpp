@@ -9,15 +9,6 @@
 
 namespace gpuprof {
 
-UnreadFloor::UnreadFloor(const std::vector<uint64_t>& per_chunk) : suffix_min_(per_chunk) {
-  for (size_t i = suffix_min_.size(); i-- > 1;) suffix_min_[i - 1] = std::min(suffix_min_[i - 1], suffix_min_[i]);
-}
-
-uint64_t UnreadFloor::value() const {
-  if (read_ < suffix_min_.size()) return suffix_min_[read_];
-  return read_ == suffix_min_.size() ? UINT64_MAX : 0;
-}
-
 StreamedCallFigures::StreamedCallFigures(const ProbeCosts* costs, const std::vector<OpInfo>& ops, bool memory,
                                          bool gpu, JoinBounds bounds, Sink sink,
                                          std::function<bool(uint64_t)> pairs_known)
@@ -28,9 +19,9 @@ StreamedCallFigures::StreamedCallFigures(const ProbeCosts* costs, const std::vec
       sink_(std::move(sink)),
       pairs_known_(std::move(pairs_known)),
       settled_(costs),
-      mem_floor_(bounds_.mem_event_ts),
       correlation_floor_(bounds_.gpu_correlation_ts),
-      activity_floor_(bounds_.gpu_activity_correlation) {}
+      activity_floor_(bounds_.gpu_activity_correlation),
+      memory_order_(bounds_.mem_event_ts) {}
 
 void StreamedCallFigures::add_events(std::span<const gp_event> events, uint64_t first) {
   settled_.add(events, first);
@@ -38,9 +29,9 @@ void StreamedCallFigures::add_events(std::span<const gp_event> events, uint64_t 
 }
 
 void StreamedCallFigures::add_mem_events(std::span<const gp_mem_event> events) {
-  for (const gp_mem_event& e : events) memory_pending_.push({e.ts_ns, memory_read_++, e});
-  mem_floor_.chunk_read();
-  release_memory(mem_floor_.value());
+  memory_order_.add(events, [this](const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+    place_memory(e, counted);
+  });
   hand_forests();
 }
 
@@ -62,23 +53,14 @@ void StreamedCallFigures::add_gpu_activities(std::span<const GpuActivity> activi
   complete_joined(/*at_end=*/false);
 }
 
-// Allocator events in time order (file order among equal stamps, as
-// memory_attribution.cpp's stable sort), sizes resolved and peaks followed
-// as attribute_memory does, each then a moment of its thread.
-void StreamedCallFigures::release_memory(uint64_t before_ns) {
-  while (!memory_pending_.empty() && memory_pending_.top().ts_ns < before_ns) {
-    const gp_mem_event e = memory_pending_.top().event;
-    memory_pending_.pop();
-    place_memory(e);
-  }
-}
-
-void StreamedCallFigures::place_memory(const gp_mem_event& e) {
-  const std::optional<AllocationSizes::Counted> counted = sizes_.count(e);
-  if (!counted) return;
-  const MemoryMoment m{.ts_ns = e.ts_ns, .seq = memory_released_++, .cpu_bytes = counted->cpu_bytes,
-                       .cuda_bytes = counted->cuda_bytes};
-  if (counted->device) {
+// An allocator event in time order (TimeOrderedMemEvents), its size
+// resolved: the peaks followed as attribute_memory does, then a moment of
+// its thread.
+void StreamedCallFigures::place_memory(const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+  const MemoryMoment m{.ts_ns = e.ts_ns, .seq = memory_released_++, .cpu_bytes = counted.cpu_bytes,
+                       .cuda_bytes = counted.cuda_bytes};
+  const MemoryLevel level = levels_.after(e, counted);
+  if (counted.device) {
     const auto total = static_cast<int64_t>(e.total_allocated);
     if (!memory_.cuda_peak.seen || total > memory_.cuda_peak.bytes) {
       memory_.cuda_peak = {true, total, e.ts_ns, -1, e.device_index};
@@ -86,9 +68,8 @@ void StreamedCallFigures::place_memory(const gp_mem_event& e) {
       memory_.cuda_peak_op.reset();  // set when it is joined
     }
   } else {
-    cpu_level_ += m.cpu_bytes;
-    if (!memory_.cpu_peak.seen || cpu_level_ > memory_.cpu_peak.bytes) {
-      memory_.cpu_peak = {true, cpu_level_, e.ts_ns, -1, -1};
+    if (!memory_.cpu_peak.seen || level.bytes > memory_.cpu_peak.bytes) {
+      memory_.cpu_peak = {true, level.bytes, e.ts_ns, -1, -1};
       cpu_peak_seq_ = m.seq;
       memory_.cpu_peak_op.reset();
     }
@@ -107,7 +88,7 @@ void StreamedCallFigures::hand_forests() {
   // its last event is read.
   settled_.hand_settled_at(
       [this](uint64_t event_index, uint64_t ts_ns) {
-        return ts_ns < correlation_floor_.value() && ts_ns < mem_floor_.value() &&
+        return ts_ns < correlation_floor_.value() && ts_ns < memory_order_.floor() &&
                (!pairs_known_ || pairs_known_(event_index));
       },
       [this](Timeline&& forest) { take_forest(std::move(forest)); });
@@ -206,8 +187,10 @@ void StreamedCallFigures::complete_joined(bool at_end) {
 
 Timeline StreamedCallFigures::finish(const std::vector<OpInfo>& ops) && {
   ops_ = &ops;
-  release_memory(UINT64_MAX);
-  memory_.unmatched_frees = sizes_.unmatched_frees();
+  memory_order_.finish([this](const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+    place_memory(e, counted);
+  });
+  memory_.unmatched_frees = memory_order_.unmatched_frees();
   Timeline counters = std::move(settled_).finish([this](Timeline&& forest) { take_forest(std::move(forest)); });
   for (auto& [tid, thread] : threads_) {
     join(thread, thread.held ? &*thread.held : nullptr, UINT64_MAX);

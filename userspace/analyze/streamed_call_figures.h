@@ -41,7 +41,6 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <queue>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,6 +52,8 @@
 #include "analyze/memory_attribution.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
+#include "analyze/time_ordered_mem_events.h"
+#include "analyze/unread_floor.h"
 #include "op_tracer_abi.h"
 #include "record/recording.h"
 
@@ -66,21 +67,6 @@ namespace gpuprof {
 struct JoinBounds {
   std::vector<uint64_t> mem_event_ts, gpu_correlation_ts, gpu_activity_correlation;
   std::unordered_set<uint32_t> op_threads;
-};
-
-// The least value the chunks of one kind not read yet hold, as they are read.
-class UnreadFloor {
- public:
-  explicit UnreadFloor(const std::vector<uint64_t>& per_chunk);
-  void chunk_read() { ++read_; }
-  // UINT64_MAX once every chunk the first read saw is read; 0 past them
-  // (a chunk the first read did not see: nothing can be trusted to be
-  // complete before the end).
-  uint64_t value() const;
-
- private:
-  std::vector<uint64_t> suffix_min_;
-  size_t read_ = 0;
 };
 
 class StreamedCallFigures {
@@ -147,8 +133,7 @@ class StreamedCallFigures {
   // Joins the thread's moments before `limit` with `forest` (nullptr:
   // outside every op), which it moves into the joined forest.
   void join(ThreadJoin& thread, Timeline* forest, uint64_t limit);
-  void release_memory(uint64_t before_ns);
-  void place_memory(const gp_mem_event& e);
+  void place_memory(const gp_mem_event& e, const AllocationSizes::Counted& counted);
   void complete_joined(bool at_end);
 
   const std::vector<OpInfo>* ops_;
@@ -158,22 +143,11 @@ class StreamedCallFigures {
   Sink sink_;
   std::function<bool(uint64_t)> pairs_known_;
   SettledCalls settled_;
-  UnreadFloor mem_floor_, correlation_floor_, activity_floor_;
+  UnreadFloor correlation_floor_, activity_floor_;
   std::unordered_map<uint32_t, ThreadJoin> threads_;
-  // Allocator events read, not yet released in time order: (ts, file order).
-  struct Pending {
-    uint64_t ts_ns;
-    uint64_t order;
-    gp_mem_event event;
-    bool operator>(const Pending& other) const {
-      return ts_ns != other.ts_ns ? ts_ns > other.ts_ns : order > other.order;
-    }
-  };
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> memory_pending_;
-  uint64_t memory_read_ = 0;
+  TimeOrderedMemEvents memory_order_;
   uint64_t memory_released_ = 0;
-  AllocationSizes sizes_;
-  int64_t cpu_level_ = 0;
+  MemoryLevelFollower levels_;
   uint64_t cpu_peak_seq_ = UINT64_MAX, cuda_peak_seq_ = UINT64_MAX;
   MemoryTotals memory_;
   std::vector<Joined> joined_;

@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace gpuprof {
 
@@ -37,5 +40,29 @@ class SpillFile {
   bool opened_ = false;  // a temporary file was asked for (made or not)
   std::string pending_;
 };
+
+// Fixed-size records put aside whole (CUDA launches, memory levels) and
+// read back one at a time, in order; a record a piece's end cuts is
+// completed by the next piece.
+template <typename Record>
+void append_records(SpillFile& file, std::span<const Record> records) {
+  static_assert(std::is_trivially_copyable_v<Record>);
+  file.pending().append(reinterpret_cast<const char*>(records.data()), records.size_bytes());
+  file.write_if_due();
+}
+template <typename Record, typename Visit>
+void read_back_records(SpillFile& file, const Visit& visit) {
+  std::string partial;
+  file.read_back([&](std::string_view piece) {
+    partial.append(piece);
+    size_t at = 0;
+    for (; partial.size() - at >= sizeof(Record); at += sizeof(Record)) {
+      Record record;
+      std::memcpy(&record, partial.data() + at, sizeof record);
+      visit(record);
+    }
+    partial.erase(0, at);
+  });
+}
 
 }  // namespace gpuprof

@@ -48,10 +48,13 @@ namespace {
 // What an output streams beyond one process's op events (else the
 // recording is read whole): a record -a recording's (system_wide); one with
 // allocator events or GPU activities (figures), which its stream joins to
-// the calls (streamed_call_figures.h) or drops.
+// the calls (streamed_call_figures.h) or drops; one with allocator events
+// (memory), which its stream takes in time order (time_ordered_mem_events.h).
 struct StreamScope {
   bool system_wide = false;
   bool figures = false;
+  bool memory = false;
+  bool takes_memory() const { return figures || memory; }
 };
 
 // The first of a streamed report's two reads: every chunk but the events,
@@ -66,7 +69,7 @@ class StreamingCheck : public RecordStream {
     // -a recordings (pid 0) only for an output that streams them; memory
     // only for one that joins or drops it.
     accepted = (head.process.pid != 0 || scope_.system_wide) &&
-               (!head.options.memory || scope_.figures);
+               (!head.options.memory || scope_.takes_memory());
     return accepted;
   }
   void on_events(std::span<const gp_event> events, uint64_t) override {
@@ -82,8 +85,9 @@ class StreamingCheck : public RecordStream {
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
   void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
   bool on_mem_events(std::span<const gp_mem_event> events) override {
-    if (scope_.figures) bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
-    return scope_.figures;
+    if (scope_.takes_memory())
+      bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
+    return scope_.takes_memory();
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
     if (scope_.figures)
@@ -301,14 +305,15 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
   return read_twice<StreamedTrace>(
       path, strict,
       [&ops](const StreamHead& head) {
-        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, ops);
+        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, ops,
+                                   head.bounds.mem_event_ts);
       },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
       [&ops](const Recording& head) { return StreamedChromeTrace::streamable(head, ops.has_value()); },
-      StreamScope{.system_wide = true});
+      StreamScope{.system_wide = true, .memory = true});
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,

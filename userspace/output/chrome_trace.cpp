@@ -588,19 +588,25 @@ class TraceWriter {
   }
 
   void write_memory() {
-    if (r_.mem_events.empty()) return;
-    for (const MemoryLevel& level : memory_levels(r_.mem_events)) {
-      if (!in_range(level.ts_ns)) continue;
-      begin_event();
-      const std::string name =
-          level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
-      common("C", "memory", name, part_ ? part_->pid : r_.process.pid, 0, level.ts_ns);
-      out_ += ",\"args\":{\"bytes\":";
-      append_number(out_, level.bytes);
-      out_ += "}}";
-      stats_.counters++;
-      maybe_flush();
+    if (streamed_ && streamed_->memory_levels) {
+      streamed_->memory_levels([this](const MemoryLevel& level) { write_memory_level(level); });
+      return;
     }
+    if (r_.mem_events.empty()) return;
+    for (const MemoryLevel& level : memory_levels(r_.mem_events)) write_memory_level(level);
+  }
+
+  void write_memory_level(const MemoryLevel& level) {
+    if (!in_range(level.ts_ns)) return;
+    begin_event();
+    const std::string name =
+        level.device_index < 0 ? "CPU memory" : "CUDA memory (device " + std::to_string(level.device_index) + ")";
+    common("C", "memory", name, part_ ? part_->pid : r_.process.pid, 0, level.ts_ns);
+    out_ += ",\"args\":{\"bytes\":";
+    append_number(out_, level.bytes);
+    out_ += "}}";
+    stats_.counters++;
+    maybe_flush();
   }
 
   // An "M" event; args_json is its args object's inside.

@@ -48,9 +48,10 @@
 #include <string_view>
 #include <vector>
 
+#include "analyze/memory_attribution.h"
+#include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "base/result.h"
-#include "analyze/module_tree.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -102,6 +103,7 @@ struct TraceCallEntry {
 using TraceCallVisitor = std::function<void(const OpCall& call, const TraceCallEntry& entry)>;
 using ModuleCallVisitor = std::function<void(const ModuleCall& call)>;
 using LaunchVisitor = std::function<void(const CudaLaunch& launch)>;
+using MemoryLevelVisitor = std::function<void(const MemoryLevel& level)>;
 struct StreamedTraceCalls {
   std::function<void(const TraceCallVisitor&)> calls;
   // The module calls (module_tree.h), replayed in the order the trace
@@ -112,6 +114,9 @@ struct StreamedTraceCalls {
   ModuleTree modules;
   // The CUDA launches, replayed in file order (null: none).
   std::function<void(const LaunchVisitor&)> launches;
+  // The memory level after each counted allocator event, in time order
+  // (memory_levels; null: none).
+  std::function<void(const MemoryLevelVisitor&)> memory_levels;
   // --ops: by index in the recording's samples, whether the sample's
   // innermost call matched or is nested in a call that did (nullopt: no
   // --ops; a sample past the end: no).
@@ -120,7 +125,7 @@ struct StreamedTraceCalls {
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no GPU activities, memory, or launches with --ops:
+// streamed trace serves (no GPU activities, or launches with --ops:
 // streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,

@@ -14,11 +14,13 @@ namespace gpuprof {
 // A trace shows raw times (chrome_trace.h): no compensation.
 StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
                                          std::optional<uint64_t> last_entry_shape,
-                                         const std::optional<std::regex>& ops)
+                                         const std::optional<std::regex>& ops,
+                                         const std::vector<uint64_t>& mem_chunk_earliest_ts)
     : settled_(nullptr),
       stacks_(head.options.with_stack, last_entry_stack),
       shapes_(head.options.shapes, last_entry_shape),
       spills_(std::make_shared<Spills>()) {
+  if (head.options.memory) memory_order_.emplace(mem_chunk_earliest_ts);
   if (ops) {
     ops_filter_.emplace(head.ops, *ops);
     for (uint32_t i = 0; i < head.samples.size(); i++)
@@ -38,16 +40,30 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
 }
 
 bool StreamedChromeTrace::streamable(const Recording& head, bool ops) {
-  return !head.options.memory && head.gpu_activities.empty() && !(ops && launches_read(head) > 0);
+  return gpu_activities_read(head) == 0 && !(ops && launches_read(head) > 0);
 }
 
 bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
   if (ops_filter_) return launches.empty();
-  std::string& pending = spills_->launches.pending();
-  pending.append(reinterpret_cast<const char*>(launches.data()), launches.size_bytes());
+  append_records(spills_->launches, launches);
   spills_->launch_count += launches.size();
-  spills_->launches.write_if_due();
   return true;
+}
+
+bool StreamedChromeTrace::on_mem_events(std::span<const gp_mem_event> events) {
+  if (!memory_order_) return false;
+  memory_order_->add(events, [this](const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+    put_memory_level(e, counted);
+  });
+  return true;
+}
+
+// The level after an allocator event, in time order, put aside for the
+// trace's memory counters.
+void StreamedChromeTrace::put_memory_level(const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+  const MemoryLevel level = levels_.after(e, counted);
+  append_records(spills_->memory_levels, std::span<const MemoryLevel>(&level, 1));
+  spills_->memory_level_count++;
 }
 
 void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t first) {
@@ -296,6 +312,13 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);
   if (spills_->launch_count)
     out.launches = [spills = spills_](const LaunchVisitor& visit) { spills->replay_launches(visit); };
+  if (memory_order_) {
+    memory_order_->finish([this](const gp_mem_event& e, const AllocationSizes::Counted& counted) {
+      put_memory_level(e, counted);
+    });
+    if (spills_->memory_level_count)
+      out.memory_levels = [spills = spills_](const MemoryLevelVisitor& visit) { spills->replay_memory_levels(visit); };
+  }
   if (!modules_) return out;
   modules_->end_threads();  // the calls still open end with their threads' last calls
   take_listed_module_calls();
@@ -325,20 +348,12 @@ void StreamedChromeTrace::Spills::replay_modules(const ModuleCallVisitor& visit)
   }
 }
 
-// The launches were put aside as whole records, read back in pieces (a
-// record a piece's end would cut is completed by the next one).
 void StreamedChromeTrace::Spills::replay_launches(const LaunchVisitor& visit) {
-  std::string partial;
-  launches.read_back([&](std::string_view piece) {
-    partial.append(piece);
-    size_t at = 0;
-    for (; partial.size() - at >= sizeof(CudaLaunch); at += sizeof(CudaLaunch)) {
-      CudaLaunch launch;
-      std::memcpy(&launch, partial.data() + at, sizeof launch);
-      visit(launch);
-    }
-    partial.erase(0, at);
-  });
+  read_back_records<CudaLaunch>(launches, visit);
+}
+
+void StreamedChromeTrace::Spills::replay_memory_levels(const MemoryLevelVisitor& visit) {
+  read_back_records<MemoryLevel>(memory_levels, visit);
 }
 
 }  // namespace gpuprof

@@ -24,11 +24,12 @@
 // ancestor of its calls: ops_filter.h), no module call (the whole trace
 // writes none then), and each CPU sample is marked by whether its thread's
 // innermost call at its moment was kept. The caller reads whole what it
-// does not serve (streamable() says): GPU activities and memory events (a
-// streaming read stops at, or declines, them), and CUDA launches with
-// --ops (each needs its call). Without --ops, the launches go to a
-// temporary file of their own as they come and are replayed in file
-// order. A record -a recording streams like any other:
+// does not serve (streamable() says): GPU activities (a streaming read
+// stops at them), and CUDA launches with --ops (each needs its call).
+// Without --ops, the launches go to a temporary file of their own as they
+// come and are replayed in file order. Allocator events are put in time
+// order as they come (TimeOrderedMemEvents), and the memory level after
+// each goes to a temporary file too, replayed as the memory counter. A record -a recording streams like any other:
 // each thread's trace process is the head's (THREAD_PROCESSES).
 #pragma once
 
@@ -47,6 +48,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
+#include "analyze/time_ordered_mem_events.h"
 #include "base/spill_file.h"
 #include "output/chrome_trace.h"
 #include "output/ops_filter.h"
@@ -61,8 +63,11 @@ class StreamedChromeTrace : public RecordStream {
   // index of the file's last ENTRY_STACKS and ENTRY_SHAPES pair (nullopt:
   // none).
   // ops: --ops PATTERN (nullopt: every call).
+  // mem_chunk_earliest_ts: the earliest event of each MEM_EVENTS chunk
+  // (JoinBounds::mem_event_ts), for a recording with allocator events.
   StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
-                      std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops);
+                      std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops,
+                      const std::vector<uint64_t>& mem_chunk_earliest_ts = {});
 
   // Whether a recording read without its events (the first read: launches
   // counted, not kept) can be written this way; ops: with --ops (whose
@@ -75,6 +80,9 @@ class StreamedChromeTrace : public RecordStream {
   // Put aside in file order, as the trace writes them (without --ops: with
   // it, false, and the recording is read whole).
   bool on_launches(std::span<const CudaLaunch> launches) override;
+  // Put in time order (TimeOrderedMemEvents), each event's memory level
+  // put aside for the trace's memory counters.
+  bool on_mem_events(std::span<const gp_mem_event> events) override;
   // Once the read is done: the calls, for write_chrome_trace. The replay
   // owns the temporary files (closed, so removed, with its last copy).
   StreamedTraceCalls finish();
@@ -99,13 +107,17 @@ class StreamedChromeTrace : public RecordStream {
     std::vector<uint32_t> module_order;  // the threads with module calls, by their first call's start
     SpillFile launches;                  // the CUDA launches, whole records in file order
     uint64_t launch_count = 0;
+    SpillFile memory_levels;  // MemoryLevel records in time order
+    uint64_t memory_level_count = 0;
     Spills() = default;
     Spills(const Spills&) = delete;
     Spills& operator=(const Spills&) = delete;
     void replay(const TraceCallVisitor& visit);
     void replay_modules(const ModuleCallVisitor& visit);
     void replay_launches(const LaunchVisitor& visit);
+    void replay_memory_levels(const MemoryLevelVisitor& visit);
   };
+  void put_memory_level(const gp_mem_event& e, const AllocationSizes::Counted& counted);
   void spill(const Timeline& forest);
   // A forest's calls into the module tree; a thread's module calls that
   // nothing open can precede any more into its spill (at_end: all).
@@ -145,6 +157,10 @@ class StreamedChromeTrace : public RecordStream {
   };
   std::unordered_map<uint32_t, WaitingModuleCalls> module_calls_waiting_;
   std::unordered_map<uint32_t, uint64_t> first_start_;
+  // A recording with allocator events: them in time order, and the level
+  // after each.
+  std::optional<TimeOrderedMemEvents> memory_order_;
+  MemoryLevelFollower levels_;
 };
 
 }  // namespace gpuprof
