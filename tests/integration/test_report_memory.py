@@ -275,16 +275,17 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
 
 
 def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path):
-    """record --profile-memory: the streamed table (each call's tensor bytes
+    """record --profile-memory --with-stack: the streamed table (each call's tensor bytes
     joined from the allocator events as they come, analyze/streamed_call_figures.h)
     counts every aten::add of the loop, gives it the bytes of the tensors it
     made, and prints the whole read's bytes, peak line included; its peak
     memory does not grow with the recording, while the whole read's does.
     --folded and --pprof, which count no allocator event, stream too, and
-    so does the Chrome trace with its memory counter."""
+    so do the table grouped by stack and the Chrome trace with its memory
+    counter."""
     rss = {}
     for seconds in (1, 4):
-        out, loops = record_loop(torch_env, tmp_path, seconds, "--profile-memory")
+        out, loops = record_loop(torch_env, tmp_path, seconds, "--profile-memory", "--with-stack")
         table = report_as_whole(out, "--row-limit", "-1", "--sort-by", "self_cpu_memory_usage")
         assert table.returncode == 0, table.stderr
         lines = table.stdout.splitlines()
@@ -297,9 +298,18 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
         # "b" under 1 KiB; "Kb"/"Mb" above it, two decimals).
         assert add[titles.index("Self CPU Mem")] != "0 b", table.stdout
         assert "CPU tensor memory peak" in table.stdout, table.stdout
+        # Grouped by stack, each forest waits for its entry stacks too: every
+        # add under the loop's own line.
+        grouped = report_as_whole(out, "--row-limit", "-1", "--group-by-stack-n", "1")
+        assert grouped.returncode == 0, grouped.stderr
+        assert re.search(rf"^\s*aten::add\s.*\s{loops + 1}\s+small_op_loop\.py\(\d+\): main\s*$", grouped.stdout,
+                         re.M), grouped.stdout
         # --folded and --pprof use no allocator event: they stream and drop them.
         folded = report_as_whole(out, "--folded")
-        assert folded.returncode == 0 and re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
+        assert folded.returncode == 0, folded.stderr
+        # --with-stack: the adds under the loop's Python frames.
+        assert re.search(r"^small_op_loop.py\(1\):_<module>;small_op_loop.py\(\d+\):_main;aten::add \d+$",
+                         folded.stdout, re.M), folded.stdout
         profile = tmp_path / "profile.pb.gz"
         report_file_as_whole(out, profile, "--pprof", profile, read=lambda p: gzip.decompress(p.read_bytes()))
         # The Chrome trace's memory counter: the CPU level after every
@@ -315,8 +325,9 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
         assert all(e["args"]["bytes"] >= 0 for e in levels), levels[:5]
         rss[seconds] = (loops, peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE), peak_rss_kib(out, "--folded"),
                         peak_rss_kib(out, "--chrome-trace", trace_path),
-                        peak_rss_kib(out, "--chrome-trace", trace_path, env=READ_WHOLE))
-    summary = (f"(adds, table peak RSS KiB, read whole, --folded, --chrome-trace, read whole): "
+                        peak_rss_kib(out, "--chrome-trace", trace_path, env=READ_WHOLE),
+                        peak_rss_kib(out, "--group-by-stack-n", "1"))
+    summary = (f"(adds, table peak RSS KiB, read whole, --folded, --chrome-trace, read whole, --group-by-stack-n): "
                f"1 s {rss[1]}, 4 s {rss[4]}")
     print(summary)
     assert rss[4][0] > 2 * rss[1][0], summary
@@ -325,3 +336,4 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
     assert rss[4][3] - rss[1][3] < 4096, summary
     assert rss[4][4] - rss[1][4] < 4096, summary
     assert rss[4][5] - rss[1][5] > 30 * 1024, summary
+    assert rss[4][6] - rss[1][6] < 4096, summary

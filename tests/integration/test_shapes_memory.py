@@ -116,7 +116,9 @@ def test_nothing_lost_and_layout_calibrated(shapes_run):
 
 
 def test_same_shapes_and_counts_per_group(shapes_run):
-    report = run_gpuprof("report", shapes_run.record_file, "--group-by-input-shape", "--row-limit", "-1")
+    # Streamed (a forest waits for its shape pairs, its memory joined as it
+    # comes): the whole read's bytes.
+    report = report_as_whole(shapes_run.record_file, "--group-by-input-shape", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     headers, rows = parse_any_table(report.stdout)
     assert headers[-1] == "Input Shapes", headers
@@ -237,7 +239,7 @@ def test_launch_mode_shapes_and_memory_from_the_first_op(tmp_path, torch_env):
     result = run_gpuprof("record", "-q", "--record-shapes", "--profile-memory", "-o", out,
                          "--", *torch_env.python, "-c", code, timeout=180)
     assert result.returncode == 0, result.stderr
-    report = run_gpuprof("report", out, "--group-by-input-shape", "--row-limit", "-1")
+    report = report_as_whole(out, "--group-by-input-shape", "--row-limit", "-1")
     assert report.returncode == 0, report.stderr
     _, rows = parse_any_table(report.stdout)
     groups = {(r["Name"], r["Input Shapes"]): r for r in rows}

@@ -176,12 +176,12 @@ inline JoinBounds bounds_of(const Recording& recording, size_t chunk, size_t act
 }
 
 // Hands the recording's events and records to a stream in in_file_order,
-// each events chunk's ENTRY_STACKS and BACKWARD_STACKS pairs after
-// `pair_delay` more events chunks (the rest at the end).
+// each events chunk's ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs
+// after `pair_delay` more events chunks (the rest at the end).
 template <class Stream>
 void feed_with_records(Stream& streamed, const Recording& recording, size_t chunk, size_t activity_lag,
                        size_t pair_delay = 0) {
-  size_t pairs = 0, backward_pairs = 0;
+  size_t pairs = 0, backward_pairs = 0, shape_pairs = 0;
   std::vector<uint64_t> chunk_ends;
   auto give_pairs = [&](uint64_t before) {
     for (; pairs < recording.entry_stacks.size() && recording.entry_stacks[pairs].event_index < before; pairs++)
@@ -189,6 +189,9 @@ void feed_with_records(Stream& streamed, const Recording& recording, size_t chun
     const std::vector<EntryStack>& backward = recording.backward_stacks;
     for (; backward_pairs < backward.size() && backward[backward_pairs].event_index < before; backward_pairs++)
       streamed.on_backward_stack(backward[backward_pairs].event_index, backward[backward_pairs].stack_id);
+    const std::vector<EntryShapes>& shapes = recording.entry_shapes;
+    for (; shape_pairs < shapes.size() && shapes[shape_pairs].event_index < before; shape_pairs++)
+      streamed.on_entry_shape(shapes[shape_pairs].event_index, shapes[shape_pairs].shape_id);
   };
   in_file_order(recording, chunk, activity_lag, [&](Kind kind, size_t first, size_t n) {
     switch (kind) {

@@ -30,14 +30,19 @@ namespace {
 
 using namespace ::gpuprof::test;
 
-Profile streamed_profile(const Recording& recording, size_t chunk, size_t activity_lag, bool raw_times) {
+Profile streamed_profile(const Recording& recording, size_t chunk, size_t activity_lag, bool raw_times,
+                         const TableGrouping& grouping = {}) {
+  TableGrouping with_ends = grouping;
+  with_ends.last_entry_shape = last_index_of(recording.entry_shapes);
+  with_ends.last_entry_stack = last_index_of(recording.entry_stacks);
   StreamedFiguresTable streamed(compensation_costs(recording, raw_times), raw_times, recording,
-                                bounds_of(recording, chunk, activity_lag));
+                                bounds_of(recording, chunk, activity_lag), with_ends);
   // The read's own Recording, whose op table wants() sees, is moved out
   // when the read returns: finish() must not need it.
   Recording being_read = head_of(recording);
   EXPECT_TRUE(streamed.wants(being_read));
-  feed_with_records(streamed, recording, chunk, activity_lag);
+  // The pairs come after their events' chunks, a few chunks later.
+  feed_with_records(streamed, recording, chunk, activity_lag, /*pair_delay=*/activity_lag + 1);
   Recording returned = std::move(being_read);
   return std::move(streamed).finish(recording);
 }
@@ -87,6 +92,53 @@ TEST(StreamedFiguresTable, EqualsTheWholeAggregateWithMemoryAndGpuColumns) {
   EXPECT_GT(op_cpu_mem, 50u);
   EXPECT_GT(outside, 1000u);
   EXPECT_GT(peaks_in_ops, 5u);
+}
+
+// Grouped by input shape, by stack and by both (report
+// --group-by-input-shape, --group-by-stack-n): each forest also waits for
+// its events' ENTRY_SHAPES and ENTRY_STACKS pairs, handed over chunks
+// after them; the [memory] and GPU rows get "[]" for shapes and no stack.
+TEST(StreamedFiguresTable, GroupedByInputShapeOrStackEqualsTheWholeAggregate) {
+  size_t shaped_rows = 0, stacked_rows = 0, shaped_memory = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    std::mt19937 rng(seed);
+    Recording recording = random_recording(seed, 3000);
+    recording.probe_costs = costs_of_the_streams();
+    recording.options.with_stack = true;
+    recording.sample_frames = {"train.py(9): <module>", "train.py(5): step", "model.py(3): forward",
+                               "optim.py(7): step"};
+    recording.sample_stacks = {{0, 1, 2}, {0, 1, 3}, {0}};
+    add_random_entry_shapes(recording, rng);
+    add_random_entry_stacks(recording, rng, 3);
+    add_random_memory(recording, rng, 1000);
+    if (seed % 2) add_random_gpu(recording, rng, 400);
+    ring_order(recording.mem_events, rng);
+    ring_order(recording.gpu_correlations, rng);
+    for (const TableGrouping& grouping : {TableGrouping{.by_input_shape = true}, TableGrouping{.by_stack_n = 1},
+                                          TableGrouping{.by_input_shape = true, .by_stack_n = 2}}) {
+      const Profile whole = aggregate(recording, AggregateOptions{.group_by_input_shape = grouping.by_input_shape,
+                                                                  .group_by_stack_n = grouping.by_stack_n});
+      for (size_t chunk : {size_t{1}, size_t{9}, size_t{400}})
+        for (size_t lag : {size_t{0}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
+                       std::to_string(lag) + " shapes " + std::to_string(grouping.by_input_shape) + " stack " +
+                       std::to_string(grouping.by_stack_n));
+          const Profile streamed = streamed_profile(recording, chunk, lag, false, grouping);
+          expect_same_profile(streamed, whole);
+          EXPECT_EQ(streamed.group_by_stack_n, whole.group_by_stack_n);
+          expect_same_peak(streamed.cpu_memory_peak, whole.cpu_memory_peak);
+        }
+      for (const OpRow& row : whole.rows) {
+        shaped_rows += row.input_shapes == "[[8, 3], [3]]";
+        stacked_rows += row.stack == std::vector<std::string>{"optim.py(7): step"};
+        shaped_memory += row.input_shapes == "[[8, 3], [3]]" && row.self_cpu_mem != 0;
+      }
+    }
+  }
+  // Or the comparison proves little.
+  EXPECT_GT(shaped_rows, 20u);
+  EXPECT_GT(stacked_rows, 20u);
+  EXPECT_GT(shaped_memory, 10u);
 }
 
 // An activity of a launch made inside a call whose same-name parent folds

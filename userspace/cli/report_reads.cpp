@@ -223,12 +223,14 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         // As the table tells one from the other (run_report).
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
+        const TableGrouping table_grouping{.by_input_shape = grouping.by_input_shape,
+                                           .by_stack_n = grouping.by_stack_n,
+                                           .last_entry_shape = head.last_entry_shape,
+                                           .last_entry_stack = head.last_entry_stack};
         if (StreamedFiguresTable::serves(head.recording))
-          return std::make_unique<StreamedFiguresTable>(costs, raw_times, head.recording, head.bounds);
-        return std::make_unique<StreamedAggregate>(
-            costs, raw_times,
-            TableGrouping{.by_input_shape = grouping.by_input_shape, .by_stack_n = grouping.by_stack_n,
-                          .last_entry_shape = head.last_entry_shape, .last_entry_stack = head.last_entry_stack});
+          return std::make_unique<StreamedFiguresTable>(costs, raw_times, head.recording, head.bounds,
+                                                        table_grouping);
+        return std::make_unique<StreamedAggregate>(costs, raw_times, table_grouping);
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
         StreamedTable table;
@@ -243,12 +245,11 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
       },
       // The note on stacks cut counts the chosen processes' calls; a
       // system-wide table grouped by shape or stack is made whole, and so
-      // are a grouped table with memory or GPU columns and a system-wide
-      // one with them.
+      // is a system-wide one with memory or GPU columns.
       [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const Recording& head) {
         const bool figures = head.options.memory || head.cupti_shim.has_value() || gpu_activities_read(head) > 0;
         return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head)) &&
-               !(figures && (grouped || is_system_wide(head)));
+               !(figures && is_system_wide(head));
       },
       StreamScope{.system_wide = true, .figures = true});
 }
