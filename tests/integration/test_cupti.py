@@ -92,8 +92,10 @@ EXPECTED_CUDA_COLUMNS = {
 
 def kernel_table(out, *args):
     """`report --kernels` (with args): its rows (op, kernel, calls, GPU total,
-    GPU avg) in printed order, the lines under the table, the whole text."""
-    report = run_gpuprof("report", str(out), "--kernels", *args)
+    GPU avg) in printed order, the lines under the table, the whole text.
+    Streamed (each activity charged to its launch's op as the records come,
+    streamed_kernel_table.h): the whole read's bytes."""
+    report = report_as_whole(str(out), "--kernels", *args)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
     rules = [i for i, line in enumerate(lines) if line.startswith("---")]
@@ -714,7 +716,7 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     row counts the stand-in's activities exactly, the table is the whole
     read's byte for byte, and report's peak memory stays flat from 5,000 to
     20,000 steps while the whole read's grows; so do --folded --metric
-    self_cuda_time and --pprof."""
+    self_cuda_time, --pprof and --kernels."""
     rss = {}
     for steps in (5000, 20000):
         out = tmp_path / f"steps-{steps}.gpuprof"
@@ -728,16 +730,23 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
         assert rows["aten::cuda_linear"][0] == f"{6.5 * steps / 1000:.3f}ms", text  # its own: reduce + memcpy
         folded = report_as_whole(str(out), "--folded", "--metric", "self_cuda_time")
         assert f"aten::cuda_linear {int(6.5 * steps)}" in folded.stdout.splitlines(), folded.stdout
+        # --kernels: the reduce kernel under its op, once a step (kernel_table
+        # compares it with the whole read).
+        kernels, _, kernels_text = kernel_table(out)
+        assert [row[2] for row in kernels if row[:2] == ("aten::cuda_linear", REDUCE)] == [steps], kernels_text
         profile = tmp_path / "steps.pb.gz"
         rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE),
-                      peak_rss_kib(out, "--folded", "--metric", "self_cuda_time"), peak_rss_kib(out, "--pprof", profile))
-    summary = (f"report peak RSS KiB (table, read whole, --folded --metric self_cuda_time, --pprof): "
-               f"5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
+                      peak_rss_kib(out, "--folded", "--metric", "self_cuda_time"), peak_rss_kib(out, "--pprof", profile),
+                      peak_rss_kib(out, "--kernels"), peak_rss_kib(out, "--kernels", env=READ_WHOLE))
+    summary = (f"report peak RSS KiB (table, read whole, --folded --metric self_cuda_time, --pprof, --kernels, "
+               f"--kernels read whole): 5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
     print(summary)
     assert rss[20000][0] - rss[5000][0] < 4096, summary
     assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
     assert rss[20000][2] - rss[5000][2] < 4096, summary
     assert rss[20000][3] - rss[5000][3] < 4096, summary
+    assert rss[20000][4] - rss[5000][4] < 4096, summary
+    assert rss[20000][5] - rss[5000][5] > 15 * 1024, summary
 
 
 def test_streamed_module_table_has_the_gpu_time_of_the_ops(tmp_path):

@@ -175,6 +175,7 @@ void StreamedCallFigures::complete_joined(bool at_end) {
     const size_t n = j.forest.calls.size();
     if (gpu_recorded_) j.own.gpu_ns.assign(n, 0);
     for (const auto& [id, call] : j.launches) {
+      if (launch_sink_) launch_sink_(id, call >= 0 ? std::optional<uint32_t>(j.forest.calls[call].op_id) : std::nullopt);
       auto it = activity_ns_.find(id);
       if (it == activity_ns_.end()) continue;
       if (call >= 0 && gpu_recorded_) j.own.gpu_ns[call] += it->second;

@@ -82,6 +82,13 @@ class StreamedCallFigures {
   StreamedCallFigures(const StreamedCallFigures&) = delete;
   StreamedCallFigures& operator=(const StreamedCallFigures&) = delete;
 
+  // Each GPU launch, once every activity of its correlation id has been
+  // read: its id and the op of the innermost call running at it on its
+  // thread (nullopt: outside every op), as calls_of_gpu_activities joins
+  // them (report --kernels: streamed_kernel_table.h). Set before the events.
+  using LaunchSink = std::function<void(uint64_t correlation_id, std::optional<uint32_t> op_id)>;
+  void on_launch_joined(LaunchSink sink) { launch_sink_ = std::move(sink); }
+
   void add_events(std::span<const gp_event> events, uint64_t first);
   void add_mem_events(std::span<const gp_mem_event> events);
   void add_gpu_correlations(std::span<const GpuCorrelation> correlations);
@@ -141,6 +148,7 @@ class StreamedCallFigures {
   const bool gpu_recorded_;
   const JoinBounds bounds_;
   Sink sink_;
+  LaunchSink launch_sink_;
   std::function<bool(uint64_t)> pairs_known_;
   SettledCalls settled_;
   UnreadFloor correlation_floor_, activity_floor_;

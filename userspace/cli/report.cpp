@@ -468,8 +468,14 @@ int run_report(const ReportOptions& given) {
   // And --modules (streamed_module_tree.h).
   const bool streamed_module_table = !whole_only && options.modules;
   std::optional<ModuleTree> streamed_modules;
+  // And --kernels (streamed_kernel_table.h).
+  const bool streamed_kernel_table = !whole_only && options.kernels;
+  std::optional<GpuKernelSummary> streamed_kernels;
   std::optional<int> failed;
-  if (streamed_module_table)
+  if (streamed_kernel_table)
+    failed = take_read(read_for_kernels(options.input_path, options.strict), &StreamedKernels::summary, recording,
+                       streamed_kernels);
+  else if (streamed_module_table)
     failed = take_read(read_for_modules(options.input_path, options.strict, options.raw_times),
                        &StreamedModules::tree, recording, streamed_modules);
   else if (streamed_pprof)
@@ -578,7 +584,9 @@ int run_report(const ReportOptions& given) {
   if (options.launches || options.kernels) {
     const std::string text =
         options.launches ? format_launch_table(summarize_launches(*recording), options.row_limit)
-                         : format_gpu_kernel_table(summarize_gpu_kernels(*recording), options.row_limit);
+                         : format_gpu_kernel_table(streamed_kernels ? std::move(*streamed_kernels)
+                                                                    : summarize_gpu_kernels(*recording),
+                                                   options.row_limit);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }

@@ -19,6 +19,7 @@
 #include "analyze/streamed_stack_sums.h"
 #include "output/pprof.h"
 #include "output/streamed_chrome_trace.h"
+#include "output/streamed_kernel_table.h"
 #include "record/record_file.h"
 
 namespace gpuprof::cli {
@@ -332,6 +333,16 @@ std::variant<StreamedModules, Recording, int> read_for_modules(const std::string
       // Module memory needs every module call: read whole.
       +[](const Recording& head) { return head.options.with_stack && !head.options.memory; },
       StreamScope{.figures = true});
+}
+
+std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict) {
+  return read_twice<StreamedKernels>(
+      path, strict, [](const StreamHead& head) { return StreamedKernelTable(head.bounds); },
+      [](StreamedKernelTable& kernels, Recording recording) {
+        GpuKernelSummary summary = std::move(kernels).finish(recording);
+        return StreamedKernels{std::move(recording), std::move(summary)};
+      },
+      {}, StreamScope{.figures = true});
 }
 
 }  // namespace gpuprof::cli

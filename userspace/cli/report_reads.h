@@ -22,6 +22,7 @@
 #include "analyze/stack_sums.h"
 #include "analyze/streamed_aggregate.h"
 #include "output/chrome_trace.h"
+#include "output/gpu_kernel_table.h"
 #include "cli/trace_export.h"
 #include "output/folded_stacks.h"
 #include "record/record_stream.h"
@@ -99,6 +100,14 @@ struct StreamedModules {
 };
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
                                                                bool raw_times);
+
+// --kernels: each GPU activity charged to the op of its launch as the
+// records come (streamed_kernel_table.h); a record -a recording reads whole.
+struct StreamedKernels {
+  Recording recording;  // without its events
+  GpuKernelSummary summary;
+};
+std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict);
 
 // A read_for_X's outcome: its Recording into `recording` and its output
 // into `out`, or the Recording read whole; the exit status of a read that

@@ -15,35 +15,42 @@
 namespace gpuprof {
 
 GpuKernelSummary summarize_gpu_kernels(const Recording& recording) {
-  GpuKernelSummary out;
-  out.shim = recording.cupti_shim;
   const Timeline timeline = build_timeline(recording.events);
   const std::vector<int64_t> calls = calls_of_gpu_activities(recording, timeline, build_call_tree(timeline));
-  std::map<std::pair<std::string, uint32_t>, GpuKernelRow> rows;  // (op, name id)
+  GpuKernelSums sums;
   for (size_t i = 0; i < recording.gpu_activities.size(); ++i) {
     const GpuActivity& a = recording.gpu_activities[i];
-    std::string op;
-    if (calls[i] == kLaunchNotSeenCall) {
-      op = kLaunchNotSeen;
-      out.launch_not_seen++;
-    } else if (calls[i] == kLaunchedOutsideOps) {
-      op = kNoOpName;
-      out.outside_ops++;
-    } else {
-      op = op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
-    }
-    GpuKernelRow& row = rows[{op, a.name_id}];
-    if (row.calls == 0) {
-      row.op = op;
-      row.kernel = a.name_id < recording.launch_names.size() ? recording.launch_names[a.name_id]
-                                                             : "[kernel " + std::to_string(a.name_id) + "]";
-    }
-    row.calls++;
-    row.total_ns += gpu_activity_ns(a);
-    out.activities++;
-    out.total_ns += gpu_activity_ns(a);
+    const std::string op = calls[i] == kLaunchNotSeenCall   ? std::string(kLaunchNotSeen)
+                           : calls[i] == kLaunchedOutsideOps ? std::string(kNoOpName)
+                                                             : op_display_name(recording.ops, timeline.calls[calls[i]].op_id);
+    sums.add(op, a.name_id, 1, gpu_activity_ns(a));
   }
-  for (auto& [key, row] : rows) out.rows.push_back(std::move(row));
+  return std::move(sums).summary(recording);
+}
+
+void GpuKernelSums::add(const std::string& op, uint32_t name_id, uint64_t calls, uint64_t ns) {
+  Sums& sums = rows_[{op, name_id}];
+  sums.calls += calls;
+  sums.ns += ns;
+  if (op == kLaunchNotSeen) launch_not_seen_ += calls;
+  if (op == kNoOpName) outside_ops_ += calls;
+}
+
+GpuKernelSummary GpuKernelSums::summary(const Recording& recording) && {
+  GpuKernelSummary out;
+  out.shim = recording.cupti_shim;
+  out.launch_not_seen = launch_not_seen_;
+  out.outside_ops = outside_ops_;
+  for (const auto& [key, sums] : rows_) {
+    const auto& [op, name_id] = key;
+    out.rows.push_back({.op = op,
+                        .kernel = name_id < recording.launch_names.size() ? recording.launch_names[name_id]
+                                                                          : "[kernel " + std::to_string(name_id) + "]",
+                        .calls = sums.calls,
+                        .total_ns = sums.ns});
+    out.activities += sums.calls;
+    out.total_ns += sums.ns;
+  }
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const GpuKernelRow& a, const GpuKernelRow& b) {
     return std::tie(b.total_ns, a.op, a.kernel) < std::tie(a.total_ns, b.op, b.kernel);
   });

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "record/recording.h"
@@ -41,6 +43,25 @@ struct GpuKernelSummary {
 };
 
 GpuKernelSummary summarize_gpu_kernels(const Recording& recording);
+
+// The summary's rows summed as activities are charged (summarize_gpu_kernels,
+// and a streamed read: streamed_kernel_table.h): by (op, kernel name id).
+class GpuKernelSums {
+ public:
+  // `calls` activities named name_id, `ns` of GPU time together, charged to
+  // `op`: an op's display name, kNoOpName (launched outside every op) or
+  // kLaunchNotSeen.
+  void add(const std::string& op, uint32_t name_id, uint64_t calls, uint64_t ns);
+  // The rows named (recording: its kernel names and shim) and sorted.
+  GpuKernelSummary summary(const Recording& recording) &&;
+
+ private:
+  struct Sums {
+    uint64_t calls = 0, ns = 0;
+  };
+  std::map<std::pair<std::string, uint32_t>, Sums> rows_;
+  uint64_t launch_not_seen_ = 0, outside_ops_ = 0;
+};
 
 // The table, then totals and what is missing; row_limit < 0: every row.
 std::string format_gpu_kernel_table(const GpuKernelSummary& summary, int row_limit);
