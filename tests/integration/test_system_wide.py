@@ -247,9 +247,10 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
     for name, (proc, pid) in runs.items():
         assert_samples_match_shared_cpu_time(samples_of(roots, pid), HZ, [cpu_uses[name]], slack=tick_slack(HZ),
                                              why=f"{name}; {roots}")
-    # Together (their deviations partly cancel: a tighter bound).
-    assert_samples_match_shared_cpu_time(sum(samples_of(roots, pid) for _, pid in runs.values()), HZ,
-                                         list(cpu_uses.values()), slack=len(runs) * tick_slack(HZ), why=str(roots))
+    # No tighter bound on their sum: their deviations are not independent.
+    # A CI run (2026-11-28) had all four at about 0.81 x their due while the
+    # spinner and every one alone passed, so whatever slowed the machine
+    # then moved them together, and a sum judged as if they cancel fails.
     # The chroot's CPython 3.13 was found and walked.
     chroot_pid = runs["chroot"][1]
     folded = run_gpuprof("report", out, "--folded", "--metric", "samples", "--pid", str(chroot_pid)).stdout
