@@ -17,7 +17,10 @@ for each number of seconds, then runs on each file, one after the other:
     folded stacks' sums, one per column), and the same read whole;
   - `gpuprof report FILE --chrome-trace OUT`: the Chrome trace, streamed
     too (each thread's calls go to a temporary file until the end), and the
-    same read whole.
+    same read whole;
+  - `gpuprof report FILE --speedscope OUT`: the speedscope profile, from
+    the same replay of each thread's calls (each thread's events to a
+    temporary file of their own), and the same read whole.
 Then, for each number of seconds, `gpuprof record -a` of two such loops
 (and whatever else runs torch on the machine meanwhile) and on that file:
   - `gpuprof report FILE`: a table per process, streamed (an aggregate per
@@ -163,7 +166,9 @@ def main():
              "--pprof (streamed)": (["--pprof", "{pprof}"], None),
              "--pprof (whole)": (["--pprof", "{pprof}"], whole),
              "--chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
-             "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
+             "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
+             "--speedscope (streamed)": (["--speedscope", "{out}"], None),
+             "--speedscope (whole)": (["--speedscope", "{out}"], whole)}
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)

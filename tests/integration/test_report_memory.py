@@ -1,4 +1,4 @@
-"""report's op table, --folded, --pprof and --chrome-trace stream the events
+"""report's op table, --folded, --pprof, --chrome-trace and --speedscope stream the events
 (docs/report.md, "Memory"; docs/record-file.md, "Streaming reads"): their
 peak memory does not grow with the recording, and what they print is what
 the whole read prints.
@@ -6,8 +6,8 @@ the whole read prints.
 Real recordings of tests/workloads/small_op_loop.py (one torch.add per loop
 turn, plus one before the loop) on both torches: a short and a 4x longer
 one. The table's aten::add calls are exactly the adds the loop made; the
-peak RSS of `report`, `report --folded`, `report --pprof` and `report
---chrome-trace` on the long recording is within a few MiB of that on the
+peak RSS of `report`, `report --folded`, `report --pprof`, `report
+--chrome-trace` and `report --speedscope` on the long recording is within a few MiB of that on the
 short one, while the whole read (GPUPROF_REPORT_READ_WHOLE=1, the test
 hook) grows by tens of MiB for the same events. RSS is measured by a small interpreter that runs report and
 reads wait4's ru_maxrss (a child forked from pytest would count pytest's
@@ -17,8 +17,9 @@ Recordings of tests/workloads/nested_threads.py (nested ops and a range on
 three threads), with and without --with-stack and CPU samples, and with
 --record-shapes: the streamed
 --folded (self time, and samples when recorded) prints, on stdout and
-stderr, the same bytes as the whole read, and --pprof and --chrome-trace
-(streamed: no module frames in these stacks) write the same file."""
+stderr, the same bytes as the whole read, and --pprof, --chrome-trace
+(streamed: no module frames in these stacks) and --speedscope write the
+same file."""
 import gzip
 import json
 import os
@@ -106,19 +107,31 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
         assert re.search(r"^aten::add \d+$", folded.stdout, re.M), folded.stdout
         trace = tmp_path / "trace.json"
         profile = tmp_path / "profile.pb.gz"
+        speedscope = tmp_path / "profile.speedscope.json"
         runs.append((loops, peak_rss_kib(path), peak_rss_kib(path, "--folded"),
                      peak_rss_kib(path, "--folded", env=READ_WHOLE), peak_rss_kib(path, "--chrome-trace", trace),
-                     peak_rss_kib(path, "--pprof", profile), peak_rss_kib(path, "--pprof", profile, env=READ_WHOLE)))
+                     peak_rss_kib(path, "--pprof", profile), peak_rss_kib(path, "--pprof", profile, env=READ_WHOLE),
+                     peak_rss_kib(path, "--speedscope", speedscope),
+                     peak_rss_kib(path, "--speedscope", speedscope, env=READ_WHOLE)))
+        # Every add in its thread's evented profile: one opened, one closed.
+        profile_doc = json.loads(speedscope.read_text())
+        frames = [frame["name"] for frame in profile_doc["shared"]["frames"]]
+        opened = [frames[e["frame"]] for p in profile_doc["profiles"] for e in p["events"] if e["type"] == "O"]
+        assert opened.count("aten::add") == loops + 1, (loops, len(opened))
         trace.unlink()
         profile.unlink()
-    (short_loops, short_table, short_folded, short_whole, short_trace, short_pprof, short_pprof_whole), \
-        (long_loops, long_table, long_folded, long_whole, long_trace, long_pprof, long_pprof_whole) = runs
+        speedscope.unlink()
+    (short_loops, short_table, short_folded, short_whole, short_trace, short_pprof, short_pprof_whole,
+     short_speedscope, short_speedscope_whole), \
+        (long_loops, long_table, long_folded, long_whole, long_trace, long_pprof, long_pprof_whole,
+         long_speedscope, long_speedscope_whole) = runs
     assert long_loops > 2 * short_loops, runs
     summary = (f"aten::add calls {short_loops + 1} -> {long_loops + 1}: table peak RSS {short_table} -> "
                f"{long_table} KiB, --folded {short_folded} -> {long_folded} KiB, --folded read whole "
                f"{short_whole} -> {long_whole} KiB, --chrome-trace {short_trace} -> {long_trace} KiB, "
                f"--pprof {short_pprof} -> {long_pprof} KiB, --pprof read whole {short_pprof_whole} -> "
-               f"{long_pprof_whole} KiB")
+               f"{long_pprof_whole} KiB, --speedscope {short_speedscope} -> {long_speedscope} KiB, "
+               f"--speedscope read whole {short_speedscope_whole} -> {long_speedscope_whole} KiB")
     print(summary)
     # Whole, each op event costs ~90 bytes of report's memory (two per add);
     # streamed, none: allow 4 MiB of allocator noise.
@@ -126,6 +139,8 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_folded - short_folded < 4096, summary
     assert long_trace - short_trace < 4096, summary
     assert long_pprof - short_pprof < 4096, summary
+    assert long_speedscope - short_speedscope < 4096, summary
+    assert long_speedscope_whole - short_speedscope_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
     assert long_pprof_whole - short_pprof_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
 
@@ -240,6 +255,15 @@ def test_streamed_outputs_print_the_whole_reads_bytes(torch_env, tmp_path, extra
                 assert b'"cat":"cpu_sample"' in streamed_bytes
         else:
             assert b"aten::addmm" in names and b"matmul_turn" not in names, names
+    # The speedscope profile (from the same replay of each thread's calls):
+    # the same file, and the same line about it on stderr.
+    speedscope = tmp_path / "profile.speedscope.json"
+    streamed_bytes, said = report_file_as_whole(out, speedscope, "--speedscope", speedscope)
+    assert b'{"name":"aten::addmm"}' in streamed_bytes and b'{"name":"matmul_turn"}' in streamed_bytes
+    assert streamed_bytes.count(b'"type":"evented"') == 3, said  # the three threads' op calls
+    assert (b'"type":"sampled"' in streamed_bytes) == ("-F" in extra), said
+    if "--with-stack" in extra:
+        assert re.search(rb'\{"name":"nested_threads\.py\(\d+\)', streamed_bytes), streamed_bytes[-2000:]
 
 
 def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_path):

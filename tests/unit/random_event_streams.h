@@ -196,6 +196,21 @@ inline void add_random_samples(Recording& recording, std::mt19937& rng, const Ra
   }
 }
 
+// random_recording(seed, length) with CPU samples at 997 Hz (a tenth as
+// many as events; Python stack 0 on some, kernel stack 1 on some), its
+// clock starting at 900 and thread 11 named pt_autograd_0.
+inline Recording random_recording_with_samples(uint32_t seed, size_t length) {
+  Recording recording = random_recording(seed, length);
+  recording.clock.start_monotonic_ns = 900;
+  recording.options.sample_hz = 997;
+  recording.sample_frames = {"train.py(3): main", "libtorch_cpu.so+0x1234", "do_syscall_64_[k]"};
+  recording.sample_stacks = {{0}, {2}};
+  recording.thread_names = {{11, "pt_autograd_0"}};
+  std::mt19937 rng(seed);
+  add_random_samples(recording, rng, {.count = length / 10, .leaf_frames = {1}, .python_stacks = 1, .kernel_stack = 1});
+  return recording;
+}
+
 // What a streaming read's first pass gives: all but the events, the pairs
 // that name them and the launches.
 inline Recording head_of(const Recording& recording) {

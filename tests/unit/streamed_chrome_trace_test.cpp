@@ -27,18 +27,6 @@ namespace {
 
 using namespace ::gpuprof::test;
 
-Recording recording_with_samples(uint32_t seed, size_t length) {
-  Recording recording = random_recording(seed, length);
-  recording.clock.start_monotonic_ns = 900;
-  recording.options.sample_hz = 997;
-  recording.sample_frames = {"train.py(3): main", "libtorch_cpu.so+0x1234", "do_syscall_64_[k]"};
-  recording.sample_stacks = {{0}, {2}};
-  recording.thread_names = {{11, "pt_autograd_0"}};
-  std::mt19937 rng(seed);
-  add_random_samples(recording, rng, {.count = length / 10, .leaf_frames = {1}, .python_stacks = 1, .kernel_stack = 1});
-  return recording;
-}
-
 std::string whole_trace(const Recording& recording, const ChromeTraceOptions& options) {
   std::string out;
   write_chrome_trace(recording, options, [&](std::string_view piece) { out += piece; });
@@ -59,21 +47,29 @@ std::string streamed_trace(const Recording& recording, const ChromeTraceOptions&
   return out;
 }
 
-// The whole read's traces of `recording`: whole, cut by --time-range to
-// its events 1000 to 2000, with --ops (the range and the divisions, and
-// what they hold), and with both; after checking that the streamed traces,
-// fed in chunks of every size, are the same bytes.
+// The traces the tests compare: whole, cut by --time-range to the
+// recording's events 1000 to 2000 (its clock starts at 900), with --ops
+// (the range and the divisions, and what they hold), and with both.
+struct TraceCuts {
+  ChromeTraceOptions whole, cut, ops, ops_cut;
+};
+TraceCuts trace_cuts(const Recording& recording) {
+  TraceCuts cuts;
+  cuts.cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
+  cuts.cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
+  cuts.ops.ops.emplace("my_range|div_");
+  cuts.ops.ops_pattern = "my_range|div_";
+  cuts.ops_cut = cuts.ops;
+  cuts.ops_cut.range = cuts.cut.range;
+  return cuts;
+}
+
+// The whole read's traces of `recording` (trace_cuts), after checking that
+// the streamed traces, fed in chunks of every size, are the same bytes.
 std::vector<std::string> expect_streamed_traces_as_whole(const Recording& recording, uint32_t seed) {
-  ChromeTraceOptions cut;
-  cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
-  cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
-  ChromeTraceOptions ops;
-  ops.ops.emplace("my_range|div_");
-  ops.ops_pattern = "my_range|div_";
-  ChromeTraceOptions ops_cut = ops;
-  ops_cut.range = cut.range;
+  const TraceCuts cuts = trace_cuts(recording);
   std::vector<std::string> traces;
-  for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut, ops, ops_cut}) {
+  for (const ChromeTraceOptions& options : {cuts.whole, cuts.cut, cuts.ops, cuts.ops_cut}) {
     const std::string& expected = traces.emplace_back(whole_trace(recording, options));
     for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
@@ -95,7 +91,7 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   size_t steps = 0, unwound = 0, dims = 0;
   size_t python = 0, samples = 0, samples_in_ops = 0;
   for (uint32_t seed = 1; seed <= 25; seed++) {
-    Recording recording = recording_with_samples(seed, 3000);
+    Recording recording = random_recording_with_samples(seed, 3000);
     std::mt19937 rng(seed);
     if (seed % 2) {  // record --with-stack (Python stacks without modules): half the entries have one
       recording.options.with_stack = true;
@@ -168,7 +164,7 @@ TEST(StreamedChromeTrace, OpsKeepTheSamplesOfTheCallThatStartsAtTheirMoment) {
 TEST(StreamedChromeTrace, WritesTheWholeReadsModuleCalls) {
   size_t module_calls = 0;
   for (uint32_t seed = 1; seed <= 20; seed++) {
-    Recording recording = recording_with_samples(seed, 3000);
+    Recording recording = random_recording_with_samples(seed, 3000);
     add_random_module_stacks(recording, seed, seed % 2 == 0, /*engine_op=*/4);
     for (const std::string& expected : expect_streamed_traces_as_whole(recording, seed))
       module_calls += occurrences(expected, "\"nn.Module: Net");
@@ -225,7 +221,7 @@ std::string streamed_trace_with_records(const Recording& recording, const Chrome
 TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
   size_t counters = 0, cut_counters = 0;
   for (uint32_t seed = 1; seed <= 20; seed++) {
-    Recording recording = recording_with_samples(seed, 3000);
+    Recording recording = random_recording_with_samples(seed, 3000);
     std::mt19937 rng(seed);
     if (seed % 2) {
       recording.options.with_stack = true;
@@ -233,13 +229,8 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
     }
     add_random_memory(recording, rng, 800);
     ring_order(recording.mem_events, rng);
-    ChromeTraceOptions cut;
-    cut.range.from_s = (recording.events[1000].ts_ns - 900) / 1e9;
-    cut.range.until_s = (recording.events[2000].ts_ns - 900) / 1e9;
-    ChromeTraceOptions ops;
-    ops.ops.emplace("my_range|div_");
-    ops.ops_pattern = "my_range|div_";
-    for (const ChromeTraceOptions& options : {ChromeTraceOptions{}, cut, ops}) {
+    const TraceCuts cuts = trace_cuts(recording);
+    for (const ChromeTraceOptions& options : {cuts.whole, cuts.cut, cuts.ops}) {
       const std::string expected = whole_trace(recording, options);
       (options.range.from_s ? cut_counters : counters) += occurrences(expected, "\"ph\":\"C\"");
       for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
@@ -259,7 +250,7 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
 // Memory levels enough to fill several 64 KiB pieces of their temporary
 // file: read back whole, in order.
 TEST(StreamedChromeTrace, MemoryLevelsSpilledInPiecesReadBackInOrder) {
-  Recording recording = recording_with_samples(5, 3000);
+  Recording recording = random_recording_with_samples(5, 3000);
   std::mt19937 rng(5);
   add_random_memory(recording, rng, 20'000);  // 24 bytes a level: about 7 pieces
   ring_order(recording.mem_events, rng);
@@ -281,7 +272,7 @@ TEST(StreamedChromeTrace, LaunchesSpilledInPiecesReadBackInOrder) {
 // Long enough that each thread's spill is written to its temporary file in
 // several pieces and read back across the pieces' boundaries.
 TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
-  Recording recording = recording_with_samples(7, 200'000);
+  Recording recording = random_recording_with_samples(7, 200'000);
   recording.options.with_stack = true;
   std::mt19937 rng(7);
   add_random_entry_stacks(recording, rng, 2);
@@ -289,7 +280,7 @@ TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
   ASSERT_GT(expected.size(), 10u << 20);  // ~100k calls: over 64 KiB of spill per thread
   EXPECT_EQ(streamed_trace(recording, {}, 4096), expected);
   // And with module calls among the op calls of each spill.
-  Recording modules = recording_with_samples(7, 200'000);
+  Recording modules = random_recording_with_samples(7, 200'000);
   add_random_module_stacks(modules, 7, true, /*engine_op=*/4);
   const std::string with_modules = whole_trace(modules, {});
   ASSERT_NE(with_modules.find("\"nn.Module: Net.fc\""), std::string::npos);
@@ -299,7 +290,7 @@ TEST(StreamedChromeTrace, SpillsWrittenInPiecesReadBackWhole) {
 // A spill that cannot be written (here: a file size limit, as a full disk
 // would) keeps what its file held and everything after in memory.
 TEST(StreamedChromeTrace, ASpillThatCannotBeWrittenIsHeld) {
-  Recording recording = recording_with_samples(8, 200'000);
+  Recording recording = random_recording_with_samples(8, 200'000);
   const std::string expected = whole_trace(recording, {});
   struct rlimit before {};
   ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);

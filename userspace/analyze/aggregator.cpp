@@ -19,32 +19,6 @@
 namespace gpuprof {
 namespace {
 
-// Maps (op name, input shapes, stack group) to rows, creating a row the
-// first time a group completes a call, so ops that never ran get none.
-// Without shape grouping the shapes part of the key is always "", without
-// stack grouping the stack group always StackGroups::kNoStack.
-class RowIndex {
- public:
-  RowIndex(std::vector<OpRow>& rows, const std::vector<std::vector<std::string>>& stacks)
-      : rows_(rows), stacks_(stacks) {}
-
-  OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs,
-                uint32_t stack_group, bool on_gpu = false) {
-    auto [it, inserted] = row_of_key_.try_emplace(
-        name + '\0' + shapes + '\0' + std::to_string(stack_group) + (on_gpu ? "\0gpu" : ""), rows_.size());
-    if (inserted) {
-      rows_.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs,
-                            .stack = stacks_[stack_group], .on_gpu = on_gpu});
-    }
-    return rows_[it->second];
-  }
-
- private:
-  std::vector<OpRow>& rows_;
-  const std::vector<std::vector<std::string>>& stacks_;  // by stack group
-  std::unordered_map<std::string, size_t> row_of_key_;
-};
-
 // The shape or stack id of the ENTRY at entry_index (nullopt: none recorded).
 std::optional<uint32_t> id_of_entry(const std::unordered_map<uint64_t, uint32_t>& id_of, uint64_t entry_index) {
   auto it = id_of.find(entry_index);
@@ -59,6 +33,33 @@ const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times)
   return raw_times || !recording.probe_costs ? nullptr : &*recording.probe_costs;
 }
 
+TableRows::TableRows(const Recording& recording, bool memory, bool gpu, bool group_by_input_shape,
+                     int group_by_stack_n)
+    : stack_groups_(recording, std::max(group_by_stack_n, 0)) {
+  profile_.memory_recorded = memory;
+  profile_.gpu_recorded = gpu;
+  profile_.grouped_by_input_shape = group_by_input_shape;
+  profile_.group_by_stack_n = std::max(group_by_stack_n, 0);
+}
+
+OpRow& TableRows::row_of(const std::string& name, const std::string& shapes, bool has_inputs, uint32_t stack_group,
+                         bool on_gpu) {
+  auto [it, inserted] = row_of_key_.try_emplace(
+      name + '\0' + shapes + '\0' + std::to_string(stack_group) + (on_gpu ? "\0gpu" : ""), profile_.rows.size());
+  if (inserted)
+    profile_.rows.push_back(OpRow{.name = name, .input_shapes = shapes, .has_inputs = has_inputs,
+                                  .stack = stack_groups_.frames()[stack_group], .on_gpu = on_gpu});
+  return profile_.rows[it->second];
+}
+
+OpRow& TableRows::memory_events_row() {
+  return row_of("[memory]", profile_.grouped_by_input_shape ? "[]" : "", false, StackGroups::kNoStack);
+}
+
+OpRow& TableRows::gpu_activity_row(const std::string& name) {
+  return row_of(name, profile_.grouped_by_input_shape ? "[]" : "", false, StackGroups::kNoStack, true);
+}
+
 Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   const ProbeCosts* costs = compensation_costs(recording, options.raw_times);
   const Timeline timeline = build_timeline(recording.events, costs);
@@ -68,18 +69,13 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
   const MemoryAttribution& mem = figures.memory;
   const size_t n = timeline.calls.size();
 
-  Profile profile;
-  profile.memory_recorded = memory;
-  profile.gpu_recorded = gpu;
-  profile.grouped_by_input_shape = options.group_by_input_shape;
-  profile.group_by_stack_n = std::max(options.group_by_stack_n, 0);
-  StackGroups stack_groups(recording, profile.group_by_stack_n);
+  TableRows table(recording, memory, gpu, options.group_by_input_shape, options.group_by_stack_n);
+  Profile& profile = table.profile();
   std::unordered_map<uint64_t, uint32_t> stack_of_entry;
   if (profile.group_by_stack_n > 0) {
     stack_of_entry.reserve(recording.entry_stacks.size());
     for (const EntryStack& e : recording.entry_stacks) stack_of_entry[e.event_index] = e.stack_id;
   }
-  RowIndex index(profile.rows, stack_groups.frames());
   std::optional<ShapeNames> shape_names;
   std::unordered_map<uint64_t, uint32_t> shape_of_entry;
   if (options.group_by_input_shape) {
@@ -93,22 +89,16 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     auto [shapes, has_inputs] =
         shape_names ? shape_names->of(call.op_id, id_of_entry(shape_of_entry, call.entry_index))
                     : std::pair<std::string, bool>{"", false};
-    OpRow& row = index.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
-                              stack_groups.of_stack(id_of_entry(stack_of_entry, call.entry_index)));
+    OpRow& row = table.row_of(op_table_name(recording.ops, call.op_id), shapes, has_inputs,
+                              table.stack_group(id_of_entry(stack_of_entry, call.entry_index)));
     add_call_to_row(row, call, figures, i, memory, gpu);
     profile.self_cpu_total_ns += figures.self_ns[i];
   }
-  if (memory && mem.outside_events > 0) {
-    // torch's top-level memory events: no stack.
-    add_outside_memory_to_row(index.row_of("[memory]", options.group_by_input_shape ? "[]" : "", false,
-                                           StackGroups::kNoStack),
-                              mem.outside_events, mem.outside_cpu, mem.outside_cuda);
-  }
-  // torch's GPU rows: every activity, whatever launched it, under its name
-  // (kernel rows have no input shapes, "[]" when grouped, and no stack).
+  if (memory && mem.outside_events > 0)
+    add_outside_memory_to_row(table.memory_events_row(), mem.outside_events, mem.outside_cpu, mem.outside_cuda);
+  // torch's GPU rows: every activity, whatever launched it, under its name.
   for (const GpuActivity& a : recording.gpu_activities) {
-    OpRow& row = index.row_of(gpu_activity_row_name(recording, a.name_id), options.group_by_input_shape ? "[]" : "",
-                              false, StackGroups::kNoStack, true);
+    OpRow& row = table.gpu_activity_row(gpu_activity_row_name(recording, a.name_id));
     ++row.calls;
     row.self_cuda_ns += gpu_activity_ns(a);
     row.cuda_total_ns += gpu_activity_ns(a);
@@ -122,7 +112,7 @@ Profile aggregate(const Recording& recording, const AggregateOptions& options) {
     profile.memory_unmatched_frees = mem.unmatched_frees;
   }
   finish_profile(profile, timeline, recording, costs, options.raw_times);
-  return profile;
+  return std::move(profile);
 }
 
 void add_call_to_row(OpRow& row, const OpCall& call, const CallFigures& figures, size_t i, bool memory, bool gpu) {

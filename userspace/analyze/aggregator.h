@@ -10,11 +10,13 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "analyze/call_figures.h"
 #include "analyze/memory_attribution.h"
 #include "analyze/op_timeline.h"
 #include "analyze/profile.h"
+#include "analyze/stack_groups.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -47,6 +49,35 @@ struct AggregateOptions {
 // The costs to compensate op times by, per those rules: nullptr for raw times.
 const ProbeCosts* compensation_costs(const Recording& recording, bool raw_times);
 Profile aggregate(const Recording& recording, const AggregateOptions& options = {});
+
+// A table's profile as its rows are made (aggregate(), and the streamed
+// table of memory or GPU columns, streamed_figures_table.h): a row per (op
+// name, input shapes, stack group, on GPU), made the first time a group
+// completes a call, so ops that never ran get none; rows in the order they
+// were made. Without shape grouping the shapes part of the key is always
+// "", without stack grouping the stack group always StackGroups::kNoStack.
+class TableRows {
+ public:
+  // memory, gpu: whether the recording has those columns; grouped by input
+  // shape and/or the top group_by_stack_n frames of each call's stack.
+  TableRows(const Recording& recording, bool memory, bool gpu, bool group_by_input_shape, int group_by_stack_n);
+
+  Profile& profile() { return profile_; }
+  // The stack group of an entry's stack (nullopt: none).
+  uint32_t stack_group(std::optional<uint32_t> stack_id) { return stack_groups_.of_stack(stack_id); }
+  OpRow& row_of(const std::string& name, const std::string& shapes, bool has_inputs, uint32_t stack_group,
+                bool on_gpu = false);
+  // torch's "[memory]" row (allocator events outside every op) and a GPU
+  // activity's row (by its name): no input shapes ("[]" when grouped by
+  // them), no stack.
+  OpRow& memory_events_row();
+  OpRow& gpu_activity_row(const std::string& name);
+
+ private:
+  Profile profile_;
+  StackGroups stack_groups_;
+  std::unordered_map<std::string, size_t> row_of_key_;
+};
 
 // What aggregate() adds to a row, shared with a streamed table of memory
 // or GPU columns (streamed_figures_table.h): call i's figures (its

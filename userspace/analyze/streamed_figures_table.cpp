@@ -74,40 +74,23 @@ bool StreamedFiguresTable::on_gpu_activities(std::span<const GpuActivity> activi
 Profile StreamedFiguresTable::finish(const Recording& recording) && {
   const Timeline timeline = std::move(*figures_).finish(recording.ops);
   const StreamedCallFigures::MemoryTotals& mem = figures_->memory();
-  Profile profile;
-  profile.memory_recorded = memory_;
-  profile.gpu_recorded = gpu_;
-  profile.grouped_by_input_shape = grouping_.by_input_shape;
-  profile.group_by_stack_n = std::max(grouping_.by_stack_n, 0);
-  StackGroups stack_groups(recording, profile.group_by_stack_n);
+  TableRows table(recording, memory_, gpu_, grouping_.by_input_shape, grouping_.by_stack_n);
+  Profile& profile = table.profile();
   // Overloads of one op share its row (aggregator.h), as do placeholders
   // of lost ops that print alike; grouped, by input shapes and stack group.
-  using RowKey = std::tuple<std::string, std::string, uint32_t, bool>;  // (name, shapes, stack group, on GPU)
-  std::map<RowKey, size_t> row_of;
-  auto row_named = [&](const std::string& name, const std::pair<std::string, bool>& shapes, uint32_t stack_group,
-                       bool on_gpu) -> OpRow& {
-    auto [it, inserted] = row_of.try_emplace({name, shapes.first, stack_group, on_gpu}, profile.rows.size());
-    if (inserted)
-      profile.rows.push_back(OpRow{.name = name, .input_shapes = shapes.first, .has_inputs = shapes.second,
-                                   .stack = stack_groups.frames()[stack_group], .on_gpu = on_gpu});
-    return profile.rows[it->second];
-  };
   const ShapeNames shape_names(recording);
   for (const auto& [key, sums] : by_group_) {
     const auto& [op_id, shape_id, stack_id] = key;
-    const std::pair<std::string, bool> shapes =
+    const auto [shapes, has_inputs] =
         grouping_.by_input_shape ? shape_names.of(op_id, shape_id) : std::pair<std::string, bool>{"", false};
-    row_named(op_table_name(recording.ops, op_id), shapes, stack_groups.of_stack(stack_id), false).add_sums(sums);
+    table.row_of(op_table_name(recording.ops, op_id), shapes, has_inputs, table.stack_group(stack_id)).add_sums(sums);
   }
   profile.self_cpu_total_ns = self_total_ns_;
-  // torch's top-level memory events and GPU rows: no input shapes ("[]"
-  // when grouped by them), no stack.
-  const std::pair<std::string, bool> no_shapes{grouping_.by_input_shape ? "[]" : "", false};
   if (memory_ && mem.outside_events > 0)
-    add_outside_memory_to_row(row_named("[memory]", no_shapes, StackGroups::kNoStack, false), mem.outside_events,
-                              mem.outside_cpu, mem.outside_cuda);
+    add_outside_memory_to_row(table.memory_events_row(), mem.outside_events, mem.outside_cpu, mem.outside_cuda);
+  // torch's GPU rows: every activity, whatever launched it, under its name.
   for (const auto& [name_id, sums] : by_activity_name_) {
-    OpRow& row = row_named(gpu_activity_row_name(recording, name_id), no_shapes, StackGroups::kNoStack, true);
+    OpRow& row = table.gpu_activity_row(gpu_activity_row_name(recording, name_id));
     row.calls += sums.activities;
     row.self_cuda_ns += sums.ns;
     row.cuda_total_ns += sums.ns;
@@ -118,7 +101,7 @@ Profile StreamedFiguresTable::finish(const Recording& recording) && {
     profile.memory_unmatched_frees = mem.unmatched_frees;
   }
   finish_profile(profile, timeline, recording, costs_ ? &*costs_ : nullptr, raw_times_);
-  return profile;
+  return std::move(profile);
 }
 
 }  // namespace gpuprof

@@ -461,6 +461,8 @@ int run_report(const ReportOptions& given) {
   std::optional<ChromeTraceOptions> trace_options;
   if (!options.trace.output.empty() && !(trace_options = chrome_trace_options(options.trace))) return 2;
   const bool streamed_trace = !whole_only && trace_options.has_value();
+  // And --speedscope, from the same replay of each thread's calls (speedscope.h).
+  const bool streamed_speedscope = !whole_only && !options.trace.speedscope.empty();
   std::optional<StreamedTraceCalls> streamed_calls;
   // And --pprof (streamed_metric_sums.h).
   const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
@@ -483,6 +485,9 @@ int run_report(const ReportOptions& given) {
                        recording, streamed_sums);
   else if (streamed_trace)
     failed = take_read(read_for_trace(options.input_path, options.strict, trace_options->ops), &StreamedTrace::calls,
+                       recording, streamed_calls);
+  else if (streamed_speedscope)
+    failed = take_read(read_for_trace(options.input_path, options.strict, std::nullopt), &StreamedTrace::calls,
                        recording, streamed_calls);
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
@@ -561,7 +566,9 @@ int run_report(const ReportOptions& given) {
     if (std::string cuts = stack_cuts_note(count_stack_cuts(*recording)); !cuts.empty())
       std::fputs(cuts.c_str(), stderr);
   }
-  if (!options.trace.speedscope.empty()) return export_speedscope(*recording, options.input_path, options.trace);
+  if (!options.trace.speedscope.empty())
+    return export_speedscope(*recording, options.input_path, options.trace,
+                             streamed_calls ? &*streamed_calls : nullptr);
   if (!options.trace.pprof.empty()) {
     TraceExportOptions pprof = options.trace;
     pprof.raw_times = options.raw_times;

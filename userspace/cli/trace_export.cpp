@@ -215,11 +215,14 @@ int export_chrome_trace(const std::vector<TraceInput>& inputs, size_t files, con
       });
 }
 
-int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options) {
+int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
+                      const StreamedTraceCalls* streamed) {
   int exit_code = 0;
   auto file = open_export(options.speedscope, options, &exit_code);
   if (!file) return exit_code;
-  const SpeedscopeStats stats = write_speedscope(recording, [&](std::string_view piece) { file->write(piece); });
+  const auto write = [&](std::string_view piece) { file->write(piece); };
+  const SpeedscopeStats stats =
+      streamed ? write_speedscope(recording, *streamed, write) : write_speedscope(recording, write);
   if (const auto closed = file->close(); !closed) {
     std::fprintf(stderr, "gpuprof: error: %s\n", closed.error().c_str());
     return 1;

@@ -48,7 +48,10 @@ void add_speedscope_option(CLI::App& command, TraceExportOptions& options);
 
 // Writes options.speedscope; one line on stderr says what was written.
 // Returns the process exit code.
-int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options);
+// streamed: a streamed read's calls (streamed_chrome_trace.h; nullptr:
+// the recording's events).
+int export_speedscope(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
+                      const StreamedTraceCalls* streamed = nullptr);
 
 // Adds --pprof (report only).
 void add_pprof_option(CLI::App& command, TraceExportOptions& options);

@@ -246,11 +246,6 @@ class TraceWriter {
     if (op_id < r_.ops.size()) return op_names_[op_id];
     return op_names_.back() = op_display_name(r_.ops, op_id);
   }
-  // A step frame (op_timeline.h) is named after its step, as torch names
-  // its ranges: ProfilerStep#N.
-  static bool is_step(const Recording& r, const OpCall& call) {
-    return call.entry_index < r.events.size() && r.events[call.entry_index].kind == GP_EV_STEP;
-  }
   std::string_view frame_name(uint32_t frame_id) const {
     return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
   }
@@ -331,21 +326,9 @@ class TraceWriter {
   }
 
   void write_calls(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
-    std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
-    if (r_.options.shapes)
-      for (const EntryShapes& e : r_.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
-    for (const EntryStack& e : r_.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
-    for (const std::vector<size_t>& thread : tree.threads) {
-      for (size_t i : thread) {  // start order, parents before children
-        if (!kept[i]) continue;
-        const OpCall& call = timeline.calls[i];
-        std::optional<uint64_t> step, stack_id, shape_id;
-        if (is_step(r_, call)) step = r_.events[call.entry_index].sp;
-        if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) stack_id = it->second;
-        if (auto it = shape_of_entry.find(call.entry_index); it != shape_of_entry.end()) shape_id = it->second;
-        write_call(call, step, stack_id, shape_id);
-      }
-    }
+    visit_trace_calls(r_, timeline, tree, &kept, [this](const OpCall& call, const TraceCallEntry& entry) {
+      write_call(call, entry.step, entry.stack, entry.shape);
+    });
   }
 
   // One op call (a step frame when step is its step number), with the
@@ -740,6 +723,26 @@ class TraceWriter {
 };
 
 }  // namespace
+
+void visit_trace_calls(const Recording& recording, const Timeline& timeline, const CallTree& tree,
+                       const std::vector<bool>* kept, const TraceCallVisitor& visit) {
+  std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
+  if (recording.options.shapes)
+    for (const EntryShapes& e : recording.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
+  for (const EntryStack& e : recording.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
+  for (const std::vector<size_t>& thread : tree.threads) {
+    for (size_t i : thread) {  // start order, parents before children
+      if (kept && !(*kept)[i]) continue;
+      const OpCall& call = timeline.calls[i];
+      TraceCallEntry entry;
+      if (call.entry_index < recording.events.size() && recording.events[call.entry_index].kind == GP_EV_STEP)
+        entry.step = recording.events[call.entry_index].sp;
+      if (auto it = stack_of_entry.find(call.entry_index); it != stack_of_entry.end()) entry.stack = it->second;
+      if (auto it = shape_of_entry.find(call.entry_index); it != shape_of_entry.end()) entry.shape = it->second;
+      visit(call, entry);
+    }
+  }
+}
 
 Result<TraceTimeRange> parse_trace_time_range(std::string_view text) {
   const size_t colon = text.find(':');

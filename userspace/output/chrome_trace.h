@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyze/call_tree.h"
 #include "analyze/memory_attribution.h"
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
@@ -122,6 +123,12 @@ struct StreamedTraceCalls {
   // --ops; a sample past the end: no).
   std::optional<std::vector<bool>> samples_in_kept_calls;
 };
+
+// The same replay of a recording read whole: its timeline's calls (tree:
+// build_call_tree of it) with what their entries add; kept (nullptr: all)
+// chooses calls by index in the timeline.
+void visit_trace_calls(const Recording& recording, const Timeline& timeline, const CallTree& tree,
+                       const std::vector<bool>* kept, const TraceCallVisitor& visit);
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a

@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "analyze/call_tree.h"
 #include "analyze/op_timeline.h"
+#include "base/spill_file.h"
 #include "output/chrome_trace.h"
 #include "output/trace_json.h"
 
@@ -32,16 +36,19 @@ class SharedFrames {
   std::vector<std::string> names_;
 };
 
-// One profile's events or samples, before they are written: a profile's
-// header needs its end, known only once its events are made.
+// An evented profile: its events go to a temporary file as they are made,
+// since the profiles are written in another order (process, thread) than
+// the calls come in (their threads' first completed call), and its header
+// needs its first and last moment.
 struct EventedProfile {
   std::string name;
   struct Event {
-    bool open;
-    uint32_t frame;
     uint64_t at;  // ns since the recording started
+    uint32_t frame;
+    uint32_t open;  // 1: "O", 0: "C"
   };
-  std::vector<Event> events;
+  uint64_t start = 0, end = 0, events = 0;
+  SpillFile spill;  // Event records
 };
 
 struct SampledProfile {
@@ -60,35 +67,35 @@ class SpeedscopeWriter {
     for (const ProcessInfo& p : recording.processes) comm_of_pid_[p.pid] = p.comm;
   }
 
-  SpeedscopeStats run() {
-    const Timeline timeline = build_timeline(r_.events);
-    const CallTree tree = build_call_tree(timeline);
+  // replay: the recording's calls in trace order (chrome_trace.h), thread
+  // by thread.
+  SpeedscopeStats run(const std::function<void(const TraceCallVisitor&)>& replay) {
+    for (size_t i = 0; i < r_.samples.size(); ++i) samples_of_tid_[r_.samples[i].tid].push_back(i);
+    for (auto& [tid, indices] : samples_of_tid_)
+      std::stable_sort(indices.begin(), indices.end(),
+                       [&](size_t a, size_t b) { return r_.samples[a].ts_ns < r_.samples[b].ts_ns; });
+    op_paths_.resize(r_.samples.size());
+    replay([this](const OpCall& call, const TraceCallEntry& entry) { on_call(call, entry); });
+    end_thread();
     // Profiles by (pid, main thread first, tid), evented before sampled.
-    std::map<std::tuple<int64_t, uint32_t, uint32_t, int>, size_t> order;
-    for (const std::vector<size_t>& thread : tree.threads) {
-      EventedProfile p = evented_profile(timeline, tree, thread);
-      if (p.events.empty()) continue;
-      const uint32_t tid = timeline.calls[thread.front()].tid;
-      order.emplace(profile_key(tid, 0), evented_.size());
-      evented_.push_back(std::move(p));
-    }
-    for (auto& [tid, p] : sampled_profiles(timeline, tree)) {
-      order.emplace(profile_key(tid, 1), evented_.size() + sampled_.size());
-      sampled_.push_back(std::move(p));
-    }
+    std::map<std::tuple<int64_t, uint32_t, uint32_t, int>, uint32_t> order;
+    for (const auto& [tid, p] : evented_)
+      if (p.events) order.emplace(profile_key(tid, 0), tid);
+    std::map<uint32_t, SampledProfile> sampled = sampled_profiles();
+    for (const auto& [tid, p] : sampled) order.emplace(profile_key(tid, 1), tid);
 
     out_ = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"gpuprof\",\"name\":";
     out_ += '"';
     append_json_string(out_, r_.process.comm.empty() ? "gpuprof recording" : r_.process.comm);
     out_ += "\",\"activeProfileIndex\":0,\"profiles\":[";
     bool first = true;
-    for (const auto& [key, index] : order) {
+    for (const auto& [key, tid] : order) {
       if (!first) out_ += ',';
       first = false;
-      if (index < evented_.size())
-        write_evented(evented_[index]);
+      if (std::get<3>(key) == 0)
+        write_evented(evented_.at(tid));
       else
-        write_sampled(sampled_[index - evented_.size()]);
+        write_sampled(sampled.at(tid));
       maybe_flush();
     }
     out_ += "],\"shared\":{\"frames\":[";
@@ -129,10 +136,6 @@ class SpeedscopeWriter {
 
   uint64_t rel(uint64_t ts_ns) const { return ts_ns > base_ns_ ? ts_ns - base_ns_ : 0; }
 
-  bool is_step(const OpCall& call) const {
-    return call.entry_index < r_.events.size() && r_.events[call.entry_index].kind == GP_EV_STEP;
-  }
-
   uint32_t op_frame(uint32_t op_id) {
     if (op_id >= op_frames_.size()) op_frames_.resize(op_id + 1, kUnset);
     if (op_frames_[op_id] == kUnset) op_frames_[op_id] = frames_.of(op_display_name(r_.ops, op_id));
@@ -149,75 +152,113 @@ class SpeedscopeWriter {
     for (uint32_t f : r_.sample_stacks[stack_id]) out.push_back(sample_frame(f));
   }
 
-  // The nearest enclosing call that is not a step frame; -1 for none.
-  int64_t op_parent(const Timeline& timeline, const CallTree& tree, size_t i) const {
-    int64_t p = tree.parent[i];
-    while (p >= 0 && is_step(timeline.calls[p])) p = tree.parent[p];
-    return p;
+  void begin_thread(uint32_t tid) {
+    tid_ = tid;
+    auto [it, inserted] = evented_.try_emplace(tid);
+    profile_ = &it->second;
+    profile_->name = thread_label(tid) + ": ops";
+    auto samples = samples_of_tid_.find(tid);
+    thread_samples_ = samples == samples_of_tid_.end() ? nullptr : &samples->second;
+    next_sample_ = 0;
   }
 
-  // A thread's calls (parents first) as open/close events. Ends are never
-  // earlier than what came before them (a call closed as unwound may end
-  // where its child did), so the events stay in time order and nested.
-  EventedProfile evented_profile(const Timeline& timeline, const CallTree& tree, const std::vector<size_t>& thread) {
-    if (entry_stack_.empty())
-      for (const EntryStack& e : r_.entry_stacks) entry_stack_.emplace(e.event_index, e.stack_id);
-    EventedProfile p;
-    uint64_t last = 0;
-    auto emit = [&](bool open, uint32_t frame, uint64_t at) {
-      last = std::max(last, at);
-      p.events.push_back({open, frame, last});
-    };
-    struct Open {
-      size_t call;
-      uint32_t frame;
-    };
-    std::vector<Open> ops;           // open op calls, outermost first
-    std::vector<uint32_t> python;    // open Python frames, outermost first
-    auto close_ops_above = [&](int64_t parent) {
-      while (!ops.empty() && static_cast<int64_t>(ops.back().call) != parent) {
-        emit(false, ops.back().frame, rel(timeline.calls[ops.back().call].end_ns));
-        ops.pop_back();
-      }
-    };
-    for (size_t i : thread) {
-      const OpCall& call = timeline.calls[i];
-      if (is_step(call)) continue;
-      close_ops_above(op_parent(timeline, tree, i));
-      if (ops.empty()) {
-        // An outermost call: its Python frames, those already open kept.
-        std::vector<uint32_t> wanted;
-        if (auto it = entry_stack_.find(call.entry_index); it != entry_stack_.end()) append_stack(wanted, it->second);
-        size_t same = 0;
-        while (same < python.size() && same < wanted.size() && python[same] == wanted[same]) ++same;
-        while (python.size() > same) {
-          emit(false, python.back(), last);
-          python.pop_back();
-        }
-        for (size_t k = same; k < wanted.size(); ++k) {
-          emit(true, wanted[k], rel(call.start_ns));
-          python.push_back(wanted[k]);
-        }
-      }
-      const uint32_t frame = op_frame(call.op_id);
-      emit(true, frame, rel(call.start_ns));
-      ops.push_back({i, frame});
-      ++stats_.op_calls;
+  // A thread's calls come parents first, by start: as build_call_tree
+  // sweeps them, the last call and the calls that enclose it are open_,
+  // outermost first. Each call opens its op's frame after closing the op
+  // calls that do not enclose it (step frames are left out: a call may run
+  // across a step's end, op_timeline.h, which an evented profile cannot
+  // show nested); an outermost call first opens its entry's Python frames,
+  // those already open kept. Ends are never earlier than what came before
+  // them (a call closed as unwound may end where its child did), so the
+  // events stay in time order and nested.
+  void on_call(const OpCall& call, const TraceCallEntry& entry) {
+    if (!tid_ || *tid_ != call.tid) {
+      end_thread();
+      begin_thread(call.tid);
     }
+    place_samples_before(call.start_ns, /*inclusive=*/false);
+    while (!open_.empty() && open_.back().end_ns < call.start_ns) open_.pop_back();
+    // A call as deep or deeper does not enclose this one, even when it
+    // ends at the very timestamp this one starts (a sibling).
+    while (!open_.empty() && open_.back().depth >= call.depth) open_.pop_back();
+    int64_t op_parent = -1;  // the nearest enclosing call that is not a step frame
+    for (auto it = open_.rbegin(); it != open_.rend(); ++it)
+      if (!it->step) {
+        op_parent = static_cast<int64_t>(it->seq);
+        break;
+      }
+    const uint64_t seq = next_seq_++;
+    open_.push_back({call.end_ns, call.depth, entry.step.has_value(), call.op_id, seq});
+    if (entry.step) return;
+    close_ops_above(op_parent);
+    if (ops_.empty()) {
+      std::vector<uint32_t> wanted;
+      if (entry.stack) append_stack(wanted, *entry.stack);
+      size_t same = 0;
+      while (same < python_.size() && same < wanted.size() && python_[same] == wanted[same]) ++same;
+      while (python_.size() > same) {
+        emit(false, python_.back(), last_);
+        python_.pop_back();
+      }
+      for (size_t k = same; k < wanted.size(); ++k) {
+        emit(true, wanted[k], rel(call.start_ns));
+        python_.push_back(wanted[k]);
+      }
+    }
+    const uint32_t frame = op_frame(call.op_id);
+    emit(true, frame, rel(call.start_ns));
+    ops_.push_back({seq, frame, call.end_ns});
+    ++stats_.op_calls;
+  }
+
+  // The thread's samples before `ts` (at it too: inclusive) get the op
+  // calls open at their moment, outermost first: a call that ended before
+  // a moment gives way to its parent (innermost_calls_at's rule).
+  void place_samples_before(uint64_t ts, bool inclusive) {
+    if (!thread_samples_) return;
+    while (next_sample_ < thread_samples_->size()) {
+      const size_t i = (*thread_samples_)[next_sample_];
+      const uint64_t at = r_.samples[i].ts_ns;
+      if (!(at < ts || (inclusive && at == ts))) break;
+      ++next_sample_;
+      while (!open_.empty() && open_.back().end_ns < at) open_.pop_back();
+      for (const OpenCall& c : open_)
+        if (!c.step) op_paths_[i].push_back(c.op_id);
+    }
+  }
+
+  void close_ops_above(int64_t parent) {
+    while (!ops_.empty() && static_cast<int64_t>(ops_.back().seq) != parent) {
+      emit(false, ops_.back().frame, rel(ops_.back().end_ns));
+      ops_.pop_back();
+    }
+  }
+
+  void end_thread() {
+    if (!tid_) return;
+    place_samples_before(UINT64_MAX, /*inclusive=*/true);
     close_ops_above(-1);
-    while (!python.empty()) {
-      emit(false, python.back(), last);
-      python.pop_back();
+    while (!python_.empty()) {
+      emit(false, python_.back(), last_);
+      python_.pop_back();
     }
-    if (!thread.empty()) p.name = thread_label(timeline.calls[thread.front()].tid) + ": ops";
-    return p;
+    open_.clear();
+    last_ = 0;
+    tid_.reset();
+  }
+
+  void emit(bool open, uint32_t frame, uint64_t at) {
+    last_ = std::max(last_, at);
+    const EventedProfile::Event event{last_, frame, open ? 1u : 0u};
+    if (profile_->events++ == 0) profile_->start = last_;
+    profile_->end = last_;
+    append_records(profile_->spill, std::span<const EventedProfile::Event>(&event, 1));
   }
 
   // Per sampled thread: each sample's stack, in time order.
-  std::map<uint32_t, SampledProfile> sampled_profiles(const Timeline& timeline, const CallTree& tree) {
+  std::map<uint32_t, SampledProfile> sampled_profiles() {
     std::map<uint32_t, SampledProfile> by_tid;
     if (r_.samples.empty()) return by_tid;
-    const std::vector<int64_t> running = innermost_calls_at(timeline, tree, thread_moments(r_.samples));
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
     std::vector<size_t> order(r_.samples.size());
@@ -235,9 +276,9 @@ class SpeedscopeWriter {
       p.end = rel(s.ts_ns);
       std::vector<uint32_t> stack;
       if (s.python_stack != kNoPythonStack) append_stack(stack, s.python_stack);
+      // Frames are numbered by first use: the innermost op first, as ever.
       op_path.clear();
-      for (int64_t c = running[i]; c >= 0; c = tree.parent[c])
-        if (!is_step(timeline.calls[c])) op_path.push_back(op_frame(timeline.calls[c].op_id));
+      for (auto op = op_paths_[i].rbegin(); op != op_paths_[i].rend(); ++op) op_path.push_back(op_frame(*op));
       stack.insert(stack.end(), op_path.rbegin(), op_path.rend());
       stack.push_back(sample_frame(s.frame_id));
       if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(stack, k->second);
@@ -247,18 +288,19 @@ class SpeedscopeWriter {
     return by_tid;
   }
 
-  void write_evented(const EventedProfile& p) {
+  void write_evented(EventedProfile& p) {
     out_ += "{\"type\":\"evented\",\"name\":\"";
     append_json_string(out_, p.name);
-    out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":" + std::to_string(p.events.front().at) +
-            ",\"endValue\":" + std::to_string(p.events.back().at) + ",\"events\":[";
-    for (size_t i = 0; i < p.events.size(); ++i) {
-      const EventedProfile::Event& e = p.events[i];
-      if (i) out_ += ',';
+    out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":" + std::to_string(p.start) +
+            ",\"endValue\":" + std::to_string(p.end) + ",\"events\":[";
+    bool first = true;
+    read_back_records<EventedProfile::Event>(p.spill, [&](const EventedProfile::Event& e) {
+      if (!first) out_ += ',';
+      first = false;
       out_ += e.open ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":";
       out_ += std::to_string(e.frame) + ",\"at\":" + std::to_string(e.at) + '}';
       maybe_flush();
-    }
+    });
     out_ += "]}";
   }
 
@@ -302,11 +344,35 @@ class SpeedscopeWriter {
   std::unordered_map<uint32_t, int64_t> pid_of_tid_;
   std::unordered_map<uint32_t, std::string> thread_name_;
   std::unordered_map<int64_t, std::string> comm_of_pid_;
-  std::unordered_map<uint64_t, uint32_t> entry_stack_;
   std::vector<uint32_t> op_frames_;
   SharedFrames frames_;
-  std::vector<EventedProfile> evented_;
-  std::vector<SampledProfile> sampled_;
+  std::map<uint32_t, EventedProfile> evented_;  // by tid (node-based: a spill file stays put)
+  // Each thread's samples by time (stable), and each sample's op path (op
+  // ids, outermost first), found as its thread's calls come by.
+  std::unordered_map<uint32_t, std::vector<size_t>> samples_of_tid_;
+  std::vector<std::vector<uint32_t>> op_paths_;
+  // The thread whose calls are coming (on_call).
+  struct OpenCall {
+    uint64_t end_ns;
+    uint32_t depth;
+    bool step;
+    uint32_t op_id;
+    uint64_t seq;
+  };
+  struct OpenOp {
+    uint64_t seq;
+    uint32_t frame;
+    uint64_t end_ns;
+  };
+  std::optional<uint32_t> tid_;
+  EventedProfile* profile_ = nullptr;
+  const std::vector<size_t>* thread_samples_ = nullptr;
+  size_t next_sample_ = 0;
+  uint64_t next_seq_ = 0;
+  std::vector<OpenCall> open_;    // the last call and the calls enclosing it, outermost first
+  std::vector<OpenOp> ops_;       // open op calls (not step frames), outermost first
+  std::vector<uint32_t> python_;  // open Python frames, outermost first
+  uint64_t last_ = 0;             // the latest event's moment
   SpeedscopeStats stats_;
   std::string out_;
 };
@@ -314,7 +380,16 @@ class SpeedscopeWriter {
 }  // namespace
 
 SpeedscopeStats write_speedscope(const Recording& recording, const std::function<void(std::string_view)>& write) {
-  return SpeedscopeWriter(recording, write).run();
+  const Timeline timeline = build_timeline(recording.events);
+  const CallTree tree = build_call_tree(timeline);
+  return SpeedscopeWriter(recording, write).run([&](const TraceCallVisitor& visit) {
+    visit_trace_calls(recording, timeline, tree, nullptr, visit);
+  });
+}
+
+SpeedscopeStats write_speedscope(const Recording& head, const StreamedTraceCalls& calls,
+                                 const std::function<void(std::string_view)>& write) {
+  return SpeedscopeWriter(head, write).run(calls.calls);
 }
 
 }  // namespace gpuprof

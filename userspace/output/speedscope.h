@@ -25,12 +25,21 @@
 //     torch's same-name fold), each weighted by the sampling period.
 // Times are nanoseconds since the recording started. Profiles come in
 // process, then thread order, the main thread first.
+//
+// One writer serves a recording read whole and one read as a stream
+// (streamed_chrome_trace.h, whose replay of each thread's calls it takes):
+// each thread's calls come in trace order, its events go to a temporary
+// file as they are made (the profiles are written in another order), and
+// each sample gets the op calls open at its moment as its thread's calls
+// come by. Memory then grows with the threads, the open calls and the
+// samples, not with the op events; the two give the same bytes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string_view>
 
+#include "output/chrome_trace.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -45,5 +54,9 @@ struct SpeedscopeStats {
 // Writes the whole JSON document through `write` (in pieces of about 64
 // KiB); returns what it wrote.
 SpeedscopeStats write_speedscope(const Recording& recording, const std::function<void(std::string_view)>& write);
+// The same of a recording read without its events (`head`), its calls
+// replayed by `calls` (StreamedChromeTrace::finish without --ops).
+SpeedscopeStats write_speedscope(const Recording& head, const StreamedTraceCalls& calls,
+                                 const std::function<void(std::string_view)>& write);
 
 }  // namespace gpuprof

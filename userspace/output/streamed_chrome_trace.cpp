@@ -82,13 +82,15 @@ namespace {
 
 // A spilled call holds what the trace writes of it (chrome_trace.cpp): its
 // op, start, duration, entry index and whether it was unwound; a step
-// frame's step number; its entry's stack and input shapes. Packed against
-// its thread's previous call: a flags byte, then varints, the start and
-// entry index as zigzag differences; about 10 bytes where the OpCall is 72.
+// frame's step number; its entry's stack and input shapes; and its depth,
+// which places it in its thread's call tree (speedscope.cpp nests calls by
+// it). Packed against its thread's previous call: a flags byte, then
+// varints, the start and entry index as zigzag differences; about 11 bytes
+// where the OpCall is 72.
 // A module call (kModuleCall) is packed against its thread's previous
 // module call: its node, start (a zigzag difference) and duration.
 constexpr uint8_t kUnwound = 1, kIsStep = 2, kHasStack = 4, kModuleCall = 8, kHasShape = 16;
-constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 2 * 5;  // flags, five 64-bit varints at most, two 32-bit ones
+constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 3 * 5;  // flags, five 64-bit varints at most, three 32-bit ones
 
 void pack_call(std::string& out, const OpCall& call, const TraceCallEntry& entry, uint64_t& last_start,
                uint64_t& last_entry) {
@@ -98,6 +100,7 @@ void pack_call(std::string& out, const OpCall& call, const TraceCallEntry& entry
   append_varint(out, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
   append_varint(out, call.end_ns - call.start_ns);
   append_varint(out, zigzag(static_cast<int64_t>(call.entry_index - last_entry)));
+  append_varint(out, call.depth);
   if (entry.step) append_varint(out, *entry.step);
   if (entry.stack) append_varint(out, *entry.stack);
   if (entry.shape) append_varint(out, *entry.shape);
@@ -158,8 +161,8 @@ class SpillReader {
       if (modules_) (*modules_)(call);
       return true;
     }
-    uint64_t op = 0, start = 0, duration = 0, entry = 0, step = 0, stack = 0, shape = 0;
-    if (!varint(op) || !varint(start) || !varint(duration) || !varint(entry)) return false;
+    uint64_t op = 0, start = 0, duration = 0, entry = 0, depth = 0, step = 0, stack = 0, shape = 0;
+    if (!varint(op) || !varint(start) || !varint(duration) || !varint(entry) || !varint(depth)) return false;
     if ((flags & kIsStep) && !varint(step)) return false;
     if ((flags & kHasStack) && !varint(stack)) return false;
     if ((flags & kHasShape) && !varint(shape)) return false;
@@ -169,6 +172,7 @@ class SpillReader {
     call.start_ns = last_start_ += static_cast<uint64_t>(unzigzag(start));
     call.end_ns = call.start_ns + duration;
     call.entry_index = last_entry_ += static_cast<uint64_t>(unzigzag(entry));
+    call.depth = static_cast<uint32_t>(depth);
     call.unwound = flags & kUnwound;
     if (!calls_) return true;
     TraceCallEntry at_entry;
