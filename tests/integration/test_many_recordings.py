@@ -11,6 +11,7 @@ import pytest
 
 from conftest import TORCH_ENV_IDS, TORCH_ENVS, Procs, parse_stopped_line, run_gpuprof, touch, wait_for_file
 from pprof_reader import decode, per_leaf_op, table_time
+from test_report_memory import report_as_whole
 
 CALLS = {"a": 3000, "b": 1000}
 
@@ -96,6 +97,16 @@ def test_straggler_view(pair, by):
     assert (total, low, median, high) == (table_time(sum(exact) / 1000), table_time(min(exact) / 1000),
                                           table_time(sum(exact) // 2 / 1000), table_time(max(exact) / 1000))
     assert slowest == groups[exact.index(max(exact))]
+
+
+def test_streamed_tables_are_the_whole_reads(pair):
+    """The table and the straggler views read each file as a stream, one
+    after the other (docs/fleet.md): the same bytes as every file read
+    whole, compensated and raw."""
+    files = [str(r) for r, _, _ in pair.values()]
+    for args in (["--row-limit", "-1"], ["--raw-times"], ["--by", "pid"], ["--by", "file"]):
+        report = report_as_whole(*files, *args)
+        assert report.returncode == 0 and "aten::add" in report.stdout, (args, report.stderr)
 
 
 def test_refusals(pair):

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <deque>
+#include <optional>
+#include <variant>
 
 #include "analyze/aggregator.h"
 #include "analyze/process_filter.h"
@@ -40,6 +42,59 @@ std::optional<JobRank> rank_of(const Recording& recording) {
   return rank ? std::optional<JobRank>(*rank) : std::nullopt;
 }
 
+// Adds the table of each process of the recording at `path` to `units`:
+// read as a stream where it can be (report_reads.h, read_for_table), else
+// whole and aggregated; a system-wide recording's, one unit per process
+// with op events. `recording`: the recording read (without its events when
+// streamed). The exit status of a read that failed.
+std::optional<int> add_units_of(const std::string& path, const ReportOptions& options, std::vector<ProfileUnit>& units,
+                                std::optional<Recording>& recording) {
+  const TableGrouping grouping{.by_input_shape = options.group_by_input_shape,
+                               .by_stack_n = options.group_by_stack_n};
+  std::variant<StreamedTable, Recording, int> read = 0;
+  if (streaming_allowed())
+    read = read_for_table(path, options.strict, options.raw_times, /*filtered=*/false, grouping);
+  else if (std::optional<Recording> whole = read_recording_for_output(path, options.strict))
+    read = std::move(*whole);
+  else
+    read = 1;
+  if (const int* status = std::get_if<int>(&read)) return *status;
+  if (StreamedTable* streamed = std::get_if<StreamedTable>(&read);
+      streamed && streamed->tables.has_value() == is_system_wide(streamed->recording)) {
+    recording = std::move(streamed->recording);
+    if (streamed->profile) {
+      units.push_back({path, recording->process, std::move(*streamed->profile), rank_of(*recording)});
+      return std::nullopt;
+    }
+    for (auto& [pid, profile] : streamed->tables->profiles) {
+      const Recording one = select_processes(*recording, {pid});
+      units.push_back({path, one.process, std::move(profile), rank_of(one)});
+    }
+    return std::nullopt;
+  }
+  // Read whole: it cannot stream, or it turned system-wide between the
+  // reads (a recording still being written).
+  if (Recording* whole = std::get_if<Recording>(&read))
+    recording = std::move(*whole);
+  else
+    recording = read_recording_for_output(path, options.strict);
+  if (!recording) return 1;
+  AggregateOptions aggregate_options;
+  aggregate_options.raw_times = options.raw_times;
+  aggregate_options.group_by_input_shape = options.group_by_input_shape;
+  aggregate_options.group_by_stack_n = options.group_by_stack_n;
+  if (!is_system_wide(*recording)) {
+    units.push_back({path, recording->process, aggregate(*recording, aggregate_options), rank_of(*recording)});
+    return std::nullopt;
+  }
+  for (const auto& [pid, activity] : process_activity(*recording)) {
+    if (activity.events == 0) continue;
+    const Recording one = select_processes(*recording, {pid});
+    units.push_back({path, one.process, aggregate(one, aggregate_options), rank_of(one)});
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_report_many(const ReportOptions& options) {
@@ -55,21 +110,26 @@ int run_report_many(const ReportOptions& options) {
   }
   auto sort_key = cli::parse_option_value(parse_sort_key, options.sort_by);
   if (!sort_key) return 2;
-  AggregateOptions aggregate_options;
-  aggregate_options.raw_times = options.raw_times;
-  aggregate_options.group_by_input_shape = options.group_by_input_shape;
-  aggregate_options.group_by_stack_n = options.group_by_stack_n;
   const std::vector<std::string> paths =
       options.input_paths.empty() ? std::vector<std::string>{options.input_path} : options.input_paths;
+  const bool table = !options.folded && options.trace.output.empty() && options.trace.pprof.empty();
   std::vector<Recording> recordings;
+  std::vector<ProfileUnit> units;
   for (const std::string& path : paths) {
-    auto recording = read_recording_for_output(path, options.strict);
-    if (!recording) return 1;
+    // The table streams each file in turn (its profiles kept, its events
+    // not); the other views read every file whole.
+    std::optional<Recording> recording;
+    if (table) {
+      if (const std::optional<int> failed = add_units_of(path, options, units, recording)) return *failed;
+    } else {
+      recording = read_recording_for_output(path, options.strict);
+      if (!recording) return 1;
+    }
     if (!recording->complete)
       std::fprintf(stderr, "gpuprof: warning: %s is incomplete (%s); reporting its complete events\n", path.c_str(),
                    recording->incomplete_reason.empty() ? "the recorder did not finish"
                                                         : recording->incomplete_reason.c_str());
-    recordings.push_back(std::move(*recording));
+    if (!table) recordings.push_back(std::move(*recording));
   }
   if (options.folded) {
     if (by) {
@@ -118,19 +178,6 @@ int run_report_many(const ReportOptions& options) {
     TraceExportOptions pprof = options.trace;
     pprof.raw_times = options.raw_times;
     return export_pprof(all, paths, pprof);
-  }
-  std::vector<ProfileUnit> units;
-  for (size_t i = 0; i < recordings.size(); i++) {
-    const Recording& recording = recordings[i];
-    if (is_system_wide(recording)) {
-      for (const auto& [pid, activity] : process_activity(recording)) {
-        if (activity.events == 0) continue;
-        Recording one = select_processes(recording, {pid});
-        units.push_back({paths[i], one.process, aggregate(one, aggregate_options), rank_of(one)});
-      }
-    } else {
-      units.push_back({paths[i], recording.process, aggregate(recording, aggregate_options), rank_of(recording)});
-    }
   }
   if (by == SpreadKey::kRank) {
     if (auto unranked = units_without_rank(units); !unranked.empty()) {
