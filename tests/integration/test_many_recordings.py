@@ -5,13 +5,14 @@ of aten::add calls each (tests/workloads/fixed_count.py), one three times as
 many as the other; the exact figures come from each file alone (its pprof
 profile, in ns), so every number printed for the pair is checked to the
 digit."""
+import gzip
 import re
 
 import pytest
 
 from conftest import TORCH_ENV_IDS, TORCH_ENVS, Procs, parse_stopped_line, run_gpuprof, touch, wait_for_file
 from pprof_reader import decode, per_leaf_op, table_time
-from test_report_memory import report_as_whole
+from test_report_memory import report_as_whole, report_file_as_whole
 
 CALLS = {"a": 3000, "b": 1000}
 
@@ -109,6 +110,28 @@ def test_streamed_tables_are_the_whole_reads(pair):
         assert report.returncode == 0 and "aten::add" in report.stdout, (args, report.stderr)
 
 
+def test_streamed_folded_is_the_whole_reads(pair):
+    """--folded of both files reads each as a stream, one after the other
+    (docs/fleet.md): the same bytes as every file read whole, compensated
+    and raw; each file's stacks under its own name, as its own --folded
+    prints them, its aten::add self time exactly its own."""
+    files = [str(r) for r, _, _ in pair.values()]
+    for args in ([], ["--raw-times"]):
+        both = report_as_whole(*files, "--folded", *args)
+        assert both.returncode == 0, (args, both.stderr)
+        alone = []
+        for name in files:
+            own = run_gpuprof("report", name, "--folded", *args)
+            assert own.returncode == 0, own.stderr
+            alone += [f"{name};{line}" for line in own.stdout.splitlines()]
+        assert both.stdout.splitlines() == sorted(alone), (args, both.stdout)
+        if not args:
+            # The exact self time of each file's calls (its pprof, in ns), in us
+            # as folded stacks truncate it.
+            for record, _, (_, ns) in pair.values():
+                assert f"{record};aten::add {ns // 1000}" in both.stdout.splitlines(), (ns, both.stdout)
+
+
 def test_refusals(pair):
     files = [str(r) for r, _, _ in pair.values()]
     rank = run_gpuprof("report", *files, "--by", "rank")
@@ -124,7 +147,13 @@ def test_one_pprof_of_both(pair, tmp_path):
     """--pprof over both files: each process's stacks labelled with its pid
     and file, its values its own file's, exactly."""
     out = tmp_path / "both.pb.gz"
-    made = run_gpuprof("report", *(str(r) for r, _, _ in pair.values()), "--pprof", str(out))
+    files = [str(r) for r, _, _ in pair.values()]
+    # Each file read as a stream in turn: the profile of both read whole,
+    # compensated and raw.
+    for args in ([], ["--raw-times"]):
+        report_file_as_whole(files[0], out, files[1], "--pprof", out, *args,
+                             read=lambda p: gzip.decompress(p.read_bytes()))
+    made = run_gpuprof("report", *files, "--pprof", str(out))
     assert made.returncode == 0, made.stderr
     assert f"gpuprof: wrote {out} from 2 recordings: 2 samples of 2 sample types, 1 functions" in made.stderr
     doc = decode(out)

@@ -151,6 +151,35 @@ TEST(StreamedPprof, WritesTheWholeReadsProfileOfASystemWideRecording) {
   EXPECT_FALSE(StreamedProcessMetricSums(with_stack, nullptr, {}).wants(with_stack));
 }
 
+// Several recordings in one profile (report A B ... --pprof), each read
+// as a stream on its own, one of them system-wide and one read whole: the
+// profile of all of them read whole, each labelled with its file.
+TEST(StreamedPprof, WritesTheWholeReadsProfileOfSeveralRecordings) {
+  const Recording one = sampled_recording(6, 2000), other = sampled_recording(7, 1500);
+  const Recording wide = system_wide_recording(8, 2000);
+  const Recording one_head = head_of(one), wide_head = streamed_read_of(wide);
+  for (bool raw : {false, true}) {
+    SCOPED_TRACE(raw ? "raw" : "compensated");
+    const PprofProfile whole =
+        pprof_profile({{&one, "a.gpuprof"}, {&wide, "b.gpuprof"}, {&other, "c.gpuprof"}}, raw);
+    StreamedMetricSums one_sums(one_head, compensation_costs(one_head, raw), last_pair_of(one),
+                                pprof_metrics(one_head));
+    feed_in_chunks(one_sums, one, 7, 1);
+    std::map<StackMetric, StackSums> sums = std::move(one_sums).finish();
+    StreamedProcessMetricSums wide_sums(wide_head, compensation_costs(wide_head, raw), pprof_metrics(wide_head));
+    feed_in_chunks(wide_sums, wide, 500, 0);
+    std::map<uint32_t, ProcessMetricSums> processes = std::move(wide_sums).finish(wide_head);
+    const PprofProfile streamed = pprof_profile(
+        {{&one_head, "a.gpuprof", &sums}, {&wide_head, "b.gpuprof", nullptr, &processes}, {&other, "c.gpuprof"}},
+        raw);
+    EXPECT_EQ(streamed.data, whole.data);
+    EXPECT_GT(whole.stats.samples, 200u);
+    // Each file's label is in it.
+    for (const char* file : {"a.gpuprof", "b.gpuprof", "c.gpuprof"})
+      EXPECT_NE(whole.data.find(file), std::string::npos) << file;
+  }
+}
+
 TEST(StreamedPprof, DeclinesSystemWideRecordingsAndDropsAllocatorEvents) {
   Recording recording = random_recording(5, 100);
   StreamedMetricSums sums(recording, nullptr, std::nullopt, pprof_metrics(recording));

@@ -572,7 +572,7 @@ int run_report(const ReportOptions& given) {
   if (!options.trace.pprof.empty()) {
     TraceExportOptions pprof = options.trace;
     pprof.raw_times = options.raw_times;
-    return export_pprof(*recording, options.input_path, pprof, streamed_sums ? &*streamed_sums : nullptr);
+    return export_pprof({pprof_input(*recording, options.input_path, streamed_sums ? &*streamed_sums : nullptr)}, pprof);
   }
   if (!options.trace.output.empty())
     return export_chrome_trace(*recording, options.input_path, options.trace,

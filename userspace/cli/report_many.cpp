@@ -42,6 +42,17 @@ std::optional<JobRank> rank_of(const Recording& recording) {
   return rank ? std::optional<JobRank>(*rank) : std::nullopt;
 }
 
+// The read add_units_of starts from: streamed (read_for_table), or whole
+// with the test hook; the exit status of a read that failed.
+std::variant<StreamedTable, Recording, int> read_for_units(const std::string& path, const ReportOptions& options) {
+  if (streaming_allowed())
+    return read_for_table(path, options.strict, options.raw_times, /*filtered=*/false,
+                          TableGrouping{.by_input_shape = options.group_by_input_shape,
+                                        .by_stack_n = options.group_by_stack_n});
+  if (std::optional<Recording> whole = read_recording_for_output(path, options.strict)) return std::move(*whole);
+  return 1;
+}
+
 // Adds the table of each process of the recording at `path` to `units`:
 // read as a stream where it can be (report_reads.h, read_for_table), else
 // whole and aggregated; a system-wide recording's, one unit per process
@@ -49,15 +60,7 @@ std::optional<JobRank> rank_of(const Recording& recording) {
 // streamed). The exit status of a read that failed.
 std::optional<int> add_units_of(const std::string& path, const ReportOptions& options, std::vector<ProfileUnit>& units,
                                 std::optional<Recording>& recording) {
-  const TableGrouping grouping{.by_input_shape = options.group_by_input_shape,
-                               .by_stack_n = options.group_by_stack_n};
-  std::variant<StreamedTable, Recording, int> read = 0;
-  if (streaming_allowed())
-    read = read_for_table(path, options.strict, options.raw_times, /*filtered=*/false, grouping);
-  else if (std::optional<Recording> whole = read_recording_for_output(path, options.strict))
-    read = std::move(*whole);
-  else
-    read = 1;
+  std::variant<StreamedTable, Recording, int> read = read_for_units(path, options);
   if (const int* status = std::get_if<int>(&read)) return *status;
   if (StreamedTable* streamed = std::get_if<StreamedTable>(&read);
       streamed && streamed->tables.has_value() == is_system_wide(streamed->recording)) {
@@ -95,6 +98,36 @@ std::optional<int> add_units_of(const std::string& path, const ReportOptions& op
   return std::nullopt;
 }
 
+// Adds the stacks of the recording at `path` to `merged`, under its root
+// (folded_several.h): read as one file's --folded reads it (report_reads.h,
+// read_for_folded: streamed where it can be), else whole. `recording`: the
+// recording read (without its events when streamed). The exit status of a
+// read that failed.
+std::optional<int> add_folded_of(const std::string& path, const ReportOptions& options, FoldedMetric metric,
+                                 FoldedStacks& merged, std::optional<Recording>& recording) {
+  std::optional<FoldedStacks> streamed;
+  if (!streaming_allowed())
+    recording = read_recording_for_output(path, options.strict);
+  else if (std::optional<int> failed = take_read(read_for_folded(path, options.strict, metric, options.raw_times),
+                                                 &StreamedFolded::folded, recording, streamed))
+    return failed;
+  if (!recording) return 1;
+  add_recording_stacks(merged, {&*recording, path},
+                       streamed ? *streamed : folded_stacks_by_process(*recording, metric, options.raw_times));
+  return std::nullopt;
+}
+
+// Reads the recording at `path` for --pprof: its stacks summed as it
+// streams (report_reads.h, read_for_pprof) where it can be, into `sums`,
+// else whole. The exit status of a read that failed.
+std::optional<int> read_pprof_of(const std::string& path, const ReportOptions& options,
+                                 std::optional<Recording>& recording, std::optional<StreamedPprofSums>& sums) {
+  if (streaming_allowed())
+    return take_read(read_for_pprof(path, options.strict, options.raw_times), &StreamedPprof::sums, recording, sums);
+  recording = read_recording_for_output(path, options.strict);
+  return recording ? std::nullopt : std::optional<int>(1);
+}
+
 }  // namespace
 
 int run_report_many(const ReportOptions& options) {
@@ -113,35 +146,43 @@ int run_report_many(const ReportOptions& options) {
   const std::vector<std::string> paths =
       options.input_paths.empty() ? std::vector<std::string>{options.input_path} : options.input_paths;
   const bool table = !options.folded && options.trace.output.empty() && options.trace.pprof.empty();
-  std::vector<Recording> recordings;
-  std::vector<ProfileUnit> units;
-  for (const std::string& path : paths) {
-    // The table streams each file in turn (its profiles kept, its events
-    // not); the other views read every file whole.
-    std::optional<Recording> recording;
-    if (table) {
-      if (const std::optional<int> failed = add_units_of(path, options, units, recording)) return *failed;
-    } else {
-      recording = read_recording_for_output(path, options.strict);
-      if (!recording) return 1;
-    }
-    if (!recording->complete)
-      std::fprintf(stderr, "gpuprof: warning: %s is incomplete (%s); reporting its complete events\n", path.c_str(),
-                   recording->incomplete_reason.empty() ? "the recorder did not finish"
-                                                        : recording->incomplete_reason.c_str());
-    if (!table) recordings.push_back(std::move(*recording));
-  }
+  std::optional<FoldedMetric> metric;
   if (options.folded) {
     if (by) {
       std::fprintf(stderr, "gpuprof: error: --by prints a table; --folded puts each recording under its rank "
                            "or file instead\n");
       return 2;
     }
-    auto metric = cli::parse_option_value(parse_folded_metric, options.metric);
-    if (!metric) return 2;
-    std::vector<FoldedInput> inputs;
-    for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({&recordings[i], paths[i]});
-    const std::string text = format_folded(folded_stacks_of_several(inputs, *metric, options.raw_times));
+    if (!(metric = cli::parse_option_value(parse_folded_metric, options.metric))) return 2;
+  }
+  std::vector<Recording> recordings;
+  std::vector<ProfileUnit> units;
+  FoldedStacks folded;
+  std::vector<std::optional<StreamedPprofSums>> pprof_sums;  // by file: a streamed read's
+  for (const std::string& path : paths) {
+    // The table, --folded and --pprof stream each file in turn (its
+    // profiles or stacks kept, its events not); the Chrome trace reads
+    // every file whole.
+    std::optional<Recording> recording;
+    std::optional<int> failed;
+    if (table)
+      failed = add_units_of(path, options, units, recording);
+    else if (options.folded)
+      failed = add_folded_of(path, options, *metric, folded, recording);
+    else if (!options.trace.pprof.empty() && options.trace.output.empty())
+      failed = read_pprof_of(path, options, recording, pprof_sums.emplace_back());
+    else if (!(recording = read_recording_for_output(path, options.strict)))
+      failed = 1;
+    if (failed) return *failed;
+    if (!recording->complete)
+      std::fprintf(stderr, "gpuprof: warning: %s is incomplete (%s); reporting its complete events\n", path.c_str(),
+                   recording->incomplete_reason.empty() ? "the recorder did not finish"
+                                                        : recording->incomplete_reason.c_str());
+    if (!table && !options.folded) recordings.push_back(std::move(*recording));
+  }
+  if (options.folded) {
+    merge_alike_stacks(folded);  // recordings of one rank add up under one root
+    const std::string text = format_folded(folded);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
@@ -173,11 +214,12 @@ int run_report_many(const ReportOptions& options) {
       std::fprintf(stderr, "gpuprof: error: --by prints a table; --pprof labels each process of the profile instead\n");
       return 2;
     }
-    std::vector<const Recording*> all;
-    for (const Recording& r : recordings) all.push_back(&r);
+    std::vector<PprofInput> inputs;
+    for (size_t i = 0; i < recordings.size(); i++)
+      inputs.push_back(pprof_input(recordings[i], paths[i], pprof_sums[i] ? &*pprof_sums[i] : nullptr));
     TraceExportOptions pprof = options.trace;
     pprof.raw_times = options.raw_times;
-    return export_pprof(all, paths, pprof);
+    return export_pprof(inputs, pprof);
   }
   if (by == SpreadKey::kRank) {
     if (auto unranked = units_without_rank(units); !unranked.empty()) {

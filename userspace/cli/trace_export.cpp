@@ -265,21 +265,17 @@ int write_pprof_file(const TraceExportOptions& options, const std::string& from,
 
 }  // namespace
 
-int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
-                 StreamedPprofSums* streamed) {
-  if (!streamed) return export_pprof(std::vector<const Recording*>{&recording}, {input_path}, options);
-  return write_pprof_file(options, input_path, [&] {
-    return streamed->by_process ? pprof_profile(recording, std::move(*streamed->by_process), options.raw_times)
-                                : pprof_profile(recording, std::move(streamed->sums), options.raw_times);
-  });
+PprofInput pprof_input(const Recording& recording, const std::string& input_path, StreamedPprofSums* streamed) {
+  PprofInput input{.recording = &recording, .file = input_path};
+  if (streamed && streamed->by_process)
+    input.processes = &*streamed->by_process;
+  else if (streamed)
+    input.sums = &streamed->sums;
+  return input;
 }
 
-int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
-                 const TraceExportOptions& options) {
-  std::vector<PprofInput> inputs;
-  for (size_t i = 0; i < recordings.size(); i++) inputs.push_back({recordings[i], input_paths[i]});
-  const std::string from = input_paths.size() == 1 ? input_paths.front()
-                                                   : std::to_string(input_paths.size()) + " recordings";
+int export_pprof(const std::vector<PprofInput>& inputs, const TraceExportOptions& options) {
+  const std::string from = inputs.size() == 1 ? inputs.front().file : std::to_string(inputs.size()) + " recordings";
   return write_pprof_file(options, from, [&] { return pprof_profile(inputs, options.raw_times); });
 }
 

@@ -13,6 +13,7 @@
 #include "analyze/streamed_process_metric_sums.h"
 #include "output/chrome_trace.h"
 #include "output/chrome_trace_several.h"
+#include "output/pprof.h"
 
 namespace CLI {
 class App;
@@ -64,14 +65,14 @@ struct StreamedPprofSums {
   std::optional<std::map<uint32_t, ProcessMetricSums>> by_process;
 };
 
-// Writes options.pprof; one line on stderr says what was written.
-// Returns the process exit code. streamed: the stack sums of a streamed
-// read (null: the recording's events are summed).
-int export_pprof(const Recording& recording, const std::string& input_path, const TraceExportOptions& options,
-                 StreamedPprofSums* streamed = nullptr);
-// Several recordings in one profile (report A B ... --pprof).
-int export_pprof(const std::vector<const Recording*>& recordings, const std::vector<std::string>& input_paths,
-                 const TraceExportOptions& options);
+// A recording for export_pprof: read whole, or (streamed: not null) its
+// streamed read's stack sums, moved from when the profile is made.
+PprofInput pprof_input(const Recording& recording, const std::string& input_path, StreamedPprofSums* streamed);
+
+// Writes options.pprof of one recording or several (report A B ... --pprof,
+// each labelled with its file); one line on stderr says what was written.
+// Returns the process exit code.
+int export_pprof(const std::vector<PprofInput>& inputs, const TraceExportOptions& options);
 
 int export_chrome_trace(const Recording& recording, const std::string& input_path,
                         const TraceExportOptions& options,

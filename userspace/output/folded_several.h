@@ -24,6 +24,11 @@ struct FoldedInput {
 // "rank 1", or the file's name: the frame a recording's stacks go under.
 std::string folded_root(const FoldedInput& input);
 
+// One recording's stacks (folded_stacks_by_process, or a streamed read's:
+// the same stacks) added to `merged` under its root, totals and counters
+// too; merge_alike_stacks once every recording is in.
+void add_recording_stacks(FoldedStacks& merged, const FoldedInput& input, const FoldedStacks& stacks);
+
 // Every recording's stacks (folded_stacks_by_process) under its root,
 // merged: sorted by stack, no two alike; the totals and counters added up.
 FoldedStacks folded_stacks_of_several(const std::vector<FoldedInput>& inputs, FoldedMetric metric,

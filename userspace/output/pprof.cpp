@@ -401,22 +401,12 @@ PprofProfile pprof_profile(const Recording& recording, bool raw_times) {
 }
 
 PprofProfile pprof_profile(const Recording& recording, std::map<StackMetric, StackSums> sums, bool raw_times) {
-  const std::vector<PprofInput> inputs = {{&recording, ""}};
-  ProfileBuilder builder(inputs);
-  add_process(builder, recording, "", [&](StackMetric metric) { return std::move(sums.at(metric)); });
-  return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
+  return pprof_profile(std::vector<PprofInput>{{.recording = &recording, .sums = &sums}}, raw_times);
 }
 
 PprofProfile pprof_profile(const Recording& recording, std::map<uint32_t, ProcessMetricSums> processes,
                            bool raw_times) {
-  const std::vector<PprofInput> inputs = {{&recording, ""}};
-  ProfileBuilder builder(inputs);
-  // By pid, as process_activity() lists them for the whole read.
-  for (auto& entry : processes) {
-    ProcessMetricSums& one = entry.second;  // by name: clang captures no structured binding
-    add_process(builder, *one.selection, "", [&](StackMetric metric) { return std::move(one.sums.at(metric)); });
-  }
-  return builder.finish(recording, comment_of(compensation_costs(recording, raw_times) != nullptr));
+  return pprof_profile(std::vector<PprofInput>{{.recording = &recording, .processes = &processes}}, raw_times);
 }
 
 PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times) {
@@ -428,7 +418,15 @@ PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times
     auto add_whole = [&](const Recording& one) {
       add_process(builder, one, file, [&](StackMetric metric) { return stack_sums(one, metric, raw_times); });
     };
-    if (is_system_wide(recording)) {
+    if (in.processes) {
+      // By pid, as process_activity() lists them for the whole read.
+      for (auto& entry : *in.processes) {
+        ProcessMetricSums& one = entry.second;  // by name: clang captures no structured binding
+        add_process(builder, *one.selection, file, [&](StackMetric metric) { return std::move(one.sums.at(metric)); });
+      }
+    } else if (in.sums) {
+      add_process(builder, recording, file, [&](StackMetric metric) { return std::move(in.sums->at(metric)); });
+    } else if (is_system_wide(recording)) {
       for (const auto& [pid, activity] : process_activity(recording))
         if (activity.events || activity.samples) add_whole(select_processes(recording, {pid}));
     } else {

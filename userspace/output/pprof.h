@@ -74,10 +74,18 @@ PprofProfile pprof_profile(const Recording& recording, std::map<uint32_t, Proces
 // processes' samples side by side, each also labelled with its file
 // ("recording"). The sample types are those any of them has; a recording's
 // cpu values use its own period (the profile's period is the first
-// sampled recording's).
+// sampled recording's). A recording read as a stream comes with its stack
+// sums, moved from: the same bytes as the recording read whole.
 struct PprofInput {
   const Recording* recording;
   std::string file;
+  // A streamed read's stack sums of a recording of one process, every
+  // metric pprof_metrics() names (analyze/streamed_metric_sums.h), or
+  std::map<StackMetric, StackSums>* sums = nullptr;
+  // of a system-wide recording's processes, by pid
+  // (analyze/streamed_process_metric_sums.h). Neither: the recording's
+  // events are summed.
+  std::map<uint32_t, ProcessMetricSums>* processes = nullptr;
 };
 PprofProfile pprof_profile(const std::vector<PprofInput>& inputs, bool raw_times = false);
 
