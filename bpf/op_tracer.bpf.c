@@ -47,11 +47,17 @@ __u32 shapes_on = 0;
 /* 0 while the TensorImpl layout is unknown: entries carry raw windows. */
 __u32 tensor_layout_ready = 0;
 /*
- * Entries that may still carry raw windows before calibration; after that,
- * until calibrated, entries go without shapes. A target whose tensors do
- * not allow calibration must not pay 256 bytes per tensor for ever.
+ * Ring-buffer bytes that raw windows may still take before calibration
+ * (userspace gives them a quarter of the ring); after that, until
+ * calibrated, entries go without shapes. A target whose tensors do not
+ * allow calibration must not pay 256 bytes per tensor for ever, and a
+ * reader that falls behind while calibrating must not see the ring fill
+ * with windows. Bytes, not entries: an op's windows cost 264 bytes per
+ * tensor argument.
  */
-__s32 raw_entries_left = 0;
+__s64 raw_bytes_left = 0;
+/* Entries sent with raw windows: every 64th wakes the reader. */
+__u32 raw_entries_sent = 0;
 struct gp_tensor_layout tensor_layout = {};
 /*
  * Address of c10::UndefinedTensorImpl::_singleton in the target (0: unknown).
@@ -313,7 +319,7 @@ static __always_inline int emit_entry_with_payload(struct pt_regs *ctx, __u64 co
 	 * and hands the layout back within a few ms, long before the raw budget
 	 * (after which entries go without shapes) runs out.
 	 */
-	if (shapes && st.raw && (raw_entries_left & 63) == 0)
+	if (shapes && st.raw && (raw_entries_sent++ & 63) == 0)
 		flags = BPF_RB_FORCE_WAKEUP;
 	if (bpf_ringbuf_output(&events, r, sizeof(r->event) + words * 8, flags))
 		__sync_fetch_and_add(&events_lost, 1);
@@ -574,10 +580,10 @@ int on_op_probe(struct pt_regs *ctx)
 		__u32 op = GP_COOKIE_OP(cookie), shapes = 0;
 		const struct gp_shape_plan *plan = bpf_map_lookup_elem(&shape_plans, &op);
 
-		if (shapes_on && plan && plan->count && (tensor_layout_ready || raw_entries_left > 0)) {
+		if (shapes_on && plan && plan->count && (tensor_layout_ready || raw_bytes_left > 0)) {
 			/* Not atomic: threads racing here may spend one entry more. */
 			if (!tensor_layout_ready)
-				raw_entries_left--;
+				raw_bytes_left -= (__s64)plan->count * GP_RAW_SLOT_WORDS * 8;
 			shapes = 1;
 		}
 		if ((shapes || stacks_on || (cookie & GP_COOKIE_NODE_ARG)) &&

@@ -28,7 +28,7 @@ bool TargetShapes::setup(DispatcherCatalog& catalog) {
     return false;
   }
   find_undefined_tensor();
-  tracer_.set_shapes(true, ShapeCollector::kRawEntryBudget);
+  tracer_.set_shapes(true);
   return true;
 }
 
@@ -43,18 +43,20 @@ void TargetShapes::find_undefined_tensor() {
   }
 }
 
-// Calibration result to BPF, decoded shapes to the file.
-void TargetShapes::drain(RecordOutputs& writer) {
+void TargetShapes::hand_layout_to_bpf() {
+  layout_decided_ = true;
   if (auto layout = collector_->take_new_layout()) {
     tracer_.set_tensor_layout(*layout);
     std::fprintf(stderr, "gpuprof: %s\n", collector_->status_line().c_str());
-  }
-  if (collector_->refused() && !refused_reported_) {
-    // No layout: stop paying for payloads that cannot be decoded.
+  } else if (collector_->refused()) {
     tracer_.set_shapes(false);
-    refused_reported_ = true;
     diagnostics_.warn("no input shapes: " + collector_->status_line());
   }
+}
+
+// Decoded shapes to the file (and the layout to BPF, found at the stop).
+void TargetShapes::drain(RecordOutputs& writer) {
+  if (!layout_decided_ && (collector_->calibrated() || collector_->refused())) hand_layout_to_bpf();
   for (ShapeCollector::Ready& ready : collector_->take_ready()) {
     if (!diagnostics_.writing()) continue;
     if (Result<void> written = writer.append_shapes(ready.event_index, ready.shapes); !written)

@@ -28,11 +28,16 @@ class TargetShapes {
   void find_undefined_tensor();
   bool waits_for_libc10() const { return !undefined_tensor_found_; }
   // An op entry recorded at `event_index`, with its payload.
+  // The layout (or its refusal) goes to BPF as soon as this entry decides
+  // it, not after the ring is read: BPF sends raw windows until then, and a
+  // ring that a busy target keeps full may take long to read.
   void on_entry(uint64_t event_index, uint32_t op_id, const EntryPayload& payload) {
-    if (!payload.words.empty())
+    if (!payload.words.empty()) {
       collector_->add_entry(event_index, op_id, payload.words);
-    else if (op_id < catalog_tensor_args_.size() && catalog_tensor_args_[op_id] > 0)
+      if (!layout_decided_ && (collector_->calibrated() || collector_->refused())) hand_layout_to_bpf();
+    } else if (op_id < catalog_tensor_args_.size() && catalog_tensor_args_[op_id] > 0) {
       collector_->note_entry_without_shapes(op_id);
+    }
   }
   void drain(RecordOutputs& writer);
   // At the stop: the rest decoded and recorded, the layout's status said.
@@ -43,8 +48,12 @@ class TargetShapes {
   Diagnostics& diagnostics_;
   const int target_pid_;
   std::optional<ShapeCollector> collector_;
+  // The layout found to BPF, said on stderr; or, refused, shapes off in
+  // BPF (no more payloads that cannot be decoded), with a warning.
+  void hand_layout_to_bpf();
+
   std::vector<uint32_t> catalog_tensor_args_;  // per op id, for entries without payload
-  bool refused_reported_ = false;
+  bool layout_decided_ = false;
   bool undefined_tensor_found_ = false;
 };
 

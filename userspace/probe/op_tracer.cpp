@@ -108,6 +108,7 @@ Result<std::unique_ptr<OpTracer>> OpTracer::load(const TracerConfig& config, Tra
   bpf_map__set_max_entries(bpf->maps.events, config.ring_buffer_bytes);
   bpf_map__set_max_entries(bpf->maps.mem_events, config.mem_ring_buffer_bytes);
   bpf->rodata->wakeup_bytes = config.ring_buffer_bytes / 4;
+  tracer->ring_buffer_bytes_ = config.ring_buffer_bytes;
   expect_uprobe_multi(bpf->progs.on_op_probe);
   expect_uprobe_multi(bpf->progs.on_memory_probe);
   RETURN_IF_ERROR(bpf.load());
@@ -165,8 +166,9 @@ Result<void> OpTracer::set_shape_plans(std::span<const gp_shape_plan> plans) {
   return {};
 }
 
-void OpTracer::set_shapes(bool on, int32_t raw_entries) {
-  __atomic_store_n(&bpf_->bss->raw_entries_left, raw_entries, __ATOMIC_SEQ_CST);
+void OpTracer::set_shapes(bool on) {
+  const int64_t raw_bytes = on ? ring_buffer_bytes_ / 4 : 0;
+  __atomic_store_n(&bpf_->bss->raw_bytes_left, raw_bytes, __ATOMIC_SEQ_CST);
   __atomic_store_n(&bpf_->bss->shapes_on, on ? 1u : 0u, __ATOMIC_SEQ_CST);
 }
 

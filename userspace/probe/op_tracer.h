@@ -76,8 +76,9 @@ class OpTracer {
   // read); then set_shapes(true). Until set_tensor_layout(), entries carry
   // raw TensorImpl windows for calibration.
   Result<void> set_shape_plans(std::span<const gp_shape_plan> plans);
-  // raw_entries: how many entries may carry raw windows before calibration.
-  void set_shapes(bool on, int32_t raw_entries = 0);
+  // On: entries may carry raw windows until calibrated, in at most a
+  // quarter of the ring buffer (then without shapes until calibrated).
+  void set_shapes(bool on);
   void set_tensor_layout(const gp_tensor_layout& layout);
   // Where c10::UndefinedTensorImpl::_singleton is in the target, so that
   // undefined tensors read as [] (0: not known; they may then read as [0]).
@@ -116,6 +117,7 @@ class OpTracer {
   BpfProgram<op_tracer_bpf> bpf_;
   TracerSinks sinks_;
   bool stacks_on_ = false;
+  uint32_t ring_buffer_bytes_ = 0;
   std::vector<UprobeMultiLink> op_links_;
   std::optional<UprobeMultiLink> catch_link_;
   std::optional<UprobeMultiLink> memory_link_;

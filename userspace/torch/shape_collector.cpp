@@ -9,9 +9,11 @@ namespace {
 // is made at kFirstTry windows.
 constexpr size_t kMaxSamples = 4096;
 constexpr size_t kFirstTry = 16;
-// Entries kept for decoding while uncalibrated (BPF sends raw windows for
-// at most kRawEntryBudget entries, shape_collector.h).
-constexpr size_t kMaxPending = ShapeCollector::kRawEntryBudget;
+// Entries kept for decoding while uncalibrated: at this many the layout is
+// found or refused (BPF then stops sending raw windows). BPF's own bound on
+// them, a quarter of the ring (OpTracer::set_shapes), holds about 16384
+// entries of two tensors: a reader that lags while calibrating has room.
+constexpr size_t kMaxPending = 4096;
 
 // Layouts of released libtorch builds, tried when the target's tensors are
 // too uniform to calibrate from scratch (a loop over one or two shapes): one

@@ -29,10 +29,6 @@ namespace gpuprof {
 
 class ShapeCollector {
  public:
-  // Entries BPF may send with raw windows before calibration
-  // (OpTracer::set_shapes); later ones come without shapes until then.
-  static constexpr int32_t kRawEntryBudget = 4096;
-
   // plans[op id]; ops beyond it, or with !ok plans, send no payload.
   explicit ShapeCollector(std::vector<OpArgPlan> plans);
 
@@ -40,7 +36,8 @@ class ShapeCollector {
   void add_entry(uint64_t event_index, uint32_t op_id, std::span<const uint64_t> words);
 
   // An ENTRY of an op with tensor arguments that came without shapes (the
-  // raw budget was spent before calibration): its tensors count as unknown.
+  // raw windows' share of the ring was spent before calibration,
+  // OpTracer::set_shapes): its tensors count as unknown.
   void note_entry_without_shapes(uint32_t op_id);
 
   // The layout, the first time one is found after add_entry(); nullopt
