@@ -5,7 +5,9 @@ of aten::add calls each (tests/workloads/fixed_count.py), one three times as
 many as the other; the exact figures come from each file alone (its pprof
 profile, in ns), so every number printed for the pair is checked to the
 digit."""
+import collections
 import gzip
+import json
 import re
 
 import pytest
@@ -130,6 +132,19 @@ def test_streamed_folded_is_the_whole_reads(pair):
             # as folded stacks truncate it.
             for record, _, (_, ns) in pair.values():
                 assert f"{record};aten::add {ns // 1000}" in both.stdout.splitlines(), (ns, both.stdout)
+
+
+def test_streamed_trace_is_the_whole_reads(pair, tmp_path):
+    """--chrome-trace of both files reads each as a stream in turn, its
+    calls spilled: the same bytes as every file read whole, with --ops too;
+    each process's track holds exactly its aten::add calls."""
+    files = [str(r) for r, _, _ in pair.values()]
+    trace = tmp_path / "both.json"
+    report_file_as_whole(files[0], trace, files[1], "--chrome-trace", trace, "--ops", "^aten::add$")
+    report_file_as_whole(files[0], trace, files[1], "--chrome-trace", trace)
+    events = json.loads(trace.read_text())["traceEvents"]
+    adds = collections.Counter(e["pid"] for e in events if e.get("cat") == "cpu_op" and e["name"] == "aten::add")
+    assert adds == {pid: CALLS[name] for name, (_, pid, _) in pair.items()}, adds
 
 
 def test_refusals(pair):

@@ -115,7 +115,8 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
                      peak_rss_kib(path, "--speedscope", speedscope, env=READ_WHOLE),
                      # Several files (docs/fleet.md): the file twice, one table.
                      peak_rss_kib(path, path), peak_rss_kib(path, path, env=READ_WHOLE),
-                     peak_rss_kib(path, path, "--folded"), peak_rss_kib(path, path, "--pprof", profile)))
+                     peak_rss_kib(path, path, "--folded"), peak_rss_kib(path, path, "--pprof", profile),
+                     peak_rss_kib(path, path, "--chrome-trace", trace)))
         both = report_as_whole(path, path, "--row-limit", "-1")
         assert "2 recordings, 2 processes, one table:" in both.stdout, both.stdout
         assert parse_table(both.stdout).calls()["aten::add"] == 2 * (loops + 1), both.stdout
@@ -128,9 +129,11 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
         profile.unlink()
         speedscope.unlink()
     (short_loops, short_table, short_folded, short_whole, short_trace, short_pprof, short_pprof_whole,
-     short_speedscope, short_speedscope_whole, short_many, short_many_whole, short_many_folded, short_many_pprof), \
+     short_speedscope, short_speedscope_whole, short_many, short_many_whole, short_many_folded, short_many_pprof,
+     short_many_trace), \
         (long_loops, long_table, long_folded, long_whole, long_trace, long_pprof, long_pprof_whole,
-         long_speedscope, long_speedscope_whole, long_many, long_many_whole, long_many_folded, long_many_pprof) = runs
+         long_speedscope, long_speedscope_whole, long_many, long_many_whole, long_many_folded, long_many_pprof,
+         long_many_trace) = runs
     assert long_loops > 2 * short_loops, runs
     summary = (f"aten::add calls {short_loops + 1} -> {long_loops + 1}: table peak RSS {short_table} -> "
                f"{long_table} KiB, --folded {short_folded} -> {long_folded} KiB, --folded read whole "
@@ -140,7 +143,7 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
                f"--speedscope read whole {short_speedscope_whole} -> {long_speedscope_whole} KiB, two files "
                f"{short_many} -> {long_many} KiB, read whole {short_many_whole} -> {long_many_whole} KiB, two files' "
                f"--folded {short_many_folded} -> {long_many_folded} KiB, --pprof {short_many_pprof} -> "
-               f"{long_many_pprof} KiB")
+               f"{long_many_pprof} KiB, --chrome-trace {short_many_trace} -> {long_many_trace} KiB")
     print(summary)
     # Whole, each op event costs ~90 bytes of report's memory (two per add);
     # streamed, none: allow 4 MiB of allocator noise.
@@ -153,6 +156,7 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_many - short_many < 4096, summary
     assert long_many_folded - short_many_folded < 4096, summary
     assert long_many_pprof - short_many_pprof < 4096, summary
+    assert long_many_trace - short_many_trace < 4096, summary
     # Read whole, one file at a time: as one file read whole.
     assert long_many_whole - short_many_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary

@@ -25,6 +25,7 @@ import time
 import pytest
 
 from conftest import TORCH_ENV_IDS, TORCH_ENVS, Procs, run_gpuprof, touch, wait_for_file
+from test_report_memory import report_file_as_whole
 
 STEPS = 30
 WORLD = 2
@@ -223,6 +224,9 @@ def test_chrome_trace_of_both_files_aligns_the_ranks_on_wall_clock_time(two_file
     files, (go_ns, done_ns) = two_files
     merged_path = tmp_path / "job.json"
     # rank 1's file first: the tracks come out in rank order all the same.
+    # Each file streamed in turn: the bytes of both read whole, --ops too.
+    for ops in (["--ops", "allreduce"], []):
+        report_file_as_whole(files[1], merged_path, files[0], "--chrome-trace", merged_path, *ops)
     made = run_gpuprof("report", files[1], files[0], "--chrome-trace", merged_path)
     assert made.returncode == 0, made.stderr
     assert re.search(rf"wrote {re.escape(str(merged_path))} from 2 recordings: \d+ trace events", made.stderr), \

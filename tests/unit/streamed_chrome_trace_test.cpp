@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "output/chrome_trace.h"
+#include "output/chrome_trace_several.h"
 #include "output/streamed_chrome_trace.h"
 #include "probe_events.h"
 #include "random_event_streams.h"
@@ -120,6 +121,45 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOnRandomStreams) {
   // --ops kept some samples (those in kept calls), not all.
   EXPECT_GT(samples_in_ops, 100u);
   EXPECT_LT(samples_in_ops, samples / 2);
+}
+
+// report A B ... --chrome-trace: each recording's calls streamed on their
+// own, in one trace of several (chrome_trace_several.h): the trace of the
+// recordings read whole, with --ops and --time-range too; one of them read
+// whole beside the streamed ones.
+TEST(StreamedChromeTrace, WritesTheWholeReadsTraceOfSeveralRecordings) {
+  std::vector<Recording> recordings;
+  for (uint32_t seed : {31u, 32u, 33u}) {
+    Recording r = random_recording_with_samples(seed, 3000);
+    r.process.pid = 100 * static_cast<int32_t>(seed);
+    r.clock.start_realtime_ns = 1'700'000'000'000'000'000ull + seed * 1'000'000;  // 1 ms apart
+    recordings.push_back(std::move(r));
+  }
+  const TraceCuts cuts = trace_cuts(recordings[0]);
+  for (const ChromeTraceOptions* options : {&cuts.whole, &cuts.cut, &cuts.ops, &cuts.ops_cut}) {
+    std::vector<TraceInput> whole_inputs;
+    std::vector<Recording> heads;
+    std::vector<StreamedTraceCalls> calls;
+    heads.reserve(recordings.size());
+    calls.reserve(recordings.size());
+    for (const Recording& r : recordings) {
+      whole_inputs.push_back({&r, "f" + std::to_string(r.process.pid)});
+      heads.push_back(head_of(r));
+      StreamedChromeTrace streamed(heads.back(), last_pair_of(r), last_index_of(r.entry_shapes), options->ops);
+      feed_in_chunks(streamed, r, 500, /*pair_delay=*/1);
+      calls.push_back(streamed.finish());
+    }
+    // The last one read whole, the others streamed.
+    std::vector<TraceInput> streamed_inputs = {{&heads[0], "f3100", &calls[0]},
+                                               {&heads[1], "f3200", &calls[1]},
+                                               {&recordings[2], "f3300"}};
+    std::string whole, streamed;
+    ASSERT_TRUE(write_chrome_trace_of_several(whole_inputs, *options, [&](std::string_view p) { whole += p; }));
+    ASSERT_TRUE(
+        write_chrome_trace_of_several(streamed_inputs, *options, [&](std::string_view p) { streamed += p; }));
+    EXPECT_EQ(streamed, whole);
+    EXPECT_GT(occurrences(whole, "\"cat\":\"cpu_op\""), options == &cuts.whole ? 3000u : 10u);
+  }
 }
 
 // --ops and the samples at a forest's edges: a sample at the moment one

@@ -128,6 +128,25 @@ std::optional<int> read_pprof_of(const std::string& path, const ReportOptions& o
   return recording ? std::nullopt : std::optional<int>(1);
 }
 
+// Reads the recording at `path` for --chrome-trace: its calls spilled as it
+// streams (report_reads.h, read_for_trace) where it can be, into `calls`,
+// else whole. A system-wide recording is read whole (again): the trace of
+// several gives each of its processes a track of its own, which its calls,
+// replayed as one, are not split into. The exit status of a read that failed.
+std::optional<int> read_trace_of(const std::string& path, const ReportOptions& options,
+                                 const ChromeTraceOptions& trace, std::optional<Recording>& recording,
+                                 std::optional<StreamedTraceCalls>& calls) {
+  if (streaming_allowed()) {
+    if (std::optional<int> failed =
+            take_read(read_for_trace(path, options.strict, trace.ops), &StreamedTrace::calls, recording, calls))
+      return failed;
+    if (!calls || !is_system_wide(*recording)) return std::nullopt;
+    calls.reset();
+  }
+  recording = read_recording_for_output(path, options.strict);
+  return recording ? std::nullopt : std::optional<int>(1);
+}
+
 }  // namespace
 
 int run_report_many(const ReportOptions& options) {
@@ -146,30 +165,44 @@ int run_report_many(const ReportOptions& options) {
   const std::vector<std::string> paths =
       options.input_paths.empty() ? std::vector<std::string>{options.input_path} : options.input_paths;
   const bool table = !options.folded && options.trace.output.empty() && options.trace.pprof.empty();
-  std::optional<FoldedMetric> metric;
-  if (options.folded) {
-    if (by) {
-      std::fprintf(stderr, "gpuprof: error: --by prints a table; --folded puts each recording under its rank "
-                           "or file instead\n");
-      return 2;
-    }
-    if (!(metric = cli::parse_option_value(parse_folded_metric, options.metric))) return 2;
+  // What --by cannot go with, and the other views' options, refused before
+  // anything is read.
+  if (by && options.folded) {
+    std::fprintf(stderr, "gpuprof: error: --by prints a table; --folded puts each recording under its rank "
+                         "or file instead\n");
+    return 2;
   }
+  if (by && !options.trace.output.empty()) {
+    std::fprintf(stderr, "gpuprof: error: --by prints a table; --chrome-trace gives each rank (or file) a "
+                         "process track instead\n");
+    return 2;
+  }
+  if (by && !options.trace.pprof.empty()) {
+    std::fprintf(stderr, "gpuprof: error: --by prints a table; --pprof labels each process of the profile instead\n");
+    return 2;
+  }
+  std::optional<FoldedMetric> metric;
+  if (options.folded && !(metric = cli::parse_option_value(parse_folded_metric, options.metric))) return 2;
+  std::optional<ChromeTraceOptions> trace;
+  if (!options.folded && !options.trace.output.empty() && !(trace = chrome_trace_options(options.trace))) return 2;
   std::vector<Recording> recordings;
   std::vector<ProfileUnit> units;
   FoldedStacks folded;
-  std::vector<std::optional<StreamedPprofSums>> pprof_sums;  // by file: a streamed read's
+  std::vector<std::optional<StreamedPprofSums>> pprof_sums;    // by file: a streamed read's
+  std::vector<std::optional<StreamedTraceCalls>> trace_calls;  // by file: a streamed read's
   for (const std::string& path : paths) {
-    // The table, --folded and --pprof stream each file in turn (its
-    // profiles or stacks kept, its events not); the Chrome trace reads
-    // every file whole.
+    // Each file in turn, streamed where one file's view would be: the
+    // table and --folded keep its profiles or stacks; --pprof its stacks'
+    // sums; the Chrome trace its calls, spilled to temporary files.
     std::optional<Recording> recording;
     std::optional<int> failed;
     if (table)
       failed = add_units_of(path, options, units, recording);
     else if (options.folded)
       failed = add_folded_of(path, options, *metric, folded, recording);
-    else if (!options.trace.pprof.empty() && options.trace.output.empty())
+    else if (trace)
+      failed = read_trace_of(path, options, *trace, recording, trace_calls.emplace_back());
+    else if (!options.trace.pprof.empty())
       failed = read_pprof_of(path, options, recording, pprof_sums.emplace_back());
     else if (!(recording = read_recording_for_output(path, options.strict)))
       failed = 1;
@@ -186,19 +219,14 @@ int run_report_many(const ReportOptions& options) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }
-  if (!options.trace.output.empty()) {
-    if (by) {
-      std::fprintf(stderr, "gpuprof: error: --by prints a table; --chrome-trace gives each rank (or file) a "
-                           "process track instead\n");
-      return 2;
-    }
+  if (trace) {
     // One process each: a system-wide recording's processes that did
     // anything, apart (a deque keeps the copies where the inputs point).
     std::deque<Recording> processes;
     std::vector<TraceInput> inputs;
     for (size_t i = 0; i < recordings.size(); i++) {
       if (!is_system_wide(recordings[i])) {
-        inputs.push_back({&recordings[i], paths[i]});
+        inputs.push_back({&recordings[i], paths[i], trace_calls[i] ? &*trace_calls[i] : nullptr});
         continue;
       }
       for (const auto& [pid, activity] : process_activity(recordings[i])) {
@@ -210,10 +238,6 @@ int run_report_many(const ReportOptions& options) {
     return export_chrome_trace(inputs, paths.size(), options.trace);
   }
   if (!options.trace.pprof.empty()) {
-    if (by) {
-      std::fprintf(stderr, "gpuprof: error: --by prints a table; --pprof labels each process of the profile instead\n");
-      return 2;
-    }
     std::vector<PprofInput> inputs;
     for (size_t i = 0; i < recordings.size(); i++)
       inputs.push_back(pprof_input(recordings[i], paths[i], pprof_sums[i] ? &*pprof_sums[i] : nullptr));

@@ -784,7 +784,7 @@ ChromeTraceStats write_chrome_trace(const std::vector<TracePart>& parts, const C
                                     std::string_view other_data,
                                     const std::function<void(std::string_view)>& write) {
   TraceDocument document(write);
-  for (const TracePart& part : parts) TraceWriter(document, *part.recording, options, nullptr, &part).write_events();
+  for (const TracePart& part : parts) TraceWriter(document, *part.recording, options, part.calls, &part).write_events();
   return document.finish(other_data);
 }
 

@@ -144,6 +144,7 @@ ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOpti
 // the one process track `pid`.
 struct TracePart {
   const Recording* recording = nullptr;
+  const StreamedTraceCalls* calls = nullptr;  // a streamed read's (nullptr: the recording's events)
   int64_t pid = 0;           // its process track's pid in the trace
   std::string name;          // the track's process_name
   std::string labels;        // its process_labels ("" for none)

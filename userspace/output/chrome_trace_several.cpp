@@ -76,6 +76,7 @@ Result<std::vector<TracePart>> place_trace_parts(const std::vector<TraceInput>& 
     const std::optional<uint32_t> rank = rank_of(recording);
     TracePart part;
     part.recording = &recording;
+    part.calls = inputs[i].calls;
     part.pid = recording.process.pid;
     while (!pids.insert(part.pid).second) part.pid += kRepeatedPidStep;
     const std::string owner = rank ? "rank " + std::to_string(*rank) : inputs[i].file;

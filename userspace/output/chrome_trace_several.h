@@ -36,6 +36,9 @@ namespace gpuprof {
 struct TraceInput {
   const Recording* recording;  // of one process
   std::string file;
+  // A streamed read's calls (streamed_chrome_trace.h; the recording was
+  // read without its events); nullptr: the recording's events.
+  const StreamedTraceCalls* calls = nullptr;
 };
 
 // How each recording is placed (its track, name, shift), in track order.
