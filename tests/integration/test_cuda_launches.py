@@ -28,7 +28,7 @@ import signal
 import pytest
 
 from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
-from test_report_memory import report_file_as_whole
+from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole, report_file_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
@@ -83,7 +83,8 @@ IN_TABLE_ORDER = [
 
 
 def check_launches(out, expected=EXPECTED, through=r"\S*libcudart\.so\.\d+", outside=STEPS, from_cupti=0):
-    report = run_gpuprof("report", str(out), "--launches")
+    # Streamed (without GPU activities) or read whole: the same output.
+    report = report_as_whole(str(out), "--launches")
     assert report.returncode == 0, report.stderr
     rows, footer = parse_launch_table(report.stdout)
     assert rows == expected, report.stdout
@@ -127,6 +128,28 @@ def test_attached_to_a_running_process(procs, workdir, tmp_path):
     assert trace_bytes.count(b'"cat":"cuda_runtime"') == 6 * STEPS
     ops_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace, "--ops", "^aten::cuda_add$")
     assert ops_bytes.count(b'"cat":"cuda_runtime"') == 3 * STEPS
+
+
+def test_streamed_launch_table_memory_is_flat_in_the_launches(tmp_path):
+    """report --launches streams a recording without GPU activities: every
+    launch counted under its op as the whole read counts it, and the peak
+    memory the same from 20,000 to 80,000 steps (360,000 more launches and
+    their calls), while the whole read's grows. What a streamed read holds
+    is how far the launches lag their events in the file (the recorder
+    writes them every 100 ms or so): at launch_driver's full speed that is
+    most of 20,000 steps' worth, hence the shorter run's size."""
+    rss = {}
+    for steps in (20000, 80000):
+        out = tmp_path / f"steps-{steps}.gpuprof"
+        result = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(steps), timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert f"launches {6 * steps} unexpected errors 0" in result.stdout, result.stdout
+        check_launches(out, {row: n // STEPS * steps for row, n in EXPECTED.items()}, outside=steps)
+        rss[steps] = (peak_rss_kib(out, "--launches"), peak_rss_kib(out, "--launches", env=READ_WHOLE))
+    summary = f"--launches peak RSS KiB (streamed, read whole): 20000 steps {rss[20000]}, 80000 steps {rss[80000]}"
+    print(summary)
+    assert rss[80000][0] - rss[20000][0] < 4096, summary
+    assert rss[80000][1] - rss[20000][1] > 40 * 1024, summary
 
 
 def test_sigkill_of_gpuprof_leaves_the_target_running(procs, workdir, tmp_path):

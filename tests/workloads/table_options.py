@@ -72,7 +72,9 @@ def main():
     # on stderr, as stdout is shared with gpuprof's table.
     hypots = results[:HYPOT_A_SMALL + HYPOT_B_SMALL + HYPOT_B_SQUARE]
     ok = all(abs(value - 2 ** 0.5) < 1e-6 for r in hypots for value in flat(r.tolist()))
-    print(f"table_options: {'ok' if ok else 'WRONG RESULTS'}", file=sys.stderr)
+    # One write, line and newline: print() writes them apart, and gpuprof's
+    # own lines on the same stderr can land between them.
+    sys.stderr.write(f"table_options: {'ok' if ok else 'WRONG RESULTS'}\n")
     # Stay a moment, interpreter whole, while gpuprof names the Python
     # frames of the last entries (its reader wakes every 100 ms): a CPython
     # 3.13 that finalizes right after its ops may free its __main__ code

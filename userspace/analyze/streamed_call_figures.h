@@ -67,6 +67,9 @@ namespace gpuprof {
 struct JoinBounds {
   std::vector<uint64_t> mem_event_ts, gpu_correlation_ts, gpu_activity_correlation;
   std::unordered_set<uint32_t> op_threads;
+  // The earliest launch of each LAUNCHES chunk (the launch probes'), for
+  // report --launches (streamed_launch_table.h).
+  std::vector<uint64_t> launch_ts;
 };
 
 class StreamedCallFigures {

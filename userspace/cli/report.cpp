@@ -473,8 +473,14 @@ int run_report(const ReportOptions& given) {
   // And --kernels (streamed_kernel_table.h).
   const bool streamed_kernel_table = !whole_only && options.kernels;
   std::optional<GpuKernelSummary> streamed_kernels;
+  // And --launches (streamed_launch_table.h).
+  const bool streamed_launch_table = !whole_only && options.launches;
+  std::optional<LaunchSummary> streamed_launches;
   std::optional<int> failed;
-  if (streamed_kernel_table)
+  if (streamed_launch_table)
+    failed = take_read(read_for_launches(options.input_path, options.strict), &StreamedLaunches::summary, recording,
+                       streamed_launches);
+  else if (streamed_kernel_table)
     failed = take_read(read_for_kernels(options.input_path, options.strict), &StreamedKernels::summary, recording,
                        streamed_kernels);
   else if (streamed_module_table)
@@ -590,7 +596,9 @@ int run_report(const ReportOptions& given) {
   }
   if (options.launches || options.kernels) {
     const std::string text =
-        options.launches ? format_launch_table(summarize_launches(*recording), options.row_limit)
+        options.launches ? format_launch_table(streamed_launches ? std::move(*streamed_launches)
+                                                                 : summarize_launches(*recording),
+                                               options.row_limit)
                          : format_gpu_kernel_table(streamed_kernels ? std::move(*streamed_kernels)
                                                                     : summarize_gpu_kernels(*recording),
                                                    options.row_limit);

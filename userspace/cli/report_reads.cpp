@@ -20,6 +20,7 @@
 #include "output/pprof.h"
 #include "output/streamed_chrome_trace.h"
 #include "output/streamed_kernel_table.h"
+#include "output/streamed_launch_table.h"
 #include "record/record_file.h"
 
 namespace gpuprof::cli {
@@ -89,6 +90,10 @@ class StreamingCheck : public RecordStream {
     if (scope_.takes_memory())
       bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
     return scope_.takes_memory();
+  }
+  bool on_launches(std::span<const CudaLaunch> launches) override {
+    if (scope_.figures) bounds.launch_ts.push_back(least(launches, [](const CudaLaunch& l) { return l.ts_ns; }));
+    return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
     if (scope_.figures)
@@ -343,6 +348,16 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
         return StreamedKernels{std::move(recording), std::move(summary)};
       },
       {}, StreamScope{.figures = true});
+}
+
+std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict) {
+  return read_twice<StreamedLaunches>(
+      path, strict, [](const StreamHead& head) { return StreamedLaunchTable(head.bounds); },
+      [](StreamedLaunchTable& launches, Recording recording) {
+        LaunchSummary summary = std::move(launches).finish(recording);
+        return StreamedLaunches{std::move(recording), std::move(summary)};
+      },
+      &StreamedLaunchTable::serves, StreamScope{.figures = true});
 }
 
 }  // namespace gpuprof::cli

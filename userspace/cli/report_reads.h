@@ -23,6 +23,7 @@
 #include "analyze/streamed_aggregate.h"
 #include "output/chrome_trace.h"
 #include "output/gpu_kernel_table.h"
+#include "output/launch_table.h"
 #include "cli/trace_export.h"
 #include "output/folded_stacks.h"
 #include "record/record_stream.h"
@@ -108,6 +109,15 @@ struct StreamedKernels {
   GpuKernelSummary summary;
 };
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict);
+
+// --launches: each CUDA launch counted under the op of its call as the
+// records come (streamed_launch_table.h); a recording with GPU activities
+// (whose unnamed launches take CUPTI's names) or of record -a reads whole.
+struct StreamedLaunches {
+  Recording recording;  // without its events
+  LaunchSummary summary;
+};
+std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict);
 
 // A read_for_X's outcome: its Recording into `recording` and its output
 // into `out`, or the Recording read whole; the exit status of a read that

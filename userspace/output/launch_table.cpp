@@ -98,49 +98,65 @@ std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
 
 }  // namespace
 
-LaunchSummary summarize_launches(const Recording& recording) {
+void LaunchCount::add(const CudaLaunch& l) {
+  const bool graph = l.api == GP_LAUNCH_GRAPH;
+  add(LaunchCount{1, graph ? "-" : dims(l.grid), graph ? "-" : dims(l.block), stream_name(l.stream)});
+}
+
+void LaunchCount::add(const LaunchCount& part) {
+  if (part.n == 0) return;
+  if (n == 0) {
+    *this = part;
+    return;
+  }
+  n += part.n;
+  if (grid != part.grid) grid = "mixed";
+  if (block != part.block) block = "mixed";
+  if (stream != part.stream) stream = "mixed";
+}
+
+std::vector<LaunchRow> LaunchRows::sorted() const {
+  std::vector<LaunchRow> rows;
+  for (const auto& [key, c] : counts_) {
+    const auto& [op, kernel, api] = key;
+    rows.push_back({op, kernel, api, c.n, c.grid, c.block, c.stream});
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const LaunchRow& a, const LaunchRow& b) {
+    return std::tie(b.launches, a.op, a.kernel, a.api) < std::tie(a.launches, b.op, b.kernel, b.api);
+  });
+  return rows;
+}
+
+LaunchSummary launch_summary_of(const Recording& recording) {
   LaunchSummary out;
   if (recording.cuda_runtime) {
     out.traced = true;
     out.libcudart_path = recording.cuda_runtime->libcudart_path;
     out.lost = recording.cuda_runtime->launches_lost;
   }
+  return out;
+}
+
+std::string launch_kernel_name(const Recording& recording, uint32_t name_id) {
+  return name_id < recording.launch_names.size() ? recording.launch_names[name_id]
+                                                 : "[kernel " + std::to_string(name_id) + "]";
+}
+
+LaunchSummary summarize_launches(const Recording& recording) {
+  LaunchSummary out = launch_summary_of(recording);
   const std::vector<std::string> ops = op_names_at(recording, thread_moments(recording.launches));
-  struct Count {
-    uint64_t n = 0;
-    std::string grid, block, stream;
-  };
   const std::vector<std::optional<uint32_t>> from_cupti = cupti_names(recording);
-  auto name_of = [&](uint32_t name_id) {
-    return name_id < recording.launch_names.size() ? recording.launch_names[name_id]
-                                                   : "[kernel " + std::to_string(name_id) + "]";
-  };
-  std::map<std::tuple<std::string, std::string, uint16_t>, Count> counts;  // (op, kernel, api)
+  LaunchRows rows;
   for (size_t i = 0; i < recording.launches.size(); ++i) {
     const CudaLaunch& l = recording.launches[i];
-    const std::string op = ops[i].empty() ? kNoOpName : ops[i];
     if (ops[i].empty()) out.outside_ops++;
     if (from_cupti[i]) out.named_by_cupti++;
-    Count& c = counts[{op, name_of(from_cupti[i].value_or(l.name_id)), l.api}];
-    const bool graph = l.api == GP_LAUNCH_GRAPH;
-    const std::string grid = graph ? "-" : dims(l.grid), block = graph ? "-" : dims(l.block);
-    const std::string stream = stream_name(l.stream);
-    if (c.n++ == 0) {
-      c.grid = grid, c.block = block, c.stream = stream;
-    } else {
-      if (c.grid != grid) c.grid = "mixed";
-      if (c.block != block) c.block = "mixed";
-      if (c.stream != stream) c.stream = "mixed";
-    }
+    rows.row(ops[i].empty() ? kNoOpName : ops[i], launch_kernel_name(recording, from_cupti[i].value_or(l.name_id)),
+             l.api)
+        .add(l);
     out.launches++;
   }
-  for (const auto& [key, c] : counts) {
-    const auto& [op, kernel, api] = key;
-    out.rows.push_back({op, kernel, api, c.n, c.grid, c.block, c.stream});
-  }
-  std::stable_sort(out.rows.begin(), out.rows.end(), [](const LaunchRow& a, const LaunchRow& b) {
-    return std::tie(b.launches, a.op, a.kernel, a.api) < std::tie(a.launches, b.op, b.kernel, b.api);
-  });
+  out.rows = rows.sorted();
   return out;
 }
 

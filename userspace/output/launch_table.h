@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "record/recording.h"
@@ -46,6 +48,34 @@ struct LaunchSummary {
 };
 
 LaunchSummary summarize_launches(const Recording& recording);
+
+// The pieces summarize_launches() is made of, shared with the streamed
+// read's (streamed_launch_table.h).
+//
+// A row's count and launch configuration: grid, block and stream as its
+// first launch had them, "mixed" once another differs (so counts summed
+// in any order, or in parts, agree).
+struct LaunchCount {
+  uint64_t n = 0;
+  std::string grid, block, stream;
+  void add(const CudaLaunch& launch);
+  void add(const LaunchCount& part);
+};
+// Rows summed by (op, kernel, api), then sorted as LaunchSummary keeps them.
+class LaunchRows {
+ public:
+  LaunchCount& row(const std::string& op, const std::string& kernel, uint16_t api) {
+    return counts_[{op, kernel, api}];
+  }
+  std::vector<LaunchRow> sorted() const;
+
+ private:
+  std::map<std::tuple<std::string, std::string, uint16_t>, LaunchCount> counts_;
+};
+// A summary without rows or counts: whether and where launches were traced.
+LaunchSummary launch_summary_of(const Recording& recording);
+// The kernel a launch names by name_id (Recording::launch_names).
+std::string launch_kernel_name(const Recording& recording, uint32_t name_id);
 
 // The cudart function behind an api: "cudaLaunchKernel", ...
 const char* launch_api_name(uint16_t api);

@@ -1,0 +1,59 @@
+// streamed_launch_table.cpp: report --launches as the events and launches
+// stream by (streamed_launch_table.h).
+#include "output/streamed_launch_table.h"
+
+#include "analyze/process_filter.h"
+
+namespace gpuprof {
+
+bool StreamedLaunchTable::serves(const Recording& head) {
+  return !is_system_wide(head) && !head.cupti_shim.has_value() && gpu_activities_read(head) == 0;
+}
+
+bool StreamedLaunchTable::wants(const Recording& head) {
+  // Each launch a moment of its thread, as the shim's launches are for
+  // --kernels: the LAUNCHES chunks' bounds in place of GPU_CORRELATIONS'.
+  // Raw times (nullptr: no compensation), as summarize_launches' timeline.
+  JoinBounds join{.gpu_correlation_ts = std::move(bounds_.launch_ts), .op_threads = std::move(bounds_.op_threads)};
+  figures_.emplace(nullptr, head.ops, /*memory=*/false, /*gpu=*/false, std::move(join),
+                   [](const Timeline&, const CallFigures&) {});
+  figures_->on_launch_joined([this](uint64_t launch, std::optional<uint32_t> op_id) { charge(launch, op_id); });
+  return true;
+}
+
+bool StreamedLaunchTable::on_launches(std::span<const CudaLaunch> launches) {
+  std::vector<GpuCorrelation> moments;
+  moments.reserve(launches.size());
+  for (const CudaLaunch& l : launches) {
+    waiting_.emplace(next_launch_, l);
+    moments.push_back({.ts_ns = l.ts_ns, .correlation_id = next_launch_++, .tid = l.tid});
+  }
+  figures_->add_gpu_correlations(moments);  // one chunk's: its bound is read
+  return true;
+}
+
+void StreamedLaunchTable::charge(uint64_t launch, std::optional<uint32_t> op_id) {
+  auto it = waiting_.find(launch);
+  if (it == waiting_.end()) return;
+  const CudaLaunch& l = it->second;
+  charged_[{op_id, l.name_id, l.api}].add(l);
+  waiting_.erase(it);
+}
+
+LaunchSummary StreamedLaunchTable::finish(const Recording& recording) && {
+  std::move(*figures_).finish(recording.ops);
+  LaunchSummary out = launch_summary_of(recording);
+  LaunchRows rows;
+  for (const auto& [key, count] : charged_) {
+    const auto& [op_id, name_id, api] = key;
+    if (!op_id) out.outside_ops += count.n;
+    out.launches += count.n;
+    rows.row(op_id ? op_display_name(recording.ops, *op_id) : std::string(kNoOpName),
+             launch_kernel_name(recording, name_id), api)
+        .add(count);
+  }
+  out.rows = rows.sorted();
+  return out;
+}
+
+}  // namespace gpuprof

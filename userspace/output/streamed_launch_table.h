@@ -1,0 +1,61 @@
+// streamed_launch_table.h: report --launches (launch_table.h) of a
+// recording read as a stream (record/record_stream.h): each CUDA launch
+// counted under the op of the innermost call running at it on its thread,
+// joined as --kernels joins the CUPTI shim's launches (analyze/
+// streamed_call_figures.h, each launch a moment of its thread, decided once
+// its thread's calls around it have settled and no unread LAUNCHES chunk
+// can hold an earlier launch). Memory grows with the rows, the open calls
+// and how far the launches lag their events, not with the events; the
+// summary is summarize_launches()'s for the same recording.
+//
+// It serves a recording of one process without GPU activities: with them,
+// the launches the probes could not name take the name CUPTI gave their
+// kernel, a join of every launch of a thread with its CUPTI correlations
+// (launch_table.cpp), and the recording is read whole. So is a record -a
+// recording. Allocator events are dropped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "analyze/streamed_call_figures.h"
+#include "output/launch_table.h"
+#include "record/record_stream.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+class StreamedLaunchTable : public RecordStream {
+ public:
+  // bounds: the first read's (JoinBounds, with launch_ts).
+  explicit StreamedLaunchTable(JoinBounds bounds) : bounds_(std::move(bounds)) {}
+
+  // Whether a recording read without its events (the first read's: its
+  // GPU records counted) can be summarized this way.
+  static bool serves(const Recording& head);
+  bool wants(const Recording& head) override;
+  void on_events(std::span<const gp_event> events, uint64_t first) override { figures_->add_events(events, first); }
+  bool on_launches(std::span<const CudaLaunch> launches) override;
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }  // dropped: no launch needs them
+  // The summary, once the read is done (recording: what it returned).
+  LaunchSummary finish(const Recording& recording) &&;
+
+ private:
+  void charge(uint64_t launch, std::optional<uint32_t> op_id);
+
+  JoinBounds bounds_;
+  std::optional<StreamedCallFigures> figures_;
+  uint64_t next_launch_ = 0;  // the file-order index of the next launch read
+  // Launches read whose call is not decided yet, by index.
+  std::unordered_map<uint64_t, CudaLaunch> waiting_;
+  // Charged: by (op id, or nullopt outside every op; name id; api); op and
+  // kernel names are known at the end.
+  std::map<std::tuple<std::optional<uint32_t>, uint32_t, uint16_t>, LaunchCount> charged_;
+};
+
+}  // namespace gpuprof
