@@ -26,6 +26,7 @@ loaded but never initialized, no libcupti at all, and kernels launched
 before the attach that run after it ([launch not seen]).
 """
 import collections
+import json
 import os
 import re
 import shutil
@@ -618,6 +619,8 @@ def test_activities_whose_launch_was_not_seen(procs, workdir, tmp_path, torch_en
     _, _, counts, _ = wrote_line(export.stderr)
     assert (counts["calls"], counts["gpu"], counts["flows"]) == (
         BY_HAND_STEPS, BY_HAND_QUEUED + BY_HAND_STEPS, BY_HAND_STEPS), export.stderr
+    # Streamed (output/streamed_gpu_activities.h), the whole read's bytes.
+    report_file_as_whole(str(out), trace, "--chrome-trace", str(trace))
 
 
 # A torch job whose shim does not trace: cupti_by_hand.py's mode, its
@@ -747,6 +750,46 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     assert rss[20000][3] - rss[5000][3] < 4096, summary
     assert rss[20000][4] - rss[5000][4] < 4096, summary
     assert rss[20000][5] - rss[5000][5] > 15 * 1024, summary
+
+
+def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path):
+    """docs/report.md, "Memory": the Chrome trace of a recording with GPU
+    activities streams them (output/streamed_gpu_activities.h: each joined
+    to its launch and spilled per stream in the trace's order): every
+    activity of the stand-in's plan is on its stream with one arrow from its
+    launch, the trace is the whole read's byte for byte (--speedscope too,
+    which drops them), and report's peak memory stays flat from 5,000 to
+    20,000 steps while the whole read's grows."""
+    rss = {}
+    for steps in (5000, 20000):
+        out = tmp_path / f"steps-{steps}.gpuprof"
+        made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(steps), env=WITH_STAND_IN, timeout=300)
+        assert made.returncode == 0, made.stderr
+        trace = tmp_path / f"steps-{steps}.json"
+        contents, _ = report_file_as_whole(str(out), trace, "--chrome-trace", str(trace))
+        events = json.loads(contents)["traceEvents"]
+        by_cat = collections.Counter(e["cat"] for e in events if e["ph"] == "X")
+        # Per step: 4 scale kernels, a reduce kernel, 2 graph kernels, a memcpy
+        # and a memset; every launch seen, so an arrow for each.
+        assert (by_cat["kernel"], by_cat["gpu_memcpy"], by_cat["gpu_memset"]) == (7 * steps, steps, steps), by_cat
+        assert sum(e["ph"] == "s" for e in events) == sum(e["ph"] == "f" for e in events) == 9 * steps
+        speedscope = tmp_path / f"steps-{steps}.speedscope.json"
+        report_file_as_whole(str(out), speedscope, "--speedscope", str(speedscope))
+        rss[steps] = (peak_rss_kib(out, "--chrome-trace", trace), peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE),
+                      peak_rss_kib(out, "--speedscope", speedscope),
+                      peak_rss_kib(out, "--speedscope", speedscope, env=READ_WHOLE))
+    # Two files' trace (each file's GPU on tracks of its own): each streamed
+    # in turn, the whole reads' bytes.
+    both = tmp_path / "both.json"
+    report_file_as_whole(str(tmp_path / "steps-5000.gpuprof"), both, str(tmp_path / "steps-20000.gpuprof"),
+                         "--chrome-trace", str(both))
+    summary = (f"report peak RSS KiB (--chrome-trace, read whole, --speedscope, read whole): "
+               f"5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
+    print(summary)
+    assert rss[20000][0] - rss[5000][0] < 4096, summary
+    assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
+    assert rss[20000][2] - rss[5000][2] < 4096, summary
+    assert rss[20000][3] - rss[5000][3] > 15 * 1024, summary
 
 
 def test_streamed_module_table_has_the_gpu_time_of_the_ops(tmp_path):

@@ -165,12 +165,18 @@ inline JoinBounds bounds_of(const Recording& recording, size_t chunk, size_t act
   in_file_order(recording, chunk, activity_lag, [&](Kind kind, size_t first, size_t n) {
     if (kind == Kind::memory)
       bounds.mem_event_ts.push_back(least(recording.mem_events, first, n, [](const gp_mem_event& e) { return e.ts_ns; }));
-    if (kind == Kind::correlations)
+    if (kind == Kind::correlations) {
       bounds.gpu_correlation_ts.push_back(
           least(recording.gpu_correlations, first, n, [](const GpuCorrelation& c) { return c.ts_ns; }));
-    if (kind == Kind::activities)
+      bounds.gpu_correlation_id.push_back(
+          least(recording.gpu_correlations, first, n, [](const GpuCorrelation& c) { return c.correlation_id; }));
+    }
+    if (kind == Kind::activities) {
       bounds.gpu_activity_correlation.push_back(
           least(recording.gpu_activities, first, n, [](const GpuActivity& a) { return a.correlation_id; }));
+      bounds.gpu_activity_start.push_back(
+          least(recording.gpu_activities, first, n, [](const GpuActivity& a) { return a.start_ns; }));
+    }
   });
   return bounds;
 }

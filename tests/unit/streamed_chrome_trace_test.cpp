@@ -287,6 +287,119 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
   EXPECT_LT(cut_counters, 20u * 500);
 }
 
+// The trace of GPU activities streamed: `recording`'s records handed over
+// in a file's order, the activities `activity_lag` event chunks after
+// their launches, bounded as the first read notes them.
+std::string streamed_trace_with_gpu(const Recording& recording, const ChromeTraceOptions& options, size_t chunk,
+                                    size_t activity_lag) {
+  const Recording head = head_of(recording);
+  const JoinBounds bounds = bounds_of(recording, chunk, activity_lag);
+  StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes), options.ops,
+                               {}, GpuActivityBounds{.activity_start = bounds.gpu_activity_start,
+                                                     .activity_correlation = bounds.gpu_activity_correlation,
+                                                     .correlation_id = bounds.gpu_correlation_id});
+  EXPECT_TRUE(streamed.wants(head));
+  feed_with_records(streamed, recording, chunk, activity_lag, /*pair_delay=*/1);
+  const StreamedTraceCalls calls = streamed.finish();
+  std::string out;
+  write_chrome_trace(head, options, calls, [&](std::string_view piece) { out += piece; });
+  return out;
+}
+
+// add_random_gpu's activities spread over two devices and three streams
+// each, so that a stream's activities overlap (lanes) and streams
+// interleave in the file; a few share a start and an end (their order is
+// the file's).
+void spread_over_streams(Recording& recording) {
+  for (size_t i = 0; i < recording.gpu_activities.size(); i++) {
+    GpuActivity& a = recording.gpu_activities[i];
+    a.device = static_cast<uint32_t>(a.correlation_id % 2);
+    a.stream = 7 * static_cast<uint32_t>((a.correlation_id / 2) % 3);
+    a.kind = i % 11 == 0 ? GpuActivityKind::memcpy : i % 13 == 0 ? GpuActivityKind::memset : GpuActivityKind::kernel;
+  }
+}
+
+// GPU activities: on two devices' streams, overlapping (lanes), their
+// launches on the op threads, on a thread without ops and never seen, two
+// activities for a graph launch, read a few chunks after their launches;
+// whole and cut by --time-range (which cuts arrows whose launch is
+// outside it).
+TEST(StreamedChromeTrace, WritesTheWholeReadsGpuActivitiesOnRandomStreams) {
+  size_t activities = 0, flows = 0, lanes = 0, cut_activities = 0;
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    Recording recording = random_recording_with_samples(seed, 3000);
+    std::mt19937 rng(seed);
+    add_random_gpu(recording, rng, 600);
+    spread_over_streams(recording);
+    const TraceCuts cuts = trace_cuts(recording);
+    for (const ChromeTraceOptions& options : {cuts.whole, cuts.cut}) {
+      const std::string expected = whole_trace(recording, options);
+      const size_t written = occurrences(expected, "\"cat\":\"kernel\"") + occurrences(expected, "\"cat\":\"gpu_mem");
+      (options.range.from_s ? cut_activities : activities) += written;
+      if (!options.range.from_s) {
+        flows += occurrences(expected, "\"ph\":\"s\"");
+        lanes += occurrences(expected, "(lane 1)");
+      }
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()})
+        for (size_t lag : {size_t{0}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
+                       std::to_string(lag) + (options.range.from_s ? " cut" : ""));
+          EXPECT_EQ(streamed_trace_with_gpu(recording, options, chunk, lag), expected);
+        }
+    }
+  }
+  // About 6/7 of the launches have one activity or two, a few activities
+  // no launch; the cut keeps about a third; overlaps make second lanes.
+  EXPECT_GT(activities, 20u * 550);
+  EXPECT_GT(flows, 20u * 500);
+  EXPECT_GT(lanes, 20u);
+  EXPECT_GT(cut_activities, 20u * 100);
+  EXPECT_LT(cut_activities, 20u * 400);
+}
+
+// An activity read before its launch waits for it; a correlation id read
+// twice is joined to its first launch; an activity whose launch no unread
+// chunk can hold goes without one.
+TEST(StreamedGpuActivities, JoinsEachActivityToTheFirstLaunchOfItsIdInAnyOrder) {
+  const GpuActivity a5{.start_ns = 1000, .end_ns = 1100, .correlation_id = 5};
+  const GpuActivity a6{.start_ns = 900, .end_ns = 950, .correlation_id = 6};
+  const GpuActivity a7{.start_ns = 1000, .end_ns = 1100, .correlation_id = 7, .stream = 3};
+  const std::vector<GpuCorrelation> first = {{.ts_ns = 100, .correlation_id = 5, .tid = 1}};
+  const std::vector<GpuCorrelation> again = {{.ts_ns = 300, .correlation_id = 5, .tid = 3}};
+  const std::vector<GpuCorrelation> last = {{.ts_ns = 200, .correlation_id = 6, .tid = 2}};
+  const std::vector<GpuActivity> activities = {a5, a6, a7};
+  // File order: a launch of 5, another, the activities, the launch of 6.
+  StreamedGpuActivities streamed(GpuActivityBounds{.activity_start = {900}, .activity_correlation = {5},
+                                                   .correlation_id = {5, 5, 6}});
+  streamed.add_correlations(first);
+  streamed.add_correlations(again);
+  streamed.add_activities(activities);
+  streamed.add_correlations(last);
+  std::vector<TraceGpuActivity> replayed;
+  streamed.finish()([&](const TraceGpuActivity& t) { replayed.push_back(t); });
+  ASSERT_EQ(replayed.size(), 3u);
+  // Stream 0 by start (6, then 5), then stream 3.
+  EXPECT_EQ(replayed[0].activity, a6);
+  EXPECT_EQ(replayed[0].launch_seen, 1u);
+  EXPECT_EQ(replayed[0].launch_tid, 2u);
+  EXPECT_EQ(replayed[0].launch_ts_ns, 200u);
+  EXPECT_EQ(replayed[1].activity, a5);
+  EXPECT_EQ(replayed[1].launch_tid, 1u);
+  EXPECT_EQ(replayed[1].launch_ts_ns, 100u);
+  EXPECT_EQ(replayed[2].activity, a7);
+  EXPECT_EQ(replayed[2].launch_seen, 0u);
+}
+
+// Activities enough to fill several 64 KiB pieces of their streams'
+// temporary files: read back whole, in order.
+TEST(StreamedChromeTrace, GpuActivitiesSpilledInPiecesReadBackInOrder) {
+  Recording recording = random_recording_with_samples(9, 3000);
+  std::mt19937 rng(9);
+  add_random_gpu(recording, rng, 8000);  // 72 bytes an activity: over 64 KiB a stream
+  spread_over_streams(recording);
+  EXPECT_EQ(streamed_trace_with_gpu(recording, {}, 100, 2), whole_trace(recording, {}));
+}
+
 // Memory levels enough to fill several 64 KiB pieces of their temporary
 // file: read back whole, in order.
 TEST(StreamedChromeTrace, MemoryLevelsSpilledInPiecesReadBackInOrder) {
@@ -357,7 +470,7 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   Recording launches = recording;  // put aside as they come; with --ops they need their calls
   launches.streamed_launches = 3;
   launches.cuda_runtime.emplace();
-  Recording activities = launches;  // their columns need every call
+  Recording activities = launches;  // joined and ordered as they come; with --ops they need their calls
   activities.gpu_activities.push_back(GpuActivity{});
   with_stack.sample_frames = {"train.py(3): main"};
   EXPECT_TRUE(StreamedChromeTrace::streamable(with_stack, false));
@@ -368,10 +481,12 @@ TEST(StreamedChromeTrace, DeclinesWhatItCannotWrite) {
   EXPECT_TRUE(StreamedChromeTrace::streamable(launches, false));
   EXPECT_FALSE(StreamedChromeTrace::streamable(launches, true));
   EXPECT_TRUE(StreamedChromeTrace::streamable(memory, true));
-  EXPECT_FALSE(StreamedChromeTrace::streamable(activities, false));
-  Recording activities_read = launches;  // a first read counts them, keeping none
+  EXPECT_TRUE(StreamedChromeTrace::streamable(activities, false));
+  EXPECT_FALSE(StreamedChromeTrace::streamable(activities, true));
+  Recording activities_read = recording;  // a first read counts them, keeping none
   activities_read.streamed_gpu_activities = 2;
-  EXPECT_FALSE(StreamedChromeTrace::streamable(activities_read, false));
+  EXPECT_TRUE(StreamedChromeTrace::streamable(activities_read, false));
+  EXPECT_FALSE(StreamedChromeTrace::streamable(activities_read, true));
 }
 
 }  // namespace

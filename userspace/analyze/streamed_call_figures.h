@@ -70,6 +70,10 @@ struct JoinBounds {
   // The earliest launch of each LAUNCHES chunk (the launch probes'), for
   // report --launches (streamed_launch_table.h).
   std::vector<uint64_t> launch_ts;
+  // For the trace's GPU activities (output/streamed_gpu_activities.h): the
+  // earliest start of each GPU_ACTIVITIES chunk and the least correlation
+  // id of each GPU_CORRELATIONS chunk.
+  std::vector<uint64_t> gpu_activity_start, gpu_correlation_id;
 };
 
 class StreamedCallFigures {

@@ -493,7 +493,8 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_trace(options.input_path, options.strict, trace_options->ops), &StreamedTrace::calls,
                        recording, streamed_calls);
   else if (streamed_speedscope)
-    failed = take_read(read_for_trace(options.input_path, options.strict, std::nullopt), &StreamedTrace::calls,
+    failed = take_read(read_for_trace(options.input_path, options.strict, std::nullopt, /*gpu_activities=*/false),
+                       &StreamedTrace::calls,
                        recording, streamed_calls);
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),

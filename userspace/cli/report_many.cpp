@@ -112,8 +112,11 @@ std::optional<int> add_folded_of(const std::string& path, const ReportOptions& o
                                                  &StreamedFolded::folded, recording, streamed))
     return failed;
   if (!recording) return 1;
-  add_recording_stacks(merged, {&*recording, path},
-                       streamed ? *streamed : folded_stacks_by_process(*recording, metric, options.raw_times));
+  // Not one conditional expression: it would copy the streamed stacks.
+  if (streamed)
+    add_recording_stacks(merged, {&*recording, path}, *streamed);
+  else
+    add_recording_stacks(merged, {&*recording, path}, folded_stacks_by_process(*recording, metric, options.raw_times));
   return std::nullopt;
 }
 

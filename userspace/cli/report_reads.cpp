@@ -51,12 +51,16 @@ namespace {
 // recording is read whole): a record -a recording's (system_wide); one with
 // allocator events or GPU activities (figures), which its stream joins to
 // the calls (streamed_call_figures.h) or drops; one with allocator events
-// (memory), which its stream takes in time order (time_ordered_mem_events.h).
+// (memory), which its stream takes in time order (time_ordered_mem_events.h);
+// one with GPU activities (gpu), which its stream orders or drops
+// (output/streamed_gpu_activities.h).
 struct StreamScope {
   bool system_wide = false;
   bool figures = false;
   bool memory = false;
+  bool gpu = false;
   bool takes_memory() const { return figures || memory; }
+  bool takes_gpu() const { return figures || gpu; }
 };
 
 // The first of a streamed report's two reads: every chunk but the events,
@@ -96,13 +100,15 @@ class StreamingCheck : public RecordStream {
     return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
-    if (scope_.figures)
-      bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
+    if (!scope_.takes_gpu()) return;
+    bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
+    bounds.gpu_correlation_id.push_back(least(correlations, [](const GpuCorrelation& c) { return c.correlation_id; }));
   }
   bool on_gpu_activities(std::span<const GpuActivity> activities) override {
-    if (!scope_.figures) return false;  // their calls need every call: read whole
+    if (!scope_.takes_gpu()) return false;  // their calls need every call: read whole
     bounds.gpu_activity_correlation.push_back(
         least(activities, [](const GpuActivity& a) { return a.correlation_id; }));
+    bounds.gpu_activity_start.push_back(least(activities, [](const GpuActivity& a) { return a.start_ns; }));
     return true;
   }
   bool accepted = false;
@@ -308,19 +314,24 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
 }
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
-                                                           const std::optional<std::regex>& ops) {
+                                                           const std::optional<std::regex>& ops, bool gpu_activities) {
   return read_twice<StreamedTrace>(
       path, strict,
-      [&ops](const StreamHead& head) {
+      [&ops, gpu_activities](const StreamHead& head) {
+        std::optional<GpuActivityBounds> gpu;
+        if (gpu_activities)
+          gpu = GpuActivityBounds{.activity_start = head.bounds.gpu_activity_start,
+                                  .activity_correlation = head.bounds.gpu_activity_correlation,
+                                  .correlation_id = head.bounds.gpu_correlation_id};
         return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, ops,
-                                   head.bounds.mem_event_ts);
+                                   head.bounds.mem_event_ts, gpu);
       },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
       [&ops](const Recording& head) { return StreamedChromeTrace::streamable(head, ops.has_value()); },
-      StreamScope{.system_wide = true, .memory = true});
+      StreamScope{.system_wide = true, .memory = true, .gpu = true});
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,

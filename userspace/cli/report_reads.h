@@ -88,9 +88,11 @@ struct StreamedTrace {
   Recording recording;  // without its events
   StreamedTraceCalls calls;
 };
-// ops: --ops PATTERN (nullopt: none).
+// ops: --ops PATTERN (nullopt: none); gpu_activities: whether the output
+// writes them (--speedscope draws none: dropped as they come).
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
-                                                           const std::optional<std::regex>& ops);
+                                                           const std::optional<std::regex>& ops,
+                                                           bool gpu_activities = true);
 
 // --modules: each thread's settled calls placed in the module tree as they
 // come (streamed_module_tree.h). A recording without entry stacks reads

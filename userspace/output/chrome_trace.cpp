@@ -487,32 +487,27 @@ class TraceWriter {
   // (clock jitter, or a device that overlaps them): a slice that starts
   // before the previous one on its track ended would break the track's
   // nesting, so it goes to the stream's next free lane, a track of its own
-  // ("stream 7 (lane 1)"), tid = stream + lane * 2^32.
-  std::vector<std::pair<size_t, int64_t>> gpu_tracks(const std::vector<size_t>& activities) {
-    std::vector<size_t> order = activities;
-    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      const GpuActivity& a = r_.gpu_activities[x];
-      const GpuActivity& b = r_.gpu_activities[y];
-      return std::tie(a.device, a.stream, a.start_ns, b.end_ns) < std::tie(b.device, b.stream, b.start_ns, a.end_ns);
-    });
-    std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> lane_ends;  // (device, stream) -> per lane
-    std::vector<std::pair<size_t, int64_t>> placed;
-    placed.reserve(order.size());
-    for (size_t i : order) {
-      const GpuActivity& a = r_.gpu_activities[i];
-      std::vector<uint64_t>& ends = lane_ends[{a.device, a.stream}];
-      size_t lane = 0;
-      while (lane < ends.size() && a.start_ns < ends[lane]) ++lane;
-      if (lane == ends.size()) ends.push_back(0);
-      ends[lane] = std::max(a.end_ns, a.start_ns);
-      const int64_t tid = static_cast<int64_t>(a.stream) + static_cast<int64_t>(lane << 32);
-      gpu_tracks_.insert({a.device, tid});
-      placed.push_back({i, tid});
-    }
-    return placed;
+  // ("stream 7 (lane 1)"), tid = stream + lane * 2^32. Activities come in
+  // the trace's order (gpu_trace_order).
+  int64_t gpu_track(const GpuActivity& a) {
+    std::vector<uint64_t>& ends = lane_ends_[{a.device, a.stream}];
+    size_t lane = 0;
+    while (lane < ends.size() && a.start_ns < ends[lane]) ++lane;
+    if (lane == ends.size()) ends.push_back(0);
+    ends[lane] = std::max(a.end_ns, a.start_ns);
+    const int64_t tid = static_cast<int64_t>(a.stream) + static_cast<int64_t>(lane << 32);
+    gpu_tracks_.insert({a.device, tid});
+    return tid;
   }
 
   void write_gpu(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
+    if (streamed_) {  // joined and ordered as they streamed by (never with --ops)
+      if (streamed_->gpu_activities)
+        streamed_->gpu_activities([this](const TraceGpuActivity& t) {
+          if (overlaps(t.activity.start_ns, t.activity.end_ns)) write_gpu_activity(t);
+        });
+      return;
+    }
     if (r_.gpu_activities.empty()) return;
     const std::vector<int64_t> launched_by = calls_of_gpu_activities(r_, timeline, tree);
     std::unordered_map<uint64_t, size_t> correlation_index;
@@ -525,49 +520,62 @@ class TraceWriter {
       if (options_.ops && (launched_by[i] < 0 || !kept[launched_by[i]])) continue;
       wanted.push_back(i);
     }
-    for (const auto& [i, tid] : gpu_tracks(wanted)) {
-      const GpuActivity& a = r_.gpu_activities[i];
-      const int64_t gpu_pid = gpu_pid_of(a.device);
-      const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
-                        : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
-                                                            : "gpu_memset";
-      begin_event();
-      common("X", cat, launch_name(a.name_id), gpu_pid, tid, a.start_ns);
-      out_ += ",\"dur\":";
-      append_us(out_, static_cast<int64_t>(gpu_activity_ns(a)));
-      out_ += ",\"args\":{\"correlation\":";
-      append_number(out_, a.correlation_id);
-      out_ += ",\"device\":";
-      append_number(out_, a.device);
-      out_ += ",\"stream\":";
-      append_number(out_, a.stream);
-      if (a.kind != GpuActivityKind::kernel) {
-        out_ += ",\"bytes\":";
-        append_number(out_, activity_byte_count(a.bytes));
-      }
-      out_ += "}}";
-      stats_.gpu_activities++;
-      // The arrow from the launch, when its launch was seen in the range:
-      // "s" binds to the slice enclosing the launch on the CPU thread, "f"
-      // (binding point "e": enclosing) to the activity itself.
-      auto c = correlation_index.find(a.correlation_id);
-      if (c != correlation_index.end() && in_range(r_.gpu_correlations[c->second].ts_ns)) {
+    std::stable_sort(wanted.begin(), wanted.end(), [&](size_t x, size_t y) {
+      return gpu_trace_order(r_.gpu_activities[x], r_.gpu_activities[y]);
+    });
+    for (size_t i : wanted) {
+      TraceGpuActivity t{.activity = r_.gpu_activities[i]};
+      if (auto c = correlation_index.find(t.activity.correlation_id); c != correlation_index.end()) {
         const GpuCorrelation& launch = r_.gpu_correlations[c->second];
-        const uint64_t id = ++stats_.flows;
-        note_thread(launch.tid);
-        begin_event();
-        common("s", "ac2g", "ac2g", pid_of(launch.tid), launch.tid, launch.ts_ns);
-        out_ += ",\"id\":";
-        append_number(out_, id);
-        out_ += '}';
-        begin_event();
-        common("f", "ac2g", "ac2g", gpu_pid, tid, a.start_ns);
-        out_ += ",\"id\":";
-        append_number(out_, id);
-        out_ += ",\"bp\":\"e\"}";
+        t.launch_ts_ns = launch.ts_ns;
+        t.launch_tid = launch.tid;
+        t.launch_seen = 1;
       }
-      maybe_flush();
+      write_gpu_activity(t);
     }
+  }
+
+  void write_gpu_activity(const TraceGpuActivity& t) {
+    const GpuActivity& a = t.activity;
+    const int64_t tid = gpu_track(a);
+    const int64_t gpu_pid = gpu_pid_of(a.device);
+    const char* cat = a.kind == GpuActivityKind::kernel   ? "kernel"
+                      : a.kind == GpuActivityKind::memcpy ? "gpu_memcpy"
+                                                          : "gpu_memset";
+    begin_event();
+    common("X", cat, launch_name(a.name_id), gpu_pid, tid, a.start_ns);
+    out_ += ",\"dur\":";
+    append_us(out_, static_cast<int64_t>(gpu_activity_ns(a)));
+    out_ += ",\"args\":{\"correlation\":";
+    append_number(out_, a.correlation_id);
+    out_ += ",\"device\":";
+    append_number(out_, a.device);
+    out_ += ",\"stream\":";
+    append_number(out_, a.stream);
+    if (a.kind != GpuActivityKind::kernel) {
+      out_ += ",\"bytes\":";
+      append_number(out_, activity_byte_count(a.bytes));
+    }
+    out_ += "}}";
+    stats_.gpu_activities++;
+    // The arrow from the launch, when its launch was seen in the range:
+    // "s" binds to the slice enclosing the launch on the CPU thread, "f"
+    // (binding point "e": enclosing) to the activity itself.
+    if (t.launch_seen && in_range(t.launch_ts_ns)) {
+      const uint64_t id = ++stats_.flows;
+      note_thread(t.launch_tid);
+      begin_event();
+      common("s", "ac2g", "ac2g", pid_of(t.launch_tid), t.launch_tid, t.launch_ts_ns);
+      out_ += ",\"id\":";
+      append_number(out_, id);
+      out_ += '}';
+      begin_event();
+      common("f", "ac2g", "ac2g", gpu_pid, tid, a.start_ns);
+      out_ += ",\"id\":";
+      append_number(out_, id);
+      out_ += ",\"bp\":\"e\"}";
+    }
+    maybe_flush();
   }
 
   void write_memory() {
@@ -720,6 +728,7 @@ class TraceWriter {
   }
   int64_t gpu_pid_of(uint32_t device) const { return (part_ ? part_->first_gpu_pid : kGpuPidBase) + device; }
   std::set<std::pair<uint32_t, int64_t>> gpu_tracks_;  // (device, tid: stream and lane)
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint64_t>> lane_ends_;  // (device, stream) -> each lane's end
 };
 
 }  // namespace

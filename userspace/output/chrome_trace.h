@@ -53,6 +53,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "base/result.h"
+#include "output/streamed_gpu_activities.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -118,6 +119,9 @@ struct StreamedTraceCalls {
   // The memory level after each counted allocator event, in time order
   // (memory_levels; null: none).
   std::function<void(const MemoryLevelVisitor&)> memory_levels;
+  // The GPU activities with their launches, in the trace's order
+  // (streamed_gpu_activities.h; null: none).
+  std::function<void(const GpuActivityVisitor&)> gpu_activities;
   // --ops: by index in the recording's samples, whether the sample's
   // innermost call matched or is nested in a call that did (nullopt: no
   // --ops; a sample past the end: no).
@@ -132,7 +136,7 @@ void visit_trace_calls(const Recording& recording, const Timeline& timeline, con
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a
-// streamed trace serves (no GPU activities, or launches with --ops:
+// streamed trace serves (no launches or GPU activities with --ops:
 // streamed_chrome_trace.h).
 ChromeTraceStats write_chrome_trace(const Recording& head, const ChromeTraceOptions& options,
                                     const StreamedTraceCalls& calls,

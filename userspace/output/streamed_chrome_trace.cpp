@@ -15,12 +15,14 @@ namespace gpuprof {
 StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
                                          std::optional<uint64_t> last_entry_shape,
                                          const std::optional<std::regex>& ops,
-                                         const std::vector<uint64_t>& mem_chunk_earliest_ts)
+                                         const std::vector<uint64_t>& mem_chunk_earliest_ts,
+                                         const std::optional<GpuActivityBounds>& gpu)
     : settled_(nullptr),
       stacks_(head.options.with_stack, last_entry_stack),
       shapes_(head.options.shapes, last_entry_shape),
       spills_(std::make_shared<Spills>()) {
   if (head.options.memory) memory_order_.emplace(mem_chunk_earliest_ts);
+  if (gpu) gpu_ = std::make_unique<StreamedGpuActivities>(*gpu);
   if (ops) {
     ops_filter_.emplace(head.ops, *ops);
     for (uint32_t i = 0; i < head.samples.size(); i++)
@@ -40,7 +42,7 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
 }
 
 bool StreamedChromeTrace::streamable(const Recording& head, bool ops) {
-  return gpu_activities_read(head) == 0 && !(ops && launches_read(head) > 0);
+  return !(ops && (launches_read(head) > 0 || gpu_activities_read(head) > 0));
 }
 
 bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
@@ -314,6 +316,7 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   StreamedTraceCalls out;
   out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
   if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);
+  if (gpu_) out.gpu_activities = gpu_->finish();
   if (spills_->launch_count)
     out.launches = [spills = spills_](const LaunchVisitor& visit) { spills->replay_launches(visit); };
   if (memory_order_) {

@@ -24,8 +24,10 @@
 // ancestor of its calls: ops_filter.h), no module call (the whole trace
 // writes none then), and each CPU sample is marked by whether its thread's
 // innermost call at its moment was kept. The caller reads whole what it
-// does not serve (streamable() says): GPU activities (a streaming read
-// stops at them), and CUDA launches with --ops (each needs its call).
+// does not serve (streamable() says): CUDA launches and GPU activities
+// with --ops (each needs its call). Without --ops, GPU activities are
+// joined to their launches and spilled per stream in the trace's order
+// (streamed_gpu_activities.h).
 // Without --ops, the launches go to a temporary file of their own as they
 // come and are replayed in file order. Allocator events are put in time
 // order as they come (TimeOrderedMemEvents), and the memory level after
@@ -52,6 +54,7 @@
 #include "base/spill_file.h"
 #include "output/chrome_trace.h"
 #include "output/ops_filter.h"
+#include "output/streamed_gpu_activities.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
 
@@ -65,13 +68,17 @@ class StreamedChromeTrace : public RecordStream {
   // ops: --ops PATTERN (nullopt: every call).
   // mem_chunk_earliest_ts: the earliest event of each MEM_EVENTS chunk
   // (JoinBounds::mem_event_ts), for a recording with allocator events.
+  // gpu: the first read's bounds of the GPU records, for a trace that
+  // writes GPU activities (nullopt: they are dropped, as --speedscope,
+  // which draws none, wants).
   StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
                       std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops,
-                      const std::vector<uint64_t>& mem_chunk_earliest_ts = {});
+                      const std::vector<uint64_t>& mem_chunk_earliest_ts = {},
+                      const std::optional<GpuActivityBounds>& gpu = std::nullopt);
 
   // Whether a recording read without its events (the first read: launches
-  // counted, not kept) can be written this way; ops: with --ops (whose
-  // launches would need their calls).
+  // and GPU activities counted, not kept) can be written this way; ops:
+  // with --ops (whose launches and GPU activities would need their calls).
   static bool streamable(const Recording& head, bool ops);
   bool wants(const Recording& head) override { return streamable(head, ops_filter_.has_value()); }
   void on_events(std::span<const gp_event> events, uint64_t first) override;
@@ -83,6 +90,16 @@ class StreamedChromeTrace : public RecordStream {
   // Put in time order (TimeOrderedMemEvents), each event's memory level
   // put aside for the trace's memory counters.
   bool on_mem_events(std::span<const gp_mem_event> events) override;
+  // Joined to their launches and put in the trace's order as they come
+  // (streamed_gpu_activities.h); dropped when the trace writes none.
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    if (gpu_) gpu_->add_correlations(correlations);
+  }
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override {
+    if (ops_filter_) return activities.empty();  // each would need its call: read whole
+    if (gpu_) gpu_->add_activities(activities);
+    return true;
+  }
   // Once the read is done: the calls, for write_chrome_trace. The replay
   // owns the temporary files (closed, so removed, with its last copy).
   StreamedTraceCalls finish();
@@ -161,6 +178,7 @@ class StreamedChromeTrace : public RecordStream {
   // after each.
   std::optional<TimeOrderedMemEvents> memory_order_;
   MemoryLevelFollower levels_;
+  std::unique_ptr<StreamedGpuActivities> gpu_;  // null: GPU activities dropped
 };
 
 }  // namespace gpuprof

@@ -1,0 +1,101 @@
+// streamed_gpu_activities.h: the GPU activities of a Chrome trace
+// (chrome_trace.h) from a recording read as a stream
+// (record/record_stream.h), without holding them.
+//
+// The trace writes them by device and stream, each stream's by start
+// (longer first, then in file order: gpu_trace_order), and draws an arrow
+// from the first launch of each one's correlation id (its GPU correlation)
+// to it. Here each activity is joined to that launch once both are read, or
+// once no unread GPU_CORRELATIONS chunk can hold its id; correlations are
+// dropped once no unread GPU_ACTIVITIES chunk can hold theirs; and the
+// activities go, in that order, to a temporary file per stream once no
+// unread chunk can hold an earlier start. What each chunk can hold comes
+// from the first read (GpuActivityBounds, through UnreadFloor). Memory grows
+// with the streams and with how far activities lag their launches and one
+// another in the file, not with the activities.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "analyze/unread_floor.h"
+#include "base/spill_file.h"
+#include "record/recording.h"
+
+namespace gpuprof {
+
+// One GPU activity as the trace writes it: with its launch, when one was
+// read (the arrow's tail: the launching thread and moment).
+struct TraceGpuActivity {
+  GpuActivity activity;
+  uint64_t launch_ts_ns = 0;
+  uint32_t launch_tid = 0;
+  uint32_t launch_seen = 0;  // 1: launch_ts_ns and launch_tid are its launch's
+};
+using GpuActivityVisitor = std::function<void(const TraceGpuActivity& activity)>;
+
+// The trace's order of a stream's activities: by start, the longer first
+// (a slice encloses what starts with it); ties keep file order (the caller
+// compares the indices).
+inline bool gpu_trace_order(const GpuActivity& a, const GpuActivity& b) {
+  if (a.device != b.device) return a.device < b.device;
+  if (a.stream != b.stream) return a.stream < b.stream;
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  return a.end_ns > b.end_ns;
+}
+
+// What the first read notes of each chunk, in file order: the least start
+// and correlation id of each GPU_ACTIVITIES chunk, the least correlation id
+// of each GPU_CORRELATIONS chunk.
+struct GpuActivityBounds {
+  std::vector<uint64_t> activity_start, activity_correlation, correlation_id;
+};
+
+class StreamedGpuActivities {
+ public:
+  explicit StreamedGpuActivities(const GpuActivityBounds& bounds);
+  StreamedGpuActivities(const StreamedGpuActivities&) = delete;
+  StreamedGpuActivities& operator=(const StreamedGpuActivities&) = delete;
+
+  // One chunk's records, in file order.
+  void add_correlations(std::span<const GpuCorrelation> correlations);
+  void add_activities(std::span<const GpuActivity> activities);
+  // Once the read is done: the replay of every activity, in the trace's
+  // order (null: none). The replay owns the temporary files.
+  std::function<void(const GpuActivityVisitor&)> finish();
+
+ private:
+  struct Held {
+    TraceGpuActivity record;
+    uint64_t file_index = 0;  // ties in gpu_trace_order keep this order
+    bool decided = false;     // its launch is known, or known not to come
+  };
+  // The order held activities are kept in, and spilled in: the trace's.
+  static bool held_before(const Held& a, const Held& b);
+  struct Spills {
+    std::map<std::pair<uint32_t, uint32_t>, SpillFile> streams;  // (device, stream): TraceGpuActivity records
+    void replay(const GpuActivityVisitor& visit);
+  };
+  // Joins what can be joined, drops the launches no activity still needs,
+  // and spills the held activities nothing unread can precede (at_end:
+  // all).
+  void settle(bool at_end);
+
+  UnreadFloor start_floor_;        // the least start an unread activity can have
+  UnreadFloor activity_id_floor_;  // and correlation id
+  UnreadFloor launch_id_floor_;    // the least correlation id an unread launch can have
+  // The first launch read of each correlation id: (moment, thread).
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>> launches_;
+  std::vector<Held> held_;  // read, not spilled, in the order they will be
+  size_t undecided_ = 0;
+  uint64_t read_ = 0;  // activities read: the next one's file index
+  std::shared_ptr<Spills> spills_;
+};
+
+}  // namespace gpuprof
