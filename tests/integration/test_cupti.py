@@ -500,7 +500,9 @@ def test_attach_detach_attach_on_a_running_job(procs, workdir, tmp_path):
         assert {row[:2] for row in in_ops} == {want[:2] for want in EXPECTED if want[0] != "[no op]"}, text
         for op, kernel, calls, total, avg in in_ops:
             planted = next(want[4] for want in EXPECTED if want[:2] == (op, kernel))
-            assert avg == planted and time_us(total) == pytest.approx(calls * time_us(planted), rel=1e-4), text
+            # The total is exact to its last printed digit (2803.5 us prints as
+            # 2.804ms: a relative bound alone failed there).
+            assert avg == planted and abs(time_us(total) - calls * time_us(planted)) <= half_last_digit_us(total), text
         assert {row[1] for row in rows if row[0].startswith("[")} <= {want[1] for want in EXPECTED}, text
         summary = re.fullmatch(r"(\d+) GPU activities, \S+ of GPU time \((\d+) launched outside any op, (\d+) "
                                r"whose launch was not seen\)", footer[0])
@@ -652,6 +654,14 @@ def time_us(text):
     return float(value) * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[unit]
 
 
+def half_last_digit_us(text):
+    """Half a unit of the last digit of a figure as format_time_us prints it,
+    in us: how far the printed figure may be from the exact one."""
+    value, unit = re.fullmatch(r"([\d.]+)(ns|us|ms|s)", text).groups()
+    decimals = len(value.partition(".")[2])
+    return 0.5 * 10 ** -decimals * {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[unit] * (1 + 1e-9)
+
+
 def test_gpu_breakdown_of_the_stand_in_records(launch_mode_recording):
     """report --gpu (docs/gpu-time.md) on the launch driver's records through
     the real shim and probes: what the stand-in planted exactly (kernels,
@@ -741,15 +751,19 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
         rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE),
                       peak_rss_kib(out, "--folded", "--metric", "self_cuda_time"), peak_rss_kib(out, "--pprof", profile),
                       peak_rss_kib(out, "--kernels"), peak_rss_kib(out, "--kernels", env=READ_WHOLE))
-    summary = (f"report peak RSS KiB (table, read whole, --folded --metric self_cuda_time, --pprof, --kernels, "
-               f"--kernels read whole): 5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
+    check_memory_flat(rss, ["table", "read whole", "--folded --metric self_cuda_time", "--pprof", "--kernels",
+                            "--kernels read whole"])
+
+
+def check_memory_flat(rss, columns):
+    """rss: report's peak RSS in KiB at 5,000 and 20,000 steps, a figure per
+    column. Streamed, it stays within 4 MiB; read whole ("... read whole"),
+    it grows by more than 15 MiB."""
+    summary = f"report peak RSS KiB ({', '.join(columns)}): 5000 steps {rss[5000]}, 20000 steps {rss[20000]}"
     print(summary)
-    assert rss[20000][0] - rss[5000][0] < 4096, summary
-    assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
-    assert rss[20000][2] - rss[5000][2] < 4096, summary
-    assert rss[20000][3] - rss[5000][3] < 4096, summary
-    assert rss[20000][4] - rss[5000][4] < 4096, summary
-    assert rss[20000][5] - rss[5000][5] > 15 * 1024, summary
+    for i, column in enumerate(columns):
+        grew = rss[20000][i] - rss[5000][i]
+        assert grew > 15 * 1024 if column.endswith("read whole") else grew < 4096, (column, summary)
 
 
 def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path):
@@ -783,13 +797,7 @@ def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     both = tmp_path / "both.json"
     report_file_as_whole(str(tmp_path / "steps-5000.gpuprof"), both, str(tmp_path / "steps-20000.gpuprof"),
                          "--chrome-trace", str(both))
-    summary = (f"report peak RSS KiB (--chrome-trace, read whole, --speedscope, read whole): "
-               f"5000 steps {rss[5000]}, 20000 steps {rss[20000]}")
-    print(summary)
-    assert rss[20000][0] - rss[5000][0] < 4096, summary
-    assert rss[20000][1] - rss[5000][1] > 15 * 1024, summary
-    assert rss[20000][2] - rss[5000][2] < 4096, summary
-    assert rss[20000][3] - rss[5000][3] > 15 * 1024, summary
+    check_memory_flat(rss, ["--chrome-trace", "read whole", "--speedscope", "--speedscope read whole"])
 
 
 def test_streamed_module_table_has_the_gpu_time_of_the_ops(tmp_path):

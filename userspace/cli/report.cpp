@@ -490,10 +490,10 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
                        recording, streamed_sums);
   else if (streamed_trace)
-    failed = take_read(read_for_trace(options.input_path, options.strict, trace_options->ops), &StreamedTrace::calls,
+    failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops}), &StreamedTrace::calls,
                        recording, streamed_calls);
   else if (streamed_speedscope)
-    failed = take_read(read_for_trace(options.input_path, options.strict, std::nullopt, /*gpu_activities=*/false),
+    failed = take_read(read_for_trace(options.input_path, options.strict, {.calls_only = true}),
                        &StreamedTrace::calls,
                        recording, streamed_calls);
   else if (streamed_folded)

@@ -98,6 +98,18 @@ std::optional<int> add_units_of(const std::string& path, const ReportOptions& op
   return std::nullopt;
 }
 
+// Reads the recording at `path` as one file's output reads it: streamed
+// where it can be (read(): one of report_reads.h's read_for_*), what the
+// stream made into `part`; else (or with the test hook) whole. The exit
+// status of a read that failed.
+template <typename Read, typename Streamed, typename Part>
+std::optional<int> read_streamed_or_whole(const std::string& path, bool strict, Read read, Part Streamed::*member,
+                                          std::optional<Recording>& recording, std::optional<Part>& part) {
+  if (streaming_allowed()) return take_read(read(), member, recording, part);
+  recording = read_recording_for_output(path, strict);
+  return recording ? std::nullopt : std::optional<int>(1);
+}
+
 // Adds the stacks of the recording at `path` to `merged`, under its root
 // (folded_several.h): read as one file's --folded reads it (report_reads.h,
 // read_for_folded: streamed where it can be), else whole. `recording`: the
@@ -106,12 +118,10 @@ std::optional<int> add_units_of(const std::string& path, const ReportOptions& op
 std::optional<int> add_folded_of(const std::string& path, const ReportOptions& options, FoldedMetric metric,
                                  FoldedStacks& merged, std::optional<Recording>& recording) {
   std::optional<FoldedStacks> streamed;
-  if (!streaming_allowed())
-    recording = read_recording_for_output(path, options.strict);
-  else if (std::optional<int> failed = take_read(read_for_folded(path, options.strict, metric, options.raw_times),
-                                                 &StreamedFolded::folded, recording, streamed))
+  if (std::optional<int> failed = read_streamed_or_whole(
+          path, options.strict, [&] { return read_for_folded(path, options.strict, metric, options.raw_times); },
+          &StreamedFolded::folded, recording, streamed))
     return failed;
-  if (!recording) return 1;
   // Not one conditional expression: it would copy the streamed stacks.
   if (streamed)
     add_recording_stacks(merged, {&*recording, path}, *streamed);
@@ -125,27 +135,28 @@ std::optional<int> add_folded_of(const std::string& path, const ReportOptions& o
 // else whole. The exit status of a read that failed.
 std::optional<int> read_pprof_of(const std::string& path, const ReportOptions& options,
                                  std::optional<Recording>& recording, std::optional<StreamedPprofSums>& sums) {
-  if (streaming_allowed())
-    return take_read(read_for_pprof(path, options.strict, options.raw_times), &StreamedPprof::sums, recording, sums);
-  recording = read_recording_for_output(path, options.strict);
-  return recording ? std::nullopt : std::optional<int>(1);
+  return read_streamed_or_whole(
+      path, options.strict, [&] { return read_for_pprof(path, options.strict, options.raw_times); },
+      &StreamedPprof::sums, recording, sums);
 }
 
 // Reads the recording at `path` for --chrome-trace: its calls spilled as it
 // streams (report_reads.h, read_for_trace) where it can be, into `calls`,
-// else whole. A system-wide recording is read whole (again): the trace of
-// several gives each of its processes a track of its own, which its calls,
-// replayed as one, are not split into. The exit status of a read that failed.
+// else whole. A system-wide recording is read whole: the trace of several
+// gives each of its processes a track of its own, which its calls, replayed
+// as one, are not split into (read again if it turned system-wide after
+// the first read: a recording still being written). The exit status of a
+// read that failed.
 std::optional<int> read_trace_of(const std::string& path, const ReportOptions& options,
                                  const ChromeTraceOptions& trace, std::optional<Recording>& recording,
                                  std::optional<StreamedTraceCalls>& calls) {
-  if (streaming_allowed()) {
-    if (std::optional<int> failed =
-            take_read(read_for_trace(path, options.strict, trace.ops), &StreamedTrace::calls, recording, calls))
-      return failed;
-    if (!calls || !is_system_wide(*recording)) return std::nullopt;
-    calls.reset();
-  }
+  if (std::optional<int> failed = read_streamed_or_whole(
+          path, options.strict,
+          [&] { return read_for_trace(path, options.strict, {.ops = trace.ops, .system_wide = false}); },
+          &StreamedTrace::calls, recording, calls))
+    return failed;
+  if (!calls || !is_system_wide(*recording)) return std::nullopt;
+  calls.reset();
   recording = read_recording_for_output(path, options.strict);
   return recording ? std::nullopt : std::optional<int>(1);
 }

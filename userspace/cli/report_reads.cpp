@@ -314,23 +314,24 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
 }
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
-                                                           const std::optional<std::regex>& ops, bool gpu_activities) {
+                                                           const TraceRead& read) {
   return read_twice<StreamedTrace>(
       path, strict,
-      [&ops, gpu_activities](const StreamHead& head) {
-        std::optional<GpuActivityBounds> gpu;
-        if (gpu_activities)
-          gpu = GpuActivityBounds{.activity_start = head.bounds.gpu_activity_start,
-                                  .activity_correlation = head.bounds.gpu_activity_correlation,
-                                  .correlation_id = head.bounds.gpu_correlation_id};
-        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, ops,
-                                   head.bounds.mem_event_ts, gpu);
+      [&read](const StreamHead& head) {
+        const GpuActivityBounds gpu{.activity_start = head.bounds.gpu_activity_start,
+                                    .activity_correlation = head.bounds.gpu_activity_correlation,
+                                    .correlation_id = head.bounds.gpu_correlation_id};
+        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, read.ops,
+                                   head.bounds.mem_event_ts, gpu, read.calls_only);
       },
       [](StreamedChromeTrace& trace, Recording recording) {
         StreamedTraceCalls calls = trace.finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
-      [&ops](const Recording& head) { return StreamedChromeTrace::streamable(head, ops.has_value()); },
+      [&read](const Recording& head) {
+        return StreamedChromeTrace::streamable(head, read.ops.has_value()) &&
+               (read.system_wide || !is_system_wide(head));
+      },
       StreamScope{.system_wide = true, .memory = true, .gpu = true});
 }
 

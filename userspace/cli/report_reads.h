@@ -88,11 +88,18 @@ struct StreamedTrace {
   Recording recording;  // without its events
   StreamedTraceCalls calls;
 };
-// ops: --ops PATTERN (nullopt: none); gpu_activities: whether the output
-// writes them (--speedscope draws none: dropped as they come).
+struct TraceRead {
+  std::optional<std::regex> ops;  // --ops PATTERN (nullopt: none)
+  // --speedscope: the calls and samples alone (the profile draws nothing
+  // else): the rest dropped as it comes.
+  bool calls_only = false;
+  // false: a record -a recording is read whole (the trace of several files
+  // gives each of its processes a track, which its calls, replayed as one,
+  // are not split into).
+  bool system_wide = true;
+};
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
-                                                           const std::optional<std::regex>& ops,
-                                                           bool gpu_activities = true);
+                                                           const TraceRead& read);
 
 // --modules: each thread's settled calls placed in the module tree as they
 // come (streamed_module_tree.h). A recording without entry stacks reads

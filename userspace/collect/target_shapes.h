@@ -44,14 +44,14 @@ class TargetShapes {
   void finish(RecordOutputs& writer, RecordStats& stats);
 
  private:
-  OpTracer& tracer_;
-  Diagnostics& diagnostics_;
-  const int target_pid_;
-  std::optional<ShapeCollector> collector_;
   // The layout found to BPF, said on stderr; or, refused, shapes off in
   // BPF (no more payloads that cannot be decoded), with a warning.
   void hand_layout_to_bpf();
 
+  OpTracer& tracer_;
+  Diagnostics& diagnostics_;
+  const int target_pid_;
+  std::optional<ShapeCollector> collector_;
   std::vector<uint32_t> catalog_tensor_args_;  // per op id, for entries without payload
   bool layout_decided_ = false;
   bool undefined_tensor_found_ = false;

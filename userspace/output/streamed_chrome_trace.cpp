@@ -16,13 +16,14 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
                                          std::optional<uint64_t> last_entry_shape,
                                          const std::optional<std::regex>& ops,
                                          const std::vector<uint64_t>& mem_chunk_earliest_ts,
-                                         const std::optional<GpuActivityBounds>& gpu)
+                                         const std::optional<GpuActivityBounds>& gpu, bool calls_only)
     : settled_(nullptr),
       stacks_(head.options.with_stack, last_entry_stack),
       shapes_(head.options.shapes, last_entry_shape),
-      spills_(std::make_shared<Spills>()) {
-  if (head.options.memory) memory_order_.emplace(mem_chunk_earliest_ts);
-  if (gpu) gpu_ = std::make_unique<StreamedGpuActivities>(*gpu);
+      spills_(std::make_shared<Spills>()),
+      calls_only_(calls_only) {
+  if (head.options.memory && !calls_only) memory_order_.emplace(mem_chunk_earliest_ts);
+  if (gpu && !calls_only) gpu_ = std::make_unique<StreamedGpuActivities>(*gpu);
   if (ops) {
     ops_filter_.emplace(head.ops, *ops);
     for (uint32_t i = 0; i < head.samples.size(); i++)
@@ -33,6 +34,7 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
   }
   // Module calls (module_tree.h) come from module frames in the entries'
   // Python stacks: without one, there are none to write.
+  if (calls_only) return;
   const ModuleNames names(head);
   for (uint32_t frame = 0; frame < head.sample_frames.size() && head.options.with_stack; frame++)
     if (names.is_module_frame(frame)) {
@@ -46,6 +48,7 @@ bool StreamedChromeTrace::streamable(const Recording& head, bool ops) {
 }
 
 bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
+  if (calls_only_) return true;
   if (ops_filter_) return launches.empty();
   append_records(spills_->launches, launches);
   spills_->launch_count += launches.size();
@@ -53,6 +56,7 @@ bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
 }
 
 bool StreamedChromeTrace::on_mem_events(std::span<const gp_mem_event> events) {
+  if (calls_only_) return true;
   if (!memory_order_) return false;
   memory_order_->add(events, [this](const gp_mem_event& e, const AllocationSizes::Counted& counted) {
     put_memory_level(e, counted);

@@ -69,12 +69,14 @@ class StreamedChromeTrace : public RecordStream {
   // mem_chunk_earliest_ts: the earliest event of each MEM_EVENTS chunk
   // (JoinBounds::mem_event_ts), for a recording with allocator events.
   // gpu: the first read's bounds of the GPU records, for a trace that
-  // writes GPU activities (nullopt: they are dropped, as --speedscope,
-  // which draws none, wants).
+  // writes GPU activities (nullopt: they are dropped).
+  // calls_only: for --speedscope, which draws the calls and samples alone:
+  // module calls are not counted, and launches, allocator events and GPU
+  // activities are dropped as they come.
   StreamedChromeTrace(const Recording& head, std::optional<uint64_t> last_entry_stack,
                       std::optional<uint64_t> last_entry_shape, const std::optional<std::regex>& ops,
                       const std::vector<uint64_t>& mem_chunk_earliest_ts = {},
-                      const std::optional<GpuActivityBounds>& gpu = std::nullopt);
+                      const std::optional<GpuActivityBounds>& gpu = std::nullopt, bool calls_only = false);
 
   // Whether a recording read without its events (the first read: launches
   // and GPU activities counted, not kept) can be written this way; ops:
@@ -88,7 +90,7 @@ class StreamedChromeTrace : public RecordStream {
   // it, false, and the recording is read whole).
   bool on_launches(std::span<const CudaLaunch> launches) override;
   // Put in time order (TimeOrderedMemEvents), each event's memory level
-  // put aside for the trace's memory counters.
+  // put aside for the trace's memory counters (calls_only: dropped).
   bool on_mem_events(std::span<const gp_mem_event> events) override;
   // Joined to their launches and put in the trace's order as they come
   // (streamed_gpu_activities.h); dropped when the trace writes none.
@@ -179,6 +181,7 @@ class StreamedChromeTrace : public RecordStream {
   std::optional<TimeOrderedMemEvents> memory_order_;
   MemoryLevelFollower levels_;
   std::unique_ptr<StreamedGpuActivities> gpu_;  // null: GPU activities dropped
+  const bool calls_only_;
 };
 
 }  // namespace gpuprof
