@@ -729,7 +729,7 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     row counts the stand-in's activities exactly, the table is the whole
     read's byte for byte, and report's peak memory stays flat from 5,000 to
     20,000 steps while the whole read's grows; so do --folded --metric
-    self_cuda_time, --pprof and --kernels."""
+    self_cuda_time, --pprof, --kernels and --launches."""
     rss = {}
     for steps in (5000, 20000):
         out = tmp_path / f"steps-{steps}.gpuprof"
@@ -747,12 +747,20 @@ def test_streamed_table_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
         # compares it with the whole read).
         kernels, _, kernels_text = kernel_table(out)
         assert [row[2] for row in kernels if row[:2] == ("aten::cuda_linear", REDUCE)] == [steps], kernels_text
+        # --launches: the probes named every launch, so none takes a name
+        # from CUPTI and the GPU records are dropped (streamed_launch_table.h):
+        # 6 launches a step, one outside any op; the whole read's bytes.
+        launches = report_as_whole(str(out), "--launches")
+        assert launches.returncode == 0, launches.stderr
+        assert re.search(rf"^{6 * steps} CUDA launches \({steps} outside any op\) through ", launches.stdout,
+                         re.M), launches.stdout
         profile = tmp_path / "steps.pb.gz"
         rss[steps] = (peak_rss_kib(out), peak_rss_kib(out, env=READ_WHOLE),
                       peak_rss_kib(out, "--folded", "--metric", "self_cuda_time"), peak_rss_kib(out, "--pprof", profile),
-                      peak_rss_kib(out, "--kernels"), peak_rss_kib(out, "--kernels", env=READ_WHOLE))
+                      peak_rss_kib(out, "--kernels"), peak_rss_kib(out, "--kernels", env=READ_WHOLE),
+                      peak_rss_kib(out, "--launches"), peak_rss_kib(out, "--launches", env=READ_WHOLE))
     check_memory_flat(rss, ["table", "read whole", "--folded --metric self_cuda_time", "--pprof", "--kernels",
-                            "--kernels read whole"])
+                            "--kernels read whole", "--launches", "--launches read whole"])
 
 
 def check_memory_flat(rss, columns):

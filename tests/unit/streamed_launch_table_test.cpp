@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -50,8 +51,10 @@ Recording recording_with_launches(uint32_t seed, size_t length, size_t count) {
 
 // The streamed summary: after each chunk of `chunk` events, the launches
 // stamped up to its last event, in LAUNCHES chunks of up to `per_chunk`
-// (the rest at the end), with the bounds the first read notes.
-LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk) {
+// (the rest at the end), with the bounds the first read notes; the GPU
+// activities (when the recording has some) at the end. nullopt: the table
+// declined the recording (read whole).
+std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk) {
   std::vector<std::pair<size_t, size_t>> launch_chunks;  // (first, count), in file order
   std::vector<size_t> after_events;                       // launch chunks given after each events chunk
   size_t given = 0;
@@ -69,13 +72,18 @@ LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t 
   for (const gp_event& e : recording.events) bounds.op_threads.insert(e.tid);
   for (const auto& [first, n] : launch_chunks) {
     uint64_t least = UINT64_MAX;
-    for (size_t i = first; i < first + n; i++) least = std::min(least, recording.launches[i].ts_ns);
+    for (size_t i = first; i < first + n; i++) {
+      least = std::min(least, recording.launches[i].ts_ns);
+      const CudaLaunch& l = recording.launches[i];
+      if (l.api == GP_LAUNCH_KERNEL || l.api == GP_LAUNCH_KERNEL_EXC) bounds.kernel_launch_names.insert(l.name_id);
+    }
     bounds.launch_ts.push_back(least);
   }
-  const Recording head = head_of(recording);
+  Recording head = head_of(recording);
+  head.streamed_gpu_activities = recording.gpu_activities.size();  // the first read counts them
   EXPECT_TRUE(StreamedLaunchTable::serves(head));
-  StreamedLaunchTable streamed(bounds);
-  EXPECT_TRUE(streamed.wants(head));
+  StreamedLaunchTable streamed(head, bounds);
+  if (!streamed.wants(head)) return std::nullopt;
   const std::span<const CudaLaunch> launches(recording.launches);
   size_t handed = 0;
   for (size_t at = 0, k = 0; at < recording.events.size(); at += chunk, k++) {
@@ -86,7 +94,14 @@ LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t 
   }
   for (; handed < launch_chunks.size(); handed++)
     EXPECT_TRUE(streamed.on_launches(launches.subspan(launch_chunks[handed].first, launch_chunks[handed].second)));
+  if (!recording.gpu_activities.empty()) EXPECT_TRUE(streamed.on_gpu_activities(recording.gpu_activities));
   return std::move(streamed).finish(head);
+}
+
+LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk) {
+  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk);
+  EXPECT_TRUE(summary.has_value());
+  return summary.value_or(LaunchSummary{});
 }
 
 void expect_same(const LaunchSummary& streamed, const LaunchSummary& whole) {
@@ -122,17 +137,61 @@ TEST(StreamedLaunchTable, CountsTheWholeReadsRowsOnRandomStreams) {
   EXPECT_GT(mixed, 20u);
 }
 
-// A recording whose GPU activities name its unnamed launches (the CUPTI
-// shim), or of record -a, is read whole.
-TEST(StreamedLaunchTable, LeavesShimAndSystemWideRecordingsToTheWholeRead) {
+// With the CUPTI shim's GPU activities, a recording whose runtime launches
+// all have names streams (its GPU records dropped: summarize_launches names
+// none from them); one with a launch the probes could not name is declined
+// (read whole: CUPTI names it), as is one whose second read brings such a
+// launch or GPU activities the first read did not see. A recording of
+// record -a is read whole.
+TEST(StreamedLaunchTable, StreamsShimRecordingsWhoseLaunchesHaveNames) {
+  Recording recording = recording_with_launches(3, 3000, 800);
+  recording.cupti_shim = CuptiShimInfo{.shim_path = "libgpuprof_cupti.so", .state = 1};
+  std::mt19937 rng(3);
+  add_random_gpu(recording, rng, 200);  // launch_names: the GPU's, then the probes'
+  recording.launch_names = {"void k::scale<float>(float*, int)", "k::reduce", "[unknown kernel 0x4242]"};
+  for (GpuCorrelation& c : recording.gpu_correlations) c.domain = 2;  // the runtime's: they may name launches
+  ASSERT_GT(summarize_launches(recording).named_by_cupti, 0u);
+  EXPECT_FALSE(try_streamed_summary(recording, 500, 13).has_value());
+  // Every launch named by its probe: the same summary, streamed.
+  Recording named = recording;
+  named.launch_names[2] = "k::copy";
+  const LaunchSummary whole = summarize_launches(named);
+  ASSERT_EQ(whole.named_by_cupti, 0u);
+  for (size_t chunk : {size_t{1}, size_t{500}})
+    expect_same(streamed_summary(named, chunk, 13), whole);
+  // Without GPU activities no name comes from CUPTI: unnamed launches stream.
+  Recording no_activities = recording;
+  no_activities.gpu_activities.clear();
+  expect_same(streamed_summary(no_activities, 500, 13), summarize_launches(no_activities));
+}
+
+TEST(StreamedLaunchTable, DeclinesMidStreamWhatTheFirstReadDidNotSee) {
+  Recording recording = recording_with_launches(4, 300, 20);
+  recording.launch_names[2] = "k::copy";
+  Recording head = head_of(recording);
+  JoinBounds bounds;
+  // GPU activities the first read did not see: read whole.
+  StreamedLaunchTable without(head, bounds);
+  ASSERT_TRUE(without.wants(head));
+  const std::vector<GpuActivity> activities(2);
+  EXPECT_FALSE(without.on_gpu_activities(activities));
+  // A launch that may take a CUPTI name, or whose name the first read did
+  // not have, once it saw GPU activities: read whole.
+  head.streamed_gpu_activities = 2;
+  for (uint32_t name_id : {2u, 7u}) {
+    Recording unnamed = head;
+    unnamed.launch_names[2] = "[unknown kernel 0x4242]";
+    StreamedLaunchTable with(name_id == 2 ? unnamed : head, bounds);
+    ASSERT_TRUE(with.wants(head));
+    EXPECT_TRUE(with.on_gpu_activities(activities));
+    const CudaLaunch launch{.api = GP_LAUNCH_KERNEL, .name_id = name_id};
+    EXPECT_FALSE(with.on_launches(std::span<const CudaLaunch>(&launch, 1))) << name_id;
+  }
+}
+
+TEST(StreamedLaunchTable, LeavesSystemWideRecordingsToTheWholeRead) {
   Recording recording = recording_with_launches(3, 300, 20);
   EXPECT_TRUE(StreamedLaunchTable::serves(head_of(recording)));
-  Recording shim = recording;
-  shim.cupti_shim = CuptiShimInfo{.shim_path = "libgpuprof_cupti.so", .state = 1};
-  EXPECT_FALSE(StreamedLaunchTable::serves(head_of(shim)));
-  Recording activities = recording;
-  activities.streamed_gpu_activities = 4;
-  EXPECT_FALSE(StreamedLaunchTable::serves(activities));
   Recording system_wide = recording;
   system_wide.process.pid = 0;
   system_wide.processes.push_back(recording.process);

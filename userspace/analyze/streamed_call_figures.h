@@ -67,9 +67,11 @@ namespace gpuprof {
 struct JoinBounds {
   std::vector<uint64_t> mem_event_ts, gpu_correlation_ts, gpu_activity_correlation;
   std::unordered_set<uint32_t> op_threads;
-  // The earliest launch of each LAUNCHES chunk (the launch probes'), for
-  // report --launches (streamed_launch_table.h).
+  // The earliest launch of each LAUNCHES chunk (the launch probes'), and
+  // the kernel names of the runtime launches (whether one may take a CUPTI
+  // name), for report --launches (streamed_launch_table.h).
   std::vector<uint64_t> launch_ts;
+  std::unordered_set<uint32_t> kernel_launch_names;
   // For the trace's GPU activities (output/streamed_gpu_activities.h): the
   // earliest start of each GPU_ACTIVITIES chunk and the least correlation
   // id of each GPU_CORRELATIONS chunk.

@@ -96,7 +96,10 @@ class StreamingCheck : public RecordStream {
     return scope_.takes_memory();
   }
   bool on_launches(std::span<const CudaLaunch> launches) override {
-    if (scope_.figures) bounds.launch_ts.push_back(least(launches, [](const CudaLaunch& l) { return l.ts_ns; }));
+    if (!scope_.figures) return true;
+    bounds.launch_ts.push_back(least(launches, [](const CudaLaunch& l) { return l.ts_ns; }));
+    for (const CudaLaunch& l : launches)
+      if (l.api == GP_LAUNCH_KERNEL || l.api == GP_LAUNCH_KERNEL_EXC) bounds.kernel_launch_names.insert(l.name_id);
     return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
@@ -364,7 +367,7 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
 
 std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict) {
   return read_twice<StreamedLaunches>(
-      path, strict, [](const StreamHead& head) { return StreamedLaunchTable(head.bounds); },
+      path, strict, [](const StreamHead& head) { return StreamedLaunchTable(head.recording, head.bounds); },
       [](StreamedLaunchTable& launches, Recording recording) {
         LaunchSummary summary = std::move(launches).finish(recording);
         return StreamedLaunches{std::move(recording), std::move(summary)};

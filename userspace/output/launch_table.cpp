@@ -81,9 +81,7 @@ std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
     const auto& ids = thread->second;
     for (size_t k = 0; k < indices.size(); ++k) {
       const CudaLaunch& l = recording.launches[indices[k]];
-      if ((l.api != GP_LAUNCH_KERNEL && l.api != GP_LAUNCH_KERNEL_EXC) || l.name_id >= recording.launch_names.size() ||
-          !unnamed(recording.launch_names[l.name_id]))
-        continue;
+      if (!may_take_cupti_name(recording.launch_names, l)) continue;
       const uint64_t until = k + 1 < indices.size() ? recording.launches[indices[k + 1]].ts_ns : UINT64_MAX;
       for (auto it = std::lower_bound(ids.begin(), ids.end(), std::pair<uint64_t, uint64_t>{l.ts_ns, 0});
            it != ids.end() && it->first < until; ++it)
@@ -135,6 +133,11 @@ LaunchSummary launch_summary_of(const Recording& recording) {
     out.lost = recording.cuda_runtime->launches_lost;
   }
   return out;
+}
+
+bool may_take_cupti_name(const std::vector<std::string>& launch_names, const CudaLaunch& l) {
+  return (l.api == GP_LAUNCH_KERNEL || l.api == GP_LAUNCH_KERNEL_EXC) && l.name_id < launch_names.size() &&
+         unnamed(launch_names[l.name_id]);
 }
 
 std::string launch_kernel_name(const Recording& recording, uint32_t name_id) {

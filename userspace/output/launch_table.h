@@ -76,6 +76,10 @@ class LaunchRows {
 LaunchSummary launch_summary_of(const Recording& recording);
 // The kernel a launch names by name_id (Recording::launch_names).
 std::string launch_kernel_name(const Recording& recording, uint32_t name_id);
+// Whether a launch may take the name CUPTI gave its kernel: a runtime
+// launch whose probe found no symbol ("[unknown kernel 0x...]" in
+// launch_names), named from the GPU activities when the recording has them.
+bool may_take_cupti_name(const std::vector<std::string>& launch_names, const CudaLaunch& launch);
 
 // The cudart function behind an api: "cudaLaunchKernel", ...
 const char* launch_api_name(uint16_t api);

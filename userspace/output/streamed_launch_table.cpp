@@ -6,11 +6,17 @@
 
 namespace gpuprof {
 
-bool StreamedLaunchTable::serves(const Recording& head) {
-  return !is_system_wide(head) && !head.cupti_shim.has_value() && gpu_activities_read(head) == 0;
-}
+StreamedLaunchTable::StreamedLaunchTable(const Recording& first_head, JoinBounds bounds)
+    : bounds_(std::move(bounds)),
+      launch_names_(first_head.launch_names),
+      gpu_activities_(gpu_activities_read(first_head) > 0) {}
+
+bool StreamedLaunchTable::serves(const Recording& head) { return !is_system_wide(head); }
 
 bool StreamedLaunchTable::wants(const Recording& head) {
+  if (gpu_activities_)
+    for (uint32_t name_id : bounds_.kernel_launch_names)
+      if (may_take_cupti_name(launch_names_, CudaLaunch{.api = GP_LAUNCH_KERNEL, .name_id = name_id})) return false;
   // Each launch a moment of its thread, as the shim's launches are for
   // --kernels: the LAUNCHES chunks' bounds in place of GPU_CORRELATIONS'.
   // Raw times (nullptr: no compensation), as summarize_launches' timeline.
@@ -22,6 +28,11 @@ bool StreamedLaunchTable::wants(const Recording& head) {
 }
 
 bool StreamedLaunchTable::on_launches(std::span<const CudaLaunch> launches) {
+  if (gpu_activities_)
+    for (const CudaLaunch& l : launches)
+      if ((l.api == GP_LAUNCH_KERNEL || l.api == GP_LAUNCH_KERNEL_EXC) &&
+          (l.name_id >= launch_names_.size() || may_take_cupti_name(launch_names_, l)))
+        return false;
   std::vector<GpuCorrelation> moments;
   moments.reserve(launches.size());
   for (const CudaLaunch& l : launches) {

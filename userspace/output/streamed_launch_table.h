@@ -8,11 +8,13 @@
 // and how far the launches lag their events, not with the events; the
 // summary is summarize_launches()'s for the same recording.
 //
-// It serves a recording of one process without GPU activities: with them,
-// the launches the probes could not name take the name CUPTI gave their
-// kernel, a join of every launch of a thread with its CUPTI correlations
-// (launch_table.cpp), and the recording is read whole. So is a record -a
-// recording. Allocator events are dropped.
+// It serves a recording of one process. With GPU activities (the CUPTI
+// shim's), the launches the probes could not name take the name CUPTI gave
+// their kernel, a join of every launch of a thread with its CUPTI
+// correlations (launch_table.cpp): a recording with such a launch is read
+// whole (the first read notes the names of its runtime launches), one
+// without streams, its GPU records dropped. So is a record -a recording
+// read whole. Allocator events are dropped.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "analyze/streamed_call_figures.h"
 #include "output/launch_table.h"
@@ -32,16 +35,24 @@ namespace gpuprof {
 
 class StreamedLaunchTable : public RecordStream {
  public:
-  // bounds: the first read's (JoinBounds, with launch_ts).
-  explicit StreamedLaunchTable(JoinBounds bounds) : bounds_(std::move(bounds)) {}
+  // first_head, bounds: the first read's (JoinBounds, with launch_ts and
+  // kernel_launch_names).
+  StreamedLaunchTable(const Recording& first_head, JoinBounds bounds);
 
   // Whether a recording read without its events (the first read's: its
-  // GPU records counted) can be summarized this way.
+  // GPU records counted) can be summarized this way (one process).
   static bool serves(const Recording& head);
+  // False (read whole) when a runtime launch may take a CUPTI name.
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override { figures_->add_events(events, first); }
+  // False (read whole) for a launch that may take a CUPTI name the first
+  // read did not see (a recording still being written).
   bool on_launches(std::span<const CudaLaunch> launches) override;
   bool on_mem_events(std::span<const gp_mem_event>) override { return true; }  // dropped: no launch needs them
+  // Dropped when the first read saw GPU activities and no launch that could
+  // take a name from them; else (activities the first read did not see)
+  // the recording is read whole.
+  bool on_gpu_activities(std::span<const GpuActivity>) override { return gpu_activities_; }
   // The summary, once the read is done (recording: what it returned).
   LaunchSummary finish(const Recording& recording) &&;
 
@@ -49,6 +60,8 @@ class StreamedLaunchTable : public RecordStream {
   void charge(uint64_t launch, std::optional<uint32_t> op_id);
 
   JoinBounds bounds_;
+  std::vector<std::string> launch_names_;  // the first read's
+  bool gpu_activities_ = false;            // the first read saw some
   std::optional<StreamedCallFigures> figures_;
   uint64_t next_launch_ = 0;  // the file-order index of the next launch read
   // Launches read whose call is not decided yet, by index.
