@@ -51,8 +51,17 @@ loop and on that file:
   - `gpuprof report FILE`: the table with its memory columns, streamed
     (each call joined with the allocator events of its moments), and the
     same read whole.
+Then, for each number of seconds, `gpuprof record -- launch_driver STEPS`
+(tests/fake_libtorch/launch_driver, 10,000 steps per second given, with
+the stand-in CUPTI of tests/fake_cupti: per step 6 launches and 9 GPU
+activities through the real CUPTI shim) and on that file:
+  - `gpuprof report FILE`: the table with its CUDA columns, streamed, and
+    the same read whole;
+  - `--kernels`, `--launches` and `--chrome-trace OUT` (each GPU activity
+    joined to its launch and spilled per stream), streamed, and the same
+    read whole.
 `--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
-memory) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+memory, 6 GPU) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
 """
@@ -69,6 +78,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from record_size import GPUPROF, LOOP, record  # noqa: E402
 
 MODULE_LOOP = pathlib.Path(__file__).resolve().parent.parent / "tests" / "workloads" / "module_loop.py"
+LAUNCH_DRIVER = GPUPROF.parent / "tests" / "fake_libtorch" / "launch_driver"
+STAND_IN_CUPTI = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
 
 
 def record_system_wide(seconds, workdir, label):
@@ -120,6 +131,18 @@ def record_loop_with(option, seconds, workdir, label):
     return out
 
 
+def record_gpu(steps, workdir, label):
+    """`gpuprof record -- launch_driver STEPS` with the stand-in CUPTI: the
+    record file."""
+    out = workdir / f"{label}.gpuprof"
+    rec = subprocess.run([str(GPUPROF), "record", "-q", "-o", str(out), "--", str(LAUNCH_DRIVER), str(steps)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "GPUPROF_CUPTI_LIBRARY": str(STAND_IN_CUPTI)})
+    if rec.returncode != 0:
+        sys.exit(f"report_memory: gpuprof record -- launch_driver failed ({rec.returncode}): {rec.stderr}")
+    return out
+
+
 def run_report(args, env=None):
     """(peak RSS in KiB, wall seconds) of one gpuprof report run."""
     start = time.monotonic()
@@ -149,13 +172,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", default="2,8", help="recording lengths, comma-separated")
     parser.add_argument("--keep", type=pathlib.Path, help="keep the record files in this directory")
-    parser.add_argument("--part", type=int, action="append", choices=range(1, 6),
-                        help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory); repeatable")
+    parser.add_argument("--part", type=int, action="append", choices=range(1, 7),
+                        help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory, 6 GPU); "
+                             "repeatable")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("report_memory: run as root (gpuprof record attaches BPF probes)")
     lengths = [int(s) for s in args.seconds.split(",")]
-    parts = set(args.part or range(1, 6))
+    parts = set(args.part or range(1, 7))
     if len(lengths) < 2:
         sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
     whole = {"GPUPROF_REPORT_READ_WHOLE": "1"}
@@ -215,6 +239,18 @@ def main():
                      lambda seconds: (record_loop_with("--profile-memory", seconds, workdir, f"memory-{seconds}s"),
                                       None),
                      "{seconds} s record --profile-memory", 5 in parts)
+        # launch_driver with the stand-in CUPTI: GPU activities.
+        gpu_modes = {"CUDA table (streamed)": ([], None),
+                     "CUDA table (whole)": ([], whole),
+                     "--kernels (streamed)": (["--kernels"], None),
+                     "--kernels (whole)": (["--kernels"], whole),
+                     "--launches (streamed)": (["--launches"], None),
+                     "--launches (whole)": (["--launches"], whole),
+                     "GPU --chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
+                     "GPU --chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
+        measure_part(lengths, workdir, gpu_modes,
+                     lambda seconds: (record_gpu(10000 * seconds, workdir, f"gpu-{seconds}"), None),
+                     "launch_driver {seconds}0,000 steps", 6 in parts)
 
 
 def measure_part(lengths, workdir, modes, record_for, title, wanted=True):
