@@ -490,12 +490,11 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
                        recording, streamed_sums);
   else if (streamed_trace)
-    failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops}), &StreamedTrace::calls,
-                       recording, streamed_calls);
+    failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops}),
+                       &StreamedTrace::calls, recording, streamed_calls);
   else if (streamed_speedscope)
     failed = take_read(read_for_trace(options.input_path, options.strict, {.calls_only = true}),
-                       &StreamedTrace::calls,
-                       recording, streamed_calls);
+                       &StreamedTrace::calls, recording, streamed_calls);
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
                        &StreamedFolded::folded, recording, streamed_stacks);
