@@ -294,11 +294,15 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
     entry stacks nor anything per event, for either metric; nor does the
     table grouped by stack (--group-by-stack-n)."""
     rss = {}
+    text_kib = {}  # the size of --folded --metric samples
     for seconds in (1, 4):
         out = tmp_path / f"nested-{seconds}s.gpuprof"
         rec = run_gpuprof("record", "-q", "-o", out, "--with-stack", "-F", "997", "--",
                           *torch_env.argv("nested_threads.py", str(seconds)), timeout=300)
         assert rec.returncode == 0, rec.stderr
+        folded = run_gpuprof("report", out, "--folded", "--metric", "samples")
+        assert folded.returncode == 0, folded.stderr
+        text_kib[seconds] = len(folded.stdout.encode()) / 1024
         profile = tmp_path / "profile.pb.gz"
         rss[seconds] = (peak_rss_kib(out, "--folded"), peak_rss_kib(out, "--folded", "--metric", "samples"),
                         peak_rss_kib(out, "--folded", env=READ_WHOLE), peak_rss_kib(out, "--pprof", profile),
@@ -306,13 +310,16 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
                         peak_rss_kib(out, "--group-by-stack-n", "2"),
                         peak_rss_kib(out, "--group-by-stack-n", "2", env=READ_WHOLE))
     summary = (f"peak RSS KiB (self time, samples, read whole, --pprof, --pprof read whole, --group-by-stack-n, "
-               f"read whole): 1 s {rss[1]}, 4 s {rss[4]}")
+               f"read whole): 1 s {rss[1]}, 4 s {rss[4]}; --folded --metric samples KiB: {text_kib}")
     print(summary)
     assert rss[4][0] - rss[1][0] < 4096, summary
-    # --metric samples keeps the CPU samples, as every streamed read does
-    # (docs/report.md, "Memory"): 4 x longer holds a few MiB more of them
-    # on torch 2.6 (5 MiB seen in CI), still far from the whole read.
-    assert rss[4][1] - rss[1][1] < 8192, summary
+    # --metric samples keeps the CPU samples (24 bytes each), as every
+    # streamed read does, and the distinct stacks (docs/report.md,
+    # "Memory"): their text, held once, and the paths that sum them. Which
+    # leaves and Python frames the samples hit varies from run to run (3-5
+    # MB of text for either length on torch 2.6, 2026-12-02), so the bound
+    # follows the text: 4 MiB, plus three times the text it grew.
+    assert rss[4][1] - rss[1][1] < 4096 + 3 * max(0.0, text_kib[4] - text_kib[1]), summary
     assert rss[4][3] - rss[1][3] < 4096, summary
     # The whole read grows by tens of MiB for the same events.
     assert rss[4][2] - rss[1][2] > 30 * 1024, summary

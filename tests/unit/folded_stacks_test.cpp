@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -68,6 +69,15 @@ void expect_golden(const std::string& name, const FoldedStacks& folded) {
   const std::string text = format_folded(folded);
   EXPECT_EQ(text, read_golden(name)) << "folded_" << name << ".txt; got:\n" << text;
   expect_well_formed(text);
+  // report --folded writes the same bytes a line at a time.
+  std::FILE* file = std::tmpfile();
+  ASSERT_NE(file, nullptr);
+  ASSERT_TRUE(write_folded(folded, file));
+  std::string written(static_cast<size_t>(std::ftell(file)), '\0');
+  std::rewind(file);
+  EXPECT_EQ(std::fread(written.data(), 1, written.size(), file), written.size());
+  std::fclose(file);
+  EXPECT_EQ(written, text);
   // Sorted by stack in byte order, no stack twice.
   for (size_t i = 1; i < folded.stacks.size(); i++)
     EXPECT_LT(folded.stacks[i - 1].stack, folded.stacks[i].stack);
@@ -565,6 +575,18 @@ TEST(FoldedStacks, SelfCudaTimeByCorrelationId) {
   EXPECT_EQ(format_folded(f), "aten::linear 2\naten::linear;aten::add 4\n");
   EXPECT_EQ(f.self_ns_total, 6900u);
   EXPECT_EQ(f.gpu_ns_outside_ops, 4000u);  // before any op, and a launch never seen
+}
+
+// A full disk is an error naming why, not a short file said to be written.
+TEST(FoldedStacks, WriteFoldedSaysWhyAWriteFailed) {
+  FoldedStacks folded;
+  folded.stacks.push_back({std::string(1 << 16, 'a'), 1});  // past stdio's buffer
+  std::FILE* full = std::fopen("/dev/full", "w");
+  ASSERT_NE(full, nullptr);
+  const Result<void> written = write_folded(folded, full);
+  std::fclose(full);
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error(), "cannot write the folded stacks: No space left on device");
 }
 
 }  // namespace

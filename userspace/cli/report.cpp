@@ -91,9 +91,10 @@ std::string format_recording_notes(const Recording& recording, const Profile& pr
 // report --folded: the stacks on stdout, nothing else there; the notes the
 // table would print under it go to stderr.
 int print_folded(const Recording& recording, const FoldedStacks& folded, FoldedMetric metric, bool raw_times) {
-  const std::string text = format_folded(folded);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  if (Result<void> written = write_folded(folded, stdout); !written) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", written.error().c_str());
+    return 1;
+  }
   // The notes as the table prints them (without rows: no compensation line
   // there; it comes below, for self times only).
   Profile as_table;

@@ -229,8 +229,10 @@ int run_report_many(const ReportOptions& options) {
   }
   if (options.folded) {
     merge_alike_stacks(folded);  // recordings of one rank add up under one root
-    const std::string text = format_folded(folded);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (Result<void> written = write_folded(folded, stdout); !written) {
+      std::fprintf(stderr, "gpuprof: error: %s\n", written.error().c_str());
+      return 1;
+    }
     return 0;
   }
   if (trace) {

@@ -2,6 +2,8 @@
 #include "output/folded_stacks.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <map>
 
 #include "analyze/process_filter.h"
@@ -133,6 +135,15 @@ std::string format_folded(const FoldedStacks& folded) {
     out += '\n';
   }
   return out;
+}
+
+Result<void> write_folded(const FoldedStacks& folded, std::FILE* out) {
+  for (const FoldedStack& s : folded.stacks)
+    if (std::fwrite(s.stack.data(), 1, s.stack.size(), out) != s.stack.size() ||
+        std::fprintf(out, " %llu\n", static_cast<unsigned long long>(s.value)) < 0)
+      return Error(std::string("cannot write the folded stacks: ") + std::strerror(errno));
+  if (std::fflush(out) != 0) return Error(std::string("cannot write the folded stacks: ") + std::strerror(errno));
+  return {};
 }
 
 }  // namespace gpuprof

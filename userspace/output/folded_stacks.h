@@ -39,6 +39,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -112,6 +113,10 @@ void merge_alike_stacks(FoldedStacks& folded);
 
 // "stack value\n" per stack, in order: the text flamegraph.pl and speedscope read.
 std::string format_folded(const FoldedStacks& folded);
+// The same text written a line at a time, so that it is not held a second
+// time beside the stacks (a profile of many distinct stacks is megabytes),
+// and flushed.
+Result<void> write_folded(const FoldedStacks& folded, std::FILE* out);
 
 // A name as one frame of a folded line. flamegraph.pl takes the last run of
 // whitespace before the trailing number as the separator, a second trailing
