@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GPUPROF, TARGET_PYTHON, parse_table, run_gpuprof
+from conftest import GPUPROF, TARGET_PYTHON, parse_table, run_gpuprof, wait_until
 
 # The test hook that makes report read every recording whole.
 READ_WHOLE = {"GPUPROF_REPORT_READ_WHOLE": "1"}
@@ -326,6 +326,45 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
     assert rss[4][4] - rss[1][4] > 30 * 1024, summary
     assert rss[4][5] - rss[1][5] < 4096, summary
     assert rss[4][6] - rss[1][6] > 30 * 1024, summary
+
+
+def test_streamed_folded_and_pprof_of_chosen_processes_memory_is_flat(torch_env, procs, tmp_path):
+    """--folded and --pprof of a record -a recording, cut by --pid/--comm,
+    stream (cli/report_reads.h, read_for_folded): from 1 s to 4 s of two
+    small-op loops their peak RSS stays flat, where the whole read's grows
+    with the events."""
+    rss, events = {}, {}
+    profile = tmp_path / "chosen.pb.gz"
+    for seconds in (1, 4):
+        loops = []
+        for i in range(2):
+            ready = tmp_path / f"ready-{seconds}-{i}"
+            loops.append((procs.start_workload("small_op_loop.py", str(seconds + 300), str(ready), name=f"loop-{i}",
+                                               torch_env=torch_env), ready))
+        for loop, ready in loops:
+            wait_until(lambda: ready.exists() and ready.read_text(), 180, "the loop to start", watch=[loop])
+        out = tmp_path / f"all-{seconds}s.gpuprof"
+        rec = run_gpuprof("record", "-a", "-q", "-d", str(seconds), "-o", out, timeout=300)
+        for loop, _ in loops:
+            assert loop.running(), loop.describe()
+            loop.kill_hard()
+        assert rec.returncode == 0, rec.stderr
+        stopped = re.search(r"^gpuprof: stopped \(duration\); detach [\d.]+ ms; (\d+) events, 0 lost", rec.stderr, re.M)
+        assert stopped, rec.stderr
+        events[seconds] = int(stopped.group(1))
+        pid = loops[0][1].read_text()
+        rss[seconds] = (peak_rss_kib(out, "--folded", "--pid", pid), peak_rss_kib(out, "--pprof", profile, "--comm", "python3"),
+                        peak_rss_kib(out, "--folded", "--pid", pid, env=READ_WHOLE),
+                        peak_rss_kib(out, "--pprof", profile, "--comm", "python3", env=READ_WHOLE))
+    summary = (f"peak RSS KiB (--folded --pid, --pprof --comm, each read whole): 1 s {rss[1]}, 4 s {rss[4]}; "
+               f"events {events}")
+    print(summary)
+    assert rss[4][0] - rss[1][0] < 4096, summary
+    assert rss[4][1] - rss[1][1] < 4096, summary
+    # The whole read holds every event (tens of bytes each, 57 to 79 in
+    # docs/report.md's bench): 20 bytes per event more is its least.
+    grown_kib = 20 * (events[4] - events[1]) / 1024
+    assert events[4] > 2 * events[1] and rss[4][2] - rss[1][2] > grown_kib and rss[4][3] - rss[1][3] > grown_kib, summary
 
 
 def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path):

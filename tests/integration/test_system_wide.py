@@ -10,6 +10,7 @@ SIGKILLed `record -a` must leave every process running with right results
 and no probe behind.
 """
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from chrome_trace_checks import export_chrome_trace
+from pprof_reader import decode, per_leaf_op
 from conftest import (CHROOT_TORCH, GPUPROF, HOST_TORCH, TARGET_PYTHON, WORKLOADS, assert_samples_match_cpu_time,
                       bpf_link_ids_of, live_bpf_link_ids, parse_table, process_cpu_ns, run_gpuprof, touch, wait_for_file,
                       wait_until)
@@ -328,6 +330,46 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
         assert names.get(pid) == f"python3 ({pid})", names
         mm = [e for e in events if e.get("ph") == "X" and e["pid"] == pid and e["name"] == "aten::mm"]
         assert len(mm) == truths[name]["calls"]["aten::mm"], (name, len(mm))
+
+
+def test_pid_and_comm_choose_the_streamed_folded_stacks_and_pprof(procs, workdir, tmp_path):
+    # docs/report.md, "Memory": --folded and --pprof of a record -a
+    # recording stream with --pid/--comm too: the chosen processes' stacks,
+    # the whole read's bytes and notes, and each op's calls exactly theirs.
+    runs = {name: start_counts(procs, workdir, name, steps, torch_env=env)
+            for name, steps, env in (("a", 200, HOST_TORCH), ("b", 300, CHROOT_TORCH))}
+    out = tmp_path / "all.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "-F", str(HZ), "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120, watch=[proc for proc, _ in runs.values()])
+    touch(workdir, "go")
+    truths = finish_counts(workdir, runs, [gp])
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    a, b = (str(runs[name][1]) for name in ("a", "b"))
+    profile = tmp_path / "chosen.pb.gz"
+    for choice, names in ((["--pid", a], ("a",)), (["--pid", a, "--pid", b], ("a", "b")),
+                          (["--pid", b, "--comm", "python3"], ("b",)), (["--comm", "python3"], ("a", "b"))):
+        ours = {f"python3-{runs[name][1]}" for name in names}
+        exact = "--comm" not in choice or "--pid" in choice  # --comm alone: other python3 jobs too
+        for metric in (["--folded"], ["--folded", "--metric", "samples"]):
+            folded = report_as_whole(out, *metric, *choice)
+            assert folded.returncode == 0, (choice, folded.stderr)
+            roots = {line.split(";")[0] for line in folded.stdout.splitlines()}
+            assert roots == ours if exact else ours <= roots, (choice, metric, roots)
+            if metric == ["--folded"]:
+                for name in names:
+                    assert re.search(rf"^python3-{runs[name][1]};(?:[^\n]*;)?aten::mm \d+$", folded.stdout, re.M), \
+                        (choice, name, folded.stdout[:2000])
+        report_file_as_whole(out, profile, "--pprof", profile, *choice, read=lambda p: gzip.decompress(p.read_bytes()))
+        calls = per_leaf_op(decode(profile))
+        for op in OPS:
+            due = sum(truths[name]["calls"][op] for name in names)
+            assert calls[op][0] == due if exact else calls[op][0] >= due, (choice, op, calls, truths)
+    # None chosen: the error lists what each process did, as the whole read.
+    for output in (["--folded"], ["--pprof", profile]):
+        none = report_as_whole(out, *output, "--pid", a, "--comm", "no-such-command")
+        assert none.returncode == 2 and f"gpuprof: error: no process of {out} matches --pid/--comm; it has: " \
+            in none.stderr, none.stderr
 
 
 def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):

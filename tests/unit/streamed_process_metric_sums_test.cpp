@@ -6,10 +6,12 @@
 // first met after cuts) and one only sampled, fed in chunks of every size.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
 #include "analyze/aggregator.h"
+#include "analyze/process_filter.h"
 #include "analyze/streamed_process_metric_sums.h"
 #include "output/folded_stacks.h"
 #include "random_event_streams.h"
@@ -65,6 +67,26 @@ TEST(StreamedProcessMetricSums, EqualTheWholeFoldedStacksOnRandomStreams) {
           expect_same_folded(streamed_folded(recording, metric, chunk, raw), whole);
         }
       }
+  }
+}
+
+// report --pid/--comm of a streamed read counts what the chosen processes'
+// selection holds from these: each one's op events, and every CUT once.
+TEST(StreamedProcessMetricSums, CountEachProcesssOpEventsAndTheCuts) {
+  for (uint32_t seed = 1; seed <= 5; seed++) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const Recording recording = system_wide_recording(seed, 3000);
+    const Recording head = streamed_read_of(recording);
+    StreamedProcessMetricSums streamed(head, nullptr, {StackMetric::kSamples});
+    feed_in_chunks(streamed, recording, 7, 0);
+    const uint64_t cuts = streamed.cuts();
+    EXPECT_GT(cuts, 0u);
+    const std::map<uint32_t, ProcessMetricSums> sums = std::move(streamed).finish(head);
+    ASSERT_EQ(sums.size(), 3u);  // two ran ops, one was only sampled
+    for (const auto& [pid, process] : sums)
+      EXPECT_EQ(process.op_events + cuts, select_processes(recording, {pid}).events.size()) << pid;
+    EXPECT_EQ(sums.at(10).op_events + sums.at(20).op_events + cuts,
+              select_processes(recording, {10, 20}).events.size());
   }
 }
 

@@ -28,6 +28,8 @@ class ProcessEventSplit {
   void add(std::span<const gp_event> events);
   // The op events (no CUT) of each process met, by pid.
   std::map<uint32_t, uint64_t> op_events() const;
+  // The CUTs read so far (every process's selection holds each).
+  uint64_t cuts() const { return cuts_.size(); }
 
  private:
   struct Process {

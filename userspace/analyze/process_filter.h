@@ -25,6 +25,13 @@ inline bool is_system_wide(const Recording& recording) { return !recording.proce
 // `process` describes it (the recording's hostname kept).
 Recording select_processes(const Recording& recording, const std::set<uint32_t>& pids);
 
+// --pid / --comm as given (both empty: no choice made).
+struct ProcessChoice {
+  std::vector<int> pids;
+  std::vector<std::string> comms;
+  bool any() const { return !pids.empty() || !comms.empty(); }
+};
+
 // --pid / --comm: the pids of the processes listed in the recording whose pid
 // is in `pids` or whose comm equals one of `comms` (either list empty: no
 // condition from it; both empty: every process).

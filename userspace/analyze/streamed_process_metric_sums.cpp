@@ -30,8 +30,11 @@ void StreamedProcessMetricSums::on_events(std::span<const gp_event> events, uint
 
 std::map<uint32_t, ProcessMetricSums> StreamedProcessMetricSums::finish(const Recording& recording) && {
   std::map<uint32_t, ProcessMetricSums> out;
+  const std::map<uint32_t, uint64_t> op_events = split_.op_events();
   auto take = [&](uint32_t pid, Process& p) {
-    out.emplace(pid, ProcessMetricSums{std::move(p.selection), std::move(*p.sums).finish()});
+    const auto events = op_events.find(pid);
+    out.emplace(pid, ProcessMetricSums{std::move(p.selection), std::move(*p.sums).finish(),
+                                       events == op_events.end() ? 0 : events->second});
     p = Process{};
   };
   for (auto& [pid, p] : processes_) take(pid, p);

@@ -35,6 +35,7 @@ namespace gpuprof {
 struct ProcessMetricSums {
   std::unique_ptr<Recording> selection;
   std::map<StackMetric, StackSums> sums;
+  uint64_t op_events = 0;  // its op events read (no CUT; its selection holds those too)
 };
 
 class StreamedProcessMetricSums : public RecordStream {
@@ -53,6 +54,8 @@ class StreamedProcessMetricSums : public RecordStream {
   // Once the read is done (recording: what it returned): each process that
   // ran ops or (the metrics count samples) was sampled, by pid.
   std::map<uint32_t, ProcessMetricSums> finish(const Recording& recording) &&;
+  // The CUTs read (record -a --push-every's window ends).
+  uint64_t cuts() const { return split_.cuts(); }
 
  private:
   struct Process {

@@ -451,8 +451,9 @@ int run_report(const ReportOptions& given) {
                            !options.launches && !options.kernels && !options.modules;
   const bool whole_only = filtered || !streaming_allowed();
   // So do --folded's self times and samples (record-file.md, "Streaming
-  // reads"), a system-wide recording's too.
-  const bool streamed_folded = !whole_only && metric.has_value();
+  // reads"), a system-wide recording's too, all or some of its processes.
+  const ProcessChoice choice{.pids = options.pids, .comms = options.comms};
+  const bool streamed_folded = streaming_allowed() && metric.has_value();
   std::optional<Recording> recording;
   std::optional<Profile> streamed_profile;
   std::optional<ProcessTables> streamed_tables;
@@ -465,8 +466,8 @@ int run_report(const ReportOptions& given) {
   // And --speedscope, from the same replay of each thread's calls (speedscope.h).
   const bool streamed_speedscope = !whole_only && !options.trace.speedscope.empty();
   std::optional<StreamedTraceCalls> streamed_calls;
-  // And --pprof (streamed_metric_sums.h).
-  const bool streamed_pprof = !whole_only && !options.trace.pprof.empty();
+  // And --pprof (streamed_metric_sums.h), as --folded.
+  const bool streamed_pprof = streaming_allowed() && !options.trace.pprof.empty();
   std::optional<StreamedPprofSums> streamed_sums;
   // And --modules (streamed_module_tree.h).
   const bool streamed_module_table = !whole_only && options.modules;
@@ -488,8 +489,8 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_modules(options.input_path, options.strict, options.raw_times),
                        &StreamedModules::tree, recording, streamed_modules);
   else if (streamed_pprof)
-    failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times), &StreamedPprof::sums,
-                       recording, streamed_sums);
+    failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times, choice),
+                       &StreamedPprof::sums, recording, streamed_sums);
   else if (streamed_trace)
     failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops}),
                        &StreamedTrace::calls, recording, streamed_calls);
@@ -497,7 +498,7 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_trace(options.input_path, options.strict, {.calls_only = true}),
                        &StreamedTrace::calls, recording, streamed_calls);
   else if (streamed_folded)
-    failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times),
+    failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times, choice),
                        &StreamedFolded::folded, recording, streamed_stacks);
   else if (plain_table) {
     auto read = read_for_table(options.input_path, options.strict, options.raw_times, filtered,
@@ -539,13 +540,17 @@ int run_report(const ReportOptions& given) {
       return 2;
     }
     const std::set<uint32_t> chosen = matching_processes(*recording, options.pids, options.comms);
+    // The streamed --folded and --pprof chose them as they read (report_reads.h).
+    const bool chosen_in_read = streamed_stacks || streamed_sums;
     if (chosen.empty()) {
+      // What each process did: the streamed reads hold no events, so read them.
+      if (chosen_in_read && !(recording = read_recording_for_output(options.input_path, options.strict))) return 1;
       const auto activity = streamed_tables ? streamed_tables->activity : process_activity(*recording);
       std::fprintf(stderr, "gpuprof: error: no process of %s matches --pid/--comm; it has: %s\n",
                    options.input_path.c_str(), list_processes(*recording, activity).c_str());
       return 2;
     }
-    recording = select_processes(*recording, chosen);
+    if (!chosen_in_read) recording = select_processes(*recording, chosen);
     if (streamed_tables) keep_processes(*streamed_tables, chosen);
   }
   if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "analyze/aggregator.h"
@@ -228,6 +229,24 @@ bool folded_streamable(const Recording& head) {
   return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
 }
 
+// A system-wide read's sums, of the processes --pid/--comm choose, and the
+// recording theirs, with the events their selection would hold: theirs and
+// every CUT (select_processes of a streamed read counts none).
+std::map<uint32_t, ProcessMetricSums> chosen_processes(StreamedProcessMetricSums& stream, Recording& recording,
+                                                       const ProcessChoice& choice) {
+  const uint64_t cuts = stream.cuts();
+  std::map<uint32_t, ProcessMetricSums> sums = std::move(stream).finish(recording);
+  const std::set<uint32_t> chosen =
+      choice.any() ? matching_processes(recording, choice.pids, choice.comms) : std::set<uint32_t>{};
+  if (chosen.empty()) return sums;
+  std::erase_if(sums, [&](const auto& process) { return !chosen.count(process.first); });
+  uint64_t events = cuts;
+  for (const auto& [pid, process] : sums) events += process.op_events;
+  recording = select_processes(recording, chosen);
+  recording.streamed_events = events;
+  return sums;
+}
+
 }  // namespace
 
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
@@ -270,7 +289,7 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
 }
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
-                                                            bool raw_times) {
+                                                            bool raw_times, const ProcessChoice& choice) {
   const StackMetric of_metric = metric == FoldedMetric::kSamples        ? StackMetric::kSamples
                                 : metric == FoldedMetric::kSelfCudaTime ? StackMetric::kSelfCudaTime
                                                                         : StackMetric::kSelfCpuTime;
@@ -283,18 +302,18 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
         return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric,
                                                    &head.bounds);
       },
-      [metric](std::unique_ptr<RecordStream>& stream, Recording recording) {
+      [metric, &choice](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        auto* each = dynamic_cast<StreamedProcessMetricSums*>(stream.get());
         FoldedStacks folded =
-            dynamic_cast<StreamedProcessMetricSums*>(stream.get())
-                ? folded_by_process_from_sums(
-                      std::move(dynamic_cast<StreamedProcessMetricSums&>(*stream)).finish(recording), metric)
-                : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
+            each ? folded_by_process_from_sums(chosen_processes(*each, recording, choice), metric)
+                 : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       },
       &folded_streamable, StreamScope{.system_wide = true, .figures = true});
 }
 
-std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times) {
+std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times,
+                                                           const ProcessChoice& choice) {
   return read_twice<StreamedPprof>(
       path, strict,
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
@@ -304,10 +323,10 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_entry_stack,
                                                     pprof_metrics(head.recording), &head.bounds);
       },
-      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+      [&choice](std::unique_ptr<RecordStream>& stream, Recording recording) {
         StreamedPprof out;
         if (auto* each = dynamic_cast<StreamedProcessMetricSums*>(stream.get()))
-          out.sums.by_process = std::move(*each).finish(recording);
+          out.sums.by_process = chosen_processes(*each, recording, choice);
         else
           out.sums.sums = std::move(dynamic_cast<StreamedMetricSums&>(*stream)).finish();
         out.recording = std::move(recording);

@@ -17,6 +17,7 @@
 #include <variant>
 
 #include "analyze/module_tree.h"
+#include "analyze/process_filter.h"
 #include "analyze/process_tables.h"
 #include "analyze/profile.h"
 #include "analyze/stack_sums.h"
@@ -64,23 +65,29 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
 // (streamed_stack_sums.h); a system-wide recording's, each process's
 // stacks under its root frame (streamed_process_metric_sums.h).
 // --metric self_cuda_time reads whole: GPU activities stop a streaming read.
+// choice (--pid/--comm): a system-wide recording's stacks are the chosen
+// processes', and the recording is theirs (select_processes, counting the
+// events their selection holds); none chosen: every process's, as without
+// one (run_report then says none matched).
 struct StreamedFolded {
   Recording recording;
   FoldedStacks folded;
 };
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict,
-                                                            FoldedMetric metric, bool raw_times);
+                                                            FoldedMetric metric, bool raw_times,
+                                                            const ProcessChoice& choice = {});
 
 // --pprof: the stacks of every column the profile has (calls, self CPU,
 // samples: streamed_metric_sums.h) summed as they come; a system-wide
 // recording's (record -a, without entry stacks), each process's
 // (streamed_process_metric_sums.h). A recording with GPU activities reads
-// whole (their calls need every call).
+// whole (their calls need every call). choice: as read_for_folded's.
 struct StreamedPprof {
   Recording recording;
   StreamedPprofSums sums;
 };
-std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times);
+std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times,
+                                                           const ProcessChoice& choice = {});
 
 // --chrome-trace, for what streamed_chrome_trace.h serves: each thread's
 // calls spilled to a temporary file, which the trace replays.
