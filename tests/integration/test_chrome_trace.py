@@ -33,6 +33,7 @@ from chrome_trace_checks import (export_chrome_trace, frame_chain, in_time_range
                                  under_ops, wrote_line, x_events)
 from speedscope_viewer import VIEWER, load_in_speedscope
 from test_exception_safety import ERROR_REPEATS, THROWING_OPS
+from test_report_memory import report_file_as_whole
 from test_system_wide import finish_counts, start_counts
 
 
@@ -270,6 +271,9 @@ def test_pid_and_comm_cut_a_system_wide_trace_to_those_processes(system_wide, tm
     for args, pids in ((["--pid", a], {a}), (["--pid", a, "--pid", b], {a, b}),
                        (["--comm", "python3"], python3), (["--pid", b, "--comm", "python3"], {b})):
         cut, _ = export_chrome_trace(system_wide.record_file, tmp_path / "cut.json", *map(str, args))
+        # Streamed (chosen_processes_stream.h): the whole read's file, byte for byte.
+        report_file_as_whole(system_wide.record_file, tmp_path / "cut.json", "--chrome-trace", tmp_path / "cut.json",
+                             *map(str, args))
         # The calls' ids are their entries' indices among the events of the
         # processes kept: renumbered; everything else is as in the whole.
         assert_cut(whole, cut, lambda e: e["pid"] in pids, without_call=True)

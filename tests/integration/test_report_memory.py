@@ -328,13 +328,13 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
     assert rss[4][6] - rss[1][6] > 30 * 1024, summary
 
 
-def test_streamed_folded_and_pprof_of_chosen_processes_memory_is_flat(torch_env, procs, tmp_path):
-    """--folded and --pprof of a record -a recording, cut by --pid/--comm,
-    stream (cli/report_reads.h, read_for_folded): from 1 s to 4 s of two
+def test_streamed_outputs_of_chosen_processes_memory_is_flat(torch_env, procs, tmp_path):
+    """--folded, --pprof and --chrome-trace of a record -a recording, cut by
+    --pid/--comm, stream (cli/report_reads.h): from 1 s to 4 s of two
     small-op loops their peak RSS stays flat, where the whole read's grows
     with the events."""
     rss, events = {}, {}
-    profile = tmp_path / "chosen.pb.gz"
+    profile, trace = tmp_path / "chosen.pb.gz", tmp_path / "chosen.json"
     for seconds in (1, 4):
         loops = []
         for i in range(2):
@@ -353,18 +353,19 @@ def test_streamed_folded_and_pprof_of_chosen_processes_memory_is_flat(torch_env,
         assert stopped, rec.stderr
         events[seconds] = int(stopped.group(1))
         pid = loops[0][1].read_text()
-        rss[seconds] = (peak_rss_kib(out, "--folded", "--pid", pid), peak_rss_kib(out, "--pprof", profile, "--comm", "python3"),
-                        peak_rss_kib(out, "--folded", "--pid", pid, env=READ_WHOLE),
-                        peak_rss_kib(out, "--pprof", profile, "--comm", "python3", env=READ_WHOLE))
-    summary = (f"peak RSS KiB (--folded --pid, --pprof --comm, each read whole): 1 s {rss[1]}, 4 s {rss[4]}; "
-               f"events {events}")
+        chosen = {"--folded": ("--folded", "--pid", pid), "--pprof": ("--pprof", profile, "--comm", "python3"),
+                  "--chrome-trace": ("--chrome-trace", trace, "--pid", pid)}
+        rss[seconds] = {output: (peak_rss_kib(out, *args), peak_rss_kib(out, *args, env=READ_WHOLE))
+                        for output, args in chosen.items()}
+    summary = f"peak RSS KiB (streamed, read whole): 1 s {rss[1]}, 4 s {rss[4]}; events {events}"
     print(summary)
-    assert rss[4][0] - rss[1][0] < 4096, summary
-    assert rss[4][1] - rss[1][1] < 4096, summary
     # The whole read holds every event (tens of bytes each, 57 to 79 in
     # docs/report.md's bench): 20 bytes per event more is its least.
     grown_kib = 20 * (events[4] - events[1]) / 1024
-    assert events[4] > 2 * events[1] and rss[4][2] - rss[1][2] > grown_kib and rss[4][3] - rss[1][3] > grown_kib, summary
+    assert events[4] > 2 * events[1], summary
+    for output in rss[1]:
+        assert rss[4][output][0] - rss[1][output][0] < 4096, (output, summary)
+        assert rss[4][output][1] - rss[1][output][1] > grown_kib, (output, summary)
 
 
 def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path):

@@ -333,9 +333,10 @@ def test_every_torch_process_gets_its_own_table(procs, workdir, tmp_path):
 
 
 def test_pid_and_comm_choose_the_streamed_folded_stacks_and_pprof(procs, workdir, tmp_path):
-    # docs/report.md, "Memory": --folded and --pprof of a record -a
-    # recording stream with --pid/--comm too: the chosen processes' stacks,
-    # the whole read's bytes and notes, and each op's calls exactly theirs.
+    # docs/report.md, "Memory": --folded, --pprof and --speedscope of a
+    # record -a recording stream with --pid/--comm too: the chosen processes'
+    # stacks, the whole read's bytes and notes, and each op's calls exactly
+    # theirs (the Chrome trace: test_chrome_trace.py).
     runs = {name: start_counts(procs, workdir, name, steps, torch_env=env)
             for name, steps, env in (("a", 200, HOST_TORCH), ("b", 300, CHROOT_TORCH))}
     out = tmp_path / "all.gpuprof"
@@ -361,6 +362,9 @@ def test_pid_and_comm_choose_the_streamed_folded_stacks_and_pprof(procs, workdir
                     assert re.search(rf"^python3-{runs[name][1]};(?:[^\n]*;)?aten::mm \d+$", folded.stdout, re.M), \
                         (choice, name, folded.stdout[:2000])
         report_file_as_whole(out, profile, "--pprof", profile, *choice, read=lambda p: gzip.decompress(p.read_bytes()))
+        # --speedscope streams the chosen processes too (chosen_processes_stream.h).
+        speedscope = tmp_path / "chosen.speedscope.json"
+        report_file_as_whole(out, speedscope, "--speedscope", speedscope, *choice)
         calls = per_leaf_op(decode(profile))
         for op in OPS:
             due = sum(truths[name]["calls"][op] for name in names)

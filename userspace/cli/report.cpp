@@ -462,9 +462,9 @@ int run_report(const ReportOptions& given) {
   // whose options are checked before anything is read.
   std::optional<ChromeTraceOptions> trace_options;
   if (!options.trace.output.empty() && !(trace_options = chrome_trace_options(options.trace))) return 2;
-  const bool streamed_trace = !whole_only && trace_options.has_value();
+  const bool streamed_trace = streaming_allowed() && trace_options.has_value();
   // And --speedscope, from the same replay of each thread's calls (speedscope.h).
-  const bool streamed_speedscope = !whole_only && !options.trace.speedscope.empty();
+  const bool streamed_speedscope = streaming_allowed() && !options.trace.speedscope.empty();
   std::optional<StreamedTraceCalls> streamed_calls;
   // And --pprof (streamed_metric_sums.h), as --folded.
   const bool streamed_pprof = streaming_allowed() && !options.trace.pprof.empty();
@@ -492,10 +492,10 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times, choice),
                        &StreamedPprof::sums, recording, streamed_sums);
   else if (streamed_trace)
-    failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops}),
+    failed = take_read(read_for_trace(options.input_path, options.strict, {.ops = trace_options->ops, .choice = choice}),
                        &StreamedTrace::calls, recording, streamed_calls);
   else if (streamed_speedscope)
-    failed = take_read(read_for_trace(options.input_path, options.strict, {.calls_only = true}),
+    failed = take_read(read_for_trace(options.input_path, options.strict, {.calls_only = true, .choice = choice}),
                        &StreamedTrace::calls, recording, streamed_calls);
   else if (streamed_folded)
     failed = take_read(read_for_folded(options.input_path, options.strict, *metric, options.raw_times, choice),

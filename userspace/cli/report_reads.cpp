@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "analyze/aggregator.h"
+#include "analyze/chosen_processes_stream.h"
 #include "analyze/process_filter.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_figures_table.h"
@@ -229,6 +230,9 @@ bool folded_streamable(const Recording& head) {
   return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
 }
 
+// Whether --pid/--comm choose some processes of this recording's.
+bool chooses(const ProcessChoice& choice, const Recording& head) { return choice.any() && is_system_wide(head); }
+
 // A system-wide read's sums, of the processes --pid/--comm choose, and the
 // recording theirs, with the events their selection would hold: theirs and
 // every CUT (select_processes of a streamed read counts none).
@@ -339,20 +343,28 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
                                                            const TraceRead& read) {
   return read_twice<StreamedTrace>(
       path, strict,
-      [&read](const StreamHead& head) {
+      [&read](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         const GpuActivityBounds gpu{.activity_start = head.bounds.gpu_activity_start,
                                     .activity_correlation = head.bounds.gpu_activity_correlation,
                                     .correlation_id = head.bounds.gpu_correlation_id};
-        return StreamedChromeTrace(head.recording, head.last_entry_stack, head.last_entry_shape, read.ops,
-                                   head.bounds.mem_event_ts, gpu, read.calls_only);
+        auto trace = [&](const Recording& of) {
+          return std::make_unique<StreamedChromeTrace>(of, head.last_entry_stack, head.last_entry_shape, read.ops,
+                                                       head.bounds.mem_event_ts, gpu, read.calls_only);
+        };
+        if (!chooses(read.choice, head.recording)) return trace(head.recording);
+        return std::make_unique<ChosenProcessesStream>(
+            head.recording, matching_processes(head.recording, read.choice.pids, read.choice.comms), trace);
       },
-      [](StreamedChromeTrace& trace, Recording recording) {
-        StreamedTraceCalls calls = trace.finish();
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
+        StreamedTraceCalls calls = dynamic_cast<StreamedChromeTrace&>(chosen ? chosen->inner() : *stream).finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
       [&read](const Recording& head) {
         return StreamedChromeTrace::streamable(head, read.ops.has_value()) &&
-               (read.system_wide || !is_system_wide(head));
+               (read.system_wide || !is_system_wide(head)) &&
+               (!chooses(read.choice, head) || (ChosenProcessesStream::serves(head) &&
+                                                !matching_processes(head, read.choice.pids, read.choice.comms).empty()));
       },
       StreamScope{.system_wide = true, .memory = true, .gpu = true});
 }

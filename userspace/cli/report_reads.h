@@ -104,6 +104,10 @@ struct TraceRead {
   // gives each of its processes a track, which its calls, replayed as one,
   // are not split into).
   bool system_wide = true;
+  // --pid/--comm: a record -a recording's chosen processes alone, as
+  // select_processes() holds them (chosen_processes_stream.h; what it does
+  // not serve, or a choice of none, is read whole).
+  ProcessChoice choice;
 };
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
                                                            const TraceRead& read);
