@@ -868,7 +868,8 @@ def test_pid_and_comm_choose_the_launches_of_those_processes(procs, workdir, tmp
     for args, names in ((["--pid", a], ("a",)), (["--pid", b], ("b",)), (["--pid", a, "--pid", b], ("a", "b")),
                         (["--comm", comms["b"]], ("b",)), (["--comm", comms["a"], "--comm", comms["b"]], ("a", "b")),
                         (["--pid", a, "--comm", comms["a"]], ("a",))):
-        report = run_gpuprof("report", out, "--launches", *args)
+        # Streamed (chosen_processes_stream.h), as the whole read prints it.
+        report = report_as_whole(out, "--launches", *args)
         assert report.returncode == 0, (args, report.stderr)
         rows, footer = parse_launch_table(report.stdout)
         # These drivers' steps together: each row their steps' worth.
@@ -877,6 +878,11 @@ def test_pid_and_comm_choose_the_launches_of_those_processes(procs, workdir, tmp
         assert rows == expected, (args, report.stdout)
         assert re.match(rf"{sum(expected.values())} CUDA launches \({chosen_steps} outside any op\) through ",
                         footer[0]), (args, report.stdout)
-    mismatch = run_gpuprof("report", out, "--launches", "--pid", a, "--comm", comms["b"])
+    # Every process's, streamed too: these drivers' rows at least (other
+    # jobs of the machine may launch as well).
+    every, _ = parse_launch_table(report_as_whole(out, "--launches").stdout)
+    for key, n in LAUNCHES.items():
+        assert every.get(key, 0) >= n // LAUNCH_STEPS * sum(steps.values()), (key, every)
+    mismatch = report_as_whole(out, "--launches", "--pid", a, "--comm", comms["b"])
     assert (mismatch.returncode, mismatch.stdout) == (2, ""), mismatch
     assert f"gpuprof: error: no process of {out} matches --pid/--comm" in mismatch.stderr, mismatch.stderr

@@ -11,11 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "analyze/chosen_processes_stream.h"
+#include "analyze/process_filter.h"
 #include "random_event_streams.h"
 #include "random_join_records.h"
 #include "recordings.h"
@@ -54,7 +58,9 @@ Recording recording_with_launches(uint32_t seed, size_t length, size_t count) {
 // (the rest at the end), with the bounds the first read notes; the GPU
 // activities (when the recording has some) at the end. nullopt: the table
 // declined the recording (read whole).
-std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk) {
+// chosen: a record -a recording's processes, through ChosenProcessesStream.
+std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk,
+                                                  const std::set<uint32_t>* chosen = nullptr) {
   std::vector<std::pair<size_t, size_t>> launch_chunks;  // (first, count), in file order
   std::vector<size_t> after_events;                       // launch chunks given after each events chunk
   size_t given = 0;
@@ -81,8 +87,13 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   }
   Recording head = head_of(recording);
   head.streamed_gpu_activities = recording.gpu_activities.size();  // the first read counts them
-  EXPECT_TRUE(StreamedLaunchTable::serves(head));
-  StreamedLaunchTable streamed(head, bounds);
+  auto table = [&](const Recording& of) { return std::make_unique<StreamedLaunchTable>(of, bounds); };
+  std::unique_ptr<RecordStream> stream;
+  if (chosen)
+    stream = std::make_unique<ChosenProcessesStream>(head, *chosen, table);
+  else
+    stream = table(head);
+  RecordStream& streamed = *stream;
   if (!streamed.wants(head)) return std::nullopt;
   const std::span<const CudaLaunch> launches(recording.launches);
   size_t handed = 0;
@@ -95,11 +106,14 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   for (; handed < launch_chunks.size(); handed++)
     EXPECT_TRUE(streamed.on_launches(launches.subspan(launch_chunks[handed].first, launch_chunks[handed].second)));
   if (!recording.gpu_activities.empty()) EXPECT_TRUE(streamed.on_gpu_activities(recording.gpu_activities));
-  return std::move(streamed).finish(head);
+  auto& launch_table = dynamic_cast<StreamedLaunchTable&>(chosen ? dynamic_cast<ChosenProcessesStream&>(streamed).inner()
+                                                                 : streamed);
+  return std::move(launch_table).finish(head);
 }
 
-LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk) {
-  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk);
+LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk,
+                               const std::set<uint32_t>* chosen = nullptr) {
+  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk, chosen);
   EXPECT_TRUE(summary.has_value());
   return summary.value_or(LaunchSummary{});
 }
@@ -141,8 +155,7 @@ TEST(StreamedLaunchTable, CountsTheWholeReadsRowsOnRandomStreams) {
 // all have names streams (its GPU records dropped: summarize_launches names
 // none from them); one with a launch the probes could not name is declined
 // (read whole: CUPTI names it), as is one whose second read brings such a
-// launch or GPU activities the first read did not see. A recording of
-// record -a is read whole.
+// launch or GPU activities the first read did not see.
 TEST(StreamedLaunchTable, StreamsShimRecordingsWhoseLaunchesHaveNames) {
   Recording recording = recording_with_launches(3, 3000, 800);
   recording.cupti_shim = CuptiShimInfo{.shim_path = "libgpuprof_cupti.so", .state = 1};
@@ -189,13 +202,32 @@ TEST(StreamedLaunchTable, DeclinesMidStreamWhatTheFirstReadDidNotSee) {
   }
 }
 
-TEST(StreamedLaunchTable, LeavesSystemWideRecordingsToTheWholeRead) {
-  Recording recording = recording_with_launches(3, 300, 20);
-  EXPECT_TRUE(StreamedLaunchTable::serves(head_of(recording)));
-  Recording system_wide = recording;
-  system_wide.process.pid = 0;
-  system_wide.processes.push_back(recording.process);
-  EXPECT_FALSE(StreamedLaunchTable::serves(system_wide));
+// A record -a recording (cuts, a thread launching in a process that ran no
+// op, a thread no THREAD_PROCESSES names): every process's launches, and
+// those of the processes --pid/--comm choose (ChosenProcessesStream), as
+// summarize_launches() of the selection read whole.
+TEST(StreamedLaunchTable, CountsASystemWideRecordingsRowsAllOrChosen) {
+  for (uint32_t seed = 1; seed <= 10; seed++) {
+    Recording recording = system_wide_recording(seed, 2000);
+    recording.cuda_runtime = CudaRuntimeInfo{.libcudart_path = "/usr/lib/libcudart.so.12", .entry_points = 5};
+    recording.launch_names = {"k::scale"};
+    std::mt19937 rng(seed);
+    for (CudaLaunch& l : recording.launches) l.ts_ns = random_moment(recording, rng).ts_ns;  // among the calls
+    std::sort(recording.launches.begin(), recording.launches.end(),
+              [](const CudaLaunch& a, const CudaLaunch& b) { return a.ts_ns < b.ts_ns; });
+    const LaunchSummary whole = summarize_launches(recording);
+    ASSERT_EQ(whole.launches, 200u);
+    ASSERT_GT(whole.launches, whole.outside_ops);
+    for (size_t chunk : {size_t{1}, size_t{7}, recording.events.size()}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+      expect_same(streamed_summary(recording, chunk, 13), whole);
+      for (const std::set<uint32_t>& chosen : {std::set<uint32_t>{10}, std::set<uint32_t>{20},
+                                               std::set<uint32_t>{10, 20}, std::set<uint32_t>{40}}) {
+        const LaunchSummary selection = summarize_launches(select_processes(recording, chosen));
+        expect_same(streamed_summary(recording, chunk, 13, &chosen), selection);
+      }
+    }
+  }
 }
 
 }  // namespace

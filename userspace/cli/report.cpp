@@ -476,12 +476,12 @@ int run_report(const ReportOptions& given) {
   const bool streamed_kernel_table = !whole_only && options.kernels;
   std::optional<GpuKernelSummary> streamed_kernels;
   // And --launches (streamed_launch_table.h).
-  const bool streamed_launch_table = !whole_only && options.launches;
+  const bool streamed_launch_table = streaming_allowed() && options.launches;
   std::optional<LaunchSummary> streamed_launches;
   std::optional<int> failed;
   if (streamed_launch_table)
-    failed = take_read(read_for_launches(options.input_path, options.strict), &StreamedLaunches::summary, recording,
-                       streamed_launches);
+    failed = take_read(read_for_launches(options.input_path, options.strict, choice), &StreamedLaunches::summary,
+                       recording, streamed_launches);
   else if (streamed_kernel_table)
     failed = take_read(read_for_kernels(options.input_path, options.strict), &StreamedKernels::summary, recording,
                        streamed_kernels);

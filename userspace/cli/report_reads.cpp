@@ -233,6 +233,13 @@ bool folded_streamable(const Recording& head) {
 // Whether --pid/--comm choose some processes of this recording's.
 bool chooses(const ProcessChoice& choice, const Recording& head) { return choice.any() && is_system_wide(head); }
 
+// Whether what they choose streams (chosen_processes_stream.h); a choice
+// of none is read whole, for run_report to say what each process did.
+bool chosen_processes_streamable(const ProcessChoice& choice, const Recording& head) {
+  return !chooses(choice, head) ||
+         (ChosenProcessesStream::serves(head) && !matching_processes(head, choice.pids, choice.comms).empty());
+}
+
 // A system-wide read's sums, of the processes --pid/--comm choose, and the
 // recording theirs, with the events their selection would hold: theirs and
 // every CUT (select_processes of a streamed read counts none).
@@ -362,9 +369,7 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
       },
       [&read](const Recording& head) {
         return StreamedChromeTrace::streamable(head, read.ops.has_value()) &&
-               (read.system_wide || !is_system_wide(head)) &&
-               (!chooses(read.choice, head) || (ChosenProcessesStream::serves(head) &&
-                                                !matching_processes(head, read.choice.pids, read.choice.comms).empty()));
+               (read.system_wide || !is_system_wide(head)) && chosen_processes_streamable(read.choice, head);
       },
       StreamScope{.system_wide = true, .memory = true, .gpu = true});
 }
@@ -396,14 +401,24 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
       {}, StreamScope{.figures = true});
 }
 
-std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict) {
+std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict,
+                                                                 const ProcessChoice& choice) {
   return read_twice<StreamedLaunches>(
-      path, strict, [](const StreamHead& head) { return StreamedLaunchTable(head.recording, head.bounds); },
-      [](StreamedLaunchTable& launches, Recording recording) {
-        LaunchSummary summary = std::move(launches).finish(recording);
+      path, strict,
+      [&choice](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        auto table = [&](const Recording& of) { return std::make_unique<StreamedLaunchTable>(of, head.bounds); };
+        if (!chooses(choice, head.recording)) return table(head.recording);
+        return std::make_unique<ChosenProcessesStream>(
+            head.recording, matching_processes(head.recording, choice.pids, choice.comms), table);
+      },
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
+        LaunchSummary summary =
+            std::move(dynamic_cast<StreamedLaunchTable&>(chosen ? chosen->inner() : *stream)).finish(recording);
         return StreamedLaunches{std::move(recording), std::move(summary)};
       },
-      &StreamedLaunchTable::serves, StreamScope{.figures = true});
+      [&choice](const Recording& head) { return chosen_processes_streamable(choice, head); },
+      StreamScope{.system_wide = true, .figures = true});
 }
 
 }  // namespace gpuprof::cli

@@ -132,12 +132,15 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
 
 // --launches: each CUDA launch counted under the op of its call as the
 // records come (streamed_launch_table.h); a recording with GPU activities
-// (whose unnamed launches take CUPTI's names) or of record -a reads whole.
+// (whose unnamed launches take CUPTI's names) reads whole. choice
+// (--pid/--comm): a record -a recording's chosen processes' launches, as
+// read_for_trace's (TraceRead::choice).
 struct StreamedLaunches {
   Recording recording;  // without its events
   LaunchSummary summary;
 };
-std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict);
+std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict,
+                                                                 const ProcessChoice& choice = {});
 
 // A read_for_X's outcome: its Recording into `recording` and its output
 // into `out`, or the Recording read whole; the exit status of a read that

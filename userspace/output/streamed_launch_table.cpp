@@ -2,16 +2,12 @@
 // stream by (streamed_launch_table.h).
 #include "output/streamed_launch_table.h"
 
-#include "analyze/process_filter.h"
-
 namespace gpuprof {
 
 StreamedLaunchTable::StreamedLaunchTable(const Recording& first_head, JoinBounds bounds)
     : bounds_(std::move(bounds)),
       launch_names_(first_head.launch_names),
       gpu_activities_(gpu_activities_read(first_head) > 0) {}
-
-bool StreamedLaunchTable::serves(const Recording& head) { return !is_system_wide(head); }
 
 bool StreamedLaunchTable::wants(const Recording& head) {
   if (gpu_activities_)

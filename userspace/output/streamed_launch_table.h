@@ -8,13 +8,14 @@
 // and how far the launches lag their events, not with the events; the
 // summary is summarize_launches()'s for the same recording.
 //
-// It serves a recording of one process. With GPU activities (the CUPTI
-// shim's), the launches the probes could not name take the name CUPTI gave
-// their kernel, a join of every launch of a thread with its CUPTI
-// correlations (launch_table.cpp): a recording with such a launch is read
-// whole (the first read notes the names of its runtime launches), one
-// without streams, its GPU records dropped. So is a record -a recording
-// read whole. Allocator events are dropped.
+// With GPU activities (the CUPTI shim's), the launches the probes could
+// not name take the name CUPTI gave their kernel, a join of every launch
+// of a thread with its CUPTI correlations (launch_table.cpp): a recording
+// with such a launch is read whole (the first read notes the names of its
+// runtime launches), one without streams, its GPU records dropped. A
+// record -a recording streams like any other (a launch is a moment of its
+// thread, whatever its process), and so do some of its processes, through
+// analyze/chosen_processes_stream.h. Allocator events are dropped.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +40,6 @@ class StreamedLaunchTable : public RecordStream {
   // kernel_launch_names).
   StreamedLaunchTable(const Recording& first_head, JoinBounds bounds);
 
-  // Whether a recording read without its events (the first read's: its
-  // GPU records counted) can be summarized this way (one process).
-  static bool serves(const Recording& head);
   // False (read whole) when a runtime launch may take a CUPTI name.
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override { figures_->add_events(events, first); }
