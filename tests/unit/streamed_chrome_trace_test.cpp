@@ -390,6 +390,58 @@ TEST(StreamedGpuActivities, JoinsEachActivityToTheFirstLaunchOfItsIdInAnyOrder) 
   EXPECT_EQ(replayed[2].launch_seen, 0u);
 }
 
+// A quiet stream's activities handed over last (CUPTI may complete a
+// stream's buffer only at the end): every other activity waits for them,
+// then each stream is replayed in the trace's order (by start, the longer
+// first, then file order) with its launch, whatever order the chunks and
+// launches came in.
+TEST(StreamedGpuActivities, AQuietStreamHandedOverLastHoldsTheOthersInOrder) {
+  std::mt19937 rng(11);
+  std::vector<std::vector<GpuActivity>> chunks;
+  std::vector<GpuActivity> all;
+  uint64_t id = 1;
+  for (int c = 0; c < 40; c++) {
+    std::vector<GpuActivity> chunk;
+    for (int i = 0; i < 100; i++) {
+      const uint64_t start = 10'000 + c * 1000 + rng() % 2000;  // a little out of order across chunks
+      chunk.push_back({.start_ns = start, .end_ns = start + 1 + rng() % 3, .correlation_id = id++, .stream = 1});
+    }
+    chunks.push_back(chunk);
+  }
+  std::vector<GpuActivity> quiet;
+  for (int i = 0; i < 30; i++)
+    quiet.push_back({.start_ns = 5000 + (i % 10) * 7, .end_ns = 5002 + (i % 3), .correlation_id = id++, .stream = 9});
+  chunks.push_back(quiet);
+  GpuActivityBounds bounds;
+  for (const auto& chunk : chunks) {
+    bounds.activity_start.push_back(std::min_element(chunk.begin(), chunk.end(), [](auto& a, auto& b) {
+                                      return a.start_ns < b.start_ns;
+                                    })->start_ns);
+    bounds.activity_correlation.push_back(chunk.front().correlation_id);
+    all.insert(all.end(), chunk.begin(), chunk.end());
+  }
+  // Each activity's launch, in one chunk read before any activity, but for
+  // the quiet stream's, read last.
+  std::vector<GpuCorrelation> launches, late;
+  for (const GpuActivity& a : all)
+    (a.stream == 9 ? late : launches).push_back({.ts_ns = a.correlation_id, .correlation_id = a.correlation_id, .tid = 4});
+  bounds.correlation_id = {launches.front().correlation_id, late.front().correlation_id};
+  StreamedGpuActivities streamed(bounds);
+  streamed.add_correlations(launches);
+  for (const auto& chunk : chunks) streamed.add_activities(chunk);
+  streamed.add_correlations(late);
+  std::vector<TraceGpuActivity> replayed;
+  streamed.finish()([&](const TraceGpuActivity& t) { replayed.push_back(t); });
+  std::vector<GpuActivity> expected = all;
+  std::stable_sort(expected.begin(), expected.end(), gpu_trace_order);
+  ASSERT_EQ(replayed.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); i++) {
+    EXPECT_EQ(replayed[i].activity, expected[i]) << i;
+    EXPECT_EQ(replayed[i].launch_seen, 1u) << i;
+    EXPECT_EQ(replayed[i].launch_ts_ns, expected[i].correlation_id) << i;
+  }
+}
+
 // Activities enough to fill several 64 KiB pieces of their streams'
 // temporary files: read back whole, in order.
 TEST(StreamedChromeTrace, GpuActivitiesSpilledInPiecesReadBackInOrder) {

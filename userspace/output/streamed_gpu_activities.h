@@ -12,7 +12,10 @@
 // unread chunk can hold an earlier start. What each chunk can hold comes
 // from the first read (GpuActivityBounds, through UnreadFloor). Memory grows
 // with the streams and with how far activities lag their launches and one
-// another in the file, not with the activities.
+// another in the file, not with the activities; each record costs a few
+// ordered-map steps however much is held (a stream whose activities come
+// late, as CUPTI may hand over a quiet stream's buffer at the end, holds
+// the others back without making each chunk slower).
 #pragma once
 
 #include <cstdint>
@@ -20,7 +23,7 @@
 #include <map>
 #include <memory>
 #include <span>
-#include <unordered_map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -73,11 +76,12 @@ class StreamedGpuActivities {
  private:
   struct Held {
     TraceGpuActivity record;
-    uint64_t file_index = 0;  // ties in gpu_trace_order keep this order
-    bool decided = false;     // its launch is known, or known not to come
+    bool decided = false;  // its launch is known, or known not to come
   };
-  // The order held activities are kept in, and spilled in: the trace's.
-  static bool held_before(const Held& a, const Held& b);
+  // A stream's held activities in the trace's order (gpu_trace_order):
+  // start, the longer first (UINT64_MAX - end), then file order.
+  using OrderKey = std::tuple<uint64_t, uint64_t, uint64_t>;
+  using StreamKey = std::pair<uint32_t, uint32_t>;  // (device, stream)
   struct Spills {
     std::map<std::pair<uint32_t, uint32_t>, SpillFile> streams;  // (device, stream): TraceGpuActivity records
     void replay(const GpuActivityVisitor& visit);
@@ -90,10 +94,14 @@ class StreamedGpuActivities {
   UnreadFloor start_floor_;        // the least start an unread activity can have
   UnreadFloor activity_id_floor_;  // and correlation id
   UnreadFloor launch_id_floor_;    // the least correlation id an unread launch can have
-  // The first launch read of each correlation id: (moment, thread).
-  std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>> launches_;
-  std::vector<Held> held_;  // read, not spilled, in the order they will be
-  size_t undecided_ = 0;
+  // The first launch read of each correlation id: (moment, thread), by id
+  // (those below the activities' floor go at once).
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> launches_;
+  // Read, not spilled, each stream's in the order they will be.
+  std::map<StreamKey, std::map<OrderKey, Held>> held_;
+  // The held activities whose launch may still come, by correlation id
+  // (a map's elements stay put: an undecided one is never spilled).
+  std::multimap<uint64_t, Held*> undecided_;
   uint64_t read_ = 0;  // activities read: the next one's file index
   std::shared_ptr<Spills> spills_;
 };
