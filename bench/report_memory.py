@@ -206,7 +206,11 @@ def main():
                         "-a --pid (streamed)": (["--pid", "{pid}"], None),
                         "-a --pid (whole)": (["--pid", "{pid}"], whole),
                         "-a --folded (streamed)": (["--folded"], None),
-                        "-a --folded (whole)": (["--folded"], whole)}
+                        "-a --folded (whole)": (["--folded"], whole),
+                        "-a --folded --pid (streamed)": (["--folded", "--pid", "{pid}"], None),
+                        "-a --folded --pid (whole)": (["--folded", "--pid", "{pid}"], whole),
+                        "-a --chrome-trace --pid (streamed)": (["--chrome-trace", "{out}", "--pid", "{pid}"], None),
+                        "-a --chrome-trace --pid (whole)": (["--chrome-trace", "{out}", "--pid", "{pid}"], whole)}
         measure_part(lengths, workdir, system_modes,
                      lambda seconds: record_system_wide(seconds, workdir, f"all-{seconds}s"),
                      "{seconds} s record -a of two loops", 2 in parts)
