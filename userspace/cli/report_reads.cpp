@@ -240,6 +240,22 @@ bool chosen_processes_streamable(const ProcessChoice& choice, const Recording& h
          (ChosenProcessesStream::serves(head) && !matching_processes(head, choice.pids, choice.comms).empty());
 }
 
+// The stream make(head) makes, or (--pid/--comm of a record -a recording)
+// the one make(selection) makes of the chosen processes' selection, fed
+// theirs alone (chosen_processes_stream.h).
+template <typename Make>
+std::unique_ptr<RecordStream> all_or_chosen(const ProcessChoice& choice, const Recording& head, Make make) {
+  if (!chooses(choice, head)) return make(head);
+  return std::make_unique<ChosenProcessesStream>(head, matching_processes(head, choice.pids, choice.comms), make);
+}
+
+// The output's stream in what all_or_chosen() made.
+template <typename Stream>
+Stream& output_stream(std::unique_ptr<RecordStream>& stream) {
+  auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
+  return dynamic_cast<Stream&>(chosen ? chosen->inner() : *stream);
+}
+
 // A system-wide read's sums, of the processes --pid/--comm choose, and the
 // recording theirs, with the events their selection would hold: theirs and
 // every CUT (select_processes of a streamed read counts none).
@@ -354,17 +370,13 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         const GpuActivityBounds gpu{.activity_start = head.bounds.gpu_activity_start,
                                     .activity_correlation = head.bounds.gpu_activity_correlation,
                                     .correlation_id = head.bounds.gpu_correlation_id};
-        auto trace = [&](const Recording& of) {
+        return all_or_chosen(read.choice, head.recording, [&](const Recording& of) {
           return std::make_unique<StreamedChromeTrace>(of, head.last_entry_stack, head.last_entry_shape, read.ops,
                                                        head.bounds.mem_event_ts, gpu, read.calls_only);
-        };
-        if (!chooses(read.choice, head.recording)) return trace(head.recording);
-        return std::make_unique<ChosenProcessesStream>(
-            head.recording, matching_processes(head.recording, read.choice.pids, read.choice.comms), trace);
+        });
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
-        auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
-        StreamedTraceCalls calls = dynamic_cast<StreamedChromeTrace&>(chosen ? chosen->inner() : *stream).finish();
+        StreamedTraceCalls calls = output_stream<StreamedChromeTrace>(stream).finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
       [&read](const Recording& head) {
@@ -406,15 +418,12 @@ std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::stri
   return read_twice<StreamedLaunches>(
       path, strict,
       [&choice](const StreamHead& head) -> std::unique_ptr<RecordStream> {
-        auto table = [&](const Recording& of) { return std::make_unique<StreamedLaunchTable>(of, head.bounds); };
-        if (!chooses(choice, head.recording)) return table(head.recording);
-        return std::make_unique<ChosenProcessesStream>(
-            head.recording, matching_processes(head.recording, choice.pids, choice.comms), table);
+        return all_or_chosen(choice, head.recording, [&](const Recording& of) {
+          return std::make_unique<StreamedLaunchTable>(of, head.bounds);
+        });
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
-        auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
-        LaunchSummary summary =
-            std::move(dynamic_cast<StreamedLaunchTable&>(chosen ? chosen->inner() : *stream)).finish(recording);
+        LaunchSummary summary = std::move(output_stream<StreamedLaunchTable>(stream)).finish(recording);
         return StreamedLaunches{std::move(recording), std::move(summary)};
       },
       [&choice](const Recording& head) { return chosen_processes_streamable(choice, head); },
