@@ -410,7 +410,7 @@ TEST(StreamedGpuActivities, AQuietStreamHandedOverLastHoldsTheOthersInOrder) {
   }
   std::vector<GpuActivity> quiet;
   for (int i = 0; i < 30; i++)
-    quiet.push_back({.start_ns = 5000 + (i % 10) * 7, .end_ns = 5002 + (i % 3), .correlation_id = id++, .stream = 9});
+    quiet.push_back({.start_ns = 5000u + (i % 10) * 7u, .end_ns = 5002u + (i % 3u), .correlation_id = id++, .stream = 9});
   chunks.push_back(quiet);
   GpuActivityBounds bounds;
   for (const auto& chunk : chunks) {

@@ -105,7 +105,9 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   }
   for (; handed < launch_chunks.size(); handed++)
     EXPECT_TRUE(streamed.on_launches(launches.subspan(launch_chunks[handed].first, launch_chunks[handed].second)));
-  if (!recording.gpu_activities.empty()) EXPECT_TRUE(streamed.on_gpu_activities(recording.gpu_activities));
+  if (!recording.gpu_activities.empty()) {
+    EXPECT_TRUE(streamed.on_gpu_activities(recording.gpu_activities));
+  }
   auto& launch_table = dynamic_cast<StreamedLaunchTable&>(chosen ? dynamic_cast<ChosenProcessesStream&>(streamed).inner()
                                                                  : streamed);
   return std::move(launch_table).finish(head);
