@@ -12,10 +12,9 @@ ChosenProcessesStream::ChosenProcessesStream(
     const Recording& head, std::set<uint32_t> chosen,
     const std::function<std::unique_ptr<RecordStream>(const Recording& selection)>& make_inner)
     : chosen_(std::move(chosen)),
+      process_of_thread_(process_of_thread(head)),
       selection_(std::make_unique<Recording>(select_processes(head, chosen_))),
-      inner_(make_inner(*selection_)) {
-  for (const ThreadProcess& t : head.thread_processes) process_of_thread_.emplace(t.tid, t.pid);
-}
+      inner_(make_inner(*selection_)) {}
 
 bool ChosenProcessesStream::serves(const Recording& head) {
   return !head.options.with_stack && !head.options.shapes && gpu_activities_read(head) == 0;
@@ -37,17 +36,17 @@ void ChosenProcessesStream::on_events(std::span<const gp_event> events, uint64_t
 }
 
 bool ChosenProcessesStream::on_launches(std::span<const CudaLaunch> launches) {
-  std::vector<CudaLaunch> kept;
+  launches_.clear();
   for (const CudaLaunch& l : launches)
-    if (chosen_thread(l.tid)) kept.push_back(l);
-  return inner_->on_launches(kept);
+    if (chosen_thread(l.tid)) launches_.push_back(l);
+  return inner_->on_launches(launches_);
 }
 
 bool ChosenProcessesStream::on_mem_events(std::span<const gp_mem_event> events) {
-  std::vector<gp_mem_event> kept;
+  mem_events_.clear();
   for (const gp_mem_event& m : events)
-    if (chosen_thread(m.tid)) kept.push_back(m);
-  return inner_->on_mem_events(kept);
+    if (chosen_thread(m.tid)) mem_events_.push_back(m);
+  return inner_->on_mem_events(mem_events_);
 }
 
 }  // namespace gpuprof

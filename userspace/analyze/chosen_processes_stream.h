@@ -49,11 +49,14 @@ class ChosenProcessesStream : public RecordStream {
   bool chosen_thread(uint32_t tid) const;
 
   std::set<uint32_t> chosen_;
-  std::unordered_map<uint32_t, uint32_t> process_of_thread_;
+  std::unordered_map<uint32_t, uint32_t> process_of_thread_;  // the head's (process_filter.h)
   std::unique_ptr<Recording> selection_;
   std::unique_ptr<RecordStream> inner_;
   uint64_t handed_ = 0;            // events handed to the inner stream: the next one's index
-  std::vector<gp_event> events_;   // a chunk's chosen events
+  // A chunk's chosen records, handed on.
+  std::vector<gp_event> events_;
+  std::vector<CudaLaunch> launches_;
+  std::vector<gp_mem_event> mem_events_;
 };
 
 }  // namespace gpuprof

@@ -8,18 +8,18 @@
 namespace gpuprof {
 namespace {
 
-std::unordered_map<uint32_t, uint32_t> process_of_thread(const Recording& recording) {
-  std::unordered_map<uint32_t, uint32_t> of;
-  for (const ThreadProcess& t : recording.thread_processes) of.emplace(t.tid, t.pid);
-  return of;
-}
-
 template <typename... Members>
 void copy_members(Recording& to, const Recording& from, Members... members) {
   ((to.*members = from.*members), ...);
 }
 
 }  // namespace
+
+std::unordered_map<uint32_t, uint32_t> process_of_thread(const Recording& recording) {
+  std::unordered_map<uint32_t, uint32_t> of;
+  for (const ThreadProcess& t : recording.thread_processes) of.emplace(t.tid, t.pid);
+  return of;
+}
 
 Recording select_processes(const Recording& recording, const std::set<uint32_t>& pids) {
   const auto of = process_of_thread(recording);

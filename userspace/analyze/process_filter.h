@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "record/recording.h"
@@ -20,6 +21,9 @@ namespace gpuprof {
 
 // Whether the recording is system-wide (record -a).
 inline bool is_system_wide(const Recording& recording) { return !recording.processes.empty(); }
+
+// The process of each thread the recording lists (THREAD_PROCESSES), by tid.
+std::unordered_map<uint32_t, uint32_t> process_of_thread(const Recording& recording);
 
 // The recording restricted to the processes in `pids`. With exactly one,
 // `process` describes it (the recording's hostname kept).

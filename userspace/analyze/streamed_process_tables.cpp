@@ -35,10 +35,9 @@ ProcessTables StreamedProcessTables::finish(const Recording& recording) && {
   std::map<uint32_t, ProcessActivity> by_pid;
   for (const auto& [pid, activity] : process_activity(recording)) by_pid[pid] = activity;
   for (const auto& [pid, events] : split_.op_events()) by_pid[pid].events = events;
-  std::unordered_map<uint32_t, uint32_t> process_of_thread;
-  for (const ThreadProcess& t : recording.thread_processes) process_of_thread.emplace(t.tid, t.pid);
+  const std::unordered_map<uint32_t, uint32_t> process_of = process_of_thread(recording);
   for (const auto& [tid, count] : launches_)
-    if (auto it = process_of_thread.find(tid); it != process_of_thread.end()) by_pid[it->second].launches += count;
+    if (auto it = process_of.find(tid); it != process_of.end()) by_pid[it->second].launches += count;
 
   ProcessTables tables;
   tables.activity.assign(by_pid.begin(), by_pid.end());

@@ -13,18 +13,19 @@ StreamedGpuActivities::StreamedGpuActivities(const GpuActivityBounds& bounds)
       launch_id_floor_(bounds.correlation_id),
       spills_(std::make_shared<Spills>()) {}
 
+void StreamedGpuActivities::join(Held& held, uint64_t launch_ts_ns, uint32_t launch_tid) {
+  held.record.launch_ts_ns = launch_ts_ns;
+  held.record.launch_tid = launch_tid;
+  held.record.launch_seen = 1;
+  held.decided = true;
+}
+
 void StreamedGpuActivities::add_correlations(std::span<const GpuCorrelation> correlations) {
   for (const GpuCorrelation& c : correlations) {
     if (!launches_.try_emplace(c.correlation_id, c.ts_ns, c.tid).second) continue;  // the first is the arrow's
     // The activities read before it: joined now.
     auto [first, last] = undecided_.equal_range(c.correlation_id);
-    for (auto it = first; it != last; ++it) {
-      TraceGpuActivity& record = it->second->record;
-      record.launch_ts_ns = c.ts_ns;
-      record.launch_tid = c.tid;
-      record.launch_seen = 1;
-      it->second->decided = true;
-    }
+    for (auto it = first; it != last; ++it) join(*it->second, c.ts_ns, c.tid);
     undecided_.erase(first, last);
   }
   launch_id_floor_.chunk_read();
@@ -36,14 +37,10 @@ void StreamedGpuActivities::add_activities(std::span<const GpuActivity> activiti
     Held& held = held_[{a.device, a.stream}]
                      .try_emplace(OrderKey{a.start_ns, UINT64_MAX - a.end_ns, read_++}, Held{.record = {.activity = a}})
                      .first->second;
-    if (auto launch = launches_.find(a.correlation_id); launch != launches_.end()) {
-      held.record.launch_ts_ns = launch->second.first;
-      held.record.launch_tid = launch->second.second;
-      held.record.launch_seen = 1;
-      held.decided = true;
-    } else {
+    if (auto launch = launches_.find(a.correlation_id); launch != launches_.end())
+      join(held, launch->second.first, launch->second.second);
+    else
       undecided_.emplace(a.correlation_id, &held);
-    }
   }
   start_floor_.chunk_read();
   activity_id_floor_.chunk_read();

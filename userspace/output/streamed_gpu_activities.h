@@ -86,9 +86,11 @@ class StreamedGpuActivities {
     std::map<std::pair<uint32_t, uint32_t>, SpillFile> streams;  // (device, stream): TraceGpuActivity records
     void replay(const GpuActivityVisitor& visit);
   };
-  // Joins what can be joined, drops the launches no activity still needs,
-  // and spills the held activities nothing unread can precede (at_end:
-  // all).
+  // An activity with its launch (the arrow's tail): decided.
+  static void join(Held& held, uint64_t launch_ts_ns, uint32_t launch_tid);
+  // Decides the activities no unread launch can join (no arrow), drops the
+  // launches no unread activity can need, and spills the held activities
+  // nothing unread can precede (at_end: all).
   void settle(bool at_end);
 
   UnreadFloor start_floor_;        // the least start an unread activity can have
