@@ -246,9 +246,14 @@ def test_record_a_compensates_every_process(procs, tmp_path):
 # on that CPU (the control), and the calibrations judged are the largest
 # group whose controls all ran within STEADY_CONTROL of each other:
 # repeatability at one machine speed, which is what the calibration promises.
+# A phase can also begin and end inside one calibration (0.5 s) and miss
+# both controls (2026-12-02 CI: 11.17 us between controls of 85 and 89 ms,
+# among 13.05-13.64 us at 74-86 ms), so one judged calibration may stray;
+# a calibration that scatters by itself puts several out.
 STEADY_CONTROL = 0.15
-JUDGED_CALIBRATIONS = 5
-MAX_CALIBRATIONS = 25
+JUDGED_CALIBRATIONS = 7
+STRAYS_ALLOWED = 1
+MAX_CALIBRATIONS = 30
 CALIBRATION_AGREEMENT = 0.10
 
 
@@ -303,7 +308,8 @@ def test_repeated_calibrations_agree():
         f"the machine's speed never held for {JUDGED_CALIBRATIONS} calibrations in {MAX_CALIBRATIONS}:\n{report}")
     totals = [float(line.group(1)) for _, _, line in steady]
     median = statistics.median(totals)
-    assert all(abs(t - median) <= CALIBRATION_AGREEMENT * median for t in totals), report
+    strays = [t for t in totals if abs(t - median) > CALIBRATION_AGREEMENT * median]
+    assert len(strays) <= STRAYS_ALLOWED, f"{strays} us stray from the median {median} us:\n{report}"
     for _, _, line in readings:
         entry_after, exit_after, stepped_entry_after, stepped_exit_after = (float(line.group(i)) for i in (3, 5, 7, 9))
         # A single-step out of line (after the timestamp) costs more than
