@@ -67,18 +67,23 @@ import os, subprocess, sys
 proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = proc.stderr.read()
 _, status, usage = os.wait4(proc.pid, 0)
-if os.waitstatus_to_exitcode(status) != 0:
-    sys.exit(err.decode())
-print(usage.ru_maxrss)
+sys.stderr.write(err.decode())
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 """
 
 
-def peak_rss_kib(*report_args, env=None):
+def peak_rss_kib(*report_args, env=None, status=0, error=None):
+    """report's peak RSS; it must exit with `status`, and say `error` (a
+    regex) when given."""
     run = subprocess.run([TARGET_PYTHON, "-c", PEAK_RSS, str(GPUPROF), "report", *map(str, report_args)],
                          capture_output=True, text=True, timeout=300,
                          env=None if env is None else {**os.environ, **env})
     assert run.returncode == 0, run.stderr
-    return int(run.stdout)
+    exit_status, kib = map(int, run.stdout.split())
+    assert exit_status == status, run.stderr
+    if error is not None:
+        assert re.search(error, run.stderr), run.stderr
+    return kib
 
 
 def record_loop(torch_env, tmp_path, seconds, *record_args):
@@ -116,7 +121,11 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
                      # Several files (docs/fleet.md): the file twice, one table.
                      peak_rss_kib(path, path), peak_rss_kib(path, path, env=READ_WHOLE),
                      peak_rss_kib(path, path, "--folded"), peak_rss_kib(path, path, "--pprof", profile),
-                     peak_rss_kib(path, path, "--chrome-trace", trace)))
+                     peak_rss_kib(path, path, "--chrome-trace", trace),
+                     # --gpu reads whole, but says a CPU-only recording has
+                     # no GPU times after a read that holds no events.
+                     peak_rss_kib(path, "--gpu", status=2, error=r"^gpuprof: error: --gpu: .* has no GPU times"),
+                     peak_rss_kib(path, "--gpu", status=2, env=READ_WHOLE)))
         both = report_as_whole(path, path, "--row-limit", "-1")
         assert "2 recordings, 2 processes, one table:" in both.stdout, both.stdout
         assert parse_table(both.stdout).calls()["aten::add"] == 2 * (loops + 1), both.stdout
@@ -130,10 +139,10 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
         speedscope.unlink()
     (short_loops, short_table, short_folded, short_whole, short_trace, short_pprof, short_pprof_whole,
      short_speedscope, short_speedscope_whole, short_many, short_many_whole, short_many_folded, short_many_pprof,
-     short_many_trace), \
+     short_many_trace, short_gpu, short_gpu_whole), \
         (long_loops, long_table, long_folded, long_whole, long_trace, long_pprof, long_pprof_whole,
          long_speedscope, long_speedscope_whole, long_many, long_many_whole, long_many_folded, long_many_pprof,
-         long_many_trace) = runs
+         long_many_trace, long_gpu, long_gpu_whole) = runs
     assert long_loops > 2 * short_loops, runs
     summary = (f"aten::add calls {short_loops + 1} -> {long_loops + 1}: table peak RSS {short_table} -> "
                f"{long_table} KiB, --folded {short_folded} -> {long_folded} KiB, --folded read whole "
@@ -143,7 +152,8 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
                f"--speedscope read whole {short_speedscope_whole} -> {long_speedscope_whole} KiB, two files "
                f"{short_many} -> {long_many} KiB, read whole {short_many_whole} -> {long_many_whole} KiB, two files' "
                f"--folded {short_many_folded} -> {long_many_folded} KiB, --pprof {short_many_pprof} -> "
-               f"{long_many_pprof} KiB, --chrome-trace {short_many_trace} -> {long_many_trace} KiB")
+               f"{long_many_pprof} KiB, --chrome-trace {short_many_trace} -> {long_many_trace} KiB, --gpu's error "
+               f"{short_gpu} -> {long_gpu} KiB, read whole {short_gpu_whole} -> {long_gpu_whole} KiB")
     print(summary)
     # Whole, each op event costs ~90 bytes of report's memory (two per add);
     # streamed, none: allow 4 MiB of allocator noise.
@@ -157,6 +167,10 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_many_folded - short_many_folded < 4096, summary
     assert long_many_pprof - short_many_pprof < 4096, summary
     assert long_many_trace - short_many_trace < 4096, summary
+    assert long_gpu - short_gpu < 4096, summary
+    # Read whole, --gpu's error came after every event was held (32 bytes
+    # each in a vector that doubles: allow for where the doublings fall).
+    assert long_gpu_whole - short_gpu_whole > 24 * (long_loops - short_loops) * 2 / 1024, summary
     # Read whole, one file at a time: as one file read whole.
     assert long_many_whole - short_many_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary

@@ -478,6 +478,8 @@ int run_report(const ReportOptions& given) {
   // And --launches (streamed_launch_table.h).
   const bool streamed_launch_table = streaming_allowed() && options.launches;
   std::optional<LaunchSummary> streamed_launches;
+  // And --gpu's check that there are GPU times (read_for_gpu_view).
+  bool gpu_head_only = false;
   std::optional<int> failed;
   if (streamed_launch_table)
     failed = take_read(read_for_launches(options.input_path, options.strict, choice), &StreamedLaunches::summary,
@@ -519,6 +521,11 @@ int run_report(const ReportOptions& given) {
     } else {
       recording = std::move(std::get<Recording>(read));
     }
+  } else if (options.gpu) {
+    auto read = read_for_gpu_view(options.input_path, options.strict);
+    if (const int* status = std::get_if<int>(&read)) return *status;
+    recording = std::move(std::get<Recording>(read));
+    gpu_head_only = !recording->cupti_shim;
   } else {
     recording = read_recording_for_output(options.input_path, options.strict);
   }
@@ -540,17 +547,20 @@ int run_report(const ReportOptions& given) {
       return 2;
     }
     const std::set<uint32_t> chosen = matching_processes(*recording, options.pids, options.comms);
-    // The streamed --folded and --pprof chose them as they read (report_reads.h).
+    // The streamed --folded and --pprof chose them as they read
+    // (report_reads.h); --gpu of a recording without GPU times read no
+    // events, and says so below.
     const bool chosen_in_read = streamed_stacks || streamed_sums;
+    const bool selects_here = !chosen_in_read && !gpu_head_only;
     if (chosen.empty()) {
       // What each process did: the streamed reads hold no events, so read them.
-      if (chosen_in_read && !(recording = read_recording_for_output(options.input_path, options.strict))) return 1;
+      if (!selects_here && !(recording = read_recording_for_output(options.input_path, options.strict))) return 1;
       const auto activity = streamed_tables ? streamed_tables->activity : process_activity(*recording);
       std::fprintf(stderr, "gpuprof: error: no process of %s matches --pid/--comm; it has: %s\n",
                    options.input_path.c_str(), list_processes(*recording, activity).c_str());
       return 2;
     }
-    if (!chosen_in_read) recording = select_processes(*recording, chosen);
+    if (selects_here) recording = select_processes(*recording, chosen);
     if (streamed_tables) keep_processes(*streamed_tables, chosen);
   }
   if (metric == FoldedMetric::kSamples && recording->options.sample_hz == 0) {

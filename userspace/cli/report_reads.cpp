@@ -413,6 +413,44 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
       {}, StreamScope{.figures = true});
 }
 
+namespace {
+
+// read_for_gpu_view's first read: it takes every record but the GPU
+// activities, dropping them; the first activities stop it.
+class GpuTimesCheck : public RecordStream {
+ public:
+  bool wants(const Recording&) override { return true; }
+  void on_events(std::span<const gp_event>, uint64_t) override {}
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
+};
+
+}  // namespace
+
+std::variant<Recording, int> read_for_gpu_view(const std::string& path, bool strict) {
+  if (!streaming_allowed()) {
+    std::optional<Recording> whole = read_recording_for_output(path, strict);
+    if (!whole) return 1;
+    return std::move(*whole);
+  }
+  GpuTimesCheck check;
+  bool whole_needed = false;
+  Result<Recording> head =
+      read_recording_streamed(path, strict ? CorruptChunks::refuse : CorruptChunks::skip, check, &whole_needed);
+  if (!head && !whole_needed) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", head.error().c_str());
+    return 1;
+  }
+  if (head && !head->cupti_shim) {
+    for (const LostChunk& lost : head->lost_chunks)
+      std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
+    return std::move(*head);
+  }
+  // GPU times: the read that keeps them says what was lost.
+  std::optional<Recording> whole = read_recording_for_output(path, strict);
+  if (!whole) return 1;
+  return std::move(*whole);
+}
+
 std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict,
                                                                  const ProcessChoice& choice) {
   return read_twice<StreamedLaunches>(

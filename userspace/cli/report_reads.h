@@ -130,6 +130,15 @@ struct StreamedKernels {
 };
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict);
 
+// --gpu joins GPU activities to every call, so it reads a recording whole.
+// Whether the recording has GPU times at all is settled first, by a read
+// that holds no events (stopped by the first GPU activities), so that a
+// CPU-only recording's error costs no more memory than a streamed output:
+// that read's head (a Recording without events: run_report then says it
+// has no GPU times), the Recording read whole when it has a CUPTI shim or
+// GPU activities, or the exit status of a read that failed.
+std::variant<Recording, int> read_for_gpu_view(const std::string& path, bool strict);
+
 // --launches: each CUDA launch counted under the op of its call as the
 // records come (streamed_launch_table.h); a recording with GPU activities
 // (whose unnamed launches take CUPTI's names) reads whole. choice
