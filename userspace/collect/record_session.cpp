@@ -4,14 +4,14 @@
 // collectors and the record writer, and stops, finishing the file. The
 // collectors it shares with `-a` live in their own files (interner,
 // sample_collector, launch_collector, target_gpu, target_python,
-// target_shapes, calibration_rounds); what stays here is the one class
-// that holds them and its run loop, about 800 lines until the two sessions
-// become one (docs/architecture.md, "Not yet as issue 27 wants it").
+// target_shapes, calibration_rounds), and what every session holds and does
+// in session_core; what stays here is the one target's attachment and its
+// run loop, about 800 lines until the two sessions become one
+// (docs/architecture.md, "Not yet as issue 27 wants it").
 #include "collect/record_session.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -33,6 +33,7 @@
 #include "collect/launched_process.h"
 #include "record/record_sink.h"
 #include "collect/sample_collector.h"
+#include "collect/session_core.h"
 #include "collect/target_python.h"
 #include "collect/target_shapes.h"
 #include "collect/target_gpu.h"
@@ -70,16 +71,15 @@ constexpr int kPollTimeoutMs = 100;
 // read, and the modules a short job calls last (resnet18's avgpool and fc)
 // are gone with the process if that is more than the job's exit away.
 constexpr int kModulesPollTimeoutMs = 10;
-constexpr uint64_t kFlushIntervalNs = 250'000'000;       // chunk to disk at least this often
 constexpr uint64_t kCatchRetryIntervalNs = 1'000'000'000;  // look for libstdc++ again
 
 double ms_since(uint64_t start_ns) { return (clock_ns(CLOCK_MONOTONIC) - start_ns) / 1e6; }
 
 // The collectors of one target, attached when the target allows it: at once
 // with -p, at the stops of a launched command otherwise (launch_attach.h).
-class Session final : public AttachCollectors {
+class Session final : public SessionCore, public AttachCollectors {
  public:
-  explicit Session(const RecordConfig& config) : config_(config) {}
+  explicit Session(const RecordConfig& config) : SessionCore(config) {}
   RecordOutcome run();
 
   // AttachCollectors: the attach machine's calls.
@@ -116,27 +116,17 @@ class Session final : public AttachCollectors {
   void drain_shapes() {
     if (shapes_ && writer_) shapes_->drain(*writer_);
   }
-  // Warnings, notes and write errors (diagnostics.h).
-  void warn(const std::string& what) { diagnostics_.warn(what); }
-  void note_problem(const std::string& what) { diagnostics_.note(what); }
-  void write_failed(const std::string& error) { diagnostics_.write_failed(error); }
-  void handle_signals();
   void handle_child_state();
-  RecordStats counters_now() const;
-  ProgressCounters progress_counters(uint64_t now_ns) const;
+  RecordStats counters_now() const override;
+  ProgressCounters progress_counters(uint64_t now_ns) const override;
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
   bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
   // The target's job rank (RANK, ... of its environment), into the file.
   void record_job_rank(int pid);
   void on_fork(const gp_fork& fork);
-  void stop(const char* reason) { diagnostics_.stop(reason); }
-  bool fail(std::string message) { return diagnostics_.fail(std::move(message)); }
   bool finish();
-  bool close_after_write_error();
 
-  const RecordConfig& config_;
-  RecordOutcome outcome_;
   int target_pid_ = 0;
   std::optional<LaunchedCommand> launched_;
   std::optional<ProcessInfo> launched_info_;  // --no-ops launch: the command, described before it runs
@@ -145,40 +135,23 @@ class Session final : public AttachCollectors {
   // Launch mode: the command's stops and exit (launch_attach.h).
   std::optional<LaunchedProcess> launched_process_;
   std::optional<LaunchAttach> launch_attach_;
-  std::unique_ptr<OpTracer> tracer_;
-  std::optional<OutputSwitcher> switcher_;  // the record files (output_switcher.h)
-  RecordOutputs* writer_ = nullptr;         // switcher_'s outputs, once begun
-  RecordStats stats_;
-  Diagnostics diagnostics_{stats_, outcome_};
-  // The collectors, once the recording is begun (record_sink.h).
-  std::optional<Interner> interner_;
-  std::optional<SampleCollector> samples_;  // -F HZ
-  std::optional<LaunchCollector> launches_;
   bool attached_ = false;
   uint64_t last_catch_try_ns_ = 0;
   std::optional<TargetShapes> shapes_;  // --record-shapes (target_shapes.h)
   std::optional<BackwardOrigins> backward_origins_;  // --with-modules (backward_origins.h)
   bool memory_attached_ = false;
   uint64_t mem_events_recorded_ = 0;
-  std::unique_ptr<CpuSampler> sampler_;
   std::unique_ptr<NativeSymbolizer> symbolizer_;
-  StackCuts stack_cuts_;  // samples and entries whose stacks have frames not read
   // The target's CPython (found once, for samples and entry stacks).
   TargetPython python_{stack_cuts_, config_.verbose, config_.with_modules};
   std::string memory_error_;
   std::optional<TargetGpu> gpu_;
-  uint64_t op_calls_recorded_ = 0;       // op entries: the progress line's ops/s
-  std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
-  ExitlessCalls exitless_;
-  std::optional<RuntimeOps> runtime_ops_;  // from begin_record on
-  std::unique_ptr<ThreadNameCollector> thread_names_;  // from begin_record on
   int signal_fd_ = -1;
   // --follow-forks: the op probe sites (as attached to the target) for each
   // child, and the children's fork events.
   ProbeSites probe_sites_;
   std::unique_ptr<ForkWatch> fork_watch_;
   uint32_t children_followed_ = 0;
-  CalibrationRounds calibration_{config_, diagnostics_};
 };
 
 bool Session::attach_library(int pid, const MappedLibrary& library) {
@@ -463,15 +436,24 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   const bool runs_node = event.kind == GP_EV_OP_ENTRY && named_by_payload && payload.words.size() >= 2 &&
                          payload.words[0] != 0;
   const uint64_t node_sequence_nr = runs_node ? payload.words[1] : 0;
-  if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) return write_failed(named.error());
+  if (const Result<void> named = runtime_ops_->name(event, payload.words); !named) {
+    write_failed(named.error());
+    return;
+  }
   if (config_.schedule.mode != GP_SCHEDULE_OFF) {  // a cycle's window may end (a CUT event) or begin here
     const Result<void> switched = event.kind == GP_EV_STEP
                                       ? switcher_->on_step(event, counters_now())
                                       : switcher_->before_record(event.ts_ns, [this] { return counters_now(); });
-    if (!switched) return write_failed(switched.error());
+    if (!switched) {
+      write_failed(switched.error());
+      return;
+    }
   }
   const uint64_t index = writer_->events_appended();  // its index in the recording's events
-  if (Result<void> appended = writer_->append_events(&event, 1); !appended) return write_failed(appended.error());
+  if (Result<void> appended = writer_->append_events(&event, 1); !appended) {
+    write_failed(appended.error());
+    return;
+  }
   config_.live_consumer().op_event(event, index);
   stats_.events_recorded++;
   thread_names_->saw(event.tid);
@@ -486,8 +468,10 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   }
   if (!backward_origins_ || !runs_node) return;
   if (std::optional<uint32_t> origin = backward_origins_->origin(event.pid, node_sequence_nr)) {
-    if (Result<void> linked = writer_->append_backward_stack(index, *origin); !linked)
-      return write_failed(linked.error());
+    if (Result<void> linked = writer_->append_backward_stack(index, *origin); !linked) {
+      write_failed(linked.error());
+      return;
+    }
     config_.live_consumer().backward_stack(index, *origin);
   }
 }
@@ -577,18 +561,6 @@ void Session::handle_child_state() {
   child_exited_ = launch_attach_->exited();
 }
 
-void Session::handle_signals() {
-  signalfd_siginfo info;
-  while (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
-    switch (info.ssi_signo) {
-      case SIGINT: stop("interrupted"); break;
-      case SIGTERM: stop("terminated"); break;
-      case SIGHUP: stop("hangup"); break;
-      case SIGCHLD: if (launched_) handle_child_state(); break;
-    }
-  }
-}
-
 bool Session::finish() {
   if (gpu_) gpu_->stop_launches();
   uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
@@ -642,26 +614,8 @@ bool Session::finish() {
   } else if (written.empty()) {
     written = std::to_string(switcher_->cycles_saved()) + " cycle files";
   }
-  if (std::string cuts = stack_cuts_note(stack_cuts_); !cuts.empty()) std::fputs(cuts.c_str(), stderr);
-  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
-               outcome_.stop_reason.c_str(), detach_ms,
-               static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), memory.c_str(),
-               wrote_part(config_, written).c_str());
+  say_stopped(detach_ms, memory, written);
   return true;
-}
-
-// A full disk leaves the main file with every chunk written before, closed
-// with the room kept for that (RecordWriter::disk_full) or, where none could
-// be kept, ending at its last whole chunk: readable either way, and said so.
-bool Session::close_after_write_error() {
-  if (!writer_->disk_full(RecordOutputs::kMain)) return fail(diagnostics_.write_error());
-  const std::string path = writer_->path(RecordOutputs::kMain);
-  diagnostics_.keep("the disk filled: the recording stops there");
-  stats_.stop_reason = outcome_.stop_reason;
-  // The file may not close (no room kept): it is readable all the same.
-  (void)switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC));
-  return fail(disk_full_error(diagnostics_.write_error(), path));
 }
 
 RecordOutcome Session::run() {
@@ -769,8 +723,7 @@ RecordOutcome Session::run() {
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
   for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) epoll_watch(epoll.get(), fd);
 
-  uint64_t last_flush = clock_ns(CLOCK_MONOTONIC);
-  progress_.emplace(config_.progress, last_flush);
+  start_loop(clock_ns(CLOCK_MONOTONIC));
   if (launched_) handle_child_state();  // it may already be stopped or gone
   bool fork_fd_polled = false;
   while (!diagnostics_.stopped()) {
@@ -782,7 +735,9 @@ RecordOutcome Session::run() {
     int n = epoll_wait(epoll.get(), events, 4, config_.with_modules ? kModulesPollTimeoutMs : kPollTimeoutMs);
     for (int i = 0; i < n; i++) {
       int fd = events[i].data.fd;
-      if (fd == signal_fd_) handle_signals();
+      if (fd == signal_fd_) read_signals(signal_fd_, [this](int signo) {
+          if (signo == SIGCHLD && launched_) handle_child_state();
+        });
       else if (fd == timer.get()) stop("duration");
       else if (fd == pidfd.get()) stop("target exited");
     }
@@ -800,19 +755,10 @@ RecordOutcome Session::run() {
     try_find_undefined_tensor();
     calibration_.round();
     uint64_t now = clock_ns(CLOCK_MONOTONIC);
-    if (writer_ && now - last_flush >= kFlushIntervalNs) {
-      if (diagnostics_.writing()) {
-        if (Result<void> flushed = writer_->flush(); !flushed) write_failed(flushed.error());
-      }
-      last_flush = now;
-    }
-    if (writer_ && diagnostics_.writing()) {
-      update_file_info();
-      if (Result<void> ticked = switcher_->tick(now, counters_now()); !ticked) write_failed(ticked.error());
-    }
-    if (!diagnostics_.writing()) stop(writer_ && writer_->disk_full(RecordOutputs::kMain) ? "disk full" : "write error");
-    if (progress_->active()) progress_->tick(progress_counters(now));
-    if (!config_.live_consumer().tick(now, tracer_->events_lost())) stop("quit");
+    if (writer_ && flush_due(now)) flush_chunks();
+    if (writer_ && diagnostics_.writing()) update_file_info();
+    tick_outputs(now);
+    end_turn(now);
     if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
       try_attach_catch();
   }

@@ -4,15 +4,13 @@
 // and their threads as they turn up, and hands every event to the
 // collectors it shares with `record -p` (interner, sample_collector,
 // launch_collector, target_python, calibration_rounds) and the record
-// writer. What stays here is the process bookkeeping and the run loop, a
-// little over 800 lines until the two sessions become one
-// (docs/architecture.md, "Not yet as issue 27 wants it").
+// writer, through what every session holds and does (session_core). What
+// stays here is the process bookkeeping and the run loop.
 #include "collect/system_session.h"
 
 #include <dirent.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +33,7 @@
 #include "collect/progress_line.h"
 #include "record/record_sink.h"
 #include "collect/sample_collector.h"
+#include "collect/session_core.h"
 #include "collect/target_python.h"
 #include "probe/cpu_sampler.h"
 #include "torch/dispatcher_catalog.h"
@@ -61,7 +60,6 @@ namespace gpuprof {
 namespace {
 
 constexpr int kPollTimeoutMs = 100;
-constexpr uint64_t kFlushIntervalNs = 250'000'000;
 // A library load is seen at the mmap's entry: the mapping is in the maps
 // file once the call returns. Looked for again on each turn until then.
 constexpr uint64_t kLoadPatienceNs = 2'000'000'000;
@@ -147,9 +145,9 @@ struct PendingLoad {
   uint64_t tried_ns = 0;
 };
 
-class SystemSession {
+class SystemSession final : public SessionCore {
  public:
-  explicit SystemSession(const RecordConfig& config) : config_(config) {}
+  explicit SystemSession(const RecordConfig& config) : SessionCore(config) {}
   RecordOutcome run();
 
  private:
@@ -174,31 +172,12 @@ class SystemSession {
   // known so far defined in it; false after a write error.
   bool switch_cycle(uint64_t ts_ns);
   bool tables_pending_ = false;  // processes or threads not yet in the file
-  RecordStats counters_now() const;
+  RecordStats counters_now() const override;
   bool finish();
-  ProgressCounters progress_counters(uint64_t now) const;
-  void stop(const char* reason) { diagnostics_.stop(reason); }
-  void warn(const std::string& what) { diagnostics_.warn(what); }
-  bool fail(std::string message) { return diagnostics_.fail(std::move(message)); }
-  bool write_failed(const std::string& error) { return diagnostics_.write_failed(error); }
+  ProgressCounters progress_counters(uint64_t now) const override;
 
-  const RecordConfig& config_;
-  RecordOutcome outcome_;
-  RecordStats stats_;
-  Diagnostics diagnostics_{stats_, outcome_};
-  // The record files: the main one, and with --push-every the cycle in
-  // progress, each standing alone (record_outputs.h).
-  std::optional<OutputSwitcher> switcher_;
-  RecordOutputs* writer_ = nullptr;  // switcher_'s outputs, once begun
-  // The collectors, once the file is begun (record_sink.h).
-  std::optional<Interner> interner_;
-  std::optional<SampleCollector> samples_;  // -F HZ
-  std::optional<LaunchCollector> launches_;
-  std::unique_ptr<OpTracer> tracer_;
   std::unique_ptr<LibraryLoads> loads_;
-  std::unique_ptr<CpuSampler> sampler_;
   std::unique_ptr<LaunchTracer> launch_tracer_;
-  std::unique_ptr<ThreadNameCollector> thread_names_;
   // libtorch_cpu files looked at: the op id of their first op (UINT32_MAX:
   // not traced) and their catalog (runtime_ops.h names their rows with it).
   struct TracedFile {
@@ -206,7 +185,6 @@ class SystemSession {
     std::shared_ptr<const DispatcherCatalog> catalog;
   };
   std::map<FileId, TracedFile> libtorch_files_;
-  std::optional<RuntimeOps> runtime_ops_;
   std::map<FileId, LaunchSites> launch_sites_;  // libcudart files read
   std::set<FileId> launch_files_refused_;
   // The first libcudart probed, for the file's CUDA_RUNTIME (what a report
@@ -219,13 +197,6 @@ class SystemSession {
   uint32_t traced_processes_ = 0;
   uint64_t python_epoch_ns_ = 0;
   uint64_t last_reap_ns_ = 0;
-  StackCuts stack_cuts_;  // samples whose Python stacks have frames not read
-  uint64_t op_calls_recorded_ = 0;  // op entries: the progress line's ops/s
-  std::optional<RecordProgress> progress_;  // the terminal's progress line (progress_line.h)
-  ExitlessCalls exitless_;
-  // The op probes' cost, calibrated before the first file's probes go in
-  // and in rounds through the recording (calibration_rounds.h).
-  CalibrationRounds calibration_{config_, diagnostics_};
 };
 
 Process& SystemSession::process(uint32_t pid, const char* comm_if_gone) {
@@ -706,16 +677,13 @@ RecordOutcome SystemSession::run() {
   for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, sampler_ ? sampler_->poll_fd() : -1,
                  signals.fd(), timer.get(), config_.input_fd})
     epoll_watch(epoll.get(), fd);
-  uint64_t last_flush = now_ns();
-  progress_.emplace(config_.progress, last_flush);
+  start_loop(now_ns());
   while (!diagnostics_.stopped()) {
     epoll_event events[4];
     int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
     for (int i = 0; i < n; i++) {
       if (events[i].data.fd == signals.fd()) {
-        signalfd_siginfo info;
-        while (read(signals.fd(), &info, sizeof info) == sizeof info)
-          stop(info.ssi_signo == SIGINT ? "interrupted" : "terminated");
+        read_signals(signals.fd());
       } else if (events[i].data.fd == timer.get()) {
         stop("duration");
       }
@@ -728,21 +696,12 @@ RecordOutcome SystemSession::run() {
     if (launch_tracer_) launch_tracer_->consume();
     calibration_.round();
     const uint64_t now = now_ns();
-    if (now - last_flush >= kFlushIntervalNs) {
-      if (flush_tables() && diagnostics_.writing()) {
-        if (Result<void> flushed = writer_->flush(); !flushed) write_failed(flushed.error());
-      }
-      if (diagnostics_.writing()) {
-        if (Result<void> ticked = switcher_->tick(now, counters_now()); !ticked) write_failed(ticked.error());
-      }
-      last_flush = now;
+    if (flush_due(now)) {
+      if (flush_tables()) flush_chunks();
+      tick_outputs(now);
       reap_exited();  // after the flush: only processes whose description is written
     }
-    if (!diagnostics_.writing())
-      stop(writer_->disk_full(RecordOutputs::kMain) || writer_->disk_full(RecordOutputs::kCycle) ? "disk full"
-                                                                                                 : "write error");
-    if (progress_->active()) progress_->tick(progress_counters(now));
-    if (!config_.live_consumer().tick(now, tracer_ ? tracer_->events_lost() : 0)) stop("quit");
+    end_turn(now);
   }
   if (!finish()) outcome_.ok = false;
   return outcome_;
@@ -779,18 +738,7 @@ bool SystemSession::finish() {
   if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   flush_tables();
   writer_->set_thread_names(thread_names_->names());
-  if (!diagnostics_.writing() && writer_->disk_full(RecordOutputs::kMain)) {
-    // Closed with the room kept for it (RecordWriter::disk_full); where
-    // none could be kept it ends at its last whole chunk: readable both ways.
-    // RecordOutputs::close counts the events the file holds.
-    stats_.problems.push_back("the disk filled: the recording stops there");  // for report; the error says it now
-    (void)switcher_->finish(stats_, now_ns());
-    return fail(disk_full_error(diagnostics_.write_error(), config_.output_path));
-  }
-  if (!diagnostics_.writing()) {
-    (void)switcher_->finish(stats_, now_ns());  // a cycle file open is closed (and pushed) too
-    return fail(diagnostics_.write_error());
-  }
+  if (!diagnostics_.writing()) return close_after_write_error();
   if (cuda_runtime_) {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
     writer_->set_cuda_runtime(*cuda_runtime_);
@@ -804,12 +752,8 @@ bool SystemSession::finish() {
             " lost";
   more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
           " traced";
-  if (std::string cuts = stack_cuts_note(stack_cuts_); !cuts.empty()) std::fputs(cuts.c_str(), stderr);
   if (progress_) progress_->last(progress_counters(now_ns()));
-  std::fprintf(stderr, "gpuprof: stopped (%s); detach %.1f ms; %llu events, %llu lost%s%s\n",
-               outcome_.stop_reason.c_str(), detach_ms, static_cast<unsigned long long>(stats_.events_recorded),
-               static_cast<unsigned long long>(stats_.events_lost), more.c_str(),
-               wrote_part(config_, config_.output_path).c_str());
+  say_stopped(detach_ms, more, config_.output_path);
   return true;
 }
 
