@@ -187,14 +187,17 @@ def _prepare_torch2_chroot():
 class Proc:
     """A child process whose stdout and stderr go to files in the test's tmp dir."""
 
-    def __init__(self, argv, name, logdir, cwd=None, env=None):
+    def __init__(self, argv, name, logdir, cwd=None, env=None, sigint=None):
+        """sigint: the SIGINT disposition the process starts with
+        (signal.SIG_DFL or SIG_IGN); None: the test run's own."""
         self.argv = [str(a) for a in argv]
         self.name = name
         self.stdout_path = Path(logdir) / f"{name}.stdout"
         self.stderr_path = Path(logdir) / f"{name}.stderr"
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.popen = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                          cwd=cwd, env=env)
+                                          cwd=cwd, env=env,
+                                          preexec_fn=None if sigint is None else lambda: signal.signal(signal.SIGINT, sigint))
         self.pid = self.popen.pid
 
     def stdout(self):

@@ -455,6 +455,9 @@ LAUNCH_STOPS = {
     # The second Ctrl-C comes while gpuprof waits: it kills gpuprof (the
     # default action, its signals given back), not the command.
     "ctrl-c-twice": ((signal.SIGINT, signal.SIGINT), "interrupted", False, -signal.SIGINT),
+    # The same when gpuprof starts with SIGINT ignored, as a script's
+    # `gpuprof record -- CMD &` does (and this test run, started so).
+    "ctrl-c-twice-sigint-ignored": ((signal.SIGINT, signal.SIGINT), "interrupted", False, -signal.SIGINT),
     "sigterm": ((signal.SIGTERM,), "terminated", False, 0),
 }
 
@@ -486,7 +489,8 @@ def test_launch_mode_after_the_stop(procs, workdir, tmp_path, torch_env, stop):
     record_file = tmp_path / "lingering.gpuprof"
     duration = ("-d", str(LINGERING_DURATION_S)) if stop == "duration" else ()
     gp = procs.start_gpuprof("record", "-o", record_file, "--row-limit", "-1", *duration, "--",
-                             *torch_env.argv("lingering_command.py", workdir, str(LINGERING_CALLS)))
+                             *torch_env.argv("lingering_command.py", workdir, str(LINGERING_CALLS)),
+                             sigint=signal.SIG_IGN if stop.endswith("-sigint-ignored") else signal.SIG_DFL)
     wait_for_file(workdir, "made", timeout=180, watch=[gp])
     pid = parse_tracing_line(gp.stderr())["pid"]
     procs.track_pid(pid)  # not ours to wait for: killed at teardown if it is left

@@ -453,6 +453,11 @@ int run_record(RecordOptions options) {
     // stay until the command ends so the shell gets it back in order.
     std::fprintf(stderr, "gpuprof: waiting for %d to exit (Ctrl-C again leaves it running)\n",
                  outcome.launched_pid);
+    // That Ctrl-C takes the default action even when gpuprof was started
+    // with SIGINT ignored (a script's `gpuprof record -- CMD &`): the first
+    // one was read all the same, through the session's signalfd. CMD,
+    // started long before, keeps what it inherited.
+    signal(SIGINT, SIG_DFL);
     waitpid(outcome.launched_pid, nullptr, 0);
   }
   return status;
