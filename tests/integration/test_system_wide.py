@@ -412,12 +412,18 @@ def test_two_libtorch_files_are_both_traced(procs, workdir, tmp_path):
 COUNTS_STEPS_MIDWAY = 8000
 
 
-@pytest.mark.parametrize("stack_args", [(), ("--with-stack",)], ids=["ops", "with-stack"])
-@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["sigkill", "detach"])
+# The stop reason each detaching signal gets on the stop line (docs/record.md).
+STOP_REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hangup"}
+
+
+@pytest.mark.parametrize("stop,stack_args", [
+    (signal.SIGKILL, ()), (signal.SIGINT, ()), (signal.SIGKILL, ("--with-stack",)), (signal.SIGINT, ("--with-stack",)),
+    (signal.SIGTERM, ()), (signal.SIGHUP, ())],
+    ids=["sigkill-ops", "detach-ops", "sigkill-with-stack", "detach-with-stack", "sigterm-ops", "sighup-ops"])
 def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp_path, stop, stack_args):
-    # gpuprof killed, or detaching (Ctrl-C), while two processes run their
-    # loops under its probes (with --with-stack: walking their Python frames
-    # at every op entry too).
+    # gpuprof killed, or detaching (Ctrl-C, SIGTERM, SIGHUP), while two
+    # processes run their loops under its probes (with --with-stack: walking
+    # their Python frames at every op entry too).
     runs = {name: start_counts(procs, workdir, name, COUNTS_STEPS_MIDWAY) for name in ("a", "b")}
     record_file = tmp_path / "killed.gpuprof"
     gp = procs.start_gpuprof("record", "-a", "-F", "99", *stack_args, "-q", "-o", record_file)
@@ -436,6 +442,8 @@ def test_stopping_record_a_midway_leaves_every_process_right(procs, workdir, tmp
     gp.send(stop)
     status = gp.wait(timeout=60)
     assert stop == signal.SIGKILL or status == 0, gp.describe()
+    if stop != signal.SIGKILL:
+        assert re.search(rf"^gpuprof: stopped \({STOP_REASONS[stop]}\);", gp.stderr(), re.M), gp.stderr()
     finish_counts(workdir, runs, [])  # right results, exit 0
     wait_until(lambda: not (links & live_bpf_link_ids()), 10, "gpuprof's BPF links to be released")
     # What was written before the kill reads, with both processes in it.
