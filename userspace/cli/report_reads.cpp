@@ -157,6 +157,15 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
                     std::move(check.bounds)};
 }
 
+// A recording read whole after a first read that said what it lost (its
+// warnings not repeated); nullopt after printing the error.
+std::optional<Recording> reread_whole(const std::string& path, bool strict) {
+  Result<Recording> whole = read_recording(path, strict ? CorruptChunks::refuse : CorruptChunks::skip);
+  if (whole) return std::move(*whole);
+  std::fprintf(stderr, "gpuprof: error: %s\n", whole.error().c_str());
+  return std::nullopt;
+}
+
 // The second read, its events handed to `stream`: the Recording it
 // returned (streamed is false when the stream declined it, or when a
 // recording still being written got records since that stopped the
@@ -209,11 +218,9 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   if (accept && !accept(std::get<StreamHead>(first).recording)) {
-    // The first read said what it lost.
-    Result<Recording> whole = read_recording(path, strict ? CorruptChunks::refuse : CorruptChunks::skip);
-    if (whole) return std::move(*whole);
-    std::fprintf(stderr, "gpuprof: error: %s\n", whole.error().c_str());
-    return 1;
+    std::optional<Recording> whole = reread_whole(path, strict);
+    if (!whole) return 1;
+    return std::move(*whole);
   }
   auto stream = make(std::get<StreamHead>(first));
   auto second = read_streamed(path, strict, stream_of(stream));
@@ -413,39 +420,20 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
       {}, StreamScope{.figures = true});
 }
 
-namespace {
-
-// read_for_gpu_view's first read: it takes every record but the GPU
-// activities, dropping them; the first activities stop it.
-class GpuTimesCheck : public RecordStream {
- public:
-  bool wants(const Recording&) override { return true; }
-  void on_events(std::span<const gp_event>, uint64_t) override {}
-  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
-};
-
-}  // namespace
-
 std::variant<Recording, int> read_for_gpu_view(const std::string& path, bool strict) {
-  if (!streaming_allowed()) {
-    std::optional<Recording> whole = read_recording_for_output(path, strict);
+  if (streaming_allowed()) {
+    // Memory taken (dropped), GPU activities not: the first of them stops
+    // this read and has the recording read whole.
+    auto first = read_stream_head(path, strict, StreamScope{.system_wide = true, .memory = true});
+    if (const int* status = std::get_if<int>(&first)) return *status;
+    if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+    Recording& head = std::get<StreamHead>(first).recording;
+    if (!head.cupti_shim) return std::move(head);
+    // A shim but no activities yet: read whole.
+    std::optional<Recording> whole = reread_whole(path, strict);
     if (!whole) return 1;
     return std::move(*whole);
   }
-  GpuTimesCheck check;
-  bool whole_needed = false;
-  Result<Recording> head =
-      read_recording_streamed(path, strict ? CorruptChunks::refuse : CorruptChunks::skip, check, &whole_needed);
-  if (!head && !whole_needed) {
-    std::fprintf(stderr, "gpuprof: error: %s\n", head.error().c_str());
-    return 1;
-  }
-  if (head && !head->cupti_shim) {
-    for (const LostChunk& lost : head->lost_chunks)
-      std::fprintf(stderr, "gpuprof: warning: %s\n", lost.message.c_str());
-    return std::move(*head);
-  }
-  // GPU times: the read that keeps them says what was lost.
   std::optional<Recording> whole = read_recording_for_output(path, strict);
   if (!whole) return 1;
   return std::move(*whole);
