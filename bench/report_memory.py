@@ -60,8 +60,13 @@ activities through the real CUPTI shim) and on that file:
   - `--kernels`, `--launches` and `--chrome-trace OUT` (each GPU activity
     joined to its launch and spilled per stream), streamed, and the same
     read whole.
+Then, for each number of seconds, `gpuprof record -a --with-stack` of two
+such loops and on that file, cut by `--pid` to the first loop:
+  - `--chrome-trace OUT`, `--speedscope OUT` and `--modules`, streamed
+    (the chosen process's events and entry stacks renumbered as they come:
+    analyze/chosen_processes_stream.h), and the same read whole.
 `--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
-memory, 6 GPU) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+memory, 6 GPU, 7 record -a --with-stack) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
 """
@@ -82,9 +87,9 @@ LAUNCH_DRIVER = GPUPROF.parent / "tests" / "fake_libtorch" / "launch_driver"
 STAND_IN_CUPTI = GPUPROF.parent / "tests" / "fake_cupti" / "libcupti.so.13"
 
 
-def record_system_wide(seconds, workdir, label):
-    """`gpuprof record -a -d SECONDS` while two loops run: (record file, the
-    first loop's pid)."""
+def record_system_wide(seconds, workdir, label, extra=()):
+    """`gpuprof record -a -d SECONDS` (extra: more record options) while two
+    loops run: (record file, the first loop's pid)."""
     out = workdir / f"{label}.gpuprof"
     loops = []
     try:
@@ -98,7 +103,7 @@ def record_system_wide(seconds, workdir, label):
                 if loop.poll() is not None or time.monotonic() > deadline:
                     sys.exit("report_memory: the loops did not start")
                 time.sleep(0.1)
-        rec = subprocess.run([str(GPUPROF), "record", "-a", "-q", "-d", str(seconds), "-o", str(out)],
+        rec = subprocess.run([str(GPUPROF), "record", "-a", "-q", *extra, "-d", str(seconds), "-o", str(out)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if rec.returncode != 0:
             sys.exit(f"report_memory: gpuprof record -a failed ({rec.returncode}): {rec.stderr}")
@@ -172,14 +177,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", default="2,8", help="recording lengths, comma-separated")
     parser.add_argument("--keep", type=pathlib.Path, help="keep the record files in this directory")
-    parser.add_argument("--part", type=int, action="append", choices=range(1, 7),
-                        help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory, 6 GPU); "
-                             "repeatable")
+    parser.add_argument("--part", type=int, action="append", choices=range(1, 8),
+                        help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory, 6 GPU, "
+                             "7 record -a --with-stack); repeatable")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("report_memory: run as root (gpuprof record attaches BPF probes)")
     lengths = [int(s) for s in args.seconds.split(",")]
-    parts = set(args.part or range(1, 7))
+    parts = set(args.part or range(1, 8))
     if len(lengths) < 2:
         sys.exit("report_memory: give two lengths or more, e.g. --seconds 2,8")
     whole = {"GPUPROF_REPORT_READ_WHOLE": "1"}
@@ -255,6 +260,14 @@ def main():
         measure_part(lengths, workdir, gpu_modes,
                      lambda seconds: (record_gpu(10000 * seconds, workdir, f"gpu-{seconds}"), None),
                      "launch_driver {seconds}0,000 steps", 6 in parts)
+        # record -a --with-stack: one process's outputs, its entry stacks renumbered.
+        stack_modes = {f"-a --with-stack {name} --pid ({how})": ([*output, "--pid", "{pid}"], env)
+                       for name, output in (("--chrome-trace", ["--chrome-trace", "{out}"]),
+                                            ("--speedscope", ["--speedscope", "{out}"]), ("--modules", ["--modules"]))
+                       for how, env in (("streamed", None), ("whole", whole))}
+        measure_part(lengths, workdir, stack_modes,
+                     lambda seconds: record_system_wide(seconds, workdir, f"stacks-{seconds}s", ["--with-stack"]),
+                     "{seconds} s record -a --with-stack of two loops", 7 in parts)
 
 
 def measure_part(lengths, workdir, modes, record_for, title, wanted=True):

@@ -549,6 +549,57 @@ def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir
     assert one.returncode == 0 and "[no module]" in one.stdout, one.stderr
 
 
+def module_calls(table):
+    """A layer table's models: {model: (its calls, [(layer's kind, its calls)])},
+    a layer's kind its label without the instance number (Linear_1: Linear)."""
+    models, last = {}, None
+    for m in re.finditer(r"^((?:├── |└── )?)([A-Za-z]+)(?:_\d+)?\s+\|.*\|\s*(\d+)$", table, re.M):
+        branch, label, calls = m.groups()
+        if branch:
+            models[last][1].append((label, int(calls)))
+        else:
+            last = label
+            models[label] = (int(calls), [])
+    return models
+
+
+def test_record_a_with_stack_streams_each_processes_modules_trace_and_speedscope(procs, tmp_path):
+    """record -a --with-stack of two models on two threads in each of two
+    processes (tests/workloads/module_loop.py, torch 1.13 and 2.6 at once):
+    each process's layer table (--modules --pid) counts every forward of
+    each model and layer, and it, the Chrome trace with its module slices
+    and the speedscope profile stream (their entry stacks renumbered as
+    they come: analyze/chosen_processes_stream.h) into the whole read's
+    bytes."""
+    out = tmp_path / "modules.gpuprof"
+    gp = procs.start_gpuprof("record", "-a", "--with-stack", "-q", "-o", out)
+    gp.wait_for_stderr(r"^gpuprof: system-wide: ", timeout=120)
+    loops = {name: procs.start_workload("module_loop.py", "3", name=f"modules-{name}", torch_env=env)
+             for name, env in (("host", HOST_TORCH), ("chroot", CHROOT_TORCH))}
+    for loop in loops.values():
+        assert loop.wait(timeout=180) == 0, loop.describe()
+    gp.send(signal.SIGINT)
+    assert gp.wait(timeout=120) == 0, gp.describe()
+    trace, speedscope = tmp_path / "trace.json", tmp_path / "profile.speedscope.json"
+    for name, loop in loops.items():
+        said = {key: int(value) for key, value in re.findall(r"^(train|infer|pid) (\d+)$", loop.stdout(), re.M)}
+        pid = str(said["pid"])
+        table = report_as_whole(out, "--modules", "--pid", pid)
+        assert table.returncode == 0, (name, table.stderr)
+        train, infer = said["train"], said["infer"]
+        assert module_calls(table.stdout) == {
+            "Trained": (train, [("Linear", train), ("ReLU", train), ("Linear", train)]),
+            "Inferred": (infer, [("Linear", infer), ("Tanh", infer)])}, (name, said, table.stdout)
+        events = report_as_whole(out, "--modules", "--show-events", "--raw-times", "--pid", pid)
+        assert events.returncode == 0 and "aten::linear" in events.stdout, (name, events.stderr)
+        doc, _ = report_file_as_whole(out, trace, "--chrome-trace", trace, "--pid", pid)
+        slices = {model: doc.count(b'"cat":"python_function","name":"nn.Module: %s"' % model.encode())
+                  for model in ("Trained", "Inferred")}
+        assert slices == {"Trained": train, "Inferred": infer}, (name, said, slices)
+        profile, _ = report_file_as_whole(out, speedscope, "--speedscope", speedscope, "--pid", pid)
+        assert b'{"name":"aten::linear"}' in profile and b"module_loop.py" in profile, (name, profile[-2000:])
+
+
 def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):
     target, pid = start_loop(procs, workdir, steps=10 ** 8)
     touch(workdir, "go")

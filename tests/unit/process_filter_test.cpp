@@ -41,6 +41,7 @@ Recording system_wide() {
   r.sample_frames = {"a.py(1): main", "libc.so.6!f", "spin!loop", "do_syscall_64_[k]"};
   r.sample_stacks = {{0}, {3}};
   r.entry_stacks = {{0, 0}, {6, 0}};  // event 0 (pid 10) and event 6 (pid 20)
+  r.backward_stacks = {{1, 0}, {2, 0}};  // event 1 (pid 20) and event 2 (pid 10)
   r.samples = {{150, 10, 1, false, 0}, {160, 30, 2, true, kNoPythonStack}, {170, 20, 1, false, kNoPythonStack},
                {180, 30, 2, true, kNoPythonStack}};
   r.sample_kernel_stacks = {{1, 1}, {3, 1}};
@@ -69,6 +70,8 @@ TEST(ProcessFilter, SelectsOneProcessAndRenumbersIndices) {
   for (const gp_event& e : one.events) EXPECT_EQ(e.pid, 20u);
   // Event 6 of the whole recording is event 2 of process 20's.
   EXPECT_EQ(one.entry_stacks, (std::vector<EntryStack>{{2, 0}}));
+  // Event 1 is its event 0; event 2 is process 10's.
+  EXPECT_EQ(one.backward_stacks, (std::vector<EntryStack>{{0, 0}}));
   ASSERT_EQ(one.samples.size(), 1u);
   EXPECT_EQ(one.samples[0].tid, 20u);
   EXPECT_TRUE(one.sample_kernel_stacks.empty());

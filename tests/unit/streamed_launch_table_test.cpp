@@ -87,12 +87,12 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   }
   Recording head = head_of(recording);
   head.streamed_gpu_activities = recording.gpu_activities.size();  // the first read counts them
-  auto table = [&](const Recording& of) { return std::make_unique<StreamedLaunchTable>(of, bounds); };
+  auto table = [&](const Recording& of, const LastPairs&) { return std::make_unique<StreamedLaunchTable>(of, bounds); };
   std::unique_ptr<RecordStream> stream;
   if (chosen)
-    stream = std::make_unique<ChosenProcessesStream>(head, *chosen, table);
+    stream = std::make_unique<ChosenProcessesStream>(head, *chosen, LastPairs{}, table);
   else
-    stream = table(head);
+    stream = table(head, {});
   RecordStream& streamed = *stream;
   if (!streamed.wants(head)) return std::nullopt;
   const std::span<const CudaLaunch> launches(recording.launches);
@@ -108,7 +108,7 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   if (!recording.gpu_activities.empty()) {
     EXPECT_TRUE(streamed.on_gpu_activities(recording.gpu_activities));
   }
-  auto& launch_table = dynamic_cast<StreamedLaunchTable&>(chosen ? dynamic_cast<ChosenProcessesStream&>(streamed).inner()
+  auto& launch_table = dynamic_cast<StreamedLaunchTable&>(chosen ? dynamic_cast<ChosenProcessesStream&>(streamed).finished_inner()
                                                                  : streamed);
   return std::move(launch_table).finish(head);
 }

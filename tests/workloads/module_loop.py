@@ -6,9 +6,10 @@ No handshake: run as `record -- CMD`. For SECONDS, the main thread trains a
 small MLP (Trained, an nn.Sequential of Linear, ReLU, Linear: forward, a sum outside
 the model, backward, an SGD step), and a second thread runs a Tanh model
 (Inferred: Linear, Tanh) in an inference loop, with no op between
-its calls. Prints `train N` and `infer M` (the forwards of each model) and
-exits 0.
+its calls. Prints `train N` and `infer M` (the forwards of each model),
+then `pid P` (its own, for a record -a of it), and exits 0.
 """
+import os
 import sys
 import threading
 import time
@@ -53,6 +54,7 @@ def main():
     other.join()
     print(f"train {counts['train']}")
     print(f"infer {counts['infer']}")
+    print(f"pid {os.getpid()}")
 
 
 main()

@@ -49,6 +49,9 @@ Recording select_processes(const Recording& recording, const std::set<uint32_t>&
   for (const EntryStack& s : recording.entry_stacks)
     if (auto it = event_index.find(s.event_index); it != event_index.end())
       out.entry_stacks.push_back({it->second, s.stack_id});
+  for (const EntryStack& s : recording.backward_stacks)
+    if (auto it = event_index.find(s.event_index); it != event_index.end())
+      out.backward_stacks.push_back({it->second, s.stack_id});
   std::unordered_map<uint64_t, uint64_t> sample_index;
   for (size_t i = 0; i < recording.samples.size(); i++) {
     if (!kept_thread(recording.samples[i].tid)) continue;

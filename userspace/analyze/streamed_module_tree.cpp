@@ -38,7 +38,9 @@ bool StreamedModuleTree::on_gpu_activities(std::span<const GpuActivity> activiti
 }
 
 bool StreamedModuleTree::wants(const Recording& head) {
-  return head.options.with_stack && head.process.pid != 0 && !head.options.memory && (!gpu_ || figures_);
+  // The head it was made for: a recording's, or one process's selection of
+  // a system-wide one (analyze/chosen_processes_stream.h).
+  return head.options.with_stack && head_.process.pid != 0 && !head.options.memory && (!gpu_ || figures_);
 }
 
 void StreamedModuleTree::on_events(std::span<const gp_event> events, uint64_t first) {

@@ -57,8 +57,9 @@ class StreamedModuleTree : public RecordStream {
 
   // Declines what build_module_tree would not read alike from a stream: a
   // recording without entry stacks, a system-wide one (its modules are per
-  // process), --profile-memory (module memory needs every module call) and
-  // GPU time without the join's bounds.
+  // process) but for one process's selection of it (the head this tree was
+  // made for: analyze/chosen_processes_stream.h), --profile-memory (module
+  // memory needs every module call) and GPU time without the join's bounds.
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override;

@@ -470,7 +470,7 @@ int run_report(const ReportOptions& given) {
   const bool streamed_pprof = streaming_allowed() && !options.trace.pprof.empty();
   std::optional<StreamedPprofSums> streamed_sums;
   // And --modules (streamed_module_tree.h).
-  const bool streamed_module_table = !whole_only && options.modules;
+  const bool streamed_module_table = streaming_allowed() && options.modules;
   std::optional<ModuleTree> streamed_modules;
   // And --kernels (streamed_kernel_table.h).
   const bool streamed_kernel_table = !whole_only && options.kernels;
@@ -488,7 +488,7 @@ int run_report(const ReportOptions& given) {
     failed = take_read(read_for_kernels(options.input_path, options.strict), &StreamedKernels::summary, recording,
                        streamed_kernels);
   else if (streamed_module_table)
-    failed = take_read(read_for_modules(options.input_path, options.strict, options.raw_times),
+    failed = take_read(read_for_modules(options.input_path, options.strict, options.raw_times, choice),
                        &StreamedModules::tree, recording, streamed_modules);
   else if (streamed_pprof)
     failed = take_read(read_for_pprof(options.input_path, options.strict, options.raw_times, choice),

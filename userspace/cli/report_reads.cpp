@@ -89,9 +89,9 @@ class StreamingCheck : public RecordStream {
       last = e.tid;
     }
   }
-  void on_entry_stack(uint64_t event_index, uint32_t) override { last_entry_stack = event_index; }
-  void on_backward_stack(uint64_t event_index, uint32_t) override { last_backward_stack = event_index; }
-  void on_entry_shape(uint64_t event_index, uint32_t) override { last_entry_shape = event_index; }
+  void on_entry_stack(uint64_t event_index, uint32_t) override { last_pairs.entry_stack = event_index; }
+  void on_backward_stack(uint64_t event_index, uint32_t) override { last_pairs.backward_stack = event_index; }
+  void on_entry_shape(uint64_t event_index, uint32_t) override { last_pairs.entry_shape = event_index; }
   bool on_mem_events(std::span<const gp_mem_event> events) override {
     if (scope_.takes_memory())
       bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
@@ -117,10 +117,8 @@ class StreamingCheck : public RecordStream {
     return true;
   }
   bool accepted = false;
-  std::optional<uint64_t> last_entry_stack;     // the event index of the last ENTRY_STACKS pair
-  std::optional<uint64_t> last_backward_stack;  // and of the last BACKWARD_STACKS pair
-  std::optional<uint64_t> last_entry_shape;     // and of the last ENTRY_SHAPES pair
-  JoinBounds bounds;                            // figures: the join's
+  LastPairs last_pairs;  // where each kind of pair ends
+  JoinBounds bounds;     // figures: the join's
 
  private:
   template <typename Record, typename Key>
@@ -135,11 +133,9 @@ class StreamingCheck : public RecordStream {
 // The first read of a streamed output. A Recording: one read whole (it
 // cannot be streamed); an int: the exit status of a read that failed.
 struct StreamHead {
-  Recording recording;                       // all but the events
-  std::optional<uint64_t> last_entry_stack;     // StreamingCheck's
-  std::optional<uint64_t> last_backward_stack;  // StreamingCheck's
-  std::optional<uint64_t> last_entry_shape;     // StreamingCheck's
-  JoinBounds bounds;                            // StreamingCheck's
+  Recording recording;  // all but the events
+  LastPairs last_pairs;  // StreamingCheck's
+  JoinBounds bounds;     // StreamingCheck's
 };
 std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict,
                                                           const StreamScope& scope) {
@@ -153,8 +149,7 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  return StreamHead{std::move(*head), check.last_entry_stack, check.last_backward_stack, check.last_entry_shape,
-                    std::move(check.bounds)};
+  return StreamHead{std::move(*head), check.last_pairs, std::move(check.bounds)};
 }
 
 // A recording read whole after a first read that said what it lost (its
@@ -212,12 +207,12 @@ RecordStream& stream_of(std::unique_ptr<Stream>& stream) {
 // make may return its stream behind a std::unique_ptr.
 template <typename Output, typename Make, typename Finish>
 std::variant<Output, Recording, int> read_twice(const std::string& path, bool strict, Make make, Finish finish,
-                                                const std::function<bool(const Recording&)>& accept = {},
+                                                const std::function<bool(const StreamHead&)>& accept = {},
                                                 const StreamScope& scope = {}) {
   auto first = read_stream_head(path, strict, scope);
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
-  if (accept && !accept(std::get<StreamHead>(first).recording)) {
+  if (accept && !accept(std::get<StreamHead>(first))) {
     std::optional<Recording> whole = reread_whole(path, strict);
     if (!whole) return 1;
     return std::move(*whole);
@@ -233,7 +228,8 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
 // Whether a head's stacks stream (--folded, --pprof): a system-wide recording's, without
 // entry stacks (streamed_process_metric_sums.h), and (as the whole read
 // tells them apart) only one whose header says record -a.
-bool folded_streamable(const Recording& head) {
+bool folded_streamable(const StreamHead& first) {
+  const Recording& head = first.recording;
   return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
 }
 
@@ -247,20 +243,40 @@ bool chosen_processes_streamable(const ProcessChoice& choice, const Recording& h
          (ChosenProcessesStream::serves(head) && !matching_processes(head, choice.pids, choice.comms).empty());
 }
 
-// The stream make(head) makes, or (--pid/--comm of a record -a recording)
-// the one make(selection) makes of the chosen processes' selection, fed
-// theirs alone (chosen_processes_stream.h).
-template <typename Make>
-std::unique_ptr<RecordStream> all_or_chosen(const ProcessChoice& choice, const Recording& head, Make make) {
-  if (!chooses(choice, head)) return make(head);
-  return std::make_unique<ChosenProcessesStream>(head, matching_processes(head, choice.pids, choice.comms), make);
+// How many of the processes --pid/--comm choose ran ops (the first read
+// noted the threads with op events); a thread no THREAD_PROCESSES names
+// counts as a process of its own.
+size_t processes_with_ops(const StreamHead& first, const ProcessChoice& choice) {
+  const std::set<uint32_t> chosen = matching_processes(first.recording, choice.pids, choice.comms);
+  const auto process_of = process_of_thread(first.recording);
+  std::set<uint32_t> with_ops;
+  size_t unknown = 0;
+  for (uint32_t tid : first.bounds.op_threads) {
+    const auto it = process_of.find(tid);
+    if (it == process_of.end())
+      unknown++;
+    else if (chosen.count(it->second))
+      with_ops.insert(it->second);
+  }
+  return with_ops.size() + unknown;
 }
 
-// The output's stream in what all_or_chosen() made.
+// The stream make(head, last pairs) makes, or (--pid/--comm of a record -a
+// recording) the one make(selection, pairs) makes of the chosen processes'
+// selection, fed theirs alone, each pair before its event
+// (chosen_processes_stream.h).
+template <typename Make>
+std::unique_ptr<RecordStream> all_or_chosen(const ProcessChoice& choice, const StreamHead& head, Make make) {
+  if (!chooses(choice, head.recording)) return make(head.recording, head.last_pairs);
+  return std::make_unique<ChosenProcessesStream>(
+      head.recording, matching_processes(head.recording, choice.pids, choice.comms), head.last_pairs, make);
+}
+
+// The output's stream in what all_or_chosen() made, once the read is done.
 template <typename Stream>
 Stream& output_stream(std::unique_ptr<RecordStream>& stream) {
   auto* chosen = dynamic_cast<ChosenProcessesStream*>(stream.get());
-  return dynamic_cast<Stream&>(chosen ? chosen->inner() : *stream);
+  return dynamic_cast<Stream&>(chosen ? chosen->finished_inner() : *stream);
 }
 
 // A system-wide read's sums, of the processes --pid/--comm choose, and the
@@ -293,8 +309,8 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
         const TableGrouping table_grouping{.by_input_shape = grouping.by_input_shape,
                                            .by_stack_n = grouping.by_stack_n,
-                                           .last_entry_shape = head.last_entry_shape,
-                                           .last_entry_stack = head.last_entry_stack};
+                                           .last_entry_shape = head.last_pairs.entry_shape,
+                                           .last_entry_stack = head.last_pairs.entry_stack};
         if (StreamedFiguresTable::serves(head.recording))
           return std::make_unique<StreamedFiguresTable>(costs, raw_times, head.recording, head.bounds,
                                                         table_grouping);
@@ -314,7 +330,8 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
       // The note on stacks cut counts the chosen processes' calls; a
       // system-wide table grouped by shape or stack is made whole, and so
       // is a system-wide one with memory or GPU columns.
-      [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const Recording& head) {
+      [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const StreamHead& first) {
+        const Recording& head = first.recording;
         const bool figures = head.options.memory || head.cupti_shim.has_value() || gpu_activities_read(head) > 0;
         return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head)) &&
                !(figures && is_system_wide(head));
@@ -333,7 +350,7 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
           return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, std::vector{of_metric});
-        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_entry_stack, of_metric,
+        return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_pairs.entry_stack, of_metric,
                                                    &head.bounds);
       },
       [metric, &choice](std::unique_ptr<RecordStream>& stream, Recording recording) {
@@ -354,7 +371,7 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
           return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, pprof_metrics(head.recording));
-        return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_entry_stack,
+        return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_pairs.entry_stack,
                                                     pprof_metrics(head.recording), &head.bounds);
       },
       [&choice](std::unique_ptr<RecordStream>& stream, Recording recording) {
@@ -377,8 +394,8 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         const GpuActivityBounds gpu{.activity_start = head.bounds.gpu_activity_start,
                                     .activity_correlation = head.bounds.gpu_activity_correlation,
                                     .correlation_id = head.bounds.gpu_correlation_id};
-        return all_or_chosen(read.choice, head.recording, [&](const Recording& of) {
-          return std::make_unique<StreamedChromeTrace>(of, head.last_entry_stack, head.last_entry_shape, read.ops,
+        return all_or_chosen(read.choice, head, [&](const Recording& of, const LastPairs& pairs) {
+          return std::make_unique<StreamedChromeTrace>(of, pairs.entry_stack, pairs.entry_shape, read.ops,
                                                        head.bounds.mem_event_ts, gpu, read.calls_only);
         });
       },
@@ -386,28 +403,39 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         StreamedTraceCalls calls = output_stream<StreamedChromeTrace>(stream).finish();
         return StreamedTrace{std::move(recording), std::move(calls)};
       },
-      [&read](const Recording& head) {
+      [&read](const StreamHead& first) {
+        const Recording& head = first.recording;
         return StreamedChromeTrace::streamable(head, read.ops.has_value()) &&
                (read.system_wide || !is_system_wide(head)) && chosen_processes_streamable(read.choice, head);
       },
       StreamScope{.system_wide = true, .memory = true, .gpu = true});
 }
 
-std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
-                                                               bool raw_times) {
+std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict, bool raw_times,
+                                                               const ProcessChoice& choice) {
   return read_twice<StreamedModules>(
       path, strict,
-      [&](const StreamHead& head) {
-        return StreamedModuleTree(head.recording, compensation_costs(head.recording, raw_times),
-                                  head.last_entry_stack, head.last_backward_stack, &head.bounds);
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        return all_or_chosen(choice, head, [&](const Recording& of, const LastPairs& pairs) {
+          return std::make_unique<StreamedModuleTree>(of, compensation_costs(of, raw_times), pairs.entry_stack,
+                                                      pairs.backward_stack, &head.bounds);
+        });
       },
-      [](StreamedModuleTree& tree, Recording recording) {
-        ModuleTree built = std::move(tree).finish();
+      [](std::unique_ptr<RecordStream>& stream, Recording recording) {
+        ModuleTree built = std::move(output_stream<StreamedModuleTree>(stream)).finish();
         return StreamedModules{std::move(recording), std::move(built)};
       },
-      // Module memory needs every module call: read whole.
-      +[](const Recording& head) { return head.options.with_stack && !head.options.memory; },
-      StreamScope{.figures = true});
+      [&choice](const StreamHead& first) {
+        const Recording& head = first.recording;
+        // Module memory needs every module call: read whole. So does a
+        // record -a recording but for the processes --pid/--comm choose,
+        // of which one at most ran ops (the whole read says when more did).
+        if (!head.options.with_stack || head.options.memory) return false;
+        if (!is_system_wide(head)) return true;
+        return chooses(choice, head) && chosen_processes_streamable(choice, head) &&
+               processes_with_ops(first, choice) <= 1;
+      },
+      StreamScope{.system_wide = true, .figures = true});
 }
 
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict) {
@@ -444,7 +472,7 @@ std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::stri
   return read_twice<StreamedLaunches>(
       path, strict,
       [&choice](const StreamHead& head) -> std::unique_ptr<RecordStream> {
-        return all_or_chosen(choice, head.recording, [&](const Recording& of) {
+        return all_or_chosen(choice, head, [&](const Recording& of, const LastPairs&) {
           return std::make_unique<StreamedLaunchTable>(of, head.bounds);
         });
       },
@@ -452,7 +480,7 @@ std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::stri
         LaunchSummary summary = std::move(output_stream<StreamedLaunchTable>(stream)).finish(recording);
         return StreamedLaunches{std::move(recording), std::move(summary)};
       },
-      [&choice](const Recording& head) { return chosen_processes_streamable(choice, head); },
+      [&choice](const StreamHead& first) { return chosen_processes_streamable(choice, first.recording); },
       StreamScope{.system_wide = true, .figures = true});
 }
 

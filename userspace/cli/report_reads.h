@@ -114,13 +114,15 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
 
 // --modules: each thread's settled calls placed in the module tree as they
 // come (streamed_module_tree.h). A recording without entry stacks reads
-// whole (for report's error), and so does one of record -a.
+// whole (for report's error), and so does one of record -a, but for the
+// processes choice (--pid/--comm) chooses when one of them at most ran ops
+// (chosen_processes_stream.h).
 struct StreamedModules {
   Recording recording;  // without its events
   ModuleTree tree;
 };
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict,
-                                                               bool raw_times);
+                                                               bool raw_times, const ProcessChoice& choice = {});
 
 // --kernels: each GPU activity charged to the op of its launch as the
 // records come (streamed_kernel_table.h); a record -a recording reads whole.

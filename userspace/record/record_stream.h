@@ -15,6 +15,14 @@
 
 namespace gpuprof {
 
+// Where each kind of pair of a file ends: the event index of its last
+// ENTRY_STACKS, ENTRY_SHAPES and BACKWARD_STACKS pair (nullopt: none; for
+// a stream fed each pair before its event, as analyze/
+// chosen_processes_stream.h feeds its inner stream, none to wait for).
+struct LastPairs {
+  std::optional<uint64_t> entry_stack, entry_shape, backward_stack;
+};
+
 // What a streaming read hands its events to.
 class RecordStream {
  public:
