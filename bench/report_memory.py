@@ -61,10 +61,13 @@ activities through the real CUPTI shim) and on that file:
     joined to its launch and spilled per stream), streamed, and the same
     read whole.
 Then, for each number of seconds, `gpuprof record -a --with-stack` of two
-such loops and on that file, cut by `--pid` to the first loop:
-  - `--chrome-trace OUT`, `--speedscope OUT` and `--modules`, streamed
-    (the chosen process's events and entry stacks renumbered as they come:
-    analyze/chosen_processes_stream.h), and the same read whole.
+such loops and on that file:
+  - `--folded` and `--pprof OUT`, every process's stacks under its entries'
+    Python frames, streamed (each process's events and entry stacks
+    renumbered as they come: analyze/pairs_first.h), and the same read
+    whole;
+  - cut by `--pid` to the first loop: `--chrome-trace OUT`, `--speedscope
+    OUT` and `--modules`, streamed, and the same read whole.
 `--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
 memory, 6 GPU, 7 record -a --with-stack) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
@@ -261,9 +264,11 @@ def main():
                      lambda seconds: (record_gpu(10000 * seconds, workdir, f"gpu-{seconds}"), None),
                      "launch_driver {seconds}0,000 steps", 6 in parts)
         # record -a --with-stack: one process's outputs, its entry stacks renumbered.
-        stack_modes = {f"-a --with-stack {name} --pid ({how})": ([*output, "--pid", "{pid}"], env)
-                       for name, output in (("--chrome-trace", ["--chrome-trace", "{out}"]),
-                                            ("--speedscope", ["--speedscope", "{out}"]), ("--modules", ["--modules"]))
+        stack_modes = {f"-a --with-stack {name} ({how})": (output, env)
+                       for name, output in (("--folded", ["--folded"]), ("--pprof", ["--pprof", "{pprof}"]),
+                                            ("--chrome-trace --pid", ["--chrome-trace", "{out}", "--pid", "{pid}"]),
+                                            ("--speedscope --pid", ["--speedscope", "{out}", "--pid", "{pid}"]),
+                                            ("--modules --pid", ["--modules", "--pid", "{pid}"]))
                        for how, env in (("streamed", None), ("whole", whole))}
         measure_part(lengths, workdir, stack_modes,
                      lambda seconds: record_system_wide(seconds, workdir, f"stacks-{seconds}s", ["--with-stack"]),

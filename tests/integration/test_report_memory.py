@@ -345,11 +345,11 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
 @pytest.mark.parametrize("extra", [[], ["--with-stack"]], ids=["plain", "with-stack"])
 def test_streamed_outputs_of_chosen_processes_memory_is_flat(torch_env, procs, tmp_path, extra):
     """--folded, --pprof and --chrome-trace of a record -a recording, cut by
-    --pid/--comm, stream (cli/report_reads.h), and so do --chrome-trace,
-    --speedscope and --modules of one with entry stacks (their pairs
-    renumbered as they come: analyze/chosen_processes_stream.h): from 1 s to
-    4 s of two small-op loops their peak RSS stays flat, where the whole
-    read's grows with the events."""
+    --pid/--comm, stream (cli/report_reads.h), and with entry stacks so do
+    they, --folded of every process, --speedscope and --modules (the pairs
+    renumbered to each process's events as they come: analyze/pairs_first.h):
+    from 1 s to 4 s of two small-op loops their peak RSS stays flat, where
+    the whole read's grows with the events."""
     rss, events = {}, {}
     profile, trace = tmp_path / "chosen.pb.gz", tmp_path / "chosen.json"
     for seconds in (1, 4):
@@ -372,9 +372,9 @@ def test_streamed_outputs_of_chosen_processes_memory_is_flat(torch_env, procs, t
         pid = loops[0][1].read_text()
         chosen = {"--folded": ("--folded", "--pid", pid), "--pprof": ("--pprof", profile, "--comm", "python3"),
                   "--chrome-trace": ("--chrome-trace", trace, "--pid", pid)}
-        if extra:  # --folded and --pprof of a record -a recording with entry stacks read whole
-            chosen = {"--chrome-trace": ("--chrome-trace", trace, "--pid", pid),
-                      "--speedscope": ("--speedscope", trace, "--pid", pid), "--modules": ("--modules", "--pid", pid)}
+        if extra:
+            chosen.update({"--folded (all)": ("--folded",), "--speedscope": ("--speedscope", trace, "--pid", pid),
+                           "--modules": ("--modules", "--pid", pid)})
         rss[seconds] = {output: (peak_rss_kib(out, *args), peak_rss_kib(out, *args, env=READ_WHOLE))
                         for output, args in chosen.items()}
     summary = f"peak RSS KiB (streamed, read whole): 1 s {rss[1]}, 4 s {rss[4]}; events {events}"

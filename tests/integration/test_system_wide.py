@@ -538,10 +538,19 @@ def test_record_a_with_stack_gives_each_process_its_python_stacks(procs, workdir
         assert "Source Location" in text and re.search(r"torch_counts\.py\(\d+\): main", text), text
     # Its entry stacks do not change the streamed table (whole or --pid, read
     # whole then: the note on stacks cut counts the chosen process's calls)
-    # nor --folded (read whole: the stacks name the file's event indices).
-    for args in (["--row-limit", "-1"], ["--pid", str(runs["chroot"][1])], ["--folded"]):
+    # nor --folded (streamed, each process's entry stacks renumbered as they
+    # come: analyze/pairs_first.h), every process's or one's, under main().
+    for args in (["--row-limit", "-1"], ["--pid", str(runs["chroot"][1])], ["--folded"],
+                 ["--folded", "--pid", str(runs["host"][1])]):
         report = report_as_whole(out, *args)
         assert report.returncode == 0 and "aten::mm" in report.stdout, (args, report.stderr)
+        if "--folded" in args:
+            assert re.search(r"^python3-\d+;.*torch_counts\.py\(\d+\):_main;aten::mm \d+$", report.stdout, re.M), \
+                report.stdout[:3000]
+    profile = tmp_path / "stacks.pb.gz"
+    streamed_profile, _ = report_file_as_whole(out, profile, "--pprof", profile,
+                                               read=lambda p: gzip.decompress(p.read_bytes()))
+    assert b"torch_counts.py" in streamed_profile and b"aten::mm" in streamed_profile
     # One process's modules are asked for with --pid; two at once are refused.
     modules = run_gpuprof("report", out, "--modules")
     assert modules.returncode == 2 and "choose one with --pid PID" in modules.stderr, modules.stderr

@@ -146,9 +146,23 @@ TEST(StreamedPprof, WritesTheWholeReadsProfileOfASystemWideRecording) {
       }
     }
   }
-  Recording with_stack = system_wide_recording(1, 100);
-  with_stack.options.with_stack = true;  // an entry stack's process is not kept
-  EXPECT_FALSE(StreamedProcessMetricSums(with_stack, nullptr, {}).wants(with_stack));
+  // With Python entry stacks (record -a --with-stack), their pairs chunks
+  // after their events: each process's stacks under its entries' frames.
+  for (uint32_t seed = 1; seed <= 4; seed++) {
+    Recording recording = system_wide_recording(seed, 3000);
+    add_random_module_stacks(recording, seed, false, /*engine_op=*/4);
+    const PprofProfile whole = pprof_profile(recording, false);
+    for (size_t chunk : {size_t{1}, size_t{500}}) {
+      SCOPED_TRACE("with stacks, seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+      const Recording head = streamed_read_of(recording);
+      StreamedProcessMetricSums streamed(head, compensation_costs(head, false), pprof_metrics(head),
+                                         LastPairs{.entry_stack = last_index_of(recording.entry_stacks),
+                                                   .backward_stack = last_index_of(recording.backward_stacks)});
+      ASSERT_TRUE(streamed.wants(head));
+      feed_in_chunks(streamed, recording, chunk, 3);
+      EXPECT_EQ(pprof_profile(head, std::move(streamed).finish(head), false).data, whole.data);
+    }
+  }
 }
 
 // Several recordings in one profile (report A B ... --pprof), each read

@@ -3,7 +3,8 @@
 // against folded_stacks_by_process() of the same recording read whole:
 // the same lines, totals and counters, for self times (compensated and
 // raw) and samples, on random streams of two processes that ran ops (one
-// first met after cuts) and one only sampled, fed in chunks of every size.
+// first met after cuts) and one only sampled, fed in chunks of every size,
+// with Python entry stacks too (their pairs chunks after their events).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,13 +22,16 @@ namespace {
 
 using namespace ::gpuprof::test;
 
-FoldedStacks streamed_folded(const Recording& recording, FoldedMetric metric, size_t chunk, bool raw_times) {
+FoldedStacks streamed_folded(const Recording& recording, FoldedMetric metric, size_t chunk, bool raw_times,
+                             size_t pair_delay = 0) {
   const Recording head = streamed_read_of(recording);
   StreamedProcessMetricSums streamed(head, compensation_costs(head, raw_times),
                                      {metric == FoldedMetric::kSamples ? StackMetric::kSamples
-                                                                       : StackMetric::kSelfCpuTime});
+                                                                       : StackMetric::kSelfCpuTime},
+                                     LastPairs{.entry_stack = last_index_of(recording.entry_stacks),
+                                               .backward_stack = last_index_of(recording.backward_stacks)});
   EXPECT_TRUE(streamed.wants(head));
-  feed_in_chunks(streamed, recording, chunk, 0);
+  feed_in_chunks(streamed, recording, chunk, pair_delay);
   return folded_by_process_from_sums(std::move(streamed).finish(head), metric);
 }
 
@@ -49,6 +53,9 @@ std::set<std::string> roots(const FoldedStacks& folded) {
 TEST(StreamedProcessMetricSums, EqualTheWholeFoldedStacksOnRandomStreams) {
   for (uint32_t seed = 1; seed <= 20; seed++) {
     Recording recording = system_wide_recording(seed, 3000);
+    // Odd seeds: Python stacks with module frames on processes 10 and 20's
+    // entries (record -a --with-stack).
+    if (seed % 2) add_random_module_stacks(recording, seed, false, /*engine_op=*/4);
     // Slow calls: most stacks reach 1 us.
     for (gp_event& e : recording.events) e.ts_ns *= 50;
     for (CpuSample& s : recording.samples) s.ts_ns *= 50;
@@ -61,11 +68,18 @@ TEST(StreamedProcessMetricSums, EqualTheWholeFoldedStacksOnRandomStreams) {
                                     ? (std::set<std::string>{"python3-10", "python3-20", "spin-30"})
                                     : (std::set<std::string>{"python3-10", "python3-20"}));
         EXPECT_GT(whole.stacks.size(), 20u);
-        for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()}) {
-          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) +
-                       (metric == FoldedMetric::kSamples ? " samples" : "") + (raw ? " raw" : ""));
-          expect_same_folded(streamed_folded(recording, metric, chunk, raw), whole);
+        if (seed % 2 && metric == FoldedMetric::kSelfCpuTime) {  // the entries' Python frames on both
+          size_t python = 0;
+          for (const FoldedStack& line : whole.stacks) python += line.stack.find("x.py(1):_<module>") != std::string::npos;
+          EXPECT_GT(python, 10u);
         }
+        for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()})
+          for (size_t pair_delay : {size_t{0}, size_t{3}}) {
+            SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " delay " +
+                         std::to_string(pair_delay) + (metric == FoldedMetric::kSamples ? " samples" : "") +
+                         (raw ? " raw" : ""));
+            expect_same_folded(streamed_folded(recording, metric, chunk, raw, pair_delay), whole);
+          }
       }
   }
 }
@@ -90,7 +104,7 @@ TEST(StreamedProcessMetricSums, CountEachProcesssOpEventsAndTheCuts) {
   }
 }
 
-TEST(StreamedProcessMetricSums, DeclinesEntryStackRecordingsAndDropsAllocatorEvents) {
+TEST(StreamedProcessMetricSums, TakesEntryStackRecordingsAndDropsAllocatorEvents) {
   Recording recording = system_wide_recording(2, 100);
   StreamedProcessMetricSums streamed(recording, nullptr, {StackMetric::kSelfCpuTime});
   EXPECT_TRUE(streamed.wants(recording));
@@ -100,7 +114,7 @@ TEST(StreamedProcessMetricSums, DeclinesEntryStackRecordingsAndDropsAllocatorEve
   EXPECT_TRUE(streamed.on_mem_events(std::span<const gp_mem_event>(&allocation, 1)));
   recording.options.memory = false;
   recording.options.with_stack = true;
-  EXPECT_FALSE(streamed.wants(recording));
+  EXPECT_TRUE(streamed.wants(recording));
 }
 
 }  // namespace

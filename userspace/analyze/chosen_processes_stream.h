@@ -9,21 +9,16 @@
 // selection of the first read's head (without events), which this keeps
 // for as long as it lives.
 //
-// A pair names its event by the file's index, and comes chunks after it:
-// each chunk's chosen events are held, with their file indices, until no
-// pair still to come can name one of them (pairs come in increasing event
-// index; the first read says where each kind's last one is). The inner
-// stream gets each held event's pairs before the event, so it is made with
-// no last pairs (LastPairs{}: each pair it needs has come). Memory grows
-// with how far the pairs lag their events, as an output that waits for
-// them does.
+// Each chunk's events wait until no pair still to come can name one of
+// them (pairs_first.h); the inner stream then gets the chosen events'
+// pairs, renumbered, before the events, so it is made with no last pairs
+// (LastPairs{}: each pair it needs has come).
 //
 // It declines a recording with GPU activities (their calls are joined
 // through correlations, which -a does not record).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -32,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyze/pairs_first.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
 
@@ -64,37 +60,19 @@ class ChosenProcessesStream : public RecordStream {
   bool on_gpu_activities(std::span<const GpuActivity> activities) override { return activities.empty(); }
 
  private:
-  // One kind of pair: the file index of the last one read, and of the
-  // file's last.
-  struct PairCursor {
-    std::optional<uint64_t> seen, last_in_file;
-    // Whether every pair of this kind that names an event up to `index` has come.
-    bool passed(uint64_t index) const {
-      return !last_in_file || (seen && *seen >= std::min(index, *last_in_file));
-    }
-  };
-  // One chunk's chosen events, held until their pairs have come.
-  struct HeldChunk {
-    uint64_t file_first = 0, file_end = 0;  // the chunk's events in the file: [first, end)
-    uint64_t first = 0;                     // its first chosen event's index among the chosen
-    std::vector<gp_event> events;           // its chosen events
-    std::vector<uint64_t> file_index;       // and each one's in the file
-  };
   bool chosen_thread(uint32_t tid) const;
-  // The index among the chosen of the frame-opening event at file_index
-  // (select_processes renumbers those alone), nullopt: not a held one.
-  std::optional<uint64_t> chosen_index(uint64_t file_index) const;
-  // Hands on the held chunks whose pairs have all come (all: every one).
-  void hand_held(bool all);
+  // A chunk whose pairs have all come (pairs_first.h): its chosen events,
+  // and their pairs, to the inner stream.
+  void hand(std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs);
 
   std::set<uint32_t> chosen_;
   std::unordered_map<uint32_t, uint32_t> process_of_thread_;  // the head's (process_filter.h)
   std::unique_ptr<Recording> selection_;
   std::unique_ptr<RecordStream> inner_;
-  uint64_t numbered_ = 0;  // chosen events numbered so far: the next one's index
-  PairCursor stacks_, shapes_, backward_;
-  std::deque<HeldChunk> held_;
+  uint64_t handed_ = 0;  // events handed to the inner stream: the next one's index
+  PairsFirst pairs_first_;
   // A chunk's chosen records, handed on.
+  std::vector<gp_event> events_;
   std::vector<CudaLaunch> launches_;
   std::vector<gp_mem_event> mem_events_;
 };

@@ -5,8 +5,11 @@
 
 namespace gpuprof {
 
-ProcessEventSplit::ProcessEventSplit(std::function<RecordStream&(uint32_t pid)> stream_of)
-    : stream_of_(std::move(stream_of)) {}
+ProcessEventSplit::ProcessEventSplit(std::function<RecordStream&(uint32_t pid)> stream_of, const LastPairs& last)
+    : stream_of_(std::move(stream_of)),
+      pairs_first_(last, [this](std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs) {
+        split(events, first, pairs);
+      }) {}
 
 ProcessEventSplit::Process& ProcessEventSplit::process(uint32_t pid) {
   auto it = processes_.find(pid);
@@ -28,10 +31,18 @@ void ProcessEventSplit::hand_over_pending() {
   }
 }
 
-void ProcessEventSplit::add(std::span<const gp_event> events) {
-  for (const gp_event& e : events) {
+void ProcessEventSplit::split(std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs) {
+  size_t next_pair = 0;
+  for (size_t i = 0; i < events.size(); i++) {
+    const gp_event& e = events[i];
     if (e.kind != GP_EV_CUT) {
       Process& p = process(e.pid);
+      // Its pairs before it (select_processes renumbers those of
+      // frame-opening events alone).
+      const bool opens = e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_RANGE_BEGIN;
+      for (; next_pair < pairs.size() && pairs[next_pair].event_index <= first + i; next_pair++)
+        if (opens && pairs[next_pair].event_index == first + i)
+          hand_pair(*p.stream, pairs[next_pair].kind, p.handed + p.pending.size(), pairs[next_pair].id);
       p.pending.push_back(e);
       ++p.op_events;
       continue;

@@ -4,8 +4,12 @@
 // that process's selection (select_processes(recording, {pid})) holds them:
 // its events and every CUT (a window's end is every thread's), numbered
 // from 0. A process first met after some CUTs gets them first, as its
-// selection has them. Memory: the CUTs (one per --push-every window) and a
-// chunk's events.
+// selection has them. The ENTRY_STACKS, ENTRY_SHAPES and BACKWARD_STACKS
+// pairs of a process's frame-opening events go to its stream too,
+// renumbered alike, each before its event: a chunk's events wait until
+// their pairs have come (pairs_first.h), so a process's stream is made
+// with no last pairs. Memory: the CUTs (one per --push-every window), a
+// chunk's events, and the events that wait for their pairs.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "analyze/pairs_first.h"
 #include "record/record_stream.h"
 
 namespace gpuprof {
@@ -21,11 +26,16 @@ namespace gpuprof {
 class ProcessEventSplit {
  public:
   // stream_of(pid): the stream of a process met for the first time; it
-  // must live as long as this.
-  explicit ProcessEventSplit(std::function<RecordStream&(uint32_t pid)> stream_of);
+  // must live as long as this. last: the file's last pairs (the first
+  // read's).
+  explicit ProcessEventSplit(std::function<RecordStream&(uint32_t pid)> stream_of, const LastPairs& last = {});
 
-  // One chunk's events, in file order.
-  void add(std::span<const gp_event> events);
+  // One chunk's events, in file order (first: the file's index of events[0]).
+  void add(std::span<const gp_event> events, uint64_t first) { pairs_first_.add_events(events, first); }
+  // One pair, as RecordStream::on_entry_stack and its kin hand it.
+  void add_pair(PairKind kind, uint64_t event_index, uint32_t id) { pairs_first_.add_pair(kind, event_index, id); }
+  // The read is done: the events still waiting handed on.
+  void finish() { pairs_first_.finish(); }
   // The op events (no CUT) of each process met, by pid.
   std::map<uint32_t, uint64_t> op_events() const;
   // The CUTs read so far (every process's selection holds each).
@@ -40,10 +50,13 @@ class ProcessEventSplit {
   };
   Process& process(uint32_t pid);
   void hand_over_pending();
+  // A chunk whose pairs have all come.
+  void split(std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs);
 
   std::function<RecordStream&(uint32_t pid)> stream_of_;
   std::map<uint32_t, Process> processes_;
   std::vector<gp_event> cuts_;  // every CUT so far
+  PairsFirst pairs_first_;
 };
 
 }  // namespace gpuprof

@@ -10,25 +10,27 @@
 namespace gpuprof {
 
 StreamedProcessMetricSums::StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs,
-                                                     std::vector<StackMetric> metrics)
-    : head_(head), costs_(costs), metrics_(std::move(metrics)), split_([this](uint32_t pid) -> RecordStream& {
-        return *processes_.emplace(pid, make(pid)).first->second.sums;
-      }) {}
-
-bool StreamedProcessMetricSums::wants(const Recording& head) {
-  return !head.options.with_stack;
-}
+                                                     std::vector<StackMetric> metrics, const LastPairs& last)
+    : head_(head),
+      costs_(costs),
+      metrics_(std::move(metrics)),
+      split_([this](uint32_t pid) -> RecordStream& { return *processes_.emplace(pid, make(pid)).first->second.sums; },
+             last) {}
 
 StreamedProcessMetricSums::Process StreamedProcessMetricSums::make(uint32_t pid) const {
   Process p;
   p.selection = std::make_unique<Recording>(select_processes(head_, {pid}));
+  // No last pair: the split hands each pair before its event.
   p.sums = std::make_unique<StreamedMetricSums>(*p.selection, costs_, std::nullopt, metrics_);
   return p;
 }
 
-void StreamedProcessMetricSums::on_events(std::span<const gp_event> events, uint64_t) { split_.add(events); }
+void StreamedProcessMetricSums::on_events(std::span<const gp_event> events, uint64_t first) {
+  split_.add(events, first);
+}
 
 std::map<uint32_t, ProcessMetricSums> StreamedProcessMetricSums::finish(const Recording& recording) && {
+  split_.finish();
   std::map<uint32_t, ProcessMetricSums> out;
   const std::map<uint32_t, uint64_t> op_events = split_.op_events();
   auto take = [&](uint32_t pid, Process& p) {

@@ -11,9 +11,9 @@
 // the processes that ran ops times those dictionaries, and with what each
 // StreamedMetricSums keeps, not with the events. Processes sampled
 // without an op are summed at the end, one at a time, when the metrics
-// count samples. It declines --with-stack recordings
-// (an entry stack's event index is the file's, and which process's event
-// it names is not kept).
+// count samples. A --with-stack recording's entry stacks go to their
+// processes renumbered, each before its event (the split holds a chunk's
+// events until their pairs have come: pairs_first.h).
 #pragma once
 
 #include <cstdint>
@@ -43,18 +43,23 @@ class StreamedProcessMetricSums : public RecordStream {
   // head: the recording read once without its events; it must outlive
   // this. costs: the probe costs (nullptr: raw times). metrics: what to sum
   // (--folded's one; pprof_metrics of the head, every process's being the
-  // same).
-  StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs, std::vector<StackMetric> metrics);
+  // same). last: the file's last pairs (the first read's).
+  StreamedProcessMetricSums(const Recording& head, const ProbeCosts* costs, std::vector<StackMetric> metrics,
+                            const LastPairs& last = {});
 
-  bool wants(const Recording& head) override;
+  bool wants(const Recording&) override { return true; }
   void on_events(std::span<const gp_event> events, uint64_t first) override;
+  void on_entry_stack(uint64_t event_index, uint32_t stack_id) override {
+    split_.add_pair(PairKind::entry_stack, event_index, stack_id);
+  }
   // Allocator events (--profile-memory): no metric here counts them.
   bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
 
   // Once the read is done (recording: what it returned): each process that
   // ran ops or (the metrics count samples) was sampled, by pid.
   std::map<uint32_t, ProcessMetricSums> finish(const Recording& recording) &&;
-  // The CUTs read (record -a --push-every's window ends).
+  // The CUTs read (record -a --push-every's window ends); after finish(),
+  // every one's.
   uint64_t cuts() const { return split_.cuts(); }
 
  private:

@@ -22,7 +22,7 @@ bool StreamedProcessTables::wants(const Recording& head) {
   return true;
 }
 
-void StreamedProcessTables::on_events(std::span<const gp_event> events, uint64_t) { split_.add(events); }
+void StreamedProcessTables::on_events(std::span<const gp_event> events, uint64_t first) { split_.add(events, first); }
 
 bool StreamedProcessTables::on_launches(std::span<const CudaLaunch> launches) {
   for (const CudaLaunch& launch : launches) ++launches_[launch.tid];
@@ -30,6 +30,7 @@ bool StreamedProcessTables::on_launches(std::span<const CudaLaunch> launches) {
 }
 
 ProcessTables StreamedProcessTables::finish(const Recording& recording) && {
+  split_.finish();
   // The recording holds no events nor launches: its activity is the
   // processes it lists and their samples; the events and launches are ours.
   std::map<uint32_t, ProcessActivity> by_pid;

@@ -225,12 +225,12 @@ std::variant<Output, Recording, int> read_twice(const std::string& path, bool st
   return finish(stream, std::move(read.recording));
 }
 
-// Whether a head's stacks stream (--folded, --pprof): a system-wide recording's, without
-// entry stacks (streamed_process_metric_sums.h), and (as the whole read
-// tells them apart) only one whose header says record -a.
+// Whether a head's stacks stream (--folded, --pprof): a system-wide
+// recording's (streamed_process_metric_sums.h) only when its header says
+// record -a, as the whole read tells them apart.
 bool folded_streamable(const StreamHead& first) {
   const Recording& head = first.recording;
-  return is_system_wide(head) ? head.process.pid == 0 && !head.options.with_stack : head.process.pid != 0;
+  return is_system_wide(head) ? head.process.pid == 0 : head.process.pid != 0;
 }
 
 // Whether --pid/--comm choose some processes of this recording's.
@@ -284,8 +284,8 @@ Stream& output_stream(std::unique_ptr<RecordStream>& stream) {
 // every CUT (select_processes of a streamed read counts none).
 std::map<uint32_t, ProcessMetricSums> chosen_processes(StreamedProcessMetricSums& stream, Recording& recording,
                                                        const ProcessChoice& choice) {
-  const uint64_t cuts = stream.cuts();
   std::map<uint32_t, ProcessMetricSums> sums = std::move(stream).finish(recording);
+  const uint64_t cuts = stream.cuts();  // after finish(), which hands on the events still held
   const std::set<uint32_t> chosen =
       choice.any() ? matching_processes(recording, choice.pids, choice.comms) : std::set<uint32_t>{};
   if (chosen.empty()) return sums;
@@ -349,7 +349,8 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
-          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, std::vector{of_metric});
+          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, std::vector{of_metric},
+                                                             head.last_pairs);
         return std::make_unique<StreamedStackSums>(head.recording, costs, head.last_pairs.entry_stack, of_metric,
                                                    &head.bounds);
       },
@@ -370,7 +371,8 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
         if (is_system_wide(head.recording))
-          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, pprof_metrics(head.recording));
+          return std::make_unique<StreamedProcessMetricSums>(head.recording, costs, pprof_metrics(head.recording),
+                                                             head.last_pairs);
         return std::make_unique<StreamedMetricSums>(head.recording, costs, head.last_pairs.entry_stack,
                                                     pprof_metrics(head.recording), &head.bounds);
       },

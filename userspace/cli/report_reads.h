@@ -79,7 +79,7 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
 
 // --pprof: the stacks of every column the profile has (calls, self CPU,
 // samples: streamed_metric_sums.h) summed as they come; a system-wide
-// recording's (record -a, without entry stacks), each process's
+// recording's (record -a), each process's
 // (streamed_process_metric_sums.h). A recording with GPU activities reads
 // whole (their calls need every call). choice: as read_for_folded's.
 struct StreamedPprof {
