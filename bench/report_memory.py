@@ -62,10 +62,10 @@ activities through the real CUPTI shim) and on that file:
     read whole.
 Then, for each number of seconds, `gpuprof record -a --with-stack` of two
 such loops and on that file:
-  - `--folded` and `--pprof OUT`, every process's stacks under its entries'
-    Python frames, streamed (each process's events and entry stacks
-    renumbered as they come: analyze/pairs_first.h), and the same read
-    whole;
+  - `--folded`, `--pprof OUT` and `--group-by-stack-n 2`, every process's
+    stacks under its entries' Python frames, streamed (each process's
+    events and entry stacks renumbered as they come: analyze/pairs_first.h),
+    and the same read whole;
   - cut by `--pid` to the first loop: `--chrome-trace OUT`, `--speedscope
     OUT` and `--modules`, streamed, and the same read whole.
 `--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
@@ -266,6 +266,7 @@ def main():
         # record -a --with-stack: one process's outputs, its entry stacks renumbered.
         stack_modes = {f"-a --with-stack {name} ({how})": (output, env)
                        for name, output in (("--folded", ["--folded"]), ("--pprof", ["--pprof", "{pprof}"]),
+                                            ("--group-by-stack-n", ["--group-by-stack-n", "2"]),
                                             ("--chrome-trace --pid", ["--chrome-trace", "{out}", "--pid", "{pid}"]),
                                             ("--speedscope --pid", ["--speedscope", "{out}", "--pid", "{pid}"]),
                                             ("--modules --pid", ["--modules", "--pid", "{pid}"]))

@@ -346,7 +346,8 @@ def test_streamed_folded_memory_is_flat_with_stacks_and_samples(torch_env, tmp_p
 def test_streamed_outputs_of_chosen_processes_memory_is_flat(torch_env, procs, tmp_path, extra):
     """--folded, --pprof and --chrome-trace of a record -a recording, cut by
     --pid/--comm, stream (cli/report_reads.h), and with entry stacks so do
-    they, --folded of every process, --speedscope and --modules (the pairs
+    they, --folded and the table grouped by stack of every process,
+    --speedscope and --modules (the pairs
     renumbered to each process's events as they come: analyze/pairs_first.h):
     from 1 s to 4 s of two small-op loops their peak RSS stays flat, where
     the whole read's grows with the events."""
@@ -374,7 +375,8 @@ def test_streamed_outputs_of_chosen_processes_memory_is_flat(torch_env, procs, t
                   "--chrome-trace": ("--chrome-trace", trace, "--pid", pid)}
         if extra:
             chosen.update({"--folded (all)": ("--folded",), "--speedscope": ("--speedscope", trace, "--pid", pid),
-                           "--modules": ("--modules", "--pid", pid)})
+                           "--modules": ("--modules", "--pid", pid),
+                           "--group-by-stack-n (all)": ("--group-by-stack-n", "2")})
         rss[seconds] = {output: (peak_rss_kib(out, *args), peak_rss_kib(out, *args, env=READ_WHOLE))
                         for output, args in chosen.items()}
     summary = f"peak RSS KiB (streamed, read whole): 1 s {rss[1]}, 4 s {rss[4]}; events {events}"

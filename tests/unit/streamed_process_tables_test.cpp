@@ -29,11 +29,14 @@ namespace {
 
 using namespace ::gpuprof::test;
 
-ProcessTables streamed_tables(const Recording& recording, size_t chunk, bool raw_times) {
+ProcessTables streamed_tables(const Recording& recording, size_t chunk, bool raw_times, int by_stack_n = 0,
+                              size_t pair_delay = 0) {
   const Recording head = streamed_read_of(recording);
-  StreamedProcessTables streamed(compensation_costs(recording, raw_times), raw_times);
+  StreamedProcessTables streamed(compensation_costs(recording, raw_times), raw_times,
+                                 TableGrouping{.by_stack_n = by_stack_n,
+                                               .last_entry_stack = last_index_of(recording.entry_stacks)});
   EXPECT_TRUE(streamed.wants(head));
-  feed_in_chunks(streamed, recording, chunk, 0);  // its launches too
+  feed_in_chunks(streamed, recording, chunk, pair_delay);  // its launches too
   return std::move(streamed).finish(head);
 }
 
@@ -74,6 +77,30 @@ TEST(StreamedProcessTables, EqualTheWholeTablesOnRandomStreams) {
   }
   EXPECT_GT(cut_calls, 100u);
   EXPECT_GT(late_rows, 100u);
+}
+
+// record -a --with-stack, --group-by-stack-n: each process's rows per op
+// and Python stack, its entry stacks' pairs chunks after their events or
+// not: the whole read's tables.
+TEST(StreamedProcessTables, GroupedByStackEqualTheWholeTables) {
+  size_t stacked_rows = 0;  // rows under a Python stack: the grouping must see the pairs
+  for (uint32_t seed = 1; seed <= 8; seed++) {
+    Recording recording = system_wide_recording(seed, 3000);
+    add_random_module_stacks(recording, seed, false, /*engine_op=*/4);
+    for (int depth : {1, 3}) {
+      const ProcessTables whole =
+          process_tables(recording, AggregateOptions{.group_by_stack_n = depth, .raw_times = false});
+      for (const auto& [pid, profile] : whole.profiles)
+        for (const OpRow& row : profile.rows) stacked_rows += !row.stack.empty();
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}})
+        for (size_t delay : {size_t{0}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " depth " + std::to_string(depth) + " chunk " +
+                       std::to_string(chunk) + " delay " + std::to_string(delay));
+          expect_same_tables(streamed_tables(recording, chunk, false, depth, delay), whole);
+        }
+    }
+  }
+  EXPECT_GT(stacked_rows, 100u);
 }
 
 // --pid 20, --comm python3: the streamed tables kept to those processes are

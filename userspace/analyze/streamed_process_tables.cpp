@@ -6,15 +6,18 @@
 
 namespace gpuprof {
 
-StreamedProcessTables::StreamedProcessTables(const ProbeCosts* costs, bool raw_times)
+StreamedProcessTables::StreamedProcessTables(const ProbeCosts* costs, bool raw_times, const TableGrouping& grouping)
     : costs_(costs ? std::optional<ProbeCosts>(*costs) : std::nullopt),
       raw_times_(raw_times),
-      split_([this](uint32_t pid) -> RecordStream& {
-        StreamedAggregate& aggregate =
-            aggregates_.try_emplace(pid, costs_ ? &*costs_ : nullptr, raw_times_).first->second;
-        aggregate.wants(*head_);  // declines only memory, declined in wants()
-        return aggregate;
-      }) {}
+      grouping_{.by_input_shape = grouping.by_input_shape, .by_stack_n = grouping.by_stack_n},
+      split_(
+          [this](uint32_t pid) -> RecordStream& {
+            StreamedAggregate& aggregate =
+                aggregates_.try_emplace(pid, costs_ ? &*costs_ : nullptr, raw_times_, grouping_).first->second;
+            aggregate.wants(*head_);  // declines only memory, declined in wants()
+            return aggregate;
+          },
+          LastPairs{.entry_stack = grouping.last_entry_stack, .entry_shape = grouping.last_entry_shape}) {}
 
 bool StreamedProcessTables::wants(const Recording& head) {
   if (head.options.memory) return false;  // memory columns need every call at once

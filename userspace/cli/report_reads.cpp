@@ -306,11 +306,12 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
       [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
         // As the table tells one from the other (run_report).
         const ProbeCosts* costs = compensation_costs(head.recording, raw_times);
-        if (is_system_wide(head.recording)) return std::make_unique<StreamedProcessTables>(costs, raw_times);
         const TableGrouping table_grouping{.by_input_shape = grouping.by_input_shape,
                                            .by_stack_n = grouping.by_stack_n,
                                            .last_entry_shape = head.last_pairs.entry_shape,
                                            .last_entry_stack = head.last_pairs.entry_stack};
+        if (is_system_wide(head.recording))
+          return std::make_unique<StreamedProcessTables>(costs, raw_times, table_grouping);
         if (StreamedFiguresTable::serves(head.recording))
           return std::make_unique<StreamedFiguresTable>(costs, raw_times, head.recording, head.bounds,
                                                         table_grouping);
@@ -328,13 +329,11 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         return table;
       },
       // The note on stacks cut counts the chosen processes' calls; a
-      // system-wide table grouped by shape or stack is made whole, and so
-      // is a system-wide one with memory or GPU columns.
-      [filtered, grouped = grouping.by_input_shape || grouping.by_stack_n > 0](const StreamHead& first) {
+      // system-wide table with memory or GPU columns is made whole.
+      [filtered](const StreamHead& first) {
         const Recording& head = first.recording;
         const bool figures = head.options.memory || head.cupti_shim.has_value() || gpu_activities_read(head) > 0;
-        return !(filtered && head.options.with_stack) && !(grouped && is_system_wide(head)) &&
-               !(figures && is_system_wide(head));
+        return !(filtered && head.options.with_stack) && !(figures && is_system_wide(head));
       },
       StreamScope{.system_wide = true, .figures = true});
 }

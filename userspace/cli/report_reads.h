@@ -55,9 +55,8 @@ struct StreamedTable {
 // filtered: --pid/--comm choose processes. Their table's note on Python
 // stacks cut short counts the chosen processes' op calls, which a streamed
 // read counts per stack only: a recording made with --with-stack is then
-// read whole. grouping: rows per op and input shapes or stack (a
-// system-wide recording is then read whole; the last pairs come from the
-// first read).
+// read whole. grouping: rows per op and input shapes or stack (the last
+// pairs come from the first read).
 std::variant<StreamedTable, Recording, int> read_for_table(const std::string& path, bool strict, bool raw_times,
                                                           bool filtered, const TableGrouping& grouping);
 
