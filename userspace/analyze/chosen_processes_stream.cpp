@@ -39,17 +39,12 @@ void ChosenProcessesStream::on_backward_stack(uint64_t event_index, uint32_t sta
 
 void ChosenProcessesStream::hand(std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs) {
   events_.clear();
-  size_t next_pair = 0;
+  ChunkPairs chunk_pairs(pairs);
   for (size_t i = 0; i < events.size(); i++) {
     const gp_event& e = events[i];
     // A CUT (record -a --push-every's window end) is every process's.
     const bool chosen = e.kind == GP_EV_CUT || chosen_.count(e.pid);
-    for (; next_pair < pairs.size() && pairs[next_pair].event_index <= first + i; next_pair++) {
-      // select_processes renumbers the pairs of frame-opening events alone.
-      const EventPair& pair = pairs[next_pair];
-      if (chosen && pair.event_index == first + i && (e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_RANGE_BEGIN))
-        hand_pair(*inner_, pair.kind, handed_ + events_.size(), pair.id);
-    }
+    chunk_pairs.hand_those_of(e, first + i, chosen ? inner_.get() : nullptr, handed_ + events_.size());
     if (chosen) events_.push_back(e);
   }
   if (events_.empty()) return;

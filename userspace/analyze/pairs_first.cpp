@@ -20,6 +20,13 @@ void hand_pair(RecordStream& stream, PairKind kind, uint64_t event_index, uint32
   }
 }
 
+void ChunkPairs::hand_those_of(const gp_event& event, uint64_t index, RecordStream* stream, uint64_t renumbered) {
+  const bool opens = event.kind == GP_EV_OP_ENTRY || event.kind == GP_EV_RANGE_BEGIN;
+  for (; next_ < pairs_.size() && pairs_[next_].event_index <= index; next_++)
+    if (stream && opens && pairs_[next_].event_index == index)
+      hand_pair(*stream, pairs_[next_].kind, renumbered, pairs_[next_].id);
+}
+
 PairsFirst::PairsFirst(const LastPairs& last, Hand hand) : hand_(std::move(hand)) {
   cursors_[static_cast<size_t>(PairKind::entry_stack)].last_in_file = last.entry_stack;
   cursors_[static_cast<size_t>(PairKind::entry_shape)].last_in_file = last.entry_shape;
@@ -41,7 +48,7 @@ void PairsFirst::add_events(std::span<const gp_event> events, uint64_t first) {
 }
 
 void PairsFirst::add_pair(PairKind kind, uint64_t event_index, uint32_t id) {
-  waiting_.emplace(event_index, EventPair{event_index, kind, id});
+  waiting_[static_cast<size_t>(kind)].push_back(EventPair{event_index, kind, id});
   cursors_[static_cast<size_t>(kind)].seen = event_index;
   hand_held(false);
 }
@@ -58,11 +65,16 @@ void PairsFirst::hand_held(bool all) {
 void PairsFirst::hand_chunk(std::span<const gp_event> events, uint64_t first) {
   const uint64_t end = first + events.size();
   chunk_pairs_.clear();
-  // Pairs before the chunk name events handed on already (a damaged
-  // file's): dropped.
-  auto from = waiting_.begin(), to = waiting_.lower_bound(end);
-  for (auto it = waiting_.lower_bound(first); it != to; ++it) chunk_pairs_.push_back(it->second);
-  waiting_.erase(from, to);
+  for (std::deque<EventPair>& waiting : waiting_) {
+    for (; !waiting.empty() && waiting.front().event_index < end; waiting.pop_front())
+      // Pairs before the chunk name events handed on already (a damaged
+      // file's): dropped.
+      if (waiting.front().event_index >= first) chunk_pairs_.push_back(waiting.front());
+  }
+  // By event index; one event has at most one pair of each kind, so the
+  // order among equal indexes does not matter.
+  std::sort(chunk_pairs_.begin(), chunk_pairs_.end(),
+            [](const EventPair& a, const EventPair& b) { return a.event_index < b.event_index; });
   hand_(events, first, chunk_pairs_);
 }
 

@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <optional>
 #include <span>
 #include <vector>
@@ -38,6 +37,21 @@ struct EventPair {
 
 // Hands a pair to a stream as its kind's on_X, the event renumbered.
 void hand_pair(RecordStream& stream, PairKind kind, uint64_t event_index, uint32_t id);
+
+// Walks a handed chunk's pairs alongside its events, in file order.
+class ChunkPairs {
+ public:
+  explicit ChunkPairs(std::span<const EventPair> pairs) : pairs_(pairs) {}
+  // The pairs up to the event at file index `index` are passed; those that
+  // name it go to `stream` (null: the event is not kept), renumbered to
+  // `renumbered`, when it opens a frame (an op entry or range begin:
+  // select_processes renumbers those pairs alone).
+  void hand_those_of(const gp_event& event, uint64_t index, RecordStream* stream, uint64_t renumbered);
+
+ private:
+  std::span<const EventPair> pairs_;
+  size_t next_ = 0;
+};
 
 class PairsFirst {
  public:
@@ -74,7 +88,9 @@ class PairsFirst {
   Hand hand_;
   Cursor cursors_[3];  // by PairKind
   std::deque<HeldChunk> held_;
-  std::multimap<uint64_t, EventPair> waiting_;  // the pairs of held events, by event index
+  // The pairs of held events, one queue per kind: each comes in
+  // increasing event index.
+  std::deque<EventPair> waiting_[3];
   std::vector<EventPair> chunk_pairs_;          // one chunk's, handed on
 };
 

@@ -32,17 +32,12 @@ void ProcessEventSplit::hand_over_pending() {
 }
 
 void ProcessEventSplit::split(std::span<const gp_event> events, uint64_t first, std::span<const EventPair> pairs) {
-  size_t next_pair = 0;
+  ChunkPairs chunk_pairs(pairs);
   for (size_t i = 0; i < events.size(); i++) {
     const gp_event& e = events[i];
     if (e.kind != GP_EV_CUT) {
       Process& p = process(e.pid);
-      // Its pairs before it (select_processes renumbers those of
-      // frame-opening events alone).
-      const bool opens = e.kind == GP_EV_OP_ENTRY || e.kind == GP_EV_RANGE_BEGIN;
-      for (; next_pair < pairs.size() && pairs[next_pair].event_index <= first + i; next_pair++)
-        if (opens && pairs[next_pair].event_index == first + i)
-          hand_pair(*p.stream, pairs[next_pair].kind, p.handed + p.pending.size(), pairs[next_pair].id);
+      chunk_pairs.hand_those_of(e, first + i, p.stream, p.handed + p.pending.size());
       p.pending.push_back(e);
       ++p.op_events;
       continue;
