@@ -86,7 +86,7 @@ def main():
     print(f"VmRSS: {at(1):.1f} MiB at 1 min, {at(args.minutes / 2):.1f} MiB at {args.minutes / 2:g} min, "
           f"{rss[-1][1] / 1024:.1f} MiB at the end, max {max(v for _, v in rss) / 1024:.1f} MiB")
     # Growth per window of a third of the run: the caches fill and then cycle
-    # (record_session.cpp, keep_bounded), so growth should die out.
+    # (collect/sample_collector.cpp, keep_bounded), so growth should die out.
     third = args.minutes * 20
     for k in range(3):
         window = [v for t, v in rss if k * third <= t < (k + 1) * third + 1e-9]

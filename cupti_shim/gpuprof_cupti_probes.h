@@ -2,7 +2,7 @@
 // injection shim) and gpuprof, which reads it from outside the process.
 //
 // gpuprof does not include this file (its BPF side cannot include
-// <sys/sdt.h>); bpf/launch_tracer.bpf.c and userspace/collect/record_session.cpp
+// <sys/sdt.h>); bpf/launch_tracer.bpf.c and userspace/collect/target_gpu.cpp
 // follow it by documentation. Change both sides together.
 //
 // ## USDT probes (provider "gpuprof", with semaphores)

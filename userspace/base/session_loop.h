@@ -1,6 +1,6 @@
-// session_loop.h: the pieces of a recording session's event loop, shared by
-// record -p / -- (record_session.cpp) and record -a (system_session.cpp):
-// the clock, the signals read through a signalfd, the -d timer, epoll.
+// session_loop.h: the pieces of the recording session's event loop
+// (collect/session.cpp): the clock, the signals read through a signalfd,
+// the -d timer, epoll.
 #pragma once
 
 #include <signal.h>

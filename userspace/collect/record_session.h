@@ -1,10 +1,13 @@
-// record_session.h: one `gpuprof record`, from attach to a finished file.
+// record_session.h: what a recording session (`record`, `top`) is asked to
+// do, RecordConfig, and what it ends with, RecordOutcome.
 //
-// Owns the moving parts: the target (attached by pid or launched), the op
-// tracer, the library watch (launch mode), and the record writer. The event
-// loop waits on the ring buffer, a signalfd (SIGINT, SIGTERM, SIGCHLD), a
-// timer for -d and a pidfd for the target's exit, and flushes a chunk to the
-// record file every flush interval so a killed gpuprof loses little.
+// run_record_session() runs the one session (session.h) with the target
+// part the config names: one process, by pid or launched
+// (process_session.h), or every process (system_session.h). Its loop
+// waits on the rings, a signalfd (SIGINT, SIGTERM, SIGHUP; SIGCHLD of a
+// launched command), a timer for -d and the target's own descriptors, and
+// flushes a chunk to the record file every flush interval, so that a
+// killed gpuprof loses little.
 #pragma once
 
 #include <sys/types.h>
@@ -84,7 +87,7 @@ struct RecordOutcome {
   int launched_pid = -1;
 };
 
-// Runs the session to its end. Progress lines go to stderr.
+// Runs the session to its end (session.cpp). Progress lines go to stderr.
 RecordOutcome run_record_session(const RecordConfig& config);
 
 }  // namespace gpuprof

@@ -1,11 +1,11 @@
-// system_session.cpp: the session of `record -a` and `top -a`
+// system_session.cpp: the target part of `record -a` and `top -a`
 // (collect/system_session.h): it watches every process's library loads,
 // puts the op probes on each libtorch_cpu file found, describes processes
 // and their threads as they turn up, and hands every event to the
 // collectors it shares with `record -p` (interner, sample_collector,
 // launch_collector, target_python, calibration_rounds) and the record
-// writer, through what every session holds and does (session_core). What
-// stays here is the process bookkeeping and the run loop.
+// writer. The run, its loop and its finish are the one session's
+// (session.h); what stays here is the process bookkeeping.
 #include "collect/system_session.h"
 
 #include <dirent.h>
@@ -33,7 +33,7 @@
 #include "collect/progress_line.h"
 #include "record/record_sink.h"
 #include "collect/sample_collector.h"
-#include "collect/session_core.h"
+#include "collect/session.h"
 #include "collect/target_python.h"
 #include "probe/cpu_sampler.h"
 #include "torch/dispatcher_catalog.h"
@@ -59,7 +59,6 @@
 namespace gpuprof {
 namespace {
 
-constexpr int kPollTimeoutMs = 100;
 // A library load is seen at the mmap's entry: the mapping is in the maps
 // file once the call returns. Looked for again on each turn until then.
 constexpr uint64_t kLoadPatienceNs = 2'000'000'000;
@@ -145,12 +144,20 @@ struct PendingLoad {
   uint64_t tried_ns = 0;
 };
 
-class SystemSession final : public SessionCore {
+class SystemSession final : public Session {
  public:
-  explicit SystemSession(const RecordConfig& config) : SessionCore(config) {}
-  RecordOutcome run();
+  explicit SystemSession(const RecordConfig& config) : Session(config) {}
 
  private:
+  // Session: the target's part.
+  bool check_target() override;
+  bool start() override;
+  void read_rings() override;
+  void write_turn(uint64_t now_ns) override;
+  double stop_probes() override;
+  void record_last_figures() override;
+  std::string stop_line_part() override;
+
   bool begin();
   void scan_processes();
   void on_library_load(const gp_library_load& load) { pending_loads_.push_back({load.pid, load.kind, now_ns()}); }
@@ -173,7 +180,6 @@ class SystemSession final : public SessionCore {
   bool switch_cycle(uint64_t ts_ns);
   bool tables_pending_ = false;  // processes or threads not yet in the file
   RecordStats counters_now() const override;
-  bool finish();
   ProgressCounters progress_counters(uint64_t now) const override;
 
   std::unique_ptr<LibraryLoads> loads_;
@@ -603,20 +609,17 @@ bool SystemSession::begin() {
   return true;
 }
 
-RecordOutcome SystemSession::run() {
-  set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
-  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) {
-    fail(missing);
-    return outcome_;
-  }
+bool SystemSession::check_target() {
+  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) return fail(missing);
   // Capabilities (setcap) are not enough to watch other users' processes.
-  if (getuid() != 0) {
-    fail("record -a watches every process on the machine: run it as root (capabilities suffice only "
-         "for your own processes, with -p)");
-    return outcome_;
-  }
-  SignalGuard signals({SIGINT, SIGTERM, SIGHUP});
-  if (!begin()) return outcome_;
+  if (getuid() != 0)
+    return fail("record -a watches every process on the machine: run it as root (capabilities suffice only "
+                "for your own processes, with -p)");
+  return true;
+}
+
+bool SystemSession::start() {
+  if (!begin()) return false;
   if (config_.ops) {
     TracerSinks sinks;
     sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
@@ -624,11 +627,9 @@ RecordOutcome SystemSession::run() {
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
     auto tracer = OpTracer::load(tracer_config, std::move(sinks));
-    if (!tracer) {
-      fail(tracer.error());
-      return outcome_;
-    }
+    if (!tracer) return fail(tracer.error());
     tracer_ = std::move(*tracer);
+    watch(tracer_->poll_fd());
     // Stacks on before the first probe: every op entry then carries its
     // stack word, empty until its process's interpreter is in the map.
     if (config_.with_stack) tracer_->set_python_stacks_per_process();
@@ -637,11 +638,9 @@ RecordOutcome SystemSession::run() {
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
     auto loads = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); });
-    if (!loads) {
-      fail(loads.error());
-      return outcome_;
-    }
+    if (!loads) return fail(loads.error());
     loads_ = std::move(*loads);
+    watch(loads_->poll_fd());
     scan_processes();
     // With the sites of the files found so far; those of files found later
     // are in the estimate recorded at the end.
@@ -655,11 +654,12 @@ RecordOutcome SystemSession::run() {
   if (config_.sample_hz) {
     samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
     auto sampler = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); });
-    if (!sampler) {
-      fail(sampler.error());
-      return outcome_;
-    }
+    if (!sampler) return fail(sampler.error());
     sampler_ = std::move(*sampler);
+    // The sample ring is polled too (unlike record -p): a sample is read
+    // and its process's maps and interpreter looked at within ms, while a
+    // short-lived process still runs.
+    watch(sampler_->poll_fd());
     sampler_->set_sampling(true);
   }
   std::fprintf(stderr, "gpuprof: system-wide: %s%s; %u PyTorch process%s traced now, more as they load libtorch_cpu%s\n",
@@ -667,44 +667,23 @@ RecordOutcome SystemSession::run() {
                config_.sample_hz ? (", CPU samples of every process at " + std::to_string(config_.sample_hz) + " Hz").c_str() : "",
                traced_processes_, traced_processes_ == 1 ? "" : "es",
                stop_hint(config_).c_str());
-  outcome_.ok = true;
+  return true;
+}
 
-  UniqueFd timer = duration_timer(config_.duration_s);
-  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  // The sample ring is polled too (unlike record -p): a sample is read and
-  // its process's maps and interpreter looked at within ms, while a
-  // short-lived process still runs.
-  for (int fd : {tracer_ ? tracer_->poll_fd() : -1, loads_ ? loads_->poll_fd() : -1, sampler_ ? sampler_->poll_fd() : -1,
-                 signals.fd(), timer.get(), config_.input_fd})
-    epoll_watch(epoll.get(), fd);
-  start_loop(now_ns());
-  while (!diagnostics_.stopped()) {
-    epoll_event events[4];
-    int n = epoll_wait(epoll.get(), events, 4, kPollTimeoutMs);
-    for (int i = 0; i < n; i++) {
-      if (events[i].data.fd == signals.fd()) {
-        read_signals(signals.fd());
-      } else if (events[i].data.fd == timer.get()) {
-        stop("duration");
-      }
-    }
-    if (loads_) loads_->consume();
-    retry_pending_loads();
-    new_python_epoch();
-    if (tracer_) tracer_->consume();
-    if (sampler_) sampler_->consume();
-    if (launch_tracer_) launch_tracer_->consume();
-    calibration_.round();
-    const uint64_t now = now_ns();
-    if (flush_due(now)) {
-      if (flush_tables()) flush_chunks();
-      tick_outputs(now);
-      reap_exited();  // after the flush: only processes whose description is written
-    }
-    end_turn(now);
-  }
-  if (!finish()) outcome_.ok = false;
-  return outcome_;
+void SystemSession::read_rings() {
+  if (loads_) loads_->consume();
+  retry_pending_loads();
+  new_python_epoch();
+  if (tracer_) tracer_->consume();
+  if (sampler_) sampler_->consume();
+  if (launch_tracer_) launch_tracer_->consume();
+}
+
+void SystemSession::write_turn(uint64_t now_ns) {
+  if (!flush_due(now_ns)) return;
+  if (flush_tables()) flush_chunks();
+  tick_outputs(now_ns);
+  reap_exited();  // after the flush: only processes whose description is written
 }
 
 // The progress line's figures: counters kept anyway, and the BPF programs'
@@ -720,7 +699,7 @@ ProgressCounters SystemSession::progress_counters(uint64_t now) const {
   return counters;
 }
 
-bool SystemSession::finish() {
+double SystemSession::stop_probes() {
   // Sampling stops first: gpuprof's own teardown is no part of the picture.
   if (sampler_) sampler_->stop();
   const uint64_t detach_start = now_ns();
@@ -731,30 +710,30 @@ bool SystemSession::finish() {
   if (tracer_) tracer_->consume();  // what was in flight when the probes went away
   if (sampler_) sampler_->consume();
   if (launch_tracer_) launch_tracer_->consume();
+  return detach_ms;
+}
+
+void SystemSession::record_last_figures() {
   stats_.events_lost = tracer_ ? tracer_->events_lost() : 0;
   if (sampler_) stats_.samples_lost = sampler_->lost();
   if (diagnostics_.writing()) calibration_.record_through_recording(*writer_);
-  stats_.stop_reason = outcome_.stop_reason;
-  if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   flush_tables();
   writer_->set_thread_names(thread_names_->names());
-  if (!diagnostics_.writing()) return close_after_write_error();
-  if (cuda_runtime_) {
+  if (cuda_runtime_ && diagnostics_.writing()) {
     cuda_runtime_->launches_lost = launch_tracer_->lost();
     writer_->set_cuda_runtime(*cuda_runtime_);
   }
-  if (Result<void> finished = switcher_->finish(stats_, now_ns()); !finished) return fail(finished.error());
-  std::string more;
+}
+
+std::string SystemSession::stop_line_part() {
+  std::string part;
   if (config_.sample_hz)
-    more += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
+    part += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
   if (launch_tracer_)
-    more += "; " + std::to_string(launches_->recorded()) + " CUDA launches, " + std::to_string(launch_tracer_->lost()) +
+    part += "; " + std::to_string(launches_->recorded()) + " CUDA launches, " + std::to_string(launch_tracer_->lost()) +
             " lost";
-  more += "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
-          " traced";
-  if (progress_) progress_->last(progress_counters(now_ns()));
-  say_stopped(detach_ms, more, config_.output_path);
-  return true;
+  return part + "; " + std::to_string(processes_.size()) + " processes seen, " + std::to_string(traced_processes_) +
+         " traced";
 }
 
 }  // namespace

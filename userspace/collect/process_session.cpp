@@ -1,14 +1,11 @@
-// record_session.cpp: the session of `record -p` and `record -- CMD`
-// (collect/record_session.h): it attaches to one target (the `-- CMD`
-// attach machine decides when, launch_attach.h), hands every event to the
-// collectors and the record writer, and stops, finishing the file. The
-// collectors it shares with `-a` live in their own files (interner,
-// sample_collector, launch_collector, target_gpu, target_python,
-// target_shapes, calibration_rounds), and what every session holds and does
-// in session_core; what stays here is the one target's attachment and its
-// run loop, about 800 lines until the two sessions become one
-// (docs/architecture.md, "Not yet as issue 27 wants it").
-#include "collect/record_session.h"
+// process_session.cpp: the target part of `record -p` and `record -- CMD`
+// (collect/process_session.h): it attaches to one process (the `-- CMD`
+// attach machine decides when, launch_attach.h) and hands every event to
+// the collectors and the record writer. The run, its loop and its finish
+// are the one session's (session.h); the collectors it shares with `-a`
+// live in their own files (interner, sample_collector, launch_collector,
+// target_gpu, target_python, target_shapes, calibration_rounds).
+#include "collect/process_session.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -33,7 +30,7 @@
 #include "collect/launched_process.h"
 #include "record/record_sink.h"
 #include "collect/sample_collector.h"
-#include "collect/session_core.h"
+#include "collect/session.h"
 #include "collect/target_python.h"
 #include "collect/target_shapes.h"
 #include "collect/target_gpu.h"
@@ -57,7 +54,6 @@
 #include "record/schedule.h"
 #include "base/session_loop.h"
 #include "collect/progress_line.h"
-#include "collect/system_session.h"
 #include "target/target_process.h"
 #include "probe/thread_names.h"
 #include "base/unique_fd.h"
@@ -65,7 +61,6 @@
 namespace gpuprof {
 namespace {
 
-constexpr int kPollTimeoutMs = 100;
 // With --with-modules the ring is read more often: a module's class and
 // attribute name are read from the target when its first call's stack is
 // read, and the modules a short job calls last (resnet18's avgpool and fc)
@@ -77,10 +72,9 @@ double ms_since(uint64_t start_ns) { return (clock_ns(CLOCK_MONOTONIC) - start_n
 
 // The collectors of one target, attached when the target allows it: at once
 // with -p, at the stops of a launched command otherwise (launch_attach.h).
-class Session final : public SessionCore, public AttachCollectors {
+class ProcessSession final : public Session, public AttachCollectors {
  public:
-  explicit Session(const RecordConfig& config) : SessionCore(config) {}
-  RecordOutcome run();
+  explicit ProcessSession(const RecordConfig& config) : Session(config) {}
 
   // AttachCollectors: the attach machine's calls.
   bool attached() const override { return attached_; }
@@ -93,6 +87,30 @@ class Session final : public SessionCore, public AttachCollectors {
   std::string next_stop() const override;
 
  private:
+  // Session: the target's part.
+  bool check_target() override;
+  bool reads_sigchld() const override { return true; }
+  bool start() override;
+  int poll_timeout_ms() const override { return config_.with_modules ? kModulesPollTimeoutMs : kPollTimeoutMs; }
+  void on_loop_start() override {
+    if (launched_) handle_child_state();  // it may already be stopped or gone
+  }
+  void on_child_signal() override {
+    if (launched_) handle_child_state();
+  }
+  void on_ready(int fd) override {
+    if (fd == pidfd_.get()) stop("target exited");
+  }
+  void read_rings() override;
+  void write_turn(uint64_t now_ns) override;
+  void after_turn(uint64_t now_ns) override;
+  bool ended_recording() override;
+  double stop_probes() override;
+  void record_last_figures() override;
+  std::string stop_line_part() override;
+  std::string files_written() const override;
+  void after_run() override { outcome_.target_running = launched_ && !child_exited_; }
+
   bool attach_library(int pid, const MappedLibrary& library);
   bool attach_sampling_only(int pid);
   bool begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
@@ -125,9 +143,10 @@ class Session final : public SessionCore, public AttachCollectors {
   // The target's job rank (RANK, ... of its environment), into the file.
   void record_job_rank(int pid);
   void on_fork(const gp_fork& fork);
-  bool finish();
 
   int target_pid_ = 0;
+  LibraryLookup library_;  // -p: the target's libtorch_cpu, looked up by check_target()
+  UniqueFd pidfd_;         // -p: readable when the target exits
   std::optional<LaunchedCommand> launched_;
   std::optional<ProcessInfo> launched_info_;  // --no-ops launch: the command, described before it runs
   bool child_exited_ = false;
@@ -146,7 +165,6 @@ class Session final : public SessionCore, public AttachCollectors {
   TargetPython python_{stack_cuts_, config_.verbose, config_.with_modules};
   std::string memory_error_;
   std::optional<TargetGpu> gpu_;
-  int signal_fd_ = -1;
   // --follow-forks: the op probe sites (as attached to the target) for each
   // child, and the children's fork events.
   ProbeSites probe_sites_;
@@ -154,7 +172,7 @@ class Session final : public SessionCore, public AttachCollectors {
   uint32_t children_followed_ = 0;
 };
 
-bool Session::attach_library(int pid, const MappedLibrary& library) {
+bool ProcessSession::attach_library(int pid, const MappedLibrary& library) {
   auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode);
   if (!catalog) return fail(catalog.error());
   if (config_.record_shapes) {
@@ -197,9 +215,10 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
   double attach_ms = ms_since(attach_start);
   if (config_.follow_forks) {
     probe_sites_ = catalog->sites;
-    if (auto fork_watch = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); }))
+    if (auto fork_watch = ForkWatch::load(pid, [this](const gp_fork& fork) { on_fork(fork); })) {
       fork_watch_ = std::move(*fork_watch);
-    else
+      watch(fork_watch_->poll_fd());  // a child is attached as soon as it is forked
+    } else
       warn("--follow-forks: children are not traced: " + fork_watch.error());
   }
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {  // step 0 starts with the tracing
@@ -252,7 +271,7 @@ bool Session::attach_library(int pid, const MappedLibrary& library) {
 // (GP_COOKIE_STEP) and the op table gets a "ProfilerStep*" op for the step
 // frames (op_timeline.h); the BPF gate gets the schedule. Time-mode steps
 // start when the tracing does (attach_library).
-bool Session::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops) {
+bool ProcessSession::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops) {
   if (config_.schedule.mode != GP_SCHEDULE_BY_OP) return true;
   std::vector<bool> is_step(catalog.ops.size(), false);
   size_t matched = 0;
@@ -287,7 +306,7 @@ bool Session::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& op
 // libtorch_cpu (same file, same offsets): the same probe sites, in a link
 // for the child's pid. Its ops before the link is in (a few ms) are missed;
 // a child that exec'd or exited by then is not followed.
-void Session::on_fork(const gp_fork& fork) {
+void ProcessSession::on_fork(const gp_fork& fork) {
   const int child = static_cast<int>(fork.child_pid);
   auto library = find_mapped_library(child, "libtorch_cpu");
   if (!library.unreadable.empty()) {
@@ -312,7 +331,7 @@ void Session::on_fork(const gp_fork& fork) {
 
 // Counters as they stand now (the files of rotation and cycles count their
 // own losses from them).
-RecordStats Session::counters_now() const {
+RecordStats ProcessSession::counters_now() const {
   RecordStats counters = stats_;
   counters.events_lost = tracer_->events_lost();
   counters.mem_events_lost = tracer_->mem_events_lost();
@@ -322,7 +341,7 @@ RecordStats Session::counters_now() const {
 
 // The progress line's figures: counters kept anyway, and the BPF programs'
 // lost counters (memory-mapped reads).
-ProgressCounters Session::progress_counters(uint64_t now_ns) const {
+ProgressCounters ProcessSession::progress_counters(uint64_t now_ns) const {
   ProgressCounters counters = progress_figures(
       now_ns, op_calls_recorded_, stats_.events_recorded,
       config_.sample_hz ? std::optional<uint64_t>(samples_ ? samples_->recorded() : 0) : std::nullopt,
@@ -334,7 +353,7 @@ ProgressCounters Session::progress_counters(uint64_t now_ns) const {
 }
 
 // What every file gets when it is closed, as known now.
-void Session::update_file_info() {
+void ProcessSession::update_file_info() {
   if (!writer_) return;
   gpu_->update_file_info();
   writer_->set_thread_names(thread_names_->names());
@@ -342,7 +361,7 @@ void Session::update_file_info() {
 
 // The record file's header: the process, the clocks, the op table (empty
 // when no libtorch_cpu is mapped: --no-ops) and the options.
-bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
+bool ProcessSession::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
                            const std::string& build_id) {
   ProcessInfo process = launched_info_ ? *launched_info_ : describe_process(pid);
   if (library) process.libtorch_path = library->path_in_target;
@@ -382,7 +401,7 @@ bool Session::begin_record(int pid, const std::vector<OpInfo>& ops, const Mapped
   return true;
 }
 
-void Session::record_job_rank(int pid) {
+void ProcessSession::record_job_rank(int pid) {
   auto rank = read_job_rank(pid);
   if (!rank) return;
   if (Result<void> written = writer_->add_job_ranks({*rank}); !written) write_failed(written.error());
@@ -390,7 +409,7 @@ void Session::record_job_rank(int pid) {
 
 // --no-ops: CPU samples only, no op probes and no op table, so any process
 // will do (PyTorch or not), and a launched command is sampled from its exec.
-bool Session::attach_sampling_only(int pid) {
+bool ProcessSession::attach_sampling_only(int pid) {
   if (!begin_record(pid, {}, nullptr, "")) return false;
   attached_ = true;
   if (!start_sampling(pid)) return false;
@@ -401,14 +420,14 @@ bool Session::attach_sampling_only(int pid) {
   return true;
 }
 
-bool Session::needs_libc10() const {
+bool ProcessSession::needs_libc10() const {
   return (config_.profile_memory && !memory_attached_ && memory_error_.empty()) ||
          (shapes_ && shapes_->waits_for_libc10());
 }
 
 // Allocations are attached once libc10 is mapped (in launch mode it may
 // come after libtorch_cpu); a failure is reported once and not retried.
-void Session::try_attach_memory() {
+void ProcessSession::try_attach_memory() {
   if (!config_.profile_memory || !attached_ || memory_attached_ || !memory_error_.empty()) return;
   auto libc10 = find_mapped_library(target_pid_, "libc10.so");
   std::string error = libc10.unreadable;
@@ -423,7 +442,7 @@ void Session::try_attach_memory() {
   }
 }
 
-void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
+void ProcessSession::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   if (!writer_ || !diagnostics_.writing()) return;
   if (raw.kind == GP_EV_NODE_MADE) {  // not recorded: it links the node's backward call (backward_origins.h)
     if (backward_origins_) backward_origins_->node_made(raw.pid, raw.tid, raw.sp);
@@ -476,7 +495,7 @@ void Session::on_op_event(const gp_event& raw, const EntryPayload& payload) {
   }
 }
 
-bool Session::start_sampling(int pid) {
+bool ProcessSession::start_sampling(int pid) {
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
   samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
   auto sampler =
@@ -495,7 +514,7 @@ bool Session::start_sampling(int pid) {
 // A command launched with --no-ops is sampled from its exec, before any
 // interpreter is up: look again every 100 ms until there is an answer that
 // will not change (found, or an interpreter gpuprof cannot walk).
-void Session::retry_python() {
+void ProcessSession::retry_python() {
   if (!sampler_ || child_exited_ || !python_.retry_due()) return;
   python_.look_again(target_pid_);
   if (python_.config()) {
@@ -508,14 +527,14 @@ void Session::retry_python() {
 // Frame names are cached by code object address, which the target may free
 // and reuse: every epoch (target_python.h) the caches keyed by raw
 // addresses are dropped and each code object is checked again on its next use.
-void Session::new_python_epoch() {
+void ProcessSession::new_python_epoch() {
   if (!python_.next_epoch()) return;
   if (samples_) samples_->new_python_epoch();
 }
 
 // A sample's leaf is symbolized now, while the target's mappings are there
 // to read (sample_collector.h).
-void Session::on_cpu_sample(const gp_cpu_sample& sample) {
+void ProcessSession::on_cpu_sample(const gp_cpu_sample& sample) {
   if (!writer_ || !diagnostics_.writing() || !recorded_at(sample.ts_ns)) return;
   thread_names_->saw(sample.tid);
   samples_->record(
@@ -523,7 +542,7 @@ void Session::on_cpu_sample(const gp_cpu_sample& sample) {
   if (Result<void> recorded = record_opened_files(*symbolizer_, *writer_); !recorded) write_failed(recorded.error());
 }
 
-void Session::on_mem_event(const gp_mem_event& event) {
+void ProcessSession::on_mem_event(const gp_mem_event& event) {
   if (!writer_ || !diagnostics_.writing()) return;
   if (Result<void> appended = writer_->append_mem_events(&event, 1); appended)
     mem_events_recorded_++;
@@ -533,7 +552,7 @@ void Session::on_mem_event(const gp_mem_event& event) {
 
 // The catch probe only sharpens the end time of frames an exception
 // unwound, so it is attached whenever libstdc++ shows up in the target.
-void Session::try_attach_catch() {
+void ProcessSession::try_attach_catch() {
   if (!attached_ || tracer_->catch_attached()) return;
   last_catch_try_ns_ = clock_ns(CLOCK_MONOTONIC);
   auto libstdcxx = find_mapped_library(target_pid_, "libstdc++");
@@ -545,7 +564,7 @@ void Session::try_attach_catch() {
 
 // The order the loader and the CUDA driver map them in: no allocation (or
 // undefined tensor) of the first op and no launch is missed.
-std::string Session::next_stop() const {
+std::string ProcessSession::next_stop() const {
   if (needs_libc10()) return "libc10.so";
   if (gpu_->needs_libcudart()) return "libcudart";
   if (gpu_->needs_shim()) return kCuptiShimFilePrefix;
@@ -556,17 +575,17 @@ std::string Session::next_stop() const {
   return "";
 }
 
-void Session::handle_child_state() {
+void ProcessSession::handle_child_state() {
   launch_attach_->on_child_state();
   child_exited_ = launch_attach_->exited();
 }
 
-bool Session::finish() {
+double ProcessSession::stop_probes() {
   if (gpu_) gpu_->stop_launches();
-  uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
+  const uint64_t detach_start = clock_ns(CLOCK_MONOTONIC);
   tracer_->detach();
   if (sampler_) sampler_->stop();
-  double detach_ms = ms_since(detach_start);
+  const double detach_ms = ms_since(detach_start);
   if (gpu_) {
     gpu_->drain_activities();
     gpu_->detach();
@@ -574,96 +593,77 @@ bool Session::finish() {
   tracer_->consume();  // what was in flight when the probes went away
   if (sampler_) sampler_->consume();
   if (gpu_) gpu_->consume();
-  if (!writer_) return false;
+  return detach_ms;
+}
+
+void ProcessSession::record_last_figures() {
   calibration_.record_through_recording(*writer_);
   if (shapes_) shapes_->finish(*writer_, stats_);
   stats_.events_lost = tracer_->events_lost();
   stats_.mem_events_lost = tracer_->mem_events_lost();
   if (sampler_) stats_.samples_lost = sampler_->lost();
-  stats_.stop_reason = outcome_.stop_reason;
   gpu_->finish();
   thread_names_->poll();
-  if (std::string exitless = exitless_.warning(); !exitless.empty()) warn(exitless);
   update_file_info();
-  if (!diagnostics_.writing()) return close_after_write_error();
-  // The final counts, while the file is open (its size), for the stop line to erase.
-  if (progress_) progress_->last(progress_counters(clock_ns(CLOCK_MONOTONIC)));
-  if (Result<void> finished = switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC)); !finished)
-    return fail(finished.error());
+}
+
+std::string ProcessSession::stop_line_part() {
   if (sampler_ && !python_.config() && python_.may_appear())  // never came up: say so now
     note_problem("samples without Python frames: " + python_.missing());
-  std::string memory;
+  std::string part;
   if (config_.sample_hz)
-    memory += "; " + std::to_string(samples_->recorded()) + " samples, " +
-              std::to_string(stats_.samples_lost) + " lost";
-  memory += gpu_->stop_line_part();
+    part += "; " + std::to_string(samples_->recorded()) + " samples, " + std::to_string(stats_.samples_lost) + " lost";
+  part += gpu_->stop_line_part();
   if (config_.follow_forks)
-    memory += "; " + std::to_string(children_followed_) + " child processes followed" +
-              (fork_watch_ && fork_watch_->lost() ? " (" + std::to_string(fork_watch_->lost()) + " forks missed)" : "");
+    part += "; " + std::to_string(children_followed_) + " child processes followed" +
+            (fork_watch_ && fork_watch_->lost() ? " (" + std::to_string(fork_watch_->lost()) + " forks missed)" : "");
   if (config_.with_stack && python_.config() && python_.entries_without_stack())
-    memory += "; " + std::to_string(python_.entries_without_stack()) + " entries without a Python stack";
+    part += "; " + std::to_string(python_.entries_without_stack()) + " entries without a Python stack";
   if (config_.profile_memory)
-    memory += "; " + std::to_string(mem_events_recorded_) + " memory events, " +
-             std::to_string(stats_.mem_events_lost) + " lost";
-  std::string written = config_.output_path;
+    part += "; " + std::to_string(mem_events_recorded_) + " memory events, " +
+            std::to_string(stats_.mem_events_lost) + " lost";
+  return part;
+}
+
+std::string ProcessSession::files_written() const {
   if (config_.outputs.rotate_bytes || config_.outputs.rotate_ns) {
     const uint64_t last = switcher_->files_rotated() + 1;
-    written = rotated_path(config_.output_path, 1) + (last > 1 ? " to " + rotated_path(config_.output_path, last) : "");
+    std::string written =
+        rotated_path(config_.output_path, 1) + (last > 1 ? " to " + rotated_path(config_.output_path, last) : "");
     if (config_.outputs.keep && last > config_.outputs.keep)
       written += " (the last " + std::to_string(config_.outputs.keep) + " kept)";
-  } else if (written.empty()) {
-    written = std::to_string(switcher_->cycles_saved()) + " cycle files";
+    return written;
   }
-  say_stopped(detach_ms, memory, written);
+  if (config_.output_path.empty()) return std::to_string(switcher_->cycles_saved()) + " cycle files";
+  return config_.output_path;
+}
+
+bool ProcessSession::check_target() {
+  if (std::string missing = missing_privileges(config_.pid > 0 ? "" : "launch mode (-- CMD)"); !missing.empty())
+    return fail(missing);
+  if (config_.pid <= 0) return true;
+  target_pid_ = config_.pid;
+  if (!process_alive(target_pid_)) return fail("no such process: " + std::to_string(target_pid_));
+  // Capabilities never reach past what the invoking user could ptrace.
+  if (std::string refusal = ptrace_refusal(target_pid_); !refusal.empty()) return fail(refusal);
+  library_ = find_mapped_library(target_pid_, "libtorch_cpu");
+  if (!library_.unreadable.empty() && config_.ops) return fail(library_.unreadable);
+  if (!library_ && config_.ops)
+    return fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
+                ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "
+                "(-F HZ --no-ops samples any process's CPU time without tracing ops)");
   return true;
 }
 
-RecordOutcome Session::run() {
-  set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
-  if (std::string missing = missing_privileges(config_.pid > 0 ? "" : "launch mode (-- CMD)");
-      !missing.empty()) {
-    fail(missing);
-    return outcome_;
-  }
-  LibraryLookup library;
-  if (config_.pid > 0) {
-    target_pid_ = config_.pid;
-    if (!process_alive(target_pid_)) {
-      fail("no such process: " + std::to_string(target_pid_));
-      return outcome_;
-    }
-    // Capabilities never reach past what the invoking user could ptrace.
-    if (std::string refusal = ptrace_refusal(target_pid_); !refusal.empty()) {
-      fail(refusal);
-      return outcome_;
-    }
-    library = find_mapped_library(target_pid_, "libtorch_cpu");
-    if (!library.unreadable.empty() && config_.ops) {
-      fail(library.unreadable);
-      return outcome_;
-    }
-    if (!library && config_.ops) {
-      fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
-           ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "
-           "(-F HZ --no-ops samples any process's CPU time without tracing ops)");
-      return outcome_;
-    }
-  }
-
-  SignalGuard signals({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
-  signal_fd_ = signals.fd();
+bool ProcessSession::start() {
   auto abandon_and_fail = [this](const std::string& error) {
     if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
-    fail(error);
-    return outcome_;
+    return fail(error);
   };
   if (!config_.command.empty()) {
     if (config_.ops) inject_cupti_shim(diagnostics_);
     auto launched = LaunchedCommand::spawn(config_.command);
-    if (!launched) {
-      fail(launched.error());
-      return outcome_;
-    }
+    if (!launched) return fail(launched.error());
     launched_.emplace(std::move(*launched));
     target_pid_ = launched_->pid();
     outcome_.launched_pid = target_pid_;
@@ -679,12 +679,12 @@ RecordOutcome Session::run() {
   auto tracer = OpTracer::load(tracer_config, std::move(sinks));
   if (!tracer) return abandon_and_fail(tracer.error());
   tracer_ = std::move(*tracer);
+  watch(tracer_->poll_fd());
   if (launched_) {
     launched_process_.emplace(target_pid_, *watch_);
     launch_attach_.emplace(*launched_process_, *this, diagnostics_);
   }
 
-  UniqueFd pidfd;
   if (launched_ && !config_.ops) {
     // Sampling is on before the command runs: it is sampled from its exec.
     // Until then the child is gpuprof waiting at its gate: the recording
@@ -693,104 +693,63 @@ RecordOutcome Session::run() {
     launched_info_ = describe_launched_command(target_pid_, config_.command);
     if (!attach_sampling_only(target_pid_)) {
       launched_->abandon();
-      return outcome_;
+      return false;
     }
-    if (const auto started = launched_->start(); !started) {
-      fail(started.error());
-      return outcome_;
-    }
+    if (const auto started = launched_->start(); !started) return fail(started.error());
     record_job_rank(target_pid_);  // exec'd: its own environment now
     std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", target_pid_,
-                 launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(),
-                 stop_hint(config_).c_str());
+                 launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(), stop_hint(config_).c_str());
   } else if (launched_) {
     launch_attach_->arm_first();
-    if (const auto started = launched_->start(); !started) {
-      fail(started.error());
-      return outcome_;
-    }
+    if (const auto started = launched_->start(); !started) return fail(started.error());
     std::fprintf(stderr, "gpuprof: started %s as %d; probes go in when it loads libtorch_cpu\n",
                  config_.command[0].c_str(), target_pid_);
   } else {
-    pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, target_pid_, 0)));
-    const bool attached = config_.ops ? attach_library(target_pid_, *library)
-                                      : attach_sampling_only(target_pid_);
-    if (!attached) return outcome_;
+    pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, target_pid_, 0)));
+    watch(pidfd_.get());
+    if (!(config_.ops ? attach_library(target_pid_, *library_) : attach_sampling_only(target_pid_))) return false;
   }
+  return true;
+}
 
-  UniqueFd timer = duration_timer(config_.duration_s);
-  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-  for (int fd : {tracer_->poll_fd(), signal_fd_, timer.get(), pidfd.get(), config_.input_fd}) epoll_watch(epoll.get(), fd);
+void ProcessSession::read_rings() {
+  new_python_epoch();
+  retry_python();
+  tracer_->consume();
+  if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
+  if (gpu_) gpu_->consume();          // polled too: no wakeup per launch
+  if (thread_names_) thread_names_->poll();
+  if (fork_watch_) fork_watch_->consume();
+  drain_shapes();
+  try_attach_memory();
+  try_attach_gpu();
+  if (gpu_) gpu_->read_shim_state();
+  try_find_undefined_tensor();
+}
 
-  start_loop(clock_ns(CLOCK_MONOTONIC));
-  if (launched_) handle_child_state();  // it may already be stopped or gone
-  bool fork_fd_polled = false;
-  while (!diagnostics_.stopped()) {
-    if (fork_watch_ && !fork_fd_polled) {  // --follow-forks: attach to a child as soon as it is forked
-      epoll_watch(epoll.get(), fork_watch_->poll_fd());
-      fork_fd_polled = true;
-    }
-    epoll_event events[4];
-    int n = epoll_wait(epoll.get(), events, 4, config_.with_modules ? kModulesPollTimeoutMs : kPollTimeoutMs);
-    for (int i = 0; i < n; i++) {
-      int fd = events[i].data.fd;
-      if (fd == signal_fd_) read_signals(signal_fd_, [this](int signo) {
-          if (signo == SIGCHLD && launched_) handle_child_state();
-        });
-      else if (fd == timer.get()) stop("duration");
-      else if (fd == pidfd.get()) stop("target exited");
-    }
-    new_python_epoch();
-    retry_python();
-    tracer_->consume();
-    if (sampler_) sampler_->consume();  // polled: its ring buffer is small and slow
-    if (gpu_) gpu_->consume();  // polled too: no wakeup per launch
-    if (thread_names_) thread_names_->poll();
-    if (fork_watch_) fork_watch_->consume();
-    drain_shapes();
-    try_attach_memory();
-    try_attach_gpu();
-    if (gpu_) gpu_->read_shim_state();
-    try_find_undefined_tensor();
-    calibration_.round();
-    uint64_t now = clock_ns(CLOCK_MONOTONIC);
-    if (writer_ && flush_due(now)) flush_chunks();
-    if (writer_ && diagnostics_.writing()) update_file_info();
-    tick_outputs(now);
-    end_turn(now);
-    if (attached_ && !tracer_->catch_attached() && now - last_catch_try_ns_ >= kCatchRetryIntervalNs)
-      try_attach_catch();
-  }
+void ProcessSession::write_turn(uint64_t now_ns) {
+  if (writer_ && flush_due(now_ns)) flush_chunks();
+  if (writer_ && diagnostics_.writing()) update_file_info();
+  tick_outputs(now_ns);
+}
 
-  if (!attached_) {
-    tracer_->detach();
-    if (outcome_.error.empty()) fail(launch_attach_->unattached_error(config_.command[0], outcome_.stop_reason));
-    outcome_.target_running = launched_ && !child_exited_;
-    return outcome_;
-  }
-  outcome_.ok = outcome_.error.empty();
-  if (!finish()) outcome_.ok = false;
-  outcome_.target_running = launched_ && !child_exited_;
-  return outcome_;
+void ProcessSession::after_turn(uint64_t now_ns) {
+  if (attached_ && !tracer_->catch_attached() && now_ns - last_catch_try_ns_ >= kCatchRetryIntervalNs)
+    try_attach_catch();
+}
+
+// A launched command that ended (or a session stopped) before the op
+// probes went in has no recording: the error says why.
+bool ProcessSession::ended_recording() {
+  if (attached_) return true;
+  tracer_->detach();
+  if (outcome_.error.empty()) fail(launch_attach_->unattached_error(config_.command[0], outcome_.stop_reason));
+  return false;
 }
 
 }  // namespace
 
-std::string stop_hint(const RecordConfig& config) {
-  return config.duration_s > 0 ? "" : "; " + config.stop_key + " to stop";
-}
-
-std::string disk_full_error(const std::string& write_error, const std::string& path) {
-  return write_error + "; " + path + " is valid up to its last complete chunk: gpuprof report " + path + " reads it";
-}
-
-std::string wrote_part(const RecordConfig& config, const std::string& files) {
-  return config.output_path == kLiveOnly ? "" : "; wrote " + files;
-}
-
-RecordOutcome run_record_session(const RecordConfig& config) {
-  return config.system_wide ? run_system_session(config) : Session(config).run();
-}
+RecordOutcome run_process_session(const RecordConfig& config) { return ProcessSession(config).run(); }
 
 }  // namespace gpuprof
