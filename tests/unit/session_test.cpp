@@ -36,14 +36,15 @@ class FakeTarget final : public Session {
   void write_fails(const std::string& error) { write_failed(error); }
 
  private:
-  bool check_target() override {
+  Result<void> check_target() override {
     calls.push_back("check");
-    return check_ok || fail("no such process: 4242");
+    if (!check_ok) return Error("no such process: 4242");
+    return {};
   }
   bool reads_sigchld() const override { return sigchld; }
-  bool start() override {
+  Result<void> start() override {
     calls.push_back("start");
-    if (!start_ok) return fail("the op tracer did not load");
+    if (!start_ok) return Error("the op tracer did not load");
     ProcessInfo process;
     process.pid = 4242;
     process.comm = "fake";
@@ -51,9 +52,9 @@ class FakeTarget final : public Session {
     OutputPlan plan = config_.outputs;
     plan.main_path = config_.output_path;
     switcher_.emplace(std::move(plan), RecordOutputs(process, clock, {}, RecordOptions{}, 0600));
-    if (Result<void> begun = switcher_->begin(clock.start_monotonic_ns, stats_); !begun) return fail(begun.error());
+    RETURN_IF_ERROR(switcher_->begin(clock.start_monotonic_ns, stats_));
     writer_ = &switcher_->outputs();
-    return true;
+    return {};
   }
   void on_child_signal() override { child_signals++; }
   void read_rings() override { turn_(*this, ++turns); }

@@ -78,7 +78,10 @@ class ProcessSession final : public Session, public AttachCollectors {
 
   // AttachCollectors: the attach machine's calls.
   bool attached() const override { return attached_; }
-  bool attach_ops(const MappedLibrary& libtorch) override { return attach_library(target_pid_, libtorch); }
+  bool attach_ops(const MappedLibrary& libtorch) override {
+    Result<void> attached = attach_library(target_pid_, libtorch);
+    return attached || fail(attached.error());
+  }
   void attach_late() override {
     try_attach_memory();
     try_find_undefined_tensor();
@@ -88,9 +91,9 @@ class ProcessSession final : public Session, public AttachCollectors {
 
  private:
   // Session: the target's part.
-  bool check_target() override;
+  Result<void> check_target() override;
   bool reads_sigchld() const override { return true; }
-  bool start() override;
+  Result<void> start() override;
   int poll_timeout_ms() const override { return config_.with_modules ? kModulesPollTimeoutMs : kPollTimeoutMs; }
   void on_loop_start() override {
     if (launched_) handle_child_state();  // it may already be stopped or gone
@@ -111,9 +114,9 @@ class ProcessSession final : public Session, public AttachCollectors {
   std::string files_written() const override;
   void after_run() override { outcome_.target_running = launched_ && !child_exited_; }
 
-  bool attach_library(int pid, const MappedLibrary& library);
-  bool attach_sampling_only(int pid);
-  bool begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
+  Result<void> attach_library(int pid, const MappedLibrary& library);
+  Result<void> attach_sampling_only(int pid);
+  Result<void> begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
                     const std::string& build_id);
   void try_attach_catch();
   void try_attach_memory();
@@ -130,7 +133,7 @@ class ProcessSession final : public Session, public AttachCollectors {
   void new_python_epoch();
   void on_mem_event(const gp_mem_event& event);
   void on_cpu_sample(const gp_cpu_sample& sample);
-  bool start_sampling(int pid);
+  Result<void> start_sampling(int pid);
   void drain_shapes() {
     if (shapes_ && writer_) shapes_->drain(*writer_);
   }
@@ -138,7 +141,7 @@ class ProcessSession final : public Session, public AttachCollectors {
   RecordStats counters_now() const override;
   ProgressCounters progress_counters(uint64_t now_ns) const override;
   bool recorded_at(uint64_t ts_ns) const { return switcher_->recorded_at(ts_ns); }
-  bool setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
+  Result<void> setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops);
   void update_file_info();
   // The target's job rank (RANK, ... of its environment), into the file.
   void record_job_rank(int pid);
@@ -172,18 +175,18 @@ class ProcessSession final : public Session, public AttachCollectors {
   uint32_t children_followed_ = 0;
 };
 
-bool ProcessSession::attach_library(int pid, const MappedLibrary& library) {
+Result<void> ProcessSession::attach_library(int pid, const MappedLibrary& library) {
   auto catalog = load_dispatcher_catalog(library.path_for_us, config_.exit_mode);
-  if (!catalog) return fail(catalog.error());
+  if (!catalog) return Error(catalog.error());
   if (config_.record_shapes) {
     shapes_.emplace(*tracer_, diagnostics_, target_pid_);
     if (!shapes_->setup(*catalog)) shapes_.reset();
   }
   std::vector<OpInfo> ops = catalog->ops;
-  if (!setup_schedule(*catalog, ops)) return false;
+  RETURN_IF_ERROR(setup_schedule(*catalog, ops));
   // Before the recording's clock starts: its time zero stays at the attach.
   calibration_.at_attach(catalog->op_sites);
-  if (!begin_record(pid, ops, &library, catalog->build_id)) return false;
+  RETURN_IF_ERROR(begin_record(pid, ops, &library, catalog->build_id));
   calibration_.record(*writer_);
   if (auto bias = load_bias(pid, library))
     runtime_ops_->add_process(static_cast<uint32_t>(pid), 0, *catalog, *bias);
@@ -211,7 +214,7 @@ bool ProcessSession::attach_library(int pid, const MappedLibrary& library) {
   }
   uint64_t attach_start = clock_ns(CLOCK_MONOTONIC);
   if (Result<void> attached = tracer_->attach_ops(library.path_for_us, catalog->sites, pid); !attached)
-    return fail(attached.error());
+    return Error(attached.error());
   double attach_ms = ms_since(attach_start);
   if (config_.follow_forks) {
     probe_sites_ = catalog->sites;
@@ -229,7 +232,7 @@ bool ProcessSession::attach_library(int pid, const MappedLibrary& library) {
   }
   tracer_->set_tracing(true);  // only now is every entry and exit site in place
   attached_ = true;
-  if (config_.sample_hz && !start_sampling(pid)) return false;
+  if (config_.sample_hz) RETURN_IF_ERROR(start_sampling(pid));
   stats_.entry_probes = catalog->entry_sites;
   stats_.exit_probes = catalog->exit_sites;
   stats_.ops_without_exit = catalog->ops_without_exit;
@@ -264,15 +267,15 @@ bool ProcessSession::attach_library(int pid, const MappedLibrary& library) {
   }
   if (config_.profile_memory && !memory_attached_ && memory_error_.empty())
     std::fprintf(stderr, "gpuprof: memory: libc10 is not mapped yet; its probes go in when it is\n");
-  return true;
+  return {};
 }
 
 // record --schedule: with --step-op, the step ops' ENTRY sites start steps
 // (GP_COOKIE_STEP) and the op table gets a "ProfilerStep*" op for the step
 // frames (op_timeline.h); the BPF gate gets the schedule. Time-mode steps
 // start when the tracing does (attach_library).
-bool ProcessSession::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops) {
-  if (config_.schedule.mode != GP_SCHEDULE_BY_OP) return true;
+Result<void> ProcessSession::setup_schedule(DispatcherCatalog& catalog, std::vector<OpInfo>& ops) {
+  if (config_.schedule.mode != GP_SCHEDULE_BY_OP) return {};
   std::vector<bool> is_step(catalog.ops.size(), false);
   size_t matched = 0;
   for (size_t i = 0; i < catalog.ops.size(); i++) {
@@ -284,7 +287,7 @@ bool ProcessSession::setup_schedule(DispatcherCatalog& catalog, std::vector<OpIn
   if (matched == 0) {
     std::string names;
     for (const std::string& want : config_.step_ops) names += (names.empty() ? "" : ", ") + want;
-    return fail("--step-op " + names + ": no such op in this libtorch_cpu (give a name as the table prints it, "
+    return Error("--step-op " + names + ": no such op in this libtorch_cpu (give a name as the table prints it, "
                 "e.g. aten::addmm, or one overload: aten::add.Tensor)");
   }
   for (size_t i = 0; i < catalog.sites.size(); i++) {
@@ -299,7 +302,7 @@ bool ProcessSession::setup_schedule(DispatcherCatalog& catalog, std::vector<OpIn
   tracer_->set_schedule(schedule);
   std::fprintf(stderr, "gpuprof: schedule %s; a step starts at each call of %zu op%s\n",
                format_schedule(schedule).c_str(), matched, matched == 1 ? "" : "s");
-  return true;
+  return {};
 }
 
 // --follow-forks: a followed process forked. The child runs the parent's
@@ -361,7 +364,7 @@ void ProcessSession::update_file_info() {
 
 // The record file's header: the process, the clocks, the op table (empty
 // when no libtorch_cpu is mapped: --no-ops) and the options.
-bool ProcessSession::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
+Result<void> ProcessSession::begin_record(int pid, const std::vector<OpInfo>& ops, const MappedLibrary* library,
                            const std::string& build_id) {
   ProcessInfo process = launched_info_ ? *launched_info_ : describe_process(pid);
   if (library) process.libtorch_path = library->path_in_target;
@@ -382,7 +385,7 @@ bool ProcessSession::begin_record(int pid, const std::vector<OpInfo>& ops, const
   plan.main_path = config_.output_path;
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(process, clock, ops, options, config_.output_mode));
-  if (Result<void> begun = switcher_->begin(clock.start_monotonic_ns, stats_); !begun) return fail(begun.error());
+  RETURN_IF_ERROR(switcher_->begin(clock.start_monotonic_ns, stats_));
   writer_ = &switcher_->outputs();
   interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
   launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/true);
@@ -398,7 +401,7 @@ bool ProcessSession::begin_record(int pid, const std::vector<OpInfo>& ops, const
   // A command not yet exec'd has gpuprof's environment, not its own: read
   // once it runs (run()).
   if (!launched_info_) record_job_rank(pid);
-  return true;
+  return {};
 }
 
 void ProcessSession::record_job_rank(int pid) {
@@ -409,15 +412,15 @@ void ProcessSession::record_job_rank(int pid) {
 
 // --no-ops: CPU samples only, no op probes and no op table, so any process
 // will do (PyTorch or not), and a launched command is sampled from its exec.
-bool ProcessSession::attach_sampling_only(int pid) {
-  if (!begin_record(pid, {}, nullptr, "")) return false;
+Result<void> ProcessSession::attach_sampling_only(int pid) {
+  RETURN_IF_ERROR(begin_record(pid, {}, nullptr, ""));
   attached_ = true;
-  if (!start_sampling(pid)) return false;
+  RETURN_IF_ERROR(start_sampling(pid));
   if (!launched_)
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", pid,
                  describe_process(pid).comm.c_str(), config_.sample_hz, sampler_->cpus(),
                  stop_hint(config_).c_str());
-  return true;
+  return {};
 }
 
 bool ProcessSession::needs_libc10() const {
@@ -495,12 +498,12 @@ void ProcessSession::on_op_event(const gp_event& raw, const EntryPayload& payloa
   }
 }
 
-bool ProcessSession::start_sampling(int pid) {
+Result<void> ProcessSession::start_sampling(int pid) {
   symbolizer_ = std::make_unique<NativeSymbolizer>(pid);
   samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
   auto sampler =
       CpuSampler::start(pid, config_.sample_hz, [this](const gp_cpu_sample& sample) { on_cpu_sample(sample); });
-  if (!sampler) return fail(sampler.error());
+  if (!sampler) return Error(sampler.error());
   sampler_ = std::move(*sampler);
   python_.find(pid);
   if (python_.config())
@@ -508,7 +511,7 @@ bool ProcessSession::start_sampling(int pid) {
   else if (!python_.may_appear())
     note_problem("samples without Python frames: " + python_.missing());
   sampler_->set_sampling(true);
-  return true;
+  return {};
 }
 
 // A command launched with --no-ops is sampled from its exec, before any
@@ -638,37 +641,37 @@ std::string ProcessSession::files_written() const {
   return config_.output_path;
 }
 
-bool ProcessSession::check_target() {
+Result<void> ProcessSession::check_target() {
   if (std::string missing = missing_privileges(config_.pid > 0 ? "" : "launch mode (-- CMD)"); !missing.empty())
-    return fail(missing);
-  if (config_.pid <= 0) return true;
+    return Error(missing);
+  if (config_.pid <= 0) return {};
   target_pid_ = config_.pid;
-  if (!process_alive(target_pid_)) return fail("no such process: " + std::to_string(target_pid_));
+  if (!process_alive(target_pid_)) return Error("no such process: " + std::to_string(target_pid_));
   // Capabilities never reach past what the invoking user could ptrace.
-  if (std::string refusal = ptrace_refusal(target_pid_); !refusal.empty()) return fail(refusal);
+  if (std::string refusal = ptrace_refusal(target_pid_); !refusal.empty()) return Error(refusal);
   library_ = find_mapped_library(target_pid_, "libtorch_cpu");
-  if (!library_.unreadable.empty() && config_.ops) return fail(library_.unreadable);
+  if (!library_.unreadable.empty() && config_.ops) return Error(library_.unreadable);
   if (!library_ && config_.ops)
-    return fail("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
-                ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "
-                "(-F HZ --no-ops samples any process's CPU time without tracing ops)");
-  return true;
+    return Error("process " + std::to_string(target_pid_) + " (" + describe_process(target_pid_).comm +
+                 ") has no libtorch_cpu mapped: is it a PyTorch process, and has it imported torch yet? "
+                 "(-F HZ --no-ops samples any process's CPU time without tracing ops)");
+  return {};
 }
 
-bool ProcessSession::start() {
-  auto abandon_and_fail = [this](const std::string& error) {
+Result<void> ProcessSession::start() {
+  auto abandon_with = [this](const std::string& error) {
     if (launched_) launched_->abandon();  // never let CMD run unprofiled behind our back
-    return fail(error);
+    return Error(error);
   };
   if (!config_.command.empty()) {
     if (config_.ops) inject_cupti_shim(diagnostics_);
     auto launched = LaunchedCommand::spawn(config_.command);
-    if (!launched) return fail(launched.error());
+    if (!launched) return Error(launched.error());
     launched_.emplace(std::move(*launched));
     target_pid_ = launched_->pid();
     outcome_.launched_pid = target_pid_;
     auto watch = LibraryWatch::load(target_pid_);
-    if (!watch) return abandon_and_fail(watch.error());
+    if (!watch) return abandon_with(watch.error());
     watch_ = std::move(*watch);
   }
   TracerSinks sinks;
@@ -677,7 +680,7 @@ bool ProcessSession::start() {
   TracerConfig tracer_config;
   tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
   auto tracer = OpTracer::load(tracer_config, std::move(sinks));
-  if (!tracer) return abandon_and_fail(tracer.error());
+  if (!tracer) return abandon_with(tracer.error());
   tracer_ = std::move(*tracer);
   watch(tracer_->poll_fd());
   if (launched_) {
@@ -691,26 +694,26 @@ bool ProcessSession::start() {
     // describes the command instead.
     python_.expect_late();
     launched_info_ = describe_launched_command(target_pid_, config_.command);
-    if (!attach_sampling_only(target_pid_)) {
+    if (Result<void> attached = attach_sampling_only(target_pid_); !attached) {
       launched_->abandon();
-      return false;
+      return attached;
     }
-    if (const auto started = launched_->start(); !started) return fail(started.error());
+    if (const auto started = launched_->start(); !started) return Error(started.error());
     record_job_rank(target_pid_);  // exec'd: its own environment now
     std::fprintf(stderr, "gpuprof: started %s as %d\n", config_.command[0].c_str(), target_pid_);
     std::fprintf(stderr, "gpuprof: sampling %d (%s) at %u Hz on %zu CPUs, no op tracing%s\n", target_pid_,
                  launched_info_->comm.c_str(), config_.sample_hz, sampler_->cpus(), stop_hint(config_).c_str());
   } else if (launched_) {
     launch_attach_->arm_first();
-    if (const auto started = launched_->start(); !started) return fail(started.error());
+    if (const auto started = launched_->start(); !started) return Error(started.error());
     std::fprintf(stderr, "gpuprof: started %s as %d; probes go in when it loads libtorch_cpu\n",
                  config_.command[0].c_str(), target_pid_);
   } else {
     pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, target_pid_, 0)));
     watch(pidfd_.get());
-    if (!(config_.ops ? attach_library(target_pid_, *library_) : attach_sampling_only(target_pid_))) return false;
+    return config_.ops ? attach_library(target_pid_, *library_) : attach_sampling_only(target_pid_);
   }
-  return true;
+  return {};
 }
 
 void ProcessSession::read_rings() {

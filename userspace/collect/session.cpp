@@ -17,11 +17,17 @@ namespace gpuprof {
 
 RecordOutcome Session::run() {
   set_libbpf_verbose(config_.verbose);  // -v: libbpf's own log
-  if (!check_target()) return outcome_;
+  if (Result<void> checked = check_target(); !checked) {
+    fail(checked.error());
+    return outcome_;
+  }
   SignalGuard signals = reads_sigchld() ? SignalGuard({SIGINT, SIGTERM, SIGHUP, SIGCHLD})
                                           : SignalGuard({SIGINT, SIGTERM, SIGHUP});
   epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
-  if (!start()) return outcome_;
+  if (Result<void> started = start(); !started) {
+    fail(started.error());
+    return outcome_;
+  }
   loop(signals.fd());
   if (ended_recording()) {
     outcome_.ok = outcome_.error.empty();

@@ -57,13 +57,14 @@ class Session {
 
   // --- The target's part, in the order run() calls them. ---
   // Before anything is loaded or blocked: privileges, the target there and
-  // readable; false once failed (fail()).
-  virtual bool check_target() = 0;
+  // readable; its error is the session's.
+  virtual Result<void> check_target() = 0;
   // Whether the session reads SIGCHLD (record -- CMD's command).
   virtual bool reads_sigchld() const { return false; }
   // The tracers loaded and the probes in (or armed to go in), the record
-  // file begun, their descriptors watched (watch()); false once failed.
-  virtual bool start() = 0;
+  // file begun, their descriptors watched (watch()); its error is the
+  // session's.
+  virtual Result<void> start() = 0;
   // The loop's wait, at most (ms).
   virtual int poll_timeout_ms() const { return kPollTimeoutMs; }
   // The loop starts; a SIGCHLD came; a watched descriptor of the target's

@@ -150,15 +150,15 @@ class SystemSession final : public Session {
 
  private:
   // Session: the target's part.
-  bool check_target() override;
-  bool start() override;
+  Result<void> check_target() override;
+  Result<void> start() override;
   void read_rings() override;
   void write_turn(uint64_t now_ns) override;
   double stop_probes() override;
   void record_last_figures() override;
   std::string stop_line_part() override;
 
-  bool begin();
+  Result<void> begin();
   void scan_processes();
   void on_library_load(const gp_library_load& load) { pending_loads_.push_back({load.pid, load.kind, now_ns()}); }
   void retry_pending_loads();
@@ -568,7 +568,7 @@ RecordStats SystemSession::counters_now() const {
   return now;
 }
 
-bool SystemSession::begin() {
+Result<void> SystemSession::begin() {
   ProcessInfo system = describe_process(getpid());
   system.pid = 0;
   system.comm = "[system-wide]";
@@ -586,14 +586,12 @@ bool SystemSession::begin() {
   // (nothing is gated: the BPF programs get no schedule).
   plan.schedule = config_.schedule;
   switcher_.emplace(std::move(plan), RecordOutputs(system, clock, {}, options, config_.output_mode));
-  if (Result<void> begun = switcher_->begin(clock.start_monotonic_ns, stats_); !begun) return fail(begun.error());
+  RETURN_IF_ERROR(switcher_->begin(clock.start_monotonic_ns, stats_));
   if (config_.schedule.mode == GP_SCHEDULE_BY_TIME) {
     switcher_->start_time_steps(clock.start_monotonic_ns);
     // The first window's file opens now: records that come before any op
     // event (CPU samples, a lag behind) have a file to go to.
-    if (Result<void> opened = switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); });
-        !opened)
-      return fail(opened.error());
+    RETURN_IF_ERROR(switcher_->before_record(clock.start_monotonic_ns, [this] { return counters_now(); }));
   }
   writer_ = &switcher_->outputs();
   runtime_ops_.emplace([this](const OpInfo& op) -> Result<uint32_t> {
@@ -606,20 +604,20 @@ bool SystemSession::begin() {
   interner_.emplace(*writer_, diagnostics_, config_.live_consumer());
   launches_.emplace(*interner_, *writer_, diagnostics_, stats_, /*count_unresolved=*/false);
   config_.live_consumer().begin(system, {}, clock.start_monotonic_ns);
-  return true;
+  return {};
 }
 
-bool SystemSession::check_target() {
-  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) return fail(missing);
+Result<void> SystemSession::check_target() {
+  if (std::string missing = missing_privileges("-a (every process)"); !missing.empty()) return Error(missing);
   // Capabilities (setcap) are not enough to watch other users' processes.
   if (getuid() != 0)
-    return fail("record -a watches every process on the machine: run it as root (capabilities suffice only "
-                "for your own processes, with -p)");
-  return true;
+    return Error("record -a watches every process on the machine: run it as root (capabilities suffice only "
+                 "for your own processes, with -p)");
+  return {};
 }
 
-bool SystemSession::start() {
-  if (!begin()) return false;
+Result<void> SystemSession::start() {
+  RETURN_IF_ERROR(begin());
   if (config_.ops) {
     TracerSinks sinks;
     sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
@@ -627,7 +625,7 @@ bool SystemSession::start() {
     TracerConfig tracer_config;
     tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
     auto tracer = OpTracer::load(tracer_config, std::move(sinks));
-    if (!tracer) return fail(tracer.error());
+    if (!tracer) return Error(tracer.error());
     tracer_ = std::move(*tracer);
     watch(tracer_->poll_fd());
     // Stacks on before the first probe: every op entry then carries its
@@ -638,7 +636,7 @@ bool SystemSession::start() {
     // Watch first, then scan: a process that maps libtorch in between is
     // found twice, never missed.
     auto loads = LibraryLoads::load([this](const gp_library_load& load) { on_library_load(load); });
-    if (!loads) return fail(loads.error());
+    if (!loads) return Error(loads.error());
     loads_ = std::move(*loads);
     watch(loads_->poll_fd());
     scan_processes();
@@ -654,7 +652,7 @@ bool SystemSession::start() {
   if (config_.sample_hz) {
     samples_.emplace(*interner_, *writer_, diagnostics_, stats_, stack_cuts_, config_.live_consumer());
     auto sampler = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); });
-    if (!sampler) return fail(sampler.error());
+    if (!sampler) return Error(sampler.error());
     sampler_ = std::move(*sampler);
     // The sample ring is polled too (unlike record -p): a sample is read
     // and its process's maps and interpreter looked at within ms, while a
@@ -667,7 +665,7 @@ bool SystemSession::start() {
                config_.sample_hz ? (", CPU samples of every process at " + std::to_string(config_.sample_hz) + " Hz").c_str() : "",
                traced_processes_, traced_processes_ == 1 ? "" : "es",
                stop_hint(config_).c_str());
-  return true;
+  return {};
 }
 
 void SystemSession::read_rings() {
