@@ -677,12 +677,7 @@ Result<void> ProcessSession::start() {
   TracerSinks sinks;
   sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
   sinks.memory = [this](const gp_mem_event& event) { on_mem_event(event); };
-  TracerConfig tracer_config;
-  tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-  auto tracer = OpTracer::load(tracer_config, std::move(sinks));
-  if (!tracer) return abandon_with(tracer.error());
-  tracer_ = std::move(*tracer);
-  watch(tracer_->poll_fd());
+  if (Result<void> loaded = load_tracer(std::move(sinks)); !loaded) return abandon_with(loaded.error());
   if (launched_) {
     launched_process_.emplace(target_pid_, *watch_);
     launch_attach_.emplace(*launched_process_, *this, diagnostics_);

@@ -39,6 +39,14 @@ RecordOutcome Session::run() {
 
 void Session::watch(int fd) { epoll_watch(epoll_.get(), fd); }
 
+Result<void> Session::load_tracer(TracerSinks sinks) {
+  TracerConfig tracer_config;
+  tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
+  ASSIGN_OR_RETURN(tracer_, OpTracer::load(tracer_config, std::move(sinks)));
+  watch(tracer_->poll_fd());
+  return {};
+}
+
 void Session::loop(int signal_fd) {
   // -d counts from the start of the recording, once the target's start is done.
   UniqueFd timer = duration_timer(config_.duration_s);

@@ -108,6 +108,8 @@ class Session {
 
   // Adds a descriptor (>= 0) to the loop's epoll set, from start() on.
   void watch(int fd);
+  // The op tracer loaded (--ring-buffer's size), its ring watched.
+  Result<void> load_tracer(TracerSinks sinks);
 
   // Whether the chunks are due to go to disk (at least every
   // kFlushIntervalNs); true starts the next interval.

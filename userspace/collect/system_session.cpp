@@ -622,12 +622,7 @@ Result<void> SystemSession::start() {
     TracerSinks sinks;
     sinks.op = [this](const gp_event& event, const EntryPayload& payload) { on_op_event(event, payload); };
     sinks.memory = [](const gp_mem_event&) {};
-    TracerConfig tracer_config;
-    tracer_config.ring_buffer_bytes = config_.ring_buffer_bytes;
-    auto tracer = OpTracer::load(tracer_config, std::move(sinks));
-    if (!tracer) return Error(tracer.error());
-    tracer_ = std::move(*tracer);
-    watch(tracer_->poll_fd());
+    RETURN_IF_ERROR(load_tracer(std::move(sinks)));
     // Stacks on before the first probe: every op entry then carries its
     // stack word, empty until its process's interpreter is in the map.
     if (config_.with_stack) tracer_->set_python_stacks_per_process();
