@@ -70,13 +70,9 @@ uint64_t nearest_rank(const std::vector<uint64_t>& ascending, double p) {
   return ascending[std::clamp<size_t>(rank, 1, ascending.size()) - 1];
 }
 
-std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
-  const Timeline timeline = build_timeline(recording.events);
-  const CallTree tree = build_call_tree(timeline);
+GpuTimeDraft draft_gpu_time(const Recording& recording) {
   std::unordered_map<uint64_t, const GpuCorrelation*> launch_of;
   for (const GpuCorrelation& c : recording.gpu_correlations) launch_of.emplace(c.correlation_id, &c);
-  std::unordered_map<uint64_t, uint32_t> entry_stack;
-  for (const EntryStack& e : recording.entry_stacks) entry_stack.emplace(e.event_index, e.stack_id);
 
   auto name_of = [&](const GpuActivity& a) {
     return a.name_id < recording.launch_names.size() ? recording.launch_names[a.name_id]
@@ -91,7 +87,7 @@ std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
   std::map<uint32_t, std::vector<const GpuActivity*>> by_device;
   for (const GpuActivity& a : recording.gpu_activities) by_device[a.device].push_back(&a);
 
-  std::vector<GpuDeviceTime> out;
+  GpuTimeDraft draft;
   for (auto& [device, activities] : by_device) {
     GpuDeviceTime d;
     d.device = device;
@@ -120,7 +116,7 @@ std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
     const std::vector<Interval> busy = merged(all);
     if (busy.empty()) {  // only records CUPTI could not time
       d.window_start_ns = d.window_end_ns = activities.front()->start_ns;
-      out.push_back(std::move(d));
+      draft.devices.push_back(std::move(d));
       continue;
     }
     d.window_start_ns = busy.front().first;
@@ -136,9 +132,6 @@ std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
     std::sort(activities.begin(), activities.end(), [](const GpuActivity* a, const GpuActivity* b) {
       return std::tie(a->start_ns, a->correlation_id) < std::tie(b->start_ns, b->correlation_id);
     });
-    std::map<std::pair<std::string, std::string>, GpuHostWait> waits;
-    std::vector<ThreadMoment> moments;
-    std::vector<std::pair<size_t, uint64_t>> wait_of_moment;  // (gap index, host wait ns)
     size_t next = 0;
     for (size_t g = 0; g + 1 < busy.size(); ++g) {
       const uint64_t gap_start = busy[g].second, gap_end = busy[g + 1].first;
@@ -155,41 +148,69 @@ std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
       d.host_wait_ns += wait;
       d.queued_ns += gap_end - gap_start - wait;
       if (wait) {
-        moments.push_back({gap_start, l->second->tid});
-        wait_of_moment.push_back({g, wait});
+        draft.moments.push_back({gap_start, l->second->tid});
+        draft.waits.push_back({draft.devices.size(), wait});
       }
     }
-    const std::vector<int64_t> running = innermost_calls_at(timeline, tree, moments);
-    for (size_t i = 0; i < moments.size(); ++i) {
-      std::string op = "[no op]", frame;
-      if (running[i] >= 0) {
-        op = op_display_name(recording.ops, timeline.calls[running[i]].op_id);
-        int64_t outer = running[i];
-        while (tree.parent[outer] >= 0) outer = tree.parent[outer];
-        if (auto s = entry_stack.find(timeline.calls[outer].entry_index); s != entry_stack.end() &&
-                                                                           s->second < recording.sample_stacks.size()) {
-          const std::vector<uint32_t>& frames = recording.sample_stacks[s->second];
-          if (!frames.empty() && frames.back() < recording.sample_frames.size())
-            frame = recording.sample_frames[frames.back()];
-        }
-      }
-      GpuHostWait& w = waits[{op, frame}];
-      w.op = op;
-      w.python_frame = frame;
-      w.wait_ns += wait_of_moment[i].second;
-      w.gaps++;
-    }
-    for (auto& [key, w] : waits) d.host_waits.push_back(std::move(w));
-    std::stable_sort(d.host_waits.begin(), d.host_waits.end(), [](const GpuHostWait& a, const GpuHostWait& b) {
-      return std::tie(b.wait_ns, a.op, a.python_frame) < std::tie(a.wait_ns, b.op, b.python_frame);
-    });
     for (auto& [name, k] : kernels) d.kernels.push_back(std::move(k));
     std::stable_sort(d.kernels.begin(), d.kernels.end(), [](const GpuKernelTime& a, const GpuKernelTime& b) {
       return std::tie(b.total_ns, a.name) < std::tie(a.total_ns, b.name);
     });
-    out.push_back(std::move(d));
+    draft.devices.push_back(std::move(d));
+  }
+  return draft;
+}
+
+std::vector<GpuDeviceTime> finish_gpu_time(GpuTimeDraft draft, const std::vector<RunningAt>& running) {
+  std::vector<std::map<std::pair<std::string, std::string>, GpuHostWait>> waits(draft.devices.size());
+  for (size_t i = 0; i < draft.moments.size(); ++i) {
+    const RunningAt& ran = running[i];
+    GpuHostWait& w = waits[draft.waits[i].device][{ran.op, ran.python_frame}];
+    w.op = ran.op;
+    w.python_frame = ran.python_frame;
+    w.wait_ns += draft.waits[i].wait_ns;
+    w.gaps++;
+  }
+  for (size_t device = 0; device < draft.devices.size(); ++device) {
+    std::vector<GpuHostWait>& host_waits = draft.devices[device].host_waits;
+    for (auto& [key, w] : waits[device]) host_waits.push_back(std::move(w));
+    std::stable_sort(host_waits.begin(), host_waits.end(), [](const GpuHostWait& a, const GpuHostWait& b) {
+      return std::tie(b.wait_ns, a.op, a.python_frame) < std::tie(a.wait_ns, b.op, b.python_frame);
+    });
+  }
+  return std::move(draft.devices);
+}
+
+std::string innermost_frame(const Recording& recording, std::optional<uint32_t> stack_id) {
+  if (!stack_id || *stack_id >= recording.sample_stacks.size()) return "";
+  const std::vector<uint32_t>& frames = recording.sample_stacks[*stack_id];
+  if (frames.empty() || frames.back() >= recording.sample_frames.size()) return "";
+  return recording.sample_frames[frames.back()];
+}
+
+std::vector<RunningAt> running_at(const Recording& recording, const std::vector<ThreadMoment>& moments) {
+  std::vector<RunningAt> out(moments.size());
+  if (moments.empty()) return out;
+  const Timeline timeline = build_timeline(recording.events);
+  const CallTree tree = build_call_tree(timeline);
+  std::unordered_map<uint64_t, uint32_t> entry_stack;
+  for (const EntryStack& e : recording.entry_stacks) entry_stack.emplace(e.event_index, e.stack_id);
+  const std::vector<int64_t> running = innermost_calls_at(timeline, tree, moments);
+  for (size_t i = 0; i < moments.size(); ++i) {
+    if (running[i] < 0) continue;
+    out[i].op = op_display_name(recording.ops, timeline.calls[running[i]].op_id);
+    int64_t outer = running[i];
+    while (tree.parent[outer] >= 0) outer = tree.parent[outer];
+    if (auto s = entry_stack.find(timeline.calls[outer].entry_index); s != entry_stack.end())
+      out[i].python_frame = innermost_frame(recording, s->second);
   }
   return out;
+}
+
+std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording) {
+  GpuTimeDraft draft = draft_gpu_time(recording);
+  const std::vector<RunningAt> running = running_at(recording, draft.moments);
+  return finish_gpu_time(std::move(draft), running);
 }
 
 }  // namespace gpuprof

@@ -33,10 +33,13 @@
 //     durations.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analyze/call_tree.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -95,6 +98,40 @@ struct GpuDeviceTime {
 };
 
 std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording);
+
+// The same in two parts, for a report that streams the op events
+// (streamed_running_at.h): what the GPU records alone give, and what the
+// launching threads ran when the host waits began.
+//
+// What a launching thread ran at a moment: its innermost op ("[no op]"
+// outside ops) and, with --with-stack, the innermost Python frame of that
+// op's outermost call.
+struct RunningAt {
+  std::string op = "[no op]";
+  std::string python_frame;
+  bool operator==(const RunningAt&) const = default;
+};
+struct GpuTimeDraft {
+  std::vector<GpuDeviceTime> devices;  // every figure but host_waits
+  // Each host wait: where it began (a gap's start, on the thread that
+  // launched the activity ending the gap), its device's index in devices
+  // and its length.
+  std::vector<ThreadMoment> moments;
+  struct Wait {
+    size_t device = 0;
+    uint64_t wait_ns = 0;
+  };
+  std::vector<Wait> waits;  // parallel to moments
+};
+// From the recording's GPU activities, correlations and launch names.
+GpuTimeDraft draft_gpu_time(const Recording& recording);
+// running: what ran at each of the draft's moments.
+std::vector<GpuDeviceTime> finish_gpu_time(GpuTimeDraft draft, const std::vector<RunningAt>& running);
+// What ran at each moment, from a recording read whole (its events and
+// entry stacks).
+std::vector<RunningAt> running_at(const Recording& recording, const std::vector<ThreadMoment>& moments);
+// The innermost frame of sample_stacks[stack_id] ("" for none or a bad id).
+std::string innermost_frame(const Recording& recording, std::optional<uint32_t> stack_id);
 
 // Nearest-rank percentile (p in (0, 100]) of ascending values; 0 for none.
 uint64_t nearest_rank(const std::vector<uint64_t>& ascending, double p);

@@ -478,7 +478,9 @@ int run_report(const ReportOptions& given) {
   // And --launches (streamed_launch_table.h).
   const bool streamed_launch_table = streaming_allowed() && options.launches;
   std::optional<LaunchSummary> streamed_launches;
-  // And --gpu's check that there are GPU times (read_for_gpu_view).
+  // And --gpu (read_for_gpu_time): a recording without GPU times is only
+  // its head.
+  std::optional<std::vector<GpuDeviceTime>> streamed_gpu_time;
   bool gpu_head_only = false;
   std::optional<int> failed;
   if (streamed_launch_table)
@@ -522,10 +524,9 @@ int run_report(const ReportOptions& given) {
       recording = std::move(std::get<Recording>(read));
     }
   } else if (options.gpu) {
-    auto read = read_for_gpu_view(options.input_path, options.strict);
-    if (const int* status = std::get_if<int>(&read)) return *status;
-    recording = std::move(std::get<Recording>(read));
-    gpu_head_only = !recording->cupti_shim;
+    failed = take_read(read_for_gpu_time(options.input_path, options.strict, choice), &StreamedGpuTime::devices,
+                       recording, streamed_gpu_time);
+    gpu_head_only = recording && !recording->cupti_shim;
   } else {
     recording = read_recording_for_output(options.input_path, options.strict);
   }
@@ -605,8 +606,9 @@ int run_report(const ReportOptions& given) {
                                         : folded_stacks_by_process(*recording, *metric, options.raw_times),
                         *metric, options.raw_times);
   if (options.gpu) {
-    const std::string text = format_gpu_time_report(gpu_time_by_device(*recording), *recording->cupti_shim,
-                                                    options.row_limit);
+    const std::string text = format_gpu_time_report(
+        streamed_gpu_time ? std::move(*streamed_gpu_time) : gpu_time_by_device(*recording), *recording->cupti_shim,
+        options.row_limit);
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   }

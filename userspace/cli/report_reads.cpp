@@ -11,6 +11,7 @@
 
 #include "analyze/aggregator.h"
 #include "analyze/chosen_processes_stream.h"
+#include "analyze/gpu_time.h"
 #include "analyze/process_filter.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_figures_table.h"
@@ -18,6 +19,7 @@
 #include "analyze/streamed_module_tree.h"
 #include "analyze/streamed_process_metric_sums.h"
 #include "analyze/streamed_process_tables.h"
+#include "analyze/streamed_running_at.h"
 #include "analyze/streamed_stack_sums.h"
 #include "output/pprof.h"
 #include "output/streamed_chrome_trace.h"
@@ -55,12 +57,15 @@ namespace {
 // the calls (streamed_call_figures.h) or drops; one with allocator events
 // (memory), which its stream takes in time order (time_ordered_mem_events.h);
 // one with GPU activities (gpu), which its stream orders or drops
-// (output/streamed_gpu_activities.h).
+// (output/streamed_gpu_activities.h); one that works from the GPU records
+// themselves before the events (keeps_gpu: report --gpu), which the first
+// read keeps.
 struct StreamScope {
   bool system_wide = false;
   bool figures = false;
   bool memory = false;
   bool gpu = false;
+  bool keeps_gpu = false;  // report --gpu: the first read keeps the GPU records
   bool takes_memory() const { return figures || memory; }
   bool takes_gpu() const { return figures || gpu; }
 };
@@ -105,11 +110,16 @@ class StreamingCheck : public RecordStream {
     return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    if (scope_.keeps_gpu) gpu_correlations.insert(gpu_correlations.end(), correlations.begin(), correlations.end());
     if (!scope_.takes_gpu()) return;
     bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
     bounds.gpu_correlation_id.push_back(least(correlations, [](const GpuCorrelation& c) { return c.correlation_id; }));
   }
   bool on_gpu_activities(std::span<const GpuActivity> activities) override {
+    if (scope_.keeps_gpu) {
+      gpu_activities.insert(gpu_activities.end(), activities.begin(), activities.end());
+      return true;
+    }
     if (!scope_.takes_gpu()) return false;  // their calls need every call: read whole
     bounds.gpu_activity_correlation.push_back(
         least(activities, [](const GpuActivity& a) { return a.correlation_id; }));
@@ -119,6 +129,9 @@ class StreamingCheck : public RecordStream {
   bool accepted = false;
   LastPairs last_pairs;  // where each kind of pair ends
   JoinBounds bounds;     // figures: the join's
+  // keeps_gpu: the GPU records, in file order.
+  std::vector<GpuCorrelation> gpu_correlations;
+  std::vector<GpuActivity> gpu_activities;
 
  private:
   template <typename Record, typename Key>
@@ -137,6 +150,7 @@ struct StreamHead {
   LastPairs last_pairs;  // StreamingCheck's
   JoinBounds bounds;     // StreamingCheck's
 };
+// Its head's GPU records are StreamingCheck's when the scope keeps them.
 std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict,
                                                           const StreamScope& scope) {
   StreamingCheck check(scope);
@@ -149,6 +163,10 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
+  if (scope.keeps_gpu) {
+    head->gpu_correlations = std::move(check.gpu_correlations);
+    head->gpu_activities = std::move(check.gpu_activities);
+  }
   return StreamHead{std::move(*head), check.last_pairs, std::move(check.bounds)};
 }
 
@@ -449,23 +467,34 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
       {}, StreamScope{.figures = true});
 }
 
-std::variant<Recording, int> read_for_gpu_view(const std::string& path, bool strict) {
-  if (streaming_allowed()) {
-    // Memory taken (dropped), GPU activities not: the first of them stops
-    // this read and has the recording read whole.
-    auto first = read_stream_head(path, strict, StreamScope{.system_wide = true, .memory = true});
-    if (const int* status = std::get_if<int>(&first)) return *status;
-    if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
-    Recording& head = std::get<StreamHead>(first).recording;
-    if (!head.cupti_shim) return std::move(head);
-    // A shim but no activities yet: read whole.
+std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::string& path, bool strict,
+                                                                 const ProcessChoice& choice) {
+  if (!streaming_allowed()) {
+    std::optional<Recording> whole = read_recording_for_output(path, strict);
+    if (!whole) return 1;
+    return std::move(*whole);
+  }
+  // Memory taken (dropped), GPU records kept.
+  auto first = read_stream_head(path, strict, StreamScope{.system_wide = true, .memory = true, .keeps_gpu = true});
+  if (const int* status = std::get_if<int>(&first)) return *status;
+  if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
+  StreamHead& head = std::get<StreamHead>(first);
+  if (!head.recording.cupti_shim) return std::move(head.recording);  // report says it has no GPU times
+  if (chooses(choice, head.recording)) {  // report chooses them from the whole read
     std::optional<Recording> whole = reread_whole(path, strict);
     if (!whole) return 1;
     return std::move(*whole);
   }
-  std::optional<Recording> whole = read_recording_for_output(path, strict);
-  if (!whole) return 1;
-  return std::move(*whole);
+  GpuTimeDraft draft = draft_gpu_time(head.recording);
+  head.recording.gpu_activities = {};
+  head.recording.gpu_correlations = {};
+  StreamedRunningAt stream(head.recording, draft.moments, head.last_pairs.entry_stack);
+  auto second = read_streamed(path, strict, stream);
+  if (const int* status = std::get_if<int>(&second)) return *status;
+  SecondRead& read = std::get<SecondRead>(second);
+  if (!read.streamed) return std::move(read.recording);
+  const std::vector<RunningAt> running = std::move(stream).finish();
+  return StreamedGpuTime{std::move(read.recording), finish_gpu_time(std::move(draft), running)};
 }
 
 std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict,

@@ -16,6 +16,7 @@
 #include <string>
 #include <variant>
 
+#include "analyze/gpu_time.h"
 #include "analyze/module_tree.h"
 #include "analyze/process_filter.h"
 #include "analyze/process_tables.h"
@@ -131,14 +132,20 @@ struct StreamedKernels {
 };
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict);
 
-// --gpu joins GPU activities to every call, so it reads a recording whole.
-// Whether the recording has GPU times at all is settled first, by a read
-// that holds no events (stopped by the first GPU activities), so that a
-// CPU-only recording's error costs no more memory than a streamed output:
-// that read's head (a Recording without events: run_report then says it
-// has no GPU times), the Recording read whole when it has a CUPTI shim or
-// GPU activities, or the exit status of a read that failed.
-std::variant<Recording, int> read_for_gpu_view(const std::string& path, bool strict);
+// --gpu (analyze/gpu_time.h): every figure from the GPU records, which the
+// first read keeps (one per activity and launch), and the host waits'
+// charges from the op events, streamed in the second read
+// (streamed_running_at.h). A recording without the CUPTI shim: the first
+// read's head alone (a Recording without events, for run_report to say it
+// has no GPU times: it costs no more memory than a streamed output); one
+// whose --pid/--comm choose processes of a record -a recording: read whole
+// (run_report chooses them).
+struct StreamedGpuTime {
+  Recording recording;  // without its events or GPU records
+  std::vector<GpuDeviceTime> devices;
+};
+std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::string& path, bool strict,
+                                                                 const ProcessChoice& choice = {});
 
 // --launches: each CUDA launch counted under the op of its call as the
 // records come (streamed_launch_table.h); a recording with GPU activities

@@ -10,8 +10,6 @@
 #include <cstdio>
 
 #include "base/session_loop.h"
-#include "collect/process_session.h"
-#include "collect/system_session.h"
 
 namespace gpuprof {
 
@@ -131,7 +129,6 @@ void Session::end_turn(uint64_t now_ns) {
 }
 
 bool Session::close_after_write_error() {
-  stats_.stop_reason = outcome_.stop_reason;
   if (!writer_->disk_full(RecordOutputs::kMain)) {
     (void)switcher_->finish(stats_, clock_ns(CLOCK_MONOTONIC));  // a cycle file open is closed (and pushed)
     return fail(diagnostics_.write_error());
@@ -161,10 +158,6 @@ std::string disk_full_error(const std::string& write_error, const std::string& p
 
 std::string wrote_part(const RecordConfig& config, const std::string& files) {
   return config.output_path == kLiveOnly ? "" : "; wrote " + files;
-}
-
-RecordOutcome run_record_session(const RecordConfig& config) {
-  return config.system_wide ? run_system_session(config) : run_process_session(config);
 }
 
 }  // namespace gpuprof

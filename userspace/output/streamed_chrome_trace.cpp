@@ -26,9 +26,7 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
   if (gpu && !calls_only) gpu_ = std::make_unique<StreamedGpuActivities>(*gpu);
   if (ops) {
     ops_filter_.emplace(head.ops, *ops);
-    for (uint32_t i = 0; i < head.samples.size(); i++)
-      samples_[head.samples[i].tid].by_time.emplace_back(head.samples[i].ts_ns, i);
-    for (auto& [tid, samples] : samples_) std::stable_sort(samples.by_time.begin(), samples.by_time.end());
+    sample_moments_.emplace(thread_moments(head.samples));
     samples_in_kept_calls_.assign(head.samples.size(), false);
     return;  // the whole trace writes no module call with --ops
   }
@@ -234,30 +232,13 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   calls.spill.write_if_due();
 }
 
-// The samples of the forest's thread from its first call's start to its
-// last end get their innermost call as innermost_calls_at gives it in the
-// whole timeline: the last call to start at or before the moment, or the
-// first of its parents still running. A call of a later forest can start
-// no earlier than this one's end: only the moments at that end may be a
-// later forest's, and they are decided again when it comes. Samples
-// between forests stay outside every call.
+// Each sample gets its innermost call as innermost_calls_at gives it in
+// the whole timeline (forest_moments.h); samples between forests stay
+// outside every call.
 void StreamedChromeTrace::mark_samples(const Timeline& forest, const CallTree& tree, const std::vector<bool>& kept) {
-  const uint32_t tid = forest.calls.front().tid;
-  auto found = samples_.find(tid);
-  if (found == samples_.end()) return;
-  ThreadSamples& samples = found->second;
-  const uint64_t first_start = forest.calls[tree.threads.front().front()].start_ns;
-  uint64_t last_end = 0;
-  for (const OpCall& call : forest.calls) last_end = std::max(last_end, call.end_ns);
-  // Earlier moments were decided by earlier forests (or are outside every call).
-  while (samples.next < samples.by_time.size() && samples.by_time[samples.next].first < first_start) samples.next++;
-  std::vector<ThreadMoment> moments;
-  for (size_t i = samples.next; i < samples.by_time.size() && samples.by_time[i].first <= last_end; i++)
-    moments.push_back({samples.by_time[i].first, tid});
-  const std::vector<int64_t> calls = innermost_calls_at(forest, tree, moments);
-  for (size_t i = 0; i < moments.size(); i++)
-    samples_in_kept_calls_[samples.by_time[samples.next + i].second] = calls[i] >= 0 && kept[calls[i]];
-  while (samples.next < samples.by_time.size() && samples.by_time[samples.next].first < last_end) samples.next++;
+  sample_moments_->place(forest, tree, [&](size_t sample, int64_t call) {
+    samples_in_kept_calls_[sample] = call >= 0 && kept[call];
+  });
 }
 
 // One forest's calls into the module tree, parents first, as

@@ -47,6 +47,7 @@
 
 #include "analyze/call_tree.h"
 #include "analyze/entry_stack_pairs.h"
+#include "analyze/forest_moments.h"
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
@@ -148,16 +149,10 @@ class StreamedChromeTrace : public RecordStream {
 
   SettledCalls settled_;
   std::optional<OpsFilter> ops_filter_;
-  // --ops: each thread's CPU samples by time, (ts, index in the head's
-  // samples), and the first whose innermost call is not yet settled (one
-  // at the end of the last forest may be the next forest's: a call that
-  // starts at a moment holds it); whether each sample's innermost call was
+  // --ops: the CPU samples' moments (moment i is head.samples[i]), placed
+  // in their threads' forests, and whether each sample's innermost call was
   // kept.
-  struct ThreadSamples {
-    std::vector<std::pair<uint64_t, uint32_t>> by_time;
-    size_t next = 0;
-  };
-  std::unordered_map<uint32_t, ThreadSamples> samples_;
+  std::optional<ForestMoments> sample_moments_;
   std::vector<bool> samples_in_kept_calls_;
   EntryStackPairs stacks_;
   EntryStackPairs shapes_;  // the ENTRY_SHAPES pairs, held the same way
