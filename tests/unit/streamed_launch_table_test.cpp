@@ -59,8 +59,11 @@ Recording recording_with_launches(uint32_t seed, size_t length, size_t count) {
 // activities (when the recording has some) at the end. nullopt: the table
 // declined the recording (read whole).
 // chosen: a record -a recording's processes, through ChosenProcessesStream.
+// cupti_names: the names a read of the launches and GPU records gives
+// (report_reads.cpp, for a recording that needs_cupti_names).
 std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk,
-                                                  const std::set<uint32_t>* chosen = nullptr) {
+                                                  const std::set<uint32_t>* chosen = nullptr,
+                                                  std::optional<StreamedLaunchTable::CuptiNames> cupti_names = {}) {
   std::vector<std::pair<size_t, size_t>> launch_chunks;  // (first, count), in file order
   std::vector<size_t> after_events;                       // launch chunks given after each events chunk
   size_t given = 0;
@@ -87,7 +90,9 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   }
   Recording head = head_of(recording);
   head.streamed_gpu_activities = recording.gpu_activities.size();  // the first read counts them
-  auto table = [&](const Recording& of, const LastPairs&) { return std::make_unique<StreamedLaunchTable>(of, bounds); };
+  auto table = [&](const Recording& of, const LastPairs&) {
+    return std::make_unique<StreamedLaunchTable>(of, bounds, cupti_names);
+  };
   std::unique_ptr<RecordStream> stream;
   if (chosen)
     stream = std::make_unique<ChosenProcessesStream>(head, *chosen, LastPairs{}, table);
@@ -114,8 +119,9 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
 }
 
 LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk,
-                               const std::set<uint32_t>* chosen = nullptr) {
-  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk, chosen);
+                               const std::set<uint32_t>* chosen = nullptr,
+                               std::optional<StreamedLaunchTable::CuptiNames> cupti_names = {}) {
+  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk, chosen, cupti_names);
   EXPECT_TRUE(summary.has_value());
   return summary.value_or(LaunchSummary{});
 }
@@ -178,6 +184,61 @@ TEST(StreamedLaunchTable, StreamsShimRecordingsWhoseLaunchesHaveNames) {
   Recording no_activities = recording;
   no_activities.gpu_activities.clear();
   expect_same(streamed_summary(no_activities, 500, 13), summarize_launches(no_activities));
+}
+
+// CUPTI's names of the launches, as a read of the launches and GPU records
+// in file order gives them.
+StreamedLaunchTable::CuptiNames names_read(const Recording& recording) {
+  CuptiLaunchNames names;
+  for (size_t at = 0; at < recording.launches.size(); at += 13)
+    names.add_launches(
+        std::span<const CudaLaunch>(recording.launches).subspan(at, std::min<size_t>(13, recording.launches.size() - at)));
+  names.add_correlations(recording.gpu_correlations);
+  names.add_activities(recording.gpu_activities);
+  return std::move(names).names(recording.launch_names);
+}
+
+// A recording with launches the probes could not name streams once a read
+// of its launches and GPU records has named them (needs_cupti_names): each
+// launch charged under CUPTI's name by its place in the file, the whole
+// read's rows and named_by_cupti count, on random streams; names that
+// stop short of a launch that may take one decline it (read whole).
+TEST(StreamedLaunchTable, StreamsUnnamedLaunchesUnderTheNamesCuptiGave) {
+  uint64_t named = 0;
+  for (uint32_t seed = 1; seed <= 12; seed++) {
+    Recording recording = recording_with_launches(seed, 3000, 800);
+    recording.cupti_shim = CuptiShimInfo{.shim_path = "libgpuprof_cupti.so", .state = 1};
+    std::mt19937 rng(seed);
+    add_random_gpu(recording, rng, 300);
+    recording.launch_names = {"void k::scale<float>(float*, int)", "k::reduce", "[unknown kernel 0x4242]"};
+    for (GpuCorrelation& c : recording.gpu_correlations)
+      if (rng() % 5) c.domain = 2;  // the runtime's; the rest the driver's, which name nothing
+    const LaunchSummary whole = summarize_launches(recording);
+    named += whole.named_by_cupti;
+    JoinBounds bounds;
+    for (const CudaLaunch& l : recording.launches) bounds.kernel_launch_names.insert(l.name_id);
+    Recording head = head_of(recording);
+    head.streamed_gpu_activities = recording.gpu_activities.size();
+    ASSERT_TRUE(StreamedLaunchTable::needs_cupti_names(head, bounds));
+    const StreamedLaunchTable::CuptiNames names = names_read(recording);
+    for (size_t chunk : {size_t{1}, size_t{500}}) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+      expect_same(streamed_summary(recording, chunk, 13, nullptr, names), whole);
+    }
+    StreamedLaunchTable::CuptiNames short_of_the_last = names;
+    while (!short_of_the_last.empty()) {
+      const CudaLaunch& l = recording.launches[short_of_the_last.size() - 1];
+      short_of_the_last.pop_back();
+      if (may_take_cupti_name(recording.launch_names, l)) break;
+    }
+    StreamedLaunchTable stops(head, bounds, short_of_the_last);
+    ASSERT_TRUE(stops.wants(head));
+    EXPECT_FALSE(stops.on_launches(recording.launches));
+  }
+  EXPECT_GT(named, 300u);  // or this proves little
+  Recording named_by_probes = recording_with_launches(1, 300, 20);
+  named_by_probes.launch_names[2] = "k::copy";
+  EXPECT_FALSE(StreamedLaunchTable::needs_cupti_names(head_of(named_by_probes), JoinBounds{}));
 }
 
 TEST(StreamedLaunchTable, DeclinesMidStreamWhatTheFirstReadDidNotSee) {

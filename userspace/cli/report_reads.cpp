@@ -21,6 +21,7 @@
 #include "analyze/streamed_process_tables.h"
 #include "analyze/streamed_running_at.h"
 #include "analyze/streamed_stack_sums.h"
+#include "output/launch_table.h"
 #include "output/pprof.h"
 #include "output/streamed_chrome_trace.h"
 #include "output/streamed_kernel_table.h"
@@ -497,13 +498,53 @@ std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::strin
   return StreamedGpuTime{std::move(read.recording), finish_gpu_time(std::move(draft), running)};
 }
 
+// A read of the launches and GPU records alone (the events dropped as they
+// come), for CUPTI's names of the launches (CuptiLaunchNames).
+class CuptiNamesRead : public RecordStream {
+ public:
+  bool wants(const Recording&) override { return true; }
+  void on_events(std::span<const gp_event>, uint64_t) override {}
+  bool on_launches(std::span<const CudaLaunch> launches) override {
+    names.add_launches(launches);
+    return true;
+  }
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    names.add_correlations(correlations);
+  }
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override {
+    names.add_activities(activities);
+    return true;
+  }
+  CuptiLaunchNames names;
+};
+
+// CUPTI's names of the launches of a recording whose first read found
+// launches that may take one; nullopt when that read fails (the launch
+// table then reads whole, and says why).
+std::optional<StreamedLaunchTable::CuptiNames> read_cupti_launch_names(const std::string& path, bool strict,
+                                                                      const std::vector<std::string>& launch_names) {
+  CuptiNamesRead read;
+  bool whole_needed = false;
+  Result<Recording> done = read_recording_streamed(path, strict ? CorruptChunks::refuse : CorruptChunks::skip, read,
+                                                   &whole_needed);
+  if (!done) return std::nullopt;
+  return std::move(read.names).names(launch_names);
+}
+
 std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::string& path, bool strict,
                                                                  const ProcessChoice& choice) {
   return read_twice<StreamedLaunches>(
       path, strict,
-      [&choice](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+      [&](const StreamHead& head) -> std::unique_ptr<RecordStream> {
+        // A launch that may take a name from CUPTI: a read names them all
+        // first (by their place in the file, so not for the processes
+        // --pid/--comm choose, which are read whole then).
+        std::optional<StreamedLaunchTable::CuptiNames> names;
+        if (!chooses(choice, head.recording) && StreamedLaunchTable::needs_cupti_names(head.recording, head.bounds))
+          names = read_cupti_launch_names(path, strict, head.recording.launch_names);
         return all_or_chosen(choice, head, [&](const Recording& of, const LastPairs&) {
-          return std::make_unique<StreamedLaunchTable>(of, head.bounds);
+          return std::make_unique<StreamedLaunchTable>(of, head.bounds, names);
         });
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {

@@ -61,37 +61,11 @@ constexpr uint32_t kRuntimeDomain = 2;
 // follow their probe hits in time, and the join named them after the next
 // op's kernels.
 std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
-  std::vector<std::optional<uint32_t>> names(recording.launches.size());
-  if (recording.gpu_activities.empty()) return names;
-  std::unordered_map<uint64_t, uint32_t> kernel_of;  // correlation id -> name id
-  for (const GpuActivity& a : recording.gpu_activities)
-    if (a.kind == GpuActivityKind::kernel) kernel_of.emplace(a.correlation_id, a.name_id);
-  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> correlations;  // tid -> (ts, id)
-  for (const GpuCorrelation& c : recording.gpu_correlations)
-    if (c.domain == kRuntimeDomain) correlations[c.tid].push_back({c.ts_ns, c.correlation_id});
-  std::unordered_map<uint32_t, std::vector<size_t>> launches;  // tid -> launch indices
-  for (size_t i = 0; i < recording.launches.size(); ++i) launches[recording.launches[i].tid].push_back(i);
-  for (auto& [tid, ids] : correlations) std::stable_sort(ids.begin(), ids.end());
-  for (auto& [tid, indices] : launches) {
-    std::stable_sort(indices.begin(), indices.end(), [&](size_t a, size_t b) {
-      return recording.launches[a].ts_ns < recording.launches[b].ts_ns;
-    });
-    auto thread = correlations.find(tid);
-    if (thread == correlations.end()) continue;
-    const auto& ids = thread->second;
-    for (size_t k = 0; k < indices.size(); ++k) {
-      const CudaLaunch& l = recording.launches[indices[k]];
-      if (!may_take_cupti_name(recording.launch_names, l)) continue;
-      const uint64_t until = k + 1 < indices.size() ? recording.launches[indices[k + 1]].ts_ns : UINT64_MAX;
-      for (auto it = std::lower_bound(ids.begin(), ids.end(), std::pair<uint64_t, uint64_t>{l.ts_ns, 0});
-           it != ids.end() && it->first < until; ++it)
-        if (auto kernel = kernel_of.find(it->second); kernel != kernel_of.end()) {
-          names[indices[k]] = kernel->second;
-          break;
-        }
-    }
-  }
-  return names;
+  CuptiLaunchNames join;
+  join.add_launches(recording.launches);
+  join.add_correlations(recording.gpu_correlations);
+  join.add_activities(recording.gpu_activities);
+  return std::move(join).names(recording.launch_names);
 }
 
 }  // namespace
@@ -133,6 +107,47 @@ LaunchSummary launch_summary_of(const Recording& recording) {
     out.lost = recording.cuda_runtime->launches_lost;
   }
   return out;
+}
+
+void CuptiLaunchNames::add_launches(std::span<const CudaLaunch> launches) {
+  for (const CudaLaunch& l : launches) launches_.push_back({l.ts_ns, l.tid, l.name_id, l.api});
+}
+
+void CuptiLaunchNames::add_correlations(std::span<const GpuCorrelation> correlations) {
+  for (const GpuCorrelation& c : correlations)
+    if (c.domain == kRuntimeDomain) correlations_[c.tid].push_back({c.ts_ns, c.correlation_id});
+}
+
+void CuptiLaunchNames::add_activities(std::span<const GpuActivity> activities) {
+  for (const GpuActivity& a : activities)
+    if (a.kind == GpuActivityKind::kernel) kernel_of_.emplace(a.correlation_id, a.name_id);
+}
+
+std::vector<std::optional<uint32_t>> CuptiLaunchNames::names(const std::vector<std::string>& launch_names) && {
+  std::vector<std::optional<uint32_t>> names(launches_.size());
+  if (kernel_of_.empty()) return names;
+  std::unordered_map<uint32_t, std::vector<size_t>> launches;  // tid -> launch indices
+  for (size_t i = 0; i < launches_.size(); ++i) launches[launches_[i].tid].push_back(i);
+  for (auto& [tid, ids] : correlations_) std::stable_sort(ids.begin(), ids.end());
+  for (auto& [tid, indices] : launches) {
+    std::stable_sort(indices.begin(), indices.end(),
+                     [&](size_t a, size_t b) { return launches_[a].ts_ns < launches_[b].ts_ns; });
+    auto thread = correlations_.find(tid);
+    if (thread == correlations_.end()) continue;
+    const auto& ids = thread->second;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const Moment& l = launches_[indices[k]];
+      if (!may_take_cupti_name(launch_names, CudaLaunch{.api = l.api, .name_id = l.name_id})) continue;
+      const uint64_t until = k + 1 < indices.size() ? launches_[indices[k + 1]].ts_ns : UINT64_MAX;
+      for (auto it = std::lower_bound(ids.begin(), ids.end(), std::pair<uint64_t, uint64_t>{l.ts_ns, 0});
+           it != ids.end() && it->first < until; ++it)
+        if (auto kernel = kernel_of_.find(it->second); kernel != kernel_of_.end()) {
+          names[indices[k]] = kernel->second;
+          break;
+        }
+    }
+  }
+  return names;
 }
 
 bool may_take_cupti_name(const std::vector<std::string>& launch_names, const CudaLaunch& l) {

@@ -15,8 +15,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <tuple>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "record/recording.h"
@@ -80,6 +84,34 @@ std::string launch_kernel_name(const Recording& recording, uint32_t name_id);
 // launch whose probe found no symbol ("[unknown kernel 0x...]" in
 // launch_names), named from the GPU activities when the recording has them.
 bool may_take_cupti_name(const std::vector<std::string>& launch_names, const CudaLaunch& launch);
+
+// The names CUPTI gave the kernels of the launches that may take one
+// (launch_table.cpp tells the join), gathered as a recording's records
+// come: each launch's moment (24 bytes), the runtime API's correlations
+// and the kernel activities' names, not the launches themselves, so that
+// a streamed read's first pass can name them for its second
+// (streamed_launch_table.h).
+class CuptiLaunchNames {
+ public:
+  void add_launches(std::span<const CudaLaunch> launches);
+  void add_correlations(std::span<const GpuCorrelation> correlations);
+  void add_activities(std::span<const GpuActivity> activities);
+  // Per launch, in the order added, the name id CUPTI gave its kernel
+  // (nullopt: none, or a launch that takes none). launch_names: the
+  // recording's.
+  std::vector<std::optional<uint32_t>> names(const std::vector<std::string>& launch_names) &&;
+
+ private:
+  struct Moment {
+    uint64_t ts_ns = 0;
+    uint32_t tid = 0;
+    uint32_t name_id = 0;
+    uint16_t api = 0;
+  };
+  std::vector<Moment> launches_;
+  std::unordered_map<uint64_t, uint32_t> kernel_of_;  // correlation id -> name id, the first kernel's
+  std::unordered_map<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>> correlations_;  // tid -> (ts, id)
+};
 
 // The cudart function behind an api: "cudaLaunchKernel", ...
 const char* launch_api_name(uint16_t api);

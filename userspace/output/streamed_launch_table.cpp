@@ -4,13 +4,23 @@
 
 namespace gpuprof {
 
-StreamedLaunchTable::StreamedLaunchTable(const Recording& first_head, JoinBounds bounds)
+StreamedLaunchTable::StreamedLaunchTable(const Recording& first_head, JoinBounds bounds,
+                                         std::optional<CuptiNames> cupti_names)
     : bounds_(std::move(bounds)),
       launch_names_(first_head.launch_names),
-      gpu_activities_(gpu_activities_read(first_head) > 0) {}
+      gpu_activities_(gpu_activities_read(first_head) > 0),
+      cupti_names_(std::move(cupti_names)) {}
+
+bool StreamedLaunchTable::needs_cupti_names(const Recording& first_head, const JoinBounds& bounds) {
+  if (gpu_activities_read(first_head) == 0) return false;
+  for (uint32_t name_id : bounds.kernel_launch_names)
+    if (may_take_cupti_name(first_head.launch_names, CudaLaunch{.api = GP_LAUNCH_KERNEL, .name_id = name_id}))
+      return true;
+  return false;
+}
 
 bool StreamedLaunchTable::wants(const Recording& head) {
-  if (gpu_activities_)
+  if (gpu_activities_ && !cupti_names_)
     for (uint32_t name_id : bounds_.kernel_launch_names)
       if (may_take_cupti_name(launch_names_, CudaLaunch{.api = GP_LAUNCH_KERNEL, .name_id = name_id})) return false;
   // Each launch a moment of its thread, as the shim's launches are for
@@ -25,14 +35,23 @@ bool StreamedLaunchTable::wants(const Recording& head) {
 
 bool StreamedLaunchTable::on_launches(std::span<const CudaLaunch> launches) {
   if (gpu_activities_)
-    for (const CudaLaunch& l : launches)
-      if ((l.api == GP_LAUNCH_KERNEL || l.api == GP_LAUNCH_KERNEL_EXC) &&
-          (l.name_id >= launch_names_.size() || may_take_cupti_name(launch_names_, l)))
+    for (size_t i = 0; i < launches.size(); i++) {
+      const CudaLaunch& l = launches[i];
+      if (l.api != GP_LAUNCH_KERNEL && l.api != GP_LAUNCH_KERNEL_EXC) continue;
+      if (l.name_id >= launch_names_.size()) return false;  // a name the first read did not see
+      if (may_take_cupti_name(launch_names_, l) && !(cupti_names_ && next_launch_ + i < cupti_names_->size()))
         return false;
+    }
   std::vector<GpuCorrelation> moments;
   moments.reserve(launches.size());
   for (const CudaLaunch& l : launches) {
-    waiting_.emplace(next_launch_, l);
+    CudaLaunch named = l;
+    if (cupti_names_ && next_launch_ < cupti_names_->size())
+      if (const std::optional<uint32_t> name = (*cupti_names_)[next_launch_]) {
+        named.name_id = *name;
+        named_by_cupti_++;
+      }
+    waiting_.emplace(next_launch_, named);
     moments.push_back({.ts_ns = l.ts_ns, .correlation_id = next_launch_++, .tid = l.tid});
   }
   figures_->add_gpu_correlations(moments);  // one chunk's: its bound is read
@@ -50,6 +69,7 @@ void StreamedLaunchTable::charge(uint64_t launch, std::optional<uint32_t> op_id)
 LaunchSummary StreamedLaunchTable::finish(const Recording& recording) && {
   std::move(*figures_).finish(recording.ops);
   LaunchSummary out = launch_summary_of(recording);
+  out.named_by_cupti = named_by_cupti_;
   LaunchRows rows;
   for (const auto& [key, count] : charged_) {
     const auto& [op_id, name_id, api] = key;

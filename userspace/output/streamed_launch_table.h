@@ -10,9 +10,13 @@
 //
 // With GPU activities (the CUPTI shim's), the launches the probes could
 // not name take the name CUPTI gave their kernel, a join of every launch
-// of a thread with its CUPTI correlations (launch_table.cpp): a recording
-// with such a launch is read whole (the first read notes the names of its
-// runtime launches), one without streams, its GPU records dropped. A
+// of a thread with its CUPTI correlations (launch_table.cpp): the first
+// read notes the names of the runtime launches; when one may take a name
+// (needs_cupti_names), a read of the launches and GPU records alone names
+// them (CuptiLaunchNames, 24 bytes a launch and the GPU records while it
+// reads; 8 bytes a launch kept), and this stream charges each launch under
+// its name, by its place in the file. Without such a launch the GPU
+// records are dropped. A
 // record -a recording streams like any other (a launch is a moment of its
 // thread, whatever its process), and so do some of its processes, through
 // analyze/chosen_processes_stream.h. Allocator events are dropped.
@@ -36,15 +40,24 @@ namespace gpuprof {
 
 class StreamedLaunchTable : public RecordStream {
  public:
+  // CUPTI's names of a recording's launches, in file order
+  // (CuptiLaunchNames::names).
+  using CuptiNames = std::vector<std::optional<uint32_t>>;
   // first_head, bounds: the first read's (JoinBounds, with launch_ts and
-  // kernel_launch_names).
-  StreamedLaunchTable(const Recording& first_head, JoinBounds bounds);
+  // kernel_launch_names); cupti_names: the names of the file's launches,
+  // for a recording that needs_cupti_names (nullopt: read whole then).
+  StreamedLaunchTable(const Recording& first_head, JoinBounds bounds,
+                      std::optional<CuptiNames> cupti_names = std::nullopt);
+  // Whether a launch of the recording may take a CUPTI name (its first
+  // read's head and bounds).
+  static bool needs_cupti_names(const Recording& first_head, const JoinBounds& bounds);
 
-  // False (read whole) when a runtime launch may take a CUPTI name.
+  // False (read whole) when a runtime launch may take a CUPTI name that
+  // this stream was not given.
   bool wants(const Recording& head) override;
   void on_events(std::span<const gp_event> events, uint64_t first) override { figures_->add_events(events, first); }
-  // False (read whole) for a launch that may take a CUPTI name the first
-  // read did not see (a recording still being written).
+  // False (read whole) for a launch that may take a CUPTI name the names
+  // given do not cover (a recording still being written).
   bool on_launches(std::span<const CudaLaunch> launches) override;
   bool on_mem_events(std::span<const gp_mem_event>) override { return true; }  // dropped: no launch needs them
   // Dropped when the first read saw GPU activities and no launch that could
@@ -60,6 +73,8 @@ class StreamedLaunchTable : public RecordStream {
   JoinBounds bounds_;
   std::vector<std::string> launch_names_;  // the first read's
   bool gpu_activities_ = false;            // the first read saw some
+  std::optional<CuptiNames> cupti_names_;
+  uint64_t named_by_cupti_ = 0;
   std::optional<StreamedCallFigures> figures_;
   uint64_t next_launch_ = 0;  // the file-order index of the next launch read
   // Launches read whose call is not decided yet, by index.
