@@ -168,9 +168,12 @@ def test_table_memory_is_flat_in_the_events(torch_env, tmp_path):
     assert long_many_pprof - short_many_pprof < 4096, summary
     assert long_many_trace - short_many_trace < 4096, summary
     assert long_gpu - short_gpu < 4096, summary
-    # Read whole, --gpu's error came after every event was held (32 bytes
-    # each in a vector that doubles: allow for where the doublings fall).
-    assert long_gpu_whole - short_gpu_whole > 24 * (long_loops - short_loops) * 2 / 1024, summary
+    # Read whole, --gpu's error came after every event was held: 32 bytes
+    # each, in a vector that doubles, so the growth between the runs depends
+    # on where the doublings fall (8.1 MiB for 193,000 more adds once, under
+    # 24 bytes an event); but the long run holds all of its events above
+    # what the streamed error's read holds.
+    assert long_gpu_whole - long_gpu > 24 * (long_loops + 1) * 2 / 1024, summary
     # Read whole, one file at a time: as one file read whole.
     assert long_many_whole - short_many_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
     assert long_whole - short_whole > 40 * (long_loops - short_loops) * 2 / 1024, summary
