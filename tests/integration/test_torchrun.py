@@ -270,6 +270,13 @@ def test_chrome_trace_of_both_files_aligns_the_ranks_on_wall_clock_time(two_file
             assert len(loop_calls[rank][name]) == EXPECTED_CALLS[name], (rank, name)
             assert all(go_ns <= start and end <= done_ns for start, end in loop_calls[rank][name]), \
                 (rank, name, go_ns, loop_calls[rank][name][0], loop_calls[rank][name][-1], done_ns)
+    # Both ranks ran on this host: their files' CLOCK pairs are one offset
+    # between its clocks, each pair read as one moment (base/clock_pair.h:
+    # the tightest of eight bracketed reads, tens of ns). Two reads in a row
+    # preempted between them put a rank's whole timeline that much off.
+    offsets = {rank: int(m.group(1)) - int(m.group(2)) for rank, r in recordings.items()
+               for m in [re.fullmatch(r"CLOCK_REALTIME (\d+) ns, CLOCK_MONOTONIC (\d+) ns", r["start"])]}
+    assert abs(offsets[0] - offsets[1]) <= 1000, offsets
     # An all-reduce completes only once every rank has issued it: each rank's
     # k-th wait ends after the other rank's k-th all-reduce began (and the
     # barrier's wait after the other's barrier began), on the shared clock.
@@ -278,7 +285,7 @@ def test_chrome_trace_of_both_files_aligns_the_ranks_on_wall_clock_time(two_file
         issued = loop_calls[other_rank]["c10d::ProcessGroupGloo::allreduce"] + \
             loop_calls[other_rank]["c10d::ProcessGroupGloo::barrier"]
         for k, ((issue_start, _), (_, wait_end)) in enumerate(zip(issued, waits)):
-            assert issue_start <= wait_end, (rank, k, issue_start, wait_end)
+            assert issue_start <= wait_end, (rank, k, issue_start, wait_end, offsets)
     # --by prints a table: it does not go with --chrome-trace.
     refused = run_gpuprof("report", files[0], files[1], "--chrome-trace", tmp_path / "x.json", "--by", "rank")
     assert refused.returncode == 2 and "--by prints a table; --chrome-trace gives each rank" in refused.stderr

@@ -52,6 +52,7 @@
 #include "record/record_file.h"
 #include "record/record_outputs.h"
 #include "record/schedule.h"
+#include "base/clock_pair.h"
 #include "base/session_loop.h"
 #include "collect/progress_line.h"
 #include "target/target_process.h"
@@ -370,8 +371,10 @@ Result<void> ProcessSession::begin_record(int pid, const std::vector<OpInfo>& op
   if (library) process.libtorch_path = library->path_in_target;
   process.libtorch_build_id = build_id;
   ClockInfo clock;
-  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
-  clock.start_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+  // One moment on both clocks, exact to the bracket's half (base/clock_pair.h).
+  const ClockPair start = clock_pair_now();
+  clock.start_realtime_ns = start.realtime_ns;
+  clock.start_monotonic_ns = start.monotonic_ns;
   RecordOptions options;
   options.shapes = config_.record_shapes;
   options.memory = config_.profile_memory;

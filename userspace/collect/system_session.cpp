@@ -51,6 +51,7 @@
 #include "record/frames_not_read.h"
 #include "record/output_switcher.h"
 #include "record/record_file.h"
+#include "base/clock_pair.h"
 #include "base/session_loop.h"
 #include "target/target_process.h"
 #include "probe/thread_names.h"
@@ -574,8 +575,10 @@ Result<void> SystemSession::begin() {
   system.comm = "[system-wide]";
   system.cmdline = "gpuprof record -a";
   ClockInfo clock;
-  clock.start_realtime_ns = clock_ns(CLOCK_REALTIME);
-  clock.start_monotonic_ns = now_ns();
+  // One moment on both clocks, exact to the bracket's half (base/clock_pair.h).
+  const ClockPair start = clock_pair_now();
+  clock.start_realtime_ns = start.realtime_ns;
+  clock.start_monotonic_ns = start.monotonic_ns;
   RecordOptions options;
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;
