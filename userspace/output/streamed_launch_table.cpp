@@ -6,7 +6,8 @@ namespace gpuprof {
 
 StreamedLaunchTable::StreamedLaunchTable(const Recording& first_head, JoinBounds bounds,
                                          std::optional<CuptiNames> cupti_names)
-    : bounds_(std::move(bounds)),
+    : needs_cupti_names_(needs_cupti_names(first_head, bounds)),
+      bounds_(std::move(bounds)),
       launch_names_(first_head.launch_names),
       gpu_activities_(gpu_activities_read(first_head) > 0),
       cupti_names_(std::move(cupti_names)) {}
@@ -20,9 +21,7 @@ bool StreamedLaunchTable::needs_cupti_names(const Recording& first_head, const J
 }
 
 bool StreamedLaunchTable::wants(const Recording& head) {
-  if (gpu_activities_ && !cupti_names_)
-    for (uint32_t name_id : bounds_.kernel_launch_names)
-      if (may_take_cupti_name(launch_names_, CudaLaunch{.api = GP_LAUNCH_KERNEL, .name_id = name_id})) return false;
+  if (needs_cupti_names_ && !cupti_names_) return false;
   // Each launch a moment of its thread, as the shim's launches are for
   // --kernels: the LAUNCHES chunks' bounds in place of GPU_CORRELATIONS'.
   // Raw times (nullptr: no compensation), as summarize_launches' timeline.

@@ -70,6 +70,7 @@ class StreamedLaunchTable : public RecordStream {
  private:
   void charge(uint64_t launch, std::optional<uint32_t> op_id);
 
+  bool needs_cupti_names_ = false;  // the first read's answer (needs_cupti_names)
   JoinBounds bounds_;
   std::vector<std::string> launch_names_;  // the first read's
   bool gpu_activities_ = false;            // the first read saw some
