@@ -52,7 +52,6 @@
 #include "record/record_file.h"
 #include "record/record_outputs.h"
 #include "record/schedule.h"
-#include "base/clock_pair.h"
 #include "base/session_loop.h"
 #include "collect/progress_line.h"
 #include "target/target_process.h"
@@ -370,11 +369,7 @@ Result<void> ProcessSession::begin_record(int pid, const std::vector<OpInfo>& op
   ProcessInfo process = launched_info_ ? *launched_info_ : describe_process(pid);
   if (library) process.libtorch_path = library->path_in_target;
   process.libtorch_build_id = build_id;
-  ClockInfo clock;
-  // One moment on both clocks, exact to the bracket's half (base/clock_pair.h).
-  const ClockPair start = clock_pair_now();
-  clock.start_realtime_ns = start.realtime_ns;
-  clock.start_monotonic_ns = start.monotonic_ns;
+  const ClockInfo clock = ClockInfo::started_now();
   RecordOptions options;
   options.shapes = config_.record_shapes;
   options.memory = config_.profile_memory;

@@ -51,7 +51,6 @@
 #include "record/frames_not_read.h"
 #include "record/output_switcher.h"
 #include "record/record_file.h"
-#include "base/clock_pair.h"
 #include "base/session_loop.h"
 #include "target/target_process.h"
 #include "probe/thread_names.h"
@@ -574,11 +573,7 @@ Result<void> SystemSession::begin() {
   system.pid = 0;
   system.comm = "[system-wide]";
   system.cmdline = "gpuprof record -a";
-  ClockInfo clock;
-  // One moment on both clocks, exact to the bracket's half (base/clock_pair.h).
-  const ClockPair start = clock_pair_now();
-  clock.start_realtime_ns = start.realtime_ns;
-  clock.start_monotonic_ns = start.monotonic_ns;
+  const ClockInfo clock = ClockInfo::started_now();
   RecordOptions options;
   options.ops = config_.ops;
   options.sample_hz = config_.sample_hz;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock_pair.h"
 #include "launch_tracer_abi.h"
 #include "op_tracer_abi.h"
 
@@ -71,6 +72,13 @@ struct ClockInfo {
   uint64_t start_realtime_ns = 0;
   uint64_t end_monotonic_ns = 0;  // 0 until the recording finished
   bool operator==(const ClockInfo&) const = default;
+
+  // A recording starting now: one moment on both clocks, exact to the
+  // bracket's half (base/clock_pair.h).
+  static ClockInfo started_now() {
+    const ClockPair now = clock_pair_now();
+    return ClockInfo{.start_monotonic_ns = now.monotonic_ns, .start_realtime_ns = now.realtime_ns};
+  }
 };
 
 // Counters written at the end of a recording. Nothing is lost silently:
