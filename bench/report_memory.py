@@ -59,7 +59,10 @@ activities through the real CUPTI shim) and on that file:
     the same read whole;
   - `--kernels`, `--launches` and `--chrome-trace OUT` (each GPU activity
     joined to its launch and spilled per stream), streamed, and the same
-    read whole.
+    read whole;
+  - `--chrome-trace OUT --ops '^aten::cuda_linear$'` (each launch and GPU
+    activity kept by the call it ran in or that launched it, the calls
+    joined with them as they come), streamed, and the same read whole.
 Then, for each number of seconds, `gpuprof record -a --with-stack` of two
 such loops and on that file:
   - `--folded`, `--pprof OUT` and `--group-by-stack-n 2`, every process's
@@ -259,7 +262,11 @@ def main():
                      "--launches (streamed)": (["--launches"], None),
                      "--launches (whole)": (["--launches"], whole),
                      "GPU --chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
-                     "GPU --chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
+                     "GPU --chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
+                     "GPU --chrome-trace --ops (streamed)": (["--chrome-trace", "{out}", "--ops", "^aten::cuda_linear$"],
+                                                             None),
+                     "GPU --chrome-trace --ops (whole)": (["--chrome-trace", "{out}", "--ops", "^aten::cuda_linear$"],
+                                                          whole)}
         measure_part(lengths, workdir, gpu_modes,
                      lambda seconds: (record_gpu(10000 * seconds, workdir, f"gpu-{seconds}"), None),
                      "launch_driver {seconds}0,000 steps", 6 in parts)

@@ -121,8 +121,8 @@ def test_attached_to_a_running_process(procs, workdir, tmp_path):
     assert f"launches {6 * STEPS} unexpected errors 0" in target.stdout(), target.describe()
     check_launches(out)
     # The Chrome trace streams the recording, launches put aside in file
-    # order: the whole read's file, one slice per launch. With --ops each
-    # launch needs its call, and the recording is read whole.
+    # order: the whole read's file, one slice per launch. With --ops too,
+    # each launch waiting for the call it ran in: cuda_add's three.
     trace = tmp_path / "attached.json"
     trace_bytes, _ = report_file_as_whole(out, trace, "--chrome-trace", trace)
     assert trace_bytes.count(b'"cat":"cuda_runtime"') == 6 * STEPS

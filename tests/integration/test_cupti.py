@@ -794,8 +794,10 @@ def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     to its launch and spilled per stream in the trace's order): every
     activity of the stand-in's plan is on its stream with one arrow from its
     launch, the trace is the whole read's byte for byte (--speedscope too,
-    which drops them), and report's peak memory stays flat from 5,000 to
-    20,000 steps while the whole read's grows."""
+    which drops them); with --ops, the launches and GPU work of the calls
+    kept and of no other (the calls joined with them as they stream by);
+    and report's peak memory stays flat from 5,000 to 20,000 steps while
+    the whole read's grows."""
     rss = {}
     for steps in (5000, 20000):
         out = tmp_path / f"steps-{steps}.gpuprof"
@@ -809,9 +811,23 @@ def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
         # and a memset; every launch seen, so an arrow for each.
         assert (by_cat["kernel"], by_cat["gpu_memcpy"], by_cat["gpu_memset"]) == (7 * steps, steps, steps), by_cat
         assert sum(e["ph"] == "s" for e in events) == sum(e["ph"] == "f" for e in events) == 9 * steps
+        # --ops, per step: cuda_linear launches the reduce kernel
+        # (cudaLaunchKernelExC) and the memcpy, and holds cuda_add's 3 scale
+        # kernels; cuda_replay launches a graph (2 kernels) and the memset.
+        # The 4th scale kernel is launched outside every op, so never kept.
+        for pattern, kernels, memcpys, memsets, launches in (("^aten::cuda_linear$", 4, 1, 0, 4),
+                                                             ("^aten::cuda_replay$", 2, 0, 1, 1)):
+            kept, _ = report_file_as_whole(str(out), trace, "--chrome-trace", str(trace), "--ops", pattern)
+            kept_events = json.loads(kept)["traceEvents"]
+            cats = collections.Counter(e["cat"] for e in kept_events if e["ph"] == "X")
+            assert (cats["kernel"], cats["gpu_memcpy"], cats["gpu_memset"], cats["cuda_runtime"]) == \
+                (kernels * steps, memcpys * steps, memsets * steps, launches * steps), (pattern, cats)
+            assert sum(e["ph"] == "s" for e in kept_events) == (kernels + memcpys + memsets) * steps, pattern
         speedscope = tmp_path / f"steps-{steps}.speedscope.json"
         report_file_as_whole(str(out), speedscope, "--speedscope", str(speedscope))
+        ops = ("--chrome-trace", trace, "--ops", "^aten::cuda_linear$")
         rss[steps] = (peak_rss_kib(out, "--chrome-trace", trace), peak_rss_kib(out, "--chrome-trace", trace, env=READ_WHOLE),
+                      peak_rss_kib(out, *ops), peak_rss_kib(out, *ops, env=READ_WHOLE),
                       peak_rss_kib(out, "--speedscope", speedscope),
                       peak_rss_kib(out, "--speedscope", speedscope, env=READ_WHOLE))
     # Two files' trace (each file's GPU on tracks of its own): each streamed
@@ -819,7 +835,8 @@ def test_streamed_trace_of_gpu_activities_is_exact_and_its_memory_flat(tmp_path)
     both = tmp_path / "both.json"
     report_file_as_whole(str(tmp_path / "steps-5000.gpuprof"), both, str(tmp_path / "steps-20000.gpuprof"),
                          "--chrome-trace", str(both))
-    check_memory_flat(rss, ["--chrome-trace", "read whole", "--speedscope", "--speedscope read whole"])
+    check_memory_flat(rss, ["--chrome-trace", "read whole", "--ops", "--ops read whole", "--speedscope",
+                            "--speedscope read whole"])
 
 
 def test_streamed_module_table_has_the_gpu_time_of_the_ops(tmp_path):

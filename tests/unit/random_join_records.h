@@ -94,6 +94,23 @@ inline void add_random_gpu(Recording& recording, std::mt19937& rng, size_t launc
   }
 }
 
+// The launch probes' CUDA launches (LAUNCHES chunks), at random moments in
+// time order, each thread's apart, kernels of three names on two streams.
+inline void add_random_launches(Recording& recording, std::mt19937& rng, size_t count) {
+  if (recording.launch_names.empty()) recording.launch_names = {"kernel_a", "kernel_b", "kernel_c"};
+  recording.cuda_runtime.emplace();
+  for (size_t i = 0; i < count; i++) {
+    const Moment m = random_moment(recording, rng);
+    CudaLaunch l{.ts_ns = m.ts_ns, .function = 0x1000 + rng() % 3, .stream = rng() % 2 ? 0x77u : 0u,
+                 .tid = m.tid, .api = GP_LAUNCH_KERNEL, .name_id = static_cast<uint32_t>(rng() % 3)};
+    l.grid[0] = 1 + static_cast<uint32_t>(rng() % 64);
+    l.block[0] = 128;
+    recording.launches.push_back(l);
+  }
+  std::stable_sort(recording.launches.begin(), recording.launches.end(),
+                   [](const CudaLaunch& a, const CudaLaunch& b) { return a.ts_ns < b.ts_ns; });
+}
+
 // The moment order of a ring: sorted by time, then a few neighbours swapped
 // across threads (another CPU's record a little late), each thread's own
 // records kept in their order.
@@ -105,13 +122,14 @@ void ring_order(std::vector<Record>& records, std::mt19937& rng) {
 }
 
 // A file's order: after each chunk of `chunk` events, the allocator
-// events and launches stamped up to its last event, in chunks of their
-// own; GPU activities `activity_lag` event chunks after their launches.
-// hand(kind, first, count) gets each chunk, in that order.
-enum class Kind { events, memory, correlations, activities };
+// events, launch probes' launches and GPU launches stamped up to its last
+// event, in chunks of their own; GPU activities `activity_lag` event
+// chunks after their launches. hand(kind, first, count) gets each chunk,
+// in that order.
+enum class Kind { events, memory, launches, correlations, activities };
 template <typename Hand>
 void in_file_order(const Recording& recording, size_t chunk, size_t activity_lag, Hand hand) {
-  size_t mem = 0, corr = 0, act = 0;
+  size_t mem = 0, probe = 0, corr = 0, act = 0;
   std::vector<size_t> correlations_at;  // correlations given after each events chunk
   auto moments_until = [](const auto& records, size_t from, uint64_t until_ns) {
     size_t n = from;
@@ -137,6 +155,9 @@ void in_file_order(const Recording& recording, size_t chunk, size_t activity_lag
     // Memory events in pieces of up to 5, correlations in one piece.
     const size_t mem_end = moments_until(recording.mem_events, mem, last);
     for (; mem < mem_end; mem += std::min<size_t>(5, mem_end - mem)) hand(Kind::memory, mem, std::min<size_t>(5, mem_end - mem));
+    const size_t probe_end = moments_until(recording.launches, probe, last);
+    if (probe_end > probe) hand(Kind::launches, probe, probe_end - probe);
+    probe = probe_end;
     const size_t corr_end = moments_until(recording.gpu_correlations, corr, last);
     if (corr_end > corr) hand(Kind::correlations, corr, corr_end - corr);
     corr = corr_end;
@@ -148,6 +169,7 @@ void in_file_order(const Recording& recording, size_t chunk, size_t activity_lag
     }
   }
   if (mem < recording.mem_events.size()) hand(Kind::memory, mem, recording.mem_events.size() - mem);
+  if (probe < recording.launches.size()) hand(Kind::launches, probe, recording.launches.size() - probe);
   if (corr < recording.gpu_correlations.size())
     hand(Kind::correlations, corr, recording.gpu_correlations.size() - corr);
   if (act < recording.gpu_activities.size()) hand(Kind::activities, act, recording.gpu_activities.size() - act);
@@ -165,6 +187,8 @@ inline JoinBounds bounds_of(const Recording& recording, size_t chunk, size_t act
   in_file_order(recording, chunk, activity_lag, [&](Kind kind, size_t first, size_t n) {
     if (kind == Kind::memory)
       bounds.mem_event_ts.push_back(least(recording.mem_events, first, n, [](const gp_mem_event& e) { return e.ts_ns; }));
+    if (kind == Kind::launches)
+      bounds.launch_ts.push_back(least(recording.launches, first, n, [](const CudaLaunch& l) { return l.ts_ns; }));
     if (kind == Kind::correlations) {
       bounds.gpu_correlation_ts.push_back(
           least(recording.gpu_correlations, first, n, [](const GpuCorrelation& c) { return c.ts_ns; }));
@@ -208,6 +232,9 @@ void feed_with_records(Stream& streamed, const Recording& recording, size_t chun
         break;
       case Kind::memory:
         EXPECT_TRUE(streamed.on_mem_events(std::span<const gp_mem_event>(recording.mem_events).subspan(first, n)));
+        break;
+      case Kind::launches:
+        EXPECT_TRUE(streamed.on_launches(std::span<const CudaLaunch>(recording.launches).subspan(first, n)));
         break;
       case Kind::correlations:
         streamed.on_gpu_correlations(std::span<const GpuCorrelation>(recording.gpu_correlations).subspan(first, n));

@@ -253,6 +253,17 @@ std::string streamed_trace_with_records(const Recording& recording, const Chrome
   return out;
 }
 
+// A random recording with samples (3000 events), an odd seed's with
+// Python stacks on half its entries.
+Recording random_recording_half_with_stacks(uint32_t seed, std::mt19937& rng) {
+  Recording recording = random_recording_with_samples(seed, 3000);
+  if (seed % 2) {
+    recording.options.with_stack = true;
+    add_random_entry_stacks(recording, rng, 2);
+  }
+  return recording;
+}
+
 // Memory counters: the level after each allocator event in time order,
 // across threads and chunks that overlap in time (a CPU release sized by
 // an allocation on another thread, releases of blocks never seen
@@ -261,12 +272,8 @@ std::string streamed_trace_with_records(const Recording& recording, const Chrome
 TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
   size_t counters = 0, cut_counters = 0;
   for (uint32_t seed = 1; seed <= 20; seed++) {
-    Recording recording = random_recording_with_samples(seed, 3000);
     std::mt19937 rng(seed);
-    if (seed % 2) {
-      recording.options.with_stack = true;
-      add_random_entry_stacks(recording, rng, 2);
-    }
+    Recording recording = random_recording_half_with_stacks(seed, rng);
     add_random_memory(recording, rng, 800);
     ring_order(recording.mem_events, rng);
     const TraceCuts cuts = trace_cuts(recording);
@@ -289,15 +296,18 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsMemoryCountersOnRandomStreams) {
 
 // The trace of GPU activities streamed: `recording`'s records handed over
 // in a file's order, the activities `activity_lag` event chunks after
-// their launches, bounded as the first read notes them.
+// their launches, bounded as the first read notes them. kept_by_calls
+// (--ops): the launches and GPU activities kept by their calls, the calls
+// joined with them (keep_launches_by_their_calls).
 std::string streamed_trace_with_gpu(const Recording& recording, const ChromeTraceOptions& options, size_t chunk,
-                                    size_t activity_lag) {
+                                    size_t activity_lag, bool kept_by_calls = false) {
   const Recording head = head_of(recording);
   const JoinBounds bounds = bounds_of(recording, chunk, activity_lag);
   StreamedChromeTrace streamed(head, last_pair_of(recording), last_index_of(recording.entry_shapes), options.ops,
                                {}, GpuActivityBounds{.activity_start = bounds.gpu_activity_start,
                                                      .activity_correlation = bounds.gpu_activity_correlation,
                                                      .correlation_id = bounds.gpu_correlation_id});
+  if (kept_by_calls) streamed.keep_launches_by_their_calls(bounds);
   EXPECT_TRUE(streamed.wants(head));
   feed_with_records(streamed, recording, chunk, activity_lag, /*pair_delay=*/1);
   const StreamedTraceCalls calls = streamed.finish();
@@ -355,6 +365,77 @@ TEST(StreamedChromeTrace, WritesTheWholeReadsGpuActivitiesOnRandomStreams) {
   EXPECT_GT(lanes, 20u);
   EXPECT_GT(cut_activities, 20u * 100);
   EXPECT_LT(cut_activities, 20u * 400);
+}
+
+// --ops with launch probes' launches and GPU activities: at random moments
+// (a call's very start or end, between calls, on a thread without ops),
+// read in a ring's order, the activities a few chunks after their
+// launches, some with no launch (a third of the recordings have launches
+// alone); whole and cut by --time-range (an activity inside it whose
+// launching call ends before it is not written).
+TEST(StreamedChromeTrace, WritesTheWholeReadsLaunchesAndGpuActivitiesOfKeptCalls) {
+  size_t launches = 0, activities = 0, all_launches = 0, all_activities = 0, cut_launches = 0, cut_activities = 0;
+  auto activities_in = [](const std::string& trace) {
+    return occurrences(trace, "\"cat\":\"kernel\"") + occurrences(trace, "\"cat\":\"gpu_mem");
+  };
+  for (uint32_t seed = 1; seed <= 20; seed++) {
+    std::mt19937 rng(seed);
+    Recording recording = random_recording_half_with_stacks(seed, rng);
+    add_random_launches(recording, rng, 400);
+    ring_order(recording.launches, rng);
+    if (seed % 3) {  // else launches alone, as without the CUPTI shim
+      add_random_gpu(recording, rng, 600);
+      spread_over_streams(recording);
+    }
+    const TraceCuts cuts = trace_cuts(recording);
+    const std::string everything = whole_trace(recording, cuts.whole);
+    all_launches += occurrences(everything, "\"cat\":\"cuda_runtime\"");
+    all_activities += activities_in(everything);
+    for (const ChromeTraceOptions& options : {cuts.ops, cuts.ops_cut}) {
+      const std::string expected = whole_trace(recording, options);
+      const bool cut = options.range.from_s.has_value();
+      (cut ? cut_launches : launches) += occurrences(expected, "\"cat\":\"cuda_runtime\"");
+      (cut ? cut_activities : activities) += activities_in(expected);
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, recording.events.size()})
+        for (size_t lag : {size_t{0}, size_t{3}}) {
+          SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk) + " lag " +
+                       std::to_string(lag) + (cut ? " cut" : ""));
+          EXPECT_EQ(streamed_trace_with_gpu(recording, options, chunk, lag, /*kept_by_calls=*/true), expected);
+        }
+    }
+  }
+  // --ops keeps about 58% of each here (my_range and div_ calls hold many
+  // launches); the cut about a third of those.
+  EXPECT_GT(launches, 4000u);
+  EXPECT_LT(launches, all_launches * 7 / 10);
+  EXPECT_GT(activities, 4000u);
+  EXPECT_LT(activities, all_activities * 7 / 10);
+  EXPECT_GT(cut_launches, 1000u);
+  EXPECT_LT(cut_launches, launches / 2);
+  EXPECT_GT(cut_activities, 700u);
+  EXPECT_LT(cut_activities, activities / 2);
+}
+
+// The same of a system-wide recording (record -a): launches on threads of
+// several processes, of a process that ran no op and of a thread no
+// THREAD_PROCESSES names.
+TEST(StreamedChromeTrace, WritesTheWholeReadsLaunchesOfKeptCallsOfASystemWideRecording) {
+  size_t kept = 0;
+  for (uint32_t seed = 1; seed <= 10; seed++) {
+    Recording recording = system_wide_recording(seed, 3000);
+    std::mt19937 rng(seed);
+    add_random_launches(recording, rng, 300);
+    const TraceCuts cuts = trace_cuts(recording);
+    for (const ChromeTraceOptions& options : {cuts.ops, cuts.ops_cut}) {
+      const std::string expected = whole_trace(recording, options);
+      kept += occurrences(expected, "\"cat\":\"cuda_runtime\"");
+      for (size_t chunk : {size_t{1}, size_t{500}}) {
+        SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
+        EXPECT_EQ(streamed_trace_with_gpu(recording, options, chunk, 0, /*kept_by_calls=*/true), expected);
+      }
+    }
+  }
+  EXPECT_GT(kept, 1000u);  // or the comparison proves little
 }
 
 // An activity read before its launch waits for it; a correlation id read

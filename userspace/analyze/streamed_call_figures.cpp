@@ -21,6 +21,7 @@ StreamedCallFigures::StreamedCallFigures(const ProbeCosts* costs, const std::vec
       settled_(costs),
       correlation_floor_(bounds_.gpu_correlation_ts),
       activity_floor_(bounds_.gpu_activity_correlation),
+      launch_floor_(bounds_.launch_ts),
       memory_order_(bounds_.mem_event_ts) {}
 
 void StreamedCallFigures::add_events(std::span<const gp_event> events, uint64_t first) {
@@ -51,6 +52,19 @@ void StreamedCallFigures::add_gpu_activities(std::span<const GpuActivity> activi
   for (const GpuActivity& a : activities) activity_ns_[a.correlation_id] += gpu_activity_ns(a);
   activity_floor_.chunk_read();
   complete_joined(/*at_end=*/false);
+}
+
+void StreamedCallFigures::add_launches(std::span<const CudaLaunch> launches) {
+  if (!probe_launch_sink_) return;
+  for (const CudaLaunch& l : launches) {
+    const uint64_t index = probe_launches_read_++;
+    if (bounds_.op_threads.contains(l.tid))
+      threads_[l.tid].probe_launches.push_back({l.ts_ns, index});
+    else  // outside every op
+      probe_launch_sink_(index, LaunchPlace{});
+  }
+  launch_floor_.chunk_read();
+  hand_forests();
 }
 
 // An allocator event in time order (TimeOrderedMemEvents), its size
@@ -89,6 +103,7 @@ void StreamedCallFigures::hand_forests() {
   settled_.hand_settled_at(
       [this](uint64_t event_index, uint64_t ts_ns) {
         return ts_ns < correlation_floor_.value() && ts_ns < memory_order_.floor() &&
+               (!probe_launch_sink_ || ts_ns < launch_floor_.value()) &&
                (!pairs_known_ || pairs_known_(event_index));
       },
       [this](Timeline&& forest) { take_forest(std::move(forest)); });
@@ -120,11 +135,13 @@ void StreamedCallFigures::join(ThreadJoin& thread, Timeline* forest, uint64_t li
   };
   const std::vector<MemoryMoment> memory = take_before(thread.memory);
   const std::vector<Correlation> launches = take_before(thread.launches);
+  const std::vector<Correlation> probe_launches = take_before(thread.probe_launches);
   std::vector<ThreadMoment> moments;
-  moments.reserve(memory.size() + launches.size());
+  moments.reserve(memory.size() + launches.size() + probe_launches.size());
   const uint32_t tid = n > 0 ? joined.forest.calls.front().tid : 0;
   for (const MemoryMoment& m : memory) moments.push_back({m.ts_ns, tid});
   for (const Correlation& c : launches) moments.push_back({c.ts_ns, tid});
+  for (const Correlation& c : probe_launches) moments.push_back({c.ts_ns, tid});
   const std::vector<int64_t> calls =
       n > 0 ? innermost_calls_at(joined.forest, joined.tree, moments) : std::vector<int64_t>(moments.size(), -1);
   if (memory_recorded_) {
@@ -151,6 +168,9 @@ void StreamedCallFigures::join(ThreadJoin& thread, Timeline* forest, uint64_t li
     joined.launches.emplace_back(launches[k].id, calls[memory.size() + k]);
     joined.max_correlation = std::max(joined.max_correlation, launches[k].id);
   }
+  const size_t probe_first = memory.size() + launches.size();
+  for (size_t k = 0; k < probe_launches.size(); k++)
+    probe_launch_sink_(probe_launches[k].id, LaunchPlace{&joined.forest, &joined.tree, calls[probe_first + k]});
   if (n > 0 || !joined.launches.empty()) joined_.push_back(std::move(joined));
 }
 
@@ -176,6 +196,7 @@ void StreamedCallFigures::complete_joined(bool at_end) {
     if (gpu_recorded_) j.own.gpu_ns.assign(n, 0);
     for (const auto& [id, call] : j.launches) {
       if (launch_sink_) launch_sink_(id, call >= 0 ? std::optional<uint32_t>(j.forest.calls[call].op_id) : std::nullopt);
+      if (placed_sink_) placed_sink_(id, LaunchPlace{&j.forest, &j.tree, call});
       auto it = activity_ns_.find(id);
       if (it == activity_ns_.end()) continue;
       if (call >= 0 && gpu_recorded_) j.own.gpu_ns[call] += it->second;

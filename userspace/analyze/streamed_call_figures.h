@@ -13,7 +13,8 @@
 //    memory_attribution.h), each released once no unread MEM_EVENTS chunk
 //    can hold an earlier one; the peaks are followed in that order. Then
 //    each goes, as a moment, to its thread, as a GPU correlation (a launch)
-//    does when read.
+//    does when read, and, when asked (on_probe_launch_placed), a launch
+//    probe's launch (a LAUNCHES chunk's).
 //  * A thread's forest is handed on once no unread chunk can hold a moment
 //    of its thread up to its last event (the first read notes the earliest
 //    moment of each chunk: JoinBounds). It is joined when the thread's next
@@ -97,15 +98,41 @@ class StreamedCallFigures {
   // them (report --kernels: streamed_kernel_table.h). Set before the events.
   using LaunchSink = std::function<void(uint64_t correlation_id, std::optional<uint32_t> op_id)>;
   void on_launch_joined(LaunchSink sink) { launch_sink_ = std::move(sink); }
+  // Where a launch ran: the innermost call at its moment on its thread,
+  // `call` an index in forest->calls (-1: outside every op; forest and tree
+  // may then be empty), tree being build_call_tree(*forest). Valid during
+  // the sink's call only.
+  struct LaunchPlace {
+    const Timeline* forest = nullptr;
+    const CallTree* tree = nullptr;
+    int64_t call = -1;
+  };
+  // As on_launch_joined, with the launch's place instead of its op (report
+  // --chrome-trace --ops keeps the GPU activities of the calls it keeps:
+  // output/streamed_chrome_trace.h).
+  using PlacedLaunchSink = std::function<void(uint64_t correlation_id, const LaunchPlace& place)>;
+  void on_launch_placed(PlacedLaunchSink sink) { placed_sink_ = std::move(sink); }
+  // The launch probes' launches (LAUNCHES chunks, add_launches) joined too:
+  // each one's index among the launches added (file order) and its place,
+  // handed over as its forest is joined (no GPU activity to wait for). Set
+  // before the events: the forests then wait, besides, until no unread
+  // LAUNCHES chunk (JoinBounds::launch_ts) can hold a launch of theirs.
+  using ProbeLaunchSink = std::function<void(uint64_t launch_index, const LaunchPlace& place)>;
+  void on_probe_launch_placed(ProbeLaunchSink sink) { probe_launch_sink_ = std::move(sink); }
 
   void add_events(std::span<const gp_event> events, uint64_t first);
   void add_mem_events(std::span<const gp_mem_event> events);
   void add_gpu_correlations(std::span<const GpuCorrelation> correlations);
   void add_gpu_activities(std::span<const GpuActivity> activities);
+  // One LAUNCHES chunk's launches (dropped without on_probe_launch_placed).
+  void add_launches(std::span<const CudaLaunch> launches);
   // The end: every forest joined and handed on; the timeline's counters.
   // ops: the op table the read returned (the read's own, which the
   // constructor's pointed at, is gone).
   Timeline finish(const std::vector<OpInfo>& ops) &&;
+  // The threads in the order of their first completed call
+  // (SettledCalls::thread_order).
+  const std::vector<uint32_t>& thread_order() const { return settled_.thread_order(); }
 
   // After finish: attribute_memory()'s totals (MemoryPeak::call unused:
   // the op of the innermost call at each peak instead).
@@ -134,6 +161,7 @@ class StreamedCallFigures {
   struct ThreadJoin {
     std::vector<MemoryMoment> memory;
     std::vector<Correlation> launches;
+    std::vector<Correlation> probe_launches;  // id: the launch's index
     std::optional<Timeline> held;
   };
   // A joined forest waiting for the GPU activities of its launches.
@@ -158,9 +186,12 @@ class StreamedCallFigures {
   const JoinBounds bounds_;
   Sink sink_;
   LaunchSink launch_sink_;
+  PlacedLaunchSink placed_sink_;
+  ProbeLaunchSink probe_launch_sink_;
+  uint64_t probe_launches_read_ = 0;
   std::function<bool(uint64_t)> pairs_known_;
   SettledCalls settled_;
-  UnreadFloor correlation_floor_, activity_floor_;
+  UnreadFloor correlation_floor_, activity_floor_, launch_floor_;
   std::unordered_map<uint32_t, ThreadJoin> threads_;
   TimeOrderedMemEvents memory_order_;
   uint64_t memory_released_ = 0;

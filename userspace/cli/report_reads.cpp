@@ -415,8 +415,14 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
                                     .activity_correlation = head.bounds.gpu_activity_correlation,
                                     .correlation_id = head.bounds.gpu_correlation_id};
         return all_or_chosen(read.choice, head, [&](const Recording& of, const LastPairs& pairs) {
-          return std::make_unique<StreamedChromeTrace>(of, pairs.entry_stack, pairs.entry_shape, read.ops,
-                                                       head.bounds.mem_event_ts, gpu, read.calls_only);
+          auto trace = std::make_unique<StreamedChromeTrace>(of, pairs.entry_stack, pairs.entry_shape, read.ops,
+                                                             head.bounds.mem_event_ts, gpu, read.calls_only);
+          // --ops: launches and GPU activities kept by their calls (the
+          // calls joined with them: only when there are any).
+          const Recording& first = head.recording;
+          if (read.ops && (launches_read(first) > 0 || gpu_activities_read(first) > 0))
+            trace->keep_launches_by_their_calls(head.bounds);
+          return trace;
         });
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {
@@ -425,10 +431,10 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
       },
       [&read](const StreamHead& first) {
         const Recording& head = first.recording;
-        return StreamedChromeTrace::streamable(head, read.ops.has_value()) &&
-               (read.system_wide || !is_system_wide(head)) && chosen_processes_streamable(read.choice, head);
+        return (read.system_wide || !is_system_wide(head)) && chosen_processes_streamable(read.choice, head);
       },
-      StreamScope{.system_wide = true, .memory = true, .gpu = true});
+      // --ops joins the launches and GPU activities to calls: the join's bounds.
+      StreamScope{.system_wide = true, .figures = read.ops.has_value(), .memory = true, .gpu = true});
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict, bool raw_times,

@@ -452,7 +452,7 @@ class TraceWriter {
   }
 
   void write_launches(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
-    if (streamed_) {  // put aside as they streamed by, in file order (never with --ops)
+    if (streamed_) {  // put aside as they streamed by, in file order (with --ops, those in kept calls)
       if (streamed_->launches)
         streamed_->launches([this](const CudaLaunch& l) {
           if (in_range(l.ts_ns)) write_launch(l);
@@ -501,10 +501,12 @@ class TraceWriter {
   }
 
   void write_gpu(const Timeline& timeline, const CallTree& tree, const std::vector<bool>& kept) {
-    if (streamed_) {  // joined and ordered as they streamed by (never with --ops)
+    if (streamed_) {  // joined and ordered as they streamed by (with --ops, those of kept calls)
       if (streamed_->gpu_activities)
         streamed_->gpu_activities([this](const TraceGpuActivity& t) {
-          if (overlaps(t.activity.start_ns, t.activity.end_ns)) write_gpu_activity(t);
+          if (overlaps(t.activity.start_ns, t.activity.end_ns) &&
+              (!options_.ops || overlaps(t.call_start_ns, t.call_end_ns)))
+            write_gpu_activity(t);
         });
       return;
     }

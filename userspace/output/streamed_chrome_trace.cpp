@@ -26,6 +26,7 @@ StreamedChromeTrace::StreamedChromeTrace(const Recording& head, std::optional<ui
   if (gpu && !calls_only) gpu_ = std::make_unique<StreamedGpuActivities>(*gpu);
   if (ops) {
     ops_filter_.emplace(head.ops, *ops);
+    join_ops_ = head.ops;
     sample_moments_.emplace(thread_moments(head.samples));
     samples_in_kept_calls_.assign(head.samples.size(), false);
     return;  // the whole trace writes no module call with --ops
@@ -45,12 +46,88 @@ bool StreamedChromeTrace::streamable(const Recording& head, bool ops) {
   return !(ops && (launches_read(head) > 0 || gpu_activities_read(head) > 0));
 }
 
+void StreamedChromeTrace::keep_launches_by_their_calls(JoinBounds bounds) {
+  if (!ops_filter_ || calls_only_) return;
+  // The allocator events are not joined to calls here: the memory counter
+  // follows them on its own (on_mem_events).
+  bounds.mem_event_ts.clear();
+  auto pairs_known = [this](uint64_t event_index) {
+    return stacks_.known_through(event_index) && shapes_.known_through(event_index);
+  };
+  // Raw times (a trace's: nullptr), no memory or GPU figures: the calls
+  // alone are spilled.
+  calls_joined_ = std::make_unique<StreamedCallFigures>(
+      nullptr, join_ops_, /*memory=*/false, /*gpu=*/false, std::move(bounds),
+      [this](const Timeline& forest, const CallFigures&) { spill(forest); }, pairs_known);
+  auto kept_at = [this](const StreamedCallFigures::LaunchPlace& at) {
+    return at.call >= 0 && kept_calls(*at.forest, *at.tree)[static_cast<size_t>(at.call)];
+  };
+  calls_joined_->on_probe_launch_placed(
+      [this, kept_at](uint64_t index, const StreamedCallFigures::LaunchPlace& at) { decide_launch(index, kept_at(at)); });
+  if (!gpu_) return;
+  gpu_->keep_by_launching_call();
+  calls_joined_->on_launch_placed([this, kept_at](uint64_t id, const StreamedCallFigures::LaunchPlace& at) {
+    std::optional<std::pair<uint64_t, uint64_t>> span;
+    if (kept_at(at)) span.emplace(at.forest->calls[at.call].start_ns, at.forest->calls[at.call].end_ns);
+    gpu_->keep_launched_by(id, span);
+  });
+}
+
 bool StreamedChromeTrace::on_launches(std::span<const CudaLaunch> launches) {
   if (calls_only_) return true;
-  if (ops_filter_) return launches.empty();
+  if (calls_joined_) {
+    for (const CudaLaunch& l : launches) launches_waiting_.push_back({.launch = l});
+    calls_joined_->add_launches(launches);
+    release_launches();
+    return true;
+  }
+  if (ops_filter_) return launches.empty();  // each needs its call: read whole
   append_records(spills_->launches, launches);
   spills_->launch_count += launches.size();
   return true;
+}
+
+void StreamedChromeTrace::on_gpu_correlations(std::span<const GpuCorrelation> correlations) {
+  if (gpu_) gpu_->add_correlations(correlations);
+  if (calls_joined_) {
+    calls_joined_->add_gpu_correlations(correlations);
+    release_launches();
+  }
+}
+
+bool StreamedChromeTrace::on_gpu_activities(std::span<const GpuActivity> activities) {
+  if (ops_filter_ && !calls_joined_) return activities.empty();  // each needs its call: read whole
+  // Held first: their launches' word may come as the join reads them.
+  if (gpu_) gpu_->add_activities(activities);
+  if (calls_joined_) {
+    calls_joined_->add_gpu_activities(activities);
+    release_launches();
+  }
+  return true;
+}
+
+const std::vector<bool>& StreamedChromeTrace::kept_calls(const Timeline& forest, const CallTree& tree) {
+  const auto key = std::make_tuple(forest.calls.front().tid, forest.calls.front().entry_index, forest.calls.size());
+  if (key != kept_cache_.forest) {
+    kept_cache_.kept = ops_filter_->kept(forest, tree);
+    kept_cache_.forest = key;
+  }
+  return kept_cache_.kept;
+}
+
+void StreamedChromeTrace::decide_launch(uint64_t index, bool kept) {
+  launches_waiting_[index - first_waiting_launch_].kept = kept ? 1 : 0;
+}
+
+void StreamedChromeTrace::release_launches() {
+  while (!launches_waiting_.empty() && launches_waiting_.front().kept >= 0) {
+    if (launches_waiting_.front().kept) {
+      append_records(spills_->launches, std::span<const CudaLaunch>(&launches_waiting_.front().launch, 1));
+      spills_->launch_count++;
+    }
+    launches_waiting_.pop_front();
+    first_waiting_launch_++;
+  }
 }
 
 bool StreamedChromeTrace::on_mem_events(std::span<const gp_mem_event> events) {
@@ -74,6 +151,11 @@ void StreamedChromeTrace::on_events(std::span<const gp_event> events, uint64_t f
   // A step frame is named by its STEP event's step number (op_timeline.h).
   for (size_t i = 0; i < events.size(); i++)
     if (events[i].kind == GP_EV_STEP) step_of_entry_.emplace(first + i, events[i].sp);
+  if (calls_joined_) {
+    calls_joined_->add_events(events, first);
+    release_launches();
+    return;
+  }
   settled_.add(events, first);
   // A forest waits for the stack and shape pairs of its events.
   auto pairs_known = [this](uint64_t event_index) {
@@ -207,7 +289,7 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
   std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
   std::vector<bool> kept;
   if (ops_filter_) {
-    kept = ops_filter_->kept(forest, tree);
+    kept = kept_calls(forest, tree);
     mark_samples(forest, tree, kept);
   }
   for (size_t id : tree.threads.front()) {
@@ -296,8 +378,14 @@ void StreamedChromeTrace::spill_module_calls(uint32_t tid, bool at_end) {
 }
 
 StreamedTraceCalls StreamedChromeTrace::finish() {
-  std::move(settled_).finish([this](const Timeline& forest) { spill(forest); });
-  spills_->order = settled_.thread_order();
+  if (calls_joined_) {
+    std::move(*calls_joined_).finish(join_ops_);
+    spills_->order = calls_joined_->thread_order();
+    release_launches();  // every launch has its word now
+  } else {
+    std::move(settled_).finish([this](const Timeline& forest) { spill(forest); });
+    spills_->order = settled_.thread_order();
+  }
   StreamedTraceCalls out;
   out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
   if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);

@@ -23,13 +23,18 @@
 // or are nested in one that does are spilled (a forest holds every
 // ancestor of its calls: ops_filter.h), no module call (the whole trace
 // writes none then), and each CPU sample is marked by whether its thread's
-// innermost call at its moment was kept. The caller reads whole what it
-// does not serve (streamable() says): CUDA launches and GPU activities
-// with --ops (each needs its call). Without --ops, GPU activities are
-// joined to their launches and spilled per stream in the trace's order
-// (streamed_gpu_activities.h).
-// Without --ops, the launches go to a temporary file of their own as they
-// come and are replayed in file order. Allocator events are put in time
+// innermost call at its moment was kept. GPU activities are joined to
+// their launches and spilled per stream in the trace's order
+// (streamed_gpu_activities.h). The launches go to a temporary file of
+// their own and are replayed in file order.
+// With --ops, a launch is kept when the innermost call at its moment is, a
+// GPU activity when the call that launched it is: the calls then come
+// joined with both (analyze/streamed_call_figures.h, which waits for the
+// records that lag them, as the first read bounds them:
+// keep_launches_by_their_calls), each launch waits for its call, and the
+// kept ones go to the file in file order. Without the first read's bounds
+// a recording with either is declined (streamable() says), and the caller
+// reads it whole. Allocator events are put in time
 // order as they come (TimeOrderedMemEvents), and the memory level after
 // each goes to a temporary file too, replayed as the memory counter. A record -a recording streams like any other:
 // each thread's trace process is the head's (THREAD_PROCESSES).
@@ -37,11 +42,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <regex>
 #include <string>
 #include <span>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +58,7 @@
 #include "analyze/module_tree.h"
 #include "analyze/op_timeline.h"
 #include "analyze/settled_calls.h"
+#include "analyze/streamed_call_figures.h"
 #include "analyze/time_ordered_mem_events.h"
 #include "base/spill_file.h"
 #include "output/chrome_trace.h"
@@ -83,26 +91,26 @@ class StreamedChromeTrace : public RecordStream {
   // and GPU activities counted, not kept) can be written this way; ops:
   // with --ops (whose launches and GPU activities would need their calls).
   static bool streamable(const Recording& head, bool ops);
-  bool wants(const Recording& head) override { return streamable(head, ops_filter_.has_value()); }
+  bool wants(const Recording& head) override { return streamable(head, ops_filter_ && !calls_joined_); }
+  // --ops: the launches and GPU activities kept by their calls, the calls
+  // joined with them within `bounds`, the first read's (op_threads,
+  // launch_ts and the GPU chunks' bounds). Before the read; nothing
+  // without --ops.
+  void keep_launches_by_their_calls(JoinBounds bounds);
   void on_events(std::span<const gp_event> events, uint64_t first) override;
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { stacks_.add(event_index, stack_id); }
   void on_entry_shape(uint64_t event_index, uint32_t shape_id) override { shapes_.add(event_index, shape_id); }
-  // Put aside in file order, as the trace writes them (without --ops: with
-  // it, false, and the recording is read whole).
+  // Put aside in file order, as the trace writes them (with --ops, once
+  // their calls are known; without keep_launches_by_their_calls: false, and
+  // the recording is read whole).
   bool on_launches(std::span<const CudaLaunch> launches) override;
   // Put in time order (TimeOrderedMemEvents), each event's memory level
   // put aside for the trace's memory counters (calls_only: dropped).
   bool on_mem_events(std::span<const gp_mem_event> events) override;
   // Joined to their launches and put in the trace's order as they come
   // (streamed_gpu_activities.h); dropped when the trace writes none.
-  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
-    if (gpu_) gpu_->add_correlations(correlations);
-  }
-  bool on_gpu_activities(std::span<const GpuActivity> activities) override {
-    if (ops_filter_) return activities.empty();  // each would need its call: read whole
-    if (gpu_) gpu_->add_activities(activities);
-    return true;
-  }
+  void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override;
+  bool on_gpu_activities(std::span<const GpuActivity> activities) override;
   // Once the read is done: the calls, for write_chrome_trace. The replay
   // owns the temporary files (closed, so removed, with its last copy).
   StreamedTraceCalls finish();
@@ -146,6 +154,13 @@ class StreamedChromeTrace : public RecordStream {
   void spill_module_calls(uint32_t tid, bool at_end);
   // --ops: marks the samples of the forest's thread that it decides.
   void mark_samples(const Timeline& forest, const CallTree& tree, const std::vector<bool>& kept);
+  // --ops: the calls of a forest kept (OpsFilter::kept), the last forest's
+  // remembered (its launches and its spill ask in turn).
+  const std::vector<bool>& kept_calls(const Timeline& forest, const CallTree& tree);
+  // --ops, joined: a launch's word (kept or not), and the launches decided
+  // at the front of those waiting, kept ones to their file.
+  void decide_launch(uint64_t index, bool kept);
+  void release_launches();
 
   SettledCalls settled_;
   std::optional<OpsFilter> ops_filter_;
@@ -176,6 +191,22 @@ class StreamedChromeTrace : public RecordStream {
   std::optional<TimeOrderedMemEvents> memory_order_;
   MemoryLevelFollower levels_;
   std::unique_ptr<StreamedGpuActivities> gpu_;  // null: GPU activities dropped
+  // --ops with keep_launches_by_their_calls: the calls, joined with the
+  // launches and GPU launches (in place of settled_), its op table, the
+  // launches waiting for their calls' word (-1: none yet) in file order from
+  // launch index first_waiting_launch_, and the last forest's kept calls.
+  std::unique_ptr<StreamedCallFigures> calls_joined_;
+  std::vector<OpInfo> join_ops_;
+  struct WaitingLaunch {
+    CudaLaunch launch;
+    int8_t kept = -1;
+  };
+  std::deque<WaitingLaunch> launches_waiting_;
+  uint64_t first_waiting_launch_ = 0;
+  struct KeptCalls {
+    std::tuple<uint32_t, uint64_t, size_t> forest{0, UINT64_MAX, 0};  // tid, first entry, calls
+    std::vector<bool> kept;
+  } kept_cache_;
   const bool calls_only_;
 };
 

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -40,6 +41,9 @@ struct TraceGpuActivity {
   uint64_t launch_ts_ns = 0;
   uint32_t launch_tid = 0;
   uint32_t launch_seen = 0;  // 1: launch_ts_ns and launch_tid are its launch's
+  // --ops: the span of the call that launched it, which --time-range must
+  // overlap too (as the whole trace keeps only the calls it overlaps).
+  uint64_t call_start_ns = 0, call_end_ns = 0;
 };
 using GpuActivityVisitor = std::function<void(const TraceGpuActivity& activity)>;
 
@@ -69,14 +73,25 @@ class StreamedGpuActivities {
   // One chunk's records, in file order.
   void add_correlations(std::span<const GpuCorrelation> correlations);
   void add_activities(std::span<const GpuActivity> activities);
+  // --ops (set before any record): each activity waits, besides, for the
+  // word of keep_launched_by on its correlation id; one whose launch no
+  // unread chunk can hold is dropped, as the whole trace drops an activity
+  // whose launch it did not see.
+  void keep_by_launching_call() { by_launching_call_ = true; }
+  // Whether the activities of a correlation id, all read by now, go in the
+  // trace: the span of the kept call that launched them, or nullopt (their
+  // launch ran outside every kept call). The first word for an id stands.
+  void keep_launched_by(uint64_t correlation_id, std::optional<std::pair<uint64_t, uint64_t>> call_span);
   // Once the read is done: the replay of every activity, in the trace's
   // order (null: none). The replay owns the temporary files.
   std::function<void(const GpuActivityVisitor&)> finish();
 
  private:
+  enum class Keep : uint8_t { yes, no, undecided };
   struct Held {
     TraceGpuActivity record;
     bool decided = false;  // its launch is known, or known not to come
+    Keep keep = Keep::yes;  // by_launching_call_: whether its launching call is kept
   };
   // A stream's held activities in the trace's order (gpu_trace_order):
   // start, the longer first (UINT64_MAX - end), then file order.
@@ -104,6 +119,10 @@ class StreamedGpuActivities {
   // The held activities whose launch may still come, by correlation id
   // (a map's elements stay put: an undecided one is never spilled).
   std::multimap<uint64_t, Held*> undecided_;
+  // by_launching_call_: the held activities waiting for keep_launched_by,
+  // by correlation id.
+  bool by_launching_call_ = false;
+  std::multimap<uint64_t, Held*> keep_undecided_;
   uint64_t read_ = 0;  // activities read: the next one's file index
   std::shared_ptr<Spills> spills_;
 };
