@@ -72,11 +72,16 @@ such loops and on that file:
   - cut by `--pid` to the first loop: `--chrome-trace OUT`, `--speedscope
     OUT` and `--modules`, streamed, and the same read whole.
 `--part N` (repeatable: 1 loop, 2 record -a, 3 modules, 4 shapes, 5
-memory, 6 GPU, 7 record -a --with-stack) runs only those parts. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+memory, 6 GPU, 7 record -a --with-stack) runs only those parts. With
+`--baseline GPUPROF` (another gpuprof build, e.g. of the commit before a
+change: `git worktree add`, `make`), each mode runs `--repeat N` times
+(default 3) with this build and with that one, turn about, on the same
+file: the bench prints each one's best wall time and their ratio. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
 """
 import argparse
+import functools
 import os
 import pathlib
 import signal
@@ -154,10 +159,10 @@ def record_gpu(steps, workdir, label):
     return out
 
 
-def run_report(args, env=None):
-    """(peak RSS in KiB, wall seconds) of one gpuprof report run."""
+def run_report(args, env=None, gpuprof=GPUPROF):
+    """(peak RSS in KiB, wall seconds) of one `gpuprof report` run."""
     start = time.monotonic()
-    proc = subprocess.Popen([str(GPUPROF), "report", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([str(gpuprof), "report", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})})
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
@@ -165,6 +170,20 @@ def run_report(args, env=None):
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"report_memory: gpuprof report {' '.join(args)} failed: {err}")
     return usage.ru_maxrss, wall
+
+
+def run_mode(args, env, baseline, repeat):
+    """One report mode: (peak RSS in KiB, wall seconds); with a baseline
+    build, (this build's peak RSS, its best wall seconds, the baseline's
+    best) over `repeat` turns, each build once per turn, so that both meet
+    the VM's phases alike."""
+    if baseline is None:
+        return run_report(args, env)
+    ours, theirs = [], []
+    for _ in range(repeat):
+        ours.append(run_report(args, env))
+        theirs.append(run_report(args, env, gpuprof=baseline))
+    return max(rss for rss, _ in ours), min(wall for _, wall in ours), min(wall for _, wall in theirs)
 
 
 def measure(path):
@@ -186,7 +205,14 @@ def main():
     parser.add_argument("--part", type=int, action="append", choices=range(1, 8),
                         help="run only this part (1 loop, 2 record -a, 3 modules, 4 shapes, 5 memory, 6 GPU, "
                              "7 record -a --with-stack); repeatable")
+    parser.add_argument("--baseline", type=pathlib.Path,
+                        help="another gpuprof build: time each mode with both, turn about")
+    parser.add_argument("--repeat", type=int, default=3, help="with --baseline: turns per mode (default 3)")
     args = parser.parse_args()
+    if args.baseline and not os.access(args.baseline, os.X_OK):
+        sys.exit(f"report_memory: --baseline {args.baseline}: not an executable")
+    if args.repeat < 1:
+        sys.exit("report_memory: --repeat must be at least 1")
     if os.geteuid() != 0:
         sys.exit("report_memory: run as root (gpuprof record attaches BPF probes)")
     lengths = [int(s) for s in args.seconds.split(",")]
@@ -204,11 +230,12 @@ def main():
              "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
              "--speedscope (streamed)": (["--speedscope", "{out}"], None),
              "--speedscope (whole)": (["--speedscope", "{out}"], whole)}
+    part = functools.partial(measure_part, baseline=args.baseline, repeat=args.repeat)
     with tempfile.TemporaryDirectory(prefix="report_memory.") as tmp:
         workdir = args.keep or pathlib.Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         # record -p of the loop.
-        measure_part(lengths, workdir, modes,
+        part(lengths, workdir, modes,
                      lambda seconds: (record(GPUPROF, seconds, workdir, f"loop-{seconds}s")[0], None),
                      "{seconds} s recording", 1 in parts)
         # record -a: a table per process.
@@ -222,7 +249,7 @@ def main():
                         "-a --folded --pid (whole)": (["--folded", "--pid", "{pid}"], whole),
                         "-a --chrome-trace --pid (streamed)": (["--chrome-trace", "{out}", "--pid", "{pid}"], None),
                         "-a --chrome-trace --pid (whole)": (["--chrome-trace", "{out}", "--pid", "{pid}"], whole)}
-        measure_part(lengths, workdir, system_modes,
+        part(lengths, workdir, system_modes,
                      lambda seconds: record_system_wide(seconds, workdir, f"all-{seconds}s"),
                      "{seconds} s record -a of two loops", 2 in parts)
         # record --with-modules: the layer table.
@@ -232,7 +259,7 @@ def main():
                         "--chrome-trace (whole)": (["--chrome-trace", "{out}"], whole),
                         "--group-by-stack-n (streamed)": (["--group-by-stack-n", "2"], None),
                         "--group-by-stack-n (whole)": (["--group-by-stack-n", "2"], whole)}
-        measure_part(lengths, workdir, module_modes,
+        part(lengths, workdir, module_modes,
                      lambda seconds: (record_modules(seconds, workdir, f"modules-{seconds}s"), None),
                      "{seconds} s record --with-modules of tests/workloads/module_loop.py", 3 in parts)
         # record --record-shapes: input shapes in the trace and the table.
@@ -241,7 +268,7 @@ def main():
                        "--chrome-trace --ops (streamed)": (["--chrome-trace", "{out}", "--ops", "^aten::add$"], None),
                        "--group-by-input-shape (streamed)": (["--group-by-input-shape"], None),
                        "--group-by-input-shape (whole)": (["--group-by-input-shape"], whole)}
-        measure_part(lengths, workdir, shape_modes,
+        part(lengths, workdir, shape_modes,
                      lambda seconds: (record_loop_with("--record-shapes", seconds, workdir, f"shapes-{seconds}s"),
                                       None),
                      "{seconds} s record --record-shapes", 4 in parts)
@@ -250,7 +277,7 @@ def main():
                         "memory table (whole)": ([], whole),
                         "memory --chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),
                         "memory --chrome-trace (whole)": (["--chrome-trace", "{out}"], whole)}
-        measure_part(lengths, workdir, memory_modes,
+        part(lengths, workdir, memory_modes,
                      lambda seconds: (record_loop_with("--profile-memory", seconds, workdir, f"memory-{seconds}s"),
                                       None),
                      "{seconds} s record --profile-memory", 5 in parts)
@@ -267,7 +294,7 @@ def main():
                                                              None),
                      "GPU --chrome-trace --ops (whole)": (["--chrome-trace", "{out}", "--ops", "^aten::cuda_linear$"],
                                                           whole)}
-        measure_part(lengths, workdir, gpu_modes,
+        part(lengths, workdir, gpu_modes,
                      lambda seconds: (record_gpu(10000 * seconds, workdir, f"gpu-{seconds}"), None),
                      "launch_driver {seconds}0,000 steps", 6 in parts)
         # record -a --with-stack: one process's outputs, its entry stacks renumbered.
@@ -278,16 +305,17 @@ def main():
                                             ("--speedscope --pid", ["--speedscope", "{out}", "--pid", "{pid}"]),
                                             ("--modules --pid", ["--modules", "--pid", "{pid}"]))
                        for how, env in (("streamed", None), ("whole", whole))}
-        measure_part(lengths, workdir, stack_modes,
+        part(lengths, workdir, stack_modes,
                      lambda seconds: record_system_wide(seconds, workdir, f"stacks-{seconds}s", ["--with-stack"]),
                      "{seconds} s record -a --with-stack of two loops", 7 in parts)
 
 
-def measure_part(lengths, workdir, modes, record_for, title, wanted=True):
+def measure_part(lengths, workdir, modes, record_for, title, wanted=True, baseline=None, repeat=1):
     """One part of the bench (unless not wanted: --part): for each length, record_for(seconds) gives
     (record file, the first loop's pid or None); every mode runs on it
-    ({out}, {pprof} and {pid} filled in), and its figures are printed,
-    then how each mode's RSS grew from the shortest to the longest."""
+    ({out}, {pprof} and {pid} filled in; with the baseline build too:
+    run_mode), and its figures are printed, then how each mode's RSS grew
+    from the shortest to the longest."""
     if not wanted:
         return
     results = []  # (events, bytes, {mode: (rss, wall)})
@@ -296,7 +324,8 @@ def measure_part(lengths, workdir, modes, record_for, title, wanted=True):
     for seconds in lengths:
         path, pid = record_for(seconds)
         events, size = measure(path)
-        runs = {mode: run_report([str(path), *[a.format(out=out, pprof=pprof, pid=pid) for a in extra]], env)
+        runs = {mode: run_mode([str(path), *[a.format(out=out, pprof=pprof, pid=pid) for a in extra]], env,
+                               baseline, repeat)
                 for mode, (extra, env) in modes.items()}
         out.unlink(missing_ok=True)
         pprof.unlink(missing_ok=True)
@@ -307,8 +336,12 @@ def measure_part(lengths, workdir, modes, record_for, title, wanted=True):
 
 
 def print_runs(runs, events):
-    for mode, (rss, wall) in runs.items():
-        print(f"  {mode:34} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s")
+    for mode, (rss, wall, *baseline) in runs.items():
+        line = f"  {mode:34} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s"
+        if baseline:
+            line += (f"  baseline {baseline[0]:6.2f} s  {events / baseline[0] / 1e6:6.1f} M events/s"
+                     f"  time ratio {wall / baseline[0]:5.2f}")
+        print(line)
 
 
 def print_growth(results, modes):

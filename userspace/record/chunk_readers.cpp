@@ -386,6 +386,18 @@ std::string check_events(size_t base, Recording& rec, Seen& seen) {
   return "";
 }
 
+// Whether a chunk's events are counted, not decoded: for a stream that
+// skips them, while no chunk was lost (RecordStream::skips_events).
+bool counting_events_only(const Recording& rec, const Seen& seen) {
+  return seen.stream && seen.stream->skips_events() && rec.lost_chunks.empty();
+}
+
+// Counts n events read, unchecked, for a stream that skips them.
+void count_skipped_events(uint64_t n, Recording& rec, Seen& seen) {
+  seen.salvage.events.read(n);
+  rec.streamed_events += n;
+}
+
 }  // namespace
 
 
@@ -453,6 +465,11 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
       break;
     }
     case ChunkType::EVENTS: {
+      if (counting_events_only(rec, seen)) {  // no chunk lost: none awaits a count
+        if (payload.size() % sizeof(gp_event) != 0) return not_whole(payload.size(), sizeof(gp_event), "events");
+        count_skipped_events(payload.size() / sizeof(gp_event), rec, seen);
+        return "";
+      }
       const size_t base = rec.events.size();
       if (!append_raw(payload, rec.events)) return not_whole(payload.size(), sizeof(gp_event), "events");
       // After a lost OP_EVENTS chunk only the next one's first_event says
@@ -462,11 +479,20 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     }
     case ChunkType::OP_EVENTS: {
       const size_t base = rec.events.size();
+      const bool counting = counting_events_only(rec, seen);
       uint64_t first_event = 0;
-      if (std::string problem = unpack_events(payload, &first_event, rec.events); !problem.empty()) return problem;
+      uint32_t count = 0;
+      if (std::string problem = counting ? packed_events_prefix(payload, &first_event, &count)
+                                         : unpack_events(payload, &first_event, rec.events);
+          !problem.empty())
+        return problem;
       if (!seen.salvage.events.resume(first_event))
         return "first_event " + std::to_string(first_event) + ", but " +
                std::to_string(seen.salvage.events.total()) + " events precede it";
+      if (counting) {
+        count_skipped_events(count, rec, seen);
+        return "";
+      }
       return check_events(base, rec, seen);
     }
     case ChunkType::SHAPES:

@@ -137,16 +137,21 @@ void pack_events(std::span<const gp_event> events, uint64_t first_event, std::ve
   }
 }
 
-std::string unpack_events(std::span<const uint8_t> payload, uint64_t* first_event, std::vector<gp_event>& out) {
+std::string packed_events_prefix(std::span<const uint8_t> payload, uint64_t* first_event, uint32_t* count) {
   if (payload.size() < kPackedEventsPrefix)
     return "payload of " + std::to_string(payload.size()) + " bytes is shorter than its " +
            std::to_string(kPackedEventsPrefix) + "-byte first_event and count";
-  uint32_t count;
   std::memcpy(first_event, payload.data(), 8);
-  std::memcpy(&count, payload.data() + 8, 4);
+  std::memcpy(count, payload.data() + 8, 4);
+  if (*count > (payload.size() - kPackedEventsPrefix) / kPackedEventMinBytes)
+    return "event count " + std::to_string(*count) + " does not fit the payload";
+  return "";
+}
+
+std::string unpack_events(std::span<const uint8_t> payload, uint64_t* first_event, std::vector<gp_event>& out) {
+  uint32_t count;
+  if (std::string problem = packed_events_prefix(payload, first_event, &count); !problem.empty()) return problem;
   Unpacker io{payload.subspan(kPackedEventsPrefix), 0, ""};
-  if (count > io.p.size() / kPackedEventMinBytes)
-    return "event count " + std::to_string(count) + " does not fit the payload";
   const size_t base = out.size();
   out.resize(base + count);
   ChunkState state;

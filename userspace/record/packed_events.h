@@ -42,6 +42,12 @@ inline constexpr size_t kPackedEventsPrefix = 12;
 // file's event first_event, to out.
 void pack_events(std::span<const gp_event> events, uint64_t first_event, std::vector<uint8_t>& out);
 
+// Reads an OP_EVENTS payload's first_event and count, without decoding its
+// events (a read that only counts them: RecordStream::skips_events). Returns
+// "" or what is wrong with the prefix, or with a count the payload cannot
+// hold (a sentence's end).
+std::string packed_events_prefix(std::span<const uint8_t> payload, uint64_t* first_event, uint32_t* count);
+
 // Decodes an OP_EVENTS payload: sets *first_event and appends its events to
 // out. Returns "" or what is wrong with the payload (a sentence's end). The
 // events' kinds and op ids are the caller's to check.

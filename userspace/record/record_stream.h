@@ -33,6 +33,15 @@ class RecordStream {
   // One chunk's op events, in file order, checked; `first` is the index of
   // events[0] among the events read (OpCall::entry_index counts the same).
   virtual void on_events(std::span<const gp_event> events, uint64_t first) = 0;
+  // True: the stream wants no op events (a first read, for what comes
+  // around them: cli/report_reads.cpp). The read then counts each chunk's
+  // events (for the pairs' indices, and Recording::streamed_events) without
+  // decoding or checking them, and does not call on_events; the read that
+  // takes them checks them. Asked per chunk. Until a chunk is lost: after
+  // one, the events are decoded, checked and handed to on_events again, as
+  // a lost MORE_OPS chunk's ops get their placeholders from the events that
+  // name them (chunk_salvage.h).
+  virtual bool skips_events() const { return false; }
   // One ENTRY_STACKS pair (record --with-stack), in file order: the event
   // at event_index (counted as on_events' `first`) was called under
   // sample_stacks[stack_id]. Pairs come in increasing event_index, after the
