@@ -2,7 +2,8 @@
 // recording read as a stream (record/record_stream.h), in one read: what
 // report --pprof's columns are made of (output/pprof.h). Each metric is a
 // StreamedStackSums (streamed_stack_sums.h) handed every event and
-// ENTRY_STACKS pair, as the whole read (stack_sums(), once per metric)
+// ENTRY_STACKS pair (kCalls counted by kSelfCpuTime's: both place a call
+// on the same path), as the whole read (stack_sums(), once per metric)
 // reads the whole timeline once per metric: memory grows with the distinct
 // stacks and the calls each metric's settled forests hold, not with the
 // events.
@@ -44,6 +45,9 @@ class StreamedMetricSums : public RecordStream {
  private:
   // By pointer: a StreamedStackSums cannot be moved.
   std::vector<std::pair<StackMetric, std::unique_ptr<StreamedStackSums>>> sums_;
+  // kCalls and kSelfCpuTime both asked for: kSelfCpuTime's sums count the
+  // calls too (StreamedStackSums::count_calls_too), and sums_ has no kCalls.
+  bool calls_with_self_ = false;
 };
 
 }  // namespace gpuprof

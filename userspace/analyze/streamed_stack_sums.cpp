@@ -83,6 +83,7 @@ void StreamedStackSums::place(const Timeline& forest, const CallFigures* figures
     }
   }
   if (value_of_node_.size() < paths_.trie().size()) value_of_node_.resize(paths_.trie().size());
+  if (counts_calls_ && calls_of_node_.size() < paths_.trie().size()) calls_of_node_.resize(paths_.trie().size());
   for (size_t k = 0; k < n; k++) {
     // As stack_sums(): a call folded into its parent counts in that call.
     // kSelfCudaTime: what the call launched itself, on its fold's path
@@ -92,6 +93,10 @@ void StreamedStackSums::place(const Timeline& forest, const CallFigures* figures
                                                                    : forest.calls[k].compensated_self_ns();
     value_of_node_[node_of[folded_into[k]]] += value;
     total_ += value;
+    if (counts_calls_ && folded_into[k] == k) {
+      calls_of_node_[node_of[k]]++;
+      calls_total_++;
+    }
     pairs_.forget(forest.calls[k].entry_index);
   }
 }
@@ -137,6 +142,16 @@ StackSums StreamedStackSums::finish() && {
   // Launched outside every op, or the launch never seen: on no path.
   if (metric_ == StackMetric::kSelfCudaTime) out.gpu_ns_outside_ops = activity_ns_ - total_;
   return out;
+}
+
+std::pair<StackSums, StackSums> StreamedStackSums::finish_with_calls() && {
+  StackSums self = std::move(*this).finish();  // places the forests still held: their calls counted too
+  StackSums calls = self;
+  // take_sums() lists nodes 1.. in order, as calls_of_node_ numbers them.
+  calls_of_node_.resize(calls.stacks.size() + 1);
+  for (size_t i = 0; i < calls.stacks.size(); i++) calls.stacks[i].value = calls_of_node_[i + 1];
+  calls.total = calls_total_;
+  return {std::move(self), std::move(calls)};
 }
 
 }  // namespace gpuprof

@@ -37,6 +37,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analyze/entry_stack_pairs.h"
@@ -76,6 +77,13 @@ class StreamedStackSums : public RecordStream {
   // the order of the stacks (parents still before children).
   StackSums finish() &&;
 
+  // kSelfCpuTime: count kCalls on the same placement too. Both metrics
+  // place each call on the same path (report --pprof has both columns), so
+  // one placement of each forest serves both instead of one per metric.
+  void count_calls_too() { counts_calls_ = metric_ == StackMetric::kSelfCpuTime; }
+  // With count_calls_too(): finish()'s sums, and kCalls' on the same paths.
+  std::pair<StackSums, StackSums> finish_with_calls() &&;
+
  private:
   // figures: the forest's (kSelfCudaTime), else nullptr.
   void place(const Timeline& forest, const CallFigures* figures);
@@ -105,6 +113,9 @@ class StreamedStackSums : public RecordStream {
   uint64_t activity_ns_ = 0;                    // kSelfCudaTime: every activity's
   std::vector<uint64_t> value_of_node_;  // kSelfCpuTime, kCalls: the self ns or calls placed on each node
   uint64_t total_ = 0;
+  bool counts_calls_ = false;            // count_calls_too()
+  std::vector<uint64_t> calls_of_node_;  // count_calls_too(): the calls placed on each node
+  uint64_t calls_total_ = 0;
   std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid
   std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample_;
   std::unordered_map<uint32_t, uint64_t> count_of_node_;  // kSamples
