@@ -4,6 +4,13 @@
 // long recording makes a trace of hundreds of MB. Only the stack-frame
 // dictionary is kept until the end (it is written after the events, which
 // JSON allows: object members have no order).
+//
+// About 800 lines, on purpose: one TraceWriter writes every kind of trace
+// event (calls, module slices, samples, launches, GPU activities, memory
+// levels, metadata) into one document whose tracks, clocks and stack-frame
+// dictionary they share; a recording read whole, streamed
+// (streamed_chrome_trace.h) or one of several goes through the same
+// writer, so that the three write the same bytes.
 #include "output/chrome_trace.h"
 
 #include <algorithm>
