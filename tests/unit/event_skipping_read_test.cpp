@@ -6,7 +6,6 @@
 // the read that takes them; and past a lost chunk it decodes them again, as
 // only decoded events give a lost MORE_OPS chunk's ops their placeholders.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <functional>
 #include <span>
@@ -60,15 +59,6 @@ class Noting : public RecordStream {
 
 class EventSkippingRead : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/gpuprof-event-skipping-XXXXXX";
-    const int fd = ::mkstemp(name);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-    path_ = name;
-  }
-  void TearDown() override { ::unlink(path_.c_str()); }
-
   // A finished recording of the random streams' ops, written by `write`.
   void record(const RecordOptions& options, const std::function<void(RecordWriter&)>& write) {
     std::string error;
@@ -94,7 +84,8 @@ class EventSkippingRead : public ::testing::Test {
     return read;
   }
 
-  std::string path_;
+  TempFile file_{"event-skipping"};
+  const std::string& path_ = file_.path();
 };
 
 // Each write step must succeed.

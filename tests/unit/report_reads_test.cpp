@@ -10,7 +10,6 @@
 #include "cli/report_reads.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -25,6 +24,7 @@
 #include "random_event_streams.h"
 #include "random_join_records.h"
 #include "record/record_file.h"
+#include "test_files.h"
 
 namespace gpuprof {
 namespace {
@@ -118,15 +118,8 @@ void write(const Recording& r, const std::string& path) {
 
 class ReportReads : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char name[] = "/tmp/gpuprof-report-reads-XXXXXX";
-    const int fd = ::mkstemp(name);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-    path_ = name;
-  }
-  void TearDown() override { ::unlink(path_.c_str()); }
-  std::string path_;
+  TempFile file_{"report-reads"};
+  const std::string& path_ = file_.path();
 };
 
 TEST_F(ReportReads, LaunchesNamedFromCuptiStreamAsTheWholeReadCountsThem) {
