@@ -38,6 +38,31 @@ __u64 samples_lost = 0;
 GP_RINGBUF(samples, 4 << 20); /* resized by userspace before load */
 
 /*
+ * Samples do not wake the reader, which reads the ring on every turn of its
+ * loop (at least every 100 ms). A wakeup per sample biased record -a's
+ * samples: the sample taken on one CPU woke gpuprof onto another, where that
+ * CPU's timer, started within microseconds of the first, fired during the
+ * switch and charged its sample to gpuprof instead of the job it displaced,
+ * as much as 0.3 of the job's samples (docs/system-wide.md, "CPU samples").
+ * So only two samples wake it: a process's first, so that its maps and
+ * interpreter are read while a short-lived process still runs (record -a),
+ * and any that finds the ring half full.
+ */
+GP_MAP(woke_for_process, BPF_MAP_TYPE_LRU_HASH, GP_MAX_PYTHON_PROCESSES, __u32, __u8);
+
+static __always_inline __u64 sample_wakeup(__u32 tgid)
+{
+	__u8 woken = 1;
+
+	if (bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= bpf_ringbuf_query(&samples, BPF_RB_RING_SIZE) / 2)
+		return BPF_RB_FORCE_WAKEUP;
+	if (bpf_map_lookup_elem(&woke_for_process, &tgid))
+		return BPF_RB_NO_WAKEUP;
+	bpf_map_update_elem(&woke_for_process, &tgid, &woken, BPF_ANY);
+	return BPF_RB_FORCE_WAKEUP;
+}
+
+/*
  * A sample is built here and copied to the ring: the frame walk runs in a
  * bpf_loop callback (verified once, not once per frame), which reaches the sample
  * through this map. perf_event programs run with interrupts off, so the
@@ -112,7 +137,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (kernel_depth > GP_MAX_KERNEL_FRAMES)
 		kernel_depth = GP_MAX_KERNEL_FRAMES;
 	/* Only the frames walked go to the ring. */
-	if (bpf_ringbuf_output(&samples, s, sizeof(*s) - sizeof(s->frames) + (depth * 2 + kernel_depth) * 8, 0))
+	if (bpf_ringbuf_output(&samples, s, sizeof(*s) - sizeof(s->frames) + (depth * 2 + kernel_depth) * 8,
+			       sample_wakeup(tgid)))
 		__sync_fetch_and_add(&samples_lost, 1);
 	return 0;
 }
