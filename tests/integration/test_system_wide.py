@@ -692,10 +692,10 @@ def test_top_a_lists_processes_and_drills_into_one(procs, workdir, tmp_path):
 
 
 def test_short_lived_processes_keep_their_name_and_python_frames(procs, workdir, tmp_path):
-    # Processes that live ~0.2 s: gpuprof reads each sample within ms (the
-    # sample ring is polled), so it names the process and walks its Python
-    # frames while it runs; the name also travels with the sample for one
-    # that is gone already.
+    # Processes that live ~0.2 s: gpuprof reads each one's first sample
+    # within ms (it wakes gpuprof), so it names the process and walks its
+    # Python frames while it runs; the name also travels with the sample for
+    # one that is gone already.
     out = tmp_path / "short.gpuprof"
     hz = 199
     gp = procs.start_gpuprof("record", "-a", "-F", str(hz), "-q", "-o", out)
@@ -717,7 +717,7 @@ def test_short_lived_processes_keep_their_name_and_python_frames(procs, workdir,
                                              why=f"pid {pid}; {ours}")
     assert_samples_match_shared_cpu_time(sum(roots.get(f"python3-{pid}", 0) for pid in cpu_uses), hz,
                                          list(cpu_uses.values()), slack=len(cpu_uses) * tick_slack(hz), why=str(ours))
-    # docs/system-wide.md: samples are read within ms, which covers
+    # docs/system-wide.md: first samples are read within ms, which covers
     # processes that live tens of ms: each of these (~0.2 s of its own code)
     # has samples in its <module>.
     # DEFECT: on this shared 2-core machine only 3 or 5 of the 12 had them

@@ -647,9 +647,10 @@ Result<void> SystemSession::start() {
     auto sampler = CpuSampler::start(0, config_.sample_hz, [this](const gp_cpu_sample& s) { on_cpu_sample(s); });
     if (!sampler) return Error(sampler.error());
     sampler_ = std::move(*sampler);
-    // The sample ring is polled too (unlike record -p): a sample is read
-    // and its process's maps and interpreter looked at within ms, while a
-    // short-lived process still runs.
+    // The sample ring is polled too (unlike record -p): a process's first
+    // sample wakes the loop (cpu_sampler.bpf.c), so that its maps and
+    // interpreter are looked at within ms, while a short-lived process
+    // still runs; the samples after it wait for the loop's next turn.
     watch(sampler_->poll_fd());
     sampler_->set_sampling(true);
   }
