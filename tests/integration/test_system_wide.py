@@ -366,8 +366,8 @@ def test_samples_do_not_wake_record_a_one_by_one(procs, workdir, tmp_path):
     assert spinner.wait(timeout=30) == 0, spinner.describe()
     m = STOPPED_RE.search(gp.stderr())
     assert m and int(m.group("samples_lost")) == 0, gp.stderr()
-    # The spinner alone was due about hz x its CPU time in the window.
-    assert spinner_use.cpu_s * hz > 0.5 * hz * elapsed, spinner_use
+    # The spinner kept a CPU busy (and sampled) for most of the window.
+    assert spinner_use.cpu_s > 0.5 * elapsed, spinner_use
     # A turn per 100 ms, plus a wakeup per process seen (its first sample,
     # its fork and its exit: other jobs of the shared machine come and go),
     # plus a few for the signal and the ready line.
