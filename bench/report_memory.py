@@ -57,6 +57,8 @@ the stand-in CUPTI of tests/fake_cupti: per step 6 launches and 9 GPU
 activities through the real CUPTI shim) and on that file:
   - `gpuprof report FILE`: the table with its CUDA columns, streamed, and
     the same read whole;
+  - `--gpu`, the GPU records sorted through temporary files (analyze/
+    sorted_gpu_time.h), streamed, and the same read whole;
   - `--kernels`, `--launches` and `--chrome-trace OUT` (each GPU activity
     joined to its launch and spilled per stream), streamed, and the same
     read whole;
@@ -286,6 +288,8 @@ def main():
                      "CUDA table (whole)": ([], whole),
                      "--kernels (streamed)": (["--kernels"], None),
                      "--kernels (whole)": (["--kernels"], whole),
+                     "--gpu (streamed)": (["--gpu"], None),
+                     "--gpu (whole)": (["--gpu"], whole),
                      "--launches (streamed)": (["--launches"], None),
                      "--launches (whole)": (["--launches"], whole),
                      "GPU --chrome-trace (streamed)": (["--chrome-trace", "{out}"], None),

@@ -68,7 +68,8 @@ TEST(GpuTime, BusyIdleAndWhatTheIdleTimeWaitedFor) {
   EXPECT_EQ(d.busy_ns + d.host_wait_ns + d.queued_ns + d.launch_not_seen_ns, d.window_ns());
   EXPECT_EQ(d.by_category, (GpuTimeByCategory{3500, 3000, 500, 200}));
   EXPECT_EQ(d.overlap_ns, 1000u);
-  EXPECT_EQ(d.queue_delays_ns, (std::vector<uint64_t>{500, 500, 500, 1000, 1100}));
+  // Delays 500, 500, 500, 1000, 1100: p50 the 3rd, p90 and p99 the 5th.
+  EXPECT_EQ(d.queue_delays, (QueueDelays{.count = 5, .p50_ns = 500, .p90_ns = 1100, .p99_ns = 1100, .max_ns = 1100}));
   EXPECT_EQ(d.streams, (std::vector<GpuStreamTime>{{7, 5, 4200, {3500, 0, 500, 200}}, {9, 1, 3000, {0, 3000, 0, 0}}}));
   EXPECT_EQ(d.host_waits, (std::vector<GpuHostWait>{{"[no op]", "", 500, 1}, {"aten::item", "train.py(42): step", 500, 1}}));
   EXPECT_EQ(d.kernels, (std::vector<GpuKernelTime>{{"k::gemm", 2, 3000},

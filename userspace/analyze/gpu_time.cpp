@@ -49,40 +49,53 @@ uint64_t intersection(const std::vector<Interval>& a, const std::vector<Interval
   return total;
 }
 
-enum Category { kCompute, kCommunication, kMemcpy, kMemset, kCategories };
+using Category = GpuCategory;
 
-bool is_nccl(const std::string& name) {
-  std::string lower(name.size(), ' ');
-  std::transform(name.begin(), name.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower.find("nccl") != std::string::npos;
-}
-
-GpuTimeByCategory category_times(const std::vector<Interval> (&spans)[kCategories]) {
-  return {length(merged(spans[kCompute])), length(merged(spans[kCommunication])), length(merged(spans[kMemcpy])),
-          length(merged(spans[kMemset]))};
+GpuTimeByCategory category_times(const std::vector<Interval> (&spans)[kGpuCategories]) {
+  return {length(merged(spans[kGpuCompute])), length(merged(spans[kGpuCommunication])), length(merged(spans[kGpuMemcpy])),
+          length(merged(spans[kGpuMemset]))};
 }
 
 }  // namespace
 
+std::string gpu_activity_name(const std::vector<std::string>& launch_names, uint32_t name_id) {
+  return name_id < launch_names.size() ? launch_names[name_id] : "[kernel " + std::to_string(name_id) + "]";
+}
+
+GpuCategory gpu_category_of(GpuActivityKind kind, const std::string& name) {
+  if (kind == GpuActivityKind::memcpy) return kGpuMemcpy;
+  if (kind == GpuActivityKind::memset) return kGpuMemset;
+  std::string lower(name.size(), ' ');
+  std::transform(name.begin(), name.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("nccl") != std::string::npos ? kGpuCommunication : kGpuCompute;
+}
+
+uint64_t nearest_rank_of(uint64_t count, double p) {
+  if (count == 0) return 0;
+  const auto rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count)));
+  return std::clamp<uint64_t>(rank, 1, count);
+}
+
 uint64_t nearest_rank(const std::vector<uint64_t>& ascending, double p) {
   if (ascending.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * ascending.size()));
-  return ascending[std::clamp<size_t>(rank, 1, ascending.size()) - 1];
+  return ascending[nearest_rank_of(ascending.size(), p) - 1];
+}
+
+QueueDelays queue_delays_of(const std::vector<uint64_t>& ascending) {
+  if (ascending.empty()) return {};
+  return {.count = ascending.size(),
+          .p50_ns = nearest_rank(ascending, 50),
+          .p90_ns = nearest_rank(ascending, 90),
+          .p99_ns = nearest_rank(ascending, 99),
+          .max_ns = ascending.back()};
 }
 
 GpuTimeDraft draft_gpu_time(const Recording& recording) {
   std::unordered_map<uint64_t, const GpuCorrelation*> launch_of;
   for (const GpuCorrelation& c : recording.gpu_correlations) launch_of.emplace(c.correlation_id, &c);
 
-  auto name_of = [&](const GpuActivity& a) {
-    return a.name_id < recording.launch_names.size() ? recording.launch_names[a.name_id]
-                                                     : "[kernel " + std::to_string(a.name_id) + "]";
-  };
-  auto category_of = [&](const GpuActivity& a) {
-    if (a.kind == GpuActivityKind::memcpy) return kMemcpy;
-    if (a.kind == GpuActivityKind::memset) return kMemset;
-    return is_nccl(name_of(a)) ? kCommunication : kCompute;
-  };
+  auto name_of = [&](const GpuActivity& a) { return gpu_activity_name(recording.launch_names, a.name_id); };
+  auto category_of = [&](const GpuActivity& a) { return gpu_category_of(a.kind, name_of(a)); };
 
   std::map<uint32_t, std::vector<const GpuActivity*>> by_device;
   for (const GpuActivity& a : recording.gpu_activities) by_device[a.device].push_back(&a);
@@ -92,9 +105,10 @@ GpuTimeDraft draft_gpu_time(const Recording& recording) {
     GpuDeviceTime d;
     d.device = device;
     d.activities = activities.size();
+    std::vector<uint64_t> queue_delays;
     std::vector<Interval> all;
-    std::vector<Interval> by_category[kCategories];
-    std::map<uint32_t, std::pair<std::vector<Interval>, std::vector<Interval>[kCategories]>> by_stream;
+    std::vector<Interval> by_category[kGpuCategories];
+    std::map<uint32_t, std::pair<std::vector<Interval>, std::vector<Interval>[kGpuCategories]>> by_stream;
     std::map<uint32_t, uint64_t> stream_count;
     std::map<std::string, GpuKernelTime> kernels;
     for (const GpuActivity* a : activities) {
@@ -111,7 +125,7 @@ GpuTimeDraft draft_gpu_time(const Recording& recording) {
       k.calls++;
       k.total_ns += gpu_activity_ns(*a);
       if (auto l = launch_of.find(a->correlation_id); l != launch_of.end() && a->start_ns >= l->second->ts_ns)
-        d.queue_delays_ns.push_back(a->start_ns - l->second->ts_ns);
+        queue_delays.push_back(a->start_ns - l->second->ts_ns);
     }
     const std::vector<Interval> busy = merged(all);
     if (busy.empty()) {  // only records CUPTI could not time
@@ -123,8 +137,9 @@ GpuTimeDraft draft_gpu_time(const Recording& recording) {
     d.window_end_ns = busy.back().second;
     d.busy_ns = length(busy);
     d.by_category = category_times(by_category);
-    d.overlap_ns = intersection(merged(by_category[kCompute]), merged(by_category[kCommunication]));
-    std::sort(d.queue_delays_ns.begin(), d.queue_delays_ns.end());
+    d.overlap_ns = intersection(merged(by_category[kGpuCompute]), merged(by_category[kGpuCommunication]));
+    std::sort(queue_delays.begin(), queue_delays.end());
+    d.queue_delays = queue_delays_of(queue_delays);
     for (auto& [stream, spans] : by_stream)
       d.streams.push_back({stream, stream_count[stream], length(merged(spans.first)), category_times(spans.second)});
 
@@ -171,14 +186,18 @@ std::vector<GpuDeviceTime> finish_gpu_time(GpuTimeDraft draft, const std::vector
     w.wait_ns += draft.waits[i].wait_ns;
     w.gaps++;
   }
-  for (size_t device = 0; device < draft.devices.size(); ++device) {
-    std::vector<GpuHostWait>& host_waits = draft.devices[device].host_waits;
-    for (auto& [key, w] : waits[device]) host_waits.push_back(std::move(w));
-    std::stable_sort(host_waits.begin(), host_waits.end(), [](const GpuHostWait& a, const GpuHostWait& b) {
-      return std::tie(b.wait_ns, a.op, a.python_frame) < std::tie(a.wait_ns, b.op, b.python_frame);
-    });
-  }
+  for (size_t device = 0; device < draft.devices.size(); ++device)
+    draft.devices[device].host_waits = listed_host_waits(std::move(waits[device]));
   return std::move(draft.devices);
+}
+
+std::vector<GpuHostWait> listed_host_waits(std::map<std::pair<std::string, std::string>, GpuHostWait> waits) {
+  std::vector<GpuHostWait> host_waits;
+  for (auto& [key, w] : waits) host_waits.push_back(std::move(w));
+  std::stable_sort(host_waits.begin(), host_waits.end(), [](const GpuHostWait& a, const GpuHostWait& b) {
+    return std::tie(b.wait_ns, a.op, a.python_frame) < std::tie(a.wait_ns, b.op, b.python_frame);
+  });
+  return host_waits;
 }
 
 std::string innermost_frame(const Recording& recording, std::optional<uint32_t> stack_id) {

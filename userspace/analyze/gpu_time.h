@@ -35,8 +35,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyze/call_tree.h"
@@ -76,6 +78,15 @@ struct GpuKernelTime {
   bool operator==(const GpuKernelTime&) const = default;
 };
 
+// Queue delays (start - launch) of the activities whose launch was seen:
+// how many, their nearest-rank p50, p90 and p99 (nearest_rank) and the
+// greatest (0 when there are none).
+struct QueueDelays {
+  uint64_t count = 0;
+  uint64_t p50_ns = 0, p90_ns = 0, p99_ns = 0, max_ns = 0;
+  bool operator==(const QueueDelays&) const = default;
+};
+
 struct GpuDeviceTime {
   uint32_t device = 0;
   uint64_t window_start_ns = 0, window_end_ns = 0;  // CLOCK_MONOTONIC
@@ -87,9 +98,7 @@ struct GpuDeviceTime {
   uint64_t launch_not_seen_ns = 0;
   GpuTimeByCategory by_category;
   uint64_t overlap_ns = 0;  // compute and communication at once
-  // Queue delays (start - launch) of the activities whose launch was seen,
-  // in ascending order.
-  std::vector<uint64_t> queue_delays_ns;
+  QueueDelays queue_delays;
   std::vector<GpuStreamTime> streams;     // by stream id
   std::vector<GpuHostWait> host_waits;    // most wait first, then op, frame
   std::vector<GpuKernelTime> kernels;     // most time first, then name
@@ -99,9 +108,18 @@ struct GpuDeviceTime {
 
 std::vector<GpuDeviceTime> gpu_time_by_device(const Recording& recording);
 
-// The same in two parts, for a report that streams the op events
-// (streamed_running_at.h): what the GPU records alone give, and what the
-// launching threads ran when the host waits began.
+// An activity's name (Recording::launch_names; "[kernel N]" past them) and
+// its category: communication is a kernel whose name holds "nccl", in any
+// case.
+enum GpuCategory { kGpuCompute, kGpuCommunication, kGpuMemcpy, kGpuMemset, kGpuCategories };
+std::string gpu_activity_name(const std::vector<std::string>& launch_names, uint32_t name_id);
+GpuCategory gpu_category_of(GpuActivityKind kind, const std::string& name);
+
+// The same in two parts, as the whole read makes it: what the GPU records
+// alone give, and what the launching threads ran when the host waits
+// began. (A streamed report makes the first part through sorts,
+// sorted_gpu_time.h, and charges the waits as the op events come,
+// streamed_host_waits.h.)
 //
 // What a launching thread ran at a moment: its innermost op ("[no op]"
 // outside ops) and, with --with-stack, the innermost Python frame of that
@@ -127,6 +145,9 @@ struct GpuTimeDraft {
 GpuTimeDraft draft_gpu_time(const Recording& recording);
 // running: what ran at each of the draft's moments.
 std::vector<GpuDeviceTime> finish_gpu_time(GpuTimeDraft draft, const std::vector<RunningAt>& running);
+// One device's host waits by (op, frame), listed as GpuDeviceTime lists
+// them: most wait first, then op and frame.
+std::vector<GpuHostWait> listed_host_waits(std::map<std::pair<std::string, std::string>, GpuHostWait> waits);
 // What ran at each moment, from a recording read whole (its events and
 // entry stacks).
 std::vector<RunningAt> running_at(const Recording& recording, const std::vector<ThreadMoment>& moments);
@@ -134,6 +155,10 @@ std::vector<RunningAt> running_at(const Recording& recording, const std::vector<
 std::string innermost_frame(const Recording& recording, std::optional<uint32_t> stack_id);
 
 // Nearest-rank percentile (p in (0, 100]) of ascending values; 0 for none.
+// The nearest rank of percentile p among `count` values: 1-based, in
+// [1, count] (0 for none).
+uint64_t nearest_rank_of(uint64_t count, double p);
 uint64_t nearest_rank(const std::vector<uint64_t>& ascending, double p);
+QueueDelays queue_delays_of(const std::vector<uint64_t>& ascending);
 
 }  // namespace gpuprof

@@ -31,12 +31,33 @@ void SpillFile::write_if_due() {
 }
 
 void SpillFile::read_back(const std::function<void(std::string_view piece)>& take) {
-  if (file_) {
-    std::rewind(file_);
-    std::string piece(kPieceBytes, '\0');
-    while (size_t got = std::fread(piece.data(), 1, piece.size(), file_)) take(std::string_view(piece.data(), got));
+  reading_ = Reading::not_started;  // from the start again (a trace reads a spill twice)
+  std::string piece;
+  while (next_piece(&piece)) take(piece);
+}
+
+bool SpillFile::next_piece(std::string* piece) {
+  if (reading_ == Reading::not_started) {
+    reading_ = file_ ? Reading::file : Reading::pending;
+    if (file_) std::rewind(file_);
+    pending_.shrink_to_fit();  // what never went to the file: a piece at most, often far less
   }
-  if (!pending_.empty()) take(pending_);
+  if (reading_ == Reading::file) {
+    piece->resize(kPieceBytes);
+    if (const size_t got = std::fread(piece->data(), 1, kPieceBytes, file_)) {
+      piece->resize(got);
+      return true;
+    }
+    reading_ = Reading::pending;
+  }
+  if (reading_ == Reading::pending) {
+    reading_ = Reading::done;
+    if (!pending_.empty()) {
+      piece->assign(pending_);
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace gpuprof

@@ -13,13 +13,14 @@
 #include "analyze/chosen_processes_stream.h"
 #include "analyze/gpu_time.h"
 #include "analyze/process_filter.h"
+#include "analyze/sorted_gpu_time.h"
 #include "analyze/streamed_aggregate.h"
 #include "analyze/streamed_figures_table.h"
 #include "analyze/streamed_metric_sums.h"
 #include "analyze/streamed_module_tree.h"
 #include "analyze/streamed_process_metric_sums.h"
 #include "analyze/streamed_process_tables.h"
-#include "analyze/streamed_running_at.h"
+#include "analyze/streamed_host_waits.h"
 #include "analyze/streamed_stack_sums.h"
 #include "output/launch_table.h"
 #include "output/pprof.h"
@@ -59,14 +60,14 @@ namespace {
 // (memory), which its stream takes in time order (time_ordered_mem_events.h);
 // one with GPU activities (gpu), which its stream orders or drops
 // (output/streamed_gpu_activities.h); one that works from the GPU records
-// themselves before the events (keeps_gpu: report --gpu), which the first
-// read keeps.
+// themselves before the events (gpu_time: report --gpu), to which the first
+// read hands them.
 struct StreamScope {
   bool system_wide = false;
   bool figures = false;
   bool memory = false;
   bool gpu = false;
-  bool keeps_gpu = false;  // report --gpu: the first read keeps the GPU records
+  SortedGpuTime* gpu_time = nullptr;  // report --gpu: takes the GPU records
   bool takes_memory() const { return figures || memory; }
   bool takes_gpu() const { return figures || gpu; }
 };
@@ -113,14 +114,14 @@ class StreamingCheck : public RecordStream {
     return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
-    if (scope_.keeps_gpu) gpu_correlations.insert(gpu_correlations.end(), correlations.begin(), correlations.end());
+    if (scope_.gpu_time) scope_.gpu_time->add_correlations(correlations);
     if (!scope_.takes_gpu()) return;
     bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
     bounds.gpu_correlation_id.push_back(least(correlations, [](const GpuCorrelation& c) { return c.correlation_id; }));
   }
   bool on_gpu_activities(std::span<const GpuActivity> activities) override {
-    if (scope_.keeps_gpu) {
-      gpu_activities.insert(gpu_activities.end(), activities.begin(), activities.end());
+    if (scope_.gpu_time) {
+      scope_.gpu_time->add_activities(activities);
       return true;
     }
     if (!scope_.takes_gpu()) return false;  // their calls need every call: read whole
@@ -132,9 +133,6 @@ class StreamingCheck : public RecordStream {
   bool accepted = false;
   LastPairs last_pairs;  // where each kind of pair ends
   JoinBounds bounds;     // figures: the join's
-  // keeps_gpu: the GPU records, in file order.
-  std::vector<GpuCorrelation> gpu_correlations;
-  std::vector<GpuActivity> gpu_activities;
 
  private:
   template <typename Record, typename Key>
@@ -153,7 +151,6 @@ struct StreamHead {
   LastPairs last_pairs;  // StreamingCheck's
   JoinBounds bounds;     // StreamingCheck's
 };
-// Its head's GPU records are StreamingCheck's when the scope keeps them.
 std::variant<StreamHead, Recording, int> read_stream_head(const std::string& path, bool strict,
                                                           const StreamScope& scope) {
   StreamingCheck check(scope);
@@ -166,10 +163,6 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
-  if (scope.keeps_gpu) {
-    head->gpu_correlations = std::move(check.gpu_correlations);
-    head->gpu_activities = std::move(check.gpu_activities);
-  }
   return StreamHead{std::move(*head), check.last_pairs, std::move(check.bounds)};
 }
 
@@ -483,8 +476,9 @@ std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::strin
     if (!whole) return 1;
     return std::move(*whole);
   }
-  // Memory taken (dropped), GPU records kept.
-  auto first = read_stream_head(path, strict, StreamScope{.system_wide = true, .memory = true, .keeps_gpu = true});
+  // Memory taken (dropped), GPU records sorted as they come.
+  SortedGpuTime sorted;
+  auto first = read_stream_head(path, strict, StreamScope{.system_wide = true, .memory = true, .gpu_time = &sorted});
   if (const int* status = std::get_if<int>(&first)) return *status;
   if (Recording* whole = std::get_if<Recording>(&first)) return std::move(*whole);
   StreamHead& head = std::get<StreamHead>(first);
@@ -494,16 +488,17 @@ std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::strin
     if (!whole) return 1;
     return std::move(*whole);
   }
-  GpuTimeDraft draft = draft_gpu_time(head.recording);
-  head.recording.gpu_activities = {};
-  head.recording.gpu_correlations = {};
-  StreamedRunningAt stream(head.recording, draft.moments, head.last_pairs.entry_stack);
+  HostWaitMoments moments;
+  GpuTimeDraft draft = std::move(sorted).finish(head.recording.launch_names, moments);
+  StreamedHostWaits stream(head.recording, std::move(moments), draft.devices.size(), head.last_pairs.entry_stack);
   auto second = read_streamed(path, strict, stream);
   if (const int* status = std::get_if<int>(&second)) return *status;
   SecondRead& read = std::get<SecondRead>(second);
   if (!read.streamed) return std::move(read.recording);
-  const std::vector<RunningAt> running = std::move(stream).finish();
-  return StreamedGpuTime{std::move(read.recording), finish_gpu_time(std::move(draft), running)};
+  std::vector<std::vector<GpuHostWait>> host_waits = std::move(stream).finish();
+  for (size_t device = 0; device < draft.devices.size(); device++)
+    draft.devices[device].host_waits = std::move(host_waits[device]);
+  return StreamedGpuTime{std::move(read.recording), std::move(draft.devices)};
 }
 
 // A read of the launches and GPU records alone (the events dropped as they

@@ -133,9 +133,9 @@ struct StreamedKernels {
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict);
 
 // --gpu (analyze/gpu_time.h): every figure from the GPU records, which the
-// first read keeps (one per activity and launch), and the host waits'
-// charges from the op events, streamed in the second read
-// (streamed_running_at.h). A recording without the CUPTI shim: the first
+// first read hands to sorts through temporary files (sorted_gpu_time.h),
+// and the host waits' charges from the op events, streamed in the second
+// read (streamed_host_waits.h). A recording without the CUPTI shim: the first
 // read's head alone (a Recording without events, for run_report to say it
 // has no GPU times: it costs no more memory than a streamed output); one
 // whose --pid/--comm choose processes of a record -a recording: read whole

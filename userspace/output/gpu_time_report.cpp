@@ -42,11 +42,11 @@ std::string format_device(const GpuDeviceTime& d, int row_limit) {
   if (c.communication_ns)
     out += "  compute/communication overlap: " + percent(d.overlap_ns, c.communication_ns) +
            " of communication time (" + time_of(d.overlap_ns) + ")\n";
-  if (!d.queue_delays_ns.empty())
-    out += "  queue delay, launch to start (" + std::to_string(d.queue_delays_ns.size()) +
-           " activities whose launch was seen): p50 " + time_of(nearest_rank(d.queue_delays_ns, 50)) + ", p90 " +
-           time_of(nearest_rank(d.queue_delays_ns, 90)) + ", p99 " + time_of(nearest_rank(d.queue_delays_ns, 99)) +
-           ", max " + time_of(d.queue_delays_ns.back()) + "\n";
+  if (d.queue_delays.count)
+    out += "  queue delay, launch to start (" + std::to_string(d.queue_delays.count) +
+           " activities whose launch was seen): p50 " + time_of(d.queue_delays.p50_ns) + ", p90 " +
+           time_of(d.queue_delays.p90_ns) + ", p99 " + time_of(d.queue_delays.p99_ns) + ", max " +
+           time_of(d.queue_delays.max_ns) + "\n";
   else
     out += "  queue delay: no activity's launch was seen\n";
 
