@@ -91,7 +91,7 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
   Recording head = head_of(recording);
   head.streamed_gpu_activities = recording.gpu_activities.size();  // the first read counts them
   auto table = [&](const Recording& of, const LastPairs&) {
-    return std::make_unique<StreamedLaunchTable>(of, bounds, cupti_names);
+    return std::make_unique<StreamedLaunchTable>(of, bounds, std::move(cupti_names));  // one table
   };
   std::unique_ptr<RecordStream> stream;
   if (chosen)
@@ -121,7 +121,8 @@ std::optional<LaunchSummary> try_streamed_summary(const Recording& recording, si
 LaunchSummary streamed_summary(const Recording& recording, size_t chunk, size_t per_chunk,
                                const std::set<uint32_t>* chosen = nullptr,
                                std::optional<StreamedLaunchTable::CuptiNames> cupti_names = {}) {
-  std::optional<LaunchSummary> summary = try_streamed_summary(recording, chunk, per_chunk, chosen, cupti_names);
+  std::optional<LaunchSummary> summary =
+      try_streamed_summary(recording, chunk, per_chunk, chosen, std::move(cupti_names));
   EXPECT_TRUE(summary.has_value());
   return summary.value_or(LaunchSummary{});
 }
@@ -186,13 +187,14 @@ TEST(StreamedLaunchTable, StreamsShimRecordingsWhoseLaunchesHaveNames) {
   expect_same(streamed_summary(no_activities, 500, 13), summarize_launches(no_activities));
 }
 
-// CUPTI's names of the launches, as a read of the launches and GPU records
-// in file order gives them.
-StreamedLaunchTable::CuptiNames names_read(const Recording& recording) {
-  CuptiLaunchNames names;
-  for (size_t at = 0; at < recording.launches.size(); at += 13)
-    names.add_launches(
-        std::span<const CudaLaunch>(recording.launches).subspan(at, std::min<size_t>(13, recording.launches.size() - at)));
+// CUPTI's names of the first `launches` launches (all by default), as a
+// read of the launches and GPU records in file order gives them (runs of
+// 100 records: the sorts merge).
+StreamedLaunchTable::CuptiNames names_read(const Recording& recording, size_t launches = SIZE_MAX) {
+  SortedLaunchNames names(/*run_bytes=*/100 * 40);
+  launches = std::min(launches, recording.launches.size());
+  for (size_t at = 0; at < launches; at += 13)
+    names.add_launches(std::span<const CudaLaunch>(recording.launches).subspan(at, std::min<size_t>(13, launches - at)));
   names.add_correlations(recording.gpu_correlations);
   names.add_activities(recording.gpu_activities);
   return std::move(names).names(recording.launch_names);
@@ -220,18 +222,15 @@ TEST(StreamedLaunchTable, StreamsUnnamedLaunchesUnderTheNamesCuptiGave) {
     Recording head = head_of(recording);
     head.streamed_gpu_activities = recording.gpu_activities.size();
     ASSERT_TRUE(StreamedLaunchTable::needs_cupti_names(head, bounds));
-    const StreamedLaunchTable::CuptiNames names = names_read(recording);
     for (size_t chunk : {size_t{1}, size_t{500}}) {
       SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " + std::to_string(chunk));
-      expect_same(streamed_summary(recording, chunk, 13, nullptr, names), whole);
+      expect_same(streamed_summary(recording, chunk, 13, nullptr, names_read(recording)), whole);
     }
-    StreamedLaunchTable::CuptiNames short_of_the_last = names;
-    while (!short_of_the_last.empty()) {
-      const CudaLaunch& l = recording.launches[short_of_the_last.size() - 1];
-      short_of_the_last.pop_back();
-      if (may_take_cupti_name(recording.launch_names, l)) break;
-    }
-    StreamedLaunchTable stops(head, bounds, short_of_the_last);
+    // Names of the launches before the last that may take one.
+    size_t short_of_the_last = recording.launches.size();
+    while (short_of_the_last > 0)
+      if (may_take_cupti_name(recording.launch_names, recording.launches[--short_of_the_last])) break;
+    StreamedLaunchTable stops(head, bounds, names_read(recording, short_of_the_last));
     ASSERT_TRUE(stops.wants(head));
     EXPECT_FALSE(stops.on_launches(recording.launches));
   }

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <span>
 #include <string>
@@ -65,21 +66,15 @@ class ExternalSort {
     return deepest;
   }
 
-  // Hands every record added, in order, to visit(const Record&). Once; the
-  // sort is empty after it.
+  class Sorted;
+  // The records added, in order, one next() at a time (the sort is empty
+  // after it): for a join that reads two sorts side by side.
+  Sorted sorted() &&;
+  // The same handed to visit(const Record&).
   template <typename Visit>
   void drain(const Visit& visit) {
-    if (runs_.empty()) {  // all in memory: no merge
-      std::stable_sort(run_.begin(), run_.end(), less_);
-      for (const Record& r : run_) visit(r);
-    } else {
-      if (!run_.empty()) spill_run();
-      run_ = {};  // the merge needs a piece of each run, not a run
-      merge(0, visit);
-    }
-    run_ = {};
-    runs_.clear();
-    count_ = 0;
+    Sorted in_order = std::move(*this).sorted();
+    for (Record r; in_order.next(&r);) visit(r);
   }
 
  private:
@@ -107,33 +102,49 @@ class ExternalSort {
     }
   }
 
-  // Merges runs_[first..] into visit.
-  template <typename Visit>
-  void merge(size_t first, const Visit& visit) {
-    std::vector<SpilledRecords<Record>> readers;
-    readers.reserve(runs_.size() - first);
-    for (size_t run = first; run < runs_.size(); run++) readers.emplace_back(*runs_[run].file);
-    // The heap's top: the least current record, ties to the earlier run.
+  // Merges runs[first..], one record at a time.
+  class Merger {
+   public:
+    Merger(std::vector<Run>& runs, size_t first, const Less& less) : heads_(Later{less}) {
+      readers_.reserve(runs.size() - first);
+      for (size_t run = first; run < runs.size(); run++) readers_.emplace_back(*runs[run].file);
+      for (size_t run = 0; run < readers_.size(); run++) {
+        Head head{.record = {}, .run = run};
+        if (readers_[run].next(&head.record)) heads_.push(head);
+      }
+    }
+    bool next(Record* out) {
+      if (heads_.empty()) return false;
+      Head head = heads_.top();
+      heads_.pop();
+      *out = head.record;
+      if (readers_[head.run].next(&head.record)) heads_.push(head);
+      return true;
+    }
+
+   private:
     struct Head {
       Record record;
       size_t run;
     };
-    auto later = [this](const Head& a, const Head& b) {
-      if (less_(b.record, a.record)) return true;
-      if (less_(a.record, b.record)) return false;
-      return a.run > b.run;
+    // The heap's top: the least current record, ties to the earlier run.
+    struct Later {
+      Less less;
+      bool operator()(const Head& a, const Head& b) const {
+        if (less(b.record, a.record)) return true;
+        if (less(a.record, b.record)) return false;
+        return a.run > b.run;
+      }
     };
-    std::priority_queue<Head, std::vector<Head>, decltype(later)> heads(later);
-    for (size_t run = 0; run < readers.size(); run++) {
-      Head head{.record = {}, .run = run};
-      if (readers[run].next(&head.record)) heads.push(head);
-    }
-    while (!heads.empty()) {
-      Head head = heads.top();
-      heads.pop();
-      visit(head.record);
-      if (readers[head.run].next(&head.record)) heads.push(head);
-    }
+    std::vector<SpilledRecords<Record>> readers_;  // each run's file (owned by the runs)
+    std::priority_queue<Head, std::vector<Head>, Later> heads_;
+  };
+
+  // Merges runs_[first..] into visit.
+  template <typename Visit>
+  void merge(size_t first, const Visit& visit) {
+    Merger merger(runs_, first, less_);
+    for (Record r; merger.next(&r);) visit(r);
   }
 
   size_t run_records_;
@@ -142,5 +153,40 @@ class ExternalSort {
   std::vector<Run> runs_;
   uint64_t count_ = 0;
 };
+
+template <typename Record, typename Less>
+class ExternalSort<Record, Less>::Sorted {
+ public:
+  bool next(Record* out) {
+    if (merger_) return merger_->next(out);
+    if (at_ == memory_.size()) return false;
+    *out = memory_[at_++];
+    return true;
+  }
+
+ private:
+  friend class ExternalSort;
+  std::vector<Record> memory_;  // all of them, when no run was spilled
+  size_t at_ = 0;
+  std::vector<Run> runs_;  // else the runs, merged as they are read
+  std::optional<Merger> merger_;
+};
+
+template <typename Record, typename Less>
+typename ExternalSort<Record, Less>::Sorted ExternalSort<Record, Less>::sorted() && {
+  Sorted out;
+  if (runs_.empty()) {  // all in memory: no merge
+    std::stable_sort(run_.begin(), run_.end(), less_);
+    out.memory_ = std::move(run_);
+  } else {
+    if (!run_.empty()) spill_run();
+    out.runs_ = std::move(runs_);
+    out.merger_.emplace(out.runs_, 0, less_);
+  }
+  run_ = {};  // the merge needs a piece of each run, not a run
+  runs_.clear();
+  count_ = 0;
+  return out;
+}
 
 }  // namespace gpuprof

@@ -502,7 +502,7 @@ std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::strin
 }
 
 // A read of the launches and GPU records alone (the events dropped as they
-// come), for CUPTI's names of the launches (CuptiLaunchNames).
+// come), for CUPTI's names of the launches (SortedLaunchNames).
 class CuptiNamesRead : public RecordStream {
  public:
   bool wants(const Recording&) override { return true; }
@@ -520,7 +520,7 @@ class CuptiNamesRead : public RecordStream {
     names.add_activities(activities);
     return true;
   }
-  CuptiLaunchNames names;
+  SortedLaunchNames names;
 };
 
 // CUPTI's names of the launches of a recording whose first read found
@@ -548,7 +548,9 @@ std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::stri
         if (!chooses(choice, head.recording) && StreamedLaunchTable::needs_cupti_names(head.recording, head.bounds))
           names = read_cupti_launch_names(path, strict, head.recording.launch_names);
         return all_or_chosen(choice, head, [&](const Recording& of, const LastPairs&) {
-          return std::make_unique<StreamedLaunchTable>(of, head.bounds, names);
+          // Once (read whole for chosen processes): the names are read as
+          // the launches stream by.
+          return std::make_unique<StreamedLaunchTable>(of, head.bounds, std::move(names));
         });
       },
       [](std::unique_ptr<RecordStream>& stream, Recording recording) {

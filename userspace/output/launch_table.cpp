@@ -47,12 +47,9 @@ std::string stream_name(uint64_t stream) {
 // wheel's stripped libtorch_cuda leaves them "[unknown kernel 0x...]".
 bool unnamed(const std::string& name) { return name.starts_with("[unknown kernel "); }
 
-// The runtime API's CUPTI domain: its correlation id is the one a kernel
-// launched through it carries.
-constexpr uint32_t kRuntimeDomain = 2;
+}  // namespace
 
-// Per runtime launch, the name CUPTI gave its kernel when the probes could
-// not (docs/cuda.md): the CUPTI shim publishes a correlation id on the
+// The join (docs/cuda.md): the CUPTI shim publishes a correlation id on the
 // launching thread inside the launch call, and the kernel's activity
 // carries it. A launch's correlations are its thread's runtime-domain ones
 // from the launch's moment up to its next launch; the first of them with a
@@ -67,8 +64,6 @@ std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording) {
   join.add_activities(recording.gpu_activities);
   return std::move(join).names(recording.launch_names);
 }
-
-}  // namespace
 
 void LaunchCount::add(const CudaLaunch& l) {
   const bool graph = l.api == GP_LAUNCH_GRAPH;
@@ -115,7 +110,7 @@ void CuptiLaunchNames::add_launches(std::span<const CudaLaunch> launches) {
 
 void CuptiLaunchNames::add_correlations(std::span<const GpuCorrelation> correlations) {
   for (const GpuCorrelation& c : correlations)
-    if (c.domain == kRuntimeDomain) correlations_[c.tid].push_back({c.ts_ns, c.correlation_id});
+    if (c.domain == kCuptiRuntimeDomain) correlations_[c.tid].push_back({c.ts_ns, c.correlation_id});
 }
 
 void CuptiLaunchNames::add_activities(std::span<const GpuActivity> activities) {

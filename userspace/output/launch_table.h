@@ -84,13 +84,18 @@ std::string launch_kernel_name(const Recording& recording, uint32_t name_id);
 // launch whose probe found no symbol ("[unknown kernel 0x...]" in
 // launch_names), named from the GPU activities when the recording has them.
 bool may_take_cupti_name(const std::vector<std::string>& launch_names, const CudaLaunch& launch);
+// Per launch of a recording read whole, in its order, the name CUPTI gave
+// its kernel when the probes could not (launch_table.cpp tells the join;
+// nullopt: none).
+std::vector<std::optional<uint32_t>> cupti_names(const Recording& recording);
+// The runtime API's CUPTI domain: its correlation id is the one a kernel
+// launched through it carries.
+inline constexpr uint32_t kCuptiRuntimeDomain = 2;
 
 // The names CUPTI gave the kernels of the launches that may take one
-// (launch_table.cpp tells the join), gathered as a recording's records
-// come: each launch's moment (24 bytes), the runtime API's correlations
-// and the kernel activities' names, not the launches themselves, so that
-// a streamed read's first pass can name them for its second
-// (streamed_launch_table.h).
+// (launch_table.cpp tells the join), in memory: the whole read's join. A
+// streamed read joins the same way through external sorts
+// (sorted_launch_names.h).
 class CuptiLaunchNames {
  public:
   void add_launches(std::span<const CudaLaunch> launches);

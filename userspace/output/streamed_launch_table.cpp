@@ -46,7 +46,7 @@ bool StreamedLaunchTable::on_launches(std::span<const CudaLaunch> launches) {
   for (const CudaLaunch& l : launches) {
     CudaLaunch named = l;
     if (cupti_names_ && next_launch_ < cupti_names_->size())
-      if (const std::optional<uint32_t> name = (*cupti_names_)[next_launch_]) {
+      if (const std::optional<uint32_t> name = cupti_names_->name_of(next_launch_)) {
         named.name_id = *name;
         named_by_cupti_++;
       }

@@ -13,9 +13,9 @@
 // of a thread with its CUPTI correlations (launch_table.cpp): the first
 // read notes the names of the runtime launches; when one may take a name
 // (needs_cupti_names), a read of the launches and GPU records alone names
-// them (CuptiLaunchNames, 24 bytes a launch and the GPU records while it
-// reads; 8 bytes a launch kept), and this stream charges each launch under
-// its name, by its place in the file. Without such a launch the GPU
+// them through external sorts (sorted_launch_names.h: memory for the
+// sorts' runs, not for the launches or the records), and this stream
+// charges each launch under its name, read back by its place in the file. Without such a launch the GPU
 // records are dropped. A
 // record -a recording streams like any other (a launch is a moment of its
 // thread, whatever its process), and so do some of its processes, through
@@ -33,6 +33,7 @@
 
 #include "analyze/streamed_call_figures.h"
 #include "output/launch_table.h"
+#include "output/sorted_launch_names.h"
 #include "record/record_stream.h"
 #include "record/recording.h"
 
@@ -40,9 +41,9 @@ namespace gpuprof {
 
 class StreamedLaunchTable : public RecordStream {
  public:
-  // CUPTI's names of a recording's launches, in file order
-  // (CuptiLaunchNames::names).
-  using CuptiNames = std::vector<std::optional<uint32_t>>;
+  // CUPTI's names of a recording's launches, read in file order
+  // (sorted_launch_names.h).
+  using CuptiNames = LaunchNamesInOrder;
   // first_head, bounds: the first read's (JoinBounds, with launch_ts and
   // kernel_launch_names); cupti_names: the names of the file's launches,
   // for a recording that needs_cupti_names (nullopt: read whole then).
