@@ -94,9 +94,7 @@ class DeviceTime {
   // first_start: the device's first activity's start in file order.
   GpuDeviceTime finish(uint64_t first_start, std::map<std::string, GpuKernelTime> kernels) && {
     if (busy_.empty()) {  // only records CUPTI could not time
-      d_.window_start_ns = d_.window_end_ns = first_start;
-      d_.queue_delays = {};
-      d_.streams.clear();
+      d_.window_start_ns = d_.window_end_ns = first_start;  // no streams, kernels or delays listed
       return std::move(d_);
     }
     d_.window_start_ns = busy_.first();
