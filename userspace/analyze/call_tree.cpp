@@ -18,11 +18,16 @@ CallTree build_call_tree(const Timeline& timeline) {
     tree.threads[it->second].push_back(i);
   }
   for (std::vector<size_t>& ids : tree.threads) {
-    // Parents first: by start, then by depth.
-    std::sort(ids.begin(), ids.end(), [&](size_t a, size_t b) {
+    // Parents first: by start, then by depth, then in completion order (a
+    // total order: the same calls come out the same however a read cuts
+    // them into forests). Calls that nest nothing (a loop of outermost
+    // calls) complete in that order already.
+    const auto parents_first = [&](size_t a, size_t b) {
       if (calls[a].start_ns != calls[b].start_ns) return calls[a].start_ns < calls[b].start_ns;
-      return calls[a].depth < calls[b].depth;
-    });
+      if (calls[a].depth != calls[b].depth) return calls[a].depth < calls[b].depth;
+      return a < b;
+    };
+    if (!std::is_sorted(ids.begin(), ids.end(), parents_first)) std::sort(ids.begin(), ids.end(), parents_first);
     std::vector<size_t> open;  // calls holding the sweep point, innermost last
     for (size_t id : ids) {
       while (!open.empty() && calls[open.back()].end_ns < calls[id].start_ns) open.pop_back();

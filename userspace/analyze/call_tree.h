@@ -32,7 +32,7 @@ struct CallTree {
   std::vector<int64_t> parent;
   // One list per thread that completed a call (in no particular thread
   // order): the indices in Timeline::calls of that thread's calls, parents
-  // before their children (by start_ns, then depth).
+  // before their children (by start_ns, then depth, then completion order).
   std::vector<std::vector<size_t>> threads;
 };
 

@@ -46,14 +46,20 @@ void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
 
 void SettledCalls::take_completed() {
   CompletedCalls done = builder_.take_completed();
+  // Runs of one thread's calls are the rule: its lookups are made once a run.
+  Pending* pending = nullptr;
+  uint32_t pending_tid = 0;
   for (size_t k = 0; k < done.calls.size(); k++) {
     const uint32_t tid = done.calls[k].tid;
-    if (seen_thread_.emplace(tid, true).second) thread_order_.push_back(tid);
-    Pending& pending = pending_[tid];
-    pending.calls.push_back(done.calls[k]);
-    pending.child_count.push_back(done.child_count[k]);
-    pending.only_child.push_back(done.only_child[k]);
-    pending.index.push_back(done.first + k);
+    if (!pending || tid != pending_tid) {
+      if (seen_thread_.emplace(tid, true).second) thread_order_.push_back(tid);
+      pending = &pending_[tid];
+      pending_tid = tid;
+    }
+    pending->calls.push_back(done.calls[k]);
+    pending->child_count.push_back(done.child_count[k]);
+    pending->only_child.push_back(done.only_child[k]);
+    pending->index.push_back(done.first + k);
   }
 }
 

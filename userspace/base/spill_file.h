@@ -66,16 +66,27 @@ void append_records(SpillFile& file, std::span<const Record> records) {
 }
 template <typename Record, typename Visit>
 void read_back_records(SpillFile& file, const Visit& visit) {
+  // A record the last piece cut, completed from this one; the rest are
+  // read where the piece holds them.
   std::string partial;
   file.read_back([&](std::string_view piece) {
-    partial.append(piece);
-    size_t at = 0;
-    for (; partial.size() - at >= sizeof(Record); at += sizeof(Record)) {
+    if (!partial.empty()) {
+      const size_t more = std::min(sizeof(Record) - partial.size(), piece.size());
+      partial.append(piece.substr(0, more));
+      piece.remove_prefix(more);
+      if (partial.size() < sizeof(Record)) return;
       Record record;
-      std::memcpy(&record, partial.data() + at, sizeof record);
+      std::memcpy(&record, partial.data(), sizeof record);
+      visit(record);
+      partial.clear();
+    }
+    size_t at = 0;
+    for (; piece.size() - at >= sizeof(Record); at += sizeof(Record)) {
+      Record record;
+      std::memcpy(&record, piece.data() + at, sizeof record);
       visit(record);
     }
-    partial.erase(0, at);
+    partial.assign(piece.substr(at));
   });
 }
 

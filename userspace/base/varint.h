@@ -25,12 +25,30 @@ void append_varint(Bytes& out, uint64_t v) {
   out.push_back(static_cast<typename Bytes::value_type>(v));
 }
 
+// Writes v as append_varint does at p, which has room for 10 bytes;
+// returns the end of what it wrote (for packing a record whole before one
+// append).
+template <typename Byte>
+Byte* put_varint(Byte* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<Byte>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<Byte>(v);
+  return p;
+}
+
 enum class VarintRead { ok, truncated, overflow };
 
 // Reads the varint at bytes[pos], moving pos past what it read; Byte is
 // uint8_t or char.
 template <typename Byte>
 VarintRead read_varint(std::span<const Byte> bytes, size_t& pos, uint64_t& v) {
+  // Most values (op ids, flags, small deltas) fit one byte.
+  if (pos < bytes.size() && !(static_cast<uint8_t>(bytes[pos]) & 0x80)) {
+    v = static_cast<uint8_t>(bytes[pos++]);
+    return VarintRead::ok;
+  }
   v = 0;
   for (int shift = 0;; shift += 7) {
     if (pos >= bytes.size()) return VarintRead::truncated;

@@ -17,6 +17,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
@@ -38,10 +39,18 @@
 namespace gpuprof {
 namespace {
 
+using namespace std::string_view_literals;
+
 // GPU devices get processes of their own, numbered above every Linux pid
 // (PID_MAX_LIMIT is 2^22) so that they never clash with the target's.
 constexpr int64_t kGpuPidBase = int64_t{1} << 22;
-constexpr size_t kFlushBytes = 64 << 10;
+constexpr size_t kFlushBytes = 1 << 20;
+// write_call's line: the longest call prefix it copies there, and room for
+// that and the rest (two times, a call index of 20 digits at most, the
+// field names and punctuation under 64 bytes).
+constexpr size_t kCallPrefixRoom = 256;
+constexpr size_t kCallLineRoom = kCallPrefixRoom + 2 * kMaxUsChars + 20 + 64;
+
 
 std::string hex(uint64_t value) {
   char buffer[24];
@@ -216,9 +225,7 @@ class TraceWriter {
 
   // Starts an event object ("{"), after a comma when not the first.
   void begin_event() {
-    if (stats_.events++) out_ += ',';
-    out_ += '\n';
-    out_ += '{';
+    out_ += stats_.events++ ? ",\n{"sv : "\n{"sv;
   }
 
   // ,"pid":P,"tid":T: the track an event is drawn on.
@@ -231,6 +238,11 @@ class TraceWriter {
 
   void common(std::string_view ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid,
               uint64_t ts_ns) {
+    common_up_to_ts(ph, cat, name, pid, tid);
+    append_us(out_, rel(ts_ns));
+  }
+  // common()'s text but the time's digits: it ends with "ts":.
+  void common_up_to_ts(std::string_view ph, std::string_view cat, std::string_view name, int64_t pid, int64_t tid) {
     out_ += "\"ph\":\"";
     out_ += ph;
     out_ += "\",\"cat\":\"";
@@ -240,7 +252,29 @@ class TraceWriter {
     out_ += '"';
     append_track(pid, tid);
     out_ += ",\"ts\":";
-    append_us(out_, rel(ts_ns));
+  }
+
+  // What common() writes for a call of op_id on tid, up to its start
+  // time's digits: the same for every call of that op on that thread, so
+  // made once per (thread, op) and copied (calls come thread by thread: the
+  // cache holds the current thread's). As Kineto files them,
+  // record_function ranges are user annotations, everything else CPU ops.
+  std::string_view call_prefix(uint32_t tid, uint32_t op_id) {
+    if (tid != prefix_tid_) {
+      for (std::string& prefix : call_prefixes_) prefix.clear();
+      prefix_tid_ = tid;
+    }
+    // An id outside the op table (a damaged recording) is not kept.
+    if (call_prefixes_.empty()) call_prefixes_.resize(r_.ops.size() + 1);
+    std::string& prefix = call_prefixes_[std::min<size_t>(op_id, r_.ops.size())];
+    if (op_id >= r_.ops.size()) prefix.clear();
+    if (prefix.empty()) {
+      const bool user = op_id < r_.ops.size() && r_.ops[op_id].kind == OpKind::user_range;
+      std::swap(prefix, out_);
+      common_up_to_ts("X", user ? "user_annotation" : "cpu_op", op_name(op_id), pid_of(tid), tid);
+      std::swap(prefix, out_);
+    }
+    return prefix;
   }
 
   // Every call names its op: the names are made once.
@@ -350,31 +384,52 @@ class TraceWriter {
       step_threads_.insert(call.tid);
     else
       note_thread(call.tid);
-    begin_event();
-    // As Kineto files them: record_function ranges (ProfilerStep#N
-    // too) as user annotations, everything else as CPU ops.
-    const bool user = step || (call.op_id < r_.ops.size() && r_.ops[call.op_id].kind == OpKind::user_range);
-    const std::string step_name = step ? "ProfilerStep#" + std::to_string(*step) : std::string();
-    common("X", user ? "user_annotation" : "cpu_op", step ? std::string_view(step_name) : op_name(call.op_id),
-           pid_of(call.tid), step ? step_track(call.tid) : call.tid, call.start_ns);
-    out_ += ",\"dur\":";
-    append_us(out_, static_cast<int64_t>(call.duration_ns()));
+    // The text goes to `line` and is appended at once (a trace writes a few
+    // million calls: a dozen small appends each, every one a copy call,
+    // cost more than the formatting); the rare parts go to out_ directly,
+    // after what line holds.
+    char line[kCallLineRoom];
+    char* p = stats_.events++ ? put_text(line, ",\n{") : put_text(line, "\n{");
+    const auto hand_over = [&] {
+      out_.append(line, p);
+      p = line;
+    };
+    if (step) {
+      hand_over();
+      const std::string step_name = "ProfilerStep#" + std::to_string(*step);
+      common("X", "user_annotation", step_name, pid_of(call.tid), step_track(call.tid), call.start_ns);
+    } else {
+      const std::string_view prefix = call_prefix(call.tid, call.op_id);
+      if (prefix.size() > kCallPrefixRoom) {  // an op name of hundreds of bytes
+        hand_over();
+        out_ += prefix;
+      } else {
+        std::memcpy(p, prefix.data(), prefix.size());
+        p += prefix.size();
+      }
+      p = put_us(p, rel(call.start_ns));
+    }
+    p = put_text(p, ",\"dur\":");
+    p = put_us(p, static_cast<int64_t>(call.duration_ns()));
     if (stack_id) {
       std::vector<std::string_view> frames;
       append_stack(frames, static_cast<uint32_t>(*stack_id));
       if (uint64_t sf = stack_frames_.intern(frames)) {
+        hand_over();
         out_ += ",\"sf\":\"";
         append_number(out_, sf);
         out_ += '"';
       }
     }
-    out_ += ",\"args\":{\"call\":";
-    append_number(out_, call.entry_index);
+    p = put_text(p, ",\"args\":{\"call\":");
+    p = std::to_chars(p, p + 20, call.entry_index).ptr;
     if (step) {  // gpuprof's own step (record --schedule), apart from the target's ProfilerStep ranges
+      hand_over();
       out_ += ",\"step\":";
       append_number(out_, *step);
     }
     if (r_.options.shapes && !step) {
+      hand_over();
       out_ += ",\"Input Dims\":";
       const OpInfo* op = call.op_id < r_.ops.size() ? &r_.ops[call.op_id] : nullptr;
       if (shape_id && *shape_id < r_.shapes.size())
@@ -384,8 +439,9 @@ class TraceWriter {
       else
         out_ += "null";  // not readable
     }
-    if (call.unwound) out_ += ",\"unwound\":true";
-    out_ += "}}";
+    if (call.unwound) p = put_text(p, ",\"unwound\":true");
+    p = put_text(p, "}}");
+    out_.append(line, p);
     stats_.op_calls++;
     maybe_flush();
   }
@@ -727,6 +783,8 @@ class TraceWriter {
   std::set<uint32_t> threads_;
   uint32_t last_noted_thread_ = 0;
   mutable std::vector<std::string> op_names_;  // by op id, made on first use (op_name)
+  std::vector<std::string> call_prefixes_;     // by op id, prefix_tid_'s calls' (call_prefix)
+  uint32_t prefix_tid_ = 0;
   std::set<uint32_t> step_threads_;  // threads with step frames (on step_track(tid))
   // record -a: each thread's process (a thread not listed is the target's).
   std::unordered_map<uint32_t, uint32_t> pid_of_tid_;

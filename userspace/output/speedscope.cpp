@@ -19,7 +19,7 @@
 namespace gpuprof {
 namespace {
 
-constexpr size_t kFlushBytes = 64 * 1024;
+constexpr size_t kFlushBytes = 1 << 20;
 
 // shared.frames: each distinct name once, by first use.
 class SharedFrames {
@@ -49,6 +49,14 @@ struct EventedProfile {
   };
   uint64_t start = 0, end = 0, events = 0;
   SpillFile spill;  // Event records
+  // The latest events, appended to the spill kBatch at a time (one copy of
+  // 64 KiB beats 4096 of 16 bytes).
+  static constexpr size_t kBatch = 4096;
+  std::vector<Event> batch;
+  void spill_batch() {
+    append_records(spill, std::span<const Event>(batch));
+    batch.clear();
+  }
 };
 
 struct SampledProfile {
@@ -252,7 +260,8 @@ class SpeedscopeWriter {
     const EventedProfile::Event event{last_, frame, open ? 1u : 0u};
     if (profile_->events++ == 0) profile_->start = last_;
     profile_->end = last_;
-    append_records(profile_->spill, std::span<const EventedProfile::Event>(&event, 1));
+    profile_->batch.push_back(event);
+    if (profile_->batch.size() == EventedProfile::kBatch) profile_->spill_batch();
   }
 
   // Per sampled thread: each sample's stack, in time order.
@@ -294,11 +303,19 @@ class SpeedscopeWriter {
     out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":" + std::to_string(p.start) +
             ",\"endValue\":" + std::to_string(p.end) + ",\"events\":[";
     bool first = true;
+    p.spill_batch();
     read_back_records<EventedProfile::Event>(p.spill, [&](const EventedProfile::Event& e) {
-      if (!first) out_ += ',';
+      // Built in a line and appended once (millions of events).
+      char line[80];  // 61 bytes at most
+      char* at = line;
+      if (!first) *at++ = ',';
       first = false;
-      out_ += e.open ? "{\"type\":\"O\",\"frame\":" : "{\"type\":\"C\",\"frame\":";
-      out_ += std::to_string(e.frame) + ",\"at\":" + std::to_string(e.at) + '}';
+      at = e.open ? put_text(at, "{\"type\":\"O\",\"frame\":") : put_text(at, "{\"type\":\"C\",\"frame\":");
+      at = std::to_chars(at, at + 20, e.frame).ptr;
+      at = put_text(at, ",\"at\":");
+      at = std::to_chars(at, at + 20, e.at).ptr;
+      *at++ = '}';
+      out_.append(line, at);
       maybe_flush();
     });
     out_ += "]}";

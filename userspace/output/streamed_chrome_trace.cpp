@@ -180,16 +180,19 @@ constexpr size_t kMaxPackedCall = 1 + 5 * 10 + 3 * 5;  // flags, five 64-bit var
 
 void pack_call(std::string& out, const OpCall& call, const TraceCallEntry& entry, uint64_t& last_start,
                uint64_t& last_entry) {
-  out.push_back(static_cast<char>((call.unwound ? kUnwound : 0) | (entry.step ? kIsStep : 0) |
-                                  (entry.stack ? kHasStack : 0) | (entry.shape ? kHasShape : 0)));
-  append_varint(out, call.op_id);
-  append_varint(out, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
-  append_varint(out, call.end_ns - call.start_ns);
-  append_varint(out, zigzag(static_cast<int64_t>(call.entry_index - last_entry)));
-  append_varint(out, call.depth);
-  if (entry.step) append_varint(out, *entry.step);
-  if (entry.stack) append_varint(out, *entry.stack);
-  if (entry.shape) append_varint(out, *entry.shape);
+  char packed[1 + 8 * 10];  // flags, eight varints at most (put_varint)
+  char* p = packed;
+  *p++ = static_cast<char>((call.unwound ? kUnwound : 0) | (entry.step ? kIsStep : 0) |
+                           (entry.stack ? kHasStack : 0) | (entry.shape ? kHasShape : 0));
+  p = put_varint(p, call.op_id);
+  p = put_varint(p, zigzag(static_cast<int64_t>(call.start_ns - last_start)));
+  p = put_varint(p, call.end_ns - call.start_ns);
+  p = put_varint(p, zigzag(static_cast<int64_t>(call.entry_index - last_entry)));
+  p = put_varint(p, call.depth);
+  if (entry.step) p = put_varint(p, *entry.step);
+  if (entry.stack) p = put_varint(p, *entry.stack);
+  if (entry.shape) p = put_varint(p, *entry.shape);
+  out.append(packed, p);
   last_start = call.start_ns;
   last_entry = call.entry_index;
 }

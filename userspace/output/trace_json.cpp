@@ -40,23 +40,29 @@ void append_json_string(std::string& out, std::string_view text) {
   }
 }
 
-void append_us(std::string& out, int64_t ns) {
+char* put_us(char* p, int64_t ns) {
   if (ns < 0) {
-    out += '-';
+    *p++ = '-';
     ns = -ns;  // recordings are far from INT64_MIN
   }
-  char buffer[32];
-  char* end = std::to_chars(buffer, buffer + sizeof buffer, ns / 1000).ptr;
-  if (int fraction = static_cast<int>(ns % 1000); fraction != 0) {
-    *end++ = '.';
-    *end++ = static_cast<char>('0' + fraction / 100);
+  const auto whole = static_cast<uint64_t>(ns) / 1000;
+  int fraction = static_cast<int>(static_cast<uint64_t>(ns) % 1000);
+  p = std::to_chars(p, p + 20, whole).ptr;
+  if (fraction != 0) {
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + fraction / 100);
     fraction %= 100;
     if (fraction != 0) {
-      *end++ = static_cast<char>('0' + fraction / 10);
-      if (fraction % 10 != 0) *end++ = static_cast<char>('0' + fraction % 10);
+      *p++ = static_cast<char>('0' + fraction / 10);
+      if (fraction % 10 != 0) *p++ = static_cast<char>('0' + fraction % 10);
     }
   }
-  out.append(buffer, end);
+  return p;
+}
+
+void append_us(std::string& out, int64_t ns) {
+  char buffer[kMaxUsChars];
+  out.append(buffer, put_us(buffer, ns));
 }
 
 }  // namespace gpuprof

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,18 @@ void append_json_string(std::string& out, std::string_view text);
 // trailing zeros: "-0.25", "12.345", "17". Integer arithmetic: no rounding
 // on the way.
 void append_us(std::string& out, int64_t ns);
+// The same written at p, which has room for kMaxUsChars; returns the end.
+inline constexpr size_t kMaxUsChars = 26;  // "-", 20 digits, ".", 3 digits
+char* put_us(char* p, int64_t ns);
+
+// Copies a literal to p, its length known when compiling (so no copy call:
+// the writers build a record's text in a local line and append it once);
+// returns its end.
+template <size_t N>
+char* put_text(char* p, const char (&text)[N]) {
+  std::memcpy(p, text, N - 1);
+  return p + N - 1;
+}
 
 // Appends an integer in decimal.
 template <typename T>

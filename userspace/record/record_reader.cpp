@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "record/chunk_codecs.h"
+#include "record/chunk_prefetch.h"
 #include "record/chunk_readers.h"
 #include "record/chunk_salvage.h"
 #include "record/record_file.h"
@@ -36,16 +37,25 @@ class Source {
   // error on an I/O error.
   Result<std::span<const uint8_t>> read(uint64_t off, size_t n) {
     if (fd_.get() < 0) return mem_.subspan(off, n);
-    buf_.resize(n);
+    if (const int error = read_into(off, n, buf_))
+      return Error("cannot read " + path_ + ": " + (error > 0 ? std::strerror(error) : "the file shrank while being read"));
+    return std::span<const uint8_t>(buf_.data(), n);
+  }
+  // The same into `into`, for the prefetch thread (chunk_prefetch.h): 0, an
+  // errno, or -1 when the file ended first.
+  int read_into(uint64_t off, size_t n, std::vector<uint8_t>& into) const {
+    into.resize(n);
+    if (fd_.get() < 0) {
+      std::memcpy(into.data(), mem_.data() + off, n);
+      return 0;
+    }
     for (size_t got = 0; got < n;) {
-      ssize_t r = ::pread(fd_.get(), buf_.data() + got, n - got, static_cast<off_t>(off + got));
+      ssize_t r = ::pread(fd_.get(), into.data() + got, n - got, static_cast<off_t>(off + got));
       if (r < 0 && errno == EINTR) continue;
-      if (r <= 0)
-        return Error("cannot read " + path_ + ": " +
-                     (r < 0 ? std::strerror(errno) : "the file shrank while being read"));
+      if (r <= 0) return r < 0 ? errno : -1;
       got += static_cast<size_t>(r);
     }
-    return std::span<const uint8_t>(buf_.data(), n);
+    return 0;
   }
 
  private:
@@ -170,8 +180,10 @@ Result<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hdr, uint
 
 // With a stream (record_stream.h): offered the recording once its mandatory
 // chunks are read; an error with *whole_needed set when it must be read whole.
-Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corrupt, RecordStream* stream = nullptr,
-                        bool* whole_needed = nullptr) {
+// prefetch: sound chunks are read, checked and decompressed ahead on a
+// thread of their own (chunk_prefetch.h).
+Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corrupt, bool prefetch,
+                        RecordStream* stream = nullptr, bool* whole_needed = nullptr) {
   auto fail = [](std::string msg) { return Error(std::move(msg)); };
   const uint64_t size = src.size();
   if (size == 0) return fail(name + " is empty: not a gpuprof record file");
@@ -204,12 +216,22 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
   uint64_t torn_bytes = 0;  // bytes of a torn final chunk
   std::vector<uint8_t> decompressed;  // the payload of a compressed chunk
   bool rest_lost = false;   // a corrupt chunk after which no chunk could be found
+  std::optional<ChunkPrefetch> ahead;
+  if (prefetch)
+    ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
+                  size, version);
+  if (ahead) ahead->start(off);
   for (uint64_t index = 1; off < size && !seen.end; ++index) {
     const std::string where = name + ": corrupt chunk " + std::to_string(index);
     const std::string at = " at offset " + std::to_string(off) + ": ";
     const uint64_t avail = size - off;
+    // A chunk the thread prepared is sound and decompressed; any other is
+    // read and checked here, and the thread starts again after it.
+    std::optional<PreparedChunk> prepared = ahead ? ahead->take(off) : std::nullopt;
     uint8_t hdr[kRecordChunkHeaderSize] = {};
-    if (avail >= sizeof hdr) {
+    if (prepared) {
+      std::memcpy(hdr, prepared->header, sizeof hdr);
+    } else if (avail >= sizeof hdr) {
       ASSIGN_OR_RETURN(bytes, src.read(off, sizeof hdr));
       std::memcpy(hdr, bytes.data(), sizeof hdr);
     }
@@ -217,7 +239,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     // Corrupt chunks are skipped once the mandatory chunks are read (record_file.h).
     const bool skip = corrupt == CorruptChunks::skip && seen.mandatory();
     std::string damage;  // what is wrong with the chunk, "" when nothing
-    if (len > kRecordMaxChunkPayload) {  // refused before anything is allocated
+    if (prepared) {
+      bytes = prepared->payload;
+    } else if (len > kRecordMaxChunkPayload) {  // refused before anything is allocated
       damage = "payload length " + std::to_string(len) + " exceeds the limit of " +
                std::to_string(kRecordMaxChunkPayload) + " bytes";
     } else if (avail < sizeof hdr || avail - sizeof hdr < len) {  // the file ends inside this chunk
@@ -234,7 +258,7 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
       if (chunk_crc(hdr, bytes.data(), len) != get<uint32_t>(hdr + 12)) damage = "checksum mismatch";
     }
     // A compressed payload (version 6) is read as it was before compression.
-    if (damage.empty() && version >= 6 && get<uint32_t>(hdr + 8) != 0) {
+    if (!prepared && damage.empty() && version >= 6 && get<uint32_t>(hdr + 8) != 0) {
       const uint32_t raw = get<uint32_t>(hdr + 8);
       std::string problem = raw > kRecordMaxChunkPayload
                                 ? "its size before compression, " + std::to_string(raw) + " bytes, exceeds the limit"
@@ -254,8 +278,10 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
           {index, off, bytes_lost, where + kind + at + damage + skipped.how + "; skipped: lost " + lost});
       rest_lost = skipped.rest;
       off = skipped.end;
+      if (ahead) ahead->start(off);
       continue;
     }
+    if (ahead && !prepared) ahead->start(off + kRecordChunkHeaderSize + len);
     if (seen.stream) {
       // Nothing per event is held: no room reserved for the file's worth.
     } else if (type == static_cast<uint32_t>(ChunkType::EVENTS) && rec.events.capacity() == 0)
@@ -310,7 +336,7 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
 Result<Recording> read_recording_bytes(std::span<const uint8_t> bytes, const std::string& name,
                                        CorruptChunks corrupt) {
   Source src(bytes);
-  return parse(src, name, corrupt);
+  return parse(src, name, corrupt, /*prefetch=*/false);
 }
 
 namespace {
@@ -332,10 +358,10 @@ Result<Recording> read_file(const std::string& path, CorruptChunks corrupt, Reco
       bytes.insert(bytes.end(), chunk, chunk + n);
     }
     Source src(bytes);
-    return parse(src, path, corrupt, stream, whole_needed);
+    return parse(src, path, corrupt, /*prefetch=*/true, stream, whole_needed);
   }
   Source src(std::move(fd), static_cast<uint64_t>(st.st_size), path);
-  return parse(src, path, corrupt, stream, whole_needed);
+  return parse(src, path, corrupt, /*prefetch=*/true, stream, whole_needed);
 }
 
 }  // namespace

@@ -1,0 +1,140 @@
+// chunk_prefetch.cpp: the prefetch thread (see the header).
+#include "record/chunk_prefetch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "record/chunk_codecs.h"
+#include "record/chunk_compression.h"
+
+namespace gpuprof {
+
+using chunk_codec::chunk_crc;
+using chunk_codec::get;
+
+ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version)
+    : read_at_(std::move(read_at)), size_(size), version_(version), thread_([this] { run(); }) {}
+
+ChunkPrefetch::~ChunkPrefetch() {
+  {
+    std::lock_guard lock(mutex_);
+    quit_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
+  if (taken_next_ == taken_.chunks.size()) {
+    if (taken_.last) return std::nullopt;  // the thread stopped after it
+    std::unique_lock lock(mutex_);
+    if (ready_.empty() && !stopped_) {
+      reader_waits_ = true;
+      changed_.wait(lock, [this] { return stopped_ || ready_bytes_ >= kAheadBytes / 2; });
+      reader_waits_ = false;
+    }
+    if (ready_.empty()) return std::nullopt;
+    taken_ = std::move(ready_.front());
+    taken_next_ = 0;
+    ready_.pop_front();
+    ready_bytes_ -= taken_.bytes.size() + kRecordChunkHeaderSize * taken_.chunks.size();
+    // The thread is woken once half its room is free, not per batch.
+    const bool wake = thread_waits_ && ready_bytes_ <= kAheadBytes / 2;
+    lock.unlock();
+    if (wake) changed_.notify_all();
+    if (taken_.chunks.empty()) return std::nullopt;
+  }
+  const Batch::Chunk& chunk = taken_.chunks[taken_next_];
+  if (chunk.offset != offset) return std::nullopt;
+  taken_next_++;
+  PreparedChunk prepared;
+  prepared.offset = chunk.offset;
+  std::memcpy(prepared.header, chunk.header, kRecordChunkHeaderSize);
+  prepared.payload = std::span<const uint8_t>(taken_.bytes.data() + chunk.at, chunk.size);
+  return prepared;
+}
+
+void ChunkPrefetch::start(uint64_t offset) {
+  taken_ = Batch();
+  taken_next_ = 0;
+  {
+    std::lock_guard lock(mutex_);
+    ready_.clear();
+    ready_bytes_ = 0;
+    next_ = offset;
+    stopped_ = false;
+    generation_++;
+  }
+  changed_.notify_all();
+}
+
+void ChunkPrefetch::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    thread_waits_ = true;
+    changed_.wait(lock, [this] { return quit_ || (!stopped_ && ready_bytes_ < kAheadBytes); });
+    thread_waits_ = false;
+    if (quit_) return;
+    const uint64_t generation = generation_;
+    Batch batch;
+    batch.end = next_;
+    lock.unlock();
+    while (batch.bytes.size() < kBatchBytes) {
+      if (!prepare(batch.end, batch)) {
+        batch.last = true;
+        break;
+      }
+      const Batch::Chunk& chunk = batch.chunks.back();
+      batch.end = chunk.offset + kRecordChunkHeaderSize + get<uint32_t>(chunk.header + 4);
+      // Nothing is read after END (record_file.h): the reader stops there.
+      if (get<uint32_t>(chunk.header) == static_cast<uint32_t>(ChunkType::END)) {
+        batch.last = true;
+        break;
+      }
+    }
+    lock.lock();
+    if (generation != generation_) continue;  // start() moved on meanwhile
+    next_ = batch.end;
+    stopped_ = batch.last;
+    ready_bytes_ += batch.bytes.size() + kRecordChunkHeaderSize * batch.chunks.size();
+    ready_.push_back(std::move(batch));
+    if (reader_waits_ && (stopped_ || ready_bytes_ >= kAheadBytes / 2)) changed_.notify_all();
+  }
+}
+
+const uint8_t* ChunkPrefetch::window_at(uint64_t offset, size_t n) {
+  if (offset < window_offset_ || offset + n > window_offset_ + window_.size()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(std::max(n, kWindowBytes), size_ - offset));
+    if (!read_at_(offset, want, window_)) {
+      window_.clear();
+      return nullptr;
+    }
+    window_offset_ = offset;
+  }
+  return window_.data() + (offset - window_offset_);
+}
+
+bool ChunkPrefetch::prepare(uint64_t offset, Batch& batch) {
+  if (offset > size_ || size_ - offset < kRecordChunkHeaderSize) return false;
+  Batch::Chunk chunk;
+  chunk.offset = offset;
+  const uint8_t* header = window_at(offset, kRecordChunkHeaderSize);
+  if (!header) return false;
+  std::memcpy(chunk.header, header, kRecordChunkHeaderSize);
+  const uint32_t len = get<uint32_t>(chunk.header + 4), raw = get<uint32_t>(chunk.header + 8);
+  if (len > kMaxPayload || size_ - offset - kRecordChunkHeaderSize < len) return false;
+  const uint8_t* stored = window_at(offset + kRecordChunkHeaderSize, len);
+  if (!stored || chunk_crc(chunk.header, stored, len) != get<uint32_t>(chunk.header + 12)) return false;
+  std::span<const uint8_t> payload(stored, len);
+  if (version_ >= 6 && raw != 0) {
+    if (raw > kMaxPayload || !decompress_chunk(payload, raw, decompressed_).empty()) return false;
+    payload = decompressed_;
+  }
+  chunk.at = batch.bytes.size();
+  chunk.size = payload.size();
+  batch.bytes.insert(batch.bytes.end(), payload.begin(), payload.end());
+  batch.chunks.push_back(chunk);
+  return true;
+}
+
+}  // namespace gpuprof
