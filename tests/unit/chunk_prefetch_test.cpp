@@ -3,6 +3,7 @@
 // read in memory without it, whatever is damaged where: the thread only
 // prepares sound chunks, and the reader meets every other one itself.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "record/record_file.h"
 #include "record_samples.h"
 #include "error_strings.h"
+#include "no_threads.h"
 
 namespace gpuprof {
 namespace {
@@ -112,6 +114,19 @@ TEST_F(ChunkPrefetchTest, EveryDamagedChunkReadsAsWithoutTheThread) {
     SCOPED_TRACE("cut in chunk " + std::to_string(n + 1));
     expect_the_same_read(std::vector<uint8_t>(file.begin(), file.begin() + static_cast<ptrdiff_t>(c.offset + c.bytes / 2)));
   }
+}
+
+// Where no thread can be made, the file reads all the same, chunk by chunk.
+TEST_F(ChunkPrefetchTest, WithoutAThreadTheFileReadsInTurn) {
+  const std::vector<uint8_t> file = recording(50, 20);
+  const std::string path = dir_ + "/rec.gpuprof";
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);  // for nobody, in the child
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  const int status = no_threads::run_without_threads([&] {
+    auto rec = read_recording(path);
+    return rec.has_value() && rec->complete && same_events(rec->events, events_but(file));
+  });
+  EXPECT_EQ(status, 0);
 }
 
 // The thread itself: it hands chunks only at the offset asked for, stops

@@ -13,6 +13,7 @@
 
 #include "base/output_file.h"
 #include "base/write_behind.h"
+#include "no_threads.h"
 
 namespace gpuprof {
 namespace {
@@ -90,6 +91,24 @@ TEST(WriteBehindTest, AFileThatCannotBeWrittenSaysSoWhenClosed) {
   const auto closed = file->close();
   ASSERT_FALSE(closed.has_value());
   EXPECT_EQ(closed.error(), "cannot write /dev/full: No space left on device");
+}
+
+// Where no thread can be made, every byte is still written, in turn.
+TEST(WriteBehindTest, WithoutAThreadEveryBufferIsWrittenInTurn) {
+  const int status = no_threads::run_without_threads([] {
+    std::string received, sent;
+    WriteBehind behind([&](std::string_view buffer) {
+      received.append(buffer);
+      return std::string();
+    });
+    for (int i = 0; i < 5; ++i) {
+      const std::string piece(WriteBehind::kBufferBytes / 2 + 17 * i, static_cast<char>('a' + i));
+      sent += piece;
+      if (!behind.write(piece)) return false;
+    }
+    return behind.finish().empty() && received == sent;
+  });
+  EXPECT_EQ(status, 0);
 }
 
 }  // namespace

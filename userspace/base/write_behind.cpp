@@ -1,12 +1,18 @@
 // write_behind.cpp: the writing thread (see the header).
 #include "base/write_behind.h"
 
+#include <system_error>
 #include <utility>
 
 namespace gpuprof {
 
-WriteBehind::WriteBehind(Sink sink) : sink_(std::move(sink)), thread_([this] { run(); }) {
+WriteBehind::WriteBehind(Sink sink) : sink_(std::move(sink)) {
   filling_.reserve(kBufferBytes);
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (const std::system_error&) {
+    // No thread to be had (a pids limit): each buffer is written in turn.
+  }
 }
 
 WriteBehind::~WriteBehind() { finish(); }
@@ -27,6 +33,11 @@ bool WriteBehind::write(std::string_view data) {
 }
 
 void WriteBehind::hand_over() {
+  if (!thread_.joinable()) {
+    if (error_.empty()) error_ = sink_(filling_);
+    filling_.clear();
+    return;
+  }
   std::unique_lock lock(mutex_);
   // A failed sink takes nothing more: the bytes are dropped.
   changed_.wait(lock, [this] { return queue_.size() < kInFlight || !error_.empty(); });
@@ -51,7 +62,7 @@ std::string WriteBehind::finish() {
     done_ = true;
   }
   changed_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   finished_ = true;
   return error_;
 }

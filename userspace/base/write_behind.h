@@ -7,7 +7,8 @@
 // At most kInFlight buffers wait for the sink: a producer faster than the
 // sink waits for room, so memory stays at about (kInFlight + 1) *
 // kBufferBytes. The sink's first error is kept; write() says false from
-// then on and finish() returns it.
+// then on and finish() returns it. Where no thread can be made (a pids
+// limit), each full buffer is written in turn instead.
 #pragma once
 
 #include <condition_variable>

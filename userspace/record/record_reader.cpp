@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "record/chunk_codecs.h"
 #include "record/chunk_prefetch.h"
@@ -217,10 +218,15 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
   std::vector<uint8_t> decompressed;  // the payload of a compressed chunk
   bool rest_lost = false;   // a corrupt chunk after which no chunk could be found
   std::optional<ChunkPrefetch> ahead;
-  if (prefetch)
-    ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
-                  size, version);
-  if (ahead) ahead->start(off);
+  if (prefetch) {
+    try {
+      ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
+                    size, version);
+      ahead->start(off);
+    } catch (const std::system_error&) {
+      // No thread to be had (a pids limit): every chunk is read in turn.
+    }
+  }
   for (uint64_t index = 1; off < size && !seen.end; ++index) {
     const std::string where = name + ": corrupt chunk " + std::to_string(index);
     const std::string at = " at offset " + std::to_string(off) + ": ";
