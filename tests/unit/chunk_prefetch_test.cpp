@@ -12,7 +12,9 @@
 #include <fstream>
 
 #include "record/chunk_prefetch.h"
+#include "record/packed_events.h"
 #include "record/record_file.h"
+#include "record/record_stream.h"
 #include "record_samples.h"
 #include "error_strings.h"
 #include "no_threads.h"
@@ -21,6 +23,18 @@ namespace gpuprof {
 namespace {
 
 using namespace record_samples;
+
+// A stream that keeps the events handed to it (they lie in the prefetch
+// thread's batch when it decoded them).
+class KeepingStream : public RecordStream {
+ public:
+  bool wants(const Recording&) override { return true; }
+  void on_events(std::span<const gp_event> events, uint64_t first) override {
+    EXPECT_EQ(first, kept.size());
+    kept.insert(kept.end(), events.begin(), events.end());
+  }
+  std::vector<gp_event> kept;
+};
 
 class ChunkPrefetchTest : public ::testing::Test {
  protected:
@@ -72,10 +86,24 @@ class ChunkPrefetchTest : public ::testing::Test {
       }
       EXPECT_EQ(from_file->stats.events_recorded, from_memory->stats.events_recorded);
     }
+    // Streamed from the file (events decoded ahead, handed on where they
+    // lie): the whole read's events, or its error.
+    for (CorruptChunks corrupt : {CorruptChunks::skip, CorruptChunks::refuse}) {
+      std::string streamed_error, whole_error;
+      KeepingStream stream;
+      bool whole_needed = false;
+      auto streamed = noting_error(read_recording_streamed(path, corrupt, stream, &whole_needed), &streamed_error);
+      EXPECT_FALSE(whole_needed);
+      auto whole = noting_error(read_recording_bytes(file, path, corrupt), &whole_error);
+      ASSERT_EQ(streamed.has_value(), whole.has_value()) << streamed_error << " | " << whole_error;
+      EXPECT_EQ(streamed_error, whole_error);
+      if (streamed) EXPECT_TRUE(same_events(stream.kept, whole->events));
+    }
   }
 
   std::string dir_;
 };
+
 
 TEST_F(ChunkPrefetchTest, AnIntactFileReadsWholeThroughTheThread) {
   const std::vector<uint8_t> file = recording(300, 40);
@@ -163,6 +191,104 @@ TEST_F(ChunkPrefetchTest, TheThreadHandsOnlyTheChunkAskedFor) {
   ASSERT_TRUE(chunk.has_value());
   EXPECT_EQ(std::memcmp(chunk->header, file.data() + chunks[11].offset, 16), 0);
   // Destroyed with chunks still waiting: it returns (the test would hang).
+}
+
+// A read that decodes its events has the thread decode OP_EVENTS payloads
+// too: each prepared chunk's events are its payload's, and a chunk of more
+// events than a recorder writes is left to the reader.
+TEST_F(ChunkPrefetchTest, TheThreadDecodesEventChunksForAReadThatDecodes) {
+  std::vector<uint8_t> file = recording(20, 10);
+  std::vector<ChunkSpan> chunks = chunks_of(file);
+  // The last OP_EVENTS chunk, replaced by one of kMaxUnpackedEvents + 1
+  // events from the same first event on.
+  const auto last = std::find_if(chunks.rbegin(), chunks.rend(), [](const ChunkSpan& c) {
+    return c.type == static_cast<uint32_t>(ChunkType::OP_EVENTS);
+  });
+  ASSERT_NE(last, chunks.rend());
+  std::string err;
+  const auto last_payload =
+      noting_error(chunk_payload(std::span<const uint8_t>(file).subspan(last->offset, last->bytes)), &err);
+  ASSERT_TRUE(last_payload.has_value()) << err;
+  uint64_t first_event = 0;
+  std::vector<gp_event> unused;
+  ASSERT_EQ(unpack_events(*last_payload, &first_event, unused), "");
+  std::vector<uint8_t> big_payload;
+  pack_events(make_events(ChunkPrefetch::kMaxUnpackedEvents + 1, 7), first_event, big_payload);
+  const std::vector<uint8_t> big = encode_chunk(static_cast<uint32_t>(ChunkType::OP_EVENTS), big_payload);
+  file.erase(file.begin() + static_cast<ptrdiff_t>(last->offset),
+             file.begin() + static_cast<ptrdiff_t>(last->offset + last->bytes));
+  file.insert(file.begin() + static_cast<ptrdiff_t>(last->offset), big.begin(), big.end());
+  chunks = chunks_of(file);
+  auto read_at = [&](uint64_t offset, size_t n, std::vector<uint8_t>& into) {
+    if (offset + n > file.size()) return false;
+    into.assign(file.begin() + static_cast<ptrdiff_t>(offset), file.begin() + static_cast<ptrdiff_t>(offset + n));
+    return true;
+  };
+  for (bool unpack : {false, true}) {
+    SCOPED_TRACE(unpack ? "decoding" : "not decoding");
+    ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, unpack);
+    ahead.start(chunks[0].offset);
+    size_t decoded = 0, op_event_chunks = 0;
+    for (const ChunkSpan& c : chunks) {
+      auto chunk = ahead.take(c.offset);
+      ASSERT_TRUE(chunk.has_value()) << "chunk at " << c.offset;
+      if (c.type != static_cast<uint32_t>(ChunkType::OP_EVENTS)) {
+        EXPECT_FALSE(chunk->events.has_value());
+        continue;
+      }
+      ++op_event_chunks;
+      const bool too_big = c.offset == last->offset;
+      EXPECT_EQ(chunk->events.has_value(), unpack && !too_big);
+      if (!chunk->events) continue;
+      ++decoded;
+      uint64_t first = 0;
+      std::vector<gp_event> expected;
+      ASSERT_EQ(unpack_events(chunk->payload, &first, expected), "");
+      EXPECT_EQ(chunk->events->first_event, first);
+      EXPECT_TRUE(same_events(std::vector<gp_event>(chunk->events->events.begin(), chunk->events->events.end()),
+                              expected));
+    }
+    EXPECT_EQ(op_event_chunks, 20u);
+    EXPECT_EQ(decoded, unpack ? 19u : 0u);
+  }
+  // And the read takes the big chunk's events from the reader's own decoding.
+  auto rec = noting_error(read_recording_bytes(file, "big"), &err);
+  ASSERT_TRUE(rec.has_value()) << err;
+  EXPECT_EQ(rec->events.size(), 19u * 10u + ChunkPrefetch::kMaxUnpackedEvents + 1);
+  expect_the_same_read(file);
+}
+
+// OP_EVENTS chunks whose checksums pass but whose events do not decode, or
+// decode to events the reader refuses: read from the file (decoded ahead)
+// as from memory (not), to the same events or the same words.
+TEST_F(ChunkPrefetchTest, SoundChunksOfBadEventsReadAsWithoutTheThread) {
+  const std::vector<uint8_t> file = recording(12, 10);
+  const std::vector<ChunkSpan> chunks = chunks_of(file);
+  std::vector<const ChunkSpan*> event_chunks;
+  for (const ChunkSpan& c : chunks)
+    if (c.type == static_cast<uint32_t>(ChunkType::OP_EVENTS)) event_chunks.push_back(&c);
+  ASSERT_EQ(event_chunks.size(), 12u);
+  for (size_t n : {size_t{0}, size_t{5}, size_t{11}}) {
+    const ChunkSpan& c = *event_chunks[n];
+    std::string err;
+    const auto payload = noting_error(chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, c.bytes)), &err);
+    ASSERT_TRUE(payload.has_value()) << err;
+    uint64_t first_event = 0;
+    std::vector<gp_event> events;
+    ASSERT_EQ(unpack_events(*payload, &first_event, events), "");
+    std::vector<uint8_t> bad_kind;
+    events[3].kind = 200;  // no such kind
+    pack_events(events, first_event, bad_kind);
+    std::vector<uint8_t> cut(payload->begin(), payload->begin() + static_cast<ptrdiff_t>(payload->size() / 2));
+    for (const std::vector<uint8_t>* bad : {&bad_kind, &cut}) {
+      SCOPED_TRACE("event chunk " + std::to_string(n) + (bad == &cut ? ", cut" : ", a bad kind"));
+      const std::vector<uint8_t> chunk = encode_chunk(static_cast<uint32_t>(ChunkType::OP_EVENTS), *bad);
+      std::vector<uint8_t> damaged(file.begin(), file.begin() + static_cast<ptrdiff_t>(c.offset));
+      damaged.insert(damaged.end(), chunk.begin(), chunk.end());
+      damaged.insert(damaged.end(), file.begin() + static_cast<ptrdiff_t>(c.offset + c.bytes), file.end());
+      expect_the_same_read(damaged);
+    }
+  }
 }
 
 }  // namespace

@@ -127,6 +127,42 @@ TEST(Speedscope, SamplesCarryPythonFramesThenTheRunningOpsThenNativeAndKernelFra
   EXPECT_EQ(stats.samples, 2u);
 }
 
+TEST(Speedscope, ProfilesGoByThreadMainFirstWhateverOrderTheirCallsEnded) {
+  // Calls end on 703, then 702, then the main thread; 701 is only sampled,
+  // 704 only ran step frames (no evented profile); 703 is sampled in its
+  // call.
+  Recording r = recording_of(
+      {op("aten::linear"), op("aten::addmm"), op("aten::relu"), op("ProfilerStep*")},
+      {step_at(kStart + 5, 1, kStep, 704), op_entry(kStart + 10, 0x1000, kLinear, 703),
+       step_at(kStart + 12, 2, GP_NO_OP, 704), op_exit(kStart + 20, 0x1000, kLinear, 703),
+       op_entry(kStart + 30, 0x1000, kAddmm, 702), op_exit(kStart + 40, 0x1000, kAddmm, 702),
+       op_entry(kStart + 50, 0x1000, kRelu, kMain), op_exit(kStart + 60, 0x1000, kRelu, kMain)});
+  r.process = {.pid = static_cast<int32_t>(kMain), .comm = "python3"};
+  r.clock = {kStart, 0, kStart + 100};
+  r.options.sample_hz = 1000;
+  r.sample_frames = {"libtorch_cpu.so!linear_impl"};
+  r.samples = {{kStart + 15, 701, 0, false, kNoPythonStack}, {kStart + 15, 703, 0, false, kNoPythonStack}};
+  SpeedscopeStats stats;
+  const json doc = export_of(r, &stats);
+  std::vector<std::string> names;
+  for (const json& p : doc["profiles"]) names.push_back(p["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "python3 (700) / thread (700): ops", "python3 (700) / thread (701): CPU samples",
+                       "python3 (700) / thread (702): ops", "python3 (700) / thread (703): ops",
+                       "python3 (700) / thread (703): CPU samples"}));
+  EXPECT_EQ(stats.profiles, 5u);
+  EXPECT_EQ(stats.op_calls, 3u);
+  EXPECT_EQ(events_of(doc, doc["profiles"][3]),
+            (std::vector<std::string>{"O aten::linear @10", "C aten::linear @20"}));
+  EXPECT_EQ(doc["profiles"][3]["startValue"], 10);
+  EXPECT_EQ(doc["profiles"][3]["endValue"], 20);
+  const json& sample = doc["profiles"][4]["samples"][0];
+  ASSERT_EQ(sample.size(), 2u);
+  EXPECT_EQ(doc["shared"]["frames"][sample[0].get<size_t>()]["name"], "aten::linear");
+  EXPECT_EQ(doc["shared"]["frames"][sample[1].get<size_t>()]["name"], "libtorch_cpu.so!linear_impl");
+  EXPECT_TRUE(doc["profiles"][1]["samples"] == json::array({json::array({sample[1]})}));
+}
+
 TEST(Speedscope, AnEmptyRecordingIsAValidFileWithNoProfiles) {
   Recording r = recording_of({op("aten::add")}, {});
   const json doc = export_of(r);

@@ -206,12 +206,14 @@ TEST(StreamedSpeedscope, ProfilesAreTheTimelinesCallsAndEachSamplesOpenCalls) {
   EXPECT_GT(deep_samples, 10u * 300 / 10);
 }
 
-// Enough op calls to fill several 64 KiB pieces of each thread's
-// temporary file: read back whole, in order.
-TEST(StreamedSpeedscope, EventsSpilledInPiecesReadBackInOrder) {
+// Enough op calls to fill several 64 KiB pieces of each thread's calls'
+// temporary file, and several flushes of the document: replayed whole, in
+// order.
+TEST(StreamedSpeedscope, CallsSpilledInPiecesReplayInOrder) {
   Recording big = random_recording_with_samples(7, 200'000);
   const std::string expected = whole_profile(big);
   EXPECT_GT(expected.size(), 3u * (64 << 10) * 3);
+  EXPECT_GT(expected.size(), 2u << 20);  // two flushes at least (1 MiB each)
   EXPECT_EQ(difference(streamed_profile(big, 4096), expected), "");
 }
 

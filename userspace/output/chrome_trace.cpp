@@ -801,13 +801,15 @@ class TraceWriter {
 }  // namespace
 
 void visit_trace_calls(const Recording& recording, const Timeline& timeline, const CallTree& tree,
-                       const std::vector<bool>* kept, const TraceCallVisitor& visit) {
+                       const std::vector<bool>* kept, const TraceCallVisitor& visit,
+                       const std::vector<size_t>* threads) {
   std::unordered_map<uint64_t, uint32_t> shape_of_entry, stack_of_entry;
   if (recording.options.shapes)
     for (const EntryShapes& e : recording.entry_shapes) shape_of_entry.emplace(e.event_index, e.shape_id);
   for (const EntryStack& e : recording.entry_stacks) stack_of_entry.emplace(e.event_index, e.stack_id);
-  for (const std::vector<size_t>& thread : tree.threads) {
-    for (size_t i : thread) {  // start order, parents before children
+  const size_t thread_count = threads ? threads->size() : tree.threads.size();
+  for (size_t t = 0; t < thread_count; ++t) {
+    for (size_t i : tree.threads[threads ? (*threads)[t] : t]) {  // start order, parents before children
       if (kept && !(*kept)[i]) continue;
       const OpCall& call = timeline.calls[i];
       TraceCallEntry entry;

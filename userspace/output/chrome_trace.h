@@ -44,6 +44,7 @@
 #include <functional>
 #include <optional>
 #include <regex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,11 @@ using LaunchVisitor = std::function<void(const CudaLaunch& launch)>;
 using MemoryLevelVisitor = std::function<void(const MemoryLevel& level)>;
 struct StreamedTraceCalls {
   std::function<void(const TraceCallVisitor&)> calls;
+  // The threads `calls` replays, in its order, and the same replay of the
+  // threads given, in the order given (speedscope.cpp writes each thread's
+  // profile as its calls come, by process and thread).
+  std::vector<uint32_t> threads;
+  std::function<void(std::span<const uint32_t> tids, const TraceCallVisitor&)> calls_of;
   // The module calls (module_tree.h), replayed in the order the trace
   // writes them: each thread's by start, parents first, the threads in the
   // order of their first call; `modules` names their nodes. Null: the
@@ -130,9 +136,11 @@ struct StreamedTraceCalls {
 
 // The same replay of a recording read whole: its timeline's calls (tree:
 // build_call_tree of it) with what their entries add; kept (nullptr: all)
-// chooses calls by index in the timeline.
+// chooses calls by index in the timeline; threads (nullptr: all, in the
+// tree's order) the lists of tree.threads visited, in that order.
 void visit_trace_calls(const Recording& recording, const Timeline& timeline, const CallTree& tree,
-                       const std::vector<bool>* kept, const TraceCallVisitor& visit);
+                       const std::vector<bool>* kept, const TraceCallVisitor& visit,
+                       const std::vector<size_t>* threads = nullptr);
 
 // write_chrome_trace of a recording read without its events (`head`), its
 // calls replayed by `calls`: the same document, byte for byte, for what a

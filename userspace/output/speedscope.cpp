@@ -12,7 +12,6 @@
 
 #include "analyze/call_tree.h"
 #include "analyze/op_timeline.h"
-#include "base/spill_file.h"
 #include "output/chrome_trace.h"
 #include "output/trace_json.h"
 
@@ -36,34 +35,7 @@ class SharedFrames {
   std::vector<std::string> names_;
 };
 
-// An evented profile: its events go to a temporary file as they are made,
-// since the profiles are written in another order (process, thread) than
-// the calls come in (their threads' first completed call), and its header
-// needs its first and last moment.
-struct EventedProfile {
-  std::string name;
-  struct Event {
-    uint64_t at;  // ns since the recording started
-    uint32_t frame;
-    uint32_t open;  // 1: "O", 0: "C"
-  };
-  uint64_t start = 0, end = 0, events = 0;
-  SpillFile spill;  // Event records
-  // The latest events, appended to the spill kBatch at a time (one copy of
-  // 64 KiB beats 4096 of 16 bytes).
-  static constexpr size_t kBatch = 4096;
-  std::vector<Event> batch;
-  void spill_batch() {
-    append_records(spill, std::span<const Event>(batch));
-    batch.clear();
-  }
-};
-
-struct SampledProfile {
-  std::string name;
-  std::vector<std::vector<uint32_t>> stacks;  // frames, outermost first
-  uint64_t start = 0, end = 0;                // ns since the recording started
-};
+using ThreadsReplay = std::function<void(std::span<const uint32_t> tids, const TraceCallVisitor&)>;
 
 class SpeedscopeWriter {
  public:
@@ -75,37 +47,36 @@ class SpeedscopeWriter {
     for (const ProcessInfo& p : recording.processes) comm_of_pid_[p.pid] = p.comm;
   }
 
-  // replay: the recording's calls in trace order (chrome_trace.h), thread
-  // by thread.
-  SpeedscopeStats run(const std::function<void(const TraceCallVisitor&)>& replay) {
+  // threads: those with calls; replay(tids, visit): their calls in trace
+  // order (chrome_trace.h), the threads in the order given.
+  SpeedscopeStats run(const std::vector<uint32_t>& threads, const ThreadsReplay& replay) {
     for (size_t i = 0; i < r_.samples.size(); ++i) samples_of_tid_[r_.samples[i].tid].push_back(i);
     for (auto& [tid, indices] : samples_of_tid_)
       std::stable_sort(indices.begin(), indices.end(),
                        [&](size_t a, size_t b) { return r_.samples[a].ts_ns < r_.samples[b].ts_ns; });
     op_paths_.resize(r_.samples.size());
-    replay([this](const OpCall& call, const TraceCallEntry& entry) { on_call(call, entry); });
-    end_thread();
+    for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of_.emplace(k.sample_index, k.stack_id);
     // Profiles by (pid, main thread first, tid), evented before sampled.
-    std::map<std::tuple<int64_t, uint32_t, uint32_t, int>, uint32_t> order;
-    for (const auto& [tid, p] : evented_)
-      if (p.events) order.emplace(profile_key(tid, 0), tid);
-    std::map<uint32_t, SampledProfile> sampled = sampled_profiles();
-    for (const auto& [tid, p] : sampled) order.emplace(profile_key(tid, 1), tid);
+    // Each thread's calls are replayed in that order, its evented profile
+    // written as they come and its sampled one after it (its samples' op
+    // calls are known then).
+    for (uint32_t tid : threads) profiles_.push_back({profile_key(tid, 0), tid});
+    for (const auto& [tid, indices] : samples_of_tid_) profiles_.push_back({profile_key(tid, 1), tid});
+    std::sort(profiles_.begin(), profiles_.end());
+    std::vector<uint32_t> replay_order;
+    for (size_t i = 0; i < profiles_.size(); ++i)
+      if (std::get<3>(profiles_[i].first) == 0) {
+        replay_order.push_back(profiles_[i].second);
+        evented_at_.emplace(profiles_[i].second, i);
+      }
 
     out_ = "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"gpuprof\",\"name\":";
     out_ += '"';
     append_json_string(out_, r_.process.comm.empty() ? "gpuprof recording" : r_.process.comm);
     out_ += "\",\"activeProfileIndex\":0,\"profiles\":[";
-    bool first = true;
-    for (const auto& [key, tid] : order) {
-      if (!first) out_ += ',';
-      first = false;
-      if (std::get<3>(key) == 0)
-        write_evented(evented_.at(tid));
-      else
-        write_sampled(sampled.at(tid));
-      maybe_flush();
-    }
+    replay(replay_order, [this](const OpCall& call, const TraceCallEntry& entry) { on_call(call, entry); });
+    end_thread();
+    write_sampled_before(profiles_.size());
     out_ += "],\"shared\":{\"frames\":[";
     for (size_t i = 0; i < frames_.names().size(); ++i) {
       if (i) out_ += ',';
@@ -117,12 +88,13 @@ class SpeedscopeWriter {
     out_ += "]}}\n";
     write_(out_);
     stats_.frames = frames_.names().size();
-    stats_.profiles = order.size();
     return stats_;
   }
 
  private:
-  std::tuple<int64_t, uint32_t, uint32_t, int> profile_key(uint32_t tid, int kind) const {
+  // (pid, 0 for the main thread, tid, 0 evented or 1 sampled).
+  using ProfileKey = std::tuple<int64_t, uint32_t, uint32_t, int>;
+  ProfileKey profile_key(uint32_t tid, int kind) const {
     const int64_t pid = pid_of(tid);
     return {pid, static_cast<int64_t>(tid) == pid ? 0 : 1, tid, kind};
   }
@@ -161,10 +133,13 @@ class SpeedscopeWriter {
   }
 
   void begin_thread(uint32_t tid) {
+    // The profiles before this thread's evented one (sampled profiles of
+    // threads before it) go first.
+    const size_t at = evented_at_.at(tid);
+    write_sampled_before(at);
+    next_profile_ = at + 1;
     tid_ = tid;
-    auto [it, inserted] = evented_.try_emplace(tid);
-    profile_ = &it->second;
-    profile_->name = thread_label(tid) + ": ops";
+    events_ = 0;
     auto samples = samples_of_tid_.find(tid);
     thread_samples_ = samples == samples_of_tid_.end() ? nullptr : &samples->second;
     next_sample_ = 0;
@@ -250,102 +225,97 @@ class SpeedscopeWriter {
       emit(false, python_.back(), last_);
       python_.pop_back();
     }
+    if (events_) {
+      out_ += "],\"endValue\":";
+      append_number(out_, last_);
+      out_ += '}';
+    }
     open_.clear();
     last_ = 0;
     tid_.reset();
   }
 
+  // An event of the thread's evented profile, written as it comes; the
+  // profile's head goes before its first (a thread whose calls are all step
+  // frames has none), its end value after its last.
   void emit(bool open, uint32_t frame, uint64_t at) {
     last_ = std::max(last_, at);
-    const EventedProfile::Event event{last_, frame, open ? 1u : 0u};
-    if (profile_->events++ == 0) profile_->start = last_;
-    profile_->end = last_;
-    profile_->batch.push_back(event);
-    if (profile_->batch.size() == EventedProfile::kBatch) profile_->spill_batch();
+    char line[80];  // 61 bytes at most
+    char* p = line;
+    if (events_++ == 0) {
+      begin_profile();
+      out_ += "{\"type\":\"evented\",\"name\":\"";
+      append_json_string(out_, thread_label(*tid_) + ": ops");
+      out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":";
+      append_number(out_, last_);
+      out_ += ",\"events\":[";
+    } else {
+      *p++ = ',';
+    }
+    p = open ? put_text(p, "{\"type\":\"O\",\"frame\":") : put_text(p, "{\"type\":\"C\",\"frame\":");
+    p = std::to_chars(p, p + 20, frame).ptr;
+    p = put_text(p, ",\"at\":");
+    p = std::to_chars(p, p + 20, last_).ptr;
+    *p++ = '}';
+    out_.append(line, static_cast<size_t>(p - line));
+    maybe_flush();
   }
 
-  // Per sampled thread: each sample's stack, in time order.
-  std::map<uint32_t, SampledProfile> sampled_profiles() {
-    std::map<uint32_t, SampledProfile> by_tid;
-    if (r_.samples.empty()) return by_tid;
-    std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
-    for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
-    std::vector<size_t> order(r_.samples.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return r_.samples[a].ts_ns < r_.samples[b].ts_ns; });
-    std::vector<uint32_t> op_path;
-    for (size_t i : order) {
+  void begin_profile() {
+    if (stats_.profiles++) out_ += ',';
+  }
+
+  // The sampled profiles listed before profiles_[until] not yet written.
+  void write_sampled_before(size_t until) {
+    for (; next_profile_ < until; ++next_profile_)
+      if (std::get<3>(profiles_[next_profile_].first) == 1) write_sampled(profiles_[next_profile_].second);
+  }
+
+  // A thread's samples, in time order, each stack outermost first: its
+  // Python frames, the op calls open on its thread then, its native leaf and
+  // its kernel frames. Each stands for one sampling period of CPU time.
+  void write_sampled(uint32_t tid) {
+    const std::vector<size_t>& samples = samples_of_tid_.at(tid);
+    const uint64_t period = r_.options.sample_hz ? 1'000'000'000ull / r_.options.sample_hz : 1;
+    begin_profile();
+    out_ += "{\"type\":\"sampled\",\"name\":\"";
+    append_json_string(out_, thread_label(tid) + ": CPU samples");
+    out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":";
+    append_number(out_, rel(r_.samples[samples.front()].ts_ns));
+    out_ += ",\"endValue\":";
+    append_number(out_, rel(r_.samples[samples.back()].ts_ns) + period);
+    out_ += ",\"samples\":[";
+    std::vector<uint32_t> stack, op_path;
+    for (size_t n = 0; n < samples.size(); ++n) {
+      const size_t i = samples[n];
       const CpuSample& s = r_.samples[i];
-      SampledProfile& p = by_tid[s.tid];
-      if (p.stacks.empty()) {
-        p.name = thread_label(s.tid) + ": CPU samples";
-        p.start = rel(s.ts_ns);
-      }
-      p.end = rel(s.ts_ns);
-      std::vector<uint32_t> stack;
+      stack.clear();
       if (s.python_stack != kNoPythonStack) append_stack(stack, s.python_stack);
       // Frames are numbered by first use: the innermost op first, as ever.
       op_path.clear();
       for (auto op = op_paths_[i].rbegin(); op != op_paths_[i].rend(); ++op) op_path.push_back(op_frame(*op));
       stack.insert(stack.end(), op_path.rbegin(), op_path.rend());
       stack.push_back(sample_frame(s.frame_id));
-      if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(stack, k->second);
-      p.stacks.push_back(std::move(stack));
-      ++stats_.samples;
-    }
-    return by_tid;
-  }
-
-  void write_evented(EventedProfile& p) {
-    out_ += "{\"type\":\"evented\",\"name\":\"";
-    append_json_string(out_, p.name);
-    out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":" + std::to_string(p.start) +
-            ",\"endValue\":" + std::to_string(p.end) + ",\"events\":[";
-    bool first = true;
-    p.spill_batch();
-    read_back_records<EventedProfile::Event>(p.spill, [&](const EventedProfile::Event& e) {
-      // Built in a line and appended once (millions of events).
-      char line[80];  // 61 bytes at most
-      char* at = line;
-      if (!first) *at++ = ',';
-      first = false;
-      at = e.open ? put_text(at, "{\"type\":\"O\",\"frame\":") : put_text(at, "{\"type\":\"C\",\"frame\":");
-      at = std::to_chars(at, at + 20, e.frame).ptr;
-      at = put_text(at, ",\"at\":");
-      at = std::to_chars(at, at + 20, e.at).ptr;
-      *at++ = '}';
-      out_.append(line, at);
-      maybe_flush();
-    });
-    out_ += "]}";
-  }
-
-  void write_sampled(const SampledProfile& p) {
-    // Each sample stands for one sampling period of CPU time.
-    const uint64_t period = r_.options.sample_hz ? 1'000'000'000ull / r_.options.sample_hz : 1;
-    out_ += "{\"type\":\"sampled\",\"name\":\"";
-    append_json_string(out_, p.name);
-    out_ += "\",\"unit\":\"nanoseconds\",\"startValue\":" + std::to_string(p.start) +
-            ",\"endValue\":" + std::to_string(p.end + period) + ",\"samples\":[";
-    for (size_t i = 0; i < p.stacks.size(); ++i) {
-      if (i) out_ += ',';
+      if (auto k = kernel_stack_of_.find(i); k != kernel_stack_of_.end()) append_stack(stack, k->second);
+      if (n) out_ += ',';
       out_ += '[';
-      for (size_t k = 0; k < p.stacks[i].size(); ++k) {
+      for (size_t k = 0; k < stack.size(); ++k) {
         if (k) out_ += ',';
-        out_ += std::to_string(p.stacks[i][k]);
+        append_number(out_, stack[k]);
       }
       out_ += ']';
       maybe_flush();
+      ++stats_.samples;
     }
     out_ += "],\"weights\":[";
     const std::string weight = std::to_string(period);
-    for (size_t i = 0; i < p.stacks.size(); ++i) {
-      if (i) out_ += ',';
+    for (size_t n = 0; n < samples.size(); ++n) {
+      if (n) out_ += ',';
       out_ += weight;
       maybe_flush();
     }
     out_ += "]}";
+    maybe_flush();
   }
 
   void maybe_flush() {
@@ -363,11 +333,17 @@ class SpeedscopeWriter {
   std::unordered_map<int64_t, std::string> comm_of_pid_;
   std::vector<uint32_t> op_frames_;
   SharedFrames frames_;
-  std::map<uint32_t, EventedProfile> evented_;  // by tid (node-based: a spill file stays put)
-  // Each thread's samples by time (stable), and each sample's op path (op
-  // ids, outermost first), found as its thread's calls come by.
-  std::unordered_map<uint32_t, std::vector<size_t>> samples_of_tid_;
+  // The profiles in the document's order (key: profile_key), where each
+  // thread's evented one is, and the next to be written.
+  std::vector<std::pair<ProfileKey, uint32_t>> profiles_;
+  std::unordered_map<uint32_t, size_t> evented_at_;
+  size_t next_profile_ = 0;
+  // Each thread's samples by time (stable), each sample's op path (op ids,
+  // outermost first), found as its thread's calls come by, and each
+  // sample's kernel stack.
+  std::map<uint32_t, std::vector<size_t>> samples_of_tid_;
   std::vector<std::vector<uint32_t>> op_paths_;
+  std::unordered_map<uint64_t, uint32_t> kernel_stack_of_;
   // The thread whose calls are coming (on_call).
   struct OpenCall {
     uint64_t end_ns;
@@ -382,7 +358,7 @@ class SpeedscopeWriter {
     uint64_t end_ns;
   };
   std::optional<uint32_t> tid_;
-  EventedProfile* profile_ = nullptr;
+  uint64_t events_ = 0;  // its evented profile's so far
   const std::vector<size_t>* thread_samples_ = nullptr;
   size_t next_sample_ = 0;
   uint64_t next_seq_ = 0;
@@ -399,14 +375,23 @@ class SpeedscopeWriter {
 SpeedscopeStats write_speedscope(const Recording& recording, const std::function<void(std::string_view)>& write) {
   const Timeline timeline = build_timeline(recording.events);
   const CallTree tree = build_call_tree(timeline);
-  return SpeedscopeWriter(recording, write).run([&](const TraceCallVisitor& visit) {
-    visit_trace_calls(recording, timeline, tree, nullptr, visit);
+  std::vector<uint32_t> threads;
+  std::unordered_map<uint32_t, size_t> list_of_tid;  // in tree.threads
+  for (const std::vector<size_t>& list : tree.threads) {
+    const uint32_t tid = timeline.calls[list.front()].tid;
+    list_of_tid.emplace(tid, threads.size());
+    threads.push_back(tid);
+  }
+  return SpeedscopeWriter(recording, write).run(threads, [&](std::span<const uint32_t> tids, const TraceCallVisitor& visit) {
+    std::vector<size_t> lists;
+    for (uint32_t tid : tids) lists.push_back(list_of_tid.at(tid));
+    visit_trace_calls(recording, timeline, tree, nullptr, visit, &lists);
   });
 }
 
 SpeedscopeStats write_speedscope(const Recording& head, const StreamedTraceCalls& calls,
                                  const std::function<void(std::string_view)>& write) {
-  return SpeedscopeWriter(head, write).run(calls.calls);
+  return SpeedscopeWriter(head, write).run(calls.threads, calls.calls_of);
 }
 
 }  // namespace gpuprof

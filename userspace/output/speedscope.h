@@ -28,11 +28,13 @@
 //
 // One writer serves a recording read whole and one read as a stream
 // (streamed_chrome_trace.h, whose replay of each thread's calls it takes):
-// each thread's calls come in trace order, its events go to a temporary
-// file as they are made (the profiles are written in another order), and
-// each sample gets the op calls open at its moment as its thread's calls
-// come by. Memory then grows with the threads, the open calls and the
-// samples, not with the op events; the two give the same bytes.
+// the threads' calls are replayed in the profiles' order, each thread's in
+// trace order, its evented profile written as they come (its end value
+// last, once known) and its sampled profile after it, each sample with the
+// op calls open at its moment, found as its thread's calls came by. Memory
+// then grows with the threads, the open calls and the samples, not with
+// the op events; the two give the same bytes. Frames are numbered by first
+// use in the document.
 #pragma once
 
 #include <cstdint>

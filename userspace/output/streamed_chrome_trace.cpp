@@ -390,7 +390,11 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
     spills_->order = settled_.thread_order();
   }
   StreamedTraceCalls out;
-  out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(visit); };
+  out.calls = [spills = spills_](const TraceCallVisitor& visit) { spills->replay(spills->order, visit); };
+  out.threads = spills_->order;
+  out.calls_of = [spills = spills_](std::span<const uint32_t> tids, const TraceCallVisitor& visit) {
+    spills->replay(tids, visit);
+  };
   if (ops_filter_) out.samples_in_kept_calls = std::move(samples_in_kept_calls_);
   if (gpu_) out.gpu_activities = gpu_->finish();
   if (spills_->launch_count)
@@ -417,10 +421,10 @@ StreamedTraceCalls StreamedChromeTrace::finish() {
   return out;
 }
 
-void StreamedChromeTrace::Spills::replay(const TraceCallVisitor& visit) {
-  for (uint32_t tid : order) {
-    ThreadCalls& calls = threads[tid];
-    SpillReader(tid, calls.spill, &visit, nullptr).visit_all();
+void StreamedChromeTrace::Spills::replay(std::span<const uint32_t> tids, const TraceCallVisitor& visit) {
+  for (uint32_t tid : tids) {
+    auto it = threads.find(tid);
+    if (it != threads.end()) SpillReader(tid, it->second.spill, &visit, nullptr).visit_all();
   }
 }
 

@@ -140,7 +140,7 @@ class StreamedChromeTrace : public RecordStream {
     Spills() = default;
     Spills(const Spills&) = delete;
     Spills& operator=(const Spills&) = delete;
-    void replay(const TraceCallVisitor& visit);
+    void replay(std::span<const uint32_t> tids, const TraceCallVisitor& visit);  // these threads' calls, in turn
     void replay_modules(const ModuleCallVisitor& visit);
     void replay_launches(const LaunchVisitor& visit);
     void replay_memory_levels(const MemoryLevelVisitor& visit);

@@ -25,7 +25,8 @@ bool ChunkCompressor::compress(std::span<const uint8_t> payload, std::vector<uin
   return true;
 }
 
-std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size, std::vector<uint8_t>& out) {
+std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size, std::vector<uint8_t>& out,
+                             size_t at) {
   const unsigned long long said = ZSTD_getFrameContentSize(stored.data(), stored.size());
   if (said == ZSTD_CONTENTSIZE_ERROR) return "its compressed payload is not a zstd frame";
   if (said != raw_size)
@@ -40,18 +41,18 @@ std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size,
   // claims the most a chunk may hold costs what it really holds before its
   // error, not an allocation of the claim (the fuzzer makes such frames).
   constexpr size_t kFirstOutput = 1u << 20;
-  out.resize(std::min<size_t>(raw_size, kFirstOutput));
+  out.resize(at + std::min<size_t>(raw_size, kFirstOutput));
   ZSTD_inBuffer in{stored.data(), stored.size(), 0};
   size_t produced = 0;
   for (;;) {
-    ZSTD_outBuffer o{out.data(), out.size(), produced};
+    ZSTD_outBuffer o{out.data() + at, out.size() - at, produced};
     const size_t in_before = in.pos, out_before = produced;
     const size_t left = ZSTD_decompressStream(ctx.get(), &o, &in);
     if (ZSTD_isError(left)) return std::string("its compressed payload does not decompress: ") + ZSTD_getErrorName(left);
     produced = o.pos;
     if (left == 0) break;  // the frame is whole
-    if (produced == out.size() && out.size() < raw_size) {
-      out.resize(std::min<size_t>(raw_size, out.size() * 2));
+    if (produced == out.size() - at && produced < raw_size) {
+      out.resize(at + std::min<size_t>(raw_size, produced * 2));
       continue;
     }
     if (in.pos == in_before && produced == out_before)  // stuck: no input left, or no room left
@@ -63,7 +64,7 @@ std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size,
   if (produced != raw_size)
     return "its compressed payload decompresses to " + std::to_string(produced) + " bytes, its header says " +
            std::to_string(raw_size);
-  out.resize(produced);
+  out.resize(at + produced);
   return "";
 }
 

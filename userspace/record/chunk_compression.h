@@ -37,11 +37,14 @@ class ChunkCompressor {
   std::unique_ptr<void, Free> ctx_;
 };
 
-// The reader's side: sets out to the payload of a stored chunk whose header
-// says raw_size bytes compressed. Returns "" or what is wrong (a sentence's
-// end): not one zstd frame, or not raw_size bytes once decompressed.
-// raw_size is at most kRecordMaxChunkPayload (the caller checked), which
-// bounds what is allocated.
-std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size, std::vector<uint8_t>& out);
+// The reader's side: sets out, from byte `at` on (those before are kept:
+// chunk_prefetch.h decompresses into a batch of payloads), to the payload
+// of a stored chunk whose header says raw_size bytes compressed. Returns ""
+// or what is wrong (a sentence's end): not one zstd frame, or not raw_size
+// bytes once decompressed (out's size is then at least `at`). raw_size is
+// at most kRecordMaxChunkPayload (the caller checked), which bounds what is
+// allocated.
+std::string decompress_chunk(std::span<const uint8_t> stored, uint32_t raw_size, std::vector<uint8_t>& out,
+                             size_t at = 0);
 
 }  // namespace gpuprof

@@ -12,8 +12,12 @@ namespace gpuprof {
 using chunk_codec::chunk_crc;
 using chunk_codec::get;
 
-ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version)
-    : read_at_(std::move(read_at)), size_(size), version_(version), thread_([this] { run(); }) {}
+ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events)
+    : read_at_(std::move(read_at)),
+      size_(size),
+      version_(version),
+      unpack_op_events_(unpack_op_events),
+      thread_([this] { run(); }) {}
 
 ChunkPrefetch::~ChunkPrefetch() {
   {
@@ -34,10 +38,11 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
       reader_waits_ = false;
     }
     if (ready_.empty()) return std::nullopt;
+    recycle(std::move(taken_));
     taken_ = std::move(ready_.front());
     taken_next_ = 0;
     ready_.pop_front();
-    ready_bytes_ -= taken_.bytes.size() + kRecordChunkHeaderSize * taken_.chunks.size();
+    ready_bytes_ -= taken_.weight();
     // The thread is woken once half its room is free, not per batch.
     const bool wake = thread_waits_ && ready_bytes_ <= kAheadBytes / 2;
     lock.unlock();
@@ -51,6 +56,9 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
   prepared.offset = chunk.offset;
   std::memcpy(prepared.header, chunk.header, kRecordChunkHeaderSize);
   prepared.payload = std::span<const uint8_t>(taken_.bytes.data() + chunk.at, chunk.size);
+  if (chunk.unpacked)
+    prepared.events = UnpackedEvents{chunk.first_event,
+                                     std::span<const gp_event>(taken_.events.data() + chunk.events_at, chunk.event_count)};
   return prepared;
 }
 
@@ -77,9 +85,16 @@ void ChunkPrefetch::run() {
     if (quit_) return;
     const uint64_t generation = generation_;
     Batch batch;
+    if (!spare_.empty()) {
+      batch = std::move(spare_.back());
+      spare_.pop_back();
+    } else {
+      batch.bytes.reserve(2 * kBatchBytes);  // a batch ends once past kBatchBytes
+      if (unpack_op_events_) batch.events.reserve(2 * kBatchBytes / sizeof(gp_event));
+    }
     batch.end = next_;
     lock.unlock();
-    while (batch.bytes.size() < kBatchBytes) {
+    while (batch.weight() < kBatchBytes) {
       if (!prepare(batch.end, batch)) {
         batch.last = true;
         break;
@@ -93,10 +108,13 @@ void ChunkPrefetch::run() {
       }
     }
     lock.lock();
-    if (generation != generation_) continue;  // start() moved on meanwhile
+    if (generation != generation_) {  // start() moved on meanwhile
+      recycle(std::move(batch));
+      continue;
+    }
     next_ = batch.end;
     stopped_ = batch.last;
-    ready_bytes_ += batch.bytes.size() + kRecordChunkHeaderSize * batch.chunks.size();
+    ready_bytes_ += batch.weight();
     ready_.push_back(std::move(batch));
     if (reader_waits_ && (stopped_ || ready_bytes_ >= kAheadBytes / 2)) changed_.notify_all();
   }
@@ -125,16 +143,43 @@ bool ChunkPrefetch::prepare(uint64_t offset, Batch& batch) {
   if (len > kMaxPayload || size_ - offset - kRecordChunkHeaderSize < len) return false;
   const uint8_t* stored = window_at(offset + kRecordChunkHeaderSize, len);
   if (!stored || chunk_crc(chunk.header, stored, len) != get<uint32_t>(chunk.header + 12)) return false;
-  std::span<const uint8_t> payload(stored, len);
-  if (version_ >= 6 && raw != 0) {
-    if (raw > kMaxPayload || !decompress_chunk(payload, raw, decompressed_).empty()) return false;
-    payload = decompressed_;
-  }
   chunk.at = batch.bytes.size();
-  chunk.size = payload.size();
-  batch.bytes.insert(batch.bytes.end(), payload.begin(), payload.end());
+  if (version_ >= 6 && raw != 0) {  // decompressed where the batch goes on
+    if (raw > kMaxPayload ||
+        !decompress_chunk(std::span<const uint8_t>(stored, len), raw, batch.bytes, chunk.at).empty()) {
+      batch.bytes.resize(chunk.at);
+      return false;
+    }
+  } else {
+    batch.bytes.insert(batch.bytes.end(), stored, stored + len);
+  }
+  chunk.size = batch.bytes.size() - chunk.at;
+  const std::span<const uint8_t> payload(batch.bytes.data() + chunk.at, chunk.size);
+  uint64_t first_event = 0;
+  uint32_t count = 0;
+  // Chunks of more events than a recorder writes are left to the reader:
+  // decoded here, a crafted chunk of 8 MiB could hold a GB of events.
+  if (unpack_op_events_ && get<uint32_t>(chunk.header) == static_cast<uint32_t>(ChunkType::OP_EVENTS) &&
+      packed_events_prefix(payload, &first_event, &count).empty() && count <= kMaxUnpackedEvents) {
+    chunk.events_at = batch.events.size();
+    chunk.unpacked = unpack_events(payload, &chunk.first_event, batch.events).empty();
+    if (chunk.unpacked)
+      chunk.event_count = batch.events.size() - chunk.events_at;
+    else
+      batch.events.resize(chunk.events_at);  // the reader finds what is wrong
+  }
   batch.chunks.push_back(chunk);
   return true;
+}
+
+// Called with the lock held.
+void ChunkPrefetch::recycle(Batch&& batch) {
+  if (batch.bytes.capacity() == 0 || spare_.size() >= kSpareBatches) return;
+  batch.chunks.clear();
+  batch.bytes.clear();
+  batch.events.clear();
+  batch.last = false;
+  spare_.push_back(std::move(batch));
 }
 
 }  // namespace gpuprof

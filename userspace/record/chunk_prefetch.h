@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/packed_events.h"
 #include "record/record_file.h"
 
 namespace gpuprof {
@@ -29,6 +30,10 @@ struct PreparedChunk {
   uint8_t header[kRecordChunkHeaderSize] = {};
   // As it was before compression; valid until the next take() or start().
   std::span<const uint8_t> payload;
+  // An OP_EVENTS chunk's events, decoded (for a prefetch that decodes them:
+  // nullopt when it does not, or when they do not decode, which the reader
+  // then finds for itself); valid as long as payload.
+  std::optional<UnpackedEvents> events;
 };
 
 class ChunkPrefetch {
@@ -38,7 +43,10 @@ class ChunkPrefetch {
   // share a buffer with the reader. size: the file's; version: its format
   // version (whether a header's reserved field gives a compressed size).
   using ReadAt = std::function<bool(uint64_t offset, size_t n, std::vector<uint8_t>& into)>;
-  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version);
+  // unpack_op_events: decode OP_EVENTS payloads too (for a read that decodes
+  // its events, which then costs the reader a copy at most: most of a read's
+  // work is theirs).
+  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events = false);
   ~ChunkPrefetch();
   ChunkPrefetch(const ChunkPrefetch&) = delete;
   ChunkPrefetch& operator=(const ChunkPrefetch&) = delete;
@@ -60,8 +68,12 @@ class ChunkPrefetch {
   // allocation each, stops while kAheadBytes of batches wait, and wakes the
   // reader, when it waits, once half of that is ready. It adds at most
   // about 2 * kAheadBytes + 2 * kMaxPayload + kWindowBytes to a read's
-  // memory.
+  // memory (decoded events count in kAheadBytes; each batch may end one
+  // chunk's events, kMaxUnpackedEvents at most, past it).
   static constexpr uint32_t kMaxPayload = 8u << 20;
+  // OP_EVENTS chunks of more events are not decoded ahead (a recorder's hold
+  // kRecordChunkEvents).
+  static constexpr uint32_t kMaxUnpackedEvents = 8 * kRecordChunkEvents;
   static constexpr size_t kAheadBytes = 1u << 20;
   static constexpr size_t kBatchBytes = 128u << 10;
   static constexpr size_t kWindowBytes = 512u << 10;
@@ -73,9 +85,15 @@ class ChunkPrefetch {
       uint64_t offset = 0;
       uint8_t header[kRecordChunkHeaderSize] = {};
       size_t at = 0, size = 0;  // its payload in bytes
+      // Its decoded events (OP_EVENTS, unpack_op_events_), in events.
+      bool unpacked = false;
+      uint64_t first_event = 0;
+      size_t events_at = 0, event_count = 0;
     };
     std::vector<Chunk> chunks;
     std::vector<uint8_t> bytes;
+    std::vector<gp_event> events;
+    size_t weight() const { return bytes.size() + events.size() * sizeof(gp_event) + kRecordChunkHeaderSize * chunks.size(); }
     uint64_t end = 0;   // where the chunk after the last begins
     bool last = false;  // the thread stops after it (a chunk it does not prepare, END, the file's end)
   };
@@ -83,6 +101,10 @@ class ChunkPrefetch {
   // Appends the chunk at offset to the batch when it is sound; false where
   // the thread stops.
   bool prepare(uint64_t offset, Batch& batch);
+  // A batch the reader is done with, its buffers kept for the thread's next
+  // (a fresh quarter-megabyte costs a page fault per page).
+  void recycle(Batch&& batch);
+  static constexpr size_t kSpareBatches = 4;
   // The n file bytes at offset, from the window (read again from offset
   // when it does not hold them); nullptr on an I/O error.
   const uint8_t* window_at(uint64_t offset, size_t n);
@@ -90,20 +112,20 @@ class ChunkPrefetch {
   const ReadAt read_at_;
   const uint64_t size_;
   const uint32_t version_;
+  const bool unpack_op_events_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;
-  size_t ready_bytes_ = 0;  // their payloads' and headers'
+  std::vector<Batch> spare_;  // batches taken and done with (recycle)
+  size_t ready_bytes_ = 0;  // their weight(): payloads, decoded events and headers
   bool reader_waits_ = false, thread_waits_ = false;  // who is to be woken
   uint64_t next_ = 0;       // where the thread prepares next
   bool stopped_ = true;     // the thread met a chunk it does not prepare (or has no start yet)
   uint64_t generation_ = 0;  // bumped by start(): work begun before it is dropped
   bool quit_ = false;
-  // The thread's own: the file bytes from window_offset_ on, and a
-  // payload being decompressed.
+  // The thread's own: the file bytes from window_offset_ on.
   std::vector<uint8_t> window_;
   uint64_t window_offset_ = 0;
-  std::vector<uint8_t> decompressed_;
   // The reader's own: the batch it takes chunks from, and the next one.
   Batch taken_;
   size_t taken_next_ = 0;

@@ -367,22 +367,43 @@ void handed_to_stream(bool taken, std::vector<Record>& records, uint64_t& stream
 
 // Checks the events a chunk added to rec.events from `base` on (the rules
 // of record_file.h) and counts them read.
-std::string check_events(size_t base, Recording& rec, Seen& seen) {
-  for (size_t i = base; i < rec.events.size(); ++i) {
-    const gp_event& e = rec.events[i];
+std::string check_event_span(std::span<const gp_event> events, Recording& rec, Seen& seen) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const gp_event& e = events[i];
     if (e.op_id != GP_NO_OP) seen.salvage.ops.reach(rec.ops, e.op_id);  // a lost op: its placeholder
     if (!event_ok(e, rec.ops.size(), seen.version))
-      return "event " + std::to_string(i - base) + event_problem(e, rec.ops.size(), seen.version);
+      return "event " + std::to_string(i) + event_problem(e, rec.ops.size(), seen.version);
     if (e.payload_bytes != 0)
-      return "event " + std::to_string(i - base) + " has payload_bytes " + std::to_string(e.payload_bytes) +
+      return "event " + std::to_string(i) + " has payload_bytes " + std::to_string(e.payload_bytes) +
              " (always 0 in a record file)";
   }
-  seen.salvage.events.read(rec.events.size() - base);
+  seen.salvage.events.read(events.size());
+  return "";
+}
+
+std::string check_events(size_t base, Recording& rec, Seen& seen) {
+  if (std::string problem = check_event_span(std::span<const gp_event>(rec.events).subspan(base), rec, seen);
+      !problem.empty())
+    return problem;
   if (seen.stream) {  // handed on, not kept (record_stream.h)
     seen.stream->on_events(std::span<const gp_event>(rec.events).subspan(base), rec.streamed_events);
     rec.streamed_events += rec.events.size() - base;
     rec.events.resize(base);
   }
+  return "";
+}
+
+// An OP_EVENTS chunk's events decoded ahead (chunk_prefetch.h): checked as
+// check_events does, and handed to a stream where they lie.
+std::string take_unpacked_events(std::span<const gp_event> events, Recording& rec, Seen& seen) {
+  if (!seen.stream) {
+    const size_t base = rec.events.size();
+    rec.events.insert(rec.events.end(), events.begin(), events.end());
+    return check_events(base, rec, seen);
+  }
+  if (std::string problem = check_event_span(events, rec, seen); !problem.empty()) return problem;
+  seen.stream->on_events(events, rec.streamed_events);
+  rec.streamed_events += events.size();
   return "";
 }
 
@@ -480,12 +501,16 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
     case ChunkType::OP_EVENTS: {
       const size_t base = rec.events.size();
       const bool counting = counting_events_only(rec, seen);
+      const UnpackedEvents* ahead = counting ? nullptr : seen.unpacked;
       uint64_t first_event = 0;
       uint32_t count = 0;
-      if (std::string problem = counting ? packed_events_prefix(payload, &first_event, &count)
-                                         : unpack_events(payload, &first_event, rec.events);
-          !problem.empty())
+      if (ahead) {
+        first_event = ahead->first_event;
+      } else if (std::string problem = counting ? packed_events_prefix(payload, &first_event, &count)
+                                                : unpack_events(payload, &first_event, rec.events);
+                 !problem.empty()) {
         return problem;
+      }
       if (!seen.salvage.events.resume(first_event))
         return "first_event " + std::to_string(first_event) + ", but " +
                std::to_string(seen.salvage.events.total()) + " events precede it";
@@ -493,7 +518,7 @@ std::string apply_chunk(uint32_t type, std::span<const uint8_t> payload, Recordi
         count_skipped_events(count, rec, seen);
         return "";
       }
-      return check_events(base, rec, seen);
+      return ahead ? take_unpacked_events(ahead->events, rec, seen) : check_events(base, rec, seen);
     }
     case ChunkType::SHAPES:
       // After a lost SHAPES chunk no shape id can be placed (Salvage::shapes_from).

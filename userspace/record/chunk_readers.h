@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "record/chunk_salvage.h"
+#include "record/packed_events.h"
 #include "record/recording.h"
 
 namespace gpuprof {
@@ -36,6 +37,10 @@ struct Seen {
   // Why a streaming read cannot go on (nullptr: it can): the recording is
   // then read whole (record_stream.h).
   const char* stream_stopped = nullptr;
+  // The chunk being applied, when it is an OP_EVENTS chunk the prefetch
+  // thread decoded (chunk_prefetch.h): its events (nullptr: decode the
+  // payload).
+  const UnpackedEvents* unpacked = nullptr;
   bool mandatory() const { return process && clock && ops && (options || version < 2); }
   const char* mandatory_names() const {
     return version >= 2 ? "PROCESS, CLOCK, OP_TABLE and OPTIONS" : "PROCESS, CLOCK and OP_TABLE";

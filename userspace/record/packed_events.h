@@ -48,6 +48,13 @@ void pack_events(std::span<const gp_event> events, uint64_t first_event, std::ve
 // hold (a sentence's end).
 std::string packed_events_prefix(std::span<const uint8_t> payload, uint64_t* first_event, uint32_t* count);
 
+// An OP_EVENTS payload decoded: its first event's index in the file and
+// its events.
+struct UnpackedEvents {
+  uint64_t first_event = 0;
+  std::span<const gp_event> events;
+};
+
 // Decodes an OP_EVENTS payload: sets *first_event and appends its events to
 // out. Returns "" or what is wrong with the payload (a sentence's end). The
 // events' kinds and op ids are the caller's to check.

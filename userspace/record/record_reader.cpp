@@ -220,8 +220,10 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
   std::optional<ChunkPrefetch> ahead;
   if (prefetch) {
     try {
+      // A read that decodes its events has them decoded ahead too; one that
+      // counts them (a stream that skips them) only needs their count.
       ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
-                    size, version);
+                    size, version, /*unpack_op_events=*/!(stream && stream->skips_events()));
       ahead->start(off);
     } catch (const std::system_error&) {
       // No thread to be had (a pids limit): every chunk is read in turn.
@@ -303,7 +305,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
         rec.gpu_activities.capacity() == 0)  // 48 bytes each: <= the file
       rec.gpu_activities.reserve(static_cast<size_t>((size - off) / kGpuActivityBytes));
     const bool had_mandatory = seen.mandatory();
+    seen.unpacked = prepared && prepared->events ? &*prepared->events : nullptr;
     std::string problem = apply_chunk(type, bytes, rec, seen);
+    seen.unpacked = nullptr;
     if (!problem.empty()) return fail(where + " (" + chunk_type_name(type) + ")" + at + problem);
     if (stream && !had_mandatory && seen.mandatory() && stream->wants(rec)) {
       seen.stream = stream;
