@@ -162,6 +162,29 @@ TEST(ChromeTrace, StacksAreSharedFrameChains) {
   EXPECT_EQ(doc["stackFrames"].size(), 6u);
 }
 
+// Each call's stack is named once per recorded stack, whatever calls share
+// it: linear and relu have one stack, addmm another (its outer frame only),
+// and the sample's Python frames are linear's.
+TEST(ChromeTrace, CallsOfOneStackShareItsFramesAndOthersGetTheirOwn) {
+  Recording r = full_recording();
+  r.sample_stacks.push_back({0});                // stack 2: train.py(12) alone
+  r.entry_stacks = {{0, 0}, {2, 2}, {6, 0}};  // linear, addmm, relu
+  const json doc = json::parse(trace_of(r));
+  std::map<std::string, std::string> sf;  // by event name
+  for (const json& e : doc["traceEvents"])
+    if (e.contains("sf")) sf[e["name"].get<std::string>()] = e["sf"].get<std::string>();
+  ASSERT_EQ(sf.size(), 5u);  // three calls, two samples
+  EXPECT_EQ(sf["aten::relu"], sf["aten::linear"]);
+  EXPECT_NE(sf["aten::addmm"], sf["aten::linear"]);
+  const json& linear = doc["stackFrames"][sf["aten::linear"]];
+  EXPECT_EQ(linear["name"], "model.py(7): forward");
+  EXPECT_EQ(linear["parent"], sf["aten::addmm"]);  // addmm's one frame is linear's outer one
+  EXPECT_EQ(doc["stackFrames"][sf["aten::addmm"]]["name"], "train.py(12): <module>");
+  EXPECT_FALSE(doc["stackFrames"][sf["aten::addmm"]].contains("parent"));
+  EXPECT_EQ(doc["stackFrames"][sf["libtorch_cpu.so!at::native::addmm_impl"]]["parent"], sf["aten::linear"]);
+  EXPECT_EQ(doc["stackFrames"].size(), 6u);
+}
+
 TEST(ChromeTrace, GpuWorkIsOnDeviceStreamTracksWithFlowsFromItsLaunch) {
   const json events = events_of(trace_of(full_recording()));
   std::map<std::string, json> gpu;

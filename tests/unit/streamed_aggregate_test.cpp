@@ -140,6 +140,38 @@ ProcessInfo process_4242() {
 
 // A file written by RecordWriter, read streamed: the same Recording as read
 // whole but for what it hands on, and the same Profile.
+// Grouped by stack, with each chunk's pairs a chunk late: after every chunk
+// exactly the calls of that chunk wait, those of the chunk before having
+// gone to their rows (the waiting list is bounded by how far pairs lag,
+// not by the events).
+TEST(StreamedAggregate, OnlyTheCallsWhosePairsHaveNotComeWait) {
+  constexpr size_t kChunks = 40, kCallsPerChunk = 50;
+  std::vector<gp_event> events;
+  for (size_t i = 0; i < kChunks * kCallsPerChunk; i++) {
+    events.push_back(op_entry(1000 + 10 * i, 0x1000, 0, 7));
+    events.push_back(op_exit(1005 + 10 * i, 0x1000, 0, 7));
+  }
+  Recording recording = recording_of({op("aten::add")}, events);
+  recording.options.with_stack = true;
+  recording.sample_frames = {"train.py(9): <module>"};
+  recording.sample_stacks = {{0}};
+  const uint64_t last_entry = events.size() - 2;
+  StreamedAggregate streamed(nullptr, /*raw_times=*/true, TableGrouping{.by_stack_n = 1, .last_entry_stack = last_entry});
+  ASSERT_TRUE(streamed.wants(recording));
+  const size_t chunk = 2 * kCallsPerChunk;
+  for (size_t k = 0; k < kChunks; k++) {
+    if (k > 0)
+      for (size_t i = (k - 1) * chunk; i < k * chunk; i += 2) streamed.on_entry_stack(i, 0);
+    streamed.on_events(std::span<const gp_event>(events).subspan(k * chunk, chunk), k * chunk);
+    ASSERT_EQ(streamed.calls_waiting(), kCallsPerChunk) << "after chunk " << k;
+  }
+  for (size_t i = (kChunks - 1) * chunk; i < kChunks * chunk; i += 2) streamed.on_entry_stack(i, 0);
+  const Profile profile = std::move(streamed).finish(recording);
+  ASSERT_EQ(profile.rows.size(), 1u);
+  EXPECT_EQ(profile.rows[0].calls, kChunks * kCallsPerChunk);
+  EXPECT_EQ(profile.rows[0].stack, std::vector<std::string>{"train.py(9): <module>"});
+}
+
 TEST(RecordStream, StreamedReadKeepsNothingPerEvent) {
   char path[] = "/tmp/gpuprof-stream-test-XXXXXX";
   const int fd = ::mkstemp(path);

@@ -40,22 +40,47 @@ bool StreamedAggregate::same_name(uint32_t a, uint32_t b) const {
 
 void StreamedAggregate::count(const Folded& call) {
   if (grouped())
-    waiting_.push({call, true});
+    wait(call, true);
   else
     add_to_row(call, std::nullopt, std::nullopt);
 }
 
+void StreamedAggregate::wait(const Folded& call, bool counted) {
+  waiting_.push_back({call, counted});
+  earliest_waiting_ = std::min(earliest_waiting_, call.entry_index);
+}
+
 void StreamedAggregate::count_known_pairs(bool at_end) {
+  // Known through an entry is known through every earlier one: nothing
+  // waiting is known unless its earliest entry is.
   auto known = [this](uint64_t entry) { return shapes_.known_through(entry) && stacks_.known_through(entry); };
-  while (!waiting_.empty() && (at_end || known(waiting_.top().call.entry_index))) {
-    const Waiting waiting = waiting_.top();
-    waiting_.pop();
+  if (waiting_.empty() || (!at_end && !known(earliest_waiting_))) return;
+  size_t still = 0;
+  uint64_t earliest = UINT64_MAX;
+  for (const Waiting& waiting : waiting_) {
     const uint64_t entry = waiting.call.entry_index;
+    if (!at_end && !known(entry)) {
+      waiting_[still++] = waiting;
+      earliest = std::min(earliest, entry);
+      continue;
+    }
     const std::optional<uint32_t> shape_id = shapes_.of(entry), stack_id = stacks_.of(entry);
     shapes_.forget(entry);
     stacks_.forget(entry);
     if (waiting.counted) add_to_row(waiting.call, shape_id, stack_id);
   }
+  waiting_.resize(still);
+  earliest_waiting_ = earliest;
+}
+
+size_t StreamedAggregate::GroupKeyHash::operator()(const GroupKey& key) const {
+  const auto& [op_id, shape_id, stack_id] = key;
+  // Each id with one more bit for whether it is there.
+  const auto part = [](const std::optional<uint32_t>& id) { return id ? (uint64_t{*id} << 1) | 1 : 0; };
+  uint64_t h = op_id;
+  h = h * 0x9e3779b97f4a7c15ULL ^ part(shape_id);
+  h = h * 0x9e3779b97f4a7c15ULL ^ part(stack_id);
+  return static_cast<size_t>(h ^ (h >> 29));
 }
 
 void StreamedAggregate::add_to_row(const Folded& call, std::optional<uint32_t> shape_id,
@@ -86,7 +111,7 @@ void StreamedAggregate::take_calls() {
       if (child != held_.end()) {
         if (same_name(call.op_id, child->second.op_id)) {
           folded.self_ns += child->second.self_ns;
-          if (grouped()) waiting_.push({child->second, false});  // its pairs, to drop
+          if (grouped()) wait(child->second, false);  // its pairs, to drop
         } else
           count(child->second);
         held_.erase(child);
@@ -149,7 +174,9 @@ Profile StreamedAggregate::finish(const Recording& recording) && {
   for (uint32_t op_id = 0; op_id < by_op_.size(); op_id++)
     add_row(op_id, {"", false}, StackGroups::kNoStack, by_op_[op_id]);
   const ShapeNames shape_names(recording);
-  for (const auto& [key, sums] : by_group_) {
+  // Rows made in key order, not in the hash's: the same on every build.
+  const std::map<GroupKey, Sums> groups_in_order(by_group_.begin(), by_group_.end());
+  for (const auto& [key, sums] : groups_in_order) {
     const auto& [op_id, shape_id, stack_id] = key;
     const std::pair<std::string, bool> shapes =
         grouping_.by_input_shape ? shape_names.of(op_id, shape_id) : std::pair<std::string, bool>{"", false};

@@ -13,8 +13,10 @@
 // ENTRY_SHAPES or ENTRY_STACKS pair, which comes after its events, often
 // chunks later: a call given to its row waits (with the entries of the
 // same-name children it folded, whose pairs are then dropped) until the
-// pairs up to its entry have come (entry_stack_pairs.h), in a queue
-// bounded by how far the pairs lag.
+// pairs up to its entry have come (entry_stack_pairs.h), in a list
+// bounded by how far the pairs lag. The pairs come in entry order, so the
+// calls that wait are those of the latest entries: the list is walked only
+// when the earliest of them is known, and most of it goes then.
 //
 // Folding (torch's _remove_dup_nodes, call_tree.h) needs a call's only
 // child when the call ends: calls end innermost first, so a call is held
@@ -27,7 +29,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <queue>
 #include <span>
 #include <tuple>
 #include <unordered_map>
@@ -66,6 +67,8 @@ class StreamedAggregate : public RecordStream {
   void on_entry_stack(uint64_t event_index, uint32_t stack_id) override { stacks_.add(event_index, stack_id); }
   // The Profile, once the read is done (recording: what it returned).
   Profile finish(const Recording& recording) &&;
+  // Grouped: the calls waiting for their entries' pairs (for tests).
+  size_t calls_waiting() const { return waiting_.size(); }
 
  private:
   // A call on its way to its row: its op and its self time with the
@@ -81,6 +84,9 @@ class StreamedAggregate : public RecordStream {
   // To its row: now, or (grouped) once its entry's pairs are known.
   void count(const Folded& call);
   void add_to_row(const Folded& call, std::optional<uint32_t> shape_id, std::optional<uint32_t> stack_id);
+  // Grouped: puts a call (counted: false, a folded child whose pairs are
+  // only to drop) on the waiting list.
+  void wait(const Folded& call, bool counted);
   // Grouped: the waiting calls whose pairs have all come.
   void count_known_pairs(bool at_end);
   bool grouped() const { return grouping_.by_input_shape || grouping_.by_stack_n > 0; }
@@ -98,17 +104,21 @@ class StreamedAggregate : public RecordStream {
   uint64_t self_total_ns_ = 0;
   // Grouped: the sums by (op id, shape id, stack id), the calls that wait
   // for their entries' pairs (folded away: pairs to drop, not a call to
-  // count), the earliest entry first.
+  // count), in no order, and the earliest entry among them.
   const TableGrouping grouping_;
   EntryStackPairs shapes_;
   EntryStackPairs stacks_;
-  std::map<std::tuple<uint32_t, std::optional<uint32_t>, std::optional<uint32_t>>, Sums> by_group_;
+  using GroupKey = std::tuple<uint32_t, std::optional<uint32_t>, std::optional<uint32_t>>;  // op, shape, stack
+  struct GroupKeyHash {
+    size_t operator()(const GroupKey& key) const;
+  };
+  std::unordered_map<GroupKey, Sums, GroupKeyHash> by_group_;  // rows made in key order (finish)
   struct Waiting {
     Folded call;
     bool counted = true;
-    bool operator>(const Waiting& other) const { return call.entry_index > other.call.entry_index; }
   };
-  std::priority_queue<Waiting, std::vector<Waiting>, std::greater<Waiting>> waiting_;
+  std::vector<Waiting> waiting_;
+  uint64_t earliest_waiting_ = UINT64_MAX;
 };
 
 }  // namespace gpuprof

@@ -58,18 +58,16 @@ std::string hex(uint64_t value) {
   return buffer;
 }
 
-// The stackFrames dictionary: one node per (parent, name), ids from 1.
+// The stackFrames dictionary: one node per (parent, name), ids from 1 in
+// the order of first use.
 class StackFrames {
  public:
-  // The id of the innermost of `frames` (outermost first); 0 for none.
-  uint64_t intern(const std::vector<std::string_view>& frames) {
-    uint64_t parent = 0;
-    for (std::string_view name : frames) {
-      auto [it, inserted] = ids_.try_emplace({parent, std::string(name)}, nodes_.size() + 1);
-      if (inserted) nodes_.push_back({parent, std::string(name)});
-      parent = it->second;
-    }
-    return parent;
+  // The id of the frame `name` called from the frame `parent` (0: none).
+  uint64_t child(uint64_t parent, std::string_view name) {
+    if (auto it = ids_.find(KeyView{parent, name}); it != ids_.end()) return it->second;
+    auto [it, inserted] = ids_.emplace(Key{parent, std::string(name)}, nodes_.size() + 1);
+    nodes_.push_back(&it->first);  // the map's nodes stay where they are
+    return it->second;
   }
 
   void write(std::string& out, const std::function<void()>& maybe_flush) const {
@@ -79,11 +77,11 @@ class StackFrames {
       out += '"';
       append_number(out, i + 1);
       out += "\":{\"name\":\"";
-      append_json_string(out, nodes_[i].name);
+      append_json_string(out, nodes_[i]->name);
       out += '"';
-      if (nodes_[i].parent) {
+      if (nodes_[i]->parent) {
         out += ",\"parent\":\"";
-        append_number(out, nodes_[i].parent);
+        append_number(out, nodes_[i]->parent);
         out += '"';
       }
       out += '}';
@@ -93,12 +91,33 @@ class StackFrames {
   }
 
  private:
-  struct Node {
+  struct Key {
     uint64_t parent;
     std::string name;
   };
-  std::vector<Node> nodes_;
-  std::map<std::pair<uint64_t, std::string>, uint64_t> ids_;
+  struct KeyView {
+    uint64_t parent;
+    std::string_view name;
+  };
+  // Looked up by KeyView, so that finding a frame copies no name.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(const KeyView& k) const {
+      return std::hash<std::string_view>{}(k.name) ^ (std::hash<uint64_t>{}(k.parent) * 0x9e3779b97f4a7c15ULL);
+    }
+    size_t operator()(const Key& k) const { return (*this)(KeyView{k.parent, k.name}); }
+  };
+  struct KeyEqual {
+    using is_transparent = void;
+    static KeyView view(const Key& k) { return {k.parent, k.name}; }
+    static KeyView view(const KeyView& k) { return k; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return view(a).parent == view(b).parent && view(a).name == view(b).name;
+    }
+  };
+  std::unordered_map<Key, uint64_t, KeyHash, KeyEqual> ids_;
+  std::vector<const Key*> nodes_;  // by id - 1
 };
 
 // What the recordings of a document share: the text not yet written, the
@@ -290,9 +309,26 @@ class TraceWriter {
   std::string_view frame_name(uint32_t frame_id) const {
     return frame_id < r_.sample_frames.size() ? std::string_view(r_.sample_frames[frame_id]) : "[unknown]";
   }
-  void append_stack(std::vector<std::string_view>& frames, uint32_t stack_id) const {
-    if (stack_id >= r_.sample_stacks.size()) return;
-    for (uint32_t f : r_.sample_stacks[stack_id]) frames.push_back(frame_name(f));
+  // The stackFrames id of a recorded stack's innermost frame (0: no such
+  // stack, or no frames), interned on first use only: a recording's
+  // millions of calls and samples share a few thousand stacks.
+  uint64_t stack_sf(uint64_t stack_id) {
+    if (stack_id >= r_.sample_stacks.size()) return 0;
+    if (stack_id >= sf_of_stack_.size()) sf_of_stack_.resize(r_.sample_stacks.size(), kNotInterned);
+    uint64_t& sf = sf_of_stack_[stack_id];
+    if (sf == kNotInterned) sf = stack_sf_under(0, static_cast<uint32_t>(stack_id), nullptr);
+    return sf;
+  }
+  // The id of a recorded stack's innermost frame called from `parent`, and
+  // that frame's name in *innermost when given (left as it is for no frames).
+  uint64_t stack_sf_under(uint64_t parent, uint32_t stack_id, std::string_view* innermost) {
+    if (stack_id >= r_.sample_stacks.size()) return parent;
+    for (uint32_t f : r_.sample_stacks[stack_id]) {
+      const std::string_view name = frame_name(f);
+      parent = stack_frames_.child(parent, name);
+      if (innermost) *innermost = name;
+    }
+    return parent;
   }
 
   // --ops: matching calls and everything nested in them; --time-range:
@@ -412,9 +448,7 @@ class TraceWriter {
     p = put_text(p, ",\"dur\":");
     p = put_us(p, static_cast<int64_t>(call.duration_ns()));
     if (stack_id) {
-      std::vector<std::string_view> frames;
-      append_stack(frames, static_cast<uint32_t>(*stack_id));
-      if (uint64_t sf = stack_frames_.intern(frames)) {
+      if (uint64_t sf = stack_sf(*stack_id)) {
         hand_over();
         out_ += ",\"sf\":\"";
         append_number(out_, sf);
@@ -478,21 +512,19 @@ class TraceWriter {
     }
     std::unordered_map<uint64_t, uint32_t> kernel_stack_of;
     for (const SampleKernelStack& k : r_.sample_kernel_stacks) kernel_stack_of.emplace(k.sample_index, k.stack_id);
-    std::vector<std::string_view> frames;
     for (size_t i = 0; i < r_.samples.size(); ++i) {
       if (!keep[i]) continue;
       const CpuSample& s = r_.samples[i];
       // Outermost first: Python frames, the native leaf, kernel frames (as
-      // in the folded stacks).
-      frames.clear();
-      if (s.python_stack != kNoPythonStack) append_stack(frames, s.python_stack);
-      frames.push_back(frame_name(s.frame_id));
-      if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) append_stack(frames, k->second);
+      // in the folded stacks); the event is named after the innermost.
+      std::string_view innermost = frame_name(s.frame_id);
+      uint64_t sf = stack_frames_.child(s.python_stack != kNoPythonStack ? stack_sf(s.python_stack) : 0, innermost);
+      if (auto k = kernel_stack_of.find(i); k != kernel_stack_of.end()) sf = stack_sf_under(sf, k->second, &innermost);
       note_thread(s.tid);
       begin_event();
-      common("i", "cpu_sample", frames.back(), pid_of(s.tid), s.tid, s.ts_ns);
+      common("i", "cpu_sample", innermost, pid_of(s.tid), s.tid, s.ts_ns);
       out_ += ",\"s\":\"t\",\"sf\":\"";
-      append_number(out_, stack_frames_.intern(frames));
+      append_number(out_, sf);
       out_ += "\"}";
       stats_.samples++;
       maybe_flush();
@@ -775,6 +807,8 @@ class TraceWriter {
   std::string& out_;
   ChromeTraceStats& stats_;
   StackFrames& stack_frames_;
+  static constexpr uint64_t kNotInterned = ~uint64_t{0};
+  std::vector<uint64_t> sf_of_stack_;  // by recorded stack id (stack_sf), kNotInterned until used
   const uint64_t base_ns_;
   const StreamedTraceCalls* streamed_;  // a streamed trace's calls (nullptr: the recording's events)
   const TracePart* part_;               // its place in a trace of several (nullptr: alone)
