@@ -1,12 +1,15 @@
-// write_behind.h: bytes handed to a sink on a thread of its own, a
-// megabyte at a time, so that a report formats the next megabyte while the
+// write_behind.h: bytes handed to a sink on a thread of its own, a quarter
+// megabyte at a time, so that a report formats the next buffer while the
 // kernel copies the last one into the page cache (or zlib compresses it).
 // A Chrome trace of a 30 s op loop is a quarter of a GB: its writes cost
 // about half as much as formatting it (docs/report.md, "Speed").
 //
 // At most kInFlight buffers wait for the sink: a producer faster than the
 // sink waits for room, so memory stays at about (kInFlight + 1) *
-// kBufferBytes. The sink's first error is kept; write() says false from
+// kBufferBytes. How many of them a run fills depends on how fast the sink
+// is that moment, so they are small: with megabyte buffers a report's peak
+// RSS swung by up to 5 MiB from run to run (docs/report.md, "Memory").
+// The sink's first error is kept; write() says false from
 // then on and finish() returns it. Where no thread can be made (a pids
 // limit), each full buffer is written in turn instead.
 #pragma once
@@ -27,7 +30,7 @@ class WriteBehind {
  public:
   // Writes one buffer whole; returns "" or why it could not.
   using Sink = std::function<std::string(std::string_view)>;
-  static constexpr size_t kBufferBytes = 1u << 20;
+  static constexpr size_t kBufferBytes = 1u << 18;
   static constexpr size_t kInFlight = 4;
 
   explicit WriteBehind(Sink sink);
