@@ -2,13 +2,14 @@
 // megabyte at a time, so that a report formats the next buffer while the
 // kernel copies the last one into the page cache (or zlib compresses it).
 // A Chrome trace of a 30 s op loop is a quarter of a GB: its writes cost
-// about half as much as formatting it (docs/report.md, "Speed").
+// about half as much as formatting it (docs/report.md, "Memory").
 //
 // At most kInFlight buffers wait for the sink: a producer faster than the
-// sink waits for room, so memory stays at about (kInFlight + 1) *
-// kBufferBytes. How many of them a run fills depends on how fast the sink
-// is that moment, so they are small: with megabyte buffers a report's peak
-// RSS swung by up to 5 MiB from run to run (docs/report.md, "Memory").
+// sink waits for room, so memory stays at about (kInFlight + 2) *
+// kBufferBytes (one more being written, one filling). How many of them a
+// run fills depends on how fast the sink is that moment, so they are
+// small: with megabyte buffers a report's peak RSS swung by up to 5 MiB
+// from run to run (docs/report.md, "Memory").
 // The sink's first error is kept; write() says false from
 // then on and finish() returns it. Where no thread can be made (a pids
 // limit), each full buffer is written in turn instead.
