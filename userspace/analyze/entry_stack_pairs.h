@@ -10,7 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
+
+#include "base/index_map.h"
 
 namespace gpuprof {
 
@@ -33,9 +34,7 @@ class EntryStackPairs {
   }
   std::optional<uint32_t> of(uint64_t entry_index) const {
     if (!wanted_) return std::nullopt;
-    auto it = stack_of_.find(entry_index);
-    if (it == stack_of_.end()) return std::nullopt;
-    return it->second;
+    return stack_of_.find(entry_index);
   }
   // Its call was handed on: the pair is no longer needed.
   void forget(uint64_t entry_index) {
@@ -46,7 +45,7 @@ class EntryStackPairs {
   const bool wanted_;
   const std::optional<uint64_t> last_in_file_;
   std::optional<uint64_t> last_seen_;
-  std::unordered_map<uint64_t, uint32_t> stack_of_;
+  IndexMap stack_of_;  // flat: one pair per op call passes through it
 };
 
 }  // namespace gpuprof
