@@ -8,15 +8,32 @@
 namespace gpuprof {
 
 CallTree build_call_tree(const Timeline& timeline) {
-  const auto& calls = timeline.calls;
   CallTree tree;
+  build_call_tree(timeline, tree);
+  return tree;
+}
+
+void build_call_tree(const Timeline& timeline, CallTree& tree) {
+  const auto& calls = timeline.calls;
   tree.parent.assign(calls.size(), -1);
+  // tree.threads' lists are reused in place; those past `threads` are dropped at the end.
+  size_t threads = 0;
   std::unordered_map<uint32_t, size_t> thread_of_tid;
+  std::vector<size_t>* thread = nullptr;
+  uint32_t thread_tid = 0;
   for (size_t i = 0; i < calls.size(); i++) {
-    auto [it, inserted] = thread_of_tid.try_emplace(calls[i].tid, tree.threads.size());
-    if (inserted) tree.threads.emplace_back();
-    tree.threads[it->second].push_back(i);
+    if (!thread || calls[i].tid != thread_tid) {  // runs of one thread's calls are the rule
+      auto [it, inserted] = thread_of_tid.try_emplace(calls[i].tid, threads);
+      if (inserted) {
+        if (threads == tree.threads.size()) tree.threads.emplace_back();
+        tree.threads[threads++].clear();
+      }
+      thread = &tree.threads[it->second];
+      thread_tid = calls[i].tid;
+    }
+    thread->push_back(i);
   }
+  tree.threads.resize(threads);
   for (std::vector<size_t>& ids : tree.threads) {
     // Parents first: by start, then by depth, then in completion order (a
     // total order: the same calls come out the same however a read cuts
@@ -38,12 +55,18 @@ CallTree build_call_tree(const Timeline& timeline) {
       open.push_back(id);
     }
   }
-  return tree;
 }
 
 std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::vector<OpInfo>& ops) {
+  SameNameFolder folder;
+  folder.fold(timeline, ops);
+  return std::move(folder).take();
+}
+
+const std::vector<size_t>& SameNameFolder::fold(const Timeline& timeline, const std::vector<OpInfo>& ops) {
   const size_t n = timeline.calls.size();
-  std::vector<size_t> into(n);
+  std::vector<size_t>& into = into_;
+  into.resize(n);
   for (size_t i = 0; i < n; i++) into[i] = i;
   auto name_of = [&](uint32_t op_id) -> const std::string* {
     return op_id < ops.size() ? &ops[op_id].name : nullptr;
@@ -51,8 +74,10 @@ std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::ve
   // Children complete before their parents, so one pass in completion order
   // sees every child's own chain already folded: absorbing a child hands its
   // remaining children (after its own folds) to the absorber.
-  std::vector<uint32_t> child_count(timeline.child_count);
-  std::vector<int64_t> only_child(timeline.only_child);
+  std::vector<uint32_t>& child_count = child_count_;
+  std::vector<int64_t>& only_child = only_child_;
+  child_count.assign(timeline.child_count.begin(), timeline.child_count.end());
+  only_child.assign(timeline.only_child.begin(), timeline.only_child.end());
   for (size_t i = 0; i < n; i++) {
     const std::string* name = name_of(timeline.calls[i].op_id);
     if (name == nullptr) continue;

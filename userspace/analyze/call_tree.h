@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analyze/op_timeline.h"
@@ -37,6 +38,10 @@ struct CallTree {
 };
 
 CallTree build_call_tree(const Timeline& timeline);
+// The same into `tree`, its vectors' storage kept: a streamed read builds
+// one tree per settled forest (settled_calls.h), thousands of calls each,
+// and fresh vectors for each would cost their pages every time.
+void build_call_tree(const Timeline& timeline, CallTree& tree);
 
 // A moment on one thread: an allocator event, a kernel launch.
 struct ThreadMoment {
@@ -76,5 +81,20 @@ std::vector<std::string> op_names_at(const Recording& recording, const std::vect
 // that stays, with the same name). What the table counts for a folded call
 // (self time, self memory) belongs to that call.
 std::vector<size_t> fold_same_name_calls(const Timeline& timeline, const std::vector<OpInfo>& ops);
+
+// fold_same_name_calls with its storage kept from one timeline to the next,
+// for a streamed read's forests (as build_call_tree's second form).
+class SameNameFolder {
+ public:
+  // fold_same_name_calls(timeline, ops); valid until the next fold().
+  const std::vector<size_t>& fold(const Timeline& timeline, const std::vector<OpInfo>& ops);
+  // The last fold's result, for a folder that is done.
+  std::vector<size_t> take() && { return std::move(into_); }
+
+ private:
+  std::vector<size_t> into_;
+  std::vector<uint32_t> child_count_;  // the timeline's, as absorbers take their children's
+  std::vector<int64_t> only_child_;
+};
 
 }  // namespace gpuprof

@@ -91,10 +91,10 @@ void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sin
       std::lower_bound(pending.index.begin(), pending.index.end(), calls_before) - pending.index.begin());
   if (n == 0) return;
   const auto end = [n](auto& v) { return v.begin() + static_cast<ptrdiff_t>(n); };
-  Timeline forest;
+  Timeline& forest = forest_;
   forest.calls.assign(pending.calls.begin(), end(pending.calls));
   forest.child_count.assign(pending.child_count.begin(), end(pending.child_count));
-  forest.only_child.resize(n, -1);
+  forest.only_child.assign(n, -1);
   for (size_t k = 0; k < n; k++) {
     if (pending.only_child[k] < 0) continue;
     const auto child = static_cast<uint64_t>(pending.only_child[k]);
@@ -102,6 +102,11 @@ void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sin
     if (at != end(pending.index) && *at == child) forest.only_child[k] = at - pending.index.begin();
   }
   sink(std::move(forest));
+  // A sink that kept the forest moved its vectors out; one that did not
+  // leaves their storage to the next forest.
+  forest.calls.clear();
+  forest.child_count.clear();
+  forest.only_child.clear();
   pending.calls.erase(pending.calls.begin(), end(pending.calls));
   pending.child_count.erase(pending.child_count.begin(), end(pending.child_count));
   pending.only_child.erase(pending.only_child.begin(), end(pending.only_child));

@@ -87,6 +87,10 @@ class SettledCalls {
   std::unordered_map<uint32_t, Pending> pending_;
   std::vector<uint32_t> thread_order_;
   std::unordered_map<uint32_t, bool> seen_thread_;
+  // The forest being handed on. A forest can be thousands of calls (a
+  // thread's calls between two moments its pairs were all read): its
+  // vectors are reused, not made anew, when the sink does not keep them.
+  Timeline forest_;
 };
 
 }  // namespace gpuprof

@@ -88,7 +88,8 @@ void StreamedModuleTree::hold(uint32_t tid, const OpCall& call, bool outermost, 
 // calls, parents first; its entries' pairs are then no longer needed.
 void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figures) {
   const uint32_t tid = forest.calls.front().tid;
-  std::vector<std::optional<uint32_t>> stacks(forest.calls.size());
+  std::vector<std::optional<uint32_t>>& stacks = stacks_;
+  stacks.resize(forest.calls.size());
   bool any_stack = false;
   for (size_t i = 0; i < forest.calls.size(); i++) {
     stacks[i] = entry_pairs_.of(forest.calls[i].entry_index);
@@ -104,9 +105,11 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
     std::erase(held_order_, tid);
   }
   const bool python_thread = python_threads_.count(tid) != 0;
-  const CallTree tree = build_call_tree(forest);
-  const std::vector<size_t> folded_into = figures ? figures->folded_into : fold_same_name_calls(forest, head_.ops);
-  std::vector<std::optional<size_t>> node_of_call(forest.calls.size());  // nullopt: held
+  const CallTree& tree = tree_;
+  build_call_tree(forest, tree_);
+  const std::vector<size_t>& folded_into = figures ? figures->folded_into : folder_.fold(forest, head_.ops);
+  std::vector<std::optional<size_t>>& node_of_call = node_of_call_;  // nullopt: held
+  node_of_call.assign(forest.calls.size(), std::nullopt);
   for (const std::vector<size_t>& thread : tree.threads)
     for (size_t i : thread) {
       const OpCall& call = forest.calls[i];

@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "analyze/call_tree.h"
 #include "analyze/entry_stack_pairs.h"
 #include "analyze/module_tree.h"
 #include "analyze/settled_calls.h"
@@ -92,6 +93,13 @@ class StreamedModuleTree : public RecordStream {
   };
   std::unordered_map<uint32_t, Held> held_;  // threads with calls held, none with a stack yet
   std::vector<uint32_t> held_order_;         // held_'s threads, in the order first held
+  // place()'s working storage, kept from one forest to the next (a forest
+  // can be thousands of calls): each call's entry stack, its node (nullopt:
+  // held), the forest's tree and fold.
+  std::vector<std::optional<uint32_t>> stacks_;
+  std::vector<std::optional<size_t>> node_of_call_;
+  CallTree tree_;
+  SameNameFolder folder_;
 };
 
 }  // namespace gpuprof

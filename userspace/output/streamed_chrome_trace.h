@@ -208,6 +208,10 @@ class StreamedChromeTrace : public RecordStream {
     std::vector<bool> kept;
   } kept_cache_;
   const bool calls_only_;
+  // spill()'s tree of a forest and its calls' entry stacks, their storage
+  // kept from one forest to the next (a forest can be thousands of calls).
+  CallTree tree_;
+  std::vector<std::optional<uint32_t>> forest_stacks_;
 };
 
 }  // namespace gpuprof
