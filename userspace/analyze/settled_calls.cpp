@@ -84,6 +84,12 @@ void SettledCalls::hand_settled_at(const std::function<bool(uint64_t, uint64_t)>
   }
 }
 
+void SettledCalls::reuse(Timeline&& spent) {
+  forest_.calls = std::move(spent.calls);
+  forest_.child_count = std::move(spent.child_count);
+  forest_.only_child = std::move(spent.only_child);
+}
+
 // Hands on the thread's calls completed before call index calls_before: a
 // forest whose parents and folds are all among them.
 void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sink) {
@@ -102,8 +108,8 @@ void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sin
     if (at != end(pending.index) && *at == child) forest.only_child[k] = at - pending.index.begin();
   }
   sink(std::move(forest));
-  // A sink that kept the forest moved its vectors out; one that did not
-  // leaves their storage to the next forest.
+  // A sink that kept the forest moved its vectors out (it may hand them
+  // back: reuse()); one that did not leaves their storage to the next.
   forest.calls.clear();
   forest.child_count.clear();
   forest.only_child.clear();

@@ -60,6 +60,9 @@ class SettledCalls {
   Timeline finish(const Sink& sink) &&;
   // The threads in the order of their first completed call.
   const std::vector<uint32_t>& thread_order() const { return thread_order_; }
+  // A forest the sink kept and is done with: the next forest handed on is
+  // copied into its vectors, whose pages are already there.
+  void reuse(Timeline&& spent);
 
  private:
   // One thread's completed calls not handed on yet, with what the fold
@@ -89,7 +92,8 @@ class SettledCalls {
   std::unordered_map<uint32_t, bool> seen_thread_;
   // The forest being handed on. A forest can be thousands of calls (a
   // thread's calls between two moments its pairs were all read): its
-  // vectors are reused, not made anew, when the sink does not keep them.
+  // vectors are reused, not made anew, when the sink does not keep them or
+  // hands them back (reuse()).
   Timeline forest_;
 };
 

@@ -123,7 +123,8 @@ void StreamedCallFigures::join(ThreadJoin& thread, Timeline* forest, uint64_t li
   Joined joined;
   if (forest) {
     joined.forest = std::move(*forest);
-    joined.tree = build_call_tree(joined.forest);
+    joined.tree = std::move(spare_tree_);
+    build_call_tree(joined.forest, joined.tree);
   }
   const size_t n = joined.forest.calls.size();
   // The moments before `limit`, out of the thread's waiting ones.
@@ -203,6 +204,9 @@ void StreamedCallFigures::complete_joined(bool at_end) {
       activity_ns_.erase(it);
     }
     if (n > 0) sink_(j.forest, call_figures_from(j.forest, *ops_, j.tree, std::move(j.own)));
+    // Done with: the next forest and its tree take over the storage.
+    settled_.reuse(std::move(j.forest));
+    spare_tree_ = std::move(j.tree);
   }
   joined_.resize(kept);
 }

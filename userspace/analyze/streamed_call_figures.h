@@ -199,6 +199,7 @@ class StreamedCallFigures {
   uint64_t cpu_peak_seq_ = UINT64_MAX, cuda_peak_seq_ = UINT64_MAX;
   MemoryTotals memory_;
   std::vector<Joined> joined_;
+  CallTree spare_tree_;  // a handed-on forest's, for the next one's (SettledCalls::reuse does the forest's)
   std::unordered_map<uint64_t, uint64_t> activity_ns_;  // by correlation id, waiting for its launch
 };
 
