@@ -78,7 +78,9 @@ memory, 6 GPU, 7 record -a --with-stack) runs only those parts. With
 `--baseline GPUPROF` (another gpuprof build, e.g. of the commit before a
 change: `git worktree add`, `make`), each mode runs `--repeat N` times
 (default 3) with this build and with that one, turn about, on the same
-file: the bench prints each one's best wall time and their ratio. The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
+file: the bench prints each one's best wall time and their ratio, and the
+ratio of their median times (page faults slow some runs and not others, so
+a change that saves them can show in the median and not in the best). The bench prints each one's peak RSS (wait4's ru_maxrss), wall time and events per
 second, and, between the shortest and the longest recording, the RSS each
 grew by per million more events. Flat memory is 0 KB per million events.
 """
@@ -87,6 +89,7 @@ import functools
 import os
 import pathlib
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -177,15 +180,17 @@ def run_report(args, env=None, gpuprof=GPUPROF):
 def run_mode(args, env, baseline, repeat):
     """One report mode: (peak RSS in KiB, wall seconds); with a baseline
     build, (this build's peak RSS, its best wall seconds, the baseline's
-    best) over `repeat` turns, each build once per turn, so that both meet
-    the VM's phases alike."""
+    best, the ratio of their median wall seconds) over `repeat` turns, each
+    build once per turn, so that both meet the VM's phases alike."""
     if baseline is None:
         return run_report(args, env)
     ours, theirs = [], []
     for _ in range(repeat):
         ours.append(run_report(args, env))
         theirs.append(run_report(args, env, gpuprof=baseline))
-    return max(rss for rss, _ in ours), min(wall for _, wall in ours), min(wall for _, wall in theirs)
+    our_walls, their_walls = [wall for _, wall in ours], [wall for _, wall in theirs]
+    return (max(rss for rss, _ in ours), min(our_walls), min(their_walls),
+            statistics.median(our_walls) / statistics.median(their_walls))
 
 
 def measure(path):
@@ -344,7 +349,7 @@ def print_runs(runs, events):
         line = f"  {mode:34} peak RSS {rss / 1024:8.1f} MiB  {wall:6.2f} s  {events / wall / 1e6:6.1f} M events/s"
         if baseline:
             line += (f"  baseline {baseline[0]:6.2f} s  {events / baseline[0] / 1e6:6.1f} M events/s"
-                     f"  time ratio {wall / baseline[0]:5.2f}")
+                     f"  time ratio {wall / baseline[0]:5.2f}  of medians {baseline[1]:5.2f}")
         print(line)
 
 
