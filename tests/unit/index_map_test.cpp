@@ -1,5 +1,5 @@
-// IndexMap against std::unordered_map: the same random adds, finds and
-// erases give the same answers, with keys crowded into a few probe runs
+// IndexMap against std::unordered_map: the same random adds, finds, erases
+// and takes give the same answers, with keys crowded into a few probe runs
 // (so erase's shifting is exercised) and the one key a slot cannot hold.
 #include "base/index_map.h"
 
@@ -17,7 +17,7 @@ void check_against_node_map(uint64_t key_base, uint64_t key_span, uint32_t seed)
   std::unordered_map<uint64_t, uint32_t> nodes;
   for (int step = 0; step < 200000; step++) {
     const uint64_t key = key_base + random() % key_span;
-    switch (random() % 3) {
+    switch (random() % 4) {
       case 0: {
         const auto value = static_cast<uint32_t>(random());
         flat.emplace(key, value);
@@ -28,6 +28,13 @@ void check_against_node_map(uint64_t key_base, uint64_t key_span, uint32_t seed)
         flat.erase(key);
         nodes.erase(key);
         break;
+      case 2: {  // take: find and erase in one
+        const auto it = nodes.find(key);
+        const std::optional<uint32_t> held = it == nodes.end() ? std::nullopt : std::optional(it->second);
+        ASSERT_EQ(flat.take(key), held) << "step " << step << " key " << key;
+        nodes.erase(key);
+        break;
+      }
       default:
         break;
     }

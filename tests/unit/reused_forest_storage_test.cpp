@@ -1,5 +1,6 @@
 // A streamed read reuses one forest's storage for the next (settled_calls.h
-// reuse(), build_call_tree's second form, SameNameFolder): what comes out
+// reuse(), build_call_tree's second form, SameNameFolder, the builder's
+// take_completed into one CompletedCalls): what comes out
 // must be what fresh storage gives, whatever the earlier, larger or
 // smaller, forests left in it.
 #include <gtest/gtest.h>
@@ -81,6 +82,37 @@ TEST(ReusedForestStorage, SettledForestsHandedBackEqualFreshOnes) {
     EXPECT_EQ(reused_forests[k].child_count, fresh_forests[k].child_count);
     EXPECT_EQ(reused_forests[k].only_child, fresh_forests[k].only_child);
   }
+}
+
+// TimelineBuilder::take_completed into one CompletedCalls, chunk after
+// chunk (as SettledCalls takes them), gives what a fresh take gives: the
+// builder fills the vectors it swapped out, emptied.
+TEST(ReusedForestStorage, CompletedCallsTakenIntoOneStorageEqualFreshTakes) {
+  const std::vector<gp_event> events = random_events(33, 20000);
+  TimelineBuilder reusing(nullptr, /*sibling_links=*/true), fresh(nullptr, /*sibling_links=*/true);
+  CompletedCalls kept;
+  size_t takes_with_calls = 0;
+  const size_t chunks[] = {3000, 40, 1500, 7, 2200};  // up and down: kept storage too large and too small
+  size_t next = 0;
+  for (size_t k = 0; next < events.size(); k++) {
+    const size_t end = std::min(events.size(), next + chunks[k % std::size(chunks)]);
+    for (size_t i = next; i < end; i++) {
+      reusing.add(events[i], i);
+      fresh.add(events[i], i);
+    }
+    next = end;
+    reusing.take_completed(kept);
+    const CompletedCalls taken = fresh.take_completed();
+    SCOPED_TRACE(testing::Message() << "take " << k);
+    EXPECT_EQ(kept.first, taken.first);
+    EXPECT_EQ(kept.calls, taken.calls);
+    EXPECT_EQ(kept.child_count, taken.child_count);
+    EXPECT_EQ(kept.only_child, taken.only_child);
+    EXPECT_EQ(kept.siblings, taken.siblings);
+    EXPECT_EQ(kept.previous_sibling, taken.previous_sibling);
+    if (!taken.calls.empty()) takes_with_calls++;
+  }
+  EXPECT_GT(takes_with_calls, 10u);
 }
 
 }  // namespace

@@ -40,6 +40,11 @@ class EntryStackPairs {
   void forget(uint64_t entry_index) {
     if (wanted_) stack_of_.erase(entry_index);
   }
+  // of(), then forget(), in one lookup: for a call read once.
+  std::optional<uint32_t> take(uint64_t entry_index) {
+    if (!wanted_) return std::nullopt;
+    return stack_of_.take(entry_index);
+  }
 
  private:
   const bool wanted_;

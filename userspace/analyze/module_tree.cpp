@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "analyze/aggregator.h"
@@ -11,6 +12,7 @@
 #include "analyze/memory_attribution.h"
 #include "analyze/module_names.h"
 #include "analyze/op_timeline.h"
+#include "base/index_map.h"
 
 namespace gpuprof {
 namespace {
@@ -204,6 +206,11 @@ struct ModuleTreeBuilder::State {
   const bool keep_calls;
   std::unordered_map<uint32_t, ThreadModules> threads;
   std::vector<std::unordered_map<std::string, size_t>> op_rows;  // per node: its ops by name, into ModuleNode::ops
+  // The same rows by node and op id (node << 32 | op_id), so that a call
+  // finds its row without making its op's table name (a string per call
+  // took about a tenth of report --modules). A known op's name stays: the
+  // op table only grows (placeholders of lost ops are appended).
+  IndexMap row_of_op;
 
   ModuleOpRow& op_row(size_t node, const std::string& name) {
     ModuleTree& tree = builder.tree();
@@ -211,6 +218,15 @@ struct ModuleTreeBuilder::State {
     auto [it, inserted] = op_rows[node].try_emplace(name, tree.nodes[node].ops.size());
     if (inserted) tree.nodes[node].ops.push_back({name, 0, 0, 0, {}});
     return tree.nodes[node].ops[it->second];
+  }
+  ModuleOpRow& op_row(size_t node, uint32_t op_id) {
+    if (op_id >= recording.ops.size()) return op_row(node, op_table_name(recording.ops, op_id));
+    std::vector<ModuleOpRow>& ops = builder.tree().nodes[node].ops;
+    const uint64_t key = static_cast<uint64_t>(node) << 32 | op_id;
+    if (std::optional<uint32_t> row = row_of_op.find(key)) return ops[*row];
+    ModuleOpRow& row = op_row(node, op_table_name(recording.ops, op_id));
+    row_of_op.emplace(key, static_cast<uint32_t>(&row - ops.data()));
+    return row;
   }
   // Module calls end: listed when kept.
   void end_calls(ThreadModules& thread, size_t level) {
@@ -277,7 +293,7 @@ size_t ModuleTreeBuilder::add_call(const OpCall& call, std::optional<size_t> par
   }
   // As the op table counts (aggregator.h): a folded call's self time is
   // its absorber's, of the same name.
-  ModuleOpRow& row = st.op_row(node, op_table_name(st.recording.ops, call.op_id));
+  ModuleOpRow& row = st.op_row(node, call.op_id);
   row.self_ns += call.compensated_self_ns();
   // Self figures: a folded call's are its absorber's, in this row.
   row.figures.self_cpu_mem += figures.self_cpu_mem;

@@ -92,21 +92,23 @@ class Builder {
     }
   }
 
-  std::vector<OpCall> take_calls() { return take_completed().calls; }
-  CompletedCalls take_completed() {
-    CompletedCalls done{.first = calls_taken_,
-                        .calls = std::move(timeline_.calls),
-                        .child_count = std::move(timeline_.child_count),
-                        .only_child = std::move(timeline_.only_child),
-                        .siblings = std::move(siblings_),
-                        .previous_sibling = std::move(previous_sibling_)};
+  std::vector<OpCall> take_calls() {
+    CompletedCalls done;
+    take_completed(done);
+    return std::move(done.calls);
+  }
+  void take_completed(CompletedCalls& done) {
+    done.first = calls_taken_;
+    const auto take = [](auto& from, auto& into) {
+      into.clear();
+      std::swap(from, into);
+    };
+    take(timeline_.calls, done.calls);
+    take(timeline_.child_count, done.child_count);
+    take(timeline_.only_child, done.only_child);
+    take(siblings_, done.siblings);
+    take(previous_sibling_, done.previous_sibling);
     calls_taken_ += done.calls.size();
-    timeline_.calls.clear();
-    timeline_.child_count.clear();
-    timeline_.only_child.clear();
-    siblings_.clear();
-    previous_sibling_.clear();
-    return done;
   }
 
   uint64_t calls_completed() const { return calls_taken_ + timeline_.calls.size(); }
@@ -355,7 +357,7 @@ class Builder {
   uint32_t cached_tid_ = 0;
   const ProbeCosts* costs_;  // nullptr: no compensation
   Timeline timeline_;
-  // Parallel to timeline_.calls (CompletedCalls); take_completed() moves
+  // Parallel to timeline_.calls (CompletedCalls); take_completed() swaps
   // them out with the calls, and calls_taken_ counts the calls moved.
   // Only for a builder made with sibling links: a whole timeline has no
   // use for them, and they would cost 12 bytes a call.
@@ -381,7 +383,12 @@ TimelineBuilder& TimelineBuilder::operator=(TimelineBuilder&&) noexcept = defaul
 void TimelineBuilder::add(const gp_event& event, uint64_t index) { state_->builder.add(event, index); }
 void TimelineBuilder::reserve_calls(size_t entries) { state_->builder.reserve_calls(entries); }
 std::vector<OpCall> TimelineBuilder::take_calls() { return state_->builder.take_calls(); }
-CompletedCalls TimelineBuilder::take_completed() { return state_->builder.take_completed(); }
+CompletedCalls TimelineBuilder::take_completed() {
+  CompletedCalls done;
+  state_->builder.take_completed(done);
+  return done;
+}
+void TimelineBuilder::take_completed(CompletedCalls& done) { state_->builder.take_completed(done); }
 uint64_t TimelineBuilder::open_frames() const { return state_->builder.open_frames(); }
 uint64_t TimelineBuilder::calls_completed() const { return state_->builder.calls_completed(); }
 bool TimelineBuilder::at_rest(uint32_t tid) const { return state_->builder.at_rest(tid); }

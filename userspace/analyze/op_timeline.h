@@ -206,6 +206,10 @@ class TimelineBuilder {
   // The same with their folding bookkeeping (CompletedCalls): a report
   // that streams a recording (analyze/streamed_aggregate.h).
   CompletedCalls take_completed();
+  // The same into `done`, whose vectors, emptied, the builder fills next: a
+  // caller that takes each chunk's calls into one CompletedCalls regrows
+  // no vector (a chunk completes thousands of calls).
+  void take_completed(CompletedCalls& done);
   // Frames open now, on every thread.
   uint64_t open_frames() const;
   // Calls completed so far, taken or not (the index the next one gets).

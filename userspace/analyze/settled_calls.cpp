@@ -45,7 +45,8 @@ void SettledCalls::add(std::span<const gp_event> events, uint64_t first) {
 }
 
 void SettledCalls::take_completed() {
-  CompletedCalls done = builder_.take_completed();
+  CompletedCalls& done = completed_;
+  builder_.take_completed(done);
   // Runs of one thread's calls are the rule: its lookups are made once a run.
   Pending* pending = nullptr;
   uint32_t pending_tid = 0;
@@ -98,25 +99,37 @@ void SettledCalls::hand(Pending& pending, uint64_t calls_before, const Sink& sin
   if (n == 0) return;
   const auto end = [n](auto& v) { return v.begin() + static_cast<ptrdiff_t>(n); };
   Timeline& forest = forest_;
-  forest.calls.assign(pending.calls.begin(), end(pending.calls));
-  forest.child_count.assign(pending.child_count.begin(), end(pending.child_count));
   forest.only_child.assign(n, -1);
-  for (size_t k = 0; k < n; k++) {
-    if (pending.only_child[k] < 0) continue;
-    const auto child = static_cast<uint64_t>(pending.only_child[k]);
+  // Where a call index sits among the pending: where a run of consecutive
+  // indices puts it (one thread's calls one after another, the rule), else
+  // by search.
+  const uint64_t first = pending.index.front();
+  const auto position = [&](uint64_t child) -> int64_t {
+    if (child >= first && child - first < n && pending.index[child - first] == child)
+      return static_cast<int64_t>(child - first);
     auto at = std::lower_bound(pending.index.begin(), end(pending.index), child);
-    if (at != end(pending.index) && *at == child) forest.only_child[k] = at - pending.index.begin();
-  }
+    return at != end(pending.index) && *at == child ? at - pending.index.begin() : -1;
+  };
+  for (size_t k = 0; k < n; k++)
+    if (pending.only_child[k] >= 0) forest.only_child[k] = position(static_cast<uint64_t>(pending.only_child[k]));
+  pending.only_child.erase(pending.only_child.begin(), end(pending.only_child));
+  pending.index.erase(pending.index.begin(), end(pending.index));
+  // The calls and their child counts are most of what is pending (what
+  // stays is the thread's open outermost call's): the forest takes the
+  // pending vectors, and those that stay go to the forest's spare ones.
+  const auto split = [n](auto& pending_items, auto& forest_items) {
+    std::swap(pending_items, forest_items);
+    pending_items.assign(forest_items.begin() + static_cast<ptrdiff_t>(n), forest_items.end());
+    forest_items.resize(n);
+  };
+  split(pending.calls, forest.calls);
+  split(pending.child_count, forest.child_count);
   sink(std::move(forest));
   // A sink that kept the forest moved its vectors out (it may hand them
   // back: reuse()); one that did not leaves their storage to the next.
   forest.calls.clear();
   forest.child_count.clear();
   forest.only_child.clear();
-  pending.calls.erase(pending.calls.begin(), end(pending.calls));
-  pending.child_count.erase(pending.child_count.begin(), end(pending.child_count));
-  pending.only_child.erase(pending.only_child.begin(), end(pending.only_child));
-  pending.index.erase(pending.index.begin(), end(pending.index));
 }
 
 Timeline SettledCalls::finish(const Sink& sink) && {

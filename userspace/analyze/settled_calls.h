@@ -60,8 +60,8 @@ class SettledCalls {
   Timeline finish(const Sink& sink) &&;
   // The threads in the order of their first completed call.
   const std::vector<uint32_t>& thread_order() const { return thread_order_; }
-  // A forest the sink kept and is done with: the next forest handed on is
-  // copied into its vectors, whose pages are already there.
+  // A forest the sink kept and is done with: its vectors, whose pages are
+  // already there, hold the next forest handed on (or what stays pending).
   void reuse(Timeline&& spent);
 
  private:
@@ -87,13 +87,15 @@ class SettledCalls {
 
   std::optional<ProbeCosts> costs_;
   TimelineBuilder builder_;
+  CompletedCalls completed_;  // take_completed()'s, its storage kept from one chunk to the next
   std::unordered_map<uint32_t, Pending> pending_;
   std::vector<uint32_t> thread_order_;
   std::unordered_map<uint32_t, bool> seen_thread_;
   // The forest being handed on. A forest can be thousands of calls (a
-  // thread's calls between two moments its pairs were all read): its
-  // vectors are reused, not made anew, when the sink does not keep them or
-  // hands them back (reuse()).
+  // thread's calls between two moments its pairs were all read): its calls
+  // and child counts trade storage with its thread's pending ones (hand()),
+  // and its vectors are reused, not made anew, when the sink does not keep
+  // them or hands them back (reuse()).
   Timeline forest_;
 };
 

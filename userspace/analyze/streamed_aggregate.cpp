@@ -64,9 +64,7 @@ void StreamedAggregate::count_known_pairs(bool at_end) {
       earliest = std::min(earliest, entry);
       continue;
     }
-    const std::optional<uint32_t> shape_id = shapes_.of(entry), stack_id = stacks_.of(entry);
-    shapes_.forget(entry);
-    stacks_.forget(entry);
+    const std::optional<uint32_t> shape_id = shapes_.take(entry), stack_id = stacks_.take(entry);
     if (waiting.counted) add_to_row(waiting.call, shape_id, stack_id);
   }
   waiting_.resize(still);
@@ -95,7 +93,8 @@ void StreamedAggregate::add_to_row(const Folded& call, std::optional<uint32_t> s
 }
 
 void StreamedAggregate::take_calls() {
-  CompletedCalls done = builder_->take_completed();
+  CompletedCalls& done = completed_;
+  builder_->take_completed(done);
   for (size_t k = 0; k < done.calls.size(); k++) {
     const OpCall& call = done.calls[k];
     Folded folded{.op_id = call.op_id,

@@ -95,6 +95,7 @@ class StreamedAggregate : public RecordStream {
   std::optional<ProbeCosts> costs_;
   bool raw_times_;
   std::optional<TimelineBuilder> builder_;  // made in wants(), with the costs
+  CompletedCalls completed_;  // take_calls()'s, its storage kept from one chunk to the next
   const std::vector<OpInfo>* ops_ = nullptr;  // the read's, set in wants()
   std::unordered_map<uint64_t, Folded> held_;  // by call index: only children of open frames
   struct Sums {

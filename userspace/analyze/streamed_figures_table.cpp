@@ -43,9 +43,8 @@ bool StreamedFiguresTable::wants(const Recording& head) {
       [this](const Timeline& forest, const CallFigures& figures) {
         for (size_t i = 0; i < forest.calls.size(); i++) {
           const OpCall& call = forest.calls[i];
-          const std::optional<uint32_t> shape_id = shapes_.of(call.entry_index), stack_id = stacks_.of(call.entry_index);
-          shapes_.forget(call.entry_index);
-          stacks_.forget(call.entry_index);
+          const std::optional<uint32_t> shape_id = shapes_.take(call.entry_index),
+                                        stack_id = stacks_.take(call.entry_index);
           if (figures.folded_into[i] != i) continue;
           add_call_to_row(by_group_[{call.op_id, shape_id, stack_id}], call, figures, i, memory_, gpu_);
           self_total_ns_ += figures.self_ns[i];

@@ -85,14 +85,14 @@ void StreamedModuleTree::hold(uint32_t tid, const OpCall& call, bool outermost, 
 }
 
 // Places one thread's settled forest as build_module_tree places its
-// calls, parents first; its entries' pairs are then no longer needed.
+// calls, parents first, taking its entries' pairs (no longer needed after).
 void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figures) {
   const uint32_t tid = forest.calls.front().tid;
   std::vector<std::optional<uint32_t>>& stacks = stacks_;
   stacks.resize(forest.calls.size());
   bool any_stack = false;
   for (size_t i = 0; i < forest.calls.size(); i++) {
-    stacks[i] = entry_pairs_.of(forest.calls[i].entry_index);
+    stacks[i] = entry_pairs_.take(forest.calls[i].entry_index);  // read here alone
     any_stack = any_stack || stacks[i].has_value();
   }
   // The whole read asks whether the thread has a stack at any entry: one in
@@ -118,6 +118,7 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
       const bool folded = folded_into[i] != i;
       const bool held = parent >= 0 ? !node_of_call[parent]
                                     : !python_thread && !stack && !is_autograd_engine_call(head_, call);
+      const std::optional<uint32_t> forward_stack = backward_pairs_.take(call.entry_index);
       ModuleCallFigures call_figures;
       if (figures) call_figures.gpu_ns = figures->gpu_ns[i], call_figures.self_gpu_ns = figures->self_gpu_ns[i];
       if (held) {
@@ -125,13 +126,8 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
         continue;
       }
       node_of_call[i] = builder_.add_call(call, parent >= 0 ? node_of_call[parent] : std::nullopt, stack,
-                                          backward_pairs_.of(call.entry_index), python_thread, folded,
-                                          call_figures);
+                                          forward_stack, python_thread, folded, call_figures);
     }
-  for (const OpCall& call : forest.calls) {
-    entry_pairs_.forget(call.entry_index);
-    backward_pairs_.forget(call.entry_index);
-  }
 }
 
 ModuleTree StreamedModuleTree::finish() && {

@@ -45,17 +45,17 @@ class IndexMap {
     }
   }
 
-  void erase(uint64_t key) {
-    if (key == kEmpty) {
-      empty_key_value_.reset();
-      return;
-    }
-    if (size_ == 0) return;
+  void erase(uint64_t key) { take(key); }
+  // find() and erase() in one probe: key's value, no longer held.
+  std::optional<uint32_t> take(uint64_t key) {
+    if (key == kEmpty) return std::exchange(empty_key_value_, std::nullopt);
+    if (size_ == 0) return std::nullopt;
     size_t hole = home(key);
     while (slots_[hole].key != key) {
-      if (slots_[hole].key == kEmpty) return;
+      if (slots_[hole].key == kEmpty) return std::nullopt;
       hole = (hole + 1) & mask_;
     }
+    const uint32_t value = slots_[hole].value;
     // Shift later entries of the run back into the hole when their home
     // does not lie (cyclically) between the hole and them.
     for (size_t next = (hole + 1) & mask_; slots_[next].key != kEmpty; next = (next + 1) & mask_) {
@@ -67,8 +67,8 @@ class IndexMap {
     }
     slots_[hole].key = kEmpty;
     size_--;
+    return value;
   }
-
   size_t size() const { return size_ + (empty_key_value_ ? 1 : 0); }
   size_t capacity() const { return slots_.size(); }
 

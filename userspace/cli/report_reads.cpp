@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <unordered_set>
 #include <utility>
 
 #include "analyze/aggregator.h"
@@ -77,6 +78,11 @@ struct StreamScope {
 // the ENTRY_STACKS, BACKWARD_STACKS and ENTRY_SHAPES pairs end; for an
 // output that joins allocator events and GPU activities to calls, the
 // bounds of that join); a recording it cannot stream it reads whole.
+//
+// It never decodes the op events, the bulk of a recording: the one thing
+// the join takes from them, the threads that ran ops, matters only when
+// there are records to join by thread or processes to tell apart
+// (needs_op_threads), and read_op_threads() then reads just that.
 class StreamingCheck : public RecordStream {
  public:
   explicit StreamingCheck(const StreamScope& scope) : scope_(scope) {}
@@ -87,26 +93,26 @@ class StreamingCheck : public RecordStream {
                (!head.options.memory || scope_.takes_memory());
     return accepted;
   }
-  // Only a join's bounds need the events (the threads that ran ops).
-  bool skips_events() const override { return !scope_.figures; }
-  void on_events(std::span<const gp_event> events, uint64_t) override {
-    if (!scope_.figures) return;  // past a lost chunk, a skipping read hands them on
-    uint32_t last = 0;
-    for (const gp_event& e : events) {
-      if (e.tid == last) continue;
-      bounds.op_threads.insert(e.tid);
-      last = e.tid;
-    }
+  bool skips_events() const override { return true; }
+  // Past a lost chunk the read decodes them all the same: nothing to note.
+  void on_events(std::span<const gp_event>, uint64_t) override {}
+  // Whether the join needs JoinBounds::op_threads: it matches allocator
+  // events, launches and GPU correlations to calls by their thread, and a
+  // record -a recording's choice of processes counts those that ran ops.
+  bool needs_op_threads(const Recording& head) const {
+    return scope_.figures && (records_by_thread_ || is_system_wide(head));
   }
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_pairs.entry_stack = event_index; }
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_pairs.backward_stack = event_index; }
   void on_entry_shape(uint64_t event_index, uint32_t) override { last_pairs.entry_shape = event_index; }
   bool on_mem_events(std::span<const gp_mem_event> events) override {
+    records_by_thread_ = true;
     if (scope_.takes_memory())
       bounds.mem_event_ts.push_back(least(events, [](const gp_mem_event& e) { return e.ts_ns; }));
     return scope_.takes_memory();
   }
   bool on_launches(std::span<const CudaLaunch> launches) override {
+    records_by_thread_ = true;
     if (!scope_.figures) return true;
     bounds.launch_ts.push_back(least(launches, [](const CudaLaunch& l) { return l.ts_ns; }));
     for (const CudaLaunch& l : launches)
@@ -114,6 +120,7 @@ class StreamingCheck : public RecordStream {
     return true;
   }
   void on_gpu_correlations(std::span<const GpuCorrelation> correlations) override {
+    records_by_thread_ = true;
     if (scope_.gpu_time) scope_.gpu_time->add_correlations(correlations);
     if (!scope_.takes_gpu()) return;
     bounds.gpu_correlation_ts.push_back(least(correlations, [](const GpuCorrelation& c) { return c.ts_ns; }));
@@ -132,7 +139,7 @@ class StreamingCheck : public RecordStream {
   }
   bool accepted = false;
   LastPairs last_pairs;  // where each kind of pair ends
-  JoinBounds bounds;     // figures: the join's
+  JoinBounds bounds;     // figures: the join's (its op_threads: read_op_threads())
 
  private:
   template <typename Record, typename Key>
@@ -142,7 +149,49 @@ class StreamingCheck : public RecordStream {
     return least;
   }
   StreamScope scope_;
+  bool records_by_thread_ = false;  // allocator events, launches or GPU correlations were read
 };
+
+// The threads with op events among a recording's first `events` (as many
+// as the first read counted: a recording still being written may have more
+// by now), for JoinBounds::op_threads.
+class OpThreadsRead : public RecordStream {
+ public:
+  explicit OpThreadsRead(uint64_t events) : events_(events) {}
+  bool wants(const Recording&) override { return true; }
+  void on_events(std::span<const gp_event> events, uint64_t first) override {
+    if (first >= events_) return;
+    uint32_t last = 0;
+    for (const gp_event& e : events.first(static_cast<size_t>(std::min<uint64_t>(events.size(), events_ - first)))) {
+      if (e.tid == last) continue;  // runs of one thread's events are the rule
+      threads.insert(e.tid);
+      last = e.tid;
+    }
+  }
+  // Taken and dropped: neither kept nor a reason to read whole.
+  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
+  bool on_gpu_activities(std::span<const GpuActivity>) override { return true; }
+  std::unordered_set<uint32_t> threads;
+
+ private:
+  const uint64_t events_;
+};
+
+// The first read's events read again for their threads alone; false after
+// printing the error of a read that failed (its warnings were the first
+// read's).
+bool read_op_threads(const std::string& path, bool strict, uint64_t events, std::unordered_set<uint32_t>& threads) {
+  OpThreadsRead read(events);
+  bool whole_needed = false;  // never: it takes every kind of record
+  Result<Recording> recording =
+      read_recording_streamed(path, strict ? CorruptChunks::refuse : CorruptChunks::skip, read, &whole_needed);
+  if (!recording) {
+    std::fprintf(stderr, "gpuprof: error: %s\n", recording.error().c_str());
+    return false;
+  }
+  threads = std::move(read.threads);
+  return true;
+}
 
 // The first read of a streamed output. A Recording: one read whole (it
 // cannot be streamed); an int: the exit status of a read that failed.
@@ -163,6 +212,8 @@ std::variant<StreamHead, Recording, int> read_stream_head(const std::string& pat
     return std::move(*head);
   }
   if (!check.accepted) return std::move(*head);  // read whole
+  if (check.needs_op_threads(*head) && !read_op_threads(path, strict, head->streamed_events, check.bounds.op_threads))
+    return 1;
   return StreamHead{std::move(*head), check.last_pairs, std::move(check.bounds)};
 }
 

@@ -304,10 +304,8 @@ void StreamedChromeTrace::spill(const Timeline& forest) {
       entry.step = found->second;
       step_of_entry_.erase(found);
     }
-    entry.stack = stacks[id] = stacks_.of(call.entry_index);
-    if (entry.stack) stacks_.forget(call.entry_index);
-    entry.shape = shapes_.of(call.entry_index);
-    if (entry.shape) shapes_.forget(call.entry_index);
+    entry.stack = stacks[id] = stacks_.take(call.entry_index);
+    entry.shape = shapes_.take(call.entry_index);
     if (!kept.empty() && !kept[id]) continue;
     pack_call(calls.spill.pending(), call, entry, calls.packed.start_ns, calls.packed.entry_index);
   }

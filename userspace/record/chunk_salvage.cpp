@@ -25,7 +25,7 @@ bool FileItems::resume(uint64_t first) {
   return true;
 }
 
-std::optional<uint64_t> FileItems::kept(uint64_t index) const {
+std::optional<uint64_t> FileItems::kept_past_losses(uint64_t index) const {
   if (awaiting_ && index >= awaiting_from_) return std::nullopt;
   auto after = std::upper_bound(gaps_.begin(), gaps_.end(), index,
                                 [](uint64_t i, const Gap& g) { return i < g.start; });

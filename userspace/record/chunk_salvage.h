@@ -54,12 +54,16 @@ class FileItems {
   // The item at `index` among the file's as an index among those read;
   // nullopt when it was in a lost chunk (or after one whose count is
   // awaited). index < total() or awaited, placeable.
-  std::optional<uint64_t> kept(uint64_t index) const;
+  std::optional<uint64_t> kept(uint64_t index) const {
+    if (gaps_.empty() && !awaiting_) return index;  // nothing lost, the rule: asked once per pair
+    return kept_past_losses(index);
+  }
   // Whether `index` names an item of the file so far: below total(), or in
   // the lost chunks whose count is awaited.
   bool named(uint64_t index) const { return index < total_ || awaiting_; }
 
  private:
+  std::optional<uint64_t> kept_past_losses(uint64_t index) const;
   struct Gap {
     uint64_t start, count, lost_before;  // lost_before: items lost before start
   };
