@@ -8,7 +8,7 @@ packages=(
   build-essential clang llvm libclang-rt-14-dev bpftool pkg-config
   libbpf-dev libelf-dev zlib1g-dev libzstd-dev libcapstone-dev
   libcli11-dev libgtest-dev libgmock-dev systemtap-sdt-dev nlohmann-json3-dev
-  python3-torch python3-torchvision python3-pytest tmux libcap2-bin
+  python3-torch python3-torchvision python3-pytest tmux libcap2-bin strace
   chromium golang-go libcurl4-openssl-dev
 )
 

@@ -28,7 +28,7 @@ import signal
 import pytest
 
 from conftest import FAKE_LIBTORCH, GPUPROF, record_launch_driver, run_gpuprof, run_program, touch, wait_for_file
-from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole, report_file_as_whole
+from test_report_memory import READ_WHOLE, peak_rss_kib, reads_of, report_as_whole, report_file_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 SHIM = GPUPROF.parent / "libgpuprof_cupti.so"
@@ -237,6 +237,18 @@ def launch_mode_recording(tmp_path_factory):
     made = run_gpuprof("record", "-q", "-o", str(out), "--", DRIVER, str(STEPS))
     assert made.returncode == 0, made.stderr
     return out
+
+
+def test_only_outputs_that_join_launches_read_the_threads_of_the_ops(launch_mode_recording, tmp_path):
+    # Streamed outputs read the recording twice (around the events, then
+    # the events); --launches and the trace's --ops, which place each launch
+    # in the call its thread was in, read a third time for the threads that
+    # ran ops. The others drop the launches: no third read.
+    out, trace, profile = launch_mode_recording, tmp_path / "trace.json", tmp_path / "profile.pb.gz"
+    reads = {args: reads_of(out, *args) for args in [
+        (), ("--folded",), ("--pprof", profile), ("--chrome-trace", trace),
+        ("--launches",), ("--chrome-trace", trace, "--ops", "^aten::cuda_add$")]}
+    assert list(reads.values()) == [2, 2, 2, 2, 3, 3], reads
 
 
 @pytest.mark.parametrize("limit", [0, 1, 3, 4, 100, -1, None], ids=lambda n: f"row-limit-{n}")

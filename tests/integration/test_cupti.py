@@ -39,7 +39,7 @@ from chrome_trace_checks import export_chrome_trace, structural_problems, wrote_
 from conftest import (FAKE_LIBTORCH, GPUPROF, error_lines, parse_table, record_launch_driver, record_to_exit,
                       run_gpuprof, run_program, touch, wait_for_file, wait_until)
 from pprof_reader import decode
-from test_report_memory import READ_WHOLE, peak_rss_kib, report_as_whole, report_file_as_whole
+from test_report_memory import READ_WHOLE, peak_rss_kib, reads_of, report_as_whole, report_file_as_whole
 
 DRIVER = FAKE_LIBTORCH / "launch_driver"
 FAKE_CUPTI = GPUPROF.parent / "tests" / "fake_cupti"
@@ -540,6 +540,17 @@ KERNELS_IN_TABLE_ORDER = [
     ("[no op]", SCALE, STEPS, f"{0.7 * STEPS:.3f}us", "0.700us"),
     ("aten::cuda_replay", "Memset (Device)", STEPS, f"{0.5 * STEPS:.3f}us", "0.500us"),
 ]
+
+
+def test_outputs_that_join_gpu_records_read_the_threads_of_the_ops(launch_mode_recording, tmp_path):
+    # The table, --kernels and --pprof (its GPU time metric) join CUPTI's
+    # records to calls by their thread, and --launches the launches: each
+    # reads the recording a third time, for the threads that ran ops
+    # (docs/report.md). --folded (self CPU time) and the trace drop them.
+    out, trace, profile = launch_mode_recording, tmp_path / "trace.json", tmp_path / "profile.pb.gz"
+    reads = {args: reads_of(out, *args) for args in [
+        (), ("--kernels",), ("--pprof", profile), ("--launches",), ("--folded",), ("--chrome-trace", trace)]}
+    assert list(reads.values()) == [3, 3, 3, 3, 2, 2], reads
 
 
 @pytest.mark.parametrize("limit", [0, 1, 3, 6, 7, 100, -1, None], ids=lambda n: f"row-limit-{n}")

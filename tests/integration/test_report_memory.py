@@ -72,6 +72,18 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
 """
 
 
+def reads_of(path, *report_args):
+    """How many times `report PATH ARGS` opened the recording (strace): a
+    streamed output reads it once for what comes around the events and once
+    for the events, and a third time, for the threads that ran ops, only
+    when it joins records to calls by their thread (docs/report.md)."""
+    log = Path(path).with_suffix(".strace")
+    run = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat", "-o", log, GPUPROF, "report", path,
+                          *map(str, report_args)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    return sum(f'"{path}"' in line for line in log.read_text().splitlines())
+
+
 def peak_rss_kib(*report_args, env=None, status=0, error=None):
     """report's peak RSS; it must exit with `status`, and say `error` (a
     regex) when given."""
@@ -431,6 +443,9 @@ def test_streamed_memory_table_is_whole_and_its_memory_flat(torch_env, tmp_path)
                          folded.stdout, re.M), folded.stdout
         profile = tmp_path / "profile.pb.gz"
         report_file_as_whole(out, profile, "--pprof", profile, read=lambda p: gzip.decompress(p.read_bytes()))
+        # The table joins the allocator events to calls by thread: a read for
+        # the threads that ran ops. Those that drop them do without it.
+        assert [reads_of(out, *args) for args in ((), ("--folded",), ("--pprof", profile))] == [3, 2, 2]
         # The Chrome trace's memory counter: the CPU level after every
         # allocation and release, put in time order as the chunks come
         # (analyze/time_ordered_mem_events.h). Each add allocates its result

@@ -36,6 +36,33 @@ class KeepingStream : public RecordStream {
   std::vector<gp_event> kept;
 };
 
+// A stream that takes the events alone (RecordStream::takes), as report's
+// read of their threads does: it must be handed nothing else.
+class EventsOnlyStream : public KeepingStream {
+ public:
+  bool takes(ChunkType type) const override {
+    return type == ChunkType::EVENTS || type == ChunkType::OP_EVENTS || type == ChunkType::MORE_OPS;
+  }
+  bool on_mem_events(std::span<const gp_mem_event> events) override {
+    mem_events += events.size();
+    return true;
+  }
+  size_t mem_events = 0;
+};
+
+// `n` allocator events of thread 100 + seed.
+std::vector<gp_mem_event> make_mem_events(size_t n, uint32_t seed) {
+  std::vector<gp_mem_event> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    v[i].ts_ns = 6'000'000'000ULL + seed * 1000003ULL + i * 13;
+    v[i].addr = 0x7f0000000000ULL + i * 4096;
+    v[i].kind = GP_MEM_CPU_ALLOC;
+    v[i].bytes = static_cast<int64_t>(512 + i);
+    v[i].tid = 100 + seed;
+  }
+  return v;
+}
+
 class ChunkPrefetchTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -45,16 +72,24 @@ class ChunkPrefetchTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // A finished recording of `chunks` OP_EVENTS chunks of `per_chunk` events.
-  std::vector<uint8_t> recording(size_t chunks, size_t per_chunk) {
+  // A finished recording of `chunks` OP_EVENTS chunks of `per_chunk` events,
+  // each flush with a MEM_EVENTS chunk of mem_per_chunk allocator events
+  // when that is not 0 (record --profile-memory).
+  std::vector<uint8_t> recording(size_t chunks, size_t per_chunk, size_t mem_per_chunk = 0) {
     std::string err, path = dir_ + "/rec.gpuprof";
     auto w = noting_error(RecordWriter::create(path), &err);
     EXPECT_TRUE(w.has_value()) << err;
     if (!w) return {};
-    EXPECT_TRUE(succeeded(w->begin(sample_process(), sample_clock(), sample_ops(), {}), &err)) << err;
+    const RecordOptions options{.memory = mem_per_chunk > 0};
+    EXPECT_TRUE(succeeded(w->begin(sample_process(), sample_clock(), sample_ops(), options), &err)) << err;
     for (uint32_t c = 0; c < chunks; ++c) {
       std::vector<gp_event> ev = make_events(per_chunk, c + 1);
-      EXPECT_TRUE(succeeded(w->append_events(ev.data(), ev.size()), &err) && succeeded(w->flush(), &err)) << err;
+      std::vector<gp_mem_event> mem = make_mem_events(mem_per_chunk, c + 1);
+      EXPECT_TRUE(succeeded(w->append_events(ev.data(), ev.size()), &err)) << err;
+      if (!mem.empty()) {
+        EXPECT_TRUE(succeeded(w->append_mem_events(mem.data(), mem.size()), &err)) << err;
+      }
+      EXPECT_TRUE(succeeded(w->flush(), &err)) << err;
     }
     EXPECT_TRUE(succeeded(w->finish(sample_stats(), 9'000'000'000ULL), &err)) << err;
     return read_bytes(path);
@@ -87,18 +122,26 @@ class ChunkPrefetchTest : public ::testing::Test {
       EXPECT_EQ(from_file->stats.events_recorded, from_memory->stats.events_recorded);
     }
     // Streamed from the file (events decoded ahead, handed on where they
-    // lie): the whole read's events, or its error.
-    for (CorruptChunks corrupt : {CorruptChunks::skip, CorruptChunks::refuse}) {
-      std::string streamed_error, whole_error;
-      KeepingStream stream;
-      bool whole_needed = false;
-      auto streamed = noting_error(read_recording_streamed(path, corrupt, stream, &whole_needed), &streamed_error);
-      EXPECT_FALSE(whole_needed);
-      auto whole = noting_error(read_recording_bytes(file, path, corrupt), &whole_error);
-      ASSERT_EQ(streamed.has_value(), whole.has_value()) << streamed_error << " | " << whole_error;
-      EXPECT_EQ(streamed_error, whole_error);
-      if (streamed) EXPECT_TRUE(same_events(stream.kept, whole->events));
-    }
+    // lie), by a stream that takes every record and by one that takes the
+    // events alone (handed nothing else): the whole read's events, or its
+    // error.
+    for (bool events_only : {false, true})
+      for (CorruptChunks corrupt : {CorruptChunks::skip, CorruptChunks::refuse}) {
+        std::string streamed_error, whole_error;
+        KeepingStream taking_all;
+        EventsOnlyStream taking_events;
+        KeepingStream& stream = events_only ? taking_events : taking_all;
+        bool whole_needed = false;
+        auto streamed = noting_error(read_recording_streamed(path, corrupt, stream, &whole_needed), &streamed_error);
+        EXPECT_FALSE(whole_needed);
+        auto whole = noting_error(read_recording_bytes(file, path, corrupt), &whole_error);
+        ASSERT_EQ(streamed.has_value(), whole.has_value()) << streamed_error << " | " << whole_error;
+        EXPECT_EQ(streamed_error, whole_error);
+        if (streamed) {
+          EXPECT_TRUE(same_events(stream.kept, whole->events));
+        }
+        EXPECT_EQ(taking_events.mem_events, 0u);
+      }
   }
 
   std::string dir_;
@@ -119,7 +162,7 @@ TEST_F(ChunkPrefetchTest, AnIntactFileReadsWholeThroughTheThread) {
 // Every chunk damaged in turn, in each of its header fields and its
 // payload: a chunk before it, it, and every chunk after it read the same.
 TEST_F(ChunkPrefetchTest, EveryDamagedChunkReadsAsWithoutTheThread) {
-  const std::vector<uint8_t> file = recording(40, 30);
+  const std::vector<uint8_t> file = recording(40, 30, 3);
   const std::vector<ChunkSpan> chunks = chunks_of(file);
   ASSERT_GT(chunks.size(), 40u);
   for (size_t n = 0; n < chunks.size(); ++n) {
@@ -142,6 +185,61 @@ TEST_F(ChunkPrefetchTest, EveryDamagedChunkReadsAsWithoutTheThread) {
     SCOPED_TRACE("cut in chunk " + std::to_string(n + 1));
     expect_the_same_read(std::vector<uint8_t>(file.begin(), file.begin() + static_cast<ptrdiff_t>(c.offset + c.bytes / 2)));
   }
+}
+
+// A stream that takes the events alone: the thread passes over the other
+// chunks (checked, not decompressed), the reader hands it none of their
+// records, and it gets every event; a stream that takes all gets all.
+TEST_F(ChunkPrefetchTest, AStreamThatTakesOnlyEventsIsHandedNothingElse) {
+  const std::vector<uint8_t> file = recording(30, 20, 7);
+  const std::vector<ChunkSpan> chunks = chunks_of(file);
+  auto read_at = [&](uint64_t offset, size_t n, std::vector<uint8_t>& into) {
+    if (offset + n > file.size()) return false;
+    into.assign(file.begin() + static_cast<ptrdiff_t>(offset), file.begin() + static_cast<ptrdiff_t>(offset + n));
+    return true;
+  };
+  const auto is_mem = [](uint32_t type) { return type == static_cast<uint32_t>(ChunkType::MEM_EVENTS); };
+  ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, false, is_mem);
+  ahead.start(chunks[0].offset);
+  size_t passed_over = 0;
+  for (const ChunkSpan& c : chunks) {
+    auto chunk = ahead.take(c.offset);
+    ASSERT_TRUE(chunk.has_value()) << "chunk at " << c.offset;
+    EXPECT_EQ(chunk->passed_over, is_mem(c.type));
+    if (chunk->passed_over) {
+      EXPECT_TRUE(chunk->payload.empty());
+      ++passed_over;
+    } else {
+      EXPECT_FALSE(chunk->payload.empty());
+    }
+  }
+  EXPECT_EQ(passed_over, 30u);
+
+  const std::string path = dir_ + "/rec.gpuprof";
+  std::string err;
+  EventsOnlyStream events_only;
+  bool whole_needed = false;
+  ASSERT_TRUE(noting_error(read_recording_streamed(path, CorruptChunks::refuse, events_only, &whole_needed), &err))
+      << err;
+  EXPECT_EQ(events_only.kept.size(), 30u * 20u);
+  EXPECT_EQ(events_only.mem_events, 0u);
+  struct TakingAll : EventsOnlyStream {
+    bool takes(ChunkType) const override { return true; }
+  } all;
+  ASSERT_TRUE(noting_error(read_recording_streamed(path, CorruptChunks::refuse, all, &whole_needed), &err)) << err;
+  EXPECT_EQ(all.kept.size(), 30u * 20u);
+  EXPECT_EQ(all.mem_events, 30u * 7u);
+  // Without the thread, the reader passes over them itself.
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);  // for nobody, in the child
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  EXPECT_EQ(no_threads::run_without_threads([&] {
+              EventsOnlyStream in_turn;
+              bool whole = false;
+              auto rec = read_recording_streamed(path, CorruptChunks::refuse, in_turn, &whole);
+              return rec.has_value() && same_events(in_turn.kept, events_only.kept) && in_turn.mem_events == 0;
+            }),
+            0);
+  expect_the_same_read(file);
 }
 
 // Where no thread can be made, the file reads all the same, chunk by chunk.

@@ -97,4 +97,24 @@ class SameNameFolder {
   std::vector<int64_t> only_child_;
 };
 
+// A streamed read's settled forest's call tree and fold, their storage kept
+// from one forest to the next (build_call_tree's second form, SameNameFolder).
+class ForestShape {
+ public:
+  struct Shape {
+    const CallTree& tree;
+    const std::vector<size_t>& folded_into;  // fold_same_name_calls'
+  };
+  // forest's; folded: its fold when made already (CallFigures::folded_into).
+  // Valid until the next of().
+  Shape of(const Timeline& forest, const std::vector<OpInfo>& ops, const std::vector<size_t>* folded = nullptr) {
+    build_call_tree(forest, tree_);
+    return {tree_, folded ? *folded : folder_.fold(forest, ops)};
+  }
+
+ private:
+  CallTree tree_;
+  SameNameFolder folder_;
+};
+
 }  // namespace gpuprof

@@ -105,9 +105,7 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
     std::erase(held_order_, tid);
   }
   const bool python_thread = python_threads_.count(tid) != 0;
-  const CallTree& tree = tree_;
-  build_call_tree(forest, tree_);
-  const std::vector<size_t>& folded_into = figures ? figures->folded_into : folder_.fold(forest, head_.ops);
+  const auto [tree, folded_into] = shape_.of(forest, head_.ops, figures ? &figures->folded_into : nullptr);
   std::vector<std::optional<size_t>>& node_of_call = node_of_call_;  // nullopt: held
   node_of_call.assign(forest.calls.size(), std::nullopt);
   for (const std::vector<size_t>& thread : tree.threads)

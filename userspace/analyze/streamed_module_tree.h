@@ -98,8 +98,7 @@ class StreamedModuleTree : public RecordStream {
   // held), the forest's tree and fold.
   std::vector<std::optional<uint32_t>> stacks_;
   std::vector<std::optional<size_t>> node_of_call_;
-  CallTree tree_;
-  SameNameFolder folder_;
+  ForestShape shape_;
 };
 
 }  // namespace gpuprof

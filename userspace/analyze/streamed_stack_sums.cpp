@@ -65,9 +65,7 @@ void StreamedStackSums::on_entry_stack(uint64_t event_index, uint32_t stack_id) 
 // (kSamples) the thread's samples up to its last call.
 void StreamedStackSums::place(const Timeline& forest, const CallFigures* figures) {
   const size_t n = forest.calls.size();
-  const CallTree& tree = tree_;
-  build_call_tree(forest, tree_);
-  const std::vector<size_t>& folded_into = figures ? figures->folded_into : folder_.fold(forest, head_.ops);
+  const auto [tree, folded_into] = shape_.of(forest, head_.ops, figures ? &figures->folded_into : nullptr);
   const std::vector<uint32_t> node_of =
       paths_.place_calls(forest, tree, folded_into, [&](uint64_t entry_index) { return pairs_.of(entry_index); });
   if (metric_ == StackMetric::kSamples) {

@@ -120,10 +120,7 @@ class StreamedStackSums : public RecordStream {
   std::unordered_map<uint32_t, SampleSweep> sweeps_;  // kSamples, by tid
   std::unordered_map<uint64_t, uint32_t> kernel_stack_of_sample_;
   std::unordered_map<uint32_t, uint64_t> count_of_node_;  // kSamples
-  // place()'s tree and fold of a forest, their storage kept from one
-  // forest to the next (a forest can be thousands of calls).
-  CallTree tree_;
-  SameNameFolder folder_;
+  ForestShape shape_;  // place()'s tree and fold of a forest
 };
 
 }  // namespace gpuprof

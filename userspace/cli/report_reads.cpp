@@ -62,13 +62,17 @@ namespace {
 // one with GPU activities (gpu), which its stream orders or drops
 // (output/streamed_gpu_activities.h); one that works from the GPU records
 // themselves before the events (gpu_time: report --gpu), to which the first
-// read hands them.
+// read hands them. reads_op_threads: whether the stream the output makes of
+// a head reads JoinBounds::op_threads (it joins records to calls by their
+// thread, or counts the processes --pid/--comm choose that ran ops); only
+// then are the events read for them (read_op_threads).
 struct StreamScope {
   bool system_wide = false;
   bool figures = false;
   bool memory = false;
   bool gpu = false;
   SortedGpuTime* gpu_time = nullptr;  // report --gpu: takes the GPU records
+  std::function<bool(const Recording& head)> reads_op_threads;
   bool takes_memory() const { return figures || memory; }
   bool takes_gpu() const { return figures || gpu; }
 };
@@ -80,9 +84,10 @@ struct StreamScope {
 // bounds of that join); a recording it cannot stream it reads whole.
 //
 // It never decodes the op events, the bulk of a recording: the one thing
-// the join takes from them, the threads that ran ops, matters only when
-// there are records to join by thread or processes to tell apart
-// (needs_op_threads), and read_op_threads() then reads just that.
+// the join takes from them, the threads that ran ops, matters only to an
+// output that reads them (StreamScope::reads_op_threads) when there are
+// records to join by thread or processes to tell apart (needs_op_threads),
+// and read_op_threads() then reads just that.
 class StreamingCheck : public RecordStream {
  public:
   explicit StreamingCheck(const StreamScope& scope) : scope_(scope) {}
@@ -96,11 +101,13 @@ class StreamingCheck : public RecordStream {
   bool skips_events() const override { return true; }
   // Past a lost chunk the read decodes them all the same: nothing to note.
   void on_events(std::span<const gp_event>, uint64_t) override {}
-  // Whether the join needs JoinBounds::op_threads: it matches allocator
-  // events, launches and GPU correlations to calls by their thread, and a
-  // record -a recording's choice of processes counts those that ran ops.
+  // Whether the output's stream needs JoinBounds::op_threads: a join
+  // matches allocator events, launches and GPU correlations to calls by
+  // their thread (so only when there are some), and a record -a
+  // recording's choice of processes counts those that ran ops.
   bool needs_op_threads(const Recording& head) const {
-    return scope_.figures && (records_by_thread_ || is_system_wide(head));
+    return scope_.reads_op_threads && scope_.reads_op_threads(head) &&
+           (records_by_thread_ || is_system_wide(head));
   }
   void on_entry_stack(uint64_t event_index, uint32_t) override { last_pairs.entry_stack = event_index; }
   void on_backward_stack(uint64_t event_index, uint32_t) override { last_pairs.backward_stack = event_index; }
@@ -168,9 +175,11 @@ class OpThreadsRead : public RecordStream {
       last = e.tid;
     }
   }
-  // Taken and dropped: neither kept nor a reason to read whole.
-  bool on_mem_events(std::span<const gp_mem_event>) override { return true; }
-  bool on_gpu_activities(std::span<const GpuActivity>) override { return true; }
+  // The events and the ops they name; every other record the first read
+  // has read already is passed over.
+  bool takes(ChunkType type) const override {
+    return type == ChunkType::EVENTS || type == ChunkType::OP_EVENTS || type == ChunkType::MORE_OPS;
+  }
   std::unordered_set<uint32_t> threads;
 
  private:
@@ -400,7 +409,7 @@ std::variant<StreamedTable, Recording, int> read_for_table(const std::string& pa
         const bool figures = head.options.memory || head.cupti_shim.has_value() || gpu_activities_read(head) > 0;
         return !(filtered && head.options.with_stack) && !(figures && is_system_wide(head));
       },
-      StreamScope{.system_wide = true, .figures = true});
+      StreamScope{.system_wide = true, .figures = true, .reads_op_threads = &StreamedFiguresTable::serves});
 }
 
 std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& path, bool strict, FoldedMetric metric,
@@ -425,7 +434,10 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
                  : folded_from_sums(std::move(dynamic_cast<StreamedStackSums&>(*stream)).finish(), metric);
         return StreamedFolded{std::move(recording), std::move(folded)};
       },
-      &folded_streamable, StreamScope{.system_wide = true, .figures = true});
+      &folded_streamable,
+      StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [of_metric](const Recording& head) {
+                    return of_metric == StackMetric::kSelfCudaTime && !is_system_wide(head);
+                  }});
 }
 
 std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& path, bool strict, bool raw_times,
@@ -449,8 +461,22 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
         out.recording = std::move(recording);
         return out;
       },
-      &folded_streamable, StreamScope{.system_wide = true, .figures = true});
+      &folded_streamable,
+      StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [](const Recording& head) {
+                    const std::vector<StackMetric> metrics = pprof_metrics(head);
+                    return !is_system_wide(head) && std::ranges::count(metrics, StackMetric::kSelfCudaTime) > 0;
+                  }});
 }
+
+namespace {
+
+// --ops: launches and GPU activities kept by their calls (the calls joined
+// with them: only when there are any).
+bool keeps_launches_by_their_calls(const TraceRead& read, const Recording& head) {
+  return read.ops && (launches_read(head) > 0 || gpu_activities_read(head) > 0);
+}
+
+}  // namespace
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
                                                            const TraceRead& read) {
@@ -463,11 +489,7 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         return all_or_chosen(read.choice, head, [&](const Recording& of, const LastPairs& pairs) {
           auto trace = std::make_unique<StreamedChromeTrace>(of, pairs.entry_stack, pairs.entry_shape, read.ops,
                                                              head.bounds.mem_event_ts, gpu, read.calls_only);
-          // --ops: launches and GPU activities kept by their calls (the
-          // calls joined with them: only when there are any).
-          const Recording& first = head.recording;
-          if (read.ops && (launches_read(first) > 0 || gpu_activities_read(first) > 0))
-            trace->keep_launches_by_their_calls(head.bounds);
+          if (keeps_launches_by_their_calls(read, head.recording)) trace->keep_launches_by_their_calls(head.bounds);
           return trace;
         });
       },
@@ -480,7 +502,10 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         return (read.system_wide || !is_system_wide(head)) && chosen_processes_streamable(read.choice, head);
       },
       // --ops joins the launches and GPU activities to calls: the join's bounds.
-      StreamScope{.system_wide = true, .figures = read.ops.has_value(), .memory = true, .gpu = true});
+      StreamScope{.system_wide = true, .figures = read.ops.has_value(), .memory = true, .gpu = true,
+                  .reads_op_threads = [&read](const Recording& head) {
+                    return keeps_launches_by_their_calls(read, head);
+                  }});
 }
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict, bool raw_times,
@@ -507,7 +532,10 @@ std::variant<StreamedModules, Recording, int> read_for_modules(const std::string
         return chooses(choice, head) && chosen_processes_streamable(choice, head) &&
                processes_with_ops(first, choice) <= 1;
       },
-      StreamScope{.system_wide = true, .figures = true});
+      // GPU time joined to calls (StreamedModuleTree); the processes that ran ops.
+      StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [&choice](const Recording& head) {
+                    return is_system_wide(head) ? chooses(choice, head) : head.cupti_shim.has_value();
+                  }});
 }
 
 std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string& path, bool strict) {
@@ -517,7 +545,10 @@ std::variant<StreamedKernels, Recording, int> read_for_kernels(const std::string
         GpuKernelSummary summary = std::move(kernels).finish(recording);
         return StreamedKernels{std::move(recording), std::move(summary)};
       },
-      {}, StreamScope{.figures = true});
+      // CUPTI's records joined to calls (without them there are no kernels).
+      {}, StreamScope{.figures = true, .reads_op_threads = [](const Recording& head) {
+                        return head.cupti_shim.has_value();
+                      }});
 }
 
 std::variant<StreamedGpuTime, Recording, int> read_for_gpu_time(const std::string& path, bool strict,
@@ -609,7 +640,7 @@ std::variant<StreamedLaunches, Recording, int> read_for_launches(const std::stri
         return StreamedLaunches{std::move(recording), std::move(summary)};
       },
       [&choice](const StreamHead& first) { return chosen_processes_streamable(choice, first.recording); },
-      StreamScope{.system_wide = true, .figures = true});
+      StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [](const Recording&) { return true; }});
 }
 
 }  // namespace gpuprof::cli

@@ -286,8 +286,8 @@ class SpillReader {
 // A forest's calls by start, parents first (build_call_tree's order, which
 // the whole trace writes), packed onto the end of its thread's spill.
 void StreamedChromeTrace::spill(const Timeline& forest) {
-  const CallTree& tree = tree_;
   build_call_tree(forest, tree_);
+  const CallTree& tree = tree_;
   const uint32_t tid = forest.calls.front().tid;
   ThreadCalls& calls = spills_->threads[tid];
   std::vector<std::optional<uint32_t>>& stacks = forest_stacks_;

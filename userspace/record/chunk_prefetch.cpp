@@ -12,11 +12,13 @@ namespace gpuprof {
 using chunk_codec::chunk_crc;
 using chunk_codec::get;
 
-ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events)
+ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events,
+                             std::function<bool(uint32_t type)> passes_over)
     : read_at_(std::move(read_at)),
       size_(size),
       version_(version),
       unpack_op_events_(unpack_op_events),
+      passes_over_(std::move(passes_over)),
       thread_([this] { run(); }) {}
 
 ChunkPrefetch::~ChunkPrefetch() {
@@ -56,6 +58,7 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
   prepared.offset = chunk.offset;
   std::memcpy(prepared.header, chunk.header, kRecordChunkHeaderSize);
   prepared.payload = std::span<const uint8_t>(taken_.bytes.data() + chunk.at, chunk.size);
+  prepared.passed_over = chunk.passed_over;
   if (chunk.unpacked)
     prepared.events = UnpackedEvents{chunk.first_event,
                                      std::span<const gp_event>(taken_.events.data() + chunk.events_at, chunk.event_count)};
@@ -144,6 +147,11 @@ bool ChunkPrefetch::prepare(uint64_t offset, Batch& batch) {
   const uint8_t* stored = window_at(offset + kRecordChunkHeaderSize, len);
   if (!stored || chunk_crc(chunk.header, stored, len) != get<uint32_t>(chunk.header + 12)) return false;
   chunk.at = batch.bytes.size();
+  if (passes_over_ && passes_over_(get<uint32_t>(chunk.header))) {
+    chunk.passed_over = true;
+    batch.chunks.push_back(chunk);
+    return true;
+  }
   if (version_ >= 6 && raw != 0) {  // decompressed where the batch goes on
     if (raw > kMaxPayload ||
         !decompress_chunk(std::span<const uint8_t>(stored, len), raw, batch.bytes, chunk.at).empty()) {

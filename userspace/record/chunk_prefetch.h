@@ -34,6 +34,9 @@ struct PreparedChunk {
   // nullopt when it does not, or when they do not decode, which the reader
   // then finds for itself); valid as long as payload.
   std::optional<UnpackedEvents> events;
+  // A chunk of a type passes_over names: checked, its payload (empty here)
+  // neither decompressed nor copied.
+  bool passed_over = false;
 };
 
 class ChunkPrefetch {
@@ -45,8 +48,10 @@ class ChunkPrefetch {
   using ReadAt = std::function<bool(uint64_t offset, size_t n, std::vector<uint8_t>& into)>;
   // unpack_op_events: decode OP_EVENTS payloads too (for a read that decodes
   // its events, which then costs the reader a copy at most: most of a read's
-  // work is theirs).
-  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events = false);
+  // work is theirs). passes_over(type), when given: chunks of that type are
+  // only checked (PreparedChunk::passed_over); called from the thread.
+  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events = false,
+                std::function<bool(uint32_t type)> passes_over = {});
   ~ChunkPrefetch();
   ChunkPrefetch(const ChunkPrefetch&) = delete;
   ChunkPrefetch& operator=(const ChunkPrefetch&) = delete;
@@ -87,6 +92,7 @@ class ChunkPrefetch {
       size_t at = 0, size = 0;  // its payload in bytes
       // Its decoded events (OP_EVENTS, unpack_op_events_), in events.
       bool unpacked = false;
+      bool passed_over = false;  // passes_over_ named its type: no payload
       uint64_t first_event = 0;
       size_t events_at = 0, event_count = 0;
     };
@@ -113,6 +119,7 @@ class ChunkPrefetch {
   const uint64_t size_;
   const uint32_t version_;
   const bool unpack_op_events_;
+  const std::function<bool(uint32_t type)> passes_over_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;

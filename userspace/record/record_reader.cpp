@@ -217,13 +217,20 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
   uint64_t torn_bytes = 0;  // bytes of a torn final chunk
   std::vector<uint8_t> decompressed;  // the payload of a compressed chunk
   bool rest_lost = false;   // a corrupt chunk after which no chunk could be found
+  // Whether a chunk of `type` is passed over: a data chunk of a type the
+  // stream does not take, once it has the stream (RecordStream::takes).
+  auto passes_over = [stream, version](uint32_t type) {
+    const ChunkSpec* spec = find_chunk_spec(type, version);
+    return spec && spec->place == ChunkPlace::data && !stream->takes(spec->type);
+  };
   std::optional<ChunkPrefetch> ahead;
   if (prefetch) {
     try {
       // A read that decodes its events has them decoded ahead too; one that
       // counts them (a stream that skips them) only needs their count.
       ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
-                    size, version, /*unpack_op_events=*/!(stream && stream->skips_events()));
+                    size, version, /*unpack_op_events=*/!(stream && stream->skips_events()),
+                    stream ? std::function<bool(uint32_t)>(passes_over) : nullptr);
       ahead->start(off);
     } catch (const std::system_error&) {
       // No thread to be had (a pids limit): every chunk is read in turn.
@@ -236,6 +243,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     // A chunk the thread prepared is sound and decompressed; any other is
     // read and checked here, and the thread starts again after it.
     std::optional<PreparedChunk> prepared = ahead ? ahead->take(off) : std::nullopt;
+    // One passed over before the stream came (a data chunk before the
+    // header's: refused below) is read here.
+    if (prepared && prepared->passed_over && !seen.stream) prepared.reset();
     uint8_t hdr[kRecordChunkHeaderSize] = {};
     if (prepared) {
       std::memcpy(hdr, prepared->header, sizeof hdr);
@@ -264,6 +274,11 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     } else {
       ASSIGN_OR_RETURN(bytes, src.read(off + kRecordChunkHeaderSize, len));
       if (chunk_crc(hdr, bytes.data(), len) != get<uint32_t>(hdr + 12)) damage = "checksum mismatch";
+    }
+    if (damage.empty() && seen.stream && passes_over(type)) {
+      if (ahead && !prepared) ahead->start(off + kRecordChunkHeaderSize + len);
+      off += kRecordChunkHeaderSize + len;
+      continue;
     }
     // A compressed payload (version 6) is read as it was before compression.
     if (!prepared && damage.empty() && version >= 6 && get<uint32_t>(hdr + 8) != 0) {

@@ -42,6 +42,16 @@ class RecordStream {
   // a lost MORE_OPS chunk's ops get their placeholders from the events that
   // name them (chunk_salvage.h).
   virtual bool skips_events() const { return false; }
+  // False: the stream wants none of this type's records (asked of data
+  // chunks alone: record_file.h), and the read passes over such chunks
+  // once it has the stream: their checksums checked, their payloads
+  // neither decompressed nor applied (a read for the events' threads
+  // alone: cli/report_reads.cpp). Asked from the prefetch thread too: it
+  // must depend on the type alone.
+  virtual bool takes(ChunkType type) const {
+    (void)type;
+    return true;
+  }
   // One ENTRY_STACKS pair (record --with-stack), in file order: the event
   // at event_index (counted as on_events' `first`) was called under
   // sample_stacks[stack_id]. Pairs come in increasing event_index, after the
