@@ -547,10 +547,13 @@ def test_outputs_that_join_gpu_records_read_the_threads_of_the_ops(launch_mode_r
     # records to calls by their thread, and --launches the launches: each
     # reads the recording a third time, for the threads that ran ops
     # (docs/report.md). --folded (self CPU time) and the trace drop them.
+    # --modules would join them too, but a recording without entry stacks
+    # is read whole right after the first read, to say that it has none.
     out, trace, profile = launch_mode_recording, tmp_path / "trace.json", tmp_path / "profile.pb.gz"
     reads = {args: reads_of(out, *args) for args in [
         (), ("--kernels",), ("--pprof", profile), ("--launches",), ("--folded",), ("--chrome-trace", trace)]}
-    assert list(reads.values()) == [3, 3, 3, 3, 2, 2], reads
+    reads["--modules"] = reads_of(out, "--modules", status=2)
+    assert list(reads.values()) == [3, 3, 3, 3, 2, 2, 2], reads
 
 
 @pytest.mark.parametrize("limit", [0, 1, 3, 6, 7, 100, -1, None], ids=lambda n: f"row-limit-{n}")

@@ -9,6 +9,7 @@
 // events.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +31,12 @@ class StreamedMetricSums : public RecordStream {
   // bounds) kSelfCudaTime, each once.
   StreamedMetricSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
                      const std::vector<StackMetric>& metrics, const JoinBounds* bounds = nullptr);
+
+  // Whether any metric's sums join records to calls by their thread
+  // (StreamedStackSums::joins_by_thread).
+  static bool joins_by_thread(const std::vector<StackMetric>& metrics) {
+    return std::ranges::any_of(metrics, [](StackMetric m) { return StreamedStackSums::joins_by_thread(m); });
+  }
 
   // What every metric's StreamedStackSums wants (they decline alike).
   bool wants(const Recording& head) override;

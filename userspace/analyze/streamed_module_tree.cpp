@@ -16,7 +16,7 @@ StreamedModuleTree::StreamedModuleTree(const Recording& head, const ProbeCosts* 
       entry_pairs_(true, last_entry_stack),
       backward_pairs_(true, last_backward_stack),
       settled_(costs),
-      gpu_(head.cupti_shim.has_value()),
+      gpu_(joins_by_thread(head)),
       builder_(head, /*keep_calls=*/false) {
   builder_.tree().has_stacks = head.options.with_stack;
   builder_.tree().gpu_recorded = gpu_;

@@ -56,6 +56,11 @@ class StreamedModuleTree : public RecordStream {
   StreamedModuleTree(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
                      std::optional<uint64_t> last_backward_stack, const JoinBounds* bounds = nullptr);
 
+  // Whether the tree of a recording with this head joins GPU records to
+  // calls by their thread (CUPTI's: StreamedCallFigures), and so reads
+  // JoinBounds::op_threads.
+  static bool joins_by_thread(const Recording& head) { return head.cupti_shim.has_value(); }
+
   // Declines what build_module_tree would not read alike from a stream: a
   // recording without entry stacks, a system-wide one (its modules are per
   // process) but for one process's selection of it (the head this tree was

@@ -19,7 +19,7 @@ StreamedStackSums::StreamedStackSums(const Recording& head, const ProbeCosts* co
       pairs_(head.options.with_stack && metric != StackMetric::kSamples, last_entry_stack),
       paths_(head),
       settled_(costs) {
-  if (metric_ == StackMetric::kSelfCudaTime && bounds)
+  if (joins_by_thread(metric_) && bounds)
     figures_.emplace(
         costs, head.ops, /*memory=*/false, /*gpu=*/true, *bounds,
         [this](const Timeline& forest, const CallFigures& figures) { place(forest, &figures); },

@@ -64,6 +64,10 @@ class StreamedStackSums : public RecordStream {
   StreamedStackSums(const Recording& head, const ProbeCosts* costs, std::optional<uint64_t> last_entry_stack,
                     StackMetric metric = StackMetric::kSelfCpuTime, const JoinBounds* bounds = nullptr);
 
+  // Whether the sums of `metric` join GPU records to calls by their thread
+  // (StreamedCallFigures), and so read JoinBounds::op_threads.
+  static bool joins_by_thread(StackMetric metric) { return metric == StackMetric::kSelfCudaTime; }
+
   // Declines what stack_sums() would not read alike from a stream: a
   // system-wide recording (its stacks are per process).
   bool wants(const Recording& head) override;

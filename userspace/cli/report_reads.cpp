@@ -436,7 +436,7 @@ std::variant<StreamedFolded, Recording, int> read_for_folded(const std::string& 
       },
       &folded_streamable,
       StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [of_metric](const Recording& head) {
-                    return of_metric == StackMetric::kSelfCudaTime && !is_system_wide(head);
+                    return StreamedStackSums::joins_by_thread(of_metric) && !is_system_wide(head);
                   }});
 }
 
@@ -463,20 +463,9 @@ std::variant<StreamedPprof, Recording, int> read_for_pprof(const std::string& pa
       },
       &folded_streamable,
       StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [](const Recording& head) {
-                    const std::vector<StackMetric> metrics = pprof_metrics(head);
-                    return !is_system_wide(head) && std::ranges::count(metrics, StackMetric::kSelfCudaTime) > 0;
+                    return StreamedMetricSums::joins_by_thread(pprof_metrics(head)) && !is_system_wide(head);
                   }});
 }
-
-namespace {
-
-// --ops: launches and GPU activities kept by their calls (the calls joined
-// with them: only when there are any).
-bool keeps_launches_by_their_calls(const TraceRead& read, const Recording& head) {
-  return read.ops && (launches_read(head) > 0 || gpu_activities_read(head) > 0);
-}
-
-}  // namespace
 
 std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& path, bool strict,
                                                            const TraceRead& read) {
@@ -489,7 +478,8 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
         return all_or_chosen(read.choice, head, [&](const Recording& of, const LastPairs& pairs) {
           auto trace = std::make_unique<StreamedChromeTrace>(of, pairs.entry_stack, pairs.entry_shape, read.ops,
                                                              head.bounds.mem_event_ts, gpu, read.calls_only);
-          if (keeps_launches_by_their_calls(read, head.recording)) trace->keep_launches_by_their_calls(head.bounds);
+          if (StreamedChromeTrace::joins_by_thread(head.recording, read.ops.has_value()))
+            trace->keep_launches_by_their_calls(head.bounds);
           return trace;
         });
       },
@@ -504,9 +494,18 @@ std::variant<StreamedTrace, Recording, int> read_for_trace(const std::string& pa
       // --ops joins the launches and GPU activities to calls: the join's bounds.
       StreamScope{.system_wide = true, .figures = read.ops.has_value(), .memory = true, .gpu = true,
                   .reads_op_threads = [&read](const Recording& head) {
-                    return keeps_launches_by_their_calls(read, head);
+                    return StreamedChromeTrace::joins_by_thread(head, read.ops.has_value());
                   }});
 }
+
+namespace {
+
+// Whether report --modules of a recording with this head may stream: it
+// needs entry stacks (without, it is an error, said once read whole), and
+// module memory needs every module call.
+bool modules_may_stream(const Recording& head) { return head.options.with_stack && !head.options.memory; }
+
+}  // namespace
 
 std::variant<StreamedModules, Recording, int> read_for_modules(const std::string& path, bool strict, bool raw_times,
                                                                const ProcessChoice& choice) {
@@ -524,17 +523,19 @@ std::variant<StreamedModules, Recording, int> read_for_modules(const std::string
       },
       [&choice](const StreamHead& first) {
         const Recording& head = first.recording;
-        // Module memory needs every module call: read whole. So does a
-        // record -a recording but for the processes --pid/--comm choose,
-        // of which one at most ran ops (the whole read says when more did).
-        if (!head.options.with_stack || head.options.memory) return false;
+        // So is a record -a recording but for the processes --pid/--comm
+        // choose, of which one at most ran ops (the whole read says when
+        // more did).
+        if (!modules_may_stream(head)) return false;
         if (!is_system_wide(head)) return true;
         return chooses(choice, head) && chosen_processes_streamable(choice, head) &&
                processes_with_ops(first, choice) <= 1;
       },
-      // GPU time joined to calls (StreamedModuleTree); the processes that ran ops.
+      // GPU time joined to calls (StreamedModuleTree); the processes that ran
+      // ops. Neither for a recording read whole all the same.
       StreamScope{.system_wide = true, .figures = true, .reads_op_threads = [&choice](const Recording& head) {
-                    return is_system_wide(head) ? chooses(choice, head) : head.cupti_shim.has_value();
+                    if (!modules_may_stream(head)) return false;
+                    return is_system_wide(head) ? chooses(choice, head) : StreamedModuleTree::joins_by_thread(head);
                   }});
 }
 

@@ -46,10 +46,10 @@ using namespace std::string_view_literals;
 constexpr int64_t kGpuPidBase = int64_t{1} << 22;
 constexpr size_t kFlushBytes = 1 << 20;
 // write_call's line: the longest call prefix it copies there, and room for
-// that and the rest (two times, a call index of 20 digits at most, the
-// field names and punctuation under 64 bytes).
+// that and the rest (two times, a call index and a stack frame id of 20
+// digits at most, the field names and punctuation under 64 bytes).
 constexpr size_t kCallPrefixRoom = 256;
-constexpr size_t kCallLineRoom = kCallPrefixRoom + 2 * kMaxUsChars + 20 + 64;
+constexpr size_t kCallLineRoom = kCallPrefixRoom + 2 * kMaxUsChars + 2 * 20 + 64;
 
 
 std::string hex(uint64_t value) {
@@ -448,11 +448,10 @@ class TraceWriter {
     p = put_text(p, ",\"dur\":");
     p = put_us(p, static_cast<int64_t>(call.duration_ns()));
     if (stack_id) {
-      if (uint64_t sf = stack_sf(*stack_id)) {
-        hand_over();
-        out_ += ",\"sf\":\"";
-        append_number(out_, sf);
-        out_ += '"';
+      if (uint64_t sf = stack_sf(*stack_id)) {  // most calls of a --with-stack recording: in the line
+        p = put_text(p, ",\"sf\":\"");
+        p = std::to_chars(p, p + 20, sf).ptr;
+        *p++ = '"';
       }
     }
     p = put_text(p, ",\"args\":{\"call\":");

@@ -91,6 +91,12 @@ class StreamedChromeTrace : public RecordStream {
   // and GPU activities counted, not kept) can be written this way; ops:
   // with --ops (whose launches and GPU activities would need their calls).
   static bool streamable(const Recording& head, bool ops);
+  // Whether the trace of a recording with this head joins its launches and
+  // GPU activities to calls by their thread, and so reads
+  // JoinBounds::op_threads: when --ops keeps them by their calls
+  // (keep_launches_by_their_calls, which the caller asks for then), as a
+  // read without the join could not stream them.
+  static bool joins_by_thread(const Recording& head, bool ops) { return !streamable(head, ops); }
   bool wants(const Recording& head) override { return streamable(head, ops_filter_ && !calls_joined_); }
   // --ops: the launches and GPU activities kept by their calls, the calls
   // joined with them within `bounds`, the first read's (op_threads,

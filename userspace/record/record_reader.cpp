@@ -179,6 +179,19 @@ Result<Skipped> skip_corrupt(Source& src, uint64_t off, const uint8_t* hdr, uint
                  " (its length is damaged: the next chunk is at offset " + std::to_string(next) + ")", false};
 }
 
+// The data chunk types of format `version` that `stream` does not take
+// (RecordStream::takes), as bits by type (a type past 63, were there one,
+// would be taken: read, as any chunk is without this).
+uint64_t data_types_passed_over(const RecordStream& stream, uint32_t version) {
+  uint64_t types = 0;
+  for (const ChunkSpec& spec : chunk_specs()) {
+    const auto type = static_cast<uint32_t>(spec.type);
+    if (type < 64 && version >= spec.since && spec.place == ChunkPlace::data && !stream.takes(spec.type))
+      types |= uint64_t{1} << type;
+  }
+  return types;
+}
+
 // With a stream (record_stream.h): offered the recording once its mandatory
 // chunks are read; an error with *whole_needed set when it must be read whole.
 // prefetch: sound chunks are read, checked and decompressed ahead on a
@@ -219,10 +232,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
   bool rest_lost = false;   // a corrupt chunk after which no chunk could be found
   // Whether a chunk of `type` is passed over: a data chunk of a type the
   // stream does not take, once it has the stream (RecordStream::takes).
-  auto passes_over = [stream, version](uint32_t type) {
-    const ChunkSpec* spec = find_chunk_spec(type, version);
-    return spec && spec->place == ChunkPlace::data && !stream->takes(spec->type);
-  };
+  // Most streams take every type: they hand the prefetch thread no test.
+  const uint64_t types_passed_over = stream ? data_types_passed_over(*stream, version) : 0;
+  auto passes_over = [types_passed_over](uint32_t type) { return type < 64 && (types_passed_over >> type & 1) != 0; };
   std::optional<ChunkPrefetch> ahead;
   if (prefetch) {
     try {
@@ -230,7 +242,7 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
       // counts them (a stream that skips them) only needs their count.
       ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
                     size, version, /*unpack_op_events=*/!(stream && stream->skips_events()),
-                    stream ? std::function<bool(uint32_t)>(passes_over) : nullptr);
+                    types_passed_over ? std::function<bool(uint32_t)>(passes_over) : nullptr);
       ahead->start(off);
     } catch (const std::system_error&) {
       // No thread to be had (a pids limit): every chunk is read in turn.

@@ -46,8 +46,8 @@ class RecordStream {
   // chunks alone: record_file.h), and the read passes over such chunks
   // once it has the stream: their checksums checked, their payloads
   // neither decompressed nor applied (a read for the events' threads
-  // alone: cli/report_reads.cpp). Asked from the prefetch thread too: it
-  // must depend on the type alone.
+  // alone: cli/report_reads.cpp). Asked once per data chunk type, before
+  // the read (record_reader.cpp): it must depend on the type alone.
   virtual bool takes(ChunkType type) const {
     (void)type;
     return true;
