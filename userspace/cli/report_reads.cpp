@@ -523,9 +523,9 @@ std::variant<StreamedModules, Recording, int> read_for_modules(const std::string
       },
       [&choice](const StreamHead& first) {
         const Recording& head = first.recording;
-        // So is a record -a recording but for the processes --pid/--comm
-        // choose, of which one at most ran ops (the whole read says when
-        // more did).
+        // Read whole unless it may stream; so is a record -a recording but
+        // for the processes --pid/--comm choose, of which one at most ran
+        // ops (the whole read says when more did).
         if (!modules_may_stream(head)) return false;
         if (!is_system_wide(head)) return true;
         return chooses(choice, head) && chosen_processes_streamable(choice, head) &&
