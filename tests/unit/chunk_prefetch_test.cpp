@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <utility>
 
 #include "record/chunk_prefetch.h"
 #include "record/packed_events.h"
@@ -60,6 +63,13 @@ std::vector<gp_mem_event> make_mem_events(size_t n, uint32_t seed) {
     v[i].bytes = static_cast<int64_t>(512 + i);
     v[i].tid = 100 + seed;
   }
+  return v;
+}
+
+// The u32 at `at` of a file (a chunk header's raw_length: offset 8).
+uint32_t read_u32(const std::vector<uint8_t>& file, size_t at) {
+  uint32_t v = 0;
+  std::memcpy(&v, file.data() + at, sizeof v);
   return v;
 }
 
@@ -354,6 +364,56 @@ TEST_F(ChunkPrefetchTest, TheThreadDecodesEventChunksForAReadThatDecodes) {
   ASSERT_TRUE(rec.has_value()) << err;
   EXPECT_EQ(rec->events.size(), 19u * 10u + ChunkPrefetch::kMaxUnpackedEvents + 1);
   expect_the_same_read(file);
+}
+
+// While the reader waits in take(), a thread that hands over compressed
+// chunks gives it some as stored (checked, not decompressed, no events
+// decoded); every other chunk comes prepared as before. Which ones depends
+// on timing: the thread's first read of the file is held back until the
+// reader surely waits, so the first compressed chunk at least goes over.
+TEST_F(ChunkPrefetchTest, AWaitingReaderIsHandedCompressedChunksAsStored) {
+  const std::vector<uint8_t> file = recording(40, 200);
+  const std::vector<ChunkSpan> chunks = chunks_of(file);
+  bool first_read = true;
+  auto read_at = [&](uint64_t offset, size_t n, std::vector<uint8_t>& into) {
+    if (std::exchange(first_read, false)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (offset + n > file.size()) return false;
+    into.assign(file.begin() + static_cast<ptrdiff_t>(offset), file.begin() + static_cast<ptrdiff_t>(offset + n));
+    return true;
+  };
+  size_t compressed_chunks = 0;
+  for (const ChunkSpan& c : chunks) compressed_chunks += read_u32(file, c.offset + 8) != 0;
+  ASSERT_GT(compressed_chunks, 20u);
+  for (bool hands_over : {false, true}) {
+    SCOPED_TRACE(hands_over ? "handing over" : "not handing over");
+    first_read = true;
+    ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, /*unpack_op_events=*/true, {}, hands_over);
+    ahead.start(chunks[0].offset);
+    size_t handed_over = 0, decoded = 0;
+    for (const ChunkSpan& c : chunks) {
+      auto chunk = ahead.take(c.offset);
+      ASSERT_TRUE(chunk.has_value()) << "chunk at " << c.offset;
+      const std::span<const uint8_t> stored(file.data() + c.offset + kRecordChunkHeaderSize, c.bytes - kRecordChunkHeaderSize);
+      std::string err;
+      const auto payload = noting_error(chunk_payload(std::span<const uint8_t>(file).subspan(c.offset, c.bytes)), &err);
+      ASSERT_TRUE(payload.has_value()) << err;
+      if (chunk->compressed) {
+        ++handed_over;
+        EXPECT_NE(read_u32(file, c.offset + 8), 0u);  // only a compressed chunk goes over as stored
+        EXPECT_TRUE(std::equal(chunk->payload.begin(), chunk->payload.end(), stored.begin(), stored.end()));
+        EXPECT_FALSE(chunk->events.has_value());
+        continue;
+      }
+      EXPECT_TRUE(std::equal(chunk->payload.begin(), chunk->payload.end(), payload->begin(), payload->end()));
+      decoded += chunk->events.has_value();
+    }
+    if (hands_over) {
+      EXPECT_GE(handed_over, 1u);  // the first ones at least: a reader that does nothing may get them all
+    } else {
+      EXPECT_EQ(handed_over, 0u);
+      EXPECT_EQ(decoded, 40u);
+    }
+  }
 }
 
 // OP_EVENTS chunks whose checksums pass but whose events do not decode, or

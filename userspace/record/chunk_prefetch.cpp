@@ -13,12 +13,13 @@ using chunk_codec::chunk_crc;
 using chunk_codec::get;
 
 ChunkPrefetch::ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events,
-                             std::function<bool(uint32_t type)> passes_over)
+                             std::function<bool(uint32_t type)> passes_over, bool hands_over_compressed)
     : read_at_(std::move(read_at)),
       size_(size),
       version_(version),
       unpack_op_events_(unpack_op_events),
       passes_over_(std::move(passes_over)),
+      hands_over_compressed_(hands_over_compressed),
       thread_([this] { run(); }) {}
 
 ChunkPrefetch::~ChunkPrefetch() {
@@ -36,7 +37,7 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
     std::unique_lock lock(mutex_);
     if (ready_.empty() && !stopped_) {
       reader_waits_ = true;
-      changed_.wait(lock, [this] { return stopped_ || ready_bytes_ >= kAheadBytes / 2; });
+      changed_.wait(lock, [this] { return stopped_ || ready_bytes_ >= kAheadBytes / 2 || ready_compressed_ > 0; });
       reader_waits_ = false;
     }
     if (ready_.empty()) return std::nullopt;
@@ -45,6 +46,7 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
     taken_next_ = 0;
     ready_.pop_front();
     ready_bytes_ -= taken_.weight();
+    ready_compressed_ -= taken_.compressed;
     // The thread is woken once half its room is free, not per batch.
     const bool wake = thread_waits_ && ready_bytes_ <= kAheadBytes / 2;
     lock.unlock();
@@ -59,6 +61,7 @@ std::optional<PreparedChunk> ChunkPrefetch::take(uint64_t offset) {
   std::memcpy(prepared.header, chunk.header, kRecordChunkHeaderSize);
   prepared.payload = std::span<const uint8_t>(taken_.bytes.data() + chunk.at, chunk.size);
   prepared.passed_over = chunk.passed_over;
+  prepared.compressed = chunk.compressed;
   if (chunk.unpacked)
     prepared.events = UnpackedEvents{chunk.first_event,
                                      std::span<const gp_event>(taken_.events.data() + chunk.events_at, chunk.event_count)};
@@ -72,6 +75,7 @@ void ChunkPrefetch::start(uint64_t offset) {
     std::lock_guard lock(mutex_);
     ready_.clear();
     ready_bytes_ = 0;
+    ready_compressed_ = 0;
     next_ = offset;
     stopped_ = false;
     generation_++;
@@ -97,7 +101,9 @@ void ChunkPrefetch::run() {
     }
     batch.end = next_;
     lock.unlock();
-    while (batch.weight() < kBatchBytes) {
+    // A batch of chunks for the reader to decompress goes as soon as it
+    // holds a few: the reader is idle meanwhile.
+    while (batch.weight() < kBatchBytes && batch.compressed < kCompressedPerBatch) {
       if (!prepare(batch.end, batch)) {
         batch.last = true;
         break;
@@ -118,8 +124,9 @@ void ChunkPrefetch::run() {
     next_ = batch.end;
     stopped_ = batch.last;
     ready_bytes_ += batch.weight();
+    ready_compressed_ += batch.compressed;
     ready_.push_back(std::move(batch));
-    if (reader_waits_ && (stopped_ || ready_bytes_ >= kAheadBytes / 2)) changed_.notify_all();
+    if (reader_waits_ && (stopped_ || ready_bytes_ >= kAheadBytes / 2 || ready_compressed_ > 0)) changed_.notify_all();
   }
 }
 
@@ -149,6 +156,17 @@ bool ChunkPrefetch::prepare(uint64_t offset, Batch& batch) {
   chunk.at = batch.bytes.size();
   if (passes_over_ && passes_over_(get<uint32_t>(chunk.header))) {
     chunk.passed_over = true;
+    batch.chunks.push_back(chunk);
+    return true;
+  }
+  // A reader waiting for the thread has a core to spare: it decompresses
+  // this one (and decodes its events) itself.
+  if (hands_over_compressed_ && version_ >= 6 && raw != 0 && raw <= kMaxPayload &&
+      reader_waits_.load(std::memory_order_relaxed)) {
+    batch.bytes.insert(batch.bytes.end(), stored, stored + len);
+    chunk.size = len;
+    chunk.compressed = true;
+    batch.compressed++;
     batch.chunks.push_back(chunk);
     return true;
   }
@@ -186,6 +204,7 @@ void ChunkPrefetch::recycle(Batch&& batch) {
   batch.chunks.clear();
   batch.bytes.clear();
   batch.events.clear();
+  batch.compressed = 0;
   batch.last = false;
   spare_.push_back(std::move(batch));
 }

@@ -8,8 +8,16 @@
 // it as it would without this (record_reader.cpp reads, skips or refuses
 // it, with its own words), then starts the thread again after it. So what
 // a read returns does not depend on whether chunks came prepared.
+//
+// Where the reader has less to do per chunk than the thread (a first read
+// that only counts the events; the op table), it would wait for the
+// thread: while it waits, the thread can hand compressed chunks over
+// checked but as stored (PreparedChunk::compressed), a few at a time, and
+// the reader decompresses (and decodes) those itself, so that both cores
+// work (docs/report.md, "Memory").
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,6 +45,10 @@ struct PreparedChunk {
   // A chunk of a type passes_over names: checked, its payload (empty here)
   // neither decompressed nor copied.
   bool passed_over = false;
+  // Checked, its payload as stored: the reader decompresses it (and decodes
+  // its events) as it does a chunk it reads itself. The thread hands over
+  // compressed chunks so while the reader waits for it.
+  bool compressed = false;
 };
 
 class ChunkPrefetch {
@@ -50,8 +62,10 @@ class ChunkPrefetch {
   // its events, which then costs the reader a copy at most: most of a read's
   // work is theirs). passes_over(type), when given: chunks of that type are
   // only checked (PreparedChunk::passed_over); called from the thread.
+  // hands_over_compressed: while the reader waits in take(), compressed
+  // chunks go to it as stored (PreparedChunk::compressed).
   ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events = false,
-                std::function<bool(uint32_t type)> passes_over = {});
+                std::function<bool(uint32_t type)> passes_over = {}, bool hands_over_compressed = false);
   ~ChunkPrefetch();
   ChunkPrefetch(const ChunkPrefetch&) = delete;
   ChunkPrefetch& operator=(const ChunkPrefetch&) = delete;
@@ -93,6 +107,7 @@ class ChunkPrefetch {
       // Its decoded events (OP_EVENTS, unpack_op_events_), in events.
       bool unpacked = false;
       bool passed_over = false;  // passes_over_ named its type: no payload
+      bool compressed = false;   // its payload as stored (PreparedChunk::compressed)
       uint64_t first_event = 0;
       size_t events_at = 0, event_count = 0;
     };
@@ -100,6 +115,7 @@ class ChunkPrefetch {
     std::vector<uint8_t> bytes;
     std::vector<gp_event> events;
     size_t weight() const { return bytes.size() + events.size() * sizeof(gp_event) + kRecordChunkHeaderSize * chunks.size(); }
+    size_t compressed = 0;  // chunks handed over as stored
     uint64_t end = 0;   // where the chunk after the last begins
     bool last = false;  // the thread stops after it (a chunk it does not prepare, END, the file's end)
   };
@@ -111,6 +127,9 @@ class ChunkPrefetch {
   // (a fresh quarter-megabyte costs a page fault per page).
   void recycle(Batch&& batch);
   static constexpr size_t kSpareBatches = 4;
+  // Chunks handed over as stored per batch: a waiting reader is woken with
+  // that much work, while the thread goes on with the chunks after.
+  static constexpr size_t kCompressedPerBatch = 4;
   // The n file bytes at offset, from the window (read again from offset
   // when it does not hold them); nullptr on an I/O error.
   const uint8_t* window_at(uint64_t offset, size_t n);
@@ -120,12 +139,17 @@ class ChunkPrefetch {
   const uint32_t version_;
   const bool unpack_op_events_;
   const std::function<bool(uint32_t type)> passes_over_;
+  const bool hands_over_compressed_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;
   std::vector<Batch> spare_;  // batches taken and done with (recycle)
   size_t ready_bytes_ = 0;  // their weight(): payloads, decoded events and headers
-  bool reader_waits_ = false, thread_waits_ = false;  // who is to be woken
+  size_t ready_compressed_ = 0;  // their chunks handed over as stored
+  // Who is to be woken; reader_waits_ is also read by the thread without
+  // the lock, to hand chunks over compressed while the reader waits.
+  std::atomic<bool> reader_waits_ = false;
+  bool thread_waits_ = false;
   uint64_t next_ = 0;       // where the thread prepares next
   bool stopped_ = true;     // the thread met a chunk it does not prepare (or has no start yet)
   uint64_t generation_ = 0;  // bumped by start(): work begun before it is dropped

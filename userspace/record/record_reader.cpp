@@ -242,7 +242,8 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
       // counts them (a stream that skips them) only needs their count.
       ahead.emplace([&src](uint64_t at, size_t n, std::vector<uint8_t>& into) { return src.read_into(at, n, into) == 0; },
                     size, version, /*unpack_op_events=*/!(stream && stream->skips_events()),
-                    types_passed_over ? std::function<bool(uint32_t)>(passes_over) : nullptr);
+                    types_passed_over ? std::function<bool(uint32_t)>(passes_over) : nullptr,
+                    /*hands_over_compressed=*/true);
       ahead->start(off);
     } catch (const std::system_error&) {
       // No thread to be had (a pids limit): every chunk is read in turn.
@@ -252,8 +253,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
     const std::string where = name + ": corrupt chunk " + std::to_string(index);
     const std::string at = " at offset " + std::to_string(off) + ": ";
     const uint64_t avail = size - off;
-    // A chunk the thread prepared is sound and decompressed; any other is
-    // read and checked here, and the thread starts again after it.
+    // A chunk the thread prepared is sound and decompressed (unless it says
+    // compressed); any other is read and checked here, and the thread starts
+    // again after it.
     std::optional<PreparedChunk> prepared = ahead ? ahead->take(off) : std::nullopt;
     // One passed over before the stream came (a data chunk before the
     // header's: refused below) is read here.
@@ -292,8 +294,9 @@ Result<Recording> parse(Source& src, const std::string& name, CorruptChunks corr
       off += kRecordChunkHeaderSize + len;
       continue;
     }
-    // A compressed payload (version 6) is read as it was before compression.
-    if (!prepared && damage.empty() && version >= 6 && get<uint32_t>(hdr + 8) != 0) {
+    // A compressed payload (version 6) is read as it was before compression
+    // (one the thread handed over as stored included).
+    if ((!prepared || prepared->compressed) && damage.empty() && version >= 6 && get<uint32_t>(hdr + 8) != 0) {
       const uint32_t raw = get<uint32_t>(hdr + 8);
       std::string problem = raw > kRecordMaxChunkPayload
                                 ? "its size before compression, " + std::to_string(raw) + " bytes, exceeds the limit"
