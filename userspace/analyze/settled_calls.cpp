@@ -71,9 +71,14 @@ void SettledCalls::hand_settled(const std::function<bool(uint64_t)>& ready, cons
 void SettledCalls::hand_settled_at(const std::function<bool(uint64_t, uint64_t)>& ready, const Sink& sink) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     Pending& pending = it->second;
-    // The latest moment at rest that `ready` accepts.
-    size_t settled = pending.rests.size();
-    while (settled > 0 && !ready(pending.rests[settled - 1].event_index, pending.rests[settled - 1].ts_ns)) settled--;
+    // The latest moment at rest that `ready` accepts: it accepts a prefix
+    // of them (every earlier moment with a later one), found by bisection,
+    // as the moments that wait for their pairs can be hundreds.
+    const auto rests_end = pending.rests.end();
+    const size_t settled = static_cast<size_t>(
+        std::partition_point(pending.rests.begin(), rests_end,
+                             [&](const Pending::Rest& rest) { return ready(rest.event_index, rest.ts_ns); }) -
+        pending.rests.begin());
     if (settled > 0) {
       hand(pending, pending.rests[settled - 1].completed, sink);
       pending.rests.erase(pending.rests.begin(), pending.rests.begin() + static_cast<ptrdiff_t>(settled));
