@@ -209,7 +209,8 @@ TEST_F(ChunkPrefetchTest, AStreamThatTakesOnlyEventsIsHandedNothingElse) {
     return true;
   };
   const auto is_mem = [](uint32_t type) { return type == static_cast<uint32_t>(ChunkType::MEM_EVENTS); };
-  ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, false, is_mem);
+  ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, /*unpack_op_events=*/false, is_mem,
+                     /*hands_over_compressed=*/false);
   ahead.start(chunks[0].offset);
   size_t passed_over = 0;
   for (const ChunkSpan& c : chunks) {
@@ -277,7 +278,8 @@ TEST_F(ChunkPrefetchTest, TheThreadHandsOnlyTheChunkAskedFor) {
     into.assign(file.begin() + static_cast<ptrdiff_t>(offset), file.begin() + static_cast<ptrdiff_t>(offset + n));
     return true;
   };
-  ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION);
+  ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, /*unpack_op_events=*/false, {},
+                     /*hands_over_compressed=*/false);
   EXPECT_FALSE(ahead.take(chunks[0].offset).has_value());  // not started
   ahead.start(chunks[0].offset);
   for (size_t n = 0; n < 10; ++n) {
@@ -334,7 +336,7 @@ TEST_F(ChunkPrefetchTest, TheThreadDecodesEventChunksForAReadThatDecodes) {
   };
   for (bool unpack : {false, true}) {
     SCOPED_TRACE(unpack ? "decoding" : "not decoding");
-    ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, unpack);
+    ChunkPrefetch ahead(read_at, file.size(), GP_RECORD_FORMAT_VERSION, unpack, {}, /*hands_over_compressed=*/false);
     ahead.start(chunks[0].offset);
     size_t decoded = 0, op_event_chunks = 0;
     for (const ChunkSpan& c : chunks) {

@@ -1,5 +1,5 @@
 // IndexMap against std::unordered_map: the same random adds, finds, erases
-// and takes give the same answers, with keys crowded into a few probe runs
+// and takes (both kinds) give the same answers, with keys crowded into a few probe runs
 // (so erase's shifting is exercised) and the one key a slot cannot hold.
 #include "base/index_map.h"
 
@@ -35,8 +35,15 @@ void check_against_node_map(uint64_t key_base, uint64_t key_span, uint32_t seed)
         nodes.erase(key);
         break;
       }
-      default:
+      default: {  // take into a value: the same answer, the value left alone when not held
+        const auto it = nodes.find(key);
+        uint32_t value = 12345;
+        const bool held = flat.take(key, value);
+        ASSERT_EQ(held, it != nodes.end()) << "step " << step << " key " << key;
+        ASSERT_EQ(value, held ? it->second : 12345u) << "step " << step << " key " << key;
+        nodes.erase(key);
         break;
+      }
     }
     const auto it = nodes.find(key);
     const std::optional<uint32_t> want = it == nodes.end() ? std::nullopt : std::optional(it->second);

@@ -21,9 +21,11 @@ namespace {
 // The sort took about a twentieth of a streamed --modules read
 // (docs/report.md, "Memory").
 template <typename Less>
-bool put_in_preorder(const Timeline& timeline, std::vector<size_t>& ids, const Less& parents_first) {
+bool put_in_preorder(const Timeline& timeline, std::vector<size_t>& ids, const Less& parents_first,
+                     CallTree::Scratch& scratch) {
   const size_t n = ids.size();
-  thread_local std::vector<size_t> subtree, roots, order;
+  std::vector<size_t>& subtree = scratch.subtree, &roots = scratch.roots, &order = scratch.order;
+  std::vector<CallTree::Scratch::Parent>& parents = scratch.parents;
   subtree.resize(n);
   roots.clear();  // the subtrees not claimed by a parent yet, by their last call
   for (size_t k = 0; k < n; k++) {  // a call's children: the subtrees just before it
@@ -41,11 +43,6 @@ bool put_in_preorder(const Timeline& timeline, std::vector<size_t>& ids, const L
   // place of the range its parent (or the roots) has left at the right,
   // and its children fill the rest of its subtree's range from the right.
   // The sizes add up, so every place is taken once.
-  struct Parent {
-    size_t cursor;  // where the range left to its unplaced children ends
-    uint32_t children_left;
-  };
-  thread_local std::vector<Parent> parents;
   parents.clear();
   order.resize(n);
   size_t roots_cursor = n;
@@ -101,9 +98,10 @@ void build_call_tree(const Timeline& timeline, CallTree& tree) {
       if (calls[a].depth != calls[b].depth) return calls[a].depth < calls[b].depth;
       return a < b;
     };
-    if (!std::is_sorted(ids.begin(), ids.end(), parents_first) && !put_in_preorder(timeline, ids, parents_first))
+    if (!std::is_sorted(ids.begin(), ids.end(), parents_first) && !put_in_preorder(timeline, ids, parents_first, tree.scratch))
       std::sort(ids.begin(), ids.end(), parents_first);
-    std::vector<size_t> open;  // calls holding the sweep point, innermost last
+    std::vector<size_t>& open = tree.scratch.open;  // calls holding the sweep point, innermost last
+    open.clear();
     for (size_t id : ids) {
       while (!open.empty() && calls[open.back()].end_ns < calls[id].start_ns) open.pop_back();
       // A call as deep or deeper does not enclose this one, even when it

@@ -35,6 +35,17 @@ struct CallTree {
   // order): the indices in Timeline::calls of that thread's calls, parents
   // before their children (by start_ns, then depth, then completion order).
   std::vector<std::vector<size_t>> threads;
+
+  // The build's working storage, kept with the tree so that a tree built
+  // again in place (one per settled forest) reuses it as it does the lists.
+  struct Scratch {
+    struct Parent {
+      size_t cursor;  // where the range left to its unplaced children ends
+      uint32_t children_left;
+    };
+    std::vector<size_t> subtree, roots, order, open;
+    std::vector<Parent> parents;
+  } scratch;
 };
 
 CallTree build_call_tree(const Timeline& timeline);

@@ -45,6 +45,9 @@ class EntryStackPairs {
     if (!wanted_) return std::nullopt;
     return stack_of_.take(entry_index);
   }
+  // The same into stack_id, false when there is none (IndexMap::take's
+  // second form: the module tree's streamed read, ~0.95 of its time).
+  bool take(uint64_t entry_index, uint32_t& stack_id) { return wanted_ && stack_of_.take(entry_index, stack_id); }
 
  private:
   const bool wanted_;

@@ -74,9 +74,8 @@ void SettledCalls::hand_settled_at(const std::function<bool(uint64_t, uint64_t)>
     // The latest moment at rest that `ready` accepts: it accepts a prefix
     // of them (every earlier moment with a later one), found by bisection,
     // as the moments that wait for their pairs can be hundreds.
-    const auto rests_end = pending.rests.end();
     const size_t settled = static_cast<size_t>(
-        std::partition_point(pending.rests.begin(), rests_end,
+        std::partition_point(pending.rests.begin(), pending.rests.end(),
                              [&](const Pending::Rest& rest) { return ready(rest.event_index, rest.ts_ns); }) -
         pending.rests.begin());
     if (settled > 0) {

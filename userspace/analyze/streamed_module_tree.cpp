@@ -92,8 +92,13 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
   stacks.resize(forest.calls.size());
   bool any_stack = false;
   for (size_t i = 0; i < forest.calls.size(); i++) {
-    stacks[i] = entry_pairs_.take(forest.calls[i].entry_index);  // read here alone
-    any_stack = any_stack || stacks[i].has_value();
+    uint32_t stack_id;
+    if (entry_pairs_.take(forest.calls[i].entry_index, stack_id)) {  // read here alone
+      stacks[i] = stack_id;
+      any_stack = true;
+    } else {
+      stacks[i].reset();
+    }
   }
   // The whole read asks whether the thread has a stack at any entry: one in
   // this forest says yes for the calls held before it too.
@@ -116,7 +121,9 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
       const bool folded = folded_into[i] != i;
       const bool held = parent >= 0 ? !node_of_call[parent]
                                     : !python_thread && !stack && !is_autograd_engine_call(head_, call);
-      const std::optional<uint32_t> forward_stack = backward_pairs_.take(call.entry_index);
+      uint32_t forward_stack_id;
+      const std::optional<uint32_t> forward_stack =
+          backward_pairs_.take(call.entry_index, forward_stack_id) ? std::optional(forward_stack_id) : std::nullopt;
       ModuleCallFigures call_figures;
       if (figures) call_figures.gpu_ns = figures->gpu_ns[i], call_figures.self_gpu_ns = figures->self_gpu_ns[i];
       if (held) {

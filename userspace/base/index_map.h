@@ -48,14 +48,27 @@ class IndexMap {
   void erase(uint64_t key) { take(key); }
   // find() and erase() in one probe: key's value, no longer held.
   std::optional<uint32_t> take(uint64_t key) {
-    if (key == kEmpty) return std::exchange(empty_key_value_, std::nullopt);
-    if (size_ == 0) return std::nullopt;
+    uint32_t value;
+    if (!take(key, value)) return std::nullopt;
+    return value;
+  }
+  // The same into `value`, false when key is not held: a caller that keeps
+  // the value in place of std::optional's pieces (GCC builds the optional
+  // from a 4-byte and a 1-byte store and reads it back whole, which stalls
+  // store forwarding once per call of a streamed read).
+  bool take(uint64_t key, uint32_t& value) {
+    if (key == kEmpty) {
+      if (!empty_key_value_) return false;
+      value = *std::exchange(empty_key_value_, std::nullopt);
+      return true;
+    }
+    if (size_ == 0) return false;
     size_t hole = home(key);
     while (slots_[hole].key != key) {
-      if (slots_[hole].key == kEmpty) return std::nullopt;
+      if (slots_[hole].key == kEmpty) return false;
       hole = (hole + 1) & mask_;
     }
-    const uint32_t value = slots_[hole].value;
+    value = slots_[hole].value;
     // Shift later entries of the run back into the hole when their home
     // does not lie (cyclically) between the hole and them.
     for (size_t next = (hole + 1) & mask_; slots_[next].key != kEmpty; next = (next + 1) & mask_) {
@@ -67,7 +80,7 @@ class IndexMap {
     }
     slots_[hole].key = kEmpty;
     size_--;
-    return value;
+    return true;
   }
   size_t size() const { return size_ + (empty_key_value_ ? 1 : 0); }
   size_t capacity() const { return slots_.size(); }

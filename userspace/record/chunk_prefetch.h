@@ -63,9 +63,11 @@ class ChunkPrefetch {
   // work is theirs). passes_over(type), when given: chunks of that type are
   // only checked (PreparedChunk::passed_over); called from the thread.
   // hands_over_compressed: while the reader waits in take(), compressed
-  // chunks go to it as stored (PreparedChunk::compressed).
-  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events = false,
-                std::function<bool(uint32_t type)> passes_over = {}, bool hands_over_compressed = false);
+  // chunks go to it as stored (PreparedChunk::compressed), so that both
+  // cores decompress; a caller that checks what the thread itself prepares
+  // (the unit tests) turns it off. No defaults: every caller says which.
+  ChunkPrefetch(ReadAt read_at, uint64_t size, uint32_t version, bool unpack_op_events,
+                std::function<bool(uint32_t type)> passes_over, bool hands_over_compressed);
   ~ChunkPrefetch();
   ChunkPrefetch(const ChunkPrefetch&) = delete;
   ChunkPrefetch& operator=(const ChunkPrefetch&) = delete;
