@@ -392,12 +392,18 @@ def test_streamed_module_table_is_exact_and_its_memory_flat(torch_env, tmp_path)
     assert rss[4][0] > 2 * rss[1][0], summary
     # Streamed, what waits is a thread's calls until their Python stacks'
     # pairs come (about a flush interval's worth, its peak noisy from run
-    # to run): allow 8 MiB. Whole, each event costs tens of bytes: about
+    # to run, and the worst wait grows a little with the recording's
+    # length). The layer table holds about 300 bytes per waiting call: at
+    # this project's VM's op rate on 2026-12-06 (2.6 times that of a week
+    # before) up to 90,000 calls waited, and its peak grew by 6.7 MiB from
+    # 1 s to 4 s in one run, by more than 8 in another: allow 16 MiB for it
+    # (the whole read grew by 131 MiB in that run), 8 for the trace, which
+    # holds less per call. Whole, each event costs tens of bytes: about
     # 77 KiB per training step more (with its inference steps) for the
     # table, 105 for the trace; more than 30 is growth with the events (a
     # fixed 100 MiB failed on a slow run of 989 steps more, 74 MiB).
     whole_growth_kib = 30 * (rss[4][0] - rss[1][0])
-    assert rss[4][1] - rss[1][1] < 8192, summary
+    assert rss[4][1] - rss[1][1] < 16384, summary
     assert rss[4][2] - rss[1][2] > whole_growth_kib, summary
     assert rss[4][3] - rss[1][3] < 8192, summary
     assert rss[4][4] - rss[1][4] > whole_growth_kib, summary
