@@ -66,7 +66,10 @@ def test_calls_keep_their_shapes_when_the_reader_lags(tmp_path, torch_env, calls
     got = [(r[titles.index("Input Shapes")], int(r[titles.index("# of Calls")])) for r in rows]
     kept = min(calls, WINDOWED)
     # Both 8-element inputs and the scalar, on every call the share held;
-    # the others' two tensors unknown, and said so.
-    assert got == [("[[8], [8], []]", kept)] + ([("?", calls - kept)] if calls > kept else []), report.stdout
+    # the others' two tensors unknown, and said so. The rows come by CPU
+    # time, which timing decides (the unknown ones came first in a CI run
+    # of 2026-12-06, 13 us a call against 3): compared in any order.
+    want = [("[[8], [8], []]", kept)] + ([("?", calls - kept)] if calls > kept else [])
+    assert sorted(got) == sorted(want), report.stdout
     unknown = re.search(r"^(\d+) tensor arguments could not be read", report.stdout, re.M)
     assert (int(unknown.group(1)) if unknown else 0) == 2 * (calls - kept), report.stdout
