@@ -1,6 +1,7 @@
 // IndexMap against std::unordered_map: the same random adds, finds, erases
-// and takes (both kinds) give the same answers, with keys crowded into a few probe runs
-// (so erase's shifting is exercised) and the one key a slot cannot hold.
+// and takes (both kinds) give the same answers, with keys crowded into a
+// few probe runs (so erase's shifting is exercised) and the one key a slot
+// cannot hold.
 #include "base/index_map.h"
 
 #include <gtest/gtest.h>

@@ -98,7 +98,8 @@ void build_call_tree(const Timeline& timeline, CallTree& tree) {
       if (calls[a].depth != calls[b].depth) return calls[a].depth < calls[b].depth;
       return a < b;
     };
-    if (!std::is_sorted(ids.begin(), ids.end(), parents_first) && !put_in_preorder(timeline, ids, parents_first, tree.scratch))
+    if (!std::is_sorted(ids.begin(), ids.end(), parents_first) &&
+        !put_in_preorder(timeline, ids, parents_first, tree.scratch))
       std::sort(ids.begin(), ids.end(), parents_first);
     std::vector<size_t>& open = tree.scratch.open;  // calls holding the sweep point, innermost last
     open.clear();

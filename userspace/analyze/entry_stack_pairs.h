@@ -45,8 +45,8 @@ class EntryStackPairs {
     if (!wanted_) return std::nullopt;
     return stack_of_.take(entry_index);
   }
-  // The same into stack_id, false when there is none (IndexMap::take's
-  // second form: the module tree's streamed read, ~0.95 of its time).
+  // The same into stack_id, false when there is none: for a loop over
+  // every call, where the optional's build and reload stall (IndexMap::take).
   bool take(uint64_t entry_index, uint32_t& stack_id) { return wanted_ && stack_of_.take(entry_index, stack_id); }
 
  private:

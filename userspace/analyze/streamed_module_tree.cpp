@@ -121,9 +121,7 @@ void StreamedModuleTree::place(const Timeline& forest, const CallFigures* figure
       const bool folded = folded_into[i] != i;
       const bool held = parent >= 0 ? !node_of_call[parent]
                                     : !python_thread && !stack && !is_autograd_engine_call(head_, call);
-      uint32_t forward_stack_id;
-      const std::optional<uint32_t> forward_stack =
-          backward_pairs_.take(call.entry_index, forward_stack_id) ? std::optional(forward_stack_id) : std::nullopt;
+      const std::optional<uint32_t> forward_stack = backward_pairs_.take(call.entry_index);
       ModuleCallFigures call_figures;
       if (figures) call_figures.gpu_ns = figures->gpu_ns[i], call_figures.self_gpu_ns = figures->self_gpu_ns[i];
       if (held) {
